@@ -1,0 +1,80 @@
+// Command zvfserve serves ZVF (Zarr Vectors Format) stores over HTTP and
+// carries the tools around them (inspect, query, validate, zarr-cat, demo,
+// bench). Each subcommand lives in its own file; this file only dispatches.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand's
+// name; it writes results to stdout and diagnostics to stderr.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands lists every subcommand. Keep it in step with README.md.
+func commands() map[string]command {
+	return map[string]command{}
+}
+
+// errUsage marks a command-line mistake: exit status 2, not 1.
+var errUsage = errors.New("usage error")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	name := "serve"
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help", "help":
+			usage(stdout, cmds)
+			return 0
+		}
+		if _, ok := cmds[args[0]]; ok {
+			name, args = args[0], args[1:]
+		}
+	}
+	c, ok := cmds[name]
+	if !ok {
+		fmt.Fprintf(stderr, "zvfserve: unknown command %q\n", name)
+		usage(stderr, cmds)
+		return 2
+	}
+	if err := c.run(ctx, args, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "zvfserve %s: %v\n", name, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "zvfserve serves ZVF (Zarr Vectors Format) stores over HTTP.")
+	fmt.Fprintln(w, "\nUsage:\n  zvfserve [command] [flags] [args]\n\nWith no command, zvfserve runs \"serve\" (on the built-in demo when no store is given).\n\nCommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun \"zvfserve COMMAND --help\" for a command's flags.")
+}
