@@ -1,0 +1,251 @@
+package writer
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// memStore is a minimal in-memory storage.Writer for tests.
+type memStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+	// failAfter, when > 0, makes the n-th Put and later ones fail.
+	failAfter int
+	puts      int
+}
+
+func newMemStore() *memStore { return &memStore{m: map[string][]byte{}} }
+
+var errInjected = fmt.Errorf("injected put failure")
+
+func (s *memStore) Put(_ context.Context, key string, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.puts++
+	if s.failAfter > 0 && s.puts >= s.failAfter {
+		return errInjected
+	}
+	s.m[key] = slices.Clone(data)
+	return nil
+}
+
+func (s *memStore) Delete(_ context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+	return nil
+}
+
+func (s *memStore) Get(_ context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[key]
+	if !ok {
+		return nil, &storage.Error{Op: "get", Key: key, Err: storage.ErrNotFound}
+	}
+	return slices.Clone(b), nil
+}
+
+func (s *memStore) GetRange(ctx context.Context, key string, off, length int64) ([]byte, error) {
+	b, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if off > int64(len(b)) {
+		return nil, nil
+	}
+	b = b[off:]
+	if length >= 0 && length < int64(len(b)) {
+		b = b[:length]
+	}
+	return b, nil
+}
+
+func (s *memStore) List(_ context.Context, prefix string) (storage.Listing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var l storage.Listing
+	seen := map[string]bool{}
+	for k := range s.m {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		rest := k[len(prefix):]
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			p := prefix + rest[:i+1]
+			if !seen[p] {
+				seen[p] = true
+				l.Prefixes = append(l.Prefixes, p)
+			}
+		} else {
+			l.Keys = append(l.Keys, k)
+		}
+	}
+	slices.Sort(l.Keys)
+	slices.Sort(l.Prefixes)
+	return l, nil
+}
+
+func (s *memStore) Stat(ctx context.Context, key string) (storage.Attrs, error) {
+	b, err := s.Get(ctx, key)
+	if err != nil {
+		return storage.Attrs{}, err
+	}
+	return storage.Attrs{Size: int64(len(b))}, nil
+}
+
+func (s *memStore) Close() error { return nil }
+
+// files returns the store's keys under prefix (prefix stripped).
+func (s *memStore) files(prefix string) map[string][]byte {
+	out := map[string][]byte{}
+	for k, v := range s.m {
+		if strings.HasPrefix(k, prefix) {
+			out[k[len(prefix):]] = v
+		}
+	}
+	return out
+}
+
+// loadDir reads a reference store directory into key -> bytes.
+func loadDir(t testing.TB, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var testZstd, _ = zstd.NewReader(nil)
+
+// readBlob decodes the uint8 blob array at path in files.
+func readBlob(t testing.TB, files map[string][]byte, path string) []byte {
+	t.Helper()
+	raw, ok := files[path+"/zarr.json"]
+	if !ok {
+		t.Fatalf("no blob array %s", path)
+	}
+	var meta struct {
+		Shape  []int `json:"shape"`
+		Codecs []struct {
+			Name string `json:"name"`
+		} `json:"codecs"`
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	n := meta.Shape[0]
+	data, ok := files[path+"/c/0"]
+	if !ok {
+		return make([]byte, n)
+	}
+	for _, c := range slices.Backward(meta.Codecs) {
+		switch c.Name {
+		case "bytes":
+		case "zstd":
+			var err error
+			if data, err = testZstd.DecodeAll(data, nil); err != nil {
+				t.Fatalf("%s: zstd: %v", path, err)
+			}
+		default:
+			t.Fatalf("%s: test cannot decode codec %s", path, c.Name)
+		}
+	}
+	if len(data) != n {
+		t.Fatalf("%s: %d bytes, shape %d", path, len(data), n)
+	}
+	return data
+}
+
+// chunkKeys lists the chunk keys under an array path, sorted by coords.
+func chunkKeys(files map[string][]byte, array string) []string {
+	seen := map[string]bool{}
+	for k := range files {
+		if rest, ok := strings.CutPrefix(k, array+"/"); ok {
+			if i := strings.IndexByte(rest, '/'); i > 0 && strings.Contains(rest[:i], ".") {
+				seen[rest[:i]] = true
+			}
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return slices.Compare(parseKey(a), parseKey(b)) })
+	return keys
+}
+
+func parseKey(k string) []int64 {
+	var out []int64
+	for _, p := range strings.Split(k, ".") {
+		v, _ := strconv.ParseInt(p, 10, 64)
+		out = append(out, v)
+	}
+	return out
+}
+
+func f32s(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func i64s(b []byte) []int64 {
+	out := make([]int64, len(b)/8)
+	for i := range out {
+		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return out
+}
+
+// decodeFragments parses a range-only fragment index into counts.
+func decodeFragments(t testing.TB, b []byte) []int64 {
+	t.Helper()
+	if len(b) < 16 || binary.LittleEndian.Uint32(b) != fragmentIndexMagic {
+		t.Fatalf("bad fragment index header % x", b[:min(len(b), 16)])
+	}
+	f := int(binary.LittleEndian.Uint32(b[8:]))
+	r := int(binary.LittleEndian.Uint32(b[12:]))
+	if f != r {
+		t.Fatalf("explicit fragments not expected (F=%d R=%d)", f, r)
+	}
+	if f == 0 {
+		return nil
+	}
+	off := 16 + ((f+7)/8+7)&^7
+	out := make([]int64, f)
+	for i := range f {
+		out[i] = int64(binary.LittleEndian.Uint64(b[off+16*i+8:]))
+	}
+	return out
+}
