@@ -3,6 +3,7 @@ package writer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -120,4 +121,88 @@ func TestGoldenPointsBins(t *testing.T) {
 			compareStores(t, want, got)
 		})
 	}
+}
+
+// objectIDsOf assigns each stored level-0 row (chunk order, fragment order)
+// the object whose manifest names its fragment.
+func objectIDsOf(t *testing.T, files map[string][]byte, d int) []int64 {
+	t.Helper()
+	owner := map[blockRef]int64{}
+	for oid, refs := range readManifests(t, files, "0", d) {
+		for _, r := range refs {
+			owner[r] = int64(oid)
+		}
+	}
+	var ids []int64
+	for _, k := range chunkKeys(files, "0/vertices") {
+		var c coords
+		copy(c[:], parseKey(k))
+		for f, n := range decodeFragments(t, readBlob(t, files, "0/vertex_fragments/"+k)) {
+			oid, ok := owner[blockRef{c, int64(f)}]
+			if !ok {
+				t.Fatalf("chunk %s fragment %d has no owner", k, f)
+			}
+			for range n {
+				ids = append(ids, oid)
+			}
+		}
+	}
+	return ids
+}
+
+// TestGoldenPointsObjects covers object ids, categorical strings, object
+// attributes, groups and an ID-preserving pyramid level.
+func TestGoldenPointsObjects(t *testing.T) {
+	for _, tc := range []struct {
+		store   string
+		bin     []float64
+		pyramid []PyramidLevel
+	}{
+		{"points_pyramid", nil, []PyramidLevel{{Coarsen: 2}}},
+		{"quirk_points_objects_bins", []float64{50, 50, 50}, nil},
+	} {
+		t.Run(tc.store, func(t *testing.T) {
+			want := loadDir(t, refDir+tc.store+".zarrvectors")
+			pc := level0Points(t, want, []Attribute{
+				{Name: "intensity", DType: "float32", Channels: 1},
+				{Name: "label", DType: "int32", Channels: 1},
+				{Name: "cell_type", DType: "uint8", Channels: 1},
+			})
+			var cats []string
+			if err := json.Unmarshal(groupAttr(t, want, "0/vertex_attributes/cell_type", "categories"), &cats); err != nil {
+				t.Fatal(err)
+			}
+			names := make([]string, len(pc.Attributes[2].Data))
+			for i, c := range pc.Attributes[2].Data {
+				names[i] = cats[c]
+			}
+			pc.Attributes[2] = CategoricalAttribute("cell_type", names)
+			pc.ObjectIDs = objectIDsOf(t, want, 3)
+			pc.ObjectAttributes = []Attribute{{Name: "volume", DType: "float32", Channels: 1,
+				Data: readBlob(t, want, "0/object_attributes/volume/data")}}
+			pc.Groups = [][]int64{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}}
+			ms := newMemStore()
+			_, err := WritePoints(context.Background(), ms, "", pc, Options{
+				ChunkShape: []float64{250, 250, 250}, BinShape: tc.bin,
+				Bounds:  &[2][]float64{{0, 0, 0}, {1000, 1000, 1000}},
+				Pyramid: tc.pyramid,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareStores(t, want, ms.files(""))
+		})
+	}
+}
+
+// groupAttr returns one attribute of a group zarr.json as raw JSON.
+func groupAttr(t *testing.T, files map[string][]byte, path, key string) json.RawMessage {
+	t.Helper()
+	var g struct {
+		Attributes map[string]json.RawMessage `json:"attributes"`
+	}
+	if err := json.Unmarshal(files[path+"/zarr.json"], &g); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return g.Attributes[key]
 }

@@ -249,3 +249,47 @@ func decodeFragments(t testing.TB, b []byte) []int64 {
 	}
 	return out
 }
+
+// readManifests decodes object_index/manifests of a level: per object,
+// the (chunk key, fragment) blocks.
+func readManifests(t testing.TB, files map[string][]byte, lp string, d int) [][]blockRef {
+	t.Helper()
+	var out [][]blockRef
+	for c := 0; ; c++ {
+		raw, ok := files[lp+"/object_index/manifests/c/"+strconv.Itoa(c)]
+		if !ok {
+			break
+		}
+		b, err := testZstd.DecodeAll(raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int(binary.LittleEndian.Uint32(b))
+		b = b[4:]
+		for range n {
+			ln := int(binary.LittleEndian.Uint32(b))
+			item := b[4 : 4+ln]
+			b = b[4+ln:]
+			var refs []blockRef
+			if len(item) > 0 {
+				nb := int(binary.LittleEndian.Uint32(item))
+				item = item[4:]
+				for range nb {
+					var r blockRef
+					for a := range d {
+						r.c[a] = int64(binary.LittleEndian.Uint64(item[8*a:]))
+					}
+					item = item[8*d:]
+					if item[0] != 0 {
+						t.Fatalf("manifest mode %d", item[0])
+					}
+					r.frag = int64(binary.LittleEndian.Uint64(item[1:]))
+					item = item[9:]
+					refs = append(refs, r)
+				}
+			}
+			out = append(out, refs)
+		}
+	}
+	return out
+}
