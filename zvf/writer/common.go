@@ -62,6 +62,10 @@ func prepare(o *Options, pos []float32, geometry, linksConv string) (*geom, erro
 	if len(pos)%d != 0 {
 		return nil, inputErr("positions", -1, "%d values is not a multiple of %d axes", len(pos), d)
 	}
+	if len(pos)/d > math.MaxUint32 {
+		// Rows are indexed with uint32 to halve the layout's memory.
+		return nil, inputErr("positions", -1, "%d vertices exceed the %d a store can take", len(pos)/d, uint32(math.MaxUint32))
+	}
 	lo, hi := make([]float64, d), make([]float64, d)
 	for i := range d {
 		lo[i], hi[i] = math.Inf(1), math.Inf(-1)
