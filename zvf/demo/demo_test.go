@@ -1,0 +1,105 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+)
+
+func build(t testing.TB, o Options) (*mem, []StoreInfo) {
+	t.Helper()
+	ms := newMem()
+	infos, err := Build(context.Background(), ms, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms, infos
+}
+
+// TestBuildDeterministic: the same seed gives byte-identical stores (so
+// benchmarks and screenshots are reproducible); another seed does not.
+func TestBuildDeterministic(t *testing.T) {
+	a, _ := build(t, Options{Seed: 7, Scale: 0.2})
+	b, _ := build(t, Options{Seed: 7, Scale: 0.2, Concurrency: 1})
+	c, _ := build(t, Options{Seed: 8, Scale: 0.2})
+	if !maps.EqualFunc(a.m, b.m, bytes.Equal) {
+		t.Error("two builds with seed 7 differ")
+	}
+	if maps.EqualFunc(a.m, c.m, bytes.Equal) {
+		t.Error("seeds 7 and 8 give the same stores")
+	}
+}
+
+// TestBuildStores checks the four stores: names, prefixes, geometry type in
+// the root metadata, three levels and the advertised vertex counts.
+func TestBuildStores(t *testing.T) {
+	ms, infos := build(t, Options{Seed: 1, Scale: 0.3})
+	names := []string{}
+	for _, in := range infos {
+		names = append(names, in.Name)
+		var root struct {
+			Attributes struct {
+				ZV struct {
+					Version  string   `json:"zv_version"`
+					Geometry []string `json:"geometry_types"`
+				} `json:"zarr_vectors"`
+				MS []struct {
+					Datasets []struct {
+						Path string `json:"path"`
+					} `json:"datasets"`
+				} `json:"multiscales"`
+			} `json:"attributes"`
+		}
+		if err := json.Unmarshal(ms.m[in.Prefix+"/zarr.json"], &root); err != nil {
+			t.Fatalf("%s root: %v", in.Name, err)
+		}
+		zv := root.Attributes.ZV
+		if zv.Version != "0.7.0" || !slices.Equal(zv.Geometry, []string{in.Geometry}) {
+			t.Errorf("%s: version %q geometry %v, want 0.7.0 [%s]", in.Name, zv.Version, zv.Geometry, in.Geometry)
+		}
+		if in.Levels != 3 || len(root.Attributes.MS[0].Datasets) != 3 {
+			t.Errorf("%s: %d levels, %d datasets; want 3", in.Name, in.Levels, len(root.Attributes.MS[0].Datasets))
+		}
+		var lvl struct {
+			Attributes struct {
+				L struct {
+					VertexCount int `json:"vertex_count"`
+				} `json:"zarr_vectors_level"`
+			} `json:"attributes"`
+		}
+		if err := json.Unmarshal(ms.m[in.Prefix+"/0/zarr.json"], &lvl); err != nil {
+			t.Fatal(err)
+		}
+		if lvl.Attributes.L.VertexCount != in.Vertices || in.Vertices == 0 {
+			t.Errorf("%s: level 0 has %d vertices, info says %d", in.Name, lvl.Attributes.L.VertexCount, in.Vertices)
+		}
+	}
+	if !slices.Equal(names, []string{"cells", "axons", "skeletons", "meshes"}) {
+		t.Errorf("stores %v", names)
+	}
+}
+
+func TestBuildRejectsScale(t *testing.T) {
+	for _, s := range []float64{-1, 1e9} {
+		if _, err := Build(context.Background(), newMem(), Options{Scale: s}); err == nil {
+			t.Errorf("scale %v accepted", s)
+		}
+	}
+}
+
+// BenchmarkBuild measures the default-scale demo into memory (the server's
+// start-up cost); it must stay well under 2 s.
+func BenchmarkBuild(b *testing.B) {
+	var verts int
+	for b.Loop() {
+		_, infos := build(b, Options{Seed: 1})
+		verts = 0
+		for _, in := range infos {
+			verts += in.Vertices
+		}
+	}
+	b.ReportMetric(float64(verts)*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
+}
