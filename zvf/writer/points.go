@@ -107,8 +107,10 @@ func checkObjectSide(oattrs []Attribute, groups [][]int64, gattrs []Attribute, n
 // included), rows in input order inside a bin.
 func chunkByBin(g *geom, pos []float32, p int) []chunkData {
 	d := g.d
+	frag := make([]int32, len(pos)/d) // bin of each vertex inside its chunk
 	bk := groupBy(len(pos)/d, func(i int) coords {
-		c, _ := g.chunkOfBin(cellOf(pos[i*d:i*d+d], g.bin))
+		c, f := g.chunkOfBin(cellOf(pos[i*d:i*d+d], g.bin))
+		frag[i] = int32(f)
 		return c
 	})
 	chunks := make([]chunkData, len(bk.keys))
@@ -118,9 +120,8 @@ func chunkByBin(g *geom, pos []float32, p int) []chunkData {
 		fr := make([]int32, len(rows))
 		clear(counts)
 		for j, r := range rows {
-			_, f := g.chunkOfBin(cellOf(pos[int(r)*d:int(r)*d+d], g.bin))
-			fr[j] = int32(f)
-			counts[f]++
+			fr[j] = frag[r]
+			counts[fr[j]]++
 		}
 		// Stable counting sort of the chunk's rows by fragment.
 		next := make([]int64, p)

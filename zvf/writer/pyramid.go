@@ -89,6 +89,8 @@ func (p *pyramid) next(i int) (*level, error) {
 	var keys []coords
 	var sums []float32
 	seqs := make([][]int32, nsrc)
+	var lastKey coords
+	var last *binAcc // rows of a fragment mostly share a bin: skip the map
 	for _, oid := range keep {
 		var seq []int32
 		prev := int32(-1)
@@ -97,12 +99,16 @@ func (p *pyramid) next(i int) (*level, error) {
 			for _, row := range c.rows[fstart[r.chunk][r.frag]:fstart[r.chunk][r.frag+1]] {
 				v := src.pos[int(row)*d : int(row)*d+d]
 				k := cellOf(v, bin)
-				acc := bins[k]
-				if acc == nil {
-					acc = &binAcc{id: int32(len(keys))}
-					bins[k] = acc
-					keys = append(keys, k)
-					sums = append(sums, make([]float32, d)...)
+				acc := last
+				if acc == nil || k != lastKey {
+					acc = bins[k]
+					if acc == nil {
+						acc = &binAcc{id: int32(len(keys))}
+						bins[k] = acc
+						keys = append(keys, k)
+						sums = append(sums, make([]float32, d)...)
+					}
+					last, lastKey = acc, k
 				}
 				for a := range d {
 					sums[int(acc.id)*d+a] += v[a]
@@ -255,10 +261,18 @@ func (p *pyramid) crossLevel(fine, coarse *level, bin []float64, bins map[coords
 	for ci := range fine.chunks {
 		fc := &fine.chunks[ci]
 		s.run(func(ctx context.Context) error {
-			var up, down []int64
+			up := make([]int64, 0, 2*len(fc.rows))
+			down := make([]int64, 0, 2*len(fc.rows))
 			var rec []int64
+			var lastKey coords
+			var last *binAcc
 			for local, row := range fc.rows {
-				acc := bins[cellOf(fine.pos[int(row)*d:int(row)*d+d], bin)]
+				k := cellOf(fine.pos[int(row)*d:int(row)*d+d], bin)
+				acc := last
+				if acc == nil || k != lastKey {
+					acc, lastKey = bins[k], k
+					last = acc
+				}
 				if acc == nil {
 					continue
 				}
@@ -283,10 +297,14 @@ func (p *pyramid) crossLevel(fine, coarse *level, bin []float64, bins map[coords
 				s.group(cp+"/links/-1", stylePretty, obj{{"zv_array", "links"}, {"dtype", "int64"}, {"link_width", 2}, {"level_delta", -1}})
 			})
 			key := fc.c.key(d)
-			if err := s.blob(ctx, s.zstd, fp+"/links/+1", key, appendRaggedPairs(nil, up)); err != nil {
-				return err
+			buf := appendRaggedPairs(s.getScratch(0), up)
+			err := s.blob(ctx, s.zstd, fp+"/links/+1", key, buf)
+			if err == nil {
+				buf = appendRaggedPairs(buf[:0], down)
+				err = s.blob(ctx, s.zstd, cp+"/links/-1", key, buf)
 			}
-			return s.blob(ctx, s.zstd, cp+"/links/-1", key, appendRaggedPairs(nil, down))
+			s.putScratch(buf)
+			return err
 		})
 	}
 	s.after = append(s.after, func(ctx context.Context) error {
