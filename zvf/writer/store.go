@@ -67,7 +67,10 @@ func newStoreWriter(ctx context.Context, w storage.Writer, prefix string, d int,
 	s := &storeWriter{w: w, prefix: prefix, d: d, groups: map[string]*groupNode{}}
 	s.g, s.ctx = errgroup.WithContext(ctx)
 	s.g.SetLimit(o.concurrency())
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault),
+	// Single-segment frames always carry the content size; without it
+	// klauspost omits the size for inputs under 256 bytes and
+	// numcodecs-based readers (the reference) refuse the frame.
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithSingleSegment(true),
 		zstd.WithEncoderCRC(false), zstd.WithEncoderConcurrency(o.concurrency()))
 	if err != nil {
 		return nil, fmt.Errorf("zvf writer: zstd encoder: %w", err)

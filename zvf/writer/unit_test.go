@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -277,4 +278,29 @@ func (s *ctxStore) Put(ctx context.Context, key string, data []byte) error {
 		return err
 	}
 	return s.memStore.Put(ctx, key, data)
+}
+
+// TestZstdFramesCarrySize: numcodecs (the reference's zstd) refuses frames
+// without a content size, which klauspost omits for small inputs unless
+// frames are single-segment. Every zstd frame the writer emits must set
+// Single_Segment (FHD bit 5), which implies a content size field.
+func TestZstdFramesCarrySize(t *testing.T) {
+	ms := newMemStore()
+	_, err := WritePoints(context.Background(), ms, "", &PointCloud{Positions: []float32{1, 1, 1, 50, 50, 50, 51, 51, 51}},
+		Options{ChunkShape: []float64{10, 10, 10}, Codec: CodecZstd, Pyramid: []PyramidLevel{{Coarsen: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for k, v := range ms.m {
+		if strings.HasSuffix(k, "/c/0") || strings.Contains(k, "/manifests/c/") {
+			if len(v) < 5 || v[4]&0x20 == 0 {
+				t.Errorf("%s: frame header % x lacks Single_Segment", k, v[:min(len(v), 6)])
+			}
+			n++
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d compressed chunks checked", n)
+	}
 }
