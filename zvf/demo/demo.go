@@ -72,9 +72,17 @@ func storeOptions(o *Options) writer.Options {
 // maxScale keeps a typo from asking for billions of vertices.
 const maxScale = 1000
 
-// Build writes the four demo stores into w under cells/, axons/,
-// skeletons/ and meshes/.
-func Build(ctx context.Context, w storage.Writer, o Options) ([]StoreInfo, error) {
+// Scene is the generated input of the four stores, exactly what a reader
+// must return from them (tests and the reference check compare against it).
+type Scene struct {
+	Cells     *writer.PointCloud
+	Axons     *writer.Polylines
+	Skeletons *writer.Graph
+	Meshes    *writer.Mesh
+}
+
+// Generate builds the scene in memory without writing it.
+func Generate(o Options) (*Scene, error) {
 	if o.Scale == 0 {
 		o.Scale = 1
 	}
@@ -82,6 +90,21 @@ func Build(ctx context.Context, w storage.Writer, o Options) ([]StoreInfo, error
 		return nil, fmt.Errorf("demo: scale %v outside (0, %d]", o.Scale, maxScale)
 	}
 	sc := newScene(o)
+	// Order matters: each part draws from the same seeded stream.
+	out := &Scene{Cells: sc.cells()}
+	out.Axons = sc.axons()
+	out.Skeletons = sc.skeletons()
+	out.Meshes = sc.meshes()
+	return out, nil
+}
+
+// Build writes the four demo stores into w under cells/, axons/,
+// skeletons/ and meshes/.
+func Build(ctx context.Context, w storage.Writer, o Options) ([]StoreInfo, error) {
+	sc, err := Generate(o)
+	if err != nil {
+		return nil, err
+	}
 	var out []StoreInfo
 	add := func(name, geometry string, sum *writer.Summary, err error) error {
 		if err != nil {
@@ -92,23 +115,19 @@ func Build(ctx context.Context, w storage.Writer, o Options) ([]StoreInfo, error
 		return nil
 	}
 	wo := storeOptions(&o)
-	cells := sc.cells()
-	sum, err := writer.WritePoints(ctx, w, "cells", cells, wo)
+	sum, err := writer.WritePoints(ctx, w, "cells", sc.Cells, wo)
 	if err := add("cells", "point_cloud", sum, err); err != nil {
 		return nil, err
 	}
-	axons := sc.axons()
-	sum, err = writer.WritePolylines(ctx, w, "axons", axons, wo)
+	sum, err = writer.WritePolylines(ctx, w, "axons", sc.Axons, wo)
 	if err := add("axons", "streamline", sum, err); err != nil {
 		return nil, err
 	}
-	sk := sc.skeletons()
-	sum, err = writer.WriteGraph(ctx, w, "skeletons", sk, wo)
+	sum, err = writer.WriteGraph(ctx, w, "skeletons", sc.Skeletons, wo)
 	if err := add("skeletons", "skeleton", sum, err); err != nil {
 		return nil, err
 	}
-	me := sc.meshes()
-	sum, err = writer.WriteMesh(ctx, w, "meshes", me, wo)
+	sum, err = writer.WriteMesh(ctx, w, "meshes", sc.Meshes, wo)
 	if err := add("meshes", "mesh", sum, err); err != nil {
 		return nil, err
 	}

@@ -103,3 +103,42 @@ func BenchmarkBuild(b *testing.B) {
 	}
 	b.ReportMetric(float64(verts)*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
 }
+
+// TestTruthMatchesScene: the truth JSON carries exactly the generated
+// geometry the stores are written from.
+func TestTruthMatchesScene(t *testing.T) {
+	sc, err := Generate(Options{Seed: 3, Scale: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := sc.WriteTruth(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var tr truth
+	if err := json.Unmarshal(buf.Bytes(), &tr); err != nil {
+		t.Fatal(err)
+	}
+	flat := func(r [][]float32) []float32 {
+		var out []float32
+		for _, x := range r {
+			out = append(out, x...)
+		}
+		return out
+	}
+	if !slices.Equal(flat(tr.Cells.Positions), sc.Cells.Positions) || !slices.Equal(tr.Cells.ObjectIDs, sc.Cells.ObjectIDs) {
+		t.Error("cells differ")
+	}
+	if !slices.Equal(flat(tr.Axons.Positions), sc.Axons.Positions) || !slices.Equal(tr.Axons.Offsets, sc.Axons.Offsets) {
+		t.Error("axons differ")
+	}
+	if len(tr.Skeletons.Edges)*2 != len(sc.Skeletons.Edges) || !slices.Equal(flat(tr.Skeletons.Positions), sc.Skeletons.Positions) {
+		t.Error("skeletons differ")
+	}
+	if len(tr.Meshes.Faces)*3 != len(sc.Meshes.Faces) || !slices.Equal(flat(tr.Meshes.Positions), sc.Meshes.Positions) {
+		t.Error("meshes differ")
+	}
+	if len(sc.Cells.Positions) == 0 || len(sc.Axons.Offsets) < 2 || len(sc.Skeletons.Edges) == 0 || len(sc.Meshes.Faces) == 0 {
+		t.Error("a part of the scene is empty")
+	}
+}
