@@ -142,3 +142,18 @@ func TestTruthMatchesScene(t *testing.T) {
 		t.Error("a part of the scene is empty")
 	}
 }
+
+// BenchmarkBuildScale10 is the benchmark-sized demo (about 1.7 million
+// vertices).
+func BenchmarkBuildScale10(b *testing.B) {
+	var verts int
+	for b.Loop() {
+		_, infos := build(b, Options{Seed: 1, Scale: 10})
+		verts = 0
+		for _, in := range infos {
+			verts += in.Vertices
+		}
+	}
+	b.ReportMetric(float64(verts), "vertices")
+	b.ReportMetric(float64(verts)*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
+}

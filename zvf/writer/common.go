@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -135,12 +136,16 @@ func (g *geom) chunkOfBin(b coords) (coords, int64) {
 
 // run builds level 0 via build, derives the pyramid, writes everything and
 // finally the root metadata.
-func run(ctx context.Context, w storage.Writer, prefix string, o *Options, g *geom, l0 *level) (*Summary, error) {
+func run(ctx context.Context, w storage.Writer, prefix string, o *Options, g *geom, l0 *level) (sum *Summary, err error) {
 	s, err := newStoreWriter(ctx, w, prefix, g.d, o)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
+	defer func() {
+		if cerr := s.close(); cerr != nil && err == nil {
+			sum, err = nil, cerr
+		}
+	}()
 	l0.index = 0
 	l0.d = g.d
 	if l0.codec == nil {
@@ -156,15 +161,15 @@ func run(ctx context.Context, w storage.Writer, prefix string, o *Options, g *ge
 	l0.meta = obj{{"level", 0}, {"object_sparsity", 1.0}, {"vertex_count", l0.vertexCount()},
 		{"coarsening_method", "none"}, {"parent_level", jsonNull{}}, {"arrays_present", l0.arraysPresent(g)}}
 	levels := []*level{l0}
-	sum := &Summary{}
+	sum = &Summary{}
 	s.writeLevel(l0)
 	caps := []string{}
 	pyr := newPyramid(s, g, o, l0)
 	for i := range o.Pyramid {
 		nl, err := pyr.next(i)
 		if err != nil {
-			_ = s.wait()
-			return nil, err
+			// Let scheduled writes finish before returning.
+			return nil, errors.Join(err, s.wait())
 		}
 		levels = append(levels, nl)
 	}

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -49,7 +50,7 @@ type storeWriter struct {
 	groups map[string]*groupNode
 
 	scratch sync.Pool // raw-blob buffers reused when a codec copies them
-	closers []func()
+	closers []func() error
 	// after runs once every scheduled task has finished (the pool's
 	// context is cancelled by then, so these get the caller's).
 	after []func(ctx context.Context) error
@@ -75,7 +76,7 @@ func newStoreWriter(ctx context.Context, w storage.Writer, prefix string, d int,
 	if err != nil {
 		return nil, fmt.Errorf("zvf writer: zstd encoder: %w", err)
 	}
-	s.closers = append(s.closers, func() { _ = enc.Close() })
+	s.closers = append(s.closers, enc.Close)
 	zstdCodec := &blobCodec{
 		codecs: []any{obj{{"name", "bytes"}},
 			obj{{"name", "zstd"}, {"configuration", obj{{"level", 0}, {"checksum", false}}}}},
@@ -90,20 +91,23 @@ func newStoreWriter(ctx context.Context, w storage.Writer, prefix string, d int,
 		s.user = zstdCodec
 	case CodecBlosc:
 		if s.user, err = bloscCodec(); err != nil {
-			s.close()
-			return nil, inputErr("Options.Codec", -1, "%v", err)
+			return nil, errors.Join(inputErr("Options.Codec", -1, "%v", err), s.close())
 		}
 	default:
-		s.close()
-		return nil, inputErr("Options.Codec", -1, "unknown codec %d", o.Codec)
+		return nil, errors.Join(inputErr("Options.Codec", -1, "unknown codec %d", o.Codec), s.close())
 	}
 	return s, nil
 }
 
-func (s *storeWriter) close() {
+// close releases the codec encoders.
+func (s *storeWriter) close() error {
+	var errs []error
 	for _, c := range s.closers {
-		c()
+		if err := c(); err != nil {
+			errs = append(errs, fmt.Errorf("zvf writer: close encoder: %w", err))
+		}
 	}
+	return errors.Join(errs...)
 }
 
 // run schedules fn on the bounded pool; it blocks while the pool is full,
