@@ -63,9 +63,10 @@ func prepare(o *Options, pos []float32, geometry, linksConv string) (*geom, erro
 	if len(pos)%d != 0 {
 		return nil, inputErr("positions", -1, "%d values is not a multiple of %d axes", len(pos), d)
 	}
-	if len(pos)/d > math.MaxUint32 {
-		// Rows are indexed with uint32 to halve the layout's memory.
-		return nil, inputErr("positions", -1, "%d vertices exceed the %d a store can take", len(pos)/d, uint32(math.MaxUint32))
+	if len(pos)/d > math.MaxInt32 {
+		// Rows (and distinct chunks) are indexed with 32-bit integers to
+		// halve the layout's memory.
+		return nil, inputErr("positions", -1, "%d vertices exceed the %d this writer takes per store", len(pos)/d, math.MaxInt32)
 	}
 	lo, hi := make([]float64, d), make([]float64, d)
 	for i := range d {

@@ -23,7 +23,7 @@ type PointCloud struct {
 
 // maxBinsPerChunk caps the fragments of a binned point chunk: every bin
 // gets a fragment even when empty, so the fragment index grows with it.
-const maxBinsPerChunk = 1 << 20
+const maxBinsPerChunk = 1 << 16
 
 // WritePoints writes a point-cloud store under prefix (levels 0..len(o.Pyramid)).
 func WritePoints(ctx context.Context, w storage.Writer, prefix string, pc *PointCloud, o Options) (*Summary, error) {
