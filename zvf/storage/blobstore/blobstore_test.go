@@ -1,0 +1,111 @@
+package blobstore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+func TestStores(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, target := range []string{dir, "file://" + dir + "/sub", "mem://", "mem://bucket/prefix"} {
+		t.Run(target, func(t *testing.T) {
+			if filepath.IsAbs(target) || target[:4] == "file" {
+				_ = os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+			}
+			st, err := blobstore.Open(ctx, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := st.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			put := map[string]string{"zarr.json": "{}", "a/zarr.json": "A", "a/c/0": "0123456789", "b/x/y": "y"}
+			for k, v := range put {
+				if err := st.Put(ctx, k, []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := st.Get(ctx, "a/c/0")
+			if err != nil || string(got) != "0123456789" {
+				t.Fatalf("Get = %q, %v", got, err)
+			}
+			for _, tc := range []struct {
+				off, n int64
+				want   string
+			}{{2, 3, "234"}, {8, 10, "89"}, {0, -1, "0123456789"}, {5, -1, "56789"}} {
+				got, err := st.GetRange(ctx, "a/c/0", tc.off, tc.n)
+				if err != nil || string(got) != tc.want {
+					t.Errorf("GetRange(%d,%d) = %q, %v; want %q", tc.off, tc.n, got, err, tc.want)
+				}
+			}
+			l, err := st.List(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(l.Keys, []string{"zarr.json"}) || !reflect.DeepEqual(l.Prefixes, []string{"a/", "b/"}) {
+				t.Errorf("List root = %+v", l)
+			}
+			l, err = st.List(ctx, "a/")
+			if err != nil || !reflect.DeepEqual(l.Keys, []string{"a/zarr.json"}) || !reflect.DeepEqual(l.Prefixes, []string{"a/c/"}) {
+				t.Errorf("List a/ = %+v, %v", l, err)
+			}
+			if _, err := st.Get(ctx, "missing"); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("missing key: %v", err)
+			}
+			if _, err := st.Stat(ctx, "missing"); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("Stat missing key: %v", err)
+			}
+			a, err := st.Stat(ctx, "a/c/0")
+			if err != nil || a.Size != 10 || a.ETag == "" {
+				t.Errorf("Stat = %+v, %v", a, err)
+			}
+			for _, bad := range []string{"../x", "a/../../x", "/etc/passwd", "a/./b"} {
+				if _, err := st.Get(ctx, bad); err == nil || errors.Is(err, storage.ErrNotFound) {
+					t.Errorf("Get(%q) = %v, want an invalid-key error", bad, err)
+				}
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			if _, err := st.Get(cctx, "a/c/0"); !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled Get: %v", err)
+			}
+			if err := st.Delete(ctx, "b/x/y"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Get(ctx, "b/x/y"); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("after Delete: %v", err)
+			}
+		})
+	}
+}
+
+func TestOpenMissingDir(t *testing.T) {
+	if _, err := blobstore.Open(context.Background(), filepath.Join(t.TempDir(), "nope")); err == nil {
+		t.Fatal("opening a missing directory succeeded")
+	}
+}
+
+func TestNoSidecarFiles(t *testing.T) {
+	dir := t.TempDir()
+	st, err := blobstore.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(context.Background(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("dir holds %d entries, want only the key (no .attrs sidecar)", len(ents))
+	}
+}

@@ -1,0 +1,334 @@
+package zarr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// Array is an opened array: metadata parsed and the codec chain resolved
+// once, so reading chunks does no metadata work.
+type Array struct {
+	st   storage.Store
+	path string
+	meta *ArrayMeta
+	pipe *pipeline
+}
+
+// OpenArray reads and parses <path>/zarr.json. cs may be nil (a private
+// codec environment is then made; share one across arrays instead).
+func OpenArray(ctx context.Context, st storage.Store, p string, cs *Codecs) (*Array, error) {
+	p = strings.Trim(p, "/")
+	b, err := st.Get(ctx, join(p, "zarr.json"))
+	if err != nil {
+		return nil, &Error{Path: p, Err: err}
+	}
+	n, err := ParseNode(b)
+	if err != nil {
+		return nil, &Error{Path: p, Err: err}
+	}
+	if n.Type != NodeArray {
+		return nil, &Error{Path: p, Err: metaErr("node is a %s, not an array", n.Type)}
+	}
+	return NewArray(st, p, n.Array, cs)
+}
+
+// NewArray binds already-parsed metadata to a store (for callers that cache
+// metadata or build it in memory).
+func NewArray(st storage.Store, p string, m *ArrayMeta, cs *Codecs) (*Array, error) {
+	if cs == nil {
+		cs = NewCodecs()
+	}
+	pipe, err := cs.build(m.Codecs, rep{shape: m.ChunkShape, typ: m.DataType, fill: m.Fill})
+	if err != nil {
+		return nil, &Error{Path: p, Err: err}
+	}
+	return &Array{st: st, path: strings.Trim(p, "/"), meta: m, pipe: pipe}, nil
+}
+
+// Meta returns the array's metadata (do not modify).
+func (a *Array) Meta() *ArrayMeta { return a.meta }
+
+// Path is the array's key prefix in its store.
+func (a *Array) Path() string { return a.path }
+
+func join(p, k string) string {
+	if p == "" {
+		return k
+	}
+	return p + "/" + k
+}
+
+// ChunkKey is the storage key of the chunk at coords.
+func (a *Array) ChunkKey(coords []int64) string {
+	return join(a.path, a.meta.KeyEncoding.ChunkKey(coords))
+}
+
+func (a *Array) checkCoords(coords []int64) error {
+	if len(coords) != len(a.meta.Shape) {
+		return fmt.Errorf("chunk coords %v for rank %d", coords, len(a.meta.Shape))
+	}
+	g := a.meta.GridShape()
+	for i, c := range coords {
+		if c < 0 || c >= g[i] {
+			return fmt.Errorf("chunk coords %v outside grid %v", coords, g)
+		}
+	}
+	return nil
+}
+
+// ReadChunk decodes the chunk at coords. Edge chunks come back at the full
+// chunk shape, as stored. A missing chunk is the fill value.
+func (a *Array) ReadChunk(ctx context.Context, coords []int64) (*Chunk, error) {
+	if err := a.checkCoords(coords); err != nil {
+		return nil, &Error{Path: a.path, Err: err}
+	}
+	key := a.ChunkKey(coords)
+	b, err := a.st.Get(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return a.fillChunk(), nil
+	}
+	if err != nil {
+		return nil, &Error{Path: a.path, Chunk: key, Err: err}
+	}
+	c, err := a.pipe.decode(b)
+	if err != nil {
+		var ze *Error
+		if errors.As(err, &ze) {
+			ze.Path, ze.Chunk = a.path, key
+			return nil, ze
+		}
+		return nil, &Error{Path: a.path, Chunk: key, Err: err}
+	}
+	return c, nil
+}
+
+func (a *Array) fillChunk() *Chunk {
+	m := a.meta
+	n := m.ChunkElems()
+	c := &Chunk{Shape: m.ChunkShape, Type: m.DataType}
+	if m.DataType.Variable() {
+		c.Elems = make([][]byte, n)
+		for i := range c.Elems {
+			c.Elems[i] = m.Fill
+		}
+		return c
+	}
+	c.Data = make([]byte, n*int64(m.DataType.Size))
+	if !allZero(m.Fill) {
+		for i := int64(0); i < n; i++ {
+			copy(c.Data[i*int64(len(m.Fill)):], m.Fill)
+		}
+	}
+	return c
+}
+
+func allZero(b []byte) bool {
+	for _, v := range b {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// maxReadElems bounds Read: a whole-array read is for small arrays
+// (metadata-sized side arrays, tests, zarr-cat).
+const maxReadElems = 1 << 28
+
+// Read decodes the whole array, cropping edge chunks.
+func (a *Array) Read(ctx context.Context) (*Chunk, error) {
+	m := a.meta
+	total := prod(m.Shape)
+	if total > maxReadElems {
+		return nil, &Error{Path: a.path, Err: fmt.Errorf("array of %d elements is too large to read whole", total)}
+	}
+	out := &Chunk{Shape: m.Shape, Type: m.DataType}
+	size := int64(m.DataType.Size)
+	if m.DataType.Variable() {
+		out.Elems = make([][]byte, total)
+	} else {
+		out.Data = make([]byte, total*size)
+	}
+	if total == 0 {
+		return out, nil
+	}
+	rank := len(m.Shape)
+	grid := m.GridShape()
+	coords := make([]int64, rank)
+	for {
+		c, err := a.ReadChunk(ctx, coords)
+		if err != nil {
+			return nil, err
+		}
+		copyChunkInto(out, c, coords, m)
+		i := rank - 1
+		for ; i >= 0; i-- {
+			coords[i]++
+			if coords[i] < grid[i] {
+				break
+			}
+			coords[i] = 0
+		}
+		if i < 0 {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// copyChunkInto places chunk c (full chunk shape) at grid position coords
+// of out, dropping the parts past the array's edge.
+func copyChunkInto(out, c *Chunk, coords []int64, m *ArrayMeta) {
+	rank := len(m.Shape)
+	if rank == 0 {
+		if out.Elems != nil {
+			out.Elems[0] = c.Elems[0]
+		} else {
+			copy(out.Data, c.Data)
+		}
+		return
+	}
+	size := int64(m.DataType.Size)
+	cs := m.ChunkShape
+	// extent of this chunk inside the array
+	ext := make([]int64, rank)
+	origin := make([]int64, rank)
+	for i := range ext {
+		origin[i] = coords[i] * cs[i]
+		ext[i] = min(cs[i], m.Shape[i]-origin[i])
+	}
+	// iterate over rows (all axes but the last)
+	idx := make([]int64, rank)
+	rowLen := ext[rank-1]
+	for {
+		var src, dst int64
+		for i := 0; i < rank; i++ {
+			src = src*cs[i] + idx[i]
+			dst = dst*m.Shape[i] + origin[i] + idx[i]
+		}
+		if out.Elems != nil {
+			copy(out.Elems[dst:dst+rowLen], c.Elems[src:src+rowLen])
+		} else {
+			copy(out.Data[dst*size:(dst+rowLen)*size], c.Data[src*size:(src+rowLen)*size])
+		}
+		i := rank - 2
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < ext[i] {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return
+		}
+	}
+}
+
+// ReadBytes returns the whole content of a 1-D uint8 array — the layout of
+// every ZVF blob. A single-chunk array with a plain bytes codec costs one
+// Get and no copy; a missing chunk is fill bytes; shape [0] is empty.
+func (a *Array) ReadBytes(ctx context.Context) ([]byte, error) {
+	m := a.meta
+	if len(m.Shape) != 1 || m.DataType.Size != 1 || m.DataType.Kind == KindBool {
+		return nil, &Error{Path: a.path, Err: fmt.Errorf("ReadBytes needs a 1-D uint8/int8 array, have %s", m)}
+	}
+	if m.Shape[0] == 0 {
+		return []byte{}, nil
+	}
+	if m.Shape[0] <= m.ChunkShape[0] {
+		c, err := a.ReadChunk(ctx, []int64{0})
+		if err != nil {
+			return nil, err
+		}
+		return c.Data[:m.Shape[0]], nil
+	}
+	c, err := a.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Data, nil
+}
+
+// ---- writing ----
+
+// CreateArray writes <p>/zarr.json for m and returns the array.
+func CreateArray(ctx context.Context, w storage.Writer, p string, m *ArrayMeta, cs *Codecs) (*Array, error) {
+	a, err := NewArray(w, p, m, cs)
+	if err != nil {
+		return nil, err
+	}
+	b, err := MarshalArrayMeta(m)
+	if err != nil {
+		return nil, &Error{Path: p, Err: err}
+	}
+	if err := w.Put(ctx, join(a.path, "zarr.json"), b); err != nil {
+		return nil, &Error{Path: p, Err: err}
+	}
+	return a, nil
+}
+
+// WriteChunk encodes c (full chunk shape) and stores it at coords.
+func (a *Array) WriteChunk(ctx context.Context, w storage.Writer, coords []int64, c *Chunk) error {
+	if err := a.checkCoords(coords); err != nil {
+		return &Error{Path: a.path, Err: err}
+	}
+	if c.Len() != a.meta.ChunkElems() {
+		return &Error{Path: a.path, Err: fmt.Errorf("chunk has %d elements, want %d", c.Len(), a.meta.ChunkElems())}
+	}
+	b, err := a.pipe.encode(c)
+	if err != nil {
+		return &Error{Path: a.path, Chunk: a.ChunkKey(coords), Err: err}
+	}
+	return w.Put(ctx, a.ChunkKey(coords), b)
+}
+
+// WriteGroup writes a group zarr.json with the given attributes (nil: {}).
+func WriteGroup(ctx context.Context, w storage.Writer, p string, attributes any) error {
+	if attributes == nil {
+		attributes = map[string]any{}
+	}
+	b, err := json.MarshalIndent(map[string]any{"zarr_format": 3, "node_type": "group", "attributes": attributes}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return w.Put(ctx, join(strings.Trim(p, "/"), "zarr.json"), b)
+}
+
+// MarshalArrayMeta renders m as zarr.json.
+func MarshalArrayMeta(m *ArrayMeta) ([]byte, error) {
+	fill := m.FillValue
+	if len(fill) == 0 {
+		fill = json.RawMessage("0")
+	}
+	attrs := m.Attributes
+	if len(attrs) == 0 {
+		attrs = json.RawMessage("{}")
+	}
+	doc := map[string]any{
+		"zarr_format": 3,
+		"node_type":   "array",
+		"shape":       m.Shape,
+		"data_type":   m.DataType.Name,
+		"chunk_grid": map[string]any{"name": "regular",
+			"configuration": map[string]any{"chunk_shape": m.ChunkShape}},
+		"chunk_key_encoding": map[string]any{"name": m.KeyEncoding.Name,
+			"configuration": map[string]any{"separator": m.KeyEncoding.Separator}},
+		"fill_value":           fill,
+		"codecs":               m.Codecs,
+		"attributes":           attrs,
+		"storage_transformers": []any{},
+	}
+	if m.DimensionNames != nil {
+		doc["dimension_names"] = m.DimensionNames
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}

@@ -1,0 +1,479 @@
+package zarr
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"io"
+	"math/bits"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/zvfserve/zvfserve/vlen"
+)
+
+// Chunk is one decoded chunk (or whole array): Data holds fixed-size
+// elements little-endian in C order; Elems holds variable-length elements.
+type Chunk struct {
+	Shape []int64
+	Type  DataType
+	Data  []byte
+	Elems [][]byte
+}
+
+// Len is the number of elements.
+func (c *Chunk) Len() int64 { return prod(c.Shape) }
+
+func prod(s []int64) int64 {
+	n := int64(1)
+	for _, v := range s {
+		n *= v
+	}
+	return n
+}
+
+// rep is what a codec sees: the shape, type and fill value of its input
+// array when decoding runs backwards through the chain.
+type rep struct {
+	shape []int64
+	typ   DataType
+	fill  []byte
+}
+
+type arrayToArray interface {
+	name() string
+	// out returns the representation this codec encodes to.
+	out(in rep) (rep, error)
+	decode(c *Chunk, in rep) (*Chunk, error)
+	encode(c *Chunk) (*Chunk, error)
+}
+
+type arrayToBytes interface {
+	name() string
+	decode(b []byte, r rep) (*Chunk, error)
+	encode(c *Chunk, r rep) ([]byte, error)
+	// encodedSize is the exact encoded size when known (else -1): it bounds
+	// the bytes→bytes decoders' output.
+	encodedSize(r rep) int64
+}
+
+type bytesToBytes interface {
+	name() string
+	decode(b []byte, limit int64) ([]byte, error)
+	encode(b []byte) ([]byte, error)
+}
+
+// Codecs holds the expensive, shareable codec state (zstd decoders) for
+// every array opened with it. Safe for concurrent use; make one per process
+// or server and pass it to OpenArray.
+type Codecs struct {
+	zdecOnce sync.Once
+	zdec     *zstd.Decoder
+	zdecErr  error
+	zencMu   sync.Mutex
+	zenc     map[int]*zstd.Encoder
+	extra    map[string]func(cfg json.RawMessage, in rep) (any, error)
+}
+
+// NewCodecs returns an empty codec environment.
+func NewCodecs() *Codecs { return &Codecs{} }
+
+func (cs *Codecs) zstdDecoder() (*zstd.Decoder, error) {
+	cs.zdecOnce.Do(func() {
+		// Concurrency 0 = GOMAXPROCS decoders for DecodeAll; memory is
+		// bounded per call by the frame checks in zstdCodec.decode.
+		cs.zdec, cs.zdecErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<31))
+	})
+	return cs.zdec, cs.zdecErr
+}
+
+func (cs *Codecs) zstdEncoder(level int) (*zstd.Encoder, error) {
+	cs.zencMu.Lock()
+	defer cs.zencMu.Unlock()
+	if e, ok := cs.zenc[level]; ok {
+		return e, nil
+	}
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	if cs.zenc == nil {
+		cs.zenc = map[int]*zstd.Encoder{}
+	}
+	cs.zenc[level] = e
+	return e, nil
+}
+
+// pipeline is a resolved codec chain for one array.
+type pipeline struct {
+	aa    []arrayToArray
+	aaIn  []rep // input representation of each aa codec
+	ab    arrayToBytes
+	abIn  rep
+	bb    []bytesToBytes
+	specs []CodecSpec
+}
+
+func (cs *Codecs) build(specs []CodecSpec, in rep) (*pipeline, error) {
+	p := &pipeline{specs: specs}
+	cur := in
+	i := 0
+	for ; i < len(specs); i++ {
+		c, kind, err := cs.newCodec(specs[i], cur)
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
+		case 0:
+			aa := c.(arrayToArray)
+			if p.ab != nil {
+				return nil, metaErr("codec %s (array→array) after the array→bytes codec", specs[i].Name)
+			}
+			o, err := aa.out(cur)
+			if err != nil {
+				return nil, err
+			}
+			p.aa = append(p.aa, aa)
+			p.aaIn = append(p.aaIn, cur)
+			cur = o
+		case 1:
+			if p.ab != nil {
+				return nil, metaErr("more than one array→bytes codec")
+			}
+			p.ab = c.(arrayToBytes)
+			p.abIn = cur
+		case 2:
+			if p.ab == nil {
+				return nil, metaErr("codec %s (bytes→bytes) before the array→bytes codec", specs[i].Name)
+			}
+			p.bb = append(p.bb, c.(bytesToBytes))
+		}
+	}
+	if p.ab == nil {
+		return nil, metaErr("codec chain has no array→bytes codec")
+	}
+	return p, nil
+}
+
+// newCodec returns the codec and its kind: 0 array→array, 1 array→bytes,
+// 2 bytes→bytes.
+func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
+	switch s.Name {
+	case "bytes":
+		c, err := newBytesCodec(s.Configuration, in)
+		return c, 1, err
+	case "vlen-bytes", "vlen-utf8":
+		if !in.typ.Variable() {
+			return nil, 0, metaErr("codec %s needs a variable-length data type, have %s", s.Name, in.typ.Name)
+		}
+		return &vlenCodec{codecName: s.Name, layout: vlen.VlenBytes{UTF8: s.Name == "vlen-utf8"}}, 1, nil
+	case "transpose":
+		c, err := newTranspose(s.Configuration, in)
+		if err != nil {
+			return nil, 0, err
+		}
+		return c, 0, nil
+	case "zstd":
+		var cfg struct {
+			Level    int  `json:"level"`
+			Checksum bool `json:"checksum"`
+		}
+		if len(s.Configuration) > 0 {
+			if err := json.Unmarshal(s.Configuration, &cfg); err != nil {
+				return nil, 0, metaErr("zstd configuration: %v", err)
+			}
+		}
+		return &zstdCodec{cs: cs, level: cfg.Level}, 2, nil
+	case "gzip":
+		var cfg struct {
+			Level int `json:"level"`
+		}
+		if len(s.Configuration) > 0 {
+			if err := json.Unmarshal(s.Configuration, &cfg); err != nil {
+				return nil, 0, metaErr("gzip configuration: %v", err)
+			}
+		}
+		if cfg.Level < 0 || cfg.Level > 9 {
+			return nil, 0, metaErr("gzip level %d", cfg.Level)
+		}
+		return gzipCodec{level: cfg.Level}, 2, nil
+	case "crc32c":
+		return crc32cCodec{}, 2, nil
+	}
+	return nil, 0, unsupported("codec %q", s.Name)
+}
+
+// decode runs the chain backwards over one stored chunk.
+func (p *pipeline) decode(b []byte) (*Chunk, error) {
+	limit := p.ab.encodedSize(p.abIn)
+	for i := len(p.bb) - 1; i >= 0; i-- {
+		// Only the codec next to the array→bytes codec has a known output
+		// size; the outer ones are bounded by a generous expansion.
+		lim := maxExpand(int64(len(b)), limit)
+		if i == 0 {
+			lim = limit
+		}
+		out, err := p.bb[i].decode(b, lim)
+		if err != nil {
+			return nil, &Error{Codec: p.bb[i].name(), Err: err}
+		}
+		b = out
+	}
+	c, err := p.ab.decode(b, p.abIn)
+	if err != nil {
+		return nil, &Error{Codec: p.ab.name(), Err: err}
+	}
+	for i := len(p.aa) - 1; i >= 0; i-- {
+		c, err = p.aa[i].decode(c, p.aaIn[i])
+		if err != nil {
+			return nil, &Error{Codec: p.aa[i].name(), Err: err}
+		}
+	}
+	return c, nil
+}
+
+// maxExpand bounds an intermediate decoded size: the final size (when
+// known) plus the framing a checksum or compressor may add, else a large
+// multiple of the input.
+func maxExpand(in, final int64) int64 {
+	if final >= 0 {
+		return final + 1<<20 + in
+	}
+	return 1<<30 + 64*in
+}
+
+func (p *pipeline) encode(c *Chunk) ([]byte, error) {
+	var err error
+	for i, aa := range p.aa {
+		if c, err = aa.encode(c); err != nil {
+			return nil, &Error{Codec: p.aa[i].name(), Err: err}
+		}
+	}
+	b, err := p.ab.encode(c, p.abIn)
+	if err != nil {
+		return nil, &Error{Codec: p.ab.name(), Err: err}
+	}
+	for _, bb := range p.bb {
+		if b, err = bb.encode(b); err != nil {
+			return nil, &Error{Codec: bb.name(), Err: err}
+		}
+	}
+	return b, nil
+}
+
+// ---- bytes ----
+
+type bytesCodec struct{ big bool }
+
+func newBytesCodec(cfg json.RawMessage, in rep) (*bytesCodec, error) {
+	var c struct {
+		Endian *string `json:"endian"`
+	}
+	if len(cfg) > 0 {
+		if err := json.Unmarshal(cfg, &c); err != nil {
+			return nil, metaErr("bytes configuration: %v", err)
+		}
+	}
+	if in.typ.Variable() {
+		return nil, metaErr("codec bytes cannot encode variable-length %s", in.typ.Name)
+	}
+	bc := &bytesCodec{}
+	if c.Endian != nil {
+		switch *c.Endian {
+		case "little":
+		case "big":
+			bc.big = true
+		default:
+			return nil, metaErr("bytes endian %q", *c.Endian)
+		}
+	} else if in.typ.Size > 1 {
+		return nil, metaErr("bytes codec needs endian for %s", in.typ.Name)
+	}
+	return bc, nil
+}
+
+func (bytesCodec) name() string { return "bytes" }
+
+func (bytesCodec) encodedSize(r rep) int64 { return prod(r.shape) * int64(r.typ.Size) }
+
+func (c bytesCodec) decode(b []byte, r rep) (*Chunk, error) {
+	want := prod(r.shape) * int64(r.typ.Size)
+	if int64(len(b)) != want {
+		return nil, corrupt("%d bytes, want %d (%d × %s)", len(b), want, prod(r.shape), r.typ.Name)
+	}
+	if c.big {
+		swapInPlace(b, r.typ)
+	}
+	return &Chunk{Shape: r.shape, Type: r.typ, Data: b}, nil
+}
+
+func (c bytesCodec) encode(ch *Chunk, r rep) ([]byte, error) {
+	if !c.big {
+		return ch.Data, nil
+	}
+	out := bytes.Clone(ch.Data)
+	swapInPlace(out, r.typ)
+	return out, nil
+}
+
+// swapInPlace reverses the byte order of every element (complex: of each
+// half).
+func swapInPlace(b []byte, t DataType) {
+	w := t.Size
+	if t.Kind == KindComplex {
+		w /= 2
+	}
+	switch w {
+	case 2:
+		for i := 0; i+2 <= len(b); i += 2 {
+			binary.LittleEndian.PutUint16(b[i:], bits.ReverseBytes16(binary.LittleEndian.Uint16(b[i:])))
+		}
+	case 4:
+		for i := 0; i+4 <= len(b); i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], bits.ReverseBytes32(binary.LittleEndian.Uint32(b[i:])))
+		}
+	case 8:
+		for i := 0; i+8 <= len(b); i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], bits.ReverseBytes64(binary.LittleEndian.Uint64(b[i:])))
+		}
+	}
+}
+
+// ---- vlen ----
+
+type vlenCodec struct {
+	codecName string
+	layout    vlen.Layout
+}
+
+func (c *vlenCodec) name() string          { return c.codecName }
+func (c *vlenCodec) encodedSize(rep) int64 { return -1 }
+
+func (c *vlenCodec) decode(b []byte, r rep) (*Chunk, error) {
+	n := prod(r.shape)
+	if n > int64(len(b)) {
+		return nil, corrupt("%d elements cannot fit in %d bytes", n, len(b))
+	}
+	elems, err := c.layout.Decode(b, int(n))
+	if err != nil {
+		return nil, err
+	}
+	return &Chunk{Shape: r.shape, Type: r.typ, Elems: elems}, nil
+}
+
+func (c *vlenCodec) encode(ch *Chunk, _ rep) ([]byte, error) { return c.layout.Encode(ch.Elems) }
+
+// ---- zstd ----
+
+type zstdCodec struct {
+	cs    *Codecs
+	level int
+}
+
+func (*zstdCodec) name() string { return "zstd" }
+
+func (c *zstdCodec) decode(b []byte, limit int64) ([]byte, error) {
+	d, err := c.cs.zstdDecoder()
+	if err != nil {
+		return nil, err
+	}
+	var h zstd.Header
+	if err := h.Decode(b); err != nil {
+		return nil, corrupt("zstd frame header: %v", err)
+	}
+	var dst []byte
+	if h.HasFCS {
+		if limit >= 0 && int64(h.FrameContentSize) > limit {
+			return nil, corrupt("zstd frame declares %d bytes, at most %d expected", h.FrameContentSize, limit)
+		}
+		dst = make([]byte, 0, h.FrameContentSize)
+	} else if limit >= 0 && limit < 1<<26 {
+		dst = make([]byte, 0, limit)
+	}
+	out, err := d.DecodeAll(b, dst)
+	if err != nil {
+		return nil, corrupt("zstd: %v", err)
+	}
+	if limit >= 0 && int64(len(out)) > limit {
+		return nil, corrupt("zstd output %d bytes exceeds %d", len(out), limit)
+	}
+	return out, nil
+}
+
+func (c *zstdCodec) encode(b []byte) ([]byte, error) {
+	e, err := c.cs.zstdEncoder(c.level)
+	if err != nil {
+		return nil, err
+	}
+	return e.EncodeAll(b, make([]byte, 0, len(b)/2+64)), nil
+}
+
+// ---- gzip ----
+
+type gzipCodec struct{ level int }
+
+func (gzipCodec) name() string { return "gzip" }
+
+func (gzipCodec) decode(b []byte, limit int64) ([]byte, error) {
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, corrupt("gzip: %v", err)
+	}
+	defer r.Close()
+	if limit < 0 {
+		limit = maxExpand(int64(len(b)), -1)
+	}
+	var buf bytes.Buffer
+	if limit < 1<<26 {
+		buf.Grow(int(limit))
+	}
+	n, err := io.Copy(&buf, io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, corrupt("gzip: %v", err)
+	}
+	if n > limit {
+		return nil, corrupt("gzip output exceeds %d bytes", limit)
+	}
+	return buf.Bytes(), nil
+}
+
+func (c gzipCodec) encode(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	w, err := gzip.NewWriterLevel(&buf, c.level)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(b); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ---- crc32c ----
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+type crc32cCodec struct{}
+
+func (crc32cCodec) name() string { return "crc32c" }
+
+func (crc32cCodec) decode(b []byte, _ int64) ([]byte, error) {
+	if len(b) < 4 {
+		return nil, corrupt("%d bytes cannot hold a crc32c", len(b))
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return nil, ErrChecksum
+	}
+	return body, nil
+}
+
+func (crc32cCodec) encode(b []byte) ([]byte, error) {
+	return binary.LittleEndian.AppendUint32(append(make([]byte, 0, len(b)+4), b...), crc32.Checksum(b, castagnoli)), nil
+}
