@@ -1,0 +1,212 @@
+package fragindex
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// specExample is the spec's worked example: F=3, R=2, ranges (0,4) and
+// (20,8), fragment 1 explicit [12 7 19].
+const specExample = "47465 65a 0100 0000 03000000 02000000 0500000000000000" +
+	"0000000000000000 0400000000000000 1400000000000000 0800000000000000" +
+	"00000000 03000000 0c00000000000000 0700000000000000 1300000000000000"
+
+func unhex(t testing.TB, s string) []byte {
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSpecExample(t *testing.T) {
+	b := unhex(t, specExample)
+	if len(b) != 88 {
+		t.Fatalf("example is %d bytes", len(b))
+	}
+	x, err := Decode(b, 28)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Len() != 3 || x.NumRanges() != 2 {
+		t.Fatalf("F=%d R=%d", x.Len(), x.NumRanges())
+	}
+	if s, c, ok := x.Range(0); !ok || s != 0 || c != 4 {
+		t.Errorf("Range(0) = %d %d %v", s, c, ok)
+	}
+	if got := x.Indices(1); !reflect.DeepEqual(got, []int64{12, 7, 19}) {
+		t.Errorf("Indices(1) = %v", got)
+	}
+	if s, c, ok := x.Range(2); !ok || s != 20 || c != 8 {
+		t.Errorf("Range(2) = %d %d %v", s, c, ok)
+	}
+	enc, err := Encode(x.Fragments())
+	if err != nil || !bytes.Equal(enc, b) {
+		t.Fatalf("re-encode differs: %x, %v", enc, err)
+	}
+}
+
+// The digest's real example (§3.2): 8 bins, all ranges, 4 rows.
+func TestReferenceExample(t *testing.T) {
+	b, err := Encode([]Fragment{RangeFragment(0, 2), RangeFragment(2, 0), RangeFragment(2, 0), RangeFragment(2, 0),
+		RangeFragment(2, 1), RangeFragment(3, 0), RangeFragment(3, 1), RangeFragment(4, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 156 || !bytes.HasPrefix(b, unhex(t, "47465 65a 01000000 08000000 08000000 ff00000000000000")) {
+		t.Fatalf("encoded %d bytes: %x", len(b), b[:32])
+	}
+	x, err := Decode(b, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for f := 0; f < x.Len(); f++ {
+		total += x.Count(f)
+	}
+	if total != 4 {
+		t.Fatalf("rows %d", total)
+	}
+	if _, err := Decode(b, 3); err == nil {
+		t.Fatal("range past the chunk's rows accepted")
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	b, _ := Encode(nil)
+	x, err := Decode(b, 0)
+	if err != nil || x.Len() != 0 || len(b) != 16 {
+		t.Fatalf("%v %v %d", x, err, len(b))
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	good := unhex(t, specExample)
+	mut := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
+	put32 := func(off int, v uint32) []byte {
+		return mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[off:], v); return b })
+	}
+	put64 := func(off int, v uint64) []byte {
+		return mut(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[off:], v); return b })
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		rows int64
+	}{
+		{"short", good[:10], -1},
+		{"magic", put32(0, 0x5A56464A), -1},
+		{"version", mut(func(b []byte) []byte { b[4] = 2; return b }), -1},
+		{"flags", mut(func(b []byte) []byte { b[6] = 1; return b }), -1},
+		{"R>F", put32(12, 4), -1},
+		{"F lies (huge)", put32(8, 0xFFFFFFFF), -1},
+		{"popcount", put32(12, 1), -1},
+		{"padding bits", mut(func(b []byte) []byte { b[16] |= 0x10; return b }), -1},
+		{"padding bytes", mut(func(b []byte) []byte { b[20] = 1; return b }), -1},
+		{"negative start", put64(24, ^uint64(0)), -1},
+		{"negative count", put64(32, 1<<63), -1},
+		{"range overflow", put64(32, 1<<62), 28},
+		{"range past rows", good, 27},
+		{"csr start", put32(56, 1), -1},
+		{"csr not monotone", put32(60, 0), -1},
+		{"csr lies about T", put32(60, 1000), -1},
+		{"negative index", put64(64, ^uint64(0)), -1},
+		{"index past rows", good, 19},
+		{"trailing byte", append(bytes.Clone(good), 0), -1},
+		{"truncated", good[:87], -1},
+		{"F=0 with body", append(unhex(t, "4746565a0100000000000000000000000"+"0"), 0), -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Decode(tc.b, tc.rows); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Decode = %v, want ErrMalformed", err)
+			}
+		})
+	}
+}
+
+func TestEncodeRejectsNegative(t *testing.T) {
+	if _, err := Encode([]Fragment{ExplicitFragment([]int64{-1})}); err == nil {
+		t.Fatal("negative index encoded")
+	}
+	if _, err := Encode([]Fragment{RangeFragment(-1, 2)}); err == nil {
+		t.Fatal("negative start encoded")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(unhex(f, specExample), int64(28))
+	b, _ := Encode([]Fragment{RangeFragment(0, 2), ExplicitFragment(nil), RangeFragment(2, 3)})
+	f.Add(b, int64(-1))
+	f.Add(make([]byte, 16), int64(0))
+	f.Fuzz(func(t *testing.T, b []byte, rows int64) {
+		x, err := Decode(b, rows)
+		if err != nil {
+			return
+		}
+		for i := 0; i < x.Len(); i++ {
+			x.Count(i)
+			x.Indices(i)
+		}
+		enc, err := Encode(x.Fragments())
+		if err != nil {
+			t.Fatalf("decoded index does not re-encode: %v", err)
+		}
+		if !bytes.Equal(enc, b) {
+			t.Fatalf("round trip differs:\n%x\n%x", b, enc)
+		}
+	})
+}
+
+func bigIndex(b *testing.B) []byte {
+	frags := make([]Fragment, 10000)
+	var row int64
+	for i := range frags {
+		if i%10 == 9 {
+			frags[i] = ExplicitFragment([]int64{row, row + 1, row + 2})
+		} else {
+			frags[i] = RangeFragment(row, 7)
+		}
+		row += 7
+	}
+	enc, err := Encode(frags)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return enc
+}
+
+func BenchmarkDecode10k(b *testing.B) {
+	enc := bigIndex(b)
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(enc, 1<<40); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	x, err := Decode(bigIndex(b), -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var sink int64
+	i := 0
+	for b.Loop() {
+		f := i % x.Len()
+		if s, c, ok := x.Range(f); ok {
+			sink += s + c
+		} else {
+			sink += int64(len(x.Indices(f)))
+		}
+		i++
+	}
+	_ = sink
+}
