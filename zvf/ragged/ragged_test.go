@@ -1,0 +1,109 @@
+package ragged
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestBlob(t *testing.T) {
+	rows := []int64{0, 0, 1, 0, 2, 0, 3, 0, 4, 0}
+	b, err := EncodeBlob(rows, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeBlob(b, 2)
+	if err != nil || !reflect.DeepEqual(got, rows) {
+		t.Fatalf("%v %v", got, err)
+	}
+	if got, err := DecodeBlob(nil, 2); err != nil || got != nil {
+		t.Fatal("empty blob")
+	}
+	for name, bb := range map[string][]byte{
+		"huge K":      binary.LittleEndian.AppendUint64(nil, 1<<40),
+		"ragged data": append(bytes.Clone(b), 1, 2, 3),
+		"bad offset":  func() []byte { c := bytes.Clone(b); c[8] = 3; return c }(),
+	} {
+		if _, err := DecodeBlob(bb, 2); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestLinks(t *testing.T) {
+	links := [][]Endpoint{{{Chunk: []int64{0, 0, 0}, Row: 1}, {Chunk: []int64{1, 0, 0}, Row: 0}, {Chunk: []int64{0, 0, 0}, Row: 2}}}
+	b, err := EncodeLinks(links, 3, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeLinks(b, 3, 3, 1)
+	if err != nil || !reflect.DeepEqual(got, links) {
+		t.Fatalf("%v %v", got, err)
+	}
+	if _, err := DecodeLinks(b, 3, 3, 2); !errors.Is(err, ErrMalformed) {
+		t.Error("count mismatch accepted")
+	}
+	if _, err := DecodeLinks(b[:len(b)-8], 3, 3, -1); !errors.Is(err, ErrMalformed) {
+		t.Error("partial record accepted")
+	}
+}
+
+func TestGroups(t *testing.T) {
+	data, offs := EncodeGroups([][]int64{{0, 2}, {1}, {}})
+	g, err := DecodeGroups(data, offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Len() != 3 || !reflect.DeepEqual(g.Members(0), []int64{0, 2}) || !reflect.DeepEqual(g.Members(1), []int64{1}) || len(g.Members(2)) != 0 {
+		t.Fatalf("groups %v %v %v", g.Members(0), g.Members(1), g.Members(2))
+	}
+	// The digest's observed bytes: offsets [0, 16] for {0:[0,2], 1:[1]}.
+	if !bytes.Equal(offs[:16], binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0), 16)) {
+		t.Fatalf("offsets %x", offs)
+	}
+	if _, err := DecodeGroups(data, binary.LittleEndian.AppendUint64(nil, 800)); !errors.Is(err, ErrMalformed) {
+		t.Fatal("offset past data accepted")
+	}
+}
+
+func FuzzDecodeBlob(f *testing.F) {
+	b, _ := EncodeBlob([]int64{1, 2, 3, 4}, 2)
+	f.Add(b, 2)
+	f.Fuzz(func(t *testing.T, b []byte, w int) {
+		rows, err := DecodeBlob(b, w)
+		if err == nil && len(rows)%w != 0 {
+			t.Fatalf("%d values for width %d", len(rows), w)
+		}
+	})
+}
+
+func FuzzDecodeLinks(f *testing.F) {
+	b, _ := EncodeLinks([][]Endpoint{{{Chunk: []int64{0, 1}, Row: 1}, {Chunk: []int64{2, 3}, Row: 0}}}, 2, 2)
+	f.Add(b, 2, 2)
+	f.Fuzz(func(t *testing.T, b []byte, w, n int) {
+		links, err := DecodeLinks(b, w, n, -1)
+		if err != nil {
+			return
+		}
+		enc, err := EncodeLinks(links, w, n)
+		if err != nil || !bytes.Equal(enc, b) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
+
+func FuzzDecodeGroups(f *testing.F) {
+	d, o := EncodeGroups([][]int64{{0, 2}, {1}})
+	f.Add(d, o)
+	f.Fuzz(func(t *testing.T, d, o []byte) {
+		g, err := DecodeGroups(d, o)
+		if err != nil {
+			return
+		}
+		for i := 0; i < g.Len(); i++ {
+			g.Members(i)
+		}
+	})
+}
