@@ -23,7 +23,9 @@ type command struct {
 
 // commands lists every subcommand. Keep it in step with README.md.
 func commands() map[string]command {
-	return map[string]command{}
+	return map[string]command{
+		"demo": demoCommand(),
+	}
 }
 
 // errUsage marks a command-line mistake: exit status 2, not 1.

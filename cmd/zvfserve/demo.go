@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/zvfserve/zvfserve/zvf/demo"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+)
+
+// demoCommand writes the synthetic demo stores (zvf/demo) into a folder or
+// any storage URL.
+func demoCommand() command {
+	return command{summary: "write the synthetic demo stores (cells, axons, skeletons, meshes) into OUT", run: runDemo}
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: zvfserve demo [--seed S] [--scale N] [--codec none|zstd|blosc] [--truth FILE] OUT")
+		fmt.Fprintln(stderr, "\nWrites one ZVF store per geometry family into OUT (a folder, file://, mem://, s3://, gs:// or azblob:// URL).")
+		fs.PrintDefaults()
+	}
+	seed := fs.Int64("seed", 1, "random seed of the scene")
+	scale := fs.Float64("scale", 1, "multiplies object counts (1 is about 0.17 million vertices, 10 about 1.7 million)")
+	codecName := fs.String("codec", "none", "blob codec of level 0: none, zstd or blosc")
+	truthPath := fs.String("truth", "", "also write the scene's geometry as JSON to this file (for scripts/check_reference.sh)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("%w: need exactly one OUT argument", errUsage)
+	}
+	codec, err := writer.ParseCodec(*codecName)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	o := demo.Options{Seed: *seed, Scale: *scale, Codec: codec}
+	out := fs.Arg(0)
+	if !strings.Contains(out, "://") {
+		// A plain path is a folder the command may create; URLs name
+		// buckets that must exist.
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", out, err)
+		}
+	}
+	w, err := blobstore.Open(ctx, out)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", out, err)
+	}
+	defer func() {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", out, cerr)
+		}
+	}()
+	infos, err := demo.Build(ctx, w, o)
+	if err != nil {
+		return err
+	}
+	for _, in := range infos {
+		fmt.Fprintf(stdout, "%-10s %-12s %9d vertices  %d levels  %s/%s\n", in.Name, in.Geometry, in.Vertices, in.Levels, out, in.Prefix)
+	}
+	if *truthPath != "" {
+		return writeTruth(*truthPath, o)
+	}
+	return nil
+}
+
+func writeTruth(path string, o demo.Options) (err error) {
+	sc, err := demo.Generate(o)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("truth: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("truth: %w", cerr)
+		}
+	}()
+	return sc.WriteTruth(f)
+}
