@@ -17,6 +17,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zvfserve/zvfserve/fragindex"
+	"github.com/zvfserve/zvfserve/vlen"
+	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
@@ -228,65 +231,71 @@ func i64s(b []byte) []int64 {
 	return out
 }
 
-// decodeFragments parses a range-only fragment index into counts.
+// decodeFragments decodes a fragment index with the fragindex package and
+// checks the 0.7 writer invariant: ranges only, tiling the rows in order.
 func decodeFragments(t testing.TB, b []byte) []int64 {
 	t.Helper()
-	if len(b) < 16 || binary.LittleEndian.Uint32(b) != fragmentIndexMagic {
-		t.Fatalf("bad fragment index header % x", b[:min(len(b), 16)])
+	x, err := fragindex.Decode(b, -1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f := int(binary.LittleEndian.Uint32(b[8:]))
-	r := int(binary.LittleEndian.Uint32(b[12:]))
-	if f != r {
-		t.Fatalf("explicit fragments not expected (F=%d R=%d)", f, r)
-	}
-	if f == 0 {
-		return nil
-	}
-	off := 16 + ((f+7)/8+7)&^7
-	out := make([]int64, f)
-	for i := range f {
-		out[i] = int64(binary.LittleEndian.Uint64(b[off+16*i+8:]))
+	out := make([]int64, x.Len())
+	var next int64
+	for f := range out {
+		s, c, ok := x.Range(f)
+		if !ok || s != next {
+			t.Fatalf("fragment %d is not the next range (start %d, want %d)", f, s, next)
+		}
+		out[f] = c
+		next += c
 	}
 	return out
 }
 
-// readManifests decodes object_index/manifests of a level: per object,
-// the (chunk key, fragment) blocks.
+// readManifests decodes object_index/manifests of a level (vlen package
+// for the framing, manifest package for each blob): per object, the
+// (chunk, fragment) blocks.
 func readManifests(t testing.TB, files map[string][]byte, lp string, d int) [][]blockRef {
 	t.Helper()
+	var meta struct {
+		Shape []int `json:"shape"`
+		Grid  struct {
+			Config struct {
+				Chunk []int `json:"chunk_shape"`
+			} `json:"configuration"`
+		} `json:"chunk_grid"`
+	}
+	raw, ok := files[lp+"/object_index/manifests/zarr.json"]
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		t.Fatal(err)
+	}
 	var out [][]blockRef
-	for c := 0; ; c++ {
-		raw, ok := files[lp+"/object_index/manifests/c/"+strconv.Itoa(c)]
-		if !ok {
-			break
-		}
-		b, err := testZstd.DecodeAll(raw, nil)
+	for c := 0; len(out) < meta.Shape[0]; c++ {
+		b, err := testZstd.DecodeAll(files[lp+"/object_index/manifests/c/"+strconv.Itoa(c)], nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := int(binary.LittleEndian.Uint32(b))
-		b = b[4:]
-		for range n {
-			ln := int(binary.LittleEndian.Uint32(b))
-			item := b[4 : 4+ln]
-			b = b[4+ln:]
+		items, err := vlen.VlenBytes{}.Decode(b, meta.Grid.Config.Chunk[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range items[:min(len(items), meta.Shape[0]-len(out))] {
+			blocks, err := manifest.Decode(item, d)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var refs []blockRef
-			if len(item) > 0 {
-				nb := int(binary.LittleEndian.Uint32(item))
-				item = item[4:]
-				for range nb {
-					var r blockRef
-					for a := range d {
-						r.c[a] = int64(binary.LittleEndian.Uint64(item[8*a:]))
-					}
-					item = item[8*d:]
-					if item[0] != 0 {
-						t.Fatalf("manifest mode %d", item[0])
-					}
-					r.frag = int64(binary.LittleEndian.Uint64(item[1:]))
-					item = item[9:]
-					refs = append(refs, r)
+			for _, bl := range blocks {
+				if bl.Mode != manifest.ModeSingle {
+					t.Fatalf("manifest mode %d", bl.Mode)
 				}
+				var r blockRef
+				copy(r.c[:], bl.Chunk)
+				r.frag = bl.Start
+				refs = append(refs, r)
 			}
 			out = append(out, refs)
 		}

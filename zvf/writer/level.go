@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+
+	"github.com/zvfserve/zvfserve/vlen"
+	"github.com/zvfserve/zvfserve/zvf/ragged"
 )
 
 // chunkData is one chunk of a level: which source rows it holds, in blob
@@ -147,7 +150,10 @@ func (s *storeWriter) writeChunk(ctx context.Context, l *level, lp string, c *ch
 	if err != nil {
 		return err
 	}
-	frag := appendRangeFragments(make([]byte, 0, rangeFragmentsSize(len(c.frags))), c.frags)
+	frag, err := rangeFragments(c.frags)
+	if err != nil {
+		return &WriteError{Key: s.prefix + lp + "/vertex_fragments/" + key, Err: err}
+	}
 	if err := s.blob(ctx, l.codec, lp+"/vertex_fragments", key, frag); err != nil {
 		return err
 	}
@@ -171,7 +177,10 @@ func (s *storeWriter) writeChunk(ctx context.Context, l *level, lp string, c *ch
 		return err
 	}
 	nl := int64(len(c.links) / l.linkWidth)
-	lf := appendRangeFragments(make([]byte, 0, rangeFragmentsSize(1)), []int64{nl})
+	lf, err := rangeFragments([]int64{nl})
+	if err != nil {
+		return &WriteError{Key: s.prefix + lp + "/link_fragments/" + key, Err: err}
+	}
 	if err := s.blob(ctx, l.codec, lp+"/link_fragments", key, lf); err != nil {
 		return err
 	}
@@ -238,10 +247,17 @@ func (s *storeWriter) writeObjectIndex(lp string, l *level, style nodeStyle) {
 			items := make([][]byte, cs)
 			for i := range cs {
 				if first+i < n {
-					items[i] = s.manifestBlob(l, l.manifests[first+i])
+					blob, err := l.manifestBlob(l.manifests[first+i])
+					if err != nil {
+						return &WriteError{Key: s.prefix + base, Err: err}
+					}
+					items[i] = blob
 				}
 			}
-			raw := appendVlenBytes(nil, items)
+			raw, err := vlen.VlenBytes{}.Encode(items)
+			if err != nil {
+				return &WriteError{Key: s.prefix + base, Err: err}
+			}
 			enc, err := s.zstd.encode(raw)
 			if err != nil {
 				return &WriteError{Key: s.prefix + base, Err: err}
@@ -251,12 +267,12 @@ func (s *storeWriter) writeObjectIndex(lp string, l *level, style nodeStyle) {
 	}
 }
 
-func (s *storeWriter) manifestBlob(l *level, refs []fragRef) []byte {
+func (l *level) manifestBlob(refs []fragRef) ([]byte, error) {
 	blocks := make([]blockRef, len(refs))
 	for i, r := range refs {
 		blocks[i] = blockRef{c: l.chunks[r.chunk].c, frag: int64(r.frag)}
 	}
-	return appendManifest(make([]byte, 0, 4+len(blocks)*(8*l.d+9)), l.d, blocks)
+	return manifestBlob(l.d, blocks)
 }
 
 // writeDense writes an object or group attribute: dense rows in data, an
@@ -289,11 +305,7 @@ func (s *storeWriter) writeGroups(lp string, l *level) {
 	path := lp + "/groups"
 	s.group(path, l.auxStyle, obj{{"zv_array", "groups"}, {"num_groups", len(l.groups)}})
 	s.run(func(ctx context.Context) error {
-		var data, offs []byte
-		for _, g := range l.groups {
-			offs = binary.LittleEndian.AppendUint64(offs, uint64(len(data)))
-			data = appendInt64s(data, g)
-		}
+		data, offs := ragged.EncodeGroups(l.groups)
 		if err := s.blob(ctx, l.auxCodec, path, "data", data); err != nil {
 			return err
 		}

@@ -1,60 +1,26 @@
 package writer
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// Byte layouts of the ZVF payloads the writer emits (zvf-format.md §3, §4,
-// §5.3). Only the shapes 0.7 writers produce are needed: range-only
-// fragment indexes, mode-0 manifest blocks and single-group ragged blobs.
+	"github.com/zvfserve/zvfserve/fragindex"
+	"github.com/zvfserve/zvfserve/zvf/manifest"
+)
 
-const fragmentIndexMagic = 0x5A564647 // bytes "GFVZ" on disk
+// Payload byte layouts come from the leaf packages (fragindex, manifest,
+// ragged, vlen); these helpers adapt the writer's layout types to them.
+// 0.7 writers emit only range fragments and mode-0 manifest blocks.
 
-// appendRangeFragments appends a fragment-index v1 blob whose fragments are
-// ranges tiling the rows in order (fragment f = counts[f] rows).
-func appendRangeFragments(dst []byte, counts []int64) []byte {
-	f := len(counts)
-	dst = binary.LittleEndian.AppendUint32(dst, fragmentIndexMagic)
-	dst = binary.LittleEndian.AppendUint16(dst, 1) // version
-	dst = binary.LittleEndian.AppendUint16(dst, 0) // flags
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(f))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(f)) // every fragment is a range
-	if f == 0 {
-		return dst // header-only blob, no explicit offsets
-	}
-	bitmapLen := ((f+7)/8 + 7) &^ 7
-	bm := len(dst)
-	dst = append(dst, make([]byte, bitmapLen)...)
-	for i := range f {
-		dst[bm+i>>3] |= 1 << (i & 7)
-	}
+// rangeFragments encodes a fragment index whose fragments are ranges tiling
+// the rows in order (fragment f = counts[f] rows).
+func rangeFragments(counts []int64) ([]byte, error) {
+	frags := make([]fragindex.Fragment, len(counts))
 	var start int64
-	for _, n := range counts {
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(start))
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(n))
+	for f, n := range counts {
+		frags[f] = fragindex.RangeFragment(start, n)
 		start += n
 	}
-	return binary.LittleEndian.AppendUint32(dst, 0) // explicit_offsets[0]
-}
-
-// rangeFragmentsSize is the exact length appendRangeFragments produces.
-func rangeFragmentsSize(f int) int {
-	if f == 0 {
-		return 16
-	}
-	return 16 + ((f+7)/8+7)&^7 + 16*f + 4
-}
-
-// appendManifest appends one object's manifest: mode-0 blocks naming
-// (chunk coords, fragment) pairs.
-func appendManifest(dst []byte, d int, refs []blockRef) []byte {
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(refs)))
-	for _, r := range refs {
-		for i := range d {
-			dst = binary.LittleEndian.AppendUint64(dst, uint64(r.c[i]))
-		}
-		dst = append(dst, 0) // mode 0: one fragment
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(r.frag))
-	}
-	return dst
+	return fragindex.Encode(frags)
 }
 
 // blockRef is one manifest block: a fragment of a chunk.
@@ -63,23 +29,13 @@ type blockRef struct {
 	frag int64
 }
 
-// appendVlenBytes frames items as the vlen-bytes codec does: u32 count,
-// then u32 length + bytes per item.
-func appendVlenBytes(dst []byte, items [][]byte) []byte {
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(items)))
-	for _, it := range items {
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(it)))
-		dst = append(dst, it...)
+// manifestBlob encodes one object's manifest as mode-0 blocks.
+func manifestBlob(d int, refs []blockRef) ([]byte, error) {
+	blocks := make([]manifest.Block, len(refs))
+	for i, r := range refs {
+		blocks[i] = manifest.Block{Chunk: r.c[:d:d], Mode: manifest.ModeSingle, Start: r.frag, Count: 1}
 	}
-	return dst
-}
-
-// appendRaggedPairs appends the inline ragged blob used by cross-level
-// links: int64 K=1, int64 offset 0, then int64 (src,dst) rows.
-func appendRaggedPairs(dst []byte, pairs []int64) []byte {
-	dst = binary.LittleEndian.AppendUint64(dst, 1)
-	dst = binary.LittleEndian.AppendUint64(dst, 0)
-	return appendInt64s(dst, pairs)
+	return manifest.Encode(blocks, d)
 }
 
 func appendInt64s(dst []byte, v []int64) []byte {

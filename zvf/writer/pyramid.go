@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/zvfserve/zvfserve/zvf/ragged"
 )
 
 // pyramid derives coarser levels by per-object metavertex coarsening
@@ -297,14 +299,19 @@ func (p *pyramid) crossLevel(fine, coarse *level, bin []float64, bins map[coords
 				s.group(cp+"/links/-1", stylePretty, obj{{"zv_array", "links"}, {"dtype", "int64"}, {"link_width", 2}, {"level_delta", -1}})
 			})
 			key := fc.c.key(d)
-			buf := appendRaggedPairs(s.getScratch(0), up)
-			err := s.blob(ctx, s.zstd, fp+"/links/+1", key, buf)
-			if err == nil {
-				buf = appendRaggedPairs(buf[:0], down)
-				err = s.blob(ctx, s.zstd, cp+"/links/-1", key, buf)
+			for _, side := range []struct {
+				path  string
+				pairs []int64
+			}{{fp + "/links/+1", up}, {cp + "/links/-1", down}} {
+				blob, err := ragged.EncodeBlob(side.pairs, 2)
+				if err != nil {
+					return &WriteError{Key: s.prefix + side.path + "/" + key, Err: err}
+				}
+				if err := s.blob(ctx, s.zstd, side.path, key, blob); err != nil {
+					return err
+				}
 			}
-			s.putScratch(buf)
-			return err
+			return nil
 		})
 	}
 	s.after = append(s.after, func(ctx context.Context) error {

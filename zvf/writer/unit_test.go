@@ -68,21 +68,24 @@ func TestFragmentIndexExample(t *testing.T) {
 	if err != nil || len(want) != 156 {
 		t.Fatalf("bad fixture: %v, %d bytes", err, len(want))
 	}
-	got := appendRangeFragments(nil, []int64{2, 0, 0, 0, 1, 0, 1, 0})
-	if len(got) != 156 || len(got) != rangeFragmentsSize(8) {
-		t.Fatalf("size %d, want 156", len(got))
+	got, err := rangeFragments([]int64{2, 0, 0, 0, 1, 0, 1, 0})
+	if err != nil || len(got) != 156 {
+		t.Fatalf("size %d (%v), want 156", len(got), err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("got\n%x\nwant\n%x", got, want)
 	}
-	if empty := appendRangeFragments(nil, nil); len(empty) != 16 || rangeFragmentsSize(0) != 16 {
-		t.Fatalf("empty index is %d bytes", len(empty))
+	if empty, err := rangeFragments(nil); err != nil || len(empty) != 16 {
+		t.Fatalf("empty index is %d bytes (%v)", len(empty), err)
 	}
 }
 
 // TestManifestExample is the 70-byte level-1 manifest of zvf-format.md §4.2.
 func TestManifestExample(t *testing.T) {
-	got := appendManifest(nil, 3, []blockRef{{frag: 0}, {frag: 1}})
+	got, err := manifestBlob(3, []blockRef{{frag: 0}, {frag: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := make([]byte, 70)
 	want[0] = 2
 	want[4+24+1] = 0
