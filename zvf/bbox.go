@@ -1,0 +1,533 @@
+package zvf
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+// chunkMatch is one chunk's rows inside a box.
+type chunkMatch struct {
+	key  Key
+	cv   *chunkVerts
+	all  bool    // every row matches
+	rows []int32 // matching rows, ascending (when !all)
+}
+
+func (m *chunkMatch) count() int {
+	if m.all {
+		return m.cv.rows
+	}
+	return len(m.rows)
+}
+
+func (m *chunkMatch) row(i int) int {
+	if m.all {
+		return i
+	}
+	return int(m.rows[i])
+}
+
+func (l *Level) checkBox(min, max []float64) error {
+	d := l.s.dims
+	if len(min) != d || len(max) != d {
+		return l.s.errf(ErrBadQuery, l.n, "", "", "box needs %d numbers per corner, got %d and %d", d, len(min), len(max))
+	}
+	for i := range min {
+		if math.IsNaN(min[i]) || math.IsNaN(max[i]) {
+			return l.s.errf(ErrBadQuery, l.n, "", "", "box corner is NaN")
+		}
+		if min[i] > max[i] {
+			return l.s.errf(ErrBadQuery, l.n, "", "", "box min %v exceeds max %v on axis %d", min[i], max[i], i)
+		}
+	}
+	return nil
+}
+
+// candidates lists the level's chunks that intersect the box, in key order:
+// per axis floor(lo/cs) … floor(hi/cs), inclusive, no origin offset.
+func (l *Level) candidates(min, max []float64) []Key {
+	d := l.s.dims
+	lo := make([]float64, d)
+	hi := make([]float64, d)
+	for i := 0; i < d; i++ {
+		lo[i] = math.Floor(min[i] / l.chunkShape[i])
+		hi[i] = math.Floor(max[i] / l.chunkShape[i])
+	}
+	off := l.keyArity - d
+	var out []Key
+	for _, k := range l.keys {
+		in := true
+		for i := 0; i < d; i++ {
+			c := float64(k[off+i])
+			if c < lo[i] || c > hi[i] {
+				in = false
+				break
+			}
+		}
+		if in {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// match finds a chunk's rows inside [min, max].
+func (l *Level) match(ctx context.Context, key Key, min, max []float64) (*chunkMatch, error) {
+	cv, err := l.vertices(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	m := &chunkMatch{key: key, cv: cv}
+	d := l.s.dims
+	off := l.keyArity - d
+	inside := true
+	for i := 0; i < d; i++ {
+		c0 := float64(key[off+i]) * l.chunkShape[i]
+		c1 := c0 + l.chunkShape[i]
+		// The chunk spans [c0, c1); it is wholly inside only if the box
+		// covers it with room (c1 itself belongs to the next chunk, but a
+		// row there would be misfiled, so the exact test still guards).
+		if !(min[i] <= c0 && c1 <= max[i]) {
+			inside = false
+		}
+	}
+	if inside && l.rowsWithin(cv, min, max, 0, cv.rows) {
+		m.all = true
+		return m, nil
+	}
+	if l.binPrefilter && cv.frags != nil && int64(cv.frags.Len()) == prod(l.bpc) && cv.frags.NumRanges() == cv.frags.Len() {
+		m.rows = l.matchBins(cv, key, min, max)
+		return m, nil
+	}
+	m.rows = appendMatches(nil, cv.data, l.vdt, d, 0, cv.rows, min, max)
+	return m, nil
+}
+
+// rowsWithin cheaply confirms rows [a, b) are all inside (guards against
+// rows written outside their chunk).
+func (l *Level) rowsWithin(cv *chunkVerts, min, max []float64, a, b int) bool {
+	return len(appendMatches(nil, cv.data, l.vdt, l.s.dims, a, b, min, max)) == b-a
+}
+
+func prod(v []int64) int64 {
+	p := int64(1)
+	for _, x := range v {
+		p *= x
+	}
+	return p
+}
+
+// matchBins uses fragment = bin: fragments whose bin box misses the query
+// are skipped without touching their rows.
+func (l *Level) matchBins(cv *chunkVerts, key Key, min, max []float64) []int32 {
+	d := l.s.dims
+	var out []int32
+	local := make([]int64, d)
+	for f := 0; f < cv.frags.Len(); f++ {
+		start, count, _ := cv.frags.Range(f)
+		if count == 0 {
+			continue
+		}
+		// row-major: last axis fastest
+		r := int64(f)
+		for i := d - 1; i >= 0; i-- {
+			local[i] = r % l.bpc[i]
+			r /= l.bpc[i]
+		}
+		skip := false
+		for i := 0; i < d; i++ {
+			b0 := float64(key[i]*l.bpc[i]+local[i]) * l.binShape[i]
+			b1 := b0 + l.binShape[i]
+			if b1 < min[i] || b0 > max[i] {
+				skip = true
+				break
+			}
+		}
+		if skip {
+			continue
+		}
+		out = appendMatches(out, cv.data, l.vdt, d, int(start), int(start+count), min, max)
+	}
+	return out
+}
+
+// appendMatches appends the rows in [a, b) inside the closed box. float32
+// and float64 rows are tested in place with no per-row calls.
+func appendMatches(out []int32, data []byte, dt zarr.DataType, d, a, b int, min, max []float64) []int32 {
+	switch {
+	case dt.Name == "float32" && d == 3:
+		x0, y0, z0, x1, y1, z1 := min[0], min[1], min[2], max[0], max[1], max[2]
+		for r := a; r < b; r++ {
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+			z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+			if x >= x0 && x <= x1 && y >= y0 && y <= y1 && z >= z0 && z <= z1 {
+				out = append(out, int32(r))
+			}
+		}
+	case dt.Name == "float32":
+		for r := a; r < b; r++ {
+			ok := true
+			for i := 0; i < d; i++ {
+				v := float64(math.Float32frombits(binary.LittleEndian.Uint32(data[4*(r*d+i):])))
+				if !(v >= min[i] && v <= max[i]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				out = append(out, int32(r))
+			}
+		}
+	case dt.Name == "float64":
+		for r := a; r < b; r++ {
+			ok := true
+			for i := 0; i < d; i++ {
+				v := math.Float64frombits(binary.LittleEndian.Uint64(data[8*(r*d+i):]))
+				if !(v >= min[i] && v <= max[i]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				out = append(out, int32(r))
+			}
+		}
+	default:
+		for r := a; r < b; r++ {
+			ok := true
+			for i := 0; i < d; i++ {
+				v := valueAt(data, dt, r*d+i)
+				if !(v >= min[i] && v <= max[i]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				out = append(out, int32(r))
+			}
+		}
+	}
+	return out
+}
+
+// valueAt reads element i of a little-endian numeric buffer as float64.
+func valueAt(b []byte, dt zarr.DataType, i int) float64 {
+	switch dt.Name {
+	case "int8":
+		return float64(int8(b[i]))
+	case "uint8", "bool":
+		return float64(b[i])
+	case "int16":
+		return float64(int16(binary.LittleEndian.Uint16(b[2*i:])))
+	case "uint16":
+		return float64(binary.LittleEndian.Uint16(b[2*i:]))
+	case "float16":
+		return zarr.Float16Value(binary.LittleEndian.Uint16(b[2*i:]))
+	case "int32":
+		return float64(int32(binary.LittleEndian.Uint32(b[4*i:])))
+	case "uint32":
+		return float64(binary.LittleEndian.Uint32(b[4*i:]))
+	case "float32":
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	case "int64":
+		return float64(int64(binary.LittleEndian.Uint64(b[8*i:])))
+	case "uint64":
+		return float64(binary.LittleEndian.Uint64(b[8*i:]))
+	case "float64":
+		return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return math.NaN()
+}
+
+// matches runs match over keys concurrently (bounded), calling fn in key
+// order. Only a window of chunks is held at once.
+func (l *Level) matches(ctx context.Context, keys []Key, min, max []float64, fn func(*chunkMatch) (stop bool, err error)) error {
+	win := 2 * l.s.conc
+	for start := 0; start < len(keys); start += win {
+		end := start + win
+		if end > len(keys) {
+			end = len(keys)
+		}
+		res := make([]*chunkMatch, end-start)
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(l.s.conc)
+		for i := start; i < end; i++ {
+			g.Go(func() error {
+				m, err := l.match(gctx, keys[i], min, max)
+				res[i-start] = m
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for _, m := range res {
+			stop, err := fn(m)
+			if err != nil || stop {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CountInBox counts the level's vertices inside the closed box.
+func (l *Level) CountInBox(ctx context.Context, min, max []float64) (int64, error) {
+	if err := l.checkBox(min, max); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := l.matches(ctx, l.candidates(min, max), min, max, func(m *chunkMatch) (bool, error) {
+		n += int64(m.count())
+		return false, nil
+	})
+	return n, err
+}
+
+// ChooseLevel returns the finest level whose vertex count inside the box
+// is at most budget, or the coarsest level when none fits.
+func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int64) (int, error) {
+	for _, l := range s.levels {
+		// Upper bound first: whole candidate chunks often settle it.
+		if err := l.checkBox(min, max); err != nil {
+			return 0, err
+		}
+		var upper int64
+		cands := l.candidates(min, max)
+		for _, k := range cands {
+			cv, err := l.vertices(ctx, k)
+			if err != nil {
+				return 0, err
+			}
+			upper += int64(cv.rows)
+		}
+		if upper <= budget {
+			return l.n, nil
+		}
+		n, err := l.CountInBox(ctx, min, max)
+		if err != nil {
+			return 0, err
+		}
+		if n <= budget {
+			return l.n, nil
+		}
+	}
+	return s.levels[len(s.levels)-1].n, nil
+}
+
+// BBox streams the vertices inside the closed box, one Batch per chunk in
+// key order, honouring q.Offset and q.Limit. The Batch and its slices are
+// only valid during the emit call.
+func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) (BBoxResult, error) {
+	var res BBoxResult
+	if err := l.checkBox(q.Min, q.Max); err != nil {
+		return res, err
+	}
+	if q.Offset < 0 || q.Limit < 0 {
+		return res, l.s.errf(ErrBadQuery, l.n, "", "", "negative offset or limit")
+	}
+	sel, err := l.selectAttrs(q.Attributes)
+	if err != nil {
+		return res, err
+	}
+	var inv *inverse
+	if l.objects != nil {
+		if inv, err = l.inverseMap(ctx); err != nil {
+			return res, err
+		}
+	}
+	wantConn := q.Connectivity && l.geometry() != "point_cloud"
+	answer := map[string][]int32{} // chunk -> row -> answer index (+1), for connectivity
+	var emitted []*chunkMatch
+	skip := q.Offset
+	rowBytes := l.vdt.Size * l.s.dims
+	var vbuf []byte
+	batch := &Batch{}
+	err = l.matches(ctx, l.candidates(q.Min, q.Max), q.Min, q.Max, func(m *chunkMatch) (bool, error) {
+		res.Chunks++
+		n := m.count()
+		if n == 0 {
+			return false, nil
+		}
+		first := 0
+		if skip > 0 {
+			if skip >= int64(n) {
+				skip -= int64(n)
+				return false, nil
+			}
+			first = int(skip)
+			skip = 0
+		}
+		last := n
+		if q.Limit > 0 && res.Count+int64(last-first) > q.Limit {
+			last = first + int(q.Limit-res.Count)
+			res.More = true
+		}
+		if last <= first {
+			res.More = true
+			return true, nil
+		}
+		*batch = Batch{Chunk: m.key, Rows: last - first, First: res.Count}
+		batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, Channels: l.s.dims}
+		if m.all {
+			batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
+		} else {
+			vbuf = vbuf[:0]
+			for _, r := range m.rows[first:last] {
+				vbuf = append(vbuf, m.cv.data[int(r)*rowBytes:int(r+1)*rowBytes]...)
+			}
+			batch.Vertices.Data = vbuf
+		}
+		if inv != nil {
+			batch.ObjectIDs = l.rowOwners(m, inv, first, last)
+		}
+		for _, a := range sel {
+			data, ch, err := l.attribute(ctx, a, m.key, m.cv.rows)
+			if err != nil {
+				return false, err
+			}
+			w := ch * a.dt.Size
+			col := Column{Name: a.Name, DType: a.dt.Name, Channels: ch, Categories: a.Categories, NullCode: a.nullCode}
+			if m.all {
+				col.Data = data[first*w : last*w]
+			} else {
+				col.Data = make([]byte, 0, (last-first)*w)
+				for _, r := range m.rows[first:last] {
+					col.Data = append(col.Data, data[int(r)*w:int(r+1)*w]...)
+				}
+			}
+			batch.Attributes = append(batch.Attributes, col)
+		}
+		if wantConn {
+			idx := make([]int32, m.cv.rows)
+			for i := first; i < last; i++ {
+				idx[m.row(i)] = int32(res.Count) + int32(i-first) + 1
+			}
+			answer[m.key.String()] = idx
+			emitted = append(emitted, m)
+		}
+		res.Count += int64(last - first)
+		if err := emit(batch); err != nil {
+			return true, err
+		}
+		return res.More, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	if wantConn {
+		if err := l.bboxConnectivity(ctx, &res, emitted, answer, inv); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// rowOwners gives each emitted row the (first) object whose manifest names
+// its fragment; -1 when none does.
+func (l *Level) rowOwners(m *chunkMatch, inv *inverse, first, last int) []int64 {
+	owner := make([]int64, m.cv.rows)
+	for i := range owner {
+		owner[i] = -1
+	}
+	ks := m.key.String()
+	if m.cv.frags == nil {
+		if id, ok := inv.owner[fragRef{ks, 0}]; ok {
+			for i := range owner {
+				owner[i] = id
+			}
+		}
+	} else {
+		var rows []int64
+		for f := 0; f < m.cv.frags.Len(); f++ {
+			id, ok := inv.owner[fragRef{ks, int64(f)}]
+			if !ok {
+				continue
+			}
+			rows = m.cv.frags.AppendRows(rows[:0], f)
+			for _, r := range rows {
+				if owner[r] < 0 {
+					owner[r] = id
+				}
+			}
+		}
+	}
+	out := make([]int64, last-first)
+	for i := first; i < last; i++ {
+		out[i-first] = owner[m.row(i)]
+	}
+	return out
+}
+
+func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted []*chunkMatch, answer map[string][]int32, inv *inverse) error {
+	lookup := func(ks string, row int64) (int64, bool) {
+		idx, ok := answer[ks]
+		if !ok || row < 0 || row >= int64(len(idx)) || idx[row] == 0 {
+			return 0, false
+		}
+		return int64(idx[row] - 1), true
+	}
+	frags := map[string][][]int64{}
+	keys := make([]Key, 0, len(emitted))
+	for _, m := range emitted {
+		ks := m.key.String()
+		keys = append(keys, m.key)
+		var fl [][]int64
+		if m.cv.frags == nil {
+			all := make([]int64, m.cv.rows)
+			for i := range all {
+				all[i] = int64(i)
+			}
+			fl = append(fl, all)
+		} else {
+			for f := 0; f < m.cv.frags.Len(); f++ {
+				fl = append(fl, m.cv.frags.AppendRows(nil, f))
+			}
+		}
+		frags[ks] = fl
+	}
+	switch l.geometry() {
+	case "polyline", "streamline", "line":
+		for ks, fl := range frags {
+			for f, rows := range fl {
+				for i := 1; i < len(rows); i++ {
+					a, ok1 := lookup(ks, rows[i-1])
+					b, ok2 := lookup(ks, rows[i])
+					if ok1 && ok2 {
+						res.Edges = append(res.Edges, a, b)
+					}
+				}
+				if inv == nil || len(rows) == 0 {
+					continue
+				}
+				nx, ok := inv.next[fragRef{ks, int64(f)}]
+				if !ok {
+					continue
+				}
+				nfl, ok := frags[nx.ks]
+				if !ok || nx.frag >= int64(len(nfl)) || len(nfl[nx.frag]) == 0 {
+					continue
+				}
+				a, ok1 := lookup(ks, rows[len(rows)-1])
+				b, ok2 := lookup(nx.ks, nfl[nx.frag][0])
+				if ok1 && ok2 {
+					res.Edges = append(res.Edges, a, b)
+				}
+			}
+		}
+		return nil
+	}
+	c, err := l.connect(ctx, keys, lookup, frags)
+	if err != nil {
+		return err
+	}
+	res.Edges, res.Faces, res.FaceWidth = c.edges, c.faces, c.faceWidth
+	return nil
+}

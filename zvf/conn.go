@@ -1,0 +1,274 @@
+package zvf
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+
+	"github.com/zvfserve/zvfserve/zvf/ragged"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+type conn struct {
+	edges, faces []int64
+	faceWidth    int
+}
+
+// connect rebuilds connectivity among a set of rows. lookup maps (chunk,
+// row) to the answer's row index; frags lists each chunk's fragments (rows
+// in order) for the implicit-sequential skeleton rule.
+//
+// Graph: links/0 edges and cross-chunk edges with both ends present.
+// Skeleton: explicit [child, parent] links win; otherwise a row's parent is
+// the previous row of its fragment (no edge is invented across chunk seams
+// or between trees, unlike the reference reader). Mesh: faces whose
+// corners are all present.
+func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, row int64) (int64, bool), frags map[string][][]int64) (conn, error) {
+	var c conn
+	geom := l.geometry()
+	if geom != "graph" && geom != "skeleton" && geom != "mesh" {
+		return c, nil
+	}
+	w := l.linkWidth
+	explicitChild := map[string]map[int64]bool{}
+	mark := func(ks string, row int64) {
+		m := explicitChild[ks]
+		if m == nil {
+			m = map[int64]bool{}
+			explicitChild[ks] = m
+		}
+		m[row] = true
+	}
+	emit := func(idx []int64, width int) {
+		if width == 2 {
+			c.edges = append(c.edges, idx...)
+		} else {
+			c.faces = append(c.faces, idx...)
+			c.faceWidth = width
+		}
+	}
+	idx := make([]int64, 0, 8)
+	if w > 0 {
+		for _, key := range keys {
+			ks := key.String()
+			links, err := l.links0(ctx, key)
+			if err != nil {
+				return c, err
+			}
+			for r := 0; r+w <= len(links); r += w {
+				rec := links[r : r+w]
+				if geom == "skeleton" {
+					mark(ks, rec[0])
+				}
+				idx = idx[:0]
+				ok := true
+				for _, v := range rec {
+					i, found := lookup(ks, v)
+					if !found {
+						ok = false
+						break
+					}
+					idx = append(idx, i)
+				}
+				if ok {
+					emit(idx, w)
+				}
+			}
+		}
+	}
+	ccl, err := l.crossLinks(ctx, 0)
+	if err != nil {
+		return c, err
+	}
+	for _, rec := range ccl {
+		if geom == "skeleton" && len(rec) == 2 {
+			mark(Key(rec[0].Chunk).String(), rec[0].Row)
+		}
+		idx = idx[:0]
+		ok := true
+		for _, ep := range rec {
+			i, found := lookup(Key(ep.Chunk).String(), ep.Row)
+			if !found {
+				ok = false
+				break
+			}
+			idx = append(idx, i)
+		}
+		if ok {
+			emit(idx, len(rec))
+		}
+	}
+	if geom == "skeleton" {
+		for ks, fl := range frags {
+			ex := explicitChild[ks]
+			for _, rows := range fl {
+				for i := 1; i < len(rows); i++ {
+					if ex[rows[i]] {
+						continue
+					}
+					a, ok1 := lookup(ks, rows[i])
+					b, ok2 := lookup(ks, rows[i-1])
+					if ok1 && ok2 {
+						c.edges = append(c.edges, a, b)
+					}
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
+// links0 returns a chunk's links/0 rows (link_width int64 each).
+func (l *Level) links0(ctx context.Context, key Key) ([]int64, error) {
+	ks := key.String()
+	v, err := l.cached(ctx, l.cacheKey("links0", ks), func(ctx context.Context) (any, int64, error) {
+		b, err := l.blob(ctx, "links/0", key)
+		if errors.Is(err, ErrNotFound) {
+			return []int64{}, 16, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(b)%(8*l.linkWidth) != 0 {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, "links/0", ks, "%d bytes are not whole links of %d int64", len(b), l.linkWidth)
+		}
+		cv, err := l.vertices(ctx, key)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]int64, len(b)/8)
+		for i := range out {
+			v := int64(le64(b[8*i:]))
+			if v < 0 || v >= int64(cv.rows) {
+				return nil, 0, l.s.errf(ErrCorrupt, l.n, "links/0", ks, "link endpoint %d outside the chunk's %d rows", v, cv.rows)
+			}
+			out[i] = v
+		}
+		return out, int64(len(b)) + 24, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]int64), nil
+}
+
+// crossLinks returns the cross_chunk_links/<delta> records (nil when none).
+func (l *Level) crossLinks(ctx context.Context, delta int) ([][]ragged.Endpoint, error) {
+	m, ok := l.cclDeltas[delta]
+	if !ok {
+		return nil, nil
+	}
+	name := "cross_chunk_links/" + deltaName(delta)
+	v, err := l.cached(ctx, l.cacheKey("ccl", deltaName(delta)), func(ctx context.Context) (any, int64, error) {
+		a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, name+"/data"), l.s.codecs)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, storage.ErrNotFound) {
+			return [][]ragged.Endpoint{}, 16, nil
+		}
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, name, "", err)
+		}
+		b, err := a.ReadBytes(ctx)
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, name, "", err)
+		}
+		recs, err := ragged.DecodeLinks(b, m.width, m.ndim, m.numLinks)
+		if err != nil {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, name, "", "%w", err)
+		}
+		return recs, int64(len(b)) * 2, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([][]ragged.Endpoint), nil
+}
+
+func (l *Level) groups(ctx context.Context) (*ragged.Groups, error) {
+	v, err := l.cached(ctx, l.cacheKey("groups"), func(ctx context.Context) (any, int64, error) {
+		read := func(name string) ([]byte, error) {
+			a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "groups/"+name), l.s.codecs)
+			if err != nil {
+				return nil, l.s.wrap(kindOf(err), l.n, "groups/"+name, "", err)
+			}
+			b, err := a.ReadBytes(ctx)
+			if err != nil {
+				return nil, l.s.wrap(kindOf(err), l.n, "groups/"+name, "", err)
+			}
+			return b, nil
+		}
+		d, err := read("data")
+		if err != nil {
+			return nil, 0, err
+		}
+		o, err := read("offsets")
+		if err != nil {
+			return nil, 0, err
+		}
+		g, err := ragged.DecodeGroups(d, o)
+		if err != nil {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, "groups", "", "%w", err)
+		}
+		return g, int64(len(d)+len(o)) * 2, nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, l.s.errf(ErrNotFound, l.n, "groups", "", "level %d has no groups", l.n)
+		}
+		return nil, err
+	}
+	return v.(*ragged.Groups), nil
+}
+
+// inverseOnce lazily maps (chunk, fragment) to the object ids that name
+// it, and to the fragment that follows it in each object's manifest.
+type inverseOnce struct {
+	once sync.Once
+	inv  *inverse
+	err  error
+}
+
+type fragRef struct {
+	ks   string
+	frag int64
+}
+
+type inverse struct {
+	owner map[fragRef]int64 // first object naming the fragment
+	next  map[fragRef]fragRef
+}
+
+func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
+	l.inverse.once.Do(func() {
+		inv := &inverse{owner: map[fragRef]int64{}, next: map[fragRef]fragRef{}}
+		for id := int64(0); id < l.objects.num; id++ {
+			blocks, err := l.refs(ctx, id)
+			if err != nil {
+				l.inverse.err = err
+				return
+			}
+			var prev *fragRef
+			for _, b := range blocks {
+				ks := Key(b.Chunk).String()
+				for j := int64(0); j < b.Len(); j++ {
+					fr := fragRef{ks, b.Fragment(j)}
+					if _, ok := inv.owner[fr]; !ok {
+						inv.owner[fr] = id
+					}
+					if prev != nil {
+						if _, ok := inv.next[*prev]; !ok {
+							inv.next[*prev] = fr
+						}
+					}
+					p := fr
+					prev = &p
+				}
+			}
+		}
+		l.inverse.inv = inv
+	})
+	return l.inverse.inv, l.inverse.err
+}

@@ -1,0 +1,446 @@
+package zvf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+// Level is one resolution level of a store.
+type Level struct {
+	s            *Store
+	n            int
+	path         string
+	meta         levelMeta
+	info         LevelInfo
+	chunkShape   []float64
+	binShape     []float64
+	keyArity     int // dims, or dims+1 on attribute-chunked levels
+	keys         []Key
+	keySet       map[string]int // key string -> index into keys
+	draco        bool
+	vattrs       []*attrMeta
+	oattrs       []*objAttrMeta
+	objects      *objectIndex // nil: no object index
+	numGroups    int64
+	linkWidth    int // links/0 width; 0 when absent
+	cclDeltas    map[int]*cclMeta
+	binPrefilter bool
+	bpc          []int64 // bins per chunk (binPrefilter only)
+	vdt          zarr.DataType
+
+	arrMu   sync.Mutex
+	arrIdx  map[string]*arrayIndex // per-chunk array -> shard index
+	inverse inverseOnce
+}
+
+type attrMeta struct {
+	AttrInfo
+	dt               zarr.DataType
+	nullCode         *int64
+	explicitChannels bool
+}
+
+type objAttrMeta struct {
+	AttrInfo
+	dt          zarr.DataType
+	shape       []int64
+	presentMask bool
+}
+
+type objectIndex struct {
+	num    int64
+	ndim   int
+	legacy bool
+}
+
+type cclMeta struct {
+	width    int
+	numLinks int64 // -1 unknown
+	ndim     int
+}
+
+func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
+	l := &Level{s: s, n: n, path: strconv.Itoa(n), arrIdx: map[string]*arrayIndex{}, cclDeltas: map[int]*cclMeta{}}
+	raw, err := s.readGroupAttrs(ctx, l.path)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, s.wrap(kindOf(err), n, "", "", fmt.Errorf("level metadata: %w", err))
+	}
+	if raw != nil {
+		var a struct {
+			L *levelMeta `json:"zarr_vectors_level"`
+		}
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, s.errf(ErrCorrupt, n, "", "", "level attributes: %v", err)
+		}
+		if a.L != nil {
+			l.meta = *a.L
+		}
+	}
+	if l.meta.Level != nil && *l.meta.Level != n {
+		return nil, s.errf(ErrCorrupt, n, "", "", "level metadata says level %d", *l.meta.Level)
+	}
+	d := s.dims
+	l.chunkShape = s.root.chunkShape
+	if cs := l.meta.ChunkShape; cs != nil {
+		if len(cs) != d {
+			return nil, s.errf(ErrCorrupt, n, "", "", "chunk_shape %v does not have %d axes", cs, d)
+		}
+		for _, c := range cs {
+			if !(c > 0) || math.IsInf(c, 0) {
+				return nil, s.errf(ErrCorrupt, n, "", "", "chunk_shape %v must be positive", cs)
+			}
+		}
+		l.chunkShape = cs
+	}
+	l.binShape = l.chunkShape
+	if n == 0 && len(s.root.baseBin) == d {
+		l.binShape = s.root.baseBin
+	}
+	var ratio []int
+	if ds, ok := s.root.datasets[l.path]; ok && n > 0 {
+		if len(ds[1]) == d {
+			bs := make([]float64, d)
+			for i, t := range ds[1] {
+				bs[i] = 2 * t
+			}
+			l.binShape = bs
+		}
+		if len(ds[0]) == d {
+			ratio = make([]int, d)
+			for i, v := range ds[0] {
+				ratio[i] = int(math.Round(v))
+			}
+		}
+	}
+	l.keyArity = d
+	if l.meta.ChunkAttrName != "" || len(l.meta.ChunkDims) == d+1 {
+		l.keyArity = d + 1
+	}
+	if err := l.readVerticesMeta(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.readAttributes(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.readObjects(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.readLinks(ctx); err != nil {
+		return nil, err
+	}
+	l.setBinPrefilter()
+	l.info = LevelInfo{
+		Level: n, ChunkShape: l.chunkShape, BinShape: l.binShape, BinRatio: ratio, VertexCount: l.meta.VertexCount,
+		GroupCount: l.numGroups, ChunkCount: len(l.keys), Coarsening: l.meta.CoarseningMethod,
+		ObjectSparsity: l.meta.ObjectSparsity, PreservesObjectIDs: l.meta.PreservesObjectIDs,
+		SharedFragments: l.meta.SharedFragments, ChunkDims: l.meta.ChunkDims, ChunkAttribute: l.meta.ChunkAttrName,
+		VertexAttributes: []AttrInfo{}, ObjectAttributes: []AttrInfo{},
+	}
+	if l.objects != nil {
+		l.info.ObjectCount = l.objects.num
+	}
+	for _, a := range l.vattrs {
+		l.info.VertexAttributes = append(l.info.VertexAttributes, a.AttrInfo)
+	}
+	for _, a := range l.oattrs {
+		l.info.ObjectAttributes = append(l.info.ObjectAttributes, a.AttrInfo)
+	}
+	for d := range l.cclDeltas {
+		l.info.LinkDeltas = append(l.info.LinkDeltas, d)
+	}
+	sort.Ints(l.info.LinkDeltas)
+	return l, nil
+}
+
+// N is the level number.
+func (l *Level) N() int { return l.n }
+
+// Info describes the level (do not modify).
+func (l *Level) Info() *LevelInfo { return &l.info }
+
+// Keys lists the level's chunk keys, sorted (do not modify).
+func (l *Level) Keys() []Key { return l.keys }
+
+// Dims is the number of coordinate axes.
+func (l *Level) Dims() int { return l.s.dims }
+
+// VertexDType is the vertices' data type name.
+func (l *Level) VertexDType() string { return l.s.dtype.Name }
+
+type zvArrayAttrs struct {
+	ZVArray      string          `json:"zv_array"`
+	DType        string          `json:"dtype"`
+	Encoding     string          `json:"encoding"`
+	ChannelNames []string        `json:"channel_names"`
+	Categories   []string        `json:"categories"`
+	FillValue    *int64          `json:"_FillValue"`
+	LinkWidth    int             `json:"link_width"`
+	NumLinks     *int64          `json:"num_links"`
+	SidNdim      int             `json:"sid_ndim"`
+	NumObjects   *int64          `json:"num_objects"`
+	Layout       string          `json:"layout"`
+	Shape        []int64         `json:"shape"`
+	HasMask      bool            `json:"has_present_mask"`
+	NumGroups    *int64          `json:"num_groups"`
+	Name         string          `json:"name"`
+	Extra        json.RawMessage `json:"-"`
+}
+
+// arrayAttrs reads a ZVF array group's attributes; a missing zarr.json
+// gives empty attributes (intermediate groups often lack one).
+func (l *Level) arrayAttrs(ctx context.Context, array string) (*zvArrayAttrs, bool, error) {
+	raw, err := l.s.readGroupAttrs(ctx, join(l.path, array))
+	if errors.Is(err, storage.ErrNotFound) {
+		return &zvArrayAttrs{}, false, nil
+	}
+	if err != nil {
+		return nil, false, l.s.wrap(kindOf(err), l.n, array, "", err)
+	}
+	var a zvArrayAttrs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, false, l.s.errf(ErrCorrupt, l.n, array, "", "attributes: %v", err)
+	}
+	return &a, true, nil
+}
+
+func (l *Level) children(ctx context.Context, array string) ([]string, error) {
+	lst, err := l.s.st.List(ctx, join(l.path, array)+"/")
+	if err != nil {
+		return nil, l.s.wrap(nil, l.n, array, "", err)
+	}
+	out := make([]string, 0, len(lst.Prefixes))
+	for _, p := range lst.Prefixes {
+		p = strings.TrimSuffix(p, "/")
+		out = append(out, p[strings.LastIndexByte(p, '/')+1:])
+	}
+	return out, nil
+}
+
+func (l *Level) readVerticesMeta(ctx context.Context) error {
+	a, _, err := l.arrayAttrs(ctx, "vertices")
+	if err != nil {
+		return err
+	}
+	dtName := a.DType
+	if dtName == "" {
+		dtName = "float32"
+	}
+	dt, err := numpyDType(dtName)
+	if err != nil {
+		return l.s.errf(ErrUnsupported, l.n, "vertices", "", "%v", err)
+	}
+	if l.s.dtype.Name == "" {
+		l.s.dtype = dt
+		l.s.info.VertexDType = dt.Name
+	}
+	if dt != l.s.dtype {
+		// Coarse levels are float32 even over float64 data; keep each
+		// level's own type.
+		l.s.log.Debug("level vertex dtype differs", "level", l.n, "dtype", dt.Name)
+	}
+	l.vdt = dt
+	l.draco = a.Encoding == "draco"
+	idx, err := l.arrayIndexFor(ctx, "vertices")
+	if err != nil {
+		return err
+	}
+	l.keys = idx.keys
+	l.keySet = make(map[string]int, len(l.keys))
+	for i, k := range l.keys {
+		l.keySet[k.String()] = i
+	}
+	return nil
+}
+
+func (l *Level) readAttributes(ctx context.Context) error {
+	names, err := l.children(ctx, "vertex_attributes")
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		a, _, err := l.arrayAttrs(ctx, "vertex_attributes/"+name)
+		if err != nil {
+			return err
+		}
+		dtName := a.DType
+		if dtName == "" {
+			dtName = "float32"
+		}
+		dt, err := numpyDType(dtName)
+		if err != nil {
+			return l.s.errf(ErrUnsupported, l.n, "vertex_attributes/"+name, "", "%v", err)
+		}
+		m := &attrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: 1}, dt: dt}
+		if len(a.ChannelNames) > 0 {
+			m.Channels = len(a.ChannelNames)
+			m.explicitChannels = true
+		}
+		if a.Encoding == "dictionary" {
+			m.Categories = a.Categories
+			if m.Categories == nil {
+				m.Categories = []string{}
+			}
+			m.nullCode = a.FillValue
+		}
+		l.vattrs = append(l.vattrs, m)
+	}
+	return nil
+}
+
+func (l *Level) readObjects(ctx context.Context) error {
+	a, ok, err := l.arrayAttrs(ctx, "object_index")
+	if err != nil {
+		return err
+	}
+	if ok || a.NumObjects != nil {
+		oi := &objectIndex{ndim: a.SidNdim, legacy: a.Layout == ""}
+		if a.NumObjects != nil {
+			oi.num = *a.NumObjects
+		}
+		if oi.ndim == 0 {
+			oi.ndim = l.keyArity
+		}
+		if oi.num < 0 || oi.ndim < 1 || oi.ndim > 32 {
+			return l.s.errf(ErrCorrupt, l.n, "object_index", "", "num_objects %d, sid_ndim %d", oi.num, oi.ndim)
+		}
+		if a.Layout != "" && a.Layout != "vlen_manifests_v1" {
+			return l.s.errf(ErrUnsupported, l.n, "object_index", "", "layout %q", a.Layout)
+		}
+		l.objects = oi
+	}
+	names, err := l.children(ctx, "object_attributes")
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		a, _, err := l.arrayAttrs(ctx, "object_attributes/"+name)
+		if err != nil {
+			return err
+		}
+		dt, err := numpyDType(a.DType)
+		if err != nil {
+			return l.s.errf(ErrUnsupported, l.n, "object_attributes/"+name, "", "%v", err)
+		}
+		ch := 1
+		if len(a.Shape) == 2 {
+			ch = int(a.Shape[1])
+		}
+		if len(a.Shape) == 0 || len(a.Shape) > 2 || ch < 1 || a.Shape[0] < 0 {
+			return l.s.errf(ErrCorrupt, l.n, "object_attributes/"+name, "", "shape %v", a.Shape)
+		}
+		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, shape: a.Shape, presentMask: a.HasMask})
+	}
+	g, ok, err := l.arrayAttrs(ctx, "groups")
+	if err != nil {
+		return err
+	}
+	if ok && g.NumGroups != nil {
+		l.numGroups = *g.NumGroups
+	}
+	return nil
+}
+
+func parseDelta(s string) (int, bool) {
+	if s == "0" {
+		return 0, true
+	}
+	if len(s) < 2 || (s[0] != '+' && s[0] != '-') {
+		return 0, false
+	}
+	v, err := strconv.Atoi(s[1:])
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	if s[0] == '-' {
+		v = -v
+	}
+	return v, true
+}
+
+func deltaName(d int) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d > 0:
+		return "+" + strconv.Itoa(d)
+	}
+	return strconv.Itoa(d)
+}
+
+func (l *Level) readLinks(ctx context.Context) error {
+	a, ok, err := l.arrayAttrs(ctx, "links/0")
+	if err != nil {
+		return err
+	}
+	if ok {
+		l.linkWidth = a.LinkWidth
+		if l.linkWidth == 0 {
+			l.linkWidth = 2
+		}
+		if l.linkWidth < 1 || l.linkWidth > 64 {
+			return l.s.errf(ErrCorrupt, l.n, "links/0", "", "link_width %d", l.linkWidth)
+		}
+	}
+	names, err := l.children(ctx, "cross_chunk_links")
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		d, ok := parseDelta(name)
+		if !ok {
+			continue
+		}
+		a, _, err := l.arrayAttrs(ctx, "cross_chunk_links/"+name)
+		if err != nil {
+			return err
+		}
+		m := &cclMeta{width: a.LinkWidth, numLinks: -1, ndim: a.SidNdim}
+		if m.width == 0 {
+			m.width = 2
+		}
+		if m.ndim == 0 {
+			m.ndim = l.keyArity
+		}
+		if a.NumLinks != nil {
+			m.numLinks = *a.NumLinks
+		}
+		if m.width < 1 || m.width > 64 || m.ndim > 32 {
+			return l.s.errf(ErrCorrupt, l.n, "cross_chunk_links/"+name, "", "link_width %d sid_ndim %d", m.width, m.ndim)
+		}
+		l.cclDeltas[d] = m
+	}
+	return nil
+}
+
+// setBinPrefilter enables the bin shortcut only where the layout
+// guarantees fragment = bin: a level-0 point cloud with no object index
+// and more than one bin per chunk (zvf-format §3.4).
+func (l *Level) setBinPrefilter() {
+	if l.n != 0 || l.objects != nil || l.s.geom != "point_cloud" || len(l.s.info.GeometryTypes) != 1 || l.keyArity != l.s.dims {
+		return
+	}
+	bpc := make([]int64, l.s.dims)
+	p := int64(1)
+	for i := range bpc {
+		r := math.Round(l.chunkShape[i] / l.binShape[i])
+		if r < 1 || r > 1<<16 || math.Abs(r*l.binShape[i]-l.chunkShape[i]) > 1e-9*l.chunkShape[i] {
+			return
+		}
+		bpc[i] = int64(r)
+		p *= bpc[i]
+	}
+	if p <= 1 || p > 1<<20 {
+		return
+	}
+	l.binPrefilter, l.bpc = true, bpc
+}

@@ -1,0 +1,464 @@
+package zvf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zvfserve/zvfserve/zvf/manifest"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+// manifestsPerChunk is the reference writer's object_index bucket size;
+// the real value comes from the array's chunk shape.
+const manifestsPerChunk = 16384
+
+// manifestBlob returns object id's raw manifest blob.
+func (l *Level) manifestBlob(ctx context.Context, id int64) ([]byte, error) {
+	if l.objects == nil {
+		return nil, l.s.errf(ErrNotFound, l.n, "object_index", "", "level %d has no object index", l.n)
+	}
+	if id < 0 || id >= l.objects.num {
+		return nil, l.s.errf(ErrNotFound, l.n, "object_index", "", "no object %d (level %d has %d)", id, l.n, l.objects.num)
+	}
+	if l.objects.legacy {
+		return l.legacyManifest(ctx, id)
+	}
+	arr, err := l.manifestArray(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cs := arr.Meta().ChunkShape[0]
+	c := id / cs
+	v, err := l.cached(ctx, l.cacheKey("manifests", fmt.Sprint(c)), func(ctx context.Context) (any, int64, error) {
+		ch, err := arr.ReadChunk(ctx, []int64{c})
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, "object_index/manifests", fmt.Sprint(c), err)
+		}
+		var size int64 = 64
+		for _, e := range ch.Elems {
+			size += int64(len(e)) + 24
+		}
+		return ch.Elems, size, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	elems := v.([][]byte)
+	if id%cs >= int64(len(elems)) {
+		return nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", fmt.Sprint(c), "chunk holds %d manifests", len(elems))
+	}
+	return elems[id%cs], nil
+}
+
+func (l *Level) manifestArray(ctx context.Context) (*zarr.Array, error) {
+	v, err := l.cached(ctx, l.cacheKey("manifest-array"), func(ctx context.Context) (any, int64, error) {
+		a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "object_index/manifests"), l.s.codecs)
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, "object_index/manifests", "", err)
+		}
+		m := a.Meta()
+		if len(m.Shape) != 1 || !m.DataType.Variable() {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", "", "manifests array is %s", m)
+		}
+		if m.Shape[0] < l.objects.num {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", "", "holds %d manifests, num_objects is %d", m.Shape[0], l.objects.num)
+		}
+		return a, 1024, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*zarr.Array), nil
+}
+
+func (l *Level) legacyManifest(ctx context.Context, id int64) ([]byte, error) {
+	read := func(name string) ([]byte, error) {
+		v, err := l.cached(ctx, l.cacheKey("legacy", name), func(ctx context.Context) (any, int64, error) {
+			a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "object_index/"+name), l.s.codecs)
+			if err != nil {
+				return nil, 0, l.s.wrap(kindOf(err), l.n, "object_index/"+name, "", err)
+			}
+			b, err := a.ReadBytes(ctx)
+			if err != nil {
+				return nil, 0, l.s.wrap(kindOf(err), l.n, "object_index/"+name, "", err)
+			}
+			return b, int64(len(b)), nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return v.([]byte), nil
+	}
+	data, err := read("data")
+	if err != nil {
+		return nil, err
+	}
+	offs, err := read("offsets")
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(offs)) < 8*l.objects.num {
+		return nil, l.s.errf(ErrCorrupt, l.n, "object_index/offsets", "", "%d bytes for %d objects", len(offs), l.objects.num)
+	}
+	at := func(i int64) int64 { return int64(le64(offs[8*i:])) }
+	start, end := at(id), int64(len(data))
+	if id+1 < l.objects.num {
+		end = at(id + 1)
+	}
+	if start < 0 || start > end || end > int64(len(data)) {
+		return nil, l.s.errf(ErrCorrupt, l.n, "object_index/offsets", "", "object %d spans [%d, %d) of %d bytes", id, start, end, len(data))
+	}
+	return data[start:end], nil
+}
+
+// refs decodes object id's manifest into ordered (chunk, fragment) refs.
+func (l *Level) refs(ctx context.Context, id int64) ([]manifest.Block, error) {
+	b, err := l.manifestBlob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := manifest.Decode(b, l.objects.ndim)
+	if err != nil {
+		return nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", "", "object %d: %w", id, err)
+	}
+	return blocks, nil
+}
+
+// fragRows resolves fragment f of a chunk to its rows (appended to dst).
+func (l *Level) fragRows(cv *chunkVerts, key Key, f int64, dst []int64) ([]int64, error) {
+	if cv.frags == nil {
+		if f != 0 {
+			return nil, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", key.String(), "fragment %d named but the chunk has no fragment index", f)
+		}
+		for r := 0; r < cv.rows; r++ {
+			dst = append(dst, int64(r))
+		}
+		return dst, nil
+	}
+	if f < 0 || f >= int64(cv.frags.Len()) {
+		return nil, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", key.String(), "fragment %d named, chunk has %d", f, cv.frags.Len())
+	}
+	return cv.frags.AppendRows(dst, int(f)), nil
+}
+
+// objectRows gathers an object's (chunk, row) pairs in manifest order,
+// with the number of rows each fragment contributed.
+func (l *Level) objectRows(ctx context.Context, id int64) ([]rowRef, []int64, error) {
+	blocks, err := l.refs(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []rowRef
+	var counts []int64
+	var rows []int64
+	for _, b := range blocks {
+		key := Key(b.Chunk)
+		if !l.hasKey(key) {
+			return nil, nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key)
+		}
+		cv, err := l.vertices(ctx, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		for j := int64(0); j < b.Len(); j++ {
+			rows, err = l.fragRows(cv, key, b.Fragment(j), rows[:0])
+			if err != nil {
+				return nil, nil, fmt.Errorf("object %d: %w", id, err)
+			}
+			counts = append(counts, int64(len(rows)))
+			for _, r := range rows {
+				out = append(out, rowRef{key: key, ks: key.String(), row: r, frag: b.Fragment(j)})
+			}
+		}
+	}
+	return out, counts, nil
+}
+
+type rowRef struct {
+	key  Key
+	ks   string
+	row  int64
+	frag int64
+}
+
+// Object returns one object: vertices in manifest order, the requested
+// vertex attributes, connectivity and object attributes.
+func (l *Level) Object(ctx context.Context, id int64, attrs []string) (*Object, error) {
+	sel, err := l.selectAttrs(attrs)
+	if err != nil {
+		return nil, err
+	}
+	refs, counts, err := l.objectRows(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	o := &Object{ID: id, Level: l.n, Count: int64(len(refs)), FragmentCounts: counts}
+	row := l.vdt.Size * l.s.dims
+	o.Vertices = Column{Name: "vertices", DType: l.vdt.Name, Channels: l.s.dims, Data: make([]byte, 0, len(refs)*row)}
+	for _, r := range refs {
+		cv, err := l.vertices(ctx, r.key)
+		if err != nil {
+			return nil, err
+		}
+		o.Vertices.Data = append(o.Vertices.Data, cv.data[int(r.row)*row:int(r.row+1)*row]...)
+	}
+	for _, a := range sel {
+		col, err := l.gatherAttr(ctx, a, refs)
+		if err != nil {
+			return nil, err
+		}
+		o.Attributes = append(o.Attributes, col)
+	}
+	index := make(map[string]map[int64]int64)
+	for i, r := range refs {
+		m := index[r.ks]
+		if m == nil {
+			m = map[int64]int64{}
+			index[r.ks] = m
+		}
+		if _, dup := m[r.row]; !dup {
+			m[r.row] = int64(i)
+		}
+	}
+	lookup := func(ks string, row int64) (int64, bool) {
+		v, ok := index[ks][row]
+		return v, ok
+	}
+	keys := make([]Key, 0, len(index))
+	seen := map[string]bool{}
+	for _, r := range refs {
+		if !seen[r.ks] {
+			seen[r.ks] = true
+			keys = append(keys, r.key)
+		}
+	}
+	switch l.geometry() {
+	case "polyline", "streamline", "line":
+		for i := int64(1); i < o.Count; i++ {
+			o.Edges = append(o.Edges, i-1, i)
+		}
+	default:
+		c, err := l.connect(ctx, keys, lookup, refsByFragment(refs))
+		if err != nil {
+			return nil, err
+		}
+		o.Edges, o.Faces, o.FaceWidth = c.edges, c.faces, c.faceWidth
+	}
+	oa, err := l.objectAttributes(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	o.ObjectAttributes = oa
+	return o, nil
+}
+
+func (l *Level) geometry() string {
+	if l.s.geom == "" {
+		return "point_cloud"
+	}
+	return l.s.geom
+}
+
+// refsByFragment lists, per chunk, the fragments and their rows in order
+// (the skeleton rule needs fragment boundaries).
+func refsByFragment(refs []rowRef) map[string][][]int64 {
+	out := map[string][][]int64{}
+	for i, r := range refs {
+		fr := out[r.ks]
+		if i == 0 || refs[i-1].ks != r.ks || refs[i-1].frag != r.frag {
+			fr = append(fr, nil)
+		}
+		fr[len(fr)-1] = append(fr[len(fr)-1], r.row)
+		out[r.ks] = fr
+	}
+	return out
+}
+
+func (l *Level) gatherAttr(ctx context.Context, a *attrMeta, refs []rowRef) (Column, error) {
+	col := Column{Name: a.Name, DType: a.dt.Name, Channels: a.Channels, Categories: a.Categories, NullCode: a.nullCode}
+	var prevKey string
+	var data []byte
+	var ch int
+	for _, r := range refs {
+		if r.ks != prevKey || data == nil {
+			cv, err := l.vertices(ctx, r.key)
+			if err != nil {
+				return col, err
+			}
+			data, ch, err = l.attribute(ctx, a, r.key, cv.rows)
+			if err != nil {
+				return col, err
+			}
+			prevKey = r.ks
+			if col.Data == nil {
+				col.Channels = ch
+				col.Data = make([]byte, 0, len(refs)*ch*a.dt.Size)
+			} else if ch != col.Channels {
+				return col, l.s.errf(ErrCorrupt, l.n, "vertex_attributes/"+a.Name, r.ks, "%d channels here, %d elsewhere", ch, col.Channels)
+			}
+		}
+		w := ch * a.dt.Size
+		col.Data = append(col.Data, data[int(r.row)*w:int(r.row+1)*w]...)
+	}
+	if col.Data == nil {
+		col.Data = []byte{}
+	}
+	return col, nil
+}
+
+// objectAttributes returns one row of every object attribute for id
+// (skipping those whose present_mask marks the object absent).
+func (l *Level) objectAttributes(ctx context.Context, id int64) ([]Column, error) {
+	var out []Column
+	for _, a := range l.oattrs {
+		data, mask, err := l.objectAttrData(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if id >= a.shape[0] {
+			continue
+		}
+		if mask != nil && (id >= int64(len(mask)) || mask[id] == 0) {
+			continue
+		}
+		w := int64(a.Channels * a.dt.Size)
+		out = append(out, Column{Name: a.Name, DType: a.dt.Name, Channels: a.Channels, Data: data[id*w : (id+1)*w]})
+	}
+	return out, nil
+}
+
+func (l *Level) objectAttrData(ctx context.Context, a *objAttrMeta) (data, mask []byte, err error) {
+	type pair struct{ data, mask []byte }
+	v, err := l.cached(ctx, l.cacheKey("oattr", a.Name), func(ctx context.Context) (any, int64, error) {
+		read := func(name string) ([]byte, error) {
+			arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "object_attributes/"+a.Name+"/"+name), l.s.codecs)
+			if err != nil {
+				return nil, l.s.wrap(kindOf(err), l.n, "object_attributes/"+a.Name+"/"+name, "", err)
+			}
+			m := arr.Meta()
+			if len(m.Shape) == 1 && m.DataType.Size == 1 {
+				return arr.ReadBytes(ctx)
+			}
+			c, err := arr.Read(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.Data, nil
+		}
+		d, err := read("data")
+		if err != nil {
+			return nil, 0, err
+		}
+		want := a.shape[0] * int64(a.Channels*a.dt.Size)
+		if int64(len(d)) != want {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, "object_attributes/"+a.Name, "", "%d bytes, shape %v of %s needs %d", len(d), a.shape, a.dt.Name, want)
+		}
+		var m []byte
+		if a.presentMask {
+			m, err = read("present_mask")
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, 0, err
+			}
+		}
+		return pair{d, m}, int64(len(d) + len(m)), nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	p := v.(pair)
+	return p.data, p.mask, nil
+}
+
+// Manifest returns object id's manifest with every fragment resolved.
+func (l *Level) Manifest(ctx context.Context, id int64) (*Manifest, error) {
+	blocks, err := l.refs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{ID: id, Level: l.n, Blocks: make([]ManifestBlock, 0, len(blocks))}
+	for _, b := range blocks {
+		key := Key(b.Chunk)
+		mb := ManifestBlock{Chunk: key, Mode: int(b.Mode)}
+		if !l.hasKey(key) {
+			return nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key)
+		}
+		cv, err := l.vertices(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		for j := int64(0); j < b.Len(); j++ {
+			f := b.Fragment(j)
+			fr := FragmentRows{Fragment: f}
+			if cv.frags != nil && f >= 0 && f < int64(cv.frags.Len()) {
+				if s, c, ok := cv.frags.Range(int(f)); ok {
+					fr.Range, fr.Count = []int64{s, c}, c
+				} else {
+					fr.Rows = cv.frags.Indices(int(f))
+					fr.Count = int64(len(fr.Rows))
+				}
+			} else if _, err := l.fragRows(cv, key, f, nil); err != nil {
+				return nil, err
+			} else {
+				fr.Range, fr.Count = []int64{0, int64(cv.rows)}, int64(cv.rows)
+			}
+			mb.Fragments = append(mb.Fragments, fr)
+		}
+		m.Blocks = append(m.Blocks, mb)
+	}
+	return m, nil
+}
+
+// HasObject reports whether object id has a non-empty manifest here.
+func (l *Level) HasObject(ctx context.Context, id int64) (bool, error) {
+	if l.objects == nil || id < 0 || id >= l.objects.num {
+		return false, nil
+	}
+	blocks, err := l.refs(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	for _, b := range blocks {
+		if b.Len() > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ObjectLevels lists the levels whose manifest for id is non-empty.
+func (s *Store) ObjectLevels(ctx context.Context, id int64) ([]int, error) {
+	var out []int
+	any := false
+	for _, l := range s.levels {
+		if l.objects != nil {
+			any = true
+		}
+		ok, err := l.HasObject(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, l.n)
+		}
+	}
+	if !any {
+		return nil, s.errf(ErrNotFound, -1, "object_index", "", "store has no object index")
+	}
+	if len(out) == 0 {
+		return nil, s.errf(ErrNotFound, -1, "object_index", "", "no level holds object %d", id)
+	}
+	return out, nil
+}
+
+// Group returns the member object ids of group id.
+func (l *Level) Group(ctx context.Context, id int64) ([]int64, error) {
+	g, err := l.groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if id < 0 || id >= int64(g.Len()) {
+		return nil, l.s.errf(ErrNotFound, l.n, "groups", "", "no group %d (level %d has %d)", id, l.n, g.Len())
+	}
+	return g.Members(int(id)), nil
+}

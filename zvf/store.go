@@ -1,0 +1,322 @@
+package zvf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+// Options configure Open.
+type Options struct {
+	Name        string       // the store's name in errors and cache keys
+	Cache       Cache        // nil: no caching
+	Codecs      *zarr.Codecs // shared codec state; nil: a private one
+	Concurrency int          // parallel chunk reads per query (default 8)
+	Logger      *slog.Logger
+}
+
+// Store is an opened ZVF store. Safe for concurrent use.
+type Store struct {
+	name   string
+	st     storage.Store
+	cache  Cache
+	codecs *zarr.Codecs
+	conc   int
+	log    *slog.Logger
+	info   Info
+	dtype  zarr.DataType
+	dims   int
+	levels []*Level
+	geom   string // primary geometry type
+	shards bool
+	root   rootInfo
+}
+
+// Open reads the store's metadata: root, every level, chunk listings and
+// shard indexes.
+func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
+	s := &Store{name: o.Name, st: st, cache: o.Cache, codecs: o.Codecs, conc: o.Concurrency, log: o.Logger}
+	if s.codecs == nil {
+		s.codecs = zarr.NewCodecs()
+	}
+	if s.conc <= 0 {
+		s.conc = 8
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if err := s.readRoot(ctx); err != nil {
+		return nil, err
+	}
+	names, err := s.levelNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, s.errf(ErrCorrupt, -1, "", "", "no resolution levels")
+	}
+	s.levels = make([]*Level, len(names))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i, n := range names {
+		g.Go(func() error {
+			l, err := s.openLevel(gctx, n)
+			s.levels[i] = l
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, l := range s.levels {
+		s.info.Levels = append(s.info.Levels, l.info)
+	}
+	return s, nil
+}
+
+// Close releases the underlying storage.
+func (s *Store) Close() error { return s.st.Close() }
+
+// Name is the store's name.
+func (s *Store) Name() string { return s.name }
+
+// Info describes the store (do not modify).
+func (s *Store) Info() *Info { return &s.info }
+
+// Levels lists the level numbers, finest first.
+func (s *Store) Levels() []int {
+	out := make([]int, len(s.levels))
+	for i, l := range s.levels {
+		out[i] = l.n
+	}
+	return out
+}
+
+// Level returns level n.
+func (s *Store) Level(n int) (*Level, error) {
+	for _, l := range s.levels {
+		if l.n == n {
+			return l, nil
+		}
+	}
+	return nil, s.errf(ErrNotFound, n, "", "", "no level %d (levels: %v)", n, s.Levels())
+}
+
+type rootAttrs struct {
+	ZV *struct {
+		Version            string          `json:"zv_version"`
+		FormatVersion      string          `json:"format_version"`
+		Capabilities       []string        `json:"format_capabilities"`
+		ChunkShape         []float64       `json:"chunk_shape"`
+		Bounds             [][]float64     `json:"bounds"`
+		GeometryTypes      []string        `json:"geometry_types"`
+		BaseBinShape       []float64       `json:"base_bin_shape"`
+		LinksConvention    string          `json:"links_convention"`
+		CrossChunkStrategy string          `json:"cross_chunk_strategy"`
+		CRS                json.RawMessage `json:"crs"`
+	} `json:"zarr_vectors"`
+	Multiscales []struct {
+		Axes     []Axis `json:"axes"`
+		Datasets []struct {
+			Path       string `json:"path"`
+			Transforms []struct {
+				Type        string    `json:"type"`
+				Scale       []float64 `json:"scale"`
+				Translation []float64 `json:"translation"`
+			} `json:"coordinateTransformations"`
+		} `json:"datasets"`
+	} `json:"multiscales"`
+	ShardLayout string `json:"shard_layout"`
+}
+
+func (s *Store) readGroupAttrs(ctx context.Context, p string) (json.RawMessage, error) {
+	b, err := s.st.Get(ctx, join(p, "zarr.json"))
+	if err != nil {
+		return nil, err
+	}
+	n, err := zarr.ParseNode(b)
+	if err != nil {
+		return nil, err
+	}
+	return n.Attributes, nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "/" + b
+}
+
+func (s *Store) readRoot(ctx context.Context) error {
+	raw, err := s.readGroupAttrs(ctx, "")
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return s.errf(ErrCorrupt, -1, "", "", "no root zarr.json: not a ZVF store")
+		}
+		return s.wrap(kindOf(err), -1, "", "", fmt.Errorf("root metadata: %w", err))
+	}
+	var r rootAttrs
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return s.errf(ErrCorrupt, -1, "", "", "root attributes: %v", err)
+	}
+	if r.ZV == nil {
+		return s.errf(ErrCorrupt, -1, "", "", "root has no zarr_vectors attributes: not a ZVF store")
+	}
+	zv := r.ZV
+	if zv.Version == "" {
+		if zv.FormatVersion != "" {
+			return s.errf(ErrUnsupported, -1, "", "", "format_version %q predates zv_version 0.6; only 0.6.x and 0.7.x are read", zv.FormatVersion)
+		}
+		return s.errf(ErrUnsupported, -1, "", "", "zv_version missing; only 0.6.x and 0.7.x are read")
+	}
+	if !strings.HasPrefix(zv.Version, "0.6.") && !strings.HasPrefix(zv.Version, "0.7.") && zv.Version != "0.6" && zv.Version != "0.7" {
+		return s.errf(ErrUnsupported, -1, "", "", "zv_version %q is not supported; only 0.6.x and 0.7.x are read", zv.Version)
+	}
+	for _, c := range zv.Capabilities {
+		if c == "partitioned_cross_chunk_links" {
+			return s.errf(ErrUnsupported, -1, "", "", "capability %q (a 0.8 layout) is not supported", c)
+		}
+	}
+	if len(r.Multiscales) == 0 || len(r.Multiscales[0].Axes) == 0 {
+		return s.errf(ErrCorrupt, -1, "", "", "root has no multiscales axes")
+	}
+	d := len(r.Multiscales[0].Axes)
+	if d > 16 {
+		return s.errf(ErrCorrupt, -1, "", "", "%d axes", d)
+	}
+	if len(zv.ChunkShape) != d {
+		return s.errf(ErrCorrupt, -1, "", "", "chunk_shape %v does not have %d axes", zv.ChunkShape, d)
+	}
+	for _, c := range zv.ChunkShape {
+		if !(c > 0) || math.IsInf(c, 0) {
+			return s.errf(ErrCorrupt, -1, "", "", "chunk_shape %v must be positive", zv.ChunkShape)
+		}
+	}
+	s.dims = d
+	s.info = Info{
+		Name: s.name, ZVVersion: zv.Version, GeometryTypes: nonNil(zv.GeometryTypes), Axes: r.Multiscales[0].Axes,
+		Capabilities: nonNil(zv.Capabilities), LinksConvention: zv.LinksConvention, CrossChunkStrategy: zv.CrossChunkStrategy,
+		Dims: d, CRS: zv.CRS, Sharded: r.ShardLayout != "",
+	}
+	if s.info.LinksConvention == "" {
+		s.info.LinksConvention = "implicit_sequential"
+	}
+	if len(zv.Bounds) == 2 && len(zv.Bounds[0]) == d && len(zv.Bounds[1]) == d {
+		s.info.Bounds = [2][]float64{zv.Bounds[0], zv.Bounds[1]}
+	}
+	if len(zv.GeometryTypes) > 0 {
+		s.geom = zv.GeometryTypes[0]
+	}
+	s.shards = r.ShardLayout != ""
+	s.root = rootInfo{chunkShape: zv.ChunkShape, baseBin: zv.BaseBinShape, datasets: map[string][2][]float64{}}
+	for _, ds := range r.Multiscales[0].Datasets {
+		var scale, tr []float64
+		for _, t := range ds.Transforms {
+			switch t.Type {
+			case "scale":
+				scale = t.Scale
+			case "translation":
+				tr = t.Translation
+			}
+		}
+		s.root.datasets[ds.Path] = [2][]float64{scale, tr}
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// kindOf classifies a lower-level error.
+func kindOf(err error) error {
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return ErrNotFound
+	case errors.Is(err, zarr.ErrUnsupported):
+		return ErrUnsupported
+	case errors.Is(err, zarr.ErrCorrupt), errors.Is(err, zarr.ErrMetadata):
+		return ErrCorrupt
+	}
+	return nil
+}
+
+func (s *Store) levelNames(ctx context.Context) ([]int, error) {
+	l, err := s.st.List(ctx, "")
+	if err != nil {
+		return nil, s.wrap(nil, -1, "", "", err)
+	}
+	var out []int
+	for _, p := range l.Prefixes {
+		name := strings.TrimSuffix(p, "/")
+		n, err := strconv.Atoi(name)
+		if err != nil || n < 0 || strconv.Itoa(n) != name {
+			continue
+		}
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// ---- per-store metadata needed by levels ----
+
+type rootInfo struct {
+	chunkShape []float64
+	baseBin    []float64
+	datasets   map[string][2][]float64 // path -> scale, translation
+}
+
+// numpyDType maps a numpy dtype name as the reference stores it
+// ("float32", "f4", "<f4", "uint8", ...) to a Zarr data type.
+func numpyDType(name string) (zarr.DataType, error) {
+	n := strings.TrimLeft(name, "<=|")
+	if strings.HasPrefix(n, ">") {
+		return zarr.DataType{}, fmt.Errorf("big-endian dtype %q", name)
+	}
+	short := map[string]string{
+		"f2": "float16", "f4": "float32", "f8": "float64", "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
+		"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64", "b1": "bool", "?": "bool",
+		"float": "float64", "int": "int64", "double": "float64", "half": "float16", "single": "float32",
+	}
+	if v, ok := short[n]; ok {
+		n = v
+	}
+	dt, err := zarr.ParseDataType(n)
+	if err != nil || dt.Variable() || dt.Kind == zarr.KindComplex {
+		return zarr.DataType{}, fmt.Errorf("unsupported dtype %q", name)
+	}
+	return dt, nil
+}
+
+// ---- level metadata ----
+
+// levelMeta is zarr_vectors_level.
+type levelMeta struct {
+	Level              *int            `json:"level"`
+	VertexCount        int64           `json:"vertex_count"`
+	ObjectSparsity     float64         `json:"object_sparsity"`
+	CoarseningMethod   string          `json:"coarsening_method"`
+	ChunkShape         []float64       `json:"chunk_shape"`
+	ChunkDims          []string        `json:"chunk_dims"`
+	ChunkAttrName      string          `json:"chunk_attribute_name"`
+	ChunkAttrValues    json.RawMessage `json:"chunk_attribute_values"`
+	PreservesObjectIDs bool            `json:"preserves_object_ids"`
+	InheritedObjects   *int64          `json:"inherited_num_objects"`
+	SharedFragments    bool            `json:"shared_fragments"`
+}

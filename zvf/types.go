@@ -1,0 +1,221 @@
+package zvf
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Cache is what the reader needs of a cache: load-through Get with
+// in-flight deduplication. *cache.Cache satisfies it; nil means no cache.
+type Cache interface {
+	Get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error)
+}
+
+// Key is a chunk key: integer chunk coordinates (one per spatial axis, plus
+// a leading attribute bin on attribute-chunked levels).
+type Key []int64
+
+func (k Key) String() string {
+	var b strings.Builder
+	for i, c := range k {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strconv.FormatInt(c, 10))
+	}
+	return b.String()
+}
+
+// ParseKey parses a dotted chunk key ("0.1.-2").
+func ParseKey(s string) (Key, error) {
+	if s == "" || len(s) > 256 {
+		return nil, strconv.ErrSyntax
+	}
+	parts := strings.Split(s, ".")
+	k := make(Key, len(parts))
+	for i, p := range parts {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		k[i] = v
+	}
+	return k, nil
+}
+
+func (k Key) equal(o Key) bool {
+	if len(k) != len(o) {
+		return false
+	}
+	for i := range k {
+		if k[i] != o[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func compareKeys(a, b Key) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(a) - len(b)
+}
+
+// Axis is one spatial axis from the NGFF multiscales block.
+type Axis struct {
+	Name string `json:"name"`
+	Type string `json:"type,omitempty"`
+	Unit string `json:"unit,omitempty"`
+}
+
+// AttrInfo describes a vertex or object attribute.
+type AttrInfo struct {
+	Name       string   `json:"name"`
+	DType      string   `json:"dtype"`
+	Channels   int      `json:"channels"`
+	Categories []string `json:"categories,omitempty"`
+}
+
+// LevelInfo summarises one resolution level.
+type LevelInfo struct {
+	Level              int        `json:"level"`
+	ChunkShape         []float64  `json:"chunk_shape"`
+	BinShape           []float64  `json:"bin_shape"`
+	BinRatio           []int      `json:"bin_ratio,omitempty"`
+	VertexCount        int64      `json:"vertex_count"`
+	ObjectCount        int64      `json:"object_count"`
+	GroupCount         int64      `json:"group_count"`
+	ChunkCount         int        `json:"chunk_count"`
+	Coarsening         string     `json:"coarsening_method,omitempty"`
+	ObjectSparsity     float64    `json:"object_sparsity,omitempty"`
+	PreservesObjectIDs bool       `json:"preserves_object_ids,omitempty"`
+	SharedFragments    bool       `json:"shared_fragments,omitempty"`
+	ChunkDims          []string   `json:"chunk_dims,omitempty"`
+	ChunkAttribute     string     `json:"chunk_attribute_name,omitempty"`
+	VertexAttributes   []AttrInfo `json:"vertex_attributes"`
+	ObjectAttributes   []AttrInfo `json:"object_attributes"`
+	LinkDeltas         []int      `json:"link_deltas,omitempty"`
+}
+
+// Info is everything the catalog and descriptor show about a store.
+type Info struct {
+	Name               string          `json:"name"`
+	ZVVersion          string          `json:"zv_version"`
+	GeometryTypes      []string        `json:"geometry_types"`
+	Axes               []Axis          `json:"axes"`
+	Bounds             [2][]float64    `json:"bounds"`
+	Capabilities       []string        `json:"capabilities"`
+	LinksConvention    string          `json:"links_convention"`
+	CrossChunkStrategy string          `json:"cross_chunk_strategy"`
+	VertexDType        string          `json:"vertex_dtype"`
+	Dims               int             `json:"dims"`
+	Sharded            bool            `json:"sharded,omitempty"`
+	CRS                json.RawMessage `json:"crs,omitempty"`
+	Levels             []LevelInfo     `json:"levels"`
+}
+
+// Column is one typed column of rows: Rows × Channels values of DType,
+// little-endian, packed.
+type Column struct {
+	Name       string
+	DType      string
+	Channels   int
+	Data       []byte
+	Categories []string // set for dictionary-encoded attributes: codes index it
+	NullCode   *int64   // the dictionary's _FillValue code (decodes to null)
+}
+
+// Batch is the rows one chunk contributes to an answer, in chunk row order.
+type Batch struct {
+	Chunk      Key
+	Rows       int
+	Vertices   Column  // Channels = Dims
+	ObjectIDs  []int64 // nil when the level has no object index
+	Attributes []Column
+	// First is the index of this batch's first row in the whole answer.
+	First int64
+}
+
+// BBoxQuery selects the vertices inside a closed box at one level.
+type BBoxQuery struct {
+	Min, Max []float64
+	// Attributes: nil for none, ["*"] for all vertex attributes.
+	Attributes []string
+	// Offset skips that many matching rows; Limit (>0) stops after that
+	// many. Rows are ordered by chunk key, then row within the chunk.
+	Offset, Limit int64
+	// Connectivity asks for edges/faces among the returned rows.
+	Connectivity bool
+}
+
+// BBoxResult closes a streamed answer.
+type BBoxResult struct {
+	Count int64 // rows emitted
+	// More reports that rows remain past Offset+Limit.
+	More bool
+	// Edges (pairs) and Faces (Width indices each) index into the rows
+	// emitted by this call (0 = first emitted row).
+	Edges     []int64
+	Faces     []int64
+	FaceWidth int
+	Chunks    int // chunks read
+}
+
+// Object is one object at one level.
+type Object struct {
+	ID         int64
+	Level      int
+	Vertices   Column
+	Count      int64
+	Attributes []Column
+	// Edges index into Vertices rows: polyline order, graph edges, skeleton
+	// (child, parent) edges. Faces: FaceWidth indices per face.
+	Edges     []int64
+	Faces     []int64
+	FaceWidth int
+	// FragmentCounts: rows per manifest fragment, in manifest order.
+	FragmentCounts []int64
+	// ObjectAttributes: per-object attribute values (one row each).
+	ObjectAttributes []Column
+}
+
+// ManifestBlock is one decoded block with its fragments resolved to rows.
+type ManifestBlock struct {
+	Chunk     Key            `json:"chunk"`
+	Mode      int            `json:"mode"`
+	Fragments []FragmentRows `json:"fragments"`
+}
+
+// FragmentRows is one fragment and the chunk rows it names.
+type FragmentRows struct {
+	Fragment int64   `json:"fragment"`
+	Range    []int64 `json:"range,omitempty"` // [start, count] for range fragments
+	Rows     []int64 `json:"rows,omitempty"`  // explicit fragments
+	Count    int64   `json:"count"`
+}
+
+// Manifest is an object's manifest at one level.
+type Manifest struct {
+	ID     int64           `json:"object_id"`
+	Level  int             `json:"level"`
+	Blocks []ManifestBlock `json:"blocks"`
+}
+
+// Tile is one chunk as a viewer streams it.
+type Tile struct {
+	Key        Key
+	Vertices   Column
+	Rows       int
+	Fragments  [][2]int64 // per fragment [start, count] (explicit ones: [-1, count])
+	Attributes []Column
+	Links      []int64 // links/0 rows, LinkWidth values each
+	LinkWidth  int
+}
