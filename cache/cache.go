@@ -1,0 +1,169 @@
+// Package cache is a byte-budgeted LRU with in-flight deduplication: the
+// first caller of a missing key loads it, concurrent callers of the same
+// key wait for that load, and the value is kept while the sum of declared
+// sizes stays within the budget. Load errors are not cached.
+//
+// The recency order comes from hashicorp/golang-lru/v2 (unbounded in
+// count); eviction by bytes is done here, oldest first.
+package cache
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Stats are cumulative counters and current occupancy.
+type Stats struct {
+	Hits, Misses, Evictions, Deduped int64
+	Bytes, Items, Budget             int64
+}
+
+// Cache is safe for concurrent use. A nil *Cache loads every time.
+type Cache struct {
+	budget int64
+
+	mu       sync.Mutex
+	lru      *lru.LRU[string, entry]
+	bytes    int64
+	inflight map[string]*call
+
+	hits, misses, evictions, deduped atomic.Int64
+}
+
+type entry struct {
+	v    any
+	size int64
+}
+
+type call struct {
+	done    chan struct{}
+	v       any
+	err     error
+	waiters int
+	cancel  context.CancelFunc
+}
+
+// New returns a cache holding at most budget bytes of values.
+func New(budget int64) *Cache {
+	c := &Cache{budget: budget, inflight: map[string]*call{}}
+	l, err := lru.NewLRU[string, entry](1<<62, func(_ string, e entry) {
+		// Called with c.mu held (from Add/RemoveOldest/Remove/Purge).
+		c.bytes -= e.size
+	})
+	if err != nil {
+		panic(err) // only for a non-positive size, which 1<<62 is not
+	}
+	c.lru = l
+	return c
+}
+
+// Get returns the value for key, loading it with load on a miss. Concurrent
+// Gets of one key share a single load. A caller whose ctx ends stops
+// waiting at once; the load is cancelled when no caller waits any more.
+func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error) {
+	if c == nil {
+		v, _, err := load(ctx)
+		return v, err
+	}
+	c.mu.Lock()
+	if e, ok := c.lru.Get(key); ok {
+		c.mu.Unlock()
+		c.hits.Add(1)
+		return e.v, nil
+	}
+	if cl, ok := c.inflight[key]; ok {
+		cl.waiters++
+		c.mu.Unlock()
+		c.deduped.Add(1)
+		return c.wait(ctx, key, cl)
+	}
+	c.misses.Add(1)
+	// The load runs detached from the first caller's cancellation so that
+	// other waiters are not failed by it; it is cancelled when the last
+	// waiter leaves.
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cl := &call{done: make(chan struct{}), waiters: 1, cancel: cancel}
+	c.inflight[key] = cl
+	c.mu.Unlock()
+	go func() {
+		v, size, err := load(lctx)
+		cancel()
+		c.mu.Lock()
+		delete(c.inflight, key)
+		if err == nil && size <= c.budget {
+			c.lru.Remove(key) // a Remove/Purge race may have left one; its callback fixes bytes
+			c.lru.Add(key, entry{v, size})
+			c.bytes += size
+			for c.bytes > c.budget {
+				if _, _, ok := c.lru.RemoveOldest(); !ok {
+					break
+				}
+				c.evictions.Add(1)
+			}
+		}
+		cl.v, cl.err = v, err
+		c.mu.Unlock()
+		close(cl.done)
+	}()
+	return c.wait(ctx, key, cl)
+}
+
+func (c *Cache) wait(ctx context.Context, key string, cl *call) (any, error) {
+	select {
+	case <-cl.done:
+		return cl.v, cl.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		cl.waiters--
+		if cl.waiters == 0 {
+			cl.cancel()
+		}
+		c.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// Remove drops key.
+func (c *Cache) Remove(key string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.lru.Remove(key)
+	c.mu.Unlock()
+}
+
+// Purge drops everything.
+func (c *Cache) Purge() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.lru.Purge()
+	c.mu.Unlock()
+}
+
+// Stats reports counters and occupancy.
+func (c *Cache) Stats() Stats {
+	if c == nil {
+		return Stats{}
+	}
+	c.mu.Lock()
+	b, n := c.bytes, int64(c.lru.Len())
+	c.mu.Unlock()
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Deduped: c.deduped.Load(),
+		Bytes: b, Items: n, Budget: c.budget}
+}
+
+// Fetch is Get with a typed value.
+func Fetch[T any](ctx context.Context, c *Cache, key string, load func(ctx context.Context) (T, int64, error)) (T, error) {
+	v, err := c.Get(ctx, key, func(ctx context.Context) (any, int64, error) { return load(ctx) })
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v.(T), nil
+}

@@ -1,0 +1,160 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func loader(v any, size int64, calls *atomic.Int64) func(context.Context) (any, int64, error) {
+	return func(context.Context) (any, int64, error) {
+		calls.Add(1)
+		return v, size, nil
+	}
+}
+
+func TestHitMissEvict(t *testing.T) {
+	ctx := context.Background()
+	c := New(100)
+	var calls atomic.Int64
+	for i, tc := range []struct {
+		key       string
+		size      int64
+		wantCalls int64
+	}{
+		{"a", 40, 1}, {"a", 40, 1}, {"b", 40, 2}, {"c", 40, 3}, // c evicts a
+		{"b", 40, 3}, {"a", 40, 4}, // a reloaded, evicts c (b was used more recently)
+		{"huge", 1000, 5}, {"huge", 1000, 6}, // larger than the budget: never stored
+	} {
+		v, err := c.Get(ctx, tc.key, loader(tc.key, tc.size, &calls))
+		if err != nil || v != tc.key {
+			t.Fatalf("step %d: %v %v", i, v, err)
+		}
+		if calls.Load() != tc.wantCalls {
+			t.Fatalf("step %d (%s): %d loads, want %d", i, tc.key, calls.Load(), tc.wantCalls)
+		}
+		if st := c.Stats(); st.Bytes > 100 {
+			t.Fatalf("step %d: %d bytes over budget", i, st.Bytes)
+		}
+	}
+	st := c.Stats()
+	if st.Items != 2 || st.Bytes != 80 || st.Evictions != 2 || st.Hits != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	c.Remove("a")
+	if st := c.Stats(); st.Items != 1 || st.Bytes != 40 {
+		t.Fatalf("after Remove: %+v", st)
+	}
+	c.Purge()
+	if st := c.Stats(); st.Items != 0 || st.Bytes != 0 {
+		t.Fatalf("after Purge: %+v", st)
+	}
+}
+
+func TestErrorsNotCached(t *testing.T) {
+	c := New(100)
+	boom := errors.New("boom")
+	n := 0
+	for i := 0; i < 3; i++ {
+		_, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { n++; return nil, 0, boom })
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d loads, want 3", n)
+	}
+}
+
+func TestDedup(t *testing.T) {
+	c := New(1 << 20)
+	var calls atomic.Int64
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) {
+				calls.Add(1)
+				<-release
+				return 7, 8, nil
+			})
+			if err != nil || v != 7 {
+				t.Error(v, err)
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if calls.Load() != 1 {
+		t.Fatalf("%d loads for 100 concurrent Gets", calls.Load())
+	}
+}
+
+func TestCancelledWaiter(t *testing.T) {
+	c := New(1 << 20)
+	started := make(chan struct{})
+	loadCtxDone := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
+		close(started)
+		<-lctx.Done() // cancelled because the only waiter left
+		close(loadCtxDone)
+		return nil, 0, lctx.Err()
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	select {
+	case <-loadCtxDone:
+	case <-time.After(2 * time.Second):
+		t.Fatal("load was not cancelled after its last waiter left")
+	}
+}
+
+func TestNil(t *testing.T) {
+	var c *Cache
+	v, err := Fetch(context.Background(), c, "k", func(context.Context) (string, int64, error) { return "x", 1, nil })
+	if err != nil || v != "x" {
+		t.Fatal(v, err)
+	}
+	c.Purge()
+	c.Remove("k")
+	_ = c.Stats()
+}
+
+func BenchmarkGetHit(b *testing.B) {
+	c := New(1 << 30)
+	ctx := context.Background()
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fmt.Sprint("key", i)
+		if _, err := c.Get(ctx, keys[i], func(context.Context) (any, int64, error) { return i, 8, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := c.Get(ctx, keys[i&1023], nil); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
