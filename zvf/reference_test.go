@@ -14,6 +14,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
@@ -93,7 +94,7 @@ func openFixture(t testing.TB, name string) (*zvf.Store, *expected) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := zvf.Open(ctx, st, zvf.Options{Name: name})
+	s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(256 << 20)})
 	if err != nil {
 		t.Fatal(err)
 	}

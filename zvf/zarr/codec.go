@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/vlen"
+	"github.com/zvfserve/zvfserve/zvf/zarr/blosc"
 )
 
 // Chunk is one decoded chunk (or whole array): Data holds fixed-size
@@ -75,7 +76,7 @@ type Codecs struct {
 	zdecErr  error
 	zencMu   sync.Mutex
 	zenc     map[int]*zstd.Encoder
-	extra    map[string]func(cfg json.RawMessage, in rep) (any, error)
+	blosc    blosc.Decoder
 }
 
 // NewCodecs returns an empty codec environment.
@@ -202,6 +203,31 @@ func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
 		return gzipCodec{level: cfg.Level}, 2, nil
 	case "crc32c":
 		return crc32cCodec{}, 2, nil
+	case "blosc":
+		var cfg struct {
+			Cname     string          `json:"cname"`
+			Clevel    int             `json:"clevel"`
+			Shuffle   json.RawMessage `json:"shuffle"`
+			Typesize  int             `json:"typesize"`
+			Blocksize int             `json:"blocksize"`
+		}
+		if err := json.Unmarshal(s.Configuration, &cfg); err != nil {
+			return nil, 0, metaErr("blosc configuration: %v", err)
+		}
+		var sh int
+		var name string
+		if json.Unmarshal(cfg.Shuffle, &name) == nil {
+			var err error
+			if sh, err = blosc.ParseShuffle(name); err != nil {
+				return nil, 0, metaErr("%v", err)
+			}
+		} else if json.Unmarshal(cfg.Shuffle, &sh) != nil || sh < 0 || sh > 2 {
+			return nil, 0, metaErr("blosc shuffle %s", cfg.Shuffle)
+		}
+		if cfg.Typesize == 0 {
+			cfg.Typesize = max(in.typ.Size, 1)
+		}
+		return &bloscCodec{cs: cs, opts: blosc.Options{Codec: cfg.Cname, Level: cfg.Clevel, Shuffle: sh, TypeSize: cfg.Typesize, BlockSize: cfg.Blocksize}}, 2, nil
 	}
 	return nil, 0, unsupported("codec %q", s.Name)
 }
@@ -454,6 +480,24 @@ func (c gzipCodec) encode(b []byte) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// ---- blosc ----
+
+type bloscCodec struct {
+	cs   *Codecs
+	opts blosc.Options
+}
+
+func (*bloscCodec) name() string { return "blosc" }
+
+func (c *bloscCodec) decode(b []byte, limit int64) ([]byte, error) {
+	if limit < 0 || limit > 1<<31-1 {
+		limit = 1<<31 - 1
+	}
+	return c.cs.blosc.DecodeLimit(nil, b, int(limit))
+}
+
+func (c *bloscCodec) encode(b []byte) ([]byte, error) { return blosc.Encode(nil, b, c.opts) }
 
 // ---- crc32c ----
 

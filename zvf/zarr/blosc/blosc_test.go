@@ -1,0 +1,144 @@
+package blosc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func floats(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, 4*n)
+	v := float32(0)
+	for i := 0; i < n; i++ {
+		v += float32(r.NormFloat64())
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
+}
+
+func TestRoundTrip(t *testing.T) {
+	inputs := map[string][]byte{
+		"floats": floats(50000),
+		"odd":    floats(1001)[:4003],
+		"zeros":  make([]byte, 70000),
+		"tiny":   {1, 2, 3},
+		"empty":  {},
+		"random": func() []byte {
+			b := make([]byte, 5000)
+			r := rand.New(rand.NewPCG(3, 4))
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			return b
+		}(),
+	}
+	for name, in := range inputs {
+		for _, codec := range []string{"lz4", "lz4hc", "zlib", "zstd"} {
+			for _, sh := range []int{NoShuffle, Shuffle, BitShuffle} {
+				for _, ts := range []int{1, 4, 8, 3} {
+					for _, bs := range []int{0, 4096, 1000} {
+						enc, err := Encode(nil, in, Options{Codec: codec, Level: 5, Shuffle: sh, TypeSize: ts, BlockSize: bs})
+						if err != nil {
+							t.Fatal(err)
+						}
+						dec, err := Decode(nil, enc)
+						if err != nil {
+							t.Fatalf("%s %s sh%d ts%d bs%d: %v", name, codec, sh, ts, bs, err)
+						}
+						if !bytes.Equal(dec, in) {
+							t.Fatalf("%s %s sh%d ts%d bs%d: round trip differs", name, codec, sh, ts, bs)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// corpusChunks returns the stored chunks of the zarr-python blosc corpus.
+func corpusChunks(t testing.TB) [][]byte {
+	var out [][]byte
+	root := "../../../testdata/zarr-codecs/blosc"
+	err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || filepath.Base(p) == "zarr.json" || filepath.Ext(p) == ".json" {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil && len(b) >= 16 && b[0] == 2 {
+			out = append(out, b)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestCorruptFrames(t *testing.T) {
+	chunks := corpusChunks(t)
+	if len(chunks) < 50 {
+		t.Fatalf("%d corpus chunks", len(chunks))
+	}
+	for _, c := range chunks[:20] {
+		for _, mut := range []func([]byte) []byte{
+			func(b []byte) []byte { return b[:len(b)-1] },
+			func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], 1<<30); return b },
+			func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0); return b },
+			func(b []byte) []byte { b[2] |= 0x08; return b },
+			func(b []byte) []byte {
+				if len(b) > 20 {
+					binary.LittleEndian.PutUint32(b[16:], 1<<31-1)
+				}
+				return b
+			},
+		} {
+			m := mut(bytes.Clone(c))
+			if _, err := (&Decoder{}).DecodeLimit(nil, m, 1<<24); err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not match ErrCorrupt", err)
+			}
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for i, c := range corpusChunks(f) {
+		if i%5 == 0 && len(c) < 4096 {
+			f.Add(c)
+		}
+	}
+	enc, _ := Encode(nil, floats(300), Options{Codec: "lz4", Level: 5, Shuffle: Shuffle, TypeSize: 4})
+	f.Add(enc)
+	var d Decoder
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = d.DecodeLimit(nil, b, 1<<22)
+	})
+}
+
+func benchDecode(b *testing.B, codec string, sh int) {
+	in := floats(1 << 18)
+	enc, err := Encode(nil, in, Options{Codec: codec, Level: 5, Shuffle: sh, TypeSize: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst := make([]byte, len(in))
+	var d Decoder
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := d.DecodeLimit(dst, enc, len(dst)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeLZ4Shuffle(b *testing.B)    { benchDecode(b, "lz4", Shuffle) }
+func BenchmarkDecodeZstdShuffle(b *testing.B)   { benchDecode(b, "zstd", Shuffle) }
+func BenchmarkDecodeLZ4BitShuffle(b *testing.B) { benchDecode(b, "lz4", BitShuffle) }
