@@ -157,3 +157,38 @@ func BenchmarkBuildScale10(b *testing.B) {
 	b.ReportMetric(float64(verts), "vertices")
 	b.ReportMetric(float64(verts)*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
 }
+
+// TestSub: a view lists, reads and stats keys relative to its prefix and
+// does not close the shared backend.
+func TestSub(t *testing.T) {
+	ctx := context.Background()
+	ms := newMem()
+	for _, k := range []string{"a/zarr.json", "a/0/x", "ab/zarr.json", "b/zarr.json"} {
+		if err := ms.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := Sub(ms, "/a/")
+	l, err := v.List(ctx, "")
+	if err != nil || !slices.Equal(l.Keys, []string{"zarr.json"}) || !slices.Equal(l.Prefixes, []string{"0/"}) {
+		t.Fatalf("list: %+v %v", l, err)
+	}
+	if b, err := v.Get(ctx, "0/x"); err != nil || string(b) != "a/0/x" {
+		t.Fatalf("get: %q %v", b, err)
+	}
+	if b, err := v.GetRange(ctx, "zarr.json", 2, 4); err != nil || string(b) != "zarr" {
+		t.Fatalf("range: %q %v", b, err)
+	}
+	if a, err := v.Stat(ctx, "zarr.json"); err != nil || a.Size != int64(len("a/zarr.json")) {
+		t.Fatalf("stat: %+v %v", a, err)
+	}
+	if _, err := v.Get(ctx, "b/zarr.json"); err == nil {
+		t.Fatal("view reads outside its prefix")
+	}
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms.Get(ctx, "b/zarr.json"); err != nil {
+		t.Fatalf("backend unusable after closing a view: %v", err)
+	}
+}

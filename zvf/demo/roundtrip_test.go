@@ -1,0 +1,187 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"slices"
+	"testing"
+
+	"gocloud.dev/blob/memblob"
+
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+// TestDemoRoundTrip builds the demo into a gocloud mem bucket (the way the
+// server does at start-up), opens every store at its prefix with the zvf
+// reader and checks objects against the generated scene.
+func TestDemoRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	bucket := memblob.OpenBucket(nil)
+	defer func() {
+		if err := bucket.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	o := Options{Seed: 11, Scale: 0.08}
+	infos, err := Build(ctx, blobstore.New(bucket), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(name string) *zvf.Level {
+		t.Helper()
+		st, err := zvf.Open(ctx, Sub(blobstore.New(bucket), name), zvf.Options{Name: name})
+		if err != nil {
+			t.Fatalf("open %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		if got := len(st.Levels()); got != 3 {
+			t.Fatalf("%s: %d levels", name, got)
+		}
+		for _, in := range infos {
+			if in.Name == name && st.Info().Levels[0].VertexCount != int64(in.Vertices) {
+				t.Fatalf("%s: reader counts %d vertices, writer %d", name, st.Info().Levels[0].VertexCount, in.Vertices)
+			}
+		}
+		l, err := st.Level(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+
+	t.Run("cells", func(t *testing.T) {
+		l := open("cells")
+		c := sc.Cells
+		for oid := int64(0); oid < int64(len(c.ObjectAttributes[0].Data)/4); oid += 7 {
+			ob, err := l.Object(ctx, oid, []string{"cell_type"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []float32
+			var types []byte
+			for i, id := range c.ObjectIDs {
+				if id == oid {
+					want = append(want, c.Positions[3*i:3*i+3]...)
+					types = append(types, c.Attributes[0].Data[i])
+				}
+			}
+			if !slices.Equal(sortedRows(ob.Vertices.Data), sortedRows(f32b(want))) {
+				t.Fatalf("cell %d: %d rows read, %d generated", oid, ob.Count, len(want)/3)
+			}
+			got := ob.Attributes[0]
+			if got.Categories[got.Data[0]] != c.Attributes[0].Categories[types[0]] {
+				t.Fatalf("cell %d: type %q, want %q", oid, got.Categories[got.Data[0]], c.Attributes[0].Categories[types[0]])
+			}
+		}
+	})
+	t.Run("axons", func(t *testing.T) {
+		l := open("axons")
+		a := sc.Axons
+		for p := range len(a.Offsets) - 1 {
+			ob, err := l.Object(ctx, int64(p), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(ob.Vertices.Data, f32b(a.Positions[3*a.Offsets[p]:3*a.Offsets[p+1]])) {
+				t.Fatalf("axon %d differs", p)
+			}
+		}
+	})
+	t.Run("skeletons", func(t *testing.T) {
+		l := open("skeletons")
+		g := sc.Skeletons
+		pos := f32b(g.Positions)
+		for oid := int64(0); oid <= g.ObjectIDs[len(g.ObjectIDs)-1]; oid++ {
+			ob, err := l.Object(ctx, oid, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []int64
+			for e := 0; e < len(g.Edges); e += 2 {
+				if g.ObjectIDs[g.Edges[e]] == oid {
+					want = append(want, g.Edges[e], g.Edges[e+1])
+				}
+			}
+			if got, w := edges(ob.Vertices.Data, ob.Edges), edges(pos, want); !slices.Equal(got, w) {
+				t.Fatalf("skeleton %d: %d edges read, %d generated", oid, len(got), len(w))
+			}
+		}
+	})
+	t.Run("meshes", func(t *testing.T) {
+		l := open("meshes")
+		m := sc.Meshes
+		pos := f32b(m.Positions)
+		for oid := int64(0); oid <= m.ObjectIDs[len(m.ObjectIDs)-1]; oid++ {
+			ob, err := l.Object(ctx, oid, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []int64
+			for f := 0; f < len(m.Faces); f += 3 {
+				if m.ObjectIDs[m.Faces[f]] == oid {
+					want = append(want, m.Faces[f:f+3]...)
+				}
+			}
+			if got, w := faces(ob.Vertices.Data, ob.Faces), faces(pos, want); !slices.Equal(got, w) {
+				t.Fatalf("mesh %d: %d faces read, %d generated", oid, len(got), len(w))
+			}
+		}
+	})
+}
+
+func f32b(v []float32) []byte {
+	b := make([]byte, 0, 4*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+func sortedRows(b []byte) []string {
+	out := make([]string, len(b)/12)
+	for i := range out {
+		out[i] = string(b[12*i : 12*i+12])
+	}
+	slices.Sort(out)
+	return out
+}
+
+func edges(pos []byte, e []int64) []string {
+	out := make([]string, 0, len(e)/2)
+	for i := 0; i+1 < len(e); i += 2 {
+		a, b := string(pos[12*e[i]:12*e[i]+12]), string(pos[12*e[i+1]:12*e[i+1]+12])
+		if a > b {
+			a, b = b, a
+		}
+		out = append(out, a+b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func faces(pos []byte, f []int64) []string {
+	out := make([]string, 0, len(f)/3)
+	for i := 0; i+2 < len(f); i += 3 {
+		c := []string{string(pos[12*f[i] : 12*f[i]+12]), string(pos[12*f[i+1] : 12*f[i+1]+12]), string(pos[12*f[i+2] : 12*f[i+2]+12])}
+		k := 0
+		for j := range 3 {
+			if c[j] < c[k] {
+				k = j
+			}
+		}
+		out = append(out, c[k]+c[(k+1)%3]+c[(k+2)%3])
+	}
+	slices.Sort(out)
+	return out
+}
