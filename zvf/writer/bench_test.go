@@ -35,6 +35,7 @@ func BenchmarkWritePoints1M(b *testing.B) {
 	}{
 		{"none", Options{}},
 		{"zstd", Options{Codec: CodecZstd}},
+		{"blosc", Options{Codec: CodecBlosc}},
 		{"none+pyramid", Options{Pyramid: []PyramidLevel{{Coarsen: 2}}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

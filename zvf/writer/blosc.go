@@ -1,8 +1,16 @@
 package writer
 
-import "errors"
+import "github.com/zvfserve/zvfserve/zvf/zarr/blosc"
 
-// errNoBlosc is returned for CodecBlosc until a blosc encoder is wired in.
-var errNoBlosc = errors.New("blosc encoding is not supported by this build")
-
-func bloscCodec() (*blobCodec, error) { return nil, errNoBlosc }
+// bloscCodec is the reference's "blosc" preset: zstd at clevel 5 with bit
+// shuffle on 4-byte items, configuration keys in the order zarr writes them.
+// Like the reference (zarr's encoder path), all-zero blobs get no c/0.
+func bloscCodec() (*blobCodec, error) {
+	o := blosc.Options{Codec: "zstd", Level: 5, Shuffle: blosc.BitShuffle, TypeSize: 4}
+	return &blobCodec{
+		codecs: []any{obj{{"name", "bytes"}}, obj{{"name", "blosc"}, {"configuration", obj{
+			{"typesize", 4}, {"cname", "zstd"}, {"clevel", 5}, {"shuffle", "bitshuffle"}, {"blocksize", 0}}}}},
+		skipZero: true,
+		encode:   func(src []byte) ([]byte, error) { return blosc.Encode(nil, src, o) },
+	}, nil
+}

@@ -19,7 +19,7 @@
 // Options.Pyramid adds coarser levels built by per-object metavertex
 // coarsening with shared fragments, preserved object ids and cross-level
 // links ±1 (mirrored -1 at the coarse level). Options.Codec picks the blob
-// codec of level 0 (none, zstd; blosc when built in); coarse levels and
+// codec of level 0 (none, zstd or blosc, as the reference's presets); coarse levels and
 // cross-level links use zstd like the reference's non-batched writes.
 //
 // Streaming and memory: the caller's input arrays are read in place, never

@@ -97,6 +97,7 @@ func TestGoldenPointsBins(t *testing.T) {
 	}{
 		{"points_bins", CodecNone},
 		{"points_bins_zstd", CodecZstd},
+		{"points_bins_blosc", CodecBlosc},
 	} {
 		t.Run(tc.store, func(t *testing.T) {
 			want := loadDir(t, refDir+tc.store+".zarrvectors")

@@ -21,6 +21,7 @@ import (
 	"github.com/zvfserve/zvfserve/vlen"
 	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zarr/blosc"
 )
 
 // memStore is a minimal in-memory storage.Writer for tests.
@@ -177,6 +178,11 @@ func readBlob(t testing.TB, files map[string][]byte, path string) []byte {
 			var err error
 			if data, err = testZstd.DecodeAll(data, nil); err != nil {
 				t.Fatalf("%s: zstd: %v", path, err)
+			}
+		case "blosc":
+			var err error
+			if data, err = blosc.Decode(nil, data); err != nil {
+				t.Fatalf("%s: blosc: %v", path, err)
 			}
 		default:
 			t.Fatalf("%s: test cannot decode codec %s", path, c.Name)

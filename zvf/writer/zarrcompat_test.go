@@ -13,7 +13,7 @@ import (
 // the project's Zarr layer: each group parses, each blob array reads back
 // the bytes the test decoder sees, and each manifests array decodes.
 func TestZarrLayerReadsEverything(t *testing.T) {
-	for _, codec := range []Codec{CodecNone, CodecZstd} {
+	for _, codec := range []Codec{CodecNone, CodecZstd, CodecBlosc} {
 		ms := newMemStore()
 		ctx := context.Background()
 		o := Options{ChunkShape: []float64{20, 20, 20}, BinShape: []float64{10, 10, 10}, Codec: codec,
