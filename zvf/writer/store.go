@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -62,7 +63,9 @@ type groupNode struct {
 }
 
 func newStoreWriter(ctx context.Context, w storage.Writer, prefix string, d int, o *Options) (*storeWriter, error) {
-	if prefix != "" && prefix[len(prefix)-1] != '/' {
+	// Keys are relative and never start with "/" (zvf/storage).
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" {
 		prefix += "/"
 	}
 	s := &storeWriter{w: w, prefix: prefix, d: d, groups: map[string]*groupNode{}}
@@ -113,7 +116,14 @@ func (s *storeWriter) close() error {
 // run schedules fn on the bounded pool; it blocks while the pool is full,
 // which bounds how many chunks are in memory at once.
 func (s *storeWriter) run(fn func(ctx context.Context) error) {
-	s.g.Go(func() error { return fn(s.ctx) })
+	s.g.Go(func() error {
+		// After a failure the pool's context is cancelled: skip the
+		// encoding work of tasks that can no longer succeed.
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		return fn(s.ctx)
+	})
 }
 
 // wait waits for every scheduled task and returns the first error.

@@ -307,3 +307,21 @@ func TestZstdFramesCarrySize(t *testing.T) {
 		t.Fatalf("only %d compressed chunks checked", n)
 	}
 }
+
+func TestPrefixNormalised(t *testing.T) {
+	for _, prefix := range []string{"a/b", "/a/b/", "a/b/"} {
+		ms := newMemStore()
+		if _, err := WritePoints(context.Background(), ms, prefix, &PointCloud{Positions: []float32{1, 2, 3}},
+			Options{ChunkShape: []float64{10, 10, 10}}); err != nil {
+			t.Fatal(err)
+		}
+		for k := range ms.m {
+			if !strings.HasPrefix(k, "a/b/") || strings.Contains(k, "//") {
+				t.Fatalf("prefix %q: key %q", prefix, k)
+			}
+		}
+		if _, ok := ms.m["a/b/zarr.json"]; !ok {
+			t.Fatalf("prefix %q: no root at a/b/zarr.json", prefix)
+		}
+	}
+}
