@@ -168,6 +168,10 @@ func CategoricalAttribute(name string, values []string) Attribute {
 	return a
 }
 
+// maxChannels bounds values per attribute row (keeps row sizes far from
+// integer overflow).
+const maxChannels = 1 << 16
+
 // itemSize returns the byte size of a numpy dtype name, or 0 if unknown.
 func itemSize(dtype string) int {
 	switch dtype {
@@ -194,8 +198,8 @@ func (a *Attribute) check(field string, rows int) error {
 	if itemSize(a.DType) == 0 {
 		return inputErr(field, -1, "attribute %q: unsupported dtype %q", a.Name, a.DType)
 	}
-	if a.Channels < 1 {
-		return inputErr(field, -1, "attribute %q: channels %d < 1", a.Name, a.Channels)
+	if a.Channels < 1 || a.Channels > maxChannels {
+		return inputErr(field, -1, "attribute %q: channels %d outside [1, %d]", a.Name, a.Channels, maxChannels)
 	}
 	if len(a.Data) != rows*a.rowSize() {
 		return inputErr(field, -1, "attribute %q: %d bytes, want %d rows x %d bytes", a.Name, len(a.Data), rows, a.rowSize())

@@ -154,6 +154,11 @@ func TestInputErrors(t *testing.T) {
 				Attributes: []Attribute{{Name: "a", DType: "complex64", Channels: 1, Data: make([]byte, 16)}}}, ok)
 			return err
 		}},
+		{"attribute channels", "PointCloud.Attributes", func() error {
+			_, err := WritePoints(ctx, newMemStore(), "", &PointCloud{Positions: pos,
+				Attributes: []Attribute{{Name: "a", DType: "float64", Channels: 1 << 61}}}, ok)
+			return err
+		}},
 		{"duplicate attribute", "PointCloud.Attributes", func() error {
 			a := Float32Attribute("a", 1, []float32{1, 2})
 			_, err := WritePoints(ctx, newMemStore(), "", &PointCloud{Positions: pos, Attributes: []Attribute{a, a}}, ok)
