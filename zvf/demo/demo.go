@@ -202,6 +202,27 @@ func (s *scene) inside(p [3]float64) [3]float32 {
 	return out
 }
 
+// advance turns direction d by keep*d + pull*toward + jitter*(random unit
+// vector), normalises it and moves p one step along it. It reports false,
+// leaving p unchanged, when the step would leave the block.
+func (s *scene) advance(p, d *[3]float64, toward [3]float64, keep, pull, jitter, step float64) bool {
+	w := s.unit()
+	for a := range 3 {
+		d[a] = keep*d[a] + pull*toward[a] + jitter*w[a]
+	}
+	nd := math.Sqrt(d[0]*d[0] + d[1]*d[1] + d[2]*d[2])
+	var next [3]float64
+	for a := range 3 {
+		d[a] /= nd
+		next[a] = p[a] + step*d[a]
+		if next[a] < 0 || next[a] > s.blockMax[a] {
+			return false
+		}
+	}
+	*p = next
+	return true
+}
+
 // unit returns a uniformly random unit vector.
 func (s *scene) unit() [3]float64 {
 	for {
@@ -295,22 +316,9 @@ func (s *scene) axons() *writer.Polylines {
 			q := s.inside(p)
 			pl.Positions = append(pl.Positions, q[:]...)
 			fa = append(fa, float32(faBase+0.1*math.Sin(float64(k)/15)))
-			w := s.unit()
-			for a := range 3 {
-				d[a] = 0.85*d[a] + 0.1*dir[a] + 0.12*w[a]
-			}
-			nd := math.Sqrt(d[0]*d[0] + d[1]*d[1] + d[2]*d[2])
-			var next [3]float64
-			out := false
-			for a := range 3 {
-				d[a] /= nd
-				next[a] = p[a] + step*d[a]
-				out = out || next[a] < 0 || next[a] > s.blockMax[a]
-			}
-			if out {
+			if !s.advance(&p, &d, dir, 0.85, 0.1, 0.12, step) {
 				break
 			}
-			p = next
 			total += step
 		}
 		pl.Offsets = append(pl.Offsets, len(pl.Positions)/3)
@@ -355,22 +363,9 @@ func (s *scene) branch(g *writer.Graph, radius *[]float32, parent int64, at, dir
 	steps := 20 + s.rng.IntN(40)
 	p := at
 	for k := range steps {
-		w := s.unit()
-		var next [3]float64
-		for a := range 3 {
-			dir[a] = 0.9*dir[a] + 0.15*w[a]
-		}
-		nd := math.Sqrt(dir[0]*dir[0] + dir[1]*dir[1] + dir[2]*dir[2])
-		out := false
-		for a := range 3 {
-			dir[a] /= nd
-			next[a] = p[a] + step*dir[a]
-			out = out || next[a] < 0 || next[a] > s.blockMax[a]
-		}
-		if out {
+		if !s.advance(&p, &dir, [3]float64{}, 0.9, 0, 0.15, step) {
 			return
 		}
-		p = next
 		idx := int64(len(g.Positions) / 3)
 		q := s.inside(p)
 		g.Positions = append(g.Positions, q[:]...)

@@ -4,19 +4,47 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 	"slices"
 	"testing"
+
+	"gocloud.dev/blob/memblob"
+
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
-func build(t testing.TB, o Options) (*mem, []StoreInfo) {
+// built is a demo written into a gocloud mem bucket, keys read back.
+type built struct{ m map[string][]byte }
+
+func build(t testing.TB, o Options) (*built, []StoreInfo) {
 	t.Helper()
-	ms := newMem()
-	infos, err := Build(context.Background(), ms, o)
+	ctx := context.Background()
+	bucket := memblob.OpenBucket(nil)
+	defer func() {
+		if err := bucket.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	infos, err := Build(ctx, blobstore.New(bucket), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ms, infos
+	out := &built{m: map[string][]byte{}}
+	it := bucket.List(nil)
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.m[obj.Key], err = bucket.ReadAll(ctx, obj.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out, infos
 }
 
 // TestBuildDeterministic: the same seed gives byte-identical stores (so
@@ -84,7 +112,7 @@ func TestBuildStores(t *testing.T) {
 
 func TestBuildRejectsScale(t *testing.T) {
 	for _, s := range []float64{-1, 1e9} {
-		if _, err := Build(context.Background(), newMem(), Options{Scale: s}); err == nil {
+		if _, err := Build(context.Background(), blobstore.New(memblob.OpenBucket(nil)), Options{Scale: s}); err == nil {
 			t.Errorf("scale %v accepted", s)
 		}
 	}
@@ -162,7 +190,7 @@ func BenchmarkBuildScale10(b *testing.B) {
 // does not close the shared backend.
 func TestSub(t *testing.T) {
 	ctx := context.Background()
-	ms := newMem()
+	ms := blobstore.New(memblob.OpenBucket(nil))
 	for _, k := range []string{"a/zarr.json", "a/0/x", "ab/zarr.json", "b/zarr.json"} {
 		if err := ms.Put(ctx, k, []byte(k)); err != nil {
 			t.Fatal(err)
@@ -190,5 +218,8 @@ func TestSub(t *testing.T) {
 	}
 	if _, err := ms.Get(ctx, "b/zarr.json"); err != nil {
 		t.Fatalf("backend unusable after closing a view: %v", err)
+	}
+	if err := ms.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
