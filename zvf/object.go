@@ -379,7 +379,7 @@ func (l *Level) Manifest(ctx context.Context, id int64) (*Manifest, error) {
 	m := &Manifest{ID: id, Level: l.n, Blocks: make([]ManifestBlock, 0, len(blocks))}
 	for _, b := range blocks {
 		key := Key(b.Chunk)
-		mb := ManifestBlock{Chunk: key, Mode: int(b.Mode)}
+		mb := ManifestBlock{Chunk: key, Mode: int(b.Mode), Fragments: []FragmentRows{}}
 		if !l.hasKey(key) {
 			return nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key)
 		}

@@ -24,7 +24,8 @@ type command struct {
 // commands lists every subcommand. Keep it in step with README.md.
 func commands() map[string]command {
 	return map[string]command{
-		"demo": demoCommand(),
+		"demo":  demoCommand(),
+		"serve": serveCommand(),
 	}
 }
 

@@ -1,0 +1,478 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+func (s *Server) store(r *http.Request) (*zvf.Store, string, error) {
+	name := chi.URLParam(r, "store")
+	if !ValidStoreName(name) {
+		return nil, "", badRequest("invalid store name")
+	}
+	st, ok := s.stores[name]
+	if !ok {
+		return nil, "", notFound(fmt.Sprintf("no store %q", name))
+	}
+	return st, name, nil
+}
+
+func (s *Server) level(st *zvf.Store, r *http.Request, param string) (*zvf.Level, error) {
+	v := r.URL.Query().Get(param)
+	if param == "level" && v == "" {
+		v = "0"
+	}
+	if param != "level" {
+		v = chi.URLParam(r, param)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 1000 {
+		return nil, badRequest(fmt.Sprintf("level %q is not a level number", v))
+	}
+	return st.Level(n)
+}
+
+func parseID(r *http.Request) (int64, error) {
+	v := chi.URLParam(r, "id")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 0 {
+		return 0, badRequest(fmt.Sprintf("id %q is not a non-negative integer", v))
+	}
+	return id, nil
+}
+
+func parseAttrs(r *http.Request) ([]string, error) {
+	v := r.URL.Query().Get("attributes")
+	if v == "" {
+		return nil, nil
+	}
+	if v == "*" {
+		return []string{"*"}, nil
+	}
+	names := strings.Split(v, ",")
+	if len(names) > 256 {
+		return nil, badRequest("too many attributes")
+	}
+	for _, n := range names {
+		if n == "" || len(n) > 256 {
+			return nil, badRequest("empty or overlong attribute name")
+		}
+	}
+	return names, nil
+}
+
+func parseCorner(v string, dims int, name string) ([]float64, error) {
+	if v == "" {
+		return nil, badRequest(fmt.Sprintf("%s is required: %d comma-separated numbers", name, dims))
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) != dims {
+		return nil, badRequest(fmt.Sprintf("%s needs %d numbers (one per axis), got %d", name, dims, len(parts)))
+	}
+	out := make([]float64, dims)
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e300 {
+			return nil, badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number", name, i, p))
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// ---- catalog and descriptor ----
+
+type catalogEntry struct {
+	Name          string       `json:"name"`
+	ZVVersion     string       `json:"zv_version"`
+	GeometryTypes []string     `json:"geometry_types"`
+	Bounds        [2][]float64 `json:"bounds"`
+	Dims          int          `json:"dims"`
+	Levels        []int        `json:"levels"`
+	VertexCount   int64        `json:"vertex_count"`
+	URL           string       `json:"url"`
+}
+
+func (s *Server) listStores(w http.ResponseWriter, r *http.Request) error {
+	out := struct {
+		Stores []catalogEntry `json:"stores"`
+	}{Stores: []catalogEntry{}}
+	for _, n := range s.names {
+		st := s.stores[n]
+		info := st.Info()
+		e := catalogEntry{Name: n, ZVVersion: info.ZVVersion, GeometryTypes: info.GeometryTypes, Bounds: info.Bounds,
+			Dims: info.Dims, Levels: st.Levels(), URL: s.o.PublicURL + "/api/v1/stores/" + n}
+		if len(info.Levels) > 0 {
+			e.VertexCount = info.Levels[0].VertexCount
+		}
+		out.Stores = append(out.Stores, e)
+	}
+	return s.writeJSON(w, r, "", out)
+}
+
+func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
+	st, name, err := s.store(r)
+	if err != nil {
+		return err
+	}
+	return s.writeJSON(w, r, name, st.Info())
+}
+
+// ---- bbox ----
+
+// cursor is the opaque paging token: offset and level, bound to the query
+// it came from by a hash so it cannot be replayed against another box.
+type cursor struct {
+	Offset int64  `json:"o"`
+	Level  int    `json:"l"`
+	Hash   string `json:"h"`
+}
+
+func queryHash(store string, r *http.Request) string {
+	q := r.URL.Query()
+	h := sha256.Sum256([]byte(store + "\x00" + q.Get("min") + "\x00" + q.Get("max") + "\x00" + q.Get("attributes") + "\x00" + q.Get("level") + "\x00" + q.Get("limit")))
+	return hex.EncodeToString(h[:8])
+}
+
+func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
+	start := s.o.Now()
+	st, name, err := s.store(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	dims := st.Info().Dims
+	min, err := parseCorner(q.Get("min"), dims, "min")
+	if err != nil {
+		return err
+	}
+	max, err := parseCorner(q.Get("max"), dims, "max")
+	if err != nil {
+		return err
+	}
+	for i := range min {
+		if min[i] > max[i] {
+			return badRequest(fmt.Sprintf("min[%d] > max[%d]", i, i))
+		}
+	}
+	attrs, err := parseAttrs(r)
+	if err != nil {
+		return err
+	}
+	limit := s.o.MaxVertices
+	if v := q.Get("limit"); v != "" {
+		l, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || l < 1 {
+			return badRequest(fmt.Sprintf("limit %q must be a positive integer", v))
+		}
+		if l > s.o.MaxVertices {
+			return tooLarge(fmt.Sprintf("limit %d exceeds this server's %d vertices per response; page with a smaller limit", l, s.o.MaxVertices))
+		}
+		limit = l
+	}
+	var cur cursor
+	hash := queryHash(name, r)
+	if v := q.Get("cursor"); v != "" {
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil || len(b) > 256 || json.Unmarshal(b, &cur) != nil || cur.Hash != hash || cur.Offset < 0 {
+			return badRequest("cursor is not valid for this query")
+		}
+	}
+	fmtName, err := format(r)
+	if err != nil {
+		return err
+	}
+	var l *zvf.Level
+	if lv := q.Get("level"); lv == "auto" {
+		if q.Get("cursor") != "" {
+			l, err = st.Level(cur.Level)
+		} else {
+			var n int
+			if n, err = st.ChooseLevel(r.Context(), min, max, limit); err == nil {
+				l, err = st.Level(n)
+			}
+		}
+	} else {
+		l, err = s.level(st, r, "level")
+	}
+	if err != nil {
+		return err
+	}
+	if s.notModified(w, r, s.etag(name, r, fmtName)) {
+		return nil
+	}
+	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Offset: cur.Offset, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
+	enc := newEncoder(fmtName)
+	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	if err != nil {
+		return err
+	}
+	meta := &payloadMeta{Kind: "bbox", Store: name, Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0}
+	meta.Attributes, err = attrInfos(l, attrs)
+	if err != nil {
+		return err
+	}
+	if err := enc.begin(body.Writer, meta); err != nil {
+		return err
+	}
+	res, err := l.BBox(r.Context(), zq, enc.batch)
+	if err != nil {
+		return err
+	}
+	t := &trailer{Count: res.Count, Edges: res.Edges, Faces: res.Faces, FaceWidth: res.FaceWidth,
+		Extra: map[string]any{"offset": cur.Offset}}
+	if res.More {
+		b, _ := json.Marshal(cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash})
+		t.Next = base64.RawURLEncoding.EncodeToString(b)
+		nq := r.URL.Query()
+		nq.Set("cursor", t.Next)
+		link := s.o.PublicURL + r.URL.Path + "?" + nq.Encode()
+		if !body.lazy.committed {
+			w.Header().Set("Link", "<"+link+`>; rel="next"`)
+			w.Header().Set("X-Next-Cursor", t.Next)
+		}
+	}
+	if !body.lazy.committed {
+		w.Header().Set("X-Vertex-Count", strconv.FormatInt(res.Count, 10))
+	}
+	if err := enc.end(t); err != nil {
+		return err
+	}
+	return body.finish(s, start)
+}
+
+// attrInfos describes the attribute columns a query returns, in order.
+func attrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
+	all := l.Info().VertexAttributes
+	if len(names) == 1 && names[0] == "*" {
+		return all, nil
+	}
+	out := make([]zvf.AttrInfo, 0, len(names))
+	for _, n := range names {
+		found := false
+		for _, a := range all {
+			if a.Name == n {
+				out = append(out, a)
+				found = true
+			}
+		}
+		if !found {
+			return nil, notFound(fmt.Sprintf("no vertex attribute %q at level %d", n, l.N()))
+		}
+	}
+	return out, nil
+}
+
+// ---- objects, groups ----
+
+func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
+	start := s.o.Now()
+	st, name, err := s.store(r)
+	if err != nil {
+		return err
+	}
+	id, err := parseID(r)
+	if err != nil {
+		return err
+	}
+	l, err := s.level(st, r, "level")
+	if err != nil {
+		return err
+	}
+	attrs, err := parseAttrs(r)
+	if err != nil {
+		return err
+	}
+	fmtName, err := format(r)
+	if err != nil {
+		return err
+	}
+	if s.notModified(w, r, s.etag(name, r, fmtName)) {
+		return nil
+	}
+	o, err := l.Object(r.Context(), id, attrs)
+	if err != nil {
+		return err
+	}
+	if o.Count > s.o.MaxVertices {
+		return tooLarge(fmt.Sprintf("object %d has %d vertices, more than this server's %d per response", id, o.Count, s.o.MaxVertices))
+	}
+	enc := newEncoder(fmtName)
+	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	if err != nil {
+		return err
+	}
+	meta := &payloadMeta{Kind: "object", Store: name, Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType}
+	for _, c := range o.Attributes {
+		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
+	}
+	if err := enc.begin(body.Writer, meta); err != nil {
+		return err
+	}
+	if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
+		return err
+	}
+	oattrs := map[string]any{}
+	for _, c := range o.ObjectAttributes {
+		oattrs[c.Name] = json.RawMessage(appendCell(nil, &c, 0))
+	}
+	t := &trailer{Count: o.Count, Edges: o.Edges, Faces: o.Faces, FaceWidth: o.FaceWidth,
+		Extra: map[string]any{"object_id": id, "fragment_counts": nonNilInts(o.FragmentCounts), "object_attributes": oattrs}}
+	if err := enc.end(t); err != nil {
+		return err
+	}
+	return body.finish(s, start)
+}
+
+func nonNilInts(v []int64) []int64 {
+	if v == nil {
+		return []int64{}
+	}
+	return v
+}
+
+func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
+	st, name, err := s.store(r)
+	if err != nil {
+		return err
+	}
+	id, err := parseID(r)
+	if err != nil {
+		return err
+	}
+	l, err := s.level(st, r, "level")
+	if err != nil {
+		return err
+	}
+	m, err := l.Manifest(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.writeJSON(w, r, name, m)
+}
+
+func (s *Server) objectLevels(w http.ResponseWriter, r *http.Request) error {
+	st, name, err := s.store(r)
+	if err != nil {
+		return err
+	}
+	id, err := parseID(r)
+	if err != nil {
+		return err
+	}
+	levels, err := st.ObjectLevels(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.writeJSON(w, r, name, map[string]any{"object_id": id, "levels": levels})
+}
+
+func (s *Server) group(w http.ResponseWriter, r *http.Request) error {
+	st, name, err := s.store(r)
+	if err != nil {
+		return err
+	}
+	id, err := parseID(r)
+	if err != nil {
+		return err
+	}
+	l, err := s.level(st, r, "level")
+	if err != nil {
+		return err
+	}
+	ids, err := l.Group(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.writeJSON(w, r, name, map[string]any{"group_id": id, "level": l.N(), "count": len(ids), "object_ids": nonNilInts(ids)})
+}
+
+// ---- chunks ----
+
+func (s *Server) chunks(w http.ResponseWriter, r *http.Request) error {
+	st, name, err := s.store(r)
+	if err != nil {
+		return err
+	}
+	l, err := s.level(st, r, "level")
+	if err != nil {
+		return err
+	}
+	keys := make([]string, len(l.Keys()))
+	for i, k := range l.Keys() {
+		keys[i] = k.String()
+	}
+	info := l.Info()
+	return s.writeJSON(w, r, name, map[string]any{"level": l.N(), "chunk_shape": info.ChunkShape, "count": len(keys), "chunks": keys})
+}
+
+func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
+	start := s.o.Now()
+	st, name, err := s.store(r)
+	if err != nil {
+		return err
+	}
+	l, err := s.level(st, r, "level")
+	if err != nil {
+		return err
+	}
+	ks := chi.URLParam(r, "key")
+	key, err := zvf.ParseKey(ks)
+	if err != nil {
+		return badRequest(fmt.Sprintf("chunk key %q: use dotted integers like 0.1.-2", ks))
+	}
+	attrs, err := parseAttrs(r)
+	if err != nil {
+		return err
+	}
+	fmtName, err := format(r)
+	if err != nil {
+		return err
+	}
+	if s.notModified(w, r, s.etag(name, r, fmtName)) {
+		return nil
+	}
+	t, err := l.Chunk(r.Context(), key, attrs)
+	if err != nil {
+		return err
+	}
+	enc := newEncoder(fmtName)
+	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	if err != nil {
+		return err
+	}
+	meta := &payloadMeta{Kind: "chunk", Store: name, Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType}
+	for _, c := range t.Attributes {
+		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
+	}
+	if err := enc.begin(body.Writer, meta); err != nil {
+		return err
+	}
+	if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {
+		return err
+	}
+	frags := make([][]int64, len(t.Fragments))
+	for i, f := range t.Fragments {
+		frags[i] = []int64{f[0], f[1]}
+	}
+	extra := map[string]any{"key": key.String(), "fragments": frags}
+	if t.LinkWidth > 0 {
+		extra["links"] = pairs(t.Links, t.LinkWidth)
+		extra["link_width"] = t.LinkWidth
+	}
+	if err := enc.end(&trailer{Count: int64(t.Rows), Extra: extra}); err != nil {
+		return err
+	}
+	return body.finish(s, start)
+}

@@ -1,0 +1,130 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// Problem is an RFC 9457 problem detail. Type is a stable URI per kind of
+// error; Detail never carries paths, stack traces or backend messages.
+type Problem struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	Instance   string `json:"instance,omitempty"`
+	RetryAfter int    `json:"-"`
+}
+
+func (p *Problem) Error() string { return p.Title + ": " + p.Detail }
+
+const typeBase = "https://zvfserve.dev/problems/"
+
+// Problem kinds.
+func badRequest(detail string) *Problem {
+	return &Problem{Type: typeBase + "bad-parameter", Title: "Bad parameter", Status: http.StatusBadRequest, Detail: detail}
+}
+
+func notFound(detail string) *Problem {
+	return &Problem{Type: typeBase + "not-found", Title: "Not found", Status: http.StatusNotFound, Detail: detail}
+}
+
+func tooLarge(detail string) *Problem {
+	return &Problem{Type: typeBase + "too-large", Title: "Request too large", Status: http.StatusRequestEntityTooLarge, Detail: detail}
+}
+
+func overloaded() *Problem {
+	return &Problem{Type: typeBase + "overloaded", Title: "Server busy", Status: http.StatusServiceUnavailable,
+		Detail: "too many requests in flight; retry shortly", RetryAfter: 1}
+}
+
+// classify maps any error from the reader, storage or the request's
+// context to a problem. The full error is logged by the caller.
+func classify(err error) *Problem {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	var ze *zvf.Error
+	detail := ""
+	if errors.As(err, &ze) {
+		// The zvf error names store, level, array and chunk — useful to the
+		// client and free of local paths.
+		detail = ze.Error()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Problem{Type: typeBase + "timeout", Title: "Request timed out", Status: http.StatusGatewayTimeout,
+			Detail: "the request took longer than the server's time limit"}
+	case errors.Is(err, context.Canceled):
+		return &Problem{Type: typeBase + "cancelled", Title: "Request cancelled", Status: 499}
+	case errors.Is(err, zvf.ErrBadQuery):
+		return badRequest(detail)
+	case errors.Is(err, zvf.ErrNotFound):
+		return notFound(detail)
+	case errors.Is(err, storage.ErrUnavailable):
+		return &Problem{Type: typeBase + "backend-unavailable", Title: "Storage unavailable", Status: http.StatusBadGateway,
+			Detail: "the storage backend could not be reached; retry later", RetryAfter: 5}
+	case errors.Is(err, zvf.ErrCorrupt):
+		return &Problem{Type: typeBase + "corrupt-data", Title: "Corrupt store data", Status: http.StatusUnprocessableEntity, Detail: detail}
+	case errors.Is(err, zvf.ErrUnsupported):
+		return &Problem{Type: typeBase + "unsupported", Title: "Unsupported store feature", Status: http.StatusUnprocessableEntity, Detail: detail}
+	case errors.Is(err, storage.ErrNotFound):
+		return &Problem{Type: typeBase + "corrupt-data", Title: "Corrupt store data", Status: http.StatusUnprocessableEntity,
+			Detail: "the store references data that is missing"}
+	}
+	return &Problem{Type: typeBase + "internal", Title: "Internal error", Status: http.StatusInternalServerError,
+		Detail: "the server could not complete the request"}
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
+	h := w.Header()
+	for _, k := range []string{"ETag", "Cache-Control", "Content-Encoding", "Content-Length", "Last-Modified"} {
+		h.Del(k)
+	}
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if p.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
+	cp := *p
+	cp.Instance = r.URL.Path
+	status := p.Status
+	if status == 499 { // the client is gone; nothing useful to send
+		status = http.StatusRequestTimeout
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(&cp)
+}
+
+// handler is an HTTP handler that returns its error; serveErr turns it into
+// a problem response (if nothing was sent yet) and logs it.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) wrap(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		p := classify(err)
+		level := slog.LevelWarn
+		if p.Status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", p.Status, "err", err, "request_id", requestID(r.Context()))
+		if sw, ok := w.(interface{ committed() bool }); ok && sw.committed() {
+			// Headers and part of the body are out: the only honest signal
+			// left is to cut the connection.
+			panic(http.ErrAbortHandler)
+		}
+		writeProblem(w, r, p)
+	}
+}

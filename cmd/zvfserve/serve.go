@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/web"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/demo"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+func serveCommand() command {
+	return command{summary: "serve stores over HTTP (the default; with no STORE, the built-in demo)", run: runServe}
+}
+
+// serveConfig holds the flags; each has an environment variable.
+type serveConfig struct {
+	addr, publicURL, cors, logFormat, logLevel, token, adminAddr string
+	cacheBytes, maxVertices                                      int64
+	maxAge, timeout                                              time.Duration
+	maxConcurrent                                                int
+	demoScale                                                    float64
+}
+
+func serveFlags(fs *flag.FlagSet, c *serveConfig) {
+	env := func(name, def string) string {
+		if v, ok := os.LookupEnv(name); ok {
+			return v
+		}
+		return def
+	}
+	envInt := func(name string, def int64) int64 {
+		if v, err := strconv.ParseInt(env(name, ""), 10, 64); err == nil {
+			return v
+		}
+		return def
+	}
+	envDur := func(name string, def time.Duration) time.Duration {
+		if v, err := time.ParseDuration(env(name, "")); err == nil {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&c.addr, "addr", env("ZVFSERVE_ADDR", ":8080"), "listen address (env ZVFSERVE_ADDR)")
+	fs.StringVar(&c.publicURL, "public-url", env("ZVFSERVE_PUBLIC_URL", ""), "public base URL used in Link headers and the catalog (env ZVFSERVE_PUBLIC_URL)")
+	fs.Int64Var(&c.cacheBytes, "cache-bytes", envInt("ZVFSERVE_CACHE_BYTES", 512<<20), "cache budget in bytes (env ZVFSERVE_CACHE_BYTES)")
+	fs.StringVar(&c.cors, "cors-origins", env("ZVFSERVE_CORS_ORIGINS", "*"), "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
+	fs.DurationVar(&c.maxAge, "max-age", envDur("ZVFSERVE_MAX_AGE", time.Hour), "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
+	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit per request (env ZVFSERVE_REQUEST_TIMEOUT)")
+	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
+	fs.StringVar(&c.logFormat, "log-format", env("ZVFSERVE_LOG_FORMAT", "text"), "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
+	fs.StringVar(&c.logLevel, "log-level", env("ZVFSERVE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
+	fs.StringVar(&c.token, "token", env("ZVFSERVE_TOKEN", ""), "require this bearer token on every route but /healthz and /readyz (env ZVFSERVE_TOKEN)")
+	fs.StringVar(&c.adminAddr, "admin-addr", env("ZVFSERVE_ADMIN_ADDR", ""), "listen address for /metrics and /debug/pprof (env ZVFSERVE_ADMIN_ADDR; empty: off)")
+	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given")
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q", errUsage, level)
+	}
+	o := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("%w: --log-format %q (text or json)", errUsage, format)
+}
+
+// storeArg splits "name=URL" (the name defaults to the last path element
+// without .zarrvectors / .zarr).
+func storeArg(arg string) (name, target string) {
+	if i := strings.IndexByte(arg, '='); i > 0 && !strings.Contains(arg[:i], "/") && !strings.Contains(arg[:i], ":") {
+		return arg[:i], arg[i+1:]
+	}
+	p := arg
+	if j := strings.IndexByte(p, '?'); j >= 0 {
+		p = p[:j]
+	}
+	base := path.Base(strings.TrimRight(strings.ReplaceAll(p, "\\", "/"), "/"))
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".zarrvectors"), ".zarr")
+	return base, arg
+}
+
+// openStores opens every STORE argument, or builds the demo into memory.
+func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger) ([]*zvf.Store, func(), error) {
+	codecs := zarr.NewCodecs()
+	var stores []*zvf.Store
+	var closers []func() error
+	closeAll := func() {
+		for _, f := range closers {
+			_ = f()
+		}
+	}
+	open := func(name string, st storage.Store) error {
+		s, err := zvf.Open(ctx, m.Storage(st), zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log})
+		if err != nil {
+			return err
+		}
+		stores = append(stores, s)
+		return nil
+	}
+	if len(args) == 0 {
+		start := time.Now()
+		mem, err := blobstore.Open(ctx, "mem://")
+		if err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, mem.Close)
+		infos, err := demo.Build(ctx, mem, demo.Options{Seed: 1, Scale: c.demoScale})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		for _, in := range infos {
+			if err := open(in.Name, storage.Sub(mem, in.Prefix)); err != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("demo store %s: %w", in.Name, err)
+			}
+		}
+		log.Info("serving the built-in demo", "stores", len(infos), "build_ms", time.Since(start).Milliseconds())
+		return stores, closeAll, nil
+	}
+	for _, a := range args {
+		name, target := storeArg(a)
+		if !api.ValidStoreName(name) {
+			closeAll()
+			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", errUsage, name, a)
+		}
+		st, err := blobstore.Open(ctx, target)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		closers = append(closers, st.Close)
+		if err := open(name, st); err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("store %s: %w", name, err)
+		}
+	}
+	return stores, closeAll, nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c serveConfig
+	serveFlags(fs, &c)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: zvfserve serve [flags] [STORE...]")
+		fmt.Fprintln(stderr, "\nSTORE is a local path or a URL (file://, mem://, s3://bucket/path?endpoint=…&use_path_style=true&region=…,")
+		fmt.Fprintln(stderr, "gs://, azblob://), optionally as name=URL. With no STORE the built-in demo is served.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	log, err := newLogger(stderr, c.logFormat, c.logLevel)
+	if err != nil {
+		return err
+	}
+	ch := cache.New(c.cacheBytes)
+	metrics := api.NewMetrics()
+	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer closeStores()
+	var origins []string
+	for _, o := range strings.Split(c.cors, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			origins = append(origins, o)
+		}
+	}
+	srv, err := api.New(api.Options{Stores: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
+		MaxAge: c.maxAge, RequestTimeout: c.timeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
+		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), UI: web.Handler()})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: c.timeout + 30*time.Second, IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 2)
+	go func() { errc <- hs.Serve(ln) }()
+	var admin *http.Server
+	if c.adminAddr != "" {
+		aln, err := net.Listen("tcp", c.adminAddr)
+		if err != nil {
+			_ = hs.Close()
+			return err
+		}
+		admin = &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- admin.Serve(aln) }()
+		log.Info("admin listening", "addr", aln.Addr().String())
+	}
+	fmt.Fprintf(stdout, "zvfserve: serving %d store(s) on http://%s/\n", len(stores), displayAddr(ln.Addr()))
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	srv.SetReady(false)
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	if admin != nil {
+		err = errors.Join(err, admin.Shutdown(sctx))
+	}
+	return err
+}
+
+func displayAddr(a net.Addr) string {
+	s := a.String()
+	if strings.HasPrefix(s, "[::]:") {
+		return "localhost:" + strings.TrimPrefix(s, "[::]:")
+	}
+	if strings.HasPrefix(s, "0.0.0.0:") {
+		return "localhost:" + strings.TrimPrefix(s, "0.0.0.0:")
+	}
+	return s
+}

@@ -1,0 +1,46 @@
+package storage
+
+import (
+	"context"
+	"strings"
+)
+
+// Sub returns a view of st rooted at prefix ("a/b"): keys are joined to
+// the prefix on the way in and stripped from listings on the way out.
+// Closing the view does not close st.
+func Sub(st Store, prefix string) Store {
+	prefix = strings.Trim(prefix, "/")
+	if prefix == "" {
+		return st
+	}
+	return &sub{st: st, p: prefix + "/"}
+}
+
+type sub struct {
+	st Store
+	p  string
+}
+
+func (s *sub) Get(ctx context.Context, key string) ([]byte, error) { return s.st.Get(ctx, s.p+key) }
+
+func (s *sub) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	return s.st.GetRange(ctx, s.p+key, off, n)
+}
+
+func (s *sub) Stat(ctx context.Context, key string) (Attrs, error) { return s.st.Stat(ctx, s.p+key) }
+
+func (s *sub) List(ctx context.Context, prefix string) (Listing, error) {
+	l, err := s.st.List(ctx, s.p+prefix)
+	if err != nil {
+		return l, err
+	}
+	for i, k := range l.Keys {
+		l.Keys[i] = strings.TrimPrefix(k, s.p)
+	}
+	for i, k := range l.Prefixes {
+		l.Prefixes[i] = strings.TrimPrefix(k, s.p)
+	}
+	return l, nil
+}
+
+func (s *sub) Close() error { return nil }
