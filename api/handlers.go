@@ -313,7 +313,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "object", Store: name, Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType}
+	meta := &payloadMeta{Kind: "object", Store: name, Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: []zvf.AttrInfo{}}
 	for _, c := range o.Attributes {
 		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
 	}
@@ -452,7 +452,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "chunk", Store: name, Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType}
+	meta := &payloadMeta{Kind: "chunk", Store: name, Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: []zvf.AttrInfo{}}
 	for _, c := range t.Attributes {
 		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
 	}

@@ -493,6 +493,13 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted [
 		}
 		frags[ks] = fl
 	}
+	// Empty, not absent: a client can tell "no edges here" from "this
+	// geometry has none".
+	if l.geometry() == "mesh" {
+		res.Faces, res.FaceWidth = []int64{}, max(l.linkWidth, 3)
+	} else {
+		res.Edges = []int64{}
+	}
 	switch l.geometry() {
 	case "polyline", "streamline", "line":
 		for ks, fl := range frags {
@@ -528,6 +535,11 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted [
 	if err != nil {
 		return err
 	}
-	res.Edges, res.Faces, res.FaceWidth = c.edges, c.faces, c.faceWidth
+	if c.edges != nil {
+		res.Edges = c.edges
+	}
+	if c.faces != nil {
+		res.Faces, res.FaceWidth = c.faces, c.faceWidth
+	}
 	return nil
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+func inspectCommand() command {
+	return command{summary: "summarise a store: version, geometry, levels, counts, attributes", run: runInspect}
+}
+
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the descriptor as JSON")
+	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: zvfserve inspect [--json] STORE"); fs.PrintDefaults() }
+	if err := fs.Parse(reorder(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("%w: need one STORE", errUsage)
+	}
+	s, err := openOne(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	info := s.Info()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}
+	axes := make([]string, len(info.Axes))
+	for i, a := range info.Axes {
+		axes[i] = a.Name
+		if a.Unit != "" {
+			axes[i] += " (" + a.Unit + ")"
+		}
+	}
+	fmt.Fprintf(stdout, "store        %s\nzv_version   %s\ngeometry     %s\naxes         %s\nbounds       %v – %v\nvertices     %s × %d\nlinks        %s\ncapabilities %s\n\n",
+		info.Name, info.ZVVersion, strings.Join(info.GeometryTypes, ", "), strings.Join(axes, ", "), info.Bounds[0], info.Bounds[1],
+		info.VertexDType, info.Dims, info.LinksConvention, strings.Join(info.Capabilities, ", "))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "level\tchunk shape\tbin shape\tchunks\tvertices\tobjects\tgroups\tattributes")
+	for _, l := range info.Levels {
+		var attrs []string
+		for _, a := range l.VertexAttributes {
+			s := fmt.Sprintf("%s:%s", a.Name, a.DType)
+			if a.Channels > 1 {
+				s += fmt.Sprintf("×%d", a.Channels)
+			}
+			if a.Categories != nil {
+				s += fmt.Sprintf("[%d categories]", len(a.Categories))
+			}
+			attrs = append(attrs, s)
+		}
+		fmt.Fprintf(tw, "%d\t%v\t%v\t%d\t%d\t%d\t%d\t%s\n", l.Level, l.ChunkShape, l.BinShape, l.ChunkCount, l.VertexCount, l.ObjectCount, l.GroupCount, strings.Join(attrs, " "))
+	}
+	return tw.Flush()
+}
