@@ -41,7 +41,7 @@ type Options struct {
 // StoreInfo names one written store; the server opens it at Prefix.
 type StoreInfo struct {
 	Name     string // cells, axons, skeletons, meshes
-	Prefix   string // key prefix of the store root inside the writer
+	Prefix   string // key prefix of the store root inside the writer (open it with storage.Sub)
 	Geometry string // geometry_types entry
 	Vertices int    // level-0 vertex count
 	Levels   int

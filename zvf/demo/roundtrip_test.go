@@ -11,12 +11,13 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
 // TestDemoRoundTrip builds the demo into a gocloud mem bucket (the way the
-// server does at start-up), opens every store at its prefix with the zvf
-// reader and checks objects against the generated scene.
+// server does at start-up), opens every store at its prefix (storage.Sub)
+// with the zvf reader and checks objects against the generated scene.
 func TestDemoRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	bucket := memblob.OpenBucket(nil)
@@ -36,7 +37,7 @@ func TestDemoRoundTrip(t *testing.T) {
 	}
 	open := func(name string) *zvf.Level {
 		t.Helper()
-		st, err := zvf.Open(ctx, Sub(blobstore.New(bucket), name), zvf.Options{Name: name})
+		st, err := zvf.Open(ctx, storage.Sub(blobstore.New(bucket), name), zvf.Options{Name: name})
 		if err != nil {
 			t.Fatalf("open %s: %v", name, err)
 		}
