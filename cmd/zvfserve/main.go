@@ -24,10 +24,11 @@ type command struct {
 // commands lists every subcommand. Keep it in step with README.md.
 func commands() map[string]command {
 	return map[string]command{
-		"demo":    demoCommand(),
-		"serve":   serveCommand(),
-		"query":   queryCommand(),
-		"inspect": inspectCommand(),
+		"demo":     demoCommand(),
+		"serve":    serveCommand(),
+		"query":    queryCommand(),
+		"inspect":  inspectCommand(),
+		"zarr-cat": zarrCatCommand(),
 	}
 }
 

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+func zarrCatCommand() command {
+	return command{summary: "print a Zarr v3 array's shape, type, fill value and every value (C order) as JSON", run: runZarrCat}
+}
+
+// splitArrayTarget opens the store at the array's parent and returns the
+// array's key there, for local paths and URLs alike.
+func splitArrayTarget(target string) (root, key string) {
+	q := ""
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		target, q = target[:i], target[i:]
+	}
+	target = strings.TrimRight(target, "/")
+	i := strings.LastIndexByte(target, '/')
+	if i < 0 || strings.HasSuffix(target[:i+1], "://") {
+		// "mem://arr" or "arr": the array is the store root.
+		return target + q, ""
+	}
+	return target[:i] + q, target[i+1:]
+}
+
+func runZarrCat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("zarr-cat", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: zvfserve zarr-cat ARRAY\n\nARRAY is a local path or URL (file://, mem://, s3://…) of a Zarr v3 array node.")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("%w: need one ARRAY", errUsage)
+	}
+	root, key := splitArrayTarget(fs.Arg(0))
+	st, err := blobstore.Open(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	a, err := zarr.OpenArray(ctx, st, key, nil)
+	if err != nil {
+		return err
+	}
+	c, err := a.Read(ctx)
+	if err != nil {
+		return err
+	}
+	m := a.Meta()
+	w := bufio.NewWriter(stdout)
+	shape, _ := json.Marshal(m.Shape)
+	fmt.Fprintf(w, `{"shape":%s,"data_type":%q,"fill_value":%s,"values":[`, shape, m.DataType.Name, compactJSON(m.FillValue))
+	n := int(c.Len())
+	var buf []byte
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendElement(buf, c, i)
+		if len(buf) > 32<<10 {
+			_, _ = w.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	_, _ = w.Write(buf)
+	_, _ = w.WriteString("]}\n")
+	return w.Flush()
+}
+
+func compactJSON(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return []byte("null")
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, raw); err != nil {
+		return raw
+	}
+	return out.Bytes()
+}
+
+// appendElement renders element i: NaN and infinities as strings, bytes as
+// base64, strings as JSON strings, integers exactly.
+func appendElement(dst []byte, c *zarr.Chunk, i int) []byte {
+	t := c.Type
+	if t.Variable() {
+		if t.Kind == zarr.KindString {
+			b, _ := json.Marshal(string(c.Elems[i]))
+			return append(dst, b...)
+		}
+		return strconv.AppendQuote(dst, base64.StdEncoding.EncodeToString(c.Elems[i]))
+	}
+	p := c.Data[i*t.Size:]
+	switch t.Kind {
+	case zarr.KindBool:
+		return strconv.AppendBool(dst, p[0] != 0)
+	case zarr.KindInt:
+		var v int64
+		switch t.Size {
+		case 1:
+			v = int64(int8(p[0]))
+		case 2:
+			v = int64(int16(binary.LittleEndian.Uint16(p)))
+		case 4:
+			v = int64(int32(binary.LittleEndian.Uint32(p)))
+		default:
+			v = int64(binary.LittleEndian.Uint64(p))
+		}
+		return strconv.AppendInt(dst, v, 10)
+	case zarr.KindUint:
+		var v uint64
+		switch t.Size {
+		case 1:
+			v = uint64(p[0])
+		case 2:
+			v = uint64(binary.LittleEndian.Uint16(p))
+		case 4:
+			v = uint64(binary.LittleEndian.Uint32(p))
+		default:
+			v = binary.LittleEndian.Uint64(p)
+		}
+		return strconv.AppendUint(dst, v, 10)
+	case zarr.KindFloat:
+		return appendFloatJSON(dst, floatAt(p, t.Size), t.Size)
+	case zarr.KindComplex:
+		h := t.Size / 2
+		dst = append(dst, '[')
+		dst = appendFloatJSON(dst, floatAt(p, h), h)
+		dst = append(dst, ',')
+		dst = appendFloatJSON(dst, floatAt(p[h:], h), h)
+		return append(dst, ']')
+	}
+	return append(dst, "null"...)
+}
+
+func floatAt(p []byte, size int) float64 {
+	switch size {
+	case 2:
+		return zarr.Float16Value(binary.LittleEndian.Uint16(p))
+	case 4:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(p))
+}
+
+func appendFloatJSON(dst []byte, v float64, size int) []byte {
+	switch {
+	case math.IsNaN(v):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(v, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(v, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	bits := 64
+	if size <= 4 {
+		bits = 32
+	}
+	return strconv.AppendFloat(dst, v, 'g', -1, bits)
+}
