@@ -97,7 +97,9 @@ func (cs *Codecs) zstdEncoder(level int) (*zstd.Encoder, error) {
 	if e, ok := cs.zenc[level]; ok {
 		return e, nil
 	}
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(1))
+	// Single-segment frames always carry their content size; numcodecs
+	// rejects small frames without one.
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(1), zstd.WithSingleSegment(true))
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +205,12 @@ func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
 		return gzipCodec{level: cfg.Level}, 2, nil
 	case "crc32c":
 		return crc32cCodec{}, 2, nil
+	case "sharding_indexed":
+		c, err := cs.newSharding(s.Configuration, in)
+		if err != nil {
+			return nil, 0, err
+		}
+		return c, 1, nil
 	case "blosc":
 		var cfg struct {
 			Cname     string          `json:"cname"`
@@ -410,15 +418,20 @@ func (c *zstdCodec) decode(b []byte, limit int64) ([]byte, error) {
 	if err := h.Decode(b); err != nil {
 		return nil, corrupt("zstd frame header: %v", err)
 	}
-	var dst []byte
-	if h.HasFCS {
-		if limit >= 0 && int64(h.FrameContentSize) > limit {
-			return nil, corrupt("zstd frame declares %d bytes, at most %d expected", h.FrameContentSize, limit)
-		}
-		dst = make([]byte, 0, h.FrameContentSize)
-	} else if limit >= 0 && limit < 1<<26 {
-		dst = make([]byte, 0, limit)
+	if limit < 0 {
+		limit = maxExpand(int64(len(b)), -1)
 	}
+	if h.HasFCS && h.FrameContentSize > uint64(limit) {
+		return nil, corrupt("zstd frame declares %d bytes, at most %d expected", h.FrameContentSize, limit)
+	}
+	// Preallocate from the header only as far as the input could plausibly
+	// expand; a lying header then costs nothing, and real data that expands
+	// further simply grows the buffer as it decodes.
+	want := min(limit, 32*int64(len(b))+1<<16)
+	if h.HasFCS {
+		want = min(want, int64(h.FrameContentSize))
+	}
+	dst := make([]byte, 0, want)
 	out, err := d.DecodeAll(b, dst)
 	if err != nil {
 		return nil, corrupt("zstd: %v", err)

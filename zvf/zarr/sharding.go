@@ -1,0 +1,162 @@
+package zarr
+
+import (
+	"encoding/binary"
+	"encoding/json"
+)
+
+// shardingCodec is sharding_indexed: a shard holds inner chunks encoded
+// with their own codec chain plus an index of (offset, nbytes) uint64
+// pairs, at the start or the end, itself encoded with the index codecs.
+// Missing inner chunks (offset and nbytes all ones) read as the fill value.
+// Nested sharding works because the inner chain may hold another
+// sharding codec.
+type shardingCodec struct {
+	inner     []int64
+	grid      []int64 // inner chunks per shard along each axis
+	n         int64
+	innerPipe *pipeline
+	indexPipe *pipeline
+	indexLen  int64
+	atStart   bool
+}
+
+func (cs *Codecs) newSharding(cfg json.RawMessage, in rep) (*shardingCodec, error) {
+	var c struct {
+		ChunkShape    []int64           `json:"chunk_shape"`
+		Codecs        []json.RawMessage `json:"codecs"`
+		IndexCodecs   []json.RawMessage `json:"index_codecs"`
+		IndexLocation string            `json:"index_location"`
+	}
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		return nil, metaErr("sharding_indexed configuration: %v", err)
+	}
+	if len(c.ChunkShape) != len(in.shape) {
+		return nil, metaErr("sharding chunk_shape %v does not match rank %d", c.ChunkShape, len(in.shape))
+	}
+	if in.typ.Variable() {
+		return nil, unsupported("sharding of variable-length %s", in.typ.Name)
+	}
+	s := &shardingCodec{inner: c.ChunkShape, grid: make([]int64, len(in.shape)), n: 1}
+	for i, v := range c.ChunkShape {
+		if v <= 0 || in.shape[i]%v != 0 {
+			return nil, metaErr("sharding chunk_shape %v does not divide the shard shape %v", c.ChunkShape, in.shape)
+		}
+		s.grid[i] = in.shape[i] / v
+		s.n *= s.grid[i]
+	}
+	switch c.IndexLocation {
+	case "", "end":
+	case "start":
+		s.atStart = true
+	default:
+		return nil, metaErr("sharding index_location %q", c.IndexLocation)
+	}
+	parse := func(list []json.RawMessage) ([]CodecSpec, error) {
+		out := make([]CodecSpec, 0, len(list))
+		for _, r := range list {
+			sp, err := parseCodecSpec(r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sp)
+		}
+		return out, nil
+	}
+	innerSpecs, err := parse(c.Codecs)
+	if err != nil {
+		return nil, err
+	}
+	if s.innerPipe, err = cs.build(innerSpecs, rep{shape: c.ChunkShape, typ: in.typ, fill: in.fill}); err != nil {
+		return nil, err
+	}
+	indexSpecs, err := parse(c.IndexCodecs)
+	if err != nil {
+		return nil, err
+	}
+	u64, _ := ParseDataType("uint64")
+	ishape := append(append([]int64{}, s.grid...), 2)
+	if s.indexPipe, err = cs.build(indexSpecs, rep{shape: ishape, typ: u64, fill: make([]byte, 8)}); err != nil {
+		return nil, err
+	}
+	// The index must have a fixed encoded size to be found without
+	// reading the whole shard: bytes (+ crc32c) only.
+	s.indexLen = s.indexPipe.ab.encodedSize(s.indexPipe.abIn)
+	for _, bb := range s.indexPipe.bb {
+		if bb.name() != "crc32c" {
+			return nil, unsupported("sharding index codec %s (its size is not fixed)", bb.name())
+		}
+		s.indexLen += 4
+	}
+	if s.indexLen < 0 {
+		return nil, unsupported("sharding index codecs without a fixed size")
+	}
+	return s, nil
+}
+
+func (*shardingCodec) name() string          { return "sharding_indexed" }
+func (*shardingCodec) encodedSize(rep) int64 { return -1 }
+
+// index decodes the shard index from the shard's bytes.
+func (s *shardingCodec) index(b []byte) ([]byte, error) {
+	if int64(len(b)) < s.indexLen {
+		return nil, corrupt("shard of %d bytes cannot hold its %d-byte index", len(b), s.indexLen)
+	}
+	raw := b[int64(len(b))-s.indexLen:]
+	if s.atStart {
+		raw = b[:s.indexLen]
+	}
+	c, err := s.indexPipe.decode(append([]byte(nil), raw...))
+	if err != nil {
+		return nil, err
+	}
+	return c.Data, nil
+}
+
+func (s *shardingCodec) decode(b []byte, r rep) (*Chunk, error) {
+	idx, err := s.index(b)
+	if err != nil {
+		return nil, err
+	}
+	size := int64(r.typ.Size)
+	out := &Chunk{Shape: r.shape, Type: r.typ, Data: make([]byte, prod(r.shape)*size)}
+	if !allZero(r.fill) {
+		for i := int64(0); i < prod(r.shape); i++ {
+			copy(out.Data[i*size:], r.fill)
+		}
+	}
+	m := &ArrayMeta{Shape: r.shape, ChunkShape: s.inner, DataType: r.typ}
+	coords := make([]int64, len(s.grid))
+	for i := int64(0); i < s.n; i++ {
+		off := binary.LittleEndian.Uint64(idx[16*i:])
+		n := binary.LittleEndian.Uint64(idx[16*i+8:])
+		if off == ^uint64(0) && n == ^uint64(0) {
+			s.next(coords)
+			continue
+		}
+		if off > uint64(len(b)) || n > uint64(len(b))-off {
+			return nil, corrupt("inner chunk %v at [%d, +%d) lies outside the %d-byte shard", coords, off, n, len(b))
+		}
+		c, err := s.innerPipe.decode(append([]byte(nil), b[off:off+n]...))
+		if err != nil {
+			return nil, err
+		}
+		copyChunkInto(out, c, coords, m)
+		s.next(coords)
+	}
+	return out, nil
+}
+
+func (s *shardingCodec) next(coords []int64) {
+	for d := len(coords) - 1; d >= 0; d-- {
+		coords[d]++
+		if coords[d] < s.grid[d] {
+			return
+		}
+		coords[d] = 0
+	}
+}
+
+func (s *shardingCodec) encode(c *Chunk, r rep) ([]byte, error) {
+	return nil, unsupported("writing sharded arrays")
+}
