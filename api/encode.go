@@ -165,6 +165,18 @@ func appendString(dst []byte, s string) []byte {
 }
 
 func appendRow(dst []byte, c *zvf.Column, row int) []byte {
+	if c.DType == "float32" {
+		// The common case, without the per-value type switch.
+		dst = append(dst, '[')
+		p := c.Data[row*4*c.Channels:]
+		for k := 0; k < c.Channels; k++ {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendFloat(dst, float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4*k:]))), 32)
+		}
+		return append(dst, ']')
+	}
 	dst = append(dst, '[')
 	for k := 0; k < c.Channels; k++ {
 		if k > 0 {

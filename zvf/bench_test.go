@@ -1,0 +1,90 @@
+package zvf_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+const benchPoints = 2_000_000
+
+var benchStores struct {
+	once    sync.Once
+	points  *zvf.Store
+	objects *zvf.Store
+	err     error
+}
+
+func stores(b *testing.B) (*zvf.Store, *zvf.Store) {
+	benchStores.once.Do(func() {
+		ctx := context.Background()
+		ch := cache.New(2 << 30)
+		st, err := zvftest.Points(ctx, benchPoints, 1, writer.CodecNone)
+		if err != nil {
+			benchStores.err = err
+			return
+		}
+		if benchStores.points, err = zvf.Open(ctx, storage.Sub(st, "points"), zvf.Options{Name: "points", Cache: ch}); err != nil {
+			benchStores.err = err
+			return
+		}
+		ost, err := zvftest.Objects(ctx, 200, 1000, 2)
+		if err != nil {
+			benchStores.err = err
+			return
+		}
+		benchStores.objects, benchStores.err = zvf.Open(ctx, storage.Sub(ost, "objects"), zvf.Options{Name: "objects", Cache: ch})
+	})
+	if benchStores.err != nil {
+		b.Fatal(benchStores.err)
+	}
+	return benchStores.points, benchStores.objects
+}
+
+// BenchmarkBBox50k: a warm bbox of about 50,000 vertices from a
+// 2,000,000-point store (issue target: under 5 ms).
+func BenchmarkBBox50k(b *testing.B) {
+	s, _ := stores(b)
+	l, _ := s.Level(0)
+	min, max := zvftest.BoxFor(benchPoints, 50_000, 301)
+	q := zvf.BBoxQuery{Min: min, Max: max}
+	var n int64
+	run := func() {
+		res, err := l.BBox(context.Background(), q, func(*zvf.Batch) error { return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = res.Count
+	}
+	run() // warm the cache
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		run()
+	}
+	b.ReportMetric(float64(n), "vertices/op")
+}
+
+// BenchmarkObject1k: a warm lookup of a 1,000-vertex object, manifest and
+// vertices (issue target: under 1 ms).
+func BenchmarkObject1k(b *testing.B) {
+	_, s := stores(b)
+	l, _ := s.Level(0)
+	ctx := context.Background()
+	if _, err := l.Object(ctx, 17, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		o, err := l.Object(ctx, 17, nil)
+		if err != nil || o.Count != 1000 {
+			b.Fatal(err, o.Count)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+// Package zvftest builds synthetic ZVF stores in memory for benchmarks and
+// load tests: a uniform point cloud of a given size with three attributes
+// and a pyramid, and per-object point sets.
+package zvftest
+
+import (
+	"context"
+	"math/rand/v2"
+
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+)
+
+// Side is the edge of the cube the points fill.
+const Side = 1000.0
+
+// BoxFor returns a cube corner pair at (offset, offset, offset) that holds
+// about want of n uniform points.
+func BoxFor(n, want int, offset float64) (min, max []float64) {
+	frac := float64(want) / float64(n)
+	edge := Side * cbrt(frac)
+	return []float64{offset, offset, offset}, []float64{offset + edge, offset + edge, offset + edge}
+}
+
+func cbrt(x float64) float64 {
+	// Newton iterations are plenty for benchmark box sizes.
+	y := x
+	if y < 1e-9 {
+		return 0
+	}
+	for i := 0; i < 60; i++ {
+		y = y - (y*y*y-x)/(3*y*y)
+	}
+	return y
+}
+
+// Points writes n uniform points with intensity, snr and depth attributes
+// (chunk 125, bins 25) and two pyramid levels into a fresh mem:// store
+// under prefix "points", and returns the store.
+func Points(ctx context.Context, n int, seed uint64, codec writer.Codec) (*blobstore.Store, error) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	pos := make([]float32, 3*n)
+	inten := make([]float32, n)
+	snr := make([]float32, n)
+	depth := make([]int32, n)
+	for i := 0; i < n; i++ {
+		for k := 0; k < 3; k++ {
+			pos[3*i+k] = float32(r.Float64() * Side)
+		}
+		inten[i] = float32(r.NormFloat64()*10 + 100)
+		snr[i] = float32(r.Float64() * 30)
+		depth[i] = int32(pos[3*i+2])
+	}
+	st, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		return nil, err
+	}
+	pc := &writer.PointCloud{Positions: pos, Attributes: []writer.Attribute{
+		writer.Float32Attribute("intensity", 1, inten), writer.Float32Attribute("snr", 1, snr), writer.Int32Attribute("depth", 1, depth)}}
+	_, err = writer.WritePoints(ctx, st, "points", pc, writer.Options{ChunkShape: []float64{125, 125, 125}, BinShape: []float64{25, 25, 25},
+		Codec: codec, Pyramid: []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// Objects writes objects × perObject points, each object a compact blob,
+// under prefix "objects" in a fresh mem:// store.
+func Objects(ctx context.Context, objects, perObject int, seed uint64) (*blobstore.Store, error) {
+	r := rand.New(rand.NewPCG(seed, 9))
+	n := objects * perObject
+	pos := make([]float32, 3*n)
+	ids := make([]int64, n)
+	for o := 0; o < objects; o++ {
+		c := [3]float64{r.Float64() * Side, r.Float64() * Side, r.Float64() * Side}
+		for i := 0; i < perObject; i++ {
+			v := o*perObject + i
+			ids[v] = int64(o)
+			for k := 0; k < 3; k++ {
+				x := c[k] + r.NormFloat64()*20
+				x = max(0, min(Side, x))
+				pos[3*v+k] = float32(x)
+			}
+		}
+	}
+	st, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		return nil, err
+	}
+	_, err = writer.WritePoints(ctx, st, "objects", &writer.PointCloud{Positions: pos, ObjectIDs: ids}, writer.Options{ChunkShape: []float64{125, 125, 125}})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return st, nil
+}
