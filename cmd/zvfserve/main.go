@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"query":    queryCommand(),
 		"inspect":  inspectCommand(),
 		"zarr-cat": zarrCatCommand(),
+		"bench":    benchCommand(),
 	}
 }
 

@@ -32,6 +32,10 @@ import (
 // Store is a storage.Writer over one gocloud bucket.
 type Store struct {
 	b *blob.Bucket
+	// dir is set for local folders: List reads one directory level itself,
+	// because fileblob's delimited listing walks the whole subtree (seconds
+	// on a store with thousands of chunks).
+	dir string
 }
 
 // Open opens a local path (absolute or relative) or a gocloud URL. A URL
@@ -82,7 +86,7 @@ func openDir(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return &Store{b: b}, nil
+	return &Store{b: b, dir: abs}, nil
 }
 
 // redact drops query parameters (which may carry credentials) from errors.
@@ -184,6 +188,9 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error
 			return l, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
 		}
 	}
+	if s.dir != "" {
+		return s.listDir(prefix)
+	}
 	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
 	for {
 		obj, err := it.Next(ctx)
@@ -201,6 +208,29 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error
 	}
 	sort.Strings(l.Keys)
 	sort.Strings(l.Prefixes)
+	return l, nil
+}
+
+func (s *Store) listDir(prefix string) (storage.Listing, error) {
+	var l storage.Listing
+	ents, err := os.ReadDir(filepath.Join(s.dir, filepath.FromSlash(prefix)))
+	if errors.Is(err, os.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return l, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, err)}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasSuffix(name, ".attrs") || strings.HasPrefix(name, ".") {
+			continue // fileblob sidecars and hidden files are not keys
+		}
+		if e.IsDir() {
+			l.Prefixes = append(l.Prefixes, prefix+name+"/")
+		} else {
+			l.Keys = append(l.Keys, prefix+name)
+		}
+	}
 	return l, nil
 }
 

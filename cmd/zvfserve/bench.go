@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+func benchCommand() command {
+	return command{summary: "load benchmark: viewport bursts of bbox requests, cold then warm; prints a table and JSON", run: runBench}
+}
+
+// benchQuery is one kind of request in the workload.
+type benchQuery struct {
+	name   string
+	want   int    // vertices the box should hold at level 0
+	level  string // "0" or "auto"
+	format string
+	offset float64
+}
+
+// benchResult aggregates one (phase, query) cell of the table.
+type benchResult struct {
+	Phase     string  `json:"phase"`
+	Query     string  `json:"query"`
+	Requests  int     `json:"requests"`
+	P50ms     float64 `json:"p50_ms"`
+	P99ms     float64 `json:"p99_ms"`
+	ReqPerSec float64 `json:"requests_per_s"`
+	VertPerS  float64 `json:"vertices_per_s"`
+	MBPerS    float64 `json:"mb_per_s"`
+	Vertices  int64   `json:"vertices_per_request"`
+	Errors    int     `json:"errors"`
+}
+
+type benchReport struct {
+	Points         int           `json:"points"`
+	Burst          int           `json:"burst"`
+	GoMaxProcs     int           `json:"gomaxprocs"`
+	Results        []benchResult `json:"results"`
+	CacheHitRatio  float64       `json:"cache_hit_ratio"`
+	PeakRSSMB      float64       `json:"peak_rss_mb"`
+	AllocsPerReq   float64       `json:"allocs_per_request"`
+	WallSeconds    float64       `json:"wall_s"`
+	StoreBuildSecs float64       `json:"store_build_s"`
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	points := fs.Int("points", 2_000_000, "points in the synthetic store (three attributes, three levels)")
+	storeDir := fs.String("store", "", "folder to write the store into, or reuse if it exists (default: in memory)")
+	target := fs.String("target", "", "base URL of a running server serving the store as 'points' (default: start one in-process)")
+	burst := fs.Int("burst", 16, "concurrent requests per burst")
+	rounds := fs.Int("rounds", 5, "warm bursts per query kind")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	start := time.Now()
+	rep := benchReport{Points: *points, Burst: *burst, GoMaxProcs: runtime.GOMAXPROCS(0)}
+	base := strings.TrimRight(*target, "/")
+	var ch *cache.Cache
+	var st storage.Store
+	if base == "" {
+		t0 := time.Now()
+		var err error
+		st, err = benchStore(ctx, *storeDir, *points)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		rep.StoreBuildSecs = time.Since(t0).Seconds()
+	}
+	queries := []benchQuery{
+		{"1k bin", 1_000, "0", "bin", 101}, {"50k bin", 50_000, "0", "bin", 301}, {"500k bin", 500_000, "0", "bin", 50},
+		{"50k json", 50_000, "0", "json", 301}, {"auto ≤100k bin", 500_000, "auto", "bin", 50},
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}}
+	var before, after runtime.MemStats
+	requests := 0
+	for _, phase := range []string{"cold", "warm"} {
+		var stop func()
+		if st != nil {
+			var err error
+			ch = cache.New(1 << 30)
+			base, stop, err = benchServe(ctx, st, ch)
+			if err != nil {
+				return err
+			}
+		}
+		if phase == "warm" {
+			// warm: run everything once before measuring
+			for _, q := range queries {
+				_, _ = benchBurst(ctx, client, base, q, *burst, *points)
+			}
+			runtime.ReadMemStats(&before)
+		}
+		for _, q := range queries {
+			var lat []time.Duration
+			var bytes, verts int64
+			errs := 0
+			n := 1
+			if phase == "warm" {
+				n = *rounds
+			}
+			t0 := time.Now()
+			for r := 0; r < n; r++ {
+				res, err := benchBurst(ctx, client, base, q, *burst, *points)
+				if err != nil {
+					return err
+				}
+				for _, x := range res {
+					lat = append(lat, x.d)
+					bytes += x.bytes
+					verts += x.verts
+					if x.err {
+						errs++
+					}
+				}
+			}
+			wall := time.Since(t0).Seconds()
+			requests += len(lat)
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			rep.Results = append(rep.Results, benchResult{Phase: phase, Query: q.name, Requests: len(lat), Errors: errs,
+				P50ms: ms(lat[len(lat)/2]), P99ms: ms(lat[(len(lat)*99)/100]), ReqPerSec: float64(len(lat)) / wall,
+				VertPerS: float64(verts) / wall, MBPerS: float64(bytes) / wall / 1e6, Vertices: verts / int64(len(lat))})
+			if phase == "cold" && stop != nil {
+				// each cold query kind gets a fresh server and cache
+				stop()
+				ch = cache.New(1 << 30)
+				var err error
+				if base, stop, err = benchServe(ctx, st, ch); err != nil {
+					return err
+				}
+			}
+		}
+		if phase == "warm" {
+			runtime.ReadMemStats(&after)
+			warmReqs := 0
+			for _, r := range rep.Results {
+				if r.Phase == "warm" {
+					warmReqs += r.Requests
+				}
+			}
+			if st != nil && warmReqs > 0 {
+				rep.AllocsPerReq = float64(after.Mallocs-before.Mallocs) / float64(warmReqs)
+			}
+			if ch != nil {
+				s := ch.Stats()
+				if s.Hits+s.Misses > 0 {
+					rep.CacheHitRatio = float64(s.Hits) / float64(s.Hits+s.Misses)
+				}
+			}
+		}
+		if stop != nil {
+			stop()
+		}
+	}
+	rep.PeakRSSMB = peakRSSMB()
+	rep.WallSeconds = time.Since(start).Seconds()
+	printBench(stdout, &rep, st != nil)
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(&rep, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func benchStore(ctx context.Context, dir string, points int) (storage.Store, error) {
+	if dir == "" {
+		st, err := zvftest.Points(ctx, points, 1, writer.CodecNone)
+		if err != nil {
+			return nil, err
+		}
+		return storage.Sub(st, "points"), nil
+	}
+	if _, err := os.Stat(dir + "/points/zarr.json"); err != nil {
+		mem, err := zvftest.Points(ctx, points, 1, writer.CodecNone)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		disk, err := blobstore.Open(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := copyStore(ctx, mem, disk, ""); err != nil {
+			return nil, err
+		}
+		_ = mem.Close()
+		_ = disk.Close()
+	}
+	disk, err := blobstore.Open(ctx, dir+"/points")
+	return disk, err
+}
+
+func copyStore(ctx context.Context, from storage.Store, to storage.Writer, prefix string) error {
+	l, err := from.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, k := range l.Keys {
+		b, err := from.Get(ctx, k)
+		if err != nil {
+			return err
+		}
+		if err := to.Put(ctx, k, b); err != nil {
+			return err
+		}
+	}
+	for _, p := range l.Prefixes {
+		if err := copyStore(ctx, from, to, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchServe starts the API on a loopback port.
+func benchServe(ctx context.Context, st storage.Store, ch *cache.Cache) (string, func(), error) {
+	s, err := zvf.Open(ctx, st, zvf.Options{Name: "points", Cache: ch})
+	if err != nil {
+		return "", nil, err
+	}
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch, MaxVertices: 2_000_000, MaxConcurrent: 256})
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+type benchSample struct {
+	d            time.Duration
+	bytes, verts int64
+	err          bool
+}
+
+func benchBurst(ctx context.Context, c *http.Client, base string, q benchQuery, burst, points int) ([]benchSample, error) {
+	out := make([]benchSample, burst)
+	var wg sync.WaitGroup
+	for i := 0; i < burst; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// shift each request's box a little so a burst is a viewport's
+			// worth of neighbouring tiles, not one URL
+			off := q.offset + float64(i%4)*7
+			min, max := zvftest.BoxFor(points, q.want, off)
+			// level=auto gets a viewer's budget so the server picks a
+			// coarser level; fixed levels take the whole answer.
+			limit := 2_000_000
+			if q.level == "auto" {
+				limit = 100_000
+			}
+			url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=%s&f=%s&limit=%d",
+				base, min[0], min[1], min[2], max[0], max[1], max[2], q.level, q.format, limit)
+			t0 := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				out[i] = benchSample{d: time.Since(t0), err: true}
+				return
+			}
+			body, err := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			out[i] = benchSample{d: time.Since(t0), bytes: int64(len(body)), verts: countVertices(body, q.format), err: err != nil || resp.StatusCode != 200}
+		}(i)
+	}
+	wg.Wait()
+	return out, ctx.Err()
+}
+
+// countVertices reads "count" from a JSON answer or the binary trailer.
+func countVertices(b []byte, format string) int64 {
+	if format == "json" {
+		i := bytes.LastIndex(b, []byte(`"count":`))
+		if i < 0 {
+			return 0
+		}
+		j := i + 8
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		n, _ := strconv.ParseInt(string(b[i+8:j]), 10, 64)
+		return n
+	}
+	if len(b) < 16 {
+		return 0
+	}
+	p := 16 + (int(binary.LittleEndian.Uint64(b[8:]))+7)/8*8
+	var n int64
+	for p+16 <= len(b) {
+		kind, aux := binary.LittleEndian.Uint32(b[p:]), binary.LittleEndian.Uint32(b[p+4:])
+		if kind == 1 {
+			n += int64(aux)
+		}
+		p += 16 + (int(binary.LittleEndian.Uint64(b[p+8:]))+7)/8*8
+	}
+	return n
+}
+
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+func printBench(w io.Writer, r *benchReport, inProcess bool) {
+	fmt.Fprintf(w, "zvfserve bench: %d points, bursts of %d, GOMAXPROCS %d (store built in %.1f s)\n\n", r.Points, r.Burst, r.GoMaxProcs, r.StoreBuildSecs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tquery\treqs\tvertices/req\tp50 ms\tp99 ms\treq/s\tMvertices/s\tMB/s\terrors\t")
+	for _, x := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.1f\t%.0f\t%d\t\n", x.Phase, x.Query, x.Requests, x.Vertices, x.P50ms, x.P99ms, x.ReqPerSec, x.VertPerS/1e6, x.MBPerS, x.Errors)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\ncache hit ratio (warm) %.3f · peak RSS %.0f MB", r.CacheHitRatio, r.PeakRSSMB)
+	if inProcess {
+		fmt.Fprintf(w, " · allocations per request (server and client, warm) %.0f", r.AllocsPerReq)
+	}
+	fmt.Fprintf(w, " · %.1f s\n", r.WallSeconds)
+}
