@@ -108,10 +108,34 @@ func (l *Level) match(ctx context.Context, key Key, min, max []float64) (*chunkM
 	return m, nil
 }
 
-// rowsWithin cheaply confirms rows [a, b) are all inside (guards against
-// rows written outside their chunk).
+// rowsWithin confirms rows [a, b) are all inside, stopping at the first
+// that is not: the per-vertex test stays exact even for a chunk the box
+// covers (a corrupt store may file rows in the wrong chunk).
 func (l *Level) rowsWithin(cv *chunkVerts, min, max []float64, a, b int) bool {
-	return len(appendMatches(nil, cv.data, l.vdt, l.s.dims, a, b, min, max)) == b-a
+	d := l.s.dims
+	if l.vdt.Name == "float32" && d == 3 {
+		x0, y0, z0, x1, y1, z1 := min[0], min[1], min[2], max[0], max[1], max[2]
+		data := cv.data
+		for r := a; r < b; r++ {
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+			z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+			if !(x >= x0 && x <= x1 && y >= y0 && y <= y1 && z >= z0 && z <= z1) {
+				return false
+			}
+		}
+		return true
+	}
+	for r := a; r < b; r++ {
+		for i := 0; i < d; i++ {
+			v := valueAt(cv.data, l.vdt, r*d+i)
+			if !(v >= min[i] && v <= max[i]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func prod(v []int64) int64 {

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Side-by-side: the reference Python reader versus zvfserve, cold process
+# and warm server, on the 2,000,000-point store that the reference's own
+# gen_perf.py writes. Needs ../shared/tools/refwriter set up (see its README):
+#
+#   scripts/perf_compare.sh [STORE] [REFWRITER_DIR]
+#
+# STORE defaults to /tmp/zvf-perf/perf_points.zarrvectors (written with
+# gen_perf.py if missing). Prints one line per box with the medians and the
+# speed-ups, as docs/performance.md reports them.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REF=${2:-$ROOT/../shared/tools/refwriter}
+STORE=${1:-/tmp/zvf-perf/perf_points.zarrvectors}
+PY=$REF/.venv/bin/python
+[ -x "$PY" ] || { echo "refwriter venv missing: run $REF/setup.sh (see its README)" >&2; exit 2; }
+if [ ! -f "$STORE/zarr.json" ]; then
+  mkdir -p "$(dirname "$STORE")"
+  "$PY" "$REF/gen_perf.py" "$(dirname "$STORE")" 2000000 >&2
+fi
+BIN=$(mktemp -d)/zvfserve
+(cd "$ROOT" && go build -o "$BIN" ./cmd/zvfserve)
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "reference: perf_reference.py (3 runs each)" >&2
+REFOUT=$("$PY" "$REF/perf_reference.py" "$STORE" --runs 3)
+
+PORT=18931
+"$BIN" serve --addr 127.0.0.1:$PORT --log-level warn --max-vertices 2000000 "perf=$STORE" >/dev/null 2>&1 &
+SRV=$!
+trap 'kill $SRV 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
+
+printf '%-15s %9s %12s %14s %10s %10s\n' box vertices python_s zvf_cold_s zvf_warm_ms speedups
+echo "$REFOUT" | while read -r line; do
+  q=$(echo "$line" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["query"])')
+  [ "$q" = level2_all ] && continue
+  py=$(echo "$line" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_s"])')
+  n=$(echo "$line" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["vertex_count"])')
+  lo=$(echo "$line" | "$PY" -c 'import json,sys; d=json.load(sys.stdin)["bbox"]; print(",".join(str(v) for v in d["min"]))')
+  hi=$(echo "$line" | "$PY" -c 'import json,sys; d=json.load(sys.stdin)["bbox"]; print(",".join(str(v) for v in d["max"]))')
+  cold=$(for _ in 1 2 3; do /usr/bin/time -f %e "$BIN" query "$STORE" --level 0 --bbox "$lo,$hi" --f bin 2>&1 >/dev/null | tail -1; done | median)
+  url="http://127.0.0.1:$PORT/api/v1/stores/perf/bbox?min=$lo&max=$hi&f=bin&limit=2000000"
+  curl -sf -o /dev/null "$url"
+  warm=$(for _ in 1 2 3 4 5 6 7; do curl -sf -o /dev/null -w '%{time_total}\n' "$url"; done | median)
+  printf '%-15s %9s %12s %14s %10.2f   cold %.0fx, warm %.0fx\n' "$q" "$n" "$py" "$cold" "$(echo "$warm*1000" | bc -l)" \
+    "$(echo "$py/$cold" | bc -l)" "$(echo "$py/$warm" | bc -l)"
+done
