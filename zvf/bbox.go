@@ -316,24 +316,18 @@ func (l *Level) CountInBox(ctx context.Context, min, max []float64) (int64, erro
 }
 
 // ChooseLevel returns the finest level whose vertex count inside the box
-// is at most budget, or the coarsest level when none fits.
+// is at most budget, or the coarsest level when none fits. A level whose
+// count, estimated from its density over the store bounds, is far above the
+// budget is skipped without reading it; near the budget the count is exact.
 func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int64) (int, error) {
-	for _, l := range s.levels {
-		// Upper bound first: whole candidate chunks often settle it.
+	frac := s.boxFraction(min, max)
+	for i, l := range s.levels {
 		if err := l.checkBox(min, max); err != nil {
 			return 0, err
 		}
-		var upper int64
-		cands := l.candidates(min, max)
-		for _, k := range cands {
-			cv, err := l.vertices(ctx, k)
-			if err != nil {
-				return 0, err
-			}
-			upper += int64(cv.rows)
-		}
-		if upper <= budget {
-			return l.n, nil
+		est := frac * float64(l.meta.VertexCount)
+		if i < len(s.levels)-1 && frac > 0 && est > 4*float64(budget) {
+			continue
 		}
 		n, err := l.CountInBox(ctx, min, max)
 		if err != nil {
@@ -344,6 +338,28 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 		}
 	}
 	return s.levels[len(s.levels)-1].n, nil
+}
+
+// boxFraction is the share of the store's bounds the box covers (0 when
+// the bounds are unknown or degenerate).
+func (s *Store) boxFraction(min, max []float64) float64 {
+	b := s.info.Bounds
+	if len(b[0]) != len(min) || len(b[1]) != len(max) {
+		return 0
+	}
+	f := 1.0
+	for i := range min {
+		span := b[1][i] - b[0][i]
+		if !(span > 0) {
+			return 0
+		}
+		lo, hi := math.Max(min[i], b[0][i]), math.Min(max[i], b[1][i])
+		if hi < lo {
+			return 0
+		}
+		f *= (hi - lo) / span
+	}
+	return f
 }
 
 // BBox streams the vertices inside the closed box, one Batch per chunk in
