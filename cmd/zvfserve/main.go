@@ -30,6 +30,7 @@ func commands() map[string]command {
 		"inspect":  inspectCommand(),
 		"zarr-cat": zarrCatCommand(),
 		"bench":    benchCommand(),
+		"validate": validateCommand(),
 	}
 }
 

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+func validateCommand() command {
+	return command{summary: "check a store (structure, metadata, consistency, conventions, pyramid); exit 1 when invalid", run: runValidate}
+}
+
+// errInvalid makes the command exit 1 after printing its report.
+var errInvalid = errors.New("store is invalid")
+
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	level := fs.Int("level", 5, "checks up to this level: 1 structure, 2 metadata, 3 consistency, 4 conventions, 5 pyramid")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	quiet := fs.Bool("no-progress", false, "do not draw the progress bar")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: zvfserve validate [--level 1..5] [--json] STORE")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(reorder(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 || *level < 1 || *level > 5 {
+		fs.Usage()
+		return fmt.Errorf("%w: need one STORE and --level between 1 and 5", errUsage)
+	}
+	name, target := storeArg(fs.Arg(0))
+	st, err := blobstore.Open(ctx, target)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var progress func(int, int)
+	if !*quiet {
+		last := -1
+		progress = func(done, total int) {
+			if total < 200 {
+				return // small stores finish before a bar helps
+			}
+			pct := done * 100 / total
+			if pct == last {
+				return
+			}
+			last = pct
+			bar := pct / 4
+			fmt.Fprintf(stderr, "\r[%-25s] %3d%% %d/%d chunks", string(repeatHash(bar)), pct, done, total)
+			if done == total {
+				fmt.Fprintln(stderr)
+			}
+		}
+	}
+	rep := zvf.Validate(ctx, st, name, *level, progress)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		out := struct {
+			OK bool `json:"ok"`
+			*zvf.Report
+		}{rep.OK(), rep}
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stdout, "%-7s L%d  %s: %s\n", p.Severity, p.Check, p.Path, p.Message)
+		}
+		verdict := "valid"
+		if !rep.OK() {
+			verdict = "INVALID"
+		}
+		fmt.Fprintf(stdout, "%s: %s (levels 1-%d; %d chunks, %d objects checked; %d problems)\n", fs.Arg(0), verdict, *level, rep.Chunks, rep.Objects, len(rep.Problems))
+	}
+	if !rep.OK() {
+		return errInvalid
+	}
+	return nil
+}
+
+func repeatHash(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = '#'
+	}
+	return b
+}

@@ -1,0 +1,271 @@
+package zvf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// Problem is one finding of Validate.
+type Problem struct {
+	Severity string `json:"severity"` // "error" or "warning"
+	Check    int    `json:"check"`    // validation level that found it (1-5)
+	Path     string `json:"path"`
+	Message  string `json:"message"`
+}
+
+// Report is the outcome of Validate.
+type Report struct {
+	Levels   int       `json:"levels_checked"`
+	Problems []Problem `json:"problems"`
+	Chunks   int       `json:"chunks_checked"`
+	Objects  int64     `json:"objects_checked"`
+}
+
+// OK reports whether no error was found.
+func (r *Report) OK() bool {
+	for _, p := range r.Problems {
+		if p.Severity == "error" {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Report) add(sev string, check int, path, format string, a ...any) {
+	r.Problems = append(r.Problems, Problem{Severity: sev, Check: check, Path: path, Message: fmt.Sprintf(format, a...)})
+}
+
+var validConventions = map[string]map[string]bool{
+	"links_convention":        {"explicit": true, "implicit_sequential": true, "implicit_sequential_with_branches": true},
+	"object_index_convention": {"standard": true, "identity": true},
+	"cross_chunk_strategy":    {"boundary_deduplication": true, "explicit_links": true, "both": true},
+}
+
+// Validate checks a store the way the reference validator's levels do
+// (1 structure, 2 metadata, 3 consistency, 4 conventions, 5 pyramid) plus
+// every fragment-index and manifest invariant, and reports each problem
+// with its path instead of stopping at the first. progress, if not nil, is
+// called as chunks are checked.
+func Validate(ctx context.Context, st storage.Store, name string, upTo int, progress func(done, total int)) *Report {
+	r := &Report{}
+	if upTo < 1 || upTo > 5 {
+		upTo = 5
+	}
+	// 1: structure.
+	raw, err := st.Get(ctx, "zarr.json")
+	if err != nil {
+		r.add("error", 1, "zarr.json", "root metadata unreadable: %v", errors.Unwrap(err))
+		return r
+	}
+	lst, err := st.List(ctx, "")
+	if err != nil {
+		r.add("error", 1, "", "cannot list the store: %v", err)
+		return r
+	}
+	var levelNames []int
+	for _, p := range lst.Prefixes {
+		n := p[:len(p)-1]
+		if v, err := strconv.Atoi(n); err == nil && strconv.Itoa(v) == n {
+			levelNames = append(levelNames, v)
+			for _, a := range []string{"vertices", "vertex_fragments"} {
+				sub, err := st.List(ctx, p+a+"/")
+				if err == nil && len(sub.Prefixes)+len(sub.Keys) == 0 {
+					sev := "error"
+					if a == "vertex_fragments" {
+						sev = "warning"
+					}
+					r.add(sev, 1, p+a, "missing")
+				}
+			}
+			if _, err := st.Get(ctx, p+"zarr.json"); err != nil {
+				r.add("warning", 1, p+"zarr.json", "level metadata missing")
+			}
+		}
+	}
+	if len(levelNames) == 0 {
+		r.add("error", 1, "", "no integer-named resolution level")
+	}
+	if upTo >= 2 {
+		validateRootAttrs(r, raw)
+	}
+	if !r.OK() {
+		return r
+	}
+	s, err := Open(ctx, st, Options{Name: name})
+	if err != nil {
+		r.add("error", 2, "", "%v", err)
+		return r
+	}
+	if upTo >= 3 {
+		validateConsistency(ctx, s, r, progress)
+	}
+	if upTo >= 4 {
+		validateConventions(s, r)
+	}
+	if upTo >= 5 {
+		validatePyramid(s, r)
+	}
+	r.Levels = upTo
+	return r
+}
+
+func validateRootAttrs(r *Report, raw []byte) {
+	var doc struct {
+		Attributes map[string]json.RawMessage `json:"attributes"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		r.add("error", 2, "zarr.json", "not JSON: %v", err)
+		return
+	}
+	var zv map[string]json.RawMessage
+	if err := json.Unmarshal(doc.Attributes["zarr_vectors"], &zv); err != nil || zv == nil {
+		r.add("error", 2, "zarr.json", "attributes.zarr_vectors missing or not an object")
+		return
+	}
+	for key, valid := range validConventions {
+		if v, ok := zv[key]; ok {
+			var s string
+			if json.Unmarshal(v, &s) != nil || !valid[s] {
+				r.add("error", 2, "zarr.json", "%s %s is not one of the allowed values", key, v)
+			}
+		}
+	}
+	var cs, bb []float64
+	_ = json.Unmarshal(zv["chunk_shape"], &cs)
+	if b, ok := zv["base_bin_shape"]; ok {
+		if err := json.Unmarshal(b, &bb); err != nil || len(bb) != len(cs) {
+			r.add("error", 2, "zarr.json", "base_bin_shape %s does not match chunk_shape %v", b, cs)
+			return
+		}
+		for i := range bb {
+			ratio := cs[i] / bb[i]
+			if !(bb[i] > 0) || math.Abs(ratio-math.Round(ratio)) > 1e-9 {
+				r.add("error", 2, "zarr.json", "base_bin_shape %v does not divide chunk_shape %v", bb, cs)
+				return
+			}
+		}
+	}
+	var bounds [][]float64
+	if err := json.Unmarshal(zv["bounds"], &bounds); err != nil || len(bounds) != 2 || len(bounds[0]) != len(cs) || len(bounds[1]) != len(cs) {
+		r.add("error", 2, "zarr.json", "bounds %s is not [[min…],[max…]] with one number per axis", zv["bounds"])
+	}
+}
+
+// validateConsistency decodes every chunk and manifest.
+func validateConsistency(ctx context.Context, s *Store, r *Report, progress func(int, int)) {
+	total := 0
+	for _, l := range s.levels {
+		total += len(l.keys)
+	}
+	done := 0
+	for _, l := range s.levels {
+		var rows int64
+		for _, k := range l.keys {
+			path := fmt.Sprintf("%d/vertices/%s", l.n, k)
+			cv, err := l.vertices(ctx, k)
+			done++
+			r.Chunks++
+			if progress != nil {
+				progress(done, total)
+			}
+			if err != nil {
+				r.add("error", 3, path, "%v", err)
+				continue
+			}
+			rows += int64(cv.rows)
+			if cv.frags == nil {
+				r.add("warning", 3, fmt.Sprintf("%d/vertex_fragments/%s", l.n, k), "missing")
+			} else if l.binPrefilter && int64(cv.frags.Len()) > prod(l.bpc) {
+				r.add("error", 3, fmt.Sprintf("%d/vertex_fragments/%s", l.n, k), "%d fragments, more than the %d bins of a chunk", cv.frags.Len(), prod(l.bpc))
+			}
+			for _, a := range l.vattrs {
+				if _, _, err := l.attribute(ctx, a, k, cv.rows); err != nil && !errors.Is(err, ErrNotFound) {
+					r.add("error", 3, fmt.Sprintf("%d/vertex_attributes/%s/%s", l.n, a.Name, k), "%v", err)
+				}
+			}
+			if l.linkWidth > 0 {
+				if _, err := l.links0(ctx, k); err != nil {
+					r.add("error", 3, fmt.Sprintf("%d/links/0/%s", l.n, k), "%v", err)
+				}
+			}
+		}
+		if l.meta.VertexCount != rows {
+			r.add("error", 3, fmt.Sprintf("%d/zarr.json", l.n), "vertex_count %d, chunks hold %d", l.meta.VertexCount, rows)
+		}
+		for d := range l.cclDeltas {
+			recs, err := l.crossLinks(ctx, d)
+			path := fmt.Sprintf("%d/cross_chunk_links/%s", l.n, deltaName(d))
+			if err != nil {
+				r.add("error", 3, path, "%v", err)
+				continue
+			}
+			for i, rec := range recs {
+				if !l.hasKey(Key(rec[0].Chunk)) {
+					r.add("error", 3, path, "record %d names chunk %s, which does not exist", i, Key(rec[0].Chunk))
+				}
+				if d == 0 {
+					for _, ep := range rec[1:] {
+						if !l.hasKey(Key(ep.Chunk)) {
+							r.add("error", 3, path, "record %d names chunk %s, which does not exist", i, Key(ep.Chunk))
+						}
+					}
+				}
+			}
+		}
+		if l.objects != nil {
+			for id := int64(0); id < l.objects.num; id++ {
+				r.Objects++
+				if _, err := l.Manifest(ctx, id); err != nil {
+					r.add("error", 3, fmt.Sprintf("%d/object_index/manifests", l.n), "object %d: %v", id, err)
+				}
+			}
+		}
+	}
+}
+
+func validateConventions(s *Store, r *Report) {
+	conv := s.info.LinksConvention
+	for _, g := range s.info.GeometryTypes {
+		ok := true
+		switch g {
+		case "graph", "mesh":
+			ok = conv == "explicit"
+		case "skeleton":
+			ok = conv == "explicit" || conv == "implicit_sequential_with_branches"
+		case "line", "polyline", "streamline":
+			ok = conv == "implicit_sequential"
+		}
+		if !ok {
+			r.add("error", 4, "zarr.json", "links_convention %q does not suit geometry %q", conv, g)
+		}
+	}
+	for _, l := range s.levels {
+		if s.geom == "mesh" && l.linkWidth > 0 && l.linkWidth < 3 {
+			r.add("error", 4, fmt.Sprintf("%d/links/0", l.n), "mesh link_width %d < 3", l.linkWidth)
+		}
+		if s.geom == "point_cloud" && l.linkWidth > 0 {
+			r.add("error", 4, fmt.Sprintf("%d/links/0", l.n), "a point cloud has links")
+		}
+	}
+}
+
+func validatePyramid(s *Store, r *Report) {
+	for i, l := range s.levels {
+		if l.n != i {
+			r.add("error", 5, strconv.Itoa(l.n), "levels are not contiguous from 0 (found %v)", s.Levels())
+			break
+		}
+		if i > 0 && l.meta.VertexCount > s.levels[i-1].meta.VertexCount {
+			r.add("error", 5, strconv.Itoa(l.n), "vertex_count %d exceeds level %d's %d", l.meta.VertexCount, i-1, s.levels[i-1].meta.VertexCount)
+		}
+		if sp := l.meta.ObjectSparsity; sp != 0 && !(sp > 0 && sp <= 1) {
+			r.add("error", 5, strconv.Itoa(l.n), "object_sparsity %v not in (0, 1]", sp)
+		}
+	}
+}
