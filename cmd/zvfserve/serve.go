@@ -22,6 +22,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/retry"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
@@ -113,7 +114,9 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		}
 	}
 	open := func(name string, st storage.Store) error {
-		s, err := zvf.Open(ctx, m.Storage(st), zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log})
+		// Transient backend errors are retried (bounded) below the metrics,
+		// so every attempt's bytes and latency are counted.
+		s, err := zvf.Open(ctx, retry.Wrap(m.Storage(st), retry.Options{}), zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log})
 		if err != nil {
 			return err
 		}

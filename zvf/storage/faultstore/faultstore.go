@@ -1,0 +1,177 @@
+// Package faultstore wraps a storage.Store and injects faults — latency,
+// errors, hangs until the context ends, short reads — by rule, so tests can
+// prove how the layers above behave. It also counts calls and reads in
+// flight, so a test can assert that a cancelled request stopped reading.
+package faultstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// Fault is what a matching rule does to a call.
+type Fault struct {
+	Delay     time.Duration // wait this long first (honouring ctx)
+	Hang      bool          // block until ctx is done
+	Err       error         // fail with this (wrapped in *storage.Error)
+	ShortRead int           // return only this many bytes of the object (>0)
+	Times     int           // apply to this many matching calls, then stop (0: always)
+}
+
+// Rule applies a Fault to calls whose op ("get", "range", "list", "stat")
+// and key match. Empty Op matches every op; Key matches by substring.
+type Rule struct {
+	Op, Key string
+	Fault   Fault
+	used    atomic.Int64
+}
+
+// Store is the fault-injecting wrapper.
+type Store struct {
+	inner storage.Store
+	sleep func(context.Context, time.Duration) error
+
+	mu    sync.Mutex
+	rules []*Rule
+
+	Calls    atomic.Int64 // every call
+	InFlight atomic.Int64 // calls not yet returned
+	Faults   atomic.Int64 // calls a rule changed
+	Canceled atomic.Int64 // calls that returned because their ctx ended
+}
+
+// New wraps inner. sleep may be nil (a real timer that honours ctx); tests
+// inject their own to avoid waiting.
+func New(inner storage.Store, sleep func(context.Context, time.Duration) error) *Store {
+	if sleep == nil {
+		sleep = func(ctx context.Context, d time.Duration) error {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return &Store{inner: inner, sleep: sleep}
+}
+
+// Add installs a rule (rules are tried in order; the first match applies).
+func (s *Store) Add(r *Rule) {
+	s.mu.Lock()
+	s.rules = append(s.rules, r)
+	s.mu.Unlock()
+}
+
+// Reset removes every rule.
+func (s *Store) Reset() {
+	s.mu.Lock()
+	s.rules = nil
+	s.mu.Unlock()
+}
+
+func (s *Store) match(op, key string) *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.rules {
+		if (r.Op == "" || r.Op == op) && strings.Contains(key, r.Key) {
+			if r.Fault.Times > 0 && r.used.Add(1) > int64(r.Fault.Times) {
+				continue
+			}
+			f := r.Fault
+			return &f
+		}
+	}
+	return nil
+}
+
+// before runs a call's fault; it returns a non-nil error to fail the call,
+// and the fault so the caller can shorten a read.
+func (s *Store) before(ctx context.Context, op, key string) (*Fault, error) {
+	s.Calls.Add(1)
+	f := s.match(op, key)
+	if f == nil {
+		return nil, nil
+	}
+	s.Faults.Add(1)
+	if f.Delay > 0 {
+		if err := s.sleep(ctx, f.Delay); err != nil {
+			s.Canceled.Add(1)
+			return f, &storage.Error{Op: op, Key: key, Err: err}
+		}
+	}
+	if f.Hang {
+		<-ctx.Done()
+		s.Canceled.Add(1)
+		return f, &storage.Error{Op: op, Key: key, Err: ctx.Err()}
+	}
+	if f.Err != nil {
+		return f, &storage.Error{Op: op, Key: key, Err: f.Err}
+	}
+	return f, nil
+}
+
+func short(f *Fault, b []byte) []byte {
+	if f != nil && f.ShortRead > 0 && f.ShortRead < len(b) {
+		return b[:f.ShortRead]
+	}
+	return b
+}
+
+// Get implements storage.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	s.InFlight.Add(1)
+	defer s.InFlight.Add(-1)
+	f, err := s.before(ctx, "get", key)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.inner.Get(ctx, key)
+	return short(f, b), err
+}
+
+// GetRange implements storage.Store.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	s.InFlight.Add(1)
+	defer s.InFlight.Add(-1)
+	f, err := s.before(ctx, "range", key)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.inner.GetRange(ctx, key, off, n)
+	return short(f, b), err
+}
+
+// List implements storage.Store.
+func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error) {
+	s.InFlight.Add(1)
+	defer s.InFlight.Add(-1)
+	if _, err := s.before(ctx, "list", prefix); err != nil {
+		return storage.Listing{}, err
+	}
+	return s.inner.List(ctx, prefix)
+}
+
+// Stat implements storage.Store.
+func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
+	s.InFlight.Add(1)
+	defer s.InFlight.Add(-1)
+	if _, err := s.before(ctx, "stat", key); err != nil {
+		return storage.Attrs{}, err
+	}
+	return s.inner.Stat(ctx, key)
+}
+
+// Close implements storage.Store.
+func (s *Store) Close() error { return s.inner.Close() }
+
+// ErrInjected is a convenient transient failure for rules.
+var ErrInjected = errors.New("injected backend failure")

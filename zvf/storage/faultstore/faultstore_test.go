@@ -1,0 +1,51 @@
+package faultstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+)
+
+func TestFaults(t *testing.T) {
+	ctx := context.Background()
+	mem, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Put(ctx, "a/b", []byte("0123456789")); err != nil {
+		t.Fatal(err)
+	}
+	var slept time.Duration
+	fs := faultstore.New(mem, func(_ context.Context, d time.Duration) error { slept += d; return nil })
+	fs.Add(&faultstore.Rule{Op: "get", Key: "a/", Fault: faultstore.Fault{Err: fmtUnavailable(), Times: 2}})
+	for i := 0; i < 2; i++ {
+		if _, err := fs.Get(ctx, "a/b"); !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if b, err := fs.Get(ctx, "a/b"); err != nil || string(b) != "0123456789" {
+		t.Fatalf("after Times ran out: %q %v", b, err)
+	}
+	fs.Reset()
+	fs.Add(&faultstore.Rule{Key: "a/", Fault: faultstore.Fault{Delay: time.Second, ShortRead: 3}})
+	if b, _ := fs.Get(ctx, "a/b"); string(b) != "012" || slept != time.Second {
+		t.Fatalf("short read %q after %v", b, slept)
+	}
+	fs.Reset()
+	fs.Add(&faultstore.Rule{Fault: faultstore.Fault{Hang: true}})
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := fs.List(cctx, "a/"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hang: %v", err)
+	}
+	if fs.Canceled.Load() != 1 || fs.InFlight.Load() != 0 || fs.Calls.Load() != 5 {
+		t.Fatalf("counters: canceled %d in flight %d calls %d", fs.Canceled.Load(), fs.InFlight.Load(), fs.Calls.Load())
+	}
+}
+
+func fmtUnavailable() error { return errors.Join(storage.ErrUnavailable, faultstore.ErrInjected) }
