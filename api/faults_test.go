@@ -156,4 +156,3 @@ func waitZero(t *testing.T, fs *faultstore.Store) {
 		t.Fatalf("%d backend reads still in flight", n)
 	}
 }
-
