@@ -99,6 +99,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 	status := p.Status
 	if status == 499 { // the client is gone; nothing useful to send
 		status = http.StatusRequestTimeout
+		cp.Status = status
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(&cp)

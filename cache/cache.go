@@ -92,7 +92,9 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 		v, size, err := load(lctx)
 		cancel()
 		c.mu.Lock()
-		delete(c.inflight, key)
+		if c.inflight[key] == cl {
+			delete(c.inflight, key)
+		}
 		if err == nil && size <= c.budget {
 			c.lru.Remove(key) // a Remove/Purge race may have left one; its callback fixes bytes
 			c.lru.Add(key, entry{v, size})
@@ -119,7 +121,12 @@ func (c *Cache) wait(ctx context.Context, key string, cl *call) (any, error) {
 		c.mu.Lock()
 		cl.waiters--
 		if cl.waiters == 0 {
+			// Nobody waits any more: stop the load, and let the next caller
+			// start a fresh one instead of joining a cancelled load.
 			cl.cancel()
+			if c.inflight[key] == cl {
+				delete(c.inflight, key)
+			}
 		}
 		c.mu.Unlock()
 		return nil, ctx.Err()

@@ -158,3 +158,24 @@ func BenchmarkGetHit(b *testing.B) {
 		}
 	})
 }
+
+// A load abandoned by every waiter must not be joined by later callers:
+// they start a fresh load and get a value, not the cancellation.
+func TestAbandonedLoadNotJoined(t *testing.T) {
+	c := New(1 << 20)
+	release := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
+		<-release // ignores its context for a while, like a slow read
+		return nil, 0, lctx.Err()
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return 42, 8, nil })
+	close(release)
+	if err != nil || v != 42 {
+		t.Fatalf("second caller: %v %v", v, err)
+	}
+}

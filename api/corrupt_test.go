@@ -1,0 +1,237 @@
+package api_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+type mutation struct {
+	name    string
+	fixture string
+	apply   func(t *testing.T, dir string)
+}
+
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func edit(path string, f func([]byte) []byte) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		p := filepath.Join(dir, path)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func put64(off int, v uint64) func([]byte) []byte {
+	return func(b []byte) []byte {
+		if off+8 <= len(b) {
+			binary.LittleEndian.PutUint64(b[off:], v)
+		}
+		return b
+	}
+}
+
+func put32(off int, v uint32) func([]byte) []byte {
+	return func(b []byte) []byte {
+		if off+4 <= len(b) {
+			binary.LittleEndian.PutUint32(b[off:], v)
+		}
+		return b
+	}
+}
+
+func replace(old, new string) func([]byte) []byte {
+	return func(b []byte) []byte { return []byte(strings.Replace(string(b), old, new, 1)) }
+}
+
+// mutations lists the corruptions issue 8 names, applied to copies of the
+// reference stores.
+func mutations() []mutation {
+	const gv, gf = "0/vertices/3.4.2", "0/vertex_fragments/3.4.2"
+	return []mutation{
+		{"truncated vertex blob", "graph", edit(gv+"/c/0", func(b []byte) []byte { return b[:len(b)/2+1] })},
+		{"empty vertex blob", "graph", edit(gv+"/c/0", func(b []byte) []byte { return nil })},
+		{"fragment index wrong magic", "graph", edit(gf+"/c/0", func(b []byte) []byte { b[0] ^= 0xff; return b })},
+		{"fragment index F lies", "graph", edit(gf+"/c/0", put32(8, 1<<31))},
+		{"fragment index R lies", "graph", edit(gf+"/c/0", put32(12, 7))},
+		{"fragment index T lies", "polylines", edit("0/vertex_fragments/1.4.2/c/0", func(b []byte) []byte { return append(b, make([]byte, 8)...) })},
+		{"negative range start", "graph", edit(gf+"/c/0", put64(24, 1<<63))},
+		{"overflowing range count", "graph", edit(gf+"/c/0", put64(32, 1<<62))},
+		{"manifest names missing chunk", "graph", func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, gv)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"manifest names missing fragment", "points_pyramid", edit("0/vertex_fragments/0.1.1/c/0", func(b []byte) []byte {
+			// F = 0: the chunk keeps its rows but names no fragments.
+			out := append([]byte(nil), b[:16]...)
+			binary.LittleEndian.PutUint32(out[8:], 0)
+			binary.LittleEndian.PutUint32(out[12:], 0)
+			return out
+		})},
+		{"manifest chunk garbage", "polylines", edit("0/object_index/manifests/c/0", func(b []byte) []byte { return b[:len(b)/3] })},
+		{"blob not whole rows", "mesh", edit("0/vertices/1.1.1/c/0", func(b []byte) []byte { return b[:len(b)-4] })},
+		{"bad chunk zarr.json", "graph", edit(gv+"/zarr.json", func([]byte) []byte { return []byte(`{"zarr_format":3,"node_type":"array","shape":[-4]`) })},
+		{"missing chunk zarr.json", "graph", func(t *testing.T, dir string) { _ = os.Remove(filepath.Join(dir, gv, "zarr.json")) }},
+		{"unknown codec", "graph", edit(gv+"/zarr.json", replace(`"name":"bytes"`, `"name":"lzma9"`))},
+		{"unknown data type", "graph", edit(gv+"/zarr.json", replace(`"uint8"`, `"uint7"`))},
+		{"links past the chunk", "graph", edit("0/links/0/3.4.2/c/0", put64(0, 1<<40))},
+		{"cross-chunk links ragged", "mesh", edit("0/cross_chunk_links/0/data/c/0", func(b []byte) []byte { return b[:len(b)-3] })},
+		{"bad level zarr.json", "points_pyramid", edit("1/zarr.json", func([]byte) []byte { return []byte("[1,2") })},
+		{"bad root zarr.json", "skeleton", edit("zarr.json", func([]byte) []byte { return []byte("not json") })},
+		{"missing root zarr.json", "skeleton", func(t *testing.T, dir string) { _ = os.Remove(filepath.Join(dir, "zarr.json")) }},
+		{"unsupported zv_version", "skeleton", edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`))},
+		{"vertex attribute truncated", "points_pyramid", edit("0/vertex_attributes/intensity/0.1.1/c/0", func(b []byte) []byte { return b[:len(b)-1] })},
+		{"groups offsets past data", "points_pyramid", edit("0/groups/offsets/c/0", put64(8, 1<<50))},
+	}
+}
+
+// TestCorruptStoreSuite: for every mutation, every route answers with 200
+// or a problem+json error (never an internal error, a panic or a hang);
+// goroutines return to their baseline; a healthy store served beside it
+// keeps answering correctly.
+func TestCorruptStoreSuite(t *testing.T) {
+	ctx := context.Background()
+	healthy := openStores(t, "graph")[0]
+	baseline := runtime.NumGoroutine()
+	outcomes := map[string]int{}
+	for _, m := range mutations() {
+		t.Run(m.name, func(t *testing.T) {
+			dir := copyTree(t, filepath.Join(fixtures, m.fixture+".zarrvectors"))
+			m.apply(t, dir)
+			st, err := blobstore.Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			bad, err := zvf.Open(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)})
+			if err != nil {
+				// Refused at open: the error must say what kind of problem.
+				if !errors.Is(err, zvf.ErrCorrupt) && !errors.Is(err, zvf.ErrUnsupported) {
+					t.Fatalf("open failed with an untyped error: %v", err)
+				}
+				outcomes["refused at open"]++
+				return
+			}
+			srv, err := api.New(api.Options{Stores: []*zvf.Store{bad, healthy}, RequestTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := srv.Handler()
+			routes := []string{"/api/v1/stores", "/api/v1/stores/bad", "/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*",
+				"/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=bin", "/api/v1/stores/bad/bbox?min=0,0,0&max=500,500,500&level=auto&limit=100",
+				"/api/v1/stores/bad/objects/0?attributes=*", "/api/v1/stores/bad/objects/1/manifest", "/api/v1/stores/bad/objects/0/levels",
+				"/api/v1/stores/bad/groups/0", "/api/v1/stores/bad/levels/0/chunks", "/api/v1/stores/bad/levels/1/chunks"}
+			l0, _ := bad.Level(0)
+			for _, k := range l0.Keys() {
+				routes = append(routes, "/api/v1/stores/bad/levels/0/chunks/"+k.String()+"?attributes=*")
+			}
+			errs := 0
+			for _, r := range routes {
+				code, ctype, body := serve(t, h, r)
+				if code == 200 {
+					continue
+				}
+				errs++
+				if ctype != "application/problem+json" {
+					t.Fatalf("%s: %d with %s", r, code, ctype)
+				}
+				var p api.Problem
+				if err := json.Unmarshal(body, &p); err != nil || p.Status != code {
+					t.Fatalf("%s: bad problem body %s", r, body)
+				}
+				if strings.HasSuffix(p.Type, "/internal") || code == 500 {
+					t.Fatalf("%s: internal error instead of a classified one: %s", r, body)
+				}
+				if strings.Contains(string(body), dir) {
+					t.Fatalf("%s: response leaks a local path", r)
+				}
+			}
+			if errs == 0 {
+				t.Fatalf("no route noticed the corruption")
+			}
+			outcomes["problem+json on some routes"]++
+			// The healthy store beside it is unaffected.
+			code, _, body := serve(t, h, "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675")
+			if code != 200 || !strings.Contains(string(body), `"count":79`) {
+				t.Fatalf("healthy store: %d %.200s", code, body)
+			}
+		})
+	}
+	t.Logf("outcomes: %v", outcomes)
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > baseline+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > baseline+2 {
+		t.Fatalf("goroutines: %d, baseline %d", n, baseline)
+	}
+}
+
+func serve(t *testing.T, h http.Handler, path string) (int, string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, path, nil)
+	rec := newRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if v := recover(); v != nil {
+				rec.panicked = fmt.Sprint(v)
+			}
+		}()
+		h.ServeHTTP(rec, req)
+	}()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s hangs", path)
+	}
+	if rec.panicked != "" {
+		t.Fatalf("%s: handler panicked (%s)", path, rec.panicked)
+	}
+	body, _ := io.ReadAll(rec.body())
+	return rec.code, rec.Header().Get("Content-Type"), body
+}
