@@ -205,6 +205,18 @@ func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
 		return gzipCodec{level: cfg.Level}, 2, nil
 	case "crc32c":
 		return crc32cCodec{}, 2, nil
+	case "scale_offset":
+		c, err := newScaleOffset(s.Configuration, in)
+		if err != nil {
+			return nil, 0, err
+		}
+		return c, 0, nil
+	case "cast_value":
+		c, err := newCastValue(s.Configuration, in)
+		if err != nil {
+			return nil, 0, err
+		}
+		return c, 0, nil
 	case "sharding_indexed":
 		c, err := cs.newSharding(s.Configuration, in)
 		if err != nil {
