@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/bits"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -173,6 +174,12 @@ func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
 			return nil, 0, metaErr("codec %s needs a variable-length data type, have %s", s.Name, in.typ.Name)
 		}
 		return &vlenCodec{codecName: s.Name, layout: vlen.VlenBytes{UTF8: s.Name == "vlen-utf8"}}, 1, nil
+	case "zarrs.vlen", "https://codec.zarrs.dev/array_to_bytes/vlen":
+		c, err := cs.newZarrsVlen(s.Name, s.Configuration, in)
+		if err != nil {
+			return nil, 0, err
+		}
+		return c, 1, nil
 	case "transpose":
 		c, err := newTranspose(s.Configuration, in)
 		if err != nil {
@@ -411,6 +418,8 @@ func (c *vlenCodec) decode(b []byte, r rep) (*Chunk, error) {
 }
 
 func (c *vlenCodec) encode(ch *Chunk, _ rep) ([]byte, error) { return c.layout.Encode(ch.Elems) }
+
+func validUTF8(b []byte) bool { return utf8.Valid(b) }
 
 // ---- zstd ----
 
