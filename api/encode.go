@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf"
@@ -293,8 +294,14 @@ func (e *jsonEncoder) end(t *trailer) error {
 		buf = append(buf, `,"faces":`...)
 		buf = appendPairs(buf, t.Faces, t.FaceWidth)
 	}
-	for k, v := range t.Extra {
-		b, err := json.Marshal(v)
+	// Sorted, so equal requests give equal bytes (strong ETags).
+	keys := make([]string, 0, len(t.Extra))
+	for k := range t.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b, err := json.Marshal(t.Extra[k])
 		if err != nil {
 			return err
 		}
