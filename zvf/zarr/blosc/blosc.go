@@ -155,12 +155,16 @@ func (d *Decoder) DecodeLimit(dst, src []byte, max int) ([]byte, error) {
 	shuffled := h.flags&(flagShuffle|flagBitShuffle) != 0
 	var tmp []byte
 	if shuffled {
-		if p, ok := d.tmp.Get().(*[]byte); ok && cap(*p) >= h.blocks {
-			tmp = (*p)[:h.blocks]
-		} else {
-			tmp = make([]byte, h.blocks)
+		// The pool holds *[]byte so that Get/Put move a pointer, not a
+		// freshly boxed slice header: steady-state decoding allocates
+		// nothing but the output.
+		p, ok := d.tmp.Get().(*[]byte)
+		if !ok || cap(*p) < h.blocks {
+			b := make([]byte, h.blocks)
+			p = &b
 		}
-		defer d.tmp.Put(&tmp)
+		tmp = (*p)[:h.blocks]
+		defer d.tmp.Put(p)
 	}
 	for b := 0; b < nblocks; b++ {
 		bsize := h.blocks
