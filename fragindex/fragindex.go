@@ -48,7 +48,7 @@ type Index struct {
 	bitmap  []uint64 // ceil(F/64) words, LSB-first
 	prefix  []uint32 // prefix[w] = set bits in words [0, w)
 	ranges  []byte   // R × (int64 start, int64 count), a view of the blob
-	offsets []uint32 // E+1
+	offsets []byte   // E+1 uint32, a view of the blob
 	indices []int64  // T
 }
 
@@ -92,8 +92,8 @@ func Decode(b []byte, rows int64) (*Index, error) {
 	x.bitmap = make([]uint64, nw)
 	x.prefix = make([]uint32, nw+1)
 	bm := b[headerSize : headerSize+bmPadded]
-	for i := range bm {
-		x.bitmap[i/8] |= uint64(bm[i]) << (8 * (i % 8))
+	for w := range x.bitmap {
+		x.bitmap[w] = binary.LittleEndian.Uint64(bm[8*w:]) // bmPadded is a multiple of 8
 	}
 	// Padding bits and bytes past F must be zero.
 	if rem := F % 64; rem != 0 && x.bitmap[nw-1]>>rem != 0 {
@@ -126,20 +126,17 @@ func Decode(b []byte, rows int64) (*Index, error) {
 		}
 	}
 	p += 16 * R
-	x.offsets = make([]uint32, E+1)
-	for i := range x.offsets {
-		x.offsets[i] = binary.LittleEndian.Uint32(b[p+4*uint64(i):])
+	x.offsets = b[p : p+4*(E+1) : p+4*(E+1)]
+	if x.offset(0) != 0 {
+		return nil, bad(int(p), "explicit_offsets[0]=%d, want 0", x.offset(0))
 	}
-	if x.offsets[0] != 0 {
-		return nil, bad(int(p), "explicit_offsets[0]=%d, want 0", x.offsets[0])
-	}
-	for i := 1; i < len(x.offsets); i++ {
-		if x.offsets[i] < x.offsets[i-1] {
+	for i := 1; i <= int(E); i++ {
+		if x.offset(i) < x.offset(i-1) {
 			return nil, bad(int(p)+4*i, "explicit_offsets not monotone at %d", i)
 		}
 	}
 	p += 4 * (E + 1)
-	T := uint64(x.offsets[E])
+	T := uint64(x.offset(int(E)))
 	if uint64(len(b))-p != 8*T {
 		return nil, bad(int(p), "%d bytes remain for %d explicit indices (want %d)", uint64(len(b))-p, T, 8*T)
 	}
@@ -153,6 +150,8 @@ func Decode(b []byte, rows int64) (*Index, error) {
 	}
 	return x, nil
 }
+
+func (x *Index) offset(e int) uint32 { return binary.LittleEndian.Uint32(x.offsets[4*e:]) }
 
 // Len is the number of fragments F.
 func (x *Index) Len() int { return x.f }
@@ -186,7 +185,8 @@ func (x *Index) Indices(f int) []int64 {
 		return nil
 	}
 	e := f - x.rank(f)
-	return x.indices[x.offsets[e]:x.offsets[e+1]:x.offsets[e+1]]
+	a, z := x.offset(e), x.offset(e+1)
+	return x.indices[a:z:z]
 }
 
 // Count is the number of rows fragment f names.
@@ -210,7 +210,7 @@ func (x *Index) AppendRows(dst []int64, f int) []int64 {
 
 // SizeBytes approximates the decoded index's memory, for cache budgets.
 func (x *Index) SizeBytes() int64 {
-	return int64(96 + 8*len(x.bitmap) + 4*len(x.prefix) + len(x.ranges) + 4*len(x.offsets) + 8*len(x.indices))
+	return int64(96 + 8*len(x.bitmap) + 4*len(x.prefix) + len(x.ranges) + len(x.offsets) + 8*len(x.indices))
 }
 
 // Fragment is one fragment to encode: a range (Indices == nil) or an
