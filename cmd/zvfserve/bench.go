@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -75,6 +74,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	storeDir := fs.String("store", "", "folder to write the store into, or reuse if it exists (default: in memory)")
 	target := fs.String("target", "", "base URL of a running server serving the store as 'points' (default: start one in-process)")
 	burst := fs.Int("burst", 16, "concurrent requests per burst")
+	only := fs.String("only", "", "run only the query kinds whose name contains this (e.g. 500k)")
 	rounds := fs.Int("rounds", 5, "warm bursts per query kind")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	if err := fs.Parse(args); err != nil {
@@ -101,6 +101,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	queries := []benchQuery{
 		{"1k bin", 1_000, "0", "bin", 101}, {"50k bin", 50_000, "0", "bin", 301}, {"500k bin", 500_000, "0", "bin", 50},
 		{"50k json", 50_000, "0", "json", 301}, {"auto ≤100k bin", 500_000, "auto", "bin", 50},
+	}
+	if *only != "" {
+		var keep []benchQuery
+		for _, q := range queries {
+			if strings.Contains(q.name, *only) {
+				keep = append(keep, q)
+			}
+		}
+		queries = keep
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}}
 	var before, after runtime.MemStats
@@ -300,41 +309,51 @@ func benchBurst(ctx context.Context, c *http.Client, base string, q benchQuery, 
 				out[i] = benchSample{d: time.Since(t0), err: true}
 				return
 			}
-			body, err := io.ReadAll(resp.Body)
+			// Stream the body away, keeping only its tail (where the count is),
+			// so 64 clients pulling large answers do not inflate the RSS
+			// being measured.
+			n, tail, err := drain(resp.Body)
 			_ = resp.Body.Close()
-			out[i] = benchSample{d: time.Since(t0), bytes: int64(len(body)), verts: countVertices(body, q.format), err: err != nil || resp.StatusCode != 200}
+			out[i] = benchSample{d: time.Since(t0), bytes: n, verts: countVertices(tail), err: err != nil || resp.StatusCode != 200}
 		}(i)
 	}
 	wg.Wait()
 	return out, ctx.Err()
 }
 
-// countVertices reads "count" from a JSON answer or the binary trailer.
-func countVertices(b []byte, format string) int64 {
-	if format == "json" {
-		i := bytes.LastIndex(b, []byte(`"count":`))
-		if i < 0 {
-			return 0
+// drain reads r to the end, returning its length and last 4 KiB.
+func drain(r io.Reader) (int64, []byte, error) {
+	buf := make([]byte, 64<<10)
+	tail := make([]byte, 0, 8<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		n += int64(k)
+		tail = append(tail, buf[:k]...)
+		if len(tail) > 4<<10 {
+			tail = append(tail[:0], tail[len(tail)-4<<10:]...)
 		}
-		j := i + 8
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
+		if err == io.EOF {
+			return n, tail, nil
 		}
-		n, _ := strconv.ParseInt(string(b[i+8:j]), 10, 64)
-		return n
+		if err != nil {
+			return n, tail, err
+		}
 	}
-	if len(b) < 16 {
+}
+
+// countVertices reads the last "count" member: the end of a JSON answer or
+// the binary trailer block.
+func countVertices(tail []byte) int64 {
+	i := bytes.LastIndex(tail, []byte(`"count":`))
+	if i < 0 {
 		return 0
 	}
-	p := 16 + (int(binary.LittleEndian.Uint64(b[8:]))+7)/8*8
-	var n int64
-	for p+16 <= len(b) {
-		kind, aux := binary.LittleEndian.Uint32(b[p:]), binary.LittleEndian.Uint32(b[p+4:])
-		if kind == 1 {
-			n += int64(aux)
-		}
-		p += 16 + (int(binary.LittleEndian.Uint64(b[p+8:]))+7)/8*8
+	j := i + 8
+	for j < len(tail) && tail[j] >= '0' && tail[j] <= '9' {
+		j++
 	}
+	n, _ := strconv.ParseInt(string(tail[i+8:j]), 10, 64)
 	return n
 }
 
