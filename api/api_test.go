@@ -64,7 +64,7 @@ func openStores(t testing.TB, names ...string) []*zvf.Store {
 
 func newServer(t testing.TB, o api.Options) (*api.Server, *httptest.Server) {
 	t.Helper()
-	if o.Stores == nil {
+	if o.Stores == nil && o.Handles == nil {
 		o.Stores = openStores(t, fixtureNames...)
 	}
 	srv, err := api.New(o)

@@ -82,6 +82,27 @@ func put32(off int, v uint32) func([]byte) []byte {
 	}
 }
 
+// shardIndex rewrites the shard_index entries of a __shard_ array's
+// zarr.json.
+func shardIndex(f func(idx map[string][]int64)) func([]byte) []byte {
+	return func(b []byte) []byte {
+		var node map[string]any
+		if err := json.Unmarshal(b, &node); err != nil {
+			panic(err)
+		}
+		attrs := node["attributes"].(map[string]any)
+		raw, _ := json.Marshal(attrs["shard_index"])
+		var idx map[string][]int64
+		if err := json.Unmarshal(raw, &idx); err != nil {
+			panic(err)
+		}
+		f(idx)
+		attrs["shard_index"] = idx
+		out, _ := json.Marshal(node)
+		return out
+	}
+}
+
 func replace(old, new string) func([]byte) []byte {
 	return func(b []byte) []byte { return []byte(strings.Replace(string(b), old, new, 1)) }
 }
@@ -90,6 +111,7 @@ func replace(old, new string) func([]byte) []byte {
 // reference stores.
 func mutations() []mutation {
 	const gv, gf = "0/vertices/3.4.2", "0/vertex_fragments/3.4.2"
+	const gs = "0/vertices/__shard_000028" // holds chunk 5.3.2 of graph_sharded
 	return []mutation{
 		{"truncated vertex blob", "graph", edit(gv+"/c/0", func(b []byte) []byte { return b[:len(b)/2+1] })},
 		{"empty vertex blob", "graph", edit(gv+"/c/0", func(b []byte) []byte { return nil })},
@@ -125,17 +147,35 @@ func mutations() []mutation {
 		{"unsupported zv_version", "skeleton", edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`))},
 		{"vertex attribute truncated", "points_pyramid", edit("0/vertex_attributes/intensity/0.1.1/c/0", func(b []byte) []byte { return b[:len(b)-1] })},
 		{"groups offsets past data", "points_pyramid", edit("0/groups/offsets/c/0", put64(8, 1<<50))},
+		{"shard index points outside the shard", "graph_sharded", edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
+			for k := range m {
+				m[k] = []int64{4, 1 << 40}
+			}
+		}))},
+		{"shard index offset past the shard", "graph_sharded", edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
+			for k := range m {
+				m[k] = []int64{1 << 62, 12}
+			}
+		}))},
+		{"shard index negative", "graph_sharded", edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
+			for k := range m {
+				m[k] = []int64{-8, 12}
+			}
+		}))},
+		{"shard blob truncated", "graph_sharded", edit(gs+"/c/0", func(b []byte) []byte { return b[:len(b)/2] })},
 	}
 }
 
 // TestCorruptStoreSuite: for every mutation, every route answers with 200
-// or a problem+json error (never an internal error, a panic or a hang);
-// goroutines return to their baseline; a healthy store served beside it
-// keeps answering correctly.
+// or a problem+json error (never an internal error, a panic or a hang) —
+// a store refused at open answers every one of its routes with the typed
+// problem; goroutines and heap return to their baseline; a healthy store
+// served beside it keeps answering correctly.
 func TestCorruptStoreSuite(t *testing.T) {
 	ctx := context.Background()
 	healthy := openStores(t, "graph")[0]
 	baseline := runtime.NumGoroutine()
+	heap0 := heapInUse()
 	outcomes := map[string]int{}
 	for _, m := range mutations() {
 		t.Run(m.name, func(t *testing.T) {
@@ -145,33 +185,40 @@ func TestCorruptStoreSuite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer st.Close()
-			bad, err := zvf.Open(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)})
-			if err != nil {
-				// Refused at open: the error must say what kind of problem.
-				if !errors.Is(err, zvf.ErrCorrupt) && !errors.Is(err, zvf.ErrUnsupported) {
-					t.Fatalf("open failed with an untyped error: %v", err)
-				}
-				outcomes["refused at open"]++
-				return
-			}
-			srv, err := api.New(api.Options{Stores: []*zvf.Store{bad, healthy}, RequestTimeout: 10 * time.Second})
+			h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := srv.Handler()
-			routes := []string{"/api/v1/stores", "/api/v1/stores/bad", "/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*",
+			defer h.Close()
+			bad, openErr := h.Store()
+			if openErr != nil && !errors.Is(openErr, zvf.ErrCorrupt) && !errors.Is(openErr, zvf.ErrUnsupported) {
+				t.Fatalf("open failed with an untyped error: %v", openErr)
+			}
+			srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Stores: []*zvf.Store{healthy}, RequestTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hd := srv.Handler()
+			routes := []string{"/api/v1/stores/bad", "/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*",
 				"/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=bin", "/api/v1/stores/bad/bbox?min=0,0,0&max=500,500,500&level=auto&limit=100",
 				"/api/v1/stores/bad/objects/0?attributes=*", "/api/v1/stores/bad/objects/1/manifest", "/api/v1/stores/bad/objects/0/levels",
 				"/api/v1/stores/bad/groups/0", "/api/v1/stores/bad/levels/0/chunks", "/api/v1/stores/bad/levels/1/chunks"}
-			l0, _ := bad.Level(0)
-			for _, k := range l0.Keys() {
-				routes = append(routes, "/api/v1/stores/bad/levels/0/chunks/"+k.String()+"?attributes=*")
+			if bad != nil {
+				l0, _ := bad.Level(0)
+				for _, k := range l0.Keys() {
+					routes = append(routes, "/api/v1/stores/bad/levels/0/chunks/"+k.String()+"?attributes=*")
+				}
+			}
+			if code, _, body := serve(t, hd, "/api/v1/stores"); code != 200 || strings.Contains(string(body), dir) {
+				t.Fatalf("catalog: %d %.300s", code, body)
 			}
 			errs := 0
 			for _, r := range routes {
-				code, ctype, body := serve(t, h, r)
+				code, ctype, body := serve(t, hd, r)
 				if code == 200 {
+					if openErr != nil {
+						t.Fatalf("%s: 200 from a store that did not open", r)
+					}
 					continue
 				}
 				errs++
@@ -189,18 +236,22 @@ func TestCorruptStoreSuite(t *testing.T) {
 					t.Fatalf("%s: response leaks a local path", r)
 				}
 			}
-			if errs == 0 {
+			switch {
+			case errs == 0:
 				t.Fatalf("no route noticed the corruption")
+			case openErr != nil:
+				outcomes["refused at open: every route a problem+json"]++
+			default:
+				outcomes["problem+json on the routes that read it"]++
 			}
-			outcomes["problem+json on some routes"]++
 			// The healthy store beside it is unaffected.
-			code, _, body := serve(t, h, "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675")
+			code, _, body := serve(t, hd, "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675")
 			if code != 200 || !strings.Contains(string(body), `"count":79`) {
 				t.Fatalf("healthy store: %d %.200s", code, body)
 			}
 		})
 	}
-	t.Logf("outcomes: %v", outcomes)
+	t.Logf("%d mutations: %v", len(mutations()), outcomes)
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > baseline+2 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -208,9 +259,32 @@ func TestCorruptStoreSuite(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > baseline+2 {
 		t.Fatalf("goroutines: %d, baseline %d", n, baseline)
 	}
+	// Every mutated store, its cache and its server are unreachable now:
+	// the heap must be back near where it started.
+	if heap1 := heapInUse(); heap1 > heap0+16<<20 {
+		t.Fatalf("heap in use %d MB after the suite, %d MB before", heap1>>20, heap0>>20)
+	} else {
+		t.Logf("heap in use: %.1f MB before, %.1f MB after", float64(heap0)/(1<<20), float64(heap1)/(1<<20))
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }
 
 func serve(t *testing.T, h http.Handler, path string) (int, string, []byte) {
+	t.Helper()
+	code, hdr, body := serveFull(t, h, path)
+	return code, hdr.Get("Content-Type"), body
+}
+
+// serveFull runs one request in-process, failing the test on a panic or
+// a hang.
+func serveFull(t *testing.T, h http.Handler, path string) (int, http.Header, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, path, nil)
 	rec := newRecorder()
@@ -233,5 +307,5 @@ func serve(t *testing.T, h http.Handler, path string) (int, string, []byte) {
 		t.Fatalf("%s: handler panicked (%s)", path, rec.panicked)
 	}
 	body, _ := io.ReadAll(rec.body())
-	return rec.code, rec.Header().Get("Content-Type"), body
+	return rec.code, rec.Header(), body
 }

@@ -16,16 +16,18 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
-func (s *Server) store(r *http.Request) (*zvf.Store, string, error) {
+// store returns the request's store as currently opened, or the typed
+// error that keeps it from opening (a problem like any other).
+func (s *Server) store(r *http.Request) (*zvf.Store, error) {
 	name := chi.URLParam(r, "store")
 	if !ValidStoreName(name) {
-		return nil, "", badRequest("invalid store name")
+		return nil, badRequest("invalid store name")
 	}
-	st, ok := s.stores[name]
+	h, ok := s.stores[name]
 	if !ok {
-		return nil, "", notFound(fmt.Sprintf("no store %q", name))
+		return nil, notFound(fmt.Sprintf("no store %q", name))
 	}
-	return st, name, nil
+	return h.Store()
 }
 
 func (s *Server) level(st *zvf.Store, r *http.Request, param string) (*zvf.Level, error) {
@@ -95,6 +97,8 @@ func parseCorner(v string, dims int, name string) ([]float64, error) {
 
 type catalogEntry struct {
 	Name          string       `json:"name"`
+	Status        string       `json:"status"` // "ok" or "error"
+	Problem       *Problem     `json:"problem,omitempty"`
 	ZVVersion     string       `json:"zv_version"`
 	GeometryTypes []string     `json:"geometry_types"`
 	Bounds        [2][]float64 `json:"bounds"`
@@ -109,24 +113,30 @@ func (s *Server) listStores(w http.ResponseWriter, r *http.Request) error {
 		Stores []catalogEntry `json:"stores"`
 	}{Stores: []catalogEntry{}}
 	for _, n := range s.names {
-		st := s.stores[n]
+		st, err := s.stores[n].Store()
+		if err != nil {
+			// Listed, so an operator sees why it is not served.
+			out.Stores = append(out.Stores, catalogEntry{Name: n, Status: "error", Problem: classify(err),
+				GeometryTypes: []string{}, Levels: []int{}, URL: s.o.PublicURL + "/api/v1/stores/" + n})
+			continue
+		}
 		info := st.Info()
-		e := catalogEntry{Name: n, ZVVersion: info.ZVVersion, GeometryTypes: info.GeometryTypes, Bounds: info.Bounds,
+		e := catalogEntry{Name: n, Status: "ok", ZVVersion: info.ZVVersion, GeometryTypes: info.GeometryTypes, Bounds: info.Bounds,
 			Dims: info.Dims, Levels: st.Levels(), URL: s.o.PublicURL + "/api/v1/stores/" + n}
 		if len(info.Levels) > 0 {
 			e.VertexCount = info.Levels[0].VertexCount
 		}
 		out.Stores = append(out.Stores, e)
 	}
-	return s.writeJSON(w, r, "", out)
+	return s.writeJSON(w, r, nil, out)
 }
 
 func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
-	st, name, err := s.store(r)
+	st, err := s.store(r)
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(w, r, name, st.Info())
+	return s.writeJSON(w, r, st, st.Info())
 }
 
 // ---- bbox ----
@@ -147,7 +157,7 @@ func queryHash(store string, r *http.Request) string {
 
 func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, name, err := s.store(r)
+	st, err := s.store(r)
 	if err != nil {
 		return err
 	}
@@ -182,7 +192,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		limit = l
 	}
 	var cur cursor
-	hash := queryHash(name, r)
+	hash := queryHash(st.Name(), r)
 	if v := q.Get("cursor"); v != "" {
 		b, err := base64.RawURLEncoding.DecodeString(v)
 		if err != nil || len(b) > 256 || json.Unmarshal(b, &cur) != nil || cur.Hash != hash || cur.Offset < 0 {
@@ -209,7 +219,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(name, r, fmtName)) {
+	if s.notModified(w, r, s.etag(st, r, fmtName)) {
 		return nil
 	}
 	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Offset: cur.Offset, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
@@ -218,7 +228,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "bbox", Store: name, Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0}
+	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0}
 	meta.Attributes, err = attrInfos(l, attrs)
 	if err != nil {
 		return err
@@ -278,7 +288,7 @@ func attrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
 
 func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, name, err := s.store(r)
+	st, err := s.store(r)
 	if err != nil {
 		return err
 	}
@@ -298,7 +308,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(name, r, fmtName)) {
+	if s.notModified(w, r, s.etag(st, r, fmtName)) {
 		return nil
 	}
 	o, err := l.Object(r.Context(), id, attrs)
@@ -313,7 +323,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "object", Store: name, Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: []zvf.AttrInfo{}}
+	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: []zvf.AttrInfo{}}
 	for _, c := range o.Attributes {
 		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
 	}
@@ -343,7 +353,7 @@ func nonNilInts(v []int64) []int64 {
 }
 
 func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
-	st, name, err := s.store(r)
+	st, err := s.store(r)
 	if err != nil {
 		return err
 	}
@@ -359,11 +369,11 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(w, r, name, m)
+	return s.writeJSON(w, r, st, m)
 }
 
 func (s *Server) objectLevels(w http.ResponseWriter, r *http.Request) error {
-	st, name, err := s.store(r)
+	st, err := s.store(r)
 	if err != nil {
 		return err
 	}
@@ -375,11 +385,11 @@ func (s *Server) objectLevels(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(w, r, name, map[string]any{"object_id": id, "levels": levels})
+	return s.writeJSON(w, r, st, map[string]any{"object_id": id, "levels": levels})
 }
 
 func (s *Server) group(w http.ResponseWriter, r *http.Request) error {
-	st, name, err := s.store(r)
+	st, err := s.store(r)
 	if err != nil {
 		return err
 	}
@@ -395,13 +405,13 @@ func (s *Server) group(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(w, r, name, map[string]any{"group_id": id, "level": l.N(), "count": len(ids), "object_ids": nonNilInts(ids)})
+	return s.writeJSON(w, r, st, map[string]any{"group_id": id, "level": l.N(), "count": len(ids), "object_ids": nonNilInts(ids)})
 }
 
 // ---- chunks ----
 
 func (s *Server) chunks(w http.ResponseWriter, r *http.Request) error {
-	st, name, err := s.store(r)
+	st, err := s.store(r)
 	if err != nil {
 		return err
 	}
@@ -414,12 +424,12 @@ func (s *Server) chunks(w http.ResponseWriter, r *http.Request) error {
 		keys[i] = k.String()
 	}
 	info := l.Info()
-	return s.writeJSON(w, r, name, map[string]any{"level": l.N(), "chunk_shape": info.ChunkShape, "count": len(keys), "chunks": keys})
+	return s.writeJSON(w, r, st, map[string]any{"level": l.N(), "chunk_shape": info.ChunkShape, "count": len(keys), "chunks": keys})
 }
 
 func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, name, err := s.store(r)
+	st, err := s.store(r)
 	if err != nil {
 		return err
 	}
@@ -440,7 +450,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(name, r, fmtName)) {
+	if s.notModified(w, r, s.etag(st, r, fmtName)) {
 		return nil
 	}
 	t, err := l.Chunk(r.Context(), key, attrs)
@@ -452,7 +462,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "chunk", Store: name, Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: []zvf.AttrInfo{}}
+	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: []zvf.AttrInfo{}}
 	for _, c := range t.Attributes {
 		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
@@ -42,13 +43,13 @@ func format(r *http.Request) (string, error) {
 	return "json", nil
 }
 
-// etag is a strong validator: store metadata token + path + query +
-// format. Stores are read-only while served, so equal inputs give equal
-// bytes.
-func (s *Server) etag(store string, r *http.Request, format string) string {
+// etag is a strong validator: the store's version + path + query +
+// format. A store's version changes whenever a refresh sees its objects
+// change, so equal inputs give equal bytes.
+func (s *Server) etag(st *zvf.Store, r *http.Request, format string) string {
 	h := sha256.New()
 	q := r.URL.Query()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", s.etags[store], r.URL.Path, q.Encode(), format)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", st.Version(), r.URL.Path, q.Encode(), format)
 	return `"` + hex.EncodeToString(h.Sum(nil)[:12]) + `"`
 }
 
@@ -172,9 +173,9 @@ func (b *bodyWriter) finish(s *Server, start time.Time) error {
 }
 
 // writeJSON sends a small JSON document with ETag support.
-func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, store string, v any) error {
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store, v any) error {
 	start := s.o.Now()
-	if store != "" && s.notModified(w, r, s.etag(store, r, "json")) {
+	if st != nil && s.notModified(w, r, s.etag(st, r, "json")) {
 		return nil
 	}
 	body, err := s.newBody(w, r, mediaJSON, true, start)

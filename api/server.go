@@ -6,10 +6,8 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -38,7 +36,8 @@ func OpenAPI() []byte {
 
 // Options configure a Server.
 type Options struct {
-	Stores         []*zvf.Store
+	Stores         []*zvf.Store  // served as they are
+	Handles        []*zvf.Handle // served as they are refreshed (see Server.Refresh)
 	Cache          *cache.Cache
 	Metrics        *Metrics // from NewMetrics; nil: a private one
 	Logger         *slog.Logger
@@ -58,9 +57,8 @@ type Options struct {
 type Server struct {
 	o       Options
 	log     *slog.Logger
-	stores  map[string]*zvf.Store
+	stores  map[string]*zvf.Handle
 	names   []string
-	etags   map[string]string
 	m       *Metrics
 	slots   chan struct{}
 	ready   atomic.Bool
@@ -98,19 +96,22 @@ func New(o Options) (*Server, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	s := &Server{o: o, log: o.Logger, stores: map[string]*zvf.Store{}, etags: map[string]string{}, m: o.Metrics,
+	s := &Server{o: o, log: o.Logger, stores: map[string]*zvf.Handle{}, m: o.Metrics,
 		slots: make(chan struct{}, o.MaxConcurrent)}
+	handles := append([]*zvf.Handle(nil), o.Handles...)
 	for _, st := range o.Stores {
-		n := st.Name()
+		handles = append(handles, zvf.StaticHandle(st))
+	}
+	for _, h := range handles {
+		n := h.Name()
 		if !ValidStoreName(n) {
 			return nil, fmt.Errorf("store name %q: use letters, digits, '.', '_' and '-'", n)
 		}
 		if _, dup := s.stores[n]; dup {
 			return nil, fmt.Errorf("two stores are named %q", n)
 		}
-		s.stores[n] = st
+		s.stores[n] = h
 		s.names = append(s.names, n)
-		s.etags[n] = storeToken(st)
 	}
 	sort.Strings(s.names)
 	s.m.watchCache(o.Cache)
@@ -119,12 +120,27 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// storeToken identifies a store's current metadata: it seeds the ETags of
-// every response about that store.
-func storeToken(st *zvf.Store) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%+v", *st.Info())
-	return hex.EncodeToString(h.Sum(nil)[:8])
+// Refresh refreshes every store handle (see zvf.Handle.Refresh): stores
+// whose objects changed are reopened with fresh caches, and stores that
+// failed to open are retried. It logs what changed and returns the first
+// error after trying them all.
+func (s *Server) Refresh(ctx context.Context) error {
+	var first error
+	for _, n := range s.names {
+		changed, err := s.stores[n].Refresh(ctx)
+		switch {
+		case err != nil && changed:
+			s.log.Warn("store changed and does not open", "store", n, "err", err)
+		case err != nil:
+			s.log.Warn("store check failed; serving what was open", "store", n, "err", err)
+		case changed:
+			s.log.Info("store changed; reopened with a fresh cache", "store", n)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // Handler is the public HTTP handler.

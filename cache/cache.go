@@ -9,6 +9,7 @@ package cache
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -141,6 +142,25 @@ func (c *Cache) Remove(key string) {
 	c.mu.Lock()
 	c.lru.Remove(key)
 	c.mu.Unlock()
+}
+
+// RemovePrefix drops every key that starts with prefix and reports how
+// many went: a reopened store's old generation is unreachable, and its
+// bytes should not wait for the LRU to age them out.
+func (c *Cache) RemovePrefix(prefix string) int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, k := range c.lru.Keys() {
+		if strings.HasPrefix(k, prefix) {
+			c.lru.Remove(k)
+			n++
+		}
+	}
+	return n
 }
 
 // Purge drops everything.

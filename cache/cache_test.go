@@ -59,6 +59,30 @@ func TestHitMissEvict(t *testing.T) {
 	}
 }
 
+func TestRemovePrefix(t *testing.T) {
+	ctx := context.Background()
+	c := New(1000)
+	var calls atomic.Int64
+	for _, k := range []string{"s\x001\x00a", "s\x001\x00b", "s\x002\x00a", "t\x001\x00a"} {
+		if _, err := c.Get(ctx, k, loader(k, 10, &calls)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.RemovePrefix("s\x001\x00"); n != 2 {
+		t.Fatalf("removed %d, want 2", n)
+	}
+	if st := c.Stats(); st.Items != 2 || st.Bytes != 20 {
+		t.Fatalf("after RemovePrefix: %+v", st)
+	}
+	if _, err := c.Get(ctx, "s\x002\x00a", loader("x", 10, &calls)); err != nil || calls.Load() != 4 {
+		t.Fatalf("other generation was dropped too (%d loads)", calls.Load())
+	}
+	var nilCache *Cache
+	if nilCache.RemovePrefix("s") != 0 {
+		t.Fatal("nil cache removed something")
+	}
+}
+
 func TestErrorsNotCached(t *testing.T) {
 	c := New(100)
 	boom := errors.New("boom")

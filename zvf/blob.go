@@ -103,7 +103,7 @@ func (l *Level) arrayIndexFor(ctx context.Context, array string) (*arrayIndex, e
 }
 
 func (l *Level) cacheKey(parts ...string) string {
-	return l.s.name + "\x00" + l.path + "\x00" + strings.Join(parts, "\x00")
+	return l.s.cachePrefix + l.path + "\x00" + strings.Join(parts, "\x00")
 }
 
 // cached loads through the store's cache (or directly without one).

@@ -2,6 +2,8 @@ package zvf
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +26,9 @@ type Options struct {
 	Codecs      *zarr.Codecs // shared codec state; nil: a private one
 	Concurrency int          // parallel chunk reads per query (default 8)
 	Logger      *slog.Logger
+
+	gen uint64 // cache generation, set by Handle
+	fp  string // objects' fingerprint, set by Handle
 }
 
 // Store is an opened ZVF store. Safe for concurrent use.
@@ -41,12 +46,17 @@ type Store struct {
 	geom   string // primary geometry type
 	shards bool
 	root   rootInfo
+	// cachePrefix starts every cache key of this store: name and
+	// generation, so a reopened store never reads its predecessor's data.
+	cachePrefix string
+	version     string
 }
 
 // Open reads the store's metadata: root, every level, chunk listings and
 // shard indexes.
 func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
-	s := &Store{name: o.Name, st: st, cache: o.Cache, codecs: o.Codecs, conc: o.Concurrency, log: o.Logger}
+	s := &Store{name: o.Name, st: st, cache: o.Cache, codecs: o.Codecs, conc: o.Concurrency, log: o.Logger,
+		cachePrefix: o.Name + "\x00" + strconv.FormatUint(o.gen, 10) + "\x00"}
 	if s.codecs == nil {
 		s.codecs = zarr.NewCodecs()
 	}
@@ -82,8 +92,16 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 	for _, l := range s.levels {
 		s.info.Levels = append(s.info.Levels, l.info)
 	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%+v\x00%s", s.info, o.fp)
+	s.version = hex.EncodeToString(h.Sum(nil)[:8])
 	return s, nil
 }
+
+// Version identifies what the store holds: its metadata and, when opened
+// through a watching Handle, the fingerprint of all its objects. HTTP
+// validators (ETags) derive from it.
+func (s *Store) Version() string { return s.version }
 
 // Close releases the underlying storage.
 func (s *Store) Close() error { return s.st.Close() }

@@ -34,7 +34,7 @@ func serveCommand() command {
 type serveConfig struct {
 	addr, publicURL, cors, logFormat, logLevel, token, adminAddr string
 	cacheBytes, maxVertices                                      int64
-	maxAge, timeout                                              time.Duration
+	maxAge, timeout, revalidate                                  time.Duration
 	maxConcurrent                                                int
 	demoScale                                                    float64
 }
@@ -64,6 +64,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.cors, "cors-origins", env("ZVFSERVE_CORS_ORIGINS", "*"), "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
 	fs.DurationVar(&c.maxAge, "max-age", envDur("ZVFSERVE_MAX_AGE", time.Hour), "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
 	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit per request (env ZVFSERVE_REQUEST_TIMEOUT)")
+	fs.DurationVar(&c.revalidate, "revalidate", envDur("ZVFSERVE_REVALIDATE", time.Minute), "how often to check stores for replaced objects (reopening them with fresh caches) and to retry stores that failed to open; 0: never (env ZVFSERVE_REVALIDATE)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
 	fs.StringVar(&c.logFormat, "log-format", env("ZVFSERVE_LOG_FORMAT", "text"), "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
@@ -104,23 +105,33 @@ func storeArg(arg string) (name, target string) {
 }
 
 // openStores opens every STORE argument, or builds the demo into memory.
-func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger) ([]*zvf.Store, func(), error) {
+// A URL that cannot be opened at all is a usage error; a store whose
+// contents do not open (corrupt, unsupported, backend down) is served as
+// that error and retried every --revalidate, so one bad store never takes
+// the others down.
+func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger) ([]*zvf.Handle, func(), error) {
 	codecs := zarr.NewCodecs()
-	var stores []*zvf.Store
+	var stores []*zvf.Handle
 	var closers []func() error
 	closeAll := func() {
 		for _, f := range closers {
 			_ = f()
 		}
 	}
-	open := func(name string, st storage.Store) error {
+	open := func(name string, st storage.Store, watch bool) error {
 		// Transient backend errors are retried (bounded) below the metrics,
 		// so every attempt's bytes and latency are counted.
-		s, err := zvf.Open(ctx, retry.Wrap(m.Storage(st), retry.Options{}), zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log})
+		h, err := zvf.OpenHandle(ctx, retry.Wrap(m.Storage(st), retry.Options{}), zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log}, watch)
 		if err != nil {
 			return err
 		}
-		stores = append(stores, s)
+		if _, err := h.Store(); err != nil {
+			if !watch {
+				return err
+			}
+			log.Error("store does not open; serving its error and retrying", "store", name, "every", c.revalidate, "err", err)
+		}
+		stores = append(stores, h)
 		return nil
 	}
 	if len(args) == 0 {
@@ -136,7 +147,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		for _, in := range infos {
-			if err := open(in.Name, storage.Sub(mem, in.Prefix)); err != nil {
+			if err := open(in.Name, storage.Sub(mem, in.Prefix), false); err != nil {
 				closeAll()
 				return nil, nil, fmt.Errorf("demo store %s: %w", in.Name, err)
 			}
@@ -156,7 +167,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		closers = append(closers, st.Close)
-		if err := open(name, st); err != nil {
+		if err := open(name, st, c.revalidate > 0); err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("store %s: %w", name, err)
 		}
@@ -198,7 +209,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			origins = append(origins, o)
 		}
 	}
-	srv, err := api.New(api.Options{Stores: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
+	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
 		MaxAge: c.maxAge, RequestTimeout: c.timeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
 		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), UI: web.Handler()})
 	if err != nil {
@@ -223,6 +234,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		go func() { errc <- admin.Serve(aln) }()
 		log.Info("admin listening", "addr", aln.Addr().String())
 	}
+	if c.revalidate > 0 && len(fs.Args()) > 0 {
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); revalidate(rctx, srv, c.revalidate) }()
+		defer func() { stop(); <-done }()
+	}
 	fmt.Fprintf(stdout, "zvfserve: serving %d store(s) on http://%s/\n", len(stores), displayAddr(ln.Addr()))
 	select {
 	case err := <-errc:
@@ -238,6 +255,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = errors.Join(err, admin.Shutdown(sctx))
 	}
 	return err
+}
+
+// revalidate refreshes the stores every interval until ctx ends; the
+// server logs what changed.
+func revalidate(ctx context.Context, srv *api.Server, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = srv.Refresh(ctx)
+		}
+	}
 }
 
 func displayAddr(a net.Addr) string {

@@ -27,6 +27,10 @@ type Store interface {
 	List(ctx context.Context, prefix string) (Listing, error)
 	// Stat reports size and version (ETag or mtime-derived) of one object.
 	Stat(ctx context.Context, key string) (Attrs, error)
+	// Walk calls fn for every object under prefix ("" or ending in "/"),
+	// at any depth, with its size and version, in no particular order. It
+	// is how a server notices that a store's objects were replaced.
+	Walk(ctx context.Context, prefix string, fn func(key string, a Attrs) error) error
 	// Close releases the backend.
 	Close() error
 }

@@ -44,3 +44,7 @@ func (s *sub) List(ctx context.Context, prefix string) (Listing, error) {
 }
 
 func (s *sub) Close() error { return nil }
+
+func (s *sub) Walk(ctx context.Context, prefix string, fn func(string, Attrs) error) error {
+	return s.st.Walk(ctx, s.p+prefix, func(k string, a Attrs) error { return fn(strings.TrimPrefix(k, s.p), a) })
+}

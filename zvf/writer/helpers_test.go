@@ -113,6 +113,25 @@ func (s *memStore) Stat(ctx context.Context, key string) (storage.Attrs, error) 
 	return storage.Attrs{Size: int64(len(b))}, nil
 }
 
+func (s *memStore) Walk(_ context.Context, prefix string, fn func(string, storage.Attrs) error) error {
+	s.mu.Lock()
+	keys := make([]string, 0, len(s.m))
+	sizes := make([]int64, 0, len(s.m))
+	for k, v := range s.m {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+			sizes = append(sizes, int64(len(v)))
+		}
+	}
+	s.mu.Unlock()
+	for i, k := range keys {
+		if err := fn(k, storage.Attrs{Size: sizes[i]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *memStore) Close() error { return nil }
 
 // files returns the store's keys under prefix (prefix stripped).

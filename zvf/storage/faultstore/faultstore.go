@@ -24,7 +24,7 @@ type Fault struct {
 	Times     int           // apply to this many matching calls, then stop (0: always)
 }
 
-// Rule applies a Fault to calls whose op ("get", "range", "list", "stat")
+// Rule applies a Fault to calls whose op ("get", "range", "list", "stat", "walk")
 // and key match. Empty Op matches every op; Key matches by substring.
 type Rule struct {
 	Op, Key string
@@ -175,3 +175,13 @@ func (s *Store) Close() error { return s.inner.Close() }
 
 // ErrInjected is a convenient transient failure for rules.
 var ErrInjected = errors.New("injected backend failure")
+
+// Walk implements storage.Store.
+func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage.Attrs) error) error {
+	s.InFlight.Add(1)
+	defer s.InFlight.Add(-1)
+	if _, err := s.before(ctx, "walk", prefix); err != nil {
+		return err
+	}
+	return s.inner.Walk(ctx, prefix, fn)
+}

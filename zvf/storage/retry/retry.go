@@ -20,7 +20,9 @@ type Options struct {
 	Sleep func(context.Context, time.Duration) error
 }
 
-// Store retries transient failures of an inner store.
+// Store retries transient failures of an inner store. Walk passes through
+// unretried: its callback may already have seen part of the listing, and
+// its caller (store revalidation) tries again on its next round anyway.
 type Store struct {
 	storage.Store
 	o Options
