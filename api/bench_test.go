@@ -86,3 +86,49 @@ func BenchmarkBBoxJSON50k(b *testing.B) { benchBBox(b, 50_000, "json") }
 func BenchmarkBBoxNDJSON50k(b *testing.B) { benchBBox(b, 50_000, "ndjson") }
 
 func BenchmarkBBoxBinary500k(b *testing.B) { benchBBox(b, 500_000, "bin") }
+
+// TestBBoxBinaryAllocsConstant: a warm binary bbox request allocates a
+// small, fixed amount (routing, headers, the JSON header and trailer),
+// the same for 1,000 and 50,000 vertices: gather and encoding allocate
+// nothing per chunk or per vertex.
+func TestBBoxBinaryAllocsConstant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 200k-point store")
+	}
+	ctx := context.Background()
+	st, err := zvftest.Points(ctx, 200_000, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := cache.New(1 << 30)
+	s, err := zvf.Open(ctx, storage.Sub(st, "points"), zvf.Options{Name: "points", Cache: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	allocs := map[int]float64{}
+	for _, want := range []int{1_000, 50_000} {
+		min, max := zvftest.BoxFor(200_000, want, 301)
+		url := fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin", min[0], min[1], min[2], max[0], max[1], max[2])
+		req := httptest.NewRequest(http.MethodGet, url, nil)
+		w := &discard{h: http.Header{}}
+		run := func() {
+			w.n = 0
+			clear(w.h)
+			h.ServeHTTP(w, req)
+		}
+		run()
+		allocs[want] = testing.AllocsPerRun(20, run)
+		if w.n < int64(12*want/2) {
+			t.Fatalf("%d-vertex box: only %d bytes", want, w.n)
+		}
+	}
+	t.Logf("allocations per request: %v", allocs)
+	if a, b := allocs[1_000], allocs[50_000]; b > a+3 || b > 150 {
+		t.Fatalf("allocations grow with the answer: %.0f for 1k vertices, %.0f for 50k", a, b)
+	}
+}

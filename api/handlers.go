@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -30,8 +31,8 @@ func (s *Server) store(r *http.Request) (*zvf.Store, error) {
 	return h.Store()
 }
 
-func (s *Server) level(st *zvf.Store, r *http.Request, param string) (*zvf.Level, error) {
-	v := r.URL.Query().Get(param)
+func (s *Server) level(st *zvf.Store, r *http.Request, q url.Values, param string) (*zvf.Level, error) {
+	v := q.Get(param)
 	if param == "level" && v == "" {
 		v = "0"
 	}
@@ -54,8 +55,8 @@ func parseID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
-func parseAttrs(r *http.Request) ([]string, error) {
-	v := r.URL.Query().Get("attributes")
+func parseAttrs(q url.Values) ([]string, error) {
+	v := q.Get("attributes")
 	if v == "" {
 		return nil, nil
 	}
@@ -149,8 +150,7 @@ type cursor struct {
 	Hash   string `json:"h"`
 }
 
-func queryHash(store string, r *http.Request) string {
-	q := r.URL.Query()
+func queryHash(store string, q url.Values) string {
 	h := sha256.Sum256([]byte(store + "\x00" + q.Get("min") + "\x00" + q.Get("max") + "\x00" + q.Get("attributes") + "\x00" + q.Get("level") + "\x00" + q.Get("limit")))
 	return hex.EncodeToString(h[:8])
 }
@@ -176,7 +176,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 			return badRequest(fmt.Sprintf("min[%d] > max[%d]", i, i))
 		}
 	}
-	attrs, err := parseAttrs(r)
+	attrs, err := parseAttrs(q)
 	if err != nil {
 		return err
 	}
@@ -192,14 +192,14 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		limit = l
 	}
 	var cur cursor
-	hash := queryHash(st.Name(), r)
+	hash := queryHash(st.Name(), q)
 	if v := q.Get("cursor"); v != "" {
 		b, err := base64.RawURLEncoding.DecodeString(v)
 		if err != nil || len(b) > 256 || json.Unmarshal(b, &cur) != nil || cur.Hash != hash || cur.Offset < 0 {
 			return badRequest("cursor is not valid for this query")
 		}
 	}
-	fmtName, err := format(r)
+	fmtName, err := format(r, q)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	} else {
-		l, err = s.level(st, r, "level")
+		l, err = s.level(st, r, q, "level")
 	}
 	if err != nil {
 		return err
@@ -228,6 +228,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer body.release()
 	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0}
 	meta.Attributes, err = attrInfos(l, attrs)
 	if err != nil {
@@ -296,15 +297,15 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, "level")
+	l, err := s.level(st, r, r.URL.Query(), "level")
 	if err != nil {
 		return err
 	}
-	attrs, err := parseAttrs(r)
+	attrs, err := parseAttrs(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	fmtName, err := format(r)
+	fmtName, err := format(r, r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -323,6 +324,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer body.release()
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: []zvf.AttrInfo{}}
 	for _, c := range o.Attributes {
 		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
@@ -361,7 +363,7 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, "level")
+	l, err := s.level(st, r, r.URL.Query(), "level")
 	if err != nil {
 		return err
 	}
@@ -397,7 +399,7 @@ func (s *Server) group(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, "level")
+	l, err := s.level(st, r, r.URL.Query(), "level")
 	if err != nil {
 		return err
 	}
@@ -415,7 +417,7 @@ func (s *Server) chunks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, "level")
+	l, err := s.level(st, r, r.URL.Query(), "level")
 	if err != nil {
 		return err
 	}
@@ -433,7 +435,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, "level")
+	l, err := s.level(st, r, r.URL.Query(), "level")
 	if err != nil {
 		return err
 	}
@@ -442,11 +444,11 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest(fmt.Sprintf("chunk key %q: use dotted integers like 0.1.-2", ks))
 	}
-	attrs, err := parseAttrs(r)
+	attrs, err := parseAttrs(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	fmtName, err := format(r)
+	fmtName, err := format(r, r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -462,6 +464,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer body.release()
 	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: []zvf.AttrInfo{}}
 	for _, c := range t.Attributes {
 		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -21,8 +23,8 @@ import (
 )
 
 // format picks the output format from f= or Accept.
-func format(r *http.Request) (string, error) {
-	switch f := r.URL.Query().Get("f"); f {
+func format(r *http.Request, q url.Values) (string, error) {
+	switch f := q.Get("f"); f {
 	case "json", "ndjson", "bin":
 		return f, nil
 	case "":
@@ -48,9 +50,15 @@ func format(r *http.Request) (string, error) {
 // change, so equal inputs give equal bytes.
 func (s *Server) etag(st *zvf.Store, r *http.Request, format string) string {
 	h := sha256.New()
-	q := r.URL.Query()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", st.Version(), r.URL.Path, q.Encode(), format)
-	return `"` + hex.EncodeToString(h.Sum(nil)[:12]) + `"`
+	for _, p := range [...]string{st.Version(), r.URL.Path, r.URL.RawQuery, format} {
+		_, _ = io.WriteString(h, p)
+		_, _ = h.Write([]byte{0})
+	}
+	var sum [sha256.Size]byte
+	var out [2 + 24]byte
+	out[0], out[len(out)-1] = '"', '"'
+	hex.Encode(out[1:25], h.Sum(sum[:0])[:12])
+	return string(out[:])
 }
 
 // notModified sets caching headers and reports whether the client's copy
@@ -113,43 +121,96 @@ func (l *lazyWriter) commit() error {
 }
 
 // bodyWriter assembles the response writer chain: bufio → (compression)
-// → lazyWriter → ResponseWriter.
+// → lazyWriter → ResponseWriter. Its buffers and compressors come from the
+// server's pools; release returns them.
 type bodyWriter struct {
 	*bufio.Writer
-	lazy *lazyWriter
-	comp io.WriteCloser
+	lazy    *lazyWriter
+	comp    io.WriteCloser
+	lazyBuf []byte // the pooled buffer behind lazy.buf
+	s       *Server
 }
+
+// bodyPools recycle what every streamed response needs, so that a warm
+// request allocates a constant, small amount however large its answer.
+type bodyPools struct {
+	bufw, lazy, zstd, gzip sync.Pool
+}
+
+const lazyLimit = 256 << 10
 
 func (s *Server) newBody(w http.ResponseWriter, r *http.Request, contentType string, text bool, start time.Time) (*bodyWriter, error) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
-	lw := &lazyWriter{w: w, limit: 256 << 10}
+	b := &bodyWriter{s: s}
+	if p, ok := s.pools.lazy.Get().(*[]byte); ok {
+		b.lazyBuf = (*p)[:0]
+	} else {
+		b.lazyBuf = make([]byte, 0, lazyLimit)
+	}
+	lw := &lazyWriter{w: w, limit: lazyLimit, buf: b.lazyBuf}
 	lw.onCommit = func() {
 		h.Set("Server-Timing", fmt.Sprintf("first-byte;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000))
 	}
-	b := &bodyWriter{lazy: lw}
+	b.lazy = lw
 	var sink io.Writer = lw
 	if text {
 		enc := r.Header.Get("Accept-Encoding")
 		switch {
 		case strings.Contains(enc, "zstd"):
-			zw, err := zstd.NewWriter(lw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-			if err != nil {
-				return nil, err
+			zw, ok := s.pools.zstd.Get().(*zstd.Encoder)
+			if ok {
+				zw.Reset(lw)
+			} else {
+				var err error
+				if zw, err = zstd.NewWriter(lw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1)); err != nil {
+					return nil, err
+				}
 			}
 			h.Set("Content-Encoding", "zstd")
 			b.comp, sink = zw, zw
 		case strings.Contains(enc, "gzip"):
-			gw, err := gzip.NewWriterLevel(lw, gzip.BestSpeed)
-			if err != nil {
-				return nil, err
+			gw, ok := s.pools.gzip.Get().(*gzip.Writer)
+			if ok {
+				gw.Reset(lw)
+			} else {
+				var err error
+				if gw, err = gzip.NewWriterLevel(lw, gzip.BestSpeed); err != nil {
+					return nil, err
+				}
 			}
 			h.Set("Content-Encoding", "gzip")
 			b.comp, sink = gw, gw
 		}
 	}
-	b.Writer = bufio.NewWriterSize(sink, 64<<10)
+	if bw, ok := s.pools.bufw.Get().(*bufio.Writer); ok {
+		bw.Reset(sink)
+		b.Writer = bw
+	} else {
+		b.Writer = bufio.NewWriterSize(sink, 64<<10)
+	}
 	return b, nil
+}
+
+// release returns the pooled parts; the handler defers it, so nothing
+// writes through b afterwards.
+func (b *bodyWriter) release() {
+	p := &b.s.pools
+	b.Writer.Reset(nil)
+	p.bufw.Put(b.Writer)
+	if cap(b.lazyBuf) == lazyLimit {
+		buf := b.lazyBuf[:0]
+		p.lazy.Put(&buf)
+	}
+	switch c := b.comp.(type) {
+	case *zstd.Encoder:
+		c.Reset(nil)
+		p.zstd.Put(c)
+	case *gzip.Writer:
+		c.Reset(nil)
+		p.gzip.Put(c)
+	}
+	*b = bodyWriter{}
 }
 
 // finish flushes everything; Server-Timing reports the total when the
@@ -182,6 +243,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store
 	if err != nil {
 		return err
 	}
+	defer body.release()
 	enc := json.NewEncoder(body)
 	if err := enc.Encode(v); err != nil {
 		return err

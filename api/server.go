@@ -63,6 +63,7 @@ type Server struct {
 	slots   chan struct{}
 	ready   atomic.Bool
 	handler http.Handler
+	pools   bodyPools
 }
 
 var storeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)

@@ -59,6 +59,26 @@ func TestHitMissEvict(t *testing.T) {
 	}
 }
 
+func TestPeek(t *testing.T) {
+	c := New(100)
+	if _, ok := c.Peek("a"); ok {
+		t.Fatal("Peek found a missing key")
+	}
+	var calls atomic.Int64
+	if _, err := c.Get(context.Background(), "a", loader("A", 10, &calls)); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := c.Peek("a"); !ok || v != "A" || calls.Load() != 1 {
+		t.Fatalf("Peek = %v %v after %d loads", v, ok, calls.Load())
+	}
+	if st := c.Stats(); st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	if _, ok := (*Cache)(nil).Peek("a"); ok {
+		t.Fatal("nil cache peeked something")
+	}
+}
+
 func TestRemovePrefix(t *testing.T) {
 	ctx := context.Background()
 	c := New(1000)

@@ -48,19 +48,18 @@ func (l *Level) checkBox(min, max []float64) error {
 	return nil
 }
 
-// candidates lists the level's chunks that intersect the box, in key order:
-// per axis floor(lo/cs) … floor(hi/cs), inclusive, no origin offset.
-func (l *Level) candidates(min, max []float64) []Key {
+// candidates appends the indices (into l.keys) of the level's chunks that
+// intersect the box, in key order: per axis floor(lo/cs) … floor(hi/cs),
+// inclusive, no origin offset.
+func (l *Level) candidates(out []int32, min, max []float64) []int32 {
 	d := l.s.dims
-	lo := make([]float64, d)
-	hi := make([]float64, d)
+	var lo, hi [maxDims]float64
 	for i := 0; i < d; i++ {
 		lo[i] = math.Floor(min[i] / l.chunkShape[i])
 		hi[i] = math.Floor(max[i] / l.chunkShape[i])
 	}
 	off := l.keyArity - d
-	var out []Key
-	for _, k := range l.keys {
+	for j, k := range l.keys {
 		in := true
 		for i := 0; i < d; i++ {
 			c := float64(k[off+i])
@@ -70,19 +69,72 @@ func (l *Level) candidates(min, max []float64) []Key {
 			}
 		}
 		if in {
-			out = append(out, k)
+			out = append(out, int32(j))
 		}
 	}
 	return out
 }
 
-// match finds a chunk's rows inside [min, max].
-func (l *Level) match(ctx context.Context, key Key, min, max []float64) (*chunkMatch, error) {
-	cv, err := l.vertices(ctx, key)
-	if err != nil {
-		return nil, err
+// maxDims bounds a store's axes (readRoot refuses more).
+const maxDims = 16
+
+// bboxScratch is one query's reusable memory: the candidate list, a
+// window of matches with their row lists, and the gather buffers. Pooled
+// per store, so a warm query allocates nothing per chunk or per vertex.
+type bboxScratch struct {
+	cand  []int32
+	res   []*chunkMatch
+	ms    []chunkMatch
+	vbuf  []byte
+	abufs [][]byte
+	cols  []Column
+	batch Batch
+}
+
+func (s *Store) getScratch() *bboxScratch {
+	if sc, ok := s.scratch.Get().(*bboxScratch); ok {
+		return sc
 	}
-	m := &chunkMatch{key: key, cv: cv}
+	return &bboxScratch{}
+}
+
+// putScratch returns sc to the pool unless it grew past what is worth
+// keeping (a 1M-vertex answer's buffers stay with the GC).
+func (s *Store) putScratch(sc *bboxScratch) {
+	if cap(sc.vbuf) > 16<<20 {
+		sc.vbuf = nil
+	}
+	for i := range sc.abufs {
+		if cap(sc.abufs[i]) > 16<<20 {
+			sc.abufs[i] = nil
+		}
+	}
+	for i := range sc.ms {
+		if cap(sc.ms[i].rows) > 1<<18 {
+			sc.ms[i].rows = nil
+		}
+		sc.ms[i].cv = nil
+	}
+	clear(sc.res)
+	sc.batch = Batch{}
+	clear(sc.cols)
+	s.scratch.Put(sc)
+}
+
+// match finds the rows of chunk l.keys[i] inside [min, max], into m
+// (whose rows slice is reused).
+func (l *Level) match(ctx context.Context, i int32, min, max []float64, m *chunkMatch) error {
+	cv, err := l.verticesAt(ctx, i)
+	if err != nil {
+		return err
+	}
+	l.matchVerts(l.keys[i], cv, min, max, m)
+	return nil
+}
+
+func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunkMatch) {
+	rows := m.rows[:0]
+	*m = chunkMatch{key: key, cv: cv}
 	d := l.s.dims
 	off := l.keyArity - d
 	inside := true
@@ -97,15 +149,14 @@ func (l *Level) match(ctx context.Context, key Key, min, max []float64) (*chunkM
 		}
 	}
 	if inside && l.rowsWithin(cv, min, max, 0, cv.rows) {
-		m.all = true
-		return m, nil
+		m.all, m.rows = true, rows
+		return
 	}
 	if l.binPrefilter && cv.frags != nil && int64(cv.frags.Len()) == prod(l.bpc) && cv.frags.NumRanges() == cv.frags.Len() {
-		m.rows = l.matchBins(cv, key, min, max)
-		return m, nil
+		m.rows = l.matchBins(rows, cv, key, min, max)
+		return
 	}
-	m.rows = appendMatches(nil, cv.data, l.vdt, d, 0, cv.rows, min, max)
-	return m, nil
+	m.rows = appendMatches(rows, cv.data, l.vdt, d, 0, cv.rows, min, max)
 }
 
 // rowsWithin confirms rows [a, b) are all inside, stopping at the first
@@ -148,10 +199,9 @@ func prod(v []int64) int64 {
 
 // matchBins uses fragment = bin: fragments whose bin box misses the query
 // are skipped without touching their rows.
-func (l *Level) matchBins(cv *chunkVerts, key Key, min, max []float64) []int32 {
+func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64) []int32 {
 	d := l.s.dims
-	var out []int32
-	local := make([]int64, d)
+	var local [maxDims]int64
 	for f := 0; f < cv.frags.Len(); f++ {
 		start, count, _ := cv.frags.Range(f)
 		if count == 0 {
@@ -270,27 +320,48 @@ func valueAt(b []byte, dt zarr.DataType, i int) float64 {
 	return math.NaN()
 }
 
-// matches runs match over keys concurrently (bounded), calling fn in key
-// order. Only a window of chunks is held at once.
-func (l *Level) matches(ctx context.Context, keys []Key, min, max []float64, fn func(*chunkMatch) (stop bool, err error)) error {
+// matches runs match over the candidate chunks, calling fn in key order.
+// Chunks already in the cache are matched in place; the others are read
+// concurrently (bounded). Only a window of chunks is held at once; the
+// *chunkMatch handed to fn is reused after fn returns.
+func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min, max []float64, fn func(*chunkMatch) (stop bool, err error)) error {
 	win := 2 * l.s.conc
-	for start := 0; start < len(keys); start += win {
+	if len(sc.ms) < win {
+		sc.ms = make([]chunkMatch, win)
+		sc.res = make([]*chunkMatch, win)
+	}
+	for start := 0; start < len(cand); start += win {
 		end := start + win
-		if end > len(keys) {
-			end = len(keys)
+		if end > len(cand) {
+			end = len(cand)
 		}
-		res := make([]*chunkMatch, end-start)
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(l.s.conc)
-		for i := start; i < end; i++ {
-			g.Go(func() error {
-				m, err := l.match(gctx, keys[i], min, max)
-				res[i-start] = m
+		res := sc.res[:end-start]
+		missing := 0
+		for j, i := range cand[start:end] {
+			res[j] = nil
+			if v, ok := l.s.peek(l.vkeys[i]); ok {
+				l.matchVerts(l.keys[i], v.(*chunkVerts), min, max, &sc.ms[j])
+				res[j] = &sc.ms[j]
+			} else {
+				missing++
+			}
+		}
+		if missing > 0 {
+			g, gctx := errgroup.WithContext(ctx)
+			g.SetLimit(l.s.conc)
+			for j, i := range cand[start:end] {
+				if res[j] != nil {
+					continue
+				}
+				m := &sc.ms[j]
+				g.Go(func() error { return l.match(gctx, i, min, max, m) })
+			}
+			if err := g.Wait(); err != nil {
 				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return err
+			}
+			for j := range res {
+				res[j] = &sc.ms[j]
+			}
 		}
 		for _, m := range res {
 			stop, err := fn(m)
@@ -308,7 +379,10 @@ func (l *Level) CountInBox(ctx context.Context, min, max []float64) (int64, erro
 		return 0, err
 	}
 	var n int64
-	err := l.matches(ctx, l.candidates(min, max), min, max, func(m *chunkMatch) (bool, error) {
+	sc := l.s.getScratch()
+	defer l.s.putScratch(sc)
+	sc.cand = l.candidates(sc.cand[:0], min, max)
+	err := l.matches(ctx, sc, sc.cand, min, max, func(m *chunkMatch) (bool, error) {
 		n += int64(m.count())
 		return false, nil
 	})
@@ -384,13 +458,21 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 	}
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
-	answer := map[string][]int32{} // chunk -> row -> answer index (+1), for connectivity
+	var answer map[string][]int32 // chunk -> row -> answer index (+1), for connectivity
 	var emitted []*chunkMatch
+	if wantConn {
+		answer = map[string][]int32{}
+	}
 	skip := q.Offset
 	rowBytes := l.vdt.Size * l.s.dims
-	var vbuf []byte
-	batch := &Batch{}
-	err = l.matches(ctx, l.candidates(q.Min, q.Max), q.Min, q.Max, func(m *chunkMatch) (bool, error) {
+	sc := l.s.getScratch()
+	defer l.s.putScratch(sc)
+	if len(sc.abufs) < len(sel) {
+		sc.abufs = append(sc.abufs, make([][]byte, len(sel)-len(sc.abufs))...)
+	}
+	batch := &sc.batch
+	sc.cand = l.candidates(sc.cand[:0], q.Min, q.Max)
+	err = l.matches(ctx, sc, sc.cand, q.Min, q.Max, func(m *chunkMatch) (bool, error) {
 		res.Chunks++
 		n := m.count()
 		if n == 0 {
@@ -414,21 +496,18 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			res.More = true
 			return true, nil
 		}
-		*batch = Batch{Chunk: m.key, Rows: last - first, First: res.Count}
+		*batch = Batch{Chunk: m.key, Rows: last - first, First: res.Count, Attributes: sc.cols[:0]}
 		batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, Channels: l.s.dims}
 		if m.all {
 			batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
 		} else {
-			vbuf = vbuf[:0]
-			for _, r := range m.rows[first:last] {
-				vbuf = append(vbuf, m.cv.data[int(r)*rowBytes:int(r+1)*rowBytes]...)
-			}
-			batch.Vertices.Data = vbuf
+			sc.vbuf = gather(sc.vbuf[:0], m.cv.data, m.rows[first:last], rowBytes)
+			batch.Vertices.Data = sc.vbuf
 		}
 		if inv != nil {
 			batch.ObjectIDs = l.rowOwners(m, inv, first, last)
 		}
-		for _, a := range sel {
+		for k, a := range sel {
 			data, ch, err := l.attribute(ctx, a, m.key, m.cv.rows)
 			if err != nil {
 				return false, err
@@ -438,20 +517,21 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			if m.all {
 				col.Data = data[first*w : last*w]
 			} else {
-				col.Data = make([]byte, 0, (last-first)*w)
-				for _, r := range m.rows[first:last] {
-					col.Data = append(col.Data, data[int(r)*w:int(r+1)*w]...)
-				}
+				sc.abufs[k] = gather(sc.abufs[k][:0], data, m.rows[first:last], w)
+				col.Data = sc.abufs[k]
 			}
 			batch.Attributes = append(batch.Attributes, col)
 		}
+		sc.cols = batch.Attributes // keep the grown slice for the next chunk
 		if wantConn {
 			idx := make([]int32, m.cv.rows)
 			for i := first; i < last; i++ {
 				idx[m.row(i)] = int32(res.Count) + int32(i-first) + 1
 			}
 			answer[m.key.String()] = idx
-			emitted = append(emitted, m)
+			kept := *m // m is reused by the next window; connectivity needs key and vertices only
+			kept.rows = nil
+			emitted = append(emitted, &kept)
 		}
 		res.Count += int64(last - first)
 		if err := emit(batch); err != nil {
@@ -468,6 +548,26 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 	}
 	return res, nil
+}
+
+// gather appends the rows (w bytes each) of src named by rows.
+func gather(dst, src []byte, rows []int32, w int) []byte {
+	n := len(dst) + len(rows)*w
+	if cap(dst) < n {
+		dst = append(make([]byte, 0, n+n/4), dst...)
+	}
+	out := dst[len(dst):n]
+	switch w {
+	case 12: // float32 × 3, the common vertex row
+		for j, r := range rows {
+			copy(out[12*j:12*j+12], src[12*int(r):12*int(r)+12])
+		}
+	default:
+		for j, r := range rows {
+			copy(out[w*j:w*j+w], src[w*int(r):w*int(r)+w])
+		}
+	}
+	return dst[:n]
 }
 
 // rowOwners gives each emitted row the (first) object whose manifest names

@@ -88,3 +88,41 @@ func BenchmarkObject1k(b *testing.B) {
 		}
 	}
 }
+
+// TestBBoxWarmAllocationFree: once its chunks are cached, a bbox query —
+// candidate search, row tests, gather — allocates nothing, whatever the
+// size of the answer. (The issue asks for an allocation-free steady state
+// on the gather path; this keeps it so.)
+func TestBBoxWarmAllocationFree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 200k-point store")
+	}
+	ctx := context.Background()
+	st, err := zvftest.Points(ctx, 200_000, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zvf.Open(ctx, storage.Sub(st, "points"), zvf.Options{Name: "points", Cache: cache.New(1 << 30)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Level(0)
+	for _, want := range []int{1_000, 50_000} {
+		min, max := zvftest.BoxFor(200_000, want, 301)
+		q := zvf.BBoxQuery{Min: min, Max: max}
+		var n int64
+		run := func() {
+			res, err := l.BBox(ctx, q, func(*zvf.Batch) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = res.Count
+		}
+		run()
+		// Below one on average: a GC emptying the scratch pool mid-run may
+		// cost a few allocations once; any per-chunk allocation costs dozens.
+		if a := testing.AllocsPerRun(20, run); a >= 1 {
+			t.Errorf("warm bbox of %d vertices: %.1f allocations per query, want 0", n, a)
+		}
+	}
+}

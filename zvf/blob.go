@@ -201,6 +201,15 @@ type chunkVerts struct {
 	frags *fragindex.Index // nil when the chunk has no vertex_fragments blob
 }
 
+// verticesAt is vertices for l.keys[i]; a cached chunk costs a map lookup
+// and nothing else.
+func (l *Level) verticesAt(ctx context.Context, i int32) (*chunkVerts, error) {
+	if v, ok := l.s.peek(l.vkeys[i]); ok {
+		return v.(*chunkVerts), nil
+	}
+	return l.vertices(ctx, l.keys[i])
+}
+
 // vertices loads a chunk's vertex rows and fragment index.
 func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 	if l.draco {

@@ -27,6 +27,7 @@ type Level struct {
 	keyArity     int // dims, or dims+1 on attribute-chunked levels
 	keys         []Key
 	keySet       map[string]int // key string -> index into keys
+	vkeys        []string       // cache key of each chunk's vertices, built once
 	draco        bool
 	vattrs       []*attrMeta
 	oattrs       []*objAttrMeta
@@ -256,8 +257,11 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 	}
 	l.keys = idx.keys
 	l.keySet = make(map[string]int, len(l.keys))
+	l.vkeys = make([]string, len(l.keys))
 	for i, k := range l.keys {
-		l.keySet[k.String()] = i
+		ks := k.String()
+		l.keySet[ks] = i
+		l.vkeys[i] = l.cacheKey("verts", ks)
 	}
 	return nil
 }

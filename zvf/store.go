@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -50,6 +51,16 @@ type Store struct {
 	// generation, so a reopened store never reads its predecessor's data.
 	cachePrefix string
 	version     string
+	peeker      interface{ Peek(string) (any, bool) } // the cache, when it can look without loading
+	scratch     sync.Pool                             // *bboxScratch, reused across queries
+}
+
+// peek looks key up in the cache without loading it.
+func (s *Store) peek(key string) (any, bool) {
+	if s.peeker == nil {
+		return nil, false
+	}
+	return s.peeker.Peek(key)
 }
 
 // Open reads the store's metadata: root, every level, chunk listings and
@@ -60,6 +71,7 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 	if s.codecs == nil {
 		s.codecs = zarr.NewCodecs()
 	}
+	s.peeker, _ = o.Cache.(interface{ Peek(string) (any, bool) })
 	if s.conc <= 0 {
 		s.conc = 8
 	}
