@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -213,7 +214,7 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 			local[i] = r % l.bpc[i]
 			r /= l.bpc[i]
 		}
-		skip := false
+		skip, inside := false, true
 		for i := 0; i < d; i++ {
 			b0 := float64(key[i]*l.bpc[i]+local[i]) * l.binShape[i]
 			b1 := b0 + l.binShape[i]
@@ -221,8 +222,19 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 				skip = true
 				break
 			}
+			if !(min[i] <= b0 && b1 <= max[i]) {
+				inside = false
+			}
 		}
 		if skip {
+			continue
+		}
+		// A bin the box covers takes all its rows, once a pass that never
+		// mispredicts has confirmed them (as for whole chunks).
+		if inside && l.rowsWithin(cv, min, max, int(start), int(start+count)) {
+			for r := start; r < start+count; r++ {
+				out = append(out, int32(r))
+			}
 			continue
 		}
 		out = appendMatches(out, cv.data, l.vdt, d, int(start), int(start+count), min, max)
@@ -235,16 +247,21 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 func appendMatches(out []int32, data []byte, dt zarr.DataType, d, a, b int, min, max []float64) []int32 {
 	switch {
 	case dt.Name == "float32" && d == 3:
+		// Rows near the box's faces match at random, so the test is
+		// branch-free: every row is written and the length advances only
+		// for a match.
 		x0, y0, z0, x1, y1, z1 := min[0], min[1], min[2], max[0], max[1], max[2]
+		n := len(out)
+		out = slices.Grow(out, b-a)[:n+b-a]
 		for r := a; r < b; r++ {
 			p := data[12*r : 12*r+12 : 12*r+12]
 			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
 			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
 			z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
-			if x >= x0 && x <= x1 && y >= y0 && y <= y1 && z >= z0 && z <= z1 {
-				out = append(out, int32(r))
-			}
+			out[n] = int32(r)
+			n += b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1)
 		}
+		out = out[:n]
 	case dt.Name == "float32":
 		for r := a; r < b; r++ {
 			ok := true
@@ -289,6 +306,13 @@ func appendMatches(out []int32, data []byte, dt zarr.DataType, d, a, b int, min,
 		}
 	}
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // valueAt reads element i of a little-endian numeric buffer as float64.
@@ -557,15 +581,22 @@ func gather(dst, src []byte, rows []int32, w int) []byte {
 		dst = append(make([]byte, 0, n+n/4), dst...)
 	}
 	out := dst[len(dst):n]
-	switch w {
-	case 12: // float32 × 3, the common vertex row
-		for j, r := range rows {
-			copy(out[12*j:12*j+12], src[12*int(r):12*int(r)+12])
+	o := 0
+	for j := 0; j < len(rows); {
+		r := int(rows[j])
+		k := j + 1
+		for k < len(rows) && int(rows[k]) == r+k-j {
+			k++
 		}
-	default:
-		for j, r := range rows {
-			copy(out[w*j:w*j+w], src[w*int(r):w*int(r)+w])
+		if k == j+1 && w == 12 { // a lone float32 × 3 row: copied inline
+			*(*[12]byte)(out[o : o+12]) = [12]byte(src[12*r : 12*r+12])
+			o += 12
+		} else { // a run of consecutive rows: one copy
+			c := (k - j) * w
+			copy(out[o:o+c], src[r*w:r*w+c])
+			o += c
 		}
+		j = k
 	}
 	return dst[:n]
 }

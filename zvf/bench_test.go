@@ -126,3 +126,26 @@ func TestBBoxWarmAllocationFree(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBBox500k: a warm bbox of about 500,000 vertices.
+func BenchmarkBBox500k(b *testing.B) {
+	s, _ := stores(b)
+	l, _ := s.Level(0)
+	min, max := zvftest.BoxFor(benchPoints, 500_000, 50)
+	q := zvf.BBoxQuery{Min: min, Max: max}
+	var n int64
+	run := func() {
+		res, err := l.BBox(context.Background(), q, func(*zvf.Batch) error { return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = res.Count
+	}
+	run()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		run()
+	}
+	b.ReportMetric(float64(n), "vertices/op")
+}
