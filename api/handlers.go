@@ -150,6 +150,23 @@ type cursor struct {
 	Hash   string `json:"h"`
 }
 
+// decodeCursor checks a paging token against the query it must belong to;
+// "" is the first page.
+func decodeCursor(v, hash string) (cursor, error) {
+	var cur cursor
+	if v == "" {
+		return cur, nil
+	}
+	if len(v) > 512 {
+		return cur, badRequest("cursor is not valid for this query")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || json.Unmarshal(b, &cur) != nil || cur.Hash != hash || cur.Offset < 0 || cur.Level < 0 || cur.Level > 1000 {
+		return cursor{}, badRequest("cursor is not valid for this query")
+	}
+	return cur, nil
+}
+
 func queryHash(store string, q url.Values) string {
 	h := sha256.Sum256([]byte(store + "\x00" + q.Get("min") + "\x00" + q.Get("max") + "\x00" + q.Get("attributes") + "\x00" + q.Get("level") + "\x00" + q.Get("limit")))
 	return hex.EncodeToString(h[:8])
@@ -191,13 +208,10 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		}
 		limit = l
 	}
-	var cur cursor
 	hash := queryHash(st.Name(), q)
-	if v := q.Get("cursor"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil || len(b) > 256 || json.Unmarshal(b, &cur) != nil || cur.Hash != hash || cur.Offset < 0 {
-			return badRequest("cursor is not valid for this query")
-		}
+	cur, err := decodeCursor(q.Get("cursor"), hash)
+	if err != nil {
+		return err
 	}
 	fmtName, err := format(r, q)
 	if err != nil {
