@@ -49,7 +49,10 @@ func TestRoundTrip(t *testing.T) {
 func TestReferenceBytes(t *testing.T) {
 	h := "02000000" + "000000000000000000000000000000000000000000000000" + "00" + "0000000000000000" +
 		"000000000000000000000000000000000000000000000000" + "00" + "0100000000000000"
-	b, _ := hex.DecodeString(h)
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		t.Fatal(err)
+	}
 	blocks, err := Decode(b, 3)
 	if err != nil {
 		t.Fatal(err)
