@@ -149,11 +149,11 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 			inside = false
 		}
 	}
-	if inside && l.rowsWithin(cv, min, max, 0, cv.rows) {
+	if inside && (cv.inCell || l.rowsWithin(cv, min, max, 0, cv.rows)) {
 		m.all, m.rows = true, rows
 		return
 	}
-	if l.binPrefilter && cv.frags != nil && int64(cv.frags.Len()) == prod(l.bpc) && cv.frags.NumRanges() == cv.frags.Len() {
+	if l.binsUsable(cv) {
 		m.rows = l.matchBins(rows, cv, key, min, max)
 		return
 	}
@@ -202,36 +202,29 @@ func prod(v []int64) int64 {
 // are skipped without touching their rows.
 func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64) []int32 {
 	d := l.s.dims
-	var local [maxDims]int64
+	var lo, hi [maxDims]float64
 	for f := 0; f < cv.frags.Len(); f++ {
 		start, count, _ := cv.frags.Range(f)
 		if count == 0 {
 			continue
 		}
-		// row-major: last axis fastest
-		r := int64(f)
-		for i := d - 1; i >= 0; i-- {
-			local[i] = r % l.bpc[i]
-			r /= l.bpc[i]
-		}
+		l.binBox(key, f, lo[:d], hi[:d])
 		skip, inside := false, true
 		for i := 0; i < d; i++ {
-			b0 := float64(key[i]*l.bpc[i]+local[i]) * l.binShape[i]
-			b1 := b0 + l.binShape[i]
-			if b1 < min[i] || b0 > max[i] {
+			if hi[i] < min[i] || lo[i] > max[i] {
 				skip = true
 				break
 			}
-			if !(min[i] <= b0 && b1 <= max[i]) {
+			if !(min[i] <= lo[i] && hi[i] <= max[i]) {
 				inside = false
 			}
 		}
 		if skip {
 			continue
 		}
-		// A bin the box covers takes all its rows, once a pass that never
-		// mispredicts has confirmed them (as for whole chunks).
-		if inside && l.rowsWithin(cv, min, max, int(start), int(start+count)) {
+		// A bin the box covers takes all its rows when they were found in
+		// their bin's cell at decode time (otherwise they are tested).
+		if inside && (cv.binInside(f) || l.rowsWithin(cv, min, max, int(start), int(start+count))) {
 			for r := start; r < start+count; r++ {
 				out = append(out, int32(r))
 			}
@@ -240,6 +233,54 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 		out = appendMatches(out, cv.data, l.vdt, d, int(start), int(start+count), min, max)
 	}
 	return out
+}
+
+// binInside reports whether bin f's rows were all found in its cell.
+func (cv *chunkVerts) binInside(f int) bool {
+	return f>>6 < len(cv.binIn) && cv.binIn[f>>6]&(1<<(f&63)) != 0
+}
+
+// binsUsable reports whether cv's fragments are its bins (fragment = bin,
+// all ranges), so the bin prefilter applies.
+func (l *Level) binsUsable(cv *chunkVerts) bool {
+	return l.binPrefilter && cv.frags != nil && int64(cv.frags.Len()) == prod(l.bpc) && cv.frags.NumRanges() == cv.frags.Len()
+}
+
+// binBox writes the closed cell box of bin f of chunk key (row-major: the
+// last axis fastest).
+func (l *Level) binBox(key Key, f int, lo, hi []float64) {
+	r := int64(f)
+	for i := len(lo) - 1; i >= 0; i-- {
+		local := r % l.bpc[i]
+		r /= l.bpc[i]
+		lo[i] = float64(key[i]*l.bpc[i]+local) * l.binShape[i]
+		hi[i] = lo[i] + l.binShape[i]
+	}
+}
+
+// markContainment records which of a freshly decoded chunk's rows lie in
+// their cells (see chunkVerts).
+func (l *Level) markContainment(key Key, cv *chunkVerts) {
+	d := l.s.dims
+	off := l.keyArity - d
+	var lo, hi [maxDims]float64
+	for i := 0; i < d; i++ {
+		lo[i] = float64(key[off+i]) * l.chunkShape[i]
+		hi[i] = lo[i] + l.chunkShape[i]
+	}
+	cv.inCell = l.rowsWithin(cv, lo[:d], hi[:d], 0, cv.rows)
+	if !l.binsUsable(cv) {
+		return
+	}
+	n := cv.frags.Len()
+	cv.binIn = make([]uint64, (n+63)/64)
+	for f := 0; f < n; f++ {
+		start, count, _ := cv.frags.Range(f)
+		l.binBox(key, f, lo[:d], hi[:d])
+		if l.rowsWithin(cv, lo[:d], hi[:d], int(start), int(start+count)) {
+			cv.binIn[f>>6] |= 1 << (f & 63)
+		}
+	}
 }
 
 // appendMatches appends the rows in [a, b) inside the closed box. float32

@@ -199,6 +199,13 @@ type chunkVerts struct {
 	data  []byte
 	rows  int
 	frags *fragindex.Index // nil when the chunk has no vertex_fragments blob
+	// inCell: every row lies in the chunk's closed cell box; binIn: the
+	// same per bin (bit f for fragment f, bin-prefiltered levels). Checked
+	// once when the chunk is decoded, so a box that covers a cell takes
+	// its rows without testing them, and a misfiled row (a corrupt store)
+	// still gets tested.
+	inCell bool
+	binIn  []uint64
 }
 
 // verticesAt is vertices for l.keys[i]; a cached chunk costs a map lookup
@@ -238,7 +245,8 @@ func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 			}
 			cv.frags = fi
 		}
-		size := int64(64)
+		l.markContainment(key, cv)
+		size := int64(64) + 8*int64(len(cv.binIn))
 		if cv.frags != nil {
 			size += cv.frags.SizeBytes()
 		}
