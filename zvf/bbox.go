@@ -202,37 +202,63 @@ func prod(v []int64) int64 {
 // are skipped without touching their rows.
 func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64) []int32 {
 	d := l.s.dims
-	var lo, hi [maxDims]float64
-	for f := 0; f < cv.frags.Len(); f++ {
-		start, count, _ := cv.frags.Range(f)
-		if count == 0 {
-			continue
+	// Per axis, the run of bins the box overlaps and which of those it
+	// covers, with the same arithmetic as binBox; then only the bins in
+	// that sub-grid are visited.
+	var first, last, idx [maxDims]int64
+	var covers [maxDims][64]bool
+	for i := 0; i < d; i++ {
+		first[i], last[i] = -1, -2
+		n := l.bpc[i]
+		for b := int64(0); b < n; b++ {
+			b0 := float64(key[i]*n+b) * l.binShape[i]
+			b1 := b0 + l.binShape[i]
+			if b1 < min[i] || b0 > max[i] {
+				continue
+			}
+			if first[i] < 0 {
+				first[i] = b
+			}
+			last[i] = b
+			if b < 64 {
+				covers[i][b] = min[i] <= b0 && b1 <= max[i]
+			}
 		}
-		l.binBox(key, f, lo[:d], hi[:d])
-		skip, inside := false, true
+		if first[i] < 0 {
+			return out
+		}
+		idx[i] = first[i]
+	}
+	for {
+		f, inside := int64(0), true
 		for i := 0; i < d; i++ {
-			if hi[i] < min[i] || lo[i] > max[i] {
-				skip = true
+			f = f*l.bpc[i] + idx[i]
+			inside = inside && idx[i] < 64 && covers[i][idx[i]]
+		}
+		if start, count, _ := cv.frags.Range(int(f)); count > 0 {
+			// A covered bin takes all its rows when they were found in
+			// their bin's cell at decode time (otherwise they are tested).
+			if inside && (cv.binInside(int(f)) || l.rowsWithin(cv, min, max, int(start), int(start+count))) {
+				for r := start; r < start+count; r++ {
+					out = append(out, int32(r))
+				}
+			} else {
+				out = appendMatches(out, cv.data, l.vdt, d, int(start), int(start+count), min, max)
+			}
+		}
+		// Next bin of the sub-grid, last axis fastest.
+		i := d - 1
+		for ; i >= 0; i-- {
+			if idx[i] < last[i] {
+				idx[i]++
 				break
 			}
-			if !(min[i] <= lo[i] && hi[i] <= max[i]) {
-				inside = false
-			}
+			idx[i] = first[i]
 		}
-		if skip {
-			continue
+		if i < 0 {
+			return out
 		}
-		// A bin the box covers takes all its rows when they were found in
-		// their bin's cell at decode time (otherwise they are tested).
-		if inside && (cv.binInside(f) || l.rowsWithin(cv, min, max, int(start), int(start+count))) {
-			for r := start; r < start+count; r++ {
-				out = append(out, int32(r))
-			}
-			continue
-		}
-		out = appendMatches(out, cv.data, l.vdt, d, int(start), int(start+count), min, max)
 	}
-	return out
 }
 
 // binInside reports whether bin f's rows were all found in its cell.
