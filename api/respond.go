@@ -187,7 +187,7 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, contentType str
 		bw.Reset(sink)
 		b.Writer = bw
 	} else {
-		b.Writer = bufio.NewWriterSize(sink, 64<<10)
+		b.Writer = bufio.NewWriterSize(sink, 256<<10)
 	}
 	return b, nil
 }

@@ -239,9 +239,7 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 			// A covered bin takes all its rows when they were found in
 			// their bin's cell at decode time (otherwise they are tested).
 			if inside && (cv.binInside(int(f)) || l.rowsWithin(cv, min, max, int(start), int(start+count))) {
-				for r := start; r < start+count; r++ {
-					out = append(out, int32(r))
-				}
+				out = appendRun(out, int32(start), int(count))
 			} else {
 				out = appendMatches(out, cv.data, l.vdt, d, int(start), int(start+count), min, max)
 			}
@@ -259,6 +257,17 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 			return out
 		}
 	}
+}
+
+// appendRun appends the row numbers start … start+n-1.
+func appendRun(out []int32, start int32, n int) []int32 {
+	k := len(out)
+	out = slices.Grow(out, n)[:k+n]
+	run := out[k:]
+	for j := range run {
+		run[j] = start + int32(j)
+	}
+	return out
 }
 
 // binInside reports whether bin f's rows were all found in its cell.
