@@ -219,6 +219,12 @@ func (l *Level) verticesAt(ctx context.Context, i int32) (*chunkVerts, error) {
 
 // vertices loads a chunk's vertex rows and fragment index.
 func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
+	var buf [96]byte
+	if i, ok := l.keySet[string(key.appendTo(buf[:0]))]; ok && !l.draco { // no allocation for the lookup
+		if v, ok := l.s.peek(l.vkeys[i]); ok {
+			return v.(*chunkVerts), nil
+		}
+	}
 	if l.draco {
 		return nil, l.s.errf(ErrUnsupported, l.n, "vertices", key.String(), "Draco-encoded vertices cannot be decoded")
 	}

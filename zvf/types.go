@@ -17,15 +17,17 @@ type Cache interface {
 // a leading attribute bin on attribute-chunked levels).
 type Key []int64
 
-func (k Key) String() string {
-	var b strings.Builder
+func (k Key) String() string { return string(k.appendTo(make([]byte, 0, 8*len(k)))) }
+
+// appendTo appends the dotted form of k to b.
+func (k Key) appendTo(b []byte) []byte {
 	for i, c := range k {
 		if i > 0 {
-			b.WriteByte('.')
+			b = append(b, '.')
 		}
-		b.WriteString(strconv.FormatInt(c, 10))
+		b = strconv.AppendInt(b, c, 10)
 	}
-	return b.String()
+	return b
 }
 
 // ParseKey parses a dotted chunk key ("0.1.-2").
