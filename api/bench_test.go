@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -131,4 +133,25 @@ func TestBBoxBinaryAllocsConstant(t *testing.T) {
 	if a, b := allocs[1_000], allocs[50_000]; b > a+3 || b > 150 {
 		t.Fatalf("allocations grow with the answer: %.0f for 1k vertices, %.0f for 50k", a, b)
 	}
+}
+
+// BenchmarkEncodingJSONCoords: encoding/json on the same 50,000 float32
+// rows, the yardstick for BenchmarkBBoxJSON50k (issue: about three times
+// faster).
+func BenchmarkEncodingJSONCoords(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	rows := make([][3]float32, 50_000)
+	for i := range rows { // uniform in the bench store's [0, 1000)³
+		rows[i] = [3]float32{r.Float32() * 1000, r.Float32() * 1000, r.Float32() * 1000}
+	}
+	var n int
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := json.Marshal(rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(out)
+	}
+	b.SetBytes(int64(n))
 }

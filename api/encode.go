@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/zvfserve/zvfserve/api/jsonnum"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -174,7 +175,12 @@ func appendRow(dst []byte, c *zvf.Column, row int) []byte {
 			if k > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendFloat(dst, float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4*k:]))), 32)
+			v := math.Float32frombits(binary.LittleEndian.Uint32(p[4*k:]))
+			if v != v || v > math.MaxFloat32 || v < -math.MaxFloat32 {
+				dst = append(dst, "null"...) // JSON has no NaN or infinity
+				continue
+			}
+			dst = jsonnum.AppendFloat32(dst, v)
 		}
 		return append(dst, ']')
 	}
