@@ -88,6 +88,8 @@ type bboxScratch struct {
 	ms    []chunkMatch
 	vbuf  []byte
 	abufs [][]byte
+	owner []int64 // row owners of the current chunk
+	ids   []int64 // the batch's object ids
 	cols  []Column
 	batch Batch
 }
@@ -104,6 +106,9 @@ func (s *Store) getScratch() *bboxScratch {
 func (s *Store) putScratch(sc *bboxScratch) {
 	if cap(sc.vbuf) > 16<<20 {
 		sc.vbuf = nil
+	}
+	if cap(sc.owner) > 1<<20 || cap(sc.ids) > 1<<20 {
+		sc.owner, sc.ids = nil, nil
 	}
 	for i := range sc.abufs {
 		if cap(sc.abufs[i]) > 16<<20 {
@@ -558,11 +563,10 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 	}
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
-	var answer map[string][]int32 // chunk -> row -> answer index (+1), for connectivity
+	// For connectivity: the emitted chunks and, per chunk, each row's
+	// answer index + 1 (0: not in the answer).
 	var emitted []*chunkMatch
-	if wantConn {
-		answer = map[string][]int32{}
-	}
+	var answer [][]int32
 	skip := q.Offset
 	rowBytes := l.vdt.Size * l.s.dims
 	sc := l.s.getScratch()
@@ -605,7 +609,8 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			batch.Vertices.Data = sc.vbuf
 		}
 		if inv != nil {
-			batch.ObjectIDs = l.rowOwners(m, inv, first, last)
+			sc.owner, sc.ids = l.rowOwners(sc.owner, sc.ids, m, inv, first, last)
+			batch.ObjectIDs = sc.ids
 		}
 		for k, a := range sel {
 			data, ch, err := l.attribute(ctx, a, m.key, m.cv.rows)
@@ -628,7 +633,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			for i := first; i < last; i++ {
 				idx[m.row(i)] = int32(res.Count) + int32(i-first) + 1
 			}
-			answer[m.key.String()] = idx
+			answer = append(answer, idx)
 			kept := *m // m is reused by the next window; connectivity needs key and vertices only
 			kept.rows = nil
 			emitted = append(emitted, &kept)
@@ -678,53 +683,152 @@ func gather(dst, src []byte, rows []int32, w int) []byte {
 }
 
 // rowOwners gives each emitted row the (first) object whose manifest names
-// its fragment; -1 when none does.
-func (l *Level) rowOwners(m *chunkMatch, inv *inverse, first, last int) []int64 {
-	owner := make([]int64, m.cv.rows)
+// its fragment; -1 when none does. owner and ids are scratch, returned
+// grown; ids[:last-first] is the answer.
+func (l *Level) rowOwners(owner, ids []int64, m *chunkMatch, inv *inverse, first, last int) ([]int64, []int64) {
+	owner = slices.Grow(owner[:0], m.cv.rows)[:m.cv.rows]
 	for i := range owner {
 		owner[i] = -1
 	}
 	ks := m.key.String()
-	if m.cv.frags == nil {
+	fi := m.cv.frags
+	if fi == nil {
 		if id, ok := inv.owner[fragRef{ks, 0}]; ok {
 			for i := range owner {
 				owner[i] = id
 			}
 		}
 	} else {
-		var rows []int64
-		for f := 0; f < m.cv.frags.Len(); f++ {
+		for f := 0; f < fi.Len(); f++ {
 			id, ok := inv.owner[fragRef{ks, int64(f)}]
 			if !ok {
 				continue
 			}
-			rows = m.cv.frags.AppendRows(rows[:0], f)
-			for _, r := range rows {
+			if s, c, isRange := fi.Range(f); isRange {
+				for r := s; r < s+c; r++ {
+					if owner[r] < 0 {
+						owner[r] = id
+					}
+				}
+				continue
+			}
+			for _, r := range fi.Indices(f) {
 				if owner[r] < 0 {
 					owner[r] = id
 				}
 			}
 		}
 	}
-	out := make([]int64, last-first)
+	ids = slices.Grow(ids[:0], last-first)[:last-first]
 	for i := first; i < last; i++ {
-		out[i-first] = owner[m.row(i)]
+		ids[i-first] = owner[m.row(i)]
 	}
-	return out
+	return owner, ids
 }
 
-func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted []*chunkMatch, answer map[string][]int32, inv *inverse) error {
+// fragFirst returns the first row of fragment f of cv (a chunk without a
+// fragment index is one fragment); ok is false when it is empty.
+func fragFirst(cv *chunkVerts, f int) (int64, bool) {
+	if cv.frags == nil {
+		return 0, f == 0 && cv.rows > 0
+	}
+	if s, c, isRange := cv.frags.Range(f); isRange {
+		return s, c > 0
+	}
+	ix := cv.frags.Indices(f)
+	if len(ix) == 0 {
+		return 0, false
+	}
+	return ix[0], true
+}
+
+// polylineEdges joins consecutive rows of every fragment of the emitted
+// chunks, and a fragment's last row to the first row of the fragment that
+// continues its streamline in another chunk, when both ends are in the
+// answer. Edges come out in chunk, fragment, row order, so equal requests
+// give equal bytes.
+func (l *Level) polylineEdges(res *BBoxResult, emitted []*chunkMatch, answer [][]int32, pos map[string]int, inv *inverse) {
+	for ci, m := range emitted {
+		idx := answer[ci]
+		fi := m.cv.frags
+		nf := 1
+		if fi != nil {
+			nf = fi.Len()
+		}
+		ks := ""
+		for f := 0; f < nf; f++ {
+			var prev int32 // answer index + 1 of the fragment's previous row
+			step := func(r int64) {
+				a := idx[r]
+				if prev != 0 && a != 0 {
+					res.Edges = append(res.Edges, int64(prev-1), int64(a-1))
+				}
+				prev = a
+			}
+			if fi == nil {
+				for r := int64(0); r < int64(m.cv.rows); r++ {
+					step(r)
+				}
+			} else if s, c, isRange := fi.Range(f); isRange {
+				for r := s; r < s+c; r++ {
+					step(r)
+				}
+			} else {
+				for _, r := range fi.Indices(f) {
+					step(r)
+				}
+			}
+			if inv == nil || prev == 0 {
+				continue // no continuation, or this fragment's last row is not in the answer
+			}
+			if ks == "" {
+				ks = m.key.String()
+			}
+			nx, ok := inv.next[fragRef{ks, int64(f)}]
+			if !ok {
+				continue
+			}
+			j, ok := pos[nx.ks]
+			if !ok {
+				continue
+			}
+			r, ok := fragFirst(emitted[j].cv, int(nx.frag))
+			if !ok || r >= int64(len(answer[j])) || answer[j][r] == 0 {
+				continue
+			}
+			res.Edges = append(res.Edges, int64(prev-1), int64(answer[j][r]-1))
+		}
+	}
+}
+
+func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted []*chunkMatch, answer [][]int32, inv *inverse) error {
+	pos := make(map[string]int, len(emitted)) // chunk key -> index into emitted
+	for i, m := range emitted {
+		pos[m.key.String()] = i
+	}
 	lookup := func(ks string, row int64) (int64, bool) {
-		idx, ok := answer[ks]
-		if !ok || row < 0 || row >= int64(len(idx)) || idx[row] == 0 {
+		i, ok := pos[ks]
+		if !ok || row < 0 || row >= int64(len(answer[i])) || answer[i][row] == 0 {
 			return 0, false
 		}
-		return int64(idx[row] - 1), true
+		return int64(answer[i][row] - 1), true
+	}
+	// Empty, not absent: a client can tell "no edges here" from "this
+	// geometry has none".
+	if l.geometry() == "mesh" {
+		res.Faces, res.FaceWidth = []int64{}, max(l.linkWidth, 3)
+	} else {
+		res.Edges = []int64{}
+	}
+	switch l.geometry() {
+	case "polyline", "streamline", "line":
+		res.Edges = make([]int64, 0, 2*res.Count) // about one edge a vertex
+		l.polylineEdges(res, emitted, answer, pos, inv)
+		return nil
 	}
 	frags := map[string][][]int64{}
 	keys := make([]Key, 0, len(emitted))
 	for _, m := range emitted {
-		ks := m.key.String()
 		keys = append(keys, m.key)
 		var fl [][]int64
 		if m.cv.frags == nil {
@@ -738,45 +842,7 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted [
 				fl = append(fl, m.cv.frags.AppendRows(nil, f))
 			}
 		}
-		frags[ks] = fl
-	}
-	// Empty, not absent: a client can tell "no edges here" from "this
-	// geometry has none".
-	if l.geometry() == "mesh" {
-		res.Faces, res.FaceWidth = []int64{}, max(l.linkWidth, 3)
-	} else {
-		res.Edges = []int64{}
-	}
-	switch l.geometry() {
-	case "polyline", "streamline", "line":
-		for ks, fl := range frags {
-			for f, rows := range fl {
-				for i := 1; i < len(rows); i++ {
-					a, ok1 := lookup(ks, rows[i-1])
-					b, ok2 := lookup(ks, rows[i])
-					if ok1 && ok2 {
-						res.Edges = append(res.Edges, a, b)
-					}
-				}
-				if inv == nil || len(rows) == 0 {
-					continue
-				}
-				nx, ok := inv.next[fragRef{ks, int64(f)}]
-				if !ok {
-					continue
-				}
-				nfl, ok := frags[nx.ks]
-				if !ok || nx.frag >= int64(len(nfl)) || len(nfl[nx.frag]) == 0 {
-					continue
-				}
-				a, ok1 := lookup(ks, rows[len(rows)-1])
-				b, ok2 := lookup(nx.ks, nfl[nx.frag][0])
-				if ok1 && ok2 {
-					res.Edges = append(res.Edges, a, b)
-				}
-			}
-		}
-		return nil
+		frags[m.key.String()] = fl
 	}
 	c, err := l.connect(ctx, keys, lookup, frags)
 	if err != nil {

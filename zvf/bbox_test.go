@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/cache"
@@ -100,5 +101,33 @@ func TestBBoxMisfiledRow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBBoxEdgesDeterministic: the same query gives the same edges in the
+// same order, cold or warm (strong ETags promise equal bytes).
+func TestBBoxEdgesDeterministic(t *testing.T) {
+	for _, name := range []string{"polylines", "polylines_sharded", "graph", "skeleton", "mesh"} {
+		s, _ := openFixture(t, name)
+		l, _ := s.Level(0)
+		var first []int64
+		for pass := 0; pass < 4; pass++ {
+			res, err := l.BBox(context.Background(), zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true},
+				func(*zvf.Batch) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := append(res.Edges, res.Faces...)
+			if pass == 0 {
+				first = got
+				if len(first) == 0 {
+					t.Fatalf("%s: no connectivity", name)
+				}
+				continue
+			}
+			if !slices.Equal(got, first) {
+				t.Fatalf("%s: pass %d gives other edges or another order", name, pass)
+			}
+		}
 	}
 }

@@ -103,7 +103,9 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 		}
 	}
 	if geom == "skeleton" {
-		for ks, fl := range frags {
+		for _, key := range keys { // in key order, not map order: equal requests give equal bytes
+			ks := key.String()
+			fl := frags[ks]
 			ex := explicitChild[ks]
 			for _, rows := range fl {
 				for i := 1; i < len(rows); i++ {
