@@ -149,3 +149,46 @@ func BenchmarkBBox500k(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "vertices/op")
 }
+
+var benchLines struct {
+	once sync.Once
+	s    *zvf.Store
+	err  error
+}
+
+// BenchmarkBBoxStreamlines50k: a warm bbox of about 50,000 streamline
+// vertices with their connectivity (edges along each streamline) and
+// object ids, from a 400,000-vertex store.
+func BenchmarkBBoxStreamlines50k(b *testing.B) {
+	const n = 400_000
+	benchLines.once.Do(func() {
+		ctx := context.Background()
+		st, err := zvftest.Streamlines(ctx, n, 1)
+		if err != nil {
+			benchLines.err = err
+			return
+		}
+		benchLines.s, benchLines.err = zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: cache.New(1 << 30)})
+	})
+	if benchLines.err != nil {
+		b.Fatal(benchLines.err)
+	}
+	l, _ := benchLines.s.Level(0)
+	min, max := zvftest.BoxFor(n, 50_000, 301)
+	q := zvf.BBoxQuery{Min: min, Max: max, Connectivity: true}
+	var res zvf.BBoxResult
+	run := func() {
+		var err error
+		if res, err = l.BBox(context.Background(), q, func(*zvf.Batch) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		run()
+	}
+	b.ReportMetric(float64(res.Count), "vertices/op")
+	b.ReportMetric(float64(len(res.Edges)/2), "edges/op")
+}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -39,6 +40,7 @@ type benchQuery struct {
 	level  string // "0" or "auto"
 	format string
 	offset float64
+	store  string // "points" or "streamlines"
 }
 
 // benchResult aggregates one (phase, query) cell of the table.
@@ -57,6 +59,7 @@ type benchResult struct {
 
 type benchReport struct {
 	Points         int           `json:"points"`
+	Streamlines    int           `json:"streamline_vertices"`
 	Burst          int           `json:"burst"`
 	GoMaxProcs     int           `json:"gomaxprocs"`
 	Results        []benchResult `json:"results"`
@@ -71,8 +74,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	points := fs.Int("points", 2_000_000, "points in the synthetic store (three attributes, three levels)")
-	storeDir := fs.String("store", "", "folder to write the store into, or reuse if it exists (default: in memory)")
-	target := fs.String("target", "", "base URL of a running server serving the store as 'points' (default: start one in-process)")
+	slVerts := fs.Int("streamlines", -1, "vertices in the synthetic streamline store (200 a streamline, one attribute, three levels; default points/5)")
+	storeDir := fs.String("store", "", "folder to write the stores into (points/, streamlines/), or reuse them if they exist (default: in memory)")
+	target := fs.String("target", "", "base URL of a running server serving the stores as 'points' and 'streamlines' (default: start one in-process)")
 	burst := fs.Int("burst", 16, "concurrent requests per burst")
 	only := fs.String("only", "", "run only the query kinds whose name contains this (e.g. 500k)")
 	rounds := fs.Int("rounds", 5, "warm bursts per query kind")
@@ -84,23 +88,47 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	start := time.Now()
-	rep := benchReport{Points: *points, Burst: *burst, GoMaxProcs: runtime.GOMAXPROCS(0)}
+	if *slVerts < 0 {
+		*slVerts = *points / 5
+	}
+	rep := benchReport{Points: *points, Streamlines: *slVerts, Burst: *burst, GoMaxProcs: runtime.GOMAXPROCS(0)}
 	base := strings.TrimRight(*target, "/")
 	var ch *cache.Cache
-	var st storage.Store
+	var stores map[string]storage.Store
 	if base == "" {
 		t0 := time.Now()
 		var err error
-		st, err = benchStore(ctx, *storeDir, *points)
+		stores, err = benchStores(ctx, *storeDir, *points, *slVerts)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
+		defer func() {
+			for _, st := range stores {
+				_ = st.Close()
+			}
+		}()
 		rep.StoreBuildSecs = time.Since(t0).Seconds()
 	}
 	queries := []benchQuery{
-		{"1k bin", 1_000, "0", "bin", 101}, {"50k bin", 50_000, "0", "bin", 301}, {"500k bin", 500_000, "0", "bin", 50},
-		{"50k json", 50_000, "0", "json", 301}, {"auto ≤100k bin", 500_000, "auto", "bin", 50},
+		{"1k bin", 1_000, "0", "bin", 101, "points"}, {"50k bin", 50_000, "0", "bin", 301, "points"},
+		{"500k bin", 500_000, "0", "bin", 50, "points"}, {"50k json", 50_000, "0", "json", 301, "points"},
+		{"auto ≤100k bin", 500_000, "auto", "bin", 50, "points"},
+		{"streamlines 50k bin", 50_000, "0", "bin", 301, "streamlines"}, {"streamlines 50k json", 50_000, "0", "json", 301, "streamlines"},
+		{"streamlines auto ≤100k bin", 300_000, "auto", "bin", 50, "streamlines"},
+	}
+	total := map[string]int{"points": *points, "streamlines": *slVerts}
+	if base != "" && !serverHas(ctx, base, "streamlines") {
+		fmt.Fprintf(stderr, "bench: %s serves no store 'streamlines'; its queries are skipped\n", base)
+		total["streamlines"] = 0
+	}
+	if total["streamlines"] == 0 {
+		var keep []benchQuery
+		for _, q := range queries {
+			if q.store != "streamlines" {
+				keep = append(keep, q)
+			}
+		}
+		queries = keep
 	}
 	if *only != "" {
 		var keep []benchQuery
@@ -116,10 +144,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	requests := 0
 	for _, phase := range []string{"cold", "warm"} {
 		var stop func()
-		if st != nil {
+		if stores != nil {
 			var err error
 			ch = cache.New(1 << 30)
-			base, stop, err = benchServe(ctx, st, ch)
+			base, stop, err = benchServe(ctx, stores, ch)
 			if err != nil {
 				return err
 			}
@@ -127,7 +155,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if phase == "warm" {
 			// warm: run everything once before measuring
 			for _, q := range queries {
-				_, _ = benchBurst(ctx, client, base, q, *burst, *points)
+				_, _ = benchBurst(ctx, client, base, q, *burst, total[q.store])
 			}
 			runtime.ReadMemStats(&before)
 		}
@@ -141,7 +169,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			t0 := time.Now()
 			for r := 0; r < n; r++ {
-				res, err := benchBurst(ctx, client, base, q, *burst, *points)
+				res, err := benchBurst(ctx, client, base, q, *burst, total[q.store])
 				if err != nil {
 					return err
 				}
@@ -165,7 +193,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				stop()
 				ch = cache.New(1 << 30)
 				var err error
-				if base, stop, err = benchServe(ctx, st, ch); err != nil {
+				if base, stop, err = benchServe(ctx, stores, ch); err != nil {
 					return err
 				}
 			}
@@ -178,7 +206,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					warmReqs += r.Requests
 				}
 			}
-			if st != nil && warmReqs > 0 {
+			if stores != nil && warmReqs > 0 {
 				rep.AllocsPerReq = float64(after.Mallocs-before.Mallocs) / float64(warmReqs)
 			}
 			if ch != nil {
@@ -194,7 +222,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rep.PeakRSSMB = peakRSSMB()
 	rep.WallSeconds = time.Since(start).Seconds()
-	printBench(stdout, &rep, st != nil)
+	printBench(stdout, &rep, stores != nil)
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(&rep, "", "  ")
 		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
@@ -206,34 +234,78 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func benchStore(ctx context.Context, dir string, points int) (storage.Store, error) {
-	if dir == "" {
-		st, err := zvftest.Points(ctx, points, 1, writer.CodecNone)
-		if err != nil {
-			return nil, err
-		}
-		return storage.Sub(st, "points"), nil
+// benchStores returns the points and streamlines stores: built in memory,
+// or under dir (written once, then reused).
+func benchStores(ctx context.Context, dir string, points, streamlines int) (map[string]storage.Store, error) {
+	build := map[string]func() (*blobstore.Store, error){
+		"points":      func() (*blobstore.Store, error) { return zvftest.Points(ctx, points, 1, writer.CodecNone) },
+		"streamlines": func() (*blobstore.Store, error) { return zvftest.Streamlines(ctx, streamlines, 1) },
 	}
-	if _, err := os.Stat(dir + "/points/zarr.json"); err != nil {
-		mem, err := zvftest.Points(ctx, points, 1, writer.CodecNone)
-		if err != nil {
-			return nil, err
+	out := map[string]storage.Store{}
+	closeAll := func() {
+		for _, st := range out {
+			_ = st.Close()
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		disk, err := blobstore.Open(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		if err := copyStore(ctx, mem, disk, ""); err != nil {
-			return nil, err
-		}
-		_ = mem.Close()
-		_ = disk.Close()
 	}
-	disk, err := blobstore.Open(ctx, dir+"/points")
-	return disk, err
+	for _, name := range []string{"points", "streamlines"} {
+		if name == "streamlines" && streamlines == 0 {
+			continue
+		}
+		if dir == "" {
+			mem, err := build[name]()
+			if err != nil {
+				closeAll()
+				return nil, err
+			}
+			out[name] = storage.Sub(mem, name)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, name, "zarr.json")); err != nil {
+			if err := writeBenchStore(ctx, dir, build[name]); err != nil {
+				closeAll()
+				return nil, err
+			}
+		}
+		disk, err := blobstore.Open(ctx, filepath.Join(dir, name))
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		out[name] = disk
+	}
+	return out, nil
+}
+
+// writeBenchStore builds a store in memory and copies it under dir.
+func writeBenchStore(ctx context.Context, dir string, build func() (*blobstore.Store, error)) error {
+	mem, err := build()
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	disk, err := blobstore.Open(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer disk.Close()
+	return copyStore(ctx, mem, disk, "")
+}
+
+// serverHas reports whether the server at base lists store name.
+func serverHas(ctx context.Context, base, name string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/stores/"+name, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func copyStore(ctx context.Context, from storage.Store, to storage.Writer, prefix string) error {
@@ -259,12 +331,16 @@ func copyStore(ctx context.Context, from storage.Store, to storage.Writer, prefi
 }
 
 // benchServe starts the API on a loopback port.
-func benchServe(ctx context.Context, st storage.Store, ch *cache.Cache) (string, func(), error) {
-	s, err := zvf.Open(ctx, st, zvf.Options{Name: "points", Cache: ch})
-	if err != nil {
-		return "", nil, err
+func benchServe(ctx context.Context, stores map[string]storage.Store, ch *cache.Cache) (string, func(), error) {
+	var open []*zvf.Store
+	for name, st := range stores {
+		s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: ch})
+		if err != nil {
+			return "", nil, err
+		}
+		open = append(open, s)
 	}
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch, MaxVertices: 2_000_000, MaxConcurrent: 256})
+	srv, err := api.New(api.Options{Stores: open, Cache: ch, MaxVertices: 2_000_000, MaxConcurrent: 256})
 	if err != nil {
 		return "", nil, err
 	}
@@ -300,8 +376,8 @@ func benchBurst(ctx context.Context, c *http.Client, base string, q benchQuery, 
 			if q.level == "auto" {
 				limit = 100_000
 			}
-			url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=%s&f=%s&limit=%d",
-				base, min[0], min[1], min[2], max[0], max[1], max[2], q.level, q.format, limit)
+			url := fmt.Sprintf("%s/api/v1/stores/%s/bbox?min=%g,%g,%g&max=%g,%g,%g&level=%s&f=%s&limit=%d",
+				base, q.store, min[0], min[1], min[2], max[0], max[1], max[2], q.level, q.format, limit)
 			t0 := time.Now()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			resp, err := c.Do(req)
@@ -375,7 +451,8 @@ func peakRSSMB() float64 {
 }
 
 func printBench(w io.Writer, r *benchReport, inProcess bool) {
-	fmt.Fprintf(w, "zvfserve bench: %d points, bursts of %d, GOMAXPROCS %d (store built in %.1f s)\n\n", r.Points, r.Burst, r.GoMaxProcs, r.StoreBuildSecs)
+	fmt.Fprintf(w, "zvfserve bench: %d points and %d streamline vertices, bursts of %d, GOMAXPROCS %d (stores built in %.1f s)\n\n",
+		r.Points, r.Streamlines, r.Burst, r.GoMaxProcs, r.StoreBuildSecs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tquery\treqs\tvertices/req\tp50 ms\tp99 ms\treq/s\tMvertices/s\tMB/s\terrors\t")
 	for _, x := range r.Results {

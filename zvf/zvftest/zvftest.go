@@ -1,10 +1,11 @@
 // Package zvftest builds synthetic ZVF stores in memory for benchmarks and
 // load tests: a uniform point cloud of a given size with three attributes
-// and a pyramid, and per-object point sets.
+// and a pyramid, per-object point sets, and streamlines.
 package zvftest
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
@@ -90,6 +91,55 @@ func Objects(ctx context.Context, objects, perObject int, seed uint64) (*blobsto
 		return nil, err
 	}
 	_, err = writer.WritePoints(ctx, st, "objects", &writer.PointCloud{Positions: pos, ObjectIDs: ids}, writer.Options{ChunkShape: []float64{125, 125, 125}})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// Streamlines writes about n vertices of streamlines — smooth random walks
+// of 200 vertices, 2 units a step, filling the same cube as Points — with
+// a per-vertex "fa" attribute and two pyramid levels, under prefix
+// "streamlines" in a fresh mem:// store.
+func Streamlines(ctx context.Context, n int, seed uint64) (*blobstore.Store, error) {
+	const perLine, step = 200, 2.0
+	r := rand.New(rand.NewPCG(seed, 11))
+	lines := max(1, n/perLine)
+	pos := make([]float32, 0, 3*lines*perLine)
+	fa := make([]float32, 0, lines*perLine)
+	offsets := make([]int, 0, lines+1)
+	offsets = append(offsets, 0)
+	for l := 0; l < lines; l++ {
+		p := [3]float64{r.Float64() * Side, r.Float64() * Side, r.Float64() * Side}
+		d := [3]float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+		for i := 0; i < perLine; i++ {
+			// Turn a little, stay inside the cube, step.
+			norm := 0.0
+			for k := range d {
+				d[k] += r.NormFloat64() * 0.15
+				norm += d[k] * d[k]
+			}
+			norm = math.Sqrt(norm)
+			for k := range p {
+				p[k] += step * d[k] / norm
+				if p[k] < 0 || p[k] >= Side {
+					d[k] = -d[k]
+					p[k] = max(0, min(Side-1e-3, p[k]))
+				}
+				pos = append(pos, float32(p[k]))
+			}
+			fa = append(fa, float32(0.2+0.6*r.Float64()))
+		}
+		offsets = append(offsets, len(fa))
+	}
+	st, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		return nil, err
+	}
+	pl := &writer.Polylines{Positions: pos, Offsets: offsets, Attributes: []writer.Attribute{writer.Float32Attribute("fa", 1, fa)}}
+	_, err = writer.WritePolylines(ctx, st, "streamlines", pl, writer.Options{ChunkShape: []float64{125, 125, 125},
+		Pyramid: []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}})
 	if err != nil {
 		_ = st.Close()
 		return nil, err
