@@ -114,7 +114,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		{"500k bin", 500_000, "0", "bin", 50, "points"}, {"50k json", 50_000, "0", "json", 301, "points"},
 		{"auto ≤100k bin", 500_000, "auto", "bin", 50, "points"},
 		{"streamlines 50k bin", 50_000, "0", "bin", 301, "streamlines"}, {"streamlines 50k json", 50_000, "0", "json", 301, "streamlines"},
-		{"streamlines auto ≤100k bin", 300_000, "auto", "bin", 50, "streamlines"},
+		{"streamlines auto ≤100k bin", 150_000, "auto", "bin", 50, "streamlines"},
 	}
 	total := map[string]int{"points": *points, "streamlines": *slVerts}
 	if base != "" && !serverHas(ctx, base, "streamlines") {
