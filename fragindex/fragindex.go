@@ -114,14 +114,20 @@ func Decode(b []byte, rows int64) (*Index, error) {
 	// The range table stays a view of b: decoding it into a slice would
 	// double the cost of Decode for the common all-range index.
 	x.ranges = b[p : p+16*R : p+16*R]
-	for r := uint64(0); r < R; r++ {
-		start := int64(binary.LittleEndian.Uint64(x.ranges[16*r:]))
-		count := int64(binary.LittleEndian.Uint64(x.ranges[16*r+8:]))
-		at := int(p + 16*r)
-		if start < 0 || count < 0 {
-			return nil, bad(at, "range %d has negative start or count (%d, %d)", r, start, count)
-		}
-		if rows >= 0 && (start > rows || count > rows-start) {
+	// One unsigned comparison per field covers both "negative" and "past
+	// the rows" (a negative int64 is a huge uint64); without a row count
+	// the limit is the largest int64.
+	lim := uint64(rows)
+	if rows < 0 {
+		lim = 1<<63 - 1
+	}
+	for rg, r := x.ranges, 0; len(rg) >= 16; rg, r = rg[16:], r+1 {
+		start, count := binary.LittleEndian.Uint64(rg), binary.LittleEndian.Uint64(rg[8:])
+		if start > lim || count > lim-start {
+			at := int(p) + 16*r
+			if int64(start) < 0 || int64(count) < 0 {
+				return nil, bad(at, "range %d has negative start or count (%d, %d)", r, int64(start), int64(count))
+			}
 			return nil, bad(at, "range %d [%d, %d+%d) exceeds %d rows", r, start, start, count, rows)
 		}
 	}
@@ -141,12 +147,13 @@ func Decode(b []byte, rows int64) (*Index, error) {
 		return nil, bad(int(p), "%d bytes remain for %d explicit indices (want %d)", uint64(len(b))-p, T, 8*T)
 	}
 	x.indices = make([]int64, T)
+	src := b[p:]
 	for i := range x.indices {
-		v := int64(binary.LittleEndian.Uint64(b[p+8*uint64(i):]))
-		if v < 0 || (rows >= 0 && v >= rows) {
-			return nil, bad(int(p)+8*i, "explicit index %d outside [0, %d)", v, rows)
+		v := binary.LittleEndian.Uint64(src[8*i:])
+		if v >= lim && (rows >= 0 || int64(v) < 0) { // v < rows, or v ≥ 0 without a row count
+			return nil, bad(int(p)+8*i, "explicit index %d outside [0, %d)", int64(v), rows)
 		}
-		x.indices[i] = v
+		x.indices[i] = int64(v)
 	}
 	return x, nil
 }

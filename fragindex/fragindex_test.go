@@ -148,9 +148,19 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// Whatever Decode accepts stays inside the chunk's rows.
 		for i := 0; i < x.Len(); i++ {
-			x.Count(i)
-			x.Indices(i)
+			if s, c, ok := x.Range(i); ok {
+				if s < 0 || c < 0 || (rows >= 0 && s+c > rows) {
+					t.Fatalf("fragment %d: range (%d, %d) accepted with %d rows", i, s, c, rows)
+				}
+				continue
+			}
+			for _, r := range x.Indices(i) {
+				if r < 0 || (rows >= 0 && r >= rows) {
+					t.Fatalf("fragment %d: index %d accepted with %d rows", i, r, rows)
+				}
+			}
 		}
 		enc, err := Encode(x.Fragments())
 		if err != nil {
