@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,35 +19,13 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 type mutation struct {
 	name    string
 	fixture string
 	apply   func(t *testing.T, dir string)
-}
-
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 func edit(path string, f func([]byte) []byte) func(*testing.T, string) {
@@ -179,7 +156,7 @@ func TestCorruptStoreSuite(t *testing.T) {
 	outcomes := map[string]int{}
 	for _, m := range mutations() {
 		t.Run(m.name, func(t *testing.T) {
-			dir := copyTree(t, filepath.Join(fixtures, m.fixture+".zarrvectors"))
+			dir := zvftest.CopyTree(t, filepath.Join(fixtures, m.fixture+".zarrvectors"))
 			m.apply(t, dir)
 			st, err := blobstore.Open(ctx, dir)
 			if err != nil {

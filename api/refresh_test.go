@@ -16,6 +16,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // uploadTree copies a local store folder into w, first deleting every object
@@ -154,7 +155,7 @@ func checkReplacedObjects(t *testing.T, target string) {
 	}
 
 	// One chunk rewritten in place: its rows reversed, same size.
-	dir := copyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
 	edit("0/vertices/3.4.2/c/0", func(b []byte) []byte {
 		out := make([]byte, 0, len(b))
 		for i := len(b) - 12; i >= 0; i -= 12 {
@@ -180,7 +181,7 @@ func checkReplacedObjects(t *testing.T, target string) {
 
 	// Replaced by something that does not open: served as a problem,
 	// then recovered by the next refresh once it is fixed.
-	bad := copyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
+	bad := zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
 	edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`))(t, bad)
 	upload(t, w, bad)
 	if changed, err := h.Refresh(ctx); !changed || err == nil {

@@ -3,7 +3,6 @@ package zvf_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,31 +11,12 @@ import (
 	"github.com/zvfserve/zvfserve/fragindex"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // copyFixture copies a reference store into a temp dir for mutation.
 func copyFixture(t *testing.T, name string) string {
-	t.Helper()
-	src := filepath.Join(fixtures, name+".zarrvectors")
-	dst := filepath.Join(t.TempDir(), name+".zarrvectors")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return zvftest.CopyTree(t, filepath.Join(fixtures, name+".zarrvectors"))
 }
 
 func mutate(t *testing.T, path string, f func([]byte) []byte) {

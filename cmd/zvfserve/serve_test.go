@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // syncBuffer collects output written by the server goroutine.
@@ -32,35 +33,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func copyDir(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // TestServeBadStoreBesideGood: serve starts with a store that does not
 // open, serves it as a problem beside a healthy one, and picks it up by
 // itself (--revalidate) once it is fixed.
 func TestServeBadStoreBesideGood(t *testing.T) {
 	good := "../../testdata/zvf-reference/graph.zarrvectors"
-	bad := copyDir(t, good)
+	bad := zvftest.CopyTree(t, good)
 	root := filepath.Join(bad, "zarr.json")
 	orig, err := os.ReadFile(root)
 	if err != nil {
