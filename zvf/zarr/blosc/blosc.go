@@ -405,7 +405,8 @@ func shuffle(dst, src []byte, ts int) {
 // bitunshuffle undoes bitshuffle over elements of ts bytes: row r = 8·byte
 // + bit holds that bit of every element, LSB first. Only whole groups of
 // eight elements are transposed; as in C-Blosc, a block whose element count
-// is not a multiple of 8 is stored plain.
+// is not a multiple of 8 is stored plain. Each group of eight elements'
+// byte j is one 8×8 bit-matrix transpose of the eight rows' bytes.
 func bitunshuffle(dst, src []byte, ts int) {
 	n := len(src) / ts
 	if n%8 != 0 {
@@ -414,21 +415,17 @@ func bitunshuffle(dst, src []byte, ts int) {
 	}
 	rowLen := n / 8
 	body := dst[:n*ts]
-	clear(body)
 	for j := 0; j < ts; j++ {
-		for k := 0; k < 8; k++ {
-			row := src[(j*8+k)*rowLen : (j*8+k+1)*rowLen]
-			bit := byte(1) << k
-			for b, v := range row {
-				if v == 0 {
-					continue
-				}
-				base := 8 * b * ts
-				for m := 0; m < 8; m++ {
-					if v>>m&1 != 0 {
-						body[base+m*ts+j] |= bit
-					}
-				}
+		rows := src[j*8*rowLen : (j+1)*8*rowLen]
+		for b := 0; b < rowLen; b++ {
+			var x uint64
+			for k := 0; k < 8; k++ {
+				x |= uint64(rows[k*rowLen+b]) << (8 * k)
+			}
+			x = transpose8(x)
+			out := body[8*b*ts+j:]
+			for m := 0; m < 8; m++ {
+				out[m*ts] = byte(x >> (8 * m))
 			}
 		}
 	}
@@ -442,16 +439,30 @@ func bitshuffle(dst, src []byte, ts int) {
 		return
 	}
 	rowLen := n / 8
-	clear(dst[:n*ts])
-	for i := 0; i < n; i++ {
-		for j := 0; j < ts; j++ {
-			v := src[i*ts+j]
+	for j := 0; j < ts; j++ {
+		rows := dst[j*8*rowLen : (j+1)*8*rowLen]
+		for b := 0; b < rowLen; b++ {
+			in := src[8*b*ts+j:]
+			var x uint64
+			for m := 0; m < 8; m++ {
+				x |= uint64(in[m*ts]) << (8 * m)
+			}
+			x = transpose8(x)
 			for k := 0; k < 8; k++ {
-				if v>>k&1 != 0 {
-					dst[(j*8+k)*rowLen+i/8] |= 1 << (i % 8)
-				}
+				rows[k*rowLen+b] = byte(x >> (8 * k))
 			}
 		}
 	}
 	copy(dst[n*ts:], src[n*ts:])
+}
+
+// transpose8 transposes the 8×8 bit matrix whose row k is byte k of x
+// (bit m of byte k moves to bit k of byte m), in three swap stages.
+func transpose8(x uint64) uint64 {
+	t := (x ^ x>>7) & 0x00AA00AA00AA00AA
+	x ^= t ^ t<<7
+	t = (x ^ x>>14) & 0x0000CCCC0000CCCC
+	x ^= t ^ t<<14
+	t = (x ^ x>>28) & 0x00000000F0F0F0F0
+	return x ^ t ^ t<<28
 }
