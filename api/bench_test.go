@@ -94,6 +94,9 @@ func BenchmarkBBoxBinary500k(b *testing.B) { benchBBox(b, 500_000, "bin") }
 // the same for 1,000 and 50,000 vertices: gather and encoding allocate
 // nothing per chunk or per vertex.
 func TestBBoxBinaryAllocsConstant(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
 	if testing.Short() {
 		t.Skip("builds a 200k-point store")
 	}

@@ -99,6 +99,9 @@ func BenchmarkObject1k(b *testing.B) {
 // size of the answer. (The issue asks for an allocation-free steady state
 // on the gather path; this keeps it so.)
 func TestBBoxWarmAllocationFree(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
 	if testing.Short() {
 		t.Skip("builds a 200k-point store")
 	}

@@ -175,8 +175,9 @@ func (l *Level) Keys() []Key { return l.keys }
 // Dims is the number of coordinate axes.
 func (l *Level) Dims() int { return l.s.dims }
 
-// VertexDType is the vertices' data type name.
-func (l *Level) VertexDType() string { return l.s.dtype.Name }
+// VertexDType is the data type of this level's vertices (coarse levels
+// may differ from level 0: the reference writes them as float32).
+func (l *Level) VertexDType() string { return l.vdt.Name }
 
 type zvArrayAttrs struct {
 	ZVArray      string          `json:"zv_array"`
@@ -240,15 +241,9 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 	if err != nil {
 		return l.s.errf(ErrUnsupported, l.n, "vertices", "", "%v", err)
 	}
-	if l.s.dtype.Name == "" {
-		l.s.dtype = dt
-		l.s.info.VertexDType = dt.Name
-	}
-	if dt != l.s.dtype {
-		// Coarse levels are float32 even over float64 data; keep each
-		// level's own type.
-		l.s.log.Debug("level vertex dtype differs", "level", l.n, "dtype", dt.Name)
-	}
+	// Coarse levels are float32 even over float64 data: each level keeps
+	// its own type; the store's is level 0's (set by Open, since levels
+	// open concurrently).
 	l.vdt = dt
 	l.draco = a.Encoding == "draco"
 	idx, err := l.arrayIndexFor(ctx, "vertices")

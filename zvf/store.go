@@ -101,8 +101,13 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	s.dtype = s.levels[0].vdt
+	s.info.VertexDType = s.dtype.Name
 	for _, l := range s.levels {
 		s.info.Levels = append(s.info.Levels, l.info)
+		if l.vdt != s.dtype {
+			s.log.Debug("level vertex dtype differs", "level", l.n, "dtype", l.vdt.Name)
+		}
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%+v\x00%s", s.info, o.fp)

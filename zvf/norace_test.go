@@ -1,0 +1,5 @@
+//go:build !race
+
+package zvf_test
+
+const raceEnabled = false
