@@ -690,21 +690,23 @@ func (l *Level) rowOwners(owner, ids []int64, m *chunkMatch, inv *inverse, first
 	for i := range owner {
 		owner[i] = -1
 	}
-	ks := m.key.String()
 	fi := m.cv.frags
-	if fi == nil {
-		if id, ok := inv.owner[fragRef{ks, 0}]; ok {
+	ci := inv.of(m.key)
+	switch {
+	case ci == nil: // no manifest names this chunk's fragments
+	case fi == nil: // the chunk is one fragment
+		if len(ci.frags) > 0 && ci.frags[0] == 0 {
 			for i := range owner {
-				owner[i] = id
+				owner[i] = ci.owner[0]
 			}
 		}
-	} else {
-		for f := 0; f < fi.Len(); f++ {
-			id, ok := inv.owner[fragRef{ks, int64(f)}]
-			if !ok {
-				continue
+	default:
+		for e, f := range ci.frags {
+			if f < 0 || f >= int64(fi.Len()) {
+				continue // a manifest naming a fragment the chunk does not have
 			}
-			if s, c, isRange := fi.Range(f); isRange {
+			id := ci.owner[e]
+			if s, c, isRange := fi.Range(int(f)); isRange {
 				for r := s; r < s+c; r++ {
 					if owner[r] < 0 {
 						owner[r] = id
@@ -712,7 +714,7 @@ func (l *Level) rowOwners(owner, ids []int64, m *chunkMatch, inv *inverse, first
 				}
 				continue
 			}
-			for _, r := range fi.Indices(f) {
+			for _, r := range fi.Indices(int(f)) {
 				if owner[r] < 0 {
 					owner[r] = id
 				}
@@ -755,7 +757,11 @@ func (l *Level) polylineEdges(res *BBoxResult, emitted []*chunkMatch, answer [][
 		if fi != nil {
 			nf = fi.Len()
 		}
-		ks := ""
+		var ci *chunkInverse
+		if inv != nil {
+			ci = inv.of(m.key)
+		}
+		e := 0 // ci's entry for fragment f, walked alongside
 		for f := 0; f < nf; f++ {
 			var prev int32 // answer index + 1 of the fragment's previous row
 			step := func(r int64) {
@@ -778,16 +784,16 @@ func (l *Level) polylineEdges(res *BBoxResult, emitted []*chunkMatch, answer [][
 					step(r)
 				}
 			}
-			if inv == nil || prev == 0 {
+			if ci == nil || prev == 0 {
 				continue // no continuation, or this fragment's last row is not in the answer
 			}
-			if ks == "" {
-				ks = m.key.String()
+			for e < len(ci.frags) && ci.frags[e] < int64(f) {
+				e++
 			}
-			nx, ok := inv.next[fragRef{ks, int64(f)}]
-			if !ok {
+			if e == len(ci.frags) || ci.frags[e] != int64(f) || ci.next[e].ks == "" {
 				continue
 			}
+			nx := ci.next[e]
 			j, ok := pos[nx.ks]
 			if !ok {
 				continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf/ragged"
@@ -238,14 +239,31 @@ type fragRef struct {
 	frag int64
 }
 
+// inverse answers, for every fragment some manifest names: which object
+// names it first, and which fragment follows it in that object's path.
+// Per chunk, fragments are kept sorted so a bbox walks them alongside the
+// chunk's own fragments instead of looking each one up.
 type inverse struct {
-	owner map[fragRef]int64 // first object naming the fragment
-	next  map[fragRef]fragRef
+	chunks map[string]*chunkInverse
+}
+
+type chunkInverse struct {
+	frags []int64   // fragment numbers, ascending
+	owner []int64   // first object naming frags[i]
+	next  []fragRef // the fragment after frags[i] in that path; ks "" when none
+}
+
+// of returns the chunk's entries (nil when no manifest names it), looked up
+// without building the key string.
+func (inv *inverse) of(key Key) *chunkInverse {
+	var buf [96]byte
+	return inv.chunks[string(key.appendTo(buf[:0]))]
 }
 
 func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
 	l.inverse.once.Do(func() {
-		inv := &inverse{owner: map[fragRef]int64{}, next: map[fragRef]fragRef{}}
+		owner := map[fragRef]int64{}
+		next := map[fragRef]fragRef{}
 		for id := int64(0); id < l.objects.num; id++ {
 			blocks, err := l.refs(ctx, id)
 			if err != nil {
@@ -257,17 +275,36 @@ func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
 				ks := Key(b.Chunk).String()
 				for j := int64(0); j < b.Len(); j++ {
 					fr := fragRef{ks, b.Fragment(j)}
-					if _, ok := inv.owner[fr]; !ok {
-						inv.owner[fr] = id
+					if _, ok := owner[fr]; !ok {
+						owner[fr] = id
 					}
 					if prev != nil {
-						if _, ok := inv.next[*prev]; !ok {
-							inv.next[*prev] = fr
+						if _, ok := next[*prev]; !ok {
+							next[*prev] = fr
 						}
 					}
 					p := fr
 					prev = &p
 				}
+			}
+		}
+		// Every fragment with a successor was named, so owner holds them all.
+		inv := &inverse{chunks: map[string]*chunkInverse{}}
+		for fr := range owner {
+			c := inv.chunks[fr.ks]
+			if c == nil {
+				c = &chunkInverse{}
+				inv.chunks[fr.ks] = c
+			}
+			c.frags = append(c.frags, fr.frag)
+		}
+		for ks, c := range inv.chunks {
+			slices.Sort(c.frags)
+			c.owner = make([]int64, len(c.frags))
+			c.next = make([]fragRef, len(c.frags))
+			for i, f := range c.frags {
+				c.owner[i] = owner[fragRef{ks, f}]
+				c.next[i] = next[fragRef{ks, f}]
 			}
 		}
 		l.inverse.inv = inv

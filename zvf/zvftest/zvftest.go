@@ -100,7 +100,7 @@ func Objects(ctx context.Context, objects, perObject int, seed uint64) (*blobsto
 
 // Streamlines writes about n vertices of streamlines — smooth random walks
 // of 200 vertices, 2 units a step, filling the same cube as Points — with
-// a per-vertex "fa" attribute and two pyramid levels, under prefix
+// a per-vertex "fa" attribute (chunk 125, bins 25) and two pyramid levels, under prefix
 // "streamlines" in a fresh mem:// store.
 func Streamlines(ctx context.Context, n int, seed uint64) (*blobstore.Store, error) {
 	const perLine, step = 200, 2.0
@@ -138,8 +138,11 @@ func Streamlines(ctx context.Context, n int, seed uint64) (*blobstore.Store, err
 		return nil, err
 	}
 	pl := &writer.Polylines{Positions: pos, Offsets: offsets, Attributes: []writer.Attribute{writer.Float32Attribute("fa", 1, fa)}}
+	// Bins of 25 as for the points: a coarse level's metavertices are one
+	// per bin (shared by the streamlines through it), so the pyramid keeps
+	// enough of them to be worth choosing.
 	_, err = writer.WritePolylines(ctx, st, "streamlines", pl, writer.Options{ChunkShape: []float64{125, 125, 125},
-		Pyramid: []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}})
+		BinShape: []float64{25, 25, 25}, Pyramid: []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}})
 	if err != nil {
 		_ = st.Close()
 		return nil, err
