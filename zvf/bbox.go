@@ -436,6 +436,9 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		sc.res = make([]*chunkMatch, win)
 	}
 	for start := 0; start < len(cand); start += win {
+		if err := ctx.Err(); err != nil {
+			return err // a long answer from the cache still stops when its request does
+		}
 		end := start + win
 		if end > len(cand) {
 			end = len(cand)
