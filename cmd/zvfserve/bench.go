@@ -27,6 +27,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"golang.org/x/sync/errgroup"
 )
 
 func benchCommand() command {
@@ -73,10 +74,10 @@ type benchReport struct {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	points := fs.Int("points", 2_000_000, "points in the synthetic store (three attributes, three levels)")
-	slVerts := fs.Int("streamlines", -1, "vertices in the synthetic streamline store (200 a streamline, one attribute, three levels; default points/5)")
-	storeDir := fs.String("store", "", "folder to write the stores into (points/, streamlines/), or reuse them if they exist (default: in memory)")
-	target := fs.String("target", "", "base URL of a running server serving the stores as 'points' and 'streamlines' (default: start one in-process)")
+	points := fs.Int("points", 2_000_000, "points in the synthetic store 'points' (three attributes, three levels)")
+	slVerts := fs.Int("streamlines", -1, "vertices in the synthetic streamline store 'streamlines' (200-vertex random walks, one attribute, three levels; default points/5, 0 for none)")
+	storeDir := fs.String("store", "", "folder to write the stores into (points/, streamlines/), each written once and reused by later runs (default: in memory)")
+	target := fs.String("target", "", "base URL of a running server serving the stores as 'points' and 'streamlines'; its /api/v1/stores sizes the boxes, and a store it does not serve has its queries skipped (default: start one in-process)")
 	burst := fs.Int("burst", 16, "concurrent requests per burst")
 	only := fs.String("only", "", "run only the query kinds whose name contains this (e.g. 500k)")
 	rounds := fs.Int("rounds", 5, "warm bursts per query kind")
@@ -116,19 +117,42 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		{"streamlines 50k bin", 50_000, "0", "bin", 301, "streamlines"}, {"streamlines 50k json", 50_000, "0", "json", 301, "streamlines"},
 		{"streamlines auto ≤100k bin", 150_000, "auto", "bin", 50, "streamlines"},
 	}
-	total := map[string]int{"points": *points, "streamlines": *slVerts}
-	if base != "" && !serverHas(ctx, base, "streamlines") {
-		fmt.Fprintf(stderr, "bench: %s serves no store 'streamlines'; its queries are skipped\n", base)
-		total["streamlines"] = 0
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}}
+	// Boxes are sized from the vertex counts the server reports, so a
+	// reused --store of another size, or a --target's own stores, still
+	// get boxes of the wanted vertex counts.
+	total, err := benchSizes(ctx, client, base, stores)
+	if err != nil {
+		return err
 	}
-	if total["streamlines"] == 0 {
-		var keep []benchQuery
-		for _, q := range queries {
-			if q.store != "streamlines" {
-				keep = append(keep, q)
+	for _, name := range []string{"points", "streamlines"} {
+		asked := map[string]int{"points": *points, "streamlines": *slVerts}[name]
+		switch n, ok := total[name]; {
+		case name == "streamlines" && asked == 0:
+			total[name] = 0
+		case !ok || n == 0:
+			where := "the in-process server"
+			if base != "" {
+				where = base
 			}
+			fmt.Fprintf(stderr, "bench: %s serves no store '%s' (or an empty one); its queries are skipped\n", where, name)
+			total[name] = 0
+		case base == "" && *storeDir != "" && (n-asked > asked/100 || asked-n > asked/100):
+			// (the streamline builder rounds to whole streamlines)
+			fmt.Fprintf(stderr, "bench: reusing %s with %d vertices, not the %d asked for (remove it to rebuild)\n",
+				filepath.Join(*storeDir, name), n, asked)
 		}
-		queries = keep
+	}
+	rep.Points, rep.Streamlines = total["points"], total["streamlines"]
+	var keep []benchQuery
+	for _, q := range queries {
+		if total[q.store] > 0 {
+			keep = append(keep, q)
+		}
+	}
+	queries = keep
+	if len(queries) == 0 {
+		return errors.New("bench: no store to query")
 	}
 	if *only != "" {
 		var keep []benchQuery
@@ -139,7 +163,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		queries = keep
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}}
 	var before, after runtime.MemStats
 	requests := 0
 	for _, phase := range []string{"cold", "warm"} {
@@ -260,11 +283,9 @@ func benchStores(ctx context.Context, dir string, points, streamlines int) (map[
 			out[name] = storage.Sub(mem, name)
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, name, "zarr.json")); err != nil {
-			if err := writeBenchStore(ctx, dir, build[name]); err != nil {
-				closeAll()
-				return nil, err
-			}
+		if err := ensureBenchStore(ctx, dir, name, build[name]); err != nil {
+			closeAll()
+			return nil, err
 		}
 		disk, err := blobstore.Open(ctx, filepath.Join(dir, name))
 		if err != nil {
@@ -276,8 +297,17 @@ func benchStores(ctx context.Context, dir string, points, streamlines int) (map[
 	return out, nil
 }
 
-// writeBenchStore builds a store in memory and copies it under dir.
-func writeBenchStore(ctx context.Context, dir string, build func() (*blobstore.Store, error)) error {
+// ensureBenchStore writes store name under dir unless it is there already.
+// It is built in memory, copied into a hidden folder beside it and renamed
+// into place, so an interrupted write never looks like a store to reuse.
+func ensureBenchStore(ctx context.Context, dir, name string, build func() (*blobstore.Store, error)) error {
+	final := filepath.Join(dir, name)
+	if _, err := os.Stat(filepath.Join(final, "zarr.json")); err == nil {
+		return nil
+	}
+	if _, err := os.Stat(final); err == nil {
+		return fmt.Errorf("bench: %s exists but holds no store (no zarr.json); remove it to rebuild", final)
+	}
 	mem, err := build()
 	if err != nil {
 		return err
@@ -286,48 +316,92 @@ func writeBenchStore(ctx context.Context, dir string, build func() (*blobstore.S
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	disk, err := blobstore.Open(ctx, dir)
+	tmp, err := os.MkdirTemp(dir, "."+name+"-partial-")
 	if err != nil {
 		return err
 	}
-	defer disk.Close()
-	return copyStore(ctx, mem, disk, "")
-}
-
-// serverHas reports whether the server at base lists store name.
-func serverHas(ctx context.Context, base, name string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/stores/"+name, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-func copyStore(ctx context.Context, from storage.Store, to storage.Writer, prefix string) error {
-	l, err := from.List(ctx, prefix)
+	defer os.RemoveAll(tmp)
+	disk, err := blobstore.Open(ctx, tmp)
 	if err != nil {
 		return err
 	}
-	for _, k := range l.Keys {
-		b, err := from.Get(ctx, k)
+	err = copyStore(ctx, mem, disk)
+	if cerr := disk.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	// The builders write under prefix name, so the store is tmp/name.
+	return os.Rename(filepath.Join(tmp, name), final)
+}
+
+// copyStore copies every object of from into to. One walk lists them all
+// (a delimited listing per folder costs a sort of the whole in-memory
+// bucket each time), and a few writers overlap the file system calls.
+func copyStore(ctx context.Context, from storage.Store, to storage.Writer) error {
+	var keys []string
+	if err := from.Walk(ctx, "", func(k string, _ storage.Attrs) error {
+		keys = append(keys, k)
+		return nil
+	}); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, k := range keys {
+		g.Go(func() error {
+			b, err := from.Get(gctx, k)
+			if err != nil {
+				return err
+			}
+			return to.Put(gctx, k, b)
+		})
+	}
+	return g.Wait()
+}
+
+// benchSizes returns the level-0 vertex count of every store the server at
+// base lists as working (its /api/v1/stores catalogue). With no base, it
+// asks a throwaway in-process server over stores.
+func benchSizes(ctx context.Context, c *http.Client, base string, stores map[string]storage.Store) (map[string]int, error) {
+	if base == "" {
+		b, stop, err := benchServe(ctx, stores, cache.New(64<<20))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := to.Put(ctx, k, b); err != nil {
-			return err
+		defer stop()
+		base = b
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/stores", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("bench: list the stores: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("bench: list the stores: %s answers %s", base+"/api/v1/stores", resp.Status)
+	}
+	var cat struct {
+		Stores []struct {
+			Name        string `json:"name"`
+			Status      string `json:"status"`
+			VertexCount int64  `json:"vertex_count"`
+		} `json:"stores"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&cat); err != nil {
+		return nil, fmt.Errorf("bench: list the stores at %s: %w", base, err)
+	}
+	out := map[string]int{}
+	for _, s := range cat.Stores {
+		if s.Status == "ok" {
+			out[s.Name] = int(s.VertexCount)
 		}
 	}
-	for _, p := range l.Prefixes {
-		if err := copyStore(ctx, from, to, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out, nil
 }
 
 // benchServe starts the API on a loopback port.

@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestBenchSmall runs the load benchmark on small in-memory stores: every
@@ -38,5 +46,89 @@ func TestBenchSmall(t *testing.T) {
 	}
 	if rep.Streamlines != 4000 || !strings.Contains(string(b), "streamlines auto") {
 		t.Errorf("report: %d streamline vertices", rep.Streamlines)
+	}
+}
+
+// TestBenchStoreReuse: a store under --store is written once (built, copied
+// into a hidden folder, renamed into place), then reused without building;
+// a folder holding no store is an error rather than silently reused.
+func TestBenchStoreReuse(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	builds := 0
+	build := func() (*blobstore.Store, error) {
+		builds++
+		return zvftest.Streamlines(ctx, 2000, 1)
+	}
+	for i := 0; i < 2; i++ {
+		if err := ensureBenchStore(ctx, dir, "streamlines", build); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if builds != 1 {
+		t.Errorf("built %d times, want once", builds)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "streamlines" {
+		t.Errorf("folder holds %v, want only streamlines/", ents)
+	}
+	disk, err := blobstore.Open(ctx, filepath.Join(dir, "streamlines"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer disk.Close()
+	st, err := zvf.Open(ctx, disk, zvf.Options{Name: "streamlines"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Info().Levels[0].VertexCount; n != 2000 || len(st.Levels()) != 3 {
+		t.Errorf("reopened: %d vertices, levels %v", n, st.Levels())
+	}
+	if err := os.Mkdir(filepath.Join(dir, "points"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = ensureBenchStore(ctx, dir, "points", func() (*blobstore.Store, error) { t.Fatal("built over a folder"); return nil, nil })
+	if err == nil || !strings.Contains(err.Error(), "holds no store") {
+		t.Errorf("folder without a store: %v", err)
+	}
+}
+
+// TestBenchTargetWithoutStreamlines: against a running server that has no
+// 'streamlines' store, the streamline queries are skipped with a message
+// and the point queries run, their boxes sized from the server's catalogue.
+func TestBenchTargetWithoutStreamlines(t *testing.T) {
+	ctx := context.Background()
+	mem, err := zvftest.Points(ctx, 20000, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	base, stop, err := benchServe(ctx, map[string]storage.Store{"points": storage.Sub(mem, "points")}, cache.New(64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// --points is deliberately wrong: the catalogue's 20,000 sizes the boxes.
+	stdout, stderr, code := runCmd(t, "bench", "--target", base, "--points", "2000000", "--rounds", "1", "--burst", "2", "--only", "50k")
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "no store 'streamlines'") {
+		t.Errorf("no skip message: %q", stderr)
+	}
+	if strings.Contains(stdout, "streamlines 50k") || !strings.Contains(stdout, "50k json") {
+		t.Errorf("rows:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "20000 points and 0 streamline vertices") {
+		t.Errorf("header:\n%s", stdout)
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[0] == "cold" || f[0] == "warm") && (f[len(f)-1] != "0" || f[len(f)-7] == "0") {
+			t.Errorf("errors or no vertices: %s", line)
+		}
 	}
 }
