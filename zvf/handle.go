@@ -39,7 +39,6 @@ type handleState struct {
 	store *Store
 	err   error
 	fp    string
-	gen   uint64
 }
 
 // OpenHandle opens st like Open; an error to open is kept in the handle,
@@ -103,7 +102,7 @@ func (h *Handle) refresh(ctx context.Context, first bool) (bool, error) {
 	o := h.o
 	o.gen, o.fp = h.gen, fp
 	s, err := Open(ctx, h.st, o)
-	next := &handleState{store: s, err: err, fp: fp, gen: h.gen}
+	next := &handleState{store: s, err: err, fp: fp}
 	if err != nil {
 		next.store = nil
 		if ctx.Err() != nil && cur.store != nil {
