@@ -2,12 +2,15 @@ package zvf_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -176,4 +179,37 @@ func BenchmarkBBoxStreamlines50k(b *testing.B) {
 	}
 	b.ReportMetric(float64(res.Count), "vertices/op")
 	b.ReportMetric(float64(len(res.Edges)/2), "edges/op")
+}
+
+// BenchmarkColdBBoxLatency: a 50,000-vertex bbox with an empty cache over
+// storage that answers every read after 2 ms (an object store's round
+// trip, scaled down), at several read concurrencies.
+func BenchmarkColdBBoxLatency(b *testing.B) {
+	ctx := context.Background()
+	const n = 200_000
+	st, err := zvftest.Points(ctx, n, 1, writer.CodecNone)
+	if err != nil {
+		b.Fatal(err)
+	}
+	slow := faultstore.New(storage.Sub(st, "points"), nil)
+	slow.Add(&faultstore.Rule{Fault: faultstore.Fault{Delay: 2 * time.Millisecond}})
+	min, max := zvftest.BoxFor(n, 50_000, 301)
+	for _, conc := range []int{8, 32} {
+		b.Run(fmt.Sprintf("concurrency%d", conc), func(b *testing.B) {
+			ch := cache.New(1 << 30)
+			s, err := zvf.Open(ctx, slow, zvf.Options{Name: "points", Cache: ch, Concurrency: conc})
+			if err != nil {
+				b.Fatal(err)
+			}
+			l, _ := s.Level(0)
+			for b.Loop() {
+				b.StopTimer()
+				ch.Purge()
+				b.StartTimer()
+				if _, err := l.BBox(ctx, zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

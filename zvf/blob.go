@@ -230,7 +230,19 @@ func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 	}
 	ks := key.String()
 	v, err := l.cached(ctx, l.cacheKey("verts", ks), func(ctx context.Context) (any, int64, error) {
+		// The fragment index is fetched alongside the vertices: on an
+		// object store each is two round trips (zarr.json, then c/0).
+		type fetched struct {
+			b   []byte
+			err error
+		}
+		fc := make(chan fetched, 1)
+		go func() {
+			b, err := l.blob(ctx, "vertex_fragments", key)
+			fc <- fetched{b, err}
+		}()
 		data, err := l.blob(ctx, "vertices", key)
+		frag := <-fc // always waited for, so no read outlives the load
 		if err != nil {
 			return nil, 0, err
 		}
@@ -239,7 +251,7 @@ func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 			return nil, 0, l.s.errf(ErrCorrupt, l.n, "vertices", ks, "%d bytes are not whole rows of %d × %s", len(data), l.s.dims, l.vdt.Name)
 		}
 		cv := &chunkVerts{data: data, rows: len(data) / row}
-		fb, err := l.blob(ctx, "vertex_fragments", key)
+		fb, err := frag.b, frag.err
 		switch {
 		case errors.Is(err, ErrNotFound):
 		case err != nil:

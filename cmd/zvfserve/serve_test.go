@@ -98,3 +98,19 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	}
 	t.Fatal("the fixed store was not picked up")
 }
+
+func TestReadConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		flag   int
+		target string
+		want   int
+	}{
+		{0, "./data/x.zarrvectors", 8}, {0, "file:///data/x", 8}, {0, "mem://", 8},
+		{0, "s3://bucket/x?region=us-east-1", 32}, {0, "gs://b/x", 32}, {0, "azblob://c/x", 32},
+		{4, "s3://bucket/x", 4}, {64, "./x", 64},
+	} {
+		if got := readConcurrency(tc.flag, tc.target); got != tc.want {
+			t.Errorf("readConcurrency(%d, %q) = %d, want %d", tc.flag, tc.target, got, tc.want)
+		}
+	}
+}
