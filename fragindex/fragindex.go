@@ -44,17 +44,23 @@ func bad(off int, format string, a ...any) error {
 
 // Index is a decoded fragment index.
 type Index struct {
-	f       int
-	bitmap  []uint64 // ceil(F/64) words, LSB-first
-	prefix  []uint32 // prefix[w] = set bits in words [0, w)
-	ranges  []byte   // R × (int64 start, int64 count), a view of the blob
-	offsets []byte   // E+1 uint32, a view of the blob
-	indices []int64  // T
+	f int
+	// words[2w] is bitmap word w (LSB-first) and words[2w+1] the set bits
+	// in words [0, w): a lookup reads both from one cache line.
+	words   []int64
+	ranges  []byte  // R × (int64 start, int64 count), a view of the blob
+	offsets []byte  // E+1 uint32, a view of the blob
+	indices []int64 // T; shares one allocation with words
 }
 
 // Decode parses b; the Index keeps a view of b, so b must not be modified
 // afterwards. rows is the number of rows in the chunk payload the
 // fragments index into; pass -1 to skip the bounds checks.
+//
+// The validation loops fold each table into an accumulator (an OR of sign
+// bits, a running maximum) instead of branching per entry, and only on
+// failure rescan to say where: this keeps Decode of a large index near
+// memory speed.
 func Decode(b []byte, rows int64) (*Index, error) {
 	if len(b) < headerSize {
 		return nil, bad(0, "%d bytes cannot hold the 16-byte header", len(b))
@@ -79,83 +85,181 @@ func Decode(b []byte, rows int64) (*Index, error) {
 		}
 		return &Index{}, nil
 	}
-	bmBytes := (F + 7) / 8
-	bmPadded := (bmBytes + 7) &^ 7
+	// ceil(ceil(F/8) bytes to 8) is ceil(F/64) words: the padding bytes are
+	// the high bytes of the last word, so checking its bits past F covers
+	// both padding rules.
+	nw := (F + 63) / 64
+	bmPadded := 8 * nw
 	E := F - R
 	// Fixed-size part, computed in uint64 from 32-bit fields: cannot overflow.
 	fixed := headerSize + bmPadded + 16*R + 4*(E+1)
 	if uint64(len(b)) < fixed {
 		return nil, bad(len(b), "blob of %d bytes is shorter than the %d bytes F=%d R=%d need", len(b), fixed, F, R)
 	}
-	x := &Index{f: int(F)}
-	nw := (F + 63) / 64
-	x.bitmap = make([]uint64, nw)
-	x.prefix = make([]uint32, nw+1)
-	bm := b[headerSize : headerSize+bmPadded]
-	for w := range x.bitmap {
-		x.bitmap[w] = binary.LittleEndian.Uint64(bm[8*w:]) // bmPadded is a multiple of 8
-	}
-	// Padding bits and bytes past F must be zero.
-	if rem := F % 64; rem != 0 && x.bitmap[nw-1]>>rem != 0 {
+	bm := b[headerSize : headerSize+bmPadded : headerSize+bmPadded]
+	if rem := F % 64; rem != 0 && binary.LittleEndian.Uint64(bm[bmPadded-8:])>>rem != 0 {
 		return nil, bad(headerSize, "bitmap has set bits past F=%d", F)
 	}
-	for i := (F + 63) / 64 * 8; i < bmPadded; i++ {
-		if bm[i] != 0 {
-			return nil, bad(headerSize+int(i), "nonzero bitmap padding")
-		}
+	pr := headerSize + bmPadded // range table
+	po := pr + 16*R             // CSR offsets
+	pi := po + 4*(E+1)          // CSR indices
+	// The range table and the offsets stay views of b: decoding the ranges
+	// into a slice would double the cost of Decode for the common all-range
+	// index.
+	ranges := b[pr:po:po]
+	offsets := b[po:pi:pi]
+	T := uint64(binary.LittleEndian.Uint32(offsets[4*E:]))
+	if uint64(len(b))-pi != 8*T {
+		return nil, bad(int(pi), "%d bytes remain for %d explicit indices (want %d)", uint64(len(b))-pi, T, 8*T)
 	}
-	for w, v := range x.bitmap {
-		x.prefix[w+1] = x.prefix[w] + uint32(bits.OnesCount64(v))
+
+	// Every size is now bounded by len(b): one allocation holds the bitmap
+	// with its prefix popcount and the decoded indices (an []int64 cannot
+	// be a view of the bytes). Filling the words also counts the bits.
+	buf := make([]int64, 2*nw+T)
+	words := buf[: 2*nw : 2*nw]
+	run := int64(0)
+	for ws, rest := words, bm; len(ws) >= 2 && len(rest) >= 8; ws, rest = ws[2:], rest[8:] {
+		v := binary.LittleEndian.Uint64(rest)
+		ws[0], ws[1] = int64(v), run
+		run += int64(bits.OnesCount64(v))
 	}
-	if uint64(x.prefix[nw]) != R {
-		return nil, bad(12, "R=%d but the bitmap has %d set bits", R, x.prefix[nw])
+	if uint64(run) != R {
+		return nil, bad(12, "R=%d but the bitmap has %d set bits", R, run)
 	}
-	p := headerSize + bmPadded
-	// The range table stays a view of b: decoding it into a slice would
-	// double the cost of Decode for the common all-range index.
-	x.ranges = b[p : p+16*R : p+16*R]
-	// One unsigned comparison per field covers both "negative" and "past
-	// the rows" (a negative int64 is a huge uint64); without a row count
-	// the limit is the largest int64.
+
+	// Without a row count the limit is the largest int64.
 	lim := uint64(rows)
 	if rows < 0 {
 		lim = 1<<63 - 1
 	}
-	for rg, r := x.ranges, 0; len(rg) >= 16; rg, r = rg[16:], r+1 {
-		start, count := binary.LittleEndian.Uint64(rg), binary.LittleEndian.Uint64(rg[8:])
-		if start > lim || count > lim-start {
-			at := int(p) + 16*r
-			if int64(start) < 0 || int64(count) < 0 {
-				return nil, bad(at, "range %d has negative start or count (%d, %d)", r, int64(start), int64(count))
+	if sign, end := rangeScan(ranges); sign>>63 != 0 || end > lim {
+		return nil, rangeError(ranges, int(pr), lim, rows)
+	}
+
+	if o := binary.LittleEndian.Uint32(offsets); o != 0 {
+		return nil, bad(int(po), "explicit_offsets[0]=%d, want 0", o)
+	}
+	if offsetScan(offsets) < 0 {
+		return nil, offsetsError(offsets, int(po))
+	}
+
+	dst := buf[2*nw:]
+	// An index is valid iff it is below rows, or below 2^63 without a row
+	// count: so the largest one decides.
+	ilim := uint64(rows)
+	if rows < 0 {
+		ilim = 1 << 63
+	}
+	if top := copyIndices(dst, b[pi:]); T > 0 && top >= ilim {
+		for i, v := range dst {
+			if uint64(v) >= ilim {
+				return nil, bad(int(pi)+8*i, "explicit index %d outside [0, %d)", v, rows)
 			}
-			return nil, bad(at, "range %d [%d, %d+%d) exceeds %d rows", r, start, start, count, rows)
 		}
 	}
-	p += 16 * R
-	x.offsets = b[p : p+4*(E+1) : p+4*(E+1)]
-	if x.offset(0) != 0 {
-		return nil, bad(int(p), "explicit_offsets[0]=%d, want 0", x.offset(0))
+	return &Index{f: int(F), words: words, ranges: ranges, offsets: offsets, indices: dst}, nil
+}
+
+// The scans below are separate, non-inlined functions so that their
+// accumulators stay in registers: inside Decode they were spilled to the
+// stack every iteration.
+
+// rangeScan returns the OR of every start and count (its top bit is set iff
+// one is negative) and the largest start+count. With start and count below
+// 2^63 their sum cannot wrap, and start+count <= lim implies start <= lim:
+// so the two results validate the whole table.
+//
+//go:noinline
+func rangeScan(rg []byte) (sign, end uint64) {
+	// Two ranges a step, with independent maxima to halve the dependency
+	// chain; i < len-31 lets the compiler drop the bounds checks.
+	var end1 uint64
+	i := 0
+	for ; i < len(rg)-31; i += 32 {
+		s0, c0 := binary.LittleEndian.Uint64(rg[i:]), binary.LittleEndian.Uint64(rg[i+8:])
+		s1, c1 := binary.LittleEndian.Uint64(rg[i+16:]), binary.LittleEndian.Uint64(rg[i+24:])
+		sign |= s0 | c0 | s1 | c1
+		end = max(end, s0+c0)
+		end1 = max(end1, s1+c1)
 	}
-	for i := 1; i <= int(E); i++ {
-		if x.offset(i) < x.offset(i-1) {
-			return nil, bad(int(p)+4*i, "explicit_offsets not monotone at %d", i)
+	if i < len(rg)-15 {
+		s0, c0 := binary.LittleEndian.Uint64(rg[i:]), binary.LittleEndian.Uint64(rg[i+8:])
+		sign |= s0 | c0
+		end = max(end, s0+c0)
+	}
+	return sign, max(end, end1)
+}
+
+// offsetScan returns a negative number iff some offset is below its
+// predecessor: the OR keeps the sign bit of every difference.
+//
+//go:noinline
+func offsetScan(o []byte) (dec int64) {
+	var last int64
+	for ; len(o) >= 16; o = o[16:] {
+		v0 := int64(binary.LittleEndian.Uint32(o[0:4]))
+		v1 := int64(binary.LittleEndian.Uint32(o[4:8]))
+		v2 := int64(binary.LittleEndian.Uint32(o[8:12]))
+		v3 := int64(binary.LittleEndian.Uint32(o[12:16]))
+		dec |= (v0 - last) | (v1 - v0) | (v2 - v1) | (v3 - v2)
+		last = v3
+	}
+	for ; len(o) >= 4; o = o[4:] {
+		v := int64(binary.LittleEndian.Uint32(o))
+		dec |= v - last
+		last = v
+	}
+	return dec
+}
+
+// copyIndices decodes src into dst and returns the largest index as a
+// uint64 (a negative one is above 2^63). Four a step with independent
+// maxima; the length conditions let the compiler drop the bounds checks.
+//
+//go:noinline
+func copyIndices(dst []int64, src []byte) (top uint64) {
+	var t1, t2, t3 uint64
+	for len(dst) >= 4 && len(src) >= 32 {
+		v0 := binary.LittleEndian.Uint64(src[0:8])
+		v1 := binary.LittleEndian.Uint64(src[8:16])
+		v2 := binary.LittleEndian.Uint64(src[16:24])
+		v3 := binary.LittleEndian.Uint64(src[24:32])
+		dst[0], dst[1], dst[2], dst[3] = int64(v0), int64(v1), int64(v2), int64(v3)
+		top, t1, t2, t3 = max(top, v0), max(t1, v1), max(t2, v2), max(t3, v3)
+		dst, src = dst[4:], src[32:]
+	}
+	for len(dst) >= 1 && len(src) >= 8 {
+		v := binary.LittleEndian.Uint64(src)
+		dst[0] = int64(v)
+		top = max(top, v)
+		dst, src = dst[1:], src[8:]
+	}
+	return max(top, t1, t2, t3)
+}
+
+// rangeError locates the first invalid range; Decode knows one exists.
+func rangeError(ranges []byte, at int, lim uint64, rows int64) error {
+	for r := 0; len(ranges) >= 16; ranges, r = ranges[16:], r+1 {
+		start, count := binary.LittleEndian.Uint64(ranges), binary.LittleEndian.Uint64(ranges[8:])
+		if int64(start) < 0 || int64(count) < 0 {
+			return bad(at+16*r, "range %d has negative start or count (%d, %d)", r, int64(start), int64(count))
+		}
+		if start > lim || count > lim-start {
+			return bad(at+16*r, "range %d [%d, %d+%d) exceeds %d rows", r, start, start, count, rows)
 		}
 	}
-	p += 4 * (E + 1)
-	T := uint64(x.offset(int(E)))
-	if uint64(len(b))-p != 8*T {
-		return nil, bad(int(p), "%d bytes remain for %d explicit indices (want %d)", uint64(len(b))-p, T, 8*T)
-	}
-	x.indices = make([]int64, T)
-	src := b[p:]
-	for i := range x.indices {
-		v := binary.LittleEndian.Uint64(src[8*i:])
-		if v >= lim && (rows >= 0 || int64(v) < 0) { // v < rows, or v ≥ 0 without a row count
-			return nil, bad(int(p)+8*i, "explicit index %d outside [0, %d)", int64(v), rows)
+	return bad(at, "invalid range table")
+}
+
+// offsetsError locates the first decrease of the CSR offsets.
+func offsetsError(offsets []byte, at int) error {
+	for i := 1; 4*i+4 <= len(offsets); i++ {
+		if binary.LittleEndian.Uint32(offsets[4*i:]) < binary.LittleEndian.Uint32(offsets[4*i-4:]) {
+			return bad(at+4*i, "explicit_offsets not monotone at %d", i)
 		}
-		x.indices[i] = int64(v)
 	}
-	return x, nil
+	return bad(at, "explicit_offsets not monotone")
 }
 
 func (x *Index) offset(e int) uint32 { return binary.LittleEndian.Uint32(x.offsets[4*e:]) }
@@ -167,31 +271,36 @@ func (x *Index) Len() int { return x.f }
 func (x *Index) NumRanges() int { return len(x.ranges) / 16 }
 
 // IsRange reports whether fragment f is a range. f must be in [0, Len()).
-func (x *Index) IsRange(f int) bool { return x.bitmap[f>>6]>>(f&63)&1 == 1 }
+func (x *Index) IsRange(f int) bool { return uint64(x.words[2*(f>>6)])>>(f&63)&1 == 1 }
 
-// rank is the number of range fragments before f.
-func (x *Index) rank(f int) int {
-	w := f >> 6
-	return int(x.prefix[w]) + bits.OnesCount64(x.bitmap[w]&(1<<(f&63)-1))
+// upTo returns fragment f's bitmap word shifted so that bit f is the top
+// bit and the bits above it are gone, and the number of range fragments
+// before that word: f is a range iff the result is negative as an int64,
+// and the range fragments in [0, f] number n + popcount.
+func (x *Index) upTo(f int) (top uint64, n int) {
+	w := 2 * (f >> 6)
+	return uint64(x.words[w]) << (^f & 63), int(x.words[w+1])
 }
 
 // Range returns fragment f's rows [start, start+count). ok is false when f
 // is explicit.
 func (x *Index) Range(f int) (start, count int64, ok bool) {
-	if !x.IsRange(f) {
+	t, n := x.upTo(f)
+	if int64(t) >= 0 {
 		return 0, 0, false
 	}
-	r := x.rank(f) * 16
-	return int64(binary.LittleEndian.Uint64(x.ranges[r:])), int64(binary.LittleEndian.Uint64(x.ranges[r+8:])), true
+	rg := x.ranges[16*(n+bits.OnesCount64(t)-1):]
+	return int64(binary.LittleEndian.Uint64(rg)), int64(binary.LittleEndian.Uint64(rg[8:])), true
 }
 
 // Indices returns fragment f's explicit row indices (a view; do not
 // modify), or nil for a range fragment.
 func (x *Index) Indices(f int) []int64 {
-	if x.IsRange(f) {
+	t, n := x.upTo(f)
+	if int64(t) < 0 {
 		return nil
 	}
-	e := f - x.rank(f)
+	e := f - n - bits.OnesCount64(t)
 	a, z := x.offset(e), x.offset(e+1)
 	return x.indices[a:z:z]
 }
@@ -217,7 +326,7 @@ func (x *Index) AppendRows(dst []int64, f int) []int64 {
 
 // SizeBytes approximates the decoded index's memory, for cache budgets.
 func (x *Index) SizeBytes() int64 {
-	return int64(96 + 8*len(x.bitmap) + 4*len(x.prefix) + len(x.ranges) + len(x.offsets) + 8*len(x.indices))
+	return int64(96 + 8*len(x.words) + len(x.ranges) + len(x.offsets) + 8*len(x.indices))
 }
 
 // Fragment is one fragment to encode: a range (Indices == nil) or an

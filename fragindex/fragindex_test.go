@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -145,6 +146,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(make([]byte, 16), int64(0))
 	f.Fuzz(func(t *testing.T, b []byte, rows int64) {
 		x, err := Decode(b, rows)
+		if (err == nil) != refValid(b, rows) {
+			t.Fatalf("Decode error %v, but the reference check says valid=%v", err, refValid(b, rows))
+		}
 		if err != nil {
 			return
 		}
@@ -170,6 +174,123 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip differs:\n%x\n%x", b, enc)
 		}
 	})
+}
+
+// refValid checks the spec's invariants one field at a time, the plain way,
+// to cross-check Decode's fused and unrolled validation.
+func refValid(b []byte, rows int64) bool {
+	le := binary.LittleEndian
+	if len(b) < 16 || le.Uint32(b) != Magic || le.Uint16(b[4:]) != 1 || le.Uint16(b[6:]) != 0 {
+		return false
+	}
+	F, R := int(le.Uint32(b[8:])), int(le.Uint32(b[12:]))
+	if F == 0 {
+		return R == 0 && len(b) == 16
+	}
+	bmBytes := (F + 7) / 8
+	padded := (bmBytes + 7) / 8 * 8
+	if len(b) < 16+padded {
+		return false
+	}
+	set := 0
+	for f := 0; f < 8*padded; f++ {
+		if b[16+f/8]>>(f%8)&1 == 1 {
+			if f >= F {
+				return false // padding bit or byte
+			}
+			set++
+		}
+	}
+	if set != R {
+		return false
+	}
+	p := 16 + padded
+	if len(b) < p+16*R {
+		return false
+	}
+	for r := 0; r < R; r++ {
+		s, c := int64(le.Uint64(b[p+16*r:])), int64(le.Uint64(b[p+16*r+8:]))
+		if s < 0 || c < 0 || c > math.MaxInt64-s || (rows >= 0 && s+c > rows) {
+			return false
+		}
+	}
+	p += 16 * R
+	E := F - R
+	if len(b) < p+4*(E+1) {
+		return false
+	}
+	prev := uint32(0)
+	for e := 0; e <= E; e++ {
+		o := le.Uint32(b[p+4*e:])
+		if (e == 0 && o != 0) || o < prev {
+			return false
+		}
+		prev = o
+	}
+	p += 4 * (E + 1)
+	if len(b)-p != 8*int(prev) {
+		return false
+	}
+	for i := 0; i < int(prev); i++ {
+		v := int64(le.Uint64(b[p+8*i:]))
+		if v < 0 || (rows >= 0 && v >= rows) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAgreesWithReference corrupts every 4- and 8-byte field of a mixed
+// index with edge values and checks Decode accepts exactly what refValid
+// accepts. F=76, R=63, E=13, T=31: none is a multiple of the unrolled
+// loops' step, so their tails are hit too.
+func TestAgreesWithReference(t *testing.T) {
+	var frags []Fragment
+	var row int64
+	for i := range 76 {
+		if i%6 == 3 {
+			frags = append(frags, ExplicitFragment([]int64{row + 2, row, row + 1, row + 4, row + 3}[:i/6%4+1]))
+		} else {
+			frags = append(frags, RangeFragment(row, int64(i%4)))
+		}
+		row += 5
+	}
+	good, err := Encode(frags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges := []uint64{0, 1, 2, 7, uint64(row - 1), uint64(row), uint64(row + 1), 1<<31 - 1, 1 << 32, 1<<62 + 1, 1<<63 - 1, 1 << 63, ^uint64(0)}
+	for _, rows := range []int64{-1, 0, row - 1, row, 1 << 62} {
+		check := func(b []byte) {
+			_, err := Decode(b, rows)
+			if want := refValid(b, rows); (err == nil) != want {
+				t.Fatalf("rows=%d: Decode error %v, reference valid=%v\n%x", rows, err, want, b)
+			}
+		}
+		check(good)
+		// A padding bit traded for a range bit keeps the popcount.
+		for _, pad := range []int{76, 79, 80, 127} {
+			b := bytes.Clone(good)
+			b[16] &^= 1
+			b[16+pad/8] |= 1 << (pad % 8)
+			check(b)
+		}
+		for off := 0; off+4 <= len(good); off += 4 {
+			for _, v := range edges {
+				b := bytes.Clone(good)
+				binary.LittleEndian.PutUint32(b[off:], uint32(v))
+				check(b)
+				if off+8 <= len(good) {
+					binary.LittleEndian.PutUint64(b[off:], v)
+					check(b)
+				}
+				// Decrement a CSR offset, or flip a byte.
+				b = bytes.Clone(good)
+				b[off] ^= byte(v) | 1
+				check(b)
+			}
+		}
+	}
 }
 
 func bigIndex(b *testing.B) []byte {
