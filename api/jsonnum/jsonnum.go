@@ -1,349 +1,250 @@
-// Package jsonnum formats numbers for JSON output fast. Coordinates are
-// float32 and a JSON answer is mostly their text, so the float32
-// formatter here — Ryū's shortest-digits search with 64-bit tables, then
-// the digits written straight into the caller's buffer — is what JSON
-// throughput comes down to. Its output is byte-for-byte that of
-// strconv.AppendFloat(dst, float64(v), 'g', -1, 32), which the tests check
-// over every float32.
+// Package jsonnum formats numbers for JSON output fast. A JSON vertex answer
+// is mostly float32 coordinates, and strconv's general-purpose float
+// formatting is what caps its throughput; AppendFloat32 writes the same
+// bytes in well under strconv's time (BenchmarkAppendFloat32 against
+// BenchmarkStrconv).
 package jsonnum
 
+//go:generate go run gen_tables.go
+
 import (
+	"encoding/binary"
 	"math"
-	"math/big"
 	"math/bits"
 	"slices"
 	"strconv"
 )
 
-const (
-	mantBits = 23
-	bias     = 127
+// AppendFloat32 appends the shortest decimal form of v that parses back to
+// the same float32, byte-for-byte identical to
+// strconv.AppendFloat(dst, float64(v), 'g', -1, 32) for every finite v
+// ("-0" included). NaN and the infinities, which JSON callers replace by
+// null, are handed to strconv. It writes nothing past the bytes it appends,
+// and does not allocate when dst has room for 16 more.
+func AppendFloat32(dst []byte, v float32) []byte {
+	b := math.Float32bits(v)
+	ex := uint8(b >> 23)
+	frac := b & (1<<23 - 1)
+	sign := uint64(b >> 31)
 
-	pow5InvBits = 59 // precision of pow5Inv entries
-	pow5Bits    = 61 // precision of pow5 entries
-)
-
-// tables holds ⌈2^k / 5^q⌉ and ⌊5^i / 2^k⌋ scaled to 59 / 61 bits:
-// the powers of five that move a binary exponent to a decimal one.
-type tables struct {
-	pow5Inv [31]uint64
-	pow5    [47]uint64
+	c, q := frac|1<<23, int(ex)-150 // |v| = c · 2^q
+	switch ex {
+	case 0xff:
+		return strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
+	case 0:
+		if frac == 0 {
+			return append(dst, "-0"[1-sign:]...)
+		}
+		c, q = frac, -149
+	}
+	// Integers below 10^6 are printed as such: the float32s next to them
+	// are at most 1/2 away, so no shorter decimal rounds to them.
+	if sh := uint(-q); sh <= 23 && c&(1<<sh-1) == 0 && c>>sh < 1e6 {
+		return appendDecimal(dst, sign, c>>sh, 0)
+	}
+	m, e := shortest(c, ex, frac == 0 && ex > 1)
+	return appendDecimal(dst, sign, m, e)
 }
 
-// tab is computed once, exactly, with math/big; it is read-only after.
-var tab = func() *tables {
-	t := new(tables)
-	five := big.NewInt(5)
-	for q := range t.pow5Inv {
-		p := new(big.Int).Exp(five, big.NewInt(int64(q)), nil)
-		// ⌈2^(pow5bits(q)-1+pow5InvBits) / 5^q⌉ (plus one for q = 0, as Ryū does, so the
-		// multiplication never lands exactly on an integer it should round down from).
-		num := new(big.Int).Lsh(big.NewInt(1), uint(pow5bits(q)-1+pow5InvBits))
-		v, r := new(big.Int).QuoRem(num, p, new(big.Int))
-		if r.Sign() != 0 || q == 0 {
-			v.Add(v, big.NewInt(1))
-		}
-		t.pow5Inv[q] = v.Uint64()
+// scale brings the float32 values of one exponent field (ulp 2^q) to the
+// decimal scale of their shortest forms: x·2^q·10^-k = (x<<h)·g / 2^64,
+// g being 10^-k·2^(64-h+q) rounded up. k is chosen so that the rounding
+// interval around a value is 1 to 10 units of 10^k wide.
+type scale struct {
+	g uint64
+	k int16
+	h uint16 // 1 to 4
+}
+
+// shortest returns the decimal m·10^e that strconv's shortest formatting
+// gives for c·2^q, q from the exponent field ex: the fewest digits that
+// round back to c·2^q, the closest of those when there are several, an
+// exact tie going to the even digit. For a power of two (irregular: the
+// lower neighbour is twice as close) strconv breaks that tie upwards, and
+// so does this. m has at most 9 digits, and may have trailing zeros.
+//
+// It is the Schubfach method: the rounding interval of c·2^q holds at most
+// one multiple of 10 units of 10^k (then that is the answer) and at least
+// one unit, so the answer is ⌊c·2^q/10^k⌋ or the unit above. The value and
+// the two interval ends are scaled by 4·10^-k with one 64×64-bit product
+// each, rounded to odd so that comparisons with even numbers stay exact.
+func shortest(c uint32, ex uint8, irregular bool) (uint32, int) {
+	cb := uint64(c) << 2 // the value, in quarter ulps
+	cbl := cb - 2        // the lower end of its rounding interval
+	sc := &scales[0][ex]
+	tieUp := uint64(0)
+	if irregular {
+		cbl = cb - 1
+		sc = &scales[1][ex]
+		tieUp = 1
 	}
-	for i := range t.pow5 {
-		p := new(big.Int).Exp(five, big.NewInt(int64(i)), nil)
-		shift := pow5bits(i) - pow5Bits
-		if shift >= 0 {
-			p.Rsh(p, uint(shift))
-		} else {
-			p.Lsh(p, uint(-shift))
-		}
-		t.pow5[i] = p.Uint64()
+	h := uint(sc.h) & 7
+	vbHi, vbLo := bits.Mul64(sc.g, cb<<h)
+	vb := vbHi | (vbLo>>32+(1<<32-1))>>32
+	vbl := scaleOdd(sc.g, cbl<<h)
+	vbr := scaleOdd(sc.g, (cb+2)<<h)
+
+	// The interval ends are candidates only when c is even (ties round to
+	// even when reading back); out makes the tests below strict.
+	out := uint64(c & 1)
+	lower := vbl + out
+	upper := vbr - out
+
+	// The choices are made with arithmetic rather than branches, which
+	// random data would mispredict: all values are below 2^33, so x ≤ y is
+	// the sign bit of y-x, flipped.
+	s := vbHi >> 2 // ⌊c·2^q·10^-k⌋
+	// s or s+1: s+1 when s is out, or when s+1 is in and closer or as
+	// close, in a tie that goes to the even one, or up.
+	sOut := (s<<2 - lower) >> 63
+	s1In := (upper-(s+1)<<2)>>63 ^ 1
+	mid := s<<2 + 2
+	above := (mid - vb) >> 63
+	tie := ((vb ^ mid) - 1) >> 63
+	m := s + (sOut | s1In&(above|tie&(s&1|tieUp)))
+	// But a multiple of 10 in the interval, t·10 or (t+1)·10, is shorter.
+	t := s / 10
+	tIn := (t*40-lower)>>63 ^ 1
+	t1In := (upper-(t+1)*40)>>63 ^ 1
+	coarse := tIn | t1In
+	m += (t + t1In - m) & -coarse
+	return uint32(m), int(sc.k) + int(coarse)
+}
+
+// scaleOdd is ⌊x·g / 2^64⌋ rounded to odd: its low bit is set when the
+// product has a fraction. Only the fraction's top 32 bits are looked at, so
+// g's rounding up (by less than x < 2^31 in the low word) never turns an
+// exact product inexact; for float32 no inexact product comes that close
+// to an integer (the exhaustive test checks every value).
+func scaleOdd(g, x uint64) uint64 {
+	hi, lo := bits.Mul64(g, x)
+	return hi | (lo>>32+(1<<32-1))>>32
+}
+
+// appendDecimal appends ±m·10^e (sign 1 for minus) the way strconv's %g
+// does at shortest precision: d.ddde±XX when the decimal exponent x of the
+// first digit is below -4 or at least 6 (the precision %g assumes for the
+// choice), plain digits with a point otherwise. m has at most 9 digits;
+// trailing zeros in it are not significant.
+//
+// The digits are made all at once as ASCII in a 64-bit word, the text is
+// laid out in two registers (lo holds bytes 0-7, hi 8-15) and stored with
+// two overlapping word writes that cover exactly the new bytes: no loop,
+// and, besides the choice of the exponent form, one data-dependent branch
+// (on the digit count, which measured faster than computing it without).
+func appendDecimal(dst []byte, sign uint64, m uint32, e int) []byte {
+	nd := decimalLen(m)
+	dp := nd + e // digits before the point (zero or less: zeros after it)
+
+	// The 9 digits of m with leading zeros (d9 the first, w the others)
+	// are moved down past the leading zeros, '0' coming in on top: d holds
+	// the first 8 digits of m padded with '0', d8 the ninth.
+	d9 := m / 1e8
+	w := digits8(d9, m)
+	ns := nd - bits.LeadingZeros64(w-0x3030303030303030)/8 // without trailing zeros
+	d, d8 := uint64('0'+d9)|w<<8, w>>56
+	if nd < 9 {
+		z := uint(8*(8-nd)) & 63
+		d = w>>z | 0x3030303030303030&^(^uint64(0)>>z)
+		d8 = '0'
 	}
-	return t
-}()
 
-// pow5bits is ⌈log2(5^e)⌉ for e ≥ 1 (and 1 for e = 0).
-func pow5bits(e int) int { return int((uint32(e)*1217359)>>19) + 1 }
+	var lo, hi uint64
+	var l int // the length of the text, sign aside: at most 14
+	if x := dp - 1; x < -4 || x >= 6 {
+		exp := uint64('e') | '+'<<8
+		if x < 0 {
+			exp = uint64('e') | '-'<<8
+			x = -x
+		}
+		exp |= uint64(digitPairs[2*x])<<16 | uint64(digitPairs[2*x+1])<<24 // x ≤ 45
+		p := uint(8)                                                       // where the exponent goes, in bits
+		lo = d & 0xff
+		if ns > 1 { // d.ddd
+			if ns < 9 {
+				d &= 1<<(8*ns) - 1
+				d8 = 0
+			}
+			lo |= '.'<<8 | (d&^0xff)<<8
+			hi = d>>56 | d8<<8
+			p = uint(8 * (ns + 1))
+		}
+		// Shifts by 64 bits or more give 0, so this covers p below, at or
+		// above 64.
+		lo |= exp << p
+		hi |= exp>>(64-p) | exp<<(p-64)
+		l = int(p/8) + 4
+	} else {
+		// u '0's go in front (0.000ddd), then the point after the digit
+		// at dp+u.
+		u := 0
+		if dp <= 0 {
+			u = 1 - dp
+		}
+		zu := uint(8*u) & 63              // ≤ 32
+		lo = d<<zu | 0x30303030&(1<<zu-1) // '0's, then d
+		hi = d>>1>>((63-zu)&63) | d8<<zu  // d>>(64-zu)
+		pt := uint(8*(dp+u)) & 63         // 8 to 48
+		mask := uint64(1)<<pt - 1         // the digits before the point
+		hi = hi<<8 | lo>>56
+		lo = lo&mask | '.'<<pt | (lo&^mask)<<8
+		l = ns + u + 1
+		if dp >= ns { // an integer, the padding giving its zeros
+			l = dp
+		}
+	}
 
-// log10Pow2 is ⌊log10(2^e)⌋ and log10Pow5 ⌊log10(5^e)⌋, for the exponent
-// ranges of float32.
-func log10Pow2(e int) int { return int((uint32(e) * 78913) >> 18) }
-func log10Pow5(e int) int { return int((uint32(e) * 732923) >> 20) }
+	// A '-' goes at n, overwritten by the text when there is no sign; the
+	// text goes at n+sign. Nothing is written past n+sign+l.
+	n := len(dst)
+	if cap(dst)-n < 16 {
+		dst = slices.Grow(dst, 16)
+	}
+	out := (*[16]byte)(dst[n : n+16])
+	s := uint(sign) & 1
+	out[0] = '-'
+	switch {
+	case l >= 8: // the first 8 bytes, then the last 8
+		binary.LittleEndian.PutUint64(out[s:], lo)
+		k := uint(8*(l-8)) & 63
+		binary.LittleEndian.PutUint64(out[(s+uint(l)-8)&7:], lo>>k|hi<<1<<((63-k)&63))
+	case l >= 4: // the same with 4
+		binary.LittleEndian.PutUint32(out[s:], uint32(lo))
+		binary.LittleEndian.PutUint32(out[(s+uint(l)-4)&7:], uint32(lo>>(uint(8*(l-4))&63)))
+	default:
+		for i := range uint(l) & 3 {
+			out[s+i] = byte(lo >> (8 * i))
+		}
+	}
+	return dst[:n+int(s)+l]
+}
 
-func pow5Factor(v uint32) int {
-	n := 0
-	for v%5 == 0 {
-		v /= 5
+// digits8 returns the last 8 decimal digits of m < 10^9 as ASCII, the
+// first in the low byte, given d9 = m/10^8: m is split in halves of 4
+// digits, then 2, then 1, all lanes at once in one 64-bit word.
+func digits8(d9, m uint32) uint64 {
+	q := m / 1e4
+	v := uint64(q-d9*1e4) | uint64(m-q*1e4)<<32 // two 32-bit lanes < 10^4
+	q2 := (v * 5243 >> 19) & 0x0000007f0000007f
+	v = q2 | (v-q2*100)<<16 // four 16-bit lanes < 100
+	q2 = (v * 103 >> 10) & 0x000f000f000f000f
+	v = q2 | (v-q2*10)<<8 // eight bytes < 10
+	return v + 0x3030303030303030
+}
+
+const digitPairs = "00010203040506070809" + "10111213141516171819" + "20212223242526272829" +
+	"30313233343536373839" + "40414243444546474849" + "50515253545556575859" +
+	"60616263646566676869" + "70717273747576777879" + "80818283848586878889" +
+	"90919293949596979899"
+
+// decimalLen is the number of decimal digits of m > 0.
+func decimalLen(m uint32) int {
+	// ⌊log10⌋ from the bit length, short by at most one.
+	n := (bits.Len32(m) * 1233) >> 12
+	if m >= pow10u32[n] {
 		n++
 	}
 	return n
 }
 
-// mulShift is ⌊m·f / 2^shift⌋ (shift in 32…95).
-func mulShift(m uint32, f uint64, shift int) uint32 {
-	hi, lo := bits.Mul64(uint64(m), f)
-	if shift >= 64 {
-		return uint32(hi >> (shift - 64))
-	}
-	return uint32(hi<<(64-shift) | lo>>shift)
-}
-
-// shortest returns the shortest decimal m·10^e that parses back to the
-// float32 with this mantissa and exponent field, the closest one when
-// several are as short (Ryū, f2s).
-func shortest(mant, exp uint32) (uint32, int) {
-	var e2 int
-	var m2 uint32
-	if exp == 0 {
-		e2 = 1 - bias - mantBits - 2
-		m2 = mant
-	} else {
-		e2 = int(exp) - bias - mantBits - 2
-		m2 = 1<<mantBits | mant
-	}
-	acceptBounds := m2&1 == 0
-	mv := 4 * m2
-	mp := 4*m2 + 2
-	mmShift := uint32(0)
-	if mant != 0 || exp <= 1 {
-		mmShift = 1
-	}
-	mm := 4*m2 - 1 - mmShift
-
-	var vr, vp, vm uint32
-	var e10 int
-	vmTrailingZeros, vrTrailingZeros := false, false
-	lastRemoved := uint32(0)
-	if e2 >= 0 {
-		q := log10Pow2(e2)
-		e10 = q
-		k := pow5InvBits + pow5bits(q) - 1
-		i := -e2 + q + k
-		vr = mulShift(mv, tab.pow5Inv[q], i)
-		vp = mulShift(mp, tab.pow5Inv[q], i)
-		vm = mulShift(mm, tab.pow5Inv[q], i)
-		if q != 0 && (vp-1)/10 <= vm/10 {
-			// One removed digit is needed even if the loop below runs no
-			// round; q-1 keeps the arithmetic in 32 bits.
-			l := pow5InvBits + pow5bits(q-1) - 1
-			lastRemoved = mulShift(mv, tab.pow5Inv[q-1], -e2+q-1+l) % 10
-		}
-		if q <= 9 {
-			// At most one of mp, mv and mm is a multiple of 5.
-			switch {
-			case mv%5 == 0:
-				vrTrailingZeros = pow5Factor(mv) >= q
-			case acceptBounds:
-				vmTrailingZeros = pow5Factor(mm) >= q
-			case pow5Factor(mp) >= q:
-				vp--
-			}
-		}
-	} else {
-		q := log10Pow5(-e2)
-		e10 = q + e2
-		i := -e2 - q
-		k := pow5bits(i) - pow5Bits
-		j := q - k
-		vr = mulShift(mv, tab.pow5[i], j)
-		vp = mulShift(mp, tab.pow5[i], j)
-		vm = mulShift(mm, tab.pow5[i], j)
-		if q != 0 && (vp-1)/10 <= vm/10 {
-			j = q - 1 - (pow5bits(i+1) - pow5Bits)
-			lastRemoved = mulShift(mv, tab.pow5[i+1], j) % 10
-		}
-		switch {
-		case q <= 1:
-			// mv = 4·m2 has two trailing zero bits; mm has one iff mmShift.
-			vrTrailingZeros = true
-			if acceptBounds {
-				vmTrailingZeros = mmShift == 1
-			} else {
-				vp--
-			}
-		case q < 31:
-			vrTrailingZeros = mv&(1<<(q-1)-1) == 0
-		}
-	}
-
-	removed := 0
-	var out uint32
-	if vmTrailingZeros || vrTrailingZeros {
-		for vp/10 > vm/10 {
-			vmTrailingZeros = vmTrailingZeros && vm%10 == 0
-			vrTrailingZeros = vrTrailingZeros && lastRemoved == 0
-			lastRemoved = vr % 10
-			vr /= 10
-			vp /= 10
-			vm /= 10
-			removed++
-		}
-		if vmTrailingZeros {
-			for vm%10 == 0 {
-				vrTrailingZeros = vrTrailingZeros && lastRemoved == 0
-				lastRemoved = vr % 10
-				vr /= 10
-				vp /= 10
-				vm /= 10
-				removed++
-			}
-		}
-		if vrTrailingZeros && lastRemoved == 5 && vr%2 == 0 {
-			lastRemoved = 4 // an exact tie rounds to even
-		}
-		out = vr
-		if (vr == vm && (!acceptBounds || !vmTrailingZeros)) || lastRemoved >= 5 {
-			out++
-		}
-	} else {
-		for vp/10 > vm/10 {
-			lastRemoved = vr % 10
-			vr /= 10
-			vp /= 10
-			vm /= 10
-			removed++
-		}
-		out = vr
-		if vr == vm || lastRemoved >= 5 {
-			out++
-		}
-	}
-	return out, e10 + removed
-}
-
-// AppendFloat32 appends the shortest decimal form of v that parses back to
-// the same float32: byte-for-byte strconv.AppendFloat(dst, float64(v), 'g',
-// -1, 32) for every finite v (NaN and infinities go through strconv too;
-// JSON callers write null for them before getting here; powers of two go
-// through strconv as well).
-func AppendFloat32(dst []byte, v float32) []byte {
-	b := math.Float32bits(v)
-	exp := b >> mantBits & 0xff
-	mant := b & (1<<mantBits - 1)
-	if exp == 0xff || (mant == 0 && exp != 0) {
-		// NaN, infinities, and the 254 powers of two: their rounding
-		// interval is lopsided, and strconv (Dragonbox) breaks exact ties
-		// there its own way; matching it is worth more than their speed.
-		return strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
-	}
-	if b&(1<<31) != 0 {
-		dst = append(dst, '-')
-	}
-	if exp == 0 && mant == 0 {
-		return append(dst, '0')
-	}
-	m, e := shortest(mant, exp)
-	// Strip trailing zeros (Ryū can leave them when the interval holds a
-	// shorter integer, e.g. 1e7 = 10000000).
-	for m%10 == 0 {
-		m /= 10
-		e++
-	}
-	nd := decimalLen(m)
-	dp := nd + e          // position of the decimal point in the digits
-	x := dp - 1           // decimal exponent of the first digit
-	if x < -4 || x >= 6 { // %g at shortest precision decides with precision 6
-		return appendE(dst, m, nd, x)
-	}
-	// Fixed notation: -3 ≤ dp ≤ 6 here. The digits go into t at an offset
-	// that leaves room for "0.000" or for the point, then one append.
-	var t [20]byte
-	switch {
-	case dp <= 0: // 0.000ddd
-		o := 2 - dp
-		t[0], t[1], t[2], t[3], t[4] = '0', '.', '0', '0', '0'
-		putDigits(t[o:o+nd], m)
-		return append(dst, t[:o+nd]...)
-	case dp >= nd: // ddd000
-		putDigits(t[:nd], m)
-		t[nd], t[nd+1], t[nd+2], t[nd+3], t[nd+4], t[nd+5] = '0', '0', '0', '0', '0', '0'
-		return append(dst, t[:dp]...)
-	default: // dd.ddd
-		putDigits(t[1:nd+1], m)
-		copy(t[:dp], t[1:dp+1])
-		t[dp] = '.'
-		return append(dst, t[:nd+1]...)
-	}
-}
-
-// putDigits writes the decimal digits of m, right-aligned, into d (whose
-// length is their count), two at a time.
-func putDigits(d []byte, m uint32) {
-	i := len(d)
-	for m >= 100 {
-		r := m % 100
-		m /= 100
-		i -= 2
-		d[i], d[i+1] = digitPairs[2*r], digitPairs[2*r+1]
-	}
-	if m >= 10 {
-		d[i-2], d[i-1] = digitPairs[2*m], digitPairs[2*m+1]
-	} else if i > 0 {
-		d[i-1] = byte('0' + m)
-	}
-}
-
-const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
-	"8081828384858687888990919293949596979899"
-
-// decimalLen is the number of decimal digits of m (m > 0).
-func decimalLen(m uint32) int {
-	switch {
-	case m < 10:
-		return 1
-	case m < 100:
-		return 2
-	case m < 1000:
-		return 3
-	case m < 10000:
-		return 4
-	case m < 100000:
-		return 5
-	case m < 1000000:
-		return 6
-	case m < 10000000:
-		return 7
-	case m < 100000000:
-		return 8
-	case m < 1000000000:
-		return 9
-	}
-	return 10
-}
-
-// appendE writes d.ddd e±XX as strconv's %e does: at least two exponent
-// digits.
-func appendE(dst []byte, m uint32, nd, x int) []byte {
-	size := nd + 4 // digits, 'e', sign, two exponent digits
-	if nd > 1 {
-		size++ // the point
-	}
-	ax := x
-	if ax < 0 {
-		ax = -ax
-	}
-	if ax >= 100 {
-		size++
-	}
-	n := len(dst)
-	dst = slices.Grow(dst, size)[:n+size]
-	out := dst[n:]
-	i := size
-	for ax >= 10 || i > size-2 {
-		i--
-		out[i] = byte('0' + ax%10)
-		ax /= 10
-	}
-	i--
-	if x < 0 {
-		out[i] = '-'
-	} else {
-		out[i] = '+'
-	}
-	i--
-	out[i] = 'e'
-	if nd > 1 {
-		putDigits(out[1:nd+1], m)
-		out[0], out[1] = out[1], '.'
-	} else {
-		out[0] = byte('0' + m)
-	}
-	return dst
-}
+var pow10u32 = [...]uint32{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
