@@ -162,12 +162,12 @@ func TestCorruptStoreSuite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, false)
+			h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, zvf.Watch{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer h.Close()
-			bad, openErr := h.Store()
+			bad, openErr := h.Current()
 			if openErr != nil && !errors.Is(openErr, zvf.ErrCorrupt) && !errors.Is(openErr, zvf.ErrUnsupported) {
 				t.Fatalf("open failed with an untyped error: %v", openErr)
 			}

@@ -11,7 +11,7 @@ func TestDecodeCursor(t *testing.T) {
 		b, _ := json.Marshal(c)
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
-	const h = "0123456789abcdef"
+	const h, v = "0123456789abcdef", "v1"
 	for _, tc := range []struct {
 		name string
 		v    string
@@ -19,15 +19,16 @@ func TestDecodeCursor(t *testing.T) {
 		want cursor
 	}{
 		{"first page", "", true, cursor{}},
-		{"valid", enc(cursor{Offset: 1000, Level: 2, Hash: h}), true, cursor{Offset: 1000, Level: 2, Hash: h}},
-		{"other query", enc(cursor{Offset: 1000, Hash: "ffffffffffffffff"}), false, cursor{}},
+		{"valid", enc(cursor{Offset: 1000, Level: 2, Hash: h, Version: v}), true, cursor{Offset: 1000, Level: 2, Hash: h, Version: v}},
+		{"other query", enc(cursor{Offset: 1000, Hash: "ffffffffffffffff", Version: v}), false, cursor{}},
+		{"other store version", enc(cursor{Offset: 1000, Hash: h, Version: "v0"}), false, cursor{}},
 		{"negative offset", enc(cursor{Offset: -1, Hash: h}), false, cursor{}},
 		{"negative level", enc(cursor{Level: -3, Hash: h}), false, cursor{}},
 		{"not base64", "!!!", false, cursor{}},
 		{"not json", base64.RawURLEncoding.EncodeToString([]byte("[1,2]")), false, cursor{}},
 		{"overlong", string(make([]byte, 600)), false, cursor{}},
 	} {
-		got, err := decodeCursor(tc.v, h)
+		got, err := decodeCursor(tc.v, h, v)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("%s: %+v, %v", tc.name, got, err)
 		}
@@ -37,18 +38,18 @@ func TestDecodeCursor(t *testing.T) {
 // FuzzDecodeCursor: any token is either a cursor for this query with a
 // sane offset and level, or a 400 — never a panic.
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add("eyJvIjoxMDAwLCJsIjowLCJoIjoiMDEyMzQ1Njc4OWFiY2RlZiJ9")
+	f.Add("eyJvIjoxMDAwLCJsIjowLCJoIjoiMDEyMzQ1Njc4OWFiY2RlZiIsInYiOiJ2MSJ9")
 	f.Add("")
 	f.Add("e30")
 	f.Fuzz(func(t *testing.T, v string) {
-		c, err := decodeCursor(v, "0123456789abcdef")
+		c, err := decodeCursor(v, "0123456789abcdef", "v1")
 		if err != nil {
-			if p, ok := err.(*Problem); !ok || p.Status != 400 {
-				t.Fatalf("error is not a 400 problem: %v", err)
+			if p, ok := err.(*Problem); !ok || (p.Status != 400 && p.Status != 409) {
+				t.Fatalf("error is not a 400 or 409 problem: %v", err)
 			}
 			return
 		}
-		if v != "" && (c.Offset < 0 || c.Level < 0 || c.Level > 1000 || c.Hash != "0123456789abcdef") {
+		if v != "" && (c.Offset < 0 || c.Level < 0 || c.Level > 1000 || c.Hash != "0123456789abcdef" || c.Version != "v1") {
 			t.Fatalf("accepted %+v", c)
 		}
 	})

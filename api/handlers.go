@@ -17,8 +17,10 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
-// store returns the request's store as currently opened, or the typed
-// error that keeps it from opening (a problem like any other).
+// store returns the request's store as currently served, or the typed
+// error that keeps it from being served (a problem like any other). It
+// notes the version in the request, so that an answer that meets a newer
+// object can be retried on the new version (see Server.wrap).
 func (s *Server) store(r *http.Request) (*zvf.Store, error) {
 	name := chi.URLParam(r, "store")
 	if !ValidStoreName(name) {
@@ -28,7 +30,11 @@ func (s *Server) store(r *http.Request) (*zvf.Store, error) {
 	if !ok {
 		return nil, notFound(fmt.Sprintf("no store %q", name))
 	}
-	return h.Store()
+	st, err := h.Current()
+	if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
+		a.h, a.st = h, st
+	}
+	return st, err
 }
 
 func (s *Server) level(st *zvf.Store, r *http.Request, q url.Values, param string) (*zvf.Level, error) {
@@ -114,7 +120,7 @@ func (s *Server) listStores(w http.ResponseWriter, r *http.Request) error {
 		Stores []catalogEntry `json:"stores"`
 	}{Stores: []catalogEntry{}}
 	for _, n := range s.names {
-		st, err := s.stores[n].Store()
+		st, err := s.stores[n].Current()
 		if err != nil {
 			// Listed, so an operator sees why it is not served.
 			out.Stores = append(out.Stores, catalogEntry{Name: n, Status: "error", Problem: classify(err),
@@ -143,16 +149,19 @@ func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 // ---- bbox ----
 
 // cursor is the opaque paging token: offset and level, bound to the query
-// it came from by a hash so it cannot be replayed against another box.
+// it came from by a hash so it cannot be replayed against another box, and
+// to the store version it was issued by, so that its offset never counts
+// rows of another version.
 type cursor struct {
-	Offset int64  `json:"o"`
-	Level  int    `json:"l"`
-	Hash   string `json:"h"`
+	Offset  int64  `json:"o"`
+	Level   int    `json:"l"`
+	Hash    string `json:"h"`
+	Version string `json:"v"`
 }
 
-// decodeCursor checks a paging token against the query it must belong to;
-// "" is the first page.
-func decodeCursor(v, hash string) (cursor, error) {
+// decodeCursor checks a paging token against the query and store version
+// it must belong to; "" is the first page.
+func decodeCursor(v, hash, version string) (cursor, error) {
 	var cur cursor
 	if v == "" {
 		return cur, nil
@@ -163,6 +172,9 @@ func decodeCursor(v, hash string) (cursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil || json.Unmarshal(b, &cur) != nil || cur.Hash != hash || cur.Offset < 0 || cur.Level < 0 || cur.Level > 1000 {
 		return cursor{}, badRequest("cursor is not valid for this query")
+	}
+	if cur.Version != version {
+		return cursor{}, staleCursor()
 	}
 	return cur, nil
 }
@@ -209,7 +221,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		limit = l
 	}
 	hash := queryHash(st.Name(), q)
-	cur, err := decodeCursor(q.Get("cursor"), hash)
+	cur, err := decodeCursor(q.Get("cursor"), hash, st.Version())
 	if err != nil {
 		return err
 	}
@@ -258,7 +270,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	t := &trailer{Count: res.Count, Edges: res.Edges, Faces: res.Faces, FaceWidth: res.FaceWidth,
 		Extra: map[string]any{"offset": cur.Offset}}
 	if res.More {
-		b, _ := json.Marshal(cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash})
+		b, _ := json.Marshal(cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Version()})
 		t.Next = base64.RawURLEncoding.EncodeToString(b)
 		nq := r.URL.Query()
 		nq.Set("cursor", t.Next)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -40,6 +41,17 @@ func tooLarge(detail string) *Problem {
 	return &Problem{Type: typeBase + "too-large", Title: "Request too large", Status: http.StatusRequestEntityTooLarge, Detail: detail}
 }
 
+func staleCursor() *Problem {
+	return &Problem{Type: typeBase + "stale-cursor", Title: "Cursor from another store version", Status: http.StatusConflict,
+		Detail: "the store changed since this cursor was issued; request the first page again"}
+}
+
+func changing(retry time.Duration) *Problem {
+	secs := int((retry + time.Second - 1) / time.Second)
+	return &Problem{Type: typeBase + "store-changing", Title: "Store is being changed", Status: http.StatusServiceUnavailable,
+		Detail: "the store's objects are being replaced; its new version is served once they have settled", RetryAfter: max(secs, 1)}
+}
+
 func overloaded() *Problem {
 	return &Problem{Type: typeBase + "overloaded", Title: "Server busy", Status: http.StatusServiceUnavailable,
 		Detail: "too many requests in flight; retry shortly", RetryAfter: 1}
@@ -58,8 +70,18 @@ func classify(err error) *Problem {
 		// The zvf error names store, level, array and chunk — useful to the
 		// client and free of local paths.
 		detail = ze.Error()
+		if se := (*storage.Error)(nil); errors.As(err, &se) {
+			// What storage said may carry sizes or backend text; the
+			// client gets the location and the kind only.
+			detail = ze.Location() + ": " + storageDetail(err)
+		}
 	}
+	var ce *zvf.ChangingError
 	switch {
+	case errors.As(err, &ce):
+		return changing(ce.RetryAfter)
+	case errors.Is(err, zvf.ErrChanged):
+		return changing(time.Second)
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Problem{Type: typeBase + "timeout", Title: "Request timed out", Status: http.StatusGatewayTimeout,
 			Detail: "the request took longer than the server's time limit"}
@@ -82,6 +104,21 @@ func classify(err error) *Problem {
 	}
 	return &Problem{Type: typeBase + "internal", Title: "Internal error", Status: http.StatusInternalServerError,
 		Detail: "the server could not complete the request"}
+}
+
+// storageDetail names the kind of a storage failure for a client.
+func storageDetail(err error) string {
+	switch {
+	case errors.Is(err, storage.ErrTooLarge):
+		return "the stored object is larger than its metadata allows"
+	case errors.Is(err, storage.ErrNotRegular):
+		return "the stored object is not a regular file"
+	case errors.Is(err, storage.ErrOutside):
+		return "the stored object is a link that leads outside the store"
+	case errors.Is(err, storage.ErrNotFound):
+		return "the stored object is missing"
+	}
+	return "the stored object could not be read"
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
@@ -109,11 +146,50 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 // a problem response (if nothing was sent yet) and logs it.
 type handler func(w http.ResponseWriter, r *http.Request) error
 
+// attempt records which store version a handler answered from, so that
+// wrap can retry it on the next version.
+type attempt struct {
+	h  *zvf.Handle
+	st *zvf.Store
+}
+
+const attemptKey ctxKey = 2
+
+// maxAttempts bounds the retries of an answer whose store changed under it.
+const maxAttempts = 3
+
 func (s *Server) wrap(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
-		if err == nil {
-			return
+		a := &attempt{}
+		r = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
+		// Headers set before the handler ran (request id, CORS) are kept
+		// when an answer is retried; its own are dropped.
+		base := w.Header().Clone()
+		var err error
+		for i := 1; ; i++ {
+			err = h(w, r)
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, zvf.ErrChanged) || a.h == nil || committed(w) {
+				break
+			}
+			// The store was replaced while this answer was read: it is
+			// computed again, whole, from the version now current (or
+			// refused with Retry-After while the store settles).
+			s.log.Info("store changed during a request; answering from its new version", "path", r.URL.Path, "attempt", i,
+				"request_id", requestID(r.Context()))
+			if _, cerr := a.h.Changed(r.Context(), a.st, err); cerr != nil || i == maxAttempts {
+				if cerr != nil {
+					err = cerr
+				}
+				break
+			}
+			hdr := w.Header()
+			clear(hdr)
+			for k, v := range base {
+				hdr[k] = v
+			}
 		}
 		p := classify(err)
 		level := slog.LevelWarn
@@ -121,11 +197,16 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 			level = slog.LevelError
 		}
 		s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", p.Status, "err", err, "request_id", requestID(r.Context()))
-		if sw, ok := w.(interface{ committed() bool }); ok && sw.committed() {
+		if committed(w) {
 			// Headers and part of the body are out: the only honest signal
 			// left is to cut the connection.
 			panic(http.ErrAbortHandler)
 		}
 		writeProblem(w, r, p)
 	}
+}
+
+func committed(w http.ResponseWriter) bool {
+	sw, ok := w.(interface{ committed() bool })
+	return ok && sw.committed()
 }

@@ -259,18 +259,10 @@ type meteredStore struct {
 	m *Metrics
 }
 
-func (s *meteredStore) Get(ctx context.Context, key string) ([]byte, error) {
+func (s *meteredStore) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
 	t := time.Now()
-	b, err := s.Store.Get(ctx, key)
+	obj, err := s.Store.Get(ctx, key, o)
 	s.m.readLat.Observe(time.Since(t).Seconds())
-	s.m.readBytes.Add(float64(len(b)))
-	return b, err
-}
-
-func (s *meteredStore) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	t := time.Now()
-	b, err := s.Store.GetRange(ctx, key, off, n)
-	s.m.readLat.Observe(time.Since(t).Seconds())
-	s.m.readBytes.Add(float64(len(b)))
-	return b, err
+	s.m.readBytes.Add(float64(len(obj.Data)))
+	return obj, err
 }

@@ -122,13 +122,24 @@ func New(o Options) (*Server, error) {
 }
 
 // Refresh refreshes every store handle (see zvf.Handle.Refresh): stores
-// whose objects changed are reopened with fresh caches, and stores that
-// failed to open are retried. It logs what changed and returns the first
-// error after trying them all.
+// whose metadata changed, or whose reads found them changed, are reopened
+// with fresh caches once they have settled, and stores that failed to open
+// are retried. It logs what changed and returns the first error after
+// trying them all.
 func (s *Server) Refresh(ctx context.Context) error {
+	return s.refresh(ctx, (*zvf.Handle).Refresh)
+}
+
+// RefreshDeep is Refresh with a walk of every object of every store (see
+// zvf.Handle.RefreshDeep), for operators who rewrite data in place.
+func (s *Server) RefreshDeep(ctx context.Context) error {
+	return s.refresh(ctx, (*zvf.Handle).RefreshDeep)
+}
+
+func (s *Server) refresh(ctx context.Context, f func(*zvf.Handle, context.Context) (bool, error)) error {
 	var first error
 	for _, n := range s.names {
-		changed, err := s.stores[n].Refresh(ctx)
+		changed, err := f(s.stores[n], ctx)
 		switch {
 		case err != nil && changed:
 			s.log.Warn("store changed and does not open", "store", n, "err", err)

@@ -44,7 +44,7 @@ func (l *Level) arrayIndexFor(ctx context.Context, array string) (*arrayIndex, e
 	for _, name := range names {
 		if strings.HasPrefix(name, "__shard_") {
 			sp := join(join(l.path, array), name)
-			b, err := l.s.st.Get(ctx, join(sp, "zarr.json"))
+			b, err := storage.ReadAll(ctx, l.s.st, join(sp, "zarr.json"), zarr.MaxMetadataBytes)
 			if err != nil {
 				return nil, l.s.wrap(kindOf(err), l.n, array, name, err)
 			}

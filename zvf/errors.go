@@ -3,6 +3,8 @@ package zvf
 import (
 	"errors"
 	"fmt"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
 // Sentinel kinds; every error this package returns for bad input or a
@@ -13,6 +15,13 @@ var (
 	ErrBadQuery    = errors.New("bad query")           // caller's parameters
 	ErrCorrupt     = errors.New("corrupt store data")  // bytes that contradict the format
 	ErrUnsupported = errors.New("unsupported feature") // version, draco, layouts we refuse
+	// ErrChanged: a read met an object written after the store version it
+	// was answering from (it also matches storage.ErrChanged); the answer
+	// is retried on the new version (Handle.Changed).
+	ErrChanged = storage.ErrChanged
+	// ErrChanging: the store is being rewritten and no settled version can
+	// answer yet (a *ChangingError says for how long).
+	ErrChanging = errors.New("store is changing")
 )
 
 // Error names where a problem is: store, level, array and chunk.
@@ -25,7 +34,10 @@ type Error struct {
 	Err   error
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return e.Location() + ": " + e.Err.Error() }
+
+// Location names where the error is: store, level, array, chunk.
+func (e *Error) Location() string {
 	s := fmt.Sprintf("store %q", e.Store)
 	if e.Level >= 0 {
 		s += fmt.Sprintf(" level %d", e.Level)
@@ -36,7 +48,7 @@ func (e *Error) Error() string {
 	if e.Chunk != "" {
 		s += " chunk " + e.Chunk
 	}
-	return s + ": " + e.Err.Error()
+	return s
 }
 
 func (e *Error) Unwrap() []error {

@@ -7,49 +7,95 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
-// Handle keeps one store current for a long-running server. Stores are
-// read-only while served, but their owners replace them (a pipeline
-// rewrites a bucket prefix); Refresh notices and reopens, so no cache
-// serves the old bytes.
+// Handle keeps one store current for a long-running server, and makes
+// every answer come from one version of it.
 //
-// With Watch set, Refresh fingerprints every object of the store (key,
-// size and version: ETag/MD5 or mtime) and reopens the store under a new
-// cache generation when the fingerprint moves, dropping the old
-// generation's cache entries. A store that fails to open keeps its typed
-// error, which callers serve, until a Refresh opens it.
+// Stores are read-only while served, but their owners replace them (a
+// pipeline rewrites a folder or bucket prefix in place, a link is
+// re-pointed). A watching Handle opens each version of the store at a
+// moment t0 and reads it through storage.Since(t0): any object written
+// after t0 is an ErrChanged error instead of data, so an answer never
+// mixes bytes of two versions. The server then reports the change
+// (Changed), and the Handle opens the new version under a new cache
+// generation once the store has been quiet for Settle.
+//
+// Refresh is cheap: it compares the store's metadata (root and level
+// zarr.json, the list of levels, where a linked root points) with what the
+// current version was opened from, so its cost does not grow with the
+// number of chunks. RefreshDeep also walks every object, for changes
+// that touch data alone; a server runs it only when asked.
+//
+// A store that fails to open keeps its typed error, which callers serve,
+// until a Refresh opens it.
 type Handle struct {
-	name  string
-	st    storage.Store
-	o     Options
-	watch bool
+	name string
+	st   storage.Store
+	o    Options
+	w    Watch
 
-	mu  sync.Mutex // one Refresh at a time; guards gen
+	mu  sync.Mutex // one open at a time; guards gen, opened and walked
 	gen uint64
-	cur atomic.Pointer[handleState]
+	// opened: some version has been served, so a later open is of a
+	// changed store and waits for it to settle.
+	opened bool
+	// walked is the whole-store fingerprint of the last RefreshDeep.
+	walked string
+	cur    atomic.Pointer[handleState]
+}
+
+// Watch configures change detection.
+type Watch struct {
+	// Enabled makes Refresh compare metadata and reads refuse objects
+	// newer than the open version. Without it the store is taken as
+	// immutable and Refresh only retries a failed open.
+	Enabled bool
+	// Settle is how long a changed store must have been quiet before its
+	// new version is opened (default 2s). Until then requests that need
+	// changed objects get ErrChanging, with the time left.
+	Settle time.Duration
 }
 
 type handleState struct {
 	store *Store
 	err   error
-	fp    string
+	meta  string    // metadata fingerprint the store was opened from
+	since time.Time // reads of objects written at or after this are changes
+	// changed is the newest modification seen after the open, zero while
+	// none was: the store is due to reopen once it has settled.
+	changed time.Time
+}
+
+// pinner is a Store whose root can be re-pointed while served (a local
+// folder reached through a link); see localfs.Store.Pin.
+type pinner interface {
+	Pin(ctx context.Context) (storage.Store, string, error)
 }
 
 // OpenHandle opens st like Open; an error to open is kept in the handle,
-// not returned (ctx's own end is returned). watch enables change detection
-// in Refresh; without it Refresh only retries a failed open.
-func OpenHandle(ctx context.Context, st storage.Store, o Options, watch bool) (*Handle, error) {
-	h := &Handle{name: o.Name, st: st, o: o, watch: watch}
+// not returned (ctx's own end is returned).
+func OpenHandle(ctx context.Context, st storage.Store, o Options, w Watch) (*Handle, error) {
+	if w.Settle <= 0 {
+		w.Settle = 2 * time.Second
+	}
+	h := &Handle{name: o.Name, st: st, o: o, w: w}
 	h.cur.Store(&handleState{})
-	if _, err := h.refresh(ctx, true); err != nil && ctx.Err() != nil {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next, err := h.open(ctx, nil)
+	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	h.cur.Store(next)
 	return h, nil
 }
 
@@ -63,64 +109,240 @@ func StaticHandle(s *Store) *Handle {
 // Name is the store's name.
 func (h *Handle) Name() string { return h.name }
 
-// Store returns the current store, or the error that keeps it from
-// opening.
-func (h *Handle) Store() (*Store, error) {
+// Current returns the version of the store being served, or the error
+// that keeps it from being served.
+func (h *Handle) Current() (*Store, error) {
 	c := h.cur.Load()
 	if c.store == nil && c.err == nil {
 		return nil, &Error{Kind: ErrCorrupt, Store: h.name, Level: -1, Err: fmt.Errorf("store is not open")}
 	}
-	return c.store, c.err
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.store, nil
 }
 
-// Refresh reopens the store if its objects changed (with watch) or if it
-// failed to open before. It reports whether what is served changed; the
-// error is the reopen's (now served), or the check's own (listing the
-// backend failed: what was served before is still served).
-func (h *Handle) Refresh(ctx context.Context) (bool, error) { return h.refresh(ctx, false) }
+// ChangingError says a store is being rewritten: no settled version of
+// it can answer yet. Servers answer 503 with Retry-After.
+type ChangingError struct {
+	Store string
+	// RetryAfter is how long the store must stay quiet before its new
+	// version opens (at least a second).
+	RetryAfter time.Duration
+}
 
-func (h *Handle) refresh(ctx context.Context, first bool) (bool, error) {
+func (e *ChangingError) Error() string {
+	return fmt.Sprintf("store %q is being changed; its new version opens once it has been quiet for %s", e.Store, e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrChanging) true.
+func (e *ChangingError) Is(t error) bool { return t == ErrChanging }
+
+// Changed is called when a read of s (this handle's store) met an object
+// written after s was opened (err matches storage.ErrChanged). It returns
+// the version to answer from instead: a newer one if the store has
+// settled (opened now if need be), else a *ChangingError.
+func (h *Handle) Changed(ctx context.Context, s *Store, err error) (*Store, error) {
+	at := storage.ChangedAt(err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cur := h.cur.Load()
-	fp := ""
-	if h.watch {
-		var err error
-		if fp, err = Fingerprint(ctx, h.st); err != nil {
-			if first {
-				h.cur.Store(&handleState{err: h.wrapErr(err)})
-			}
+	if cur.store != s || cur.err != nil {
+		return h.Current() // already reopened (or failed) by someone else
+	}
+	if at.IsZero() {
+		at = h.st.Now()
+	}
+	if at.After(cur.changed) {
+		next := *cur
+		next.changed = at
+		h.cur.Store(&next)
+		cur = &next
+	}
+	return h.reopenIfSettled(ctx, cur)
+}
+
+// reopenIfSettled opens the new version of a store known to have changed,
+// once it has been quiet for Settle; until then it keeps serving the old
+// version for what that version can answer and reports ErrChanging.
+func (h *Handle) reopenIfSettled(ctx context.Context, cur *handleState) (*Store, error) {
+	if left := cur.changed.Add(h.w.Settle).Sub(h.st.Now()); left > 0 {
+		return nil, &ChangingError{Store: h.name, RetryAfter: max(left, time.Second)}
+	}
+	next, err := h.open(ctx, cur)
+	var ce *ChangingError
+	switch {
+	case errors.As(err, &ce):
+		// Still being written: the old version keeps answering what it
+		// can; the wait starts again from the newest change seen.
+		if t := h.st.Now().Add(ce.RetryAfter - h.w.Settle); t.After(cur.changed) {
+			upd := *cur
+			upd.changed = t
+			h.cur.Store(&upd)
+		}
+		return nil, err
+	case err != nil && ctx.Err() != nil:
+		return nil, err // cancelled mid-open: keep serving the old version
+	}
+	h.swap(cur, next)
+	if err != nil {
+		return nil, err
+	}
+	return next.store, nil
+}
+
+// Refresh reopens the store if its metadata changed, if a read found it
+// changed and it has settled since, or if it failed to open before. It
+// reports whether what is served changed; the error is the reopen's (now
+// served), or the check's own (the backend failed: what was served before
+// is still served).
+func (h *Handle) Refresh(ctx context.Context) (bool, error) { return h.refresh(ctx, false) }
+
+// RefreshDeep is Refresh that also lists every object of the store, so a
+// change to data alone (a chunk rewritten in place, nothing else) is
+// found too. Its cost grows with the number of objects; servers run it
+// only when an operator asks (--revalidate-walk).
+func (h *Handle) RefreshDeep(ctx context.Context) (bool, error) { return h.refresh(ctx, true) }
+
+func (h *Handle) refresh(ctx context.Context, deep bool) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cur := h.cur.Load()
+	if cur.err != nil || cur.store == nil {
+		next, err := h.open(ctx, cur)
+		if err != nil && ctx.Err() != nil {
 			return false, err
 		}
-		if !first && cur.err == nil && fp == cur.fp {
-			return false, nil
+		if errors.Is(err, ErrChanging) && errors.Is(cur.err, ErrChanging) {
+			return false, err
 		}
-	} else if !first && cur.err == nil {
+		h.swap(cur, next)
+		return true, err
+	}
+	if !h.w.Enabled {
 		return false, nil
 	}
-	h.gen++
-	o := h.o
-	o.gen, o.fp = h.gen, fp
-	s, err := Open(ctx, h.st, o)
-	next := &handleState{store: s, err: err, fp: fp}
-	if err != nil {
-		next.store = nil
-		if ctx.Err() != nil && cur.store != nil {
-			return false, err // cancelled mid-open: keep serving the old one
+	if cur.changed.IsZero() {
+		view, root, err := h.pin(ctx)
+		if err != nil {
+			return false, err
+		}
+		meta, newest, err := metaFingerprint(ctx, view, root)
+		if err != nil {
+			return false, err
+		}
+		if meta != cur.meta {
+			cur = h.noteChange(cur, newest)
+		} else if deep {
+			fp, newestObj, err := walkFingerprint(ctx, view)
+			if err != nil {
+				return false, err
+			}
+			prev := h.walked
+			h.walked = fp
+			switch {
+			case !newestObj.Before(cur.since):
+				cur = h.noteChange(cur, newestObj)
+			case prev != "" && prev != fp:
+				cur = h.noteChange(cur, h.st.Now())
+			}
 		}
 	}
+	if cur.changed.IsZero() {
+		return false, nil
+	}
+	if _, err := h.reopenIfSettled(ctx, cur); err != nil {
+		if errors.Is(err, ErrChanging) {
+			return false, nil // still being written; the old version serves
+		}
+		return true, err
+	}
+	return true, nil
+}
+
+func (h *Handle) noteChange(cur *handleState, at time.Time) *handleState {
+	if at.IsZero() {
+		at = h.st.Now()
+	}
+	next := *cur
+	next.changed = at
+	h.cur.Store(&next)
+	return &next
+}
+
+// swap makes next current and drops the old version's cache entries.
+func (h *Handle) swap(cur, next *handleState) {
 	h.cur.Store(next)
-	if cur.store != nil {
+	h.walked = ""
+	if cur.store != nil && cur.store != next.store {
 		if p, ok := h.o.Cache.(interface{ RemovePrefix(string) int }); ok {
 			p.RemovePrefix(cur.store.cachePrefix)
 		}
 	}
-	return true, err
+}
+
+func (h *Handle) pin(ctx context.Context) (storage.Store, string, error) {
+	if p, ok := h.st.(pinner); ok {
+		return p.Pin(ctx)
+	}
+	return h.st, "", nil
+}
+
+// open opens the store as it is now; prev is the state it replaces (nil
+// at first). Once a version has been served, a new one opens only when the
+// store's metadata has been quiet for Settle (the writer may still be at
+// work) and refuses objects written within Settle before it opened; a
+// first open serves what is there.
+func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, error) {
+	fail := func(err error) (*handleState, error) {
+		err = h.wrapErr(err)
+		return &handleState{err: err}, err
+	}
+	view, root, err := h.pin(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	t0 := view.Now()
+	since := t0
+	if h.opened {
+		since = t0.Add(-h.w.Settle)
+	}
+	meta := ""
+	if h.w.Enabled {
+		var newest time.Time
+		if meta, newest, err = metaFingerprint(ctx, view, root); err != nil {
+			return fail(err)
+		}
+		if h.opened && !newest.Before(since) {
+			return fail(&ChangingError{Store: h.name, RetryAfter: max(newest.Add(h.w.Settle).Sub(t0), time.Second)})
+		}
+		view = storage.Since(view, since)
+	}
+	h.gen++
+	o := h.o
+	o.gen = h.gen
+	o.versionSeed = meta
+	if prev != nil && prev.store != nil && meta == prev.meta && !prev.changed.IsZero() {
+		// Data changed and metadata did not: the time of the change is
+		// what tells the two versions (and their ETags) apart.
+		o.versionSeed += "\x00data " + prev.changed.UTC().Format(time.RFC3339Nano)
+	}
+	s, err := Open(ctx, view, o)
+	if err != nil {
+		if errors.Is(err, storage.ErrChanged) {
+			at := storage.ChangedAt(err)
+			return fail(&ChangingError{Store: h.name, RetryAfter: max(at.Add(h.w.Settle).Sub(t0), time.Second)})
+		}
+		return fail(err)
+	}
+	h.opened = true
+	return &handleState{store: s, meta: meta, since: since}, nil
 }
 
 func (h *Handle) wrapErr(err error) error {
 	var ze *Error
-	if errors.As(err, &ze) {
+	var ce *ChangingError
+	if errors.As(err, &ze) || errors.As(err, &ce) {
 		return err
 	}
 	return &Error{Kind: kindOf(err), Store: h.name, Level: -1, Err: err}
@@ -129,13 +351,79 @@ func (h *Handle) wrapErr(err error) error {
 // Close releases the storage behind the handle.
 func (h *Handle) Close() error { return h.st.Close() }
 
+// metaFingerprint summarises what identifies a version of a store without
+// reading its data: the root's zarr.json, the list of levels and each
+// level's zarr.json (size, version and modification time of each), and
+// where a linked root points. Its cost is a listing and a stat per level.
+// newest is the latest modification among them.
+func metaFingerprint(ctx context.Context, st storage.Store, root string) (string, time.Time, error) {
+	h := sha256.New()
+	var newest time.Time
+	add := func(key string) error {
+		a, err := st.Stat(ctx, key)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			fmt.Fprintf(h, "%s\x00-\x00", key)
+			return nil
+		case err != nil:
+			return err
+		}
+		if a.Modified.After(newest) {
+			newest = a.Modified
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%d\x00", key, a.Size, a.ETag, a.Modified.UnixNano())
+		return nil
+	}
+	fmt.Fprintf(h, "root\x00%s\x00", root)
+	if err := add("zarr.json"); err != nil {
+		return "", newest, err
+	}
+	l, err := st.List(ctx, "")
+	if err != nil {
+		return "", newest, err
+	}
+	levels := make([]string, 0, len(l.Prefixes))
+	for _, p := range l.Prefixes {
+		name := strings.TrimSuffix(p, "/")
+		if n, err := strconv.Atoi(name); err == nil && n >= 0 && strconv.Itoa(n) == name {
+			levels = append(levels, name)
+		}
+	}
+	sort.Strings(levels)
+	for _, n := range levels {
+		if err := add(n + "/zarr.json"); err != nil {
+			return "", newest, err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), newest, nil
+}
+
+// walkFingerprint summarises every object under st (see Fingerprint) and
+// returns the newest modification time among them.
+func walkFingerprint(ctx context.Context, st storage.Store) (string, time.Time, error) {
+	var newest time.Time
+	fp, err := fingerprint(ctx, st, func(a storage.Attrs) {
+		if a.Modified.After(newest) {
+			newest = a.Modified
+		}
+	})
+	return fp, newest, err
+}
+
 // Fingerprint summarises every object under st: it changes when any key
 // is added, removed, resized or rewritten with new content. It is an
 // order-independent sum of per-object hashes, so the listing is never
-// held in memory.
+// held in memory. It costs a listing of the whole store.
 func Fingerprint(ctx context.Context, st storage.Store) (string, error) {
+	return fingerprint(ctx, st, nil)
+}
+
+func fingerprint(ctx context.Context, st storage.Store, each func(storage.Attrs)) (string, error) {
 	var a, b, n uint64
 	err := st.Walk(ctx, "", func(key string, at storage.Attrs) error {
+		if each != nil {
+			each(at)
+		}
 		h := sha256.New()
 		h.Write([]byte(key))
 		h.Write([]byte{0})

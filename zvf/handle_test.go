@@ -26,28 +26,28 @@ func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
 	fs := faultstore.New(st, nil)
 	down := &faultstore.Rule{Fault: faultstore.Fault{Err: storage.ErrUnavailable}}
 	fs.Add(down)
-	h, err := zvf.OpenHandle(ctx, fs, zvf.Options{Name: "graph", Cache: cache.New(16 << 20)}, true)
+	h, err := zvf.OpenHandle(ctx, fs, zvf.Options{Name: "graph", Cache: cache.New(16 << 20)}, zvf.Watch{Enabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if _, err := h.Store(); !errors.Is(err, storage.ErrUnavailable) {
+	if _, err := h.Current(); !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("backend down at open: %v", err)
 	}
 	fs.Reset()
 	if changed, err := h.Refresh(ctx); !changed || err != nil {
 		t.Fatalf("backend back: changed=%v err=%v", changed, err)
 	}
-	s, err := h.Store()
+	s, err := h.Current()
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := s.Version()
-	fs.Add(&faultstore.Rule{Op: "walk", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
+	fs.Add(&faultstore.Rule{Op: "stat", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
 	if changed, err := h.Refresh(ctx); changed || !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("failed check: changed=%v err=%v", changed, err)
 	}
-	if s2, err := h.Store(); err != nil || s2 != s || s2.Version() != v {
+	if s2, err := h.Current(); err != nil || s2 != s || s2.Version() != v {
 		t.Fatalf("a failed check replaced the store: %v", err)
 	}
 	fs.Reset()

@@ -28,8 +28,8 @@ type Options struct {
 	Concurrency int          // parallel chunk reads per query (default 8)
 	Logger      *slog.Logger
 
-	gen uint64 // cache generation, set by Handle
-	fp  string // objects' fingerprint, set by Handle
+	gen         uint64 // cache generation, set by Handle
+	versionSeed string // what identifies the version beyond its info, set by Handle
 }
 
 // Store is an opened ZVF store. Safe for concurrent use.
@@ -110,14 +110,15 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 		}
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%+v\x00%s", s.info, o.fp)
+	fmt.Fprintf(h, "%+v\x00%s", s.info, o.versionSeed)
 	s.version = hex.EncodeToString(h.Sum(nil)[:8])
 	return s, nil
 }
 
 // Version identifies what the store holds: its metadata and, when opened
-// through a watching Handle, the fingerprint of all its objects. HTTP
-// validators (ETags) derive from it.
+// through a watching Handle, the versions of its metadata objects (and the
+// time of a change to data alone). HTTP validators (ETags) and paging
+// cursors derive from it.
 func (s *Store) Version() string { return s.version }
 
 // Close releases the underlying storage.
@@ -176,7 +177,7 @@ type rootAttrs struct {
 }
 
 func (s *Store) readGroupAttrs(ctx context.Context, p string) (json.RawMessage, error) {
-	b, err := s.st.Get(ctx, join(p, "zarr.json"))
+	b, err := storage.ReadAll(ctx, s.st, join(p, "zarr.json"), zarr.MaxMetadataBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -281,8 +282,14 @@ func nonNil(s []string) []string {
 // kindOf classifies a lower-level error.
 func kindOf(err error) error {
 	switch {
+	case errors.Is(err, storage.ErrChanged):
+		return ErrChanged
 	case errors.Is(err, storage.ErrNotFound):
 		return ErrNotFound
+	case errors.Is(err, storage.ErrTooLarge), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrOutside):
+		// A chunk replaced by something huge, a FIFO or a link out of the
+		// store: bad data in this store, refused without being read.
+		return ErrCorrupt
 	case errors.Is(err, zarr.ErrUnsupported):
 		return ErrUnsupported
 	case errors.Is(err, zarr.ErrCorrupt), errors.Is(err, zarr.ErrMetadata):

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
 // Problem is one finding of Validate.
@@ -58,7 +59,7 @@ func Validate(ctx context.Context, st storage.Store, name string, upTo int, prog
 		upTo = 5
 	}
 	// 1: structure.
-	raw, err := st.Get(ctx, "zarr.json")
+	raw, err := storage.ReadAll(ctx, st, "zarr.json", zarr.MaxMetadataBytes)
 	if err != nil {
 		r.add("error", 1, "zarr.json", "root metadata unreadable: %v", errors.Unwrap(err))
 		return r
@@ -83,7 +84,7 @@ func Validate(ctx context.Context, st storage.Store, name string, upTo int, prog
 					r.add(sev, 1, p+a, "missing")
 				}
 			}
-			if _, err := st.Get(ctx, p+"zarr.json"); err != nil {
+			if _, err := st.Stat(ctx, p+"zarr.json"); err != nil {
 				r.add("warning", 1, p+"zarr.json", "level metadata missing")
 			}
 		}

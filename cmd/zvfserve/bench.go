@@ -351,7 +351,7 @@ func copyStore(ctx context.Context, from storage.Store, to storage.Writer) error
 	g.SetLimit(8)
 	for _, k := range keys {
 		g.Go(func() error {
-			b, err := from.Get(gctx, k)
+			b, err := storage.ReadAll(gctx, from, k, 1<<30)
 			if err != nil {
 				return err
 			}

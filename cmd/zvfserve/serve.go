@@ -22,6 +22,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 	"github.com/zvfserve/zvfserve/zvf/storage/retry"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
@@ -34,9 +35,10 @@ func serveCommand() command {
 type serveConfig struct {
 	addr, publicURL, cors, logFormat, logLevel, token, adminAddr string
 	cacheBytes, maxVertices                                      int64
-	maxAge, timeout, revalidate                                  time.Duration
+	maxAge, timeout, revalidate, revalidateWalk, settle          time.Duration
 	maxConcurrent, readConcurrency                               int
 	demoScale                                                    float64
+	followSymlinks                                               bool
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
@@ -58,13 +60,22 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 		}
 		return def
 	}
+	envBool := func(name string, def bool) bool {
+		if v, err := strconv.ParseBool(env(name, "")); err == nil {
+			return v
+		}
+		return def
+	}
 	fs.StringVar(&c.addr, "addr", env("ZVFSERVE_ADDR", ":8080"), "listen address (env ZVFSERVE_ADDR)")
 	fs.StringVar(&c.publicURL, "public-url", env("ZVFSERVE_PUBLIC_URL", ""), "public base URL used in Link headers and the catalog (env ZVFSERVE_PUBLIC_URL)")
 	fs.Int64Var(&c.cacheBytes, "cache-bytes", envInt("ZVFSERVE_CACHE_BYTES", 512<<20), "cache budget in bytes (env ZVFSERVE_CACHE_BYTES)")
 	fs.StringVar(&c.cors, "cors-origins", env("ZVFSERVE_CORS_ORIGINS", "*"), "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
 	fs.DurationVar(&c.maxAge, "max-age", envDur("ZVFSERVE_MAX_AGE", time.Hour), "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
 	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit per request (env ZVFSERVE_REQUEST_TIMEOUT)")
-	fs.DurationVar(&c.revalidate, "revalidate", envDur("ZVFSERVE_REVALIDATE", time.Minute), "how often to check stores for replaced objects (reopening them with fresh caches) and to retry stores that failed to open; 0: never (env ZVFSERVE_REVALIDATE)")
+	fs.DurationVar(&c.revalidate, "revalidate", envDur("ZVFSERVE_REVALIDATE", time.Minute), "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
+	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", envDur("ZVFSERVE_REVALIDATE_WALK", 0), "also list every object of every store this often, in the background, to notice data rewritten without its metadata; costs a listing of the whole store; 0: never (env ZVFSERVE_REVALIDATE_WALK)")
+	fs.DurationVar(&c.settle, "settle", envDur("ZVFSERVE_SETTLE", 2*time.Second), "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
+	fs.BoolVar(&c.followSymlinks, "follow-symlinks", envBool("ZVFSERVE_FOLLOW_SYMLINKS", false), "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", int(envInt("ZVFSERVE_READ_CONCURRENCY", 0)), "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
@@ -123,11 +134,11 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		// Transient backend errors are retried (bounded) below the metrics,
 		// so every attempt's bytes and latency are counted.
 		h, err := zvf.OpenHandle(ctx, retry.Wrap(m.Storage(st), retry.Options{}),
-			zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log, Concurrency: conc}, watch)
+			zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log, Concurrency: conc}, zvf.Watch{Enabled: watch, Settle: c.settle})
 		if err != nil {
 			return err
 		}
-		if _, err := h.Store(); err != nil {
+		if _, err := h.Current(); err != nil {
 			if !watch {
 				return err
 			}
@@ -138,7 +149,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	}
 	if len(args) == 0 {
 		start := time.Now()
-		mem, err := blobstore.Open(ctx, "mem://")
+		mem, err := blobstore.OpenBucket(ctx, "mem://")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -163,7 +174,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			closeAll()
 			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", errUsage, name, a)
 		}
-		st, err := blobstore.Open(ctx, target)
+		st, err := blobstore.OpenWith(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name)})
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -239,8 +250,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if c.revalidate > 0 && len(fs.Args()) > 0 {
 		rctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); revalidate(rctx, srv, c.revalidate) }()
+		go func() { defer close(done); revalidate(rctx, c.revalidate, srv.Refresh) }()
 		defer func() { stop(); <-done }()
+		if c.revalidateWalk > 0 {
+			wdone := make(chan struct{})
+			go func() { defer close(wdone); revalidate(rctx, c.revalidateWalk, srv.RefreshDeep) }()
+			defer func() { stop(); <-wdone }()
+		}
 	}
 	fmt.Fprintf(stdout, "zvfserve: serving %d store(s) on http://%s/\n", len(stores), displayAddr(ln.Addr()))
 	select {
@@ -271,9 +287,9 @@ func readConcurrency(flagValue int, target string) int {
 	return 32
 }
 
-// revalidate refreshes the stores every interval until ctx ends; the
-// server logs what changed.
-func revalidate(ctx context.Context, srv *api.Server, every time.Duration) {
+// revalidate runs check every interval until ctx ends; the server logs
+// what changed.
+func revalidate(ctx context.Context, every time.Duration, check func(context.Context) error) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -281,7 +297,7 @@ func revalidate(ctx context.Context, srv *api.Server, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = srv.Refresh(ctx)
+			_ = check(ctx)
 		}
 	}
 }

@@ -1,38 +1,74 @@
 // Package storage is the one small interface the rest of zvfserve reads
-// stores through. Backends live in subpackages (blobstore for every
-// gocloud.dev/blob URL and local paths; faultstore, a test double that
-// injects faults). Keys are slash-separated and relative to the store root;
-// they never start with "/".
+// stores through. Backends live in subpackages (localfs for local folders,
+// blobstore for gocloud.dev/blob URLs; faultstore, a test double that
+// injects faults; retry, a decorator). Keys are slash-separated and
+// relative to the store root; they never start with "/".
+//
+// Every read is bounded (ReadOptions.Max) and reports the version of the
+// object it came from (Object.Attrs), so the reader can refuse bytes newer
+// than the store version an answer started from (see Since).
 package storage
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Store reads one hierarchy. Implementations must be safe for concurrent use
-// and must honour ctx cancellation in every call.
+// and must honour ctx cancellation in every call, returning when ctx ends
+// even if the backend itself does not.
 type Store interface {
-	// Get returns the whole object at key. A missing key returns an error
-	// for which errors.Is(err, ErrNotFound) is true.
-	Get(ctx context.Context, key string) ([]byte, error)
-	// GetRange returns length bytes starting at off. A negative length
-	// means "to the end". Reading past the end returns the available bytes;
-	// callers that need an exact length check it themselves.
-	GetRange(ctx context.Context, key string, off, length int64) ([]byte, error)
+	// Get reads the object at key, or the part of it that o names. A
+	// missing key returns an error for which errors.Is(err, ErrNotFound)
+	// is true; an answer longer than o.Max bytes is ErrTooLarge, found
+	// without reading more than o.Max+1 bytes.
+	Get(ctx context.Context, key string, o ReadOptions) (Object, error)
 	// List returns the direct children of prefix (which is "" or ends in
 	// "/"): Keys are objects directly under prefix, Prefixes are "folders"
 	// (each ends in "/"). Both are full keys, sorted.
 	List(ctx context.Context, prefix string) (Listing, error)
-	// Stat reports size and version (ETag or mtime-derived) of one object.
+	// Stat reports the size and version of one object.
 	Stat(ctx context.Context, key string) (Attrs, error)
 	// Walk calls fn for every object under prefix ("" or ending in "/"),
-	// at any depth, with its size and version, in no particular order. It
-	// is how a server notices that a store's objects were replaced.
+	// at any depth, with its size and version, in no particular order.
+	// Folders that cannot be read and are not needed are skipped (see the
+	// backend's doc). It is for whole-store checks an operator asks for.
 	Walk(ctx context.Context, prefix string, fn func(key string, a Attrs) error) error
+	// Now is the backend's present time as its modification times would
+	// record it (truncated to their granularity): an object whose
+	// Attrs.Modified is at or after a moment's Now was written after it.
+	Now() time.Time
 	// Close releases the backend.
 	Close() error
+}
+
+// ReadOptions bound and pin one read.
+type ReadOptions struct {
+	Off int64 // first byte
+	// Len is the number of bytes wanted; negative means to the end of the
+	// object. A range past the end returns the bytes available.
+	Len int64
+	// Max is the most bytes the caller accepts (required, > 0): a read
+	// that would return more fails with ErrTooLarge.
+	Max int64
+	// IfMatch, when set, is the version (Attrs.ETag) the object must still
+	// have; otherwise the read fails with ErrChanged. Reads of one object
+	// in several pieces pin the later ones to the first.
+	IfMatch string
+}
+
+// Whole reads a whole object of at most max bytes.
+func Whole(max int64) ReadOptions { return ReadOptions{Len: -1, Max: max} }
+
+// Range reads n bytes at off (n is also the bound).
+func Range(off, n int64) ReadOptions { return ReadOptions{Off: off, Len: n, Max: n} }
+
+// Object is what a read returns: bytes and the version they belong to.
+type Object struct {
+	Data  []byte
+	Attrs Attrs
 }
 
 // Writer is a Store that can also be written: the ZVF writer and tests use
@@ -54,22 +90,98 @@ type Attrs struct {
 	Size int64
 	// ETag is an opaque version token that changes when the object does.
 	ETag string
+	// Modified is when the object was last written (for local files the
+	// later of its modification and status-change times, so a file moved
+	// into place with an old mtime still counts as new); zero if unknown.
+	Modified time.Time
 }
 
-// ErrNotFound marks a missing key; test it with errors.Is.
-var ErrNotFound = errors.New("not found")
-
-// ErrUnavailable marks a backend that could not be reached or refused the
-// request for reasons unrelated to the key (network, throttling, 5xx).
-// Servers map it to 502/503.
-var ErrUnavailable = errors.New("storage unavailable")
+// Sentinel errors; test them with errors.Is.
+var (
+	// ErrNotFound marks a missing key.
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable marks a backend that could not be reached or refused
+	// the request for reasons unrelated to the key (network, throttling,
+	// 5xx). Servers map it to 502/503.
+	ErrUnavailable = errors.New("storage unavailable")
+	// ErrTooLarge marks an object (or range) larger than its reader's bound.
+	ErrTooLarge = errors.New("object larger than expected")
+	// ErrNotRegular marks a key that is not a regular file (a FIFO, a
+	// device, a folder), which is never read.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrOutside marks a key that resolves outside the store's root (a
+	// symbolic link leading out), which is never read.
+	ErrOutside = errors.New("leads outside the store")
+	// ErrChanged marks an object written after the version being read
+	// (see Since), or no longer at the version a read was pinned to.
+	ErrChanged = errors.New("object changed")
+)
 
 // Error wraps a backend failure with the operation and key it concerns.
+// Its text names only the store-relative key, never a local path.
 type Error struct {
-	Op  string // "get", "range", "list", "stat"
+	Op  string // "get", "list", "stat", "walk"
 	Key string
 	Err error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("storage %s %q: %v", e.Op, e.Key, e.Err) }
 func (e *Error) Unwrap() error { return e.Err }
+
+// ChangedError is an ErrChanged with the modification time that gave the
+// change away (zero when a pinned version no longer matched).
+type ChangedError struct {
+	Modified time.Time
+}
+
+func (e *ChangedError) Error() string {
+	if e.Modified.IsZero() {
+		return ErrChanged.Error()
+	}
+	return ErrChanged.Error() + " at " + e.Modified.UTC().Format(time.RFC3339Nano)
+}
+
+// Is makes errors.Is(err, ErrChanged) true.
+func (e *ChangedError) Is(t error) bool { return t == ErrChanged }
+
+// ChangedAt returns the modification time carried by an ErrChanged error,
+// or zero.
+func ChangedAt(err error) time.Time {
+	var ce *ChangedError
+	if errors.As(err, &ce) {
+		return ce.Modified
+	}
+	return time.Time{}
+}
+
+// CheckBound validates a read's options; backends call it first.
+func CheckBound(o ReadOptions) error {
+	switch {
+	case o.Off < 0:
+		return fmt.Errorf("negative offset %d", o.Off)
+	case o.Max <= 0:
+		return fmt.Errorf("read without a size bound")
+	case o.Len > o.Max:
+		return fmt.Errorf("%w: %d bytes wanted, at most %d accepted", ErrTooLarge, o.Len, o.Max)
+	}
+	return nil
+}
+
+// Want is how many bytes a read of o returns from an object of size bytes,
+// or ErrTooLarge when that exceeds o.Max.
+func Want(o ReadOptions, size int64) (int64, error) {
+	n := max(size-o.Off, 0)
+	if o.Len >= 0 {
+		n = min(n, o.Len)
+	}
+	if n > o.Max {
+		return 0, fmt.Errorf("%w: %d bytes, at most %d accepted", ErrTooLarge, n, o.Max)
+	}
+	return n, nil
+}
+
+// ReadAll reads the whole object at key, refusing one over max bytes.
+func ReadAll(ctx context.Context, st Store, key string, max int64) ([]byte, error) {
+	obj, err := st.Get(ctx, key, Whole(max))
+	return obj.Data, err
+}

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // Sub returns a view of st rooted at prefix ("a/b"): keys are joined to
@@ -21,10 +22,8 @@ type sub struct {
 	p  string
 }
 
-func (s *sub) Get(ctx context.Context, key string) ([]byte, error) { return s.st.Get(ctx, s.p+key) }
-
-func (s *sub) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	return s.st.GetRange(ctx, s.p+key, off, n)
+func (s *sub) Get(ctx context.Context, key string, o ReadOptions) (Object, error) {
+	return s.st.Get(ctx, s.p+key, o)
 }
 
 func (s *sub) Stat(ctx context.Context, key string) (Attrs, error) { return s.st.Stat(ctx, s.p+key) }
@@ -43,8 +42,10 @@ func (s *sub) List(ctx context.Context, prefix string) (Listing, error) {
 	return l, nil
 }
 
-func (s *sub) Close() error { return nil }
-
 func (s *sub) Walk(ctx context.Context, prefix string, fn func(string, Attrs) error) error {
 	return s.st.Walk(ctx, s.p+prefix, func(k string, a Attrs) error { return fn(strings.TrimPrefix(k, s.p), a) })
 }
+
+func (s *sub) Now() time.Time { return s.st.Now() }
+
+func (s *sub) Close() error { return nil }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -55,7 +56,7 @@ func (s *memStore) Delete(_ context.Context, key string) error {
 	return nil
 }
 
-func (s *memStore) Get(_ context.Context, key string) ([]byte, error) {
+func (s *memStore) get(key string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, ok := s.m[key]
@@ -65,20 +66,23 @@ func (s *memStore) Get(_ context.Context, key string) ([]byte, error) {
 	return slices.Clone(b), nil
 }
 
-func (s *memStore) GetRange(ctx context.Context, key string, off, length int64) ([]byte, error) {
-	b, err := s.Get(ctx, key)
+func (s *memStore) Get(_ context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	b, err := s.get(key)
 	if err != nil {
-		return nil, err
+		return storage.Object{}, err
 	}
-	if off > int64(len(b)) {
-		return nil, nil
+	a := storage.Attrs{Size: int64(len(b))}
+	n, err := storage.Want(o, int64(len(b)))
+	if err != nil {
+		return storage.Object{}, err
 	}
-	b = b[off:]
-	if length >= 0 && length < int64(len(b)) {
-		b = b[:length]
+	if o.Off >= int64(len(b)) {
+		return storage.Object{Attrs: a}, nil
 	}
-	return b, nil
+	return storage.Object{Data: b[o.Off : o.Off+n], Attrs: a}, nil
 }
+
+func (s *memStore) Now() time.Time { return time.Now() }
 
 func (s *memStore) List(_ context.Context, prefix string) (storage.Listing, error) {
 	s.mu.Lock()
@@ -105,8 +109,8 @@ func (s *memStore) List(_ context.Context, prefix string) (storage.Listing, erro
 	return l, nil
 }
 
-func (s *memStore) Stat(ctx context.Context, key string) (storage.Attrs, error) {
-	b, err := s.Get(ctx, key)
+func (s *memStore) Stat(_ context.Context, key string) (storage.Attrs, error) {
+	b, err := s.get(key)
 	if err != nil {
 		return storage.Attrs{}, err
 	}

@@ -23,7 +23,7 @@ type Array struct {
 // codec environment is then made; share one across arrays instead).
 func OpenArray(ctx context.Context, st storage.Store, p string, cs *Codecs) (*Array, error) {
 	p = strings.Trim(p, "/")
-	b, err := st.Get(ctx, join(p, "zarr.json"))
+	b, err := storage.ReadAll(ctx, st, join(p, "zarr.json"), MaxMetadataBytes)
 	if err != nil {
 		return nil, &Error{Path: p, Err: err}
 	}
@@ -88,7 +88,7 @@ func (a *Array) ReadChunk(ctx context.Context, coords []int64) (*Chunk, error) {
 		return nil, &Error{Path: a.path, Err: err}
 	}
 	key := a.ChunkKey(coords)
-	b, err := a.st.Get(ctx, key)
+	b, err := storage.ReadAll(ctx, a.st, key, a.chunkBound())
 	if errors.Is(err, storage.ErrNotFound) {
 		return a.fillChunk(), nil
 	}

@@ -58,7 +58,10 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 		m := &ArrayMeta{ChunkShape: s.inner, DataType: a.meta.DataType, Fill: a.meta.Fill}
 		return (&Array{meta: m}).fillChunk()
 	}
+	// The index and the inner chunk are read as one version of the shard:
+	// the second read is pinned to the first's (If-Match on S3).
 	var off int64
+	pin := ""
 	if !s.atStart {
 		at, err := a.st.Stat(ctx, key)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -71,14 +74,18 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 			return fail(corrupt("shard of %d bytes cannot hold its %d-byte index", at.Size, s.indexLen))
 		}
 		off = at.Size - s.indexLen
+		pin = at.ETag
 	}
-	raw, err := a.st.GetRange(ctx, key, off, s.indexLen)
+	ro := storage.Range(off, s.indexLen)
+	ro.IfMatch = pin
+	idxObj, err := a.st.Get(ctx, key, ro)
 	if errors.Is(err, storage.ErrNotFound) {
 		return fill(), nil
 	}
 	if err != nil {
 		return fail(err)
 	}
+	raw := idxObj.Data
 	if int64(len(raw)) != s.indexLen {
 		return fail(corrupt("shard index read %d bytes, want %d", len(raw), s.indexLen))
 	}
@@ -91,13 +98,16 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 	if o == ^uint64(0) && n == ^uint64(0) {
 		return fill(), nil
 	}
-	if o > 1<<62 || n > 1<<40 {
-		return fail(corrupt("inner chunk at [%d, +%d) is out of range", o, n))
+	if bound := s.innerPipe.storedBound(defaultMaxChunkBytes); o > 1<<62 || n > uint64(bound) {
+		return fail(corrupt("inner chunk at [%d, +%d) is out of range (at most %d bytes)", o, n, bound))
 	}
-	b, err := a.st.GetRange(ctx, key, int64(o), int64(n))
+	ro = storage.Range(int64(o), int64(n))
+	ro.IfMatch = idxObj.Attrs.ETag
+	obj, err := a.st.Get(ctx, key, ro)
 	if err != nil {
 		return fail(err)
 	}
+	b := obj.Data
 	if uint64(len(b)) != n {
 		return fail(corrupt("inner chunk at [%d, +%d) lies outside the shard", o, n))
 	}

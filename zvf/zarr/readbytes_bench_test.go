@@ -38,7 +38,7 @@ func BenchmarkReadBytes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			st := blobstore.New(memblob.OpenBucket(nil))
+			st := blobstore.New(memblob.OpenBucket(nil), true)
 			defer func() {
 				if err := st.Close(); err != nil {
 					b.Error(err)

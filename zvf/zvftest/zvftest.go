@@ -52,7 +52,7 @@ func Points(ctx context.Context, n int, seed uint64, codec writer.Codec) (*blobs
 		snr[i] = float32(r.Float64() * 30)
 		depth[i] = int32(pos[3*i+2])
 	}
-	st, err := blobstore.Open(ctx, "mem://")
+	st, err := blobstore.OpenBucket(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func Objects(ctx context.Context, objects, perObject int, seed uint64) (*blobsto
 			}
 		}
 	}
-	st, err := blobstore.Open(ctx, "mem://")
+	st, err := blobstore.OpenBucket(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func Streamlines(ctx context.Context, n int, seed uint64) (*blobstore.Store, err
 		}
 		offsets = append(offsets, len(fa))
 	}
-	st, err := blobstore.Open(ctx, "mem://")
+	st, err := blobstore.OpenBucket(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}

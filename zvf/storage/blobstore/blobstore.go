@@ -1,7 +1,8 @@
 // Package blobstore implements storage.Writer on gocloud.dev/blob, so one
-// code path reads local folders, file://, mem://, s3:// (including
-// S3-compatible servers via endpoint=, use_path_style=, region=, and
-// anonymous=true for public buckets), gs:// and azblob:// URLs.
+// code path reads mem://, s3:// (including S3-compatible servers via
+// endpoint=, use_path_style=, region=, and anonymous=true for public
+// buckets), gs:// and azblob:// URLs. Open also takes local paths and
+// file:// URLs, which it hands to localfs.
 package blobstore
 
 import (
@@ -10,16 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/gcerrors"
 
 	// URL openers for the object stores named in the package doc.
@@ -29,30 +29,44 @@ import (
 	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 )
 
 // Store is a storage.Writer over one gocloud bucket.
 type Store struct {
 	b *blob.Bucket
-	// dir is set for local folders: List reads one directory level itself,
-	// because fileblob's delimited listing walks the whole subtree (seconds
-	// on a store with thousands of chunks).
-	dir string
+	// exactTimes: the backend keeps modification times to the nanosecond
+	// (mem://); object stores keep whole seconds.
+	exactTimes bool
 }
 
-// Open opens a local path (absolute or relative) or a gocloud URL. A URL
-// path inside the bucket (s3://bucket/a/b.zarrvectors) roots the store at
-// that prefix.
-func Open(ctx context.Context, urlOrPath string) (*Store, error) {
+// Open opens a gocloud URL, or a local path (absolute or relative, or a
+// file:// URL), which localfs serves. A URL path inside the bucket
+// (s3://bucket/a/b.zarrvectors) roots the store at that prefix.
+func Open(ctx context.Context, urlOrPath string) (storage.Writer, error) {
+	return OpenWith(ctx, urlOrPath, localfs.Options{})
+}
+
+// OpenWith is Open with options for local folders.
+func OpenWith(ctx context.Context, urlOrPath string, lo localfs.Options) (storage.Writer, error) {
 	if !strings.Contains(urlOrPath, "://") {
-		return openDir(urlOrPath)
+		return localfs.Open(urlOrPath, lo)
 	}
 	u, err := url.Parse(urlOrPath)
 	if err != nil {
-		return nil, fmt.Errorf("store URL %q: %w", urlOrPath, err)
+		return nil, fmt.Errorf("store URL %q: %w", redact(urlOrPath), err)
 	}
 	if u.Scheme == "file" {
-		return openDir(u.Path)
+		return localfs.Open(u.Path, lo)
+	}
+	return OpenBucket(ctx, urlOrPath)
+}
+
+// OpenBucket opens a gocloud URL (not a local path).
+func OpenBucket(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("store URL %q: %w", redact(rawURL), err)
 	}
 	prefix := strings.Trim(u.Path, "/")
 	if u.Scheme == "mem" {
@@ -63,33 +77,17 @@ func Open(ctx context.Context, urlOrPath string) (*Store, error) {
 	u.Path = ""
 	b, err := blob.OpenBucket(ctx, u.String())
 	if err != nil {
-		return nil, fmt.Errorf("open store %q: %w", redact(urlOrPath), err)
+		return nil, fmt.Errorf("open store %q: %w", redact(rawURL), err)
 	}
 	if prefix != "" {
 		b = blob.PrefixedBucket(b, prefix+"/")
 	}
-	return &Store{b: b}, nil
+	return &Store{b: b, exactTimes: u.Scheme == "mem"}, nil
 }
 
-// New wraps an already-open bucket (tests, embedders).
-func New(b *blob.Bucket) *Store { return &Store{b: b} }
-
-func openDir(dir string) (*Store, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(abs); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("open store: %s is not a directory", dir)
-	}
-	b, err := fileblob.OpenBucket(abs, &fileblob.Options{Metadata: fileblob.MetadataDontWrite, NoTempDir: true})
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	return &Store{b: b, dir: abs}, nil
-}
+// New wraps an already-open bucket (tests, embedders); exactTimes says
+// whether it keeps modification times finer than a second.
+func New(b *blob.Bucket, exactTimes bool) *Store { return &Store{b: b, exactTimes: exactTimes} }
 
 // redact drops query parameters (which may carry credentials) from errors.
 func redact(s string) string {
@@ -132,51 +130,73 @@ func wrap(op, key string, err error) error {
 	return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, err)}
 }
 
-// Get implements storage.Store.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+// Get implements storage.Store. Reads pinned with IfMatch ask S3 to
+// serve only that version (If-Match); other backends compare afterwards.
+func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &storage.Error{Op: "get", Key: key, Err: err}
+		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
 	}
 	if err := validKey(key); err != nil {
-		return nil, &storage.Error{Op: "get", Key: key, Err: err}
+		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
 	}
-	b, err := s.b.ReadAll(ctx, key)
-	return b, wrap("get", key, err)
-}
-
-// GetRange implements storage.Store.
-func (s *Store) GetRange(ctx context.Context, key string, off, length int64) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &storage.Error{Op: "range", Key: key, Err: err}
+	if err := storage.CheckBound(o); err != nil {
+		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
 	}
-	if err := validKey(key); err != nil {
-		return nil, &storage.Error{Op: "range", Key: key, Err: err}
+	var opts *blob.ReaderOptions
+	if o.IfMatch != "" {
+		etag := o.IfMatch
+		opts = &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+			var in *s3.GetObjectInput
+			if as(&in) {
+				in.IfMatch = aws.String(etag)
+			}
+			return nil
+		}}
 	}
-	if off < 0 {
-		return nil, &storage.Error{Op: "range", Key: key, Err: fmt.Errorf("negative offset %d", off)}
+	length := o.Len
+	if length < 0 {
+		length = -1
 	}
-	r, err := s.b.NewRangeReader(ctx, key, off, length, nil)
+	r, err := s.b.NewRangeReader(ctx, key, o.Off, length, opts)
 	if err != nil {
-		return nil, wrap("range", key, err)
+		if o.IfMatch != "" && gcerrors.Code(err) == gcerrors.FailedPrecondition {
+			return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: &storage.ChangedError{}}
+		}
+		return storage.Object{}, wrap("get", key, err)
 	}
 	defer r.Close()
-	var buf []byte
-	if length >= 0 && length < 1<<26 {
-		buf = make([]byte, 0, length)
+	a := storage.Attrs{Size: r.Size(), Modified: r.ModTime()}
+	var out s3.GetObjectOutput
+	if r.As(&out) && out.ETag != nil {
+		a.ETag = *out.ETag
 	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, wrap("range", key, err)
-		}
+	if a.ETag == "" {
+		a.ETag = version(a.Modified.UnixNano(), a.Size)
 	}
+	if o.IfMatch != "" && a.ETag != o.IfMatch {
+		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: &storage.ChangedError{Modified: a.Modified}}
+	}
+	n, err := storage.Want(o, a.Size)
+	if err != nil {
+		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: &storage.ChangedError{Modified: a.Modified}}
+		}
+		return storage.Object{}, wrap("get", key, err)
+	}
+	return storage.Object{Data: buf, Attrs: a}, nil
+}
+
+// Now implements storage.Store: object stores stamp whole seconds
+// (Last-Modified), so a moment is the second it falls in.
+func (s *Store) Now() time.Time {
+	if s.exactTimes {
+		return time.Now()
+	}
+	return time.Now().Truncate(time.Second)
 }
 
 // List implements storage.Store.
@@ -189,9 +209,6 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error
 		if err := validKey(prefix); err != nil || !strings.HasSuffix(prefix, "/") {
 			return l, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
 		}
-	}
-	if s.dir != "" {
-		return s.listDir(prefix)
 	}
 	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
 	for {
@@ -213,29 +230,6 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error
 	return l, nil
 }
 
-func (s *Store) listDir(prefix string) (storage.Listing, error) {
-	var l storage.Listing
-	ents, err := os.ReadDir(filepath.Join(s.dir, filepath.FromSlash(prefix)))
-	if errors.Is(err, os.ErrNotExist) {
-		return l, nil
-	}
-	if err != nil {
-		return l, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, err)}
-	}
-	for _, e := range ents {
-		name := e.Name()
-		if strings.HasSuffix(name, ".attrs") || strings.HasPrefix(name, ".") {
-			continue // fileblob sidecars and hidden files are not keys
-		}
-		if e.IsDir() {
-			l.Prefixes = append(l.Prefixes, prefix+name+"/")
-		} else {
-			l.Keys = append(l.Keys, prefix+name)
-		}
-	}
-	return l, nil
-}
-
 // Stat implements storage.Store.
 func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 	if err := ctx.Err(); err != nil {
@@ -248,11 +242,13 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 	if err != nil {
 		return storage.Attrs{}, wrap("stat", key, err)
 	}
-	etag := a.ETag
-	if etag == "" {
-		etag = version(a.ModTime.UnixNano(), a.Size)
+	// The same version a Get reports: S3's ETag, else time and size.
+	etag := version(a.ModTime.UnixNano(), a.Size)
+	var out s3.HeadObjectOutput
+	if a.As(&out) && out.ETag != nil {
+		etag = *out.ETag
 	}
-	return storage.Attrs{Size: a.Size, ETag: etag}, nil
+	return storage.Attrs{Size: a.Size, ETag: etag, Modified: a.ModTime}, nil
 }
 
 // Walk implements storage.Store. An object's version is its content MD5
@@ -264,9 +260,6 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage
 		if err := validKey(prefix); err != nil || !strings.HasSuffix(prefix, "/") {
 			return &storage.Error{Op: "walk", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
 		}
-	}
-	if s.dir != "" {
-		return s.walkDir(ctx, prefix, fn)
 	}
 	it := s.b.List(&blob.ListOptions{Prefix: prefix})
 	for {
@@ -284,7 +277,7 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage
 		if v == "" {
 			v = version(obj.ModTime.UnixNano(), obj.Size)
 		}
-		if err := fn(obj.Key, storage.Attrs{Size: obj.Size, ETag: v}); err != nil {
+		if err := fn(obj.Key, storage.Attrs{Size: obj.Size, ETag: v, Modified: obj.ModTime}); err != nil {
 			return err
 		}
 	}
@@ -292,54 +285,6 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage
 
 func version(mtime, size int64) string {
 	return strconv.FormatInt(mtime, 36) + "-" + strconv.FormatInt(size, 36)
-}
-
-// walkDir lists a local folder itself, for the same reason as listDir.
-func (s *Store) walkDir(ctx context.Context, prefix string, fn func(string, storage.Attrs) error) error {
-	root := filepath.Join(s.dir, filepath.FromSlash(prefix))
-	var fnErr error
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) && p == root {
-				return fs.SkipAll
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		name := d.Name()
-		if p != root && strings.HasPrefix(name, ".") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() || strings.HasSuffix(name, ".attrs") {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(s.dir, p)
-		if err != nil {
-			return err
-		}
-		if fnErr = fn(filepath.ToSlash(rel), storage.Attrs{Size: fi.Size(), ETag: version(fi.ModTime().UnixNano(), fi.Size())}); fnErr != nil {
-			return fs.SkipAll
-		}
-		return nil
-	})
-	switch {
-	case fnErr != nil:
-		return fnErr
-	case err != nil && ctx.Err() != nil:
-		return &storage.Error{Op: "walk", Key: prefix, Err: ctx.Err()}
-	case err != nil:
-		return &storage.Error{Op: "walk", Key: prefix, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, err)}
-	}
-	return nil
 }
 
 // Put implements storage.Writer.

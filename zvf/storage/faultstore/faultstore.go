@@ -126,29 +126,26 @@ func short(f *Fault, b []byte) []byte {
 	return b
 }
 
-// Get implements storage.Store.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+// Get implements storage.Store. Whole-object reads match rules with Op
+// "get", reads of a part with Op "range".
+func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
 	s.InFlight.Add(1)
 	defer s.InFlight.Add(-1)
-	f, err := s.before(ctx, "get", key)
-	if err != nil {
-		return nil, err
+	op := "get"
+	if o.Off != 0 || o.Len >= 0 {
+		op = "range"
 	}
-	b, err := s.inner.Get(ctx, key)
-	return short(f, b), err
+	f, err := s.before(ctx, op, key)
+	if err != nil {
+		return storage.Object{}, err
+	}
+	obj, err := s.inner.Get(ctx, key, o)
+	obj.Data = short(f, obj.Data)
+	return obj, err
 }
 
-// GetRange implements storage.Store.
-func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	s.InFlight.Add(1)
-	defer s.InFlight.Add(-1)
-	f, err := s.before(ctx, "range", key)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.inner.GetRange(ctx, key, off, n)
-	return short(f, b), err
-}
+// Now implements storage.Store.
+func (s *Store) Now() time.Time { return s.inner.Now() }
 
 // List implements storage.Store.
 func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error) {

@@ -24,16 +24,16 @@ func TestFaults(t *testing.T) {
 	fs := faultstore.New(mem, func(_ context.Context, d time.Duration) error { slept += d; return nil })
 	fs.Add(&faultstore.Rule{Op: "get", Key: "a/", Fault: faultstore.Fault{Err: fmtUnavailable(), Times: 2}})
 	for i := 0; i < 2; i++ {
-		if _, err := fs.Get(ctx, "a/b"); !errors.Is(err, storage.ErrUnavailable) {
+		if _, err := storage.ReadAll(ctx, fs, "a/b", 1<<20); !errors.Is(err, storage.ErrUnavailable) {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
-	if b, err := fs.Get(ctx, "a/b"); err != nil || string(b) != "0123456789" {
+	if b, err := storage.ReadAll(ctx, fs, "a/b", 1<<20); err != nil || string(b) != "0123456789" {
 		t.Fatalf("after Times ran out: %q %v", b, err)
 	}
 	fs.Reset()
 	fs.Add(&faultstore.Rule{Key: "a/", Fault: faultstore.Fault{Delay: time.Second, ShortRead: 3}})
-	if b, _ := fs.Get(ctx, "a/b"); string(b) != "012" || slept != time.Second {
+	if b, _ := storage.ReadAll(ctx, fs, "a/b", 1<<20); string(b) != "012" || slept != time.Second {
 		t.Fatalf("short read %q after %v", b, slept)
 	}
 	fs.Reset()

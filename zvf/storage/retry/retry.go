@@ -75,13 +75,8 @@ func do[T any](ctx context.Context, o *Options, f func() (T, error)) (T, error) 
 }
 
 // Get implements storage.Store.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	return do(ctx, &s.o, func() ([]byte, error) { return s.Store.Get(ctx, key) })
-}
-
-// GetRange implements storage.Store.
-func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	return do(ctx, &s.o, func() ([]byte, error) { return s.Store.GetRange(ctx, key, off, n) })
+func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	return do(ctx, &s.o, func() (storage.Object, error) { return s.Store.Get(ctx, key, o) })
 }
 
 // List implements storage.Store.

@@ -1,0 +1,537 @@
+// Package localfs implements storage.Writer on a local folder, reading
+// with plain system calls so that every read is bounded, cancellable and
+// confined to the folder:
+//
+//   - a read opens the file without blocking (a FIFO in place of a chunk
+//     cannot hang it), refuses anything but a regular file, checks the size
+//     against the caller's bound before allocating, and returns when its
+//     context ends even if the file system does not (the blocked system
+//     call is left to finish on its own);
+//   - paths are resolved beneath the store's root (openat2 with
+//     RESOLVE_BENEATH on Linux, os.Root elsewhere): a symbolic link that
+//     leads out of the store is refused unless Options.FollowSymlinks is
+//     set, and the refusal names neither the target nor its size;
+//   - each object's version comes from the opened file itself (size,
+//     modification and status-change times, inode), so a file replaced in
+//     place, renamed into place with an old mtime, or reached through a
+//     re-pointed link, reads as changed;
+//   - a root given as a symbolic link (current -> v2) is re-resolved by
+//     Pin, so a server sees the link move.
+package localfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// Options configure Open.
+type Options struct {
+	// FollowSymlinks lets symbolic links lead outside the store's root.
+	FollowSymlinks bool
+	// Logger receives warnings about folders a Walk skips.
+	Logger *slog.Logger
+}
+
+// Store is a local folder.
+type Store struct {
+	dir string // as given, made absolute
+	o   Options
+	t   *tree // what dir resolved to when this Store was made
+}
+
+// tree is one resolution of the store's root.
+type tree struct {
+	path string // the resolved folder
+	id   string // path + device and inode: changes when the root is re-pointed
+	dir  *os.File
+	root *os.Root
+	// noOpenat2 is set once openat2 is found missing (kernels before 5.6,
+	// or a seccomp filter); os.Root then confines paths instead.
+	noOpenat2 atomic.Bool
+}
+
+// Open opens the folder dir (absolute or relative; it may be a symbolic
+// link to the folder).
+func Open(dir string, o Options) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	t, err := resolve(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{dir: abs, o: o, t: t}, nil
+}
+
+func resolve(abs string) (*tree, error) {
+	p, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	d, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	fi, err := d.Stat()
+	if err != nil || !fi.IsDir() {
+		_ = d.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", abs)
+		}
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	r, err := os.OpenRoot(p)
+	if err != nil {
+		_ = d.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	id := p
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id += "\x00" + strconv.FormatUint(uint64(st.Dev), 36) + "." + strconv.FormatUint(uint64(st.Ino), 36)
+	}
+	return &tree{path: p, id: id, dir: d, root: r}, nil
+}
+
+// Pin returns the store as its root resolves now (the same Store when the
+// root has not been re-pointed) and an identity of that root that changes
+// when it is.
+func (s *Store) Pin(context.Context) (storage.Store, string, error) {
+	p, err := filepath.EvalSymlinks(s.dir)
+	if err != nil {
+		return nil, "", &storage.Error{Op: "pin", Key: "", Err: fmt.Errorf("%w: store folder: %v", storage.ErrUnavailable, errno(err))}
+	}
+	if p == s.t.path {
+		fi, err := os.Stat(p)
+		if err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && s.t.id == p+"\x00"+strconv.FormatUint(uint64(st.Dev), 36)+"."+strconv.FormatUint(uint64(st.Ino), 36) {
+				return s, s.t.id, nil
+			}
+		}
+	}
+	t, err := resolve(s.dir)
+	if err != nil {
+		return nil, "", &storage.Error{Op: "pin", Key: "", Err: fmt.Errorf("%w: store folder: %v", storage.ErrUnavailable, errno(err))}
+	}
+	// The previous tree stays open for whoever still reads it; its files
+	// close when it becomes unreachable.
+	return &Store{dir: s.dir, o: s.o, t: t}, t.id, nil
+}
+
+// errno strips an error down to its system error, dropping paths.
+func errno(err error) error {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return en
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// validKey rejects keys that could escape the store root by their text.
+func validKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") || strings.ContainsRune(key, 0) {
+		return fmt.Errorf("invalid key %q", key)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == ".." || seg == "." || seg == "" {
+			return fmt.Errorf("invalid key %q", key)
+		}
+	}
+	return nil
+}
+
+// classify maps a system error to the storage kinds, never keeping the
+// local path it came with.
+func classify(op, key string, err error) error {
+	e := errno(err)
+	switch {
+	case errors.Is(e, syscall.ENOENT), errors.Is(e, syscall.ENOTDIR), errors.Is(e, syscall.ENAMETOOLONG):
+		return &storage.Error{Op: op, Key: key, Err: storage.ErrNotFound}
+	case errors.Is(e, syscall.EXDEV), isEscape(err):
+		return &storage.Error{Op: op, Key: key, Err: storage.ErrOutside}
+	case errors.Is(e, syscall.ELOOP):
+		return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: too many symbolic links", storage.ErrOutside)}
+	case errors.Is(e, context.Canceled), errors.Is(e, context.DeadlineExceeded):
+		return &storage.Error{Op: op, Key: key, Err: e}
+	case errors.Is(e, storage.ErrNotRegular), errors.Is(e, storage.ErrTooLarge), errors.Is(e, storage.ErrChanged):
+		return &storage.Error{Op: op, Key: key, Err: e}
+	case errors.Is(e, syscall.EACCES), errors.Is(e, syscall.EPERM):
+		return &storage.Error{Op: op, Key: key, Err: fs.ErrPermission}
+	}
+	return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, e)}
+}
+
+// isEscape recognises os.Root's refusal of a path that leaves the root.
+func isEscape(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// version is an object's ETag: it changes when the file is rewritten,
+// replaced or re-linked.
+func version(size int64, mtime, ctime time.Time, ino uint64) string {
+	return strconv.FormatInt(mtime.UnixNano(), 36) + "-" + strconv.FormatInt(ctime.UnixNano(), 36) + "-" +
+		strconv.FormatInt(size, 36) + "-" + strconv.FormatUint(ino, 36)
+}
+
+func attrsOf(fi *fileInfo) storage.Attrs {
+	mod := fi.mtime
+	if fi.ctime.After(mod) {
+		mod = fi.ctime
+	}
+	return storage.Attrs{Size: fi.size, ETag: version(fi.size, fi.mtime, fi.ctime, fi.ino), Modified: mod}
+}
+
+// fileInfo is what a read needs of fstat.
+type fileInfo struct {
+	regular, dir bool
+	size         int64
+	mtime, ctime time.Time
+	ino          uint64
+}
+
+func (a fileInfo) same(b fileInfo) bool {
+	return a.size == b.size && a.mtime.Equal(b.mtime) && a.ctime.Equal(b.ctime) && a.ino == b.ino
+}
+
+// async runs f in its own goroutine and returns its result, or ctx's error
+// as soon as ctx ends: a system call that blocks (a hung network file
+// system) then holds only that goroutine, never the caller.
+func async[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		v, err := f()
+		c <- result{v, err}
+	}()
+	select {
+	case r := <-c:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// readPiece bounds one read system call so a long read notices its
+// context between pieces.
+const readPiece = 8 << 20
+
+// Get implements storage.Store.
+func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	if err := validKey(key); err != nil {
+		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
+	}
+	if err := storage.CheckBound(o); err != nil {
+		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
+	}
+	obj, err := async(ctx, func() (storage.Object, error) { return s.read(ctx, key, o) })
+	if err != nil {
+		return storage.Object{}, classify("get", key, err)
+	}
+	return obj, nil
+}
+
+func (s *Store) read(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	f, err := s.t.openFile(key, s.o.FollowSymlinks)
+	if err != nil {
+		return storage.Object{}, err
+	}
+	defer f.close()
+	fi, err := f.stat()
+	if err != nil {
+		return storage.Object{}, err
+	}
+	if !fi.regular {
+		return storage.Object{}, storage.ErrNotRegular
+	}
+	a := attrsOf(&fi)
+	if o.IfMatch != "" && o.IfMatch != a.ETag {
+		return storage.Object{}, &storage.ChangedError{Modified: a.Modified}
+	}
+	n, err := storage.Want(o, fi.size)
+	if err != nil {
+		return storage.Object{}, err
+	}
+	// One byte more than the file held when opened tells a file that grew
+	// under the read from one that did not.
+	extra := int64(0)
+	if o.Len < 0 {
+		extra = 1
+	}
+	buf := make([]byte, n+extra)
+	got := int64(0)
+	for got < int64(len(buf)) {
+		if err := ctx.Err(); err != nil {
+			return storage.Object{}, err
+		}
+		end := min(int64(len(buf)), got+readPiece)
+		k, err := f.pread(buf[got:end], o.Off+got)
+		if err != nil {
+			return storage.Object{}, err
+		}
+		if k == 0 {
+			break
+		}
+		got += int64(k)
+	}
+	after, err := f.stat()
+	if err != nil {
+		return storage.Object{}, err
+	}
+	if got != n || !after.same(fi) {
+		// Written while we read it: whatever we hold belongs to no version.
+		return storage.Object{}, &storage.ChangedError{Modified: attrsOf(&after).Modified}
+	}
+	return storage.Object{Data: buf[:n:n], Attrs: a}, nil
+}
+
+// Stat implements storage.Store.
+func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
+	if err := validKey(key); err != nil {
+		return storage.Attrs{}, &storage.Error{Op: "stat", Key: key, Err: err}
+	}
+	a, err := async(ctx, func() (storage.Attrs, error) {
+		f, err := s.t.openPath(key, s.o.FollowSymlinks)
+		if err != nil {
+			return storage.Attrs{}, err
+		}
+		defer f.close()
+		fi, err := f.stat()
+		if err != nil {
+			return storage.Attrs{}, err
+		}
+		if !fi.regular {
+			return storage.Attrs{}, storage.ErrNotRegular
+		}
+		return attrsOf(&fi), nil
+	})
+	if err != nil {
+		return storage.Attrs{}, classify("stat", key, err)
+	}
+	return a, nil
+}
+
+// List implements storage.Store. Hidden entries (a leading dot) and the
+// .attrs sidecars of gocloud's file driver are not keys.
+func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error) {
+	if prefix != "" {
+		if err := validKey(strings.TrimSuffix(prefix, "/")); err != nil || !strings.HasSuffix(prefix, "/") {
+			return storage.Listing{}, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
+		}
+	}
+	l, err := async(ctx, func() (storage.Listing, error) { return s.list(prefix) })
+	if err != nil {
+		if errors.Is(errno(err), syscall.ENOENT) || errors.Is(errno(err), syscall.ENOTDIR) {
+			return storage.Listing{}, nil
+		}
+		return storage.Listing{}, classify("list", prefix, err)
+	}
+	return l, nil
+}
+
+func (s *Store) list(prefix string) (storage.Listing, error) {
+	var l storage.Listing
+	ents, err := s.t.readDir(strings.TrimSuffix(prefix, "/"), s.o.FollowSymlinks)
+	if err != nil {
+		return l, err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if skipName(name) {
+			continue
+		}
+		dir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A link is a folder if it leads to one inside the store; any
+			// other link is listed as a key, and reading it says why not.
+			if f, err := s.t.openPath(prefix+name, s.o.FollowSymlinks); err == nil {
+				fi, err := f.stat()
+				f.close()
+				dir = err == nil && fi.dir
+			}
+		}
+		if dir {
+			l.Prefixes = append(l.Prefixes, prefix+name+"/")
+		} else {
+			l.Keys = append(l.Keys, prefix+name)
+		}
+	}
+	sort.Strings(l.Keys)
+	sort.Strings(l.Prefixes)
+	return l, nil
+}
+
+func skipName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".attrs")
+}
+
+// Walk implements storage.Store. Folders that cannot be read (permissions,
+// paths too long for the system) are skipped with a warning: a stray
+// lost+found must not make a whole store unreadable. The folders a store's
+// data lives in are read by List and Get, which report such errors.
+func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage.Attrs) error) error {
+	if prefix != "" {
+		if err := validKey(strings.TrimSuffix(prefix, "/")); err != nil || !strings.HasSuffix(prefix, "/") {
+			return &storage.Error{Op: "walk", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
+		}
+	}
+	var walk func(p string) error
+	walk = func(p string) error {
+		if err := ctx.Err(); err != nil {
+			return &storage.Error{Op: "walk", Key: prefix, Err: err}
+		}
+		ents, err := async(ctx, func() ([]fs.DirEntry, error) { return s.t.readDir(strings.TrimSuffix(p, "/"), s.o.FollowSymlinks) })
+		if err != nil {
+			e := errno(err)
+			switch {
+			case errors.Is(e, syscall.ENOENT) && p == prefix:
+				return nil
+			case errors.Is(e, context.Canceled), errors.Is(e, context.DeadlineExceeded):
+				return &storage.Error{Op: "walk", Key: p, Err: e}
+			}
+			s.o.Logger.Warn("skipping a folder that cannot be read", "folder", p, "err", e)
+			return nil
+		}
+		for _, e := range ents {
+			name := e.Name()
+			if skipName(name) {
+				continue
+			}
+			key := p + name
+			if e.IsDir() {
+				if err := walk(key + "/"); err != nil {
+					return err
+				}
+				continue
+			}
+			a, err := async(ctx, func() (storage.Attrs, error) {
+				f, err := s.t.openPath(key, s.o.FollowSymlinks)
+				if err != nil {
+					return storage.Attrs{}, err
+				}
+				defer f.close()
+				fi, err := f.stat()
+				if err != nil {
+					return storage.Attrs{}, err
+				}
+				if fi.dir {
+					return storage.Attrs{Size: -1}, nil
+				}
+				return attrsOf(&fi), nil
+			})
+			if err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return &storage.Error{Op: "walk", Key: key, Err: err}
+				}
+				s.o.Logger.Warn("skipping an entry that cannot be read", "key", key, "err", errno(err))
+				continue
+			}
+			if a.Size < 0 { // a link to a folder inside the store
+				if err := walk(key + "/"); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := fn(key, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(prefix)
+}
+
+// Now implements storage.Store. File systems stamp writes with the
+// kernel's clock: finely (to the nanosecond) or from its coarse clock,
+// which lags by up to a tick (a few milliseconds). A file written before
+// Now therefore never carries a later time; one written within a tick
+// after it may carry an earlier one, which is the limit of what times can
+// tell (later writes of the same rewrite are seen).
+func (s *Store) Now() time.Time { return time.Now() }
+
+// Put implements storage.Writer: the object is written to a hidden
+// temporary file beside it and renamed into place, so a reader sees the
+// old bytes or the new, never a partial file.
+func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	if err := validKey(key); err != nil {
+		return &storage.Error{Op: "put", Key: key, Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return &storage.Error{Op: "put", Key: key, Err: err}
+	}
+	r := s.t.root
+	dir, base := "", key
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		dir, base = key[:i], key[i+1:]
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			return classify("put", key, err)
+		}
+	}
+	tmp := "." + base + ".tmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if dir != "" {
+		tmp = dir + "/" + tmp
+	}
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return classify("put", key, err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = r.Remove(tmp)
+		return classify("put", key, err)
+	}
+	if err := r.Rename(tmp, key); err != nil {
+		_ = r.Remove(tmp)
+		return classify("put", key, err)
+	}
+	return nil
+}
+
+// Delete implements storage.Writer.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := validKey(key); err != nil {
+		return &storage.Error{Op: "delete", Key: key, Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return &storage.Error{Op: "delete", Key: key, Err: err}
+	}
+	if err := s.t.root.Remove(key); err != nil {
+		return classify("delete", key, err)
+	}
+	return nil
+}
+
+// Close implements storage.Store.
+func (s *Store) Close() error {
+	return errors.Join(s.t.root.Close(), s.t.dir.Close())
+}
+
+var _ storage.Writer = (*Store)(nil)
