@@ -183,7 +183,7 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{"/api/v1/stores/points_pyramid/groups/77", 404},
 		{"/api/v1/stores/graph/levels/0/chunks/9.9.9", 404},
 		{"/api/v1/stores/graph/levels/0/chunks/a.b", 400},
-		{"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=1,1,1&limit=99999999999", 413},
+		{"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=1,1,1&limit=99999999999", 200},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			resp, body := get(t, ts, tc.path)

@@ -37,17 +37,19 @@ func (s *Server) store(r *http.Request) (*zvf.Store, error) {
 	return st, err
 }
 
-func (s *Server) level(st *zvf.Store, r *http.Request, q url.Values, param string) (*zvf.Level, error) {
-	v := q.Get(param)
-	if param == "level" && v == "" {
+// level is the level a request names: the query's level= (default 0), or
+// the path's {level} on the chunk routes. Anything but a level number is a
+// 400; a number the store lacks is a 404.
+func (s *Server) level(st *zvf.Store, r *http.Request) (*zvf.Level, error) {
+	v := r.URL.Query().Get("level")
+	if p := chi.URLParam(r, "level"); p != "" {
+		v = p
+	} else if v == "" {
 		v = "0"
 	}
-	if param != "level" {
-		v = chi.URLParam(r, param)
-	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > 1000 {
-		return nil, badRequest(fmt.Sprintf("level %q is not a level number", v))
+	if err != nil || n < 0 || n > 1000 || strconv.Itoa(n) != v {
+		return nil, badRequest(fmt.Sprintf("level %q is not a level number (0, 1, 2, …)", v))
 	}
 	return st.Level(n)
 }
@@ -209,16 +211,18 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A limit above the server's maximum is clamped to it (OGC API –
+	// Features): the answer is paged with next like any other.
 	limit := s.o.MaxVertices
 	if v := q.Get("limit"); v != "" {
 		l, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || l < 1 {
 			return badRequest(fmt.Sprintf("limit %q must be a positive integer", v))
 		}
-		if l > s.o.MaxVertices {
-			return tooLarge(fmt.Sprintf("limit %d exceeds this server's %d vertices per response; page with a smaller limit", l, s.o.MaxVertices))
-		}
 		limit = l
+		if limit > s.o.MaxVertices {
+			limit = s.o.MaxVertices
+		}
 	}
 	hash := queryHash(st.Name(), q)
 	cur, err := decodeCursor(q.Get("cursor"), hash, st.Version())
@@ -235,12 +239,12 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 			l, err = st.Level(cur.Level)
 		} else {
 			var n int
-			if n, err = st.ChooseLevel(r.Context(), min, max, limit); err == nil {
+			if n, err = st.ChooseLevel(r.Context(), min, max, limit, attrs); err == nil {
 				l, err = st.Level(n)
 			}
 		}
 	} else {
-		l, err = s.level(st, r, q, "level")
+		l, err = s.level(st, r)
 	}
 	if err != nil {
 		return err
@@ -255,6 +259,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer body.release()
+	body.lazy.trailers = []string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched"}
 	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0}
 	meta.Attributes, err = attrInfos(l, attrs)
 	if err != nil {
@@ -269,20 +274,23 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	t := &trailer{Count: res.Count, Edges: res.Edges, Faces: res.Faces, FaceWidth: res.FaceWidth,
 		Extra: map[string]any{"offset": cur.Offset}}
+	// Headers the answer's end decides go out as headers when the answer
+	// was held back whole, else as the trailers declared when it started.
+	h := w.Header()
 	if res.More {
 		b, _ := json.Marshal(cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Version()})
 		t.Next = base64.RawURLEncoding.EncodeToString(b)
 		nq := r.URL.Query()
 		nq.Set("cursor", t.Next)
-		link := s.o.PublicURL + r.URL.Path + "?" + nq.Encode()
-		if !body.lazy.committed {
-			w.Header().Set("Link", "<"+link+`>; rel="next"`)
-			w.Header().Set("X-Next-Cursor", t.Next)
-		}
+		h.Set("Link", "<"+s.o.PublicURL+r.URL.Path+"?"+nq.Encode()+`>; rel="next"`)
+		h.Set("X-Next-Cursor", t.Next)
+	} else {
+		// The last page knows how many vertices the box holds in all
+		// (OGC numberMatched); earlier pages would have to read on.
+		t.Extra["number_matched"] = cur.Offset + res.Count
+		h.Set("X-Number-Matched", strconv.FormatInt(cur.Offset+res.Count, 10))
 	}
-	if !body.lazy.committed {
-		w.Header().Set("X-Vertex-Count", strconv.FormatInt(res.Count, 10))
-	}
+	h.Set("X-Vertex-Count", strconv.FormatInt(res.Count, 10))
 	if err := enc.end(t); err != nil {
 		return err
 	}
@@ -323,7 +331,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, r.URL.Query(), "level")
+	l, err := s.level(st, r)
 	if err != nil {
 		return err
 	}
@@ -389,7 +397,7 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, r.URL.Query(), "level")
+	l, err := s.level(st, r)
 	if err != nil {
 		return err
 	}
@@ -425,7 +433,7 @@ func (s *Server) group(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, r.URL.Query(), "level")
+	l, err := s.level(st, r)
 	if err != nil {
 		return err
 	}
@@ -443,7 +451,7 @@ func (s *Server) chunks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, r.URL.Query(), "level")
+	l, err := s.level(st, r)
 	if err != nil {
 		return err
 	}
@@ -461,7 +469,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r, r.URL.Query(), "level")
+	l, err := s.level(st, r)
 	if err != nil {
 		return err
 	}

@@ -160,6 +160,10 @@ const maxAttempts = 3
 
 func (s *Server) wrap(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkParams(s.params, r); err != nil {
+			writeProblem(w, r, classify(err))
+			return
+		}
 		a := &attempt{}
 		r = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
 		// Headers set before the handler ran (request id, CORS) are kept

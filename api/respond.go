@@ -90,6 +90,10 @@ type lazyWriter struct {
 	limit     int
 	committed bool
 	onCommit  func()
+	// trailers are headers known only at the end (a count, the next
+	// cursor): sent as headers when the answer fits the buffer, else
+	// declared at commit and sent as HTTP trailers.
+	trailers []string
 }
 
 func (l *lazyWriter) Write(p []byte) (int, error) {
@@ -113,6 +117,15 @@ func (l *lazyWriter) commit() error {
 	l.committed = true
 	if l.onCommit != nil {
 		l.onCommit()
+	}
+	var late []string
+	for _, k := range l.trailers {
+		if l.w.Header().Get(k) == "" { // already known: sent as a header
+			late = append(late, k)
+		}
+	}
+	if len(late) > 0 {
+		l.w.Header().Set("Trailer", strings.Join(late, ", "))
 	}
 	l.w.WriteHeader(http.StatusOK)
 	_, err := l.w.Write(l.buf)

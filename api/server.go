@@ -64,6 +64,7 @@ type Server struct {
 	ready   atomic.Bool
 	handler http.Handler
 	pools   bodyPools
+	params  map[string][]paramSpec // every route's query parameters
 }
 
 var storeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -98,7 +99,7 @@ func New(o Options) (*Server, error) {
 		o.Metrics = NewMetrics()
 	}
 	s := &Server{o: o, log: o.Logger, stores: map[string]*zvf.Handle{}, m: o.Metrics,
-		slots: make(chan struct{}, o.MaxConcurrent)}
+		slots: make(chan struct{}, o.MaxConcurrent), params: routeParams()}
 	handles := append([]*zvf.Handle(nil), o.Handles...)
 	for _, st := range o.Stores {
 		handles = append(handles, zvf.StaticHandle(st))

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -498,17 +499,28 @@ func (l *Level) CountInBox(ctx context.Context, min, max []float64) (int64, erro
 }
 
 // ChooseLevel returns the finest level whose vertex count inside the box
-// is at most budget, or the coarsest level when none fits. A level whose
-// count, estimated from its density over the store bounds, is far above the
-// budget is skipped without reading it; near the budget the count is exact.
-func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int64) (int, error) {
+// is at most budget, or the coarsest level when none fits, among the levels
+// that hold every attribute named in attrs ("*" or none: any level). A
+// level whose count, estimated from its density over the store bounds, is
+// far above the budget is skipped without reading it; near the budget the
+// count is exact.
+func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int64, attrs []string) (int, error) {
 	frac := s.boxFraction(min, max)
-	for i, l := range s.levels {
+	levels := make([]*Level, 0, len(s.levels))
+	for _, l := range s.levels {
 		if err := l.checkBox(min, max); err != nil {
 			return 0, err
 		}
+		if _, err := l.selectAttrs(attrs); err == nil {
+			levels = append(levels, l)
+		}
+	}
+	if len(levels) == 0 {
+		return 0, s.errf(ErrNotFound, -1, "", "", "no level holds every attribute of %q", strings.Join(attrs, ","))
+	}
+	for i, l := range levels {
 		est := frac * float64(l.meta.VertexCount)
-		if i < len(s.levels)-1 && frac > 0 && est > 4*float64(budget) {
+		if i < len(levels)-1 && frac > 0 && est > 4*float64(budget) {
 			continue
 		}
 		n, err := l.CountInBox(ctx, min, max)
@@ -519,7 +531,7 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 			return l.n, nil
 		}
 	}
-	return s.levels[len(s.levels)-1].n, nil
+	return levels[len(levels)-1].n, nil
 }
 
 // boxFraction is the share of the store's bounds the box covers (0 when

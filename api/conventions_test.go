@@ -1,0 +1,314 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/demo"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+// demoStores builds the built-in demo (small) once per test binary.
+var demoStores = sync.OnceValues(func() ([]*zvf.Store, error) {
+	ctx := context.Background()
+	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	if err != nil {
+		return nil, err
+	}
+	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 1, Scale: 1})
+	if err != nil {
+		return nil, err
+	}
+	ch := cache.New(128 << 20)
+	var out []*zvf.Store
+	for _, in := range infos {
+		s, err := zvf.Open(ctx, storage.Sub(mem, in.Prefix), zvf.Options{Name: in.Name, Cache: ch})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+})
+
+func demoServer(t *testing.T, o api.Options) *api.Server {
+	t.Helper()
+	stores, err := demoStores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Stores = stores
+	srv, err := api.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func problemOf(t *testing.T, code int, body []byte) api.Problem {
+	t.Helper()
+	var p api.Problem
+	if err := json.Unmarshal(body, &p); err != nil || p.Status != code {
+		t.Fatalf("not a problem with status %d: %s", code, body)
+	}
+	return p
+}
+
+// TestChunkRoutesUseTheirLevel: /levels/{level}/chunks answers that level
+// (it answered level 0 for every level, and for levels/abc, levels/-1 and
+// levels/99999999999999999999), and a level= query on these routes is an
+// unknown parameter, not a silent override.
+func TestChunkRoutesUseTheirLevel(t *testing.T) {
+	srv := demoServer(t, api.Options{})
+	stores, _ := demoStores()
+	var cells *zvf.Store
+	for _, s := range stores {
+		if s.Name() == "cells" {
+			cells = s
+		}
+	}
+	for _, n := range cells.Levels() {
+		l, _ := cells.Level(n)
+		code, _, body := serve(t, srv.Handler(), "/api/v1/stores/cells/levels/"+strconv.Itoa(n)+"/chunks")
+		var got struct {
+			Level  int      `json:"level"`
+			Count  int      `json:"count"`
+			Chunks []string `json:"chunks"`
+		}
+		if code != 200 || json.Unmarshal(body, &got) != nil || got.Level != n || got.Count != len(l.Keys()) {
+			t.Fatalf("level %d: %d %.200s (want %d chunks)", n, code, body, len(l.Keys()))
+		}
+		key := got.Chunks[0]
+		code, _, body = serve(t, srv.Handler(), "/api/v1/stores/cells/levels/"+strconv.Itoa(n)+"/chunks/"+key)
+		var tile struct {
+			Level int `json:"level"`
+		}
+		if code != 200 || json.Unmarshal(body, &tile) != nil || tile.Level != n {
+			t.Fatalf("level %d chunk %s: %d %.200s", n, key, code, body)
+		}
+	}
+	for path, want := range map[string]int{
+		"/api/v1/stores/cells/levels/abc/chunks":                  400,
+		"/api/v1/stores/cells/levels/-1/chunks":                   400,
+		"/api/v1/stores/cells/levels/01/chunks":                   400,
+		"/api/v1/stores/cells/levels/99999999999999999999/chunks": 400,
+		"/api/v1/stores/cells/levels/7/chunks":                    404,
+		"/api/v1/stores/cells/levels/0/chunks/0.0.0?level=2":      400,
+		"/api/v1/stores/cells/levels/abc/chunks/0.0.0":            400,
+	} {
+		code, _, body := serve(t, srv.Handler(), path)
+		if code != want {
+			t.Errorf("%s: %d, want %d: %s", path, code, want, body)
+			continue
+		}
+		problemOf(t, code, body)
+	}
+}
+
+// TestLevelAutoHonoursAttributes: level=auto with attributes chooses among
+// the levels that hold them. The demo's cells have cell_type at level 0
+// only; auto used to pick level 1 and answer 404 "no vertex attribute".
+func TestLevelAutoHonoursAttributes(t *testing.T) {
+	srv := demoServer(t, api.Options{})
+	const box = "/api/v1/stores/cells/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&level=auto&limit=100"
+	code, _, body := serve(t, srv.Handler(), box)
+	var p struct {
+		Level int `json:"level"`
+	}
+	if code != 200 || json.Unmarshal(body, &p) != nil {
+		t.Fatalf("no attributes: %d %.200s", code, body)
+	}
+	if p.Level == 0 {
+		t.Fatal("auto chose level 0 for a whole-store box with a 100-vertex budget, so the test proves nothing")
+	}
+	stores, _ := demoStores()
+	for _, s := range stores {
+		if s.Name() != "cells" {
+			continue
+		}
+		l, _ := s.Level(p.Level)
+		for _, a := range l.Info().VertexAttributes {
+			if a.Name == "cell_type" {
+				t.Fatalf("level %d has cell_type, so the test proves nothing", p.Level)
+			}
+		}
+	}
+	code, _, body = serve(t, srv.Handler(), box+"&attributes=cell_type")
+	if code != 200 || json.Unmarshal(body, &p) != nil || p.Level != 0 || !strings.Contains(string(body), `"cell_type"`) {
+		t.Fatalf("attributes=cell_type: %d %.300s", code, body)
+	}
+	code, _, body = serve(t, srv.Handler(), box+"&attributes=nope")
+	if code != 404 || !strings.Contains(problemOf(t, code, body).Detail, "nope") {
+		t.Fatalf("unknown attribute: %d %s", code, body)
+	}
+}
+
+// TestLimitIsClamped: a limit above the server's maximum is clamped and
+// paged (OGC API – Features), not refused with 413; every page says how
+// many it holds, the next page's cursor, and the last one how many the
+// box holds in all — as headers, or as trailers when the answer streams.
+func TestLimitIsClamped(t *testing.T) {
+	const max = 20_000
+	srv := demoServer(t, api.Options{MaxVertices: max})
+	ts := newHTTPServer(t, srv)
+	const box = "/api/v1/stores/cells/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9"
+	stores, _ := demoStores()
+	var total int64
+	for _, s := range stores {
+		if s.Name() == "cells" {
+			total = s.Info().Levels[0].VertexCount
+		}
+	}
+	if total <= 2*max {
+		t.Fatalf("the demo's cells have %d vertices, so the test proves nothing", total)
+	}
+	// JSON with every attribute streams (past the 256 KiB held back), the
+	// binary answer without attributes is held back whole.
+	for _, f := range []string{"json&attributes=*", "bin"} {
+		url := ts.URL + box + "&limit=99999999&f=" + f
+		streamed := false
+		var seen int64
+		for page := 0; url != ""; page++ {
+			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			req.Header.Set("Accept-Encoding", "identity") // so the JSON pages stream
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%s page %d: %d %v %.200s", f, page, resp.StatusCode, err, body)
+			}
+			// Small answers carry them as headers, streamed ones as trailers.
+			get := func(k string) string {
+				if v := resp.Header.Get(k); v != "" {
+					return v
+				}
+				return resp.Trailer.Get(k)
+			}
+			if resp.Header.Get("X-Vertex-Count") == "" {
+				streamed = true
+			}
+			n, err := strconv.ParseInt(get("X-Vertex-Count"), 10, 64)
+			if err != nil || n <= 0 || n > max {
+				t.Fatalf("%s page %d: X-Vertex-Count %q", f, page, get("X-Vertex-Count"))
+			}
+			seen += n
+			url = ""
+			if next := get("X-Next-Cursor"); next != "" {
+				if !strings.Contains(get("Link"), `rel="next"`) {
+					t.Fatalf("%s page %d: Link %q", f, page, get("Link"))
+				}
+				url = ts.URL + box + "&limit=99999999&f=" + f + "&cursor=" + next
+			} else if get("X-Number-Matched") != strconv.FormatInt(total, 10) {
+				t.Fatalf("%s last page: X-Number-Matched %q, want %d", f, get("X-Number-Matched"), total)
+			}
+			if page > 100 {
+				t.Fatal("paging does not end")
+			}
+		}
+		if seen != total {
+			t.Fatalf("%s: pages hold %d vertices, the store %d", f, seen, total)
+		}
+		if streamed != strings.HasPrefix(f, "json") {
+			t.Fatalf("%s: streamed=%v, so a path is untested", f, streamed)
+		}
+	}
+}
+
+func newHTTPServer(t *testing.T, srv *api.Server) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// TestUnknownParameters: a mistyped parameter is a 400 that names it, says
+// what it probably meant and lists the valid ones (it used to be ignored,
+// answering 200 with defaults); f behaves alike on every route; values
+// outside a parameter's list and repeated parameters are refused.
+func TestUnknownParameters(t *testing.T) {
+	srv := demoServer(t, api.Options{})
+	for _, tc := range []struct {
+		path     string
+		contains []string
+	}{
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&levle=2", []string{"levle", "did you mean level?", "attributes, connectivity, cursor, f, level, limit, max, min"}},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&attribute=cell_type", []string{"attribute ", "did you mean attributes?"}},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&format=ndjson", []string{"format", "did you mean f?"}},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&connectivity=maybe", []string{`connectivity="maybe"`, "true, false"}},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&f=xml", []string{`f="xml"`}},
+		{"/api/v1/stores?f=xml", []string{`f="xml"`, "json"}},
+		{"/api/v1/stores?f=bin", []string{`f="bin"`}},
+		{"/api/v1/stores/cells?levle=1", []string{"levle", "takes f"}},
+		{"/api/v1/stores/cells/objects/1/levels?level=1", []string{"level"}},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&min=2,2,2", []string{"min", "given 2 times"}},
+	} {
+		code, _, body := serve(t, srv.Handler(), tc.path)
+		if code != 400 {
+			t.Errorf("%s: %d %s", tc.path, code, body)
+			continue
+		}
+		p := problemOf(t, code, body)
+		for _, c := range tc.contains {
+			if !strings.Contains(p.Detail, c) {
+				t.Errorf("%s: detail %q lacks %q", tc.path, p.Detail, c)
+			}
+		}
+	}
+	for _, ok := range []string{"/api/v1/stores?f=json", "/api/v1/stores/cells?f=json", "/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&f=ndjson&connectivity=false"} {
+		if code, _, body := serve(t, srv.Handler(), ok); code != 200 {
+			t.Errorf("%s: %d %s", ok, code, body)
+		}
+	}
+}
+
+// TestParameterTableMatchesSpec: the parameter table the server checks
+// requests against and the parameters openapi.yaml documents are the same,
+// route by route, and every API route is in both.
+func TestParameterTableMatchesSpec(t *testing.T) {
+	spec, _ := loadSpec(t)
+	table := api.RouteParams()
+	documented := map[string][]string{}
+	for path, item := range spec.Paths.Map() {
+		if !strings.HasPrefix(path, "/api/") || item.Get == nil {
+			continue
+		}
+		var names []string
+		for _, ps := range append(append(openapi3.Parameters{}, item.Parameters...), item.Get.Parameters...) {
+			if ps.Value != nil && ps.Value.In == "query" {
+				names = append(names, ps.Value.Name)
+			}
+		}
+		sort.Strings(names)
+		documented[path] = names
+	}
+	for route, names := range table {
+		if got, ok := documented[route]; !ok {
+			t.Errorf("%s is not in openapi.yaml", route)
+		} else if !slices.Equal(got, names) {
+			t.Errorf("%s: openapi.yaml documents %v, the server takes %v", route, got, names)
+		}
+	}
+	for path := range documented {
+		if _, ok := table[path]; !ok {
+			t.Errorf("%s is documented but has no parameter entry", path)
+		}
+	}
+}

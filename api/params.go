@@ -1,0 +1,153 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Every route's query parameters, in one table: requests are checked
+// against it before a handler runs (a mistyped name is a 400 that names it
+// and lists the valid ones, instead of an answer with defaults), and a test
+// holds the OpenAPI document's parameter lists equal to it.
+
+// paramSpec is one query parameter of a route.
+type paramSpec struct {
+	name string
+	// values, when set, lists every value the parameter takes.
+	values []string
+}
+
+// RouteParams lists the query parameters of every API route, by route
+// pattern. The table is the contract; OpenAPI documents it.
+func RouteParams() map[string][]string {
+	out := map[string][]string{}
+	for route, ps := range routeParams() {
+		names := make([]string, len(ps))
+		for i, p := range ps {
+			names[i] = p.name
+		}
+		sort.Strings(names)
+		out[route] = names
+	}
+	return out
+}
+
+func routeParams() map[string][]paramSpec {
+	const st = "/api/v1/stores/{store}"
+	fJSON := paramSpec{name: "f", values: []string{"json"}}
+	fPayload := paramSpec{name: "f", values: []string{"json", "ndjson", "bin"}}
+	pLevel, pAttrs := paramSpec{name: "level"}, paramSpec{name: "attributes"}
+	return map[string][]paramSpec{
+		"/api/v1/stores": {fJSON},
+		st:               {fJSON},
+		st + "/bbox": {{name: "min"}, {name: "max"}, pLevel, pAttrs, {name: "limit"}, {name: "cursor"},
+			{name: "connectivity", values: []string{"true", "false"}}, fPayload},
+		st + "/objects/{id}":                {pLevel, pAttrs, fPayload},
+		st + "/objects/{id}/manifest":       {pLevel, fJSON},
+		st + "/objects/{id}/levels":         {fJSON},
+		st + "/groups/{id}":                 {pLevel, fJSON},
+		st + "/levels/{level}/chunks":       {fJSON},
+		st + "/levels/{level}/chunks/{key}": {pAttrs, fPayload},
+	}
+}
+
+// checkParams refuses query parameters the route does not take, repeated
+// parameters, and values outside a parameter's list.
+func checkParams(table map[string][]paramSpec, r *http.Request) error {
+	pattern := strings.TrimSuffix(chi.RouteContext(r.Context()).RoutePattern(), "/")
+	specs, ok := table[pattern]
+	if !ok {
+		return nil
+	}
+	q := r.URL.Query()
+	var unknown []string
+	for name, vs := range q {
+		i := slices.IndexFunc(specs, func(p paramSpec) bool { return p.name == name })
+		if i < 0 {
+			unknown = append(unknown, name)
+			continue
+		}
+		if len(vs) > 1 {
+			return badRequest(fmt.Sprintf("parameter %s is given %d times; give it once", name, len(vs)))
+		}
+		if vals := specs[i].values; vals != nil && !slices.Contains(vals, vs[0]) {
+			return badRequest(fmt.Sprintf("%s=%q: use %s", name, vs[0], strings.Join(vals, ", ")))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	valid := make([]string, len(specs))
+	for i, p := range specs {
+		valid[i] = p.name
+	}
+	sort.Strings(valid)
+	msg := "unknown parameter"
+	if len(unknown) > 1 {
+		msg += "s"
+	}
+	for i, u := range unknown {
+		if i > 0 {
+			msg += ","
+		}
+		msg += " " + u
+		if s := closest(u, valid); s != "" {
+			msg += " (did you mean " + s + "?)"
+		}
+	}
+	if len(valid) == 0 {
+		return badRequest(msg + "; this route takes no parameters")
+	}
+	return badRequest(msg + "; this route takes " + strings.Join(valid, ", "))
+}
+
+// closest is the valid name nearest to u by edit distance, when near
+// enough to be a typo (or a known synonym).
+func closest(u string, valid []string) string {
+	synonyms := map[string]string{"format": "f", "attribute": "attributes", "lod": "level", "bbox": "min"}
+	if s, ok := synonyms[u]; ok && slices.Contains(valid, s) {
+		return s
+	}
+	best, bestD := "", 3
+	for _, v := range valid {
+		if d := editDistance(u, v); d < bestD {
+			best, bestD = v, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau–Levenshtein distance (adjacent swaps count
+// one), small strings only.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
