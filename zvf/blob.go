@@ -18,6 +18,10 @@ type arrayIndex struct {
 	keys   []Key
 	direct map[string]bool
 	shards map[string]shardRef
+	// allDirect: the store has no shard arrays, so every key is read from
+	// its own array and nothing was listed (the vertex listing already
+	// says which chunks exist; a missing blob is found by opening it).
+	allDirect bool
 }
 
 type shardRef struct {
@@ -34,6 +38,15 @@ func (l *Level) arrayIndexFor(ctx context.Context, array string) (*arrayIndex, e
 	idx, ok := l.arrIdx[array]
 	l.arrMu.Unlock()
 	if ok {
+		return idx, nil
+	}
+	if !l.s.shards && array != "vertices" {
+		// Listing a per-chunk array's folder costs a directory entry per
+		// chunk (1.5 s for 57k chunks) to learn nothing new.
+		idx = &arrayIndex{allDirect: true}
+		l.arrMu.Lock()
+		l.arrIdx[array] = idx
+		l.arrMu.Unlock()
 		return idx, nil
 	}
 	names, err := l.children(ctx, array)
@@ -163,7 +176,7 @@ func (l *Level) loadBlob(ctx context.Context, array string, key Key, ks string) 
 }
 
 func (l *Level) shardOf(idx *arrayIndex, ks string) (shardRef, bool) {
-	if idx.direct[ks] {
+	if idx.allDirect || idx.direct[ks] {
 		return shardRef{}, false
 	}
 	r, ok := idx.shards[ks]
