@@ -8,15 +8,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob/s3blob"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
@@ -100,4 +103,73 @@ func TestS3MatchesLocal(t *testing.T) {
 	// Objects replaced in the bucket: new ETags, so a refresh reopens the
 	// store with fresh caches and the answers follow.
 	t.Run("replaced objects", func(t *testing.T) { checkReplacedObjects(t, "s3://"+bucket+"/replaced.zarrvectors"+q) })
+	t.Run("requests per check", func(t *testing.T) { checkRequestsPerCheck(t, endpoint, bucket, names) })
+}
+
+// requestCounter counts the HTTP requests an S3 client sends, by method.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n[r.Method]++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (c *requestCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+// checkRequestsPerCheck: against a real S3 server, opening a store sends
+// no whole-store listing and a revalidation sends one LIST and a HEAD per
+// metadata object (root and each level), however many objects the store
+// has. Before, both listed every object: on S3 a LIST per thousand objects
+// (1,000 a minute for a 1M-object store, per replica).
+func checkRequestsPerCheck(t *testing.T, endpoint, bucket string, names []string) {
+	ctx := context.Background()
+	rc := &requestCounter{n: map[string]int{}}
+	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		HTTPClient:  &http.Client{Transport: rc},
+		Credentials: credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), "")})
+	b, err := s3blob.OpenBucket(ctx, cl, bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := blobstore.New(b, false)
+	defer all.Close()
+	for _, n := range names {
+		objects := 0
+		if err := storage.Sub(all, n+".zarrvectors").Walk(ctx, "", func(string, storage.Attrs) error { objects++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		rc.take()
+		h, err := zvf.OpenHandle(ctx, storage.Sub(all, n+".zarrvectors"), zvf.Options{Name: n}, zvf.Watch{Enabled: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := h.Current()
+		if err != nil {
+			t.Fatal(err)
+		}
+		atOpen := rc.take()
+		const checks = 5
+		for range checks {
+			if changed, err := h.Refresh(ctx); changed || err != nil {
+				t.Fatalf("%s: Refresh of an unchanged store: %v %v", n, changed, err)
+			}
+		}
+		per := rc.take()
+		levels := len(st.Levels())
+		if per["GET"] != checks || per["HEAD"] != checks*(1+levels) || len(per) != 2 {
+			t.Errorf("%s (%d objects, %d levels): %v requests in %d checks, want %d LIST and %d HEAD", n, objects, levels, per, checks, checks, checks*(1+levels))
+		}
+		t.Logf("%s: %d objects; opening sent %v; each check %d LIST + %d HEAD", n, objects, atOpen, per["GET"]/checks, per["HEAD"]/checks)
+	}
 }
