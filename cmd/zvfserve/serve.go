@@ -159,16 +159,30 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	}
 	for _, a := range args {
 		name, target := storeArg(a)
-		if !api.ValidStoreName(name) {
-			closeAll()
-			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", errUsage, name, a)
-		}
 		st, err := blobstore.Open(ctx, target)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
 		}
 		closers = append(closers, st.Close)
+		// A folder of stores serves each of them (discover.go).
+		found, err := discoverStores(ctx, st, namePrefix(a), log)
+		for _, f := range found {
+			if err == nil {
+				err = open(f.name, storage.Sub(st, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
+			}
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		if found != nil {
+			continue
+		}
+		if !api.ValidStoreName(name) {
+			closeAll()
+			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", errUsage, name, a)
+		}
 		if err := open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target)); err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("store %s: %w", name, err)
