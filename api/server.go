@@ -199,10 +199,12 @@ func (s *Server) routes() http.Handler {
 				r.Get("/levels/{level}/chunks/{key}", s.wrap(s.chunk))
 			})
 		})
-		if s.o.UI != nil {
-			r.Handle("/*", s.o.UI)
-		}
 	})
+	if s.o.UI != nil {
+		// The viewer's static files hold no data; open, so that a browser
+		// can load the page that asks for the token its data requests send.
+		r.Handle("/*", s.o.UI)
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, notFound("no such route"))
 	})
