@@ -104,7 +104,8 @@ func TestDiscoverStores(t *testing.T) {
 
 // TestServeFolderOfStores: "zvfserve demo DIR" then "zvfserve serve DIR"
 // serves every store below DIR by its relative path, and a Zarr v2 store
-// among them is listed with the problem that says so.
+// among them is listed with the problem that says so; a symbolic link is
+// not followed.
 func TestServeFolderOfStores(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	if _, errs, code := runCmd(t, "demo", "--scale", "0.05", filepath.Join(dir, "scene")); code != 0 {
@@ -115,6 +116,10 @@ func TestServeFolderOfStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(v2, ".zgroup"), []byte(`{"zarr_format": 2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Symbolic links are not followed: nothing outside the folder is served.
+	if err := os.Symlink(filepath.Join(dir, "scene", "cells"), filepath.Join(dir, "linked")); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
