@@ -104,8 +104,8 @@ func TestDiscoverStores(t *testing.T) {
 
 // TestServeFolderOfStores: "zvfserve demo DIR" then "zvfserve serve DIR"
 // serves every store below DIR by its relative path, and a Zarr v2 store
-// among them is listed with the problem that says so; a symbolic link is
-// not followed.
+// among them is listed with the problem that says so; a symbolic link to a
+// store outside DIR is not followed.
 func TestServeFolderOfStores(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	if _, errs, code := runCmd(t, "demo", "--scale", "0.05", filepath.Join(dir, "scene")); code != 0 {
@@ -118,8 +118,12 @@ func TestServeFolderOfStores(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(v2, ".zgroup"), []byte(`{"zarr_format": 2}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Symbolic links are not followed: nothing outside the folder is served.
-	if err := os.Symlink(filepath.Join(dir, "scene", "cells"), filepath.Join(dir, "linked")); err != nil {
+	// A link to a store outside the folder is not followed.
+	outside := filepath.Join(t.TempDir(), "outside")
+	if _, errs, code := runCmd(t, "demo", "--scale", "0.05", outside); code != 0 {
+		t.Fatalf("demo: %s", errs)
+	}
+	if err := os.Symlink(filepath.Join(outside, "cells"), filepath.Join(dir, "linked")); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

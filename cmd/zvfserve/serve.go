@@ -159,6 +159,10 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	}
 	for _, a := range args {
 		name, target := storeArg(a)
+		if !api.ValidStoreName(name) {
+			closeAll()
+			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", errUsage, name, a)
+		}
 		st, err := blobstore.Open(ctx, target)
 		if err != nil {
 			closeAll()
@@ -178,10 +182,6 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		}
 		if found != nil {
 			continue
-		}
-		if !api.ValidStoreName(name) {
-			closeAll()
-			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", errUsage, name, a)
 		}
 		if err := open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target)); err != nil {
 			closeAll()
