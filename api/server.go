@@ -7,7 +7,6 @@ package api
 import (
 	"context"
 	"crypto/subtle"
-	"embed"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,18 +20,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/zvfserve/zvfserve"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
-//go:embed openapi.yaml
-var specFS embed.FS
-
-// OpenAPI returns the embedded API description.
-func OpenAPI() []byte {
-	b, _ := specFS.ReadFile("openapi.yaml")
-	return b
-}
+// OpenAPI returns the API description (openapi.yaml at the repository
+// root), served at /openapi.yaml.
+func OpenAPI() []byte { return zvfserve.OpenAPI() }
 
 // Options configure a Server.
 type Options struct {
@@ -211,10 +206,12 @@ func (s *Server) routes() http.Handler {
 				r.Get("/levels/{level}/chunks/{key}", s.wrap(s.chunk))
 			})
 		})
-		if s.o.UI != nil {
-			r.Handle("/*", s.o.UI)
-		}
 	})
+	if s.o.UI != nil {
+		// The viewer's static files hold no data; open, so that a browser
+		// can load the page that asks for the token its data requests send.
+		r.Handle("/*", s.o.UI)
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, notFound("no such route"))
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -40,7 +41,15 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func demoServer(t *testing.T) *httptest.Server {
+func demoServer(t *testing.T, token string) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(demoHandler(t, token))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// demoHandler is the API with the viewer over the demo stores.
+func demoHandler(t *testing.T, token string) http.Handler {
 	t.Helper()
 	ctx := context.Background()
 	mem, err := blobstore.Open(ctx, "mem://")
@@ -61,13 +70,11 @@ func demoServer(t *testing.T) *httptest.Server {
 		}
 		stores = append(stores, s)
 	}
-	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
+	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler(), Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts
+	return srv.Handler()
 }
 
 // nonBackground counts pixels that differ from the canvas clear colour.
@@ -113,26 +120,31 @@ func artifact(t *testing.T, name string, b []byte) {
 	t.Logf("screenshot: %s", p)
 }
 
-func TestViewerInBrowser(t *testing.T) {
+// browser is a headless Chromium tab with helpers that fail the test.
+type browser struct {
+	t        *testing.T
+	ctx      context.Context
+	mu       sync.Mutex
+	problems []string // console errors and warnings, exceptions
+}
+
+func newBrowser(t *testing.T) *browser {
 	exe := chromium(t)
-	ts := demoServer(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("use-angle", "swiftshader"), chromedp.Flag("enable-unsafe-swiftshader", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-quic", true),
 		chromedp.WindowSize(1280, 800))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
+	t.Cleanup(cancelA)
 	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	t.Cleanup(cancel)
 	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelT()
-
-	var mu sync.Mutex
-	var problems []string
+	t.Cleanup(cancelT)
+	b := &browser{t: t, ctx: ctx}
 	if err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		switch e := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
 			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
@@ -140,7 +152,7 @@ func TestViewerInBrowser(t *testing.T) {
 				for _, a := range e.Args {
 					parts = append(parts, string(a.Value)+a.Description)
 				}
-				problems = append(problems, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(parts, " ")))
+				b.problems = append(b.problems, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(parts, " ")))
 			}
 		case *runtime.EventExceptionThrown:
 			d := e.ExceptionDetails
@@ -148,36 +160,64 @@ func TestViewerInBrowser(t *testing.T) {
 			if d.Exception != nil {
 				desc += " " + d.Exception.Description
 			}
-			problems = append(problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber, desc))
+			b.problems = append(b.problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber, desc))
 		}
 	}); err != nil {
 		t.Fatal(err)
 	}
-	wait := func(expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(45*time.Second))); err != nil {
-			var status string
-			status, _ = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#status")))
-			t.Fatalf("waiting for %s: %v (status line: %q, console: %v)", expr, err, status, problems)
-		}
+	return b
+}
+
+func (b *browser) wait(expr string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(45*time.Second))); err != nil {
+		status, _ := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("#status")))
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.t.Fatalf("waiting for %s: %v (status line: %q, console: %v)", expr, err, status, b.problems)
 	}
-	eval := func(expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr)); err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
+}
+
+func (b *browser) eval(expr string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[any](expr)); err != nil {
+		b.t.Fatalf("%s: %v", expr, err)
 	}
-	shot := func(name string) []byte {
-		t.Helper()
-		// Let the next animation frame draw.
-		eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`)
-		b, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#view")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		artifact(t, name, b)
-		return b
+}
+
+func (b *browser) shot(name string) []byte {
+	b.t.Helper()
+	// Let the next animation frame draw.
+	b.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`)
+	png, err := chromedp.Run(b.ctx, chromedp.Screenshot(chromedp.CSS("#view")))
+	if err != nil {
+		b.t.Fatal(err)
 	}
+	artifact(b.t, name, png)
+	return png
+}
+
+func (b *browser) navigate(url string) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, chromedp.Navigate(url)); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// noProblems fails the test if the console reported errors or warnings.
+func (b *browser) noProblems() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.problems) > 0 {
+		b.t.Fatalf("browser console reported problems:\n%s", strings.Join(b.problems, "\n"))
+	}
+}
+
+func TestViewerInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	ts := demoServer(t, "")
+	ctx, wait, eval, shot := b.ctx, b.wait, b.eval, b.shot
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/#store=cells")); err != nil {
 		t.Fatal(err)
@@ -249,11 +289,7 @@ func TestViewerInBrowser(t *testing.T) {
 		}
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("browser console reported problems:\n%s", strings.Join(problems, "\n"))
-	}
+	b.noProblems()
 }
 
 func mustText(t *testing.T, ctx context.Context, sel string) string {
@@ -266,3 +302,74 @@ func mustText(t *testing.T, ctx context.Context, sel string) string {
 }
 
 var _ image.Image
+
+// TestViewerTokenInBrowser: against a server started with a token, the
+// page loads, asks for the token, asks again when it is wrong, then sends
+// it as a bearer header on every data request and draws; a reload in the
+// same tab does not ask again.
+func TestViewerTokenInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	const token = "s3cret-token"
+	var mu sync.Mutex
+	seen := map[string]int{} // "path status auth-ok"
+	h := demoHandler(t, token)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusRecorder{ResponseWriter: w, status: 200}
+		h.ServeHTTP(sw, r)
+		kind := "static"
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			kind = "api"
+		}
+		mu.Lock()
+		seen[fmt.Sprintf("%s %d %v", kind, sw.status, r.Header.Get("Authorization") == "Bearer "+token)]++
+		mu.Unlock()
+	}))
+	t.Cleanup(ts.Close)
+
+	b.navigate(ts.URL + "/#store=cells")
+	b.wait(`!document.getElementById('tokenform').hidden`)
+	b.eval(`document.getElementById('token').value = 'wrong'; document.querySelector('#tokenform button').click()`)
+	b.wait(`!document.getElementById('tokenform').hidden && document.getElementById('tokenmsg').textContent.includes('did not accept')`)
+	if ready, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`window.__zvf.ready === true`)); err != nil || ready {
+		t.Fatalf("the viewer loaded data without the token (%v)", err)
+	}
+	b.eval(`document.getElementById('token').value = '` + token + `'; document.querySelector('#tokenform button').click()`)
+	b.wait(`window.__zvf && window.__zvf.ready === true`)
+	if n, total := nonBackground(t, b.shot("viewer-token.png")); n < total/200 {
+		t.Fatalf("canvas shows almost nothing with the token: %d of %d pixels", n, total)
+	}
+	kept, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`sessionStorage.getItem('zvfserve-token')`))
+	if err != nil || kept != token {
+		t.Fatalf("session storage holds %q (%v)", kept, err)
+	}
+
+	// A reload in the same tab uses the kept token without asking.
+	b.navigate(ts.URL + "/#store=cells")
+	b.wait(`window.__zvf && window.__zvf.ready === true`)
+	b.wait(`document.getElementById('tokenform').hidden`)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["static 200 false"] == 0 {
+		t.Errorf("the page did not load without the token: %v", seen)
+	}
+	if seen["api 401 false"] == 0 || seen["api 200 true"] < 4 {
+		t.Errorf("data requests: %v; want 401 without the token, then 200 with it", seen)
+	}
+	for k, n := range seen {
+		if strings.HasPrefix(k, "api 200 false") || strings.HasPrefix(k, "api 401 true") {
+			t.Errorf("%d data requests %q", n, k)
+		}
+	}
+	b.noProblems()
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}

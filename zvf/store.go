@@ -199,6 +199,9 @@ func (s *Store) readRoot(ctx context.Context) error {
 	raw, err := s.readGroupAttrs(ctx, "")
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
+			if s.zarrV2(ctx) {
+				return s.errf(ErrUnsupported, -1, "", "", "Zarr v2 store; ZVF needs Zarr v3")
+			}
 			return s.errf(ErrCorrupt, -1, "", "", "no root zarr.json: not a ZVF store")
 		}
 		return s.wrap(kindOf(err), -1, "", "", fmt.Errorf("root metadata: %w", err))
@@ -270,6 +273,16 @@ func (s *Store) readRoot(ctx context.Context) error {
 		s.root.datasets[ds.Path] = [2][]float64{scale, tr}
 	}
 	return nil
+}
+
+// zarrV2 reports whether the root holds Zarr v2 metadata instead.
+func (s *Store) zarrV2(ctx context.Context) bool {
+	for _, k := range []string{".zgroup", ".zarray", ".zattrs"} {
+		if _, err := s.st.Stat(ctx, k); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func nonNil(s []string) []string {

@@ -82,11 +82,37 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	only := fs.String("only", "", "run only the query kinds whose name contains this (e.g. 500k)")
 	rounds := fs.Int("rounds", 5, "warm bursts per query kind")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: zvfserve bench [--points N] [--streamlines N] [--store DIR | --target URL] [--burst N] [--rounds N] [--only TEXT] [--json FILE]
+
+The load benchmark. It builds a points store (--points points, three attributes, three levels) and a
+streamline store (--streamlines vertices), in memory or once under --store, serves them from a server
+in this process (or uses a running one with --target), and replays viewport bursts: --burst
+concurrent bbox requests of about 1k, 50k and 500k vertices, binary and JSON, level=auto with a 100k
+budget, and streamline boxes. Each query kind runs cold (a fresh server and cache) and then warm
+(--rounds bursts). It prints one row per phase and query kind: requests, vertices per request, p50
+and p99 latency, requests/s, vertices/s, MB/s and errors; then the warm cache hit ratio, peak RSS and
+allocations per request. --json also writes the report as JSON. Client and server share this
+machine's cores. What the numbers mean and what bounds them: docs/performance.md.
+
+Examples:
+  zvfserve bench --points 200000 --rounds 2          # a quick run, in memory
+  zvfserve bench --store /tmp/zvf-bench --only 500k  # stores on disk, reused by later runs
+  zvfserve bench --target http://host:8080 --json out.json
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: bench takes no arguments, only flags (got %q)", errUsage, fs.Args())
 	}
 	start := time.Now()
 	if *slVerts < 0 {

@@ -19,12 +19,22 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the descriptor as JSON")
-	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: zvfserve inspect [--json] STORE"); fs.PrintDefaults() }
-	if err := fs.Parse(reorder(args)); err != nil {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: zvfserve inspect [--json] STORE
+
+Summarises a store: zv_version, geometry, axes, bounds, capabilities, and per level the chunk and bin
+shape, counts of chunks, vertices, objects and groups, and the vertex attributes. --json prints the
+descriptor GET /api/v1/stores/{store} returns.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -46,28 +47,25 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
-	name := "serve"
 	if len(args) > 0 {
 		switch args[0] {
 		case "-h", "--help", "help":
 			usage(stdout, cmds)
 			return 0
 		}
-		if _, ok := cmds[args[0]]; ok {
-			name, args = args[0], args[1:]
-		}
 	}
-	c, ok := cmds[name]
-	if !ok {
-		fmt.Fprintf(stderr, "zvfserve: unknown command %q\n", name)
+	name, args, err := pickCommand(cmds, args)
+	if err != nil {
+		fmt.Fprintf(stderr, "zvfserve: %v\n\n", err)
 		usage(stderr, cmds)
 		return 2
 	}
-	if err := c.run(ctx, args, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "zvfserve %s: %v\n", name, err)
+	if err := cmds[name].run(ctx, args, stdout, stderr); err != nil {
 		if errors.Is(err, errUsage) {
+			fmt.Fprintf(stderr, "zvfserve %s: %s\n", name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 			return 2
 		}
+		fmt.Fprintf(stderr, "zvfserve %s: %v\n", name, err)
 		return 1
 	}
 	return 0

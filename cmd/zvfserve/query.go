@@ -1,14 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -18,7 +20,7 @@ import (
 )
 
 func queryCommand() command {
-	return command{summary: "print a bbox or object answer as the HTTP API returns it", run: runQuery}
+	return command{summary: "print a bbox or object answer as the HTTP API returns it (paged with --cursor, or every page with --all)", run: runQuery}
 }
 
 // openOne opens a single store for the command-line tools.
@@ -42,25 +44,39 @@ func openOne(ctx context.Context, target string) (*zvf.Store, error) {
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	level := fs.String("level", "0", "level number, or auto (bbox only)")
-	bbox := fs.String("bbox", "", "x0,y0,z0,x1,y1,z1: the minimum corner, then the maximum (2·D numbers)")
+	level := fs.String("level", "0", "level number, or auto (bbox only: the finest level whose count fits --limit)")
+	bbox := fs.String("bbox", "", "x0,y0,z0,x1,y1,z1: the minimum corner, then the maximum (2·D numbers; negative ones too: --bbox -5,0,0,5,5,5)")
 	object := fs.Int64("object", -1, "object id")
 	attrs := fs.String("attributes", "", "comma-separated vertex attributes, or *")
 	format := fs.String("f", "json", "output format: json, ndjson or bin")
-	limit := fs.Int64("limit", 0, "page size (bbox); 0: the whole answer")
+	limit := fs.Int64("limit", 0, "vertices per page (bbox); 0: the whole answer in one page")
+	cursor := fs.String("cursor", "", "continue a paged bbox answer from the \"next\" cursor of the previous page (same other flags)")
+	all := fs.Bool("all", false, "print every page of a paged bbox answer, one complete answer after another (with --limit, memory stays bounded by the page)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: zvfserve query STORE --level L (--bbox x0,y0,z0,x1,y1,z1 | --object ID) [--attributes a,b] [--f json|ndjson|bin]")
+		fmt.Fprint(stderr, `Usage: zvfserve query STORE --bbox x0,y0,z0,x1,y1,z1 [--level L|auto] [--attributes a,b|*] [--limit N] [--cursor C | --all] [--f json|ndjson|bin]
+       zvfserve query STORE --object ID [--level L] [--attributes a,b|*] [--f json|ndjson|bin]
+
+Prints exactly the body that GET /api/v1/stores/{store}/bbox (or /objects/{id}) returns, streamed as
+it is computed. A bbox answer larger than --limit is paged: its "next" is the cursor of the next page
+(stderr says so); pass it back with --cursor, or give --all to print every page in turn. Errors are
+one sentence on stderr: exit 2 for a mistake on the command line, 1 otherwise.
+
+Flags:
+`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(args)); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return err
 	}
 	if fs.NArg() != 1 || (*bbox == "") == (*object < 0) {
 		fs.Usage()
 		return fmt.Errorf("%w: need one STORE and exactly one of --bbox or --object", errUsage)
+	}
+	if *bbox == "" && (*cursor != "" || *all) {
+		return fmt.Errorf("%w: --cursor and --all page bbox answers; an object comes whole", errUsage)
 	}
 	s, err := openOne(ctx, fs.Arg(0))
 	if err != nil {
@@ -73,54 +89,139 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *attrs != "" {
 		q.Set("attributes", *attrs)
 	}
-	var path string
-	if *bbox != "" {
-		parts := strings.Split(*bbox, ",")
-		d := s.Info().Dims
-		if len(parts) != 2*d {
-			return fmt.Errorf("%w: --bbox needs %d numbers for a %d-D store", errUsage, 2*d, d)
-		}
-		q.Set("min", strings.Join(parts[:d], ","))
-		q.Set("max", strings.Join(parts[d:], ","))
-		path = "/api/v1/stores/" + s.Name() + "/bbox"
-	} else {
-		path = fmt.Sprintf("/api/v1/stores/%s/objects/%d", s.Name(), *object)
-	}
-	// The answer comes from the server's own handler, so it is byte for
-	// byte what GET would return.
-	max := int64(1 << 40)
 	if *limit > 0 {
-		q.Set("limit", fmt.Sprint(*limit))
+		q.Set("limit", strconv.FormatInt(*limit, 10))
 	}
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, MaxVertices: max, RequestTimeout: 1 << 40})
+	// No per-response cap beyond --limit. (The answer is written without
+	// the HTTP middleware, so no request deadline either.)
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, MaxVertices: 1 << 40})
 	if err != nil {
 		return err
 	}
-	req := httptest.NewRequestWithContext(ctx, http.MethodGet, path+"?"+q.Encode(), nil)
-	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		return fmt.Errorf("%s", strings.TrimSpace(rec.Body.String()))
+	out := &tailWriter{w: stdout}
+	if *bbox == "" {
+		return queryError(srv.WriteObject(ctx, out, s.Name(), *object, q), out.n)
 	}
-	_, err = stdout.Write(rec.Body.Bytes())
+	min, max, err := parseBox(*bbox, s.Info().Dims, s.Info().Axes)
+	if err != nil {
+		return err
+	}
+	q.Set("min", min)
+	q.Set("max", max)
+	if *cursor != "" {
+		q.Set("cursor", *cursor)
+	}
+	for {
+		if err := srv.WriteBBox(ctx, out, s.Name(), q); err != nil {
+			return queryError(err, out.n)
+		}
+		next := out.next()
+		if next == "" {
+			return nil
+		}
+		if !*all {
+			fmt.Fprintf(stderr, "zvfserve query: more rows follow; continue with --cursor %s (or give --all)\n", next)
+			return nil
+		}
+		q.Set("cursor", next)
+	}
+}
+
+// parseBox checks --bbox and splits it into the API's min and max.
+func parseBox(v string, dims int, axes []zvf.Axis) (min, max string, err error) {
+	parts := strings.Split(v, ",")
+	if len(parts) != 2*dims {
+		return "", "", fmt.Errorf("%w: --bbox needs %d numbers for a %d-D store (the minimum corner, then the maximum), got %d", errUsage, 2*dims, dims, len(parts))
+	}
+	nums := make([]float64, len(parts))
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return "", "", fmt.Errorf("%w: --bbox: %q is not a number", errUsage, p)
+		}
+		nums[i] = f
+	}
+	for i := 0; i < dims; i++ {
+		if nums[i] > nums[dims+i] {
+			a := fmt.Sprintf("axis %d ", i)
+			if i < len(axes) && axes[i].Name != "" {
+				a = axes[i].Name
+			}
+			return "", "", fmt.Errorf("%w: --bbox takes the minimum corner first, but %s0 = %g is greater than %s1 = %g", errUsage, a, nums[i], a, nums[dims+i])
+		}
+	}
+	return strings.Join(parts[:dims], ","), strings.Join(parts[dims:], ","), nil
+}
+
+// queryError turns an answer's error into one sentence: the problem's
+// detail as an HTTP client would read it; a bad parameter is a usage
+// error. written says whether part of the answer is already out.
+func queryError(err error, written int64) error {
+	if err == nil {
+		return nil
+	}
+	var p *api.Problem
+	if errors.As(err, &p) {
+		msg := p.Detail
+		if msg == "" {
+			msg = strings.ToLower(p.Title)
+		}
+		if p.Status == http.StatusBadRequest {
+			return fmt.Errorf("%w: %s", errUsage, msg)
+		}
+		err = errors.New(msg)
+	}
+	if written > 0 {
+		return fmt.Errorf("the answer is cut off after %d bytes: %w", written, err)
+	}
 	return err
 }
 
-// reorder moves flags before positional arguments so "query STORE --level 1"
-// parses like "query --level 1 STORE".
-func reorder(args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if strings.HasPrefix(a, "-") && a != "-" {
-			flags = append(flags, a)
-			if !strings.Contains(a, "=") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-				flags = append(flags, args[i+1])
-				i++
-			}
-			continue
+// tailWriter passes an answer through and keeps its last bytes, where the
+// trailer's "next" cursor is: in all three formats it is the last "next"
+// member of the answer, followed at most by the offset and padding.
+type tailWriter struct {
+	w    io.Writer
+	n    int64
+	tail []byte
+}
+
+// tailSize holds a trailer's end: a cursor is at most 512 bytes.
+const tailSize = 2048
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	t.n += int64(n)
+	p = p[:n]
+	if len(p) >= tailSize {
+		t.tail = append(t.tail[:0], p[len(p)-tailSize:]...)
+	} else {
+		if over := len(t.tail) + len(p) - tailSize; over > 0 {
+			t.tail = append(t.tail[:0], t.tail[over:]...)
 		}
-		pos = append(pos, a)
+		t.tail = append(t.tail, p...)
 	}
-	return append(flags, pos...)
+	return n, err
+}
+
+// next returns the cursor of the answer written since the last call ("" on
+// the last page) and starts on the next answer.
+func (t *tailWriter) next() string {
+	tail := t.tail
+	t.tail = t.tail[:0]
+	// The last one: an attribute named "next" can only come before it.
+	i := bytes.LastIndex(tail, []byte(`"next":`))
+	if i < 0 {
+		return ""
+	}
+	rest := tail[i+len(`"next":`):]
+	if len(rest) == 0 || rest[0] != '"' {
+		return "" // null: the last page
+	}
+	rest = rest[1:]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return ""
+	}
+	return string(rest[:end])
 }

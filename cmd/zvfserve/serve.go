@@ -180,6 +180,20 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		closers = append(closers, st.Close)
+		// A folder of stores serves each of them (discover.go).
+		found, err := discoverStores(ctx, st, namePrefix(a), log)
+		for _, f := range found {
+			if err == nil {
+				err = open(f.name, storage.Sub(st, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
+			}
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		if found != nil {
+			continue
+		}
 		if err := open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target)); err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("store %s: %w", name, err)
@@ -195,8 +209,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	serveFlags(fs, &c)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: zvfserve serve [flags] [STORE...]")
+		fmt.Fprintln(stderr, "\nServes ZVF stores over HTTP: the API under /api/v1 (see /openapi.yaml) and the viewer at /.")
 		fmt.Fprintln(stderr, "\nSTORE is a local path or a URL (file://, mem://, s3://bucket/path?endpoint=…&use_path_style=true&region=…,")
-		fmt.Fprintln(stderr, "gs://, azblob://), optionally as name=URL. With no STORE the built-in demo is served.\n\nFlags:")
+		fmt.Fprintln(stderr, "gs://, azblob://), optionally as name=URL. With no STORE the built-in demo is served.")
+		fmt.Fprintln(stderr, "A folder or prefix that is not a store itself serves every store below it (up to 8 levels deep,")
+		fmt.Fprintln(stderr, "hidden folders skipped), named by its relative path with '.' for '/': a/b.zarrvectors is \"a.b\";")
+		fmt.Fprintln(stderr, "name=FOLDER serves them as \"name.a.b\". The folder is searched once, at start.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -26,14 +26,21 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	quiet := fs.Bool("no-progress", false, "do not draw the progress bar")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: zvfserve validate [--level 1..5] [--json] STORE")
+		fmt.Fprint(stderr, `Usage: zvfserve validate [--level 1..5] [--json] [--no-progress] STORE
+
+Checks a store and lists every problem with its path instead of stopping at the first: 1 structure,
+2 metadata, 3 consistency (every chunk, fragment index and manifest), 4 conventions, 5 the pyramid.
+Exit 0 when valid (warnings allowed), 1 when any error was found, 2 for a command-line mistake.
+
+Flags:
+`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(args)); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return err
 	}
 	if fs.NArg() != 1 || *level < 1 || *level > 5 {
 		fs.Usage()
@@ -66,6 +73,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	rep := zvf.Validate(ctx, st, name, *level, progress)
 	if *asJSON {
+		if rep.Problems == nil {
+			rep.Problems = []zvf.Problem{} // a list for every consumer, even when empty
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		out := struct {

@@ -43,7 +43,7 @@ func runZarrCat(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("zarr-cat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: zvfserve zarr-cat ARRAY\n\nARRAY is a local path or URL (file://, mem://, s3://…) of a Zarr v3 array node.")
+		fmt.Fprintln(stderr, "Usage: zvfserve zarr-cat ARRAY\n\nPrints any Zarr v3 array as JSON: shape, data type, fill value and every value in C order.\nARRAY is a local path or URL (file://, mem://, s3://…) of a Zarr v3 array node.")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -94,11 +94,54 @@ function currentAttr() {
   return lvl.vertex_attributes.find((a) => a.name === state.color) || null;
 }
 
+// ---- access token (servers started with --token) ----
+// The page itself loads without one; data requests send the token as a
+// bearer header. It is asked for on the first 401 (again when refused) and
+// kept in session storage, so it lasts as long as the tab.
+const TOKEN_KEY = 'zvfserve-token';
+let tokenAsked = null;
+
+function askToken(refused) {
+  if (!tokenAsked) {
+    tokenAsked = new Promise((resolve) => {
+      const form = $('tokenform'), msg = $('tokenmsg');
+      msg.textContent = refused ? 'The server did not accept that token; try again.' : 'This server needs an access token.';
+      msg.className = refused ? 'error' : '';
+      $('token').value = '';
+      form.hidden = false;
+      $('token').focus();
+      form.onsubmit = (e) => {
+        e.preventDefault();
+        sessionStorage.setItem(TOKEN_KEY, $('token').value.trim());
+        form.hidden = true;
+        tokenAsked = null;
+        resolve();
+      };
+    });
+  }
+  return tokenAsked;
+}
+
+// apiFetch is fetch with the bearer token; a 401 asks for a token and
+// retries. Concurrent requests share one question.
+async function apiFetch(url, opts = {}) {
+  for (;;) {
+    const sent = sessionStorage.getItem(TOKEN_KEY);
+    const headers = { ...(opts.headers || {}) };
+    if (sent !== null) headers.Authorization = `Bearer ${sent}`;
+    const r = await fetch(url, { ...opts, headers });
+    if (r.status !== 401) return r;
+    if (sent !== null && sessionStorage.getItem(TOKEN_KEY) === sent) sessionStorage.removeItem(TOKEN_KEY);
+    setStatus('waiting for the access token…');
+    await askToken(sent !== null);
+  }
+}
+
 // ---- requests ----
 async function fetchBinary(url, signal) {
   hooks.requests.push(url);
   const t0 = performance.now();
-  const r = await fetch(url, { signal, headers: { Accept: 'application/vnd.zvf.v1+octet-stream' } });
+  const r = await apiFetch(url, { signal, headers: { Accept: 'application/vnd.zvf.v1+octet-stream' } });
   if (!r.ok) {
     let detail = r.statusText;
     try { const p = await r.json(); detail = p.detail || p.title; } catch { /* not JSON */ }
@@ -112,7 +155,7 @@ async function fetchBinary(url, signal) {
 
 async function fetchJSON(url, signal) {
   hooks.requests.push(url);
-  const r = await fetch(url, { signal });
+  const r = await apiFetch(url, { signal });
   const body = await r.json();
   if (!r.ok) throw new Error(`${r.status}: ${body.detail || body.title}`);
   return body;

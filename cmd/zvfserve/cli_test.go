@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUnknownCommand: a first argument that is neither a command nor
+// something that can be a store is a mistyped command (exit 2), not a
+// store path handed to serve.
+func TestUnknownCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"serv", "x"}, `did you mean "serve"?`},
+		{[]string{"inspcet", "../../testdata/zvf-reference/graph.zarrvectors"}, `did you mean "inspect"?`},
+		{[]string{"zarrcat"}, `did you mean "zarr-cat"?`},
+	} {
+		out, errs, code := runCmd(t, tc.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", tc.args, code, errs)
+		}
+		if !strings.Contains(errs, tc.want) || strings.Contains(errs, "open store") {
+			t.Errorf("%v: stderr %q does not say %q", tc.args, errs, tc.want)
+		}
+		if out != "" {
+			t.Errorf("%v: stdout %q", tc.args, out)
+		}
+	}
+}
+
+// TestCommandDispatch: what the first argument selects.
+func TestCommandDispatch(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "plainname")
+	if err := os.Mkdir(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		arg, cmd string
+		unknown  bool
+	}{
+		{"inspect", "inspect", false},
+		{"serve", "serve", false},
+		{"--addr", "serve", false},
+		{"./data/brain.zarrvectors", "serve", false},
+		{"brain.zarrvectors", "serve", false},
+		{"brain.zarr", "serve", false},
+		{"tracts=s3://bucket/tracts.zarrvectors", "serve", false},
+		{"s3://bucket/x", "serve", false},
+		{"plainname", "serve", false}, // an existing folder
+		{"frobnicate", "", true},
+		{"validat", "", true},
+	} {
+		name, _, err := pickCommand(commands(), []string{tc.arg})
+		if (err != nil) != tc.unknown || name != tc.cmd {
+			t.Errorf("%q: command %q, error %v; want %q (unknown: %v)", tc.arg, name, err, tc.cmd, tc.unknown)
+		}
+	}
+}
+
+// TestCommandHelp: every command's --help says what it does and how to
+// call it, and exits 0.
+func TestCommandHelp(t *testing.T) {
+	for name := range commands() {
+		t.Run(name, func(t *testing.T) {
+			out, errs, code := runCmd(t, name, "--help")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			help := out + errs
+			if !strings.Contains(help, "Usage: zvfserve "+name) {
+				t.Errorf("no usage line:\n%s", help)
+			}
+			// A description: at least one line of prose besides the usage
+			// line and the flag list.
+			prose := 0
+			for _, l := range strings.Split(help, "\n") {
+				if len(l) > 40 && !strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "Usage:") {
+					prose++
+				}
+			}
+			if prose == 0 {
+				t.Errorf("no description:\n%s", help)
+			}
+		})
+	}
+	out, errs, _ := runCmd(t, "bench", "--help")
+	for _, want := range []string{"cold", "warm", "--target", "p99", "docs/performance.md"} {
+		if !strings.Contains(out+errs, want) {
+			t.Errorf("bench --help does not mention %q", want)
+		}
+	}
+}
+
+// TestValidateJSONEmptyProblems: a valid store's JSON report has an empty
+// list of problems, not null.
+func TestValidateJSONEmptyProblems(t *testing.T) {
+	out, errs, code := runCmd(t, "validate", "--json", "../../testdata/zvf-reference/graph.zarrvectors")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, `"problems": []`) || strings.Contains(out, "null") {
+		t.Fatalf("report:\n%s", out)
+	}
+}

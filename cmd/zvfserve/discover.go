@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// Bounds of the search for stores below a folder argument, so that
+// pointing serve at a large tree (or a bucket) cannot turn startup into an
+// unbounded crawl.
+const (
+	discoverDepth   = 8      // folder levels below the argument
+	discoverFolders = 10_000 // folders listed in all
+)
+
+// foundStore is one store below a folder argument.
+type foundStore struct {
+	name   string // valid in URLs (see storeNameFor)
+	prefix string // its folder, relative to the argument, ending in "/"
+}
+
+// discoverStores finds the stores below st's root when the root is not a
+// store itself: every folder, up to discoverDepth levels down, that holds
+// Zarr metadata (zarr.json, or a Zarr v2 .zgroup/.zarray/.zattrs, which is
+// then served as its "needs Zarr v3" problem); the search does not descend
+// into a store. Hidden folders are skipped, folders that cannot be listed
+// are skipped with a warning. It returns nil when the root is itself a
+// Zarr node or nothing is found below it: then the argument is one store,
+// as before. Names follow storeNameFor, after namePrefix; when two paths
+// give the same name, the later path (in byte order) gets "-2", "-3", …
+// and a warning.
+func discoverStores(ctx context.Context, st storage.Store, namePrefix string, log *slog.Logger) ([]foundStore, error) {
+	root, err := st.List(ctx, "")
+	if err != nil {
+		return nil, nil // opening the store reports it
+	}
+	if isZarrNode(ctx, st, "", root) {
+		return nil, nil
+	}
+	var found []string
+	listed, deepWarned := 0, false
+	var visit func(prefix string, depth int) error
+	visit = func(prefix string, depth int) error {
+		l := root
+		if prefix != "" {
+			if listed >= discoverFolders {
+				return errStopSearch
+			}
+			listed++
+			var err error
+			if l, err = st.List(ctx, prefix); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				log.Warn("skipping a folder that cannot be listed", "folder", prefix, "err", err)
+				return nil
+			}
+			if isZarrNode(ctx, st, prefix, l) {
+				found = append(found, prefix)
+				return nil
+			}
+		}
+		for _, p := range l.Prefixes {
+			base := strings.TrimSuffix(strings.TrimPrefix(p, prefix), "/")
+			if strings.HasPrefix(base, ".") {
+				continue // hidden: .git, partial writes
+			}
+			if depth == discoverDepth {
+				if !deepWarned {
+					log.Warn("not looking for stores deeper", "folder", prefix, "levels", discoverDepth)
+					deepWarned = true
+				}
+				return nil
+			}
+			if err := visit(p, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch err := visit("", 0); {
+	case errors.Is(err, errStopSearch):
+		log.Warn("stopped looking for stores", "folders_listed", discoverFolders, "stores_found", len(found))
+	case err != nil:
+		return nil, err
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	slices.Sort(found)
+	out := make([]foundStore, 0, len(found))
+	taken := map[string]string{}
+	for _, p := range found {
+		name := storeNameFor(p)
+		base := name
+		for i := 2; taken[name] != ""; i++ {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		if name != base {
+			log.Warn("two stores map to the same name", "name", base, "first", taken[base], "renamed", p, "as", name)
+		}
+		taken[name] = p
+		out = append(out, foundStore{name: namePrefix + name, prefix: p})
+	}
+	log.Info("serving the stores found in a folder", "stores", len(out))
+	return out, nil
+}
+
+// namePrefix is "NAME." for a folder argument given as NAME=PATH: the
+// stores found below it are then served as NAME.a, NAME.b, ….
+func namePrefix(arg string) string {
+	if name, target := storeArg(arg); target != arg {
+		return name + "."
+	}
+	return ""
+}
+
+var errStopSearch = errors.New("too many folders")
+
+// isZarrNode reports whether the folder at prefix (listed as l) holds Zarr
+// metadata. Local listings hide dot files, so the v2 names are asked for.
+func isZarrNode(ctx context.Context, st storage.Store, prefix string, l storage.Listing) bool {
+	for _, k := range l.Keys {
+		switch strings.TrimPrefix(k, prefix) {
+		case "zarr.json", ".zgroup", ".zarray", ".zattrs":
+			return true
+		}
+	}
+	for _, k := range []string{".zgroup", ".zarray", ".zattrs"} {
+		if _, err := st.Stat(ctx, prefix+k); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// storeNameFor names the store at a relative folder path: the suffix
+// .zarrvectors or .zarr comes off the last element, characters outside
+// letters, digits, '.', '_' and '-' become '_', the elements are joined
+// with '.', leading '.', '_' and '-' are dropped and the name is cut to
+// 120 characters (room for a "-N" suffix). "a/b.zarrvectors" is "a.b".
+func storeNameFor(prefix string) string {
+	parts := strings.Split(strings.Trim(prefix, "/"), "/")
+	last := len(parts) - 1
+	parts[last] = strings.TrimSuffix(strings.TrimSuffix(parts[last], ".zarrvectors"), ".zarr")
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, strings.Join(parts, "."))
+	name = strings.TrimLeft(name, "._-")
+	if len(name) > 120 {
+		name = name[:120]
+	}
+	if name == "" {
+		name = "store"
+	}
+	return name
+}

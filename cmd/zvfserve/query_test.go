@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+// demoDir writes the demo stores (about 14,000 cells: a JSON answer of
+// several hundred KiB, past the server's 256 KiB hold-back) into a
+// temporary folder.
+func demoDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "demo")
+	if _, errs, code := runCmd(t, "demo", "--scale", "0.3", dir); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, errs)
+	}
+	return dir
+}
+
+// httpServer serves the store at path under its command-line name, as
+// "zvfserve serve PATH" would.
+func httpServer(t *testing.T, path string) *httptest.Server {
+	t.Helper()
+	name, target := storeArg(path)
+	st, err := blobstore.Open(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zvf.Open(context.Background(), st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func httpGet(t *testing.T, ts *httptest.Server, path string) []byte {
+	t.Helper()
+	resp, err := ts.Client().Get(ts.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return b
+}
+
+// TestQueryMatchesHTTP: query prints exactly the body GET returns, in every
+// format, for answers below and above the server's 256 KiB hold-back.
+func TestQueryMatchesHTTP(t *testing.T) {
+	cells := filepath.Join(demoDir(t), "cells")
+	ts := httpServer(t, cells)
+	graph := "../../testdata/zvf-reference/graph.zarrvectors"
+	tg := httpServer(t, graph)
+	for _, tc := range []struct {
+		name string
+		ts   *httptest.Server
+		args []string
+		path string
+	}{
+		{"small json", tg, []string{"query", graph, "--bbox", "390,223,585,480,313,675"}, "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675&level=0&f=json"},
+		{"small ndjson", tg, []string{"query", graph, "--bbox", "390,223,585,480,313,675", "--f", "ndjson"}, "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675&level=0&f=ndjson"},
+		{"small bin", tg, []string{"query", graph, "--bbox", "390,223,585,480,313,675", "--f", "bin"}, "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675&level=0&f=bin"},
+		{"large json", ts, []string{"query", cells, "--bbox", "0,0,0,1000,1000,600", "--attributes", "*"}, "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&attributes=*&f=json"},
+		{"large ndjson", ts, []string{"query", cells, "--bbox", "0,0,0,1000,1000,600", "--attributes", "*", "--f", "ndjson"}, "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&attributes=*&f=ndjson"},
+		{"large bin", ts, []string{"query", cells, "--bbox", "0,0,0,1000,1000,600", "--attributes", "*", "--f", "bin"}, "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&attributes=*&f=bin"},
+		{"paged", ts, []string{"query", cells, "--bbox", "0,0,0,1000,1000,600", "--limit", "100"}, "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&limit=100&f=json"},
+		{"object", tg, []string{"query", graph, "--object", "0"}, "/api/v1/stores/graph/objects/0?level=0&f=json"},
+		{"object bin", ts, []string{"query", cells, "--object", "7", "--level", "1", "--attributes", "*", "--f", "bin"}, "/api/v1/stores/cells/objects/7?level=1&attributes=*&f=bin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := runCmd(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			want := httpGet(t, tc.ts, tc.path)
+			if !bytes.Equal([]byte(out), want) {
+				t.Fatalf("query printed %d bytes, GET returned %d:\n%.300s\n%.300s", len(out), len(want), out, want)
+			}
+		})
+	}
+}
+
+// pages follows a paged bbox answer over HTTP and returns every page.
+func pages(t *testing.T, ts *httptest.Server, path string) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for cursor := ""; ; {
+		p := path
+		if cursor != "" {
+			p += "&cursor=" + url.QueryEscape(cursor)
+		}
+		b := httpGet(t, ts, p)
+		out = append(out, b)
+		var page struct {
+			Next *string `json:"next"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			t.Fatal(err)
+		}
+		if page.Next == nil {
+			return out
+		}
+		cursor = *page.Next
+		if len(out) > 1000 {
+			t.Fatal("paging does not end")
+		}
+	}
+}
+
+// TestQueryPaging: a page's next cursor continues with --cursor, and --all
+// streams every page, each exactly as GET returns it.
+func TestQueryPaging(t *testing.T) {
+	cells := filepath.Join(demoDir(t), "cells")
+	ts := httpServer(t, cells)
+	const box = "0,0,0,1000,1000,600"
+	want := pages(t, ts, "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&limit=3000&f=json")
+	if len(want) < 3 {
+		t.Fatalf("only %d pages; the test needs several", len(want))
+	}
+	var first struct {
+		Next string `json:"next"`
+	}
+	if err := json.Unmarshal(want[0], &first); err != nil || first.Next == "" {
+		t.Fatalf("first page has no next: %v", err)
+	}
+	out, errs, code := runCmd(t, "query", cells, "--bbox", box, "--level", "0", "--limit", "3000")
+	if code != 0 || out != string(want[0]) {
+		t.Fatalf("first page: exit %d %s\n%.200s", code, errs, out)
+	}
+	if !strings.Contains(errs, "--cursor "+first.Next) {
+		t.Errorf("stderr does not say how to continue: %q", errs)
+	}
+	out, errs, code = runCmd(t, "query", cells, "--bbox", box, "--level", "0", "--limit", "3000", "--cursor", first.Next)
+	if code != 0 || out != string(want[1]) {
+		t.Fatalf("--cursor: exit %d %s\n%.200s", code, errs, out)
+	}
+	for _, f := range []string{"json", "ndjson", "bin"} {
+		t.Run("all "+f, func(t *testing.T) {
+			var all []byte
+			if f == "json" {
+				all = bytes.Join(want, nil)
+			} else {
+				for c := ""; ; {
+					path := "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&limit=3000&f=" + f
+					if c != "" {
+						path += "&cursor=" + url.QueryEscape(c)
+					}
+					b := httpGet(t, ts, path)
+					all = append(all, b...)
+					// The JSON page at the same cursor carries the same next.
+					var page struct {
+						Next *string `json:"next"`
+					}
+					jp := strings.Replace(path, "f="+f, "f=json", 1)
+					if err := json.Unmarshal(httpGet(t, ts, jp), &page); err != nil {
+						t.Fatal(err)
+					}
+					if page.Next == nil {
+						break
+					}
+					c = *page.Next
+				}
+			}
+			out, errs, code := runCmd(t, "query", cells, "--bbox", box, "--level", "0", "--limit", "3000", "--all", "--f", f)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if !bytes.Equal([]byte(out), all) {
+				t.Fatalf("--all printed %d bytes, the pages hold %d", len(out), len(all))
+			}
+		})
+	}
+}
+
+// TestQueryErrors: mistakes and failures print one plain sentence, not a
+// problem document; command-line mistakes exit 2, the rest 1.
+func TestQueryErrors(t *testing.T) {
+	graph := "../../testdata/zvf-reference/graph.zarrvectors"
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"min above max", []string{"--bbox", "5,0,0,1,1,1"}, 2, "x0 = 5 is greater than x1 = 1"},
+		{"not a number", []string{"--bbox", "a,0,0,1,1,1"}, 2, `"a" is not a number`},
+		{"short box", []string{"--bbox", "1,2,3"}, 2, "6 numbers"},
+		{"no such level", []string{"--bbox", "0,0,0,1,1,1", "--level", "9"}, 1, "no level 9"},
+		{"no such attribute", []string{"--bbox", "0,0,0,1,1,1", "--attributes", "nope"}, 1, `no vertex attribute "nope"`},
+		{"no such object", []string{"--object", "999999"}, 1, "999999"},
+		{"bad cursor", []string{"--bbox", "0,0,0,1,1,1", "--cursor", "bm9wZQ"}, 2, "cursor is not valid for this query"},
+		{"bad format", []string{"--bbox", "0,0,0,1,1,1", "--f", "xml"}, 2, "json, ndjson or bin"},
+		{"cursor on an object", []string{"--object", "0", "--cursor", "x"}, 2, "--cursor and --all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := runCmd(t, append([]string{"query", graph}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, errs)
+			}
+			if out != "" {
+				t.Errorf("stdout: %.200s", out)
+			}
+			if strings.Contains(errs, "{") || strings.Contains(errs, "problem") {
+				t.Errorf("not a plain sentence: %q", errs)
+			}
+			if !strings.Contains(errs, tc.want) {
+				t.Errorf("stderr %q does not say %q", errs, tc.want)
+			}
+			if lines := strings.Count(strings.TrimSpace(errs), "\n"); lines > 0 && tc.code == 1 {
+				t.Errorf("%d lines, want one: %q", lines+1, errs)
+			}
+		})
+	}
+}
+
+// TestFlagsTakeNegativeValues: a flag's value that starts with '-' (a
+// negative coordinate) is the flag's, wherever the flag stands, and a bool
+// flag never swallows the STORE after it.
+func TestFlagsTakeNegativeValues(t *testing.T) {
+	graph := "../../testdata/zvf-reference/graph.zarrvectors"
+	want, errs, code := runCmd(t, "query", graph, "--level", "0", "--bbox", "-500,-223,-585,480,313,675")
+	if code != 0 || !strings.Contains(want, `"count":`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"query", "--bbox", "-500,-223,-585,480,313,675", graph},
+		{"query", "--bbox", "-500,-223,-585,480,313,675", graph, "--level", "0"},
+		{"query", "--bbox=-500,-223,-585,480,313,675", graph, "--level=0"},
+		{"query", "--level", "0", "--bbox", "-500,-223,-585,480,313,675", graph},
+		{"query", graph, "--bbox", "-500,-223,-585,480,313,675"},
+		{"query", "-bbox", "-500,-223,-585,480,313,675", graph, "-level", "0"},
+	} {
+		out, errs, code := runCmd(t, args...)
+		if code != 0 || out != want {
+			t.Errorf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	out, errs, code := runCmd(t, "validate", "--json", graph, "--level", "2")
+	if code != 0 || !strings.Contains(out, `"levels_checked": 2`) {
+		t.Errorf("validate --json STORE --level 2: exit %d: %s %s", code, errs, out)
+	}
+}
