@@ -142,7 +142,7 @@ func checkRequestsPerCheck(t *testing.T, endpoint, bucket string, names []string
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := blobstore.New(b, false)
+	all := blobstore.New(b)
 	defer all.Close()
 	for _, n := range names {
 		objects := 0

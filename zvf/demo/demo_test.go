@@ -26,7 +26,7 @@ func build(t testing.TB, o Options) (*built, []StoreInfo) {
 			t.Error(err)
 		}
 	}()
-	infos, err := Build(ctx, blobstore.New(bucket, true), o)
+	infos, err := Build(ctx, blobstore.New(bucket), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestBuildStores(t *testing.T) {
 
 func TestBuildRejectsScale(t *testing.T) {
 	for _, s := range []float64{-1, 1e9} {
-		if _, err := Build(context.Background(), blobstore.New(memblob.OpenBucket(nil), true), Options{Scale: s}); err == nil {
+		if _, err := Build(context.Background(), blobstore.New(memblob.OpenBucket(nil)), Options{Scale: s}); err == nil {
 			t.Errorf("scale %v accepted", s)
 		}
 	}

@@ -27,7 +27,7 @@ func TestDemoRoundTrip(t *testing.T) {
 		}
 	}()
 	o := Options{Seed: 11, Scale: 0.08}
-	infos, err := Build(ctx, blobstore.New(bucket, true), o)
+	infos, err := Build(ctx, blobstore.New(bucket), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestDemoRoundTrip(t *testing.T) {
 	}
 	open := func(name string) *zvf.Level {
 		t.Helper()
-		st, err := zvf.Open(ctx, storage.Sub(blobstore.New(bucket, true), name), zvf.Options{Name: name})
+		st, err := zvf.Open(ctx, storage.Sub(blobstore.New(bucket), name), zvf.Options{Name: name})
 		if err != nil {
 			t.Fatalf("open %s: %v", name, err)
 		}

@@ -38,7 +38,7 @@ func BenchmarkReadBytes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			st := blobstore.New(memblob.OpenBucket(nil), true)
+			st := blobstore.New(memblob.OpenBucket(nil))
 			defer func() {
 				if err := st.Close(); err != nil {
 					b.Error(err)

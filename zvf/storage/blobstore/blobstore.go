@@ -35,9 +35,6 @@ import (
 // Store is a storage.Writer over one gocloud bucket.
 type Store struct {
 	b *blob.Bucket
-	// exactTimes: the backend keeps modification times to the nanosecond
-	// (mem://); object stores keep whole seconds.
-	exactTimes bool
 }
 
 // Open opens a gocloud URL, or a local path (absolute or relative, or a
@@ -82,12 +79,11 @@ func OpenBucket(ctx context.Context, rawURL string) (*Store, error) {
 	if prefix != "" {
 		b = blob.PrefixedBucket(b, prefix+"/")
 	}
-	return &Store{b: b, exactTimes: u.Scheme == "mem"}, nil
+	return &Store{b: b}, nil
 }
 
-// New wraps an already-open bucket (tests, embedders); exactTimes says
-// whether it keeps modification times finer than a second.
-func New(b *blob.Bucket, exactTimes bool) *Store { return &Store{b: b, exactTimes: exactTimes} }
+// New wraps an already-open bucket (tests, embedders).
+func New(b *blob.Bucket) *Store { return &Store{b: b} }
 
 // redact drops query parameters (which may carry credentials) from errors.
 func redact(s string) string {
@@ -190,14 +186,11 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 	return storage.Object{Data: buf, Attrs: a}, nil
 }
 
-// Now implements storage.Store: object stores stamp whole seconds
-// (Last-Modified), so a moment is the second it falls in.
-func (s *Store) Now() time.Time {
-	if s.exactTimes {
-		return time.Now()
-	}
-	return time.Now().Truncate(time.Second)
-}
+// Now implements storage.Store. Object stores stamp whole seconds
+// (Last-Modified) from their own clock: a write within the second after
+// Now may carry an earlier time, and clock skew between this machine and
+// the store's shifts the comparison by the skew.
+func (s *Store) Now() time.Time { return time.Now() }
 
 // List implements storage.Store.
 func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error) {
