@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"io"
+	"math"
 	"math/bits"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -68,10 +70,11 @@ type bytesToBytes interface {
 	encode(b []byte) ([]byte, error)
 }
 
-// Codecs holds the expensive, shareable codec state (zstd decoders) for
-// every array opened with it. Safe for concurrent use; make one per process
-// or server and pass it to OpenArray.
+// Codecs holds the expensive, shareable codec state (zstd decoders) and the
+// allocation limits for every array opened with it. Safe for concurrent
+// use; make one per process or server and pass it to OpenArray.
 type Codecs struct {
+	lim      Limits
 	zdecOnce sync.Once
 	zdec     *zstd.Decoder
 	zdecErr  error
@@ -80,8 +83,91 @@ type Codecs struct {
 	blosc    blosc.Decoder
 }
 
-// NewCodecs returns an empty codec environment.
-func NewCodecs() *Codecs { return &Codecs{} }
+// Limits bound what reading an array may allocate. Zero fields take the
+// defaults.
+type Limits struct {
+	// MaxChunkBytes bounds one decoded chunk: elements × item size (for
+	// variable-length types 24 bytes an element, its slice header, plus
+	// the element bytes). It applies to every chunk a codec chain decodes —
+	// a shard, its inner chunks and its index — and is checked when the
+	// array is opened, so a chunk is never allocated from a size the
+	// metadata merely claims. Decodes whose output size the metadata does
+	// not fix (variable-length data, the bytes a sharding codec reads)
+	// stop once they produce more than this. Default 256 MiB.
+	MaxChunkBytes int64
+	// MaxReadBytes bounds Array.Read, which decodes a whole array into one
+	// buffer. Default 1 GiB.
+	MaxReadBytes int64
+}
+
+// Default limits.
+const (
+	DefaultMaxChunkBytes = 256 << 20
+	DefaultMaxReadBytes  = 1 << 30
+)
+
+// NewCodecs returns a codec environment with the given limits (none: the
+// defaults; with several, later non-zero fields win).
+func NewCodecs(limits ...Limits) *Codecs {
+	cs := &Codecs{lim: Limits{MaxChunkBytes: DefaultMaxChunkBytes, MaxReadBytes: DefaultMaxReadBytes}}
+	for _, l := range limits {
+		if l.MaxChunkBytes > 0 {
+			cs.lim.MaxChunkBytes = l.MaxChunkBytes
+		}
+		if l.MaxReadBytes > 0 {
+			cs.lim.MaxReadBytes = l.MaxReadBytes
+		}
+	}
+	return cs
+}
+
+// Limits returns the limits in force.
+func (cs *Codecs) Limits() Limits { return cs.lim }
+
+// elemBytes is what one element of t costs decoded: its size, or for the
+// variable-length types the []byte header that holds it.
+func elemBytes(t DataType) int64 {
+	if t.Variable() {
+		return int64(unsafe.Sizeof([]byte(nil)))
+	}
+	return int64(t.Size)
+}
+
+// sizeBytes is elements(shape) × elemBytes(t), or ok false when that
+// exceeds limit (also when it overflows int64 on the way).
+func sizeBytes(shape []int64, t DataType, limit int64) (elems, bytes int64, ok bool) {
+	elems = 1
+	for _, v := range shape {
+		if v < 0 {
+			return 0, 0, false
+		}
+		hi, lo := bits.Mul64(uint64(elems), uint64(v))
+		if hi != 0 || lo > math.MaxInt64 {
+			return -1, 0, false
+		}
+		elems = int64(lo)
+	}
+	size := elemBytes(t)
+	if size > 0 && elems > limit/size {
+		return elems, 0, false
+	}
+	return elems, elems * size, true
+}
+
+// checkRep refuses a representation whose decoded chunk would exceed
+// MaxChunkBytes: what is allocated for it later (the fill chunk, a
+// decoder's output) is then bounded by the limit, whatever a chunk's
+// bytes claim.
+func (cs *Codecs) checkRep(what string, r rep) error {
+	elems, _, ok := sizeBytes(r.shape, r.typ, cs.lim.MaxChunkBytes)
+	switch {
+	case ok:
+		return nil
+	case elems < 0:
+		return tooLarge("%s of shape %v has more than 2^63 elements", what, r.shape)
+	}
+	return tooLarge("%s of %d elements × %d bytes exceeds the %d-byte limit", what, elems, elemBytes(r.typ), cs.lim.MaxChunkBytes)
+}
 
 func (cs *Codecs) zstdDecoder() (*zstd.Decoder, error) {
 	cs.zdecOnce.Do(func() {
@@ -121,8 +207,15 @@ type pipeline struct {
 	specs []CodecSpec
 }
 
-func (cs *Codecs) build(specs []CodecSpec, in rep) (*pipeline, error) {
+// build resolves a codec chain whose decoded chunks have representation
+// in; what names that chunk in errors.
+func (cs *Codecs) build(what string, specs []CodecSpec, in rep) (*pipeline, error) {
 	p := &pipeline{specs: specs}
+	// Before any codec is made: codecs size their own tables (a shard
+	// index, a vlen index) from the shape.
+	if err := cs.checkRep(what, in); err != nil {
+		return nil, err
+	}
 	cur := in
 	i := 0
 	for ; i < len(specs); i++ {
@@ -138,6 +231,9 @@ func (cs *Codecs) build(specs []CodecSpec, in rep) (*pipeline, error) {
 			}
 			o, err := aa.out(cur)
 			if err != nil {
+				return nil, err
+			}
+			if err := cs.checkRep(what+" (encoded by "+specs[i].Name+")", o); err != nil {
 				return nil, err
 			}
 			p.aa = append(p.aa, aa)

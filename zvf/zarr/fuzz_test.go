@@ -33,7 +33,7 @@ func FuzzParseNode(f *testing.F) {
 		if n.Array.ChunkElems() > 1<<20 {
 			return
 		}
-		_, _ = NewCodecs().build(n.Array.Codecs, rep{shape: n.Array.ChunkShape, typ: n.Array.DataType, fill: n.Array.Fill})
+		_, _ = NewCodecs().build("chunk", n.Array.Codecs, rep{shape: n.Array.ChunkShape, typ: n.Array.DataType, fill: n.Array.Fill})
 	})
 }
 
@@ -52,7 +52,7 @@ func FuzzDecodeChunk(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		p, err := cs.build(n.Array.Codecs, rep{shape: n.Array.ChunkShape, typ: n.Array.DataType, fill: n.Array.Fill})
+		p, err := cs.build("chunk", n.Array.Codecs, rep{shape: n.Array.ChunkShape, typ: n.Array.DataType, fill: n.Array.Fill})
 		if err != nil {
 			f.Fatal(err)
 		}

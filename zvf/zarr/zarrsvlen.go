@@ -66,7 +66,7 @@ func (cs *Codecs) newZarrsVlen(name string, cfg json.RawMessage, in rep) (*zarrs
 		it, _ = ParseDataType("uint32")
 	}
 	n := prod(in.shape)
-	ip, err := cs.build(idxSpecs, rep{shape: []int64{n + 1}, typ: it, fill: make([]byte, it.Size)})
+	ip, err := cs.build(name+" index", idxSpecs, rep{shape: []int64{n + 1}, typ: it, fill: make([]byte, it.Size)})
 	if err != nil {
 		return nil, err
 	}
