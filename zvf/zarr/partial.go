@@ -59,6 +59,7 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 		return (&Array{meta: m}).fillChunk()
 	}
 	var off int64
+	shardSize := int64(-1)
 	if !s.atStart {
 		at, err := a.st.Stat(ctx, key)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -71,6 +72,7 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 			return fail(corrupt("shard of %d bytes cannot hold its %d-byte index", at.Size, s.indexLen))
 		}
 		off = at.Size - s.indexLen
+		shardSize = off
 	}
 	raw, err := a.st.GetRange(ctx, key, off, s.indexLen)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -91,7 +93,10 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 	if o == ^uint64(0) && n == ^uint64(0) {
 		return fill(), nil
 	}
-	if o > 1<<62 || n > 1<<40 {
+	// The range read is sized from the index: bound it like any decode
+	// input whose size the metadata does not fix, and by the shard when
+	// its size is known.
+	if o > 1<<62 || n > uint64(maxExpand(0, -1, a.lim.MaxChunkBytes)) || (shardSize >= 0 && (o > uint64(shardSize) || n > uint64(shardSize)-o)) {
 		return fail(corrupt("inner chunk at [%d, +%d) is out of range", o, n))
 	}
 	b, err := a.st.GetRange(ctx, key, int64(o), int64(n))
