@@ -29,7 +29,13 @@ var ErrPanic = errors.New("panic")
 type PanicError struct {
 	Value any    // what the load panicked with
 	Stack []byte // the panicking goroutine's stack, for the log
+
+	reported atomic.Bool
 }
+
+// FirstReport is true for exactly one call: every waiter of a load gets
+// the same *PanicError, and it should be logged once.
+func (e *PanicError) FirstReport() bool { return e.reported.CompareAndSwap(false, true) }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
