@@ -24,7 +24,7 @@ const (
 
 // scanZstd walks the frames of b (skippable frames skipped) and returns
 // them with the sum of their declared content sizes (-1 unless every frame
-// declares one). It checks what the headers promise against the bytes
+// declares one; 0 without frames). It checks what the headers promise against the bytes
 // present: every block lies inside the input, and no frame declares more
 // content than its blocks can hold (raw and RLE blocks their size, a
 // compressed block at most min(window, 128 KiB)). So a frame of a few
@@ -63,9 +63,8 @@ func scanZstd(b []byte) ([]zstdFrame, int64, error) {
 		}
 		p = f.end
 	}
-	if len(frames) == 0 {
-		return nil, 0, corrupt("zstd: no frame in %d bytes", len(b))
-	}
+	// No frame at all (empty input, skippable frames only) is no content,
+	// as for the decoder.
 	return frames, total, nil
 }
 

@@ -3,10 +3,12 @@ package zarr
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -102,7 +104,8 @@ func TestScanZstd(t *testing.T) {
 		{"no last block", append(frame(0x20, 10), rle(10, false)...), false},
 		{"bad magic", []byte{1, 2, 3, 4, 5, 6, 7, 8}, false},
 		{"skippable frame overruns", []byte{0x50, 0x2A, 0x4D, 0x18, 9, 0, 0, 0, 1}, false},
-		{"nothing", nil, false},
+		{"nothing", nil, true},
+		{"skippable frame only", []byte{0x50, 0x2A, 0x4D, 0x18, 1, 0, 0, 0, 1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := scanZstd(tc.b)
@@ -114,4 +117,87 @@ func TestScanZstd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzBytesCodecs: zstd and gzip decode arbitrary bytes, with an exact
+// size (which the metadata would fix) or only a bound. Whatever a plain
+// decoder makes of the bytes, ours agrees: the same output when both
+// succeed within the size, so scanning frames, stripping declared sizes
+// and growing the output change nothing; an error where the plain decoder
+// succeeds only for a wrong exact size or output over the bound. A decode
+// allocates at most the exact size plus 5 × the format's largest
+// expansion × the input (buffers double, and a full one is overshot by a
+// block) plus 1 MiB of decoder scratch. Seeded with bombs: content sizes
+// the blocks cannot hold, frames without one that expand 32768-fold,
+// gzip of 64 MiB of zeros.
+func FuzzBytesCodecs(f *testing.F) {
+	const limit = 16 << 20
+	zenc, _ := zstd.NewWriter(nil, zstd.WithSingleSegment(true))
+	defer zenc.Close()
+	text := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog "), 300)
+	f.Add(uint8(0), int32(-1), zenc.EncodeAll(make([]byte, 1<<20), nil))
+	f.Add(uint8(0), int32(len(text)), zenc.EncodeAll(text, nil))
+	f.Add(uint8(0), int32(-1), []byte{0x28, 0xB5, 0x2F, 0xFD, 0xC0, 6 << 3, 0, 0, 0, 0x10, 0, 0, 0, 0, 0x03, 0x80, 0, 'a'})
+	rle := []byte{0x28, 0xB5, 0x2F, 0xFD, 0x00, 7 << 3}
+	for i := 0; i < 200; i++ {
+		h := uint32(128<<10)<<3 | 2
+		if i == 199 {
+			h |= 1
+		}
+		rle = append(rle, byte(h), byte(h>>8), byte(h>>16), 'a')
+	}
+	f.Add(uint8(0), int32(-1), rle)
+	var gz bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&gz, 9)
+	_, _ = w.Write(make([]byte, 64<<20))
+	_ = w.Close()
+	f.Add(uint8(1), int32(-1), gz.Bytes())
+	gz.Reset()
+	w.Reset(&gz)
+	_, _ = w.Write(text)
+	_ = w.Close()
+	f.Add(uint8(1), int32(len(text)), gz.Bytes())
+
+	plainZstd, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(limit))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer plainZstd.Close()
+	plain := []func([]byte) ([]byte, error){
+		func(b []byte) ([]byte, error) { return plainZstd.DecodeAll(b, nil) },
+		func(b []byte) ([]byte, error) {
+			r, err := gzip.NewReader(bytes.NewReader(b))
+			if err != nil {
+				return nil, err
+			}
+			return io.ReadAll(io.LimitReader(r, limit+1))
+		},
+	}
+	cs := NewCodecs()
+	codecs := []bytesToBytes{&zstdCodec{cs: cs}, gzipCodec{}}
+	expansion := []uint64{32768, 1040}
+	_, _ = codecs[0].decode(zenc.EncodeAll(text, nil), upTo(limit)) // the decoders' state, before measuring
+	f.Fuzz(func(t *testing.T, which uint8, exact int32, b []byte) {
+		i := int(which) % len(codecs)
+		size := upTo(limit)
+		if exact >= 0 {
+			size = outSize{exact: int64(exact % (1 << 20)), max: int64(exact % (1 << 20))}
+		}
+		var got []byte
+		var err error
+		n := allocated(func() { got, err = codecs[i].decode(b, size) })
+		if bound := uint64(max(size.exact, 0)) + 5*expansion[i]*uint64(len(b)) + 1<<20; n > bound {
+			t.Fatalf("%s: %d input bytes allocated %d, bound %d (%v)", codecs[i].name(), len(b), n, bound, err)
+		}
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("untyped error %v", err)
+		}
+		want, perr := plain[i](b)
+		switch {
+		case err == nil && (perr != nil || !bytes.Equal(got, want)):
+			t.Fatalf("%s: decoded %d bytes, a plain decoder %d (%v)", codecs[i].name(), len(got), len(want), perr)
+		case err != nil && perr == nil && len(want) <= limit && (size.exact < 0 || int64(len(want)) == size.exact):
+			t.Fatalf("%s: %v, but a plain decoder gives %d bytes", codecs[i].name(), err, len(want))
+		}
+	})
 }
