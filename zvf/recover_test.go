@@ -18,19 +18,40 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
-// panicStore panics in Get for keys that match while armed: a stand-in
-// for a bug anywhere below the reader's goroutines.
+// panicStore panics in List for matching prefixes while armed: a stand-in
+// for a bug below the goroutines that open levels.
 type panicStore struct {
 	storage.Store
-	match func(key string) bool
+	match func(prefix string) bool
 	armed atomic.Bool
 }
 
-func (p *panicStore) Get(ctx context.Context, key string) ([]byte, error) {
-	if p.armed.Load() && p.match(key) {
-		panic("storage bug reading " + key)
+func (p *panicStore) List(ctx context.Context, prefix string) (storage.Listing, error) {
+	if p.armed.Load() && p.match(prefix) {
+		panic("storage bug listing " + prefix)
 	}
-	return p.Store.Get(ctx, key)
+	return p.Store.List(ctx, prefix)
+}
+
+// panicCache is a zvf.Cache that, while armed, panics for matching keys:
+// on the calling goroutine (one the reader started) or, inLoad, inside
+// the load on the cache's own goroutine.
+type panicCache struct {
+	inner  *cache.Cache
+	match  func(key string) bool
+	inLoad bool
+	armed  atomic.Bool
+}
+
+func (p *panicCache) Get(ctx context.Context, key string, load func(context.Context) (any, int64, error)) (any, error) {
+	if p.armed.Load() && p.match(key) {
+		bug := "cache bug for " + strings.ReplaceAll(key, "\x00", "/")
+		if !p.inLoad {
+			panic(bug)
+		}
+		load = func(context.Context) (any, int64, error) { panic(bug) }
+	}
+	return p.inner.Get(ctx, key, load)
 }
 
 // syncBuffer is a log sink safe for the reader's goroutines.
@@ -71,30 +92,32 @@ func TestGoroutinePanics(t *testing.T) {
 		}
 		return err
 	}
+	key := func(parts ...string) func(string) bool {
+		return func(k string) bool { return strings.HasSuffix(k, "\x00"+strings.Join(parts, "\x00")) }
+	}
+	never := func(string) bool { return false }
 	for _, tc := range []struct {
 		name   string
-		cached bool
-		match  func(string) bool
-		open   bool // the panic happens while opening
+		key    func(key string) bool // cache Get (or, inLoad, the load) panics
+		inLoad bool
+		open   bool // List of the level's vertices panics while opening
 	}{
-		{"fragment index fetch", false, func(k string) bool { return strings.HasPrefix(k, "0/vertex_fragments/3.4.2/") }, false},
-		{"bbox chunk read", false, func(k string) bool { return strings.HasPrefix(k, "0/vertices/3.4.2/") }, false},
-		{"cache load, fragment index", true, func(k string) bool { return strings.HasPrefix(k, "0/vertex_fragments/3.4.2/") }, false},
-		{"cache load, vertices", true, func(k string) bool { return strings.HasPrefix(k, "0/vertices/3.4.2/") }, false},
-		{"open level", false, func(k string) bool { return k == "0/zarr.json" }, true},
+		{"fragment index fetch", key("blob", "vertex_fragments", "3.4.2"), false, false},
+		{"bbox chunk read", key("verts", "3.4.2"), false, false},
+		{"cache load, fragment index", key("blob", "vertex_fragments", "3.4.2"), true, false},
+		{"cache load, vertices", key("verts", "3.4.2"), true, false},
+		{"open level", never, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bs, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := &panicStore{Store: bs, match: tc.match}
+			st := &panicStore{Store: bs, match: func(p string) bool { return tc.open && p == "0/vertices/" }}
 			defer st.Close()
+			pc := &panicCache{inner: cache.New(64 << 20), match: tc.key, inLoad: tc.inLoad}
 			var logs syncBuffer
-			o := zvf.Options{Name: "graph", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-			if tc.cached {
-				o.Cache = cache.New(64 << 20)
-			}
+			o := zvf.Options{Name: "graph", Cache: pc, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 			var s *zvf.Store
 			if !tc.open {
 				if s, err = zvf.Open(ctx, st, o); err != nil {
@@ -102,19 +125,21 @@ func TestGoroutinePanics(t *testing.T) {
 				}
 			}
 			st.armed.Store(true)
+			pc.armed.Store(true)
 			if tc.open {
 				_, err = zvf.Open(ctx, st, o)
 			} else {
 				err = bbox(s)
 			}
 			var pe *cache.PanicError
-			if !errors.Is(err, cache.ErrPanic) || !errors.As(err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), "storage bug") {
+			if !errors.Is(err, cache.ErrPanic) || !errors.As(err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), "bug") {
 				t.Fatalf("err = %v, want a panic error", err)
 			}
-			if l := logs.String(); !strings.Contains(l, "storage bug") || !strings.Contains(l, "stack=") {
+			if l := logs.String(); !strings.Contains(l, "bug") || !strings.Contains(l, "stack=") {
 				t.Fatalf("the panic was not logged with its stack:\n%s", l)
 			}
 			st.armed.Store(false)
+			pc.armed.Store(false)
 			if tc.open {
 				if s, err = zvf.Open(ctx, st, o); err != nil {
 					t.Fatalf("open after the panic: %v", err)
