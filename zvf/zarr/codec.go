@@ -133,9 +133,6 @@ func NewCodecs(limits ...Limits) *Codecs {
 	return cs
 }
 
-// Limits returns the limits in force.
-func (cs *Codecs) Limits() Limits { return cs.lim }
-
 // elemBytes is what one element of t costs decoded: its size, or for the
 // variable-length types the []byte header that holds it.
 func elemBytes(t DataType) int64 {
