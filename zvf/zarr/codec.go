@@ -143,12 +143,13 @@ func elemBytes(t DataType) int64 {
 }
 
 // sizeBytes is elements(shape) × elemBytes(t), or ok false when that
-// exceeds limit (also when it overflows int64 on the way).
+// exceeds limit (elems -1: the element count overflows int64, or a
+// dimension is negative).
 func sizeBytes(shape []int64, t DataType, limit int64) (elems, bytes int64, ok bool) {
 	elems = 1
 	for _, v := range shape {
 		if v < 0 {
-			return 0, 0, false
+			return -1, 0, false
 		}
 		hi, lo := bits.Mul64(uint64(elems), uint64(v))
 		if hi != 0 || lo > math.MaxInt64 {
@@ -168,6 +169,11 @@ func sizeBytes(shape []int64, t DataType, limit int64) (elems, bytes int64, ok b
 // decoder's output) is then bounded by the limit, whatever a chunk's
 // bytes claim.
 func (cs *Codecs) checkRep(what string, r rep) error {
+	for _, v := range r.shape {
+		if v < 0 {
+			return metaErr("%s shape %v is negative", what, r.shape)
+		}
+	}
 	elems, _, ok := sizeBytes(r.shape, r.typ, cs.lim.MaxChunkBytes)
 	switch {
 	case ok:
