@@ -140,6 +140,20 @@ func mutations() []mutation {
 			}
 		}))},
 		{"shard blob truncated", "graph_sharded", edit(gs+"/c/0", func(b []byte) []byte { return b[:len(b)/2] })},
+		// Issue 12: a missing chunk reads as the fill value, which was
+		// allocated at the declared chunk size on the cache's goroutine: a
+		// panic there killed the server. Now the array is refused at open.
+		{"vertex blob declares a 2^62-1 chunk, chunk missing", "graph", func(t *testing.T, dir string) {
+			edit(gv+"/zarr.json", replace(`"chunk_shape":[48]`, `"chunk_shape":[4611686018427387903]`))(t, dir)
+			if err := os.Remove(filepath.Join(dir, gv, "c", "0")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		// A zstd frame declaring 256 MiB in 18 bytes, in a variable-length
+		// array (no exact decoded size): refused before allocating.
+		{"manifest chunk is a zstd bomb", "polylines", edit("0/object_index/manifests/c/0", func([]byte) []byte {
+			return []byte{0x28, 0xB5, 0x2F, 0xFD, 0xC0, 6 << 3, 0, 0, 0, 0x10, 0, 0, 0, 0, 0x03, 0x80, 0, 'a'}
+		})},
 	}
 }
 
@@ -154,6 +168,12 @@ func TestCorruptStoreSuite(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 	heap0 := heapInUse()
 	outcomes := map[string]int{}
+	// Mutations whose routes must answer this status where they read the
+	// bad data (and otherwise 200, or 404 for what the store lacks).
+	wantStatus := map[string]int{
+		"vertex blob declares a 2^62-1 chunk, chunk missing": http.StatusUnprocessableEntity,
+		"manifest chunk is a zstd bomb":                      http.StatusUnprocessableEntity,
+	}
 	for _, m := range mutations() {
 		t.Run(m.name, func(t *testing.T) {
 			dir := zvftest.CopyTree(t, filepath.Join(fixtures, m.fixture+".zarrvectors"))
@@ -189,7 +209,7 @@ func TestCorruptStoreSuite(t *testing.T) {
 			if code, _, body := serve(t, hd, "/api/v1/stores"); code != 200 || strings.Contains(string(body), dir) {
 				t.Fatalf("catalog: %d %.300s", code, body)
 			}
-			errs := 0
+			errs, wanted := 0, 0
 			for _, r := range routes {
 				code, ctype, body := serve(t, hd, r)
 				if code == 200 {
@@ -209,6 +229,14 @@ func TestCorruptStoreSuite(t *testing.T) {
 				if strings.HasSuffix(p.Type, "/internal") || code == 500 {
 					t.Fatalf("%s: internal error instead of a classified one: %s", r, body)
 				}
+				if want := wantStatus[m.name]; want != 0 {
+					if code != want && code != http.StatusNotFound {
+						t.Fatalf("%s: %d, want %d: %s", r, code, want, body)
+					}
+					if code == want {
+						wanted++
+					}
+				}
 				if strings.Contains(string(body), dir) {
 					t.Fatalf("%s: response leaks a local path", r)
 				}
@@ -216,6 +244,8 @@ func TestCorruptStoreSuite(t *testing.T) {
 			switch {
 			case errs == 0:
 				t.Fatalf("no route noticed the corruption")
+			case wantStatus[m.name] != 0 && wanted == 0:
+				t.Fatalf("no route answered %d", wantStatus[m.name])
 			case openErr != nil:
 				outcomes["refused at open: every route a problem+json"]++
 			default:

@@ -1,7 +1,8 @@
 // Package cache is a byte-budgeted LRU with in-flight deduplication: the
 // first caller of a missing key loads it, concurrent callers of the same
 // key wait for that load, and the value is kept while the sum of declared
-// sizes stays within the budget. Load errors are not cached.
+// sizes stays within the budget. Load errors are not cached; a load that
+// panics fails its callers with a *PanicError and leaves the cache working.
 //
 // The recency order comes from hashicorp/golang-lru/v2 (unbounded in
 // count); eviction by bytes is done here, oldest first.
@@ -9,12 +10,40 @@ package cache
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2/simplelru"
 )
+
+// ErrPanic is matched (errors.Is) by every *PanicError.
+var ErrPanic = errors.New("panic")
+
+// PanicError is what the callers of a load that panicked get: the load runs
+// on the cache's own goroutine, where a panic would kill the process, so it
+// is recovered there and delivered like any other load error.
+type PanicError struct {
+	Value any    // what the load panicked with
+	Stack []byte // the panicking goroutine's stack, for the log
+
+	reported atomic.Bool
+}
+
+// FirstReport is true for exactly one call: every waiter of a load gets
+// the same *PanicError, and it should be logged once.
+func (e *PanicError) FirstReport() bool { return e.reported.CompareAndSwap(false, true) }
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+func (e *PanicError) Is(t error) bool { return t == ErrPanic }
+
+// NewPanicError captures the current goroutine's stack: call it from the
+// deferred function that recovered v.
+func NewPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
 
 // Stats are cumulative counters and current occupancy.
 type Stats struct {
@@ -66,7 +95,7 @@ func New(budget int64) *Cache {
 // waiting at once; the load is cancelled when no caller waits any more.
 func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error) {
 	if c == nil {
-		v, _, err := load(ctx)
+		v, _, err := safeLoad(ctx, load)
 		return v, err
 	}
 	c.mu.Lock()
@@ -90,7 +119,7 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 	c.inflight[key] = cl
 	c.mu.Unlock()
 	go func() {
-		v, size, err := load(lctx)
+		v, size, err := safeLoad(lctx, load)
 		cancel()
 		c.mu.Lock()
 		if c.inflight[key] == cl {
@@ -112,6 +141,17 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 		close(cl.done)
 	}()
 	return c.wait(ctx, key, cl)
+}
+
+// safeLoad runs load, turning a panic into a *PanicError: on the cache's
+// goroutine nothing else could recover it, and every waiter must be told.
+func safeLoad(ctx context.Context, load func(ctx context.Context) (any, int64, error)) (v any, size int64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, size, err = nil, 0, NewPanicError(r)
+		}
+	}()
+	return load(ctx)
 }
 
 func (c *Cache) wait(ctx context.Context, key string, cl *call) (any, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,5 +223,74 @@ func TestAbandonedLoadNotJoined(t *testing.T) {
 	close(release)
 	if err != nil || v != 42 {
 		t.Fatalf("second caller: %v %v", v, err)
+	}
+}
+
+// TestPanickingLoader: a loader that panics fails every caller waiting on
+// it with a *PanicError (matching ErrPanic, carrying the value and the
+// stack), caches nothing, and leaves the cache working; no goroutine is
+// left behind. Without the recover the panic would kill the process from
+// the cache's own goroutine, where no caller can catch it.
+func TestPanickingLoader(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, tc := range []struct {
+		name  string
+		boom  func()
+		value string // fmt of the recovered value
+	}{
+		{"string", func() { panic("boom") }, "boom"},
+		{"error", func() { panic(errors.New("bad")) }, "bad"},
+		{"index out of range", func() { var s []int; _ = s[len(s)+3] }, "runtime error: index out of range [3] with length 0"},
+		{"nil", func() { panic(nil) }, "panic called with nil argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(1 << 20)
+			const waiters = 5
+			release := make(chan struct{})
+			errs := make(chan error, waiters)
+			load := func(context.Context) (any, int64, error) {
+				<-release
+				tc.boom()
+				return "unreachable", 8, nil
+			}
+			for i := 0; i < waiters; i++ {
+				go func() {
+					_, err := c.Get(context.Background(), "k", load)
+					errs <- err
+				}()
+			}
+			// Every caller joins the one load before it panics.
+			for c.Stats().Deduped < waiters-1 {
+				runtime.Gosched()
+			}
+			close(release)
+			for i := 0; i < waiters; i++ {
+				err := <-errs
+				var pe *PanicError
+				if !errors.Is(err, ErrPanic) || !errors.As(err, &pe) {
+					t.Fatalf("caller %d: err = %v, want a *PanicError", i, err)
+				}
+				if got := fmt.Sprint(pe.Value); got != tc.value {
+					t.Fatalf("panic value %q, want %q", got, tc.value)
+				}
+				if !strings.Contains(string(pe.Stack), "cache_test.go") {
+					t.Fatalf("stack does not reach the loader:\n%s", pe.Stack)
+				}
+			}
+			if st := c.Stats(); st.Items != 0 || st.Bytes != 0 {
+				t.Fatalf("a panicked load was cached: %+v", st)
+			}
+			v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return "ok", 8, nil })
+			if err != nil || v != "ok" {
+				t.Fatalf("Get after the panic: %v %v", v, err)
+			}
+			if v, ok := c.Peek("k"); !ok || v != "ok" {
+				t.Fatalf("value loaded after the panic was not cached: %v %v", v, ok)
+			}
+		})
+	}
+	var nilCache *Cache
+	if _, err := nilCache.Get(context.Background(), "k", func(context.Context) (any, int64, error) { panic("boom") }); !errors.Is(err, ErrPanic) {
+		t.Fatalf("nil cache: err = %v", err)
 	}
 }

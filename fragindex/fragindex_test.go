@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -139,13 +140,33 @@ func TestEncodeRejectsNegative(t *testing.T) {
 	}
 }
 
+// allocated is the bytes f allocates (TotalAlloc).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// FuzzDecode also bounds what Decode allocates: the bitmap words with their
+// prefix counts (16 bytes for 8 of the blob) and the explicit indices (1:1)
+// are at most 2 × the blob, so 3 × plus 64 KiB (what the fuzzing worker
+// allocates meanwhile), never what F, R or T claim.
 func FuzzDecode(f *testing.F) {
 	f.Add(unhex(f, specExample), int64(28))
 	b, _ := Encode([]Fragment{RangeFragment(0, 2), ExplicitFragment(nil), RangeFragment(2, 3)})
 	f.Add(b, int64(-1))
 	f.Add(make([]byte, 16), int64(0))
+	lie := unhex(f, specExample)
+	binary.LittleEndian.PutUint32(lie[8:], 1<<31) // F claims 2^31 fragments
+	f.Add(lie, int64(28))
 	f.Fuzz(func(t *testing.T, b []byte, rows int64) {
-		x, err := Decode(b, rows)
+		var x *Index
+		var err error
+		if n := allocated(func() { x, err = Decode(b, rows) }); n > 3*uint64(len(b))+64<<10 {
+			t.Fatalf("%d bytes allocated %d", len(b), n)
+		}
 		if (err == nil) != refValid(b, rows) {
 			t.Fatalf("Decode error %v, but the reference check says valid=%v", err, refValid(b, rows))
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -111,15 +112,39 @@ func mustEncode(t *testing.T, l Layout, e [][]byte) []byte {
 	return b
 }
 
+// allocated is the bytes f allocates (TotalAlloc).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// fuzzLayout: Decode returns n elements or a typed error, and allocates at
+// most 8 × the chunk plus 64 KiB — each element costs a 24-byte slice
+// header and needs at least a 4-byte length or offset in the chunk (6×);
+// the elements alias the chunk; the constant absorbs what the fuzzing
+// worker allocates meanwhile — never what a count claims, even when the
+// caller's n is large.
 func fuzzLayout(f *testing.F, l Layout) {
 	b, _ := l.Encode(sample)
 	f.Add(b, len(sample))
 	f.Add([]byte{}, 0)
+	f.Add([]byte{0xff, 0xff, 0xff, 0x7f}, 1<<20) // a count of 2^31 in 4 bytes
+	f.Add(make([]byte, 16), 1<<20)
 	f.Fuzz(func(t *testing.T, b []byte, n int) {
 		if n < 0 || n > 1<<20 {
 			return
 		}
-		elems, err := l.Decode(b, n)
+		var elems [][]byte
+		var err error
+		if a := allocated(func() { elems, err = l.Decode(b, n) }); a > 8*uint64(len(b))+64<<10 {
+			t.Fatalf("%d bytes, n=%d: allocated %d (%v)", len(b), n, a, err)
+		}
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("untyped error %v", err)
+		}
 		if err == nil && len(elems) != n {
 			t.Fatalf("%d elements, want %d", len(elems), n)
 		}

@@ -463,7 +463,10 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 					continue
 				}
 				m := &sc.ms[j]
-				g.Go(func() error { return l.match(gctx, i, min, max, m) })
+				g.Go(func() (err error) {
+					defer l.s.recoverInto(&err, "bbox chunk")
+					return l.match(gctx, i, min, max, m)
+				})
 			}
 			if err := g.Wait(); err != nil {
 				return err

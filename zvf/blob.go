@@ -125,7 +125,11 @@ func (l *Level) cached(ctx context.Context, key string, load func(ctx context.Co
 		v, _, err := load(ctx)
 		return v, err
 	}
-	return l.s.cache.Get(ctx, key, load)
+	v, err := l.s.cache.Get(ctx, key, load)
+	if err != nil {
+		l.s.logCachePanic(err)
+	}
+	return v, err
 }
 
 // errMissing marks a blob array that does not exist for a key.
@@ -251,8 +255,10 @@ func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 		}
 		fc := make(chan fetched, 1)
 		go func() {
-			b, err := l.blob(ctx, "vertex_fragments", key)
-			fc <- fetched{b, err}
+			var f fetched
+			defer func() { fc <- f }() // also after a panic: the load waits for it
+			defer l.s.recoverInto(&f.err, "fragment index fetch")
+			f.b, f.err = l.blob(ctx, "vertex_fragments", key)
 		}()
 		data, err := l.blob(ctx, "vertices", key)
 		frag := <-fc // always waited for, so no read outlives the load

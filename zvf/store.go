@@ -92,9 +92,9 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for i, n := range names {
-		g.Go(func() error {
-			l, err := s.openLevel(gctx, n)
-			s.levels[i] = l
+		g.Go(func() (err error) {
+			defer s.recoverInto(&err, "open level")
+			s.levels[i], err = s.openLevel(gctx, n)
 			return err
 		})
 	}

@@ -46,11 +46,16 @@ func (b *Block) Fragment(i int64) int64 {
 
 // Error is a malformed manifest.
 type Error struct {
-	Offset int
+	Offset int // -1 when not about one place
 	Reason string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("manifest: %s (at byte %d)", e.Reason, e.Offset) }
+func (e *Error) Error() string {
+	if e.Offset < 0 {
+		return "manifest: " + e.Reason
+	}
+	return fmt.Sprintf("manifest: %s (at byte %d)", e.Reason, e.Offset)
+}
 
 // ErrMalformed is matched by every *Error.
 var ErrMalformed = errors.New("malformed manifest")
@@ -183,10 +188,15 @@ type Ref struct {
 	Fragment int64
 }
 
-// Refs expands blocks into their ordered fragment references.
-func Refs(blocks []Block) []Ref {
+// Refs expands blocks into their ordered fragment references, at most max
+// of them: a run's count is a header field, so the expansion is bounded by
+// the caller, not by the counts.
+func Refs(blocks []Block, max int64) ([]Ref, error) {
 	var n int64
 	for i := range blocks {
+		if l := blocks[i].Len(); l > max-n {
+			return nil, bad(-1, "more than %d fragment references (block %d)", max, i)
+		}
 		n += blocks[i].Len()
 	}
 	out := make([]Ref, 0, n)
@@ -196,5 +206,5 @@ func Refs(blocks []Block) []Ref {
 			out = append(out, Ref{Chunk: b.Chunk, Fragment: b.Fragment(j)})
 		}
 	}
-	return out
+	return out, nil
 }

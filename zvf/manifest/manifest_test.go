@@ -2,9 +2,11 @@ package manifest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -57,8 +59,8 @@ func TestReferenceBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs := Refs(blocks)
-	if len(refs) != 2 || refs[1].Fragment != 1 {
+	refs, err := Refs(blocks, 1<<20)
+	if err != nil || len(refs) != 2 || refs[1].Fragment != 1 {
 		t.Fatalf("refs %+v", refs)
 	}
 }
@@ -89,14 +91,37 @@ func TestInvalid(t *testing.T) {
 	}
 }
 
+// FuzzDecode: Decode allocates at most 8 × its input plus 64 KiB (a
+// 13-byte block becomes a 72-byte Block, its coordinates and lists stay
+// 1:1; the constant absorbs what the fuzzing worker allocates meanwhile),
+// never what a count claims; Refs stays within its bound; what
+// decodes re-encodes to the same bytes.
 func FuzzDecode(f *testing.F) {
 	b, _ := Encode([]Block{{Chunk: []int64{0, 0, 0}, Mode: 0, Start: 3, Count: 1}, {Chunk: []int64{1, -1, 0}, Mode: 1, Start: 2, Count: 5}, {Chunk: []int64{0, 0, 0}, Mode: 2, List: []int64{1, 2}}}, 3)
 	f.Add(b, 3)
 	f.Add([]byte{0, 0, 0, 0}, 2)
+	f.Add([]byte{0xff, 0xff, 0xff, 0x7f}, 1) // 2^31 blocks in 4 bytes
+	run, _ := Encode([]Block{{Chunk: []int64{0}, Mode: ModeRun, Start: 0, Count: 1 << 62}}, 1)
+	f.Add(run, 1)
+	list, _ := Encode([]Block{{Chunk: []int64{0}, Mode: ModeList, List: []int64{1}}}, 1)
+	binary.LittleEndian.PutUint32(list[13:], 1<<31) // a list count that lies
+	f.Add(list, 1)
 	f.Fuzz(func(t *testing.T, b []byte, ndim int) {
-		blocks, err := Decode(b, ndim)
+		var blocks []Block
+		var err error
+		if n := allocated(func() { blocks, err = Decode(b, ndim) }); n > 8*uint64(len(b))+64<<10 {
+			t.Fatalf("%d bytes allocated %d", len(b), n)
+		}
 		if err != nil || len(b) == 0 {
 			return
+		}
+		const maxRefs = 1 << 16
+		var refs []Ref
+		if n := allocated(func() { refs, err = Refs(blocks, maxRefs) }); n > 32*maxRefs+64<<10 {
+			t.Fatalf("Refs allocated %d", n)
+		}
+		if err == nil && len(refs) > maxRefs {
+			t.Fatalf("%d refs, bound %d", len(refs), maxRefs)
 		}
 		enc, err := Encode(blocks, ndim)
 		if err != nil || !bytes.Equal(enc, b) {
@@ -118,4 +143,57 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestRefsBounded: a run's count is a header field; expanding a manifest
+// into references stops at the caller's bound with a typed error instead
+// of sizing the slice from the counts (a run of 2^62 fragments panicked
+// in make, two of them overflowed the total).
+func TestRefsBounded(t *testing.T) {
+	run := func(n int64) Block { return Block{Chunk: []int64{0}, Mode: ModeRun, Start: 0, Count: n} }
+	for _, tc := range []struct {
+		name   string
+		blocks []Block
+		max    int64
+		want   int // refs, or -1 for the error
+	}{
+		{"within", []Block{run(3), {Chunk: []int64{1}, Mode: ModeList, List: []int64{4, 5}}}, 5, 5},
+		{"one over", []Block{run(3), run(3)}, 5, -1},
+		{"run of 2^62", []Block{run(1 << 62)}, 1 << 20, -1},
+		{"counts overflow", []Block{run(1 << 62), run(1 << 62), run(1 << 62)}, 1<<63 - 1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Encode(tc.blocks, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks, err := Decode(b, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var refs []Ref
+			n := allocated(func() { refs, err = Refs(blocks, tc.max) })
+			if tc.want < 0 {
+				if !errors.Is(err, ErrMalformed) {
+					t.Fatalf("err = %v, want ErrMalformed", err)
+				}
+				if n > 64<<10 {
+					t.Fatalf("refused after allocating %d bytes", n)
+				}
+				return
+			}
+			if err != nil || len(refs) != tc.want {
+				t.Fatalf("%d refs, %v", len(refs), err)
+			}
+		})
+	}
+}
+
+// allocated is the bytes f allocates (TotalAlloc).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

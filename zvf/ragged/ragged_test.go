@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -68,11 +69,38 @@ func TestGroups(t *testing.T) {
 	}
 }
 
+// allocated is the bytes f allocates (TotalAlloc).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// The decoders allocate in proportion to their input, never to a count in
+// it: a blob's int64 values 1:1, and a link record of 8·width·(ndim+1)
+// bytes one 24-byte slice header plus 32 bytes an endpoint (at most 3.5×),
+// so each fuzz target asserts at most 4 × the input plus 64 KiB (what the
+// fuzzing worker allocates meanwhile).
+func allocBound(in ...[]byte) uint64 {
+	n := uint64(0)
+	for _, b := range in {
+		n += uint64(len(b))
+	}
+	return 4*n + 64<<10
+}
+
 func FuzzDecodeBlob(f *testing.F) {
 	b, _ := EncodeBlob([]int64{1, 2, 3, 4}, 2)
 	f.Add(b, 2)
+	f.Add(binary.LittleEndian.AppendUint64(nil, 1<<62), 1) // K claims 2^62 groups
 	f.Fuzz(func(t *testing.T, b []byte, w int) {
-		rows, err := DecodeBlob(b, w)
+		var rows []int64
+		var err error
+		if n := allocated(func() { rows, err = DecodeBlob(b, w) }); n > allocBound(b) {
+			t.Fatalf("%d bytes allocated %d", len(b), n)
+		}
 		if err == nil && len(rows)%w != 0 {
 			t.Fatalf("%d values for width %d", len(rows), w)
 		}
@@ -82,8 +110,13 @@ func FuzzDecodeBlob(f *testing.F) {
 func FuzzDecodeLinks(f *testing.F) {
 	b, _ := EncodeLinks([][]Endpoint{{{Chunk: []int64{0, 1}, Row: 1}, {Chunk: []int64{2, 3}, Row: 0}}}, 2, 2)
 	f.Add(b, 2, 2)
+	f.Add(make([]byte, 16), 1, 1)
 	f.Fuzz(func(t *testing.T, b []byte, w, n int) {
-		links, err := DecodeLinks(b, w, n, -1)
+		var links [][]Endpoint
+		var err error
+		if a := allocated(func() { links, err = DecodeLinks(b, w, n, -1) }); a > allocBound(b) {
+			t.Fatalf("%d bytes allocated %d", len(b), a)
+		}
 		if err != nil {
 			return
 		}
@@ -97,8 +130,13 @@ func FuzzDecodeLinks(f *testing.F) {
 func FuzzDecodeGroups(f *testing.F) {
 	d, o := EncodeGroups([][]int64{{0, 2}, {1}})
 	f.Add(d, o)
+	f.Add(d, binary.LittleEndian.AppendUint64(nil, 1<<50)) // an offset far past the data
 	f.Fuzz(func(t *testing.T, d, o []byte) {
-		g, err := DecodeGroups(d, o)
+		var g *Groups
+		var err error
+		if n := allocated(func() { g, err = DecodeGroups(d, o) }); n > allocBound(d, o) {
+			t.Fatalf("%d+%d bytes allocated %d", len(d), len(o), n)
+		}
 		if err != nil {
 			return
 		}

@@ -17,6 +17,7 @@ type Array struct {
 	path string
 	meta *ArrayMeta
 	pipe *pipeline
+	lim  Limits
 }
 
 // OpenArray reads and parses <path>/zarr.json. cs may be nil (a private
@@ -43,11 +44,11 @@ func NewArray(st storage.Store, p string, m *ArrayMeta, cs *Codecs) (*Array, err
 	if cs == nil {
 		cs = NewCodecs()
 	}
-	pipe, err := cs.build(m.Codecs, rep{shape: m.ChunkShape, typ: m.DataType, fill: m.Fill})
+	pipe, err := cs.build("chunk", m.Codecs, rep{shape: m.ChunkShape, typ: m.DataType, fill: m.Fill})
 	if err != nil {
 		return nil, &Error{Path: p, Err: err}
 	}
-	return &Array{st: st, path: strings.Trim(p, "/"), meta: m, pipe: pipe}, nil
+	return &Array{st: st, path: strings.Trim(p, "/"), meta: m, pipe: pipe, lim: cs.lim}, nil
 }
 
 // Meta returns the array's metadata (do not modify).
@@ -136,16 +137,14 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// maxReadElems bounds Read: a whole-array read is for small arrays
-// (metadata-sized side arrays, tests, zarr-cat).
-const maxReadElems = 1 << 28
-
-// Read decodes the whole array, cropping edge chunks.
+// Read decodes the whole array, cropping edge chunks. It is for arrays of
+// moderate size (side arrays, tests, zarr-cat): one larger than
+// MaxReadBytes fails with ErrTooLarge before anything is allocated.
 func (a *Array) Read(ctx context.Context) (*Chunk, error) {
 	m := a.meta
-	total := prod(m.Shape)
-	if total > maxReadElems {
-		return nil, &Error{Path: a.path, Err: fmt.Errorf("array of %d elements is too large to read whole", total)}
+	total, _, ok := sizeBytes(m.Shape, m.DataType, a.lim.MaxReadBytes)
+	if !ok {
+		return nil, &Error{Path: a.path, Err: fmt.Errorf("%w: array %v of %s exceeds the %d-byte read limit", ErrTooLarge, m.Shape, m.DataType.Name, a.lim.MaxReadBytes)}
 	}
 	out := &Chunk{Shape: m.Shape, Type: m.DataType}
 	size := int64(m.DataType.Size)

@@ -30,7 +30,7 @@ func BenchmarkZstdDecode(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.decode(enc, int64(len(raw))); err != nil {
+		if _, err := c.decode(enc, outSize{exact: int64(len(raw)), max: int64(len(raw))}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func BenchmarkGzipDecode(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := (gzipCodec{}).decode(buf.Bytes(), int64(len(raw))); err != nil {
+		if _, err := (gzipCodec{}).decode(buf.Bytes(), outSize{exact: int64(len(raw)), max: int64(len(raw))}); err != nil {
 			b.Fatal(err)
 		}
 	}

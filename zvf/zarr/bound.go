@@ -7,10 +7,6 @@ package zarr
 // MaxMetadataBytes bounds one zarr.json document.
 const MaxMetadataBytes = 64 << 20
 
-// defaultMaxChunkBytes bounds a chunk whose size no metadata fixes
-// (variable-length data) and caps every other bound.
-const defaultMaxChunkBytes = 256 << 20
-
 // compressSlack is what any supported bytes→bytes codec may add to its
 // input in the worst case (incompressible data): zstd's and deflate's
 // stored blocks, blosc's memcpy frames and block tables, a checksum.
@@ -37,4 +33,4 @@ func (p *pipeline) storedBound(max int64) int64 {
 }
 
 // chunkBound is the read bound for one stored chunk of a.
-func (a *Array) chunkBound() int64 { return a.pipe.storedBound(defaultMaxChunkBytes) }
+func (a *Array) chunkBound() int64 { return a.pipe.storedBound(a.lim.MaxChunkBytes) }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"math/bits"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -64,14 +67,26 @@ type arrayToBytes interface {
 
 type bytesToBytes interface {
 	name() string
-	decode(b []byte, limit int64) ([]byte, error)
+	decode(b []byte, size outSize) ([]byte, error)
 	encode(b []byte) ([]byte, error)
 }
 
-// Codecs holds the expensive, shareable codec state (zstd decoders) for
-// every array opened with it. Safe for concurrent use; make one per process
-// or server and pass it to OpenArray.
+// outSize is what a bytes→bytes decoder may produce: exactly exact bytes
+// when the metadata fixes the size (exact >= 0; the output is then
+// allocated once, up front), else at most max bytes in a buffer that grows
+// only with output actually produced — never from a size a header claims.
+type outSize struct {
+	exact, max int64
+}
+
+// upTo is an outSize of unknown length.
+func upTo(max int64) outSize { return outSize{exact: -1, max: max} }
+
+// Codecs holds the expensive, shareable codec state (zstd decoders) and the
+// allocation limits for every array opened with it. Safe for concurrent
+// use; make one per process or server and pass it to OpenArray.
 type Codecs struct {
+	lim      Limits
 	zdecOnce sync.Once
 	zdec     *zstd.Decoder
 	zdecErr  error
@@ -80,14 +95,101 @@ type Codecs struct {
 	blosc    blosc.Decoder
 }
 
-// NewCodecs returns an empty codec environment.
-func NewCodecs() *Codecs { return &Codecs{} }
+// Limits bound what reading an array may allocate. Zero fields take the
+// defaults.
+type Limits struct {
+	// MaxChunkBytes bounds one decoded chunk: elements × item size (for
+	// variable-length types 24 bytes an element, its slice header, plus
+	// the element bytes). It applies to every chunk a codec chain decodes —
+	// a shard, its inner chunks and its index — and is checked when the
+	// array is opened, so a chunk is never allocated from a size the
+	// metadata merely claims. Decodes whose output size the metadata does
+	// not fix (variable-length data, the bytes a sharding codec reads)
+	// stop once they produce more than this. Default 256 MiB.
+	MaxChunkBytes int64
+	// MaxReadBytes bounds Array.Read, which decodes a whole array into one
+	// buffer. Default 1 GiB.
+	MaxReadBytes int64
+}
+
+// Default limits.
+const (
+	DefaultMaxChunkBytes = 256 << 20
+	DefaultMaxReadBytes  = 1 << 30
+)
+
+// NewCodecs returns a codec environment with the given limits (none: the
+// defaults; with several, later non-zero fields win).
+func NewCodecs(limits ...Limits) *Codecs {
+	cs := &Codecs{lim: Limits{MaxChunkBytes: DefaultMaxChunkBytes, MaxReadBytes: DefaultMaxReadBytes}}
+	for _, l := range limits {
+		if l.MaxChunkBytes > 0 {
+			cs.lim.MaxChunkBytes = l.MaxChunkBytes
+		}
+		if l.MaxReadBytes > 0 {
+			cs.lim.MaxReadBytes = l.MaxReadBytes
+		}
+	}
+	return cs
+}
+
+// elemBytes is what one element of t costs decoded: its size, or for the
+// variable-length types the []byte header that holds it.
+func elemBytes(t DataType) int64 {
+	if t.Variable() {
+		return int64(unsafe.Sizeof([]byte(nil)))
+	}
+	return int64(t.Size)
+}
+
+// sizeBytes is elements(shape) × elemBytes(t), or ok false when that
+// exceeds limit (elems -1: the element count overflows int64, or a
+// dimension is negative).
+func sizeBytes(shape []int64, t DataType, limit int64) (elems, bytes int64, ok bool) {
+	elems = 1
+	for _, v := range shape {
+		if v < 0 {
+			return -1, 0, false
+		}
+		hi, lo := bits.Mul64(uint64(elems), uint64(v))
+		if hi != 0 || lo > math.MaxInt64 {
+			return -1, 0, false
+		}
+		elems = int64(lo)
+	}
+	size := elemBytes(t)
+	if size > 0 && elems > limit/size {
+		return elems, 0, false
+	}
+	return elems, elems * size, true
+}
+
+// checkRep refuses a representation whose decoded chunk would exceed
+// MaxChunkBytes: what is allocated for it later (the fill chunk, a
+// decoder's output) is then bounded by the limit, whatever a chunk's
+// bytes claim.
+func (cs *Codecs) checkRep(what string, r rep) error {
+	for _, v := range r.shape {
+		if v < 0 {
+			return metaErr("%s shape %v is negative", what, r.shape)
+		}
+	}
+	elems, _, ok := sizeBytes(r.shape, r.typ, cs.lim.MaxChunkBytes)
+	switch {
+	case ok:
+		return nil
+	case elems < 0:
+		return tooLarge("%s of shape %v has more than 2^63 elements", what, r.shape)
+	}
+	return tooLarge("%s of %d elements × %d bytes exceeds the %d-byte limit", what, elems, elemBytes(r.typ), cs.lim.MaxChunkBytes)
+}
 
 func (cs *Codecs) zstdDecoder() (*zstd.Decoder, error) {
 	cs.zdecOnce.Do(func() {
-		// Concurrency 0 = GOMAXPROCS decoders for DecodeAll; memory is
-		// bounded per call by the frame checks in zstdCodec.decode.
-		cs.zdec, cs.zdecErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<31))
+		// Concurrency 0 = GOMAXPROCS decoders for DecodeAll. The cap
+		// limit keeps DecodeAll inside the buffer it is given: otherwise
+		// it allocates whatever content size a frame header declares.
+		cs.zdec, cs.zdecErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<31), zstd.WithDecodeAllCapLimit(true))
 	})
 	return cs.zdec, cs.zdecErr
 }
@@ -119,10 +221,20 @@ type pipeline struct {
 	abIn  rep
 	bb    []bytesToBytes
 	specs []CodecSpec
+	// maxOut bounds the bytes→bytes outputs whose size the metadata does
+	// not fix: MaxChunkBytes.
+	maxOut int64
 }
 
-func (cs *Codecs) build(specs []CodecSpec, in rep) (*pipeline, error) {
-	p := &pipeline{specs: specs}
+// build resolves a codec chain whose decoded chunks have representation
+// in; what names that chunk in errors.
+func (cs *Codecs) build(what string, specs []CodecSpec, in rep) (*pipeline, error) {
+	p := &pipeline{specs: specs, maxOut: cs.lim.MaxChunkBytes}
+	// Before any codec is made: codecs size their own tables (a shard
+	// index, a vlen index) from the shape.
+	if err := cs.checkRep(what, in); err != nil {
+		return nil, err
+	}
 	cur := in
 	i := 0
 	for ; i < len(specs); i++ {
@@ -138,6 +250,9 @@ func (cs *Codecs) build(specs []CodecSpec, in rep) (*pipeline, error) {
 			}
 			o, err := aa.out(cur)
 			if err != nil {
+				return nil, err
+			}
+			if err := cs.checkRep(what+" (encoded by "+specs[i].Name+")", o); err != nil {
 				return nil, err
 			}
 			p.aa = append(p.aa, aa)
@@ -261,15 +376,16 @@ func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
 
 // decode runs the chain backwards over one stored chunk.
 func (p *pipeline) decode(b []byte) (*Chunk, error) {
-	limit := p.ab.encodedSize(p.abIn)
+	final := p.ab.encodedSize(p.abIn)
 	for i := len(p.bb) - 1; i >= 0; i-- {
-		// Only the codec next to the array→bytes codec has a known output
-		// size; the outer ones are bounded by a generous expansion.
-		lim := maxExpand(int64(len(b)), limit)
-		if i == 0 {
-			lim = limit
+		// Only the codec next to the array→bytes codec can have an exact
+		// output size; the others are bounded by a generous expansion of
+		// the final size (or of MaxChunkBytes when that is not fixed).
+		size := upTo(maxExpand(int64(len(b)), final, p.maxOut))
+		if i == 0 && final >= 0 {
+			size = outSize{exact: final, max: final}
 		}
-		out, err := p.bb[i].decode(b, lim)
+		out, err := p.bb[i].decode(b, size)
 		if err != nil {
 			return nil, &Error{Codec: p.bb[i].name(), Err: err}
 		}
@@ -288,14 +404,13 @@ func (p *pipeline) decode(b []byte) (*Chunk, error) {
 	return c, nil
 }
 
-// maxExpand bounds an intermediate decoded size: the final size (when
-// known) plus the framing a checksum or compressor may add, else a large
-// multiple of the input.
-func maxExpand(in, final int64) int64 {
-	if final >= 0 {
-		return final + 1<<20 + in
+// maxExpand bounds an intermediate decoded size: the final size (else the
+// chunk limit) plus the framing a checksum or compressor may add.
+func maxExpand(in, final, limit int64) int64 {
+	if final < 0 {
+		final = limit
 	}
-	return 1<<30 + 64*in
+	return final + 1<<20 + in
 }
 
 func (p *pipeline) encode(c *Chunk) ([]byte, error) {
@@ -410,7 +525,7 @@ func (c *vlenCodec) decode(b []byte, r rep) (*Chunk, error) {
 	if n > int64(len(b)) {
 		return nil, corrupt("%d elements cannot fit in %d bytes", n, len(b))
 	}
-	elems, err := c.layout.Decode(b, int(n))
+	elems, err := corruptIf(c.layout.Decode(b, int(n)))
 	if err != nil {
 		return nil, err
 	}
@@ -430,35 +545,78 @@ type zstdCodec struct {
 
 func (*zstdCodec) name() string { return "zstd" }
 
-func (c *zstdCodec) decode(b []byte, limit int64) ([]byte, error) {
+// zstdPlausible is the output a zstd input of n bytes may have allocated
+// at once from its frames' declared sizes: more is believed only when the
+// frames really produce it.
+func zstdPlausible(n int) int64 { return 32*int64(n) + 64<<10 }
+
+func (c *zstdCodec) decode(b []byte, size outSize) ([]byte, error) {
 	d, err := c.cs.zstdDecoder()
 	if err != nil {
 		return nil, err
 	}
-	var h zstd.Header
-	if err := h.Decode(b); err != nil {
-		return nil, corrupt("zstd frame header: %v", err)
-	}
-	if limit < 0 {
-		limit = maxExpand(int64(len(b)), -1)
-	}
-	if h.HasFCS && h.FrameContentSize > uint64(limit) {
-		return nil, corrupt("zstd frame declares %d bytes, at most %d expected", h.FrameContentSize, limit)
-	}
-	// Preallocate from the header only as far as the input could plausibly
-	// expand; a lying header then costs nothing, and real data that expands
-	// further simply grows the buffer as it decodes.
-	want := min(limit, 32*int64(len(b))+1<<16)
-	if h.HasFCS {
-		want = min(want, int64(h.FrameContentSize))
-	}
-	dst := make([]byte, 0, want)
-	out, err := d.DecodeAll(b, dst)
+	frames, total, err := scanZstd(b)
 	if err != nil {
-		return nil, corrupt("zstd: %v", err)
+		return nil, err
 	}
-	if limit >= 0 && int64(len(out)) > limit {
-		return nil, corrupt("zstd output %d bytes exceeds %d", len(out), limit)
+	if size.exact >= 0 {
+		if total >= 0 && total != size.exact {
+			return nil, corrupt("zstd frames declare %d bytes, the chunk has %d", total, size.exact)
+		}
+		out, err := zstdDecodeCap(d, b, size.exact)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if total > size.max {
+		return nil, corrupt("zstd frames declare %d bytes, at most %d expected", total, size.max)
+	}
+	if total >= 0 && total <= zstdPlausible(len(b)) {
+		out, err := zstdDecodeCap(d, b, total)
+		switch {
+		case err != nil:
+			return nil, err
+		case int64(len(out)) != total:
+			return nil, corrupt("zstd frames decode to %d bytes, declared %d", len(out), total)
+		}
+		return out, nil
+	}
+	// The declared size is implausible for the input (or absent): decode
+	// without it, into buffers that double only once the previous one was
+	// filled with real output.
+	src := b
+	if total >= 0 {
+		src = stripContentSizes(b, frames)
+	}
+	cp := min(size.max, max(zstdPlausible(len(b)), 4*zstdBlockMax))
+	for {
+		out, err := zstdDecodeCap(d, src, cp)
+		switch {
+		case err == nil:
+			if total >= 0 && int64(len(out)) != total {
+				return nil, corrupt("zstd frames decode to %d bytes, declared %d", len(out), total)
+			}
+			return out, nil
+		case int64(len(out)) <= cp-zstdBlockMax-64:
+			// Not for want of room: the next block would have fit.
+			return nil, err
+		case cp >= size.max:
+			return nil, corrupt("zstd output exceeds %d bytes", size.max)
+		}
+		cp = min(size.max, 2*cp)
+	}
+}
+
+// zstdDecodeCap decodes into a buffer of capacity n, which the (cap-limited)
+// decoder does not outgrow by more than a block. On an error it also
+// returns the output decoded so far: a buffer that ran out of room fails
+// with whatever error the block decoder reports, so callers tell that case
+// by how full it got.
+func zstdDecodeCap(d *zstd.Decoder, b []byte, n int64) ([]byte, error) {
+	out, err := d.DecodeAll(b, make([]byte, 0, n))
+	if err != nil {
+		return out, corrupt("zstd: %v", err)
 	}
 	return out, nil
 }
@@ -477,25 +635,37 @@ type gzipCodec struct{ level int }
 
 func (gzipCodec) name() string { return "gzip" }
 
-func (gzipCodec) decode(b []byte, limit int64) ([]byte, error) {
+func (gzipCodec) decode(b []byte, size outSize) ([]byte, error) {
 	r, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, corrupt("gzip: %v", err)
 	}
 	defer r.Close()
-	if limit < 0 {
-		limit = maxExpand(int64(len(b)), -1)
+	if size.exact >= 0 {
+		// Straight into the one buffer: a bytes.Buffer would double it
+		// when the last read fills it.
+		out := make([]byte, size.exact)
+		if _, err := io.ReadFull(r, out); err != nil {
+			return nil, corrupt("gzip: %v (want %d bytes)", err, size.exact)
+		}
+		// Reading on to the end checks the CRC and length trailer.
+		var one [1]byte
+		switch n, err := r.Read(one[:]); {
+		case n > 0:
+			return nil, corrupt("gzip output exceeds %d bytes", size.exact)
+		case err != io.EOF:
+			return nil, corrupt("gzip: %v", err)
+		}
+		return out, nil
 	}
+	// The buffer grows (doubling) with what is inflated.
 	var buf bytes.Buffer
-	if limit < 1<<26 {
-		buf.Grow(int(limit))
-	}
-	n, err := io.Copy(&buf, io.LimitReader(r, limit+1))
+	n, err := io.Copy(&buf, io.LimitReader(r, size.max+1))
 	if err != nil {
 		return nil, corrupt("gzip: %v", err)
 	}
-	if n > limit {
-		return nil, corrupt("gzip output exceeds %d bytes", limit)
+	if n > size.max {
+		return nil, corrupt("gzip output exceeds %d bytes", size.max)
 	}
 	return buf.Bytes(), nil
 }
@@ -524,11 +694,29 @@ type bloscCodec struct {
 
 func (*bloscCodec) name() string { return "blosc" }
 
-func (c *bloscCodec) decode(b []byte, limit int64) ([]byte, error) {
-	if limit < 0 || limit > 1<<31-1 {
-		limit = 1<<31 - 1
+func (c *bloscCodec) decode(b []byte, size outSize) ([]byte, error) {
+	if size.exact >= 0 {
+		n, err := corruptIf(blosc.DecodedSize(b))
+		if err != nil {
+			return nil, err
+		}
+		if int64(n) != size.exact {
+			return nil, corrupt("blosc frame decodes to %d bytes, the chunk has %d", n, size.exact)
+		}
+		return corruptIf(c.cs.blosc.DecodeLimit(make([]byte, 0, n), b, n))
 	}
-	return c.cs.blosc.DecodeLimit(nil, b, int(limit))
+	// No room in dst: the decoder grows its output with the real blocks.
+	return corruptIf(c.cs.blosc.DecodeLimit(nil, b, int(min(size.max, 1<<31-1))))
+}
+
+// corruptIf marks a leaf decoder's error (blosc, vlen) as ErrCorrupt, so
+// that callers classify it like every other bad chunk.
+func corruptIf[T any](v T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return v, nil
 }
 
 func (c *bloscCodec) encode(b []byte) ([]byte, error) { return blosc.Encode(nil, b, c.opts) }
@@ -541,7 +729,7 @@ type crc32cCodec struct{}
 
 func (crc32cCodec) name() string { return "crc32c" }
 
-func (crc32cCodec) decode(b []byte, _ int64) ([]byte, error) {
+func (crc32cCodec) decode(b []byte, _ outSize) ([]byte, error) {
 	if len(b) < 4 {
 		return nil, corrupt("%d bytes cannot hold a crc32c", len(b))
 	}

@@ -41,6 +41,10 @@ var (
 	ErrCorrupt = errors.New("corrupt chunk")
 	// ErrChecksum marks a crc32c mismatch (it also matches ErrCorrupt).
 	ErrChecksum = fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	// ErrTooLarge marks an array or chunk larger than the codec
+	// environment's Limits (it also matches ErrUnsupported: this server
+	// refuses it, whether or not it is valid Zarr).
+	ErrTooLarge = fmt.Errorf("%w: larger than the configured limit", ErrUnsupported)
 )
 
 func metaErr(format string, a ...any) error {
@@ -49,6 +53,12 @@ func metaErr(format string, a ...any) error {
 
 func corrupt(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, a...))
+}
+
+// tooLarge is the error for metadata that declares chunks beyond the
+// limits: invalid for this server (ErrMetadata) and too large.
+func tooLarge(format string, a ...any) error {
+	return fmt.Errorf("%w: %w: %s", ErrMetadata, ErrTooLarge, fmt.Sprintf(format, a...))
 }
 
 func unsupported(format string, a ...any) error {

@@ -282,7 +282,9 @@ func (m *ArrayMeta) ChunkElems() int64 {
 func (m *ArrayMeta) GridShape() []int64 {
 	g := make([]int64, len(m.Shape))
 	for i := range g {
-		g[i] = (m.Shape[i] + m.ChunkShape[i] - 1) / m.ChunkShape[i]
+		if m.Shape[i] > 0 { // ceil without the overflow of s+c-1
+			g[i] = (m.Shape[i]-1)/m.ChunkShape[i] + 1
+		}
 	}
 	return g
 }

@@ -62,6 +62,7 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 	// the second read is pinned to the first's (If-Match on S3).
 	var off int64
 	pin := ""
+	shardSize := int64(-1)
 	if !s.atStart {
 		at, err := a.st.Stat(ctx, key)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -75,6 +76,7 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 		}
 		off = at.Size - s.indexLen
 		pin = at.ETag
+		shardSize = off
 	}
 	ro := storage.Range(off, s.indexLen)
 	ro.IfMatch = pin
@@ -98,7 +100,10 @@ func (a *Array) ReadInnerChunk(ctx context.Context, shard, inner []int64) (*Chun
 	if o == ^uint64(0) && n == ^uint64(0) {
 		return fill(), nil
 	}
-	if bound := s.innerPipe.storedBound(defaultMaxChunkBytes); o > 1<<62 || n > uint64(bound) {
+	// The range read is sized from the index: bound it by what the
+	// metadata lets an inner chunk take, and by the shard when its size is
+	// known.
+	if bound := s.innerPipe.storedBound(a.lim.MaxChunkBytes); o > 1<<62 || n > uint64(bound) || (shardSize >= 0 && (o > uint64(shardSize) || n > uint64(shardSize)-o)) {
 		return fail(corrupt("inner chunk at [%d, +%d) is out of range (at most %d bytes)", o, n, bound))
 	}
 	ro = storage.Range(int64(o), int64(n))

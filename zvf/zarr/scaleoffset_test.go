@@ -106,7 +106,9 @@ func TestScalarMapAndFill(t *testing.T) {
 }
 
 // FuzzCastValue: any configuration, types and bytes fail cleanly or
-// decode; nothing panics.
+// decode; nothing panics; decoding and encoding allocate their outputs
+// (at most 16 × the data: uint8 ↔ complex128) plus a few KiB for the
+// configuration, nothing sized from it.
 func FuzzCastValue(f *testing.F) {
 	f.Add(`{"data_type":"uint8","out_of_range":"clamp","scalar_map":{"encode":[["NaN",255]],"decode":[[255,"NaN"]]}}`, uint8(11), []byte{1, 2, 255, 0})
 	f.Add(`{"data_type":"int16","rounding":"towards-zero"}`, uint8(10), []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x7f})
@@ -119,9 +121,14 @@ func FuzzCastValue(f *testing.F) {
 		if err != nil {
 			return
 		}
-		n := len(data) / cv.to.Size
-		_, _ = cv.decode(&Chunk{Shape: []int64{int64(n)}, Type: cv.to, Data: data[:n*cv.to.Size]}, rep{shape: []int64{int64(n)}, typ: in})
-		m := len(data) / in.Size
-		_, _ = cv.encode(&Chunk{Shape: []int64{int64(m)}, Type: in, Data: data[:m*in.Size]})
+		a := allocated(func() {
+			n := len(data) / cv.to.Size
+			_, _ = cv.decode(&Chunk{Shape: []int64{int64(n)}, Type: cv.to, Data: data[:n*cv.to.Size]}, rep{shape: []int64{int64(n)}, typ: in})
+			m := len(data) / in.Size
+			_, _ = cv.encode(&Chunk{Shape: []int64{int64(m)}, Type: in, Data: data[:m*in.Size]})
+		})
+		if bound := 2*16*uint64(len(data)) + 16<<10; a > bound {
+			t.Fatalf("%d bytes allocated %d, bound %d", len(data), a, bound)
+		}
 	})
 }

@@ -67,7 +67,7 @@ func (cs *Codecs) newSharding(cfg json.RawMessage, in rep) (*shardingCodec, erro
 	if err != nil {
 		return nil, err
 	}
-	if s.innerPipe, err = cs.build(innerSpecs, rep{shape: c.ChunkShape, typ: in.typ, fill: in.fill}); err != nil {
+	if s.innerPipe, err = cs.build("inner chunk", innerSpecs, rep{shape: c.ChunkShape, typ: in.typ, fill: in.fill}); err != nil {
 		return nil, err
 	}
 	indexSpecs, err := parse(c.IndexCodecs)
@@ -76,7 +76,7 @@ func (cs *Codecs) newSharding(cfg json.RawMessage, in rep) (*shardingCodec, erro
 	}
 	u64, _ := ParseDataType("uint64")
 	ishape := append(append([]int64{}, s.grid...), 2)
-	if s.indexPipe, err = cs.build(indexSpecs, rep{shape: ishape, typ: u64, fill: make([]byte, 8)}); err != nil {
+	if s.indexPipe, err = cs.build("sharding index", indexSpecs, rep{shape: ishape, typ: u64, fill: make([]byte, 8)}); err != nil {
 		return nil, err
 	}
 	// The index must have a fixed encoded size to be found without

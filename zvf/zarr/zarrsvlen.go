@@ -12,6 +12,8 @@ import (
 type zarrsVlen struct {
 	codecName string
 	layout    vlen.Zarrs
+	index     *pipeline
+	data      []bytesToBytes // after the data chain's bytes codec
 }
 
 func (cs *Codecs) newZarrsVlen(name string, cfg json.RawMessage, in rep) (*zarrsVlen, error) {
@@ -66,7 +68,7 @@ func (cs *Codecs) newZarrsVlen(name string, cfg json.RawMessage, in rep) (*zarrs
 		it, _ = ParseDataType("uint32")
 	}
 	n := prod(in.shape)
-	ip, err := cs.build(idxSpecs, rep{shape: []int64{n + 1}, typ: it, fill: make([]byte, it.Size)})
+	ip, err := cs.build(name+" index", idxSpecs, rep{shape: []int64{n + 1}, typ: it, fill: make([]byte, it.Size)})
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +91,7 @@ func (cs *Codecs) newZarrsVlen(name string, cfg json.RawMessage, in rep) (*zarrs
 		}
 		bb = append(bb, c.(bytesToBytes))
 	}
+	z.index, z.data = ip, bb
 	z.layout.DecodeIndex = func(b []byte) ([]byte, error) {
 		c, err := ip.decode(b)
 		if err != nil {
@@ -102,7 +105,7 @@ func (cs *Codecs) newZarrsVlen(name string, cfg json.RawMessage, in rep) (*zarrs
 	z.layout.DecodeData = func(b []byte) ([]byte, error) {
 		var err error
 		for i := len(bb) - 1; i >= 0; i-- {
-			if b, err = bb[i].decode(b, maxExpand(int64(len(b)), -1)); err != nil {
+			if b, err = bb[i].decode(b, upTo(maxExpand(int64(len(b)), -1, cs.lim.MaxChunkBytes))); err != nil {
 				return nil, err
 			}
 		}
@@ -128,7 +131,7 @@ func (z *zarrsVlen) decode(b []byte, r rep) (*Chunk, error) {
 	if n > int64(len(b))+1<<20 {
 		return nil, corrupt("%d elements cannot come from %d bytes", n, len(b))
 	}
-	elems, err := z.layout.Decode(b, int(n))
+	elems, err := corruptIf(z.layout.Decode(b, int(n)))
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,11 @@
 // with blosclz, lz4/lz4hc, zlib, zstd or snappy, then byte- or
 // bit-unshuffled. Memcpyed frames carry the data raw after the header.
 //
-// Every size in the header is checked against the frame and the caller's
-// limit before anything is allocated.
+// Every size in the header, the block table and every stream's extent are
+// checked against the frame and the caller's limit before anything is
+// allocated, and each stream must be long enough to produce its block at
+// its compressor's largest possible expansion: a header alone can never
+// size an allocation.
 package blosc
 
 import (
@@ -99,18 +102,32 @@ func DecodedSize(src []byte) (int, error) {
 	return h.nbytes, nil
 }
 
-// Decoder holds the state worth sharing between frames (a zstd decoder).
-// It is safe for concurrent use; the zero value is ready.
+// Decoder holds the state worth sharing between frames (a zstd decoder,
+// zlib readers, unshuffle scratch). It is safe for concurrent use; the
+// zero value is ready.
 type Decoder struct {
 	once sync.Once
 	zr   *zstd.Decoder
 	zerr error
 	tmp  sync.Pool // *[]byte scratch blocks for unshuffling
+	zlib sync.Pool // *zlibReader
 }
 
 func (d *Decoder) zstd() (*zstd.Decoder, error) {
-	d.once.Do(func() { d.zr, d.zerr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0)) })
+	// DecodeAll must never allocate beyond the block it decodes into:
+	// without the cap limit it would allocate whatever content size a
+	// stream's frame header declares.
+	d.once.Do(func() {
+		d.zr, d.zerr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecodeAllCapLimit(true))
+	})
 	return d.zr, d.zerr
+}
+
+// zlibReader is a reusable zlib stream reader: a fresh one per stream
+// would allocate its 32 KiB window for every few bytes of input.
+type zlibReader struct {
+	src bytes.Reader
+	z   io.ReadCloser
 }
 
 // Decode decodes one frame into dst (reused when its capacity suffices).
@@ -119,8 +136,34 @@ func Decode(dst, src []byte) ([]byte, error) {
 	return d.DecodeLimit(dst, src, 1<<31-1)
 }
 
+// MaxExpansion is the most one compressed byte can decode to with the
+// compressor of a frame whose flags byte (header byte 2) is flags: the
+// largest expansion its format allows (a BloscLZ or LZ4 match grows by 255
+// bytes per extra length byte, snappy copies 64 bytes from 3, deflate at
+// most 1032:1, and a 4-byte zstd RLE block holds 128 KiB). Memcpyed frames
+// do not expand. Decoding never allocates more than a frame's stream bytes
+// times this (twice that while the output grows), plus a small constant.
+func MaxExpansion(flags byte) int {
+	if flags&flagMemcpy != 0 {
+		return 1
+	}
+	switch int(flags >> 5) {
+	case codeBloscLZ, codeLZ4:
+		return 256
+	case codeSnappy:
+		return 32
+	case codeZlib:
+		return 1040
+	case codeZstd:
+		return 32768
+	}
+	return 0
+}
+
 // DecodeLimit decodes one frame, refusing frames that decode to more than
-// max bytes.
+// max bytes. When dst has room for the frame's declared size it is decoded
+// in place; otherwise the output grows block by block with what the
+// frame really decodes to, so a frame that fails part-way has cost little.
 func (d *Decoder) DecodeLimit(dst, src []byte, max int) ([]byte, error) {
 	h, err := parseHeader(src)
 	if err != nil {
@@ -129,20 +172,14 @@ func (d *Decoder) DecodeLimit(dst, src []byte, max int) ([]byte, error) {
 	if h.nbytes > max {
 		return nil, bad("frame decodes to %d bytes, limit %d", h.nbytes, max)
 	}
-	if cap(dst) >= h.nbytes {
-		dst = dst[:h.nbytes]
-	} else {
-		dst = make([]byte, h.nbytes)
-	}
 	if h.nbytes == 0 {
-		return dst, nil
+		return dst[:0], nil
 	}
 	if h.flags&flagMemcpy != 0 {
 		if h.cbytes != h.nbytes+headerSize {
 			return nil, bad("memcpyed frame of %d bytes for %d", h.cbytes, h.nbytes)
 		}
-		copy(dst, src[headerSize:])
-		return dst, nil
+		return append(dst[:0], src[headerSize:]...), nil
 	}
 	nblocks := (h.nbytes + h.blocks - 1) / h.blocks
 	if nblocks > (len(src)-headerSize)/4 {
@@ -152,26 +189,36 @@ func (d *Decoder) DecodeLimit(dst, src []byte, max int) ([]byte, error) {
 	if code > codeZstd {
 		return nil, bad("unknown compressor code %d", code)
 	}
+	if err := h.checkStreams(src, code, nblocks); err != nil {
+		return nil, err
+	}
+	inPlace := cap(dst) >= h.nbytes
+	if inPlace {
+		dst = dst[:h.nbytes]
+	} else {
+		dst = dst[:0]
+	}
 	shuffled := h.flags&(flagShuffle|flagBitShuffle) != 0
 	var tmp []byte
 	if shuffled {
+		// The largest block, not the declared block size: a frame of a
+		// few bytes may declare 700 MB blocks.
+		size := min(h.blocks, h.nbytes)
 		// The pool holds *[]byte so that Get/Put move a pointer, not a
 		// freshly boxed slice header: steady-state decoding allocates
 		// nothing but the output.
 		p, ok := d.tmp.Get().(*[]byte)
-		if !ok || cap(*p) < h.blocks {
-			b := make([]byte, h.blocks)
+		if !ok || cap(*p) < size {
+			b := make([]byte, size)
 			p = &b
 		}
-		tmp = (*p)[:h.blocks]
+		tmp = (*p)[:size]
 		defer d.tmp.Put(p)
 	}
 	for b := 0; b < nblocks; b++ {
-		bsize := h.blocks
-		leftover := false
-		if b == nblocks-1 && h.nbytes%h.blocks != 0 {
-			bsize = h.nbytes % h.blocks
-			leftover = true
+		bsize, leftover := h.block(b, nblocks)
+		if !inPlace {
+			dst = grow(dst, b*h.blocks+bsize, h.nbytes)
 		}
 		start := int(int32(binary.LittleEndian.Uint32(src[headerSize+4*b:])))
 		out := dst[b*h.blocks : b*h.blocks+bsize]
@@ -194,11 +241,67 @@ func (d *Decoder) DecodeLimit(dst, src []byte, max int) ([]byte, error) {
 	return dst, nil
 }
 
-func (d *Decoder) block(code int, src []byte, off int, out []byte, h header, bsize int, leftover bool) error {
-	nsplits := 1
-	if h.flags&flagDontSplit == 0 && h.typesize <= maxSplits && bsize/h.typesize >= minBufferSize && !leftover {
-		nsplits = h.typesize
+// grow returns dst extended to n bytes, reallocating (doubling, at most to
+// total) only when its capacity is short.
+func grow(dst []byte, n, total int) []byte {
+	if n <= cap(dst) {
+		return dst[:n]
 	}
+	out := make([]byte, n, min(total, max(n, 2*cap(dst))))
+	copy(out, dst)
+	return out
+}
+
+// block returns the size of block b of nblocks and whether it is the
+// short last block.
+func (h header) block(b, nblocks int) (size int, leftover bool) {
+	if b == nblocks-1 && h.nbytes%h.blocks != 0 {
+		return h.nbytes % h.blocks, true
+	}
+	return h.blocks, false
+}
+
+// splits is the number of streams a block of bsize bytes is stored in.
+func (h header) splits(bsize int, leftover bool) int {
+	if h.flags&flagDontSplit == 0 && h.typesize <= maxSplits && bsize/h.typesize >= minBufferSize && !leftover {
+		return h.typesize
+	}
+	return 1
+}
+
+// checkStreams walks the block table and every stream without
+// decompressing anything: each stream must lie inside the frame and be
+// long enough to decode to its share of the block. What the decoder then
+// allocates is bounded by the frame's own bytes, not by its header.
+func (h header) checkStreams(src []byte, code, nblocks int) error {
+	for b := 0; b < nblocks; b++ {
+		bsize, leftover := h.block(b, nblocks)
+		nsplits := h.splits(bsize, leftover)
+		if bsize%nsplits != 0 {
+			return bad("block %d: %d bytes do not split into %d streams", b, bsize, nsplits)
+		}
+		neblock := bsize / nsplits
+		off := int(int32(binary.LittleEndian.Uint32(src[headerSize+4*b:])))
+		for j := 0; j < nsplits; j++ {
+			if off < headerSize || off > len(src)-4 {
+				return bad("block %d: stream offset %d outside the frame", b, off)
+			}
+			cb := int(int32(binary.LittleEndian.Uint32(src[off:])))
+			off += 4
+			if cb < 0 || cb > len(src)-off {
+				return bad("block %d: stream of %d bytes overruns the frame", b, cb)
+			}
+			if cb != neblock && cb*MaxExpansion(h.flags) < neblock {
+				return bad("block %d: a stream of %d bytes cannot decode to %d bytes", b, cb, neblock)
+			}
+			off += cb
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) block(code int, src []byte, off int, out []byte, h header, bsize int, leftover bool) error {
+	nsplits := h.splits(bsize, leftover)
 	neblock := bsize / nsplits
 	for j := 0; j < nsplits; j++ {
 		if off < headerSize || off > len(src)-4 {
@@ -240,22 +343,14 @@ func (d *Decoder) decompress(code int, in, out []byte) error {
 			n = len(got)
 		}
 	case codeZlib:
-		var r io.ReadCloser
-		if r, err = zlib.NewReader(bytes.NewReader(in)); err == nil {
-			n, err = io.ReadFull(r, out)
-			if err == nil {
-				var one [1]byte
-				if m, _ := r.Read(one[:]); m > 0 {
-					err = bad("zlib stream longer than the block")
-				}
-			}
-			_ = r.Close()
-		}
+		n, err = d.inflate(in, out)
 	case codeZstd:
 		var zr *zstd.Decoder
 		if zr, err = d.zstd(); err == nil {
 			var got []byte
-			got, err = zr.DecodeAll(in, out[:0])
+			// The capacity is the block's: the decoder may not write
+			// past it, nor allocate for a larger declared size.
+			got, err = zr.DecodeAll(in, out[:0:len(out)])
 			n = len(got)
 			if err == nil && n == len(out) && n > 0 && &got[0] != &out[0] {
 				copy(out, got)
@@ -273,6 +368,37 @@ func (d *Decoder) decompress(code int, in, out []byte) error {
 		return bad("stream decodes to %d bytes, want %d", n, len(out))
 	}
 	return nil
+}
+
+// inflate decodes one zlib stream that must fill out exactly.
+func (d *Decoder) inflate(in, out []byte) (int, error) {
+	zr, _ := d.zlib.Get().(*zlibReader)
+	if zr == nil {
+		zr = &zlibReader{}
+	}
+	defer d.zlib.Put(zr)
+	zr.src.Reset(in)
+	var err error
+	if zr.z == nil {
+		zr.z, err = zlib.NewReader(&zr.src)
+	} else {
+		err = zr.z.(zlib.Resetter).Reset(&zr.src, nil)
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.ReadFull(zr.z, out)
+	if err == nil {
+		// Reading on to the end also verifies the Adler-32 checksum.
+		var one [1]byte
+		switch m, rerr := zr.z.Read(one[:]); {
+		case m > 0:
+			err = bad("zlib stream longer than the block")
+		case rerr != io.EOF:
+			err = rerr
+		}
+	}
+	return n, err
 }
 
 // blosclzDecompress decodes a BloscLZ stream (a FastLZ level-1 variant):

@@ -107,17 +107,45 @@ func TestCorruptFrames(t *testing.T) {
 	}
 }
 
+// FuzzDecode: any bytes decode or fail with a *blosc.Error, and a decode
+// allocates at most 2 × MaxExpansion × its input + 256 KiB: what the
+// frame's bytes can really produce with its compressor (the output buffer
+// grows by doubling, hence 2), never what its header claims. The constant
+// covers the decoder's reusable scratch (a zstd block, a zlib window).
 func FuzzDecode(f *testing.F) {
 	for i, c := range corpusChunks(f) {
 		if i%5 == 0 && len(c) < 4096 {
 			f.Add(c)
 		}
 	}
-	enc, _ := Encode(nil, floats(300), Options{Codec: "lz4", Level: 5, Shuffle: Shuffle, TypeSize: 4})
-	f.Add(enc)
+	for _, codec := range []string{"lz4", "zlib", "zstd"} {
+		enc, _ := Encode(nil, floats(300), Options{Codec: codec, Level: 5, Shuffle: Shuffle, TypeSize: 4})
+		f.Add(enc)
+	}
+	for _, b := range bombs() {
+		f.Add(b)
+	}
 	var d Decoder
+	for _, codec := range []string{"zlib", "zstd"} { // allocate the reusable state before measuring
+		enc, _ := Encode(nil, make([]byte, 1<<17), Options{Codec: codec, Level: 5, TypeSize: 1})
+		if _, err := d.DecodeLimit(nil, enc, 1<<17); err != nil {
+			f.Fatal(err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = d.DecodeLimit(nil, b, 1<<22)
+		var out []byte
+		var err error
+		n := allocated(func() { out, err = d.DecodeLimit(nil, b, 1<<24) })
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("untyped error %v", err)
+		}
+		bound := uint64(256 << 10)
+		if len(b) >= headerSize {
+			bound += 2 * uint64(MaxExpansion(b[2])) * uint64(len(b))
+		}
+		if n > bound {
+			t.Fatalf("%d input bytes (flags %#x) allocated %d bytes, bound %d (output %d bytes, err %v)", len(b), b[2], n, bound, len(out), err)
+		}
 	})
 }
 
