@@ -66,12 +66,18 @@ func (s *Server) etag(st *zvf.Store, r *http.Request, format string) string {
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string) bool {
 	h := w.Header()
 	h.Set("ETag", etag)
+	// With a token, answers are for the token's holders only: browsers may
+	// keep them, shared caches may not (and must key on Authorization).
+	scope, vary := "public", "Accept, Accept-Encoding"
+	if s.o.Token != "" {
+		scope, vary = "private", "Accept, Accept-Encoding, Authorization"
+	}
 	if s.o.MaxAge > 0 {
-		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(s.o.MaxAge.Seconds())))
+		h.Set("Cache-Control", scope+", max-age="+strconv.Itoa(int(s.o.MaxAge.Seconds())))
 	} else {
 		h.Set("Cache-Control", "no-cache")
 	}
-	h.Add("Vary", "Accept, Accept-Encoding")
+	h.Add("Vary", vary)
 	for _, tag := range strings.Split(r.Header.Get("If-None-Match"), ",") {
 		if t := strings.TrimSpace(tag); t == etag || t == "*" || strings.TrimPrefix(t, "W/") == etag {
 			w.WriteHeader(http.StatusNotModified)

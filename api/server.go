@@ -9,11 +9,14 @@ import (
 	"crypto/subtle"
 	"embed"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"regexp"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -155,11 +158,37 @@ func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", s.cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// cmdline is pprof's cmdline endpoint with secrets redacted: the token,
+// wherever it appears among the arguments, and the query string of any
+// URL argument (store URLs may carry credentials there).
+func (s *Server) cmdline(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	args := make([]string, len(os.Args))
+	for i, a := range os.Args {
+		args[i] = redactArg(a, s.o.Token)
+	}
+	_, _ = io.WriteString(w, strings.Join(args, "\x00"))
+}
+
+func redactArg(a, token string) string {
+	const redacted = "[redacted]"
+	if token != "" {
+		a = strings.ReplaceAll(a, token, redacted)
+	}
+	if i := strings.Index(a, "://"); i >= 0 {
+		if j := strings.IndexByte(a[i:], '?'); j >= 0 {
+			a = a[:i+j] + "?" + redacted
+		}
+	}
+	return a
 }
 
 func (s *Server) routes() http.Handler {
@@ -364,7 +393,7 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.o.Now()
-		sw := &statusWriter{ResponseWriter: w, status: 200}
+		sw := &statusWriter{ResponseWriter: w, status: 200, private: s.o.Token != ""}
 		defer func() {
 			route := chi.RouteContext(r.Context())
 			pattern := "unmatched"
@@ -386,18 +415,50 @@ type statusWriter struct {
 	status  int
 	bytes   int64
 	started bool
+	private bool // token mode: no response may be stored by a shared cache
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if !w.started {
-		w.status = code
-		w.started = true
-	}
+	w.start(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *statusWriter) Write(b []byte) (int, error) {
+// start runs once, as the status line and headers are about to go out.
+func (w *statusWriter) start(code int) {
+	if w.started {
+		return
+	}
+	w.status = code
 	w.started = true
+	if w.private {
+		makePrivate(w.Header())
+	}
+}
+
+// makePrivate keeps a response out of shared caches whatever the handler
+// that made it chose (the viewer's files, metrics, data): an authorized
+// answer stored by a proxy would be served to clients without the token.
+func makePrivate(h http.Header) {
+	cc := h.Get("Cache-Control")
+	switch {
+	case cc == "":
+		h.Set("Cache-Control", "private")
+	case strings.Contains(cc, "no-store"), strings.Contains(cc, "private"):
+	case strings.Contains(cc, "public"):
+		h.Set("Cache-Control", strings.Replace(cc, "public", "private", 1))
+	default:
+		h.Set("Cache-Control", "private, "+cc)
+	}
+	for _, v := range h.Values("Vary") {
+		if strings.Contains(v, "Authorization") {
+			return
+		}
+	}
+	h.Add("Vary", "Authorization")
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.start(http.StatusOK)
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err

@@ -32,11 +32,12 @@ func serveCommand() command {
 
 // serveConfig holds the flags; each has an environment variable.
 type serveConfig struct {
-	addr, publicURL, cors, logFormat, logLevel, token, adminAddr string
-	cacheBytes, maxVertices                                      int64
-	maxAge, timeout, revalidate                                  time.Duration
-	maxConcurrent, readConcurrency                               int
-	demoScale                                                    float64
+	addr, publicURL, cors, logFormat, logLevel, adminAddr string
+	token, tokenFile                                      string
+	cacheBytes, maxVertices                               int64
+	maxAge, timeout, revalidate                           time.Duration
+	maxConcurrent, readConcurrency                        int
+	demoScale                                             float64
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
@@ -70,7 +71,10 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
 	fs.StringVar(&c.logFormat, "log-format", env("ZVFSERVE_LOG_FORMAT", "text"), "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
 	fs.StringVar(&c.logLevel, "log-level", env("ZVFSERVE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
-	fs.StringVar(&c.token, "token", env("ZVFSERVE_TOKEN", ""), "require this bearer token on every route but /healthz and /readyz (env ZVFSERVE_TOKEN)")
+	// The token's default is not taken from the environment here, so that
+	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
+	fs.StringVar(&c.token, "token", "", "require this bearer token on every route but /healthz and /readyz (env ZVFSERVE_TOKEN; on the command line it is visible in the process list: prefer the variable or --token-file)")
+	fs.StringVar(&c.tokenFile, "token-file", env("ZVFSERVE_TOKEN_FILE", ""), "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
 	fs.StringVar(&c.adminAddr, "admin-addr", env("ZVFSERVE_ADMIN_ADDR", ""), "listen address for /metrics and /debug/pprof (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given")
 }
@@ -110,7 +114,7 @@ func storeArg(arg string) (name, target string) {
 // contents do not open (corrupt, unsupported, backend down) is served as
 // that error and retried every --revalidate, so one bad store never takes
 // the others down.
-func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger) ([]*zvf.Handle, func(), error) {
+func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, wrap func(storage.Store) storage.Store) ([]*zvf.Handle, func(), error) {
 	codecs := zarr.NewCodecs()
 	var stores []*zvf.Handle
 	var closers []func() error
@@ -120,6 +124,9 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		}
 	}
 	open := func(name string, st storage.Store, watch bool, conc int) error {
+		if wrap != nil {
+			st = wrap(st)
+		}
 		// Transient backend errors are retried (bounded) below the metrics,
 		// so every attempt's bytes and latency are counted.
 		h, err := zvf.OpenHandle(ctx, retry.Wrap(m.Storage(st), retry.Options{}),
@@ -178,6 +185,16 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return serve(ctx, args, stdout, stderr, serveHooks{})
+}
+
+// serveHooks let tests reach under serve: wrapStore wraps every store's
+// storage as it is opened (to make reads hang, say).
+type serveHooks struct {
+	wrapStore func(storage.Store) storage.Store
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks serveHooks) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c serveConfig
@@ -198,9 +215,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := resolveToken(fs, &c, log); err != nil {
+		return err
+	}
 	ch := cache.New(c.cacheBytes)
 	metrics := api.NewMetrics()
-	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log)
+	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks.wrapStore)
 	if err != nil {
 		return err
 	}
@@ -257,6 +277,34 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = errors.Join(err, admin.Shutdown(sctx))
 	}
 	return err
+}
+
+// resolveToken settles where the bearer token comes from: --token,
+// --token-file or ZVFSERVE_TOKEN (at most one of the flags).
+func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
+	onCommandLine := false
+	fs.Visit(func(f *flag.Flag) { onCommandLine = onCommandLine || f.Name == "token" })
+	if onCommandLine && c.tokenFile != "" {
+		return fmt.Errorf("%w: --token and --token-file (or ZVFSERVE_TOKEN_FILE) both given; use one", errUsage)
+	}
+	switch {
+	case c.tokenFile != "":
+		b, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		if c.token = strings.TrimSpace(string(b)); c.token == "" {
+			return fmt.Errorf("--token-file %s is empty", c.tokenFile)
+		}
+	case onCommandLine:
+		if c.token == "" {
+			return fmt.Errorf("%w: --token is empty", errUsage)
+		}
+		log.Warn("--token on the command line is visible to other local users in the process list; use ZVFSERVE_TOKEN or --token-file")
+	default:
+		c.token = os.Getenv("ZVFSERVE_TOKEN")
+	}
+	return nil
 }
 
 // readConcurrency is the flag's value, or by default 8 parallel chunk
