@@ -422,8 +422,8 @@ func benchServe(ctx context.Context, stores map[string]storage.Store, ch *cache.
 	if err != nil {
 		return "", nil, err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
+	hs, limited := srv.HTTPServer(ln)
+	go func() { _ = hs.Serve(limited) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
 }
 

@@ -35,7 +35,7 @@ type serveConfig struct {
 	addr, publicURL, cors, logFormat, logLevel, adminAddr string
 	token, tokenFile                                      string
 	cacheBytes, maxVertices                               int64
-	maxAge, timeout, revalidate                           time.Duration
+	maxAge, timeout, streamTimeout, revalidate            time.Duration
 	maxConcurrent, readConcurrency                        int
 	demoScale                                             float64
 }
@@ -64,7 +64,8 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.Int64Var(&c.cacheBytes, "cache-bytes", envInt("ZVFSERVE_CACHE_BYTES", 512<<20), "cache budget in bytes (env ZVFSERVE_CACHE_BYTES)")
 	fs.StringVar(&c.cors, "cors-origins", env("ZVFSERVE_CORS_ORIGINS", "*"), "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
 	fs.DurationVar(&c.maxAge, "max-age", envDur("ZVFSERVE_MAX_AGE", time.Hour), "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
-	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit per request (env ZVFSERVE_REQUEST_TIMEOUT)")
+	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
+	fs.DurationVar(&c.streamTimeout, "stream-timeout", envDur("ZVFSERVE_STREAM_TIMEOUT", 10*time.Minute), "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
 	fs.DurationVar(&c.revalidate, "revalidate", envDur("ZVFSERVE_REVALIDATE", time.Minute), "how often to check stores for replaced objects (reopening them with fresh caches) and to retry stores that failed to open; 0: never (env ZVFSERVE_REVALIDATE)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", int(envInt("ZVFSERVE_READ_CONCURRENCY", 0)), "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
@@ -215,6 +216,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if err != nil {
 		return err
 	}
+	if c.timeout <= 0 || c.streamTimeout < c.timeout {
+		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", errUsage, c.timeout, c.streamTimeout)
+	}
 	if err := resolveToken(fs, &c, log); err != nil {
 		return err
 	}
@@ -232,7 +236,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		}
 	}
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
-		MaxAge: c.maxAge, RequestTimeout: c.timeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
+		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
 		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), UI: web.Handler()})
 	if err != nil {
 		return err
@@ -241,10 +245,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: c.timeout + 30*time.Second, IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs, limited := srv.HTTPServer(ln)
+	hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	errc := make(chan error, 2)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(limited) }()
 	var admin *http.Server
 	if c.adminAddr != "" {
 		aln, err := net.Listen("tcp", c.adminAddr)
