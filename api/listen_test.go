@@ -8,7 +8,7 @@ import (
 	"github.com/zvfserve/zvfserve/api"
 )
 
-// startHTTP serves srv as serve does (HTTPServer, a loopback listener),
+// startHTTP serves srv as serve does (HTTPServer on a loopback listener),
 // over HTTP/2 with TLS or over plain HTTP/1.1.
 func startHTTP(t *testing.T, srv *api.Server, h2 bool) *httptest.Server {
 	t.Helper()
@@ -16,6 +16,11 @@ func startHTTP(t *testing.T, srv *api.Server, h2 bool) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startHTTPOn(t, srv, ln, h2)
+}
+
+func startHTTPOn(t *testing.T, srv *api.Server, ln net.Listener, h2 bool) *httptest.Server {
+	t.Helper()
 	hs, lim := srv.HTTPServer(ln)
 	ts := &httptest.Server{Listener: lim, Config: hs, EnableHTTP2: h2}
 	if h2 {

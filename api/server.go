@@ -248,7 +248,7 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 			l.m.connRefuse.Inc()
 			return nil
 		}
-		delete(l.idle, victim)
+		l.unidle(victim)
 	}
 	l.mu.Unlock()
 	if victim != nil {
@@ -267,7 +267,7 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 func (l *connLimiter) closed(c *limitedConn) {
 	l.mu.Lock()
 	l.open--
-	delete(l.idle, c)
+	l.unidle(c)
 	l.mu.Unlock()
 	l.m.connOpen.Dec()
 }
@@ -283,12 +283,23 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 		return
 	}
 	l.mu.Lock()
-	if st == http.StateIdle {
-		l.idle[lc] = time.Now()
-	} else {
-		delete(l.idle, lc)
+	defer l.mu.Unlock()
+	if st != http.StateIdle {
+		l.unidle(lc)
+		return
 	}
-	l.mu.Unlock()
+	if _, ok := l.idle[lc]; !ok {
+		l.idle[lc] = time.Now()
+		l.m.connIdleN.Inc()
+	}
+}
+
+// unidle takes c out of the idle set; l.mu is held.
+func (l *connLimiter) unidle(c *limitedConn) {
+	if _, ok := l.idle[c]; ok {
+		delete(l.idle, c)
+		l.m.connIdleN.Dec()
+	}
 }
 
 // SetReady flips /readyz (false while draining).
@@ -526,7 +537,11 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 		case <-r.Context().Done():
 			return
 		}
-		defer func() { <-s.slots }()
+		s.m.inFlight.Inc()
+		defer func() {
+			s.m.inFlight.Dec()
+			<-s.slots
+		}()
 		next.ServeHTTP(w, r)
 	})
 }
@@ -705,7 +720,9 @@ type Metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	rejected   prometheus.Counter
+	inFlight   prometheus.Gauge
 	connOpen   prometheus.Gauge
+	connIdleN  prometheus.Gauge
 	connIdle   prometheus.Counter
 	connRefuse prometheus.Counter
 	readBytes  prometheus.Counter
@@ -722,13 +739,15 @@ func NewMetrics() *Metrics {
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "zvfserve_http_request_duration_seconds", Help: "HTTP request latency by route.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route"})
 	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_rejected_total", Help: "Requests refused with 503 because every slot was busy."})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_requests_in_flight", Help: "Data requests holding one of the --max-concurrent slots."})
 	m.connOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_open", Help: "Client connections open."})
+	m.connIdleN = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_idle", Help: "Keep-alive connections open and idle between requests."})
 	m.connIdle = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_idle_closed_total", Help: "Idle keep-alive connections closed to make room for new ones at the connection cap."})
 	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections closed on arrival: at the cap, with none idle."})
 	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_store_read_bytes_total", Help: "Bytes read from storage."})
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
-	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.connOpen, m.connIdle, m.connRefuse, m.readBytes, m.readLat,
+	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connRefuse, m.readBytes, m.readLat,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

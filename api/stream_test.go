@@ -84,6 +84,14 @@ func (l *logBuffer) requests(t *testing.T) []map[string]any {
 // cache) through a fault store; rules are added after the store opened.
 func streamServer(t *testing.T, o api.Options, h2 bool, rules ...*faultstore.Rule) (*api.Server, *faultstore.Store, *logBuffer, string, *http.Client) {
 	t.Helper()
+	srv, fs, logs := pointsServer(t, o, rules...)
+	ts := startHTTP(t, srv, h2)
+	return srv, fs, logs, ts.URL, ts.Client()
+}
+
+// pointsServer is streamServer without the listener.
+func pointsServer(t *testing.T, o api.Options, rules ...*faultstore.Rule) (*api.Server, *faultstore.Store, *logBuffer) {
+	t.Helper()
 	ctx := context.Background()
 	fs := faultstore.New(sharedPoints(t), nil)
 	s, err := zvf.Open(ctx, fs, zvf.Options{Name: "points", Cache: cache.New(64 << 20), Concurrency: 1})
@@ -101,8 +109,7 @@ func streamServer(t *testing.T, o api.Options, h2 bool, rules ...*faultstore.Rul
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startHTTP(t, srv, h2)
-	return srv, fs, logs, ts.URL, ts.Client()
+	return srv, fs, logs
 }
 
 // fetch reads a whole response; err is what reading the body said.

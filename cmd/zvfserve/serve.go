@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -35,8 +37,9 @@ type serveConfig struct {
 	addr, publicURL, cors, logFormat, logLevel, adminAddr string
 	token, tokenFile                                      string
 	cacheBytes, maxVertices                               int64
-	maxAge, timeout, streamTimeout, revalidate            time.Duration
-	maxConcurrent, readConcurrency                        int
+	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
+	idleTimeout, revalidate                               time.Duration
+	maxConcurrent, readConcurrency, maxConnections        int
 	demoScale                                             float64
 }
 
@@ -67,6 +70,9 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.streamTimeout, "stream-timeout", envDur("ZVFSERVE_STREAM_TIMEOUT", 10*time.Minute), "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
 	fs.DurationVar(&c.revalidate, "revalidate", envDur("ZVFSERVE_REVALIDATE", time.Minute), "how often to check stores for replaced objects (reopening them with fresh caches) and to retry stores that failed to open; 0: never (env ZVFSERVE_REVALIDATE)")
+	fs.DurationVar(&c.stallTimeout, "stall-timeout", envDur("ZVFSERVE_STALL_TIMEOUT", 10*time.Second), "a response whose client takes nothing (no 64 KiB write completes) for this long is cut and its slot freed (env ZVFSERVE_STALL_TIMEOUT)")
+	fs.IntVar(&c.maxConnections, "max-connections", int(envInt("ZVFSERVE_MAX_CONNECTIONS", 4096)), "open client connections; at the cap the longest-idle keep-alive connection is closed for a new one, and with none idle the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", envDur("ZVFSERVE_IDLE_TIMEOUT", time.Minute), "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", int(envInt("ZVFSERVE_READ_CONCURRENCY", 0)), "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
@@ -219,6 +225,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if c.timeout <= 0 || c.streamTimeout < c.timeout {
 		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", errUsage, c.timeout, c.streamTimeout)
 	}
+	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.maxConcurrent <= 0 {
+		return fmt.Errorf("%w: --stall-timeout, --idle-timeout and --max-concurrent must be positive", errUsage)
+	}
+	if c.maxConnections, err = connectionCap(fs, &c, log); err != nil {
+		return err
+	}
 	if err := resolveToken(fs, &c, log); err != nil {
 		return err
 	}
@@ -236,7 +248,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		}
 	}
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
-		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
+		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, StallTimeout: c.stallTimeout,
+		MaxConnections: c.maxConnections, IdleTimeout: c.idleTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
 		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), UI: web.Handler()})
 	if err != nil {
 		return err
@@ -309,6 +322,40 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 		c.token = os.Getenv("ZVFSERVE_TOKEN")
 	}
 	return nil
+}
+
+// connectionCap checks --max-connections against the descriptors this
+// process may open (RLIMIT_NOFILE; Go raises the soft limit to the hard
+// one at start), keeping room for the listeners, the store reads the
+// concurrency limits allow (a file or an HTTP connection each) and logs.
+// An explicit --max-connections that does not fit is a usage error; the
+// default is lowered to fit, and said so.
+func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, fmt.Errorf("read the open-file limit: %w", err)
+	}
+	reads := 8
+	for _, a := range fs.Args() {
+		_, target := storeArg(a)
+		reads = max(reads, readConcurrency(c.readConcurrency, target))
+	}
+	reserve := 64 + c.maxConcurrent*reads
+	fits := int(min(lim.Cur, math.MaxInt32)) - reserve
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "max-connections" })
+	_, fromEnv := os.LookupEnv("ZVFSERVE_MAX_CONNECTIONS")
+	switch {
+	case c.maxConnections < 1:
+		return 0, fmt.Errorf("%w: --max-connections %d: must be at least 1", errUsage, c.maxConnections)
+	case c.maxConnections <= fits:
+		return c.maxConnections, nil
+	case explicit || fromEnv || fits < 16:
+		return 0, fmt.Errorf("%w: --max-connections %d does not fit the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d) and the rest; lower it, or raise the limit (ulimit -n)",
+			errUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads)
+	}
+	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", lim.Cur, "kept_for_reads", reserve)
+	return fits, nil
 }
 
 // readConcurrency is the flag's value, or by default 8 parallel chunk

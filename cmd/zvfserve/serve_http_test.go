@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -166,4 +169,69 @@ func TestServeTokenFlags(t *testing.T) {
 	if strings.Contains(out.String()+errb.String(), "env-secret-42") || !strings.Contains(errb.String(), "-token-file") {
 		t.Fatalf("--help: %s", errb.String())
 	}
+}
+
+// TestServeMaxConnections: --max-connections is enforced on the listener,
+// checked against the open-file limit (an explicit value that does not fit
+// is a usage error; the default is lowered to fit, and said so).
+func TestServeMaxConnections(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("enforced", func(t *testing.T) {
+		s := startServe(t, "--max-connections", "20", "--admin-addr", "127.0.0.1:0", graphStore)
+		addr := strings.TrimPrefix(s.base, "http://")
+		for i := 0; i < 20; i++ {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+		// The admin listener is not capped.
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_open 20"); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("20 connections never open")
+			}
+		}
+		if _, err := http.Get(s.base + "/healthz"); err == nil {
+			t.Fatal("a 21st connection was served")
+		}
+		if !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_refused_total 1") {
+			t.Fatal("the refusal was not counted")
+		}
+	})
+	t.Run("explicit value over the open-file limit", func(t *testing.T) {
+		_, stderr, code := runCmd(t, "serve", "--addr", "127.0.0.1:0", "--max-connections", strconv.FormatUint(lim.Cur, 10), graphStore)
+		if code != 2 || !strings.Contains(stderr, "RLIMIT_NOFILE") {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	})
+	t.Run("default lowered to fit", func(t *testing.T) {
+		low := lim
+		low.Cur = 1024
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+			t.Skipf("cannot lower the open-file limit: %v", err)
+		}
+		t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) })
+		s := startServe(t, graphStore)
+		// 1024 - 64 - 64 slots × 8 reads
+		if !strings.Contains(s.errs.String(), "max_connections=448") {
+			t.Fatalf("log: %s", s.errs.String())
+		}
+	})
+}
+
+// metrics fetches /metrics on a fresh connection.
+func metrics(t *testing.T, base string) string {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(base + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
