@@ -38,7 +38,7 @@ type serveConfig struct {
 	token, tokenFile                                      string
 	cacheBytes, maxVertices                               int64
 	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
-	idleTimeout, revalidate                               time.Duration
+	idleTimeout, shutdownGrace, revalidate                time.Duration
 	maxConcurrent, readConcurrency, maxConnections        int
 	demoScale                                             float64
 }
@@ -73,6 +73,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", envDur("ZVFSERVE_STALL_TIMEOUT", 10*time.Second), "a response whose client takes nothing (no 64 KiB write completes) for this long is cut and its slot freed (env ZVFSERVE_STALL_TIMEOUT)")
 	fs.IntVar(&c.maxConnections, "max-connections", int(envInt("ZVFSERVE_MAX_CONNECTIONS", 4096)), "open client connections; at the cap the longest-idle keep-alive connection is closed for a new one, and with none idle the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", envDur("ZVFSERVE_IDLE_TIMEOUT", time.Minute), "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", envDur("ZVFSERVE_SHUTDOWN_GRACE", 15*time.Second), "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", int(envInt("ZVFSERVE_READ_CONCURRENCY", 0)), "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
@@ -225,8 +226,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if c.timeout <= 0 || c.streamTimeout < c.timeout {
 		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", errUsage, c.timeout, c.streamTimeout)
 	}
-	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.maxConcurrent <= 0 {
-		return fmt.Errorf("%w: --stall-timeout, --idle-timeout and --max-concurrent must be positive", errUsage)
+	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
+		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", errUsage)
 	}
 	if c.maxConnections, err = connectionCap(fs, &c, log); err != nil {
 		return err
@@ -240,7 +241,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if err != nil {
 		return err
 	}
-	defer closeStores()
+	storesOpen := true
+	defer func() {
+		if storesOpen {
+			closeStores()
+		}
+	}()
 	var origins []string
 	for _, o := range strings.Split(c.cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -258,42 +264,103 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if err != nil {
 		return err
 	}
+	// Every request's context derives from base, so that when the grace
+	// period ends the work of requests still running is cancelled.
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
 	hs, limited := srv.HTTPServer(ln)
 	hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	hs.BaseContext = func(net.Listener) context.Context { return base }
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(limited) }()
-	var admin *http.Server
+	servers := []*http.Server{hs}
 	if c.adminAddr != "" {
 		aln, err := net.Listen("tcp", c.adminAddr)
 		if err != nil {
 			_ = hs.Close()
 			return err
 		}
-		admin = &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: hs.BaseContext}
 		go func() { errc <- admin.Serve(aln) }()
+		servers = append(servers, admin)
 		log.Info("admin listening", "addr", aln.Addr().String())
 	}
+	checked := make(chan struct{})
+	stopChecks := func() {}
 	if c.revalidate > 0 && len(fs.Args()) > 0 {
 		rctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); revalidate(rctx, srv, c.revalidate) }()
-		defer func() { stop(); <-done }()
+		stopChecks = stop
+		go func() { defer close(checked); revalidate(rctx, srv, c.revalidate) }()
+	} else {
+		close(checked)
 	}
 	fmt.Fprintf(stdout, "zvfserve: serving %d store(s) on http://%s/\n", len(stores), displayAddr(ln.Addr()))
 	select {
 	case err := <-errc:
+		stopChecks()
+		<-checked
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	storesOpen = false
+	return shutdown(srv, servers, c.shutdownGrace, cancelBase, stopChecks, checked, closeStores, log)
+}
+
+// shutdown stops serving within grace, whatever storage does: /readyz
+// turns false and the listeners close at once; requests in flight get the
+// grace period to finish; then their connections are closed and their
+// work cancelled, and shutdown returns even if some handler or store
+// check is stuck in a read that ignores cancellation (the process exits
+// with it). Closing the stores waits only within the grace period too.
+func shutdown(srv *api.Server, servers []*http.Server, grace time.Duration, cancelBase, stopChecks func(), checked <-chan struct{},
+	closeStores func(), log *slog.Logger) error {
+	log.Info("shutting down: not ready, no new connections; requests in flight have the grace period", "grace", grace)
 	srv.SetReady(false)
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	stopChecks()
+	deadline := time.Now().Add(grace)
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	err = hs.Shutdown(sctx)
-	if admin != nil {
-		err = errors.Join(err, admin.Shutdown(sctx))
+	errs := make(chan error, len(servers))
+	for _, hs := range servers {
+		go func() { errs <- hs.Shutdown(sctx) }()
+	}
+	var err error
+	for range servers {
+		err = errors.Join(err, <-errs)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("grace period over with requests still running; closing their connections", "grace", grace)
+		cancelBase()
+		for _, hs := range servers {
+			_ = hs.Close()
+		}
+		err = fmt.Errorf("shutdown: the %v grace period ran out with requests still running; their connections were closed", grace)
+	}
+	if !waitUntil(deadline, func() { <-checked }) {
+		log.Warn("a store check is still running (stuck in storage); leaving it")
+	}
+	if !waitUntil(deadline, closeStores) {
+		log.Warn("closing the stores is stuck in storage; leaving them")
 	}
 	return err
+}
+
+// waitUntil runs f and waits for it until deadline; it reports whether f
+// finished.
+func waitUntil(deadline time.Time, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // resolveToken settles where the bearer token comes from: --token,
