@@ -170,7 +170,11 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, contentType str
 				zw.Reset(lw)
 			} else {
 				var err error
-				if zw, err = zstd.NewWriter(lw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1)); err != nil {
+				// A 256 KiB window, not the default 8 MiB: an encoder keeps
+				// twice its window, so 64 streams held 1 GB; vertex JSON
+				// compresses as well with the small one (0.439 vs 0.440).
+				if zw, err = zstd.NewWriter(lw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+					zstd.WithWindowSize(256<<10), zstd.WithLowerEncoderMem(true)); err != nil {
 					return nil, err
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,7 +65,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	}
 	fs.StringVar(&c.addr, "addr", env("ZVFSERVE_ADDR", ":8080"), "listen address (env ZVFSERVE_ADDR)")
 	fs.StringVar(&c.publicURL, "public-url", env("ZVFSERVE_PUBLIC_URL", ""), "public base URL used in Link headers and the catalog (env ZVFSERVE_PUBLIC_URL)")
-	fs.Int64Var(&c.cacheBytes, "cache-bytes", envInt("ZVFSERVE_CACHE_BYTES", 512<<20), "cache budget in bytes (env ZVFSERVE_CACHE_BYTES)")
+	fs.Int64Var(&c.cacheBytes, "cache-bytes", envInt("ZVFSERVE_CACHE_BYTES", 512<<20), "cache budget in bytes; unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
 	fs.StringVar(&c.cors, "cors-origins", env("ZVFSERVE_CORS_ORIGINS", "*"), "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
 	fs.DurationVar(&c.maxAge, "max-age", envDur("ZVFSERVE_MAX_AGE", time.Hour), "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
 	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
@@ -236,6 +237,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		return err
 	}
 	ch := cache.New(c.cacheBytes)
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		// With the cache full, the collector's default pacing (GOGC=100)
+		// lets the heap grow to twice the live data: a soft limit keeps
+		// the process near the cache budget plus what requests in flight
+		// use.
+		limit := c.cacheBytes + memoryHeadroom
+		debug.SetMemoryLimit(limit)
+		log.Debug("memory limit", "bytes", limit)
+	}
 	metrics := api.NewMetrics()
 	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks.wrapStore)
 	if err != nil {
@@ -390,6 +400,10 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 	}
 	return nil
 }
+
+// memoryHeadroom is the soft memory limit above --cache-bytes (unless
+// GOMEMLIMIT is set): 64 streaming answers at once use about 100-200 MB.
+const memoryHeadroom = 256 << 20
 
 // connectionCap checks --max-connections against the descriptors this
 // process may open (RLIMIT_NOFILE; Go raises the soft limit to the hard

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -234,4 +235,21 @@ func metrics(t *testing.T, base string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestServeMemoryLimit: serve keeps the Go soft memory limit at the cache
+// budget plus headroom, unless GOMEMLIMIT says otherwise.
+func TestServeMemoryLimit(t *testing.T) {
+	orig := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
+	startServe(t, "--cache-bytes", "67108864", graphStore)
+	if got := debug.SetMemoryLimit(-1); got != 64<<20+memoryHeadroom {
+		t.Errorf("memory limit %d, want %d", got, 64<<20+memoryHeadroom)
+	}
+	debug.SetMemoryLimit(orig)
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	startServe(t, "--cache-bytes", "1048576", graphStore)
+	if got := debug.SetMemoryLimit(-1); got != orig {
+		t.Errorf("with GOMEMLIMIT set, serve changed the limit to %d", got)
+	}
 }
