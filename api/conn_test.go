@@ -242,3 +242,45 @@ func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server) {
 	}
 	return srv, startHTTPOn(t, srv, ln, false)
 }
+
+// TestSlowSteadyClientIsNotCut: the stall timeout cuts a client that
+// takes nothing, not one that reads slowly but steadily — here a few
+// kilobytes every 20 ms against a 0.2 s stall timeout, while the server
+// writes 256 KiB at a time (each such write takes longer than that to
+// drain).
+func TestSlowSteadyClientIsNotCut(t *testing.T) {
+	srv, _, logs := pointsServer(t, api.Options{StallTimeout: 200 * time.Millisecond})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startHTTPOn(t, srv, smallBuffers{ln}, false)
+	c := dialSmall(t, ts.Listener.Addr().String(), wholeBox+"&f=bin")
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	var got bytes.Buffer
+	buf := make([]byte, 16<<10)
+	for {
+		// A slow client, paced: not a wait for the server.
+		time.Sleep(20 * time.Millisecond)
+		n, err := c.Read(buf)
+		got.Write(buf[:n])
+		if bytes.HasSuffix(got.Bytes(), []byte("\r\n0\r\n\r\n")) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", got.Len(), err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(&got), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || len(body) < 700_000 {
+		t.Fatalf("%d bytes: %v", len(body), err)
+	}
+	waitFor(t, "the access log", func() bool { return len(logs.requests(t)) == 1 })
+	if l := logs.requests(t)[0]; l["outcome"] != "complete" {
+		t.Fatalf("access log: %v", l)
+	}
+}

@@ -298,9 +298,11 @@ const (
 	outcomeTimeout      = "timeout"      // StreamTimeout passed while it streamed
 )
 
-// stallSlice is the most one write carries under one stall deadline, so a
-// client must take at least this much every StallTimeout (64 KiB per 10 s
-// by default: slower than any link a viewer is used over).
+// stallSlice is the most one write carries under one stall deadline where
+// deadlines are not progress deadlines (HTTP/2, or a server not built by
+// HTTPServer): there a client must take at least this much every
+// StallTimeout (64 KiB per 10 s by default, slower than any link a viewer
+// is used over).
 const stallSlice = 64 << 10
 
 // errStreamCut is what a write returns once the stream's time is up.
@@ -311,12 +313,15 @@ var errStreamCut = fmt.Errorf("response cut at the stream time limit: %w", conte
 // shared caches; and gives every write a deadline, set just before it and
 // cleared after it, so that a client that stops reading is cut (and its
 // slot freed) while one that reads slowly but steadily is not, and a
-// handler still working out its answer is never cut by a deadline.
+// handler still working out its answer is never cut by a deadline. On an
+// HTTP/1.1 connection of HTTPServer the deadline is a progress deadline
+// (see limitedConn); elsewhere writes are cut into stallSlice pieces.
 type statusWriter struct {
 	http.ResponseWriter
 	rc        *http.ResponseController
 	stall     time.Duration
 	deadlines bool // the writer below takes deadlines (a test recorder does not)
+	sliced    bool // ... but not as progress deadlines
 	private   bool // token mode: no response may be stored by a shared cache
 	onStart   func()
 
@@ -332,12 +337,14 @@ type statusWriter struct {
 	cutting   atomic.Bool // ... while it streamed: no more writes
 }
 
-func newStatusWriter(w http.ResponseWriter, stall time.Duration, private bool) *statusWriter {
+func newStatusWriter(w http.ResponseWriter, r *http.Request, stall time.Duration, private bool) *statusWriter {
 	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK}
 	// Clear whatever deadline the server set (its WriteTimeout, or the
 	// previous request's on this connection): on HTTP/2 it would reset the
 	// stream when it fired, writing or not.
 	sw.deadlines = sw.rc.SetWriteDeadline(time.Time{}) == nil
+	progress, _ := r.Context().Value(progressConnKey).(bool)
+	sw.sliced = sw.deadlines && (!progress || r.ProtoMajor >= 2)
 	return sw
 }
 
@@ -367,7 +374,7 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	done := 0
 	for {
 		part := p[done:]
-		if w.deadlines && len(part) > stallSlice {
+		if w.sliced && len(part) > stallSlice {
 			part = part[:stallSlice]
 		}
 		n, err := w.write(part)

@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -192,9 +193,22 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 		IdleTimeout:    s.o.IdleTimeout,
 		MaxHeaderBytes: 64 << 10,
 		ConnState:      lim.track,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*tls.Conn); ok {
+				c = tc.NetConn()
+			}
+			if _, ok := c.(*limitedConn); ok {
+				ctx = context.WithValue(ctx, progressConnKey, true)
+			}
+			return ctx
+		},
 	}
 	return hs, lim
 }
+
+// progressConnKey marks requests whose connection takes write deadlines
+// as progress deadlines (a limitedConn).
+const progressConnKey ctxKey = 2
 
 // connLimiter caps the open connections of a listener (see HTTPServer).
 type connLimiter struct {
@@ -207,16 +221,69 @@ type connLimiter struct {
 	idle map[*limitedConn]time.Time // since when
 }
 
+// limitedConn is a connection of a connLimiter. Its write deadlines are
+// progress deadlines: a write that times out having moved some bytes is
+// given the same time again, so only a peer that takes nothing for a whole
+// deadline's span is cut — however large the write, and without cutting
+// writes into small pieces (each a system call and, on HTTP/1.1, a chunk).
 type limitedConn struct {
 	net.Conn
 	l    *connLimiter
 	once sync.Once
+
+	mu   sync.Mutex
+	span time.Duration // of the write deadline last set; <= 0: none, or one that cuts now
+}
+
+func (c *limitedConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.span = 0
+	if !t.IsZero() {
+		c.span = time.Until(t)
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	if err := c.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *limitedConn) Write(p []byte) (int, error) {
+	done := 0
+	for {
+		n, err := c.Conn.Write(p[done:])
+		done += n
+		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) || !c.extend() {
+			return done, err
+		}
+	}
+}
+
+// extend renews the write deadline after a write that made progress; it
+// holds mu so that a deadline set meanwhile (one that cuts) wins.
+func (c *limitedConn) extend() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.span > 0 && c.Conn.SetWriteDeadline(time.Now().Add(c.span)) == nil
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.closed(c) })
 	return err
+}
+
+// CloseWrite lets the server half-close a connection before closing it
+// (so a client still sending gets the answer rather than a reset).
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // Accept returns the next connection there is room for.
@@ -585,7 +652,7 @@ type requestCtx struct {
 }
 
 func newRequestCtx(parent context.Context, deadline time.Time) *requestCtx {
-	c := &requestCtx{Context: parent, done: make(chan struct{}), deadline: deadline, afters: map[*func()]struct{}{}}
+	c := &requestCtx{Context: parent, done: make(chan struct{}), deadline: deadline}
 	c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
 	c.timer = time.AfterFunc(time.Until(deadline), c.expire)
 	return c
@@ -611,6 +678,9 @@ func (c *requestCtx) AfterFunc(f func()) func() bool {
 		return func() bool { return false }
 	}
 	key := &f
+	if c.afters == nil {
+		c.afters = map[*func()]struct{}{}
+	}
 	c.afters[key] = struct{}{}
 	return func() bool {
 		c.mu.Lock()
@@ -677,7 +747,7 @@ func (c *requestCtx) release() {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.o.Now()
-		sw := newStatusWriter(w, s.o.StallTimeout, s.o.Token != "")
+		sw := newStatusWriter(w, r, s.o.StallTimeout, s.o.Token != "")
 		if r.ContentLength != 0 {
 			// No handler reads a body, and the server discards it after the
 			// answer; a client that never sends it must not hold the
