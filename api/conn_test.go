@@ -244,12 +244,12 @@ func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server) {
 }
 
 // TestSlowSteadyClientIsNotCut: the stall timeout cuts a client that
-// takes nothing, not one that reads slowly but steadily — here a few
-// kilobytes every 20 ms against a 0.2 s stall timeout, while the server
-// writes 256 KiB at a time (each such write takes longer than that to
+// takes nothing, not one that reads slowly but steadily — here at most
+// 4 KiB every 20 ms (200 kB/s) against a 1 s stall timeout, while the
+// server writes 256 KiB at a time (each such write takes 1.3 s or more to
 // drain).
 func TestSlowSteadyClientIsNotCut(t *testing.T) {
-	srv, _, logs := pointsServer(t, api.Options{StallTimeout: 200 * time.Millisecond})
+	srv, _, logs := pointsServer(t, api.Options{StallTimeout: time.Second})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestSlowSteadyClientIsNotCut(t *testing.T) {
 	c := dialSmall(t, ts.Listener.Addr().String(), wholeBox+"&f=bin")
 	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
 	var got bytes.Buffer
-	buf := make([]byte, 16<<10)
+	buf := make([]byte, 4<<10)
 	for {
 		// A slow client, paced: not a wait for the server.
 		time.Sleep(20 * time.Millisecond)
