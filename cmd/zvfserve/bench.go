@@ -89,7 +89,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rounds := fs.Int("rounds", 5, "warm bursts per query kind")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	var w wholeConfig
-	fs.IntVar(&w.clients, "whole", 0, "instead of the viewport workload: this many clients at once each pull the whole 'points' store as one JSON answer from a `zvfserve serve` child process (so the peak RSS is the server's alone), --runs times; any cut answer fails the bench")
+	fs.IntVar(&w.clients, "whole", 0, "instead of the viewport workload: `N` clients at once each pull the whole 'points' store as one JSON answer from a zvfserve serve child process (so the peak RSS is the server's alone), --runs times; any cut answer fails the bench")
 	fs.IntVar(&w.runs, "runs", 3, "with --whole: runs, each against a fresh server process")
 	fs.Int64Var(&w.cacheBytes, "cache-bytes", 512<<20, "with --whole: the server's --cache-bytes")
 	fs.StringVar(&w.serverBin, "server-bin", "", "with --whole: the zvfserve binary to start (default: this one), e.g. an older build to compare")
