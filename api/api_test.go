@@ -488,7 +488,7 @@ func TestMetricsCount(t *testing.T) {
 	_, ts := newServer(t, api.Options{Cache: cache.New(1 << 20)})
 	get(t, ts, "/api/v1/stores/graph")
 	_, body := get(t, ts, "/metrics")
-	for _, want := range []string{`zvfserve_http_requests_total{code="200",route="/api/v1/stores/{store}"}`, "zvfserve_cache_budget_bytes 1.048576e+06"} {
+	for _, want := range []string{`zvfserve_http_requests_total{code="200",outcome="complete",route="/api/v1/stores/{store}"}`, "zvfserve_cache_budget_bytes 1.048576e+06"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("metrics lack %s", want)
 		}

@@ -7,12 +7,20 @@ package api
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,10 +46,14 @@ type Options struct {
 	Logger         *slog.Logger
 	CORSOrigins    []string      // default ["*"]
 	MaxAge         time.Duration // Cache-Control max-age for data responses
-	RequestTimeout time.Duration // default 30s
+	RequestTimeout time.Duration // work before an answer starts (then 504); default 30s
+	StreamTimeout  time.Duration // hard cap on a response's whole time once it streams; default 10m, never below RequestTimeout
+	StallTimeout   time.Duration // a write that moves no data for this long cuts the response; default 10s
 	MaxVertices    int64         // per response; default 1,000,000
 	MaxConcurrent  int           // requests in flight; default 64
 	QueueWait      time.Duration // how long a request waits for a slot; default 2s
+	MaxConnections int           // open connections on a listener from HTTPServer; default 4096
+	IdleTimeout    time.Duration // keep-alive connections idle this long are closed; default 60s
 	Token          string        // optional bearer token
 	PublicURL      string        // absolute base for Link headers
 	UI             http.Handler  // served at /
@@ -77,6 +89,19 @@ func New(o Options) (*Server, error) {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 30 * time.Second
+	}
+	if o.StreamTimeout <= 0 {
+		o.StreamTimeout = 10 * time.Minute
+	}
+	o.StreamTimeout = max(o.StreamTimeout, o.RequestTimeout)
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = 10 * time.Second
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 4096
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = time.Minute
 	}
 	if o.MaxVertices <= 0 {
 		o.MaxVertices = 1_000_000
@@ -154,6 +179,203 @@ func (s *Server) refresh(ctx context.Context, f func(*zvf.Handle, context.Contex
 // Handler is the public HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// HTTPServer returns an http.Server for the API, and ln wrapped so that at
+// most MaxConnections are open: at the cap the connection idle longest is
+// closed to make room, and when none is idle the new one is closed at
+// once. Keep-alive connections idle for IdleTimeout are closed. Requests
+// need their headers within 10 s; answers are bounded by the request
+// clock and the writer's stall deadline (see Options), not by a whole-
+// response timeout.
+func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
+	lim := &connLimiter{Listener: ln, max: s.o.MaxConnections, m: s.m, idle: map[*limitedConn]time.Time{}}
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No ReadTimeout: on HTTP/1.1 it also bounds the connection's
+		// background read while the handler runs, and its expiry cancels
+		// the request — it would cut every answer that streams longer.
+		// WriteTimeout covers only the server's own writes (a 400 for a
+		// malformed request); every response sets its own deadlines.
+		WriteTimeout:   s.o.StallTimeout,
+		IdleTimeout:    s.o.IdleTimeout,
+		MaxHeaderBytes: 64 << 10,
+		ConnState:      lim.track,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*tls.Conn); ok {
+				c = tc.NetConn()
+			}
+			if _, ok := c.(*limitedConn); ok {
+				ctx = context.WithValue(ctx, progressConnKey, true)
+			}
+			return ctx
+		},
+	}
+	return hs, lim
+}
+
+// progressConnKey marks requests whose connection takes write deadlines
+// as progress deadlines (a limitedConn).
+const progressConnKey ctxKey = 2
+
+// connLimiter caps the open connections of a listener (see HTTPServer).
+type connLimiter struct {
+	net.Listener
+	max int
+	m   *Metrics
+
+	mu   sync.Mutex
+	open int
+	idle map[*limitedConn]time.Time // since when
+}
+
+// limitedConn is a connection of a connLimiter. Its write deadlines are
+// progress deadlines: a write that times out having moved some bytes is
+// given the same time again, so only a peer that takes nothing for a whole
+// deadline's span is cut — however large the write, and without cutting
+// writes into small pieces (each a system call and, on HTTP/1.1, a chunk).
+type limitedConn struct {
+	net.Conn
+	l    *connLimiter
+	once sync.Once
+
+	mu   sync.Mutex
+	span time.Duration // of the write deadline last set; <= 0: none, or one that cuts now
+}
+
+func (c *limitedConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.span = 0
+	if !t.IsZero() {
+		c.span = time.Until(t)
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	if err := c.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *limitedConn) Write(p []byte) (int, error) {
+	done := 0
+	for {
+		n, err := c.Conn.Write(p[done:])
+		done += n
+		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) || !c.extend() {
+			return done, err
+		}
+	}
+}
+
+// extend renews the write deadline after a write that made progress; it
+// holds mu so that a deadline set meanwhile (one that cuts) wins.
+func (c *limitedConn) extend() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.span > 0 && c.Conn.SetWriteDeadline(time.Now().Add(c.span)) == nil
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.closed(c) })
+	return err
+}
+
+// CloseWrite lets the server half-close a connection before closing it
+// (so a client still sending gets the answer rather than a reset).
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// Accept returns the next connection there is room for.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if lc := l.admit(c); lc != nil {
+			return lc, nil
+		}
+	}
+}
+
+func (l *connLimiter) admit(c net.Conn) net.Conn {
+	l.mu.Lock()
+	var victim *limitedConn
+	if l.open >= l.max {
+		var since time.Time
+		for ic, t := range l.idle {
+			if victim == nil || t.Before(since) {
+				victim, since = ic, t
+			}
+		}
+		if victim == nil {
+			l.mu.Unlock()
+			_ = c.Close()
+			l.m.connRefuse.Inc()
+			return nil
+		}
+		l.unidle(victim)
+	}
+	l.mu.Unlock()
+	if victim != nil {
+		// Idle keep-alive connections may be closed at any time; clients
+		// reconnect. Closing it counts it out before the new one counts in.
+		_ = victim.Close()
+		l.m.connIdle.Inc()
+	}
+	l.mu.Lock()
+	l.open++
+	l.mu.Unlock()
+	l.m.connOpen.Inc()
+	return &limitedConn{Conn: c, l: l}
+}
+
+func (l *connLimiter) closed(c *limitedConn) {
+	l.mu.Lock()
+	l.open--
+	l.unidle(c)
+	l.mu.Unlock()
+	l.m.connOpen.Dec()
+}
+
+// track is the server's ConnState hook: it keeps the set of idle
+// keep-alive connections, the first to go at the cap.
+func (l *connLimiter) track(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st != http.StateIdle {
+		l.unidle(lc)
+		return
+	}
+	if _, ok := l.idle[lc]; !ok {
+		l.idle[lc] = time.Now()
+		l.m.connIdleN.Inc()
+	}
+}
+
+// unidle takes c out of the idle set; l.mu is held.
+func (l *connLimiter) unidle(c *limitedConn) {
+	if _, ok := l.idle[c]; ok {
+		delete(l.idle, c)
+		l.m.connIdleN.Dec()
+	}
+}
+
 // SetReady flips /readyz (false while draining).
 func (s *Server) SetReady(v bool) { s.ready.Store(v) }
 
@@ -162,16 +384,44 @@ func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", s.cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }
 
+// cmdline is pprof's cmdline endpoint with secrets redacted: the token,
+// wherever it appears among the arguments, and the query string of any
+// URL argument (store URLs may carry credentials there).
+func (s *Server) cmdline(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	args := make([]string, len(os.Args))
+	for i, a := range os.Args {
+		args[i] = redactArg(a, s.o.Token)
+	}
+	_, _ = io.WriteString(w, strings.Join(args, "\x00"))
+}
+
+func redactArg(a, token string) string {
+	const redacted = "[redacted]"
+	if token != "" {
+		a = strings.ReplaceAll(a, token, redacted)
+	}
+	if i := strings.Index(a, "://"); i >= 0 {
+		if j := strings.IndexByte(a[i:], '?'); j >= 0 {
+			a = a[:i+j] + "?" + redacted
+		}
+	}
+	return a
+}
+
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.requestID, s.observe, s.methods, s.cors, s.limits)
+	// observe sits outside recoverer so that a response cut by a panic is
+	// still logged and counted, as what it was.
+	r.Use(s.requestID, s.observe, s.recoverer, s.methods, s.cors, s.limits)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -236,13 +486,20 @@ func requestID(ctx context.Context) string {
 func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.Error("panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v))
-				writeProblem(w, r, classify(fmt.Errorf("panic")))
+			v := recover()
+			if v == nil {
+				return
 			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v), "request_id", requestID(r.Context()))
+			if sw, ok := w.(*statusWriter); ok && sw.started {
+				// Part of the answer is out; a problem document appended to
+				// it would read as data. Cut the connection instead.
+				panic(http.ErrAbortHandler)
+			}
+			writeProblem(w, r, classify(fmt.Errorf("panic")))
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -356,96 +613,220 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 		case <-r.Context().Done():
 			return
 		}
-		defer func() { <-s.slots }()
+		s.m.inFlight.Inc()
+		defer func() {
+			s.m.inFlight.Dec()
+			<-s.slots
+		}()
 		next.ServeHTTP(w, r)
 	})
 }
 
+// timeout gives the request its clock (see requestCtx): RequestTimeout
+// until the answer starts, then StreamTimeout from the request's start.
+// While the answer streams, a client that stops reading is cut by the
+// writer's stall deadline, not by this clock.
 func (s *Server) timeout(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
-		defer cancel()
+		start := time.Now()
+		ctx := newRequestCtx(r.Context(), start.Add(s.o.RequestTimeout))
+		defer ctx.release()
+		if sw, ok := w.(*statusWriter); ok {
+			sw.onStart = func() { ctx.extend(start.Add(s.o.StreamTimeout)) }
+			// Once streaming, the handler may be blocked in a write to a
+			// client reading slowly but steadily: the cap cuts that too.
+			ctx.onExpire = sw.cut
+		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// observe records metrics and an access log line per request.
+// requestCtx is a request's context with a deadline that moves once, when
+// the answer starts. A context.WithDeadline cannot be extended, and a
+// cancel-with-cause context would report context.Canceled, not the
+// timeout, to everything below; this one reports DeadlineExceeded (so a
+// timeout is a 504 wherever it surfaces). It implements AfterFunc so that
+// contexts derived from it need no goroutine each.
+type requestCtx struct {
+	context.Context // the request's own: values, and cancellation when the client goes
+	done            chan struct{}
+	stopParent      func() bool
+	timer           *time.Timer
+	onExpire        func() // set before the handler runs; called once, if the deadline passes
+
+	mu       sync.Mutex
+	err      error
+	deadline time.Time
+	afters   map[*func()]struct{}
+}
+
+func newRequestCtx(parent context.Context, deadline time.Time) *requestCtx {
+	c := &requestCtx{Context: parent, done: make(chan struct{}), deadline: deadline}
+	c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
+	c.timer = time.AfterFunc(time.Until(deadline), c.expire)
+	return c
+}
+
+// Deadline reports the parent's: this context's own deadline moves, and a
+// caller that planned by the earlier one would cut work short.
+func (c *requestCtx) Deadline() (time.Time, bool) { return c.Context.Deadline() }
+func (c *requestCtx) Done() <-chan struct{}       { return c.done }
+
+func (c *requestCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// AfterFunc is what context.AfterFunc and derived contexts use.
+func (c *requestCtx) AfterFunc(f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	key := &f
+	if c.afters == nil {
+		c.afters = map[*func()]struct{}{}
+	}
+	c.afters[key] = struct{}{}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.afters[key]
+		delete(c.afters, key)
+		return ok
+	}
+}
+
+// extend moves the deadline (the answer has started).
+func (c *requestCtx) extend(deadline time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.deadline = deadline
+		c.timer.Reset(time.Until(deadline))
+	}
+}
+
+// expire runs on the timer. It holds mu throughout, so that once release
+// has returned onExpire can no longer touch the response.
+func (c *requestCtx) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A run from before extend moved the deadline finds it in the future.
+	if c.err != nil || time.Now().Before(c.deadline) {
+		return
+	}
+	if c.onExpire != nil {
+		c.onExpire()
+	}
+	c.cancelLocked(context.DeadlineExceeded)
+}
+
+func (c *requestCtx) cancel(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelLocked(err)
+}
+
+func (c *requestCtx) cancelLocked(err error) {
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	close(c.done)
+	for f := range c.afters {
+		go (*f)()
+	}
+	clear(c.afters)
+}
+
+// release ends the context when the handler returns (as a CancelFunc
+// would), so that nothing started for the request outlives it.
+func (c *requestCtx) release() {
+	c.timer.Stop()
+	c.stopParent()
+	c.cancel(context.Canceled)
+}
+
+// observe records metrics and an access log line per request, with how
+// the response ended: complete, or cut (see statusWriter.outcome).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.o.Now()
-		sw := &statusWriter{ResponseWriter: w, status: 200}
+		sw := newStatusWriter(w, r, s.o.StallTimeout, s.o.Token != "")
+		if r.ContentLength != 0 {
+			// No handler reads a body, and the server discards it after the
+			// answer; a client that never sends it must not hold the
+			// connection forever.
+			_ = sw.rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		}
 		defer func() {
+			v := recover()
 			route := chi.RouteContext(r.Context())
 			pattern := "unmatched"
 			if route != nil && route.RoutePattern() != "" {
 				pattern = route.RoutePattern()
 			}
+			outcome := sw.outcome(r.Context(), v != nil)
 			d := s.o.Now().Sub(start)
-			s.m.observe(pattern, sw.status, d)
-			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "route", pattern, "status", sw.status,
-				"bytes", sw.bytes, "duration_ms", float64(d.Microseconds())/1000, "request_id", requestID(r.Context()))
+			s.m.observe(pattern, sw.status, outcome, d)
+			level := slog.LevelInfo
+			if outcome != outcomeComplete {
+				level = slog.LevelWarn
+			}
+			s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", pattern, "status", sw.status,
+				"outcome", outcome, "bytes", sw.bytes, "duration_ms", float64(d.Microseconds())/1000, "request_id", requestID(r.Context()))
+			if v != nil {
+				panic(v)
+			}
 		}()
 		next.ServeHTTP(sw, r)
+		sw.finish()
 	})
 }
 
-// statusWriter remembers the status and whether the body has started.
-type statusWriter struct {
-	http.ResponseWriter
-	status  int
-	bytes   int64
-	started bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.started {
-		w.status = code
-		w.started = true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.started = true
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
-}
-
-func (w *statusWriter) committed() bool { return w.started }
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+// bodyTimeout bounds reading a request body nobody asked for.
+const bodyTimeout = 10 * time.Second
 
 // ---- metrics ----
 
 // Metrics are the server's Prometheus metrics on a private registry.
 type Metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	rejected  prometheus.Counter
-	readBytes prometheus.Counter
-	readLat   prometheus.Histogram
-	cacheSet  atomic.Bool
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	rejected   prometheus.Counter
+	inFlight   prometheus.Gauge
+	connOpen   prometheus.Gauge
+	connIdleN  prometheus.Gauge
+	connIdle   prometheus.Counter
+	connRefuse prometheus.Counter
+	readBytes  prometheus.Counter
+	readLat    prometheus.Histogram
+	cacheSet   atomic.Bool
 }
 
 // NewMetrics makes the metric set (and its registry).
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "zvfserve_http_requests_total", Help: "HTTP requests by route and status."}, []string{"route", "code"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "zvfserve_http_requests_total",
+		Help: "HTTP requests by route, status and outcome (complete, or how the response was cut: error, stalled, disconnected, timeout)."},
+		[]string{"route", "code", "outcome"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "zvfserve_http_request_duration_seconds", Help: "HTTP request latency by route.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route"})
 	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_rejected_total", Help: "Requests refused with 503 because every slot was busy."})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_requests_in_flight", Help: "Data requests holding one of the --max-concurrent slots."})
+	m.connOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_open", Help: "Client connections open."})
+	m.connIdleN = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_idle", Help: "Keep-alive connections open and idle between requests."})
+	m.connIdle = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_idle_closed_total", Help: "Idle keep-alive connections closed to make room for new ones at the connection cap."})
+	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections closed on arrival: at the cap, with none idle."})
 	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_store_read_bytes_total", Help: "Bytes read from storage."})
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
-	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.readBytes, m.readLat,
+	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connRefuse, m.readBytes, m.readLat,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -454,8 +835,8 @@ func (m *Metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-func (m *Metrics) observe(route string, code int, d time.Duration) {
-	m.requests.WithLabelValues(route, fmt.Sprint(code)).Inc()
+func (m *Metrics) observe(route string, code int, outcome string, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(code), outcome).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,14 +12,19 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/cache"
@@ -82,8 +88,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	only := fs.String("only", "", "run only the query kinds whose name contains this (e.g. 500k)")
 	rounds := fs.Int("rounds", 5, "warm bursts per query kind")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	var w wholeConfig
+	fs.IntVar(&w.clients, "whole", 0, "instead of the viewport workload: `N` clients at once each pull the whole 'points' store as one JSON answer from a zvfserve serve child process (so the peak RSS is the server's alone), --runs times; any cut answer fails the bench")
+	fs.IntVar(&w.runs, "runs", 3, "with --whole: runs, each against a fresh server process")
+	fs.Int64Var(&w.cacheBytes, "cache-bytes", 512<<20, "with --whole: the server's --cache-bytes")
+	fs.StringVar(&w.serverBin, "server-bin", "", "with --whole: the zvfserve binary to start (default: this one), e.g. an older build to compare")
+	fs.StringVar(&w.serveArgs, "serve-args", "", "with --whole: more flags for the server, space-separated (e.g. \"--request-timeout 5s\")")
+	fs.StringVar(&w.acceptEncoding, "accept-encoding", "", "with --whole: the clients' Accept-Encoding: gzip or zstd (default: none, plain JSON)")
+	fs.DurationVar(&w.limit, "run-limit", 10*time.Minute, "with --whole: a run still going after this long is stopped")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: zvfserve bench [--points N] [--streamlines N] [--store DIR | --target URL] [--burst N] [--rounds N] [--only TEXT] [--json FILE]
+       zvfserve bench --whole N [--runs N] [--points N] [--store DIR] [--cache-bytes B] [--accept-encoding gzip|zstd] [--server-bin FILE]
 
 The load benchmark. It builds a points store (--points points, three attributes, three levels) and a
 streamline store (--streamlines vertices), in memory or once under --store, serves them from a server
@@ -95,10 +110,15 @@ and p99 latency, requests/s, vertices/s, MB/s and errors; then the warm cache hi
 allocations per request. --json also writes the report as JSON. Client and server share this
 machine's cores. What the numbers mean and what bounds them: docs/performance.md.
 
+With --whole N it runs the many-large-answers load instead: N clients at once each pull the whole
+points store as one JSON answer from a zvfserve serve child process, --runs times, and report the
+time and the server's peak RSS (median and spread); any answer cut short fails the bench.
+
 Examples:
   zvfserve bench --points 200000 --rounds 2          # a quick run, in memory
   zvfserve bench --store /tmp/zvf-bench --only 500k  # stores on disk, reused by later runs
   zvfserve bench --target http://host:8080 --json out.json
+  zvfserve bench --whole 64 --store /tmp/zvf-bench   # 64 whole-store JSON answers at once
 
 Flags:
 `)
@@ -113,6 +133,10 @@ Flags:
 	if fs.NArg() != 0 {
 		fs.Usage()
 		return fmt.Errorf("%w: bench takes no arguments, only flags (got %q)", errUsage, fs.Args())
+	}
+	if w.clients > 0 {
+		w.points, w.storeDir, w.jsonOut = *points, *storeDir, *jsonOut
+		return runWhole(ctx, &w, stdout, stderr)
 	}
 	start := time.Now()
 	if *slVerts < 0 {
@@ -448,8 +472,8 @@ func benchServe(ctx context.Context, stores map[string]storage.Store, ch *cache.
 	if err != nil {
 		return "", nil, err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
+	hs, limited := srv.HTTPServer(ln)
+	go func() { _ = hs.Serve(limited) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
 }
 
@@ -533,8 +557,11 @@ func countVertices(tail []byte) int64 {
 	return n
 }
 
-func peakRSSMB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
+func peakRSSMB() float64 { return vmHWMMB("/proc/self/status") }
+
+// vmHWMMB reads a process's peak resident set from its /proc status file.
+func vmHWMMB(status string) float64 {
+	b, err := os.ReadFile(status)
 	if err != nil {
 		return 0
 	}
@@ -564,4 +591,397 @@ func printBench(w io.Writer, r *benchReport, inProcess bool) {
 		fmt.Fprintf(w, " · allocations per request (server and client, warm) %.0f", r.AllocsPerReq)
 	}
 	fmt.Fprintf(w, " · %.1f s\n", r.WallSeconds)
+}
+
+// ---- the whole-store load (--whole) ----
+
+// wholeConfig is the --whole load: clients × the whole points store as one
+// JSON answer each, against a fresh `zvfserve serve` process per run.
+type wholeConfig struct {
+	clients, runs, points                   int
+	cacheBytes                              int64
+	storeDir, serverBin, serveArgs, jsonOut string
+	acceptEncoding                          string
+	limit                                   time.Duration
+}
+
+// wholeRun is one run of the --whole load.
+type wholeRun struct {
+	WallSeconds     float64  `json:"wall_s"`
+	RequestP50Secs  float64  `json:"request_p50_s"`
+	RequestMaxSecs  float64  `json:"request_max_s"`
+	Complete        int      `json:"complete"`
+	Cut             int      `json:"cut"`
+	CutReasons      []string `json:"cut_reasons,omitempty"`
+	WireMB          float64  `json:"wire_mb"`
+	ServerPeakRSSMB float64  `json:"server_peak_rss_mb"`
+	ServerExitSecs  float64  `json:"server_exit_s"`
+}
+
+type wholeReport struct {
+	Clients        int        `json:"clients"`
+	Vertices       int64      `json:"vertices"`
+	AnswerMB       float64    `json:"answer_mb"`
+	AcceptEncoding string     `json:"accept_encoding,omitempty"`
+	CacheBytes     int64      `json:"server_cache_bytes"`
+	GoMaxProcs     int        `json:"gomaxprocs"`
+	Runs           []wholeRun `json:"runs"`
+	// Median and spread (min, max) over the runs.
+	WallSeconds     [3]float64 `json:"wall_s_median_min_max"`
+	ServerPeakRSSMB [3]float64 `json:"server_peak_rss_mb_median_min_max"`
+}
+
+func runWhole(ctx context.Context, w *wholeConfig, stdout, stderr io.Writer) error {
+	switch w.acceptEncoding {
+	case "", "gzip", "zstd":
+	default:
+		return fmt.Errorf("%w: --accept-encoding %q: gzip or zstd", errUsage, w.acceptEncoding)
+	}
+	if w.runs < 1 {
+		return fmt.Errorf("%w: --runs %d", errUsage, w.runs)
+	}
+	bin := w.serverBin
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	dir := w.storeDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "zvfserve-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	t0 := time.Now()
+	if err := ensureBenchStore(ctx, dir, "points", func() (*blobstore.Store, error) {
+		return zvftest.Points(ctx, w.points, 1, writer.CodecNone)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "bench: store ready in %.1f s\n", time.Since(t0).Seconds())
+	rep := wholeReport{Clients: w.clients, AcceptEncoding: w.acceptEncoding, CacheBytes: w.cacheBytes, GoMaxProcs: runtime.GOMAXPROCS(0)}
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--cache-bytes", strconv.FormatInt(w.cacheBytes, 10),
+		"--max-vertices", "2000000000", "--max-concurrent", strconv.Itoa(max(64, w.clients)), "--revalidate", "0", "--log-level", "warn"}
+	args = append(append(args, strings.Fields(w.serveArgs)...), "points="+filepath.Join(dir, "points"))
+	for i := 0; i < w.runs; i++ {
+		run, err := wholeOnce(ctx, w, bin, args, &rep)
+		if err != nil {
+			return fmt.Errorf("bench: run %d: %w", i+1, err)
+		}
+		rep.Runs = append(rep.Runs, run)
+		fmt.Fprintf(stderr, "bench: run %d: %.1f s, %d complete, %d cut, server peak RSS %.0f MB\n", i+1, run.WallSeconds, run.Complete, run.Cut, run.ServerPeakRSSMB)
+	}
+	var wall, rss []float64
+	cut := 0
+	for _, r := range rep.Runs {
+		wall, rss = append(wall, r.WallSeconds), append(rss, r.ServerPeakRSSMB)
+		cut += r.Cut
+	}
+	rep.WallSeconds, rep.ServerPeakRSSMB = spread(wall), spread(rss)
+	printWhole(stdout, &rep)
+	if w.jsonOut != "" {
+		b, _ := json.MarshalIndent(&rep, "", "  ")
+		if err := os.WriteFile(w.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if cut > 0 {
+		return fmt.Errorf("bench: %d of %d answers were cut", cut, w.clients*w.runs)
+	}
+	return nil
+}
+
+// spread returns the median, minimum and maximum of v.
+func spread(v []float64) [3]float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return [3]float64{med, s[0], s[len(s)-1]}
+}
+
+// wholeOnce starts a server, lets every client pull the whole store at
+// once, reads the server's peak RSS and stops it with SIGTERM.
+func wholeOnce(ctx context.Context, w *wholeConfig, bin string, args []string, rep *wholeReport) (wholeRun, error) {
+	var run wholeRun
+	ctx, cancel := context.WithTimeout(ctx, w.limit)
+	defer cancel()
+	srv, err := startServerProcess(ctx, bin, args)
+	if err != nil {
+		return run, err
+	}
+	defer srv.kill()
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: w.clients, MaxIdleConnsPerHost: w.clients, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	var cat struct {
+		Stores []struct {
+			Name        string       `json:"name"`
+			Bounds      [2][]float64 `json:"bounds"`
+			VertexCount int64        `json:"vertex_count"`
+		} `json:"stores"`
+	}
+	if err := getJSON(ctx, client, srv.base+"/api/v1/stores", &cat); err != nil {
+		return run, err
+	}
+	if len(cat.Stores) != 1 || cat.Stores[0].VertexCount == 0 {
+		return run, fmt.Errorf("the server lists %+v, not the points store", cat.Stores)
+	}
+	st := cat.Stores[0]
+	rep.Vertices = st.VertexCount
+	corner := func(c []float64) string {
+		var parts []string
+		for _, v := range c {
+			parts = append(parts, strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		return strings.Join(parts, ",")
+	}
+	url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%s&max=%s&level=0&f=json&limit=%d", srv.base, corner(st.Bounds[0]), corner(st.Bounds[1]), st.VertexCount)
+	type result struct {
+		d          time.Duration
+		wire, body int64
+		err        error
+	}
+	res := make([]result, w.clients)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range res {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.Now()
+			wire, body, err := pullWhole(ctx, client, url, w.acceptEncoding, st.VertexCount)
+			res[i] = result{time.Since(t), wire, body, err}
+		}()
+	}
+	wg.Wait()
+	run.WallSeconds = time.Since(start).Seconds()
+	run.ServerPeakRSSMB = srv.peakRSSMB()
+	var lat []float64
+	reasons := map[string]bool{}
+	for _, r := range res {
+		lat = append(lat, r.d.Seconds())
+		run.WireMB += float64(r.wire) / 1e6
+		if r.err != nil {
+			run.Cut++
+			reasons[r.err.Error()] = true
+			continue
+		}
+		run.Complete++
+		rep.AnswerMB = float64(r.body) / 1e6
+	}
+	for r := range reasons {
+		run.CutReasons = append(run.CutReasons, r)
+	}
+	sort.Strings(run.CutReasons)
+	sort.Float64s(lat)
+	run.RequestP50Secs, run.RequestMaxSecs = lat[len(lat)/2], lat[len(lat)-1]
+	t := time.Now()
+	if err := srv.stop(30 * time.Second); err != nil {
+		return run, err
+	}
+	run.ServerExitSecs = time.Since(t).Seconds()
+	return run, nil
+}
+
+// pullWhole reads one whole-store answer and checks that it is whole: a
+// 200, no transport error, the JSON's end with the count of every vertex
+// and no next page. It returns the bytes on the wire and of the body.
+func pullWhole(ctx context.Context, c *http.Client, url, encoding string, vertices int64) (int64, int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	wire := &countingReader{r: resp.Body}
+	var body io.Reader = wire
+	switch resp.Header.Get("Content-Encoding") {
+	case "gzip":
+		zr, err := gzip.NewReader(wire)
+		if err != nil {
+			return wire.n, 0, err
+		}
+		body = zr
+	case "zstd":
+		zr, err := zstd.NewReader(wire, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return wire.n, 0, err
+		}
+		defer zr.Close()
+		body = zr
+	}
+	n, tail, err := drain(body)
+	switch {
+	case err != nil:
+		// The server cut the answer: the client sees a transport error.
+		return wire.n, n, fmt.Errorf("cut: %v", err)
+	case !bytes.HasSuffix(tail, []byte(`"next":null}`+"\n")) || countVertices(tail) != vertices:
+		return wire.n, n, fmt.Errorf("well-formed but short: count %d of %d", countVertices(tail), vertices)
+	}
+	return wire.n, n, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func getJSON(ctx context.Context, c *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// serverProcess is a `zvfserve serve` child.
+type serverProcess struct {
+	cmd    *exec.Cmd
+	base   string
+	exited chan error
+	stderr *tailBuffer
+}
+
+// startServerProcess runs bin with args and waits until it says where it
+// listens.
+func startServerProcess(ctx context.Context, bin string, args []string) (*serverProcess, error) {
+	cmd := exec.Command(bin, args...)
+	p := &serverProcess{cmd: cmd, exited: make(chan error, 1), stderr: &tailBuffer{max: 16 << 10}}
+	cmd.Stderr = p.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if i := strings.Index(sc.Text(), " on http://"); i >= 0 {
+				found <- strings.TrimSuffix(sc.Text()[i+4:], "/")
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+		p.exited <- cmd.Wait()
+	}()
+	select {
+	case p.base = <-found:
+		return p, nil
+	case err := <-p.exited:
+		p.exited <- err
+		return nil, fmt.Errorf("the server exited (%v): %s", err, p.stderr)
+	case <-time.After(2 * time.Minute):
+	case <-ctx.Done():
+	}
+	p.kill()
+	return nil, fmt.Errorf("the server did not start: %s", p.stderr)
+}
+
+// peakRSSMB is the server's high-water resident set (Linux).
+func (p *serverProcess) peakRSSMB() float64 {
+	return vmHWMMB(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+}
+
+// stop sends SIGTERM and waits for the process to exit.
+func (p *serverProcess) stop(wait time.Duration) error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		if err != nil {
+			return fmt.Errorf("the server exited with %v after SIGTERM: %s", err, p.stderr)
+		}
+		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("the server was still running %v after SIGTERM", wait)
+	}
+}
+
+func (p *serverProcess) kill() {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+	default:
+		_ = p.cmd.Process.Kill()
+		p.exited <- <-p.exited
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}
+
+func printWhole(w io.Writer, r *wholeReport) {
+	enc := "plain JSON"
+	if r.AcceptEncoding != "" {
+		enc = r.AcceptEncoding
+	}
+	fmt.Fprintf(w, "zvfserve bench --whole: %d clients at once, each the whole 'points' store (%d vertices, %.1f MB of JSON, %s), server cache budget %d MiB, GOMAXPROCS %d\n\n",
+		r.Clients, r.Vertices, r.AnswerMB, enc, r.CacheBytes>>20, r.GoMaxProcs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\twall s\trequest p50 s\trequest max s\tcomplete\tcut\tMB on the wire\tserver peak RSS MB\texit after SIGTERM s\t")
+	for i, x := range r.Runs {
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%.0f\t%.0f\t%.2f\t\n", i+1, x.WallSeconds, x.RequestP50Secs, x.RequestMaxSecs, x.Complete, x.Cut, x.WireMB, x.ServerPeakRSSMB, x.ServerExitSecs)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nmedian (min–max) over %d runs: wall %.1f s (%.1f–%.1f), server peak RSS %.0f MB (%.0f–%.0f)\n",
+		len(r.Runs), r.WallSeconds[0], r.WallSeconds[1], r.WallSeconds[2], r.ServerPeakRSSMB[0], r.ServerPeakRSSMB[1], r.ServerPeakRSSMB[2])
+	for i, x := range r.Runs {
+		for _, reason := range x.CutReasons {
+			fmt.Fprintf(w, "run %d: cut: %s\n", i+1, reason)
+		}
+	}
 }

@@ -53,7 +53,7 @@ func httpServer(t *testing.T, path string) *httptest.Server {
 	return ts
 }
 
-func httpGet(t *testing.T, ts *httptest.Server, path string) []byte {
+func getOK(t *testing.T, ts *httptest.Server, path string) []byte {
 	t.Helper()
 	resp, err := ts.Client().Get(ts.URL + path)
 	if err != nil {
@@ -98,7 +98,7 @@ func TestQueryMatchesHTTP(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			want := httpGet(t, tc.ts, tc.path)
+			want := getOK(t, tc.ts, tc.path)
 			if !bytes.Equal([]byte(out), want) {
 				t.Fatalf("query printed %d bytes, GET returned %d:\n%.300s\n%.300s", len(out), len(want), out, want)
 			}
@@ -115,7 +115,7 @@ func pages(t *testing.T, ts *httptest.Server, path string) [][]byte {
 		if cursor != "" {
 			p += "&cursor=" + url.QueryEscape(cursor)
 		}
-		b := httpGet(t, ts, p)
+		b := getOK(t, ts, p)
 		out = append(out, b)
 		var page struct {
 			Next *string `json:"next"`
@@ -171,14 +171,14 @@ func TestQueryPaging(t *testing.T) {
 					if c != "" {
 						path += "&cursor=" + url.QueryEscape(c)
 					}
-					b := httpGet(t, ts, path)
+					b := getOK(t, ts, path)
 					all = append(all, b...)
 					// The JSON page at the same cursor carries the same next.
 					var page struct {
 						Next *string `json:"next"`
 					}
 					jp := strings.Replace(path, "f="+f, "f=json", 1)
-					if err := json.Unmarshal(httpGet(t, ts, jp), &page); err != nil {
+					if err := json.Unmarshal(getOK(t, ts, jp), &page); err != nil {
 						t.Fatal(err)
 					}
 					if page.Next == nil {

@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -33,12 +37,15 @@ func serveCommand() command {
 
 // serveConfig holds the flags; each has an environment variable.
 type serveConfig struct {
-	addr, publicURL, cors, logFormat, logLevel, token, adminAddr string
-	cacheBytes, maxVertices                                      int64
-	maxAge, timeout, revalidate, revalidateWalk, settle          time.Duration
-	maxConcurrent, readConcurrency                               int
-	demoScale                                                    float64
-	followSymlinks                                               bool
+	addr, publicURL, cors, logFormat, logLevel, adminAddr string
+	token, tokenFile                                      string
+	cacheBytes, maxVertices                               int64
+	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
+	idleTimeout, shutdownGrace, revalidate                time.Duration
+	revalidateWalk, settle                                time.Duration
+	maxConcurrent, readConcurrency, maxConnections        int
+	demoScale                                             float64
+	followSymlinks                                        bool
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
@@ -68,20 +75,28 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	}
 	fs.StringVar(&c.addr, "addr", env("ZVFSERVE_ADDR", ":8080"), "listen address (env ZVFSERVE_ADDR)")
 	fs.StringVar(&c.publicURL, "public-url", env("ZVFSERVE_PUBLIC_URL", ""), "public base URL used in Link headers and the catalog (env ZVFSERVE_PUBLIC_URL)")
-	fs.Int64Var(&c.cacheBytes, "cache-bytes", envInt("ZVFSERVE_CACHE_BYTES", 512<<20), "cache budget in bytes (env ZVFSERVE_CACHE_BYTES)")
+	fs.Int64Var(&c.cacheBytes, "cache-bytes", envInt("ZVFSERVE_CACHE_BYTES", 512<<20), "cache budget in bytes; unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
 	fs.StringVar(&c.cors, "cors-origins", env("ZVFSERVE_CORS_ORIGINS", "*"), "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
 	fs.DurationVar(&c.maxAge, "max-age", envDur("ZVFSERVE_MAX_AGE", time.Hour), "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
-	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit per request (env ZVFSERVE_REQUEST_TIMEOUT)")
+	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
+	fs.DurationVar(&c.streamTimeout, "stream-timeout", envDur("ZVFSERVE_STREAM_TIMEOUT", 10*time.Minute), "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
 	fs.DurationVar(&c.revalidate, "revalidate", envDur("ZVFSERVE_REVALIDATE", time.Minute), "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
 	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", envDur("ZVFSERVE_REVALIDATE_WALK", 0), "also list every object of every store this often, in the background, to notice data rewritten without its metadata; costs a listing of the whole store; 0: never (env ZVFSERVE_REVALIDATE_WALK)")
 	fs.DurationVar(&c.settle, "settle", envDur("ZVFSERVE_SETTLE", 2*time.Second), "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
 	fs.BoolVar(&c.followSymlinks, "follow-symlinks", envBool("ZVFSERVE_FOLLOW_SYMLINKS", false), "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
+	fs.DurationVar(&c.stallTimeout, "stall-timeout", envDur("ZVFSERVE_STALL_TIMEOUT", 10*time.Second), "a response whose client takes nothing for this long is cut and its slot freed (env ZVFSERVE_STALL_TIMEOUT)")
+	fs.IntVar(&c.maxConnections, "max-connections", int(envInt("ZVFSERVE_MAX_CONNECTIONS", 4096)), "open client connections; at the cap the longest-idle keep-alive connection is closed for a new one, and with none idle the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", envDur("ZVFSERVE_IDLE_TIMEOUT", time.Minute), "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", envDur("ZVFSERVE_SHUTDOWN_GRACE", 15*time.Second), "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", int(envInt("ZVFSERVE_READ_CONCURRENCY", 0)), "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
 	fs.StringVar(&c.logFormat, "log-format", env("ZVFSERVE_LOG_FORMAT", "text"), "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
 	fs.StringVar(&c.logLevel, "log-level", env("ZVFSERVE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
-	fs.StringVar(&c.token, "token", env("ZVFSERVE_TOKEN", ""), "require this bearer token on every route but /healthz and /readyz (env ZVFSERVE_TOKEN)")
+	// The token's default is not taken from the environment here, so that
+	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
+	fs.StringVar(&c.token, "token", "", "require this bearer token on every route but /healthz and /readyz (env ZVFSERVE_TOKEN; on the command line it is visible in the process list: prefer the variable or --token-file)")
+	fs.StringVar(&c.tokenFile, "token-file", env("ZVFSERVE_TOKEN_FILE", ""), "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
 	fs.StringVar(&c.adminAddr, "admin-addr", env("ZVFSERVE_ADMIN_ADDR", ""), "listen address for /metrics and /debug/pprof (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given")
 }
@@ -121,7 +136,7 @@ func storeArg(arg string) (name, target string) {
 // contents do not open (corrupt, unsupported, backend down) is served as
 // that error and retried every --revalidate, so one bad store never takes
 // the others down.
-func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger) ([]*zvf.Handle, func(), error) {
+func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, wrap func(storage.Store) storage.Store) ([]*zvf.Handle, func(), error) {
 	codecs := zarr.NewCodecs()
 	var stores []*zvf.Handle
 	var closers []func() error
@@ -131,6 +146,9 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		}
 	}
 	open := func(name string, st storage.Store, watch bool, conc int) error {
+		if wrap != nil {
+			st = wrap(st)
+		}
 		// Transient backend errors are retried (bounded) below the metrics,
 		// so every attempt's bytes and latency are counted.
 		h, err := zvf.OpenHandle(ctx, retry.Wrap(m.Storage(st), retry.Options{}),
@@ -203,6 +221,16 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return serve(ctx, args, stdout, stderr, serveHooks{})
+}
+
+// serveHooks let tests reach under serve: wrapStore wraps every store's
+// storage as it is opened (to make reads hang, say).
+type serveHooks struct {
+	wrapStore func(storage.Store) storage.Store
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks serveHooks) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c serveConfig
@@ -227,13 +255,39 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if c.timeout <= 0 || c.streamTimeout < c.timeout {
+		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", errUsage, c.timeout, c.streamTimeout)
+	}
+	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
+		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", errUsage)
+	}
+	if c.maxConnections, err = connectionCap(fs, &c, log); err != nil {
+		return err
+	}
+	if err := resolveToken(fs, &c, log); err != nil {
+		return err
+	}
 	ch := cache.New(c.cacheBytes)
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		// With the cache full, the collector's default pacing (GOGC=100)
+		// lets the heap grow to twice the live data: a soft limit keeps
+		// the process near the cache budget plus what requests in flight
+		// use.
+		limit := c.cacheBytes + memoryHeadroom
+		debug.SetMemoryLimit(limit)
+		log.Debug("memory limit", "bytes", limit)
+	}
 	metrics := api.NewMetrics()
-	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log)
+	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks.wrapStore)
 	if err != nil {
 		return err
 	}
-	defer closeStores()
+	storesOpen := true
+	defer func() {
+		if storesOpen {
+			closeStores()
+		}
+	}()
 	var origins []string
 	for _, o := range strings.Split(c.cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -241,7 +295,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
-		MaxAge: c.maxAge, RequestTimeout: c.timeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
+		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, StallTimeout: c.stallTimeout,
+		MaxConnections: c.maxConnections, IdleTimeout: c.idleTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
 		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), UI: web.Handler()})
 	if err != nil {
 		return err
@@ -250,47 +305,177 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: c.timeout + 30*time.Second, IdleTimeout: 120 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// Every request's context derives from base, so that when the grace
+	// period ends the work of requests still running is cancelled.
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	hs, limited := srv.HTTPServer(ln)
+	hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	hs.BaseContext = func(net.Listener) context.Context { return base }
 	errc := make(chan error, 2)
-	go func() { errc <- hs.Serve(ln) }()
-	var admin *http.Server
+	go func() { errc <- hs.Serve(limited) }()
+	servers := []*http.Server{hs}
 	if c.adminAddr != "" {
 		aln, err := net.Listen("tcp", c.adminAddr)
 		if err != nil {
 			_ = hs.Close()
 			return err
 		}
-		admin = &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: hs.BaseContext}
 		go func() { errc <- admin.Serve(aln) }()
+		servers = append(servers, admin)
 		log.Info("admin listening", "addr", aln.Addr().String())
 	}
+	checked := make(chan struct{})
+	stopChecks := func() {}
 	if c.revalidate > 0 && len(fs.Args()) > 0 {
 		rctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); revalidate(rctx, c.revalidate, srv.Refresh) }()
-		defer func() { stop(); <-done }()
-		if c.revalidateWalk > 0 {
-			wdone := make(chan struct{})
-			go func() { defer close(wdone); revalidate(rctx, c.revalidateWalk, srv.RefreshDeep) }()
-			defer func() { stop(); <-wdone }()
-		}
+		stopChecks = stop
+		go func() {
+			defer close(checked)
+			var walks sync.WaitGroup
+			if c.revalidateWalk > 0 {
+				walks.Go(func() { revalidate(rctx, c.revalidateWalk, srv.RefreshDeep) })
+			}
+			revalidate(rctx, c.revalidate, srv.Refresh)
+			walks.Wait()
+		}()
+	} else {
+		close(checked)
 	}
 	fmt.Fprintf(stdout, "zvfserve: serving %d store(s) on http://%s/\n", len(stores), displayAddr(ln.Addr()))
 	select {
 	case err := <-errc:
+		stopChecks()
+		<-checked
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	storesOpen = false
+	return shutdown(srv, servers, c.shutdownGrace, cancelBase, stopChecks, checked, closeStores, log)
+}
+
+// shutdown stops serving within grace, whatever storage does: /readyz
+// turns false and the listeners close at once; requests in flight get the
+// grace period to finish; then their connections are closed and their
+// work cancelled, and shutdown returns even if some handler or store
+// check is stuck in a read that ignores cancellation (the process exits
+// with it). Closing the stores waits only within the grace period too.
+func shutdown(srv *api.Server, servers []*http.Server, grace time.Duration, cancelBase, stopChecks func(), checked <-chan struct{},
+	closeStores func(), log *slog.Logger) error {
+	log.Info("shutting down: not ready, no new connections; requests in flight have the grace period", "grace", grace)
 	srv.SetReady(false)
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	stopChecks()
+	deadline := time.Now().Add(grace)
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	err = hs.Shutdown(sctx)
-	if admin != nil {
-		err = errors.Join(err, admin.Shutdown(sctx))
+	errs := make(chan error, len(servers))
+	for _, hs := range servers {
+		go func() { errs <- hs.Shutdown(sctx) }()
+	}
+	var err error
+	for range servers {
+		err = errors.Join(err, <-errs)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("grace period over with requests still running; closing their connections", "grace", grace)
+		cancelBase()
+		for _, hs := range servers {
+			_ = hs.Close()
+		}
+		err = fmt.Errorf("shutdown: the %v grace period ran out with requests still running; their connections were closed", grace)
+	}
+	if !waitUntil(deadline, func() { <-checked }) {
+		log.Warn("a store check is still running (stuck in storage); leaving it")
+	}
+	if !waitUntil(deadline, closeStores) {
+		log.Warn("closing the stores is stuck in storage; leaving them")
 	}
 	return err
+}
+
+// waitUntil runs f and waits for it until deadline; it reports whether f
+// finished.
+func waitUntil(deadline time.Time, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// resolveToken settles where the bearer token comes from: --token,
+// --token-file or ZVFSERVE_TOKEN (at most one of the flags).
+func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
+	onCommandLine := false
+	fs.Visit(func(f *flag.Flag) { onCommandLine = onCommandLine || f.Name == "token" })
+	if onCommandLine && c.tokenFile != "" {
+		return fmt.Errorf("%w: --token and --token-file (or ZVFSERVE_TOKEN_FILE) both given; use one", errUsage)
+	}
+	switch {
+	case c.tokenFile != "":
+		b, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		if c.token = strings.TrimSpace(string(b)); c.token == "" {
+			return fmt.Errorf("--token-file %s is empty", c.tokenFile)
+		}
+	case onCommandLine:
+		if c.token == "" {
+			return fmt.Errorf("%w: --token is empty", errUsage)
+		}
+		log.Warn("--token on the command line is visible to other local users in the process list; use ZVFSERVE_TOKEN or --token-file")
+	default:
+		c.token = os.Getenv("ZVFSERVE_TOKEN")
+	}
+	return nil
+}
+
+// memoryHeadroom is the soft memory limit above --cache-bytes (unless
+// GOMEMLIMIT is set): 64 streaming answers at once use about 100-200 MB.
+const memoryHeadroom = 256 << 20
+
+// connectionCap checks --max-connections against the descriptors this
+// process may open (RLIMIT_NOFILE; Go raises the soft limit to the hard
+// one at start), keeping room for the listeners, the store reads the
+// concurrency limits allow (a file or an HTTP connection each) and logs.
+// An explicit --max-connections that does not fit is a usage error; the
+// default is lowered to fit, and said so.
+func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, fmt.Errorf("read the open-file limit: %w", err)
+	}
+	reads := 8
+	for _, a := range fs.Args() {
+		_, target := storeArg(a)
+		reads = max(reads, readConcurrency(c.readConcurrency, target))
+	}
+	reserve := 64 + c.maxConcurrent*reads
+	fits := int(min(lim.Cur, math.MaxInt32)) - reserve
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "max-connections" })
+	_, fromEnv := os.LookupEnv("ZVFSERVE_MAX_CONNECTIONS")
+	switch {
+	case c.maxConnections < 1:
+		return 0, fmt.Errorf("%w: --max-connections %d: must be at least 1", errUsage, c.maxConnections)
+	case c.maxConnections <= fits:
+		return c.maxConnections, nil
+	case explicit || fromEnv || fits < 16:
+		return 0, fmt.Errorf("%w: --max-connections %d does not fit the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d) and the rest; lower it, or raise the limit (ulimit -n)",
+			errUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads)
+	}
+	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", lim.Cur, "kept_for_reads", reserve)
+	return fits, nil
 }
 
 // readConcurrency is the flag's value, or by default 8 parallel chunk

@@ -1,0 +1,294 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api"
+)
+
+// waitFor polls cond (a metric, a log) until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// smallBuffers makes the kernel hold little of a response, so a client
+// that does not read blocks the server's writes after a few kilobytes
+// (loopback buffers otherwise grow to megabytes).
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(8 << 10)
+	}
+	return c, err
+}
+
+// dialSmall connects with a small receive buffer (set before connecting,
+// so the window never grows) and sends one GET.
+func dialSmall(t *testing.T, addr, path string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+		return errors.Join(err, serr)
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: zvf\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestStalledClientsAreCut: clients that ask for a large answer and never
+// read it hold every concurrency slot only until the stall timeout; then
+// they are cut (a visibly incomplete body), counted as stalled, and a
+// well-behaved client is served instead of getting 503.
+func TestStalledClientsAreCut(t *testing.T) {
+	const slots = 4
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+		t.Run(proto, func(t *testing.T) {
+			srv, _, logs := pointsServer(t, api.Options{MaxConcurrent: slots, StallTimeout: time.Second, QueueWait: 10 * time.Second})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := startHTTPOn(t, srv, smallBuffers{ln}, proto == "HTTP/2.0")
+			var stalled []net.Conn
+			for i := 0; i < slots; i++ {
+				if proto == "HTTP/2.0" {
+					// 5.5 MB of NDJSON, uncompressed: more than the client's
+					// 4 MB stream window.
+					req, _ := http.NewRequest(http.MethodGet, ts.URL+wholeBox+"&f=ndjson&attributes=*", nil)
+					req.Header.Set("Accept-Encoding", "identity")
+					resp, err := ts.Client().Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { resp.Body.Close() })
+					continue
+				}
+				stalled = append(stalled, dialSmall(t, ts.Listener.Addr().String(), wholeBox))
+			}
+			waitFor(t, "the stalled requests to hold every slot", func() bool {
+				return metric(t, srv, `zvfserve_http_requests_in_flight`) == slots
+			})
+			start := time.Now()
+			resp, body, err := fetch(t, ts.Client(), ts.URL+"/api/v1/stores/points")
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("a reading client behind %d stalled ones: %d after %v (%v) %.200s", slots, resp.StatusCode, time.Since(start), err, body)
+			}
+			waitFor(t, "the stalled requests to be logged", func() bool {
+				return metric(t, srv, `zvfserve_http_requests_total\{code="200",outcome="stalled",route="/api/v1/stores/\{store\}/bbox"\}`) == slots
+			})
+			for _, l := range logs.requests(t) {
+				if l["route"] == "/api/v1/stores/{store}/bbox" && l["outcome"] != "stalled" {
+					t.Errorf("access log: %v", l)
+				}
+			}
+			for _, c := range stalled {
+				// What the client finally reads ends without the chunked
+				// body's terminator: the cut is visible.
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				b, err := io.ReadAll(c)
+				if (err != nil && !errors.Is(err, syscall.ECONNRESET)) || bytes.HasSuffix(b, []byte("\r\n0\r\n\r\n")) || !bytes.HasPrefix(b, []byte("HTTP/1.1 200")) {
+					t.Errorf("stalled client read %d bytes ending %q: %v", len(b), b[max(0, len(b)-16):], err)
+				}
+			}
+		})
+	}
+}
+
+// keepAlive is a raw HTTP/1.1 client connection that makes requests one
+// at a time and keeps the connection open between them.
+type keepAlive struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialKeepAlive(t *testing.T, addr string) *keepAlive {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &keepAlive{c: c, r: bufio.NewReader(c)}
+}
+
+// get makes one request; the error says the server closed the connection.
+func (k *keepAlive) get(path string) (int, error) {
+	_ = k.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(k.c, "GET "+path+" HTTP/1.1\r\nHost: zvf\r\n\r\n"); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(k.r, nil)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// closed reports whether the server has closed the connection (an open,
+// quiet one makes it wait 2 s).
+func (k *keepAlive) closed() bool {
+	_ = k.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err := k.r.ReadByte()
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestConnectionCap: at most MaxConnections are open. At the cap the
+// connection idle longest is closed to make room for a new one; with none
+// idle a new connection is closed at once (and counted). Keep-alive
+// connections idle past IdleTimeout are closed.
+func TestConnectionCap(t *testing.T) {
+	const limit = 20
+	open := func(srv *api.Server) float64 { return metric(t, srv, `zvfserve_http_connections_open`) }
+
+	t.Run("idle connections go first", func(t *testing.T) {
+		srv, ts := capServer(t, api.Options{MaxConnections: limit})
+		var conns []*keepAlive
+		for i := 0; i < limit+10; i++ {
+			k := dialKeepAlive(t, ts.Listener.Addr().String())
+			if code, err := k.get("/healthz"); err != nil || code != 200 {
+				t.Fatalf("connection %d: %d %v", i, code, err)
+			}
+			conns = append(conns, k)
+			// Each is idle before the next arrives (the server marks it
+			// idle just after sending the answer).
+			waitFor(t, "the connection to be idle", func() bool { return metric(t, srv, `zvfserve_http_connections_idle`) == float64(min(i+1, limit)) })
+			if n := open(srv); n > limit {
+				t.Fatalf("%v connections open, cap %d", n, limit)
+			}
+		}
+		for i, k := range conns {
+			if i < 10 {
+				if !k.closed() {
+					t.Errorf("connection %d is open: the oldest idle ones go first", i)
+				}
+			} else if code, err := k.get("/healthz"); err != nil || code != 200 {
+				t.Errorf("connection %d: %d %v, want it open", i, code, err)
+			}
+		}
+		if v := metric(t, srv, `zvfserve_http_connections_idle_closed_total`); v != 10 {
+			t.Errorf("idle_closed_total %v, want 10", v)
+		}
+	})
+
+	t.Run("refused when none is idle", func(t *testing.T) {
+		srv, ts := capServer(t, api.Options{MaxConnections: limit})
+		// Connected but silent: not idle keep-alive connections, not evicted.
+		for i := 0; i < limit; i++ {
+			dialKeepAlive(t, ts.Listener.Addr().String())
+		}
+		waitFor(t, "the cap to fill", func() bool { return open(srv) == limit })
+		k := dialKeepAlive(t, ts.Listener.Addr().String())
+		if _, err := k.get("/healthz"); err == nil {
+			t.Fatal("a connection past the cap was served")
+		}
+		if v := metric(t, srv, `zvfserve_http_connections_refused_total`); v != 1 {
+			t.Errorf("refused_total %v, want 1", v)
+		}
+		if n := open(srv); n != limit {
+			t.Errorf("%v open, want %d", n, limit)
+		}
+	})
+
+	t.Run("idle timeout", func(t *testing.T) {
+		srv, ts := capServer(t, api.Options{IdleTimeout: 200 * time.Millisecond})
+		k := dialKeepAlive(t, ts.Listener.Addr().String())
+		if code, err := k.get("/healthz"); err != nil || code != 200 {
+			t.Fatalf("%d %v", code, err)
+		}
+		if !k.closed() {
+			t.Fatal("an idle keep-alive connection outlived IdleTimeout")
+		}
+		waitFor(t, "the connection to be counted out", func() bool { return open(srv) == 0 })
+	})
+}
+
+func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server) {
+	t.Helper()
+	o.Stores = openStores(t, "graph")
+	srv, err := api.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, startHTTPOn(t, srv, ln, false)
+}
+
+// TestSlowSteadyClientIsNotCut: the stall timeout cuts a client that
+// takes nothing, not one that reads slowly but steadily — here at most
+// 4 KiB every 20 ms (200 kB/s) against a 1 s stall timeout, while the
+// server writes 256 KiB at a time (each such write takes 1.3 s or more to
+// drain).
+func TestSlowSteadyClientIsNotCut(t *testing.T) {
+	srv, _, logs := pointsServer(t, api.Options{StallTimeout: time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startHTTPOn(t, srv, smallBuffers{ln}, false)
+	c := dialSmall(t, ts.Listener.Addr().String(), wholeBox+"&f=bin")
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	var got bytes.Buffer
+	buf := make([]byte, 4<<10)
+	for {
+		// A slow client, paced: not a wait for the server.
+		time.Sleep(20 * time.Millisecond)
+		n, err := c.Read(buf)
+		got.Write(buf[:n])
+		if chunkedEnd(got.Bytes()) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", got.Len(), err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(&got), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || len(body) < 700_000 {
+		t.Fatalf("%d bytes: %v", len(body), err)
+	}
+	waitFor(t, "the access log", func() bool { return len(logs.requests(t)) == 1 })
+	if l := logs.requests(t)[0]; l["outcome"] != "complete" {
+		t.Fatalf("access log: %v", l)
+	}
+}
+
+// chunkedEnd reports whether b ends a chunked HTTP/1.1 body: the last
+// chunk, then trailers (a streamed bbox sends its counts as trailers),
+// then an empty line.
+func chunkedEnd(b []byte) bool {
+	i := bytes.LastIndex(b, []byte("\r\n0\r\n"))
+	return i >= 0 && bytes.HasSuffix(b[i+3:], []byte("\r\n\r\n")) || bytes.HasSuffix(b, []byte("\r\n0\r\n\r\n"))
+}

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func waitDone(t *testing.T, ctx context.Context, within time.Duration) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(within):
+		t.Fatalf("context still running after %v", within)
+	}
+}
+
+// TestRequestCtx: the request clock reports a timeout as DeadlineExceeded
+// to itself and to everything derived from it, moves its deadline once the
+// answer starts, passes on the client's cancellation, and after release
+// never calls back into the response.
+func TestRequestCtx(t *testing.T) {
+	t.Run("deadline", func(t *testing.T) {
+		var expired atomic.Int32
+		c := newRequestCtx(context.Background(), time.Now().Add(20*time.Millisecond))
+		c.onExpire = func() { expired.Add(1) }
+		defer c.release()
+		child, cancel := context.WithCancel(c)
+		defer cancel()
+		ran := make(chan struct{})
+		context.AfterFunc(c, func() { close(ran) })
+		waitDone(t, child, 5*time.Second)
+		<-ran
+		if !errors.Is(c.Err(), context.DeadlineExceeded) || !errors.Is(child.Err(), context.DeadlineExceeded) || expired.Load() != 1 {
+			t.Fatalf("err %v, child %v, expired %d", c.Err(), child.Err(), expired.Load())
+		}
+	})
+	t.Run("extended when the answer starts", func(t *testing.T) {
+		c := newRequestCtx(context.Background(), time.Now().Add(30*time.Millisecond))
+		defer c.release()
+		c.extend(time.Now().Add(time.Hour))
+		slow, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		select {
+		case <-c.Done():
+			t.Fatalf("ended at the first deadline: %v", c.Err())
+		case <-slow.Done():
+		}
+	})
+	t.Run("client gone", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		c := newRequestCtx(parent, time.Now().Add(time.Hour))
+		defer c.release()
+		child, stop := context.WithCancel(c)
+		defer stop()
+		cancel()
+		waitDone(t, child, 5*time.Second)
+		if !errors.Is(c.Err(), context.Canceled) || !errors.Is(child.Err(), context.Canceled) {
+			t.Fatalf("err %v, child %v", c.Err(), child.Err())
+		}
+	})
+	t.Run("released", func(t *testing.T) {
+		var expired atomic.Int32
+		c := newRequestCtx(context.Background(), time.Now().Add(10*time.Millisecond))
+		c.onExpire = func() { expired.Add(1) }
+		c.release()
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("err %v", c.Err())
+		}
+		c.expire() // a timer run that raced with release
+		if expired.Load() != 0 || !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("after release: expired %d, err %v", expired.Load(), c.Err())
+		}
+	})
+}

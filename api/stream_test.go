@@ -1,0 +1,229 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// A 60,000-point store (512 level-0 chunks of ~117 points): its whole-box
+// answer is 1.7 MB of JSON or 720 kB of binary, well past the 256 KiB a
+// response holds back before it commits to 200 and streams.
+const (
+	streamPoints = 60_000
+	wholeBox     = "/api/v1/stores/points/bbox?min=0,0,0&max=1000,1000,1000"
+)
+
+var pointsOnce struct {
+	sync.Once
+	st  *blobstore.Store
+	err error
+}
+
+func sharedPoints(t *testing.T) storage.Store {
+	t.Helper()
+	pointsOnce.Do(func() {
+		pointsOnce.st, pointsOnce.err = zvftest.Points(context.Background(), streamPoints, 1, writer.CodecNone)
+	})
+	if pointsOnce.err != nil {
+		t.Fatal(pointsOnce.err)
+	}
+	return storage.Sub(pointsOnce.st, "points")
+}
+
+// logBuffer collects the server's JSON log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// requests returns the access-log lines ("msg":"request").
+func (l *logBuffer) requests(t *testing.T) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["msg"] == "request" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// streamServer serves the points store (read one chunk at a time, cold
+// cache) through a fault store; rules are added after the store opened.
+func streamServer(t *testing.T, o api.Options, h2 bool, rules ...*faultstore.Rule) (*api.Server, *faultstore.Store, *logBuffer, string, *http.Client) {
+	t.Helper()
+	srv, fs, logs := pointsServer(t, o, rules...)
+	ts := startHTTP(t, srv, h2)
+	return srv, fs, logs, ts.URL, ts.Client()
+}
+
+// pointsServer is streamServer without the listener.
+func pointsServer(t *testing.T, o api.Options, rules ...*faultstore.Rule) (*api.Server, *faultstore.Store, *logBuffer) {
+	t.Helper()
+	ctx := context.Background()
+	fs := faultstore.New(sharedPoints(t), nil)
+	s, err := zvf.Open(ctx, fs, zvf.Options{Name: "points", Cache: cache.New(64 << 20), Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for _, r := range rules {
+		fs.Add(r)
+	}
+	logs := &logBuffer{}
+	o.Stores = []*zvf.Store{s}
+	o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	srv, err := api.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, fs, logs
+}
+
+// fetch reads a whole response; err is what reading the body said.
+func fetch(t *testing.T, c *http.Client, url string) (*http.Response, []byte, error) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
+}
+
+// metric returns the value of the sample whose line matches re, or -1.
+func metric(t *testing.T, srv *api.Server, re string) float64 {
+	t.Helper()
+	rec := newRecorder()
+	req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
+	srv.AdminHandler().ServeHTTP(rec, req)
+	m := regexp.MustCompile(`(?m)^` + re + ` (\S+)$`).FindStringSubmatch(rec.buf.String())
+	if m == nil {
+		return -1
+	}
+	var v float64
+	fmt.Sscan(m[1], &v)
+	return v
+}
+
+// TestStreamFailingMidwayIsVisible: when storage fails after the answer
+// has started (the last chunk of the box), the client must not receive a
+// well-formed but short body — the connection (HTTP/1.1) or stream
+// (HTTP/2) is aborted — and the access log and the request counter record
+// the response as aborted by an error, not as a plain 200.
+func TestStreamFailingMidwayIsVisible(t *testing.T) {
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+		for _, f := range []string{"json", "ndjson", "bin"} {
+			t.Run(proto+" "+f, func(t *testing.T) {
+				srv, _, logs, url, client := streamServer(t, api.Options{}, proto == "HTTP/2.0",
+					&faultstore.Rule{Op: "get", Key: "vertices/7.7.7/c/0", Fault: faultstore.Fault{Err: errors.Join(storage.ErrUnavailable, faultstore.ErrInjected)}})
+				resp, body, err := fetch(t, client, url+wholeBox+"&f="+f)
+				if resp.Proto != proto {
+					t.Fatalf("served over %s", resp.Proto)
+				}
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d: the failure came before the answer started", resp.StatusCode)
+				}
+				if err == nil {
+					t.Fatalf("the client read %d bytes and a clean end of a cut answer", len(body))
+				}
+				lines := logs.requests(t)
+				if len(lines) != 1 || lines[0]["status"] != 200.0 || lines[0]["outcome"] != "error" {
+					t.Fatalf("access log: %v", lines)
+				}
+				if v := metric(t, srv, `zvfserve_http_requests_total\{code="200",outcome="error",route="/api/v1/stores/\{store\}/bbox"\}`); v != 1 {
+					t.Fatalf("requests_total{outcome=error} = %v", v)
+				}
+				if v := metric(t, srv, `zvfserve_http_requests_total\{code="200",outcome="complete",route="/api/v1/stores/\{store\}/bbox"\}`); v != -1 {
+					t.Fatalf("the cut answer is also counted complete: %v", v)
+				}
+			})
+		}
+	}
+}
+
+// TestRequestTimeoutBoundsTheWait: --request-timeout bounds the work
+// before an answer starts; an answer that keeps streaming runs past it
+// (to its end), and only StreamTimeout, the hard cap on a response's
+// whole time, cuts it — visibly, counted as a timeout.
+func TestRequestTimeoutBoundsTheWait(t *testing.T) {
+	// The first 300 chunks (four reads each) come at once, and the answer
+	// starts within ~100 ms; then every chunk takes 6 ms more: ~1.5 s of
+	// steady streaming after the answer started.
+	slow := func() []*faultstore.Rule {
+		return []*faultstore.Rule{
+			{Fault: faultstore.Fault{Times: 4 * 300}},
+			{Key: "/c/0", Fault: faultstore.Fault{Delay: 6 * time.Millisecond}},
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		o       api.Options
+		outcome string
+	}{
+		{"streams past the request timeout", api.Options{RequestTimeout: 500 * time.Millisecond}, "complete"},
+		{"cut by the stream cap", api.Options{RequestTimeout: 500 * time.Millisecond, StreamTimeout: time.Second}, "timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _, logs, url, client := streamServer(t, tc.o, false, slow()...)
+			start := time.Now()
+			resp, body, err := fetch(t, client, url+wholeBox)
+			took := time.Since(start)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			lines := logs.requests(t)
+			if len(lines) != 1 || lines[0]["outcome"] != tc.outcome {
+				t.Fatalf("access log: %v", lines)
+			}
+			if v := metric(t, srv, `zvfserve_http_requests_total\{code="200",outcome="`+tc.outcome+`",route="/api/v1/stores/\{store\}/bbox"\}`); v != 1 {
+				t.Fatalf("requests_total{outcome=%s} = %v", tc.outcome, v)
+			}
+			if tc.outcome == "complete" {
+				if err != nil || !bytes.Contains(body, []byte(fmt.Sprintf(`"count":%d`, streamPoints))) {
+					t.Fatalf("after %v: %v, %d bytes, tail %q", took, err, len(body), body[max(0, len(body)-80):])
+				}
+				if took < tc.o.RequestTimeout {
+					t.Fatalf("the answer took %v: not slow enough to test the request timeout", took)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("cut by the cap after %v, yet the client saw a clean end", took)
+			}
+		})
+	}
+}

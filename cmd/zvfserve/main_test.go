@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain checks that no test leaves goroutines behind (a hung read
+// released at cleanup must unwind, a shut-down server must be gone). With
+// ZVFSERVE_TEST_AS_COMMAND=1 the test binary is zvfserve itself, so that a
+// test can start the server as a child process (bench --whole does).
+func TestMain(m *testing.M) {
+	if os.Getenv("ZVFSERVE_TEST_AS_COMMAND") == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	goleak.VerifyTestMain(m,
+		// Idle keep-alive connections of http.DefaultClient: pooled, not leaked.
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("github.com/klauspost/compress/zstd.(*blockDec).startDecoder"),
+		goleak.IgnoreAnyFunction("github.com/klauspost/compress/zstd.(*Decoder).startStreamDecoder"))
+}

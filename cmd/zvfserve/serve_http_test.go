@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const graphStore = "../../testdata/zvf-reference/graph.zarrvectors"
+
+// served is a `zvfserve serve` running in-process.
+type served struct {
+	base, admin string
+	out, errs   *syncBuffer
+	cancel      context.CancelFunc // what SIGTERM does in main
+	done        chan int
+}
+
+// startServe runs serve with args (plus a loopback --addr) and waits until
+// it prints where it listens.
+func startServe(t *testing.T, args ...string) *served {
+	t.Helper()
+	return startServeWith(t, serveHooks{}, args...)
+}
+
+func startServeWith(t *testing.T, hooks serveHooks, args ...string) *served {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &served{out: &syncBuffer{}, errs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		code := 0
+		if err := serve(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), s.out, s.errs, hooks); err != nil {
+			s.errs.Write([]byte("zvfserve serve: " + err.Error() + "\n"))
+			code = 1
+		}
+		s.done <- code
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not return")
+		}
+	})
+	listening := regexp.MustCompile(`on (http://[^/\s]+)/`)
+	admin := regexp.MustCompile(`admin listening" addr=(\S+)`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if m := listening.FindStringSubmatch(s.out.String()); m != nil {
+			s.base = m[1]
+			if m := admin.FindStringSubmatch(s.errs.String()); m != nil {
+				s.admin = "http://" + m[1]
+			}
+			return s
+		}
+		select {
+		case code := <-s.done:
+			s.done <- code
+			t.Fatalf("serve exited %d: %s", code, s.errs.String())
+		default:
+		}
+	}
+	t.Fatalf("serve did not start: %s %s", s.out.String(), s.errs.String())
+	return nil
+}
+
+func httpGet(t *testing.T, url string, hdr ...string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// TestServeTokenFile: --token-file guards the API with the file's token,
+// which no endpoint (pprof's cmdline included), log line or --help shows.
+func TestServeTokenFile(t *testing.T) {
+	const token = "tok-7f3a9c"
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Args
+	t.Cleanup(func() { os.Args = saved })
+	os.Args = []string{"zvfserve", "serve", "--token-file", file, "--admin-addr", "127.0.0.1:0", graphStore}
+	s := startServe(t, os.Args[2:]...)
+	if s.admin == "" {
+		t.Fatalf("no admin address in the log: %s", s.errs.String())
+	}
+	for _, tc := range []struct {
+		url  string
+		hdr  []string
+		want int
+	}{
+		{s.base + "/api/v1/stores", nil, http.StatusUnauthorized},
+		{s.base + "/api/v1/stores", []string{"Authorization", "Bearer " + token + "x"}, http.StatusUnauthorized},
+		{s.base + "/api/v1/stores", []string{"Authorization", "Bearer " + token}, http.StatusOK},
+		{s.base + "/healthz", nil, http.StatusOK},
+		{s.admin + "/debug/pprof/cmdline", nil, http.StatusOK},
+		{s.admin + "/metrics", nil, http.StatusOK},
+	} {
+		code, body, hdr := httpGet(t, tc.url, tc.hdr...)
+		if code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.url, code, tc.want)
+		}
+		if strings.Contains(body, token) {
+			t.Errorf("%s shows the token", tc.url)
+		}
+		if code == http.StatusOK && strings.Contains(tc.url, "/api/") && !strings.Contains(hdr.Get("Cache-Control"), "private") {
+			t.Errorf("%s: Cache-Control %q", tc.url, hdr.Get("Cache-Control"))
+		}
+	}
+	if strings.Contains(s.errs.String(), token) || strings.Contains(s.out.String(), token) {
+		t.Errorf("the log shows the token: %s", s.errs.String())
+	}
+}
+
+// TestServeTokenFlags: conflicting or empty token sources are usage errors,
+// and --help does not print a token taken from the environment.
+func TestServeTokenFlags(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"both", []string{"--token", "a", "--token-file", empty}, 2, "both given"},
+		{"empty file", []string{"--token-file", empty}, 1, "is empty"},
+		{"missing file", []string{"--token-file", filepath.Join(dir, "nope")}, 1, "no such file"},
+		{"empty flag", []string{"--token", ""}, 2, "--token is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := runCmd(t, append(append([]string{"serve", "--addr", "127.0.0.1:0"}, tc.args...), graphStore)...)
+			if code != tc.code || !strings.Contains(stderr, tc.msg) {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, stderr)
+			}
+		})
+	}
+	t.Setenv("ZVFSERVE_TOKEN", "env-secret-42")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--help"}, &out, &errb); code != 0 {
+		t.Fatalf("--help: exit %d", code)
+	}
+	if strings.Contains(out.String()+errb.String(), "env-secret-42") || !strings.Contains(errb.String(), "-token-file") {
+		t.Fatalf("--help: %s", errb.String())
+	}
+}
+
+// TestServeMaxConnections: --max-connections is enforced on the listener,
+// checked against the open-file limit (an explicit value that does not fit
+// is a usage error; the default is lowered to fit, and said so).
+func TestServeMaxConnections(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("enforced", func(t *testing.T) {
+		s := startServe(t, "--max-connections", "20", "--admin-addr", "127.0.0.1:0", graphStore)
+		addr := strings.TrimPrefix(s.base, "http://")
+		for i := 0; i < 20; i++ {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+		// The admin listener is not capped.
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_open 20"); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("20 connections never open")
+			}
+		}
+		if _, err := http.Get(s.base + "/healthz"); err == nil {
+			t.Fatal("a 21st connection was served")
+		}
+		if !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_refused_total 1") {
+			t.Fatal("the refusal was not counted")
+		}
+	})
+	t.Run("explicit value over the open-file limit", func(t *testing.T) {
+		_, stderr, code := runCmd(t, "serve", "--addr", "127.0.0.1:0", "--max-connections", strconv.FormatUint(lim.Cur, 10), graphStore)
+		if code != 2 || !strings.Contains(stderr, "RLIMIT_NOFILE") {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	})
+	t.Run("default lowered to fit", func(t *testing.T) {
+		low := lim
+		low.Cur = 1024
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+			t.Skipf("cannot lower the open-file limit: %v", err)
+		}
+		t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) })
+		s := startServe(t, graphStore)
+		// 1024 - 64 - 64 slots × 8 reads
+		if !strings.Contains(s.errs.String(), "max_connections=448") {
+			t.Fatalf("log: %s", s.errs.String())
+		}
+	})
+}
+
+// metrics fetches /metrics on a fresh connection.
+func metrics(t *testing.T, base string) string {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(base + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestServeMemoryLimit: serve keeps the Go soft memory limit at the cache
+// budget plus headroom, unless GOMEMLIMIT says otherwise.
+func TestServeMemoryLimit(t *testing.T) {
+	orig := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
+	startServe(t, "--cache-bytes", "67108864", graphStore)
+	if got := debug.SetMemoryLimit(-1); got != 64<<20+memoryHeadroom {
+		t.Errorf("memory limit %d, want %d", got, 64<<20+memoryHeadroom)
+	}
+	debug.SetMemoryLimit(orig)
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	startServe(t, "--cache-bytes", "1048576", graphStore)
+	if got := debug.SetMemoryLimit(-1); got != orig {
+		t.Errorf("with GOMEMLIMIT set, serve changed the limit to %d", got)
+	}
+}

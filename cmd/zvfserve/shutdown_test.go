@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// hangingStore makes reads of chunk data, and listings (a store check),
+// block until released — ignoring their context, as a read stuck in the
+// kernel (a FIFO, a dead NFS mount) does.
+type hangingStore struct {
+	storage.Store
+	armed   chan struct{} // closed: hang from now on
+	release chan struct{}
+	entered chan string // each hung call, by op
+}
+
+func (h *hangingStore) hang(op, key string) {
+	select {
+	case <-h.armed:
+	default:
+		return
+	}
+	if op == "get" && !strings.Contains(key, "/c/") {
+		return
+	}
+	h.entered <- op
+	<-h.release
+}
+
+func (h *hangingStore) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	h.hang("get", key)
+	return h.Store.Get(ctx, key, o)
+}
+
+func (h *hangingStore) Walk(ctx context.Context, prefix string, fn func(string, storage.Attrs) error) error {
+	h.hang("walk", prefix)
+	return h.Store.Walk(ctx, prefix, fn)
+}
+
+func (h *hangingStore) List(ctx context.Context, prefix string) (storage.Listing, error) {
+	h.hang("walk", prefix)
+	return h.Store.List(ctx, prefix)
+}
+
+// TestServeShutdownWithHungRead: SIGTERM makes serve stop being ready,
+// gives in-flight requests the grace period, then returns whatever the
+// storage does — here a bbox read and the periodic store check both hang
+// for good, deaf to cancellation.
+func TestServeShutdownWithHungRead(t *testing.T) {
+	h := &hangingStore{armed: make(chan struct{}), release: make(chan struct{}), entered: make(chan string, 64)}
+	var once sync.Once
+	wrap := func(st storage.Store) storage.Store {
+		h.Store = st
+		return h
+	}
+	s := startServeWith(t, serveHooks{wrapStore: wrap}, "--shutdown-grace", "1s", "--revalidate", "20ms", graphStore)
+	// Released at cleanup (before startServe's cleanup waits for serve to
+	// return), so that the stuck goroutines can finish.
+	t.Cleanup(func() { once.Do(func() { close(h.release) }) })
+	close(h.armed)
+	clientDone := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(s.base + "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675")
+		if err == nil {
+			resp.Body.Close()
+		}
+		clientDone <- err
+	}()
+	seen := map[string]bool{}
+	for !seen["get"] || !seen["walk"] {
+		select {
+		case op := <-h.entered:
+			seen[op] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("hung calls seen: %v", seen)
+		}
+	}
+	start := time.Now()
+	s.cancel() // SIGTERM
+	select {
+	case code := <-s.done:
+		s.done <- code
+		took := time.Since(start)
+		if took > 3*time.Second {
+			t.Errorf("serve returned %v after SIGTERM with a 1 s grace period", took)
+		}
+		if code != 1 || !strings.Contains(s.errs.String(), "grace period") {
+			t.Errorf("exit %d: %s", code, s.errs.String())
+		}
+		for _, want := range []string{"shutting down", "grace period over"} {
+			if !strings.Contains(s.errs.String(), want) {
+				t.Errorf("the log does not say %q: %s", want, s.errs.String())
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not return 10 s after SIGTERM with a 1 s grace period")
+	}
+	select {
+	case err := <-clientDone:
+		if err == nil {
+			t.Error("the cut request looked like a whole answer")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the client of the hung request was left waiting")
+	}
+}
