@@ -252,7 +252,7 @@ func TestUnknownParameters(t *testing.T) {
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&levle=2", []string{"levle", "did you mean level?", "attributes, connectivity, cursor, f, level, limit, max, min"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&attribute=cell_type", []string{"attribute ", "did you mean attributes?"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&format=ndjson", []string{"format", "did you mean f?"}},
-		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&connectivity=maybe", []string{`connectivity="maybe"`, "true, false"}},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&connectivity=maybe", []string{`connectivity="maybe"`, "true or false"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&f=xml", []string{`f="xml"`}},
 		{"/api/v1/stores?f=xml", []string{`f="xml"`, "json"}},
 		{"/api/v1/stores?f=bin", []string{`f="bin"`}},

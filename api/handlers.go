@@ -231,7 +231,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fmtName, err := format(r, q)
+	rep, err := negotiate(r, "json", "ndjson", "bin")
 	if err != nil {
 		return err
 	}
@@ -251,12 +251,12 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(st, r, fmtName)) {
+	if s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
 	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Offset: cur.Offset, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
-	enc := newEncoder(fmtName)
-	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	enc := newEncoder(rep.format)
+	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
 	}
@@ -341,11 +341,11 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fmtName, err := format(r, r.URL.Query())
+	rep, err := negotiate(r, "json", "ndjson", "bin")
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(st, r, fmtName)) {
+	if s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
 	o, err := l.Object(r.Context(), id, attrs)
@@ -355,8 +355,8 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if o.Count > s.o.MaxVertices {
 		return tooLarge(fmt.Sprintf("object %d has %d vertices, more than this server's %d per response", id, o.Count, s.o.MaxVertices))
 	}
-	enc := newEncoder(fmtName)
-	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	enc := newEncoder(rep.format)
+	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
 	}
@@ -484,19 +484,19 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fmtName, err := format(r, r.URL.Query())
+	rep, err := negotiate(r, "json", "ndjson", "bin")
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(st, r, fmtName)) {
+	if s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
 	t, err := l.Chunk(r.Context(), key, attrs)
 	if err != nil {
 		return err
 	}
-	enc := newEncoder(fmtName)
-	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	enc := newEncoder(rep.format)
+	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func checkParams(table map[string][]paramSpec, r *http.Request) error {
 			return badRequest(fmt.Sprintf("parameter %s is given %d times; give it once", name, len(vs)))
 		}
 		if vals := specs[i].values; vals != nil && !slices.Contains(vals, vs[0]) {
-			return badRequest(fmt.Sprintf("%s=%q: use %s", name, vs[0], strings.Join(vals, ", ")))
+			return badRequest(fmt.Sprintf("%s=%q: use %s", name, vs[0], orList(vals)))
 		}
 	}
 	if len(unknown) == 0 {

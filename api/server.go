@@ -419,14 +419,21 @@ func redactArg(a, token string) string {
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
+	// Every GET route answers HEAD with the same handler (net/http drops
+	// the body), so health checks and caches that probe with HEAD see
+	// what GET says.
+	get := func(r chi.Router, pattern string, h http.HandlerFunc) {
+		r.Get(pattern, h)
+		r.Head(pattern, h)
+	}
 	// observe sits outside recoverer so that a response cut by a panic is
 	// still logged and counted, as what it was.
 	r.Use(s.requestID, s.observe, s.recoverer, s.methods, s.cors, s.limits)
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	get(r, "/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	r.Get("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	get(r, "/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !s.ready.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -437,30 +444,30 @@ func (s *Server) routes() http.Handler {
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)
-		r.Get("/metrics", s.m.handler().ServeHTTP)
-		r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		get(r, "/metrics", s.m.handler().ServeHTTP)
+		get(r, "/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			_, _ = w.Write(OpenAPI())
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.throttle, s.timeout)
-			r.Get("/api/v1/stores", s.wrap(s.listStores))
+			get(r, "/api/v1/stores", s.wrap(s.listStores))
 			r.Route("/api/v1/stores/{store}", func(r chi.Router) {
-				r.Get("/", s.wrap(s.describeStore))
-				r.Get("/bbox", s.wrap(s.bbox))
-				r.Get("/objects/{id}", s.wrap(s.object))
-				r.Get("/objects/{id}/manifest", s.wrap(s.manifest))
-				r.Get("/objects/{id}/levels", s.wrap(s.objectLevels))
-				r.Get("/groups/{id}", s.wrap(s.group))
-				r.Get("/levels/{level}/chunks", s.wrap(s.chunks))
-				r.Get("/levels/{level}/chunks/{key}", s.wrap(s.chunk))
+				get(r, "/", s.wrap(s.describeStore))
+				get(r, "/bbox", s.wrap(s.bbox))
+				get(r, "/objects/{id}", s.wrap(s.object))
+				get(r, "/objects/{id}/manifest", s.wrap(s.manifest))
+				get(r, "/objects/{id}/levels", s.wrap(s.objectLevels))
+				get(r, "/groups/{id}", s.wrap(s.group))
+				get(r, "/levels/{level}/chunks", s.wrap(s.chunks))
+				get(r, "/levels/{level}/chunks/{key}", s.wrap(s.chunk))
 			})
 		})
 	})
 	if s.o.UI != nil {
 		// The viewer's static files hold no data; open, so that a browser
 		// can load the page that asks for the token its data requests send.
-		r.Handle("/*", s.o.UI)
+		get(r, "/*", s.o.UI.ServeHTTP)
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, notFound("no such route"))
