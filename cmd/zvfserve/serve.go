@@ -39,7 +39,7 @@ func serveCommand() command {
 type serveConfig struct {
 	addr, publicURL, cors, logFormat, logLevel, adminAddr string
 	token, tokenFile                                      string
-	cacheBytes, maxVertices                               int64
+	cacheBytes, maxVertices, maxChunkBytes                int64
 	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
 	idleTimeout, shutdownGrace, revalidate                time.Duration
 	revalidateWalk, settle                                time.Duration
@@ -88,6 +88,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.maxConnections, "max-connections", int(envInt("ZVFSERVE_MAX_CONNECTIONS", 4096)), "open client connections; at the cap the longest-idle keep-alive connection is closed for a new one, and with none idle the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", envDur("ZVFSERVE_IDLE_TIMEOUT", time.Minute), "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", envDur("ZVFSERVE_SHUTDOWN_GRACE", 15*time.Second), "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
+	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", envInt("ZVFSERVE_MAX_CHUNK_BYTES", zarr.DefaultMaxChunkBytes), "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", int(envInt("ZVFSERVE_READ_CONCURRENCY", 0)), "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
@@ -137,7 +138,7 @@ func storeArg(arg string) (name, target string) {
 // that error and retried every --revalidate, so one bad store never takes
 // the others down.
 func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, wrap func(storage.Store) storage.Store) ([]*zvf.Handle, func(), error) {
-	codecs := zarr.NewCodecs()
+	codecs := zarr.NewCodecs(zarr.Limits{MaxChunkBytes: c.maxChunkBytes})
 	var stores []*zvf.Handle
 	var closers []func() error
 	closeAll := func() {

@@ -253,3 +253,19 @@ func TestServeMemoryLimit(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set, serve changed the limit to %d", got)
 	}
 }
+
+// TestServeMaxChunkBytes: --max-chunk-bytes reaches the codecs: a store
+// whose chunks are larger than the limit is served as a 422 that says so,
+// and the same store answers with the default.
+func TestServeMaxChunkBytes(t *testing.T) {
+	const box = "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675"
+	small := startServe(t, "--max-chunk-bytes", "16", graphStore)
+	code, body, _ := httpGet(t, small.base+box)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "16") {
+		t.Fatalf("16-byte limit: %d %s", code, body)
+	}
+	def := startServe(t, graphStore)
+	if code, body, _ := httpGet(t, def.base+box); code != http.StatusOK || !strings.Contains(body, `"count":79`) {
+		t.Fatalf("default limit: %d %.200s", code, body)
+	}
+}
