@@ -127,3 +127,16 @@ func TestHEAD(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownAPIPathIsAProblem: a mistyped API path is a 404 problem, even
+// with the viewer mounted at / (its file server answered plain text).
+func TestUnknownAPIPathIsAProblem(t *testing.T) {
+	srv := demoServer(t, api.Options{UI: http.NotFoundHandler()})
+	for _, p := range []string{"/api/v1/store", "/api/v2/stores", "/api/v1/stores/cells/bboxx"} {
+		resp := do(t, srv.Handler(), http.MethodGet, p)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(body), "no such route") {
+			t.Errorf("%s: %d %s %s", p, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+}

@@ -467,7 +467,15 @@ func (s *Server) routes() http.Handler {
 	if s.o.UI != nil {
 		// The viewer's static files hold no data; open, so that a browser
 		// can load the page that asks for the token its data requests send.
-		get(r, "/*", s.o.UI.ServeHTTP)
+		get(r, "/*", func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				// A mistyped API path is still an API answer, not the
+				// viewer's plain-text 404.
+				writeProblem(w, r, notFound("no such route"))
+				return
+			}
+			s.o.UI.ServeHTTP(w, r)
+		})
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, notFound("no such route"))
