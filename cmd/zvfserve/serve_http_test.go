@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -267,5 +269,41 @@ func TestServeMaxChunkBytes(t *testing.T) {
 	def := startServe(t, graphStore)
 	if code, body, _ := httpGet(t, def.base+box); code != http.StatusOK || !strings.Contains(body, `"count":79`) {
 		t.Fatalf("default limit: %d %.200s", code, body)
+	}
+}
+
+// TestServeEnvironment: every flag takes its ZVFSERVE_ variable (the
+// command line wins), parsed like the flag, so a malformed value is a
+// usage error at start — it used to be ignored silently, leaving the
+// default in place.
+func TestServeEnvironment(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var c serveConfig
+	serveFlags(fs, &c)
+	if err := fs.Parse([]string{"--max-age", "5s"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ZVFSERVE_CACHE_BYTES": "1234", "ZVFSERVE_MAX_AGE": "9h", "ZVFSERVE_FOLLOW_SYMLINKS": "true",
+		"ZVFSERVE_REVALIDATE_WALK": "10m", "ZVFSERVE_TOKEN": "not-taken-here"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if err := applyEnv(fs, lookup, "token"); err != nil {
+		t.Fatal(err)
+	}
+	if c.cacheBytes != 1234 || c.maxAge != 5*time.Second || !c.followSymlinks || c.revalidateWalk != 10*time.Minute || c.token != "" {
+		t.Fatalf("%+v", c)
+	}
+	for k, v := range map[string]string{"ZVFSERVE_CACHE_BYTES": "512MB", "ZVFSERVE_SETTLE": "2", "ZVFSERVE_FOLLOW_SYMLINKS": "yes please"} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		serveFlags(fs, &serveConfig{})
+		_ = fs.Parse(nil)
+		err := applyEnv(fs, func(n string) (string, bool) { return v, n == k }, "token")
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%q: %v", k, v, err)
+		}
+	}
+	var out, errs bytes.Buffer
+	t.Setenv("ZVFSERVE_MAX_VERTICES", "lots")
+	if code := run(context.Background(), []string{"serve", graphStore}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "ZVFSERVE_MAX_VERTICES") {
+		t.Fatalf("serve with a malformed variable: exit %d, %s", code, errs.String())
 	}
 }
