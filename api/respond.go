@@ -19,7 +19,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
 // etag is a strong validator: the store's version + path + query +
@@ -251,22 +250,6 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store
 		return err
 	}
 	return body.finish(s, start)
-}
-
-// Storage wraps st so that reads are counted in the metrics.
-func (m *Metrics) Storage(st storage.Store) storage.Store { return &meteredStore{Store: st, m: m} }
-
-type meteredStore struct {
-	storage.Store
-	m *Metrics
-}
-
-func (s *meteredStore) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
-	t := time.Now()
-	obj, err := s.Store.Get(ctx, key, o)
-	s.m.readLat.Observe(time.Since(t).Seconds())
-	s.m.readBytes.Add(float64(len(obj.Data)))
-	return obj, err
 }
 
 // How a response ended, as logged and counted (the "outcome" label of

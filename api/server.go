@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zvfserve/zvfserve"
@@ -72,6 +73,7 @@ type Server struct {
 	handler http.Handler
 	pools   bodyPools
 	params  map[string][]paramSpec // every route's query parameters
+	reqs    atomic.Uint64          // request ids
 }
 
 var storeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -520,11 +522,9 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-var reqCounter atomic.Uint64
-
 func (s *Server) requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := fmt.Sprintf("%x-%x", s.o.Now().UnixNano()&0xffffffff, reqCounter.Add(1))
+		id := fmt.Sprintf("%x-%x", s.o.Now().UnixNano()&0xffffffff, s.reqs.Add(1))
 		w.Header().Set("X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})
@@ -842,8 +842,14 @@ func NewMetrics() *Metrics {
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
 	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connRefuse, m.readBytes, m.readLat,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ObserveRead counts one storage read (see metered.Wrap).
+func (m *Metrics) ObserveRead(bytes int, took time.Duration) {
+	m.readLat.Observe(took.Seconds())
+	m.readBytes.Add(float64(bytes))
 }
 
 func (m *Metrics) handler() http.Handler {

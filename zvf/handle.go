@@ -75,12 +75,6 @@ type handleState struct {
 	changed time.Time
 }
 
-// pinner is a Store whose root can be re-pointed while served (a local
-// folder reached through a link); see localfs.Store.Pin.
-type pinner interface {
-	Pin(ctx context.Context) (storage.Store, string, error)
-}
-
 // OpenHandle opens st like Open; an error to open is kept in the handle,
 // not returned (ctx's own end is returned).
 func OpenHandle(ctx context.Context, st storage.Store, o Options, w Watch) (*Handle, error) {
@@ -281,12 +275,7 @@ func (h *Handle) swap(cur, next *handleState) {
 	}
 }
 
-func (h *Handle) pin(ctx context.Context) (storage.Store, string, error) {
-	if p, ok := h.st.(pinner); ok {
-		return p.Pin(ctx)
-	}
-	return h.st, "", nil
-}
+func (h *Handle) pin(ctx context.Context) (storage.Store, string, error) { return storage.Pin(ctx, h.st) }
 
 // open opens the store as it is now; prev is the state it replaces (nil
 // at first). Once a version has been served, a new one opens only when the

@@ -27,7 +27,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
-	"github.com/zvfserve/zvfserve/zvf/storage/retry"
+	"github.com/zvfserve/zvfserve/zvf/storage/metered"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
@@ -155,9 +155,9 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		if wrap != nil {
 			st = wrap(st)
 		}
-		// Transient backend errors are retried (bounded) below the metrics,
-		// so every attempt's bytes and latency are counted.
-		h, err := zvf.OpenHandle(ctx, retry.Wrap(m.Storage(st), retry.Options{}),
+		// Transient backend failures are retried by the cloud SDKs (jittered
+		// exponential backoff); local files have none to retry.
+		h, err := zvf.OpenHandle(ctx, metered.Wrap(st, m),
 			zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log, Concurrency: conc}, zvf.Watch{Enabled: watch, Settle: c.settle})
 		if err != nil {
 			return err

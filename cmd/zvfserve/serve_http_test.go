@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -17,8 +18,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
+// graphStore is a reference fixture.
 const graphStore = "../../testdata/zvf-reference/graph.zarrvectors"
 
 // served is a `zvfserve serve` running in-process.
@@ -305,5 +309,48 @@ func TestServeEnvironment(t *testing.T) {
 	t.Setenv("ZVFSERVE_MAX_VERTICES", "lots")
 	if code := run(context.Background(), []string{"serve", graphStore}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "ZVFSERVE_MAX_VERTICES") {
 		t.Fatalf("serve with a malformed variable: exit %d, %s", code, errs.String())
+	}
+}
+
+// TestServeLinkedRootRepointed: the store served is a link (current ->
+// v1); re-pointed to another store (current -> v2), the running server
+// answers v2's descriptor after its next check. This goes through serve's
+// own wiring (metrics wrapper and all), which must keep the local store's
+// ability to re-resolve its root.
+func TestServeLinkedRootRepointed(t *testing.T) {
+	base := t.TempDir()
+	for name, src := range map[string]string{"v1": graphStore, "v2": "../../testdata/zvf-reference/points_pyramid.zarrvectors"} {
+		if err := os.Rename(zvftest.CopyTree(t, src), filepath.Join(base, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur := filepath.Join(base, "current")
+	if err := os.Symlink("v1", cur); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--revalidate", "20ms", "s="+cur)
+	geometry := func() string {
+		_, body, _ := httpGet(t, s.base+"/api/v1/stores/s")
+		var d struct {
+			GeometryTypes []string `json:"geometry_types"`
+		}
+		_ = json.Unmarshal([]byte(body), &d)
+		return strings.Join(d.GeometryTypes, ",")
+	}
+	if g := geometry(); g != "graph" {
+		t.Fatalf("v1 serves %q", g)
+	}
+	next := filepath.Join(base, "next")
+	if err := os.Symlink("v2", next); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, cur); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); geometry() != "point_cloud"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("still %q 10 s after the link moved", geometry())
+		}
+		time.Sleep(20 * time.Millisecond) // the server's check interval
 	}
 }
