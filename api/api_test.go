@@ -56,7 +56,7 @@ func openStores(t testing.TB, names ...string) []*zvf.Store {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = s.Close() })
+		t.Cleanup(func() { _ = st.Close() })
 		out = append(out, s)
 	}
 	return out

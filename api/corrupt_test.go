@@ -186,7 +186,7 @@ func TestCorruptStoreSuite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer h.Close()
+			defer st.Close()
 			bad, openErr := h.Current()
 			if openErr != nil && !errors.Is(openErr, zvf.ErrCorrupt) && !errors.Is(openErr, zvf.ErrUnsupported) {
 				t.Fatalf("open failed with an untyped error: %v", openErr)

@@ -29,7 +29,7 @@ func faultyServer(t *testing.T, o api.Options) (*faultstore.Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = fs.Close() })
 	o.Stores = []*zvf.Store{s}
 	_, ts := newServer(t, o)
 	return fs, ts.URL

@@ -84,7 +84,7 @@ func TestHostileFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer h.Close()
+			defer st.Close()
 			srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Stores: []*zvf.Store{healthy}, RequestTimeout: 10 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -169,7 +169,7 @@ func TestStrayFoldersDoNotBreakAStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	defer st.Close()
 	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}})
 	if err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func localServer(t *testing.T, name, dir string) *api.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func TestS3MatchesLocal(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %s from S3: %v", n, err)
 		}
-		t.Cleanup(func() { _ = s.Close() })
+		t.Cleanup(func() { _ = up.Close() })
 		s3Stores = append(s3Stores, s)
 	}
 	localStores = openStores(t, names...)

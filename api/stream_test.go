@@ -98,7 +98,7 @@ func pointsServer(t *testing.T, o api.Options, rules ...*faultstore.Rule) (*api.
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = fs.Close() })
 	for _, r := range rules {
 		fs.Add(r)
 	}

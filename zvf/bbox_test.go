@@ -52,7 +52,7 @@ func TestBBoxMisfiledRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer st.Close()
 			l, _ := s.Level(0)
 			// Every row with its chunk, through a box that covers all.
 			type row struct {

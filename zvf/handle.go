@@ -269,8 +269,8 @@ func (h *Handle) swap(cur, next *handleState) {
 	h.cur.Store(next)
 	h.walked = ""
 	if cur.store != nil && cur.store != next.store {
-		if p, ok := h.o.Cache.(interface{ RemovePrefix(string) int }); ok {
-			p.RemovePrefix(cur.store.cachePrefix)
+		if h.o.Cache != nil {
+			h.o.Cache.RemovePrefix(cur.store.cachePrefix)
 		}
 	}
 }
@@ -336,9 +336,6 @@ func (h *Handle) wrapErr(err error) error {
 	}
 	return &Error{Kind: kindOf(err), Store: h.name, Level: -1, Err: err}
 }
-
-// Close releases the storage behind the handle.
-func (h *Handle) Close() error { return h.st.Close() }
 
 // metaFingerprint summarises what identifies a version of a store without
 // reading its data: the root's zarr.json, the list of levels and each

@@ -30,7 +30,7 @@ func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	defer st.Close()
 	if _, err := h.Current(); !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("backend down at open: %v", err)
 	}

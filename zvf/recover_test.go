@@ -54,6 +54,9 @@ func (p *panicCache) Get(ctx context.Context, key string, load func(context.Cont
 	return p.inner.Get(ctx, key, load)
 }
 
+func (p *panicCache) Peek(key string) (any, bool)    { return p.inner.Peek(key) }
+func (p *panicCache) RemovePrefix(prefix string) int { return p.inner.RemovePrefix(prefix) }
+
 // syncBuffer is a log sink safe for the reader's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -99,7 +99,7 @@ func openFixture(t testing.TB, name string) (*zvf.Store, *expected) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	// A _sharded store is its namesake packed by the reference's own
 	// shard_store (scripts/make_sharded_fixtures.py checks the reads are
 	// equal), so the namesake's answers hold for it.

@@ -10,7 +10,16 @@ import (
 // Cache is what the reader needs of a cache: load-through Get with
 // in-flight deduplication. *cache.Cache satisfies it; nil means no cache.
 type Cache interface {
+	// Get returns the value for key, loading it with load (value, size in
+	// bytes) on a miss; concurrent Gets of one key share one load.
 	Get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error)
+	// Peek returns a cached value without loading: the warm path matches
+	// cached chunks in place, without building a load closure.
+	Peek(key string) (any, bool)
+	// RemovePrefix drops every key starting with prefix: a store's old
+	// version (cache keys start with name and generation) when a new one
+	// opens.
+	RemovePrefix(prefix string) int
 }
 
 // Key is a chunk key: integer chunk coordinates (one per spatial axis, plus

@@ -43,7 +43,7 @@ func httpServer(t *testing.T, path string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
 	if err != nil {
 		t.Fatal(err)
