@@ -61,58 +61,20 @@ func newEncoder(format string) encoder {
 	return &jsonEncoder{}
 }
 
-// appendValue appends element i of a little-endian column as JSON.
-func appendValue(dst []byte, dtype string, data []byte, i int) []byte {
-	switch dtype {
-	case "float32":
-		return appendFloat(dst, float64(math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))), 32)
-	case "float64":
-		return appendFloat(dst, math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])), 64)
-	case "int8":
-		return strconv.AppendInt(dst, int64(int8(data[i])), 10)
-	case "uint8":
-		return strconv.AppendUint(dst, uint64(data[i]), 10)
-	case "bool":
-		if data[i] != 0 {
-			return append(dst, "true"...)
-		}
-		return append(dst, "false"...)
-	case "int16":
-		return strconv.AppendInt(dst, int64(int16(binary.LittleEndian.Uint16(data[2*i:]))), 10)
-	case "uint16":
-		return strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint16(data[2*i:])), 10)
-	case "int32":
-		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(data[4*i:]))), 10)
-	case "uint32":
-		return strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint32(data[4*i:])), 10)
-	case "int64":
-		return strconv.AppendInt(dst, int64(binary.LittleEndian.Uint64(data[8*i:])), 10)
-	case "uint64":
-		return strconv.AppendUint(dst, binary.LittleEndian.Uint64(data[8*i:]), 10)
-	case "float16":
-		h := binary.LittleEndian.Uint16(data[2*i:])
-		return appendFloat(dst, halfToFloat(h), 32)
+// appendValue appends element i of a column as JSON.
+func appendValue(dst []byte, c *zvf.Column, i int) []byte {
+	n := c.At(i)
+	switch {
+	case c.DType == "bool":
+		return strconv.AppendBool(dst, n.U != 0)
+	case n.Kind == zvf.KindInt:
+		return strconv.AppendInt(dst, n.I, 10)
+	case n.Kind == zvf.KindUint:
+		return strconv.AppendUint(dst, n.U, 10)
+	case c.DType == "float64":
+		return appendFloat(dst, n.F, 64)
 	}
-	return append(dst, "null"...)
-}
-
-func halfToFloat(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp := int(h>>10) & 0x1f
-	mant := float64(h & 0x3ff)
-	switch exp {
-	case 0:
-		return sign * math.Ldexp(mant, -24)
-	case 0x1f:
-		if mant != 0 {
-			return math.NaN()
-		}
-		return sign * math.Inf(1)
-	}
-	return sign * math.Ldexp(1+mant/1024, exp-15)
+	return appendFloat(dst, n.F, 32)
 }
 
 // appendFloat writes the shortest representation that round-trips at the
@@ -126,22 +88,10 @@ func appendFloat(dst []byte, v float64, bits int) []byte {
 
 func appendCell(dst []byte, c *zvf.Column, row int) []byte {
 	if c.Categories != nil {
-		code := int64(0)
-		switch c.DType {
-		case "uint8":
-			code = int64(c.Data[row])
-		case "int8":
-			code = int64(int8(c.Data[row]))
-		case "uint16":
-			code = int64(binary.LittleEndian.Uint16(c.Data[2*row:]))
-		case "int16":
-			code = int64(int16(binary.LittleEndian.Uint16(c.Data[2*row:])))
-		case "uint32":
-			code = int64(binary.LittleEndian.Uint32(c.Data[4*row:]))
-		case "int32":
-			code = int64(int32(binary.LittleEndian.Uint32(c.Data[4*row:])))
-		default:
-			code = -1
+		n := c.At(row)
+		code := n.I
+		if n.Kind != zvf.KindInt {
+			code = int64(min(n.U, 1<<62))
 		}
 		if (c.NullCode != nil && code == *c.NullCode) || code < 0 || code >= int64(len(c.Categories)) {
 			return append(dst, "null"...)
@@ -149,14 +99,14 @@ func appendCell(dst []byte, c *zvf.Column, row int) []byte {
 		return appendString(dst, c.Categories[code])
 	}
 	if c.Channels == 1 {
-		return appendValue(dst, c.DType, c.Data, row)
+		return appendValue(dst, c, row)
 	}
 	dst = append(dst, '[')
 	for k := 0; k < c.Channels; k++ {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendValue(dst, c.DType, c.Data, row*c.Channels+k)
+		dst = appendValue(dst, c, row*c.Channels+k)
 	}
 	return append(dst, ']')
 }
@@ -189,7 +139,7 @@ func appendRow(dst []byte, c *zvf.Column, row int) []byte {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendValue(dst, c.DType, c.Data, row*c.Channels+k)
+		dst = appendValue(dst, c, row*c.Channels+k)
 	}
 	return append(dst, ']')
 }

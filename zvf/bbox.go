@@ -187,7 +187,7 @@ func (l *Level) rowsWithin(cv *chunkVerts, min, max []float64, a, b int) bool {
 	}
 	for r := a; r < b; r++ {
 		for i := 0; i < d; i++ {
-			v := valueAt(cv.data, l.vdt, r*d+i)
+			v := l.vdt.At(cv.data, r*d+i).Float64()
 			if !(v >= min[i] && v <= max[i]) {
 				return false
 			}
@@ -376,7 +376,7 @@ func appendMatches(out []int32, data []byte, dt zarr.DataType, d, a, b int, min,
 		for r := a; r < b; r++ {
 			ok := true
 			for i := 0; i < d; i++ {
-				v := valueAt(data, dt, r*d+i)
+				v := dt.At(data, r*d+i).Float64()
 				if !(v >= min[i] && v <= max[i]) {
 					ok = false
 					break
@@ -395,35 +395,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// valueAt reads element i of a little-endian numeric buffer as float64.
-func valueAt(b []byte, dt zarr.DataType, i int) float64 {
-	switch dt.Name {
-	case "int8":
-		return float64(int8(b[i]))
-	case "uint8", "bool":
-		return float64(b[i])
-	case "int16":
-		return float64(int16(binary.LittleEndian.Uint16(b[2*i:])))
-	case "uint16":
-		return float64(binary.LittleEndian.Uint16(b[2*i:]))
-	case "float16":
-		return zarr.Float16Value(binary.LittleEndian.Uint16(b[2*i:]))
-	case "int32":
-		return float64(int32(binary.LittleEndian.Uint32(b[4*i:])))
-	case "uint32":
-		return float64(binary.LittleEndian.Uint32(b[4*i:]))
-	case "float32":
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-	case "int64":
-		return float64(int64(binary.LittleEndian.Uint64(b[8*i:])))
-	case "uint64":
-		return float64(binary.LittleEndian.Uint64(b[8*i:]))
-	case "float64":
-		return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return math.NaN()
 }
 
 // matches runs match over the candidate chunks, calling fn in key order.
@@ -619,7 +590,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			return true, nil
 		}
 		*batch = Batch{Chunk: m.key, Rows: last - first, First: res.Count, Attributes: sc.cols[:0]}
-		batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, Channels: l.s.dims}
+		batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}
 		if m.all {
 			batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
 		} else {
@@ -636,7 +607,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 				return false, err
 			}
 			w := ch * a.dt.Size
-			col := Column{Name: a.Name, DType: a.dt.Name, Channels: ch, Categories: a.Categories, NullCode: a.nullCode}
+			col := Column{Name: a.Name, DType: a.dt.Name, typ: a.dt, Channels: ch, Categories: a.Categories, NullCode: a.nullCode}
 			if m.all {
 				col.Data = data[first*w : last*w]
 			} else {

@@ -1,6 +1,8 @@
 package zvf
 
 import (
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+
 	"context"
 	"encoding/json"
 	"strconv"
@@ -142,7 +144,23 @@ type Column struct {
 	Data       []byte
 	Categories []string // set for dictionary-encoded attributes: codes index it
 	NullCode   *int64   // the dictionary's _FillValue code (decodes to null)
+	typ        zarr.DataType
 }
+
+// Number is one element of a column widened without loss (see
+// zarr.Number); its Kind is one of KindFloat, KindInt and KindUint (bools
+// read as KindUint 0 or 1).
+type Number = zarr.Number
+
+// Kinds of Number.
+const (
+	KindInt   = zarr.KindInt
+	KindUint  = zarr.KindUint
+	KindFloat = zarr.KindFloat
+)
+
+// At is element i of the column (row × Channels + channel).
+func (c *Column) At(i int) Number { return c.typ.At(c.Data, i) }
 
 // Batch is the rows one chunk contributes to an answer, in chunk row order.
 type Batch struct {
