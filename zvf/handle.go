@@ -275,7 +275,9 @@ func (h *Handle) swap(cur, next *handleState) {
 	}
 }
 
-func (h *Handle) pin(ctx context.Context) (storage.Store, string, error) { return storage.Pin(ctx, h.st) }
+func (h *Handle) pin(ctx context.Context) (storage.Store, string, error) {
+	return storage.Pin(ctx, h.st)
+}
 
 // open opens the store as it is now; prev is the state it replaces (nil
 // at first). Once a version has been served, a new one opens only when the

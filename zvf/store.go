@@ -51,7 +51,7 @@ type Store struct {
 	// generation, so a reopened store never reads its predecessor's data.
 	cachePrefix string
 	version     string
-	scratch     sync.Pool                             // *bboxScratch, reused across queries
+	scratch     sync.Pool // *bboxScratch, reused across queries
 }
 
 // peek looks key up in the cache without loading it.
