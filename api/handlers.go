@@ -43,7 +43,7 @@ func (s *Server) store(r *http.Request) (*zvf.Store, error) {
 // the path's {level} on the chunk routes. Anything but a level number is a
 // 400; a number the store lacks is a 404.
 func (s *Server) level(st *zvf.Store, r *http.Request) (*zvf.Level, error) {
-	v := r.URL.Query().Get("level")
+	v := query(r).Get("level")
 	if p := chi.URLParam(r, "level"); p != "" {
 		v = p
 	} else if v == "" {
@@ -194,7 +194,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := query(r)
 	dims := st.Info().Dims
 	min, err := parseCorner(q.Get("min"), dims, "min")
 	if err != nil {
@@ -231,7 +231,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rep, err := negotiate(r, "json", "ndjson", "bin")
+	rep, err := negotiate(r, payloadCodecs())
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Offset: cur.Offset, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
-	enc := newEncoder(rep.format)
+	enc := rep.codec.newEncoder()
 	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
@@ -337,11 +337,11 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	attrs, err := parseAttrs(r.URL.Query())
+	attrs, err := parseAttrs(query(r))
 	if err != nil {
 		return err
 	}
-	rep, err := negotiate(r, "json", "ndjson", "bin")
+	rep, err := negotiate(r, payloadCodecs())
 	if err != nil {
 		return err
 	}
@@ -355,7 +355,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if o.Count > s.o.MaxVertices {
 		return tooLarge(fmt.Sprintf("object %d has %d vertices, more than this server's %d per response", id, o.Count, s.o.MaxVertices))
 	}
-	enc := newEncoder(rep.format)
+	enc := rep.codec.newEncoder()
 	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
@@ -480,11 +480,11 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest(fmt.Sprintf("chunk key %q: use dotted integers like 0.1.-2", ks))
 	}
-	attrs, err := parseAttrs(r.URL.Query())
+	attrs, err := parseAttrs(query(r))
 	if err != nil {
 		return err
 	}
-	rep, err := negotiate(r, "json", "ndjson", "bin")
+	rep, err := negotiate(r, payloadCodecs())
 	if err != nil {
 		return err
 	}
@@ -495,7 +495,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	enc := newEncoder(rep.format)
+	enc := rep.codec.newEncoder()
 	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err

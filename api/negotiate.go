@@ -10,53 +10,46 @@ import (
 	"github.com/munnerz/goautoneg"
 )
 
-// representation is what one answer is sent as: its format and its
-// content coding. It is chosen once per request (f=, Accept,
+// representation is what one answer is sent as: its codec (format) and
+// its content coding. It is chosen once per request (f=, Accept,
 // Accept-Encoding) and names the answer's ETag, since each pair is
 // different bytes.
 type representation struct {
-	format   string // "json", "ndjson" or "bin"
+	codec    codec
 	encoding string // "zstd", "gzip" or "" (identity)
 }
 
-// mediaOf is a format's media type.
-func mediaOf(format string) string {
-	switch format {
-	case "ndjson":
-		return mediaNDJSON
-	case "bin":
-		return mediaBinary
-	}
-	return mediaJSON
-}
-
-// negotiate picks the representation of an answer available in formats
-// (the server's preference first). f= decides the format when given (the
+// negotiate picks the representation of an answer among codecs (the
+// server's preference first). f= decides the format when given (the
 // route's parameter check has vetted it); otherwise Accept does, by its
-// q-values (RFC 9110: q=0 excludes), and nothing acceptable is a 406.
-// Binary answers are never compressed: float payloads barely shrink and
-// a browser wraps them as TypedArrays without copying.
-func negotiate(r *http.Request, formats ...string) (representation, error) {
+// q-values (RFC 9110: q=0 excludes), and nothing acceptable is a 406. Only
+// compressible formats get a content coding.
+func negotiate(r *http.Request, codecs []codec) (representation, error) {
 	var rep representation
-	if f := r.URL.Query().Get("f"); f != "" {
-		if !slices.Contains(formats, f) {
-			return rep, badRequest(fmt.Sprintf("f=%q: use %s", f, orList(formats)))
+	if f := query(r).Get("f"); f != "" {
+		i := slices.IndexFunc(codecs, func(c codec) bool { return c.format() == f })
+		if i < 0 {
+			names := make([]string, len(codecs))
+			for k, c := range codecs {
+				names[k] = c.format()
+			}
+			return rep, badRequest(fmt.Sprintf("f=%q: use %s", f, orList(names)))
 		}
-		rep.format = f
+		rep.codec = codecs[i]
 	} else if accept := r.Header.Get("Accept"); accept == "" {
-		rep.format = formats[0]
+		rep.codec = codecs[0]
 	} else {
-		media := make([]string, len(formats))
-		for i, f := range formats {
-			media[i] = mediaOf(f)
+		media := make([]string, len(codecs))
+		for i, c := range codecs {
+			media[i] = c.contentType()
 		}
 		chosen := goautoneg.Negotiate(accept, media)
 		if chosen == "" {
 			return rep, notAcceptable(fmt.Sprintf("Accept %q allows none of %s (or use f=)", accept, strings.Join(media, ", ")))
 		}
-		rep.format = formats[slices.Index(media, chosen)]
+		rep.codec = codecs[slices.Index(media, chosen)]
 	}
-	if rep.format != "bin" {
+	if rep.codec.compressible() {
 		rep.encoding = contentCoding(r.Header.Get("Accept-Encoding"))
 	}
 	return rep, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -122,12 +123,27 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 // a problem response (if nothing was sent yet) and logs it.
 type handler func(w http.ResponseWriter, r *http.Request) error
 
-// attempt records which store version a handler answered from, so that
+// attempt is what wrap keeps of a request for its handler: the query,
+// parsed once, and which store version the handler answered from, so that
 // wrap can retry it on the next version.
 type attempt struct {
+	q  url.Values
 	h  *zvf.Handle
 	st *zvf.Store
 }
+
+// query is the request's parsed query string (parsed once per request).
+func query(r *http.Request) url.Values {
+	if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
+		return a.q
+	}
+	return r.URL.Query()
+}
+
+// answerHeaders are the headers a handler sets; a retried answer starts
+// without them (the request id and CORS headers set before stay).
+var answerHeaders = [...]string{"Content-Type", "Content-Encoding", "Content-Length", "ETag", "Cache-Control", "Vary",
+	"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched", "Trailer", "Server-Timing"}
 
 const attemptKey ctxKey = 2
 
@@ -136,15 +152,12 @@ const maxAttempts = 3
 
 func (s *Server) wrap(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := checkParams(s.params, r); err != nil {
+		a := &attempt{q: r.URL.Query()}
+		if err := checkParams(s.params, r, a.q); err != nil {
 			writeProblem(w, r, classify(err))
 			return
 		}
-		a := &attempt{}
 		r = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
-		// Headers set before the handler ran (request id, CORS) are kept
-		// when an answer is retried; its own are dropped.
-		base := w.Header().Clone()
 		var err error
 		for i := 1; ; i++ {
 			err = h(w, r)
@@ -165,10 +178,8 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 				}
 				break
 			}
-			hdr := w.Header()
-			clear(hdr)
-			for k, v := range base {
-				hdr[k] = v
+			for _, k := range answerHeaders {
+				w.Header().Del(k)
 			}
 		}
 		p := classify(err)

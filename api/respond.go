@@ -27,7 +27,7 @@ import (
 // equal bytes.
 func (s *Server) etag(st *zvf.Store, r *http.Request, rep representation) string {
 	h := sha256.New()
-	for _, p := range [...]string{st.Version(), r.URL.Path, r.URL.RawQuery, rep.format, rep.encoding} {
+	for _, p := range [...]string{st.Version(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
@@ -137,7 +137,7 @@ const lazyLimit = 256 << 10
 
 func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.Time) (*bodyWriter, error) {
 	h := w.Header()
-	h.Set("Content-Type", mediaOf(rep.format))
+	h.Set("Content-Type", rep.codec.contentType())
 	b := &bodyWriter{s: s}
 	if p, ok := s.pools.lazy.Get().(*[]byte); ok {
 		b.lazyBuf = (*p)[:0]
@@ -233,7 +233,7 @@ func (b *bodyWriter) finish(s *Server, start time.Time) error {
 // writeJSON sends a small JSON document with ETag support.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store, v any) error {
 	start := s.o.Now()
-	rep, err := negotiate(r, "json")
+	rep, err := negotiate(r, jsonOnly())
 	if err != nil {
 		return err
 	}
