@@ -25,7 +25,7 @@ type binaryEncoder struct {
 	w   *bufio.Writer
 	m   *payloadMeta
 	hdr [16]byte
-	buf []byte // one block's payload being built (ids, edges, faces)
+	buf []byte  // one block's payload being built (ids, edges, faces)
 	pad [8]byte // zeros to pad a block to 8 bytes (a field: a local escapes to the writer)
 }
 
