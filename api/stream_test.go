@@ -21,8 +21,8 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // A 60,000-point store (512 level-0 chunks of ~117 points): its whole-box
@@ -42,7 +42,7 @@ var pointsOnce struct {
 func sharedPoints(t *testing.T) storage.Store {
 	t.Helper()
 	pointsOnce.Do(func() {
-		pointsOnce.st, pointsOnce.err = zvftest.Points(context.Background(), streamPoints, 1, writer.CodecNone)
+		pointsOnce.st, pointsOnce.err = synth.Points(context.Background(), streamPoints, 1, writer.CodecNone)
 	})
 	if pointsOnce.err != nil {
 		t.Fatal(pointsOnce.err)

@@ -17,8 +17,8 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestBenchSmall runs the load benchmark on small in-memory stores: every
@@ -63,7 +63,7 @@ func TestBenchStoreReuse(t *testing.T) {
 	builds := 0
 	build := func() (*blobstore.Store, error) {
 		builds++
-		return zvftest.Streamlines(ctx, 2000, 1)
+		return synth.Streamlines(ctx, 2000, 1)
 	}
 	for i := 0; i < 2; i++ {
 		if err := ensureBenchStore(ctx, dir, "streamlines", build); err != nil {
@@ -106,7 +106,7 @@ func TestBenchStoreReuse(t *testing.T) {
 // and the point queries run, their boxes sized from the server's catalogue.
 func TestBenchTargetWithoutStreamlines(t *testing.T) {
 	ctx := context.Background()
-	mem, err := zvftest.Points(ctx, 20000, 1, writer.CodecNone)
+	mem, err := synth.Points(ctx, 20000, 1, writer.CodecNone)
 	if err != nil {
 		t.Fatal(err)
 	}
