@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -33,14 +32,19 @@ type Level struct {
 	oattrs       []*objAttrMeta
 	objects      *objectIndex // nil: no object index
 	numGroups    int64
-	linkWidth    int // links/0 width; 0 when absent
-	cclDeltas    map[int]*cclMeta
 	binPrefilter bool
 	bpc          []int64 // bins per chunk (binPrefilter only)
 	vdt          zarr.DataType
 
-	arrMu   sync.Mutex
-	arrIdx  map[string]*arrayIndex // per-chunk array -> shard index
+	// lay reads the level's cells; the link fields are what it found.
+	lay        layout
+	intra      string // family of the links among a chunk's own rows ("" none)
+	intraPerm  bool   // intra rows carry a perm_idx (a 0.9 has_perm array)
+	linkWidth  int    // endpoints per delta-0 link; 0 when there are none
+	linkDeltas []int  // deltas with cross-chunk (0.7) or any (0.9) links, sorted
+
+	// nodes memoises zarr.json documents while the level opens (nil after).
+	nodes   map[string]nodeMemo
 	inverse inverseOnce
 }
 
@@ -64,14 +68,10 @@ type objectIndex struct {
 	legacy bool
 }
 
-type cclMeta struct {
-	width    int
-	numLinks int64 // -1 unknown
-	ndim     int
-}
-
 func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
-	l := &Level{s: s, n: n, path: strconv.Itoa(n), arrIdx: map[string]*arrayIndex{}, cclDeltas: map[int]*cclMeta{}}
+	l := &Level{s: s, n: n, path: strconv.Itoa(n), nodes: map[string]nodeMemo{}}
+	defer func() { l.nodes = nil }()
+	l.lay = s.newLayout(l)
 	raw, err := s.readGroupAttrs(ctx, l.path)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, s.wrap(kindOf(err), n, "", "", fmt.Errorf("level metadata: %w", err))
@@ -136,9 +136,11 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	if err := l.readObjects(ctx); err != nil {
 		return nil, err
 	}
-	if err := l.readLinks(ctx); err != nil {
+	if err := l.lay.open(ctx); err != nil {
 		return nil, err
 	}
+	l.setKeys(l.lay.chunks())
+	sort.Ints(l.linkDeltas)
 	l.setBinPrefilter()
 	l.info = LevelInfo{
 		Level: n, ChunkShape: l.chunkShape, BinShape: l.binShape, BinRatio: ratio, VertexCount: l.meta.VertexCount,
@@ -156,10 +158,7 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	for _, a := range l.oattrs {
 		l.info.ObjectAttributes = append(l.info.ObjectAttributes, a.AttrInfo)
 	}
-	for d := range l.cclDeltas {
-		l.info.LinkDeltas = append(l.info.LinkDeltas, d)
-	}
-	sort.Ints(l.info.LinkDeltas)
+	l.info.LinkDeltas = l.linkDeltas
 	return l, nil
 }
 
@@ -198,10 +197,10 @@ type zvArrayAttrs struct {
 	Extra        json.RawMessage `json:"-"`
 }
 
-// arrayAttrs reads a ZVF array group's attributes; a missing zarr.json
-// gives empty attributes (intermediate groups often lack one).
+// arrayAttrs reads a ZVF array's (or array group's) attributes; a missing
+// zarr.json gives empty attributes (intermediate groups often lack one).
 func (l *Level) arrayAttrs(ctx context.Context, array string) (*zvArrayAttrs, bool, error) {
-	raw, err := l.s.readGroupAttrs(ctx, join(l.path, array))
+	node, err := l.node(ctx, array)
 	if errors.Is(err, storage.ErrNotFound) {
 		return &zvArrayAttrs{}, false, nil
 	}
@@ -209,7 +208,7 @@ func (l *Level) arrayAttrs(ctx context.Context, array string) (*zvArrayAttrs, bo
 		return nil, false, l.s.wrap(kindOf(err), l.n, array, "", err)
 	}
 	var a zvArrayAttrs
-	if err := json.Unmarshal(raw, &a); err != nil {
+	if err := json.Unmarshal(node.Attributes, &a); err != nil {
 		return nil, false, l.s.errf(ErrCorrupt, l.n, array, "", "attributes: %v", err)
 	}
 	return &a, true, nil
@@ -246,11 +245,12 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 	// open concurrently).
 	l.vdt = dt
 	l.draco = a.Encoding == "draco"
-	idx, err := l.arrayIndexFor(ctx, "vertices")
-	if err != nil {
-		return err
-	}
-	l.keys = idx.keys
+	return nil
+}
+
+// setKeys records the level's chunks (sorted) and their cache keys.
+func (l *Level) setKeys(keys []Key) {
+	l.keys = keys
 	l.keySet = make(map[string]int, len(l.keys))
 	l.vkeys = make([]string, len(l.keys))
 	for i, k := range l.keys {
@@ -258,7 +258,6 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 		l.keySet[ks] = i
 		l.vkeys[i] = l.cacheKey("verts", ks)
 	}
-	return nil
 }
 
 func (l *Level) readAttributes(ctx context.Context) error {
@@ -374,51 +373,6 @@ func deltaName(d int) string {
 		return "+" + strconv.Itoa(d)
 	}
 	return strconv.Itoa(d)
-}
-
-func (l *Level) readLinks(ctx context.Context) error {
-	a, ok, err := l.arrayAttrs(ctx, "links/0")
-	if err != nil {
-		return err
-	}
-	if ok {
-		l.linkWidth = a.LinkWidth
-		if l.linkWidth == 0 {
-			l.linkWidth = 2
-		}
-		if l.linkWidth < 1 || l.linkWidth > 64 {
-			return l.s.errf(ErrCorrupt, l.n, "links/0", "", "link_width %d", l.linkWidth)
-		}
-	}
-	names, err := l.children(ctx, "cross_chunk_links")
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		d, ok := parseDelta(name)
-		if !ok {
-			continue
-		}
-		a, _, err := l.arrayAttrs(ctx, "cross_chunk_links/"+name)
-		if err != nil {
-			return err
-		}
-		m := &cclMeta{width: a.LinkWidth, numLinks: -1, ndim: a.SidNdim}
-		if m.width == 0 {
-			m.width = 2
-		}
-		if m.ndim == 0 {
-			m.ndim = l.keyArity
-		}
-		if a.NumLinks != nil {
-			m.numLinks = *a.NumLinks
-		}
-		if m.width < 1 || m.width > 64 || m.ndim > 32 {
-			return l.s.errf(ErrCorrupt, l.n, "cross_chunk_links/"+name, "", "link_width %d sid_ndim %d", m.width, m.ndim)
-		}
-		l.cclDeltas[d] = m
-	}
-	return nil
 }
 
 // setBinPrefilter enables the bin shortcut only where the layout

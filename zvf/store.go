@@ -270,6 +270,11 @@ func (s *Store) readRoot(ctx context.Context) error {
 	return nil
 }
 
+// newLayout picks how level l's cells are stored.
+func (s *Store) newLayout(l *Level) layout {
+	return newLayout07(l, s.shards)
+}
+
 // zarrV2 reports whether the root holds Zarr v2 metadata instead.
 func (s *Store) zarrV2(ctx context.Context) bool {
 	for _, k := range []string{".zgroup", ".zarray", ".zattrs"} {

@@ -190,17 +190,17 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 					r.add("error", 3, fmt.Sprintf("%d/vertex_attributes/%s/%s", l.n, a.Name, k), "%v", err)
 				}
 			}
-			if l.linkWidth > 0 {
+			if l.intra != "" {
 				if _, err := l.links0(ctx, k); err != nil {
-					r.add("error", 3, fmt.Sprintf("%d/links/0/%s", l.n, k), "%v", err)
+					r.add("error", 3, fmt.Sprintf("%d/%s/%s", l.n, l.intra, k), "%v", err)
 				}
 			}
 		}
 		if l.meta.VertexCount != rows {
 			r.add("error", 3, fmt.Sprintf("%d/zarr.json", l.n), "vertex_count %d, chunks hold %d", l.meta.VertexCount, rows)
 		}
-		for d := range l.cclDeltas {
-			recs, err := l.crossLinks(ctx, d)
+		for _, d := range l.linkDeltas {
+			recs, err := l.lay.crossLinks(ctx, d, nil)
 			path := fmt.Sprintf("%d/cross_chunk_links/%s", l.n, deltaName(d))
 			if err != nil {
 				r.add("error", 3, path, "%v", err)
