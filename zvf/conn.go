@@ -159,6 +159,9 @@ func (l *Level) links0(ctx context.Context, key Key) ([]int64, error) {
 
 func (l *Level) groups(ctx context.Context) (*ragged.Groups, error) {
 	v, err := l.cached(ctx, l.cacheKey("groups"), func(ctx context.Context) (any, int64, error) {
+		if l.s.format == format09 {
+			return l.groups09(ctx)
+		}
 		read := func(name string) ([]byte, error) {
 			a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "groups/"+name), l.s.codecs)
 			if err != nil {
@@ -191,6 +194,38 @@ func (l *Level) groups(ctx context.Context) (*ragged.Groups, error) {
 		return nil, err
 	}
 	return v.(*ragged.Groups), nil
+}
+
+// groups09 reads ZVF 0.9's groups: one variable-length array, element g
+// holding group g's member ids (little-endian int64), or empty for a range
+// group whose [start, stop) is in group_ranges.
+func (l *Level) groups09(ctx context.Context) (any, int64, error) {
+	arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "groups"), l.s.codecs)
+	if err != nil {
+		return nil, 0, l.s.wrap(kindOf(err), l.n, "groups", "", err)
+	}
+	if m := arr.Meta(); len(m.Shape) != 1 || !m.DataType.Variable() {
+		return nil, 0, l.s.errf(ErrCorrupt, l.n, "groups", "", "%s, where ZVF 0.9 groups are a 1-D variable_length_bytes array", m)
+	}
+	c, err := arr.Read(ctx)
+	if err != nil {
+		return nil, 0, l.s.wrap(kindOf(err), l.n, "groups", "", err)
+	}
+	// Range members are not backed by bytes: at most one per object (or
+	// 2^24 on a level without an object index).
+	maxRange := int64(1 << 24)
+	if l.objects != nil {
+		maxRange = l.objects.num
+	}
+	g, err := ragged.GroupsFromElements(c.Elems, l.groupRanges, maxRange)
+	if err != nil {
+		return nil, 0, l.s.errf(ErrCorrupt, l.n, "groups", "", "%w", err)
+	}
+	var size int64 = 64
+	for _, e := range c.Elems {
+		size += int64(len(e)) + 24
+	}
+	return g, 2 * size, nil
 }
 
 // inverseOnce lazily maps (chunk, fragment) to the object ids that name
@@ -231,8 +266,13 @@ func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
 	l.inverse.once.Do(func() {
 		owner := map[fragRef]int64{}
 		next := map[fragRef]fragRef{}
-		for id := int64(0); id < l.objects.num; id++ {
-			blocks, err := l.refs(ctx, id)
+		for row := int64(0); row < l.objects.num; row++ {
+			id, err := l.objectAt(ctx, row)
+			if err != nil {
+				l.inverse.err = err
+				return
+			}
+			blocks, err := l.refsRow(ctx, id, row)
 			if err != nil {
 				l.inverse.err = err
 				return

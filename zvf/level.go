@@ -32,6 +32,7 @@ type Level struct {
 	oattrs       []*objAttrMeta
 	objects      *objectIndex // nil: no object index
 	numGroups    int64
+	groupRanges  map[int64][2]int64 // 0.9 range groups: [start, stop) of member ids
 	binPrefilter bool
 	bpc          []int64 // bins per chunk (binPrefilter only)
 	vdt          zarr.DataType
@@ -60,12 +61,21 @@ type objAttrMeta struct {
 	dt          zarr.DataType
 	shape       []int64
 	presentMask bool
+	// plain: the attribute is the array object_attributes/<name> itself,
+	// whose fill value marks absent rows (ZVF 0.9); else <name>/data with
+	// an optional present_mask.
+	plain bool
 }
 
 type objectIndex struct {
-	num    int64
+	num    int64 // manifest rows
 	ndim   int
-	legacy bool
+	legacy bool   // 0.6: object_index/data + offsets
+	layout string // the object_index layout attribute
+	// byID: rows are not object ids; object_index/object_ids maps them
+	// (vlen_manifests_v2).
+	byID bool
+	ids  idsOnce
 }
 
 func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
@@ -151,6 +161,7 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	}
 	if l.objects != nil {
 		l.info.ObjectCount = l.objects.num
+		l.info.ObjectIndexLayout = l.objects.layout
 	}
 	for _, a := range l.vattrs {
 		l.info.VertexAttributes = append(l.info.VertexAttributes, a.AttrInfo)
@@ -179,22 +190,23 @@ func (l *Level) Dims() int { return l.s.dims }
 func (l *Level) VertexDType() string { return l.vdt.Name }
 
 type zvArrayAttrs struct {
-	ZVArray      string          `json:"zv_array"`
-	DType        string          `json:"dtype"`
-	Encoding     string          `json:"encoding"`
-	ChannelNames []string        `json:"channel_names"`
-	Categories   []string        `json:"categories"`
-	FillValue    *int64          `json:"_FillValue"`
-	LinkWidth    int             `json:"link_width"`
-	NumLinks     *int64          `json:"num_links"`
-	SidNdim      int             `json:"sid_ndim"`
-	NumObjects   *int64          `json:"num_objects"`
-	Layout       string          `json:"layout"`
-	Shape        []int64         `json:"shape"`
-	HasMask      bool            `json:"has_present_mask"`
-	NumGroups    *int64          `json:"num_groups"`
-	Name         string          `json:"name"`
-	Extra        json.RawMessage `json:"-"`
+	ZVArray      string              `json:"zv_array"`
+	DType        string              `json:"dtype"`
+	Encoding     string              `json:"encoding"`
+	ChannelNames []string            `json:"channel_names"`
+	Categories   []string            `json:"categories"`
+	FillValue    *int64              `json:"_FillValue"`
+	LinkWidth    int                 `json:"link_width"`
+	NumLinks     *int64              `json:"num_links"`
+	SidNdim      int                 `json:"sid_ndim"`
+	NumObjects   *int64              `json:"num_objects"`
+	Layout       string              `json:"layout"`
+	Shape        []int64             `json:"shape"`
+	HasMask      bool                `json:"has_present_mask"`
+	NumGroups    *int64              `json:"num_groups"`
+	GroupRanges  map[string][2]int64 `json:"group_ranges"`
+	Name         string              `json:"name"`
+	Extra        json.RawMessage     `json:"-"`
 }
 
 // arrayAttrs reads a ZVF array's (or array group's) attributes; a missing
@@ -301,7 +313,7 @@ func (l *Level) readObjects(ctx context.Context) error {
 		return err
 	}
 	if ok || a.NumObjects != nil {
-		oi := &objectIndex{ndim: a.SidNdim, legacy: a.Layout == ""}
+		oi := &objectIndex{ndim: a.SidNdim, legacy: a.Layout == "", layout: a.Layout}
 		if a.NumObjects != nil {
 			oi.num = *a.NumObjects
 		}
@@ -311,8 +323,16 @@ func (l *Level) readObjects(ctx context.Context) error {
 		if oi.num < 0 || oi.ndim < 1 || oi.ndim > 32 {
 			return l.s.errf(ErrCorrupt, l.n, "object_index", "", "num_objects %d, sid_ndim %d", oi.num, oi.ndim)
 		}
-		if a.Layout != "" && a.Layout != "vlen_manifests_v1" {
-			return l.s.errf(ErrUnsupported, l.n, "object_index", "", "layout %q", a.Layout)
+		switch a.Layout {
+		case "vlen_manifests_v1":
+		case "vlen_manifests_v2":
+			oi.byID = true
+		case "":
+			if l.s.format == format09 {
+				return l.s.errf(ErrCorrupt, l.n, "object_index", "", "no layout attribute (ZVF 0.9 writes vlen_manifests_v1 or vlen_manifests_v2)")
+			}
+		default:
+			return l.s.errf(ErrUnsupported, l.n, "object_index", "", "layout %q is not read; this server reads vlen_manifests_v1 (row = object id) and vlen_manifests_v2 (ids in object_index/object_ids)", a.Layout)
 		}
 		l.objects = oi
 	}
@@ -336,11 +356,21 @@ func (l *Level) readObjects(ctx context.Context) error {
 		if len(a.Shape) == 0 || len(a.Shape) > 2 || ch < 1 || a.Shape[0] < 0 {
 			return l.s.errf(ErrCorrupt, l.n, "object_attributes/"+name, "", "shape %v", a.Shape)
 		}
-		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, shape: a.Shape, presentMask: a.HasMask})
+		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, shape: a.Shape, presentMask: a.HasMask, plain: l.s.format == format09})
 	}
 	g, ok, err := l.arrayAttrs(ctx, "groups")
 	if err != nil {
 		return err
+	}
+	for k, r := range g.GroupRanges {
+		id, err := strconv.ParseInt(k, 10, 64)
+		if err != nil {
+			return l.s.errf(ErrCorrupt, l.n, "groups", "", "group_ranges key %q is not a group id", k)
+		}
+		if l.groupRanges == nil {
+			l.groupRanges = map[int64][2]int64{}
+		}
+		l.groupRanges[id] = r
 	}
 	if ok && g.NumGroups != nil {
 		l.numGroups = *g.NumGroups

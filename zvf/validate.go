@@ -220,9 +220,13 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 			}
 		}
 		if l.objects != nil {
-			for id := int64(0); id < l.objects.num; id++ {
+			for row := int64(0); row < l.objects.num; row++ {
 				r.Objects++
-				if _, err := l.Manifest(ctx, id); err != nil {
+				id, err := l.objectAt(ctx, row)
+				if err == nil {
+					_, err = l.Manifest(ctx, id)
+				}
+				if err != nil {
 					r.add("error", 3, fmt.Sprintf("%d/object_index/manifests", l.n), "object %d: %v", id, err)
 				}
 			}
