@@ -127,6 +127,21 @@ func newDemo(t *testing.T, extra bool) *demoStores {
 	}
 	t.Cleanup(func() { _ = pts.Close() })
 	open(storage.Sub(pts, "points"), "points")
+	// lattice: points every 25 units, so thousands lie exactly on the
+	// faces the viewer's tiles share.
+	var lat []float32
+	for x := 0; x <= 1000; x += 25 {
+		for y := 0; y <= 1000; y += 25 {
+			for z := 0; z <= 1000; z += 25 {
+				lat = append(lat, float32(x), float32(y), float32(z))
+			}
+		}
+	}
+	if _, err := writer.WritePoints(ctx, mem, "lattice", &writer.PointCloud{Positions: lat}, writer.Options{ChunkShape: []float64{125, 125, 125},
+		BinShape: []float64{25, 25, 25}, Pyramid: []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}}); err != nil {
+		t.Fatal(err)
+	}
+	open(storage.Sub(mem, "lattice"), "lattice")
 	return d
 }
 
@@ -146,11 +161,31 @@ type served struct {
 }
 
 // logged records the requests a handler answers, so tests see what the
-// page asked for from the server's side.
+// page asked for from the server's side. While gate is set, level-0 bbox
+// requests of the points store wait for it to close, or for the client
+// to give up (counted in cancelled, with their boxes).
 type logged struct {
-	h   http.Handler
-	mu  sync.Mutex
-	log []served
+	h         http.Handler
+	mu        sync.Mutex
+	log       []served
+	gate      chan struct{}
+	cancelled []string
+}
+
+func (l *logged) hold(t *testing.T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gate = make(chan struct{})
+	t.Cleanup(l.release)
+}
+
+func (l *logged) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gate != nil {
+		close(l.gate)
+		l.gate = nil
+	}
 }
 
 type countingWriter struct {
@@ -176,6 +211,19 @@ func (c *countingWriter) Flush() {
 }
 
 func (l *logged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	gate := l.gate
+	l.mu.Unlock()
+	if gate != nil && r.URL.Path == "/api/v1/stores/points/bbox" && r.URL.Query().Get("level") == "0" {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			l.mu.Lock()
+			l.cancelled = append(l.cancelled, r.URL.RequestURI())
+			l.mu.Unlock()
+			return
+		}
+	}
 	cw := &countingWriter{ResponseWriter: w, status: 200}
 	l.h.ServeHTTP(cw, r)
 	l.mu.Lock()
@@ -396,11 +444,16 @@ func (b *browser) text(sel string) string {
 	return s
 }
 
-func (b *browser) shot(name string) []byte {
+// shot is a screenshot of the view (canvas and overlay); page, of the
+// whole page with its panels.
+func (b *browser) shot(name string) []byte { return b.screenshot(name, "main") }
+func (b *browser) page(name string) []byte { return b.screenshot(name, "#app") }
+
+func (b *browser) screenshot(name, sel string) []byte {
 	b.t.Helper()
 	// Let the next animation frame draw.
 	b.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`)
-	png, err := chromedp.Run(b.ctx, chromedp.Screenshot(chromedp.CSS("main")))
+	png, err := chromedp.Run(b.ctx, chromedp.Screenshot(chromedp.CSS(sel)))
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -695,6 +748,71 @@ func TestViewerInBrowser(t *testing.T) {
 		b.noProblems()
 	})
 
+	t.Run("tiles partition", func(t *testing.T) {
+		// Vertices on the faces tiles share are drawn once, not twice.
+		b := newBrowser(t)
+		b.navigate(ts.URL + "/?stores=lattice")
+		b.settle()
+		var levels map[string]map[string]int
+		b.value(`__zvf.drawnLevels`, &levels)
+		if want := 41 * 41 * 41; len(levels["lattice"]) != 1 || levels["lattice"]["0"] != want {
+			t.Errorf("drew %v of the lattice; want its %d level-0 points once each", levels["lattice"], want)
+		}
+		b.noProblems()
+	})
+
+	t.Run("cancelled requests", func(t *testing.T) {
+		// Level-0 tiles of one corner are in flight when the camera moves
+		// to the opposite one: those requests are aborted, the new corner
+		// is loaded.
+		b := newBrowser(t)
+		lg.hold(t)
+		b.navigate(ts.URL + "/?stores=points&cam=-1.5708,1.5707,300,125,125,125")
+		b.wait(`__zvf.requests.some(r => r.kind === 'tile' && r.level === 0)`)
+		b.eval(`__zvf.setCamera({target: [875, 875, 875], dist: 300, yaw: -Math.PI / 2, pitch: 1.5707})`)
+		b.wait(`__zvf.requests.some(r => r.kind === 'tile' && r.level === 0 && r.aborted)`)
+		lg.release()
+		b.settle()
+		var aborted [][2][3]float64
+		b.value(`__zvf.requests.filter(r => r.aborted).map(r => r.box)`, &aborted)
+		for _, box := range aborted {
+			if box[0][0] >= 500 || box[0][1] >= 500 {
+				t.Errorf("aborted a tile at %v, which the new view needs", box)
+			}
+		}
+		lg.mu.Lock()
+		cancelled := len(lg.cancelled)
+		lg.mu.Unlock()
+		var tiles []tileInfo
+		b.value(`__zvf.tiles()`, &tiles)
+		if len(aborted) == 0 || cancelled == 0 || levelAt(tiles, [3]float64{875, 875, 875}) != 0 {
+			t.Errorf("%d requests aborted by the page, %d seen cancelled by the server, the new corner drawn at level %d; want aborts and level 0",
+				len(aborted), cancelled, levelAt(tiles, [3]float64{875, 875, 875}))
+		}
+		b.noProblems()
+	})
+
+	t.Run("budget across layers", func(t *testing.T) {
+		b := newBrowser(t)
+		b.navigate(ts.URL + "/?stores=points,cells,axons&budget=300000")
+		b.settle()
+		var levels map[string]map[string]int
+		b.value(`__zvf.drawnLevels`, &levels)
+		total := 0
+		for name, lv := range levels {
+			for _, n := range lv {
+				total += n
+			}
+			if len(lv) == 0 {
+				t.Errorf("%s drew nothing", name)
+			}
+		}
+		if total > 330_000 || len(levels) != 3 || levels["points"]["1"] == 0 || levels["points"]["0"] == 0 {
+			t.Errorf("with a 300,000 budget the layers drew %v (%d in all); want about the budget, coarse where it runs out", levels, total)
+		}
+		b.noProblems()
+	})
+
 	t.Run("picking", func(t *testing.T) {
 		b := newBrowser(t)
 		b.navigate(ts.URL + "/?stores=cells,axons&c.cells=cell_type")
@@ -741,8 +859,9 @@ func TestViewerInBrowser(t *testing.T) {
 				Level int
 			}
 			b.value(`__zvf.vertexOnScreen(`+strconv.Quote(tc.layer)+`)`, &at)
+			b.eval(`document.getElementById('pickclose').click()`)
 			b.click(at.X, at.Y)
-			b.wait(`!document.getElementById('picked').textContent.includes('loading')`)
+			b.wait(`document.getElementById('picked').textContent.startsWith('layer ') && !document.getElementById('picked').textContent.includes('loading')`)
 			var picked struct {
 				Store string
 				Level int
@@ -756,7 +875,7 @@ func TestViewerInBrowser(t *testing.T) {
 			}
 			tc.check(picked.Pos, picked.Oid, text)
 		}
-		b.shot("viewer-picked.png")
+		b.page("viewer-picked.png")
 		b.noProblems()
 	})
 
@@ -781,7 +900,7 @@ func TestViewerInBrowser(t *testing.T) {
 		if c := b.text("#status"); strings.Contains(c, "error") {
 			t.Errorf("status line %q: one layer's failure is not the page's", c)
 		}
-		b.shot("viewer-failing.png")
+		b.page("viewer-failing.png")
 		b.noProblems()
 	})
 
@@ -812,6 +931,7 @@ func TestViewerInBrowser(t *testing.T) {
 		if x0 < 0 || y0 < 0 || x1 > cam.Width || y1 > cam.Height || (x1-x0 < cam.Width/3 && y1-y0 < cam.Height/3) {
 			t.Errorf("object 3 projects to %.0f,%.0f..%.0f,%.0f in a %.0fx%.0f view; want it framed", x0, y0, x1, y1, cam.Width, cam.Height)
 		}
+		b.page("viewer-object-page.png")
 		shot := b.shot("viewer-object.png")
 		if n := near(t, shot, [3]int{255, 77, 224}, 60); n < 200 {
 			t.Errorf("only %d highlighted pixels", n)
@@ -880,7 +1000,7 @@ func TestViewerInBrowser(t *testing.T) {
 		if !strings.Contains(loc, "box="+bmin+","+bmax) {
 			t.Errorf("URL %q lacks the box", loc)
 		}
-		b.shot("viewer-box-drawn.png")
+		b.page("viewer-box-drawn.png")
 		b.noProblems()
 	})
 
@@ -906,11 +1026,11 @@ func TestViewerInBrowser(t *testing.T) {
 		var at struct{ X, Y float64 }
 		b.value(`__zvf.vertexOnScreen('cells')`, &at)
 		b.click(at.X, at.Y)
-		b.wait(`!document.getElementById('picked').textContent.includes('loading')`)
+		b.wait(`document.getElementById('picked').textContent.startsWith('layer ') && !document.getElementById('picked').textContent.includes('loading')`)
 		if p := b.text("#picked"); !strings.Contains(p, "level 1") || !strings.Contains(p, "level 1 holds no vertex attributes") {
 			t.Errorf("picked %q; want level 1 and its (absent) attributes", p)
 		}
-		b.shot("viewer-level1-grey.png")
+		b.page("viewer-level1-grey.png")
 		b.noProblems()
 	})
 
@@ -948,6 +1068,7 @@ func TestViewerInBrowser(t *testing.T) {
 		if lay.CanvasW < 380 || lay.CanvasH < 300 || lay.PanelTop < lay.CanvasBottom-1 || lay.ScrollW > lay.InnerW || !lay.PanelShown {
 			t.Errorf("narrow layout %+v: want the view across the window with the controls below, no sideways scrolling", lay)
 		}
+		b.page("viewer-narrow-page.png")
 		if n, total, _ := pixels(t, b.shot("viewer-narrow.png")); n < total/50 {
 			t.Errorf("narrow view shows %d of %d pixels", n, total)
 		}

@@ -16,7 +16,7 @@ uniform int u_kind, u_mode, u_sel;
 uniform bool u_hasSel;
 uniform vec2 u_range, u_zr;
 uniform vec3 u_pal[32], u_color;
-uniform float u_ptWorld, u_focal, u_dpr;
+uniform float u_ptWorld, u_ptScale, u_focal, u_dpr;
 out vec3 v_col, v_nrm, v_pos;
 out float v_size;
 vec3 viridis(float t) {
@@ -43,7 +43,9 @@ void main() {
   v_col = c;
   v_nrm = a_nrm;
   v_pos = a_pos;
-  float px = clamp(u_ptWorld * u_focal / max(gl_Position.w, 1e-9), 1.0, 48.0) * grow;
+  // Points as big as they are (a share of the level's spacing) seen from
+  // here, within 1..16 pixels, times the size slider.
+  float px = clamp(u_ptWorld * u_focal / max(gl_Position.w, 1e-9), 1.0, 16.0) * u_ptScale * grow;
   v_size = px;
   gl_PointSize = px * u_dpr;
 }`;
@@ -90,7 +92,7 @@ export const PALETTE = [
 ];
 export const CLEAR = [0.05, 0.06, 0.07];
 
-const UNIFORMS = ['u_mvp', 'u_kind', 'u_mode', 'u_sel', 'u_hasSel', 'u_range', 'u_zr', 'u_pal', 'u_color', 'u_ptWorld', 'u_focal', 'u_dpr',
+const UNIFORMS = ['u_mvp', 'u_kind', 'u_mode', 'u_sel', 'u_hasSel', 'u_range', 'u_zr', 'u_pal', 'u_color', 'u_ptWorld', 'u_ptScale', 'u_focal', 'u_dpr',
   'u_alpha', 'u_light', 'u_useMask', 'u_mask', 'u_cellLo', 'u_cellSize', 'u_cellN'];
 
 export class Renderer {
@@ -209,7 +211,7 @@ export class Renderer {
   }
 
   // draw renders items: [{g, style: {mode, range, zr, color, alpha, sel,
-  // ptWorld}, mask: null or {bits: [lo32, hi32], lo, size, n}, last}].
+  // ptWorld, ptScale}, mask: null or {bits: [lo32, hi32], lo, size, n}, last}].
   // Opaque items first, then translucent ones without depth writes.
   draw(view, items) {
     const gl = this.gl, c = this.canvas;
@@ -239,6 +241,7 @@ export class Renderer {
       gl.uniform1i(this.u.u_hasSel, s.sel !== null && s.sel !== undefined ? 1 : 0);
       gl.uniform1i(this.u.u_sel, s.sel ?? 0);
       gl.uniform1f(this.u.u_ptWorld, s.ptWorld);
+      gl.uniform1f(this.u.u_ptScale, s.ptScale ?? 1);
       const m = it.mask;
       gl.uniform1i(this.u.u_useMask, m ? 1 : 0);
       if (m) {

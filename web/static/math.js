@@ -1,6 +1,7 @@
 // Camera and geometry helpers: an orbit camera around a target (z up),
 // column-major 4x4 matrices as WebGL wants them, frustum tests for tiles,
-// rays for drawn boxes, and "nice" numbers for ticks and the scale bar.
+// rays for zooming and drawn boxes, and "nice" numbers for ticks and the
+// scale bar.
 
 export function mat4mul(a, b) {
   const o = new Float32Array(16);
@@ -16,7 +17,7 @@ const sub = (a, b) => [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
 const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 const cross = (a, b) => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
 const norm = (a) => { const l = Math.hypot(a[0], a[1], a[2]) || 1; return [a[0] / l, a[1] / l, a[2] / l]; };
-export { sub, dot, cross, norm };
+export { norm };
 
 // Camera: yaw and pitch (radians) of the eye around target at dist; fov is
 // the vertical field of view.
@@ -143,22 +144,6 @@ export function ray(cam, px, py) {
   const t = Math.tan(cam.fov / 2);
   const nx = (px / cam.width * 2 - 1) * t * cam.width / cam.height, ny = (1 - py / cam.height * 2) * t;
   return { o: e, d: norm([fw[0] + nx * r[0] + ny * u[0], fw[1] + nx * r[1] + ny * u[1], fw[2] + nx * r[2] + ny * u[2]]) };
-}
-
-// rayBox returns [tEnter, tExit] of a ray through the box, or null.
-export function rayBox(o, d, lo, hi) {
-  let t0 = 0, t1 = Infinity;
-  for (let i = 0; i < 3; i++) {
-    if (Math.abs(d[i]) < 1e-12) {
-      if (o[i] < lo[i] || o[i] > hi[i]) return null;
-      continue;
-    }
-    let a = (lo[i] - o[i]) / d[i], b = (hi[i] - o[i]) / d[i];
-    if (a > b) [a, b] = [b, a];
-    t0 = Math.max(t0, a); t1 = Math.min(t1, b);
-    if (t0 > t1) return null;
-  }
-  return [t0, t1];
 }
 
 // niceStep is the 1, 2 or 5 times a power of ten nearest above raw.

@@ -4,6 +4,7 @@
 // readable at any zoom.
 import { project, niceStep, tickStep, fmtNum } from './math.js';
 
+const BOTTOM = 30; // the status line covers the view's last pixels
 const EDGES = [[0, 1], [2, 3], [4, 5], [6, 7], [0, 2], [1, 3], [4, 6], [5, 7], [0, 4], [1, 5], [2, 6], [3, 7]];
 
 function corners(lo, hi) {
@@ -103,6 +104,7 @@ export class Overlay {
       const a0 = corners(lo, hi)[best.i], a1 = corners(lo, hi)[best.j];
       const from = a0[a] < a1[a] ? a0 : a1;
       const len = Math.hypot(p[best.j].x - p[best.i].x, p[best.j].y - p[best.i].y);
+      if (len < 40) continue; // seen end on: nothing readable to label
       let ox = best.mx - cx, oy = best.my - cy;
       const ol = Math.hypot(ox, oy) || 1;
       ox /= ol; oy /= ol;
@@ -115,14 +117,21 @@ export class Overlay {
         q[a] = v;
         const t = project(m, q, W, H);
         ctx.beginPath(); ctx.moveTo(t.x, t.y); ctx.lineTo(t.x + ox * 6, t.y + oy * 6); ctx.stroke();
-        const text = fmtNum(v, step), lx = clamp(t.x + ox * 18, 16, W - 16), ly = clamp(t.y + oy * 14, 8, H - 8), w = ctx.measureText(text).width;
-        if (free(lx, ly, w)) { this.text(text, lx, ly, 'tick'); placed.push([lx, ly, w]); }
+        const text = fmtNum(v, step), lx = t.x + ox * 18, ly = t.y + oy * 14, w = ctx.measureText(text).width;
+        // A tick whose label would leave the view (or hide under the
+        // status line) goes unlabelled rather than labelled elsewhere.
+        if (t.w > 0 && lx - w / 2 >= 2 && lx + w / 2 <= W - 2 && ly >= 8 && ly <= H - BOTTOM && free(lx, ly, w)) {
+          this.text(text, lx, ly, 'tick');
+          placed.push([lx, ly, w]);
+        }
       }
       const name = s.axes[a]?.name ?? 'xyz'[a];
       const u = unit === null ? s.axes[a]?.unit : unit;
       ctx.fillStyle = '#9fb3c8';
       ctx.font = 'bold 12px ui-monospace, monospace';
-      this.text(u ? `${name} (${u})` : name, clamp(best.mx + ox * 38, 30, W - 30), clamp(best.my + oy * 32, 10, H - 10), 'axis');
+      const title = u ? `${name} (${u})` : name, tw = ctx.measureText(title).width;
+      const tx = best.mx + ox * 38, ty = best.my + oy * 32;
+      if (tx - tw / 2 >= 2 && tx + tw / 2 <= W - 2 && ty >= 8 && ty <= H - BOTTOM) this.text(title, tx, ty, 'axis');
       ctx.font = '11px ui-monospace, monospace';
     }
   }
@@ -145,5 +154,3 @@ export class Overlay {
     this.text(`${fmtNum(len, len)} ${unit || (unit === null ? 'units (axes differ)' : '(no unit declared)')}`, x, y - 12, 'scale');
   }
 }
-
-function clamp(v, lo, hi) { return Math.max(lo, Math.min(hi, v)); }

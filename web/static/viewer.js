@@ -2,7 +2,7 @@
 // (the tiles the camera sees, at the level whose density fits the screen,
 // coarse first, within a vertex budget shared by the layers), with
 // picking, object lookup, box queries, and the page state in the URL.
-import { Camera, frustum, project, ray, rayBox, norm, fmtNum } from './math.js';
+import { Camera, frustum, project, ray, norm, fmtNum } from './math.js';
 import { Grid, select } from './lod.js';
 import { Renderer, PALETTE, triangles } from './gl.js';
 import { flatten } from './format.js';
@@ -19,7 +19,7 @@ const enc = encodeURIComponent;
 
 const LAYER_COLORS = [[0.98, 0.62, 0.25], [0.35, 0.80, 0.95], [0.95, 0.86, 0.30], [0.86, 0.58, 0.78], [0.55, 0.90, 0.50], [0.70, 0.72, 1.00]];
 const HIGHLIGHT = [1, 0.3, 0.88];
-const HITS = [0.3, 0.95, 1];
+const HITS = [1, 1, 1];
 const MAX_INFLIGHT = 4;
 const TILE_LIMIT = 1000000; // per page; the server clamps to its --max-vertices and pages
 const DEFAULT_BUDGET = 1000000;
@@ -217,11 +217,12 @@ function buildCard(l) {
   c.append(
     el('div', { className: 'lhead' }, vis, el('span', { className: 'sw' }), el('b', { textContent: l.name, title: l.name }), el('span', { className: 'geom' }), ng, rm),
     el('div', { className: 'lerr', role: 'alert' }),
-    el('div', { className: 'lctl' },
-      el('label', {}, 'Colour ', el('select', { className: 'colour' })),
-      el('label', {}, 'Level ', el('select', { className: 'level' }))),
-    el('label', {}, 'Opacity ', el('input', { type: 'range', className: 'alpha', min: 0.1, max: 1, step: 0.05, value: l.alpha })),
-    el('div', { className: 'legend' }),
+    el('div', { className: 'lbody', hidden: true },
+      el('div', { className: 'lctl' },
+        el('label', {}, 'Colour ', el('select', { className: 'colour' })),
+        el('label', {}, 'Level ', el('select', { className: 'level' }))),
+      el('label', {}, 'Opacity ', el('input', { type: 'range', className: 'alpha', min: 0.1, max: 1, step: 0.05, value: l.alpha })),
+      el('div', { className: 'legend' })),
     el('div', { className: 'lstat', textContent: 'loading…' }));
   vis.onchange = () => { l.visible = vis.checked; c.classList.toggle('off', !l.visible); writeURL(); scheduleUpdate(); redraw(); };
   rm.onclick = () => removeLayer(l);
@@ -246,6 +247,8 @@ function fillCard(l) {
   const c = l.card, d = l.desc;
   c.querySelector('.sw').style.background = rgbCss(l.rgb);
   showLayerError(l);
+  // A store that did not open has nothing to set: only its error shows.
+  c.querySelector('.lbody').hidden = !d;
   if (!d) { c.querySelector('.lstat').textContent = ''; return; }
   c.querySelector('.geom').textContent = (d.geometry_types || []).join(', ');
   const cs = c.querySelector('.colour');
@@ -350,7 +353,8 @@ function refreshAddList() {
   s.replaceChildren();
   for (const st of S.catalog?.stores || []) {
     if (layerByName(st.name)) continue;
-    s.add(new Option(`${st.name}${st.status === 'error' ? ' (error)' : ''} · ${(st.geometry_types || []).join(', ')}`, st.name));
+    const what = st.status === 'error' ? 'does not open' : (st.geometry_types || []).join(', ');
+    s.add(new Option(`${st.name}${what ? ` · ${what}` : ''}`, st.name));
   }
   s.disabled = $('addlayer').disabled = !s.length;
 }
@@ -507,7 +511,8 @@ async function loadTile(l, n, key) {
     } else if (tiles.get(key) === t) {
       t.state = 'failed';
       t.error = e.message;
-      l.tileErrors.set(n.key, `level ${n.level} [${min.map((v) => fmtNum(v, 0.01)).join(',')}]–[${max.map((v) => fmtNum(v, 0.01)).join(',')}]: ${e.message}`);
+      const p = (v) => v.map((x) => +x.toPrecision(6)).join(',');
+      l.tileErrors.set(n.key, `level ${n.level} box ${p(min)} – ${p(max)}: ${e.message}`);
       showLayerError(l);
     }
   } finally {
@@ -562,7 +567,7 @@ function styleOf(l, t) {
   else if (at) mode = t.attr === l.colour ? (at.info.categories ? 2 : 1) : 4;
   const zr = [l.lo[2], l.hi[2]];
   const hasConn = t.g && (t.g.tris || t.g.lines);
-  return { mode, range: l.range || [0, 1], zr, color: l.rgb, alpha: l.alpha, sel: l.sel, ptWorld: hasConn ? 0 : l.spacing(t.level) * 0.3 * S.size };
+  return { mode, range: l.range || [0, 1], zr, color: l.rgb, alpha: l.alpha, sel: l.sel, ptWorld: hasConn ? 0 : l.spacing(t.level) * 0.3, ptScale: S.size };
 }
 
 function items(only) {
@@ -576,8 +581,14 @@ function items(only) {
     lv[d.t.level] = (lv[d.t.level] || 0) + d.t.count;
   }
   if (!only) {
-    for (const h of S.boxHits) if (h.layer.visible) out.push({ g: h.g, style: { mode: 3, range: [0, 1], zr: [0, 1], color: HITS, alpha: 1, sel: null, ptWorld: h.layer.spacing(h.level) * 0.45 * S.size }, mask: null });
-    if (S.findItem) out.push({ g: S.findItem.g, last: true, style: { mode: 3, range: [0, 1], zr: [0, 1], color: HIGHLIGHT, alpha: 1, sel: null, ptWorld: S.findItem.layer.spacing(S.findItem.level) * 0.45 * S.size }, mask: null });
+    for (const h of S.boxHits) if (h.layer.visible) out.push({ g: h.g, style: { mode: 3, range: [0, 1], zr: [0, 1], color: HITS, alpha: 1, sel: null, ptWorld: h.layer.spacing(h.level) * 0.45, ptScale: S.size * 1.5 }, mask: null });
+    if (S.findItem) {
+      // The object over everything else: its surface or lines, and its
+      // vertices as dots (one-pixel lines are easy to miss).
+      const f = S.findItem, style = { mode: 3, range: [0, 1], zr: [0, 1], color: HIGHLIGHT, alpha: 1, sel: null, ptWorld: f.layer.spacing(f.level) * 0.3, ptScale: S.size };
+      out.push({ g: f.g, last: true, style, mask: null });
+      if (f.g.lines) out.push({ g: { ...f.g, lines: null }, last: true, style, mask: null });
+    }
   }
   return { out, drawn, levels };
 }
@@ -739,14 +750,17 @@ function pickAt(px, py) {
 
 function clearPick() {
   S.pick = null;
-  $('picked').textContent = 'click a vertex';
+  S.pickSeq++;
+  $('pickbox').hidden = true;
+  $('picked').textContent = '';
   for (const l of S.layers) l.sel = S.find && S.find.store === l.name ? S.find.id : null;
   redraw();
 }
 
 async function showPick(hit) {
   const seq = ++S.pickSeq;
-  if (!hit) { clearPick(); $('picked').textContent = 'nothing here (no drawn vertex within 8 px)'; return; }
+  $('pickbox').hidden = false;
+  if (!hit) { S.pick = null; $('picked').textContent = 'nothing here: no drawn vertex within 8 pixels'; redraw(); return; }
   const l = hit.d.l, t = hit.d.t;
   const oid = t.oid ? t.oid[hit.i] : null;
   S.pick = { store: l.name, level: t.level, pos: hit.pos, oid };
@@ -888,21 +902,25 @@ async function queryBox() {
   redraw();
 }
 
-// rectBox turns a rectangle drawn on the view into the box of the scene
-// it covers: rays through a grid of its points, clipped to the scene.
+// rectBox turns a rectangle drawn on the view into a box of the scene:
+// across the screen, the rectangle where it meets the plane through the
+// view's centre; along the axis nearest the line of sight, the whole scene.
+// Seen along an axis (Top, Front, Side) that is the box drawn.
 function rectBox(x0, y0, x1, y1) {
   viewInfo();
   const [slo, shi] = sceneBounds();
+  const { fw } = cam.basis();
   const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
-  for (let i = 0; i <= 8; i++) for (let j = 0; j <= 8; j++) {
-    const { o, d } = ray(cam, x0 + (x1 - x0) * i / 8, y0 + (y1 - y0) * j / 8);
-    const t = rayBox(o, d, slo, shi);
-    if (!t) continue;
-    for (const tt of t) for (let k = 0; k < 3; k++) { const v = o[k] + d[k] * tt; lo[k] = Math.min(lo[k], v); hi[k] = Math.max(hi[k], v); }
+  for (const [x, y] of [[x0, y0], [x1, y0], [x0, y1], [x1, y1]]) {
+    const { o, d } = ray(cam, x, y);
+    const t = cam.dist / Math.max(1e-9, d[0] * fw[0] + d[1] * fw[1] + d[2] * fw[2]);
+    for (let k = 0; k < 3; k++) { const v = o[k] + d[k] * t; lo[k] = Math.min(lo[k], v); hi[k] = Math.max(hi[k], v); }
   }
-  if (!(lo[0] <= hi[0])) return null;
+  const along = [0, 1, 2].reduce((a, k) => (Math.abs(fw[k]) > Math.abs(fw[a]) ? k : a), 0);
+  lo[along] = slo[along]; hi[along] = shi[along];
   const r = (v) => +v.toPrecision(6);
-  return [lo.map((v, k) => r(Math.max(slo[k], v))), hi.map((v, k) => r(Math.min(shi[k], v)))];
+  const min = lo.map((v, k) => r(Math.max(slo[k], v))), max = hi.map((v, k) => r(Math.min(shi[k], v)));
+  return min.every((v, k) => v <= max[k]) ? [min, max] : null;
 }
 
 // ---- input ----
@@ -979,6 +997,7 @@ function bindInput() {
   $('bquery').onclick = queryBox;
   $('bclear').onclick = clearBox;
   $('bdraw').onclick = () => setDrawing(!S.drawing);
+  $('pickclose').onclick = clearPick;
   $('blevel').onchange = writeURL;
   $('oquery').onclick = () => findObject(true);
   $('addlayer').onclick = () => { const n = $('addstore').value; if (n) { addLayer(n); writeURL(); } };
