@@ -140,6 +140,34 @@ export class Grid {
     return out;
   }
 
+  // cellOf is the index of the tile of level that holds point p, by the
+  // same rule as the request boxes: a point on a shared face belongs to
+  // the tile above it.
+  cellOf(level, p) {
+    const n = this.counts(this.depth.get(level));
+    return [0, 1, 2].map((i) => {
+      if (!(this.ext[i] > 0)) return 0;
+      let k = Math.min(n[i] - 1, Math.max(0, Math.floor((p[i] - this.lo[i]) / this.ext[i] * n[i])));
+      while (k + 1 < n[i] && p[i] >= this.face(i, k + 1, n[i])) k++;
+      while (k > 0 && p[i] < this.face(i, k, n[i])) k--;
+      return k;
+    });
+  }
+
+  // slabs are the thin boxes across node's shared upper faces, delta deep
+  // on each side, in which the edges and faces that cross into the next
+  // tiles lie (a box query only joins rows it returns).
+  slabs(node, delta) {
+    const out = [];
+    for (let i = 0; i < 3; i++) {
+      if (!node.shared[i]) continue;
+      const min = node.lo.map((v, j) => Math.max(this.blo[j], j === i ? node.hi[i] - delta : v - delta));
+      const max = node.hi.map((v, j) => Math.min(this.bhi[j], j === i ? node.hi[i] + delta : v + delta));
+      out.push({ axis: i, min, max });
+    }
+    return out;
+  }
+
   // requestBox is the closed box to ask the server for: faces shared with
   // another tile move down to the previous representable value, so every
   // vertex belongs to exactly one tile of a level.

@@ -497,10 +497,12 @@ async function loadTile(l, n, key) {
       next = res.trailer.next;
     } while (next && rows < S.budget);
     if (tiles.get(key) !== t) return;
-    const f = flatten(pages, t.attr);
+    let f = flatten(pages, t.attr);
+    if (f.edges || f.faces) f = await stitch(l, n, t, f);
+    if (tiles.get(key) !== t) return;
     const tris = f.faces && f.faceWidth >= 3 ? triangles(f.faces, f.faceWidth) : null;
     // Uploaded when first drawn (the GL context may not exist yet).
-    Object.assign(t, { count: f.rows, pos: f.pos, val: f.val, oid: f.oid, partial: !!next, state: 'ready', arrays: { pos: f.pos, val: f.val, oid: f.oid, edges: f.edges, tris } });
+    Object.assign(t, { count: f.rows, edges: f.edges ? f.edges.length / 2 : 0, pos: f.pos, val: f.val, oid: f.oid, partial: !!next, state: 'ready', arrays: { pos: f.pos, val: f.val, oid: f.oid, edges: f.edges, tris } });
     l.counts.set(n.key, f.rows);
     l.byNode.set(n.key, t);
     if (hooks.firstTileMs === null) hooks.firstTileMs = performance.now();
@@ -520,6 +522,53 @@ async function loadTile(l, n, key) {
     scheduleUpdate();
   }
 }
+
+// stitch adds to a tile the edges and faces that cross its shared upper
+// faces into other tiles of its level: a box query joins only the rows it
+// returns, so each tile alone would leave a gap at every seam. They come
+// from thin slabs across those faces; an edge (or face) is added by the
+// first (in index order) of the tiles its ends lie in, for the first axis
+// they differ on, so every crossing is drawn once. The tile's own rows
+// stay first; f.rows still counts only them.
+async function stitch(l, n, t, f) {
+  const lv = l.lvl(n.level);
+  const delta = 2 * Math.max(...(lv.bin_shape || lv.chunk_shape || [1]).filter((v) => v > 0), 1e-9);
+  const extra = { pos: [], val: [], oid: [], edges: [], faces: [] };
+  let width = f.faceWidth;
+  for (const slab of l.grid.slabs(n, delta)) {
+    const url = `api/v1/stores/${enc(l.name)}/bbox?min=${slab.min.join(',')}&max=${slab.max.join(',')}&level=${n.level}&limit=${TILE_LIMIT}${t.attr ? `&attributes=${enc(t.attr)}` : ''}`;
+    const s = flatten([await net.binary(url, { kind: 'seam', layer: l.name, level: n.level, box: [slab.min, slab.max] }, t.ctrl.signal)], t.attr);
+    const cell = (i) => l.grid.cellOf(n.level, [s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2]]);
+    const take = (idx, w, into) => {
+      const cs = idx.map(cell);
+      let lo = cs[0], hi = cs[0];
+      for (const c of cs) { if (cmp(c, lo) < 0) lo = c; if (cmp(c, hi) > 0) hi = c; }
+      const axis = [0, 1, 2].find((k) => lo[k] !== hi[k]);
+      if (axis !== slab.axis || cmp(lo, n.idx) !== 0) return;
+      for (const i of idx) {
+        into.push(f.rows + extra.pos.length / 3);
+        extra.pos.push(s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2]);
+        extra.val.push(s.val ? s.val[i] : NaN);
+        extra.oid.push(s.oid ? s.oid[i] : -1);
+      }
+      width = w;
+    };
+    if (s.edges) for (let e = 0; e < s.edges.length; e += 2) take([s.edges[e], s.edges[e + 1]], 2, extra.edges);
+    if (s.faces) for (let e = 0; e < s.faces.length; e += s.faceWidth) take(Array.from(s.faces.subarray(e, e + s.faceWidth)), s.faceWidth, extra.faces);
+  }
+  if (!extra.pos.length) return f;
+  const join = (a, b, T) => { const o = new T(a.length + b.length); o.set(a); o.set(b, a.length); return o; };
+  return {
+    rows: f.rows, faceWidth: width,
+    pos: join(f.pos, extra.pos, Float32Array),
+    val: f.val ? join(f.val, extra.val, Float32Array) : null,
+    oid: f.oid ? join(f.oid, extra.oid, Int32Array) : null,
+    edges: f.edges || extra.edges.length ? join(f.edges || [], extra.edges, Uint32Array) : null,
+    faces: f.faces || extra.faces.length ? join(f.faces || [], extra.faces, Uint32Array) : null,
+  };
+}
+
+const cmp = (a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
 
 function dropTile(k, t) {
   if (t.state === 'loading') t.ctrl.abort();
@@ -571,12 +620,13 @@ function styleOf(l, t) {
 }
 
 function items(only) {
-  const out = [], drawn = {}, levels = {};
+  const out = [], drawn = {}, levels = {}, edges = {};
   for (const d of drawList) {
     if (!d.l.visible || (only && d.l !== only)) continue;
     if (!d.t.g) { d.t.g = renderer.upload(d.t.arrays); d.t.arrays = null; }
     out.push({ g: d.t.g, style: styleOf(d.l, d.t), mask: d.mask });
     drawn[d.l.name] = (drawn[d.l.name] || 0) + d.t.count;
+    edges[d.l.name] = (edges[d.l.name] || 0) + d.t.edges;
     const lv = levels[d.l.name] || (levels[d.l.name] = {});
     lv[d.t.level] = (lv[d.t.level] || 0) + d.t.count;
   }
@@ -590,19 +640,20 @@ function items(only) {
       if (f.g.lines) out.push({ g: { ...f.g, lines: null }, last: true, style, mask: null });
     }
   }
-  return { out, drawn, levels };
+  return { out, drawn, levels, edges };
 }
 
 function frame() {
   if (!renderer || !renderer.linked) return;
   const v = viewInfo();
   const t0 = performance.now();
-  const { out, drawn, levels } = items(null);
+  const { out, drawn, levels, edges } = items(null);
   renderer.draw(v, out);
   hooks.lastFrameMs = performance.now() - t0;
   hooks.frames++;
   hooks.drawn = drawn;
   hooks.drawnLevels = levels;
+  hooks.drawnEdges = edges;
   const [lo, hi] = sceneBounds();
   const axes = S.layers.find((l) => l.desc && l.visible)?.desc.axes || [];
   overlay.draw({ cam, mvp: v.mvp, lo: S.layers.some((l) => l.desc && l.visible) ? lo : null, hi, axes, box: S.box, rubber: S.rubber, pick: S.pick?.pos });
