@@ -358,20 +358,39 @@ type browser struct {
 	problems []string // console errors and warnings, exceptions
 }
 
-func newBrowser(t *testing.T) *browser { return newBrowserSized(t, 1280, 800) }
+// chrome is one headless Chromium; each subtest opens its own tab.
+type chrome struct{ ctx context.Context }
 
-func newBrowserSized(t *testing.T, w, h int) *browser {
+func newChrome(t *testing.T) *chrome {
 	exe := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("use-angle", "swiftshader"), chromedp.Flag("enable-unsafe-swiftshader", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-quic", true),
-		chromedp.WindowSize(w, h))
+		chromedp.WindowSize(1280, 800))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelA)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(cancel)
-	ctx, cancelT := context.WithTimeout(ctx, 150*time.Second)
+	// The first action starts the browser, which lives as long as ctx.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	return &chrome{ctx: ctx}
+}
+
+func newBrowser(t *testing.T) *browser { return newChrome(t).tab(t, 1280, 800) }
+
+// tab opens a tab with a w x h viewport, closed when t ends.
+func (c *chrome) tab(t *testing.T, w, h int) *browser {
+	tctx, cancel := chromedp.NewContext(c.ctx)
+	t.Cleanup(cancel)
+	// Opening the tab before the deadline is set: a deadline on the call
+	// that creates a target ends the target with it.
+	if err := chromedp.Do(tctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancelT := context.WithTimeout(tctx, 150*time.Second)
 	t.Cleanup(cancelT)
 	b := &browser{t: t, ctx: ctx}
 	// The window cannot be narrower than about 500 pixels; the viewport can.
@@ -554,7 +573,7 @@ func sumBytes(log []served) (n int) {
 // real API over the demo stores (and a 2-million-point store, a damaged
 // and a broken one): every item of the viewer's contract is a subtest.
 func TestViewerInBrowser(t *testing.T) {
-	chromium(t)
+	ch := newChrome(t)
 	d := newDemo(t, true)
 	lg := &logged{h: d.handler(t, "")}
 	ts := httptest.NewServer(lg)
@@ -568,7 +587,7 @@ func TestViewerInBrowser(t *testing.T) {
 	}
 
 	t.Run("layers", func(t *testing.T) {
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ts.URL + "/?stores=cells,axons,skeletons,meshes&c.cells=cell_type&c.axons=fa")
 		b.settle()
 		// The whole block at full detail: each layer drew every level-0
@@ -606,7 +625,7 @@ func TestViewerInBrowser(t *testing.T) {
 		// Legends: category names for cells, numbers on the colour bar for
 		// fa, and which levels lack the attribute.
 		legend := b.text(`.layer[data-store="cells"] .legend`)
-		for _, c := range []string{"astrocyte", "microglia", "neuron", "oligodendrocyte", "level 1, 2 hold no cell_type"} {
+		for _, c := range []string{"astrocyte", "microglia", "neuron", "oligodendrocyte", "levels 1, 2 hold no cell_type"} {
 			if !strings.Contains(legend, c) {
 				t.Errorf("cells legend %q lacks %q", legend, c)
 			}
@@ -664,7 +683,7 @@ func TestViewerInBrowser(t *testing.T) {
 	})
 
 	t.Run("streaming", func(t *testing.T) {
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		page := ts.URL + "/?stores=points"
 		// Page load in a running browser: its GPU process already up (a
 		// desktop browser's always is; a new headless one starts it, with
@@ -691,8 +710,10 @@ func TestViewerInBrowser(t *testing.T) {
 		var m struct {
 			FirstTileMs, FirstPictureMs float64
 			Marks                       [][2]any
+			Log                         [][3]float64
 		}
-		b.value(`__zvf`, &m)
+		b.value(`{firstTileMs: __zvf.firstTileMs, firstPictureMs: __zvf.firstPictureMs, marks: __zvf.marks, log: __zvf.requests.slice(0, 6).map(r => [r.level ?? -1, r.t0, r.ms])}`, &m)
+		t.Logf("first requests [level, start, ms]: %v", m.Log)
 		t.Logf("page load: first tile %.0f ms, first picture %.0f ms (startup marks %v); settled with %d tile requests, %.1f MB",
 			m.FirstTileMs, m.FirstPictureMs, m.Marks, len(reqs), float64(sumBytes(initial))/1e6)
 		var order []int
@@ -772,7 +793,7 @@ func TestViewerInBrowser(t *testing.T) {
 
 	t.Run("tiles partition", func(t *testing.T) {
 		// Vertices on the faces tiles share are drawn once, not twice.
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ts.URL + "/?stores=lattice")
 		b.settle()
 		var levels map[string]map[string]int
@@ -787,7 +808,7 @@ func TestViewerInBrowser(t *testing.T) {
 		// Level-0 tiles of one corner are in flight when the camera moves
 		// to the opposite one: those requests are aborted, the new corner
 		// is loaded.
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		lg.hold(t)
 		b.navigate(ts.URL + "/?stores=points&cam=-1.5708,1.5707,300,125,125,125")
 		b.wait(`__zvf.requests.some(r => r.kind === 'tile' && r.level === 0)`)
@@ -815,7 +836,7 @@ func TestViewerInBrowser(t *testing.T) {
 	})
 
 	t.Run("budget across layers", func(t *testing.T) {
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ts.URL + "/?stores=points,cells,axons&budget=300000")
 		b.settle()
 		var levels map[string]map[string]int
@@ -836,7 +857,7 @@ func TestViewerInBrowser(t *testing.T) {
 	})
 
 	t.Run("picking", func(t *testing.T) {
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ts.URL + "/?stores=cells,axons&c.cells=cell_type")
 		b.settle()
 		for _, tc := range []struct {
@@ -902,7 +923,7 @@ func TestViewerInBrowser(t *testing.T) {
 	})
 
 	t.Run("failing stores", func(t *testing.T) {
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ts.URL + "/?stores=cells,broken,nosuch,damaged,meshes")
 		b.settle()
 		for name, want := range map[string]string{"broken": "422", "nosuch": "404", "damaged": "tile failed: level 0", "cells": "", "meshes": ""} {
@@ -927,7 +948,7 @@ func TestViewerInBrowser(t *testing.T) {
 	})
 
 	t.Run("find object", func(t *testing.T) {
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ts.URL + "/?stores=cells,axons")
 		b.settle()
 		b.eval(`document.getElementById('olayer').value = 'axons'; document.getElementById('oid').value = '3'; document.getElementById('oquery').click()`)
@@ -976,7 +997,7 @@ func TestViewerInBrowser(t *testing.T) {
 	})
 
 	t.Run("box query", func(t *testing.T) {
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ts.URL + "/?stores=cells,axons")
 		b.settle()
 		lo, hi := [3]float32{0, 0, 0}, [3]float32{400, 400, 300}
@@ -1029,7 +1050,7 @@ func TestViewerInBrowser(t *testing.T) {
 	t.Run("stale state", func(t *testing.T) {
 		// The issue's case: colour by an attribute only level 0 has, then
 		// choose level 1. Canvas, legend and picker agree on level 1.
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ts.URL + "/?stores=cells&c.cells=intensity")
 		b.settle()
 		b.eval(`(() => { const s = document.querySelector('.layer[data-store="cells"] .level'); s.value = '1'; s.dispatchEvent(new Event('change')); })()`)
@@ -1039,7 +1060,7 @@ func TestViewerInBrowser(t *testing.T) {
 		if len(levels["cells"]) != 1 || levels["cells"]["1"] == 0 {
 			t.Fatalf("level 1 chosen; drawn %v", levels["cells"])
 		}
-		if l := b.text(`.layer[data-store="cells"] .legend`); !strings.Contains(l, "level 1, 2 hold no intensity: drawn grey") {
+		if l := b.text(`.layer[data-store="cells"] .legend`); !strings.Contains(l, "levels 1, 2 hold no intensity: drawn grey") {
 			t.Errorf("legend %q does not say level 1 has no intensity", l)
 		}
 		if e := b.text(`.layer[data-store="cells"] .lerr`); e != "" {
@@ -1057,7 +1078,7 @@ func TestViewerInBrowser(t *testing.T) {
 	})
 
 	t.Run("neuroglancer link", func(t *testing.T) {
-		b := newBrowser(t)
+		b := ch.tab(t, 1280, 800)
 		b.navigate(ng.URL + "/?stores=cells,axons")
 		b.settle()
 		var links struct {
@@ -1076,7 +1097,7 @@ func TestViewerInBrowser(t *testing.T) {
 	})
 
 	t.Run("narrow window", func(t *testing.T) {
-		b := newBrowserSized(t, 400, 800)
+		b := ch.tab(t, 400, 800)
 		b.navigate(ts.URL + "/?stores=cells,meshes")
 		b.settle()
 		var lay struct {

@@ -98,7 +98,7 @@ export class Grid {
   // node is the tile idx of level, clipped to the bounds (null when the
   // cell lies wholly outside them).
   node(level, idx) {
-    const n = this.counts(this.depth.get(level));
+    const d = this.depth.get(level), n = this.counts(d);
     const lo = [], hi = [], shared = [], cell = [[], []];
     for (let i = 0; i < 3; i++) {
       const a = this.face(i, idx[i], n[i]), b = this.face(i, idx[i] + 1, n[i]);
@@ -115,7 +115,8 @@ export class Grid {
     const l = this.levels.get(level);
     const vol = [0, 1, 2].reduce((a, i) => a * (this.bhi[i] > this.blo[i] ? hi[i] - lo[i] : 1), 1);
     // cell: the unclipped grid cell, which the shader's child mask divides.
-    return { key: `${level}/${idx.join('.')}`, level, idx, lo, hi, shared, cell, est: l.vertex_count * vol / this.bvol };
+    // The key names the depth too: a level's depth depends on the chain.
+    return { key: `${level}/${d}/${idx.join('.')}`, level, idx, lo, hi, shared, cell, est: l.vertex_count * vol / this.bvol };
   }
 
   roots() {
@@ -193,9 +194,9 @@ export function screenSpacing(view, node, count) {
 // select returns, per layer, the root tiles in view, each with .kids: the
 // children chosen to replace it where they are (a tile is drawn with its
 // chosen, loaded children masked out, so a tile can be refined child by
-// child). layers: [{id, grid, count(node, parent) -> known or estimated
-// vertices}]; view: {mvp, planes, eye, focalPx, height}; budget: vertices
-// across all layers.
+// child). layers: [{id, grid, count(node, parent, siblings) -> known or
+// estimated vertices}]; view: {mvp, planes, eye, focalPx, height}; budget:
+// vertices across all layers.
 export function select(layers, view, budget) {
   const heap = [];
   const push = (e) => {
@@ -227,7 +228,7 @@ export function select(layers, view, budget) {
     const all = L.grid.children(n);
     for (const k of all) {
       if (!boxVisible(view.planes, k.lo, k.hi)) continue;
-      k.count = L.count(k, n);
+      k.count = L.count(k, n, all.length);
       const share = n.count / all.length;
       // How far apart the parent's vertices look here: refine the
       // coarsest-looking places first.
@@ -241,6 +242,7 @@ export function select(layers, view, budget) {
     out.set(L.id, roots);
     for (const n of roots) {
       n.count = L.count(n, null);
+      n.pri = screenSpacing(view, n, n.count);
       used += n.count;
     }
   }
@@ -251,6 +253,7 @@ export function select(layers, view, budget) {
     const cost = e.n.count - e.share;
     if (used + cost > budget) continue;
     used += cost;
+    e.n.pri = e.pri; // how much it mattered: tiles load in this order
     e.parent.kids.push(e.n);
     open(e.L, e.n);
   }

@@ -28,7 +28,7 @@ const MAX_DEFAULT_LAYERS = 8;
 // hooks: what the browser tests (and a curious user in the console) read.
 const hooks = {
   ready: false, firstPictureMs: null, firstDataMs: null, firstTileMs: null, settled: false, pending: 0,
-  drawn: {}, drawnLevels: {}, frames: 0, lastFrameMs: 0,
+  drawn: {}, drawnLevels: {}, drawnEdges: {}, frames: 0,
 };
 window.__zvf = hooks;
 
@@ -64,7 +64,8 @@ class Layer {
     this.level = o.level ?? 'auto';
     this.alpha = o.alpha ?? 1;
     this.range = o.range ?? null;
-    this.rgb = o.rgb ?? LAYER_COLORS[i % LAYER_COLORS.length];
+    this.defaultRgb = LAYER_COLORS[i % LAYER_COLORS.length];
+    this.rgb = o.rgb ?? this.defaultRgb;
     this.desc = null; this.grid = null; this.error = ''; this.loading = true;
     this.tileErrors = new Map();
     this.counts = new Map(); // node key -> vertices (known once loaded)
@@ -109,7 +110,7 @@ class Layer {
     return alt && alt.state === 'ready' && tiles.get(alt.key) === alt ? alt : null;
   }
 
-  count(node, parent) {
+  count(node, parent, siblings) {
     const known = this.counts.get(node.key);
     if (known !== undefined) return known;
     if (parent) {
@@ -118,7 +119,7 @@ class Layer {
         // A child's share of what its parent holds, scaled by how much
         // denser its level is.
         const r = this.lvl(node.level).vertex_count / Math.max(this.lvl(parent.level).vertex_count, 1);
-        return pc * r / this.grid.children(parent).length;
+        return pc * r / siblings;
       }
     }
     return node.est;
@@ -178,6 +179,8 @@ async function describe(l) {
     l.buildGrid();
   } catch (e) {
     l.error = `${l.name}: ${e.message}`;
+    l.desc = null;
+    l.grid = null;
   }
   l.loading = false;
   fillCard(l);
@@ -328,7 +331,7 @@ function fillLegend(l) {
         el('div', { className: 'range' }, lo, hi, auto));
     }
     const missing = l.desc.levels.map((x) => x.level).filter((n) => !at.levels.includes(n));
-    if (missing.length) lg.append(el('div', { className: 'note', textContent: `level ${missing.join(', ')} hold${missing.length > 1 ? '' : 's'} no ${l.colour}: drawn grey` }));
+    if (missing.length) lg.append(el('div', { className: 'note', textContent: `${missing.length > 1 ? 'levels' : 'level'} ${missing.join(', ')} hold${missing.length > 1 ? '' : 's'} no ${l.colour}: drawn grey` }));
   }
 }
 
@@ -420,7 +423,7 @@ function update() {
   lastUpdate = performance.now();
   const v = viewInfo();
   const layers = S.layers.filter((l) => l.visible && l.grid);
-  const sel = select(layers.map((l) => ({ id: l.name, grid: l.grid, count: (n, p) => l.count(n, p) })), v, S.budget);
+  const sel = select(layers.map((l) => ({ id: l.name, grid: l.grid, count: (n, p, k) => l.count(n, p, k) })), v, S.budget);
   const draw = [], want = [];
   inTree = new Set();
   for (const l of layers) for (const r of sel.trees.get(l.name)) walk(l, r, 0, true, draw, want);
@@ -441,7 +444,7 @@ function update() {
 function walk(l, n, depth, drawIt, draw, want) {
   const key = l.tileKey(n), t = tiles.get(key), shown = l.shown(n);
   inTree.add(key);
-  if (!t || t.state === 'loading') want.push({ l, n, key, depth, pri: n.count });
+  if (!t || t.state === 'loading') want.push({ l, n, key, depth, pri: n.pri });
   const covered = [];
   for (const k of n.kids || []) {
     const kt = l.tile(k);
@@ -646,10 +649,8 @@ function items(only) {
 function frame() {
   if (!renderer || !renderer.linked) return;
   const v = viewInfo();
-  const t0 = performance.now();
   const { out, drawn, levels, edges } = items(null);
   renderer.draw(v, out);
-  hooks.lastFrameMs = performance.now() - t0;
   hooks.frames++;
   hooks.drawn = drawn;
   hooks.drawnLevels = levels;
@@ -670,7 +671,7 @@ function frame() {
   if (!statusError) {
     const loading = inflight + queue.length;
     setStatus(`${S.layers.filter((l) => l.visible).length} of ${S.layers.length} layers · ${total.toLocaleString()} vertices drawn (budget ${S.budget.toLocaleString()})` +
-      `${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} to load` : ''} · ${(net.bytes / 1e6).toFixed(1)} MB fetched · frame ${hooks.lastFrameMs.toFixed(0)} ms`);
+      `${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} to load` : ''} · ${(net.bytes / 1e6).toFixed(1)} MB fetched`);
   }
 }
 
@@ -678,9 +679,10 @@ function layerStat(l, n, levels) {
   const s = l.card.querySelector('.lstat');
   let text = '';
   if (l.desc && l.visible) {
-    const lv = Object.keys(levels).sort((a, b) => a - b).map((k) => `${levels[k].toLocaleString()} at level ${k}`);
+    const ks = Object.keys(levels).sort((a, b) => a - b);
+    const by = ks.length === 1 ? ` (level ${ks[0]})` : ks.length ? ` (${ks.map((k) => `${levels[k].toLocaleString()} at level ${k}`).join(', ')})` : '';
     const loading = [...tiles.values()].filter((t) => t.layer === l && t.state === 'loading').length;
-    text = `${lv.length ? lv.join(', ') : '0'} vertices drawn${loading ? ` · ${loading} loading` : ''}`;
+    text = `${n.toLocaleString()} vertices drawn${by}${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} loading` : ''}`;
   } else if (l.desc) text = 'hidden';
   if (s.textContent !== text) s.textContent = text;
 }
@@ -725,7 +727,7 @@ function writeURL() {
     if (l.level !== 'auto') q.set(`lvl.${l.name}`, l.level);
     if (l.alpha !== 1) q.set(`op.${l.name}`, l.alpha);
     if (l.range) q.set(`range.${l.name}`, l.range.join(','));
-    if (hexOf(l.rgb) !== hexOf(LAYER_COLORS[S.layers.indexOf(l) % LAYER_COLORS.length])) q.set(`rgb.${l.name}`, hexOf(l.rgb).slice(1));
+    if (hexOf(l.rgb) !== hexOf(l.defaultRgb)) q.set(`rgb.${l.name}`, hexOf(l.rgb).slice(1));
   }
   if (S.budget !== DEFAULT_BUDGET) q.set('budget', S.budget);
   if (S.size !== 1) q.set('size', S.size);
