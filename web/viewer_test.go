@@ -853,6 +853,13 @@ func TestViewerInBrowser(t *testing.T) {
 		if total > 330_000 || len(levels) != 3 || levels["points"]["1"] == 0 || levels["points"]["0"] == 0 {
 			t.Errorf("with a 300,000 budget the layers drew %v (%d in all); want about the budget, coarse where it runs out", levels, total)
 		}
+		// A fixed level too: its tiles nearest the middle of the view.
+		b.navigate(ts.URL + "/?stores=points&lvl.points=0&budget=300000")
+		b.settle()
+		b.value(`__zvf.drawnLevels`, &levels)
+		if n := levels["points"]["0"]; n > 330_000 || n < 200_000 || len(levels["points"]) != 1 {
+			t.Errorf("level 0 with a 300,000 budget: drew %v", levels["points"])
+		}
 		b.noProblems()
 	})
 

@@ -236,15 +236,23 @@ export function select(layers, view, budget) {
     }
   };
   let used = 0;
-  const out = new Map();
+  const out = new Map(), roots = [];
   for (const L of layers) {
-    const roots = L.grid.roots().filter((n) => boxVisible(view.planes, n.lo, n.hi));
-    out.set(L.id, roots);
-    for (const n of roots) {
+    out.set(L.id, []);
+    for (const n of L.grid.roots()) {
+      if (!boxVisible(view.planes, n.lo, n.hi)) continue;
       n.count = L.count(n, null);
       n.pri = screenSpacing(view, n, n.count);
-      used += n.count;
+      roots.push({ L, n });
     }
+  }
+  // Roots too are within the budget (a fixed level's tiles are all roots),
+  // the most prominent first; the first always, so something shows.
+  roots.sort((a, b) => b.n.pri - a.n.pri);
+  for (const { L, n } of roots) {
+    if (used > 0 && used + n.count > budget) continue;
+    used += n.count;
+    out.get(L.id).push(n);
   }
   for (const L of layers) for (const n of out.get(L.id)) open(L, n);
   while (heap.length) {
