@@ -534,8 +534,19 @@ async function loadTile(l, n, key) {
 // they differ on, so every crossing is drawn once. The tile's own rows
 // stay first; f.rows still counts only them.
 async function stitch(l, n, t, f) {
-  const lv = l.lvl(n.level);
-  const delta = 2 * Math.max(...(lv.bin_shape || lv.chunk_shape || [1]).filter((v) => v > 0), 1e-9);
+  // The slabs are as deep as the tile's own edges and faces are long (with
+  // half again to spare): crossings are of the same kind.
+  let reach = 0;
+  const span = (idx) => {
+    for (let k = 0; k < 3; k++) {
+      let lo = Infinity, hi = -Infinity;
+      for (const i of idx) { const v = f.pos[3 * i + k]; lo = Math.min(lo, v); hi = Math.max(hi, v); }
+      reach = Math.max(reach, hi - lo);
+    }
+  };
+  if (f.edges) for (let e = 0; e < f.edges.length; e += 2) span([f.edges[e], f.edges[e + 1]]);
+  if (f.faces) for (let e = 0; e < f.faces.length; e += f.faceWidth) span(Array.from(f.faces.subarray(e, e + f.faceWidth)));
+  const delta = Math.max(reach * 1.5, 1e-6);
   const extra = { pos: [], val: [], oid: [], edges: [], faces: [] };
   let width = f.faceWidth;
   for (const slab of l.grid.slabs(n, delta)) {
