@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -453,6 +454,9 @@ func (b *browser) value(expr string, out any) {
 	if err != nil {
 		b.t.Fatalf("%s: %v", expr, err)
 	}
+	// Decoding into a map would merge with what it held; start afresh.
+	v := reflect.ValueOf(out).Elem()
+	v.Set(reflect.Zero(v.Type()))
 	if err := json.Unmarshal([]byte(s), out); err != nil {
 		b.t.Fatalf("%s = %s: %v", expr, s, err)
 	}
@@ -678,6 +682,14 @@ func TestViewerInBrowser(t *testing.T) {
 		b.value(`location.search`, &loc)
 		if !strings.Contains(loc, "hide=cells,axons,skeletons") || !strings.Contains(loc, "c.cells=cell_type") {
 			t.Errorf("URL %q does not carry the layers' state", loc)
+		}
+		// Links from the single-store viewer still open what they showed.
+		b.navigate(ts.URL + "/#store=meshes&level=0")
+		b.settle()
+		b.value(`__zvf.drawnLevels`, &levels)
+		b.value(`location.search`, &loc)
+		if len(levels) != 1 || levels["meshes"]["0"] != level0["meshes"] || !strings.HasPrefix(loc, "?stores=meshes&lvl.meshes=0") {
+			t.Errorf("#store=meshes&level=0 opened %q drawing %v", loc, levels)
 		}
 		b.noProblems()
 	})

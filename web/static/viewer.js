@@ -591,8 +591,8 @@ function dropTile(k, t) {
 }
 
 // evict keeps the tiles of the current view (drawn, or in its tree of
-// levels) and, of the others, the most recently used ones up to the vertex
-// budget, so going back to a place is quick; failed tiles are forgotten
+// levels) and, of the others, the most recently used ones up to twice the
+// vertex budget, so going back to a place is quick; failed tiles are forgotten
 // after a minute so the view retries them.
 function evict() {
   const now = performance.now();
@@ -608,7 +608,7 @@ function evict() {
   }
   idle.sort((a, b) => a[1].used - b[1].used);
   for (const [k, t] of idle) {
-    if (idleCount <= S.budget) break;
+    if (idleCount <= 2 * S.budget) break;
     idleCount -= t.count;
     dropTile(k, t);
   }
