@@ -380,7 +380,12 @@ function neuroglancerURL(ng) {
   let state = ng.state;
   if (!state && ng.sources) {
     const src = Array.isArray(ng.sources) ? ng.sources : Object.values(ng.sources);
-    state = { layers: src.map((s, i) => ({ type: 'segmentation', source: typeof s === 'string' ? s : s.url, name: `layer${i}` })) };
+    // Annotation sources make annotation layers; skeletons and meshes
+    // belong to segmentation layers.
+    state = { layers: src.map((s, i) => {
+      const source = typeof s === 'string' ? s : s.url;
+      return { type: /\/annotations\/?$/.test(source) ? 'annotation' : 'segmentation', source, name: `layer${i}` };
+    }) };
   }
   if (!state) return '';
   const abs = JSON.parse(JSON.stringify(state), (k, v) => (typeof v === 'string' && /^precomputed:\/\/\//.test(v) ? `precomputed://${location.origin}${v.slice('precomputed://'.length)}` : v));
