@@ -18,7 +18,7 @@ func TestTokenLeavesViewerOpen(t *testing.T) {
 		body       string
 	}{
 		{"/", "", 200, `id="tokenform"`},
-		{"/viewer.js", "", 200, "Authorization"},
+		{"/net.js", "", 200, "Authorization"},
 		{"/viewer.css", "", 200, "#tokenform"},
 		{"/api/v1/stores", "", 401, "bearer token"},
 		{"/api/v1/stores", "Bearer nope", 401, "bearer token"},
