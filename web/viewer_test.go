@@ -35,7 +35,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 )
 
 func chromium(t *testing.T) string {
@@ -124,7 +124,7 @@ func newDemo(t *testing.T, extra bool) *demoStores {
 		t.Fatal(err)
 	}
 	d.handles = append(d.handles, h)
-	pts, err := zvftest.Points(ctx, 2_000_000, 1, writer.CodecNone)
+	pts, err := synth.Points(ctx, 2_000_000, 1, writer.CodecNone)
 	if err != nil {
 		t.Fatal(err)
 	}
