@@ -290,18 +290,6 @@ func (a *Array) WriteChunk(ctx context.Context, w storage.Writer, coords []int64
 	return w.Put(ctx, a.ChunkKey(coords), b)
 }
 
-// WriteGroup writes a group zarr.json with the given attributes (nil: {}).
-func WriteGroup(ctx context.Context, w storage.Writer, p string, attributes any) error {
-	if attributes == nil {
-		attributes = map[string]any{}
-	}
-	b, err := json.MarshalIndent(map[string]any{"zarr_format": 3, "node_type": "group", "attributes": attributes}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return w.Put(ctx, join(strings.Trim(p, "/"), "zarr.json"), b)
-}
-
 // MarshalArrayMeta renders m as zarr.json.
 func MarshalArrayMeta(m *ArrayMeta) ([]byte, error) {
 	fill := m.FillValue
