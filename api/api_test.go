@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -494,14 +493,3 @@ func TestMetricsCount(t *testing.T) {
 		}
 	}
 }
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-var _ = sortedKeys

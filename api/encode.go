@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
-	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -45,7 +44,6 @@ type trailer struct {
 // encoder is one output format. Begin, then Batch for every batch in
 // order, then End; the encoder streams to w as it goes.
 type encoder interface {
-	contentType() string
 	begin(w *bufio.Writer, m *payloadMeta) error
 	batch(b *zvf.Batch) error
 	end(t *trailer) error
@@ -219,8 +217,6 @@ type jsonEncoder struct {
 	attrs [][]byte
 }
 
-func (e *jsonEncoder) contentType() string { return mediaJSON }
-
 func (e *jsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
 	e.w, e.m = w, m
 	e.attrs = make([][]byte, len(m.Attributes))
@@ -351,8 +347,6 @@ type ndjsonEncoder struct {
 	buf []byte
 }
 
-func (e *ndjsonEncoder) contentType() string { return mediaNDJSON }
-
 func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
 	e.w, e.m = w, m
 	b, err := json.Marshal(m)
@@ -445,10 +439,8 @@ type binaryEncoder struct {
 	w   *bufio.Writer
 	m   *payloadMeta
 	hdr [16]byte
-	u32 []byte
+	buf []byte // little-endian scratch for the id (uint64), edge and face (uint32) blocks
 }
-
-func (e *binaryEncoder) contentType() string { return mediaBinary }
 
 var zeros [8]byte
 
@@ -495,11 +487,11 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 		return err
 	}
 	if e.m.ObjectIDs && b.ObjectIDs != nil {
-		e.u32 = e.u32[:0]
+		e.buf = e.buf[:0]
 		for _, id := range b.ObjectIDs {
-			e.u32 = binary.LittleEndian.AppendUint64(e.u32, uint64(id))
+			e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(id))
 		}
-		if err := e.writeBlock(blockObjectIDs, uint32(b.Rows), e.u32); err != nil {
+		if err := e.writeBlock(blockObjectIDs, uint32(b.Rows), e.buf); err != nil {
 			return err
 		}
 	}
@@ -513,20 +505,20 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 
 func (e *binaryEncoder) end(t *trailer) error {
 	if t.Edges != nil {
-		e.u32 = e.u32[:0]
+		e.buf = e.buf[:0]
 		for _, v := range t.Edges {
-			e.u32 = binary.LittleEndian.AppendUint32(e.u32, uint32(v))
+			e.buf = binary.LittleEndian.AppendUint32(e.buf, uint32(v))
 		}
-		if err := e.writeBlock(blockEdges, 2, e.u32); err != nil {
+		if err := e.writeBlock(blockEdges, 2, e.buf); err != nil {
 			return err
 		}
 	}
 	if t.Faces != nil {
-		e.u32 = e.u32[:0]
+		e.buf = e.buf[:0]
 		for _, v := range t.Faces {
-			e.u32 = binary.LittleEndian.AppendUint32(e.u32, uint32(v))
+			e.buf = binary.LittleEndian.AppendUint32(e.buf, uint32(v))
 		}
-		if err := e.writeBlock(blockFaces, uint32(t.FaceWidth), e.u32); err != nil {
+		if err := e.writeBlock(blockFaces, uint32(t.FaceWidth), e.buf); err != nil {
 			return err
 		}
 	}
@@ -543,5 +535,3 @@ func (e *binaryEncoder) end(t *trailer) error {
 	}
 	return e.writeBlock(blockTrailer, 0, b)
 }
-
-var _ io.Writer = (*bufio.Writer)(nil)
