@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zvfserve/zvfserve"
@@ -842,7 +843,7 @@ func NewMetrics() *Metrics {
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
 	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connRefuse, m.readBytes, m.readLat,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
