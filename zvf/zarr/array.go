@@ -57,6 +57,8 @@ func (a *Array) Meta() *ArrayMeta { return a.meta }
 // Path is the array's key prefix in its store.
 func (a *Array) Path() string { return a.path }
 
+// join is not path.Join on purpose: cleaning would fold away a ".." that
+// metadata put in a key, which the storage layer must see to refuse.
 func join(p, k string) string {
 	if p == "" {
 		return k
