@@ -29,13 +29,16 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/klauspost/compress/zstd.(*blockDec).startDecoder"),
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, ignoredGoroutines()...) }
+
+// ignoredGoroutines are the goroutines that outlive a test on purpose.
+func ignoredGoroutines() []goleak.Option {
+	return []goleak.Option{goleak.IgnoreTopFunction("github.com/klauspost/compress/zstd.(*blockDec).startDecoder"),
 		goleak.IgnoreAnyFunction("github.com/klauspost/compress/zstd.(*Decoder).startStreamDecoder"),
 		// Idle keep-alive connections of the S3 SDK's shared HTTP client
 		// (TestS3MatchesLocal): pooled, not leaked per request.
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop")}
 }
 
 const fixtures = "../testdata/zvf-reference"

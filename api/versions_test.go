@@ -128,23 +128,27 @@ func TestRewriteDuringAnswer(t *testing.T) {
 	if bytes.Equal(want0, want1) {
 		t.Fatal("the two versions answer alike, so the test proves nothing")
 	}
+	// One copy, rewritten in turn to the other version (old to new, new to
+	// old, old to new): each case starts from what the last one left.
+	dir := zvftest.CopyTree(t, oldDir)
+	from, to := oldDir, newCopy
 	for _, after := range []int64{1, 3, 6} {
-		dir := zvftest.CopyTree(t, oldDir)
 		base, err := blobstore.Open(context.Background(), dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := newHookStore(base, "/vertices/", after, func() { rewriteInPlace(t, dir, newCopy) })
+		hs := newHookStore(base, "/vertices/", after, func() { rewriteInPlace(t, dir, to) })
 		_, srv := watched(t, "s", hs)
 		hs.armed.Store(true)
 		first, final, code, _ := getAfterSettling(t, srv.Handler(), base, box)
 		if code == 200 && !bytes.Equal(first, want0) && !bytes.Equal(first, want1) {
 			t.Fatalf("rewrite at read %d: a 200 answer of neither version (%d bytes; versions %d and %d)", after, len(first), len(want0), len(want1))
 		}
-		if !bytes.Equal(final, want1) {
+		if want := map[string][]byte{oldDir: want0, newCopy: want1}[to]; !bytes.Equal(final, want) {
 			t.Fatalf("rewrite at read %d: after settling the answer is not the new version's", after)
 		}
 		_ = base.Close()
+		from, to = to, from
 	}
 }
 
@@ -268,9 +272,10 @@ func TestLinkedRootRepointed(t *testing.T) {
 func TestDataOnlyChange(t *testing.T) {
 	ctx := context.Background()
 	const chunkPath, descPath = "/api/v1/stores/g/levels/0/chunks/3.4.2", "/api/v1/stores/g"
+	sc := copyStore(t, "graph")
+	dir := sc.dir
 	for _, how := range []string{"read", "walk"} {
 		t.Run(how, func(t *testing.T) {
-			dir := zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
 			base, err := blobstore.Open(ctx, dir)
 			if err != nil {
 				t.Fatal(err)
@@ -290,13 +295,13 @@ func TestDataOnlyChange(t *testing.T) {
 			// A write within a clock tick of the open may carry an earlier
 			// time than the open (see localfs.Store.Now); this one is later.
 			settled(t, base)
-			edit(hostileChunk, func(b []byte) []byte {
+			sc.change(t, edit(hostileChunk, func(b []byte) []byte {
 				out := make([]byte, 0, len(b))
 				for i := len(b) - 12; i >= 0; i -= 12 {
 					out = append(out, b[i:i+12]...)
 				}
 				return out
-			})(t, dir)
+			}))
 			settled(t, base)
 			if err := srv.Refresh(ctx); err != nil {
 				t.Fatal(err)
