@@ -120,6 +120,7 @@ func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
 // TestEveryRouteDocumented walks the chi routes and checks each is a path
 // of openapi.yaml, and that every documented path is routed.
 func TestEveryRouteDocumented(t *testing.T) {
+	t.Parallel()
 	doc, _ := loadSpec(t)
 	srv, _ := newServer(t, api.Options{UI: http.NotFoundHandler()})
 	routes, ok := srv.Handler().(chi.Routes)
@@ -154,6 +155,7 @@ func TestEveryRouteDocumented(t *testing.T) {
 // TestResponsesMatchSpec validates real responses (success and error)
 // against openapi.yaml.
 func TestResponsesMatchSpec(t *testing.T) {
+	t.Parallel()
 	_, router := loadSpec(t)
 	_, ts := newServer(t, api.Options{UI: http.NotFoundHandler()})
 	for _, tc := range []struct {
@@ -268,6 +270,7 @@ func corner(v []float64) string {
 // TestHTTPEqualsReader: every fixture's bbox answers over HTTP (JSON and
 // binary, paged and whole) equal the library's.
 func TestHTTPEqualsReader(t *testing.T) {
+	t.Parallel()
 	stores := openStores(t, fixtureNames...)
 	_, ts := newServer(t, api.Options{Stores: stores})
 	boxes := [][2][]float64{
@@ -379,6 +382,7 @@ func decodeBinaryVertices(t *testing.T, b []byte) [][]float64 {
 }
 
 func TestConditionalAndCompression(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{MaxAge: time.Hour})
 	path := "/api/v1/stores/graph/bbox?min=0,0,0&max=500,500,500"
 	resp, _ := get(t, ts, path)
@@ -416,6 +420,7 @@ func TestConditionalAndCompression(t *testing.T) {
 }
 
 func TestSecurityDefaults(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{Token: "s3cret", CORSOrigins: []string{"https://viewer.example"}})
 	for _, tc := range []struct {
 		method, path string
@@ -462,6 +467,7 @@ func TestSecurityDefaults(t *testing.T) {
 }
 
 func TestNDJSON(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{})
 	resp, body := get(t, ts, "/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=300,300,300&attributes=*", "Accept", "application/x-ndjson")
 	if resp.Header.Get("Content-Type") != "application/x-ndjson" {
@@ -487,6 +493,7 @@ func TestNDJSON(t *testing.T) {
 }
 
 func TestMetricsCount(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{Cache: cache.New(1 << 20)})
 	get(t, ts, "/api/v1/stores/graph")
 	_, body := get(t, ts, "/metrics")

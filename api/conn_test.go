@@ -64,6 +64,7 @@ func dialSmall(t *testing.T, addr, path string) net.Conn {
 // they are cut (a visibly incomplete body), counted as stalled, and a
 // well-behaved client is served instead of getting 503.
 func TestStalledClientsAreCut(t *testing.T) {
+	t.Parallel()
 	const slots = 4
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 		t.Run(proto, func(t *testing.T) {
@@ -164,6 +165,7 @@ func (k *keepAlive) closed() bool {
 // idle a new connection is closed at once (and counted). Keep-alive
 // connections idle past IdleTimeout are closed.
 func TestConnectionCap(t *testing.T) {
+	t.Parallel()
 	const limit = 20
 	open := func(srv *api.Server) float64 { return metric(t, srv, `zvfserve_http_connections_open`) }
 
@@ -249,6 +251,7 @@ func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server) {
 // server writes 256 KiB at a time (each such write takes 1.3 s or more to
 // drain).
 func TestSlowSteadyClientIsNotCut(t *testing.T) {
+	t.Parallel()
 	srv, _, logs := pointsServer(t, api.Options{StallTimeout: time.Second})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -148,6 +148,7 @@ func symlinkTo(target string) func(t *testing.T, p string) {
 // store. Neither start nor revalidation reads it now; a whole-store walk,
 // when asked for, skips it with a warning.
 func TestStrayFoldersDoNotBreakAStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
 	lf := filepath.Join(dir, "lost+found")

@@ -234,6 +234,12 @@ func settled(t *testing.T, st storage.Store) {
 	}
 }
 
-func TestReplacedObjectsRefresh(t *testing.T) { checkReplacedObjects(t, "mem://replaced") }
+func TestReplacedObjectsRefresh(t *testing.T) {
+	t.Parallel()
+	checkReplacedObjects(t, "mem://replaced")
+}
 
-func TestReplacedObjectsRefreshLocal(t *testing.T) { checkReplacedObjects(t, t.TempDir()) }
+func TestReplacedObjectsRefreshLocal(t *testing.T) {
+	t.Parallel()
+	checkReplacedObjects(t, t.TempDir())
+}

@@ -24,6 +24,7 @@ func waitDone(t *testing.T, ctx context.Context, within time.Duration) {
 // never calls back into the response. Each case runs in a synctest bubble,
 // where the deadlines are fake time: exact, and no wait.
 func TestRequestCtx(t *testing.T) {
+	t.Parallel()
 	t.Run("deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var expired atomic.Int32

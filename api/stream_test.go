@@ -145,6 +145,7 @@ func metric(t *testing.T, srv *api.Server, re string) float64 {
 // (HTTP/2) is aborted — and the access log and the request counter record
 // the response as aborted by an error, not as a plain 200.
 func TestStreamFailingMidwayIsVisible(t *testing.T) {
+	t.Parallel()
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 		for _, f := range []string{"json", "ndjson", "bin"} {
 			t.Run(proto+" "+f, func(t *testing.T) {
@@ -180,6 +181,7 @@ func TestStreamFailingMidwayIsVisible(t *testing.T) {
 // (to its end), and only StreamTimeout, the hard cap on a response's
 // whole time, cuts it — visibly, counted as a timeout.
 func TestRequestTimeoutBoundsTheWait(t *testing.T) {
+	t.Parallel()
 	// The first 300 chunks (four reads each) come at once, and the answer
 	// starts within ~100 ms; then every chunk takes 6 ms more: ~1.5 s of
 	// steady streaming after the answer started.

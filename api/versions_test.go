@@ -117,6 +117,7 @@ func getAfterSettling(t *testing.T, h http.Handler, st storage.Store, path strin
 // answer mixed old and new chunks (a count matching neither version) under
 // the old strong ETag.
 func TestRewriteDuringAnswer(t *testing.T) {
+	t.Parallel()
 	const box = "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*"
 	oldDir := filepath.Join(fixtures, "points_bins.zarrvectors")
 	// The two versions differ in every vertex chunk: the new one is the old
@@ -180,6 +181,7 @@ func reverseRows(t *testing.T, dir string) {
 // version that is gone. Before, it was accepted and paged into the new
 // version's rows.
 func TestStaleCursor(t *testing.T) {
+	t.Parallel()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
 	base, err := blobstore.Open(context.Background(), dir)
 	if err != nil {
@@ -213,6 +215,7 @@ func TestStaleCursor(t *testing.T) {
 // answer after the refresh is v2's. Before, the link's own entry was all a
 // walk saw, so the change never was.
 func TestLinkedRootRepointed(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	v1 := filepath.Join(base, "v1")
 	v2 := filepath.Join(base, "v2")
@@ -270,6 +273,7 @@ func TestLinkedRootRepointed(t *testing.T) {
 // walk an operator can ask for. Either way the answers after it are the
 // new content under new ETags.
 func TestDataOnlyChange(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const chunkPath, descPath = "/api/v1/stores/g/levels/0/chunks/3.4.2", "/api/v1/stores/g"
 	sc := copyStore(t, "graph")
@@ -332,6 +336,7 @@ func TestDataOnlyChange(t *testing.T) {
 // object (1–3 s and ~150k system calls per check on a 52k-file store, and
 // on S3 a LIST call per thousand objects).
 func TestRevalidationCost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	calls := map[string]map[string]int64{}
 	for _, name := range []string{"points_bins", "points_pyramid", "graph"} {
