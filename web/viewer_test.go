@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"image"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -215,6 +214,7 @@ func (b *browser) noProblems() {
 }
 
 func TestViewerInBrowser(t *testing.T) {
+	t.Parallel()
 	b := newBrowser(t)
 	ts := demoServer(t, "")
 	ctx, wait, eval, shot := b.ctx, b.wait, b.eval, b.shot
@@ -301,13 +301,12 @@ func mustText(t *testing.T, ctx context.Context, sel string) string {
 	return s
 }
 
-var _ image.Image
-
 // TestViewerTokenInBrowser: against a server started with a token, the
 // page loads, asks for the token, asks again when it is wrong, then sends
 // it as a bearer header on every data request and draws; a reload in the
 // same tab does not ask again.
 func TestViewerTokenInBrowser(t *testing.T) {
+	t.Parallel()
 	b := newBrowser(t)
 	const token = "s3cret-token"
 	var mu sync.Mutex
