@@ -11,6 +11,7 @@ import (
 // without it (they hold no data), while the data and the API description
 // still need it.
 func TestTokenLeavesViewerOpen(t *testing.T) {
+	t.Parallel()
 	ts := demoServer(t, "s3cret")
 	for _, tc := range []struct {
 		path, auth string
