@@ -74,6 +74,7 @@ func problemOf(t *testing.T, code int, body []byte) api.Problem {
 // levels/99999999999999999999), and a level= query on these routes is an
 // unknown parameter, not a silent override.
 func TestChunkRoutesUseTheirLevel(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	stores, _ := demoStores()
 	var cells *zvf.Store
@@ -124,6 +125,7 @@ func TestChunkRoutesUseTheirLevel(t *testing.T) {
 // the levels that hold them. The demo's cells have cell_type at level 0
 // only; auto used to pick level 1 and answer 404 "no vertex attribute".
 func TestLevelAutoHonoursAttributes(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	const box = "/api/v1/stores/cells/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&level=auto&limit=100"
 	code, _, body := serve(t, srv.Handler(), box)
@@ -163,6 +165,7 @@ func TestLevelAutoHonoursAttributes(t *testing.T) {
 // many it holds, the next page's cursor, and the last one how many the
 // box holds in all — as headers, or as trailers when the answer streams.
 func TestLimitIsClamped(t *testing.T) {
+	t.Parallel()
 	const max = 20_000
 	srv := demoServer(t, api.Options{MaxVertices: max})
 	ts := newHTTPServer(t, srv)
@@ -244,6 +247,7 @@ func newHTTPServer(t *testing.T, srv *api.Server) *httptest.Server {
 // answering 200 with defaults); f behaves alike on every route; values
 // outside a parameter's list and repeated parameters are refused.
 func TestUnknownParameters(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	for _, tc := range []struct {
 		path     string
@@ -283,6 +287,7 @@ func TestUnknownParameters(t *testing.T) {
 // requests against and the parameters openapi.yaml documents are the same,
 // route by route, and every API route is in both.
 func TestParameterTableMatchesSpec(t *testing.T) {
+	t.Parallel()
 	spec, _ := loadSpec(t)
 	table := api.RouteParams()
 	documented := map[string][]string{}
@@ -318,6 +323,7 @@ func TestParameterTableMatchesSpec(t *testing.T) {
 // (a chunk route answered level 0 for every level, and no test looked
 // above level 0).
 func TestEveryRouteAtEveryLevel(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	stores, _ := demoStores()
 	levelOf := func(path string) (int, bool) {

@@ -29,6 +29,7 @@ func do(t *testing.T, h http.Handler, method, path string, hdr ...string) *http.
 // answered in binary), gzip;q=0 still got gzip, and identity, gzip and
 // zstd shared one strong ETag.
 func TestNegotiation(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	h := srv.Handler()
 	const box = "/api/v1/stores/cells/bbox?min=0,0,0&max=100,100,100"
@@ -88,6 +89,7 @@ func TestNegotiation(t *testing.T) {
 // no body. Before, API routes answered 405 (while sending Allow: GET, HEAD,
 // OPTIONS) and /healthz, /readyz, /metrics and /openapi.yaml 404.
 func TestHEAD(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{UI: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, "<html></html>")
@@ -131,6 +133,7 @@ func TestHEAD(t *testing.T) {
 // TestUnknownAPIPathIsAProblem: a mistyped API path is a 404 problem, even
 // with the viewer mounted at / (its file server answered plain text).
 func TestUnknownAPIPathIsAProblem(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{UI: http.NotFoundHandler()})
 	for _, p := range []string{"/api/v1/store", "/api/v2/stores", "/api/v1/stores/cells/bboxx"} {
 		resp := do(t, srv.Handler(), http.MethodGet, p)

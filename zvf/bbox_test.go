@@ -19,6 +19,7 @@ import (
 // cells whose rows were all found inside at decode time. Every answer is
 // checked against brute force over the candidate chunks' rows.
 func TestBBoxMisfiledRow(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		fixture string
 		chunk   string
@@ -107,6 +108,7 @@ func TestBBoxMisfiledRow(t *testing.T) {
 // TestBBoxEdgesDeterministic: the same query gives the same edges in the
 // same order, cold or warm (strong ETags promise equal bytes).
 func TestBBoxEdgesDeterministic(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"polylines", "polylines_sharded", "graph", "skeleton", "mesh"} {
 		s, _ := openFixture(t, name)
 		l, _ := s.Level(0)

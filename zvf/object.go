@@ -12,10 +12,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
-// manifestsPerChunk is the reference writer's object_index bucket size;
-// the real value comes from the array's chunk shape.
-const manifestsPerChunk = 16384
-
 // manifestBlob returns object id's raw manifest blob.
 func (l *Level) manifestBlob(ctx context.Context, id int64) ([]byte, error) {
 	row, err := l.objectRow(ctx, id)

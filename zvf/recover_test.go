@@ -82,6 +82,7 @@ func (s *syncBuffer) String() string {
 // killing the process, and the store then serves as before. Without the
 // recovers the test binary died.
 func TestGoroutinePanics(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	box := zvf.BBoxQuery{Min: []float64{300, 400, 200}, Max: []float64{399, 499, 299}, Connectivity: true}
 	bbox := func(s *zvf.Store) error {

@@ -328,6 +328,7 @@ func equalStrings(a, b []string) bool {
 }
 
 func TestReferenceStores(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, name := range allStores {
 		t.Run(name, func(t *testing.T) {

@@ -190,6 +190,8 @@ func (s *Store) readGroupAttrs(ctx context.Context, p string) (json.RawMessage, 
 	return n.Attributes, nil
 }
 
+// join is not path.Join on purpose: cleaning would fold away a ".." that
+// store metadata put in a name, which the storage layer must see to refuse.
 func join(a, b string) string {
 	if a == "" {
 		return b

@@ -24,6 +24,7 @@ import (
 // TestBenchSmall runs the load benchmark on small in-memory stores: every
 // query kind answers without errors, streamlines included.
 func TestBenchSmall(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report.json")
 	stdout, stderr, code := runCmd(t, "bench", "--points", "20000", "--rounds", "1", "--burst", "4", "--json", out)
 	if code != 0 {
@@ -58,6 +59,7 @@ func TestBenchSmall(t *testing.T) {
 // into a hidden folder, renamed into place), then reused without building;
 // a folder holding no store is an error rather than silently reused.
 func TestBenchStoreReuse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	builds := 0
@@ -105,6 +107,7 @@ func TestBenchStoreReuse(t *testing.T) {
 // 'streamlines' store, the streamline queries are skipped with a message
 // and the point queries run, their boxes sized from the server's catalogue.
 func TestBenchTargetWithoutStreamlines(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	mem, err := synth.Points(ctx, 20000, 1, writer.CodecNone)
 	if err != nil {
@@ -187,6 +190,7 @@ func TestBenchWhole(t *testing.T) {
 // whole only when it is: a transport error, a well-formed but short body
 // or an error status are each a cut.
 func TestPullWholeDetectsCuts(t *testing.T) {
+	t.Parallel()
 	const whole = `{"vertices":[[1,2,3],[4,5,6]],"attributes":{},"offset":0,"count":2,"next":null}` + "\n"
 	for _, tc := range []struct {
 		name, encoding string

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -44,7 +45,9 @@ func startServeWith(t *testing.T, hooks serveHooks, args ...string) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{out: &syncBuffer{}, errs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		code := 0
 		if err := serve(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), s.out, s.errs, hooks); err != nil {
 			s.errs.Write([]byte("zvfserve serve: " + err.Error() + "\n"))
@@ -60,25 +63,20 @@ func startServeWith(t *testing.T, hooks serveHooks, args ...string) *served {
 			t.Error("serve did not return")
 		}
 	})
-	listening := regexp.MustCompile(`on (http://[^/\s]+)/`)
-	admin := regexp.MustCompile(`admin listening" addr=(\S+)`)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if m := listening.FindStringSubmatch(s.out.String()); m != nil {
-			s.base = m[1]
-			if m := admin.FindStringSubmatch(s.errs.String()); m != nil {
-				s.admin = "http://" + m[1]
-			}
-			return s
-		}
+	m := s.out.await(listening, 10*time.Second, exited)
+	if m == nil {
 		select {
-		case code := <-s.done:
-			s.done <- code
-			t.Fatalf("serve exited %d: %s", code, s.errs.String())
+		case <-exited:
+			t.Fatalf("serve exited: %s", s.errs.String())
 		default:
 		}
+		t.Fatalf("serve did not start: %s %s", s.out.String(), s.errs.String())
 	}
-	t.Fatalf("serve did not start: %s %s", s.out.String(), s.errs.String())
-	return nil
+	s.base = m[1]
+	if m := regexp.MustCompile(`admin listening" addr=(\S+)`).FindStringSubmatch(s.errs.String()); m != nil {
+		s.admin = "http://" + m[1]
+	}
+	return s
 }
 
 func httpGet(t *testing.T, url string, hdr ...string) (int, string, http.Header) {
@@ -271,7 +269,7 @@ func TestServeMaxChunkBytes(t *testing.T) {
 		t.Fatalf("16-byte limit: %d %s", code, body)
 	}
 	def := startServe(t, graphStore)
-	if code, body, _ := httpGet(t, def.base+box); code != http.StatusOK || !strings.Contains(body, `"count":79`) {
+	if code, body, _ := httpGet(t, def.base+box); code != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"count":%d,`, graphBoxCount(t))) {
 		t.Fatalf("default limit: %d %.200s", code, body)
 	}
 }
