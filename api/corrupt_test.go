@@ -227,7 +227,7 @@ func mutations() []mutation {
 		{"bad level zarr.json", "points_pyramid", []change{edit("1/zarr.json", func([]byte) []byte { return []byte("[1,2") })}},
 		{"bad root zarr.json", "skeleton", []change{edit("zarr.json", func([]byte) []byte { return []byte("not json") })}},
 		{"missing root zarr.json", "skeleton", []change{remove("zarr.json")}},
-		{"unsupported zv_version", "skeleton", []change{edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`))}},
+		{"unsupported zv_version", "skeleton", []change{edit("zarr.json", replace(`"0.7.0"`, `"1.0.0"`))}},
 		{"vertex attribute truncated", "points_pyramid", []change{edit("0/vertex_attributes/intensity/0.1.1/c/0", func(b []byte) []byte { return b[:len(b)-1] })}},
 		{"groups offsets past data", "points_pyramid", []change{edit("0/groups/offsets/c/0", put64(8, 1<<50))}},
 		{"shard index points outside the shard", "graph_sharded", []change{edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
