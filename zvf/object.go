@@ -12,15 +12,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
-// manifestBlob returns object id's raw manifest blob.
-func (l *Level) manifestBlob(ctx context.Context, id int64) ([]byte, error) {
-	row, err := l.objectRow(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return l.manifestRow(ctx, row)
-}
-
 // objectRow is the manifest row of object id: the id itself, or its row in
 // object_index/object_ids (vlen_manifests_v2).
 func (l *Level) objectRow(ctx context.Context, id int64) (int64, error) {
