@@ -22,10 +22,14 @@ type Problem struct {
 
 // Report is the outcome of Validate.
 type Report struct {
-	Levels   int       `json:"levels_checked"`
-	Problems []Problem `json:"problems"`
-	Chunks   int       `json:"chunks_checked"`
-	Objects  int64     `json:"objects_checked"`
+	// ZVVersion and Layout say which format was checked (empty when the
+	// store did not open).
+	ZVVersion string    `json:"zv_version,omitempty"`
+	Layout    string    `json:"layout,omitempty"`
+	Levels    int       `json:"levels_checked"`
+	Problems  []Problem `json:"problems"`
+	Chunks    int       `json:"chunks_checked"`
+	Objects   int64     `json:"objects_checked"`
 }
 
 // OK reports whether no error was found.
@@ -103,6 +107,7 @@ func Validate(ctx context.Context, st storage.Store, name string, upTo int, prog
 		r.add("error", 2, "", "%v", err)
 		return r
 	}
+	r.ZVVersion, r.Layout = s.Info().ZVVersion, s.Info().Layout
 	if upTo >= 3 {
 		validateConsistency(ctx, s, r, progress)
 	}
