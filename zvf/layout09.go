@@ -42,6 +42,7 @@ type gridArray struct {
 	// cells and cellKeys list them sorted as strings, the reference's
 	// read order; keys numerically.
 	present  map[string]bool
+	listed   bool // present came from nonempty_chunks, whose cells hold bytes
 	cells    []string
 	cellKeys []Key
 	keys     []Key
@@ -156,6 +157,7 @@ func (y *layout09) openGrid(ctx context.Context, family string) (*gridArray, err
 		}
 		g.add(key)
 	}
+	g.listed = len(a.Nonempty) > 0
 	if len(a.Nonempty) == 0 {
 		// Writers that record presence later (record_presence=False)
 		// leave the list empty: the cells on disk say which exist.
@@ -366,6 +368,11 @@ func (y *layout09) read(ctx context.Context, g *gridArray, key Key, ks string) (
 	}
 	if e >= int64(len(c.Elems)) {
 		return nil, l.s.errf(ErrCorrupt, l.n, g.family, ks, "cell %d of a chunk of %d", e, len(c.Elems))
+	}
+	if len(c.Elems[e]) == 0 && g.listed {
+		// A chunk or inner chunk that is not stored reads as the fill
+		// value; nonempty_chunks says this one was written.
+		return nil, l.s.errf(ErrCorrupt, l.n, g.family, ks, "%s/%s: nonempty_chunks lists chunk %s, but its cell is empty or not stored", l.path, g.family, ks)
 	}
 	if len(c.Elems) > 1 {
 		return bytes.Clone(c.Elems[e]), nil // not the whole chunk's buffer, kept by the cache
