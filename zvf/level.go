@@ -75,7 +75,6 @@ type objectIndex struct {
 	// byID: rows are not object ids; object_index/object_ids maps them
 	// (vlen_manifests_v2).
 	byID bool
-	ids  idsOnce
 }
 
 func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -100,13 +99,6 @@ func (l *Level) manifestArray(ctx context.Context) (*zarr.Array, error) {
 	return v.(*zarr.Array), nil
 }
 
-// idsOnce loads object_index/object_ids once.
-type idsOnce struct {
-	once sync.Once
-	ids  *objectIDs
-	err  error
-}
-
 // objectIDs maps manifest rows to object ids and back (vlen_manifests_v2).
 type objectIDs struct {
 	ids    []int64         // row -> id
@@ -125,24 +117,22 @@ func (o *objectIDs) row(id int64) (int64, bool) {
 
 // objectIDs reads object_index/object_ids: an integer array whose row r
 // is the id of the object in manifest row r (ZVF 0.9.2 vlen_manifests_v2).
+// Through the cache like every read: a failed or cancelled read is not
+// kept, and the next request tries again.
 func (l *Level) objectIDs(ctx context.Context) (*objectIDs, error) {
-	oi := &l.objects.ids
-	oi.once.Do(func() {
-		const p = "object_index/object_ids"
+	const p = "object_index/object_ids"
+	v, err := l.cached(ctx, l.cacheKey("object-ids"), func(ctx context.Context) (any, int64, error) {
 		arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, p), l.s.codecs)
 		if err != nil {
-			oi.err = l.s.wrap(kindOf(err), l.n, p, "", err)
-			return
+			return nil, 0, l.s.wrap(kindOf(err), l.n, p, "", err)
 		}
 		m := arr.Meta()
 		if len(m.Shape) != 1 || (m.DataType.Kind != zarr.KindInt && m.DataType.Kind != zarr.KindUint) || m.Shape[0] != l.objects.num {
-			oi.err = l.s.errf(ErrCorrupt, l.n, p, "", "%s, where vlen_manifests_v2 needs %d integer object ids (num_objects)", m, l.objects.num)
-			return
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "%s, where vlen_manifests_v2 needs %d integer object ids (num_objects)", m, l.objects.num)
 		}
 		c, err := arr.Read(ctx)
 		if err != nil {
-			oi.err = l.s.wrap(kindOf(err), l.n, p, "", err)
-			return
+			return nil, 0, l.s.wrap(kindOf(err), l.n, p, "", err)
 		}
 		ids := &objectIDs{ids: make([]int64, m.Shape[0]), sorted: true}
 		for i := range ids.ids {
@@ -150,27 +140,30 @@ func (l *Level) objectIDs(ctx context.Context) (*objectIDs, error) {
 			id := v.I
 			if v.Kind == zarr.KindUint {
 				if v.U > math.MaxInt64 {
-					oi.err = l.s.errf(ErrCorrupt, l.n, p, "", "row %d: object id %d does not fit int64", i, v.U)
-					return
+					return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "row %d: object id %d does not fit int64", i, v.U)
 				}
 				id = int64(v.U)
 			}
 			ids.ids[i] = id
 			ids.sorted = ids.sorted && (i == 0 || id > ids.ids[i-1])
 		}
+		size := 8 * int64(len(ids.ids))
 		if !ids.sorted {
 			ids.rows = make(map[int64]int64, len(ids.ids))
 			for r, id := range ids.ids {
 				if prev, dup := ids.rows[id]; dup {
-					oi.err = l.s.errf(ErrCorrupt, l.n, p, "", "object id %d at rows %d and %d", id, prev, r)
-					return
+					return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "object id %d at rows %d and %d", id, prev, r)
 				}
 				ids.rows[id] = int64(r)
 			}
+			size += 32 * int64(len(ids.ids)) // the map's entries
 		}
-		oi.ids = ids
+		return ids, size, nil
 	})
-	return oi.ids, oi.err
+	if err != nil {
+		return nil, err
+	}
+	return v.(*objectIDs), nil
 }
 
 func (l *Level) legacyManifest(ctx context.Context, id int64) ([]byte, error) {
