@@ -46,8 +46,8 @@ type ociDescriptor struct {
 // Skips without buildah or podman, unless ZVFSERVE_REQUIRE_CONTAINER=1.
 func TestContainerImage(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds a static zvfserve (a full compile on a cold cache); not with -short")
+	if testing.Short() || raceBuild {
+		t.Skip("builds a static zvfserve (a full compile on a cold cache); not with -short or -race")
 	}
 	builder := ""
 	for _, b := range []string{"buildah", "podman"} {

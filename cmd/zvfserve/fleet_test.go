@@ -30,13 +30,14 @@ const (
 	fleetDelay      = time.Second // --shutdown-delay
 	fleetGrace      = 5 * time.Second
 	// fleetBound is how long after the last write of a replacement a
-	// replica may still serve the old version: the next check
-	// (--revalidate), a quiet --settle seen by two listings, and a second
-	// for object stores' whole-second timestamps.
-	fleetBound = fleetRevalidate + 2*fleetSettle + time.Second
-	// localityCache is each replica's cache in the locality runs: a third
-	// of what the viewer load touches, as a replica's share of a large
-	// dataset would be.
+	// replica may still serve the old version (docs/deploy.md): the next
+	// check sees the final listing (--revalidate), which must stay the same
+	// for --settle, seen by the check after (--revalidate again), and a
+	// second for a listing of the store and object stores' whole-second
+	// timestamps.
+	fleetBound = 2*fleetRevalidate + fleetSettle + time.Second
+	// localityCache is each replica's cache in the locality runs: small,
+	// as a replica's share of a large dataset would be.
 	localityCache = 16 << 20
 )
 
