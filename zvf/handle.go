@@ -331,17 +331,25 @@ func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, err
 			// first or the last, and prune the old version's extra keys at
 			// the end: a version is whole only once every key has stood
 			// still for Settle. A listing of the whole store (keys, sizes,
-			// versions) sees puts and deletes alike, and clocks play no part.
-			// It runs only while a change is pending.
-			if walked, _, err = walkFingerprint(ctx, view); err != nil {
+			// versions) sees puts and deletes alike. The first one after a
+			// version opened is dated by its newest object; one that differs
+			// from an earlier listing saw a change that times may not show
+			// (a delete), dated now. It runs only while a change is pending.
+			var newestObj time.Time
+			if walked, newestObj, err = walkFingerprint(ctx, view); err != nil {
 				return fail(err)
 			}
 			if walked != h.quiet.fp {
-				h.quiet.fp, h.quiet.since = walked, t0
+				at := newestObj
+				if h.quiet.fp != "" {
+					at = t0
+				}
+				h.quiet.fp, h.quiet.since = walked, at
 			}
 			if ready := h.quiet.since.Add(h.w.Settle); ready.After(t0) {
 				return fail(h.changingUntil(t0, ready))
 			}
+			h.quiet.fp = "" // settled: the next change is dated afresh
 		}
 		view = storage.Since(view, since)
 	}
