@@ -1,0 +1,176 @@
+package neuroglancer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// Description is the "neuroglancer" member of a store's descriptor: the
+// URL of each source (absolute when base is, else a path on this server;
+// Neuroglancer takes "precomputed://" followed by it), and a viewer state
+// with a layer for each.
+type Description struct {
+	Sources map[string]string `json:"sources"`
+	State   *State            `json:"state"`
+}
+
+// State is a Neuroglancer viewer state (the JSON after "#!" in its URL).
+type State struct {
+	Layers []Layer `json:"layers"`
+	Layout string  `json:"layout"`
+}
+
+// Layer is one layer of a State.
+type Layer struct {
+	Type           string   `json:"type"`
+	Name           string   `json:"name"`
+	Source         string   `json:"source"`
+	Visible        *bool    `json:"visible,omitempty"`
+	Shader         string   `json:"shader,omitempty"`
+	Segments       []string `json:"segments,omitempty"`
+	SkeletonShader string   `json:"skeletonShader,omitempty"`
+}
+
+// stateSegments is how many objects a ready state shows at first.
+const stateSegments = 32
+
+// Describe returns st's Neuroglancer sources and a ready state, or nil when
+// it has none. base is the server's public URL ("" for paths). It reads at
+// most the first manifests of level 0 (to list objects that exist).
+func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
+	routes := RoutesOf(st)
+	if len(routes) == 0 {
+		return nil
+	}
+	d := &Description{Sources: map[string]string{}, State: &State{Layers: []Layer{}, Layout: "3d"}}
+	for _, r := range routes {
+		d.Sources[r] = base + "/ng/" + st.Name() + "/" + r
+	}
+	l0, err := st.Level(0)
+	if err != nil {
+		return d
+	}
+	info := l0.Info()
+	hidden := false
+	objects := someObjects(ctx, l0)
+	src := func(r string) string { return "precomputed://" + d.Sources[r] }
+	switch geometry(st.Info()) {
+	case "point_cloud":
+		d.State.Layers = append(d.State.Layers, Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"),
+			Shader: annotationShader(info.VertexAttributes)})
+	case "mesh":
+		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: st.Name() + " meshes", Source: src("meshes"),
+			Segments: objects})
+	default:
+		lines := Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"), Shader: annotationShader(info.VertexAttributes)}
+		if kindOf(st, "annotations") == kindPolyline {
+			// Streamlines read best as polylines; their skeletons are a
+			// second, hidden layer.
+			lines.Shader = annotationShader(append(meanable(info.VertexAttributes), info.ObjectAttributes...))
+			d.State.Layers = append(d.State.Layers, lines)
+		}
+		if has(routes, "skeletons") {
+			sk := Layer{Type: "segmentation", Name: st.Name() + " skeletons", Source: src("skeletons"),
+				Segments: objects, SkeletonShader: skeletonShader(info.VertexAttributes)}
+			if kindOf(st, "annotations") == kindPolyline {
+				sk.Visible = &hidden
+			}
+			d.State.Layers = append(d.State.Layers, sk)
+		}
+		if kindOf(st, "annotations") != kindPolyline {
+			lines.Name = st.Name() + " edges"
+			lines.Visible = &hidden
+			d.State.Layers = append(d.State.Layers, lines)
+		}
+	}
+	return d
+}
+
+func has(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// meanable are the attributes a polyline's properties average.
+func meanable(attrs []zvf.AttrInfo) []zvf.AttrInfo {
+	var out []zvf.AttrInfo
+	for _, a := range attrs {
+		if a.Categories == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// someObjects lists the first objects of level 0 that exist (a skeleton
+// layer shows the segments its state names; a missing one is an error).
+func someObjects(ctx context.Context, l0 *zvf.Level) []string {
+	var out []string
+	for id := int64(0); id < l0.Info().ObjectCount && len(out) < stateSegments && id < 4*stateSegments; id++ {
+		ok, err := l0.HasObject(ctx, id)
+		if err != nil {
+			break
+		}
+		if ok {
+			out = append(out, strconv.FormatInt(id, 10))
+		}
+	}
+	return out
+}
+
+// annotationShader colours annotations by the first attribute that makes
+// a property: categories through a colour map over their codes, numbers
+// through one whose range the layer's control sets (the descriptor reads
+// no vertex data, so it cannot know a number's range), colours as they
+// are.
+func annotationShader(attrs []zvf.AttrInfo) string {
+	used := map[string]bool{"object_id": true}
+	for _, a := range attrs {
+		ps, _ := attrProps(a, fromVertex, used)
+		if len(ps) == 0 {
+			continue
+		}
+		p := ps[0]
+		switch {
+		case p.spec.Type == "rgb" || p.spec.Type == "rgba":
+			return fmt.Sprintf("void main() {\n  setColor(prop_%s());\n}\n", p.spec.ID)
+		case p.spec.EnumValues != nil:
+			return fmt.Sprintf("#uicontrol invlerp colour(property=%q, range=[0, %d])\nvoid main() {\n  setColor(colormapJet(colour()));\n}\n",
+				p.spec.ID, max(len(p.spec.EnumValues)-1, 1))
+		default:
+			return fmt.Sprintf("#uicontrol invlerp colour(property=%q)\nvoid main() {\n  setColor(colormapJet(colour()));\n}\n", p.spec.ID)
+		}
+	}
+	return ""
+}
+
+// skeletonShader colours skeletons by their first one-component vertex
+// attribute divided by a slider's value (for categories, the last code).
+func skeletonShader(attrs []zvf.AttrInfo) string {
+	used := map[string]bool{}
+	for _, a := range attrs {
+		if _, _, ok := numericType(a.DType); !ok {
+			continue
+		}
+		id := identifier(a.Name, "a", used)
+		used[id] = true
+		if a.Channels > 1 {
+			continue
+		}
+		top, most := 10, 100
+		if a.Categories != nil {
+			top = max(len(a.Categories)-1, 1)
+			most = top
+		}
+		return fmt.Sprintf("#uicontrol float top slider(min=0, max=%d, default=%d)\nvoid main() {\n  emitRGB(colormapJet(clamp(float(%s) / top, 0.0, 1.0)));\n}\n",
+			most, top, id)
+	}
+	return ""
+}
