@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -200,11 +202,34 @@ func (p *plan) cellBytes(ctx context.Context, s int, key string) ([]byte, error)
 }
 
 func (p *plan) pointCell(ctx context.Context, s int, cl *cell, l *list) error {
-	for _, c := range cl.chunks {
-		err := p.pointRows(ctx, int(c), func(id int64) bool { return p.levelOf(id) == s }, l)
-		if err != nil {
-			return err
+	return gather(ctx, len(cl.chunks), l, func(ctx context.Context, i int, l *list) error {
+		return p.pointRows(ctx, int(cl.chunks[i]), func(id int64) bool { return p.levelOf(id) == s }, l)
+	})
+}
+
+// gather fills the lists of n parts (chunks or objects) concurrently, so
+// that a cold cell of many chunks reads them at once, and appends them to
+// l in order.
+func gather(ctx context.Context, n int, l *list, fill func(ctx context.Context, i int, l *list) error) error {
+	if n == 1 {
+		return fill(ctx, 0, l)
+	}
+	parts := make([]list, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	for i := range parts {
+		g.Go(func() error { return fill(gctx, i, &parts[i]) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i := range parts {
+		base := len(l.recs)
+		l.recs = append(l.recs, parts[i].recs...)
+		for _, off := range parts[i].offs {
+			l.offs = append(l.offs, base+off)
 		}
+		l.ids = append(l.ids, parts[i].ids...)
 	}
 	return nil
 }
@@ -257,12 +282,9 @@ func (p *plan) object(ctx context.Context, i int) (*zvf.Object, error) {
 }
 
 func (p *plan) polylineCell(ctx context.Context, cl *cell, l *list) error {
-	for _, i := range cl.objects {
-		if err := p.polylineRecord(ctx, int(i), l); err != nil {
-			return err
-		}
-	}
-	return nil
+	return gather(ctx, len(cl.objects), l, func(ctx context.Context, i int, l *list) error {
+		return p.polylineRecord(ctx, int(cl.objects[i]), l)
+	})
 }
 
 func (p *plan) polylineRecord(ctx context.Context, i int, l *list) error {
@@ -279,16 +301,12 @@ func (p *plan) polylineRecord(ctx context.Context, i int, l *list) error {
 
 func (p *plan) lineCell(ctx context.Context, s int, key string, cl *cell, l *list) error {
 	sl := p.levels[s]
-	for _, i := range cl.objects {
-		po := &p.objects[i]
-		err := p.lineRecords(ctx, int(i), func(id int64, a, b int64) bool {
+	return gather(ctx, len(cl.objects), l, func(ctx context.Context, i int, l *list) error {
+		po := &p.objects[cl.objects[i]]
+		return p.lineRecords(ctx, int(cl.objects[i]), func(id int64, a, b int64) bool {
 			return p.levelOf(id) == s && (sl.ofKey[po.chunks[a]] == key || sl.ofKey[po.chunks[b]] == key)
 		}, l)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // lineRecords appends the records of object i's edges that want accepts.

@@ -25,6 +25,7 @@ import (
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/web"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -166,14 +167,13 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 
 	ch := cache.New(512 << 20)
 	stores := append(fixtureStores(t), demoStores(t, ch)...)
-	data := httptest.NewUnstartedServer(nil)
-	srv, err := api.New(api.Options{Stores: stores, Cache: ch, PublicURL: "http://" + data.Listener.Addr().String()})
+	// Without --public-url the descriptor's sources are paths on the server.
+	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log requestLog
-	data.Config.Handler = log.wrap(srv.Handler())
-	data.Start()
+	data := httptest.NewServer(log.wrap(srv.Handler()))
 	t.Cleanup(data.Close)
 	page := httptest.NewServer(http.FileServer(http.Dir(dist)))
 	t.Cleanup(page.Close)
@@ -195,43 +195,69 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		stores []string
-		want   []string // requests zvfserve must have answered with 200
+		stores []string // whose descriptors' states to open, all layers shown
+		viewer string   // or: the store whose state the bundled viewer links to
+		want   []string // requests zvfserve must have answered (200, or 304 to a browser revalidating)
 	}{
-		{"points", []string{"points_pyramid"}, []string{
+		{"points", []string{"points_pyramid"}, "", []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/\d+_\d+_\d+$`,
 			`^/ng/points_pyramid/annotations/spatial1/\d+_\d+_\d+$`}},
-		{"streamlines", []string{"polylines"}, []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/spatial0/\d+_\d+_\d+$`}},
-		{"graph", []string{"graph"}, []string{`^/ng/graph/annotations/spatial0/\d+_\d+_\d+$`,
+		{"streamlines", []string{"polylines"}, "", []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/spatial0/\d+_\d+_\d+$`,
+			`^/ng/polylines/lines/spatial0/\d+_\d+_\d+$`, `^/ng/polylines/skeletons/\d+$`}},
+		{"graph", []string{"graph"}, "", []string{`^/ng/graph/annotations/spatial0/\d+_\d+_\d+$`,
 			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/seg_props/info$`, `^/ng/graph/skeletons/\d+$`}},
-		{"skeletons", []string{"skeleton"}, []string{`^/ng/skeleton/skeletons/info$`, `^/ng/skeleton/skeletons/seg_props/info$`,
+		{"skeletons", []string{"skeleton"}, "", []string{`^/ng/skeleton/skeletons/info$`, `^/ng/skeleton/skeletons/seg_props/info$`,
 			`^/ng/skeleton/skeletons/0$`, `^/ng/skeleton/skeletons/1$`, `^/ng/skeleton/skeletons/2$`}},
-		{"meshes", []string{"mesh"}, []string{`^/ng/mesh/meshes/info$`, `^/ng/mesh/meshes/\d+:0$`, `^/ng/mesh/meshes/frag/\d+$`}},
-		{"demo", []string{"cells", "axons", "skeletons", "meshes"}, []string{`^/ng/cells/annotations/spatial0/0_0_0$`,
+		{"meshes", []string{"mesh"}, "", []string{`^/ng/mesh/meshes/info$`, `^/ng/mesh/meshes/\d+:0$`, `^/ng/mesh/meshes/frag/\d+$`}},
+		{"demo", []string{"cells", "axons", "skeletons", "meshes"}, "", []string{`^/ng/cells/annotations/spatial0/0_0_0$`,
 			`^/ng/axons/annotations/spatial0/0_0_0$`, `^/ng/skeletons/skeletons/\d+$`, `^/ng/meshes/meshes/frag/\d+$`}},
+		{"viewer link", nil, "cells", []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/spatial0/0_0_0$`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			state := map[string]any{"layout": "3d", "showAxisLines": false, "showScaleBar": false, "showDefaultAnnotations": false}
-			var layers []neuroglancer.Layer
-			for _, name := range tc.stores {
-				var d struct {
-					Neuroglancer *neuroglancer.Description `json:"neuroglancer"`
-				}
-				resp, body := get(t, data, "/api/v1/stores/"+name)
-				if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &d) != nil || d.Neuroglancer == nil {
-					t.Fatalf("descriptor of %s: %d %.300s", name, resp.StatusCode, body)
-				}
-				for _, l := range d.Neuroglancer.State.Layers {
-					l.Visible = nil // every source, the hidden ones too
-					layers = append(layers, l)
-				}
-			}
-			state["layers"] = layers
-			js, _ := json.Marshal(state)
-			log.take()
 			tctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
 			defer cancel()
-			if err := chromedp.Do(tctx, chromedp.Navigate(page.URL+"/index.html#!"+url.PathEscape(string(js)))); err != nil {
+			var fragment string
+			if tc.viewer != "" {
+				// The bundled viewer's "Open in Neuroglancer" link, opened
+				// in the harness page instead of the public Neuroglancer.
+				if err := chromedp.Do(tctx, chromedp.Navigate(data.URL+"/#store="+tc.viewer)); err != nil {
+					t.Fatal(err)
+				}
+				href, err := chromedp.Run(tctx, chromedp.Poll[string](`(() => { const a = document.getElementById('nglink'); return a && !a.hidden && a.href.includes('#!') ? a.href : ''; })()`))
+				if err != nil {
+					t.Fatalf("the viewer shows no Neuroglancer link: %v", err)
+				}
+				_, fragment, _ = strings.Cut(href, "#")
+				fragment = "#" + fragment
+			} else {
+				state := map[string]any{"layout": "3d", "showAxisLines": false, "showScaleBar": false, "showDefaultAnnotations": false}
+				var layers []neuroglancer.Layer
+				for _, name := range tc.stores {
+					var d struct {
+						Neuroglancer *neuroglancer.Description `json:"neuroglancer"`
+					}
+					resp, body := get(t, data, "/api/v1/stores/"+name)
+					if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &d) != nil || d.Neuroglancer == nil {
+						t.Fatalf("descriptor of %s: %d %.300s", name, resp.StatusCode, body)
+					}
+					for _, l := range d.Neuroglancer.State.Layers {
+						if len(tc.stores) == 1 {
+							l.Visible = nil // every source of the store, the hidden ones too
+						}
+						l.Source = strings.Replace(l.Source, "precomputed:///", "precomputed://"+data.URL+"/", 1)
+						layers = append(layers, l)
+					}
+					if src, ok := d.Neuroglancer.Sources["lines"]; ok && len(tc.stores) == 1 && !strings.Contains(fmt.Sprint(layers), src) {
+						// Lines are no layer of the ready state; open them too.
+						layers = append(layers, neuroglancer.Layer{Type: "annotation", Name: name + " lines", Source: "precomputed://" + data.URL + src})
+					}
+				}
+				state["layers"] = layers
+				js, _ := json.Marshal(state)
+				fragment = "#!" + url.PathEscape(string(js))
+			}
+			log.take()
+			if err := chromedp.Do(tctx, chromedp.Navigate(page.URL+"/index.html"+fragment)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := chromedp.Run(tctx, chromedp.Poll[bool]("typeof window.zvfWhenLoaded === 'function'")); err != nil {
@@ -260,9 +286,9 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				rx := regexp.MustCompile(re)
 				if !slicesContainsFunc(seen, func(s string) bool {
 					parts := strings.SplitN(s, " ", 3)
-					return parts[0] == "200" && rx.MatchString(parts[2])
+					return (parts[0] == "200" || parts[0] == "304") && rx.MatchString(parts[2])
 				}) {
-					t.Errorf("zvfserve answered no %s with 200; it saw %v", re, seen)
+					t.Errorf("zvfserve answered no %s; it saw %v", re, seen)
 				}
 			}
 			for _, s := range seen {

@@ -60,16 +60,15 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 	switch geometry(st.Info()) {
 	case "point_cloud":
 		d.State.Layers = append(d.State.Layers, Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"),
-			Shader: annotationShader(info.VertexAttributes)})
+			Shader: annotationShader(kindPoint, l0)})
 	case "mesh":
 		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: st.Name() + " meshes", Source: src("meshes"),
 			Segments: objects})
 	default:
-		lines := Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"), Shader: annotationShader(info.VertexAttributes)}
+		lines := Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"), Shader: annotationShader(kindOf(st, "annotations"), l0)}
 		if kindOf(st, "annotations") == kindPolyline {
 			// Streamlines read best as polylines; their skeletons are a
 			// second, hidden layer.
-			lines.Shader = annotationShader(append(meanable(info.VertexAttributes), info.ObjectAttributes...))
 			d.State.Layers = append(d.State.Layers, lines)
 		}
 		if has(routes, "skeletons") {
@@ -98,17 +97,6 @@ func has(list []string, s string) bool {
 	return false
 }
 
-// meanable are the attributes a polyline's properties average.
-func meanable(attrs []zvf.AttrInfo) []zvf.AttrInfo {
-	var out []zvf.AttrInfo
-	for _, a := range attrs {
-		if a.Categories == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // someObjects lists the first objects of level 0 that exist (a skeleton
 // layer shows the segments its state names; a missing one is an error).
 func someObjects(ctx context.Context, l0 *zvf.Level) []string {
@@ -125,28 +113,40 @@ func someObjects(ctx context.Context, l0 *zvf.Level) []string {
 	return out
 }
 
-// annotationShader colours annotations by the first attribute that makes
-// a property: categories through a colour map over their codes, numbers
-// through one whose range the layer's control sets (the descriptor reads
-// no vertex data, so it cannot know a number's range), colours as they
-// are.
-func annotationShader(attrs []zvf.AttrInfo) string {
-	used := map[string]bool{"object_id": true}
+// annotationShader colours annotations of kind k by the first attribute
+// that makes a property (as the source's info declares it): categories
+// through a colour map over their codes, numbers through one whose range
+// the layer's control sets (the descriptor reads no vertex data, so it
+// cannot know a number's range), colours as they are. Polylines draw
+// their vertices as small dots.
+func annotationShader(k kind, l0 *zvf.Level) string {
+	props, _ := propsFor(k, l0, k.geometryBytes(l0.Dims()))
+	attrs := l0.Info().VertexAttributes
+	if k == kindPolyline {
+		attrs = append(append([]zvf.AttrInfo{}, attrs...), l0.Info().ObjectAttributes...)
+	}
+	extra := ""
+	if k == kindPolyline {
+		extra = "  setPolyEndpointMarkerSize(2.0, 2.0);\n"
+	}
 	for _, a := range attrs {
-		ps, _ := attrProps(a, fromVertex, used)
-		if len(ps) == 0 {
-			continue
+		for _, p := range props {
+			if p.attr != a.Name {
+				continue
+			}
+			switch {
+			case p.spec.Type == "rgb" || p.spec.Type == "rgba":
+				return fmt.Sprintf("void main() {\n  setColor(prop_%s());\n%s}\n", p.spec.ID, extra)
+			case p.spec.EnumValues != nil:
+				return fmt.Sprintf("#uicontrol invlerp colour(property=%q, range=[0, %d])\nvoid main() {\n  setColor(colormapJet(colour()));\n%s}\n",
+					p.spec.ID, max(len(p.spec.EnumValues)-1, 1), extra)
+			default:
+				return fmt.Sprintf("#uicontrol invlerp colour(property=%q)\nvoid main() {\n  setColor(colormapJet(colour()));\n%s}\n", p.spec.ID, extra)
+			}
 		}
-		p := ps[0]
-		switch {
-		case p.spec.Type == "rgb" || p.spec.Type == "rgba":
-			return fmt.Sprintf("void main() {\n  setColor(prop_%s());\n}\n", p.spec.ID)
-		case p.spec.EnumValues != nil:
-			return fmt.Sprintf("#uicontrol invlerp colour(property=%q, range=[0, %d])\nvoid main() {\n  setColor(colormapJet(colour()));\n}\n",
-				p.spec.ID, max(len(p.spec.EnumValues)-1, 1))
-		default:
-			return fmt.Sprintf("#uicontrol invlerp colour(property=%q)\nvoid main() {\n  setColor(colormapJet(colour()));\n}\n", p.spec.ID)
-		}
+	}
+	if extra != "" {
+		return "void main() {\n  setColor(defaultColor());\n" + extra + "}\n"
 	}
 	return ""
 }

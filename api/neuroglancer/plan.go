@@ -26,6 +26,12 @@ func (k kind) annotationType() string {
 	return [...]string{"point", "polyline", "line"}[k]
 }
 
+// geometryBytes is the fixed geometry of a record, counted against the
+// property budget (a polyline's varies, and counts nothing).
+func (k kind) geometryBytes(rank int) int {
+	return [...]int{4 * rank, 0, 8 * rank}[k]
+}
+
 // salt separates the hash streams of the kinds, so that a point and a line
 // with equal ids are sampled independently.
 func (k kind) salt() uint64 {
@@ -79,7 +85,7 @@ type spatialLevel struct {
 	shape  []int64   // grid_shape
 	size   []float64 // chunk_size
 	limit  int64
-	count  int64
+	count  int64 // annotations in the level (one in several cells counts once)
 	cells  map[string]*cell
 	ofKey  []string // the cell of each level-0 chunk
 	chosen string   // how its annotations are chosen, for the info's notes
@@ -109,13 +115,7 @@ func buildPlan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	p := &plan{kind: k, store: st.Name(), level0: l0, rank: info.Dims, keys: l0.Keys(), cs: l0.Info().ChunkShape}
 	p.grid()
 	p.chooseLevels(st)
-	geom := 4 * p.rank
-	if k == kindLine {
-		geom *= 2
-	} else if k == kindPolyline {
-		geom = 0
-	}
-	p.props, p.notes = propsFor(k, l0, geom)
+	p.props, p.notes = propsFor(k, l0, k.geometryBytes(p.rank))
 	for _, pr := range p.props {
 		if pr.attr != "" && !containsString(p.attrs, pr.attr) && (pr.from == fromVertex || pr.from == fromMean) {
 			p.attrs = append(p.attrs, pr.attr)
@@ -327,6 +327,7 @@ func (p *plan) assignPoints(ctx context.Context) error {
 		}
 		for s, n := range counts {
 			if n > 0 {
+				p.levels[s].count += n
 				cl := p.levels[s].cellAt(p.levels[s].ofKey[c])
 				cl.count += n
 				cl.chunks = append(cl.chunks, int32(c))
@@ -455,6 +456,7 @@ func (p *plan) file(ctx context.Context, id int64, r *objectRead, present []*zvf
 			o.level = p.levelOf(id)
 		}
 		sl := p.levels[o.level]
+		sl.count++
 		for _, c := range o.chunks {
 			cl := sl.cellAt(sl.ofKey[c])
 			if len(cl.objects) > 0 && cl.objects[len(cl.objects)-1] == i {
@@ -469,6 +471,7 @@ func (p *plan) file(ctx context.Context, id int64, r *objectRead, present []*zvf
 		base := p.edgeFirst[len(p.edgeFirst)-1]
 		for e := range ne {
 			sl := p.levels[p.levelOf(base+e)]
+			sl.count++
 			ka, kb := sl.ofKey[o.chunks[r.edges[2*e]]], sl.ofKey[o.chunks[r.edges[2*e+1]]]
 			for j, key := range [2]string{ka, kb} {
 				if j == 1 && key == ka {
@@ -495,7 +498,6 @@ func (p *plan) finish() {
 	remap := make([]int, len(p.levels))
 	for s, l := range p.levels {
 		for _, c := range l.cells {
-			l.count += c.count
 			l.limit = max(l.limit, c.count)
 			p.size += 48 + 4*int64(len(c.chunks)+len(c.objects))
 		}

@@ -264,6 +264,7 @@ func TestAnnotationsMatchTheReader(t *testing.T) {
 					t.Fatal(err)
 				}
 				seen := walkSpatial(t, ts, base, inf)
+				checkNotes(t, inf, seen)
 				l0, err := st.Level(0)
 				if err != nil {
 					t.Fatal(err)
@@ -282,6 +283,35 @@ func TestAnnotationsMatchTheReader(t *testing.T) {
 				checkByID(t, ts, base, inf, seen)
 			})
 		}
+	}
+}
+
+// checkNotes: the info's notes count each level's annotations and all of
+// them as the cells hold them, and name a ZVF level for each.
+func checkNotes(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation) {
+	t.Helper()
+	var notes struct {
+		Annotations int `json:"annotations"`
+		Levels      []struct {
+			Key         string `json:"key"`
+			ZVFLevel    *int   `json:"zvf_level"`
+			Annotations int    `json:"annotations"`
+		} `json:"spatial_levels"`
+	}
+	if err := json.Unmarshal(inf.raw["zvfserve"], &notes); err != nil || len(notes.Levels) != len(inf.Spatial) {
+		t.Fatalf("notes: %v %s", err, inf.raw["zvfserve"])
+	}
+	per := make([]int, len(inf.Spatial))
+	for _, s := range seen {
+		per[s.level]++
+	}
+	for i, l := range notes.Levels {
+		if l.Key != inf.Spatial[i].Key || l.Annotations != per[i] || l.ZVFLevel == nil {
+			t.Fatalf("notes of %s: %+v; the cells hold %d annotations", inf.Spatial[i].Key, l, per[i])
+		}
+	}
+	if notes.Annotations != len(seen) {
+		t.Fatalf("notes count %d annotations, the cells hold %d", notes.Annotations, len(seen))
 	}
 }
 

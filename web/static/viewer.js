@@ -405,6 +405,7 @@ async function openStore(name) {
   state.color = cs.value;
   $('cmin').value = ''; $('cmax').value = '';
   drawAxes();
+  linkNeuroglancer();
   if (state.cam) {
     [cam.yaw, cam.pitch, cam.dist, ...cam.target] = state.cam;
     state.cam = null;
@@ -413,6 +414,19 @@ async function openStore(name) {
   await loadView();
   if (state.box) { $('bmin').value = state.box[0].join(','); $('bmax').value = state.box[1].join(','); await queryBox(); }
   if (state.obj !== null) { $('oid').value = state.obj; await queryObject(); }
+}
+
+// linkNeuroglancer points "Open in Neuroglancer" at the descriptor's ready
+// state; its sources are paths on this server unless --public-url made
+// them absolute, and Neuroglancer needs absolute ones.
+const NEUROGLANCER = 'https://neuroglancer-demo.appspot.com/';
+function linkNeuroglancer() {
+  const a = $('nglink');
+  a.hidden = !info.neuroglancer;
+  if (!info.neuroglancer) return;
+  const here = new URL('.', location.href).href.replace(/\/$/, '');
+  const json = JSON.stringify(info.neuroglancer.state).replaceAll('"precomputed:///', `"precomputed://${here}/`);
+  a.href = NEUROGLANCER + '#!' + encodeURIComponent(json);
 }
 
 // ---- input ----
