@@ -57,12 +57,19 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 	hidden := false
 	objects := someObjects(ctx, l0)
 	src := func(r string) string { return "precomputed://" + d.Sources[r] }
+	// A layer is named after its store, and its source when there are two.
+	name := func(r string) string {
+		if r == st.Name() {
+			return r
+		}
+		return st.Name() + " " + r
+	}
 	switch geometry(st.Info()) {
 	case "point_cloud":
 		d.State.Layers = append(d.State.Layers, Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"),
 			Shader: annotationShader(kindPoint, l0)})
 	case "mesh":
-		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: st.Name() + " meshes", Source: src("meshes"),
+		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: name("meshes"), Source: src("meshes"),
 			Segments: objects})
 	default:
 		lines := Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"), Shader: annotationShader(kindOf(st, "annotations"), l0)}
@@ -72,7 +79,7 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 			d.State.Layers = append(d.State.Layers, lines)
 		}
 		if has(routes, "skeletons") {
-			sk := Layer{Type: "segmentation", Name: st.Name() + " skeletons", Source: src("skeletons"),
+			sk := Layer{Type: "segmentation", Name: name("skeletons"), Source: src("skeletons"),
 				Segments: objects, SkeletonShader: skeletonShader(info.VertexAttributes)}
 			if kindOf(st, "annotations") == kindPolyline {
 				sk.Visible = &hidden
