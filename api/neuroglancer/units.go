@@ -84,7 +84,8 @@ func nanometresPer(dims []dimension) []float64 {
 	for i, d := range dims {
 		out[i] = 1
 		if d.unit == "m" {
-			out[i] = d.scale / 1e-9
+			// 15 digits: 1e-6 m is 1000 nm, not 999.9999999999999.
+			out[i], _ = strconv.ParseFloat(strconv.FormatFloat(d.scale*1e9, 'g', 15, 64), 64)
 		}
 	}
 	return out
