@@ -22,9 +22,7 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		Serve: func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 			return s.wrap(func(w http.ResponseWriter, r *http.Request) error { return neuroglancerProblem(h(w, r)) })
 		},
-		NotModified: func(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
-			return s.notModified(w, r, s.etag(st, r, "ng"))
-		},
+		NotModified:    s.notModified,
 		Cache:          c,
 		MaxAnnotations: s.o.MaxVertices,
 		Now:            s.o.Now,

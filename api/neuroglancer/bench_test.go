@@ -15,16 +15,14 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-// cellStore writes 80,000 uniform points with a float and a categorical
-// attribute in chunks of 500 over a 1000-cube: eight level-0 cells of
-// about 10,000 annotations each (no pyramid, so one spatial level).
-func cellStore(b *testing.B) storage.Store {
+// pointStore writes n uniform points with a float and a categorical
+// attribute over a 1000-cube in chunks of the given edge (bins a fifth of
+// it), with a three-level pyramid or none, under prefix "points".
+func pointStore(b *testing.B, n int, chunk float64, pyramid bool) storage.Store {
 	b.Helper()
 	ctx := context.Background()
-	const n = 80_000
 	r := rand.New(rand.NewPCG(1, 2))
 	pos := make([]float32, 3*n)
 	inten := make([]float32, n)
@@ -41,12 +39,20 @@ func cellStore(b *testing.B) storage.Store {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
+	o := writer.Options{ChunkShape: []float64{chunk, chunk, chunk}, BinShape: []float64{chunk / 5, chunk / 5, chunk / 5}}
+	if pyramid {
+		o.Pyramid = []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}
+	}
 	pc := &writer.PointCloud{Positions: pos, Attributes: []writer.Attribute{writer.Float32Attribute("intensity", 1, inten), writer.CategoricalAttribute("kind", kinds)}}
-	if _, err := writer.WritePoints(ctx, st, "cells", pc, writer.Options{ChunkShape: []float64{500, 500, 500}, BinShape: []float64{100, 100, 100}}); err != nil {
+	if _, err := writer.WritePoints(ctx, st, "points", pc, o); err != nil {
 		b.Fatal(err)
 	}
-	return storage.Sub(st, "cells")
+	return storage.Sub(st, "points")
 }
+
+// cellStore: 80,000 points in chunks of 500, so eight level-0 cells of
+// about 10,000 annotations each (no pyramid: one spatial level).
+func cellStore(b *testing.B) storage.Store { return pointStore(b, 80_000, 500, false) }
 
 func handlerFor(b *testing.B, st storage.Store, name string, ch *cache.Cache) http.Handler {
 	b.Helper()
@@ -99,27 +105,23 @@ func serveTimes(b *testing.B, h http.Handler, path string, fresh func() http.Han
 // BenchmarkCellWarm10k: a cell of about 10,000 point annotations, warm
 // (issue #16: p50 under 2 ms of server time).
 func BenchmarkCellWarm10k(b *testing.B) {
-	h := handlerFor(b, cellStore(b), "cells", cache.New(256<<20))
-	serveTimes(b, h, "/ng/cells/annotations/spatial0/0_0_0", nil)
+	h := handlerFor(b, cellStore(b), "points", cache.New(256<<20))
+	serveTimes(b, h, "/ng/points/annotations/spatial0/0_0_0", nil)
 }
 
 // BenchmarkCellCold10k: the same cell from a cold cache, which reads the
 // whole 80,000-point level to build the spatial index first.
 func BenchmarkCellCold10k(b *testing.B) {
 	st := cellStore(b)
-	serveTimes(b, nil, "/ng/cells/annotations/spatial0/0_0_0", func() http.Handler { return handlerFor(b, st, "cells", cache.New(256<<20)) })
+	serveTimes(b, nil, "/ng/points/annotations/spatial0/0_0_0", func() http.Handler { return handlerFor(b, st, "points", cache.New(256<<20)) })
 }
 
 // BenchmarkInfoCold2M: the first request of a 2,000,000-point store with a
-// three-level pyramid (zvftest.Points): the spatial index is built from
-// every level-0 chunk.
+// three-level pyramid in 512 chunks: the spatial index is built from every
+// level-0 chunk.
 func BenchmarkInfoCold2M(b *testing.B) {
-	st, err := zvftest.Points(context.Background(), 2_000_000, 1, writer.CodecNone)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	serveTimes(b, nil, "/ng/points/annotations/info", func() http.Handler { return handlerFor(b, storage.Sub(st, "points"), "points", cache.New(1<<30)) })
+	st := pointStore(b, 2_000_000, 125, true)
+	serveTimes(b, nil, "/ng/points/annotations/info", func() http.Handler { return handlerFor(b, st, "points", cache.New(1<<30)) })
 }
 
 // BenchmarkSkeletonWarm: one of the demo's neuron skeletons, warm.

@@ -106,6 +106,15 @@ func TestCORSAndRanges(t *testing.T) {
 	if r2, b := get(t, ts, cellPath, "If-None-Match", resp.Header.Get("ETag")); r2.StatusCode != http.StatusNotModified || len(b) != 0 {
 		t.Fatalf("If-None-Match: %d", r2.StatusCode)
 	}
+	// Each content coding is its own representation, with its own ETag.
+	tags := map[string]bool{}
+	for _, enc := range []string{"identity", "gzip", "zstd"} {
+		r, _ := get(t, ts, cellPath, "Accept-Encoding", enc)
+		tags[r.Header.Get("ETag")] = true
+	}
+	if len(tags) != 3 {
+		t.Fatalf("ETags of the identity, gzip and zstd answers: %v", tags)
+	}
 	if r3, b := do(t, ts, http.MethodHead, cellPath); r3.StatusCode != http.StatusOK || len(b) != 0 || r3.ContentLength != int64(len(whole)) {
 		t.Fatalf("HEAD: %d, %d bytes, Content-Length %d", r3.StatusCode, len(b), r3.ContentLength)
 	}

@@ -12,8 +12,11 @@ package neuroglancer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,10 +37,10 @@ type Options struct {
 	// Serve turns a handler into an http.HandlerFunc that writes its error
 	// as a problem document (and may retry it on a newer store version).
 	Serve func(func(http.ResponseWriter, *http.Request) error) http.HandlerFunc
-	// NotModified sets the validators and Cache-Control of an answer from
-	// st, and reports whether the client's copy is current (a 304 has then
-	// been written).
-	NotModified func(http.ResponseWriter, *http.Request, *zvf.Store) bool
+	// NotModified sets an answer's ETag (given) and Cache-Control, and
+	// reports whether the client's copy is current (a 304 has then been
+	// written).
+	NotModified func(w http.ResponseWriter, r *http.Request, etag string) bool
 	// Cache holds plans and encoded answers, under each store's own keys
 	// (zvf.Store.CacheKey); nil: nothing is kept.
 	Cache zvf.Cache
@@ -194,6 +197,28 @@ const (
 	mediaBinary = "application/octet-stream"
 )
 
+// notModified sets the answer's validators — a strong ETag from the store
+// version, the path and the content coding the answer will have — and
+// reports whether the client's copy is current (a 304 is then written).
+func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
+	h := sha256.New()
+	for _, p := range [...]string{st.Version(), r.URL.Path, coding(r)} {
+		_, _ = io.WriteString(h, p)
+		_, _ = h.Write([]byte{0})
+	}
+	return s.o.NotModified(w, r, `"`+hex.EncodeToString(h.Sum(nil)[:12])+`"`)
+}
+
+// coding is the content coding an answer to r gets: none for a Range
+// request, else zstd or gzip when the client takes it (an answer under
+// minCompressed bytes goes out as it is whatever its coding).
+func coding(r *http.Request) string {
+	if r.Header.Get("Range") != "" {
+		return ""
+	}
+	return encoding(r.Header.Get("Accept-Encoding"))
+}
+
 // minCompressed is the smallest answer worth compressing.
 const minCompressed = 512
 
@@ -212,7 +237,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 		return nil
 	}
-	if enc := encoding(r.Header.Get("Accept-Encoding")); enc != "" && len(body) >= minCompressed {
+	if enc := coding(r); enc != "" && len(body) >= minCompressed {
 		z, err := s.cachedBytes(r.Context(), st, key+"\x00"+enc, func(context.Context) ([]byte, error) { return s.compress(enc, body) })
 		if err != nil {
 			return err
@@ -281,7 +306,7 @@ func (s *Server) annotationInfo(route string) func(http.ResponseWriter, *http.Re
 		if err != nil {
 			return err
 		}
-		if s.o.NotModified(w, r, st) {
+		if s.notModified(w, r, st) {
 			return nil
 		}
 		k := kindOf(st, route)
@@ -325,7 +350,7 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 				return err
 			}
 		}
-		if s.o.NotModified(w, r, st) {
+		if s.notModified(w, r, st) {
 			return nil
 		}
 		ckey := fmt.Sprintf("cell\x00%s\x00%d\x00%s", k.annotationType(), n, key)
@@ -353,7 +378,7 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 		if err != nil {
 			return err
 		}
-		if s.o.NotModified(w, r, st) {
+		if s.notModified(w, r, st) {
 			return nil
 		}
 		body, err := p.byID(r.Context(), id)
@@ -372,7 +397,7 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.o.NotModified(w, r, st) {
+	if s.notModified(w, r, st) {
 		return nil
 	}
 	l0, err := st.Level(0)
@@ -396,7 +421,7 @@ func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.o.NotModified(w, r, st) {
+	if s.notModified(w, r, st) {
 		return nil
 	}
 	l0, err := st.Level(0)
@@ -427,7 +452,7 @@ func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request)
 		if l0.Info().ObjectCount > maxSegmentIDs {
 			return notFoundf("store %q has %d objects, more than a segment property list holds (%d)", st.Name(), l0.Info().ObjectCount, maxSegmentIDs)
 		}
-		if s.o.NotModified(w, r, st) {
+		if s.notModified(w, r, st) {
 			return nil
 		}
 		key := "seg_props"
@@ -445,7 +470,7 @@ func (s *Server) meshInfo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.o.NotModified(w, r, st) {
+	if s.notModified(w, r, st) {
 		return nil
 	}
 	l0, err := st.Level(0)
@@ -483,7 +508,7 @@ func (s *Server) meshManifest(w http.ResponseWriter, r *http.Request) error {
 	if err := checkObject(r.Context(), st.Name(), l0, id); err != nil {
 		return err
 	}
-	if s.o.NotModified(w, r, st) {
+	if s.notModified(w, r, st) {
 		return nil
 	}
 	body, err := json.Marshal(map[string][]string{"fragments": {fmt.Sprintf("frag/%d", id)}})
@@ -503,7 +528,7 @@ func (s *Server) meshFragment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.o.NotModified(w, r, st) {
+	if s.notModified(w, r, st) {
 		return nil
 	}
 	l0, err := st.Level(0)
