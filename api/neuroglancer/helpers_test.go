@@ -43,7 +43,7 @@ func fixtureStores(t testing.TB) []*zvf.Store {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = st.Close() })
+		t.Cleanup(func() { _ = bs.Close() })
 		out = append(out, st)
 	}
 	return out
