@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -30,13 +29,16 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/klauspost/compress/zstd.(*blockDec).startDecoder"),
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, ignoredGoroutines()...) }
+
+// ignoredGoroutines are the goroutines that outlive a test on purpose.
+func ignoredGoroutines() []goleak.Option {
+	return []goleak.Option{goleak.IgnoreTopFunction("github.com/klauspost/compress/zstd.(*blockDec).startDecoder"),
 		goleak.IgnoreAnyFunction("github.com/klauspost/compress/zstd.(*Decoder).startStreamDecoder"),
 		// Idle keep-alive connections of the S3 SDK's shared HTTP client
 		// (TestS3MatchesLocal): pooled, not leaked per request.
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop")}
 }
 
 const fixtures = "../testdata/zvf-reference"
@@ -56,7 +58,7 @@ func openStores(t testing.TB, names ...string) []*zvf.Store {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = s.Close() })
+		t.Cleanup(func() { _ = st.Close() })
 		out = append(out, s)
 	}
 	return out
@@ -118,6 +120,7 @@ func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
 // TestEveryRouteDocumented walks the chi routes and checks each is a path
 // of openapi.yaml, and that every documented path is routed.
 func TestEveryRouteDocumented(t *testing.T) {
+	t.Parallel()
 	doc, _ := loadSpec(t)
 	srv, _ := newServer(t, api.Options{UI: http.NotFoundHandler()})
 	routes, ok := srv.Handler().(chi.Routes)
@@ -152,6 +155,7 @@ func TestEveryRouteDocumented(t *testing.T) {
 // TestResponsesMatchSpec validates real responses (success and error)
 // against openapi.yaml.
 func TestResponsesMatchSpec(t *testing.T) {
+	t.Parallel()
 	_, router := loadSpec(t)
 	_, ts := newServer(t, api.Options{UI: http.NotFoundHandler()})
 	for _, tc := range []struct {
@@ -278,6 +282,7 @@ func corner(v []float64) string {
 // TestHTTPEqualsReader: every fixture's bbox answers over HTTP (JSON and
 // binary, paged and whole) equal the library's.
 func TestHTTPEqualsReader(t *testing.T) {
+	t.Parallel()
 	stores := openStores(t, fixtureNames...)
 	_, ts := newServer(t, api.Options{Stores: stores})
 	boxes := [][2][]float64{
@@ -389,6 +394,7 @@ func decodeBinaryVertices(t *testing.T, b []byte) [][]float64 {
 }
 
 func TestConditionalAndCompression(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{MaxAge: time.Hour})
 	path := "/api/v1/stores/graph/bbox?min=0,0,0&max=500,500,500"
 	resp, _ := get(t, ts, path)
@@ -426,6 +432,7 @@ func TestConditionalAndCompression(t *testing.T) {
 }
 
 func TestSecurityDefaults(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{Token: "s3cret", CORSOrigins: []string{"https://viewer.example"}})
 	for _, tc := range []struct {
 		method, path string
@@ -472,6 +479,7 @@ func TestSecurityDefaults(t *testing.T) {
 }
 
 func TestNDJSON(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{})
 	resp, body := get(t, ts, "/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=300,300,300&attributes=*", "Accept", "application/x-ndjson")
 	if resp.Header.Get("Content-Type") != "application/x-ndjson" {
@@ -497,6 +505,7 @@ func TestNDJSON(t *testing.T) {
 }
 
 func TestMetricsCount(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{Cache: cache.New(1 << 20)})
 	get(t, ts, "/api/v1/stores/graph")
 	_, body := get(t, ts, "/metrics")
@@ -506,14 +515,3 @@ func TestMetricsCount(t *testing.T) {
 		}
 	}
 }
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-var _ = sortedKeys

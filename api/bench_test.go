@@ -14,8 +14,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 const benchPoints = 2_000_000
@@ -29,7 +29,7 @@ var bench struct {
 func benchServer(b *testing.B) *api.Server {
 	bench.once.Do(func() {
 		ctx := context.Background()
-		st, err := zvftest.Points(ctx, benchPoints, 1, writer.CodecNone)
+		st, err := synth.Points(ctx, benchPoints, 1, writer.CodecNone)
 		if err != nil {
 			bench.err = err
 			return
@@ -61,7 +61,7 @@ func (d *discard) Write(p []byte) (int, error) { d.n += int64(len(p)); return le
 
 func benchBBox(b *testing.B, want int, format string) {
 	srv := benchServer(b)
-	min, max := zvftest.BoxFor(benchPoints, want, 301)
+	min, max := synth.BoxFor(benchPoints, want, 301)
 	url := fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=%s&connectivity=false", min[0], min[1], min[2], max[0], max[1], max[2], format)
 	h := srv.Handler()
 	req := httptest.NewRequest(http.MethodGet, url, nil)
@@ -101,7 +101,7 @@ func TestBBoxBinaryAllocsConstant(t *testing.T) {
 		t.Skip("builds a 200k-point store")
 	}
 	ctx := context.Background()
-	st, err := zvftest.Points(ctx, 200_000, 1, writer.CodecNone)
+	st, err := synth.Points(ctx, 200_000, 1, writer.CodecNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestBBoxBinaryAllocsConstant(t *testing.T) {
 	h := srv.Handler()
 	allocs := map[int]float64{}
 	for _, want := range []int{1_000, 50_000} {
-		min, max := zvftest.BoxFor(200_000, want, 301)
+		min, max := synth.BoxFor(200_000, want, 301)
 		url := fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin", min[0], min[1], min[2], max[0], max[1], max[2])
 		req := httptest.NewRequest(http.MethodGet, url, nil)
 		w := &discard{h: http.Header{}}

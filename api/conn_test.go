@@ -15,17 +15,6 @@ import (
 	"github.com/zvfserve/zvfserve/api"
 )
 
-// waitFor polls cond (a metric, a log) until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
-
 // smallBuffers makes the kernel hold little of a response, so a client
 // that does not read blocks the server's writes after a few kilobytes
 // (loopback buffers otherwise grow to megabytes).
@@ -64,6 +53,7 @@ func dialSmall(t *testing.T, addr, path string) net.Conn {
 // they are cut (a visibly incomplete body), counted as stalled, and a
 // well-behaved client is served instead of getting 503.
 func TestStalledClientsAreCut(t *testing.T) {
+	t.Parallel()
 	const slots = 4
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 		t.Run(proto, func(t *testing.T) {
@@ -74,7 +64,10 @@ func TestStalledClientsAreCut(t *testing.T) {
 			}
 			ts := startHTTPOn(t, srv, smallBuffers{ln}, proto == "HTTP/2.0")
 			var stalled []net.Conn
+			var heads [][]byte // what each stalled HTTP/1.1 client read before it stopped
 			for i := 0; i < slots; i++ {
+				// The response's head arrives once the answer has started
+				// (past the 256 KiB held back): the request holds a slot.
 				if proto == "HTTP/2.0" {
 					// 5.5 MB of NDJSON, uncompressed: more than the client's
 					// 4 MB stream window.
@@ -87,35 +80,56 @@ func TestStalledClientsAreCut(t *testing.T) {
 					t.Cleanup(func() { resp.Body.Close() })
 					continue
 				}
-				stalled = append(stalled, dialSmall(t, ts.Listener.Addr().String(), wholeBox))
+				c := dialSmall(t, ts.Listener.Addr().String(), wholeBox)
+				stalled = append(stalled, c)
+				heads = append(heads, readStatusLine(t, c))
 			}
-			waitFor(t, "the stalled requests to hold every slot", func() bool {
-				return metric(t, srv, `zvfserve_http_requests_in_flight`) == slots
-			})
+			if v := metric(t, srv, `zvfserve_http_requests_in_flight`); v != slots {
+				t.Fatalf("%v requests in flight, want the %d stalled ones", v, slots)
+			}
 			start := time.Now()
 			resp, body, err := fetch(t, ts.Client(), ts.URL+"/api/v1/stores/points")
 			if err != nil || resp.StatusCode != http.StatusOK {
 				t.Fatalf("a reading client behind %d stalled ones: %d after %v (%v) %.200s", slots, resp.StatusCode, time.Since(start), err, body)
 			}
-			waitFor(t, "the stalled requests to be logged", func() bool {
-				return metric(t, srv, `zvfserve_http_requests_total\{code="200",outcome="stalled",route="/api/v1/stores/\{store\}/bbox"\}`) == slots
-			})
-			for _, l := range logs.requests(t) {
-				if l["route"] == "/api/v1/stores/{store}/bbox" && l["outcome"] != "stalled" {
+			for _, l := range logs.awaitRequests(t, slots, "/api/v1/stores/{store}/bbox") {
+				if l["outcome"] != "stalled" {
 					t.Errorf("access log: %v", l)
 				}
 			}
-			for _, c := range stalled {
+			if v := metric(t, srv, `zvfserve_http_requests_total\{code="200",outcome="stalled",route="/api/v1/stores/\{store\}/bbox"\}`); v != slots {
+				t.Errorf("requests_total{outcome=stalled} = %v, want %d", v, slots)
+			}
+			for i, c := range stalled {
 				// What the client finally reads ends without the chunked
 				// body's terminator: the cut is visible.
 				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				b, err := io.ReadAll(c)
+				rest, err := io.ReadAll(c)
+				b := append(heads[i], rest...)
 				if (err != nil && !errors.Is(err, syscall.ECONNRESET)) || bytes.HasSuffix(b, []byte("\r\n0\r\n\r\n")) || !bytes.HasPrefix(b, []byte("HTTP/1.1 200")) {
 					t.Errorf("stalled client read %d bytes ending %q: %v", len(b), b[max(0, len(b)-16):], err)
 				}
 			}
 		})
 	}
+}
+
+// readStatusLine reads from c up to the end of the response's status line
+// and returns what it read.
+func readStatusLine(t *testing.T, c net.Conn) []byte {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer c.SetReadDeadline(time.Time{})
+	var b []byte
+	buf := make([]byte, 64)
+	for !bytes.Contains(b, []byte("\r\n")) {
+		n, err := c.Read(buf)
+		b = append(b, buf[:n]...)
+		if err != nil {
+			t.Fatalf("after %q: %v", b, err)
+		}
+	}
+	return b
 }
 
 // keepAlive is a raw HTTP/1.1 client connection that makes requests one
@@ -164,11 +178,12 @@ func (k *keepAlive) closed() bool {
 // idle a new connection is closed at once (and counted). Keep-alive
 // connections idle past IdleTimeout are closed.
 func TestConnectionCap(t *testing.T) {
+	t.Parallel()
 	const limit = 20
 	open := func(srv *api.Server) float64 { return metric(t, srv, `zvfserve_http_connections_open`) }
 
 	t.Run("idle connections go first", func(t *testing.T) {
-		srv, ts := capServer(t, api.Options{MaxConnections: limit})
+		srv, ts, states := capServer(t, api.Options{MaxConnections: limit})
 		var conns []*keepAlive
 		for i := 0; i < limit+10; i++ {
 			k := dialKeepAlive(t, ts.Listener.Addr().String())
@@ -178,7 +193,10 @@ func TestConnectionCap(t *testing.T) {
 			conns = append(conns, k)
 			// Each is idle before the next arrives (the server marks it
 			// idle just after sending the answer).
-			waitFor(t, "the connection to be idle", func() bool { return metric(t, srv, `zvfserve_http_connections_idle`) == float64(min(i+1, limit)) })
+			awaitStates(t, states, http.StateIdle, 1)
+			if n := metric(t, srv, `zvfserve_http_connections_idle`); n != float64(min(i+1, limit)) {
+				t.Fatalf("after connection %d: %v idle, want %d", i, n, min(i+1, limit))
+			}
 			if n := open(srv); n > limit {
 				t.Fatalf("%v connections open, cap %d", n, limit)
 			}
@@ -198,12 +216,15 @@ func TestConnectionCap(t *testing.T) {
 	})
 
 	t.Run("refused when none is idle", func(t *testing.T) {
-		srv, ts := capServer(t, api.Options{MaxConnections: limit})
+		srv, ts, states := capServer(t, api.Options{MaxConnections: limit})
 		// Connected but silent: not idle keep-alive connections, not evicted.
 		for i := 0; i < limit; i++ {
 			dialKeepAlive(t, ts.Listener.Addr().String())
 		}
-		waitFor(t, "the cap to fill", func() bool { return open(srv) == limit })
+		awaitStates(t, states, http.StateNew, limit)
+		if n := open(srv); n != limit {
+			t.Fatalf("%v open after %d connections, want %d", n, limit, limit)
+		}
 		k := dialKeepAlive(t, ts.Listener.Addr().String())
 		if _, err := k.get("/healthz"); err == nil {
 			t.Fatal("a connection past the cap was served")
@@ -217,7 +238,7 @@ func TestConnectionCap(t *testing.T) {
 	})
 
 	t.Run("idle timeout", func(t *testing.T) {
-		srv, ts := capServer(t, api.Options{IdleTimeout: 200 * time.Millisecond})
+		srv, ts, states := capServer(t, api.Options{IdleTimeout: 200 * time.Millisecond})
 		k := dialKeepAlive(t, ts.Listener.Addr().String())
 		if code, err := k.get("/healthz"); err != nil || code != 200 {
 			t.Fatalf("%d %v", code, err)
@@ -225,11 +246,14 @@ func TestConnectionCap(t *testing.T) {
 		if !k.closed() {
 			t.Fatal("an idle keep-alive connection outlived IdleTimeout")
 		}
-		waitFor(t, "the connection to be counted out", func() bool { return open(srv) == 0 })
+		awaitStates(t, states, http.StateClosed, 1)
+		if n := open(srv); n != 0 {
+			t.Fatalf("%v connections open after the only one closed", n)
+		}
 	})
 }
 
-func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server) {
+func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server, <-chan http.ConnState) {
 	t.Helper()
 	o.Stores = openStores(t, "graph")
 	srv, err := api.New(o)
@@ -240,7 +264,8 @@ func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, startHTTPOn(t, srv, ln, false)
+	ts, states := startHTTPWatched(t, srv, ln)
+	return srv, ts, states
 }
 
 // TestSlowSteadyClientIsNotCut: the stall timeout cuts a client that
@@ -249,6 +274,7 @@ func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server) {
 // server writes 256 KiB at a time (each such write takes 1.3 s or more to
 // drain).
 func TestSlowSteadyClientIsNotCut(t *testing.T) {
+	t.Parallel()
 	srv, _, logs := pointsServer(t, api.Options{StallTimeout: time.Second})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -279,8 +305,7 @@ func TestSlowSteadyClientIsNotCut(t *testing.T) {
 	if err != nil || len(body) < 700_000 {
 		t.Fatalf("%d bytes: %v", len(body), err)
 	}
-	waitFor(t, "the access log", func() bool { return len(logs.requests(t)) == 1 })
-	if l := logs.requests(t)[0]; l["outcome"] != "complete" {
+	if l := logs.awaitRequests(t, 1, ""); len(l) != 1 || l[0]["outcome"] != "complete" {
 		t.Fatalf("access log: %v", l)
 	}
 }

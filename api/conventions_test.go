@@ -74,6 +74,7 @@ func problemOf(t *testing.T, code int, body []byte) api.Problem {
 // levels/99999999999999999999), and a level= query on these routes is an
 // unknown parameter, not a silent override.
 func TestChunkRoutesUseTheirLevel(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	stores, _ := demoStores()
 	var cells *zvf.Store
@@ -124,6 +125,7 @@ func TestChunkRoutesUseTheirLevel(t *testing.T) {
 // the levels that hold them. The demo's cells have cell_type at level 0
 // only; auto used to pick level 1 and answer 404 "no vertex attribute".
 func TestLevelAutoHonoursAttributes(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	const box = "/api/v1/stores/cells/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&level=auto&limit=100"
 	code, _, body := serve(t, srv.Handler(), box)
@@ -163,6 +165,7 @@ func TestLevelAutoHonoursAttributes(t *testing.T) {
 // many it holds, the next page's cursor, and the last one how many the
 // box holds in all — as headers, or as trailers when the answer streams.
 func TestLimitIsClamped(t *testing.T) {
+	t.Parallel()
 	const max = 20_000
 	srv := demoServer(t, api.Options{MaxVertices: max})
 	ts := newHTTPServer(t, srv)
@@ -244,6 +247,7 @@ func newHTTPServer(t *testing.T, srv *api.Server) *httptest.Server {
 // answering 200 with defaults); f behaves alike on every route; values
 // outside a parameter's list and repeated parameters are refused.
 func TestUnknownParameters(t *testing.T) {
+	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	for _, tc := range []struct {
 		path     string
@@ -252,7 +256,7 @@ func TestUnknownParameters(t *testing.T) {
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&levle=2", []string{"levle", "did you mean level?", "attributes, connectivity, cursor, f, level, limit, max, min"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&attribute=cell_type", []string{"attribute ", "did you mean attributes?"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&format=ndjson", []string{"format", "did you mean f?"}},
-		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&connectivity=maybe", []string{`connectivity="maybe"`, "true, false"}},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&connectivity=maybe", []string{`connectivity="maybe"`, "true or false"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&f=xml", []string{`f="xml"`}},
 		{"/api/v1/stores?f=xml", []string{`f="xml"`, "json"}},
 		{"/api/v1/stores?f=bin", []string{`f="bin"`}},
@@ -283,6 +287,7 @@ func TestUnknownParameters(t *testing.T) {
 // requests against and the parameters openapi.yaml documents are the same,
 // route by route, and every API route is in both.
 func TestParameterTableMatchesSpec(t *testing.T) {
+	t.Parallel()
 	spec, _ := loadSpec(t)
 	table := api.RouteParams()
 	documented := map[string][]string{}
@@ -310,5 +315,58 @@ func TestParameterTableMatchesSpec(t *testing.T) {
 		if _, ok := table[path]; !ok {
 			t.Errorf("%s is documented but has no parameter entry", path)
 		}
+	}
+}
+
+// TestEveryRouteAtEveryLevel: every route family that takes a level
+// answers the level it was asked for, at every level of every demo store
+// (a chunk route answered level 0 for every level, and no test looked
+// above level 0).
+func TestEveryRouteAtEveryLevel(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, api.Options{})
+	stores, _ := demoStores()
+	levelOf := func(path string) (int, bool) {
+		t.Helper()
+		code, _, body := serve(t, srv.Handler(), path)
+		if code == 404 {
+			return 0, false
+		}
+		var v struct {
+			Level *int `json:"level"`
+		}
+		if code != 200 || json.Unmarshal(body, &v) != nil || v.Level == nil {
+			t.Fatalf("%s: %d %.200s", path, code, body)
+		}
+		return *v.Level, true
+	}
+	checked := 0
+	for _, st := range stores {
+		base := "/api/v1/stores/" + st.Name()
+		for _, n := range st.Levels() {
+			ls := strconv.Itoa(n)
+			l, _ := st.Level(n)
+			paths := []string{base + "/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&limit=5&level=" + ls, base + "/levels/" + ls + "/chunks",
+				base + "/levels/" + ls + "/chunks/" + l.Keys()[0].String()}
+			if l.Info().ObjectCount > 0 {
+				paths = append(paths, base+"/objects/3?level="+ls, base+"/objects/3/manifest?level="+ls)
+			}
+			if l.Info().GroupCount > 0 {
+				paths = append(paths, base+"/groups/0?level="+ls)
+			}
+			for _, p := range paths {
+				got, ok := levelOf(p)
+				if !ok {
+					continue // the object or group is not at this level
+				}
+				if got != n {
+					t.Errorf("%s answered level %d", p, got)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 30 {
+		t.Fatalf("only %d answers checked", checked)
 	}
 }

@@ -1,19 +1,24 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/cache"
@@ -22,15 +27,22 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-type mutation struct {
-	name    string
-	fixture string
-	apply   func(t *testing.T, dir string)
+// change is one edit of a store's copy: make turns the file or folder at
+// path (p, in the copy) into what the case needs.
+type change struct {
+	path string
+	make func(t *testing.T, p string)
 }
 
-func edit(path string, f func([]byte) []byte) func(*testing.T, string) {
-	return func(t *testing.T, dir string) {
-		p := filepath.Join(dir, path)
+func (c change) apply(t *testing.T, dir string) {
+	t.Helper()
+	c.make(t, filepath.Join(dir, filepath.FromSlash(c.path)))
+}
+
+// edit rewrites the file at path with f of its bytes.
+func edit(path string, f func([]byte) []byte) change {
+	return change{path, func(t *testing.T, p string) {
+		t.Helper()
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -38,7 +50,105 @@ func edit(path string, f func([]byte) []byte) func(*testing.T, string) {
 		if err := os.WriteFile(p, f(b), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}}
+}
+
+// remove deletes the file or folder at path.
+func remove(path string) change {
+	return change{path, func(t *testing.T, p string) {
+		t.Helper()
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
+// storeCopy is a writable copy of a reference store that cases change in
+// turn: what a case changed is put back from the fixture when the case
+// ends, so one copy serves them all (copying a store costs far more than
+// a case).
+type storeCopy struct{ src, dir string }
+
+func copyStore(t *testing.T, fixture string) *storeCopy {
+	t.Helper()
+	src := filepath.Join(fixtures, fixture+".zarrvectors")
+	return &storeCopy{src: src, dir: zvftest.CopyTree(t, src)}
+}
+
+// change applies cs to the copy until t ends.
+func (s *storeCopy) change(t *testing.T, cs ...change) {
+	t.Helper()
+	for _, c := range cs {
+		t.Cleanup(func() { s.restore(t, c.path) })
+		c.apply(t, s.dir)
 	}
+}
+
+// restore replaces the file or folder at path in the copy by the fixture's.
+func (s *storeCopy) restore(t *testing.T, path string) {
+	t.Helper()
+	dst := filepath.Join(s.dir, filepath.FromSlash(path))
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(s.src, filepath.FromSlash(path))
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check fails t unless the copy holds exactly the fixture's files: a
+// change left behind would quietly make later cases test something else.
+func (s *storeCopy) check(t *testing.T) {
+	t.Helper()
+	files := func(root string) map[string]string {
+		out := map[string]string{}
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(root, p)
+			out[rel] = string(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want, got := files(s.src), files(s.dir)
+	if len(got) != len(want) {
+		t.Fatalf("the copy holds %d files, the fixture %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("%s differs from the fixture after the cases", k)
+		}
+	}
+}
+
+type mutation struct {
+	name    string
+	fixture string
+	changes []change
 }
 
 func put64(off int, v uint64) func([]byte) []byte {
@@ -90,73 +200,67 @@ func mutations() []mutation {
 	const gv, gf = "0/vertices/3.4.2", "0/vertex_fragments/3.4.2"
 	const gs = "0/vertices/__shard_000028" // holds chunk 5.3.2 of graph_sharded
 	return []mutation{
-		{"truncated vertex blob", "graph", edit(gv+"/c/0", func(b []byte) []byte { return b[:len(b)/2+1] })},
-		{"empty vertex blob", "graph", edit(gv+"/c/0", func(b []byte) []byte { return nil })},
-		{"fragment index wrong magic", "graph", edit(gf+"/c/0", func(b []byte) []byte { b[0] ^= 0xff; return b })},
-		{"fragment index F lies", "graph", edit(gf+"/c/0", put32(8, 1<<31))},
-		{"fragment index R lies", "graph", edit(gf+"/c/0", put32(12, 7))},
-		{"fragment index T lies", "polylines", edit("0/vertex_fragments/1.4.2/c/0", func(b []byte) []byte { return append(b, make([]byte, 8)...) })},
-		{"negative range start", "graph", edit(gf+"/c/0", put64(24, 1<<63))},
-		{"overflowing range count", "graph", edit(gf+"/c/0", put64(32, 1<<62))},
-		{"manifest names missing chunk", "graph", func(t *testing.T, dir string) {
-			if err := os.RemoveAll(filepath.Join(dir, gv)); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"manifest names missing fragment", "points_pyramid", edit("0/vertex_fragments/0.1.1/c/0", func(b []byte) []byte {
+		{"truncated vertex blob", "graph", []change{edit(gv+"/c/0", func(b []byte) []byte { return b[:len(b)/2+1] })}},
+		{"empty vertex blob", "graph", []change{edit(gv+"/c/0", func(b []byte) []byte { return nil })}},
+		{"fragment index wrong magic", "graph", []change{edit(gf+"/c/0", func(b []byte) []byte { b[0] ^= 0xff; return b })}},
+		{"fragment index F lies", "graph", []change{edit(gf+"/c/0", put32(8, 1<<31))}},
+		{"fragment index R lies", "graph", []change{edit(gf+"/c/0", put32(12, 7))}},
+		{"fragment index T lies", "polylines", []change{edit("0/vertex_fragments/1.4.2/c/0", func(b []byte) []byte { return append(b, make([]byte, 8)...) })}},
+		{"negative range start", "graph", []change{edit(gf+"/c/0", put64(24, 1<<63))}},
+		{"overflowing range count", "graph", []change{edit(gf+"/c/0", put64(32, 1<<62))}},
+		{"manifest names missing chunk", "graph", []change{remove(gv)}},
+		{"manifest names missing fragment", "points_pyramid", []change{edit("0/vertex_fragments/0.1.1/c/0", func(b []byte) []byte {
 			// F = 0: the chunk keeps its rows but names no fragments.
 			out := append([]byte(nil), b[:16]...)
 			binary.LittleEndian.PutUint32(out[8:], 0)
 			binary.LittleEndian.PutUint32(out[12:], 0)
 			return out
-		})},
-		{"manifest chunk garbage", "polylines", edit("0/object_index/manifests/c/0", func(b []byte) []byte { return b[:len(b)/3] })},
-		{"blob not whole rows", "mesh", edit("0/vertices/1.1.1/c/0", func(b []byte) []byte { return b[:len(b)-4] })},
-		{"bad chunk zarr.json", "graph", edit(gv+"/zarr.json", func([]byte) []byte { return []byte(`{"zarr_format":3,"node_type":"array","shape":[-4]`) })},
-		{"missing chunk zarr.json", "graph", func(t *testing.T, dir string) { _ = os.Remove(filepath.Join(dir, gv, "zarr.json")) }},
-		{"unknown codec", "graph", edit(gv+"/zarr.json", replace(`"name":"bytes"`, `"name":"lzma9"`))},
-		{"unknown data type", "graph", edit(gv+"/zarr.json", replace(`"uint8"`, `"uint7"`))},
-		{"links past the chunk", "graph", edit("0/links/0/3.4.2/c/0", put64(0, 1<<40))},
-		{"cross-chunk links ragged", "mesh", edit("0/cross_chunk_links/0/data/c/0", func(b []byte) []byte { return b[:len(b)-3] })},
-		{"bad level zarr.json", "points_pyramid", edit("1/zarr.json", func([]byte) []byte { return []byte("[1,2") })},
-		{"bad root zarr.json", "skeleton", edit("zarr.json", func([]byte) []byte { return []byte("not json") })},
-		{"missing root zarr.json", "skeleton", func(t *testing.T, dir string) { _ = os.Remove(filepath.Join(dir, "zarr.json")) }},
-		{"unsupported zv_version", "skeleton", edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`))},
-		{"vertex attribute truncated", "points_pyramid", edit("0/vertex_attributes/intensity/0.1.1/c/0", func(b []byte) []byte { return b[:len(b)-1] })},
-		{"groups offsets past data", "points_pyramid", edit("0/groups/offsets/c/0", put64(8, 1<<50))},
-		{"shard index points outside the shard", "graph_sharded", edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
+		})}},
+		{"manifest chunk garbage", "polylines", []change{edit("0/object_index/manifests/c/0", func(b []byte) []byte { return b[:len(b)/3] })}},
+		{"blob not whole rows", "mesh", []change{edit("0/vertices/1.1.1/c/0", func(b []byte) []byte { return b[:len(b)-4] })}},
+		{"bad chunk zarr.json", "graph", []change{edit(gv+"/zarr.json", func([]byte) []byte { return []byte(`{"zarr_format":3,"node_type":"array","shape":[-4]`) })}},
+		{"missing chunk zarr.json", "graph", []change{remove(gv + "/zarr.json")}},
+		{"unknown codec", "graph", []change{edit(gv+"/zarr.json", replace(`"name":"bytes"`, `"name":"lzma9"`))}},
+		{"unknown data type", "graph", []change{edit(gv+"/zarr.json", replace(`"uint8"`, `"uint7"`))}},
+		{"links past the chunk", "graph", []change{edit("0/links/0/3.4.2/c/0", put64(0, 1<<40))}},
+		{"cross-chunk links ragged", "mesh", []change{edit("0/cross_chunk_links/0/data/c/0", func(b []byte) []byte { return b[:len(b)-3] })}},
+		{"bad level zarr.json", "points_pyramid", []change{edit("1/zarr.json", func([]byte) []byte { return []byte("[1,2") })}},
+		{"bad root zarr.json", "skeleton", []change{edit("zarr.json", func([]byte) []byte { return []byte("not json") })}},
+		{"missing root zarr.json", "skeleton", []change{remove("zarr.json")}},
+		{"unsupported zv_version", "skeleton", []change{edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`))}},
+		{"vertex attribute truncated", "points_pyramid", []change{edit("0/vertex_attributes/intensity/0.1.1/c/0", func(b []byte) []byte { return b[:len(b)-1] })}},
+		{"groups offsets past data", "points_pyramid", []change{edit("0/groups/offsets/c/0", put64(8, 1<<50))}},
+		{"shard index points outside the shard", "graph_sharded", []change{edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
 			for k := range m {
 				m[k] = []int64{4, 1 << 40}
 			}
-		}))},
-		{"shard index offset past the shard", "graph_sharded", edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
+		}))}},
+		{"shard index offset past the shard", "graph_sharded", []change{edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
 			for k := range m {
 				m[k] = []int64{1 << 62, 12}
 			}
-		}))},
-		{"shard index negative", "graph_sharded", edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
+		}))}},
+		{"shard index negative", "graph_sharded", []change{edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
 			for k := range m {
 				m[k] = []int64{-8, 12}
 			}
-		}))},
-		{"shard blob truncated", "graph_sharded", edit(gs+"/c/0", func(b []byte) []byte { return b[:len(b)/2] })},
+		}))}},
+		{"shard blob truncated", "graph_sharded", []change{edit(gs+"/c/0", func(b []byte) []byte { return b[:len(b)/2] })}},
 		// Issue 12: a missing chunk reads as the fill value, which was
 		// allocated at the declared chunk size on the cache's goroutine: a
 		// panic there killed the server. Now the array is refused at open.
-		{"vertex blob declares a 2^62-1 chunk, chunk missing", "graph", func(t *testing.T, dir string) {
-			edit(gv+"/zarr.json", replace(`"chunk_shape":[48]`, `"chunk_shape":[4611686018427387903]`))(t, dir)
-			if err := os.Remove(filepath.Join(dir, gv, "c", "0")); err != nil {
-				t.Fatal(err)
-			}
+		{"vertex blob declares a 2^62-1 chunk, chunk missing", "graph", []change{
+			edit(gv+"/zarr.json", replace(`"chunk_shape":[48]`, `"chunk_shape":[4611686018427387903]`)),
+			remove(gv + "/c/0"),
 		}},
 		// The object count sizes nothing: the Neuroglancer routes read
 		// objects a batch at a time and meet the short manifest array.
-		{"object count far past the manifests", "polylines", edit("0/object_index/zarr.json", replace(`"num_objects": 200`, `"num_objects": 4611686018427387903`))},
+		{"object count far past the manifests", "polylines", []change{edit("0/object_index/zarr.json", replace(`"num_objects": 200`, `"num_objects": 4611686018427387903`))}},
 		// A zstd frame declaring 256 MiB in 18 bytes, in a variable-length
 		// array (no exact decoded size): refused before allocating.
-		{"manifest chunk is a zstd bomb", "polylines", edit("0/object_index/manifests/c/0", func([]byte) []byte {
+		{"manifest chunk is a zstd bomb", "polylines", []change{edit("0/object_index/manifests/c/0", func([]byte) []byte {
 			return []byte{0x28, 0xB5, 0x2F, 0xFD, 0xC0, 6 << 3, 0, 0, 0, 0x10, 0, 0, 0, 0, 0x03, 0x80, 0, 'a'}
-		})},
+		})}},
 	}
 }
 
@@ -164,12 +268,16 @@ func mutations() []mutation {
 // or a problem+json error (never an internal error, a panic or a hang) —
 // a store refused at open answers every one of its routes with the typed
 // problem; goroutines and heap return to their baseline; a healthy store
-// served beside it keeps answering correctly.
+// served beside it keeps answering exactly as before.
+//
+// Each fixture is copied once and its mutations run in turn on the copy
+// (each undone when it ends); the fixtures run in parallel.
 func TestCorruptStoreSuite(t *testing.T) {
-	ctx := context.Background()
 	healthy := openStores(t, "graph")[0]
-	baseline := runtime.NumGoroutine()
+	healthyAnswer := graphBoxAnswer(t, healthy)
+	leftover := goleak.IgnoreCurrent()
 	heap0 := heapInUse()
+	var mu sync.Mutex
 	outcomes := map[string]int{}
 	// Mutations whose routes must answer this status where they read the
 	// bad data (and otherwise 200, or 404 for what the store lacks).
@@ -177,102 +285,34 @@ func TestCorruptStoreSuite(t *testing.T) {
 		"vertex blob declares a 2^62-1 chunk, chunk missing": http.StatusUnprocessableEntity,
 		"manifest chunk is a zstd bomb":                      http.StatusUnprocessableEntity,
 	}
+	var order []string
+	byFixture := map[string][]mutation{}
 	for _, m := range mutations() {
-		t.Run(m.name, func(t *testing.T) {
-			dir := zvftest.CopyTree(t, filepath.Join(fixtures, m.fixture+".zarrvectors"))
-			m.apply(t, dir)
-			st, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, zvf.Watch{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			bad, openErr := h.Current()
-			if openErr != nil && !errors.Is(openErr, zvf.ErrCorrupt) && !errors.Is(openErr, zvf.ErrUnsupported) {
-				t.Fatalf("open failed with an untyped error: %v", openErr)
-			}
-			srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Stores: []*zvf.Store{healthy}, RequestTimeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hd := srv.Handler()
-			routes := []string{"/api/v1/stores/bad", "/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*",
-				"/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=bin", "/api/v1/stores/bad/bbox?min=0,0,0&max=500,500,500&level=auto&limit=100",
-				"/api/v1/stores/bad/objects/0?attributes=*", "/api/v1/stores/bad/objects/1/manifest", "/api/v1/stores/bad/objects/0/levels",
-				"/api/v1/stores/bad/groups/0", "/api/v1/stores/bad/levels/0/chunks", "/api/v1/stores/bad/levels/1/chunks",
-				// The Neuroglancer sources read the whole of level 0 for their
-				// spatial index: every corruption reaches them.
-				"/ng/bad/annotations/info", "/ng/bad/annotations/spatial0/0_0_0", "/ng/bad/annotations/by_id/1", "/ng/bad/lines/info",
-				"/ng/bad/skeletons/info", "/ng/bad/skeletons/1", "/ng/bad/skeletons/seg_props/info", "/ng/bad/meshes/1:0", "/ng/bad/meshes/frag/1"}
-			if bad != nil {
-				l0, _ := bad.Level(0)
-				for _, k := range l0.Keys() {
-					routes = append(routes, "/api/v1/stores/bad/levels/0/chunks/"+k.String()+"?attributes=*")
-				}
-			}
-			if code, _, body := serve(t, hd, "/api/v1/stores"); code != 200 || strings.Contains(string(body), dir) {
-				t.Fatalf("catalog: %d %.300s", code, body)
-			}
-			errs, wanted := 0, 0
-			for _, r := range routes {
-				code, ctype, body := serve(t, hd, r)
-				if code == 200 {
-					if openErr != nil {
-						t.Fatalf("%s: 200 from a store that did not open", r)
-					}
-					continue
-				}
-				errs++
-				if ctype != "application/problem+json" {
-					t.Fatalf("%s: %d with %s", r, code, ctype)
-				}
-				var p api.Problem
-				if err := json.Unmarshal(body, &p); err != nil || p.Status != code {
-					t.Fatalf("%s: bad problem body %s", r, body)
-				}
-				if strings.HasSuffix(p.Type, "/internal") || code == 500 {
-					t.Fatalf("%s: internal error instead of a classified one: %s", r, body)
-				}
-				if want := wantStatus[m.name]; want != 0 {
-					if code != want && code != http.StatusNotFound {
-						t.Fatalf("%s: %d, want %d: %s", r, code, want, body)
-					}
-					if code == want {
-						wanted++
-					}
-				}
-				if strings.Contains(string(body), dir) {
-					t.Fatalf("%s: response leaks a local path", r)
-				}
-			}
-			switch {
-			case errs == 0:
-				t.Fatalf("no route noticed the corruption")
-			case wantStatus[m.name] != 0 && wanted == 0:
-				t.Fatalf("no route answered %d", wantStatus[m.name])
-			case openErr != nil:
-				outcomes["refused at open: every route a problem+json"]++
-			default:
-				outcomes["problem+json on the routes that read it"]++
-			}
-			// The healthy store beside it is unaffected.
-			code, _, body := serve(t, hd, "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675")
-			if code != 200 || !strings.Contains(string(body), `"count":79`) {
-				t.Fatalf("healthy store: %d %.200s", code, body)
-			}
-		})
+		if byFixture[m.fixture] == nil {
+			order = append(order, m.fixture)
+		}
+		byFixture[m.fixture] = append(byFixture[m.fixture], m)
 	}
+	t.Run("fixtures", func(t *testing.T) {
+		for _, fixture := range order {
+			t.Run(fixture, func(t *testing.T) {
+				t.Parallel()
+				sc := copyStore(t, fixture)
+				for _, m := range byFixture[fixture] {
+					t.Run(m.name, func(t *testing.T) {
+						sc.change(t, m.changes...)
+						outcome := checkCorruptStore(t, sc.dir, healthy, healthyAnswer, wantStatus[m.name])
+						mu.Lock()
+						outcomes[outcome]++
+						mu.Unlock()
+					})
+				}
+				sc.check(t)
+			})
+		}
+	})
 	t.Logf("%d mutations: %v", len(mutations()), outcomes)
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > baseline+2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > baseline+2 {
-		t.Fatalf("goroutines: %d, baseline %d", n, baseline)
-	}
+	goleak.VerifyNone(t, append(ignoredGoroutines(), leftover)...)
 	// Every mutated store, its cache and its server are unreachable now:
 	// the heap must be back near where it started.
 	if heap1 := heapInUse(); heap1 > heap0+16<<20 {
@@ -280,6 +320,109 @@ func TestCorruptStoreSuite(t *testing.T) {
 	} else {
 		t.Logf("heap in use: %.1f MB before, %.1f MB after", float64(heap0)/(1<<20), float64(heap1)/(1<<20))
 	}
+}
+
+// checkCorruptStore serves the store in dir (as "bad", beside healthy) and
+// asks every route of it; it returns which kind of outcome it saw.
+func checkCorruptStore(t *testing.T, dir string, healthy *zvf.Store, healthyAnswer []byte, want int) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, zvf.Watch{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	bad, openErr := h.Current()
+	if openErr != nil && !errors.Is(openErr, zvf.ErrCorrupt) && !errors.Is(openErr, zvf.ErrUnsupported) {
+		t.Fatalf("open failed with an untyped error: %v", openErr)
+	}
+	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Stores: []*zvf.Store{healthy}, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd := srv.Handler()
+	routes := []string{"/api/v1/stores/bad", "/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*",
+		"/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=bin", "/api/v1/stores/bad/bbox?min=0,0,0&max=500,500,500&level=auto&limit=100",
+		"/api/v1/stores/bad/objects/0?attributes=*", "/api/v1/stores/bad/objects/1/manifest", "/api/v1/stores/bad/objects/0/levels",
+		"/api/v1/stores/bad/groups/0", "/api/v1/stores/bad/levels/0/chunks", "/api/v1/stores/bad/levels/1/chunks",
+		// The Neuroglancer sources read the whole of level 0 for their
+		// spatial index: every corruption reaches them.
+		"/ng/bad/annotations/info", "/ng/bad/annotations/spatial0/0_0_0", "/ng/bad/annotations/by_id/1", "/ng/bad/lines/info",
+		"/ng/bad/skeletons/info", "/ng/bad/skeletons/1", "/ng/bad/skeletons/seg_props/info", "/ng/bad/meshes/1:0", "/ng/bad/meshes/frag/1"}
+	if bad != nil {
+		l0, _ := bad.Level(0)
+		for _, k := range l0.Keys() {
+			routes = append(routes, "/api/v1/stores/bad/levels/0/chunks/"+k.String()+"?attributes=*")
+		}
+	}
+	if code, _, body := serve(t, hd, "/api/v1/stores"); code != 200 || strings.Contains(string(body), dir) {
+		t.Fatalf("catalog: %d %.300s", code, body)
+	}
+	errs, wanted := 0, 0
+	for _, r := range routes {
+		code, ctype, body := serve(t, hd, r)
+		if code == 200 {
+			if openErr != nil {
+				t.Fatalf("%s: 200 from a store that did not open", r)
+			}
+			continue
+		}
+		errs++
+		if ctype != "application/problem+json" {
+			t.Fatalf("%s: %d with %s", r, code, ctype)
+		}
+		var p api.Problem
+		if err := json.Unmarshal(body, &p); err != nil || p.Status != code {
+			t.Fatalf("%s: bad problem body %s", r, body)
+		}
+		if strings.HasSuffix(p.Type, "/internal") || code == 500 {
+			t.Fatalf("%s: internal error instead of a classified one: %s", r, body)
+		}
+		if want != 0 {
+			if code != want && code != http.StatusNotFound {
+				t.Fatalf("%s: %d, want %d: %s", r, code, want, body)
+			}
+			if code == want {
+				wanted++
+			}
+		}
+		if strings.Contains(string(body), dir) {
+			t.Fatalf("%s: response leaks a local path", r)
+		}
+	}
+	// The healthy store beside it is unaffected.
+	if code, _, body := serve(t, hd, graphBox); code != 200 || !bytes.Equal(body, healthyAnswer) {
+		t.Fatalf("healthy store: %d %.200s", code, body)
+	}
+	switch {
+	case errs == 0:
+		t.Fatalf("no route noticed the corruption")
+	case want != 0 && wanted == 0:
+		t.Fatalf("no route answered %d", want)
+	case openErr != nil:
+		return "refused at open: every route a problem+json"
+	}
+	return "problem+json on the routes that read it"
+}
+
+// graphBoxAnswer is the answer to graphBox of s (the graph fixture), served
+// alone; its count must be the reader's for the same box.
+func graphBoxAnswer(t *testing.T, s *zvf.Store) []byte {
+	t.Helper()
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := readerAnswer(t, s, 0, []float64{390, 223, 585}, []float64{480, 313, 675})
+	code, _, body := serve(t, srv.Handler(), graphBox)
+	if code != 200 || len(rows) == 0 || !bytes.Contains(body, fmt.Appendf(nil, `"count":%d,`, len(rows))) {
+		t.Fatalf("%s: %d, the reader has %d rows: %.200s", graphBox, code, len(rows), body)
+	}
+	return body
 }
 
 func heapInUse() uint64 {
@@ -300,7 +443,17 @@ func serve(t *testing.T, h http.Handler, path string) (int, string, []byte) {
 // a hang.
 func serveFull(t *testing.T, h http.Handler, path string) (int, http.Header, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, path, nil)
+	req, err := http.NewRequest(http.MethodGet, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveRequest(t, h, req)
+}
+
+// serveRequest is serveFull for a request of the caller's (with its
+// context, say).
+func serveRequest(t *testing.T, h http.Handler, req *http.Request) (int, http.Header, []byte) {
+	t.Helper()
 	rec := newRecorder()
 	done := make(chan struct{})
 	go func() {
@@ -315,10 +468,10 @@ func serveFull(t *testing.T, h http.Handler, path string) (int, http.Header, []b
 	select {
 	case <-done:
 	case <-time.After(15 * time.Second):
-		t.Fatalf("%s hangs", path)
+		t.Fatalf("%s hangs", req.URL)
 	}
 	if rec.panicked != "" {
-		t.Fatalf("%s: handler panicked (%s)", path, rec.panicked)
+		t.Fatalf("%s: handler panicked (%s)", req.URL, rec.panicked)
 	}
 	body, _ := io.ReadAll(rec.body())
 	return rec.code, rec.Header(), body

@@ -7,6 +7,7 @@ import (
 )
 
 func TestDecodeCursor(t *testing.T) {
+	t.Parallel()
 	enc := func(c cursor) string {
 		b, _ := json.Marshal(c)
 		return base64.RawURLEncoding.EncodeToString(b)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -16,8 +17,12 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 )
 
-// faultyServer serves the graph fixture through a fault-injecting store.
-func faultyServer(t *testing.T, o api.Options) (*faultstore.Store, string) {
+// faultyServer serves the graph fixture through a fault-injecting store,
+// in process. The tests that wait run in a synctest bubble: time there is
+// fake (a timeout fires as soon as everything waits for it), and
+// synctest.Wait returns once every request and read is blocked or done,
+// so the counters of the fault store can be read without polling.
+func faultyServer(t *testing.T, o api.Options) (*faultstore.Store, http.Handler) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
@@ -29,129 +34,122 @@ func faultyServer(t *testing.T, o api.Options) (*faultstore.Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = fs.Close() })
 	o.Stores = []*zvf.Store{s}
-	_, ts := newServer(t, o)
-	return fs, ts.URL
+	srv, err := api.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, srv.Handler()
 }
 
 const graphBox = "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675"
 
+// hang makes every read of a vertex chunk block until its context ends.
+func hang() *faultstore.Rule {
+	return &faultstore.Rule{Op: "get", Key: "vertices", Fault: faultstore.Fault{Hang: true}}
+}
+
 func TestBackendUnavailable(t *testing.T) {
-	fs, url := faultyServer(t, api.Options{})
+	t.Parallel()
+	fs, h := faultyServer(t, api.Options{})
 	fs.Add(&faultstore.Rule{Op: "get", Key: "vertices", Fault: faultstore.Fault{Err: errors.Join(storage.ErrUnavailable, faultstore.ErrInjected)}})
-	resp, err := http.Get(url + graphBox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != "application/problem+json" {
-		t.Fatalf("status %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	code, hdr, _ := serveFull(t, h, graphBox)
+	if code != http.StatusBadGateway || hdr.Get("Retry-After") == "" || hdr.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("status %d Retry-After %q Content-Type %q", code, hdr.Get("Retry-After"), hdr.Get("Content-Type"))
 	}
 	// Once the backend recovers the same request succeeds (errors are not cached).
 	fs.Reset()
-	resp, err = http.Get(url + graphBox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("after recovery: %d", resp.StatusCode)
+	if code, _, _ := serveFull(t, h, graphBox); code != 200 {
+		t.Fatalf("after recovery: %d", code)
 	}
 }
 
 func TestSlowStorageTimesOut(t *testing.T) {
-	fs, url := faultyServer(t, api.Options{RequestTimeout: 150 * time.Millisecond})
-	fs.Add(&faultstore.Rule{Op: "get", Key: "vertices", Fault: faultstore.Fault{Hang: true}})
-	start := time.Now()
-	resp, err := http.Get(url + graphBox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusGatewayTimeout || time.Since(start) > 5*time.Second {
-		t.Fatalf("status %d after %v", resp.StatusCode, time.Since(start))
-	}
-	waitZero(t, fs)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 150 * time.Millisecond
+		fs, h := faultyServer(t, api.Options{RequestTimeout: timeout})
+		fs.Add(hang())
+		start := time.Now()
+		code, _, body := serveFull(t, h, graphBox)
+		if took := time.Since(start); code != http.StatusGatewayTimeout || took < timeout || took > 5*time.Second {
+			t.Fatalf("status %d after %v: %.200s", code, took, body)
+		}
+		noReadsInFlight(t, fs)
+	})
 }
 
 func TestClientDisconnectCancelsReads(t *testing.T) {
-	fs, url := faultyServer(t, api.Options{})
-	fs.Add(&faultstore.Rule{Op: "get", Key: "vertices", Fault: faultstore.Fault{Hang: true}})
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+graphBox, nil)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		fs, h := faultyServer(t, api.Options{})
+		fs.Add(hang())
+		// What the HTTP server does when the client goes: the request's
+		// context ends.
+		ctx, cancel := context.WithCancel(context.Background())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, graphBox, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for fs.InFlight.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if fs.InFlight.Load() == 0 {
-		t.Fatal("the request never reached storage")
-	}
-	cancel()
-	<-done
-	waitZero(t, fs)
-	if fs.Canceled.Load() == 0 {
-		t.Fatal("the hung backend reads were not cancelled")
-	}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			serveRequest(t, h, req)
+		}()
+		synctest.Wait()
+		if fs.InFlight.Load() == 0 {
+			t.Fatal("the request never reached storage")
+		}
+		cancel()
+		<-done
+		noReadsInFlight(t, fs)
+		if fs.Canceled.Load() == 0 {
+			t.Fatal("the hung backend reads were not cancelled")
+		}
+	})
 }
 
 func TestOverloadGets503(t *testing.T) {
-	fs, url := faultyServer(t, api.Options{MaxConcurrent: 1, QueueWait: 50 * time.Millisecond, RequestTimeout: 2 * time.Second})
-	fs.Add(&faultstore.Rule{Op: "get", Key: "vertices", Fault: faultstore.Fault{Hang: true}})
-	first := make(chan int, 1)
-	go func() {
-		resp, err := http.Get(url + graphBox)
-		if err != nil {
-			first <- 0
-			return
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		fs, h := faultyServer(t, api.Options{MaxConcurrent: 1, QueueWait: 50 * time.Millisecond, RequestTimeout: 2 * time.Second})
+		fs.Add(hang())
+		first := make(chan int, 1)
+		go func() {
+			code, _, _ := serveFull(t, h, graphBox)
+			first <- code
+		}()
+		synctest.Wait()
+		if fs.InFlight.Load() == 0 {
+			t.Fatal("the first request never reached storage")
 		}
-		resp.Body.Close()
-		first <- resp.StatusCode
-	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for fs.InFlight.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	resp, err := http.Get(url + "/api/v1/stores/graph")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("second request: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
-	if code := <-first; code != http.StatusGatewayTimeout {
-		t.Fatalf("first request: %d", code)
-	}
-	waitZero(t, fs)
+		code, hdr, _ := serveFull(t, h, "/api/v1/stores/graph")
+		if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
+			t.Fatalf("second request: %d Retry-After %q", code, hdr.Get("Retry-After"))
+		}
+		if code := <-first; code != http.StatusGatewayTimeout {
+			t.Fatalf("first request: %d", code)
+		}
+		noReadsInFlight(t, fs)
+	})
 }
 
 func TestShortReadIsCorruptNotPanic(t *testing.T) {
-	fs, url := faultyServer(t, api.Options{})
+	t.Parallel()
+	fs, h := faultyServer(t, api.Options{})
 	fs.Add(&faultstore.Rule{Op: "get", Key: "vertices/4.2.5/c/0", Fault: faultstore.Fault{ShortRead: 7}})
-	resp, err := http.Get(url + graphBox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnprocessableEntity {
-		t.Fatalf("status %d", resp.StatusCode)
+	if code, _, body := serveFull(t, h, graphBox); code != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d: %.200s", code, body)
 	}
 }
 
-func waitZero(t *testing.T, fs *faultstore.Store) {
+// noReadsInFlight fails t if a backend read is still running once
+// everything in the bubble has finished or blocked: a read left hanging
+// after its request ended.
+func noReadsInFlight(t *testing.T, fs *faultstore.Store) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for fs.InFlight.Load() != 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	synctest.Wait()
 	if n := fs.InFlight.Load(); n != 0 {
 		t.Fatalf("%d backend reads still in flight", n)
 	}

@@ -43,7 +43,7 @@ func (s *Server) store(r *http.Request) (*zvf.Store, error) {
 // the path's {level} on the chunk routes. Anything but a level number is a
 // 400; a number the store lacks is a 404.
 func (s *Server) level(st *zvf.Store, r *http.Request) (*zvf.Level, error) {
-	v := r.URL.Query().Get("level")
+	v := query(r).Get("level")
 	if p := chi.URLParam(r, "level"); p != "" {
 		v = p
 	} else if v == "" {
@@ -54,6 +54,57 @@ func (s *Server) level(st *zvf.Store, r *http.Request) (*zvf.Level, error) {
 		return nil, badRequest(fmt.Sprintf("level %q is not a level number (0, 1, 2, …)", v))
 	}
 	return st.Level(n)
+}
+
+// subject is what a request is about: the store version it answers from
+// and, when its route names them, the level (query or path) and the
+// object or group id.
+type subject struct {
+	st *zvf.Store
+	l  *zvf.Level
+	id int64
+}
+
+// subject resolves the request's store, then its level and id as asked.
+func (s *Server) subject(r *http.Request, level, id bool) (subject, error) {
+	var sub subject
+	var err error
+	if sub.st, err = s.store(r); err != nil {
+		return sub, err
+	}
+	if id {
+		if sub.id, err = parseID(r); err != nil {
+			return sub, err
+		}
+	}
+	if level {
+		if sub.l, err = s.level(sub.st, r); err != nil {
+			return sub, err
+		}
+	}
+	return sub, nil
+}
+
+// payloadRequest reads what every vertex-payload route takes beside its
+// subject — the attributes, the representation — and answers 304 when the
+// client's copy is current (done).
+func (s *Server) payloadRequest(w http.ResponseWriter, r *http.Request, st *zvf.Store) (attrs []string, rep representation, done bool, err error) {
+	if attrs, err = parseAttrs(query(r)); err != nil {
+		return nil, rep, false, err
+	}
+	if rep, err = negotiate(r, payloadCodecs()); err != nil {
+		return nil, rep, false, err
+	}
+	return attrs, rep, s.notModified(w, r, s.etag(st, r, rep)), nil
+}
+
+// columnInfos describes attribute columns for a payload's header.
+func columnInfos(cols []zvf.Column) []zvf.AttrInfo {
+	out := make([]zvf.AttrInfo, 0, len(cols))
+	for _, c := range cols {
+		out = append(out, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
+	}
+	return out
 }
 
 func parseID(r *http.Request) (int64, error) {
@@ -194,7 +245,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := query(r)
 	dims := st.Info().Dims
 	min, err := parseCorner(q.Get("min"), dims, "min")
 	if err != nil {
@@ -231,7 +282,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fmtName, err := format(r, q)
+	rep, err := negotiate(r, payloadCodecs())
 	if err != nil {
 		return err
 	}
@@ -251,12 +302,12 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(st, r, fmtName)) {
+	if s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
 	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Offset: cur.Offset, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
-	enc := newEncoder(fmtName)
-	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	enc := rep.codec.newEncoder()
+	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
 	}
@@ -325,28 +376,14 @@ func attrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
 
 func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, err := s.store(r)
+	sub, err := s.subject(r, true, true)
 	if err != nil {
 		return err
 	}
-	id, err := parseID(r)
-	if err != nil {
+	st, l, id := sub.st, sub.l, sub.id
+	attrs, rep, done, err := s.payloadRequest(w, r, st)
+	if done || err != nil {
 		return err
-	}
-	l, err := s.level(st, r)
-	if err != nil {
-		return err
-	}
-	attrs, err := parseAttrs(r.URL.Query())
-	if err != nil {
-		return err
-	}
-	fmtName, err := format(r, r.URL.Query())
-	if err != nil {
-		return err
-	}
-	if s.notModified(w, r, s.etag(st, r, fmtName)) {
-		return nil
 	}
 	o, err := l.Object(r.Context(), id, attrs)
 	if err != nil {
@@ -355,16 +392,13 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if o.Count > s.o.MaxVertices {
 		return tooLarge(fmt.Sprintf("object %d has %d vertices, more than this server's %d per response", id, o.Count, s.o.MaxVertices))
 	}
-	enc := newEncoder(fmtName)
-	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	enc := rep.codec.newEncoder()
+	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
 	}
 	defer body.release()
-	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: []zvf.AttrInfo{}}
-	for _, c := range o.Attributes {
-		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
-	}
+	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes)}
 	if err := enc.begin(body.Writer, meta); err != nil {
 		return err
 	}
@@ -391,18 +425,11 @@ func nonNilInts(v []int64) []int64 {
 }
 
 func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.store(r)
+	sub, err := s.subject(r, true, true)
 	if err != nil {
 		return err
 	}
-	id, err := parseID(r)
-	if err != nil {
-		return err
-	}
-	l, err := s.level(st, r)
-	if err != nil {
-		return err
-	}
+	st, l, id := sub.st, sub.l, sub.id
 	m, err := l.Manifest(r.Context(), id)
 	if err != nil {
 		return err
@@ -411,14 +438,11 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) objectLevels(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.store(r)
+	sub, err := s.subject(r, false, true)
 	if err != nil {
 		return err
 	}
-	id, err := parseID(r)
-	if err != nil {
-		return err
-	}
+	st, id := sub.st, sub.id
 	levels, err := st.ObjectLevels(r.Context(), id)
 	if err != nil {
 		return err
@@ -427,18 +451,11 @@ func (s *Server) objectLevels(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) group(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.store(r)
+	sub, err := s.subject(r, true, true)
 	if err != nil {
 		return err
 	}
-	id, err := parseID(r)
-	if err != nil {
-		return err
-	}
-	l, err := s.level(st, r)
-	if err != nil {
-		return err
-	}
+	st, l, id := sub.st, sub.l, sub.id
 	ids, err := l.Group(r.Context(), id)
 	if err != nil {
 		return err
@@ -449,14 +466,11 @@ func (s *Server) group(w http.ResponseWriter, r *http.Request) error {
 // ---- chunks ----
 
 func (s *Server) chunks(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.store(r)
+	sub, err := s.subject(r, true, false)
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r)
-	if err != nil {
-		return err
-	}
+	st, l := sub.st, sub.l
 	keys := make([]string, len(l.Keys()))
 	for i, k := range l.Keys() {
 		keys[i] = k.String()
@@ -467,44 +481,31 @@ func (s *Server) chunks(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, err := s.store(r)
+	sub, err := s.subject(r, true, false)
 	if err != nil {
 		return err
 	}
-	l, err := s.level(st, r)
-	if err != nil {
-		return err
-	}
+	st, l := sub.st, sub.l
 	ks := chi.URLParam(r, "key")
 	key, err := zvf.ParseKey(ks)
 	if err != nil {
 		return badRequest(fmt.Sprintf("chunk key %q: use dotted integers like 0.1.-2", ks))
 	}
-	attrs, err := parseAttrs(r.URL.Query())
-	if err != nil {
+	attrs, rep, done, err := s.payloadRequest(w, r, st)
+	if done || err != nil {
 		return err
-	}
-	fmtName, err := format(r, r.URL.Query())
-	if err != nil {
-		return err
-	}
-	if s.notModified(w, r, s.etag(st, r, fmtName)) {
-		return nil
 	}
 	t, err := l.Chunk(r.Context(), key, attrs)
 	if err != nil {
 		return err
 	}
-	enc := newEncoder(fmtName)
-	body, err := s.newBody(w, r, enc.contentType(), fmtName != "bin", start)
+	enc := rep.codec.newEncoder()
+	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
 	}
 	defer body.release()
-	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: []zvf.AttrInfo{}}
-	for _, c := range t.Attributes {
-		meta.Attributes = append(meta.Attributes, zvf.AttrInfo{Name: c.Name, DType: c.DType, Channels: c.Channels, Categories: c.Categories})
-	}
+	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes)}
 	if err := enc.begin(body.Writer, meta); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -58,13 +59,12 @@ func routeParams() map[string][]paramSpec {
 
 // checkParams refuses query parameters the route does not take, repeated
 // parameters, and values outside a parameter's list.
-func checkParams(table map[string][]paramSpec, r *http.Request) error {
+func checkParams(table map[string][]paramSpec, r *http.Request, q url.Values) error {
 	pattern := strings.TrimSuffix(chi.RouteContext(r.Context()).RoutePattern(), "/")
 	specs, ok := table[pattern]
 	if !ok {
 		return nil
 	}
-	q := r.URL.Query()
 	var unknown []string
 	for name, vs := range q {
 		i := slices.IndexFunc(specs, func(p paramSpec) bool { return p.name == name })
@@ -76,7 +76,7 @@ func checkParams(table map[string][]paramSpec, r *http.Request) error {
 			return badRequest(fmt.Sprintf("parameter %s is given %d times; give it once", name, len(vs)))
 		}
 		if vals := specs[i].values; vals != nil && !slices.Contains(vals, vs[0]) {
-			return badRequest(fmt.Sprintf("%s=%q: use %s", name, vs[0], strings.Join(vals, ", ")))
+			return badRequest(fmt.Sprintf("%s=%q: use %s", name, vs[0], orList(vals)))
 		}
 	}
 	if len(unknown) == 0 {

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
 // Problem is an RFC 9457 problem detail. Type is a stable URI per kind of
@@ -57,24 +57,19 @@ func overloaded() *Problem {
 		Detail: "too many requests in flight; retry shortly", RetryAfter: 1}
 }
 
-// classify maps any error from the reader, storage or the request's
-// context to a problem. The full error is logged by the caller.
+// classify maps any error to a problem: a *Problem is itself; the
+// reader's kinds (zvf.ErrNotFound, …) and the request's context each map to
+// one status; anything else is a 500. Only zvf knows storage errors. The
+// full error is logged by the caller.
 func classify(err error) *Problem {
 	var p *Problem
 	if errors.As(err, &p) {
 		return p
 	}
-	var ze *zvf.Error
 	detail := ""
+	var ze *zvf.Error
 	if errors.As(err, &ze) {
-		// The zvf error names store, level, array and chunk — useful to the
-		// client and free of local paths.
-		detail = ze.Error()
-		if se := (*storage.Error)(nil); errors.As(err, &se) {
-			// What storage said may carry sizes or backend text; the
-			// client gets the location and the kind only.
-			detail = ze.Location() + ": " + storageDetail(err)
-		}
+		detail = ze.Detail() // store, level, array, chunk: no local paths
 	}
 	var ce *zvf.ChangingError
 	switch {
@@ -91,34 +86,16 @@ func classify(err error) *Problem {
 		return badRequest(detail)
 	case errors.Is(err, zvf.ErrNotFound):
 		return notFound(detail)
-	case errors.Is(err, storage.ErrUnavailable):
+	case errors.Is(err, zvf.ErrUnavailable):
 		return &Problem{Type: typeBase + "backend-unavailable", Title: "Storage unavailable", Status: http.StatusBadGateway,
 			Detail: "the storage backend could not be reached; retry later", RetryAfter: 5}
 	case errors.Is(err, zvf.ErrCorrupt):
 		return &Problem{Type: typeBase + "corrupt-data", Title: "Corrupt store data", Status: http.StatusUnprocessableEntity, Detail: detail}
 	case errors.Is(err, zvf.ErrUnsupported):
 		return &Problem{Type: typeBase + "unsupported", Title: "Unsupported store feature", Status: http.StatusUnprocessableEntity, Detail: detail}
-	case errors.Is(err, storage.ErrNotFound):
-		return &Problem{Type: typeBase + "corrupt-data", Title: "Corrupt store data", Status: http.StatusUnprocessableEntity,
-			Detail: "the store references data that is missing"}
 	}
 	return &Problem{Type: typeBase + "internal", Title: "Internal error", Status: http.StatusInternalServerError,
 		Detail: "the server could not complete the request"}
-}
-
-// storageDetail names the kind of a storage failure for a client.
-func storageDetail(err error) string {
-	switch {
-	case errors.Is(err, storage.ErrTooLarge):
-		return "the stored object is larger than its metadata allows"
-	case errors.Is(err, storage.ErrNotRegular):
-		return "the stored object is not a regular file"
-	case errors.Is(err, storage.ErrOutside):
-		return "the stored object is a link that leads outside the store"
-	case errors.Is(err, storage.ErrNotFound):
-		return "the stored object is missing"
-	}
-	return "the stored object could not be read"
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
@@ -146,12 +123,27 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 // a problem response (if nothing was sent yet) and logs it.
 type handler func(w http.ResponseWriter, r *http.Request) error
 
-// attempt records which store version a handler answered from, so that
+// attempt is what wrap keeps of a request for its handler: the query,
+// parsed once, and which store version the handler answered from, so that
 // wrap can retry it on the next version.
 type attempt struct {
+	q  url.Values
 	h  *zvf.Handle
 	st *zvf.Store
 }
+
+// query is the request's parsed query string (parsed once per request).
+func query(r *http.Request) url.Values {
+	if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
+		return a.q
+	}
+	return r.URL.Query()
+}
+
+// answerHeaders are the headers a handler sets; a retried answer starts
+// without them (the request id and CORS headers set before stay).
+var answerHeaders = [...]string{"Content-Type", "Content-Encoding", "Content-Length", "ETag", "Cache-Control", "Vary",
+	"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched", "Trailer", "Server-Timing"}
 
 const attemptKey ctxKey = 2
 
@@ -160,15 +152,12 @@ const maxAttempts = 3
 
 func (s *Server) wrap(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := checkParams(s.params, r); err != nil {
+		a := &attempt{q: r.URL.Query()}
+		if err := checkParams(s.params, r, a.q); err != nil {
 			writeProblem(w, r, classify(err))
 			return
 		}
-		a := &attempt{}
 		r = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
-		// Headers set before the handler ran (request id, CORS) are kept
-		// when an answer is retried; its own are dropped.
-		base := w.Header().Clone()
 		var err error
 		for i := 1; ; i++ {
 			err = h(w, r)
@@ -189,10 +178,8 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 				}
 				break
 			}
-			hdr := w.Header()
-			clear(hdr)
-			for k, v := range base {
-				hdr[k] = v
+			for _, k := range answerHeaders {
+				w.Header().Del(k)
 			}
 		}
 		p := classify(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // uploadTree copies a local store folder into w, first deleting every object
@@ -84,7 +83,7 @@ func localServer(t *testing.T, name, dir string) *api.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
 	if err != nil {
 		t.Fatal(err)
@@ -155,20 +154,20 @@ func checkReplacedObjects(t *testing.T, target string) {
 	}
 
 	// One chunk rewritten in place: its rows reversed, same size.
-	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
-	edit("0/vertices/3.4.2/c/0", func(b []byte) []byte {
+	sc := copyStore(t, "graph")
+	edit(hostileChunk, func(b []byte) []byte {
 		out := make([]byte, 0, len(b))
 		for i := len(b) - 12; i >= 0; i -= 12 {
 			out = append(out, b[i:i+12]...)
 		}
 		return out
-	})(t, dir)
-	upload(t, w, dir)
+	}).apply(t, sc.dir)
+	upload(t, w, sc.dir)
 	settled(t, w)
 	if changed, err := h.Refresh(ctx); !changed || err != nil {
 		t.Fatalf("Refresh after a rewrite: changed=%v err=%v", changed, err)
 	}
-	after := compare("one chunk rewritten", localServer(t, "graph", dir))
+	after := compare("one chunk rewritten", localServer(t, "graph", sc.dir))
 	if after[paths[1]] == before[paths[1]] {
 		t.Fatal("ETag unchanged after the store's objects changed")
 	}
@@ -183,9 +182,9 @@ func checkReplacedObjects(t *testing.T, target string) {
 
 	// Replaced by something that does not open: served as a problem,
 	// then recovered by the next refresh once it is fixed.
-	bad := zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
-	edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`))(t, bad)
-	upload(t, w, bad)
+	sc.restore(t, hostileChunk)
+	edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`)).apply(t, sc.dir)
+	upload(t, w, sc.dir)
 	settled(t, w)
 	if changed, err := h.Refresh(ctx); !changed || err == nil {
 		t.Fatalf("Refresh to a broken store: changed=%v err=%v", changed, err)
@@ -235,6 +234,12 @@ func settled(t *testing.T, st storage.Store) {
 	}
 }
 
-func TestReplacedObjectsRefresh(t *testing.T) { checkReplacedObjects(t, "mem://replaced") }
+func TestReplacedObjectsRefresh(t *testing.T) {
+	t.Parallel()
+	checkReplacedObjects(t, "mem://replaced")
+}
 
-func TestReplacedObjectsRefreshLocal(t *testing.T) { checkReplacedObjects(t, t.TempDir()) }
+func TestReplacedObjectsRefreshLocal(t *testing.T) {
+	t.Parallel()
+	checkReplacedObjects(t, t.TempDir())
+}

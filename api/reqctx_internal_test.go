@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -20,58 +21,72 @@ func waitDone(t *testing.T, ctx context.Context, within time.Duration) {
 // TestRequestCtx: the request clock reports a timeout as DeadlineExceeded
 // to itself and to everything derived from it, moves its deadline once the
 // answer starts, passes on the client's cancellation, and after release
-// never calls back into the response.
+// never calls back into the response. Each case runs in a synctest bubble,
+// where the deadlines are fake time: exact, and no wait.
 func TestRequestCtx(t *testing.T) {
+	t.Parallel()
 	t.Run("deadline", func(t *testing.T) {
-		var expired atomic.Int32
-		c := newRequestCtx(context.Background(), time.Now().Add(20*time.Millisecond))
-		c.onExpire = func() { expired.Add(1) }
-		defer c.release()
-		child, cancel := context.WithCancel(c)
-		defer cancel()
-		ran := make(chan struct{})
-		context.AfterFunc(c, func() { close(ran) })
-		waitDone(t, child, 5*time.Second)
-		<-ran
-		if !errors.Is(c.Err(), context.DeadlineExceeded) || !errors.Is(child.Err(), context.DeadlineExceeded) || expired.Load() != 1 {
-			t.Fatalf("err %v, child %v, expired %d", c.Err(), child.Err(), expired.Load())
-		}
+		synctest.Test(t, func(t *testing.T) {
+			var expired atomic.Int32
+			start := time.Now()
+			c := newRequestCtx(context.Background(), start.Add(20*time.Millisecond))
+			c.onExpire = func() { expired.Add(1) }
+			defer c.release()
+			child, cancel := context.WithCancel(c)
+			defer cancel()
+			ran := make(chan struct{})
+			context.AfterFunc(c, func() { close(ran) })
+			waitDone(t, child, 5*time.Second)
+			<-ran
+			if took := time.Since(start); took != 20*time.Millisecond {
+				t.Fatalf("ended after %v, not at its deadline", took)
+			}
+			if !errors.Is(c.Err(), context.DeadlineExceeded) || !errors.Is(child.Err(), context.DeadlineExceeded) || expired.Load() != 1 {
+				t.Fatalf("err %v, child %v, expired %d", c.Err(), child.Err(), expired.Load())
+			}
+		})
 	})
 	t.Run("extended when the answer starts", func(t *testing.T) {
-		c := newRequestCtx(context.Background(), time.Now().Add(30*time.Millisecond))
-		defer c.release()
-		c.extend(time.Now().Add(time.Hour))
-		slow, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		select {
-		case <-c.Done():
-			t.Fatalf("ended at the first deadline: %v", c.Err())
-		case <-slow.Done():
-		}
+		synctest.Test(t, func(t *testing.T) {
+			c := newRequestCtx(context.Background(), time.Now().Add(30*time.Millisecond))
+			defer c.release()
+			c.extend(time.Now().Add(time.Hour))
+			slow, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			select {
+			case <-c.Done():
+				t.Fatalf("ended at the first deadline: %v", c.Err())
+			case <-slow.Done():
+			}
+		})
 	})
 	t.Run("client gone", func(t *testing.T) {
-		parent, cancel := context.WithCancel(context.Background())
-		c := newRequestCtx(parent, time.Now().Add(time.Hour))
-		defer c.release()
-		child, stop := context.WithCancel(c)
-		defer stop()
-		cancel()
-		waitDone(t, child, 5*time.Second)
-		if !errors.Is(c.Err(), context.Canceled) || !errors.Is(child.Err(), context.Canceled) {
-			t.Fatalf("err %v, child %v", c.Err(), child.Err())
-		}
+		synctest.Test(t, func(t *testing.T) {
+			parent, cancel := context.WithCancel(context.Background())
+			c := newRequestCtx(parent, time.Now().Add(time.Hour))
+			defer c.release()
+			child, stop := context.WithCancel(c)
+			defer stop()
+			cancel()
+			waitDone(t, child, 5*time.Second)
+			if !errors.Is(c.Err(), context.Canceled) || !errors.Is(child.Err(), context.Canceled) {
+				t.Fatalf("err %v, child %v", c.Err(), child.Err())
+			}
+		})
 	})
 	t.Run("released", func(t *testing.T) {
-		var expired atomic.Int32
-		c := newRequestCtx(context.Background(), time.Now().Add(10*time.Millisecond))
-		c.onExpire = func() { expired.Add(1) }
-		c.release()
-		if !errors.Is(c.Err(), context.Canceled) {
-			t.Fatalf("err %v", c.Err())
-		}
-		c.expire() // a timer run that raced with release
-		if expired.Load() != 0 || !errors.Is(c.Err(), context.Canceled) {
-			t.Fatalf("after release: expired %d, err %v", expired.Load(), c.Err())
-		}
+		synctest.Test(t, func(t *testing.T) {
+			var expired atomic.Int32
+			c := newRequestCtx(context.Background(), time.Now().Add(10*time.Millisecond))
+			c.onExpire = func() { expired.Add(1) }
+			c.release()
+			if !errors.Is(c.Err(), context.Canceled) {
+				t.Fatalf("err %v", c.Err())
+			}
+			c.expire() // a timer run that raced with release
+			if expired.Load() != 0 || !errors.Is(c.Err(), context.Canceled) {
+				t.Fatalf("after release: expired %d, err %v", expired.Load(), c.Err())
+			}
+		})
 	})
 }

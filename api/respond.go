@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,38 +19,15 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
-// format picks the output format from f= or Accept.
-func format(r *http.Request, q url.Values) (string, error) {
-	switch f := q.Get("f"); f {
-	case "json", "ndjson", "bin":
-		return f, nil
-	case "":
-	default:
-		return "", badRequest(fmt.Sprintf("f=%q: use json, ndjson or bin", f))
-	}
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt := strings.TrimSpace(strings.SplitN(part, ";", 2)[0])
-		switch mt {
-		case mediaBinary:
-			return "bin", nil
-		case mediaNDJSON:
-			return "ndjson", nil
-		case mediaJSON:
-			return "json", nil
-		}
-	}
-	return "json", nil
-}
-
 // etag is a strong validator: the store's version + path + query +
-// format. A store's version changes whenever a refresh sees its objects
-// change, so equal inputs give equal bytes.
-func (s *Server) etag(st *zvf.Store, r *http.Request, format string) string {
+// representation (format and content coding, each a different body). A
+// store's version changes whenever its objects do, so equal inputs give
+// equal bytes.
+func (s *Server) etag(st *zvf.Store, r *http.Request, rep representation) string {
 	h := sha256.New()
-	for _, p := range [...]string{st.Version(), r.URL.Path, r.URL.RawQuery, format} {
+	for _, p := range [...]string{st.Version(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
@@ -159,9 +135,9 @@ type bodyPools struct {
 
 const lazyLimit = 256 << 10
 
-func (s *Server) newBody(w http.ResponseWriter, r *http.Request, contentType string, text bool, start time.Time) (*bodyWriter, error) {
+func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.Time) (*bodyWriter, error) {
 	h := w.Header()
-	h.Set("Content-Type", contentType)
+	h.Set("Content-Type", rep.codec.contentType())
 	b := &bodyWriter{s: s}
 	if p, ok := s.pools.lazy.Get().(*[]byte); ok {
 		b.lazyBuf = (*p)[:0]
@@ -174,38 +150,35 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, contentType str
 	}
 	b.lazy = lw
 	var sink io.Writer = lw
-	if text {
-		enc := r.Header.Get("Accept-Encoding")
-		switch {
-		case strings.Contains(enc, "zstd"):
-			zw, ok := s.pools.zstd.Get().(*zstd.Encoder)
-			if ok {
-				zw.Reset(lw)
-			} else {
-				var err error
-				// A 256 KiB window, not the default 8 MiB: an encoder keeps
-				// twice its window, so 64 streams held 1 GB; vertex JSON
-				// compresses as well with the small one (0.439 vs 0.440).
-				if zw, err = zstd.NewWriter(lw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-					zstd.WithWindowSize(256<<10), zstd.WithLowerEncoderMem(true)); err != nil {
-					return nil, err
-				}
+	switch rep.encoding {
+	case "zstd":
+		zw, ok := s.pools.zstd.Get().(*zstd.Encoder)
+		if ok {
+			zw.Reset(lw)
+		} else {
+			var err error
+			// A 256 KiB window, not the default 8 MiB: an encoder keeps
+			// twice its window, so 64 streams held 1 GB; vertex JSON
+			// compresses as well with the small one (0.439 vs 0.440).
+			if zw, err = zstd.NewWriter(lw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+				zstd.WithWindowSize(256<<10), zstd.WithLowerEncoderMem(true)); err != nil {
+				return nil, err
 			}
-			h.Set("Content-Encoding", "zstd")
-			b.comp, sink = zw, zw
-		case strings.Contains(enc, "gzip"):
-			gw, ok := s.pools.gzip.Get().(*gzip.Writer)
-			if ok {
-				gw.Reset(lw)
-			} else {
-				var err error
-				if gw, err = gzip.NewWriterLevel(lw, gzip.BestSpeed); err != nil {
-					return nil, err
-				}
-			}
-			h.Set("Content-Encoding", "gzip")
-			b.comp, sink = gw, gw
 		}
+		h.Set("Content-Encoding", "zstd")
+		b.comp, sink = zw, zw
+	case "gzip":
+		gw, ok := s.pools.gzip.Get().(*gzip.Writer)
+		if ok {
+			gw.Reset(lw)
+		} else {
+			var err error
+			if gw, err = gzip.NewWriterLevel(lw, gzip.BestSpeed); err != nil {
+				return nil, err
+			}
+		}
+		h.Set("Content-Encoding", "gzip")
+		b.comp, sink = gw, gw
 	}
 	if bw, ok := s.pools.bufw.Get().(*bufio.Writer); ok {
 		bw.Reset(sink)
@@ -260,10 +233,14 @@ func (b *bodyWriter) finish(s *Server, start time.Time) error {
 // writeJSON sends a small JSON document with ETag support.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store, v any) error {
 	start := s.o.Now()
-	if st != nil && s.notModified(w, r, s.etag(st, r, "json")) {
+	rep, err := negotiate(r, jsonOnly())
+	if err != nil {
+		return err
+	}
+	if st != nil && s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
-	body, err := s.newBody(w, r, mediaJSON, true, start)
+	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err
 	}
@@ -273,22 +250,6 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store
 		return err
 	}
 	return body.finish(s, start)
-}
-
-// Storage wraps st so that reads are counted in the metrics.
-func (m *Metrics) Storage(st storage.Store) storage.Store { return &meteredStore{Store: st, m: m} }
-
-type meteredStore struct {
-	storage.Store
-	m *Metrics
-}
-
-func (s *meteredStore) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
-	t := time.Now()
-	obj, err := s.Store.Get(ctx, key, o)
-	s.m.readLat.Observe(time.Since(t).Seconds())
-	s.m.readBytes.Add(float64(len(obj.Data)))
-	return obj, err
 }
 
 // How a response ended, as logged and counted (the "outcome" label of

@@ -29,6 +29,7 @@ import (
 // the local-disk answer, also after the objects are replaced. Set ZVFSERVE_S3_ENDPOINT (and AWS_ACCESS_KEY_ID /
 // AWS_SECRET_ACCESS_KEY) to run it; CI sets ZVFSERVE_REQUIRE_S3=1.
 func TestS3MatchesLocal(t *testing.T) {
+	t.Parallel()
 	endpoint := os.Getenv("ZVFSERVE_S3_ENDPOINT")
 	if endpoint == "" {
 		if os.Getenv("ZVFSERVE_REQUIRE_S3") == "1" {
@@ -70,7 +71,7 @@ func TestS3MatchesLocal(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %s from S3: %v", n, err)
 		}
-		t.Cleanup(func() { _ = s.Close() })
+		t.Cleanup(func() { _ = up.Close() })
 		s3Stores = append(s3Stores, s)
 	}
 	localStores = openStores(t, names...)

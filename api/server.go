@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zvfserve/zvfserve"
@@ -72,6 +73,7 @@ type Server struct {
 	handler http.Handler
 	pools   bodyPools
 	params  map[string][]paramSpec // every route's query parameters
+	reqs    atomic.Uint64          // request ids
 }
 
 var storeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -419,14 +421,21 @@ func redactArg(a, token string) string {
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
+	// Every GET route answers HEAD with the same handler (net/http drops
+	// the body), so health checks and caches that probe with HEAD see
+	// what GET says.
+	get := func(r chi.Router, pattern string, h http.HandlerFunc) {
+		r.Get(pattern, h)
+		r.Head(pattern, h)
+	}
 	// observe sits outside recoverer so that a response cut by a panic is
 	// still logged and counted, as what it was.
 	r.Use(s.requestID, s.observe, s.recoverer, s.methods, s.cors, s.limits)
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	get(r, "/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	r.Get("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	get(r, "/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !s.ready.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -437,23 +446,23 @@ func (s *Server) routes() http.Handler {
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)
-		r.Get("/metrics", s.m.handler().ServeHTTP)
-		r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		get(r, "/metrics", s.m.handler().ServeHTTP)
+		get(r, "/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			_, _ = w.Write(OpenAPI())
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.throttle, s.timeout)
-			r.Get("/api/v1/stores", s.wrap(s.listStores))
+			get(r, "/api/v1/stores", s.wrap(s.listStores))
 			r.Route("/api/v1/stores/{store}", func(r chi.Router) {
-				r.Get("/", s.wrap(s.describeStore))
-				r.Get("/bbox", s.wrap(s.bbox))
-				r.Get("/objects/{id}", s.wrap(s.object))
-				r.Get("/objects/{id}/manifest", s.wrap(s.manifest))
-				r.Get("/objects/{id}/levels", s.wrap(s.objectLevels))
-				r.Get("/groups/{id}", s.wrap(s.group))
-				r.Get("/levels/{level}/chunks", s.wrap(s.chunks))
-				r.Get("/levels/{level}/chunks/{key}", s.wrap(s.chunk))
+				get(r, "/", s.wrap(s.describeStore))
+				get(r, "/bbox", s.wrap(s.bbox))
+				get(r, "/objects/{id}", s.wrap(s.object))
+				get(r, "/objects/{id}/manifest", s.wrap(s.manifest))
+				get(r, "/objects/{id}/levels", s.wrap(s.objectLevels))
+				get(r, "/groups/{id}", s.wrap(s.group))
+				get(r, "/levels/{level}/chunks", s.wrap(s.chunks))
+				get(r, "/levels/{level}/chunks/{key}", s.wrap(s.chunk))
 			})
 			r.Route("/ng/{store}", s.neuroglancerRoutes().Routes)
 		})
@@ -461,7 +470,15 @@ func (s *Server) routes() http.Handler {
 	if s.o.UI != nil {
 		// The viewer's static files hold no data; open, so that a browser
 		// can load the page that asks for the token its data requests send.
-		r.Handle("/*", s.o.UI)
+		get(r, "/*", func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				// A mistyped API path is still an API answer, not the
+				// viewer's plain-text 404.
+				writeProblem(w, r, notFound("no such route"))
+				return
+			}
+			s.o.UI.ServeHTTP(w, r)
+		})
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, notFound("no such route"))
@@ -506,11 +523,9 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-var reqCounter atomic.Uint64
-
 func (s *Server) requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := fmt.Sprintf("%x-%x", s.o.Now().UnixNano()&0xffffffff, reqCounter.Add(1))
+		id := fmt.Sprintf("%x-%x", s.o.Now().UnixNano()&0xffffffff, s.reqs.Add(1))
 		w.Header().Set("X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})
@@ -828,8 +843,14 @@ func NewMetrics() *Metrics {
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
 	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connRefuse, m.readBytes, m.readLat,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ObserveRead counts one storage read (see metered.Wrap).
+func (m *Metrics) ObserveRead(bytes int, took time.Duration) {
+	m.readLat.Observe(took.Seconds())
+	m.readBytes.Add(float64(bytes))
 }
 
 func (m *Metrics) handler() http.Handler {

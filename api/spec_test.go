@@ -58,6 +58,7 @@ func closeSchemas(doc *openapi3.T) {
 // TestResponsesDeclareEveryMember: every member of every JSON answer is
 // in openapi.yaml (validation with closed object schemas).
 func TestResponsesDeclareEveryMember(t *testing.T) {
+	t.Parallel()
 	doc, router := loadSpec(t)
 	closeSchemas(doc)
 	_, ts := newServer(t, api.Options{UI: http.NotFoundHandler()})
@@ -119,6 +120,7 @@ func TestResponsesDeclareEveryMember(t *testing.T) {
 // behind --token, which routes never need it, and the errors each route
 // answers with (not only under default).
 func TestSpecDeclaresErrorsAndAuth(t *testing.T) {
+	t.Parallel()
 	doc, _ := loadSpec(t)
 	sch := doc.Components.SecuritySchemes["bearer"]
 	if sch == nil || sch.Value == nil || sch.Value.Type != "http" || sch.Value.Scheme != "bearer" {
@@ -166,6 +168,7 @@ func TestSpecDeclaresErrorsAndAuth(t *testing.T) {
 // TestUnauthorizedMatchesSpec: the 401 a token server answers is the one
 // documented.
 func TestUnauthorizedMatchesSpec(t *testing.T) {
+	t.Parallel()
 	_, router := loadSpec(t)
 	_, ts := newServer(t, api.Options{Token: "s3cret", UI: http.NotFoundHandler()})
 	for _, path := range []string{"/api/v1/stores", "/api/v1/stores/graph/bbox?min=0,0,0&max=1,1,1", "/openapi.yaml", "/metrics"} {

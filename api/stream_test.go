@@ -21,8 +21,8 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // A 60,000-point store (512 level-0 chunks of ~117 points): its whole-box
@@ -42,7 +42,7 @@ var pointsOnce struct {
 func sharedPoints(t *testing.T) storage.Store {
 	t.Helper()
 	pointsOnce.Do(func() {
-		pointsOnce.st, pointsOnce.err = zvftest.Points(context.Background(), streamPoints, 1, writer.CodecNone)
+		pointsOnce.st, pointsOnce.err = synth.Points(context.Background(), streamPoints, 1, writer.CodecNone)
 	})
 	if pointsOnce.err != nil {
 		t.Fatal(pointsOnce.err)
@@ -50,25 +50,32 @@ func sharedPoints(t *testing.T) storage.Store {
 	return storage.Sub(pointsOnce.st, "points")
 }
 
-// logBuffer collects the server's JSON log lines.
+// logBuffer collects the server's JSON log lines; a test waits for them
+// with awaitRequests, which wakes on each write (no polling).
 type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu   sync.Mutex
+	b    bytes.Buffer
+	more chan struct{} // closed by the next write
 }
 
 func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.more != nil {
+		close(l.more)
+		l.more = nil
+	}
 	return l.b.Write(p)
 }
 
-// requests returns the access-log lines ("msg":"request").
-func (l *logBuffer) requests(t *testing.T) []map[string]any {
+// parse returns the access-log lines ("msg":"request"); the caller holds mu.
+func (l *logBuffer) parse(t *testing.T) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		if line == "" {
+			continue
+		}
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
@@ -78,6 +85,37 @@ func (l *logBuffer) requests(t *testing.T) []map[string]any {
 		}
 	}
 	return out
+}
+
+// awaitRequests returns the access-log lines of route ("": every line)
+// once n of them are written (a response's metrics are counted before
+// its line is), failing t if that takes 10 s.
+func (l *logBuffer) awaitRequests(t *testing.T, n int, route string) []map[string]any {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		l.mu.Lock()
+		var lines []map[string]any
+		for _, m := range l.parse(t) {
+			if route == "" || m["route"] == route {
+				lines = append(lines, m)
+			}
+		}
+		if l.more == nil {
+			l.more = make(chan struct{})
+		}
+		more := l.more
+		l.mu.Unlock()
+		if len(lines) >= n {
+			return lines
+		}
+		select {
+		case <-more:
+		case <-timeout.C:
+			t.Fatalf("%d access-log lines after 10 s, want %d", len(lines), n)
+		}
+	}
 }
 
 // streamServer serves the points store (read one chunk at a time, cold
@@ -98,7 +136,7 @@ func pointsServer(t *testing.T, o api.Options, rules ...*faultstore.Rule) (*api.
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = fs.Close() })
 	for _, r := range rules {
 		fs.Add(r)
 	}
@@ -145,6 +183,7 @@ func metric(t *testing.T, srv *api.Server, re string) float64 {
 // (HTTP/2) is aborted — and the access log and the request counter record
 // the response as aborted by an error, not as a plain 200.
 func TestStreamFailingMidwayIsVisible(t *testing.T) {
+	t.Parallel()
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 		for _, f := range []string{"json", "ndjson", "bin"} {
 			t.Run(proto+" "+f, func(t *testing.T) {
@@ -160,7 +199,7 @@ func TestStreamFailingMidwayIsVisible(t *testing.T) {
 				if err == nil {
 					t.Fatalf("the client read %d bytes and a clean end of a cut answer", len(body))
 				}
-				lines := logs.requests(t)
+				lines := logs.awaitRequests(t, 1, "")
 				if len(lines) != 1 || lines[0]["status"] != 200.0 || lines[0]["outcome"] != "error" {
 					t.Fatalf("access log: %v", lines)
 				}
@@ -180,6 +219,7 @@ func TestStreamFailingMidwayIsVisible(t *testing.T) {
 // (to its end), and only StreamTimeout, the hard cap on a response's
 // whole time, cuts it — visibly, counted as a timeout.
 func TestRequestTimeoutBoundsTheWait(t *testing.T) {
+	t.Parallel()
 	// The first 300 chunks (four reads each) come at once, and the answer
 	// starts within ~100 ms; then every chunk takes 6 ms more: ~1.5 s of
 	// steady streaming after the answer started.
@@ -205,7 +245,7 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
-			lines := logs.requests(t)
+			lines := logs.awaitRequests(t, 1, "")
 			if len(lines) != 1 || lines[0]["outcome"] != tc.outcome {
 				t.Fatalf("access log: %v", lines)
 			}

@@ -19,6 +19,7 @@ import (
 // response is private and varies on Authorization — revalidations too.
 // Without a token, data stays publicly cacheable.
 func TestTokenResponsesArePrivate(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{Token: "s3cret", MaxAge: time.Hour, UI: web.Handler()})
 	_, open := newServer(t, api.Options{MaxAge: time.Hour})
 	auth := []string{"Authorization", "Bearer s3cret"}

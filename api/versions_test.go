@@ -117,6 +117,7 @@ func getAfterSettling(t *testing.T, h http.Handler, st storage.Store, path strin
 // answer mixed old and new chunks (a count matching neither version) under
 // the old strong ETag.
 func TestRewriteDuringAnswer(t *testing.T) {
+	t.Parallel()
 	const box = "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*"
 	oldDir := filepath.Join(fixtures, "points_bins.zarrvectors")
 	// The two versions differ in every vertex chunk: the new one is the old
@@ -128,23 +129,27 @@ func TestRewriteDuringAnswer(t *testing.T) {
 	if bytes.Equal(want0, want1) {
 		t.Fatal("the two versions answer alike, so the test proves nothing")
 	}
+	// One copy, rewritten in turn to the other version (old to new, new to
+	// old, old to new): each case starts from what the last one left.
+	dir := zvftest.CopyTree(t, oldDir)
+	from, to := oldDir, newCopy
 	for _, after := range []int64{1, 3, 6} {
-		dir := zvftest.CopyTree(t, oldDir)
 		base, err := blobstore.Open(context.Background(), dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := newHookStore(base, "/vertices/", after, func() { rewriteInPlace(t, dir, newCopy) })
+		hs := newHookStore(base, "/vertices/", after, func() { rewriteInPlace(t, dir, to) })
 		_, srv := watched(t, "s", hs)
 		hs.armed.Store(true)
 		first, final, code, _ := getAfterSettling(t, srv.Handler(), base, box)
 		if code == 200 && !bytes.Equal(first, want0) && !bytes.Equal(first, want1) {
 			t.Fatalf("rewrite at read %d: a 200 answer of neither version (%d bytes; versions %d and %d)", after, len(first), len(want0), len(want1))
 		}
-		if !bytes.Equal(final, want1) {
+		if want := map[string][]byte{oldDir: want0, newCopy: want1}[to]; !bytes.Equal(final, want) {
 			t.Fatalf("rewrite at read %d: after settling the answer is not the new version's", after)
 		}
 		_ = base.Close()
+		from, to = to, from
 	}
 }
 
@@ -176,6 +181,7 @@ func reverseRows(t *testing.T, dir string) {
 // version that is gone. Before, it was accepted and paged into the new
 // version's rows.
 func TestStaleCursor(t *testing.T) {
+	t.Parallel()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
 	base, err := blobstore.Open(context.Background(), dir)
 	if err != nil {
@@ -209,6 +215,7 @@ func TestStaleCursor(t *testing.T) {
 // answer after the refresh is v2's. Before, the link's own entry was all a
 // walk saw, so the change never was.
 func TestLinkedRootRepointed(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	v1 := filepath.Join(base, "v1")
 	v2 := filepath.Join(base, "v2")
@@ -266,11 +273,13 @@ func TestLinkedRootRepointed(t *testing.T) {
 // walk an operator can ask for. Either way the answers after it are the
 // new content under new ETags.
 func TestDataOnlyChange(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const chunkPath, descPath = "/api/v1/stores/g/levels/0/chunks/3.4.2", "/api/v1/stores/g"
+	sc := copyStore(t, "graph")
+	dir := sc.dir
 	for _, how := range []string{"read", "walk"} {
 		t.Run(how, func(t *testing.T) {
-			dir := zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
 			base, err := blobstore.Open(ctx, dir)
 			if err != nil {
 				t.Fatal(err)
@@ -290,13 +299,13 @@ func TestDataOnlyChange(t *testing.T) {
 			// A write within a clock tick of the open may carry an earlier
 			// time than the open (see localfs.Store.Now); this one is later.
 			settled(t, base)
-			edit(hostileChunk, func(b []byte) []byte {
+			sc.change(t, edit(hostileChunk, func(b []byte) []byte {
 				out := make([]byte, 0, len(b))
 				for i := len(b) - 12; i >= 0; i -= 12 {
 					out = append(out, b[i:i+12]...)
 				}
 				return out
-			})(t, dir)
+			}))
 			settled(t, base)
 			if err := srv.Refresh(ctx); err != nil {
 				t.Fatal(err)
@@ -327,6 +336,7 @@ func TestDataOnlyChange(t *testing.T) {
 // object (1–3 s and ~150k system calls per check on a 52k-file store, and
 // on S3 a LIST call per thousand objects).
 func TestRevalidationCost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	calls := map[string]map[string]int64{}
 	for _, name := range []string{"points_bins", "points_pyramid", "graph"} {

@@ -240,13 +240,3 @@ func (c *Cache) Stats() Stats {
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Deduped: c.deduped.Load(),
 		Bytes: b, Items: n, Budget: c.budget}
 }
-
-// Fetch is Get with a typed value.
-func Fetch[T any](ctx context.Context, c *Cache, key string, load func(ctx context.Context) (T, int64, error)) (T, error) {
-	v, err := c.Get(ctx, key, func(ctx context.Context) (any, int64, error) { return load(ctx) })
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return v.(T), nil
-}

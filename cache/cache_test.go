@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"go.uber.org/goleak"
 )
@@ -120,61 +119,75 @@ func TestErrorsNotCached(t *testing.T) {
 	}
 }
 
+// TestDedup: concurrent Gets of one missing key share one load, and
+// every caller but the first is counted as deduplicated. synctest.Wait
+// returns once every caller is blocked on the load, so none can still be
+// on its way in when the load is released.
 func TestDedup(t *testing.T) {
-	c := New(1 << 20)
-	var calls atomic.Int64
-	release := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := 0; i < 100; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) {
-				calls.Add(1)
-				<-release
-				return 7, 8, nil
+	synctest.Test(t, func(t *testing.T) {
+		c := New(1 << 20)
+		var calls atomic.Int64
+		release := make(chan struct{})
+		const callers = 100
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) {
+					calls.Add(1)
+					<-release
+					return 7, 8, nil
+				})
+				if err != nil || v != 7 {
+					t.Error(v, err)
+				}
 			})
-			if err != nil || v != 7 {
-				t.Error(v, err)
-			}
-		}()
-	}
-	time.Sleep(20 * time.Millisecond)
-	close(release)
-	wg.Wait()
-	if calls.Load() != 1 {
-		t.Fatalf("%d loads for 100 concurrent Gets", calls.Load())
-	}
+		}
+		synctest.Wait()
+		if st := c.Stats(); st.Deduped != callers-1 || st.Misses != 1 {
+			t.Fatalf("with every caller waiting: %+v, want %d deduplicated and 1 miss", st, callers-1)
+		}
+		close(release)
+		wg.Wait()
+		if calls.Load() != 1 {
+			t.Fatalf("%d loads for %d concurrent Gets", calls.Load(), callers)
+		}
+		if st := c.Stats(); st.Items != 1 || st.Hits != 0 {
+			t.Fatalf("after the load: %+v", st)
+		}
+	})
 }
 
 func TestCancelledWaiter(t *testing.T) {
-	c := New(1 << 20)
-	started := make(chan struct{})
-	loadCtxDone := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-started
-		cancel()
-	}()
-	_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
-		close(started)
-		<-lctx.Done() // cancelled because the only waiter left
-		close(loadCtxDone)
-		return nil, 0, lctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		c := New(1 << 20)
+		started := make(chan struct{})
+		loadCtxDone := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-started
+			cancel()
+		}()
+		_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
+			close(started)
+			<-lctx.Done() // cancelled because the only waiter left
+			close(loadCtxDone)
+			return nil, 0, lctx.Err()
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the load has either seen its cancellation or never will
+		select {
+		case <-loadCtxDone:
+		default:
+			t.Fatal("load was not cancelled after its last waiter left")
+		}
 	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	select {
-	case <-loadCtxDone:
-	case <-time.After(2 * time.Second):
-		t.Fatal("load was not cancelled after its last waiter left")
-	}
 }
 
 func TestNil(t *testing.T) {
 	var c *Cache
-	v, err := Fetch(context.Background(), c, "k", func(context.Context) (string, int64, error) { return "x", 1, nil })
+	v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return "x", 1, nil })
 	if err != nil || v != "x" {
 		t.Fatal(v, err)
 	}
@@ -209,10 +222,11 @@ func BenchmarkGetHit(b *testing.B) {
 // they start a fresh load and get a value, not the cancellation.
 func TestAbandonedLoadNotJoined(t *testing.T) {
 	c := New(1 << 20)
-	release := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	go func() { <-started; cancel() }()
 	_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
+		close(started)
 		<-release // ignores its context for a while, like a slow read
 		return nil, 0, lctx.Err()
 	})
@@ -223,6 +237,9 @@ func TestAbandonedLoadNotJoined(t *testing.T) {
 	close(release)
 	if err != nil || v != 42 {
 		t.Fatalf("second caller: %v %v", v, err)
+	}
+	if st := c.Stats(); st.Misses != 2 || st.Deduped != 0 {
+		t.Fatalf("the second caller joined the abandoned load: %+v", st)
 	}
 }
 
@@ -244,49 +261,52 @@ func TestPanickingLoader(t *testing.T) {
 		{"nil", func() { panic(nil) }, "panic called with nil argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(1 << 20)
-			const waiters = 5
-			release := make(chan struct{})
-			errs := make(chan error, waiters)
-			load := func(context.Context) (any, int64, error) {
-				<-release
-				tc.boom()
-				return "unreachable", 8, nil
-			}
-			for i := 0; i < waiters; i++ {
-				go func() {
-					_, err := c.Get(context.Background(), "k", load)
-					errs <- err
-				}()
-			}
-			// Every caller joins the one load before it panics.
-			for c.Stats().Deduped < waiters-1 {
-				runtime.Gosched()
-			}
-			close(release)
-			for i := 0; i < waiters; i++ {
-				err := <-errs
-				var pe *PanicError
-				if !errors.Is(err, ErrPanic) || !errors.As(err, &pe) {
-					t.Fatalf("caller %d: err = %v, want a *PanicError", i, err)
+			synctest.Test(t, func(t *testing.T) {
+				c := New(1 << 20)
+				const waiters = 5
+				release := make(chan struct{})
+				errs := make(chan error, waiters)
+				load := func(context.Context) (any, int64, error) {
+					<-release
+					tc.boom()
+					return "unreachable", 8, nil
 				}
-				if got := fmt.Sprint(pe.Value); got != tc.value {
-					t.Fatalf("panic value %q, want %q", got, tc.value)
+				for i := 0; i < waiters; i++ {
+					go func() {
+						_, err := c.Get(context.Background(), "k", load)
+						errs <- err
+					}()
 				}
-				if !strings.Contains(string(pe.Stack), "cache_test.go") {
-					t.Fatalf("stack does not reach the loader:\n%s", pe.Stack)
+				// Every caller joins the one load before it panics.
+				synctest.Wait()
+				if d := c.Stats().Deduped; d != waiters-1 {
+					t.Fatalf("%d callers joined the load, want %d", d, waiters-1)
 				}
-			}
-			if st := c.Stats(); st.Items != 0 || st.Bytes != 0 {
-				t.Fatalf("a panicked load was cached: %+v", st)
-			}
-			v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return "ok", 8, nil })
-			if err != nil || v != "ok" {
-				t.Fatalf("Get after the panic: %v %v", v, err)
-			}
-			if v, ok := c.Peek("k"); !ok || v != "ok" {
-				t.Fatalf("value loaded after the panic was not cached: %v %v", v, ok)
-			}
+				close(release)
+				for i := 0; i < waiters; i++ {
+					err := <-errs
+					var pe *PanicError
+					if !errors.Is(err, ErrPanic) || !errors.As(err, &pe) {
+						t.Fatalf("caller %d: err = %v, want a *PanicError", i, err)
+					}
+					if got := fmt.Sprint(pe.Value); got != tc.value {
+						t.Fatalf("panic value %q, want %q", got, tc.value)
+					}
+					if !strings.Contains(string(pe.Stack), "cache_test.go") {
+						t.Fatalf("stack does not reach the loader:\n%s", pe.Stack)
+					}
+				}
+				if st := c.Stats(); st.Items != 0 || st.Bytes != 0 {
+					t.Fatalf("a panicked load was cached: %+v", st)
+				}
+				v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return "ok", 8, nil })
+				if err != nil || v != "ok" {
+					t.Fatalf("Get after the panic: %v %v", v, err)
+				}
+				if v, ok := c.Peek("k"); !ok || v != "ok" {
+					t.Fatalf("value loaded after the panic was not cached: %v %v", v, ok)
+				}
+			})
 		})
 	}
 	var nilCache *Cache

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"reflect"
 	"runtime"
 	"testing"
 
@@ -26,8 +25,6 @@ func layouts(t testing.TB) map[string]Layout {
 		"zarrs start u32": Zarrs{OffsetSize: 4, DecodeIndex: identity, DecodeData: identity, EncodeIndex: identity, EncodeData: identity},
 		"zarrs end u64":   Zarrs{IndexAtEnd: true, OffsetSize: 8, DecodeIndex: identity, DecodeData: identity, EncodeIndex: identity, EncodeData: identity},
 		"zarrs end zstd":  Zarrs{IndexAtEnd: true, OffsetSize: 4, DecodeIndex: zout, DecodeData: zout, EncodeIndex: zin, EncodeData: zin},
-		"zep":             ZEP{},
-		"zep large":       ZEP{Large: true},
 	}
 }
 
@@ -50,31 +47,10 @@ func TestRoundTrips(t *testing.T) {
 					t.Fatalf("%s: element %d = %q", name, i, got[i])
 				}
 			}
-			if _, isZEP := l.(ZEP); isZEP && len(elems) == 0 {
-				// The ZEP layout carries no count: zero elements and one empty
-				// element padded to 64 bytes are the same bytes.
-				continue
-			}
 			if _, err := l.Decode(b, len(elems)+1); !errors.Is(err, ErrMalformed) {
 				t.Errorf("%s: wrong count accepted: %v", name, err)
 			}
 		}
-	}
-}
-
-// The ZEP's layout by hand: 3 offsets of int32, padding to 64, data.
-func TestZEPBytes(t *testing.T) {
-	b, _ := ZEP{}.Encode([][]byte{[]byte("ab"), []byte("c")})
-	want := make([]byte, 64)
-	binary.LittleEndian.PutUint32(want[4:], 2)
-	binary.LittleEndian.PutUint32(want[8:], 3)
-	want = append(want, "abc"...)
-	if !bytes.Equal(b, want) {
-		t.Fatalf("%x", b)
-	}
-	got, err := ZEP{UTF8: true}.Decode(b, 2)
-	if err != nil || !reflect.DeepEqual(got, [][]byte{[]byte("ab"), []byte("c")}) {
-		t.Fatalf("%q %v", got, err)
 	}
 }
 
@@ -96,11 +72,6 @@ func TestMalformed(t *testing.T) {
 	}
 	if _, err := (VlenBytes{UTF8: true}).Decode(mustEncode(t, VlenBytes{}, [][]byte{{0xff}}), 1); !errors.Is(err, ErrMalformed) {
 		t.Error("invalid UTF-8 accepted by vlen-utf8")
-	}
-	zb, _ := ZEP{}.Encode(sample)
-	zb[60] = 1
-	if _, err := (ZEP{}).Decode(zb, len(sample)); !errors.Is(err, ErrMalformed) {
-		t.Error("nonzero ZEP padding accepted")
 	}
 }
 
@@ -156,8 +127,6 @@ func FuzzVlenBytes(f *testing.F) { fuzzLayout(f, VlenBytes{UTF8: true}) }
 func FuzzZarrsVlen(f *testing.F) {
 	fuzzLayout(f, Zarrs{IndexAtEnd: true, OffsetSize: 8, DecodeIndex: identity, DecodeData: identity, EncodeIndex: identity, EncodeData: identity})
 }
-
-func FuzzZEP(f *testing.F) { fuzzLayout(f, ZEP{}) }
 
 func BenchmarkVlenBytesDecode(b *testing.B) {
 	elems := make([][]byte, 16384)

@@ -56,7 +56,7 @@ func (z Zarrs) Decode(chunk []byte, n int) ([][]byte, error) {
 	if err != nil {
 		return nil, z.bad("data: %v", err)
 	}
-	return splitOffsets("zarrs.vlen", idx, z.OffsetSize, data, n, true)
+	return splitOffsets("zarrs.vlen", idx, z.OffsetSize, data, n)
 }
 
 // Encode frames elems.
@@ -79,8 +79,9 @@ func (z Zarrs) Encode(elems [][]byte) ([]byte, error) {
 	return append(append(out, ei...), ed...), nil
 }
 
-// splitOffsets reads n+1 offsets of size w and slices data by them.
-func splitOffsets(layout string, idx []byte, w int, data []byte, n int, fromZero bool) ([][]byte, error) {
+// splitOffsets reads n+1 offsets of size w and slices data by them; the
+// offsets must start at 0 and end at data's end (no slack).
+func splitOffsets(layout string, idx []byte, w int, data []byte, n int) ([][]byte, error) {
 	if len(idx) != (n+1)*w {
 		return nil, &Error{layout, fmt.Sprintf("index of %d bytes, want %d offsets of %d bytes", len(idx), n+1, w)}
 	}
@@ -90,10 +91,10 @@ func splitOffsets(layout string, idx []byte, w int, data []byte, n int, fromZero
 		}
 		return binary.LittleEndian.Uint64(idx[8*i:])
 	}
-	if fromZero && at(0) != 0 {
+	if at(0) != 0 {
 		return nil, &Error{layout, fmt.Sprintf("first offset is %d, not 0", at(0))}
 	}
-	if at(n) > uint64(len(data)) || (fromZero && at(n) != uint64(len(data))) {
+	if at(n) != uint64(len(data)) {
 		return nil, &Error{layout, fmt.Sprintf("last offset %d does not match %d data bytes", at(n), len(data))}
 	}
 	out := make([][]byte, n)

@@ -11,6 +11,7 @@ import (
 // without it (they hold no data), while the data and the API description
 // still need it.
 func TestTokenLeavesViewerOpen(t *testing.T) {
+	t.Parallel()
 	ts := demoServer(t, "s3cret")
 	for _, tc := range []struct {
 		path, auth string
@@ -18,7 +19,7 @@ func TestTokenLeavesViewerOpen(t *testing.T) {
 		body       string
 	}{
 		{"/", "", 200, `id="tokenform"`},
-		{"/viewer.js", "", 200, "Authorization"},
+		{"/net.js", "", 200, "Authorization"},
 		{"/viewer.css", "", 200, "#tokenform"},
 		{"/api/v1/stores", "", 401, "bearer token"},
 		{"/api/v1/stores", "Bearer nope", 401, "bearer token"},

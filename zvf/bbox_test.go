@@ -19,6 +19,7 @@ import (
 // cells whose rows were all found inside at decode time. Every answer is
 // checked against brute force over the candidate chunks' rows.
 func TestBBoxMisfiledRow(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		fixture string
 		chunk   string
@@ -52,7 +53,7 @@ func TestBBoxMisfiledRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer st.Close()
 			l, _ := s.Level(0)
 			// Every row with its chunk, through a box that covers all.
 			type row struct {
@@ -107,6 +108,7 @@ func TestBBoxMisfiledRow(t *testing.T) {
 // TestBBoxEdgesDeterministic: the same query gives the same edges in the
 // same order, cold or warm (strong ETags promise equal bytes).
 func TestBBoxEdgesDeterministic(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"polylines", "polylines_sharded", "graph", "skeleton", "mesh"} {
 		s, _ := openFixture(t, name)
 		l, _ := s.Level(0)

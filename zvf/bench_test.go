@@ -11,8 +11,8 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 const benchPoints = 2_000_000
@@ -28,7 +28,7 @@ func stores(b *testing.B) (*zvf.Store, *zvf.Store) {
 	benchStores.once.Do(func() {
 		ctx := context.Background()
 		ch := cache.New(2 << 30)
-		st, err := zvftest.Points(ctx, benchPoints, 1, writer.CodecNone)
+		st, err := synth.Points(ctx, benchPoints, 1, writer.CodecNone)
 		if err != nil {
 			benchStores.err = err
 			return
@@ -37,7 +37,7 @@ func stores(b *testing.B) (*zvf.Store, *zvf.Store) {
 			benchStores.err = err
 			return
 		}
-		ost, err := zvftest.Objects(ctx, 200, 1000, 2)
+		ost, err := synth.Objects(ctx, 200, 1000, 2)
 		if err != nil {
 			benchStores.err = err
 			return
@@ -60,7 +60,7 @@ func BenchmarkBBox500k(b *testing.B) { benchWarmBBox(b, 500_000, 50) }
 func benchWarmBBox(b *testing.B, want int, offset float64) {
 	s, _ := stores(b)
 	l, _ := s.Level(0)
-	min, max := zvftest.BoxFor(benchPoints, want, offset)
+	min, max := synth.BoxFor(benchPoints, want, offset)
 	q := zvf.BBoxQuery{Min: min, Max: max}
 	var n int64
 	run := func() {
@@ -109,7 +109,7 @@ func TestBBoxWarmAllocationFree(t *testing.T) {
 		t.Skip("builds a 200k-point store")
 	}
 	ctx := context.Background()
-	st, err := zvftest.Points(ctx, 200_000, 1, writer.CodecNone)
+	st, err := synth.Points(ctx, 200_000, 1, writer.CodecNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestBBoxWarmAllocationFree(t *testing.T) {
 	}
 	l, _ := s.Level(0)
 	for _, want := range []int{1_000, 50_000} {
-		min, max := zvftest.BoxFor(200_000, want, 301)
+		min, max := synth.BoxFor(200_000, want, 301)
 		q := zvf.BBoxQuery{Min: min, Max: max}
 		var n int64
 		run := func() {
@@ -151,7 +151,7 @@ func BenchmarkBBoxStreamlines50k(b *testing.B) {
 	const n = 400_000
 	benchLines.once.Do(func() {
 		ctx := context.Background()
-		st, err := zvftest.Streamlines(ctx, n, 1)
+		st, err := synth.Streamlines(ctx, n, 1)
 		if err != nil {
 			benchLines.err = err
 			return
@@ -162,7 +162,7 @@ func BenchmarkBBoxStreamlines50k(b *testing.B) {
 		b.Fatal(benchLines.err)
 	}
 	l, _ := benchLines.s.Level(0)
-	min, max := zvftest.BoxFor(n, 50_000, 301)
+	min, max := synth.BoxFor(n, 50_000, 301)
 	q := zvf.BBoxQuery{Min: min, Max: max, Connectivity: true}
 	var res zvf.BBoxResult
 	run := func() {
@@ -187,13 +187,13 @@ func BenchmarkBBoxStreamlines50k(b *testing.B) {
 func BenchmarkColdBBoxLatency(b *testing.B) {
 	ctx := context.Background()
 	const n = 200_000
-	st, err := zvftest.Points(ctx, n, 1, writer.CodecNone)
+	st, err := synth.Points(ctx, n, 1, writer.CodecNone)
 	if err != nil {
 		b.Fatal(err)
 	}
 	slow := faultstore.New(storage.Sub(st, "points"), nil)
 	slow.Add(&faultstore.Rule{Fault: faultstore.Fault{Delay: 2 * time.Millisecond}})
-	min, max := zvftest.BoxFor(n, 50_000, 301)
+	min, max := synth.BoxFor(n, 50_000, 301)
 	for _, conc := range []int{8, 32} {
 		b.Run(fmt.Sprintf("concurrency%d", conc), func(b *testing.B) {
 			ch := cache.New(1 << 30)

@@ -19,7 +19,7 @@ func (l *Level) Chunk(ctx context.Context, key Key, attrs []string) (*Tile, erro
 	if err != nil {
 		return nil, err
 	}
-	t := &Tile{Key: key, Rows: cv.rows, Vertices: Column{Name: "vertices", DType: l.vdt.Name, Channels: l.s.dims, Data: cv.data}}
+	t := &Tile{Key: key, Rows: cv.rows, Vertices: Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims, Data: cv.data}}
 	if cv.frags != nil {
 		t.Fragments = make([][2]int64, cv.frags.Len())
 		for f := range t.Fragments {
@@ -40,7 +40,7 @@ func (l *Level) Chunk(ctx context.Context, key Key, attrs []string) (*Tile, erro
 			}
 			return nil, err
 		}
-		t.Attributes = append(t.Attributes, Column{Name: a.Name, DType: a.dt.Name, Channels: ch, Data: data, Categories: a.Categories, NullCode: a.nullCode})
+		t.Attributes = append(t.Attributes, Column{Name: a.Name, DType: a.dt.Name, typ: a.dt, Channels: ch, Data: data, Categories: a.Categories, NullCode: a.nullCode})
 	}
 	if l.linkWidth > 0 {
 		links, err := l.links0(ctx, key)

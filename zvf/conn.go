@@ -311,3 +311,138 @@ func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
 	})
 	return l.inverse.inv, l.inverse.err
 }
+
+// fragFirst returns the first row of fragment f of cv (a chunk without a
+// fragment index is one fragment); ok is false when it is empty.
+func fragFirst(cv *chunkVerts, f int) (int64, bool) {
+	if cv.frags == nil {
+		return 0, f == 0 && cv.rows > 0
+	}
+	if s, c, isRange := cv.frags.Range(f); isRange {
+		return s, c > 0
+	}
+	ix := cv.frags.Indices(f)
+	if len(ix) == 0 {
+		return 0, false
+	}
+	return ix[0], true
+}
+
+// polylineEdges joins consecutive rows of every fragment of the emitted
+// chunks, and a fragment's last row to the first row of the fragment that
+// continues its streamline in another chunk, when both ends are in the
+// answer. Edges come out in chunk, fragment, row order, so equal requests
+// give equal bytes.
+func (l *Level) polylineEdges(res *BBoxResult, emitted []*chunkMatch, answer [][]int32, pos map[string]int, inv *inverse) {
+	for ci, m := range emitted {
+		idx := answer[ci]
+		fi := m.cv.frags
+		nf := 1
+		if fi != nil {
+			nf = fi.Len()
+		}
+		var ci *chunkInverse
+		if inv != nil {
+			ci = inv.of(m.key)
+		}
+		e := 0 // ci's entry for fragment f, walked alongside
+		for f := 0; f < nf; f++ {
+			var prev int32 // answer index + 1 of the fragment's previous row
+			step := func(r int64) {
+				a := idx[r]
+				if prev != 0 && a != 0 {
+					res.Edges = append(res.Edges, int64(prev-1), int64(a-1))
+				}
+				prev = a
+			}
+			if fi == nil {
+				for r := int64(0); r < int64(m.cv.rows); r++ {
+					step(r)
+				}
+			} else if s, c, isRange := fi.Range(f); isRange {
+				for r := s; r < s+c; r++ {
+					step(r)
+				}
+			} else {
+				for _, r := range fi.Indices(f) {
+					step(r)
+				}
+			}
+			if ci == nil || prev == 0 {
+				continue // no continuation, or this fragment's last row is not in the answer
+			}
+			for e < len(ci.frags) && ci.frags[e] < int64(f) {
+				e++
+			}
+			if e == len(ci.frags) || ci.frags[e] != int64(f) || ci.next[e].ks == "" {
+				continue
+			}
+			nx := ci.next[e]
+			j, ok := pos[nx.ks]
+			if !ok {
+				continue
+			}
+			r, ok := fragFirst(emitted[j].cv, int(nx.frag))
+			if !ok || r >= int64(len(answer[j])) || answer[j][r] == 0 {
+				continue
+			}
+			res.Edges = append(res.Edges, int64(prev-1), int64(answer[j][r]-1))
+		}
+	}
+}
+
+func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted []*chunkMatch, answer [][]int32, inv *inverse) error {
+	pos := make(map[string]int, len(emitted)) // chunk key -> index into emitted
+	for i, m := range emitted {
+		pos[m.key.String()] = i
+	}
+	lookup := func(ks string, row int64) (int64, bool) {
+		i, ok := pos[ks]
+		if !ok || row < 0 || row >= int64(len(answer[i])) || answer[i][row] == 0 {
+			return 0, false
+		}
+		return int64(answer[i][row] - 1), true
+	}
+	// Empty, not absent: a client can tell "no edges here" from "this
+	// geometry has none".
+	if l.geometry() == "mesh" {
+		res.Faces, res.FaceWidth = []int64{}, max(l.linkWidth, 3)
+	} else {
+		res.Edges = []int64{}
+	}
+	switch l.geometry() {
+	case "polyline", "streamline", "line":
+		res.Edges = make([]int64, 0, 2*res.Count) // about one edge a vertex
+		l.polylineEdges(res, emitted, answer, pos, inv)
+		return nil
+	}
+	frags := map[string][][]int64{}
+	keys := make([]Key, 0, len(emitted))
+	for _, m := range emitted {
+		keys = append(keys, m.key)
+		var fl [][]int64
+		if m.cv.frags == nil {
+			all := make([]int64, m.cv.rows)
+			for i := range all {
+				all[i] = int64(i)
+			}
+			fl = append(fl, all)
+		} else {
+			for f := 0; f < m.cv.frags.Len(); f++ {
+				fl = append(fl, m.cv.frags.AppendRows(nil, f))
+			}
+		}
+		frags[m.key.String()] = fl
+	}
+	c, err := l.connect(ctx, keys, lookup, frags)
+	if err != nil {
+		return err
+	}
+	if c.edges != nil {
+		res.Edges = c.edges
+	}
+	if c.faces != nil {
+		res.Faces, res.FaceWidth = c.faces, c.faceWidth
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package zvf_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -19,12 +20,21 @@ func copyFixture(t *testing.T, name string) string {
 	return zvftest.CopyTree(t, filepath.Join(fixtures, name+".zarrvectors"))
 }
 
+// mutate rewrites the file at path with f of its bytes until t ends, when
+// the file gets its bytes back: cases mutate one copy in turn (copying a
+// store costs far more than a case).
 func mutate(t *testing.T, path string, f func([]byte) []byte) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	orig := bytes.Clone(b)
+	t.Cleanup(func() {
+		if err := os.WriteFile(path, orig, 0o644); err != nil {
+			t.Error(err)
+		}
+	})
 	if err := os.WriteFile(path, f(b), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +44,9 @@ func mutate(t *testing.T, path string, f func([]byte) []byte) {
 // typed error naming store, level, array and chunk; the rest keeps working;
 // validate reports it with its path.
 func TestCorruptChunks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
+	dir := copyFixture(t, "graph")
 	for _, tc := range []struct {
 		name, file string
 		f          func([]byte) []byte
@@ -61,7 +73,6 @@ func TestCorruptChunks(t *testing.T) {
 		}, "vertices", zvf.ErrUnsupported},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyFixture(t, "graph")
 			mutate(t, filepath.Join(dir, tc.file), tc.f)
 			st, err := blobstore.Open(ctx, dir)
 			if err != nil {
@@ -102,22 +113,26 @@ func TestCorruptChunks(t *testing.T) {
 }
 
 func TestUnsupportedVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
+	dir := copyFixture(t, "skeleton")
 	for _, v := range []string{"0.8.0", "0.5.2", "1.0"} {
-		dir := copyFixture(t, "skeleton")
-		mutate(t, filepath.Join(dir, "zarr.json"), func(b []byte) []byte {
-			return []byte(strings.Replace(string(b), `"0.7.0"`, `"`+v+`"`, 1))
+		t.Run(v, func(t *testing.T) {
+			mutate(t, filepath.Join(dir, "zarr.json"), func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), `"0.7.0"`, `"`+v+`"`, 1))
+			})
+			st, _ := blobstore.Open(ctx, dir)
+			_, err := zvf.Open(ctx, st, zvf.Options{Name: "s"})
+			if !errors.Is(err, zvf.ErrUnsupported) || !strings.Contains(err.Error(), v) {
+				t.Errorf("version %s: %v", v, err)
+			}
+			_ = st.Close()
 		})
-		st, _ := blobstore.Open(ctx, dir)
-		_, err := zvf.Open(ctx, st, zvf.Options{Name: "s"})
-		if !errors.Is(err, zvf.ErrUnsupported) || !strings.Contains(err.Error(), v) {
-			t.Errorf("version %s: %v", v, err)
-		}
-		_ = st.Close()
 	}
 }
 
 func TestManifestNamesMissingChunk(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := copyFixture(t, "graph")
 	// Remove a chunk that object 0's manifest names (its first block).

@@ -22,6 +22,10 @@ var (
 	// ErrChanging: the store is being rewritten and no settled version can
 	// answer yet (a *ChangingError says for how long).
 	ErrChanging = errors.New("store is changing")
+	// ErrUnavailable: the storage backend could not be reached or refused
+	// for reasons unrelated to the key (it also matches
+	// storage.ErrUnavailable).
+	ErrUnavailable = storage.ErrUnavailable
 )
 
 // Error names where a problem is: store, level, array and chunk.
@@ -35,6 +39,33 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Location() + ": " + e.Err.Error() }
+
+// Detail is the error as a client may see it: where it is, and what went
+// wrong — except that what a storage backend said is replaced by the kind
+// of failure, since it may carry sizes, paths or backend text (those go to
+// the log).
+func (e *Error) Detail() string {
+	var se *storage.Error
+	if !errors.As(e.Err, &se) {
+		return e.Error()
+	}
+	msg := "the stored object could not be read"
+	switch {
+	case errors.Is(se, storage.ErrTooLarge):
+		msg = "the stored object is larger than its metadata allows"
+	case errors.Is(se, storage.ErrNotRegular):
+		msg = "the stored object is not a regular file"
+	case errors.Is(se, storage.ErrOutside):
+		msg = "the stored object is a link that leads outside the store"
+	case errors.Is(se, storage.ErrNotFound):
+		msg = "the stored object is missing"
+	case errors.Is(se, storage.ErrChanged):
+		msg = "the stored object changed while it was read"
+	case errors.Is(se, storage.ErrUnavailable):
+		msg = "the storage backend could not be reached"
+	}
+	return e.Location() + ": " + msg
+}
 
 // Location names where the error is: store, level, array, chunk.
 func (e *Error) Location() string {

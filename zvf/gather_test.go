@@ -25,6 +25,7 @@ func gatherCase(runs bool) ([]byte, []int32) {
 }
 
 func TestGather(t *testing.T) {
+	t.Parallel()
 	for _, runs := range []bool{false, true} {
 		src, rows := gatherCase(runs)
 		for _, w := range []int{12, 4, 8} { // the inline 12-byte path and the general one

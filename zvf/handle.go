@@ -75,12 +75,6 @@ type handleState struct {
 	changed time.Time
 }
 
-// pinner is a Store whose root can be re-pointed while served (a local
-// folder reached through a link); see localfs.Store.Pin.
-type pinner interface {
-	Pin(ctx context.Context) (storage.Store, string, error)
-}
-
 // OpenHandle opens st like Open; an error to open is kept in the handle,
 // not returned (ctx's own end is returned).
 func OpenHandle(ctx context.Context, st storage.Store, o Options, w Watch) (*Handle, error) {
@@ -275,17 +269,14 @@ func (h *Handle) swap(cur, next *handleState) {
 	h.cur.Store(next)
 	h.walked = ""
 	if cur.store != nil && cur.store != next.store {
-		if p, ok := h.o.Cache.(interface{ RemovePrefix(string) int }); ok {
-			p.RemovePrefix(cur.store.cachePrefix)
+		if h.o.Cache != nil {
+			h.o.Cache.RemovePrefix(cur.store.cachePrefix)
 		}
 	}
 }
 
 func (h *Handle) pin(ctx context.Context) (storage.Store, string, error) {
-	if p, ok := h.st.(pinner); ok {
-		return p.Pin(ctx)
-	}
-	return h.st, "", nil
+	return storage.Pin(ctx, h.st)
 }
 
 // open opens the store as it is now; prev is the state it replaces (nil
@@ -347,9 +338,6 @@ func (h *Handle) wrapErr(err error) error {
 	}
 	return &Error{Kind: kindOf(err), Store: h.name, Level: -1, Err: err}
 }
-
-// Close releases the storage behind the handle.
-func (h *Handle) Close() error { return h.st.Close() }
 
 // metaFingerprint summarises what identifies a version of a store without
 // reading its data: the root's zarr.json, the list of levels and each

@@ -18,6 +18,7 @@ import (
 // a store that could not be reached at open is served as an
 // unavailable-storage error until a refresh opens it.
 func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
 	if err != nil {
@@ -30,7 +31,7 @@ func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	defer st.Close()
 	if _, err := h.Current(); !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("backend down at open: %v", err)
 	}
@@ -66,6 +67,7 @@ func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
 // TestFingerprint: independent of listing order, moved by any change of a
 // key, a size or a version.
 func TestFingerprint(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, err := blobstore.Open(ctx, "mem://fp")
 	if err != nil {

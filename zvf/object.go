@@ -9,10 +9,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
-// manifestsPerChunk is the reference writer's object_index bucket size;
-// the real value comes from the array's chunk shape.
-const manifestsPerChunk = 16384
-
 // manifestBlob returns object id's raw manifest blob.
 func (l *Level) manifestBlob(ctx context.Context, id int64) ([]byte, error) {
 	if l.objects == nil {
@@ -195,7 +191,7 @@ func (l *Level) Object(ctx context.Context, id int64, attrs []string) (*Object, 
 	}
 	o := &Object{ID: id, Level: l.n, Count: int64(len(refs)), FragmentCounts: counts}
 	row := l.vdt.Size * l.s.dims
-	o.Vertices = Column{Name: "vertices", DType: l.vdt.Name, Channels: l.s.dims, Data: make([]byte, 0, len(refs)*row)}
+	o.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims, Data: make([]byte, 0, len(refs)*row)}
 	for _, r := range refs {
 		cv, err := l.vertices(ctx, r.key)
 		if err != nil {
@@ -276,7 +272,7 @@ func refsByFragment(refs []rowRef) map[string][][]int64 {
 }
 
 func (l *Level) gatherAttr(ctx context.Context, a *attrMeta, refs []rowRef) (Column, error) {
-	col := Column{Name: a.Name, DType: a.dt.Name, Channels: a.Channels, Categories: a.Categories, NullCode: a.nullCode}
+	col := Column{Name: a.Name, DType: a.dt.Name, typ: a.dt, Channels: a.Channels, Categories: a.Categories, NullCode: a.nullCode}
 	var prevKey string
 	var data []byte
 	var ch int
@@ -323,7 +319,7 @@ func (l *Level) objectAttributes(ctx context.Context, id int64) ([]Column, error
 			continue
 		}
 		w := int64(a.Channels * a.dt.Size)
-		out = append(out, Column{Name: a.Name, DType: a.dt.Name, Channels: a.Channels, Data: data[id*w : (id+1)*w]})
+		out = append(out, Column{Name: a.Name, DType: a.dt.Name, typ: a.dt, Channels: a.Channels, Data: data[id*w : (id+1)*w]})
 	}
 	return out, nil
 }

@@ -54,6 +54,9 @@ func (p *panicCache) Get(ctx context.Context, key string, load func(context.Cont
 	return p.inner.Get(ctx, key, load)
 }
 
+func (p *panicCache) Peek(key string) (any, bool)    { return p.inner.Peek(key) }
+func (p *panicCache) RemovePrefix(prefix string) int { return p.inner.RemovePrefix(prefix) }
+
 // syncBuffer is a log sink safe for the reader's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -79,6 +82,7 @@ func (s *syncBuffer) String() string {
 // killing the process, and the store then serves as before. Without the
 // recovers the test binary died.
 func TestGoroutinePanics(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	box := zvf.BBoxQuery{Min: []float64{300, 400, 200}, Max: []float64{399, 499, 299}, Connectivity: true}
 	bbox := func(s *zvf.Store) error {

@@ -99,7 +99,7 @@ func openFixture(t testing.TB, name string) (*zvf.Store, *expected) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	// A _sharded store is its namesake packed by the reference's own
 	// shard_store (scripts/make_sharded_fixtures.py checks the reads are
 	// equal), so the namesake's answers hold for it.
@@ -328,6 +328,7 @@ func equalStrings(a, b []string) bool {
 }
 
 func TestReferenceStores(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, name := range allStores {
 		t.Run(name, func(t *testing.T) {

@@ -51,16 +51,15 @@ type Store struct {
 	// generation, so a reopened store never reads its predecessor's data.
 	cachePrefix string
 	version     string
-	peeker      interface{ Peek(string) (any, bool) } // the cache, when it can look without loading
-	scratch     sync.Pool                             // *bboxScratch, reused across queries
+	scratch     sync.Pool // *bboxScratch, reused across queries
 }
 
 // peek looks key up in the cache without loading it.
 func (s *Store) peek(key string) (any, bool) {
-	if s.peeker == nil {
+	if s.cache == nil {
 		return nil, false
 	}
-	return s.peeker.Peek(key)
+	return s.cache.Peek(key)
 }
 
 // Open reads the store's metadata: root, every level, chunk listings and
@@ -71,7 +70,6 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 	if s.codecs == nil {
 		s.codecs = zarr.NewCodecs()
 	}
-	s.peeker, _ = o.Cache.(interface{ Peek(string) (any, bool) })
 	if s.conc <= 0 {
 		s.conc = 8
 	}
@@ -120,9 +118,6 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 // time of a change to data alone). HTTP validators (ETags) and paging
 // cursors derive from it.
 func (s *Store) Version() string { return s.version }
-
-// Close releases the underlying storage.
-func (s *Store) Close() error { return s.st.Close() }
 
 // Name is the store's name.
 func (s *Store) Name() string { return s.name }
@@ -188,6 +183,8 @@ func (s *Store) readGroupAttrs(ctx context.Context, p string) (json.RawMessage, 
 	return n.Attributes, nil
 }
 
+// join is not path.Join on purpose: cleaning would fold away a ".." that
+// store metadata put in a name, which the storage layer must see to refuse.
 func join(a, b string) string {
 	if a == "" {
 		return b
@@ -299,6 +296,8 @@ func kindOf(err error) error {
 		return ErrChanged
 	case errors.Is(err, storage.ErrNotFound):
 		return ErrNotFound
+	case errors.Is(err, storage.ErrUnavailable):
+		return ErrUnavailable
 	case errors.Is(err, storage.ErrTooLarge), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrOutside):
 		// A chunk replaced by something huge, a FIFO or a link out of the
 		// store: bad data in this store, refused without being read.

@@ -1,6 +1,8 @@
 package zvf
 
 import (
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+
 	"context"
 	"encoding/json"
 	"strconv"
@@ -10,7 +12,16 @@ import (
 // Cache is what the reader needs of a cache: load-through Get with
 // in-flight deduplication. *cache.Cache satisfies it; nil means no cache.
 type Cache interface {
+	// Get returns the value for key, loading it with load (value, size in
+	// bytes) on a miss; concurrent Gets of one key share one load.
 	Get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error)
+	// Peek returns a cached value without loading: the warm path matches
+	// cached chunks in place, without building a load closure.
+	Peek(key string) (any, bool)
+	// RemovePrefix drops every key starting with prefix: a store's old
+	// version (cache keys start with name and generation) when a new one
+	// opens.
+	RemovePrefix(prefix string) int
 }
 
 // Key is a chunk key: integer chunk coordinates (one per spatial axis, plus
@@ -133,7 +144,23 @@ type Column struct {
 	Data       []byte
 	Categories []string // set for dictionary-encoded attributes: codes index it
 	NullCode   *int64   // the dictionary's _FillValue code (decodes to null)
+	typ        zarr.DataType
 }
+
+// Number is one element of a column widened without loss (see
+// zarr.Number); its Kind is one of KindFloat, KindInt and KindUint (bools
+// read as KindUint 0 or 1).
+type Number = zarr.Number
+
+// Kinds of Number.
+const (
+	KindInt   = zarr.KindInt
+	KindUint  = zarr.KindUint
+	KindFloat = zarr.KindFloat
+)
+
+// At is element i of the column (row × Channels + channel).
+func (c *Column) At(i int) Number { return c.typ.At(c.Data, i) }
 
 // Batch is the rows one chunk contributes to an answer, in chunk row order.
 type Batch struct {

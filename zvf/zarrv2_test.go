@@ -16,6 +16,7 @@ import (
 // is refused as unsupported with a sentence that says so, not as corrupt;
 // a folder without any Zarr metadata stays "not a ZVF store".
 func TestOpenZarrV2(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		files []string

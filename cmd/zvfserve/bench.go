@@ -31,8 +31,8 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -311,8 +311,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // or under dir (written once, then reused).
 func benchStores(ctx context.Context, dir string, points, streamlines int) (map[string]storage.Store, error) {
 	build := map[string]func() (*blobstore.Store, error){
-		"points":      func() (*blobstore.Store, error) { return zvftest.Points(ctx, points, 1, writer.CodecNone) },
-		"streamlines": func() (*blobstore.Store, error) { return zvftest.Streamlines(ctx, streamlines, 1) },
+		"points":      func() (*blobstore.Store, error) { return synth.Points(ctx, points, 1, writer.CodecNone) },
+		"streamlines": func() (*blobstore.Store, error) { return synth.Streamlines(ctx, streamlines, 1) },
 	}
 	out := map[string]storage.Store{}
 	closeAll := func() {
@@ -493,7 +493,7 @@ func benchBurst(ctx context.Context, c *http.Client, base string, q benchQuery, 
 			// shift each request's box a little so a burst is a viewport's
 			// worth of neighbouring tiles, not one URL
 			off := q.offset + float64(i%4)*7
-			min, max := zvftest.BoxFor(points, q.want, off)
+			min, max := synth.BoxFor(points, q.want, off)
 			// level=auto gets a viewer's budget so the server picks a
 			// coarser level; fixed levels take the whole answer.
 			limit := 2_000_000
@@ -658,7 +658,7 @@ func runWhole(ctx context.Context, w *wholeConfig, stdout, stderr io.Writer) err
 	}
 	t0 := time.Now()
 	if err := ensureBenchStore(ctx, dir, "points", func() (*blobstore.Store, error) {
-		return zvftest.Points(ctx, w.points, 1, writer.CodecNone)
+		return synth.Points(ctx, w.points, 1, writer.CodecNone)
 	}); err != nil {
 		return err
 	}

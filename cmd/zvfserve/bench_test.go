@@ -17,13 +17,14 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestBenchSmall runs the load benchmark on small in-memory stores: every
 // query kind answers without errors, streamlines included.
 func TestBenchSmall(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report.json")
 	stdout, stderr, code := runCmd(t, "bench", "--points", "20000", "--rounds", "1", "--burst", "4", "--json", out)
 	if code != 0 {
@@ -58,12 +59,13 @@ func TestBenchSmall(t *testing.T) {
 // into a hidden folder, renamed into place), then reused without building;
 // a folder holding no store is an error rather than silently reused.
 func TestBenchStoreReuse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	builds := 0
 	build := func() (*blobstore.Store, error) {
 		builds++
-		return zvftest.Streamlines(ctx, 2000, 1)
+		return synth.Streamlines(ctx, 2000, 1)
 	}
 	for i := 0; i < 2; i++ {
 		if err := ensureBenchStore(ctx, dir, "streamlines", build); err != nil {
@@ -105,8 +107,9 @@ func TestBenchStoreReuse(t *testing.T) {
 // 'streamlines' store, the streamline queries are skipped with a message
 // and the point queries run, their boxes sized from the server's catalogue.
 func TestBenchTargetWithoutStreamlines(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	mem, err := zvftest.Points(ctx, 20000, 1, writer.CodecNone)
+	mem, err := synth.Points(ctx, 20000, 1, writer.CodecNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +190,7 @@ func TestBenchWhole(t *testing.T) {
 // whole only when it is: a transport error, a well-formed but short body
 // or an error status are each a cut.
 func TestPullWholeDetectsCuts(t *testing.T) {
+	t.Parallel()
 	const whole = `{"vertices":[[1,2,3],[4,5,6]],"attributes":{},"offset":0,"count":2,"next":null}` + "\n"
 	for _, tc := range []struct {
 		name, encoding string

@@ -11,6 +11,7 @@ import (
 // something that can be a store is a mistyped command (exit 2), not a
 // store path handed to serve.
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -67,6 +68,7 @@ func TestCommandDispatch(t *testing.T) {
 // TestCommandHelp: every command's --help says what it does and how to
 // call it, and exits 0.
 func TestCommandHelp(t *testing.T) {
+	t.Parallel()
 	for name := range commands() {
 		t.Run(name, func(t *testing.T) {
 			out, errs, code := runCmd(t, name, "--help")
@@ -101,6 +103,7 @@ func TestCommandHelp(t *testing.T) {
 // TestValidateJSONEmptyProblems: a valid store's JSON report has an empty
 // list of problems, not null.
 func TestValidateJSONEmptyProblems(t *testing.T) {
+	t.Parallel()
 	out, errs, code := runCmd(t, "validate", "--json", "../../testdata/zvf-reference/graph.zarrvectors")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

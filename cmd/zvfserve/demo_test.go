@@ -11,6 +11,7 @@ import (
 )
 
 func TestDemoCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "demo")
 	truth := filepath.Join(dir, "truth.json")
@@ -37,6 +38,7 @@ func TestDemoCommand(t *testing.T) {
 }
 
 func TestDemoCommandUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"demo"},
 		{"demo", "a", "b"},

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 )
 
 func TestStoreNameFor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"cells/", "cells"},
 		{"a/b.zarrvectors/", "a.b"},
@@ -38,6 +38,7 @@ func TestStoreNameFor(t *testing.T) {
 // TestDiscoverStores: which folders below an argument are served, under
 // which names, and what is skipped with a warning.
 func TestDiscoverStores(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
@@ -107,6 +108,7 @@ func TestDiscoverStores(t *testing.T) {
 // among them is listed with the problem that says so; a symbolic link to a
 // store outside DIR is not followed.
 func TestServeFolderOfStores(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if _, errs, code := runCmd(t, "demo", "--scale", "0.05", filepath.Join(dir, "scene")); code != 0 {
 		t.Fatalf("demo: %s", errs)
@@ -119,18 +121,19 @@ func TestServeFolderOfStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A link to a store outside the folder is not followed.
-	outside := filepath.Join(t.TempDir(), "outside")
-	if _, errs, code := runCmd(t, "demo", "--scale", "0.05", outside); code != 0 {
-		t.Fatalf("demo: %s", errs)
+	outside, err := filepath.Abs(graphStore)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(outside, "cells"), filepath.Join(dir, "linked")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(dir, "linked")); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs syncBuffer
-	done := make(chan int)
+	done, exited := make(chan int, 1), make(chan struct{})
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", dir}, &out, &errs)
+		close(exited)
 	}()
 	defer func() {
 		cancel()
@@ -138,16 +141,11 @@ func TestServeFolderOfStores(t *testing.T) {
 			t.Errorf("serve exited %d: %s", code, errs.String())
 		}
 	}()
-	addr := regexp.MustCompile(`on (http://[^/\s]+)/`)
-	var base string
-	for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := addr.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
+	m := out.await(listening, 20*time.Second, exited)
+	if m == nil {
 		t.Fatalf("server did not start: %s %s", out.String(), errs.String())
 	}
+	base := m[1]
 	resp, err := http.Get(base + "/api/v1/stores")
 	if err != nil {
 		t.Fatal(err)

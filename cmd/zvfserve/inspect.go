@@ -40,11 +40,11 @@ Flags:
 		fs.Usage()
 		return fmt.Errorf("%w: need one STORE", errUsage)
 	}
-	s, err := openOne(ctx, fs.Arg(0))
+	s, closeStore, err := openOne(ctx, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer closeStore()
 	info := s.Info()
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

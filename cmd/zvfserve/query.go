@@ -24,21 +24,22 @@ func queryCommand() command {
 }
 
 // openOne opens a single store for the command-line tools.
-func openOne(ctx context.Context, target string) (*zvf.Store, error) {
+// openOne opens one STORE argument; close releases its storage.
+func openOne(ctx context.Context, target string) (s *zvf.Store, close func() error, err error) {
 	name, t := storeArg(target)
 	if !api.ValidStoreName(name) {
 		name = "store"
 	}
 	st, err := blobstore.Open(ctx, t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(256 << 20)})
+	s, err = zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(256 << 20)})
 	if err != nil {
 		_ = st.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, st.Close, nil
 }
 
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -78,11 +79,11 @@ Flags:
 	if *bbox == "" && (*cursor != "" || *all) {
 		return fmt.Errorf("%w: --cursor and --all page bbox answers; an object comes whole", errUsage)
 	}
-	s, err := openOne(ctx, fs.Arg(0))
+	s, closeStore, err := openOne(ctx, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer closeStore()
 	q := url.Values{}
 	q.Set("level", *level)
 	q.Set("f", *format)

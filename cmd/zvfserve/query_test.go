@@ -43,7 +43,7 @@ func httpServer(t *testing.T, path string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +73,7 @@ func getOK(t *testing.T, ts *httptest.Server, path string) []byte {
 // TestQueryMatchesHTTP: query prints exactly the body GET returns, in every
 // format, for answers below and above the server's 256 KiB hold-back.
 func TestQueryMatchesHTTP(t *testing.T) {
+	t.Parallel()
 	cells := filepath.Join(demoDir(t), "cells")
 	ts := httpServer(t, cells)
 	graph := "../../testdata/zvf-reference/graph.zarrvectors"
@@ -136,6 +137,7 @@ func pages(t *testing.T, ts *httptest.Server, path string) [][]byte {
 // TestQueryPaging: a page's next cursor continues with --cursor, and --all
 // streams every page, each exactly as GET returns it.
 func TestQueryPaging(t *testing.T) {
+	t.Parallel()
 	cells := filepath.Join(demoDir(t), "cells")
 	ts := httpServer(t, cells)
 	const box = "0,0,0,1000,1000,600"
@@ -201,6 +203,7 @@ func TestQueryPaging(t *testing.T) {
 // TestQueryErrors: mistakes and failures print one plain sentence, not a
 // problem document; command-line mistakes exit 2, the rest 1.
 func TestQueryErrors(t *testing.T) {
+	t.Parallel()
 	graph := "../../testdata/zvf-reference/graph.zarrvectors"
 	for _, tc := range []struct {
 		name string
@@ -243,6 +246,7 @@ func TestQueryErrors(t *testing.T) {
 // negative coordinate) is the flag's, wherever the flag stands, and a bool
 // flag never swallows the STORE after it.
 func TestFlagsTakeNegativeValues(t *testing.T) {
+	t.Parallel()
 	graph := "../../testdata/zvf-reference/graph.zarrvectors"
 	want, errs, code := runCmd(t, "query", graph, "--level", "0", "--bbox", "-500,-223,-585,480,313,675")
 	if code != 0 || !strings.Contains(want, `"count":`) {

@@ -13,7 +13,7 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,7 +27,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
-	"github.com/zvfserve/zvfserve/zvf/storage/retry"
+	"github.com/zvfserve/zvfserve/zvf/storage/metered"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
@@ -39,7 +39,7 @@ func serveCommand() command {
 type serveConfig struct {
 	addr, publicURL, cors, logFormat, logLevel, adminAddr string
 	token, tokenFile                                      string
-	cacheBytes, maxVertices                               int64
+	cacheBytes, maxVertices, maxChunkBytes                int64
 	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
 	idleTimeout, shutdownGrace, revalidate                time.Duration
 	revalidateWalk, settle                                time.Duration
@@ -49,56 +49,62 @@ type serveConfig struct {
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
-	env := func(name, def string) string {
-		if v, ok := os.LookupEnv(name); ok {
-			return v
-		}
-		return def
-	}
-	envInt := func(name string, def int64) int64 {
-		if v, err := strconv.ParseInt(env(name, ""), 10, 64); err == nil {
-			return v
-		}
-		return def
-	}
-	envDur := func(name string, def time.Duration) time.Duration {
-		if v, err := time.ParseDuration(env(name, "")); err == nil {
-			return v
-		}
-		return def
-	}
-	envBool := func(name string, def bool) bool {
-		if v, err := strconv.ParseBool(env(name, "")); err == nil {
-			return v
-		}
-		return def
-	}
-	fs.StringVar(&c.addr, "addr", env("ZVFSERVE_ADDR", ":8080"), "listen address (env ZVFSERVE_ADDR)")
-	fs.StringVar(&c.publicURL, "public-url", env("ZVFSERVE_PUBLIC_URL", ""), "public base URL used in Link headers and the catalog (env ZVFSERVE_PUBLIC_URL)")
-	fs.Int64Var(&c.cacheBytes, "cache-bytes", envInt("ZVFSERVE_CACHE_BYTES", 512<<20), "cache budget in bytes; unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
-	fs.StringVar(&c.cors, "cors-origins", env("ZVFSERVE_CORS_ORIGINS", "*"), "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
-	fs.DurationVar(&c.maxAge, "max-age", envDur("ZVFSERVE_MAX_AGE", time.Hour), "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
-	fs.DurationVar(&c.timeout, "request-timeout", envDur("ZVFSERVE_REQUEST_TIMEOUT", 30*time.Second), "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
-	fs.DurationVar(&c.streamTimeout, "stream-timeout", envDur("ZVFSERVE_STREAM_TIMEOUT", 10*time.Minute), "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
-	fs.DurationVar(&c.revalidate, "revalidate", envDur("ZVFSERVE_REVALIDATE", time.Minute), "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
-	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", envDur("ZVFSERVE_REVALIDATE_WALK", 0), "also list every object of every store this often, in the background, to notice data rewritten without its metadata; costs a listing of the whole store; 0: never (env ZVFSERVE_REVALIDATE_WALK)")
-	fs.DurationVar(&c.settle, "settle", envDur("ZVFSERVE_SETTLE", 2*time.Second), "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
-	fs.BoolVar(&c.followSymlinks, "follow-symlinks", envBool("ZVFSERVE_FOLLOW_SYMLINKS", false), "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
-	fs.DurationVar(&c.stallTimeout, "stall-timeout", envDur("ZVFSERVE_STALL_TIMEOUT", 10*time.Second), "a response whose client takes nothing for this long is cut and its slot freed (env ZVFSERVE_STALL_TIMEOUT)")
-	fs.IntVar(&c.maxConnections, "max-connections", int(envInt("ZVFSERVE_MAX_CONNECTIONS", 4096)), "open client connections; at the cap the longest-idle keep-alive connection is closed for a new one, and with none idle the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
-	fs.DurationVar(&c.idleTimeout, "idle-timeout", envDur("ZVFSERVE_IDLE_TIMEOUT", time.Minute), "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
-	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", envDur("ZVFSERVE_SHUTDOWN_GRACE", 15*time.Second), "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
-	fs.Int64Var(&c.maxVertices, "max-vertices", envInt("ZVFSERVE_MAX_VERTICES", 1_000_000), "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
-	fs.IntVar(&c.readConcurrency, "read-concurrency", int(envInt("ZVFSERVE_READ_CONCURRENCY", 0)), "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
-	fs.IntVar(&c.maxConcurrent, "max-concurrent", int(envInt("ZVFSERVE_MAX_CONCURRENT", 64)), "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
-	fs.StringVar(&c.logFormat, "log-format", env("ZVFSERVE_LOG_FORMAT", "text"), "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
-	fs.StringVar(&c.logLevel, "log-level", env("ZVFSERVE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
+	fs.StringVar(&c.addr, "addr", ":8080", "listen address (env ZVFSERVE_ADDR)")
+	fs.StringVar(&c.publicURL, "public-url", "", "public base URL used in Link headers and the catalog (env ZVFSERVE_PUBLIC_URL)")
+	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "cache budget in bytes; unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
+	fs.StringVar(&c.cors, "cors-origins", "*", "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
+	fs.DurationVar(&c.maxAge, "max-age", time.Hour, "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
+	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
+	fs.DurationVar(&c.streamTimeout, "stream-timeout", 10*time.Minute, "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
+	fs.DurationVar(&c.revalidate, "revalidate", time.Minute, "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
+	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", 0, "also list every object of every store this often, in the background, to notice data rewritten without its metadata; costs a listing of the whole store; 0: never (env ZVFSERVE_REVALIDATE_WALK)")
+	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
+	fs.BoolVar(&c.followSymlinks, "follow-symlinks", false, "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
+	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its slot freed (env ZVFSERVE_STALL_TIMEOUT)")
+	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the longest-idle keep-alive connection is closed for a new one, and with none idle the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", time.Minute, "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
+	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
+	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
+	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
 	// The token's default is not taken from the environment here, so that
 	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
 	fs.StringVar(&c.token, "token", "", "require this bearer token on every route but /healthz and /readyz (env ZVFSERVE_TOKEN; on the command line it is visible in the process list: prefer the variable or --token-file)")
-	fs.StringVar(&c.tokenFile, "token-file", env("ZVFSERVE_TOKEN_FILE", ""), "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
-	fs.StringVar(&c.adminAddr, "admin-addr", env("ZVFSERVE_ADMIN_ADDR", ""), "listen address for /metrics and /debug/pprof (env ZVFSERVE_ADMIN_ADDR; empty: off)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given")
+}
+
+// applyEnv gives every flag not set on the command line the value of its
+// environment variable, ZVFSERVE_ and the flag's name in capitals with _
+// for - (--cache-bytes: ZVFSERVE_CACHE_BYTES), parsed as the flag would
+// be, so a malformed variable is an error at start, not a silent default.
+// skip names flags read elsewhere (the token, which --help must not show
+// and resolveToken reads).
+func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), skip ...string) error {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if onCommandLine[f.Name] || slices.Contains(skip, f.Name) {
+			return
+		}
+		name := "ZVFSERVE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v, ok := lookup(name)
+		if !ok {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %v", name, v, err))
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", errUsage, errors.Join(errs...))
+	}
+	return nil
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -137,7 +143,7 @@ func storeArg(arg string) (name, target string) {
 // that error and retried every --revalidate, so one bad store never takes
 // the others down.
 func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, wrap func(storage.Store) storage.Store) ([]*zvf.Handle, func(), error) {
-	codecs := zarr.NewCodecs()
+	codecs := zarr.NewCodecs(zarr.Limits{MaxChunkBytes: c.maxChunkBytes})
 	var stores []*zvf.Handle
 	var closers []func() error
 	closeAll := func() {
@@ -149,9 +155,9 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		if wrap != nil {
 			st = wrap(st)
 		}
-		// Transient backend errors are retried (bounded) below the metrics,
-		// so every attempt's bytes and latency are counted.
-		h, err := zvf.OpenHandle(ctx, retry.Wrap(m.Storage(st), retry.Options{}),
+		// Transient backend failures are retried by the cloud SDKs (jittered
+		// exponential backoff); local files have none to retry.
+		h, err := zvf.OpenHandle(ctx, metered.Wrap(st, m),
 			zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log, Concurrency: conc}, zvf.Watch{Enabled: watch, Settle: c.settle})
 		if err != nil {
 			return err
@@ -250,6 +256,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 			return nil
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if err := applyEnv(fs, os.LookupEnv, "token"); err != nil {
+		return err
 	}
 	log, err := newLogger(stderr, c.logFormat, c.logLevel)
 	if err != nil {

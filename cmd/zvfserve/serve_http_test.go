@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,8 +19,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
+// graphStore is a reference fixture.
 const graphStore = "../../testdata/zvf-reference/graph.zarrvectors"
 
 // served is a `zvfserve serve` running in-process.
@@ -38,7 +45,9 @@ func startServeWith(t *testing.T, hooks serveHooks, args ...string) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{out: &syncBuffer{}, errs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		code := 0
 		if err := serve(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), s.out, s.errs, hooks); err != nil {
 			s.errs.Write([]byte("zvfserve serve: " + err.Error() + "\n"))
@@ -54,25 +63,20 @@ func startServeWith(t *testing.T, hooks serveHooks, args ...string) *served {
 			t.Error("serve did not return")
 		}
 	})
-	listening := regexp.MustCompile(`on (http://[^/\s]+)/`)
-	admin := regexp.MustCompile(`admin listening" addr=(\S+)`)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if m := listening.FindStringSubmatch(s.out.String()); m != nil {
-			s.base = m[1]
-			if m := admin.FindStringSubmatch(s.errs.String()); m != nil {
-				s.admin = "http://" + m[1]
-			}
-			return s
-		}
+	m := s.out.await(listening, 10*time.Second, exited)
+	if m == nil {
 		select {
-		case code := <-s.done:
-			s.done <- code
-			t.Fatalf("serve exited %d: %s", code, s.errs.String())
+		case <-exited:
+			t.Fatalf("serve exited: %s", s.errs.String())
 		default:
 		}
+		t.Fatalf("serve did not start: %s %s", s.out.String(), s.errs.String())
 	}
-	t.Fatalf("serve did not start: %s %s", s.out.String(), s.errs.String())
-	return nil
+	s.base = m[1]
+	if m := regexp.MustCompile(`admin listening" addr=(\S+)`).FindStringSubmatch(s.errs.String()); m != nil {
+		s.admin = "http://" + m[1]
+	}
+	return s
 }
 
 func httpGet(t *testing.T, url string, hdr ...string) (int, string, http.Header) {
@@ -251,5 +255,100 @@ func TestServeMemoryLimit(t *testing.T) {
 	startServe(t, "--cache-bytes", "1048576", graphStore)
 	if got := debug.SetMemoryLimit(-1); got != orig {
 		t.Errorf("with GOMEMLIMIT set, serve changed the limit to %d", got)
+	}
+}
+
+// TestServeMaxChunkBytes: --max-chunk-bytes reaches the codecs: a store
+// whose chunks are larger than the limit is served as a 422 that says so,
+// and the same store answers with the default.
+func TestServeMaxChunkBytes(t *testing.T) {
+	const box = "/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675"
+	small := startServe(t, "--max-chunk-bytes", "16", graphStore)
+	code, body, _ := httpGet(t, small.base+box)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "16") {
+		t.Fatalf("16-byte limit: %d %s", code, body)
+	}
+	def := startServe(t, graphStore)
+	if code, body, _ := httpGet(t, def.base+box); code != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"count":%d,`, graphBoxCount(t))) {
+		t.Fatalf("default limit: %d %.200s", code, body)
+	}
+}
+
+// TestServeEnvironment: every flag takes its ZVFSERVE_ variable (the
+// command line wins), parsed like the flag, so a malformed value is a
+// usage error at start — it used to be ignored silently, leaving the
+// default in place.
+func TestServeEnvironment(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var c serveConfig
+	serveFlags(fs, &c)
+	if err := fs.Parse([]string{"--max-age", "5s"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ZVFSERVE_CACHE_BYTES": "1234", "ZVFSERVE_MAX_AGE": "9h", "ZVFSERVE_FOLLOW_SYMLINKS": "true",
+		"ZVFSERVE_REVALIDATE_WALK": "10m", "ZVFSERVE_TOKEN": "not-taken-here"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if err := applyEnv(fs, lookup, "token"); err != nil {
+		t.Fatal(err)
+	}
+	if c.cacheBytes != 1234 || c.maxAge != 5*time.Second || !c.followSymlinks || c.revalidateWalk != 10*time.Minute || c.token != "" {
+		t.Fatalf("%+v", c)
+	}
+	for k, v := range map[string]string{"ZVFSERVE_CACHE_BYTES": "512MB", "ZVFSERVE_SETTLE": "2", "ZVFSERVE_FOLLOW_SYMLINKS": "yes please"} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		serveFlags(fs, &serveConfig{})
+		_ = fs.Parse(nil)
+		err := applyEnv(fs, func(n string) (string, bool) { return v, n == k }, "token")
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%q: %v", k, v, err)
+		}
+	}
+	var out, errs bytes.Buffer
+	t.Setenv("ZVFSERVE_MAX_VERTICES", "lots")
+	if code := run(context.Background(), []string{"serve", graphStore}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "ZVFSERVE_MAX_VERTICES") {
+		t.Fatalf("serve with a malformed variable: exit %d, %s", code, errs.String())
+	}
+}
+
+// TestServeLinkedRootRepointed: the store served is a link (current ->
+// v1); re-pointed to another store (current -> v2), the running server
+// answers v2's descriptor after its next check. This goes through serve's
+// own wiring (metrics wrapper and all), which must keep the local store's
+// ability to re-resolve its root.
+func TestServeLinkedRootRepointed(t *testing.T) {
+	base := t.TempDir()
+	for name, src := range map[string]string{"v1": graphStore, "v2": "../../testdata/zvf-reference/points_pyramid.zarrvectors"} {
+		if err := os.Rename(zvftest.CopyTree(t, src), filepath.Join(base, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur := filepath.Join(base, "current")
+	if err := os.Symlink("v1", cur); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--revalidate", "20ms", "s="+cur)
+	geometry := func() string {
+		_, body, _ := httpGet(t, s.base+"/api/v1/stores/s")
+		var d struct {
+			GeometryTypes []string `json:"geometry_types"`
+		}
+		_ = json.Unmarshal([]byte(body), &d)
+		return strings.Join(d.GeometryTypes, ",")
+	}
+	if g := geometry(); g != "graph" {
+		t.Fatalf("v1 serves %q", g)
+	}
+	next := filepath.Join(base, "next")
+	if err := os.Symlink("v2", next); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, cur); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); geometry() != "point_cloud"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("still %q 10 s after the link moved", geometry())
+		}
+		time.Sleep(20 * time.Millisecond) // the server's check interval
 	}
 }

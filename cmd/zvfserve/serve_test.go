@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,18 +13,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-// syncBuffer collects output written by the server goroutine.
+// syncBuffer collects output written by the server goroutine; a test
+// waits for a line with await, which wakes on each write (no polling).
 type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu   sync.Mutex
+	b    strings.Builder
+	more chan struct{} // closed by the next write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.more != nil {
+		close(s.more)
+		s.more = nil
+	}
 	return s.b.Write(p)
 }
 
@@ -33,10 +42,40 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// await returns the submatches of re in the output as soon as it matches;
+// nil if stop is closed (the writer is gone) or within passes first.
+func (s *syncBuffer) await(re *regexp.Regexp, within time.Duration, stop <-chan struct{}) []string {
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	for {
+		s.mu.Lock()
+		m := re.FindStringSubmatch(s.b.String())
+		if s.more == nil {
+			s.more = make(chan struct{})
+		}
+		more := s.more
+		s.mu.Unlock()
+		if m != nil {
+			return m
+		}
+		select {
+		case <-more:
+		case <-stop:
+			return re.FindStringSubmatch(s.String())
+		case <-timeout.C:
+			return nil
+		}
+	}
+}
+
+// listening matches the line serve prints once it listens.
+var listening = regexp.MustCompile(`on (http://[^/\s]+)/`)
+
 // TestServeBadStoreBesideGood: serve starts with a store that does not
 // open, serves it as a problem beside a healthy one, and picks it up by
 // itself (--revalidate) once it is fixed.
 func TestServeBadStoreBesideGood(t *testing.T) {
+	t.Parallel()
 	good := "../../testdata/zvf-reference/graph.zarrvectors"
 	bad := zvftest.CopyTree(t, good)
 	root := filepath.Join(bad, "zarr.json")
@@ -49,9 +88,10 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs syncBuffer
-	done := make(chan int)
+	done, exited := make(chan int, 1), make(chan struct{})
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--revalidate", "50ms", "good=" + good, "bad=" + bad}, &out, &errs)
+		close(exited)
 	}()
 	defer func() {
 		cancel()
@@ -59,16 +99,11 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 			t.Errorf("serve exited %d: %s", code, errs.String())
 		}
 	}()
-	addr := regexp.MustCompile(`on (http://[^/\s]+)/`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := addr.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
+	m := out.await(listening, 10*time.Second, exited)
+	if m == nil {
 		t.Fatalf("server did not start: %s %s", out.String(), errs.String())
 	}
+	base := m[1]
 	get := func(path string) (int, string) {
 		resp, err := http.Get(base + path)
 		if err != nil {
@@ -79,9 +114,11 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	const q = "/bbox?min=390,223,585&max=480,313,675"
-	if code, body := get("/api/v1/stores/good" + q); code != 200 || !strings.Contains(body, `"count":79`) {
-		t.Fatalf("good store: %d %.200s", code, body)
+	code, want := get("/api/v1/stores/good" + q)
+	if n := graphBoxCount(t); code != 200 || !strings.Contains(want, fmt.Sprintf(`"count":%d,`, n)) {
+		t.Fatalf("good store: %d, the reader counts %d: %.200s", code, n, want)
 	}
+	want = strings.Replace(want, `"store":"good"`, `"store":"bad"`, 1)
 	if code, body := get("/api/v1/stores/bad" + q); code != http.StatusUnprocessableEntity || !strings.Contains(body, "zv_version") {
 		t.Fatalf("bad store: %d %.200s", code, body)
 	}
@@ -91,15 +128,41 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	if err := os.WriteFile(root, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if code, body := get("/api/v1/stores/bad" + q); code == 200 && strings.Contains(body, `"count":79`) {
-			return
-		}
+	if errs.await(regexp.MustCompile(`reopened with a fresh cache" store=bad`), 10*time.Second, exited) == nil {
+		t.Fatalf("the fixed store was not picked up: %s", errs.String())
 	}
-	t.Fatal("the fixed store was not picked up")
+	if code, body := get("/api/v1/stores/bad" + q); code != 200 || body != want {
+		t.Fatalf("the fixed store: %d %.200s", code, body)
+	}
+}
+
+// graphBoxCount is the number of vertices of the graph fixture in the box
+// 390,223,585 – 480,313,675, as the reader counts them.
+func graphBoxCount(t *testing.T) int64 {
+	t.Helper()
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, graphStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zvf.Open(ctx, st, zvf.Options{Name: "graph"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.BBox(ctx, zvf.BBoxQuery{Min: []float64{390, 223, 585}, Max: []float64{480, 313, 675}}, func(*zvf.Batch) error { return nil })
+	if err != nil || res.Count == 0 {
+		t.Fatalf("reader: %d vertices, %v", res.Count, err)
+	}
+	return res.Count
 }
 
 func TestReadConcurrency(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		flag   int
 		target string

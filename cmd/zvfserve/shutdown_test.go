@@ -54,6 +54,7 @@ func (h *hangingStore) List(ctx context.Context, prefix string) (storage.Listing
 // storage does — here a bbox read and the periodic store check both hang
 // for good, deaf to cancellation.
 func TestServeShutdownWithHungRead(t *testing.T) {
+	t.Parallel()
 	h := &hangingStore{armed: make(chan struct{}), release: make(chan struct{}), entered: make(chan string, 64)}
 	var once sync.Once
 	wrap := func(st storage.Store) storage.Store {

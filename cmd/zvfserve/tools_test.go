@@ -17,6 +17,7 @@ func runCmd(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestZarrCat(t *testing.T) {
+	t.Parallel()
 	abs, err := filepath.Abs("../../testdata/zarr-codecs/fill/float64_fill_nan.zarr")
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +53,7 @@ func TestZarrCat(t *testing.T) {
 }
 
 func TestInspectAndQuery(t *testing.T) {
+	t.Parallel()
 	store := "../../testdata/zvf-reference/graph.zarrvectors"
 	out, errs, code := runCmd(t, "inspect", store)
 	if code != 0 || !strings.Contains(out, "zv_version   0.7.0") || !strings.Contains(out, "graph") {
@@ -83,6 +85,7 @@ func TestInspectAndQuery(t *testing.T) {
 }
 
 func TestStoreArg(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, name, target string }{
 		{"/data/brain.zarrvectors", "brain", "/data/brain.zarrvectors"},
 		{"tracts=s3://b/x.zarr?region=x", "tracts", "s3://b/x.zarr?region=x"},

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -112,57 +111,25 @@ func appendElement(dst []byte, c *zarr.Chunk, i int) []byte {
 		}
 		return strconv.AppendQuote(dst, base64.StdEncoding.EncodeToString(c.Elems[i]))
 	}
-	p := c.Data[i*t.Size:]
 	switch t.Kind {
 	case zarr.KindBool:
-		return strconv.AppendBool(dst, p[0] != 0)
+		return strconv.AppendBool(dst, c.Data[i] != 0)
 	case zarr.KindInt:
-		var v int64
-		switch t.Size {
-		case 1:
-			v = int64(int8(p[0]))
-		case 2:
-			v = int64(int16(binary.LittleEndian.Uint16(p)))
-		case 4:
-			v = int64(int32(binary.LittleEndian.Uint32(p)))
-		default:
-			v = int64(binary.LittleEndian.Uint64(p))
-		}
-		return strconv.AppendInt(dst, v, 10)
+		return strconv.AppendInt(dst, t.At(c.Data, i).I, 10)
 	case zarr.KindUint:
-		var v uint64
-		switch t.Size {
-		case 1:
-			v = uint64(p[0])
-		case 2:
-			v = uint64(binary.LittleEndian.Uint16(p))
-		case 4:
-			v = uint64(binary.LittleEndian.Uint32(p))
-		default:
-			v = binary.LittleEndian.Uint64(p)
-		}
-		return strconv.AppendUint(dst, v, 10)
+		return strconv.AppendUint(dst, t.At(c.Data, i).U, 10)
 	case zarr.KindFloat:
-		return appendFloatJSON(dst, floatAt(p, t.Size), t.Size)
+		return appendFloatJSON(dst, t.At(c.Data, i).F, t.Size)
 	case zarr.KindComplex:
-		h := t.Size / 2
+		// Two floats of half the size: element 2i and 2i+1 of the parts.
+		part := zarr.DataType{Kind: zarr.KindFloat, Size: t.Size / 2}
 		dst = append(dst, '[')
-		dst = appendFloatJSON(dst, floatAt(p, h), h)
+		dst = appendFloatJSON(dst, part.At(c.Data, 2*i).F, part.Size)
 		dst = append(dst, ',')
-		dst = appendFloatJSON(dst, floatAt(p[h:], h), h)
+		dst = appendFloatJSON(dst, part.At(c.Data, 2*i+1).F, part.Size)
 		return append(dst, ']')
 	}
 	return append(dst, "null"...)
-}
-
-func floatAt(p []byte, size int) float64 {
-	switch size {
-	case 2:
-		return zarr.Float16Value(binary.LittleEndian.Uint16(p))
-	case 4:
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
-	}
-	return math.Float64frombits(binary.LittleEndian.Uint64(p))
 }
 
 func appendFloatJSON(dst []byte, v float64, size int) []byte {

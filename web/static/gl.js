@@ -1,15 +1,27 @@
-// WebGL2 drawing: points, lines and triangles from typed arrays, coloured
-// in the shader by a value channel (numeric colormap or categorical
-// palette), so colouring never loops over vertices in JavaScript.
+// WebGL2 drawing of tiles: points (round, shaded sprites whose size
+// follows the zoom), lines (streamlines, skeleton and graph edges) and lit
+// triangles (meshes, with normals computed here from the faces). Colour
+// comes from one float per vertex in the shader (height, a numeric
+// attribute through viridis, a categorical palette, a solid colour), so
+// recolouring never loops over vertices in JavaScript; selection compares
+// each vertex's object id with a uniform.
 
 const VS = `#version 300 es
-in vec3 a_pos; in float a_val;
-uniform mat4 u_mvp; uniform float u_size; uniform int u_mode; uniform vec2 u_range;
-uniform vec3 u_pal[32]; uniform vec3 u_color; uniform vec3 u_zr;
-out vec3 v_col;
+layout(location = 0) in vec3 a_pos;
+layout(location = 1) in float a_val;
+layout(location = 2) in int a_oid;
+layout(location = 3) in vec3 a_nrm;
+uniform mat4 u_mvp;
+uniform int u_kind, u_mode, u_sel;
+uniform bool u_hasSel;
+uniform vec2 u_range, u_zr;
+uniform vec3 u_pal[32], u_color;
+uniform float u_ptWorld, u_ptScale, u_focal, u_dpr;
+out vec3 v_col, v_nrm, v_pos;
+out float v_size;
 vec3 viridis(float t) {
   t = clamp(t, 0.0, 1.0);
-  vec3 c0 = vec3(0.267,0.005,0.329), c1 = vec3(0.231,0.322,0.545), c2 = vec3(0.129,0.569,0.549), c3 = vec3(0.369,0.788,0.384), c4 = vec3(0.992,0.906,0.145);
+  vec3 c0 = vec3(0.267, 0.005, 0.329), c1 = vec3(0.231, 0.322, 0.545), c2 = vec3(0.129, 0.569, 0.549), c3 = vec3(0.369, 0.788, 0.384), c4 = vec3(0.992, 0.906, 0.145);
   if (t < 0.25) return mix(c0, c1, t * 4.0);
   if (t < 0.5) return mix(c1, c2, (t - 0.25) * 4.0);
   if (t < 0.75) return mix(c2, c3, (t - 0.5) * 4.0);
@@ -17,20 +29,71 @@ vec3 viridis(float t) {
 }
 void main() {
   gl_Position = u_mvp * vec4(a_pos, 1.0);
-  gl_PointSize = u_size;
-  if (u_mode == 1) v_col = viridis((a_val - u_range.x) / max(u_range.y - u_range.x, 1e-12));
-  else if (u_mode == 2) v_col = u_pal[int(mod(max(a_val, 0.0), 32.0))];
-  else if (u_mode == 3) v_col = u_color;
-  else v_col = viridis((a_pos.z - u_zr.x) / max(u_zr.y - u_zr.x, 1e-12));
+  vec3 c;
+  if (u_mode == 0) c = viridis((a_pos.z - u_zr.x) / max(u_zr.y - u_zr.x, 1e-12));
+  else if (u_mode == 1) c = (a_val != a_val) ? vec3(0.42) : viridis((a_val - u_range.x) / max(u_range.y - u_range.x, 1e-12));
+  else if (u_mode == 2) c = (a_val < 0.0 || a_val != a_val) ? vec3(0.42) : u_pal[int(mod(a_val, 32.0))];
+  else if (u_mode == 3) c = u_color;
+  else c = vec3(0.42, 0.43, 0.46);
+  float grow = 1.0;
+  if (u_hasSel) {
+    if (a_oid == u_sel) { c = vec3(1.0, 0.3, 0.88); grow = 1.6; }
+    else c *= 0.45;
+  }
+  v_col = c;
+  v_nrm = a_nrm;
+  v_pos = a_pos;
+  // Points as big as they are (a share of the level's spacing) seen from
+  // here, within 1..16 pixels, times the size slider.
+  float px = clamp(u_ptWorld * u_focal / max(gl_Position.w, 1e-9), 1.0, 16.0) * u_ptScale * grow;
+  v_size = px;
+  gl_PointSize = px * u_dpr;
 }`;
+
 const FS = `#version 300 es
-precision mediump float; in vec3 v_col; out vec4 o;
-void main() { o = vec4(v_col, 1.0); }`;
+precision highp float;
+in vec3 v_col, v_nrm, v_pos;
+in float v_size;
+uniform int u_kind;
+uniform float u_alpha;
+uniform vec3 u_light;
+// A tile whose children are drawn in its place hides itself there: the
+// children are cells of a grid over the tile's cell, one mask bit each.
+uniform bool u_useMask;
+uniform uvec2 u_mask;
+uniform vec3 u_cellLo, u_cellSize;
+uniform ivec3 u_cellN;
+out vec4 o;
+void main() {
+  if (u_useMask) {
+    ivec3 c = clamp(ivec3(floor((v_pos - u_cellLo) / max(u_cellSize, vec3(1e-30)))), ivec3(0), u_cellN - 1);
+    int b = (c.x * u_cellN.y + c.y) * u_cellN.z + c.z;
+    uint w = b < 32 ? u_mask.x : u_mask.y;
+    if (((w >> uint(b & 31)) & 1u) == 1u) discard;
+  }
+  vec3 c = v_col;
+  if (u_kind == 0 && v_size >= 3.0) {
+    vec2 p = gl_PointCoord * 2.0 - 1.0;
+    float r2 = dot(p, p);
+    if (r2 > 1.0) discard;
+    c *= 0.55 + 0.45 * sqrt(1.0 - r2);
+  } else if (u_kind == 2) {
+    // Two-sided: a surface seen from inside is lit as well.
+    vec3 n = normalize(v_nrm);
+    float d = abs(dot(n, u_light));
+    c = c * (0.22 + 0.78 * d) + vec3(0.22) * pow(d, 28.0);
+  }
+  o = vec4(c, u_alpha);
+}`;
 
 export const PALETTE = [
   [0.90, 0.36, 0.30], [0.30, 0.69, 0.29], [0.22, 0.49, 0.72], [0.60, 0.31, 0.64], [1.00, 0.50, 0.00], [1.00, 1.00, 0.20],
   [0.65, 0.34, 0.16], [0.97, 0.51, 0.75], [0.60, 0.60, 0.60], [0.40, 0.76, 0.65], [0.99, 0.55, 0.38], [0.55, 0.63, 0.80],
 ];
+export const CLEAR = [0.05, 0.06, 0.07];
+
+const UNIFORMS = ['u_mvp', 'u_kind', 'u_mode', 'u_sel', 'u_hasSel', 'u_range', 'u_zr', 'u_pal', 'u_color', 'u_ptWorld', 'u_ptScale', 'u_focal', 'u_dpr',
+  'u_alpha', 'u_light', 'u_useMask', 'u_mask', 'u_cellLo', 'u_cellSize', 'u_cellN'];
 
 export class Renderer {
   constructor(canvas) {
@@ -38,111 +101,210 @@ export class Renderer {
     if (!gl) throw new Error('WebGL2 is not available in this browser');
     this.gl = gl;
     this.canvas = canvas;
+    // Shaders compile in the background where the browser can
+    // (KHR_parallel_shader_compile): a software renderer takes a while,
+    // and the page handles its first tiles meanwhile.
+    this.parallel = gl.getExtension('KHR_parallel_shader_compile');
     const prog = gl.createProgram();
-    for (const [type, src] of [[gl.VERTEX_SHADER, VS], [gl.FRAGMENT_SHADER, FS]]) {
+    this.shaders = [[gl.VERTEX_SHADER, VS], [gl.FRAGMENT_SHADER, FS]].map(([type, src]) => {
       const s = gl.createShader(type);
       gl.shaderSource(s, src);
       gl.compileShader(s);
-      if (!gl.getShaderParameter(s, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(s));
       gl.attachShader(prog, s);
-    }
-    gl.bindAttribLocation(prog, 0, 'a_pos');
-    gl.bindAttribLocation(prog, 1, 'a_val');
+      return s;
+    });
     gl.linkProgram(prog);
-    if (!gl.getProgramParameter(prog, gl.LINK_STATUS)) throw new Error(gl.getProgramInfoLog(prog));
     this.prog = prog;
+    this.linked = false;
+  }
+
+  // ready resolves once the program is linked (rejects with the
+  // compiler's message).
+  ready() {
+    const gl = this.gl, done = () => !this.parallel || gl.getProgramParameter(this.prog, this.parallel.COMPLETION_STATUS_KHR);
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (!done()) { setTimeout(check, 16); return; }
+        try { this.finishLink(); resolve(); } catch (e) { reject(e); }
+      };
+      check();
+    });
+  }
+
+  finishLink() {
+    const gl = this.gl, prog = this.prog;
+    if (!gl.getProgramParameter(prog, gl.LINK_STATUS)) {
+      const log = this.shaders.map((s) => gl.getShaderInfoLog(s)).filter(Boolean).join('\n');
+      throw new Error(`the viewer's shaders did not compile: ${log || gl.getProgramInfoLog(prog)}`);
+    }
     this.u = {};
-    for (const n of ['u_mvp', 'u_size', 'u_mode', 'u_range', 'u_pal', 'u_color', 'u_zr']) this.u[n] = gl.getUniformLocation(prog, n);
-    this.layers = new Map();
+    for (const n of UNIFORMS) this.u[n] = gl.getUniformLocation(prog, n);
+    gl.useProgram(prog);
+    gl.uniform3fv(this.u.u_pal, new Float32Array(Array.from({ length: 32 }, (_, i) => PALETTE[i % PALETTE.length]).flat()));
+    // Generic values for arrays a tile does not have (context state, not
+    // per vertex array): no object, a normal facing up, no value.
+    gl.vertexAttribI4i(2, -2147483648, 0, 0, 0);
+    gl.vertexAttrib3f(3, 0, 0, 1);
+    gl.vertexAttrib1f(1, NaN);
+    this.linked = true;
+    this.warm();
   }
 
-  // setLayer uploads (or replaces) a named layer.
-  setLayer(name, { pos, val, edges, faces, faceWidth, color, size, mode }) {
+  // warm draws one point, line and triangle where nothing lands on screen:
+  // a software renderer builds a pipeline for each kind on its first draw
+  // (hundreds of milliseconds each), better done before the first tiles.
+  warm() {
+    const pos = new Float32Array([0, 0, 0, 1, 0, 0, 0, 1, 0]);
+    const g = this.upload({ pos, edges: new Uint32Array([0, 1]), tris: new Uint32Array([0, 1, 2]) });
+    const style = { mode: 3, range: [0, 1], zr: [0, 1], color: [0, 0, 0], alpha: 1, sel: null, ptWorld: 1 };
+    const view = { mvp: new Float32Array(16), focalPx: 1, light: [0, 0, 1] }; // w = 0 everywhere: clipped
+    const lines = { ...g, tris: null }, points = { ...g, tris: null, lines: null };
+    this.draw(view, [{ g, style, mask: null }, { g: lines, style, mask: null }, { g: points, style, mask: null }]);
+    this.free(g);
+  }
+
+  // upload puts a tile's arrays on the GPU: pos (xyz), val (one float per
+  // vertex or null), oid (Int32Array or null), edges (uint32 pairs),
+  // tris (uint32 triples, with normals computed from them).
+  upload({ pos, val, oid, edges, tris }) {
     const gl = this.gl;
-    this.removeLayer(name);
-    const vao = gl.createVertexArray();
-    gl.bindVertexArray(vao);
-    const pb = gl.createBuffer();
-    gl.bindBuffer(gl.ARRAY_BUFFER, pb);
-    gl.bufferData(gl.ARRAY_BUFFER, pos, gl.STATIC_DRAW);
-    gl.enableVertexAttribArray(0);
-    gl.vertexAttribPointer(0, 3, gl.FLOAT, false, 0, 0);
-    const bufs = [pb];
-    if (val) {
-      const vb = gl.createBuffer();
-      gl.bindBuffer(gl.ARRAY_BUFFER, vb);
-      gl.bufferData(gl.ARRAY_BUFFER, val, gl.STATIC_DRAW);
-      gl.enableVertexAttribArray(1);
-      gl.vertexAttribPointer(1, 1, gl.FLOAT, false, 0, 0);
-      bufs.push(vb);
-    } else {
-      gl.disableVertexAttribArray(1);
-      gl.vertexAttrib1f(1, 0);
-    }
-    let lines = null, tris = null;
-    if (edges && edges.length) {
-      lines = gl.createBuffer();
-      gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, lines);
-      gl.bufferData(gl.ELEMENT_ARRAY_BUFFER, edges, gl.STATIC_DRAW);
-    }
-    let nt = 0;
-    if (faces && faces.length && faceWidth >= 3) {
-      const idx = faceWidth === 3 ? faces : fan(faces, faceWidth);
-      tris = gl.createBuffer();
-      gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, tris);
-      gl.bufferData(gl.ELEMENT_ARRAY_BUFFER, idx, gl.STATIC_DRAW);
-      nt = idx.length;
-    }
+    const g = { vao: gl.createVertexArray(), bufs: [], n: pos.length / 3, lines: null, nl: 0, tris: null, nt: 0 };
+    gl.bindVertexArray(g.vao);
+    const array = (loc, data, size, int) => {
+      const b = gl.createBuffer();
+      gl.bindBuffer(gl.ARRAY_BUFFER, b);
+      gl.bufferData(gl.ARRAY_BUFFER, data, gl.STATIC_DRAW);
+      gl.enableVertexAttribArray(loc);
+      if (int) gl.vertexAttribIPointer(loc, size, gl.INT, 0, 0);
+      else gl.vertexAttribPointer(loc, size, gl.FLOAT, false, 0, 0);
+      g.bufs.push(b);
+    };
+    array(0, pos, 3);
+    if (val) array(1, val, 1);
+    if (oid) array(2, oid, 1, true);
+    if (tris && tris.length) array(3, normals(pos, tris), 3);
     gl.bindVertexArray(null);
-    this.layers.set(name, { vao, bufs, n: pos.length / 3, lines, nl: edges ? edges.length : 0, tris, nt, color, size: size || 2, mode: mode ?? 0, prim: arguments[1].prim || 'points' });
+    const elements = (data) => {
+      const b = gl.createBuffer();
+      gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, b);
+      gl.bufferData(gl.ELEMENT_ARRAY_BUFFER, data, gl.STATIC_DRAW);
+      return b;
+    };
+    if (edges && edges.length) { g.lines = elements(edges); g.nl = edges.length; }
+    if (tris && tris.length) { g.tris = elements(tris); g.nt = tris.length; }
+    gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, null);
+    return g;
   }
 
-  removeLayer(name) {
-    const l = this.layers.get(name);
-    if (!l) return;
+  free(g) {
     const gl = this.gl;
-    for (const b of l.bufs) gl.deleteBuffer(b);
-    if (l.lines) gl.deleteBuffer(l.lines);
-    if (l.tris) gl.deleteBuffer(l.tris);
-    gl.deleteVertexArray(l.vao);
-    this.layers.delete(name);
+    for (const b of g.bufs) gl.deleteBuffer(b);
+    if (g.lines) gl.deleteBuffer(g.lines);
+    if (g.tris) gl.deleteBuffer(g.tris);
+    gl.deleteVertexArray(g.vao);
   }
 
-  draw(mvp, style) {
-    const gl = this.gl, c = this.canvas;
-    const w = c.clientWidth * devicePixelRatio | 0, h = c.clientHeight * devicePixelRatio | 0;
+  resize() {
+    const c = this.canvas;
+    const w = Math.max(1, Math.round(c.clientWidth * devicePixelRatio)), h = Math.max(1, Math.round(c.clientHeight * devicePixelRatio));
     if (c.width !== w || c.height !== h) { c.width = w; c.height = h; }
+  }
+
+  // draw renders items: [{g, style: {mode, range, zr, color, alpha, sel,
+  // ptWorld, ptScale}, mask: null or {bits: [lo32, hi32], lo, size, n}, last}].
+  // Opaque items first, then translucent ones without depth writes.
+  draw(view, items) {
+    const gl = this.gl, c = this.canvas;
+    if (!this.linked) return;
+    this.resize();
     gl.viewport(0, 0, c.width, c.height);
-    gl.clearColor(0.05, 0.06, 0.07, 1);
+    gl.clearColor(CLEAR[0], CLEAR[1], CLEAR[2], 1);
     gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
     gl.enable(gl.DEPTH_TEST);
     gl.useProgram(this.prog);
-    gl.uniformMatrix4fv(this.u.u_mvp, false, mvp);
-    gl.uniform2f(this.u.u_range, style.range[0], style.range[1]);
-    gl.uniform3f(this.u.u_zr, style.zr[0], style.zr[1], 0);
-    gl.uniform3fv(this.u.u_pal, new Float32Array(Array.from({ length: 32 }, (_, i) => PALETTE[i % PALETTE.length]).flat()));
-    for (const l of this.layers.values()) {
-      gl.bindVertexArray(l.vao);
-      const mode = l.mode === 'style' ? style.mode : l.mode;
-      gl.uniform1i(this.u.u_mode, mode);
-      gl.uniform3fv(this.u.u_color, l.color || [1, 1, 1]);
-      gl.uniform1f(this.u.u_size, l.size * devicePixelRatio);
-      if (l.tris && l.nt) {
-        gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, l.tris);
-        gl.drawElements(gl.TRIANGLES, l.nt, gl.UNSIGNED_INT, 0);
+    gl.uniformMatrix4fv(this.u.u_mvp, false, view.mvp);
+    gl.uniform1f(this.u.u_focal, view.focalPx);
+    gl.uniform1f(this.u.u_dpr, devicePixelRatio);
+    const l = view.light;
+    gl.uniform3f(this.u.u_light, l[0], l[1], l[2]);
+    const order = [...items.filter((it) => it.style.alpha >= 1 && !it.last), ...items.filter((it) => it.style.alpha < 1 && !it.last), ...items.filter((it) => it.last)];
+    for (const it of order) {
+      const s = it.style, g = it.g;
+      // Highlights drawn over what they highlight win the depth tie.
+      gl.depthFunc(it.last ? gl.LEQUAL : gl.LESS);
+      if (s.alpha < 1) { gl.enable(gl.BLEND); gl.blendFunc(gl.SRC_ALPHA, gl.ONE_MINUS_SRC_ALPHA); gl.depthMask(false); } else { gl.disable(gl.BLEND); gl.depthMask(true); }
+      gl.uniform1i(this.u.u_mode, s.mode);
+      gl.uniform2f(this.u.u_range, s.range[0], s.range[1]);
+      gl.uniform2f(this.u.u_zr, s.zr[0], s.zr[1]);
+      gl.uniform3fv(this.u.u_color, s.color);
+      gl.uniform1f(this.u.u_alpha, s.alpha);
+      gl.uniform1i(this.u.u_hasSel, s.sel !== null && s.sel !== undefined ? 1 : 0);
+      gl.uniform1i(this.u.u_sel, s.sel ?? 0);
+      gl.uniform1f(this.u.u_ptWorld, s.ptWorld);
+      gl.uniform1f(this.u.u_ptScale, s.ptScale ?? 1);
+      const m = it.mask;
+      gl.uniform1i(this.u.u_useMask, m ? 1 : 0);
+      if (m) {
+        gl.uniform2ui(this.u.u_mask, m.bits[0], m.bits[1]);
+        gl.uniform3fv(this.u.u_cellLo, m.lo);
+        gl.uniform3fv(this.u.u_cellSize, m.size);
+        gl.uniform3iv(this.u.u_cellN, m.n);
       }
-      if (l.lines) {
-        gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, l.lines);
-        gl.drawElements(gl.LINES, l.nl, gl.UNSIGNED_INT, 0);
+      gl.bindVertexArray(g.vao);
+      if (g.tris) {
+        gl.uniform1i(this.u.u_kind, 2);
+        gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, g.tris);
+        gl.drawElements(gl.TRIANGLES, g.nt, gl.UNSIGNED_INT, 0);
+      } else if (g.lines) {
+        gl.uniform1i(this.u.u_kind, 1);
+        gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, g.lines);
+        gl.drawElements(gl.LINES, g.nl, gl.UNSIGNED_INT, 0);
+      } else {
+        gl.uniform1i(this.u.u_kind, 0);
+        gl.drawArrays(gl.POINTS, 0, g.n);
       }
-      gl.drawArrays(l.prim === 'lines' ? gl.LINES : gl.POINTS, 0, l.n);
     }
     gl.bindVertexArray(null);
+    gl.disable(gl.BLEND);
+    gl.depthMask(true);
+    gl.depthFunc(gl.LESS);
+  }
+
+  // coverage counts the pixels that differ from the background.
+  coverage() {
+    const gl = this.gl, c = this.canvas, px = new Uint8Array(c.width * c.height * 4);
+    gl.readPixels(0, 0, c.width, c.height, gl.RGBA, gl.UNSIGNED_BYTE, px);
+    const bg = CLEAR.map((v) => Math.round(v * 255));
+    let n = 0;
+    for (let i = 0; i < px.length; i += 4) {
+      if (Math.abs(px[i] - bg[0]) > 6 || Math.abs(px[i + 1] - bg[1]) > 6 || Math.abs(px[i + 2] - bg[2]) > 6) n++;
+    }
+    return n;
   }
 }
 
-// fan triangulates polygons of width w (quads and larger).
-function fan(faces, w) {
+// normals are per-vertex normals: the area-weighted sum of the normals of
+// the faces around each vertex.
+export function normals(pos, tris) {
+  const n = new Float32Array(pos.length);
+  for (let t = 0; t + 2 < tris.length; t += 3) {
+    const a = tris[t] * 3, b = tris[t + 1] * 3, c = tris[t + 2] * 3;
+    const ux = pos[b] - pos[a], uy = pos[b + 1] - pos[a + 1], uz = pos[b + 2] - pos[a + 2];
+    const vx = pos[c] - pos[a], vy = pos[c + 1] - pos[a + 1], vz = pos[c + 2] - pos[a + 2];
+    const nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
+    for (const i of [a, b, c]) { n[i] += nx; n[i + 1] += ny; n[i + 2] += nz; }
+  }
+  for (let i = 0; i < n.length; i += 3) {
+    const l = Math.hypot(n[i], n[i + 1], n[i + 2]);
+    if (l > 0) { n[i] /= l; n[i + 1] /= l; n[i + 2] /= l; } else n[i + 2] = 1;
+  }
+  return n;
+}
+
+// triangles turns faces of width w (quads and larger polygons) into
+// triangle fans.
+export function triangles(faces, w) {
+  if (w === 3) return faces;
   const n = faces.length / w, out = new Uint32Array(n * (w - 2) * 3);
   let o = 0;
   for (let f = 0; f < n; f++) for (let k = 1; k + 1 < w; k++) {

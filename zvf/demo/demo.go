@@ -61,6 +61,7 @@ func storeOptions(o *Options) writer.Options {
 		ChunkShape:  []float64{chunkEdge, chunkEdge, chunkEdge},
 		BinShape:    []float64{binEdge, binEdge, binEdge},
 		Bounds:      &[2][]float64{{0, 0, 0}, {blockX, blockY, blockZ}},
+		Unit:        "micrometer", // the tissue block is 1000 × 1000 × 600 µm
 		Codec:       o.Codec,
 		Concurrency: o.Concurrency,
 		// Three levels of detail: metavertices on 50 µm, then 200 µm bins.

@@ -75,6 +75,9 @@ func TestBuildStores(t *testing.T) {
 					Geometry []string `json:"geometry_types"`
 				} `json:"zarr_vectors"`
 				MS []struct {
+					Axes []struct {
+						Unit string `json:"unit"`
+					} `json:"axes"`
 					Datasets []struct {
 						Path string `json:"path"`
 					} `json:"datasets"`
@@ -87,6 +90,11 @@ func TestBuildStores(t *testing.T) {
 		zv := root.Attributes.ZV
 		if zv.Version != "0.7.0" || !slices.Equal(zv.Geometry, []string{in.Geometry}) {
 			t.Errorf("%s: version %q geometry %v, want 0.7.0 [%s]", in.Name, zv.Version, zv.Geometry, in.Geometry)
+		}
+		for _, a := range root.Attributes.MS[0].Axes {
+			if a.Unit != "micrometer" {
+				t.Errorf("%s: axis unit %q, want micrometer (the viewer's scale bar reads it)", in.Name, a.Unit)
+			}
 		}
 		if in.Levels != 3 || len(root.Attributes.MS[0].Datasets) != 3 {
 			t.Errorf("%s: %d levels, %d datasets; want 3", in.Name, in.Levels, len(root.Attributes.MS[0].Datasets))

@@ -41,11 +41,6 @@ func TestDemoRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %s: %v", name, err)
 		}
-		t.Cleanup(func() {
-			if err := st.Close(); err != nil {
-				t.Error(err)
-			}
-		})
 		if got := len(st.Levels()); got != 3 {
 			t.Fatalf("%s: %d levels", name, got)
 		}

@@ -185,3 +185,20 @@ func ReadAll(ctx context.Context, st Store, key string, max int64) ([]byte, erro
 	obj, err := st.Get(ctx, key, Whole(max))
 	return obj.Data, err
 }
+
+// Pinner is a Store whose root can be re-pointed while it is served (a
+// local folder reached through a symbolic link): Pin returns a view bound
+// to what the root resolves to now, and an identity of that root that
+// changes when it is re-pointed. Decorators that wrap a Store forward it.
+type Pinner interface {
+	Pin(ctx context.Context) (Store, string, error)
+}
+
+// Pin pins st if it is a Pinner; any other store is its own view, with
+// no identity.
+func Pin(ctx context.Context, st Store) (Store, string, error) {
+	if p, ok := st.(Pinner); ok {
+		return p.Pin(ctx)
+	}
+	return st, "", nil
+}

@@ -48,4 +48,14 @@ func (s *sub) Walk(ctx context.Context, prefix string, fn func(string, Attrs) er
 
 func (s *sub) Now() time.Time { return s.st.Now() }
 
+// Pin implements Pinner: the view of a pinned store, rooted at the same
+// prefix.
+func (s *sub) Pin(ctx context.Context) (Store, string, error) {
+	v, id, err := Pin(ctx, s.st)
+	if err != nil {
+		return nil, "", err
+	}
+	return &sub{st: v, p: s.p}, id, nil
+}
+
 func (s *sub) Close() error { return nil }

@@ -58,6 +58,9 @@ type Options struct {
 	Bounds *[2][]float64
 	// Axes names the spatial axes; nil means x, y, z (and w for 4-D).
 	Axes []string
+	// Unit is the axes' unit (an OME-NGFF / UDUNITS name such as
+	// "micrometer"); "" writes none.
+	Unit string
 	// Codec is the blob codec for level-0 arrays. Pyramid levels and
 	// cross-level links always use zstd, as in the reference.
 	Codec Codec

@@ -242,7 +242,11 @@ func (g *geom) rootAttrs(caps []string, o *Options, pyramid bool) obj {
 	}
 	axes := make([]any, g.d)
 	for i, a := range g.axes {
-		axes[i] = obj{{"name", a}, {"type", "space"}}
+		ax := obj{{"name", a}, {"type", "space"}}
+		if o.Unit != "" {
+			ax = append(ax, kv{"unit", o.Unit})
+		}
+		axes[i] = ax
 	}
 	ds := []any{g.dataset(0, 1)}
 	for i := range o.Pyramid {

@@ -35,6 +35,7 @@ func storedChunks(t *testing.T, files map[string][]byte, attrs ...string) map[co
 }
 
 func TestGoldenPolylines(t *testing.T) {
+	t.Parallel()
 	want := loadDir(t, refDir+"polylines.zarrvectors")
 	chunks := storedChunks(t, want, "fa")
 	pl := &Polylines{Offsets: []int{0}}
@@ -107,6 +108,7 @@ func loadInput(t *testing.T, name string) *Graph {
 // per chunk, so they are mapped back to nodes (and edges) through the
 // writer's own layout, which the vertex and link blobs check.
 func TestGoldenGraphs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		skeleton bool
@@ -170,6 +172,7 @@ func TestGoldenGraphs(t *testing.T) {
 // TestGoldenMesh rebuilds the reference mesh's input from the store (rows in
 // chunk order, intra faces then cross faces) and expects the same store.
 func TestGoldenMesh(t *testing.T) {
+	t.Parallel()
 	want := loadDir(t, refDir+"mesh.zarrvectors")
 	chunks := storedChunks(t, want, "height")
 	m := &Mesh{FaceWidth: 3}

@@ -91,6 +91,7 @@ func level0Points(t *testing.T, files map[string][]byte, attrs []Attribute) *Poi
 // their own level-0 rows and expects the same store back, pyramid level and
 // cross-level links included.
 func TestGoldenPointsBins(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		store string
 		codec Codec
@@ -154,6 +155,7 @@ func objectIDsOf(t *testing.T, files map[string][]byte, d int) []int64 {
 // TestGoldenPointsObjects covers object ids, categorical strings, object
 // attributes, groups and an ID-preserving pyramid level.
 func TestGoldenPointsObjects(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		store   string
 		bin     []float64

@@ -75,6 +75,7 @@ func scenePoints(r *rand.Rand, n int) []float32 {
 }
 
 func TestRoundTripPoints(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	ctx := context.Background()
 	n := 1500
@@ -95,6 +96,7 @@ func TestRoundTripPoints(t *testing.T) {
 	for _, objects := range []bool{false, true} {
 		for _, codec := range []Codec{CodecNone, CodecZstd, CodecBlosc} {
 			t.Run(fmt.Sprintf("objects=%v/%v", objects, codec), func(t *testing.T) {
+				t.Parallel()
 				pc := &PointCloud{Positions: pos, Attributes: attrs}
 				volume := make([]float32, 25)
 				for i := range volume {
@@ -226,6 +228,7 @@ func polylineInput(r *rand.Rand, np int) *Polylines {
 }
 
 func TestRoundTripPolylines(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
 	ctx := context.Background()
 	pl := polylineInput(r, 40)
@@ -297,6 +300,7 @@ func treeInput(r *rand.Rand, trees int) *Graph {
 }
 
 func TestRoundTripGraphs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, skeleton := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skeleton=%v", skeleton), func(t *testing.T) {
@@ -373,6 +377,7 @@ func faceSet(pos []byte, faces []int64, w int) []string {
 }
 
 func TestRoundTripMesh(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// Two grids (objects) folded across chunk borders.
 	m := &Mesh{FaceWidth: 3, FragmentPerObject: true}

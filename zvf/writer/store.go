@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,22 +229,20 @@ func allZero(b []byte) bool {
 // Pretty groups come from zarr's encoder path, whose require_group also
 // creates every missing ancestor as an empty group; compact groups come
 // from the batched fast path, which leaves ancestors implicit.
-func (s *storeWriter) group(path string, style nodeStyle, attrs obj) {
+func (s *storeWriter) group(node string, style nodeStyle, attrs obj) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if style == stylePretty {
-		parts := splitPath(path)
-		for i := 1; i < len(parts); i++ {
-			p := joinPath(parts[:i])
+		for p := path.Dir(node); p != "." && p != "/"; p = path.Dir(p) {
 			if _, ok := s.groups[p]; !ok {
 				s.groups[p] = &groupNode{style: stylePretty, attrs: obj{}}
 			}
 		}
 	}
-	g, ok := s.groups[path]
+	g, ok := s.groups[node]
 	if !ok {
 		g = &groupNode{style: style, attrs: obj{}}
-		s.groups[path] = g
+		s.groups[node] = g
 	}
 	if style == stylePretty {
 		g.style = stylePretty
@@ -286,27 +285,4 @@ func (s *storeWriter) flushGroups(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func splitPath(p string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			out = append(out, p[start:i])
-			start = i + 1
-		}
-	}
-	return out
-}
-
-func joinPath(parts []string) string {
-	out := ""
-	for i, p := range parts {
-		if i > 0 {
-			out += "/"
-		}
-		out += p
-	}
-	return out
 }

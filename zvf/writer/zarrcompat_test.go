@@ -13,6 +13,7 @@ import (
 // the project's Zarr layer: each group parses, each blob array reads back
 // the bytes the test decoder sees, and each manifests array decodes.
 func TestZarrLayerReadsEverything(t *testing.T) {
+	t.Parallel()
 	for _, codec := range []Codec{CodecNone, CodecZstd, CodecBlosc} {
 		ms := newMemStore()
 		ctx := context.Background()

@@ -57,6 +57,8 @@ func (a *Array) Meta() *ArrayMeta { return a.meta }
 // Path is the array's key prefix in its store.
 func (a *Array) Path() string { return a.path }
 
+// join is not path.Join on purpose: cleaning would fold away a ".." that
+// metadata put in a key, which the storage layer must see to refuse.
 func join(p, k string) string {
 	if p == "" {
 		return k
@@ -288,18 +290,6 @@ func (a *Array) WriteChunk(ctx context.Context, w storage.Writer, coords []int64
 		return &Error{Path: a.path, Chunk: a.ChunkKey(coords), Err: err}
 	}
 	return w.Put(ctx, a.ChunkKey(coords), b)
-}
-
-// WriteGroup writes a group zarr.json with the given attributes (nil: {}).
-func WriteGroup(ctx context.Context, w storage.Writer, p string, attributes any) error {
-	if attributes == nil {
-		attributes = map[string]any{}
-	}
-	b, err := json.MarshalIndent(map[string]any{"zarr_format": 3, "node_type": "group", "attributes": attributes}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return w.Put(ctx, join(strings.Trim(p, "/"), "zarr.json"), b)
 }
 
 // MarshalArrayMeta renders m as zarr.json.

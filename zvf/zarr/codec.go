@@ -238,37 +238,36 @@ func (cs *Codecs) build(what string, specs []CodecSpec, in rep) (*pipeline, erro
 	cur := in
 	i := 0
 	for ; i < len(specs); i++ {
-		c, kind, err := cs.newCodec(specs[i], cur)
+		c, err := cs.newCodec(specs[i], cur)
 		if err != nil {
 			return nil, err
 		}
-		switch kind {
-		case 0:
-			aa := c.(arrayToArray)
+		switch {
+		case c.aa != nil:
 			if p.ab != nil {
 				return nil, metaErr("codec %s (array→array) after the array→bytes codec", specs[i].Name)
 			}
-			o, err := aa.out(cur)
+			o, err := c.aa.out(cur)
 			if err != nil {
 				return nil, err
 			}
 			if err := cs.checkRep(what+" (encoded by "+specs[i].Name+")", o); err != nil {
 				return nil, err
 			}
-			p.aa = append(p.aa, aa)
+			p.aa = append(p.aa, c.aa)
 			p.aaIn = append(p.aaIn, cur)
 			cur = o
-		case 1:
+		case c.ab != nil:
 			if p.ab != nil {
 				return nil, metaErr("more than one array→bytes codec")
 			}
-			p.ab = c.(arrayToBytes)
+			p.ab = c.ab
 			p.abIn = cur
-		case 2:
+		default:
 			if p.ab == nil {
 				return nil, metaErr("codec %s (bytes→bytes) before the array→bytes codec", specs[i].Name)
 			}
-			p.bb = append(p.bb, c.(bytesToBytes))
+			p.bb = append(p.bb, c.bb)
 		}
 	}
 	if p.ab == nil {
@@ -277,30 +276,37 @@ func (cs *Codecs) build(what string, specs []CodecSpec, in rep) (*pipeline, erro
 	return p, nil
 }
 
-// newCodec returns the codec and its kind: 0 array→array, 1 array→bytes,
-// 2 bytes→bytes.
-func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
+// resolved is one codec of a chain: exactly one field is set, by the
+// codec's kind.
+type resolved struct {
+	aa arrayToArray
+	ab arrayToBytes
+	bb bytesToBytes
+}
+
+// newCodec resolves one codec spec for input in.
+func (cs *Codecs) newCodec(s CodecSpec, in rep) (resolved, error) {
 	switch s.Name {
 	case "bytes":
 		c, err := newBytesCodec(s.Configuration, in)
-		return c, 1, err
+		return resolved{ab: c}, err
 	case "vlen-bytes", "vlen-utf8":
 		if !in.typ.Variable() {
-			return nil, 0, metaErr("codec %s needs a variable-length data type, have %s", s.Name, in.typ.Name)
+			return resolved{}, metaErr("codec %s needs a variable-length data type, have %s", s.Name, in.typ.Name)
 		}
-		return &vlenCodec{codecName: s.Name, layout: vlen.VlenBytes{UTF8: s.Name == "vlen-utf8"}}, 1, nil
+		return resolved{ab: &vlenCodec{codecName: s.Name, layout: vlen.VlenBytes{UTF8: s.Name == "vlen-utf8"}}}, nil
 	case "zarrs.vlen", "https://codec.zarrs.dev/array_to_bytes/vlen":
 		c, err := cs.newZarrsVlen(s.Name, s.Configuration, in)
 		if err != nil {
-			return nil, 0, err
+			return resolved{}, err
 		}
-		return c, 1, nil
+		return resolved{ab: c}, nil
 	case "transpose":
 		c, err := newTranspose(s.Configuration, in)
 		if err != nil {
-			return nil, 0, err
+			return resolved{}, err
 		}
-		return c, 0, nil
+		return resolved{aa: c}, nil
 	case "zstd":
 		var cfg struct {
 			Level    int  `json:"level"`
@@ -308,43 +314,43 @@ func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
 		}
 		if len(s.Configuration) > 0 {
 			if err := json.Unmarshal(s.Configuration, &cfg); err != nil {
-				return nil, 0, metaErr("zstd configuration: %v", err)
+				return resolved{}, metaErr("zstd configuration: %v", err)
 			}
 		}
-		return &zstdCodec{cs: cs, level: cfg.Level}, 2, nil
+		return resolved{bb: &zstdCodec{cs: cs, level: cfg.Level}}, nil
 	case "gzip":
 		var cfg struct {
 			Level int `json:"level"`
 		}
 		if len(s.Configuration) > 0 {
 			if err := json.Unmarshal(s.Configuration, &cfg); err != nil {
-				return nil, 0, metaErr("gzip configuration: %v", err)
+				return resolved{}, metaErr("gzip configuration: %v", err)
 			}
 		}
 		if cfg.Level < 0 || cfg.Level > 9 {
-			return nil, 0, metaErr("gzip level %d", cfg.Level)
+			return resolved{}, metaErr("gzip level %d", cfg.Level)
 		}
-		return gzipCodec{level: cfg.Level}, 2, nil
+		return resolved{bb: gzipCodec{level: cfg.Level}}, nil
 	case "crc32c":
-		return crc32cCodec{}, 2, nil
+		return resolved{bb: crc32cCodec{}}, nil
 	case "scale_offset":
 		c, err := newScaleOffset(s.Configuration, in)
 		if err != nil {
-			return nil, 0, err
+			return resolved{}, err
 		}
-		return c, 0, nil
+		return resolved{aa: c}, nil
 	case "cast_value":
 		c, err := newCastValue(s.Configuration, in)
 		if err != nil {
-			return nil, 0, err
+			return resolved{}, err
 		}
-		return c, 0, nil
+		return resolved{aa: c}, nil
 	case "sharding_indexed":
 		c, err := cs.newSharding(s.Configuration, in)
 		if err != nil {
-			return nil, 0, err
+			return resolved{}, err
 		}
-		return c, 1, nil
+		return resolved{ab: c}, nil
 	case "blosc":
 		var cfg struct {
 			Cname     string          `json:"cname"`
@@ -354,24 +360,24 @@ func (cs *Codecs) newCodec(s CodecSpec, in rep) (any, int, error) {
 			Blocksize int             `json:"blocksize"`
 		}
 		if err := json.Unmarshal(s.Configuration, &cfg); err != nil {
-			return nil, 0, metaErr("blosc configuration: %v", err)
+			return resolved{}, metaErr("blosc configuration: %v", err)
 		}
 		var sh int
 		var name string
 		if json.Unmarshal(cfg.Shuffle, &name) == nil {
 			var err error
 			if sh, err = blosc.ParseShuffle(name); err != nil {
-				return nil, 0, metaErr("%v", err)
+				return resolved{}, metaErr("%v", err)
 			}
 		} else if json.Unmarshal(cfg.Shuffle, &sh) != nil || sh < 0 || sh > 2 {
-			return nil, 0, metaErr("blosc shuffle %s", cfg.Shuffle)
+			return resolved{}, metaErr("blosc shuffle %s", cfg.Shuffle)
 		}
 		if cfg.Typesize == 0 {
 			cfg.Typesize = max(in.typ.Size, 1)
 		}
-		return &bloscCodec{cs: cs, opts: blosc.Options{Codec: cfg.Cname, Level: cfg.Clevel, Shuffle: sh, TypeSize: cfg.Typesize, BlockSize: cfg.Blocksize}}, 2, nil
+		return resolved{bb: &bloscCodec{cs: cs, opts: blosc.Options{Codec: cfg.Cname, Level: cfg.Clevel, Shuffle: sh, TypeSize: cfg.Typesize, BlockSize: cfg.Blocksize}}}, nil
 	}
-	return nil, 0, unsupported("codec %q", s.Name)
+	return resolved{}, unsupported("codec %q", s.Name)
 }
 
 // decode runs the chain backwards over one stored chunk.

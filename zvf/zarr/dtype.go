@@ -284,3 +284,68 @@ func Float16Value(h uint16) float64 {
 }
 
 func (d DataType) String() string { return d.Name }
+
+// Number is one numeric element widened without loss: floats as float64
+// (F), signed integers as int64 (I), unsigned integers and bools as uint64
+// (U); Kind says which.
+type Number struct {
+	Kind Kind
+	F    float64
+	I    int64
+	U    uint64
+}
+
+// At reads element i of b, a little-endian buffer of d's elements. d must
+// be a numeric or bool type (not complex, not variable-length). It is the
+// one place elements are decoded by type.
+func (d DataType) At(b []byte, i int) Number {
+	p := b[i*d.Size:]
+	switch d.Kind {
+	case KindFloat:
+		switch d.Size {
+		case 2:
+			return Number{Kind: KindFloat, F: Float16Value(binary.LittleEndian.Uint16(p))}
+		case 4:
+			return Number{Kind: KindFloat, F: float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))}
+		}
+		return Number{Kind: KindFloat, F: math.Float64frombits(binary.LittleEndian.Uint64(p))}
+	case KindInt:
+		var v int64
+		switch d.Size {
+		case 1:
+			v = int64(int8(p[0]))
+		case 2:
+			v = int64(int16(binary.LittleEndian.Uint16(p)))
+		case 4:
+			v = int64(int32(binary.LittleEndian.Uint32(p)))
+		default:
+			v = int64(binary.LittleEndian.Uint64(p))
+		}
+		return Number{Kind: KindInt, I: v}
+	case KindBool:
+		return Number{Kind: KindUint, U: uint64(p[0])}
+	}
+	var v uint64
+	switch d.Size {
+	case 1:
+		v = uint64(p[0])
+	case 2:
+		v = uint64(binary.LittleEndian.Uint16(p))
+	case 4:
+		v = uint64(binary.LittleEndian.Uint32(p))
+	default:
+		v = binary.LittleEndian.Uint64(p)
+	}
+	return Number{Kind: KindUint, U: v}
+}
+
+// Float64 is the number as a float64 (integers beyond 2^53 round).
+func (n Number) Float64() float64 {
+	switch n.Kind {
+	case KindInt:
+		return float64(n.I)
+	case KindUint:
+		return float64(n.U)
+	}
+	return n.F
+}

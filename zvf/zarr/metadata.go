@@ -217,12 +217,8 @@ func parseArray(r *rawNode) (*ArrayMeta, error) {
 	if len(r.Codecs) == 0 {
 		return nil, metaErr("array has no codecs")
 	}
-	for _, c := range r.Codecs {
-		spec, err := parseCodecSpec(c)
-		if err != nil {
-			return nil, err
-		}
-		m.Codecs = append(m.Codecs, spec)
+	if m.Codecs, err = parseCodecSpecs(r.Codecs); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -237,6 +233,20 @@ func parseCodecSpec(raw json.RawMessage) (CodecSpec, error) {
 		return CodecSpec{}, metaErr("codec entry %s", raw)
 	}
 	return CodecSpec{Name: nc.Name, Configuration: nc.Configuration}, nil
+}
+
+// parseCodecSpecs parses a codec list (the array's, or a sharding or vlen
+// codec's inner chains).
+func parseCodecSpecs(list []json.RawMessage) ([]CodecSpec, error) {
+	out := make([]CodecSpec, 0, len(list))
+	for _, r := range list {
+		sp, err := parseCodecSpec(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sp)
+	}
+	return out, nil
 }
 
 func parseKeyEncoding(nc *namedConfig) (KeyEncoding, error) {

@@ -1,7 +1,6 @@
 package zarr
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"math/big"
@@ -13,91 +12,35 @@ import (
 // storing floats as scaled integers. Values are converted, never
 // reinterpreted; arithmetic stays in the stage's own data type.
 
-// num is one element widened without loss: floats as float64, signed as
-// int64, unsigned as uint64.
-type num struct {
-	kind Kind
-	f    float64
-	i    int64
-	u    uint64
-}
-
-func load(t DataType, b []byte) num {
-	switch t.Kind {
-	case KindFloat:
-		switch t.Size {
-		case 2:
-			return num{kind: KindFloat, f: Float16Value(binary.LittleEndian.Uint16(b))}
-		case 4:
-			return num{kind: KindFloat, f: float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))}
-		}
-		return num{kind: KindFloat, f: math.Float64frombits(binary.LittleEndian.Uint64(b))}
-	case KindInt:
-		var v int64
-		switch t.Size {
-		case 1:
-			v = int64(int8(b[0]))
-		case 2:
-			v = int64(int16(binary.LittleEndian.Uint16(b)))
-		case 4:
-			v = int64(int32(binary.LittleEndian.Uint32(b)))
-		default:
-			v = int64(binary.LittleEndian.Uint64(b))
-		}
-		return num{kind: KindInt, i: v}
-	case KindBool:
-		return num{kind: KindUint, u: uint64(b[0])}
-	}
-	var v uint64
-	switch t.Size {
-	case 1:
-		v = uint64(b[0])
-	case 2:
-		v = uint64(binary.LittleEndian.Uint16(b))
-	case 4:
-		v = uint64(binary.LittleEndian.Uint32(b))
-	default:
-		v = binary.LittleEndian.Uint64(b)
-	}
-	return num{kind: KindUint, u: v}
-}
-
-func (n num) float() float64 {
-	switch n.kind {
-	case KindInt:
-		return float64(n.i)
-	case KindUint:
-		return float64(n.u)
-	}
-	return n.f
-}
+// num is one element widened without loss (see Number).
+type num = Number
 
 func (n num) rat() (*big.Rat, bool) {
-	switch n.kind {
+	switch n.Kind {
 	case KindInt:
-		return new(big.Rat).SetInt64(n.i), true
+		return new(big.Rat).SetInt64(n.I), true
 	case KindUint:
-		return new(big.Rat).SetUint64(n.u), true
+		return new(big.Rat).SetUint64(n.U), true
 	}
-	if math.IsNaN(n.f) || math.IsInf(n.f, 0) {
+	if math.IsNaN(n.F) || math.IsInf(n.F, 0) {
 		return nil, false
 	}
-	return new(big.Rat).SetFloat64(n.f), true
+	return new(big.Rat).SetFloat64(n.F), true
 }
 
 func store(t DataType, b []byte, n num) {
 	switch t.Kind {
 	case KindFloat:
-		putFloat(b[:t.Size], n.f)
+		putFloat(b[:t.Size], n.F)
 	case KindInt:
-		putUint(b[:t.Size], uint64(n.i))
+		putUint(b[:t.Size], uint64(n.I))
 		if t.Size == 1 {
-			b[0] = byte(n.i)
+			b[0] = byte(n.I)
 		}
 	default:
-		putUint(b[:t.Size], n.u)
+		putUint(b[:t.Size], n.U)
 		if t.Size == 1 {
-			b[0] = byte(n.u)
+			b[0] = byte(n.U)
 		}
 	}
 }
@@ -120,21 +63,21 @@ func parseScalar(t DataType, raw json.RawMessage) (num, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		switch strings.TrimPrefix(s, "+") {
 		case "NaN":
-			return num{kind: KindFloat, f: math.NaN()}, nil
+			return num{Kind: KindFloat, F: math.NaN()}, nil
 		case "Infinity":
 			if strings.HasPrefix(s, "-") {
-				return num{kind: KindFloat, f: math.Inf(-1)}, nil
+				return num{Kind: KindFloat, F: math.Inf(-1)}, nil
 			}
-			return num{kind: KindFloat, f: math.Inf(1)}, nil
+			return num{Kind: KindFloat, F: math.Inf(1)}, nil
 		case "-Infinity":
-			return num{kind: KindFloat, f: math.Inf(-1)}, nil
+			return num{Kind: KindFloat, F: math.Inf(-1)}, nil
 		}
 		if strings.HasPrefix(s, "0x") && t.Kind == KindFloat {
 			b, err := FillBytes(t, raw)
 			if err != nil {
 				return num{}, err
 			}
-			return load(t, b), nil
+			return t.At(b, 0), nil
 		}
 		raw = json.RawMessage(s)
 	}
@@ -144,20 +87,20 @@ func parseScalar(t DataType, raw json.RawMessage) (num, error) {
 		if err != nil {
 			return num{}, metaErr("scalar %s is not a number", raw)
 		}
-		return num{kind: KindFloat, f: f}, nil
+		return num{Kind: KindFloat, F: f}, nil
 	}
 	if strings.HasPrefix(str, "-") {
 		v, err := strconv.ParseInt(str, 10, 64)
 		if err != nil {
 			return num{}, metaErr("scalar %s is not an integer", raw)
 		}
-		return num{kind: KindInt, i: v}, nil
+		return num{Kind: KindInt, I: v}, nil
 	}
 	v, err := strconv.ParseUint(str, 10, 64)
 	if err != nil {
 		return num{}, metaErr("scalar %s is not an integer", raw)
 	}
-	return num{kind: KindUint, u: v}, nil
+	return num{Kind: KindUint, U: v}, nil
 }
 
 // ---- cast ----
@@ -171,19 +114,19 @@ type castRules struct {
 // out_of_range; otherwise an error.
 func cast(n num, t DataType, r castRules) (num, error) {
 	if t.Kind == KindFloat {
-		f := n.float()
+		f := n.Float64()
 		// NaN, infinities and signed zeros carry over between IEEE types.
-		if n.kind == KindFloat && (math.IsNaN(f) || math.IsInf(f, 0) || f == 0) {
-			return num{kind: KindFloat, f: f}, nil
+		if n.Kind == KindFloat && (math.IsNaN(f) || math.IsInf(f, 0) || f == 0) {
+			return num{Kind: KindFloat, F: f}, nil
 		}
 		rf, err := roundFloat(n, t, r.rounding)
 		if err != nil {
 			return num{}, err
 		}
-		return num{kind: KindFloat, f: rf}, nil
+		return num{Kind: KindFloat, F: rf}, nil
 	}
-	if n.kind == KindFloat && (math.IsNaN(n.f) || math.IsInf(n.f, 0)) {
-		return num{}, corrupt("%v cannot be cast to %s without a scalar_map entry", n.f, t.Name)
+	if n.Kind == KindFloat && (math.IsNaN(n.F) || math.IsInf(n.F, 0)) {
+		return num{}, corrupt("%v cannot be cast to %s without a scalar_map entry", n.F, t.Name)
 	}
 	q, _ := n.rat()
 	var z *big.Int
@@ -215,9 +158,9 @@ func cast(n num, t DataType, r castRules) (num, error) {
 		}
 	}
 	if t.Kind == KindInt {
-		return num{kind: KindInt, i: z.Int64()}, nil
+		return num{Kind: KindInt, I: z.Int64()}, nil
 	}
-	return num{kind: KindUint, u: z.Uint64()}, nil
+	return num{Kind: KindUint, U: z.Uint64()}, nil
 }
 
 func roundRat(q *big.Rat, mode string) *big.Int {
@@ -277,13 +220,13 @@ func roundFloat(n num, t DataType, mode string) (float64, error) {
 	case 4:
 		f32 := float32(f)
 		if math.IsInf(float64(f32), 0) && !math.IsInf(f, 0) {
-			return 0, corrupt("%v overflows float32", n.float())
+			return 0, corrupt("%v overflows float32", n.Float64())
 		}
 		return float64(f32), nil
 	case 2:
 		h := Float16Value(Float16Bits(f))
 		if math.IsInf(h, 0) && !math.IsInf(f, 0) {
-			return 0, corrupt("%v overflows float16", n.float())
+			return 0, corrupt("%v overflows float16", n.Float64())
 		}
 		return h, nil
 	}
@@ -355,8 +298,8 @@ func newCastValue(cfg json.RawMessage, in rep) (*castValue, error) {
 func (*castValue) name() string { return "cast_value" }
 
 func same(a, b num) bool {
-	if a.kind == KindFloat || b.kind == KindFloat {
-		fa, fb := a.float(), b.float()
+	if a.Kind == KindFloat || b.Kind == KindFloat {
+		fa, fb := a.Float64(), b.Float64()
 		return fa == fb || (math.IsNaN(fa) && math.IsNaN(fb))
 	}
 	ra, _ := a.rat()
@@ -375,7 +318,7 @@ func (c *castValue) convert(n num, to DataType, m [][2]num) (num, error) {
 
 func (c *castValue) out(in rep) (rep, error) {
 	fill := make([]byte, c.to.Size)
-	v, err := c.convert(load(in.typ, in.fill), c.to, c.enc)
+	v, err := c.convert(in.typ.At(in.fill, 0), c.to, c.enc)
 	if err != nil {
 		return rep{}, metaErr("cast_value cannot cast the fill value: %v", err)
 	}
@@ -387,7 +330,7 @@ func (c *castValue) run(data []byte, from, to DataType, m [][2]num) ([]byte, err
 	n := len(data) / from.Size
 	out := make([]byte, n*to.Size)
 	for i := 0; i < n; i++ {
-		v, err := c.convert(load(from, data[i*from.Size:]), to, m)
+		v, err := c.convert(from.At(data[i*from.Size:], 0), to, m)
 		if err != nil {
 			return nil, err
 		}
@@ -436,7 +379,7 @@ func newScaleOffset(cfg json.RawMessage, in rep) (*scaleOffset, error) {
 			return nil, metaErr("scale_offset configuration: %v", err)
 		}
 	}
-	so := &scaleOffset{typ: t, scale: num{kind: KindUint, u: 1}, offset: num{kind: KindUint}}
+	so := &scaleOffset{typ: t, scale: num{Kind: KindUint, U: 1}, offset: num{Kind: KindUint}}
 	var err error
 	if len(c.Scale) > 0 {
 		if so.scale, err = parseScalar(t, c.Scale); err != nil {
@@ -455,7 +398,7 @@ func newScaleOffset(cfg json.RawMessage, in rep) (*scaleOffset, error) {
 	if so.offset, err = cast(so.offset, t, castRules{rounding: "nearest-even"}); err != nil {
 		return nil, metaErr("scale_offset offset: %v", err)
 	}
-	if so.scale.float() == 0 {
+	if so.scale.Float64() == 0 {
 		return nil, metaErr("scale_offset scale is zero")
 	}
 	return so, nil
@@ -467,7 +410,7 @@ func (*scaleOffset) name() string { return "scale_offset" }
 // integers exactly with a range check.
 func (s *scaleOffset) arith(a num, enc bool) (num, error) {
 	if s.typ.Kind == KindFloat {
-		x, sc, of := a.f, s.scale.f, s.offset.f
+		x, sc, of := a.F, s.scale.F, s.offset.F
 		var r float64
 		switch s.typ.Size {
 		case 4:
@@ -490,7 +433,7 @@ func (s *scaleOffset) arith(a num, enc bool) (num, error) {
 				r = x/sc + of
 			}
 		}
-		return num{kind: KindFloat, f: r}, nil
+		return num{Kind: KindFloat, F: r}, nil
 	}
 	x, _ := a.rat()
 	sc, _ := s.scale.rat()
@@ -504,12 +447,12 @@ func (s *scaleOffset) arith(a num, enc bool) (num, error) {
 	if !q.IsInt() {
 		return num{}, corrupt("scale_offset result %s is not an integer of %s", q.RatString(), s.typ.Name)
 	}
-	return cast(num{kind: KindInt, i: q.Num().Int64()}, s.typ, castRules{})
+	return cast(num{Kind: KindInt, I: q.Num().Int64()}, s.typ, castRules{})
 }
 
 func (s *scaleOffset) out(in rep) (rep, error) {
 	fill := make([]byte, s.typ.Size)
-	v, err := s.arith(load(s.typ, in.fill), true)
+	v, err := s.arith(s.typ.At(in.fill, 0), true)
 	if err != nil {
 		return rep{}, metaErr("scale_offset cannot transform the fill value: %v", err)
 	}
@@ -521,7 +464,7 @@ func (s *scaleOffset) apply(data []byte, enc bool) ([]byte, error) {
 	out := make([]byte, len(data))
 	size := s.typ.Size
 	for i := 0; i+size <= len(data); i += size {
-		v, err := s.arith(load(s.typ, data[i:]), enc)
+		v, err := s.arith(s.typ.At(data[i:], 0), enc)
 		if err != nil {
 			return nil, err
 		}

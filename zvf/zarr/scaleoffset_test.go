@@ -33,15 +33,15 @@ func TestCastRounding(t *testing.T) {
 		{200, "", "wrap", -56, false}, {-129, "", "wrap", 127, false},
 		{200, "", "", 0, true}, {math.NaN(), "", "clamp", 0, true}, {math.Inf(1), "", "clamp", 0, true},
 	} {
-		got, err := cast(num{kind: KindFloat, f: tc.in}, i8, castRules{rounding: tc.mode, oor: tc.oor})
+		got, err := cast(num{Kind: KindFloat, F: tc.in}, i8, castRules{rounding: tc.mode, oor: tc.oor})
 		if tc.wantErr {
 			if err == nil || !errors.Is(err, ErrCorrupt) {
-				t.Errorf("cast(%v, %s, %s) = %v, want an error", tc.in, tc.mode, tc.oor, got.i)
+				t.Errorf("cast(%v, %s, %s) = %v, want an error", tc.in, tc.mode, tc.oor, got.I)
 			}
 			continue
 		}
-		if err != nil || got.i != tc.want {
-			t.Errorf("cast(%v, %s, %s) = %d, %v; want %d", tc.in, tc.mode, tc.oor, got.i, err, tc.want)
+		if err != nil || got.I != tc.want {
+			t.Errorf("cast(%v, %s, %s) = %d, %v; want %d", tc.in, tc.mode, tc.oor, got.I, err, tc.want)
 		}
 	}
 	f32 := mustType(t, "float32")
@@ -49,12 +49,12 @@ func TestCastRounding(t *testing.T) {
 		mode string
 		want float32
 	}{{"towards-zero", 0.099999994}, {"nearest-even", 0.1}, {"towards-positive", 0.1}, {"towards-negative", 0.099999994}} {
-		got, err := cast(num{kind: KindFloat, f: 0.1}, f32, castRules{rounding: tc.mode})
-		if err != nil || float32(got.f) != tc.want {
-			t.Errorf("0.1 → float32 %s = %v, want %v", tc.mode, float32(got.f), tc.want)
+		got, err := cast(num{Kind: KindFloat, F: 0.1}, f32, castRules{rounding: tc.mode})
+		if err != nil || float32(got.F) != tc.want {
+			t.Errorf("0.1 → float32 %s = %v, want %v", tc.mode, float32(got.F), tc.want)
 		}
 	}
-	if got, _ := cast(num{kind: KindFloat, f: math.Copysign(0, -1)}, f32, castRules{}); !math.Signbit(got.f) {
+	if got, _ := cast(num{Kind: KindFloat, F: math.Copysign(0, -1)}, f32, castRules{}); !math.Signbit(got.F) {
 		t.Error("-0 lost its sign")
 	}
 }
@@ -81,7 +81,7 @@ func TestScalarMapAndFill(t *testing.T) {
 		t.Fatalf("encode %v %v", enc, err)
 	}
 	dec, err := cv.decode(enc, rep{shape: []int64{3}, typ: f64})
-	if err != nil || !math.IsNaN(load(f64, dec.Data).f) || load(f64, dec.Data[16:]).f != 2 {
+	if err != nil || !math.IsNaN(f64.At(dec.Data, 0).F) || f64.At(dec.Data[16:], 0).F != 2 {
 		t.Fatalf("decode %v", err)
 	}
 	so, err := newScaleOffset(json.RawMessage(`{"offset":1000,"scale":10}`), rep{typ: f64})
@@ -90,8 +90,8 @@ func TestScalarMapAndFill(t *testing.T) {
 	}
 	zero := make([]byte, 8)
 	r, _ = so.out(rep{shape: []int64{1}, typ: f64, fill: zero})
-	if load(f64, r.fill).f != -10000 {
-		t.Fatalf("scale_offset fill = %v", load(f64, r.fill).f)
+	if f64.At(r.fill, 0).F != -10000 {
+		t.Fatalf("scale_offset fill = %v", f64.At(r.fill, 0).F)
 	}
 	for _, bad := range []string{`{"scale":0}`, `{"scale":"x"}`, `{"offset":[1]}`} {
 		if _, err := newScaleOffset(json.RawMessage(bad), rep{typ: f64}); err == nil {

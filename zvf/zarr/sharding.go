@@ -52,25 +52,14 @@ func (cs *Codecs) newSharding(cfg json.RawMessage, in rep) (*shardingCodec, erro
 	default:
 		return nil, metaErr("sharding index_location %q", c.IndexLocation)
 	}
-	parse := func(list []json.RawMessage) ([]CodecSpec, error) {
-		out := make([]CodecSpec, 0, len(list))
-		for _, r := range list {
-			sp, err := parseCodecSpec(r)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sp)
-		}
-		return out, nil
-	}
-	innerSpecs, err := parse(c.Codecs)
+	innerSpecs, err := parseCodecSpecs(c.Codecs)
 	if err != nil {
 		return nil, err
 	}
 	if s.innerPipe, err = cs.build("inner chunk", innerSpecs, rep{shape: c.ChunkShape, typ: in.typ, fill: in.fill}); err != nil {
 		return nil, err
 	}
-	indexSpecs, err := parse(c.IndexCodecs)
+	indexSpecs, err := parseCodecSpecs(c.IndexCodecs)
 	if err != nil {
 		return nil, err
 	}

@@ -49,15 +49,7 @@ func (cs *Codecs) newZarrsVlen(name string, cfg json.RawMessage, in rep) (*zarrs
 		if len(list) == 0 {
 			return []CodecSpec{{Name: "bytes", Configuration: json.RawMessage(dflt)}}, nil
 		}
-		out := make([]CodecSpec, 0, len(list))
-		for _, r := range list {
-			sp, err := parseCodecSpec(r)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sp)
-		}
-		return out, nil
+		return parseCodecSpecs(list)
 	}
 	idxSpecs, err := specs(c.IndexCodecs, `{"endian":"little"}`)
 	if err != nil {
@@ -82,14 +74,14 @@ func (cs *Codecs) newZarrsVlen(name string, cfg json.RawMessage, in rep) (*zarrs
 	u8, _ := ParseDataType("uint8")
 	var bb []bytesToBytes
 	for _, sp := range dataSpecs[1:] {
-		c, kind, err := cs.newCodec(sp, rep{shape: []int64{1}, typ: u8, fill: []byte{0}})
+		c, err := cs.newCodec(sp, rep{shape: []int64{1}, typ: u8, fill: []byte{0}})
 		if err != nil {
 			return nil, err
 		}
-		if kind != 2 {
+		if c.bb == nil {
 			return nil, unsupported("%s data codec %s is not bytes→bytes", name, sp.Name)
 		}
-		bb = append(bb, c.(bytesToBytes))
+		bb = append(bb, c.bb)
 	}
 	z.index, z.data = ip, bb
 	z.layout.DecodeIndex = func(b []byte) ([]byte, error) {

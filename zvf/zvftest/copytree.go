@@ -1,3 +1,5 @@
+// Package zvftest holds helpers for tests only (the production binary
+// never links it, nor the testing package it imports).
 package zvftest
 
 import (

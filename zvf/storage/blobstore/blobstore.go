@@ -17,16 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	// URL openers for the object stores named in the package doc.
-	_ "gocloud.dev/blob/azureblob"
-	_ "gocloud.dev/blob/gcsblob"
-	_ "gocloud.dev/blob/memblob"
-	_ "gocloud.dev/blob/s3blob"
+	_ "gocloud.dev/blob/memblob" // mem://; the cloud drivers are in driver_*.go
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
@@ -72,6 +66,9 @@ func OpenBucket(ctx context.Context, rawURL string) (*Store, error) {
 		prefix = strings.Trim(u.Host+"/"+prefix, "/")
 	}
 	u.Path = ""
+	if tag, ok := omittedDrivers()[u.Scheme]; ok {
+		return nil, fmt.Errorf("open store %q: %s:// support is not in this build (it was built with -tags %s)", redact(rawURL), u.Scheme, tag)
+	}
 	b, err := blob.OpenBucket(ctx, u.String())
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w", redact(rawURL), err)
@@ -142,10 +139,7 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 	if o.IfMatch != "" {
 		etag := o.IfMatch
 		opts = &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
-			var in *s3.GetObjectInput
-			if as(&in) {
-				in.IfMatch = aws.String(etag)
-			}
+			pinS3Read(as, etag)
 			return nil
 		}}
 	}
@@ -162,10 +156,7 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 	}
 	defer r.Close()
 	a := storage.Attrs{Size: r.Size(), Modified: r.ModTime()}
-	var out s3.GetObjectOutput
-	if r.As(&out) && out.ETag != nil {
-		a.ETag = *out.ETag
-	}
+	a.ETag = s3ReadETag(r.As)
 	if a.ETag == "" {
 		a.ETag = version(a.Modified.UnixNano(), a.Size)
 	}
@@ -236,10 +227,9 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 		return storage.Attrs{}, wrap("stat", key, err)
 	}
 	// The same version a Get reports: S3's ETag, else time and size.
-	etag := version(a.ModTime.UnixNano(), a.Size)
-	var out s3.HeadObjectOutput
-	if a.As(&out) && out.ETag != nil {
-		etag = *out.ETag
+	etag := s3StatETag(a.As)
+	if etag == "" {
+		etag = version(a.ModTime.UnixNano(), a.Size)
 	}
 	return storage.Attrs{Size: a.Size, ETag: etag, Modified: a.ModTime}, nil
 }

@@ -40,23 +40,26 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for name, in := range inputs {
 		for _, codec := range []string{"lz4", "lz4hc", "zlib", "zstd"} {
-			for _, sh := range []int{NoShuffle, Shuffle, BitShuffle} {
-				for _, ts := range []int{1, 4, 8, 3} {
-					for _, bs := range []int{0, 4096, 1000} {
-						enc, err := Encode(nil, in, Options{Codec: codec, Level: 5, Shuffle: sh, TypeSize: ts, BlockSize: bs})
-						if err != nil {
-							t.Fatal(err)
-						}
-						dec, err := Decode(nil, enc)
-						if err != nil {
-							t.Fatalf("%s %s sh%d ts%d bs%d: %v", name, codec, sh, ts, bs, err)
-						}
-						if !bytes.Equal(dec, in) {
-							t.Fatalf("%s %s sh%d ts%d bs%d: round trip differs", name, codec, sh, ts, bs)
+			t.Run(name+"/"+codec, func(t *testing.T) {
+				t.Parallel()
+				for _, sh := range []int{NoShuffle, Shuffle, BitShuffle} {
+					for _, ts := range []int{1, 4, 8, 3} {
+						for _, bs := range []int{0, 4096, 1000} {
+							enc, err := Encode(nil, in, Options{Codec: codec, Level: 5, Shuffle: sh, TypeSize: ts, BlockSize: bs})
+							if err != nil {
+								t.Fatal(err)
+							}
+							dec, err := Decode(nil, enc)
+							if err != nil {
+								t.Fatalf("sh%d ts%d bs%d: %v", sh, ts, bs, err)
+							}
+							if !bytes.Equal(dec, in) {
+								t.Fatalf("sh%d ts%d bs%d: round trip differs", sh, ts, bs)
+							}
 						}
 					}
 				}
-			}
+			})
 		}
 	}
 }

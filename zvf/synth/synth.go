@@ -1,7 +1,8 @@
-// Package zvftest builds synthetic ZVF stores in memory for benchmarks and
-// load tests: a uniform point cloud of a given size with three attributes
-// and a pyramid, per-object point sets, and streamlines.
-package zvftest
+// Package synth builds synthetic ZVF stores in memory for benchmarks and
+// the load benchmark (zvfserve bench): a uniform point cloud of a given
+// size with three attributes and a pyramid, per-object point sets, and
+// streamlines.
+package synth
 
 import (
 	"context"
@@ -19,20 +20,8 @@ const Side = 1000.0
 // about want of n uniform points.
 func BoxFor(n, want int, offset float64) (min, max []float64) {
 	frac := float64(want) / float64(n)
-	edge := Side * cbrt(frac)
+	edge := Side * math.Cbrt(frac)
 	return []float64{offset, offset, offset}, []float64{offset + edge, offset + edge, offset + edge}
-}
-
-func cbrt(x float64) float64 {
-	// Newton iterations are plenty for benchmark box sizes.
-	y := x
-	if y < 1e-9 {
-		return 0
-	}
-	for i := 0; i < 60; i++ {
-		y = y - (y*y*y-x)/(3*y*y)
-	}
-	return y
 }
 
 // Points writes n uniform points with intensity, snr and depth attributes

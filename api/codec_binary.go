@@ -1,0 +1,122 @@
+package api
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// Block kinds of the binary format (docs/binary-format.md).
+const (
+	blockVertices  = 1
+	blockObjectIDs = 2
+	blockAttribute = 3
+	blockEdges     = 4
+	blockFaces     = 5
+	blockTrailer   = 15
+)
+
+// binaryMagic opens every binary answer.
+const binaryMagic = "ZVFBIN\x00\x01"
+
+type binaryEncoder struct {
+	w   *bufio.Writer
+	m   *payloadMeta
+	hdr [16]byte
+	buf []byte  // one block's payload being built (ids, edges, faces)
+	pad [8]byte // zeros to pad a block to 8 bytes (a field: a local escapes to the writer)
+}
+
+func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
+	binary.LittleEndian.PutUint32(e.hdr[0:], kind)
+	binary.LittleEndian.PutUint32(e.hdr[4:], aux)
+	binary.LittleEndian.PutUint64(e.hdr[8:], uint64(len(payload)))
+	if _, err := e.w.Write(e.hdr[:]); err != nil {
+		return err
+	}
+	if _, err := e.w.Write(payload); err != nil {
+		return err
+	}
+	if pad := (8 - len(payload)%8) % 8; pad > 0 {
+		_, err := e.w.Write(e.pad[:pad])
+		return err
+	}
+	return nil
+}
+
+func (e *binaryEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
+	e.w, e.m = w, m
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteString(binaryMagic); err != nil {
+		return err
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	_, err = w.Write(e.pad[:(8-len(b)%8)%8])
+	return err
+}
+
+func (e *binaryEncoder) batch(b *zvf.Batch) error {
+	if err := e.writeBlock(blockVertices, uint32(b.Rows), b.Vertices.Data); err != nil {
+		return err
+	}
+	if e.m.ObjectIDs && b.ObjectIDs != nil {
+		e.buf = e.buf[:0]
+		for _, id := range b.ObjectIDs {
+			e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(id))
+		}
+		if err := e.writeBlock(blockObjectIDs, uint32(b.Rows), e.buf); err != nil {
+			return err
+		}
+	}
+	for k := range b.Attributes {
+		if err := e.writeBlock(blockAttribute, uint32(k), b.Attributes[k].Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *binaryEncoder) end(t *trailer) error {
+	if t.Edges != nil {
+		e.buf = e.buf[:0]
+		for _, v := range t.Edges {
+			e.buf = binary.LittleEndian.AppendUint32(e.buf, uint32(v))
+		}
+		if err := e.writeBlock(blockEdges, 2, e.buf); err != nil {
+			return err
+		}
+	}
+	if t.Faces != nil {
+		e.buf = e.buf[:0]
+		for _, v := range t.Faces {
+			e.buf = binary.LittleEndian.AppendUint32(e.buf, uint32(v))
+		}
+		if err := e.writeBlock(blockFaces, uint32(t.FaceWidth), e.buf); err != nil {
+			return err
+		}
+	}
+	m := map[string]any{"count": t.Count, "next": nil}
+	if t.Next != "" {
+		m["next"] = t.Next
+	}
+	for k, v := range t.Extra {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return e.writeBlock(blockTrailer, 0, b)
+}

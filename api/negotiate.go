@@ -1,0 +1,122 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/munnerz/goautoneg"
+)
+
+// representation is what one answer is sent as: its codec (format) and
+// its content coding. It is chosen once per request (f=, Accept,
+// Accept-Encoding) and names the answer's ETag, since each pair is
+// different bytes.
+type representation struct {
+	codec    codec
+	encoding string // "zstd", "gzip" or "" (identity)
+}
+
+// negotiate picks the representation of an answer among codecs (the
+// server's preference first). f= decides the format when given (the
+// route's parameter check has vetted it); otherwise Accept does, by its
+// q-values (RFC 9110: q=0 excludes), and nothing acceptable is a 406. Only
+// compressible formats get a content coding.
+func negotiate(r *http.Request, codecs []codec) (representation, error) {
+	var rep representation
+	if f := query(r).Get("f"); f != "" {
+		i := slices.IndexFunc(codecs, func(c codec) bool { return c.format() == f })
+		if i < 0 {
+			names := make([]string, len(codecs))
+			for k, c := range codecs {
+				names[k] = c.format()
+			}
+			return rep, badRequest(fmt.Sprintf("f=%q: use %s", f, orList(names)))
+		}
+		rep.codec = codecs[i]
+	} else if accept := r.Header.Get("Accept"); accept == "" {
+		rep.codec = codecs[0]
+	} else {
+		media := make([]string, len(codecs))
+		for i, c := range codecs {
+			media[i] = c.contentType()
+		}
+		chosen := goautoneg.Negotiate(accept, media)
+		if chosen == "" {
+			return rep, notAcceptable(fmt.Sprintf("Accept %q allows none of %s (or use f=)", accept, strings.Join(media, ", ")))
+		}
+		rep.codec = codecs[slices.Index(media, chosen)]
+	}
+	if rep.codec.compressible() {
+		rep.encoding = contentCoding(r.Header.Get("Accept-Encoding"))
+	}
+	return rep, nil
+}
+
+// contentCoding picks zstd, gzip or identity ("") from Accept-Encoding by
+// its q-values, the server's preference (zstd, gzip, identity) breaking
+// ties. A coding given q=0 is never used; identity is the fallback even
+// when excluded, as RFC 9110 allows.
+func contentCoding(header string) string {
+	q := map[string]float64{}
+	star := -1.0
+	for _, part := range strings.Split(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name == "" {
+			continue
+		}
+		v := 1.0
+		for _, p := range strings.Split(params, ";") {
+			k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+				if err != nil || f < 0 || f > 1 {
+					f = 0
+				}
+				v = f
+			}
+		}
+		if name == "*" {
+			star = v
+			continue
+		}
+		q[name] = v
+	}
+	weight := func(c string) float64 {
+		if v, ok := q[c]; ok {
+			return v
+		}
+		if star >= 0 {
+			return star
+		}
+		if c == "identity" {
+			return 0.001 // acceptable unless excluded (RFC 9110 12.5.3)
+		}
+		return 0
+	}
+	best, bestQ := "", 0.0
+	for _, c := range []string{"zstd", "gzip", "identity"} {
+		if w := weight(c); w > bestQ {
+			best, bestQ = c, w
+		}
+	}
+	if best == "identity" {
+		return ""
+	}
+	return best
+}
+
+func notAcceptable(detail string) *Problem {
+	return &Problem{Type: typeBase + "not-acceptable", Title: "Not acceptable", Status: http.StatusNotAcceptable, Detail: detail}
+}
+
+// orList joins choices for a message: "a", "a or b", "a, b or c".
+func orList(choices []string) string {
+	if len(choices) < 2 {
+		return strings.Join(choices, "")
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
+}

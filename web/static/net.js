@@ -1,0 +1,95 @@
+// Requests to the API: the access token of servers started with --token,
+// problem+json errors turned into messages, and a log of every request
+// (URL, bytes, time) that the status line and the browser tests read.
+import { parseBinary } from './format.js';
+
+const $ = (id) => document.getElementById(id);
+
+// The page itself loads without a token; data requests send it as a
+// bearer header. It is asked for on the first 401 (again when refused) and
+// kept in session storage, so it lasts as long as the tab and never
+// appears in a URL.
+const TOKEN_KEY = 'zvfserve-token';
+let tokenAsked = null;
+
+function askToken(refused) {
+  if (!tokenAsked) {
+    tokenAsked = new Promise((resolve) => {
+      const form = $('tokenform'), msg = $('tokenmsg');
+      msg.textContent = refused ? 'The server did not accept that token; try again.' : 'This server needs an access token.';
+      msg.className = refused ? 'error' : '';
+      $('token').value = '';
+      form.hidden = false;
+      $('token').focus();
+      form.onsubmit = (e) => {
+        e.preventDefault();
+        sessionStorage.setItem(TOKEN_KEY, $('token').value.trim());
+        form.hidden = true;
+        tokenAsked = null;
+        resolve();
+      };
+    });
+  }
+  return tokenAsked;
+}
+
+export class ProblemError extends Error {
+  constructor(status, title, detail) {
+    super(`${status} ${title}${detail && detail !== title ? `: ${detail}` : ''}`);
+    this.status = status;
+  }
+}
+
+export class Net {
+  constructor(onWaitToken) {
+    this.log = []; // {url, kind, layer, level, box, bytes, ms, status}
+    this.bytes = 0;
+    this.onWaitToken = onWaitToken;
+  }
+
+  // fetch is fetch with the bearer token; a 401 asks for a token and
+  // retries. Concurrent requests share one question.
+  async fetch(url, opts = {}) {
+    for (;;) {
+      const sent = sessionStorage.getItem(TOKEN_KEY);
+      const headers = { ...(opts.headers || {}) };
+      if (sent !== null) headers.Authorization = `Bearer ${sent}`;
+      const r = await fetch(url, { ...opts, headers });
+      if (r.status !== 401) return r;
+      if (sent !== null && sessionStorage.getItem(TOKEN_KEY) === sent) sessionStorage.removeItem(TOKEN_KEY);
+      this.onWaitToken();
+      await askToken(sent !== null);
+    }
+  }
+
+  async request(url, meta, signal, accept) {
+    const entry = { url, ...meta, bytes: 0, ms: 0, status: 0, t0: performance.now() };
+    this.log.push(entry);
+    try {
+      const r = await this.fetch(url, { signal, headers: accept ? { Accept: accept } : {} });
+      entry.status = r.status;
+      if (!r.ok) {
+        let title = r.statusText, detail = '';
+        try { const p = await r.json(); title = p.title || title; detail = p.detail || ''; } catch { /* not a problem document */ }
+        throw new ProblemError(r.status, title, detail);
+      }
+      const buf = await r.arrayBuffer();
+      entry.bytes = buf.byteLength;
+      this.bytes += buf.byteLength;
+      return buf;
+    } catch (e) {
+      if (e.name === 'AbortError') entry.aborted = true;
+      throw e;
+    } finally {
+      entry.ms = performance.now() - entry.t0;
+    }
+  }
+
+  async binary(url, meta = {}, signal) {
+    return parseBinary(await this.request(url, meta, signal, 'application/vnd.zvf.v1+octet-stream'));
+  }
+
+  async json(url, meta = {}, signal) {
+    return JSON.parse(new TextDecoder().decode(await this.request(url, meta, signal, 'application/json')));
+  }
+}

@@ -1,0 +1,105 @@
+package zvf_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/synth"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+)
+
+// readCounter counts reads of object data.
+type readCounter struct {
+	storage.Store
+	n atomic.Int64
+}
+
+func (c *readCounter) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	c.n.Add(1)
+	return c.Store.Get(ctx, key, o)
+}
+
+// TestChooseLevelReadsNothing: level=auto chooses from metadata (and the
+// cache), so on a cold store it reads no chunk — it used to read every
+// level-0 chunk in the box to count them (0.6–1.2 s for a whole 2M-point
+// store) — and on uniform data the level it picks holds at most the budget
+// while the next finer one does not.
+func TestChooseLevelReadsNothing(t *testing.T) {
+	ctx := context.Background()
+	mem, err := synth.Points(ctx, 200_000, 3, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	rc := &readCounter{Store: storage.Sub(mem, "points")}
+	s, err := zvf.Open(ctx, rc, zvf.Options{Name: "points", Cache: cache.New(256 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := func(level int, min, max []float64) int64 {
+		l, _ := s.Level(level)
+		res, err := l.BBox(ctx, zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Count
+	}
+	boxes := [][2][]float64{
+		{{0, 0, 0}, {1000, 1000, 1000}},
+		{{100, 100, 100}, {600, 450, 900}},
+		{{0, 0, 0}, {130, 130, 130}},
+	}
+	for _, b := range boxes {
+		// Exact counts of every level, read through a separate store so the
+		// cache under test stays cold.
+		var counts []int64
+		for _, n := range s.Levels() {
+			counts = append(counts, exactCount(t, mem, n, b[0], b[1]))
+		}
+		for _, budget := range []int64{counts[0] * 2, counts[0] * 2 / 3, counts[len(counts)-1] * 3, 1} {
+			before := rc.n.Load()
+			got, err := s.ChooseLevel(ctx, b[0], b[1], budget, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reads := rc.n.Load() - before; reads != 0 {
+				t.Fatalf("ChooseLevel read %d objects", reads)
+			}
+			want := len(counts) - 1
+			for i, c := range counts {
+				if c <= budget {
+					want = i
+					break
+				}
+			}
+			if s.Levels()[want] != got {
+				t.Errorf("box %v budget %d: level %d, want %d (counts %v)", b, budget, got, s.Levels()[want], counts)
+			}
+		}
+	}
+	// Chunks in the cache are counted exactly.
+	whole := boxes[0]
+	n0 := exact(0, whole[0], whole[1])
+	if got, _ := s.ChooseLevel(ctx, whole[0], whole[1], n0, nil); got != 0 {
+		t.Errorf("a budget equal to the cached level-0 count chose level %d", got)
+	}
+}
+
+// exactCount counts level n's vertices in the box through a store of its own.
+func exactCount(t *testing.T, mem storage.Store, n int, min, max []float64) int64 {
+	t.Helper()
+	s, err := zvf.Open(context.Background(), storage.Sub(mem, "points"), zvf.Options{Name: "exact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Level(n)
+	res, err := l.BBox(context.Background(), zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Count
+}

@@ -1,0 +1,408 @@
+package zvf
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+// chunkMatch is one chunk's rows inside a box.
+type chunkMatch struct {
+	key  Key
+	cv   *chunkVerts
+	all  bool    // every row matches
+	rows []int32 // matching rows, ascending (when !all)
+}
+
+func (m *chunkMatch) count() int {
+	if m.all {
+		return m.cv.rows
+	}
+	return len(m.rows)
+}
+
+func (m *chunkMatch) row(i int) int {
+	if m.all {
+		return i
+	}
+	return int(m.rows[i])
+}
+
+func (l *Level) checkBox(min, max []float64) error {
+	d := l.s.dims
+	if len(min) != d || len(max) != d {
+		return l.s.errf(ErrBadQuery, l.n, "", "", "box needs %d numbers per corner, got %d and %d", d, len(min), len(max))
+	}
+	for i := range min {
+		if math.IsNaN(min[i]) || math.IsNaN(max[i]) {
+			return l.s.errf(ErrBadQuery, l.n, "", "", "box corner is NaN")
+		}
+		if min[i] > max[i] {
+			return l.s.errf(ErrBadQuery, l.n, "", "", "box min %v exceeds max %v on axis %d", min[i], max[i], i)
+		}
+	}
+	return nil
+}
+
+// candidates appends the indices (into l.keys) of the level's chunks that
+// intersect the box, in key order: per axis floor(lo/cs) … floor(hi/cs),
+// inclusive, no origin offset.
+func (l *Level) candidates(out []int32, min, max []float64) []int32 {
+	d := l.s.dims
+	var lo, hi [maxDims]float64
+	for i := 0; i < d; i++ {
+		lo[i] = math.Floor(min[i] / l.chunkShape[i])
+		hi[i] = math.Floor(max[i] / l.chunkShape[i])
+	}
+	off := l.keyArity - d
+	for j, k := range l.keys {
+		in := true
+		for i := 0; i < d; i++ {
+			c := float64(k[off+i])
+			if c < lo[i] || c > hi[i] {
+				in = false
+				break
+			}
+		}
+		if in {
+			out = append(out, int32(j))
+		}
+	}
+	return out
+}
+
+// maxDims bounds a store's axes (readRoot refuses more).
+const maxDims = 16
+
+// match finds the rows of chunk l.keys[i] inside [min, max], into m
+// (whose rows slice is reused).
+func (l *Level) match(ctx context.Context, i int32, min, max []float64, m *chunkMatch) error {
+	cv, err := l.verticesAt(ctx, i)
+	if err != nil {
+		return err
+	}
+	l.matchVerts(l.keys[i], cv, min, max, m)
+	return nil
+}
+
+func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunkMatch) {
+	rows := m.rows[:0]
+	*m = chunkMatch{key: key, cv: cv}
+	d := l.s.dims
+	off := l.keyArity - d
+	inside := true
+	for i := 0; i < d; i++ {
+		c0 := float64(key[off+i]) * l.chunkShape[i]
+		c1 := c0 + l.chunkShape[i]
+		// The chunk spans [c0, c1); it is wholly inside only if the box
+		// covers it with room (c1 itself belongs to the next chunk, but a
+		// row there would be misfiled, so the exact test still guards).
+		if !(min[i] <= c0 && c1 <= max[i]) {
+			inside = false
+		}
+	}
+	if inside && (cv.inCell || l.rowsWithin(cv, min, max, 0, cv.rows)) {
+		m.all, m.rows = true, rows
+		return
+	}
+	if l.binsUsable(cv) {
+		m.rows = l.matchBins(rows, cv, key, min, max)
+		return
+	}
+	m.rows = appendMatches(rows, cv.data, l.vdt, d, 0, cv.rows, min, max)
+}
+
+// rowsWithin confirms rows [a, b) are all inside, stopping at the first
+// that is not: the per-vertex test stays exact even for a chunk the box
+// covers (a corrupt store may file rows in the wrong chunk).
+func (l *Level) rowsWithin(cv *chunkVerts, min, max []float64, a, b int) bool {
+	d := l.s.dims
+	if l.vdt.Name == "float32" && d == 3 {
+		x0, y0, z0, x1, y1, z1 := min[0], min[1], min[2], max[0], max[1], max[2]
+		data := cv.data
+		for r := a; r < b; r++ {
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+			z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+			if !(x >= x0 && x <= x1 && y >= y0 && y <= y1 && z >= z0 && z <= z1) {
+				return false
+			}
+		}
+		return true
+	}
+	for r := a; r < b; r++ {
+		for i := 0; i < d; i++ {
+			v := l.vdt.At(cv.data, r*d+i).Float64()
+			if !(v >= min[i] && v <= max[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func prod(v []int64) int64 {
+	p := int64(1)
+	for _, x := range v {
+		p *= x
+	}
+	return p
+}
+
+// matchBins uses fragment = bin: fragments whose bin box misses the query
+// are skipped without touching their rows.
+func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64) []int32 {
+	d := l.s.dims
+	// Per axis, the run of bins the box overlaps and which of those it
+	// covers, with the same arithmetic as binBox; then only the bins in
+	// that sub-grid are visited.
+	var first, last, idx [maxDims]int64
+	var covers [maxDims][64]bool
+	for i := 0; i < d; i++ {
+		first[i], last[i] = -1, -2
+		n := l.bpc[i]
+		for b := int64(0); b < n; b++ {
+			b0 := float64(key[i]*n+b) * l.binShape[i]
+			b1 := b0 + l.binShape[i]
+			if b1 < min[i] || b0 > max[i] {
+				continue
+			}
+			if first[i] < 0 {
+				first[i] = b
+			}
+			last[i] = b
+			if b < 64 {
+				covers[i][b] = min[i] <= b0 && b1 <= max[i]
+			}
+		}
+		if first[i] < 0 {
+			return out
+		}
+		idx[i] = first[i]
+	}
+	for {
+		f, inside := int64(0), true
+		for i := 0; i < d; i++ {
+			f = f*l.bpc[i] + idx[i]
+			inside = inside && idx[i] < 64 && covers[i][idx[i]]
+		}
+		if start, count, _ := cv.frags.Range(int(f)); count > 0 {
+			// A covered bin takes all its rows when they were found in
+			// their bin's cell at decode time (otherwise they are tested).
+			if inside && (cv.binInside(int(f)) || l.rowsWithin(cv, min, max, int(start), int(start+count))) {
+				out = appendRun(out, int32(start), int(count))
+			} else {
+				out = appendMatches(out, cv.data, l.vdt, d, int(start), int(start+count), min, max)
+			}
+		}
+		// Next bin of the sub-grid, last axis fastest.
+		i := d - 1
+		for ; i >= 0; i-- {
+			if idx[i] < last[i] {
+				idx[i]++
+				break
+			}
+			idx[i] = first[i]
+		}
+		if i < 0 {
+			return out
+		}
+	}
+}
+
+// appendRun appends the row numbers start … start+n-1.
+func appendRun(out []int32, start int32, n int) []int32 {
+	k := len(out)
+	out = slices.Grow(out, n)[:k+n]
+	run := out[k:]
+	for j := range run {
+		run[j] = start + int32(j)
+	}
+	return out
+}
+
+// binInside reports whether bin f's rows were all found in its cell.
+func (cv *chunkVerts) binInside(f int) bool {
+	return f>>6 < len(cv.binIn) && cv.binIn[f>>6]&(1<<(f&63)) != 0
+}
+
+// binsUsable reports whether cv's fragments are its bins (fragment = bin,
+// all ranges), so the bin prefilter applies.
+func (l *Level) binsUsable(cv *chunkVerts) bool {
+	return l.binPrefilter && cv.frags != nil && int64(cv.frags.Len()) == prod(l.bpc) && cv.frags.NumRanges() == cv.frags.Len()
+}
+
+// binBox writes the closed cell box of bin f of chunk key (row-major: the
+// last axis fastest).
+func (l *Level) binBox(key Key, f int, lo, hi []float64) {
+	r := int64(f)
+	for i := len(lo) - 1; i >= 0; i-- {
+		local := r % l.bpc[i]
+		r /= l.bpc[i]
+		lo[i] = float64(key[i]*l.bpc[i]+local) * l.binShape[i]
+		hi[i] = lo[i] + l.binShape[i]
+	}
+}
+
+// markContainment records which of a freshly decoded chunk's rows lie in
+// their cells (see chunkVerts).
+func (l *Level) markContainment(key Key, cv *chunkVerts) {
+	d := l.s.dims
+	off := l.keyArity - d
+	var lo, hi [maxDims]float64
+	for i := 0; i < d; i++ {
+		lo[i] = float64(key[off+i]) * l.chunkShape[i]
+		hi[i] = lo[i] + l.chunkShape[i]
+	}
+	cv.inCell = l.rowsWithin(cv, lo[:d], hi[:d], 0, cv.rows)
+	if !l.binsUsable(cv) {
+		return
+	}
+	n := cv.frags.Len()
+	cv.binIn = make([]uint64, (n+63)/64)
+	for f := 0; f < n; f++ {
+		start, count, _ := cv.frags.Range(f)
+		l.binBox(key, f, lo[:d], hi[:d])
+		if l.rowsWithin(cv, lo[:d], hi[:d], int(start), int(start+count)) {
+			cv.binIn[f>>6] |= 1 << (f & 63)
+		}
+	}
+}
+
+// appendMatches appends the rows in [a, b) inside the closed box. float32
+// and float64 rows are tested in place with no per-row calls.
+func appendMatches(out []int32, data []byte, dt zarr.DataType, d, a, b int, min, max []float64) []int32 {
+	switch {
+	case dt.Name == "float32" && d == 3:
+		// Rows near the box's faces match at random, so the test is
+		// branch-free: every row is written and the length advances only
+		// for a match.
+		x0, y0, z0, x1, y1, z1 := min[0], min[1], min[2], max[0], max[1], max[2]
+		n := len(out)
+		out = slices.Grow(out, b-a)[:n+b-a]
+		for r := a; r < b; r++ {
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+			z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+			out[n] = int32(r)
+			n += b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1)
+		}
+		out = out[:n]
+	case dt.Name == "float32":
+		for r := a; r < b; r++ {
+			ok := true
+			for i := 0; i < d; i++ {
+				v := float64(math.Float32frombits(binary.LittleEndian.Uint32(data[4*(r*d+i):])))
+				if !(v >= min[i] && v <= max[i]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				out = append(out, int32(r))
+			}
+		}
+	case dt.Name == "float64":
+		for r := a; r < b; r++ {
+			ok := true
+			for i := 0; i < d; i++ {
+				v := math.Float64frombits(binary.LittleEndian.Uint64(data[8*(r*d+i):]))
+				if !(v >= min[i] && v <= max[i]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				out = append(out, int32(r))
+			}
+		}
+	default:
+		for r := a; r < b; r++ {
+			ok := true
+			for i := 0; i < d; i++ {
+				v := dt.At(data, r*d+i).Float64()
+				if !(v >= min[i] && v <= max[i]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				out = append(out, int32(r))
+			}
+		}
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// matches runs match over the candidate chunks, calling fn in key order.
+// Chunks already in the cache are matched in place; the others are read
+// concurrently (bounded). Only a window of chunks is held at once; the
+// *chunkMatch handed to fn is reused after fn returns.
+func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min, max []float64, fn func(*chunkMatch) (stop bool, err error)) error {
+	win := 2 * l.s.conc
+	if len(sc.ms) < win {
+		sc.ms = make([]chunkMatch, win)
+		sc.res = make([]*chunkMatch, win)
+	}
+	for start := 0; start < len(cand); start += win {
+		if err := ctx.Err(); err != nil {
+			return err // a long answer from the cache still stops when its request does
+		}
+		end := start + win
+		if end > len(cand) {
+			end = len(cand)
+		}
+		res := sc.res[:end-start]
+		missing := 0
+		for j, i := range cand[start:end] {
+			res[j] = nil
+			if v, ok := l.s.peek(l.vkeys[i]); ok {
+				l.matchVerts(l.keys[i], v.(*chunkVerts), min, max, &sc.ms[j])
+				res[j] = &sc.ms[j]
+			} else {
+				missing++
+			}
+		}
+		if missing > 0 {
+			g, gctx := errgroup.WithContext(ctx)
+			g.SetLimit(l.s.conc)
+			for j, i := range cand[start:end] {
+				if res[j] != nil {
+					continue
+				}
+				m := &sc.ms[j]
+				g.Go(func() (err error) {
+					defer l.s.recoverInto(&err, "bbox chunk")
+					return l.match(gctx, i, min, max, m)
+				})
+			}
+			if err := g.Wait(); err != nil {
+				return err
+			}
+			for j := range res {
+				res[j] = &sc.ms[j]
+			}
+		}
+		for _, m := range res {
+			stop, err := fn(m)
+			if err != nil || stop {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package zvf
+
+// bboxScratch is one query's reusable memory: the candidate list, a
+// window of matches with their row lists, and the gather buffers. Pooled
+// per store, so a warm query allocates nothing per chunk or per vertex.
+type bboxScratch struct {
+	cand  []int32
+	res   []*chunkMatch
+	ms    []chunkMatch
+	vbuf  []byte
+	abufs [][]byte
+	owner []int64 // row owners of the current chunk
+	ids   []int64 // the batch's object ids
+	cols  []Column
+	batch Batch
+}
+
+func (s *Store) getScratch() *bboxScratch {
+	if sc, ok := s.scratch.Get().(*bboxScratch); ok {
+		return sc
+	}
+	return &bboxScratch{}
+}
+
+// putScratch returns sc to the pool unless it grew past what is worth
+// keeping (a 1M-vertex answer's buffers stay with the GC).
+func (s *Store) putScratch(sc *bboxScratch) {
+	if cap(sc.vbuf) > 16<<20 {
+		sc.vbuf = nil
+	}
+	if cap(sc.owner) > 1<<20 || cap(sc.ids) > 1<<20 {
+		sc.owner, sc.ids = nil, nil
+	}
+	for i := range sc.abufs {
+		if cap(sc.abufs[i]) > 16<<20 {
+			sc.abufs[i] = nil
+		}
+	}
+	for i := range sc.ms {
+		if cap(sc.ms[i].rows) > 1<<18 {
+			sc.ms[i].rows = nil
+		}
+		sc.ms[i].cv = nil
+	}
+	clear(sc.res)
+	sc.batch = Batch{}
+	clear(sc.cols)
+	s.scratch.Put(sc)
+}

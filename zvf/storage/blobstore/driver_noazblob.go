@@ -1,0 +1,5 @@
+//go:build noazblob
+
+package blobstore
+
+const hasAzblob = false

@@ -1,0 +1,5 @@
+//go:build nogcs
+
+package blobstore
+
+const hasGCS = false

@@ -1,0 +1,40 @@
+// Package metered wraps a storage.Store so that every read is reported to
+// an Observer (bytes and latency), for metrics. It keeps the wrapped
+// store's ability to re-resolve its root (storage.Pinner).
+package metered
+
+import (
+	"context"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// Observer receives one report per read, failed reads included.
+type Observer interface {
+	ObserveRead(bytes int, took time.Duration)
+}
+
+// Wrap returns st with its reads reported to o.
+func Wrap(st storage.Store, o Observer) storage.Store { return &store{Store: st, o: o} }
+
+type store struct {
+	storage.Store
+	o Observer
+}
+
+func (s *store) Get(ctx context.Context, key string, ro storage.ReadOptions) (storage.Object, error) {
+	t := time.Now()
+	obj, err := s.Store.Get(ctx, key, ro)
+	s.o.ObserveRead(len(obj.Data), time.Since(t))
+	return obj, err
+}
+
+// Pin implements storage.Pinner: the view it returns is metered too.
+func (s *store) Pin(ctx context.Context) (storage.Store, string, error) {
+	v, id, err := storage.Pin(ctx, s.Store)
+	if err != nil {
+		return nil, "", err
+	}
+	return &store{Store: v, o: s.o}, id, nil
+}
