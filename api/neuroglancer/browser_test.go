@@ -223,7 +223,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				if err := chromedp.Do(tctx, chromedp.Navigate(data.URL+"/#store="+tc.viewer)); err != nil {
 					t.Fatal(err)
 				}
-				href, err := chromedp.Run(tctx, chromedp.Poll[string](`(() => { const a = document.getElementById('nglink'); return a && !a.hidden && a.href.includes('#!') ? a.href : ''; })()`))
+				href, err := chromedp.Run(tctx, chromedp.Poll[string](`(() => { const a = document.querySelector('.layer a.ng'); return a && !a.hidden && a.href.includes('#!') ? a.href : ''; })()`))
 				if err != nil {
 					t.Fatalf("the viewer shows no Neuroglancer link: %v", err)
 				}
