@@ -91,27 +91,7 @@ func (s *storeCopy) restore(t *testing.T, path string) {
 	if err := os.RemoveAll(dst); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(s.src, filepath.FromSlash(path))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	zvftest.CopyInto(t, filepath.Join(s.src, filepath.FromSlash(path)), dst)
 }
 
 // check fails t unless the copy holds exactly the fixture's files: a

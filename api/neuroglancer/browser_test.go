@@ -34,7 +34,9 @@ import (
 
 // The browser test runs Neuroglancer, built from npm by .ci/build-neuroglancer
 // from testdata/ngclient into a cache outside the checkout, in headless
-// Chromium. Without Chromium or the build it is skipped, unless
+// Chromium. It takes minutes under a software renderer, so a plain go test
+// runs it only when asked (ZVFSERVE_BROWSER=1, as for the viewer's browser
+// tests); then, without Chromium or the build, it is skipped, unless
 // ZVFSERVE_REQUIRE_NEUROGLANCER is set (CI sets it): then it fails.
 
 const harness = "testdata/ngclient"
@@ -159,11 +161,11 @@ func demoStores(t testing.TB, ch *cache.Cache) []*zvf.Store {
 // is loaded with no layer error; the 3-D panel must show something, and
 // zvfserve must have answered the requests each kind needs.
 func TestNeuroglancerRendersEveryKind(t *testing.T) {
+	if !requireNeuroglancer() && os.Getenv("ZVFSERVE_BROWSER") != "1" {
+		t.Skip("Neuroglancer browser test: set ZVFSERVE_BROWSER=1 to run it (needs Chromium and .ci/build-neuroglancer; it takes a few minutes)")
+	}
 	dist := neuroglancerDist(t)
 	exe := chromiumPath(t)
-	if testing.Short() {
-		t.Skip("the Neuroglancer browser test takes a minute; not in -short")
-	}
 
 	ch := cache.New(512 << 20)
 	stores := append(fixtureStores(t), demoStores(t, ch)...)
