@@ -244,7 +244,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	serveFlags(fs, &c)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: zvfserve serve [flags] [STORE...]")
-		fmt.Fprintln(stderr, "\nServes ZVF stores over HTTP: the API under /api/v1 (see /openapi.yaml) and the viewer at /.")
+		fmt.Fprintln(stderr, "\nServes ZVF stores over HTTP: the API under /api/v1 (see /openapi.yaml), Neuroglancer sources under\n/ng/STORE (docs/neuroglancer.md) and the viewer at /.")
 		fmt.Fprintln(stderr, "\nSTORE is a local path or a URL (file://, mem://, s3://bucket/path?endpoint=…&use_path_style=true&region=…,")
 		fmt.Fprintln(stderr, "gs://, azblob://), optionally as name=URL. With no STORE the built-in demo is served.")
 		fmt.Fprintln(stderr, "A folder or prefix that is not a store itself serves every store below it (up to 8 levels deep,")
