@@ -188,6 +188,18 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{"/api/v1/stores/graph/levels/0/chunks/9.9.9", 404},
 		{"/api/v1/stores/graph/levels/0/chunks/a.b", 400},
 		{"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=1,1,1&limit=99999999999", 200},
+		{"/ng/points_pyramid/annotations/info", 200},
+		{"/ng/points_pyramid/annotations/spatial1/0_0_0", 200},
+		{"/ng/points_pyramid/annotations/by_id/7", 200},
+		{"/ng/polylines/lines/spatial0/1_2_3", 200},
+		{"/ng/skeleton/skeletons/1", 200},
+		{"/ng/mesh/meshes/1:0", 200},
+		{"/ng/mesh/meshes/frag/1", 200},
+		{"/ng/mesh/annotations/info", 404},
+		{"/ng/points_pyramid/annotations/spatial9/0_0_0", 404},
+		{"/ng/points_pyramid/annotations/spatial1/0_x_0", 400},
+		{"/ng/skeleton/skeletons/99", 404},
+		{"/ng/nope/meshes/info", 404},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			resp, body := get(t, ts, tc.path)

@@ -89,6 +89,13 @@ func BenchmarkBBoxNDJSON50k(b *testing.B) { benchBBox(b, 50_000, "ndjson") }
 
 func BenchmarkBBoxBinary500k(b *testing.B) { benchBBox(b, 500_000, "bin") }
 
+// BenchmarkBBoxJSON500k: a large JSON answer, formatted on every core the
+// run allows (compare -cpu 1,2: MB/s is then per request, not per core).
+func BenchmarkBBoxJSON500k(b *testing.B) { benchBBox(b, 500_000, "json") }
+
+// BenchmarkBBoxNDJSON500k: and as NDJSON.
+func BenchmarkBBoxNDJSON500k(b *testing.B) { benchBBox(b, 500_000, "ndjson") }
+
 // TestBBoxBinaryAllocsConstant: a warm binary bbox request allocates a
 // small, fixed amount (routing, headers, the JSON header and trailer),
 // the same for 1,000 and 50,000 vertices: gather and encoding allocate

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"runtime"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -36,14 +37,18 @@ type jsonCodec struct{}
 func (jsonCodec) format() string      { return "json" }
 func (jsonCodec) contentType() string { return "application/json" }
 func (jsonCodec) compressible() bool  { return true }
-func (jsonCodec) newEncoder() encoder { return &jsonEncoder{} }
+func (jsonCodec) newEncoder() encoder {
+	return &jsonEncoder{par: batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}}}
+}
 
 type ndjsonCodec struct{}
 
 func (ndjsonCodec) format() string      { return "ndjson" }
 func (ndjsonCodec) contentType() string { return "application/x-ndjson" }
 func (ndjsonCodec) compressible() bool  { return true }
-func (ndjsonCodec) newEncoder() encoder { return &ndjsonEncoder{} }
+func (ndjsonCodec) newEncoder() encoder {
+	return &ndjsonEncoder{par: batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}}}
+}
 
 type binaryCodec struct{}
 

@@ -115,6 +115,7 @@ type jsonEncoder struct {
 	w     *bufio.Writer
 	m     *payloadMeta
 	n     int64
+	par   batcher
 	buf   []byte
 	ids   []byte
 	attrs [][]byte
@@ -132,19 +133,21 @@ func (e *jsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
 	return err
 }
 
-func (e *jsonEncoder) batch(b *zvf.Batch) error {
-	buf := e.buf[:0]
-	for i := 0; i < b.Rows; i++ {
-		if e.n > 0 || i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendRow(buf, &b.Vertices, i)
-		if len(buf) > 32<<10 {
-			if _, err := e.w.Write(buf); err != nil {
-				return err
+func (e *jsonEncoder) batch(b *zvf.Batch) error { return e.par.batch(b, e.write) }
+
+func (e *jsonEncoder) write(b *zvf.Batch) error {
+	lead := e.n > 0 // a comma before the batch's first row
+	err := e.par.rows.format(e.w, b.Rows, func(dst []byte, lo, hi int) []byte {
+		for i := lo; i < hi; i++ {
+			if lead || i > 0 {
+				dst = append(dst, ',')
 			}
-			buf = buf[:0]
+			dst = appendRow(dst, &b.Vertices, i)
 		}
+		return dst
+	})
+	if err != nil {
+		return err
 	}
 	if e.m.ObjectIDs {
 		for i, id := range b.ObjectIDs {
@@ -167,12 +170,13 @@ func (e *jsonEncoder) batch(b *zvf.Batch) error {
 		}
 	}
 	e.n += int64(b.Rows)
-	e.buf = buf
-	_, err := e.w.Write(buf)
-	return err
+	return nil
 }
 
 func (e *jsonEncoder) end(t *trailer) error {
+	if err := e.par.flush(e.write); err != nil {
+		return err
+	}
 	buf := e.buf[:0]
 	buf = append(buf, ']')
 	if e.m.ObjectIDs {

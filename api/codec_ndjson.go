@@ -14,7 +14,7 @@ import (
 type ndjsonEncoder struct {
 	w   *bufio.Writer
 	m   *payloadMeta
-	buf []byte
+	par batcher
 }
 
 func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
@@ -27,41 +27,39 @@ func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
 	return err
 }
 
-func (e *ndjsonEncoder) batch(b *zvf.Batch) error {
-	buf := e.buf[:0]
-	for i := 0; i < b.Rows; i++ {
-		buf = append(buf, `{"v":`...)
-		buf = appendRow(buf, &b.Vertices, i)
-		if e.m.ObjectIDs && i < len(b.ObjectIDs) {
-			buf = append(buf, `,"id":`...)
-			buf = strconv.AppendInt(buf, b.ObjectIDs[i], 10)
-		}
-		if len(b.Attributes) > 0 {
-			buf = append(buf, `,"a":{`...)
-			for k := range b.Attributes {
-				if k > 0 {
-					buf = append(buf, ',')
+func (e *ndjsonEncoder) batch(b *zvf.Batch) error { return e.par.batch(b, e.write) }
+
+func (e *ndjsonEncoder) write(b *zvf.Batch) error {
+	return e.par.rows.format(e.w, b.Rows, func(buf []byte, lo, hi int) []byte {
+		for i := lo; i < hi; i++ {
+			buf = append(buf, `{"v":`...)
+			buf = appendRow(buf, &b.Vertices, i)
+			if e.m.ObjectIDs && i < len(b.ObjectIDs) {
+				buf = append(buf, `,"id":`...)
+				buf = strconv.AppendInt(buf, b.ObjectIDs[i], 10)
+			}
+			if len(b.Attributes) > 0 {
+				buf = append(buf, `,"a":{`...)
+				for k := range b.Attributes {
+					if k > 0 {
+						buf = append(buf, ',')
+					}
+					buf = appendString(buf, b.Attributes[k].Name)
+					buf = append(buf, ':')
+					buf = appendCell(buf, &b.Attributes[k], i)
 				}
-				buf = appendString(buf, b.Attributes[k].Name)
-				buf = append(buf, ':')
-				buf = appendCell(buf, &b.Attributes[k], i)
+				buf = append(buf, '}')
 			}
-			buf = append(buf, '}')
+			buf = append(buf, "}\n"...)
 		}
-		buf = append(buf, "}\n"...)
-		if len(buf) > 32<<10 {
-			if _, err := e.w.Write(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
-		}
-	}
-	e.buf = buf
-	_, err := e.w.Write(buf)
-	return err
+		return buf
+	})
 }
 
 func (e *ndjsonEncoder) end(t *trailer) error {
+	if err := e.par.flush(e.write); err != nil {
+		return err
+	}
 	m := map[string]any{"count": t.Count, "next": nil}
 	if t.Next != "" {
 		m["next"] = t.Next

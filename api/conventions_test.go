@@ -180,15 +180,15 @@ func TestLimitIsClamped(t *testing.T) {
 	if total <= 2*max {
 		t.Fatalf("the demo's cells have %d vertices, so the test proves nothing", total)
 	}
-	// JSON with every attribute streams (past the 256 KiB held back), the
-	// binary answer without attributes is held back whole.
-	for _, f := range []string{"json&attributes=*", "bin"} {
+	// NDJSON with every attribute streams (past the 256 KiB held back),
+	// the binary answer without attributes is held back whole.
+	for _, f := range []string{"ndjson&attributes=*", "bin"} {
 		url := ts.URL + box + "&limit=99999999&f=" + f
 		streamed := false
 		var seen int64
 		for page := 0; url != ""; page++ {
 			req, _ := http.NewRequest(http.MethodGet, url, nil)
-			req.Header.Set("Accept-Encoding", "identity") // so the JSON pages stream
+			req.Header.Set("Accept-Encoding", "identity") // so the NDJSON pages stream
 			resp, err := ts.Client().Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -229,7 +229,7 @@ func TestLimitIsClamped(t *testing.T) {
 		if seen != total {
 			t.Fatalf("%s: pages hold %d vertices, the store %d", f, seen, total)
 		}
-		if streamed != strings.HasPrefix(f, "json") {
+		if streamed != strings.HasPrefix(f, "ndjson") {
 			t.Fatalf("%s: streamed=%v, so a path is untested", f, streamed)
 		}
 	}

@@ -97,27 +97,7 @@ func (s *storeCopy) restore(t *testing.T, path string) {
 	if err := os.RemoveAll(dst); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(s.src, filepath.FromSlash(path))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	zvftest.CopyInto(t, filepath.Join(s.src, filepath.FromSlash(path)), dst)
 }
 
 // check fails t unless the copy holds exactly the fixture's files: a
@@ -259,6 +239,9 @@ func mutations() []mutation {
 			edit(gv+"/zarr.json", replace(`"chunk_shape":[48]`, `"chunk_shape":[4611686018427387903]`)),
 			remove(gv + "/c/0"),
 		}},
+		// The object count sizes nothing: the Neuroglancer routes read
+		// objects a batch at a time and meet the short manifest array.
+		{"object count far past the manifests", "polylines", []change{edit("0/object_index/zarr.json", replace(`"num_objects": 200`, `"num_objects": 4611686018427387903`))}},
 		// ZVF 0.9 (issue 18): chunk-grid cells, plain, zstd and sharded;
 		// graph_v09's chunk 3.4.5 has a cell in every family.
 		{"0.9 vertex cell truncated", "graph_v09", []change{edit("0/vertices/c/3/4/5", func(b []byte) []byte { return b[:len(b)-5] })}},
@@ -364,7 +347,11 @@ func checkCorruptStore(t *testing.T, dir string, healthy *zvf.Store, healthyAnsw
 	routes := []string{"/api/v1/stores/bad", "/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*",
 		"/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=bin", "/api/v1/stores/bad/bbox?min=0,0,0&max=500,500,500&level=auto&limit=100",
 		"/api/v1/stores/bad/objects/0?attributes=*", "/api/v1/stores/bad/objects/1/manifest", "/api/v1/stores/bad/objects/0/levels",
-		"/api/v1/stores/bad/groups/0", "/api/v1/stores/bad/levels/0/chunks", "/api/v1/stores/bad/levels/1/chunks"}
+		"/api/v1/stores/bad/groups/0", "/api/v1/stores/bad/levels/0/chunks", "/api/v1/stores/bad/levels/1/chunks",
+		// The Neuroglancer sources read the whole of level 0 for their
+		// spatial index: every corruption reaches them.
+		"/ng/bad/annotations/info", "/ng/bad/annotations/spatial0/0_0_0", "/ng/bad/annotations/by_id/1", "/ng/bad/lines/info",
+		"/ng/bad/skeletons/info", "/ng/bad/skeletons/1", "/ng/bad/skeletons/seg_props/info", "/ng/bad/meshes/1:0", "/ng/bad/meshes/frag/1"}
 	if bad != nil {
 		l0, _ := bad.Level(0)
 		for _, k := range l0.Keys() {

@@ -198,7 +198,7 @@ func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(w, r, st, st.Info())
+	return s.writeJSON(w, r, st, s.descriptor(r.Context(), st))
 }
 
 // ---- bbox ----

@@ -464,6 +464,7 @@ func (s *Server) routes() http.Handler {
 				get(r, "/levels/{level}/chunks", s.wrap(s.chunks))
 				get(r, "/levels/{level}/chunks/{key}", s.wrap(s.chunk))
 			})
+			r.Route("/ng/{store}", s.neuroglancerRoutes().Routes)
 		})
 	})
 	if s.o.UI != nil {
@@ -563,7 +564,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 				if allowed != "*" {
 					h.Add("Vary", "Origin")
 				}
-				h.Set("Access-Control-Expose-Headers", "ETag, Link, Server-Timing, X-Request-Id, X-Next-Cursor, X-Vertex-Count, Retry-After")
+				h.Set("Access-Control-Expose-Headers", "ETag, Link, Server-Timing, X-Request-Id, X-Next-Cursor, X-Vertex-Count, Retry-After, Content-Range")
 				if r.Method == http.MethodOptions {
 					h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
 					h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-None-Match, Range")

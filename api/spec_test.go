@@ -82,6 +82,17 @@ func TestResponsesDeclareEveryMember(t *testing.T) {
 		"/api/v1/stores/skeleton/levels/0/chunks/2.4.6",
 		"/api/v1/stores/nope",
 		"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=1,1,1&limit=99999999999",
+		"/ng/points_pyramid/annotations/info",
+		"/ng/polylines/annotations/info",
+		"/ng/polylines/lines/info",
+		"/ng/graph/annotations/info",
+		"/ng/skeleton/skeletons/info",
+		"/ng/skeleton/skeletons/seg_props/info",
+		"/ng/points_pyramid/annotations/spatial0/0_0_0",
+		"/ng/mesh/meshes/info",
+		"/ng/mesh/meshes/seg_props/info",
+		"/ng/mesh/meshes/2:0",
+		"/ng/nope/annotations/info",
 	} {
 		t.Run(path, func(t *testing.T) {
 			resp, body := get(t, ts, path)
@@ -134,8 +145,11 @@ func TestSpecDeclaresErrorsAndAuth(t *testing.T) {
 		if strings.HasPrefix(path, "/api/v1/stores") {
 			want = append(want, "503", "504")
 		}
-		if strings.HasPrefix(path, "/api/v1/stores/{store}") {
+		if strings.HasPrefix(path, "/api/v1/stores/{store}") || strings.HasPrefix(path, "/ng/") {
 			want = append(want, "400", "404", "422", "502")
+		}
+		if strings.HasPrefix(path, "/ng/") {
+			want = append(want, "503", "504")
 		}
 		if strings.HasSuffix(path, "/bbox") {
 			want = append(want, "409") // a cursor from another store version

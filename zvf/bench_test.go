@@ -266,3 +266,58 @@ func BenchmarkColdBBoxLatency(b *testing.B) {
 		})
 	}
 }
+
+var benchFirst struct {
+	once sync.Once
+	st   storage.Store
+	err  error
+}
+
+// BenchmarkFirstBBoxObjects: the first small bbox (≈1,000 vertices) on a
+// freshly opened 1,000,000-vertex streamline store (5,000 objects), which
+// must map every row to its object (the manifests name fragments, not the
+// other way round), beside the first object query on the same fresh store
+// as the anchor.
+func BenchmarkFirstBBoxObjects(b *testing.B) {
+	const n = 1_000_000
+	benchFirst.once.Do(func() {
+		st, err := synth.Streamlines(context.Background(), n, 1)
+		benchFirst.st, benchFirst.err = storage.Sub(st, "streamlines"), err
+	})
+	if benchFirst.err != nil {
+		b.Fatal(benchFirst.err)
+	}
+	ctx := context.Background()
+	open := func() *zvf.Level {
+		s, err := zvf.Open(ctx, benchFirst.st, zvf.Options{Name: "streamlines", Cache: cache.New(1 << 30)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := s.Level(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
+	b.Run("bbox", func(b *testing.B) {
+		min, max := synth.BoxFor(n, 1_000, 301)
+		var rows int64
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := open().BBox(ctx, zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows = res.Count
+		}
+		b.ReportMetric(float64(rows), "vertices/op")
+	})
+	b.Run("object", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := open().Object(ctx, 2_500, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

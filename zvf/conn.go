@@ -1,6 +1,7 @@
 package zvf
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -264,59 +265,85 @@ func (inv *inverse) of(key Key) *chunkInverse {
 
 func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
 	l.inverse.once.Do(func() {
-		owner := map[fragRef]int64{}
-		next := map[fragRef]fragRef{}
-		for row := int64(0); row < l.objects.num; row++ {
-			id, err := l.objectAt(ctx, row)
-			if err != nil {
-				l.inverse.err = err
-				return
-			}
-			blocks, err := l.refsRow(ctx, id, row)
-			if err != nil {
-				l.inverse.err = err
-				return
-			}
-			var prev *fragRef
-			for _, b := range blocks {
-				ks := Key(b.Chunk).String()
-				for j := int64(0); j < b.Len(); j++ {
-					fr := fragRef{ks, b.Fragment(j)}
-					if _, ok := owner[fr]; !ok {
-						owner[fr] = id
-					}
-					if prev != nil {
-						if _, ok := next[*prev]; !ok {
-							next[*prev] = fr
-						}
-					}
-					p := fr
-					prev = &p
-				}
-			}
-		}
-		// Every fragment with a successor was named, so owner holds them all.
-		inv := &inverse{chunks: map[string]*chunkInverse{}}
-		for fr := range owner {
-			c := inv.chunks[fr.ks]
-			if c == nil {
-				c = &chunkInverse{}
-				inv.chunks[fr.ks] = c
-			}
-			c.frags = append(c.frags, fr.frag)
-		}
-		for ks, c := range inv.chunks {
-			slices.Sort(c.frags)
-			c.owner = make([]int64, len(c.frags))
-			c.next = make([]fragRef, len(c.frags))
-			for i, f := range c.frags {
-				c.owner[i] = owner[fragRef{ks, f}]
-				c.next[i] = next[fragRef{ks, f}]
-			}
-		}
-		l.inverse.inv = inv
+		l.inverse.inv, l.inverse.err = l.buildInverse(ctx)
 	})
 	return l.inverse.inv, l.inverse.err
+}
+
+// invEntry is one manifest's mention of a fragment, in the order objects
+// and their paths name them.
+type invEntry struct {
+	frag, owner int64
+	next        fragRef
+	hasNext     bool
+}
+
+// buildInverse reads every manifest once. Mentions are appended to their
+// chunk's list (the chunk's key is looked up once per manifest block, not
+// per fragment), then each list is sorted stably by fragment: the first
+// mention names the owner, the first with a successor names the next
+// fragment — the same answer as visiting objects in id order.
+func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
+	index := map[string]int{}
+	var keys []string
+	var lists [][]invEntry
+	var kbuf [96]byte
+	for row := int64(0); row < l.objects.num; row++ {
+		id, err := l.objectAt(ctx, row) // the row itself, or object_ids[row] (vlen_manifests_v2)
+		if err != nil {
+			return nil, err
+		}
+		blocks, err := l.refsRow(ctx, id, row)
+		if err != nil {
+			return nil, err
+		}
+		prevChunk, prevPos := -1, 0
+		for _, b := range blocks {
+			kb := Key(b.Chunk).appendTo(kbuf[:0])
+			c, ok := index[string(kb)] // no allocation for a known chunk
+			if !ok {
+				c = len(keys)
+				index[string(kb)] = c
+				keys = append(keys, string(kb))
+				lists = append(lists, nil)
+			}
+			ks := keys[c]
+			for j := int64(0); j < b.Len(); j++ {
+				f := b.Fragment(j)
+				if prevChunk >= 0 {
+					if e := &lists[prevChunk][prevPos]; !e.hasNext {
+						e.next, e.hasNext = fragRef{ks, f}, true
+					}
+				}
+				lists[c] = append(lists[c], invEntry{frag: f, owner: id})
+				prevChunk, prevPos = c, len(lists[c])-1
+			}
+		}
+	}
+	inv := &inverse{chunks: make(map[string]*chunkInverse, len(keys))}
+	for c, list := range lists {
+		slices.SortStableFunc(list, func(a, b invEntry) int { return cmp.Compare(a.frag, b.frag) })
+		ci := &chunkInverse{frags: make([]int64, 0, len(list)), owner: make([]int64, 0, len(list)), next: make([]fragRef, 0, len(list))}
+		for i := 0; i < len(list); {
+			j := i + 1
+			for j < len(list) && list[j].frag == list[i].frag {
+				j++
+			}
+			ci.frags = append(ci.frags, list[i].frag)
+			ci.owner = append(ci.owner, list[i].owner)
+			var next fragRef
+			for _, e := range list[i:j] {
+				if e.hasNext {
+					next = e.next
+					break
+				}
+			}
+			ci.next = append(ci.next, next)
+			i = j
+		}
+		inv.chunks[keys[c]] = ci
+	}
+	return inv, nil
 }
 
 // fragFirst returns the first row of fragment f of cv (a chunk without a

@@ -43,14 +43,21 @@ type Handle struct {
 	o    Options
 	w    Watch
 
-	mu  sync.Mutex // one open at a time; guards gen, opened and walked
+	mu  sync.Mutex // one open at a time; guards gen, opened, walked and quiet
 	gen uint64
 	// opened: some version has been served, so a later open is of a
 	// changed store and waits for it to settle.
 	opened bool
 	// walked is the whole-store fingerprint of the last RefreshDeep.
 	walked string
-	cur    atomic.Pointer[handleState]
+	// quiet is the whole-store fingerprint the last reopen found, and when
+	// it was first found: a new version opens only once it has stood
+	// for Settle.
+	quiet struct {
+		fp    string
+		since time.Time
+	}
+	cur atomic.Pointer[handleState]
 }
 
 // Watch configures change detection.
@@ -123,6 +130,14 @@ type ChangingError struct {
 	// RetryAfter is how long the store must stay quiet before its new
 	// version opens (at least a second).
 	RetryAfter time.Duration
+	// ready is when the next open may succeed (RetryAfter is rounded up
+	// for clients; the handle tries again at this time).
+	ready time.Time
+}
+
+// changingUntil is a ChangingError for a store that may open at ready.
+func (h *Handle) changingUntil(now, ready time.Time) *ChangingError {
+	return &ChangingError{Store: h.name, RetryAfter: max(ready.Sub(now), time.Second), ready: ready}
 }
 
 func (e *ChangingError) Error() string {
@@ -160,16 +175,20 @@ func (h *Handle) Changed(ctx context.Context, s *Store, err error) (*Store, erro
 // once it has been quiet for Settle; until then it keeps serving the old
 // version for what that version can answer and reports ErrChanging.
 func (h *Handle) reopenIfSettled(ctx context.Context, cur *handleState) (*Store, error) {
-	if left := cur.changed.Add(h.w.Settle).Sub(h.st.Now()); left > 0 {
-		return nil, &ChangingError{Store: h.name, RetryAfter: max(left, time.Second)}
+	if now, ready := h.st.Now(), cur.changed.Add(h.w.Settle); ready.After(now) {
+		return nil, h.changingUntil(now, ready)
 	}
 	next, err := h.open(ctx, cur)
 	var ce *ChangingError
 	switch {
 	case errors.As(err, &ce):
 		// Still being written: the old version keeps answering what it
-		// can; the wait starts again from the newest change seen.
-		if t := h.st.Now().Add(ce.RetryAfter - h.w.Settle); t.After(cur.changed) {
+		// can; the next try is when the open said it may succeed.
+		ready := ce.ready
+		if ready.IsZero() {
+			ready = h.st.Now().Add(ce.RetryAfter)
+		}
+		if t := ready.Add(-h.w.Settle); t.After(cur.changed) {
 			upd := *cur
 			upd.changed = t
 			h.cur.Store(&upd)
@@ -298,14 +317,39 @@ func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, err
 	if h.opened {
 		since = t0.Add(-h.w.Settle)
 	}
-	meta := ""
+	meta, walked := "", ""
 	if h.w.Enabled {
 		var newest time.Time
 		if meta, newest, err = metaFingerprint(ctx, view, root); err != nil {
 			return fail(err)
 		}
 		if h.opened && !newest.Before(since) {
-			return fail(&ChangingError{Store: h.name, RetryAfter: max(newest.Add(h.w.Settle).Sub(t0), time.Second)})
+			return fail(h.changingUntil(t0, newest.Add(h.w.Settle)))
+		}
+		if h.opened {
+			// Writers replace a store object by object, metadata among the
+			// first or the last, and prune the old version's extra keys at
+			// the end: a version is whole only once every key has stood
+			// still for Settle. A listing of the whole store (keys, sizes,
+			// versions) sees puts and deletes alike. The first one after a
+			// version opened is dated by its newest object; one that differs
+			// from an earlier listing saw a change that times may not show
+			// (a delete), dated now. It runs only while a change is pending.
+			var newestObj time.Time
+			if walked, newestObj, err = walkFingerprint(ctx, view); err != nil {
+				return fail(err)
+			}
+			if walked != h.quiet.fp {
+				at := newestObj
+				if h.quiet.fp != "" {
+					at = t0
+				}
+				h.quiet.fp, h.quiet.since = walked, at
+			}
+			if ready := h.quiet.since.Add(h.w.Settle); ready.After(t0) {
+				return fail(h.changingUntil(t0, ready))
+			}
+			h.quiet.fp = "" // settled: the next change is dated afresh
 		}
 		view = storage.Since(view, since)
 	}
@@ -314,15 +358,16 @@ func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, err
 	o.gen = h.gen
 	o.versionSeed = meta
 	if prev != nil && prev.store != nil && meta == prev.meta && !prev.changed.IsZero() {
-		// Data changed and metadata did not: the time of the change is
-		// what tells the two versions (and their ETags) apart.
-		o.versionSeed += "\x00data " + prev.changed.UTC().Format(time.RFC3339Nano)
+		// Data changed and metadata did not: what the objects are now tells
+		// the two versions (and their ETags) apart, the same on every
+		// replica that reopened, whenever it looked.
+		o.versionSeed += "\x00data " + walked
 	}
 	s, err := Open(ctx, view, o)
 	if err != nil {
 		if errors.Is(err, storage.ErrChanged) {
 			at := storage.ChangedAt(err)
-			return fail(&ChangingError{Store: h.name, RetryAfter: max(at.Add(h.w.Settle).Sub(t0), time.Second)})
+			return fail(h.changingUntil(t0, at.Add(h.w.Settle)))
 		}
 		return fail(err)
 	}

@@ -101,7 +101,7 @@ func openFixture(t testing.TB, name string) (*zvf.Store, *expected) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	// A _sharded store is its namesake packed by the reference's own
-	// shard_store (scripts/make_sharded_fixtures.py checks the reads are
+	// shard_store (testdata/zvf-reference/make_sharded_fixtures.py checks the reads are
 	// equal), so the namesake's answers hold for it.
 	b, err := os.ReadFile(filepath.Join(fixtures, strings.TrimSuffix(name, "_sharded")+".expected.json"))
 	if err != nil {

@@ -173,6 +173,9 @@ const (
 // At is element i of the column (row × Channels + channel).
 func (c *Column) At(i int) Number { return c.typ.At(c.Data, i) }
 
+// RowBytes is the size of one row of the column (its Channels elements).
+func (c *Column) RowBytes() int { return c.Channels * c.typ.Size }
+
 // Batch is the rows one chunk contributes to an answer, in chunk row order.
 type Batch struct {
 	Chunk      Key

@@ -31,7 +31,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	seed := fs.Int64("seed", 1, "random seed of the scene")
 	scale := fs.Float64("scale", 1, "multiplies object counts (1 is about 0.17 million vertices, 10 about 1.7 million)")
 	codecName := fs.String("codec", "none", "blob codec of level 0: none, zstd or blosc")
-	truthPath := fs.String("truth", "", "also write the scene's geometry as JSON to this file (for scripts/check_reference.sh)")
+	truthPath := fs.String("truth", "", "also write the scene's geometry as JSON to this file (for .ci/check_reference.sh)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

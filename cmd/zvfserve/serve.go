@@ -41,7 +41,7 @@ type serveConfig struct {
 	token, tokenFile                                      string
 	cacheBytes, maxVertices, maxChunkBytes                int64
 	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
-	idleTimeout, shutdownGrace, revalidate                time.Duration
+	idleTimeout, shutdownGrace, shutdownDelay, revalidate time.Duration
 	revalidateWalk, settle                                time.Duration
 	maxConcurrent, readConcurrency, maxConnections        int
 	demoScale                                             float64
@@ -64,6 +64,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the longest-idle keep-alive connection is closed for a new one, and with none idle the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", time.Minute, "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
+	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz false (and keep-alive off) before the listeners close, so that load balancers polling /readyz stop sending first; --shutdown-grace follows; 0: close at once (env ZVFSERVE_SHUTDOWN_DELAY)")
 	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
@@ -243,7 +244,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	serveFlags(fs, &c)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: zvfserve serve [flags] [STORE...]")
-		fmt.Fprintln(stderr, "\nServes ZVF stores over HTTP: the API under /api/v1 (see /openapi.yaml) and the viewer at /.")
+		fmt.Fprintln(stderr, "\nServes ZVF stores over HTTP: the API under /api/v1 (see /openapi.yaml), Neuroglancer sources under\n/ng/STORE (docs/neuroglancer.md) and the viewer at /.")
 		fmt.Fprintln(stderr, "\nSTORE is a local path or a URL (file://, mem://, s3://bucket/path?endpoint=…&use_path_style=true&region=…,")
 		fmt.Fprintln(stderr, "gs://, azblob://), optionally as name=URL. With no STORE the built-in demo is served.")
 		fmt.Fprintln(stderr, "A folder or prefix that is not a store itself serves every store below it (up to 8 levels deep,")
@@ -269,6 +270,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	}
 	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
 		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", errUsage)
+	}
+	if c.shutdownDelay < 0 {
+		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", errUsage, c.shutdownDelay)
 	}
 	if c.maxConnections, err = connectionCap(fs, &c, log); err != nil {
 		return err
@@ -361,7 +365,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	case <-ctx.Done():
 	}
 	storesOpen = false
+	drainBeforeShutdown(srv, servers, c.shutdownDelay, log)
 	return shutdown(srv, servers, c.shutdownGrace, cancelBase, stopChecks, checked, closeStores, log)
+}
+
+// drainBeforeShutdown keeps serving for delay with /readyz false: a load balancer that
+// polls readiness (Kubernetes endpoints, HAProxy, Envoy) takes the replica
+// out before its listener closes, instead of learning it from refused
+// connections. Keep-alive is turned off, so each connection closes after
+// its answer and its client reconnects elsewhere.
+func drainBeforeShutdown(srv *api.Server, servers []*http.Server, delay time.Duration, log *slog.Logger) {
+	srv.SetReady(false)
+	if delay <= 0 {
+		return
+	}
+	log.Info("draining: /readyz is false, still serving until the shutdown delay ends", "delay", delay)
+	for _, hs := range servers {
+		hs.SetKeepAlivesEnabled(false)
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	<-t.C
 }
 
 // shutdown stops serving within grace, whatever storage does: /readyz

@@ -112,3 +112,67 @@ func TestServeShutdownWithHungRead(t *testing.T) {
 		t.Error("the client of the hung request was left waiting")
 	}
 }
+
+// TestServeShutdownDelay: with --shutdown-delay, SIGTERM first turns
+// /readyz to 503 while /healthz stays 200 and the API still answers (each
+// answer closing its connection), so a balancer polling readiness takes
+// the replica out before it refuses connections; then serve exits 0.
+// Without the delay the listener closed at once: a request that a
+// balancer sent on before its next readiness poll was refused.
+func TestServeShutdownDelay(t *testing.T) {
+	t.Parallel()
+	const delay = 2 * time.Second
+	s := startServe(t, "--shutdown-delay", delay.String(), "--shutdown-grace", "1s", graphStore)
+	c := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	// closed: the server ended the answer's connection (the client asked to keep it).
+	get := func(path string) (code int, closed bool, err error) {
+		resp, err := c.Get(s.base + path)
+		if err != nil {
+			return 0, false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Close, nil
+	}
+	start := time.Now()
+	s.cancel() // SIGTERM
+	// /readyz turns false before anything else changes; poll it within the delay.
+	for {
+		code, _, err := get("/readyz")
+		if err != nil {
+			t.Fatalf("/readyz %v after SIGTERM: %v (the listener must stay open for --shutdown-delay)", time.Since(start), err)
+		}
+		if code == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Since(start) > delay/2 {
+			t.Fatalf("/readyz still %d %v after SIGTERM", code, time.Since(start))
+		}
+	}
+	tests := []struct {
+		path string
+		want int
+	}{
+		{"/healthz", http.StatusOK},
+		{"/readyz", http.StatusServiceUnavailable},
+		{"/api/v1/stores/graph", http.StatusOK},
+	}
+	for _, tc := range tests {
+		code, closed, err := get(tc.path)
+		if err != nil || code != tc.want {
+			t.Errorf("%s while draining: %d %v, want %d", tc.path, code, err, tc.want)
+			continue
+		}
+		if !closed {
+			t.Errorf("%s while draining kept its connection open; want it closed (keep-alive off, so clients reconnect elsewhere)", tc.path)
+		}
+	}
+	select {
+	case code := <-s.done:
+		s.done <- code
+		if took := time.Since(start); code != 0 || took < delay || took > delay+3*time.Second {
+			t.Errorf("serve returned %d %v after SIGTERM, want 0 after the %v delay: %s", code, took, delay, s.errs.String())
+		}
+	case <-time.After(delay + 10*time.Second):
+		t.Fatal("serve did not return after the delay")
+	}
+}

@@ -38,7 +38,7 @@ func rows3(p []float32) [][]float32 {
 	return out
 }
 
-// WriteTruth writes the scene's geometry as JSON (see scripts/check_reference.py,
+// WriteTruth writes the scene's geometry as JSON (see .ci/check_reference.py,
 // which compares the reference implementation's readers against it).
 func (s *Scene) WriteTruth(w io.Writer) error {
 	var t truth

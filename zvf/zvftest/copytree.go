@@ -15,6 +15,14 @@ import (
 func CopyTree(tb testing.TB, src string) string {
 	tb.Helper()
 	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
+	CopyInto(tb, src, dst)
+	return dst
+}
+
+// CopyInto copies the file or folder src to dst (a folder's files below
+// it), writable, creating the folders it needs.
+func CopyInto(tb testing.TB, src, dst string) {
+	tb.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -30,10 +38,12 @@ func CopyTree(tb testing.TB, src string) string {
 		if err != nil {
 			return err
 		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			return err
+		}
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return dst
 }

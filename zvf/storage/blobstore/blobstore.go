@@ -29,6 +29,9 @@ import (
 // Store is a storage.Writer over one gocloud bucket.
 type Store struct {
 	b *blob.Bucket
+	// tick is the granularity of the backend's modification times (0:
+	// exact).
+	tick time.Duration
 }
 
 // Open opens a gocloud URL, or a local path (absolute or relative, or a
@@ -76,7 +79,14 @@ func OpenBucket(ctx context.Context, rawURL string) (*Store, error) {
 	if prefix != "" {
 		b = blob.PrefixedBucket(b, prefix+"/")
 	}
-	return &Store{b: b}, nil
+	// Cloud stores stamp objects in whole seconds (S3's and Azure's
+	// Last-Modified are HTTP dates; GCS's milliseconds are a finer case of
+	// the same); the in-memory bucket keeps the exact time.
+	tick := time.Second
+	if u.Scheme == "mem" {
+		tick = 0
+	}
+	return &Store{b: b, tick: tick}, nil
 }
 
 // New wraps an already-open bucket (tests, embedders).
@@ -177,11 +187,18 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 	return storage.Object{Data: buf, Attrs: a}, nil
 }
 
-// Now implements storage.Store. Object stores stamp whole seconds
-// (Last-Modified) from their own clock: a write within the second after
-// Now may carry an earlier time, and clock skew between this machine and
-// the store's shifts the comparison by the skew.
-func (s *Store) Now() time.Time { return time.Now() }
+// Now implements storage.Store: truncated to the backend's granularity, so
+// that an object written in the same second after Now, which the store
+// stamps with the start of that second, counts as written after it (an
+// exact Now let a reader take such an object for part of the version it
+// had opened: new chunks read against old metadata). Clock skew between
+// this machine and the store's still shifts the comparison by the skew.
+func (s *Store) Now() time.Time {
+	if s.tick > 0 {
+		return time.Now().Truncate(s.tick)
+	}
+	return time.Now()
+}
 
 // List implements storage.Store.
 func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
@@ -151,5 +152,36 @@ func TestNoSidecarFiles(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Fatalf("dir holds %d entries, want only the key (no .attrs sidecar)", len(ents))
+	}
+}
+
+// TestNowMatchesStamps: an object written after Now carries a modification
+// time at or after Now, as the backend stamps it — whole seconds for cloud
+// stores (S3's Last-Modified), the exact time in memory. With an exact Now
+// over S3, an object written later in the same second was stamped before
+// it, so a reader that had opened a version at Now took the new object
+// for part of it (the fleet test saw a 422: a new chunk read against old
+// metadata).
+func TestNowMatchesStamps(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		url   string
+		stamp func(time.Time) time.Time // how the backend records a write
+	}{
+		{"s3://bucket?region=us-east-1&endpoint=http://127.0.0.1:9", func(t time.Time) time.Time { return t.Truncate(time.Second) }},
+		{"mem://", func(t time.Time) time.Time { return t }},
+	}
+	for _, tc := range tests {
+		st, err := blobstore.OpenBucket(context.Background(), tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 100 {
+			now := st.Now()
+			if written := tc.stamp(time.Now()); written.Before(now) {
+				t.Fatalf("%s: a write after Now %v is stamped %v, before it", tc.url, now, written)
+			}
+		}
+		st.Close()
 	}
 }

@@ -6,9 +6,9 @@
 # Needs a Python that can import zarr_vectors, e.g. the venv made by
 # ../shared/tools/refwriter/setup.sh (see its README).
 #
-#   scripts/check_reference.sh                      # seed 1, scale 1, codec none
-#   SEED=7 SCALE=3 CODEC=zstd scripts/check_reference.sh
-#   REFWRITER_PYTHON=/path/to/python scripts/check_reference.sh
+#   .ci/check_reference.sh                      # seed 1, scale 1, codec none
+#   SEED=7 SCALE=3 CODEC=zstd .ci/check_reference.sh
+#   REFWRITER_PYTHON=/path/to/python .ci/check_reference.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${REFWRITER_PYTHON:-../shared/tools/refwriter/.venv/bin/python}"
@@ -20,4 +20,4 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 go run ./cmd/zvfserve demo --seed "${SEED:-1}" --scale "${SCALE:-1}" --codec "${CODEC:-none}" \
   --truth "$out/demo/truth.json" "$out/demo"
-"$PY" scripts/check_reference.py "$out/demo"
+"$PY" .ci/check_reference.py "$out/demo"

@@ -3,7 +3,7 @@
 # and warm server, on the 2,000,000-point store that the reference's own
 # gen_perf.py writes. Needs ../shared/tools/refwriter set up (see its README):
 #
-#   scripts/perf_compare.sh [STORE] [REFWRITER_DIR]
+#   .ci/perf_compare.sh [STORE] [REFWRITER_DIR]
 #
 # STORE defaults to /tmp/zvf-perf/perf_points.zarrvectors (written with
 # gen_perf.py if missing). Prints one line per box with the medians and the

@@ -1,0 +1,367 @@
+package neuroglancer
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// annotationInfo is a source's info document (neuroglancer_annotations_v1).
+type annotationInfo struct {
+	Type           string          `json:"@type"`
+	Dimensions     json.RawMessage `json:"dimensions"`
+	LowerBound     []float64       `json:"lower_bound"`
+	UpperBound     []float64       `json:"upper_bound"`
+	AnnotationType string          `json:"annotation_type"`
+	Properties     []propSpec      `json:"properties"`
+	Relationships  []struct{}      `json:"relationships"`
+	ByID           keyRef          `json:"by_id"`
+	Spatial        []spatialInfo   `json:"spatial"`
+	// ZVF says where the annotations come from; Neuroglancer ignores it.
+	ZVF sourceNotes `json:"zvfserve"`
+}
+
+type keyRef struct {
+	Key string `json:"key"`
+}
+
+type spatialInfo struct {
+	Key       string    `json:"key"`
+	GridShape []int64   `json:"grid_shape"`
+	ChunkSize []float64 `json:"chunk_size"`
+	Limit     int64     `json:"limit"`
+}
+
+// sourceNotes explain a source: which store and level, how each spatial
+// level was chosen, and what became of each attribute.
+type sourceNotes struct {
+	Store       string       `json:"store"`
+	Level       int          `json:"level"`
+	Annotations int64        `json:"annotations"`
+	Levels      []levelNotes `json:"spatial_levels"`
+	Attributes  []note       `json:"attributes"`
+	Axes        []string     `json:"axes"`
+}
+
+type levelNotes struct {
+	Key         string  `json:"key"`
+	ZVFLevel    int     `json:"zvf_level"`
+	CellChunks  []int64 `json:"cell_chunks"`
+	Annotations int64   `json:"annotations"`
+	Chosen      string  `json:"chosen"`
+}
+
+// infoJSON is the info document of the plan's source.
+func (p *plan) infoJSON(st *zvf.Store) ([]byte, error) {
+	dims, axisNotes := dimensions(st.Info().Axes)
+	lo, hi := p.bounds()
+	inf := annotationInfo{Type: "neuroglancer_annotations_v1", Dimensions: dimensionsJSON(dims), LowerBound: lo, UpperBound: hi,
+		AnnotationType: p.kind.annotationType(), Properties: []propSpec{}, Relationships: []struct{}{}, ByID: keyRef{Key: "by_id"},
+		ZVF: sourceNotes{Store: p.store, Annotations: p.total, Attributes: append([]note{}, p.notes...), Axes: append([]string{}, axisNotes...)}}
+	for _, pr := range p.props {
+		inf.Properties = append(inf.Properties, pr.spec)
+	}
+	for s, l := range p.levels {
+		key := fmt.Sprintf("spatial%d", s)
+		inf.Spatial = append(inf.Spatial, spatialInfo{Key: key, GridShape: l.shape, ChunkSize: l.size, Limit: l.limit})
+		inf.ZVF.Levels = append(inf.ZVF.Levels, levelNotes{Key: key, ZVFLevel: l.zvf, CellChunks: l.mult, Annotations: l.count, Chosen: l.chosen})
+	}
+	return json.Marshal(inf)
+}
+
+// propBytes is the size of the properties in a record, padded so that the
+// record stays a multiple of 4 bytes (its geometry is).
+func (p *plan) propBytes() int {
+	n := 0
+	for _, pr := range p.props {
+		n += pr.size
+	}
+	return (n + 3) &^ 3
+}
+
+var zeros [propBudget + 4]byte
+
+// appendProps appends one record's properties: row of the vertex
+// attribute columns, the object's attribute row, its id.
+func (p *plan) appendProps(dst []byte, attrs []zvf.Column, row int, oattrs []zvf.Column, objectID int64) []byte {
+	start := len(dst)
+	dst = append(dst, zeros[:p.propBytes()]...)
+	b := dst[start:]
+	for i := range p.props {
+		pr := &p.props[i]
+		switch pr.from {
+		case fromVertex:
+			putProp(b, pr, column(attrs, pr.attr), row)
+		case fromMean:
+			putMean(b, pr, column(attrs, pr.attr))
+		case fromObject:
+			putProp(b, pr, column(oattrs, pr.attr), 0)
+		case fromObjectID:
+			putNumber(b, "int32", float64(objectID))
+		}
+		b = b[pr.size:]
+	}
+	return dst
+}
+
+// hasObjectID reports whether a property carries the object id.
+func (p *plan) hasObjectID() bool {
+	for _, pr := range p.props {
+		if pr.from == fromObjectID {
+			return true
+		}
+	}
+	return false
+}
+
+// list is the annotations of one cell being assembled: records back to
+// back, where each starts, and their ids.
+type list struct {
+	recs []byte
+	offs []int
+	ids  []int64
+}
+
+func (l *list) begin(id int64) {
+	l.offs = append(l.offs, len(l.recs))
+	l.ids = append(l.ids, id)
+}
+
+// encode writes the multiple-annotation list: a uint64 count, the records
+// and then the ids, both in a random order seeded by the cell, so that
+// the prefix Neuroglancer draws of a cell is an unbiased sample and equal
+// requests get equal bytes.
+func (l *list) encode(seed1, seed2 uint64) []byte {
+	n := len(l.ids)
+	out := make([]byte, 8, 8+len(l.recs)+8*n)
+	binary.LittleEndian.PutUint64(out, uint64(n))
+	perm := rand.New(rand.NewPCG(seed1, seed2)).Perm(n)
+	for _, i := range perm {
+		end := len(l.recs)
+		if i+1 < n {
+			end = l.offs[i+1]
+		}
+		out = append(out, l.recs[l.offs[i]:end]...)
+	}
+	for _, i := range perm {
+		out = binary.LittleEndian.AppendUint64(out, uint64(l.ids[i]))
+	}
+	return out
+}
+
+// checkSize refuses a cell larger than one response may be.
+func (p *plan) checkSize(s int, key string, cl *cell, limit int64) error {
+	if limit <= 0 {
+		return nil
+	}
+	if cl.count > limit {
+		return tooLargef("store %q: cell %s of spatial%d holds %d annotations, more than this server's %d per response", p.store, key, s, cl.count, limit)
+	}
+	if p.kind == kindPolyline {
+		var v int64
+		for _, i := range cl.objects {
+			v += int64(len(p.objects[i].chunks))
+		}
+		if v > limit {
+			return tooLargef("store %q: cell %s of spatial%d holds polylines of %d vertices, more than this server's %d per response", p.store, key, s, v, limit)
+		}
+	}
+	return nil
+}
+
+// cellBytes encodes the annotations of cell key of spatial level s.
+func (p *plan) cellBytes(ctx context.Context, s int, key string) ([]byte, error) {
+	sl := p.levels[s]
+	var l list
+	if cl := sl.cells[key]; cl != nil {
+		var err error
+		switch p.kind {
+		case kindPoint:
+			err = p.pointCell(ctx, s, cl, &l)
+		case kindPolyline:
+			err = p.polylineCell(ctx, cl, &l)
+		case kindLine:
+			err = p.lineCell(ctx, s, key, cl, &l)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	h := mix(p.kind.salt() ^ uint64(s))
+	for _, c := range []byte(key) {
+		h = mix(h ^ uint64(c))
+	}
+	return l.encode(h, uint64(s)), nil
+}
+
+func (p *plan) pointCell(ctx context.Context, s int, cl *cell, l *list) error {
+	return gather(ctx, len(cl.chunks), l, func(ctx context.Context, i int, l *list) error {
+		return p.pointRows(ctx, int(cl.chunks[i]), func(id int64) bool { return p.levelOf(id) == s }, l)
+	})
+}
+
+// gather fills the lists of n parts (chunks or objects) concurrently, so
+// that a cold cell of many chunks reads them at once, and appends them to
+// l in order.
+func gather(ctx context.Context, n int, l *list, fill func(ctx context.Context, i int, l *list) error) error {
+	if n == 1 {
+		return fill(ctx, 0, l)
+	}
+	parts := make([]list, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	for i := range parts {
+		g.Go(func() error { return fill(gctx, i, &parts[i]) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i := range parts {
+		base := len(l.recs)
+		l.recs = append(l.recs, parts[i].recs...)
+		for _, off := range parts[i].offs {
+			l.offs = append(l.offs, base+off)
+		}
+		l.ids = append(l.ids, parts[i].ids...)
+	}
+	return nil
+}
+
+// pointRows appends the records of chunk c's rows whose id want accepts.
+func (p *plan) pointRows(ctx context.Context, c int, want func(id int64) bool, l *list) error {
+	key := p.keys[c]
+	t, err := p.level0.Chunk(ctx, key, p.attrs)
+	if err != nil {
+		return err
+	}
+	if int64(t.Rows) != p.first[c+1]-p.first[c] {
+		return corruptf("store %q level 0 chunk %s: %d rows, %d when the index was built", p.store, key, t.Rows, p.first[c+1]-p.first[c])
+	}
+	var owners []int64
+	if p.hasObjectID() {
+		if owners, err = p.level0.ChunkObjects(ctx, key); err != nil {
+			return err
+		}
+	}
+	width := dtypeSize(t.Vertices.DType) * p.rank
+	for r := range t.Rows {
+		id := p.first[c] + int64(r)
+		if !want(id) {
+			continue
+		}
+		l.begin(id)
+		l.recs = putFloat32s(l.recs, t.Vertices.Data[r*width:], t.Vertices.DType, p.rank)
+		owner := int64(-1)
+		if owners != nil {
+			owner = owners[r]
+		}
+		l.recs = p.appendProps(l.recs, t.Attributes, r, nil, owner)
+	}
+	return nil
+}
+
+// object reads object i of the plan with the attributes its properties
+// need, checking it against the plan.
+func (p *plan) object(ctx context.Context, i int) (*zvf.Object, error) {
+	po := &p.objects[i]
+	o, err := p.level0.Object(ctx, po.id, p.attrs)
+	if err != nil {
+		return nil, err
+	}
+	if o.Count != int64(len(po.chunks)) || p.kind == kindLine && int64(len(o.Edges)/2) != p.edgeFirst[i+1]-p.edgeFirst[i] {
+		return nil, corruptf("store %q level 0: object %d changed since the index was built", p.store, po.id)
+	}
+	return o, nil
+}
+
+func (p *plan) polylineCell(ctx context.Context, cl *cell, l *list) error {
+	return gather(ctx, len(cl.objects), l, func(ctx context.Context, i int, l *list) error {
+		return p.polylineRecord(ctx, int(cl.objects[i]), l)
+	})
+}
+
+func (p *plan) polylineRecord(ctx context.Context, i int, l *list) error {
+	o, err := p.object(ctx, i)
+	if err != nil {
+		return err
+	}
+	l.begin(o.ID)
+	l.recs = binary.LittleEndian.AppendUint32(l.recs, uint32(o.Count))
+	l.recs = putFloat32s(l.recs, o.Vertices.Data, o.Vertices.DType, int(o.Count)*p.rank)
+	l.recs = p.appendProps(l.recs, o.Attributes, 0, o.ObjectAttributes, o.ID)
+	return nil
+}
+
+func (p *plan) lineCell(ctx context.Context, s int, key string, cl *cell, l *list) error {
+	sl := p.levels[s]
+	return gather(ctx, len(cl.objects), l, func(ctx context.Context, i int, l *list) error {
+		po := &p.objects[cl.objects[i]]
+		return p.lineRecords(ctx, int(cl.objects[i]), func(id int64, a, b int64) bool {
+			return p.levelOf(id) == s && (sl.ofKey[po.chunks[a]] == key || sl.ofKey[po.chunks[b]] == key)
+		}, l)
+	})
+}
+
+// lineRecords appends the records of object i's edges that want accepts.
+func (p *plan) lineRecords(ctx context.Context, i int, want func(id, a, b int64) bool, l *list) error {
+	o, err := p.object(ctx, i)
+	if err != nil {
+		return err
+	}
+	width := dtypeSize(o.Vertices.DType) * p.rank
+	base := p.edgeFirst[i]
+	for e := range int64(len(o.Edges) / 2) {
+		a, b := o.Edges[2*e], o.Edges[2*e+1]
+		if !want(base+e, a, b) {
+			continue
+		}
+		l.begin(base + e)
+		l.recs = putFloat32s(l.recs, o.Vertices.Data[int(a)*width:], o.Vertices.DType, p.rank)
+		l.recs = putFloat32s(l.recs, o.Vertices.Data[int(b)*width:], o.Vertices.DType, p.rank)
+		l.recs = p.appendProps(l.recs, o.Attributes, int(a), nil, o.ID)
+	}
+	return nil
+}
+
+// byID encodes annotation id alone (its relationships: none).
+func (p *plan) byID(ctx context.Context, id int64) ([]byte, error) {
+	var l list
+	missing := notFoundf("store %q has no %s annotation %d", p.store, p.kind.annotationType(), id)
+	switch p.kind {
+	case kindPoint:
+		if id < 0 || id >= p.total {
+			return nil, missing
+		}
+		c := sort.Search(len(p.keys), func(c int) bool { return p.first[c+1] > id })
+		if err := p.pointRows(ctx, c, func(x int64) bool { return x == id }, &l); err != nil {
+			return nil, err
+		}
+	case kindPolyline:
+		i := sort.Search(len(p.objects), func(i int) bool { return p.objects[i].id >= id })
+		if i == len(p.objects) || p.objects[i].id != id {
+			return nil, missing
+		}
+		if err := p.polylineRecord(ctx, i, &l); err != nil {
+			return nil, err
+		}
+	case kindLine:
+		if id < 0 || id >= p.total {
+			return nil, missing
+		}
+		i := sort.Search(len(p.objects), func(i int) bool { return p.edgeFirst[i+1] > id })
+		if err := p.lineRecords(ctx, i, func(x, _, _ int64) bool { return x == id }, &l); err != nil {
+			return nil, err
+		}
+	}
+	if len(l.ids) != 1 {
+		return nil, missing
+	}
+	return l.recs, nil
+}

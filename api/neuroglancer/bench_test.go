@@ -1,0 +1,141 @@
+package neuroglancer_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+)
+
+// pointStore writes n uniform points with a float and a categorical
+// attribute over a 1000-cube in chunks of the given edge (bins a fifth of
+// it), with a three-level pyramid or none, under prefix "points".
+func pointStore(b *testing.B, n int, chunk float64, pyramid bool) storage.Store {
+	b.Helper()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 2))
+	pos := make([]float32, 3*n)
+	inten := make([]float32, n)
+	kinds := make([]string, n)
+	for i := range n {
+		for k := range 3 {
+			pos[3*i+k] = float32(r.Float64() * 1000)
+		}
+		inten[i] = float32(r.NormFloat64())
+		kinds[i] = []string{"a", "b", "c"}[r.IntN(3)]
+	}
+	st, err := blobstore.OpenBucket(ctx, "mem://")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	o := writer.Options{ChunkShape: []float64{chunk, chunk, chunk}, BinShape: []float64{chunk / 5, chunk / 5, chunk / 5}}
+	if pyramid {
+		o.Pyramid = []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}
+	}
+	pc := &writer.PointCloud{Positions: pos, Attributes: []writer.Attribute{writer.Float32Attribute("intensity", 1, inten), writer.CategoricalAttribute("kind", kinds)}}
+	if _, err := writer.WritePoints(ctx, st, "points", pc, o); err != nil {
+		b.Fatal(err)
+	}
+	return storage.Sub(st, "points")
+}
+
+// cellStore: 80,000 points in chunks of 500, so eight level-0 cells of
+// about 10,000 annotations each (no pyramid: one spatial level).
+func cellStore(b *testing.B) storage.Store { return pointStore(b, 80_000, 500, false) }
+
+func handlerFor(b *testing.B, st storage.Store, name string, ch *cache.Cache) http.Handler {
+	b.Helper()
+	s, err := zvf.Open(context.Background(), st, zvf.Options{Name: name, Cache: ch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv.Handler()
+}
+
+// serveTimes serves path b.N times (after one warming request) and reports
+// the median server time, the handler's time from request to last byte.
+func serveTimes(b *testing.B, h http.Handler, path string, fresh func() http.Handler) {
+	b.Helper()
+	req := httptest.NewRequest(http.MethodGet, "http://x"+path, nil)
+	if fresh == nil {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("%s: %d %s", path, w.Code, w.Body.Bytes())
+		}
+		b.SetBytes(int64(w.Body.Len()))
+	}
+	times := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if fresh != nil {
+			b.StopTimer()
+			h = fresh()
+			b.StartTimer()
+		}
+		w := httptest.NewRecorder()
+		t0 := time.Now()
+		h.ServeHTTP(w, req)
+		times = append(times, time.Since(t0))
+		if w.Code != http.StatusOK {
+			b.Fatalf("%s: %d", path, w.Code)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+}
+
+// BenchmarkCellWarm10k: a cell of about 10,000 point annotations, warm
+// (issue #16: p50 under 2 ms of server time).
+func BenchmarkCellWarm10k(b *testing.B) {
+	h := handlerFor(b, cellStore(b), "points", cache.New(256<<20))
+	serveTimes(b, h, "/ng/points/annotations/spatial0/0_0_0", nil)
+}
+
+// BenchmarkCellCold10k: the same cell from a cold cache, which reads the
+// whole 80,000-point level to build the spatial index first.
+func BenchmarkCellCold10k(b *testing.B) {
+	st := cellStore(b)
+	serveTimes(b, nil, "/ng/points/annotations/spatial0/0_0_0", func() http.Handler { return handlerFor(b, st, "points", cache.New(256<<20)) })
+}
+
+// BenchmarkInfoCold2M: the first request of a 2,000,000-point store with a
+// three-level pyramid in 512 chunks: the spatial index is built from every
+// level-0 chunk.
+func BenchmarkInfoCold2M(b *testing.B) {
+	st := pointStore(b, 2_000_000, 125, true)
+	serveTimes(b, nil, "/ng/points/annotations/info", func() http.Handler { return handlerFor(b, st, "points", cache.New(1<<30)) })
+}
+
+// BenchmarkSkeletonWarm: one of the demo's neuron skeletons, warm.
+func BenchmarkSkeletonWarm(b *testing.B) {
+	ch := cache.New(256 << 20)
+	var s *zvf.Store
+	for _, st := range demoStores(b, ch) {
+		if st.Name() == "skeletons" {
+			s = st
+		}
+	}
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	serveTimes(b, srv.Handler(), "/ng/skeletons/skeletons/1", nil)
+}

@@ -1,0 +1,355 @@
+package neuroglancer_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/web"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/demo"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+// The browser test runs Neuroglancer, built from npm by .ci/build-neuroglancer
+// from testdata/ngclient into a cache outside the checkout, in headless
+// Chromium. It takes minutes under a software renderer, so a plain go test
+// runs it only when asked (ZVFSERVE_BROWSER=1, as for the viewer's browser
+// tests); then, without Chromium or the build, it is skipped, unless
+// ZVFSERVE_REQUIRE_NEUROGLANCER is set (CI sets it): then it fails.
+
+const harness = "testdata/ngclient"
+
+func requireNeuroglancer() bool { return os.Getenv("ZVFSERVE_REQUIRE_NEUROGLANCER") != "" }
+
+// neuroglancerDist finds the built page the way .ci/build-neuroglancer
+// names it: the cache folder, then a hash of the harness files.
+func neuroglancerDist(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("ZVFSERVE_NEUROGLANCER_DIST"); d != "" {
+		return d
+	}
+	h := sha256.New()
+	for _, f := range []string{"package.json", "vite.config.js", "index.html", "src/main.js"} {
+		b, err := os.ReadFile(filepath.Join(harness, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(b)
+	}
+	root := os.Getenv("ZVFSERVE_CI_CACHE")
+	if root == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		root = filepath.Join(home, ".cache", "zvfserve-ci")
+	}
+	dist := filepath.Join(root, "neuroglancer-"+hex.EncodeToString(h.Sum(nil))[:12], "dist")
+	if _, err := os.Stat(filepath.Join(dist, "index.html")); err != nil {
+		msg := fmt.Sprintf("Neuroglancer is not built at %s: run .ci/build-neuroglancer (npm install and vite build, about a minute)", dist)
+		if requireNeuroglancer() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dist
+}
+
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	if requireNeuroglancer() {
+		t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but no Chromium is on PATH (apt-get install chromium)")
+	}
+	t.Skip("Chromium is not installed (apt-get install chromium): the Neuroglancer browser test needs it")
+	return ""
+}
+
+// requestLog records what zvfserve answered.
+type requestLog struct {
+	mu   sync.Mutex
+	seen []string // "status path"
+}
+
+func (l *requestLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		l.mu.Lock()
+		l.seen = append(l.seen, fmt.Sprintf("%d %s %s", sw.status, r.Method, r.URL.Path))
+		l.mu.Unlock()
+	})
+}
+
+func (l *requestLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.seen
+	l.seen = nil
+	return out
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// demoStores are the demo scene's stores (a pyramid of three levels each).
+func demoStores(t testing.TB, ch *cache.Cache) []*zvf.Store {
+	t.Helper()
+	ctx := context.Background()
+	mem, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Close() })
+	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 1, Scale: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*zvf.Store
+	for _, in := range infos {
+		s, err := zvf.Open(ctx, storage.Sub(mem, in.Prefix), zvf.Options{Name: in.Name, Cache: ch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestNeuroglancerRendersEveryKind opens each kind of source from a running
+// zvfserve in Neuroglancer (another origin, so CORS is exercised), with the
+// state the store descriptor offers, and waits until every visible chunk
+// is loaded with no layer error; the 3-D panel must show something, and
+// zvfserve must have answered the requests each kind needs.
+func TestNeuroglancerRendersEveryKind(t *testing.T) {
+	if !requireNeuroglancer() && os.Getenv("ZVFSERVE_BROWSER") != "1" {
+		t.Skip("Neuroglancer browser test: set ZVFSERVE_BROWSER=1 to run it (needs Chromium and .ci/build-neuroglancer; it takes a few minutes)")
+	}
+	dist := neuroglancerDist(t)
+	exe := chromiumPath(t)
+
+	ch := cache.New(512 << 20)
+	stores := append(fixtureStores(t), demoStores(t, ch)...)
+	// Without --public-url the descriptor's sources are paths on the server.
+	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log requestLog
+	data := httptest.NewServer(log.wrap(srv.Handler()))
+	t.Cleanup(data.Close)
+	page := httptest.NewServer(http.FileServer(http.Dir(dist)))
+	t.Cleanup(page.Close)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700),
+		chromedp.Flag("use-angle", "swiftshader"), chromedp.Flag("enable-unsafe-swiftshader", true),
+		chromedp.Flag("disable-gpu", false), chromedp.Flag("ignore-gpu-blocklist", true),
+		chromedp.Flag("disable-component-update", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	// The first action starts the browser and ties it to its context: this
+	// one, not a test case's (whose end would close it).
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		stores []string // whose descriptors' states to open, all layers shown
+		viewer string   // or: the store whose state the bundled viewer links to
+		want   []string // requests zvfserve must have answered (200, or 304 to a browser revalidating)
+	}{
+		{"points", []string{"points_pyramid"}, "", []string{
+			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/\d+_\d+_\d+$`,
+			`^/ng/points_pyramid/annotations/spatial1/\d+_\d+_\d+$`}},
+		{"streamlines", []string{"polylines"}, "", []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/spatial0/\d+_\d+_\d+$`,
+			`^/ng/polylines/lines/spatial0/\d+_\d+_\d+$`, `^/ng/polylines/skeletons/\d+$`}},
+		{"graph", []string{"graph"}, "", []string{`^/ng/graph/annotations/spatial0/\d+_\d+_\d+$`,
+			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/seg_props/info$`, `^/ng/graph/skeletons/\d+$`}},
+		{"skeletons", []string{"skeleton"}, "", []string{`^/ng/skeleton/skeletons/info$`, `^/ng/skeleton/skeletons/seg_props/info$`,
+			`^/ng/skeleton/skeletons/0$`, `^/ng/skeleton/skeletons/1$`, `^/ng/skeleton/skeletons/2$`}},
+		{"meshes", []string{"mesh"}, "", []string{`^/ng/mesh/meshes/info$`, `^/ng/mesh/meshes/\d+:0$`, `^/ng/mesh/meshes/frag/\d+$`}},
+		{"demo", []string{"cells", "axons", "skeletons", "meshes"}, "", []string{`^/ng/cells/annotations/spatial0/0_0_0$`,
+			`^/ng/axons/annotations/spatial0/0_0_0$`, `^/ng/skeletons/skeletons/\d+$`, `^/ng/meshes/meshes/frag/\d+$`}},
+		{"viewer link", nil, "cells", []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/spatial0/0_0_0$`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
+			defer cancel()
+			var fragment string
+			if tc.viewer != "" {
+				// The bundled viewer's "Open in Neuroglancer" link, opened
+				// in the harness page instead of the public Neuroglancer.
+				if err := chromedp.Do(tctx, chromedp.Navigate(data.URL+"/#store="+tc.viewer)); err != nil {
+					t.Fatal(err)
+				}
+				href, err := chromedp.Run(tctx, chromedp.Poll[string](`(() => { const a = document.querySelector('.layer a.ng'); return a && !a.hidden && a.href.includes('#!') ? a.href : ''; })()`))
+				if err != nil {
+					t.Fatalf("the viewer shows no Neuroglancer link: %v", err)
+				}
+				_, fragment, _ = strings.Cut(href, "#")
+				fragment = "#" + fragment
+			} else {
+				state := map[string]any{"layout": "3d", "showAxisLines": false, "showScaleBar": false, "showDefaultAnnotations": false}
+				var layers []neuroglancer.Layer
+				for _, name := range tc.stores {
+					var d struct {
+						Neuroglancer *neuroglancer.Description `json:"neuroglancer"`
+					}
+					resp, body := get(t, data, "/api/v1/stores/"+name)
+					if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &d) != nil || d.Neuroglancer == nil {
+						t.Fatalf("descriptor of %s: %d %.300s", name, resp.StatusCode, body)
+					}
+					for _, l := range d.Neuroglancer.State.Layers {
+						if len(tc.stores) == 1 {
+							l.Visible = nil // every source of the store, the hidden ones too
+						}
+						l.Source = strings.Replace(l.Source, "precomputed:///", "precomputed://"+data.URL+"/", 1)
+						layers = append(layers, l)
+					}
+					if src, ok := d.Neuroglancer.Sources["lines"]; ok && len(tc.stores) == 1 && !strings.Contains(fmt.Sprint(layers), src) {
+						// Lines are no layer of the ready state; open them too.
+						layers = append(layers, neuroglancer.Layer{Type: "annotation", Name: name + " lines", Source: "precomputed://" + data.URL + src})
+					}
+				}
+				state["layers"] = layers
+				js, _ := json.Marshal(state)
+				fragment = "#!" + url.PathEscape(string(js))
+			}
+			log.take()
+			if err := chromedp.Do(tctx, chromedp.Navigate(page.URL+"/index.html"+fragment)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Run(tctx, chromedp.Poll[bool]("typeof window.zvfWhenLoaded === 'function'")); err != nil {
+				t.Fatal(err)
+			}
+			st, err := chromedp.Run(tctx, chromedp.Evaluate[map[string]any]("window.zvfWhenLoaded(120000)", chromedp.EvalAwaitPromise))
+			if err != nil {
+				t.Fatalf("Neuroglancer did not load every visible chunk without error: %v\nrequests: %v", err, log.take())
+			}
+			// Two frames after the last chunk arrived, the picture is drawn.
+			if _, err := chromedp.Run(tctx, chromedp.Evaluate[any](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))`, chromedp.EvalAwaitPromise)); err != nil {
+				t.Fatal(err)
+			}
+			shot, err := chromedp.Run(tctx, chromedp.Screenshot(chromedp.CSS(".neuroglancer-rendered-data-panel")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			saveShot(t, "neuroglancer-"+tc.name+".png", shot)
+			drawn, total := litPixels(t, shot)
+			t.Logf("%s: %v; %d of %d pixels drawn", tc.name, st["chunks"], drawn, total)
+			if drawn < total/1000 {
+				t.Fatalf("the 3-D panel is blank: %d of %d pixels drawn", drawn, total)
+			}
+			seen := log.take()
+			for _, re := range tc.want {
+				rx := regexp.MustCompile(re)
+				if !slicesContainsFunc(seen, func(s string) bool {
+					parts := strings.SplitN(s, " ", 3)
+					return (parts[0] == "200" || parts[0] == "304") && rx.MatchString(parts[2])
+				}) {
+					t.Errorf("zvfserve answered no %s; it saw %v", re, seen)
+				}
+			}
+			for _, s := range seen {
+				// 304: the browser revalidating what an earlier case fetched;
+				// 408: what the server logs for a request whose client left
+				// (Neuroglancer aborts fetches of chunks it no longer needs).
+				if code, _, _ := strings.Cut(s, " "); strings.Contains(s, " /ng/") && code != "200" && code != "206" && code != "304" && code != "408" {
+					t.Errorf("zvfserve answered %s", s)
+				}
+			}
+		})
+	}
+}
+
+func slicesContainsFunc(s []string, f func(string) bool) bool {
+	for _, v := range s {
+		if f(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// litPixels counts the pixels of a screenshot of the 3-D panel that are
+// not its black background, outside the corners where Neuroglancer writes
+// the panel's controls.
+func litPixels(t *testing.T, b []byte) (int, int) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if y-r.Min.Y < 160 && (x-r.Min.X < 240 || r.Max.X-x < 48) {
+				continue
+			}
+			if cr, cg, cb, _ := img.At(x, y).RGBA(); cr>>8 > 24 || cg>>8 > 24 || cb>>8 > 24 {
+				n++
+			}
+		}
+	}
+	return n, r.Dx() * r.Dy()
+}
+
+// saveShot keeps a screenshot under ZVFSERVE_ARTIFACTS (else the test's
+// temporary folder).
+func saveShot(t *testing.T, name string, b []byte) {
+	t.Helper()
+	dir := os.Getenv("ZVFSERVE_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

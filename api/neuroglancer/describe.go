@@ -1,0 +1,183 @@
+package neuroglancer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// Description is the "neuroglancer" member of a store's descriptor: the
+// URL of each source (absolute when base is, else a path on this server;
+// Neuroglancer takes "precomputed://" followed by it), and a viewer state
+// with a layer for each.
+type Description struct {
+	Sources map[string]string `json:"sources"`
+	State   *State            `json:"state"`
+}
+
+// State is a Neuroglancer viewer state (the JSON after "#!" in its URL).
+type State struct {
+	Layers []Layer `json:"layers"`
+	Layout string  `json:"layout"`
+}
+
+// Layer is one layer of a State.
+type Layer struct {
+	Type           string   `json:"type"`
+	Name           string   `json:"name"`
+	Source         string   `json:"source"`
+	Visible        *bool    `json:"visible,omitempty"`
+	Shader         string   `json:"shader,omitempty"`
+	Segments       []string `json:"segments,omitempty"`
+	SkeletonShader string   `json:"skeletonShader,omitempty"`
+}
+
+// stateSegments is how many objects a ready state shows at first.
+const stateSegments = 32
+
+// Describe returns st's Neuroglancer sources and a ready state, or nil when
+// it has none. base is the server's public URL ("" for paths). It reads at
+// most the first manifests of level 0 (to list objects that exist).
+func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
+	routes := RoutesOf(st)
+	if len(routes) == 0 {
+		return nil
+	}
+	d := &Description{Sources: map[string]string{}, State: &State{Layers: []Layer{}, Layout: "3d"}}
+	for _, r := range routes {
+		d.Sources[r] = base + "/ng/" + st.Name() + "/" + r
+	}
+	l0, err := st.Level(0)
+	if err != nil {
+		return d
+	}
+	info := l0.Info()
+	hidden := false
+	objects := someObjects(ctx, l0)
+	src := func(r string) string { return "precomputed://" + d.Sources[r] }
+	// A layer is named after its store, and its source when there are two.
+	name := func(r string) string {
+		if r == st.Name() {
+			return r
+		}
+		return st.Name() + " " + r
+	}
+	switch geometry(st.Info()) {
+	case "point_cloud":
+		d.State.Layers = append(d.State.Layers, Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"),
+			Shader: annotationShader(kindPoint, l0)})
+	case "mesh":
+		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: name("meshes"), Source: src("meshes"),
+			Segments: objects})
+	default:
+		lines := Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"), Shader: annotationShader(kindOf(st, "annotations"), l0)}
+		if kindOf(st, "annotations") == kindPolyline {
+			// Streamlines read best as polylines; their skeletons are a
+			// second, hidden layer.
+			d.State.Layers = append(d.State.Layers, lines)
+		}
+		if has(routes, "skeletons") {
+			sk := Layer{Type: "segmentation", Name: name("skeletons"), Source: src("skeletons"),
+				Segments: objects, SkeletonShader: skeletonShader(info.VertexAttributes)}
+			if kindOf(st, "annotations") == kindPolyline {
+				sk.Visible = &hidden
+			}
+			d.State.Layers = append(d.State.Layers, sk)
+		}
+		if kindOf(st, "annotations") != kindPolyline {
+			lines.Name = st.Name() + " edges"
+			lines.Visible = &hidden
+			d.State.Layers = append(d.State.Layers, lines)
+		}
+	}
+	return d
+}
+
+func has(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// someObjects lists the first objects of level 0 that exist (a skeleton
+// layer shows the segments its state names; a missing one is an error).
+func someObjects(ctx context.Context, l0 *zvf.Level) []string {
+	var out []string
+	for id := int64(0); id < l0.Info().ObjectCount && len(out) < stateSegments && id < 4*stateSegments; id++ {
+		ok, err := l0.HasObject(ctx, id)
+		if err != nil {
+			break
+		}
+		if ok {
+			out = append(out, strconv.FormatInt(id, 10))
+		}
+	}
+	return out
+}
+
+// annotationShader colours annotations of kind k by the first attribute
+// that makes a property (as the source's info declares it): categories
+// through a colour map over their codes, numbers through one whose range
+// the layer's control sets (the descriptor reads no vertex data, so it
+// cannot know a number's range), colours as they are. Polylines draw
+// their vertices as small dots.
+func annotationShader(k kind, l0 *zvf.Level) string {
+	props, _ := propsFor(k, l0, k.geometryBytes(l0.Dims()))
+	attrs := l0.Info().VertexAttributes
+	if k == kindPolyline {
+		attrs = append(append([]zvf.AttrInfo{}, attrs...), l0.Info().ObjectAttributes...)
+	}
+	extra := ""
+	if k == kindPolyline {
+		extra = "  setPolyEndpointMarkerSize(2.0, 2.0);\n"
+	}
+	for _, a := range attrs {
+		for _, p := range props {
+			if p.attr != a.Name {
+				continue
+			}
+			switch {
+			case p.spec.Type == "rgb" || p.spec.Type == "rgba":
+				return fmt.Sprintf("void main() {\n  setColor(prop_%s());\n%s}\n", p.spec.ID, extra)
+			case p.spec.EnumValues != nil:
+				return fmt.Sprintf("#uicontrol invlerp colour(property=%q, range=[0, %d])\nvoid main() {\n  setColor(colormapJet(colour()));\n%s}\n",
+					p.spec.ID, max(len(p.spec.EnumValues)-1, 1), extra)
+			default:
+				return fmt.Sprintf("#uicontrol invlerp colour(property=%q)\nvoid main() {\n  setColor(colormapJet(colour()));\n%s}\n", p.spec.ID, extra)
+			}
+		}
+	}
+	if extra != "" {
+		return "void main() {\n  setColor(defaultColor());\n" + extra + "}\n"
+	}
+	return ""
+}
+
+// skeletonShader colours skeletons by their first one-component vertex
+// attribute divided by a slider's value (for categories, the last code).
+func skeletonShader(attrs []zvf.AttrInfo) string {
+	used := map[string]bool{}
+	for _, a := range attrs {
+		if _, _, ok := numericType(a.DType); !ok {
+			continue
+		}
+		id := identifier(a.Name, "a", used)
+		used[id] = true
+		if a.Channels > 1 {
+			continue
+		}
+		top, most := 10, 100
+		if a.Categories != nil {
+			top = max(len(a.Categories)-1, 1)
+			most = top
+		}
+		return fmt.Sprintf("#uicontrol float top slider(min=0, max=%d, default=%d)\nvoid main() {\n  emitRGB(colormapJet(clamp(float(%s) / top, 0.0, 1.0)));\n}\n",
+			most, top, id)
+	}
+	return ""
+}

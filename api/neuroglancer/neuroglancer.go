@@ -1,0 +1,547 @@
+// Package neuroglancer serves ZVF stores as Neuroglancer "precomputed"
+// sources under /ng/{store}/: annotations (points, polylines, lines) with a
+// spatial index built from the store's pyramid, skeletons with segment
+// properties, and legacy meshes. docs/neuroglancer.md describes the
+// routes and how ZVF levels become Neuroglancer's levels of detail.
+//
+// The package reads stores through zvf only; the HTTP layer that mounts it
+// (api) gives it the request's store, turns its errors into problem
+// documents, and sets validators, through Options.
+package neuroglancer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// Options connect the routes to the server that mounts them.
+type Options struct {
+	// Store returns the request's store (the {store} route parameter) as
+	// served now, or the error that keeps it from being served.
+	Store func(*http.Request) (*zvf.Store, error)
+	// Serve turns a handler into an http.HandlerFunc that writes its error
+	// as a problem document (and may retry it on a newer store version).
+	Serve func(func(http.ResponseWriter, *http.Request) error) http.HandlerFunc
+	// NotModified sets an answer's ETag (given) and Cache-Control, and
+	// reports whether the client's copy is current (a 304 has then been
+	// written).
+	NotModified func(w http.ResponseWriter, r *http.Request, etag string) bool
+	// Cache holds plans and encoded answers, under each store's own keys
+	// (zvf.Store.CacheKey); nil: nothing is kept.
+	Cache zvf.Cache
+	// MaxAnnotations bounds the annotations of a cell and the vertices of
+	// a skeleton, mesh or cell of polylines (0: no bound).
+	MaxAnnotations int64
+	Now            func() time.Time
+}
+
+// Server serves the Neuroglancer routes.
+type Server struct {
+	o    Options
+	zstd *zstd.Encoder
+}
+
+// New builds a Server.
+func New(o Options) *Server {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	// EncodeAll is safe for concurrent use; answers are compressed once
+	// and cached, so the default level is worth its time.
+	z, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
+	return &Server{o: o, zstd: z}
+}
+
+// Routes adds the routes, relative to /ng/{store}, to r. Every route
+// answers GET and HEAD.
+func (s *Server) Routes(r chi.Router) {
+	get := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		f := s.o.Serve(h)
+		r.Get(pattern, f)
+		r.Head(pattern, f)
+	}
+	for _, route := range []string{"annotations", "lines"} {
+		get("/"+route+"/info", s.annotationInfo(route))
+		get("/"+route+"/spatial{level}/{cell}", s.cell(route))
+		get("/"+route+"/by_id/{id}", s.byID(route))
+	}
+	get("/skeletons/info", s.skeletonInfo)
+	get("/skeletons/seg_props/info", s.segProps("skeletons"))
+	get("/skeletons/{id}", s.skeleton)
+	get("/meshes/info", s.meshInfo)
+	get("/meshes/seg_props/info", s.segProps("meshes"))
+	get("/meshes/{id}:0", s.meshManifest)
+	get("/meshes/frag/{id}", s.meshFragment)
+}
+
+// geometry is the store's primary geometry.
+func geometry(info *zvf.Info) string {
+	if len(info.GeometryTypes) == 0 {
+		return "point_cloud"
+	}
+	return info.GeometryTypes[0]
+}
+
+// RoutesOf lists the Neuroglancer sources a store has ("annotations",
+// "lines", "skeletons", "meshes"), in that order.
+func RoutesOf(st *zvf.Store) []string {
+	info := st.Info()
+	objects := len(info.Levels) > 0 && info.Levels[0].ObjectCount > 0
+	switch geometry(info) {
+	case "point_cloud":
+		return []string{"annotations"}
+	case "line", "polyline", "streamline", "graph", "skeleton":
+		if !objects {
+			return nil
+		}
+		if info.Dims != 3 {
+			return []string{"annotations", "lines"}
+		}
+		return []string{"annotations", "lines", "skeletons"}
+	case "mesh":
+		if objects && info.Dims == 3 {
+			return []string{"meshes"}
+		}
+	}
+	return nil
+}
+
+// kindOf is what one annotation of a route stands for in st.
+func kindOf(st *zvf.Store, route string) kind {
+	switch {
+	case route == "lines":
+		return kindLine
+	case geometry(st.Info()) == "point_cloud":
+		return kindPoint
+	case geometry(st.Info()) == "graph" || geometry(st.Info()) == "skeleton":
+		return kindLine
+	}
+	return kindPolyline
+}
+
+// source returns the request's store if it has the route, else a 404 that
+// names the routes it has.
+func (s *Server) source(r *http.Request, route string) (*zvf.Store, error) {
+	st, err := s.o.Store(r)
+	if err != nil {
+		return nil, err
+	}
+	has := RoutesOf(st)
+	for _, h := range has {
+		if h == route {
+			return st, nil
+		}
+	}
+	paths := make([]string, len(has))
+	for i, h := range has {
+		paths[i] = "/ng/" + st.Name() + "/" + h
+	}
+	what := "no Neuroglancer sources"
+	if len(paths) > 0 {
+		what = "these Neuroglancer sources: " + strings.Join(paths, ", ")
+	}
+	return nil, notFoundf("store %q (%s, %d axes) has no %s source; it has %s", st.Name(), geometry(st.Info()), st.Info().Dims, route, what)
+}
+
+// cached loads key of st's answers through the cache.
+func (s *Server) cached(ctx context.Context, st *zvf.Store, key string, load func(ctx context.Context) (any, int64, error)) (any, error) {
+	if s.o.Cache == nil {
+		v, _, err := load(ctx)
+		return v, err
+	}
+	return s.o.Cache.Get(ctx, st.CacheKey("neuroglancer", key), load)
+}
+
+func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, build func(ctx context.Context) ([]byte, error)) ([]byte, error) {
+	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
+		b, err := build(ctx)
+		return b, int64(len(b)) + 64, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
+	v, err := s.cached(ctx, st, "plan\x00"+k.annotationType(), func(ctx context.Context) (any, int64, error) {
+		p, err := buildPlan(ctx, st, k)
+		if err != nil {
+			return nil, 0, err
+		}
+		return p, p.size + 1024, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*plan), nil
+}
+
+const (
+	mediaJSON   = "application/json"
+	mediaBinary = "application/octet-stream"
+)
+
+// notModified sets the answer's validators — a strong ETag from the store
+// version, the path and the content coding the answer will have — and
+// reports whether the client's copy is current (a 304 is then written).
+func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
+	h := sha256.New()
+	for _, p := range [...]string{st.Version(), r.URL.Path, coding(r)} {
+		_, _ = io.WriteString(h, p)
+		_, _ = h.Write([]byte{0})
+	}
+	return s.o.NotModified(w, r, `"`+hex.EncodeToString(h.Sum(nil)[:12])+`"`)
+}
+
+// coding is the content coding an answer to r gets: none for a Range
+// request, else zstd or gzip when the client takes it (an answer under
+// minCompressed bytes goes out as it is whatever its coding).
+func coding(r *http.Request) string {
+	if r.Header.Get("Range") != "" {
+		return ""
+	}
+	return encoding(r.Header.Get("Accept-Encoding"))
+}
+
+// minCompressed is the smallest answer worth compressing.
+const minCompressed = 512
+
+// send writes an answer: a Range request gets the bytes it names (206,
+// never encoded); otherwise the answer is compressed with zstd or gzip
+// when the client takes it (each encoding made once and cached).
+func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key, contentType string, body []byte, start time.Time) error {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Accept-Ranges", "bytes")
+	timing := func() string {
+		return fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000)
+	}
+	if r.Header.Get("Range") != "" {
+		h.Set("Server-Timing", timing())
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+		return nil
+	}
+	if enc := coding(r); enc != "" && len(body) >= minCompressed {
+		z, err := s.cachedBytes(r.Context(), st, key+"\x00"+enc, func(context.Context) ([]byte, error) { return s.compress(enc, body) })
+		if err != nil {
+			return err
+		}
+		body = z
+		h.Set("Content-Encoding", enc)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Server-Timing", timing())
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(body)
+	return err
+}
+
+// encoding picks the content coding of an answer from Accept-Encoding.
+func encoding(accept string) string {
+	for _, enc := range []string{"zstd", "gzip"} {
+		for _, part := range strings.Split(accept, ",") {
+			name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(name), enc) && strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0" {
+				return enc
+			}
+		}
+	}
+	return ""
+}
+
+func (s *Server) compress(enc string, body []byte) ([]byte, error) {
+	if enc == "zstd" {
+		return s.zstd.EncodeAll(body, make([]byte, 0, len(body)/2)), nil
+	}
+	var b bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(body); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// parseID reads the {id} route parameter: a uint64 in decimal, as
+// Neuroglancer writes segment and annotation ids.
+func parseID(r *http.Request) (int64, error) {
+	v := chi.URLParam(r, "id")
+	id, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || strconv.FormatUint(id, 10) != v {
+		return 0, badParam(fmt.Sprintf("id %q is not a decimal integer", v))
+	}
+	if id > 1<<63-1 {
+		return -1, nil // no store has it
+	}
+	return int64(id), nil
+}
+
+// ---- annotations ----
+
+func (s *Server) annotationInfo(route string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		start := s.o.Now()
+		st, err := s.source(r, route)
+		if err != nil {
+			return err
+		}
+		if s.notModified(w, r, st) {
+			return nil
+		}
+		k := kindOf(st, route)
+		key := "info\x00" + k.annotationType()
+		body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
+			p, err := s.plan(ctx, st, k)
+			if err != nil {
+				return nil, err
+			}
+			return p.infoJSON(st)
+		})
+		if err != nil {
+			return err
+		}
+		return s.send(w, r, st, key, mediaJSON, body, start)
+	}
+}
+
+func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		start := s.o.Now()
+		st, err := s.source(r, route)
+		if err != nil {
+			return err
+		}
+		k := kindOf(st, route)
+		p, err := s.plan(r.Context(), st, k)
+		if err != nil {
+			return err
+		}
+		n, sl, ok := p.level(chi.URLParam(r, "level"))
+		if !ok {
+			return notFoundf("store %q: no spatial level %q (the %s source has spatial0 to spatial%d)", st.Name(), chi.URLParam(r, "level"), route, len(p.levels)-1)
+		}
+		key, err := p.cellKey(sl, chi.URLParam(r, "cell"))
+		if err != nil {
+			return err
+		}
+		if cl := sl.cells[key]; cl != nil {
+			if err := p.checkSize(n, key, cl, s.o.MaxAnnotations); err != nil {
+				return err
+			}
+		}
+		if s.notModified(w, r, st) {
+			return nil
+		}
+		ckey := fmt.Sprintf("cell\x00%s\x00%d\x00%s", k.annotationType(), n, key)
+		body, err := s.cachedBytes(r.Context(), st, ckey, func(ctx context.Context) ([]byte, error) { return p.cellBytes(ctx, n, key) })
+		if err != nil {
+			return err
+		}
+		return s.send(w, r, st, ckey, mediaBinary, body, start)
+	}
+}
+
+func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		start := s.o.Now()
+		st, err := s.source(r, route)
+		if err != nil {
+			return err
+		}
+		id, err := parseID(r)
+		if err != nil {
+			return err
+		}
+		k := kindOf(st, route)
+		p, err := s.plan(r.Context(), st, k)
+		if err != nil {
+			return err
+		}
+		if s.notModified(w, r, st) {
+			return nil
+		}
+		body, err := p.byID(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		return s.send(w, r, st, fmt.Sprintf("by_id\x00%s\x00%d", k.annotationType(), id), mediaBinary, body, start)
+	}
+}
+
+// ---- skeletons and meshes ----
+
+func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
+	start := s.o.Now()
+	st, err := s.source(r, "skeletons")
+	if err != nil {
+		return err
+	}
+	if s.notModified(w, r, st) {
+		return nil
+	}
+	l0, err := st.Level(0)
+	if err != nil {
+		return err
+	}
+	body, err := newSkeletonSpec(st, l0).infoJSON(st.Name())
+	if err != nil {
+		return err
+	}
+	return s.send(w, r, st, "skeletons\x00info", mediaJSON, body, start)
+}
+
+func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
+	start := s.o.Now()
+	st, err := s.source(r, "skeletons")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(r)
+	if err != nil {
+		return err
+	}
+	if s.notModified(w, r, st) {
+		return nil
+	}
+	l0, err := st.Level(0)
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("skeleton\x00%d", id)
+	body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
+		return newSkeletonSpec(st, l0).skeletonBytes(ctx, st.Name(), l0, id, s.o.MaxAnnotations)
+	})
+	if err != nil {
+		return err
+	}
+	return s.send(w, r, st, key, mediaBinary, body, start)
+}
+
+func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		start := s.o.Now()
+		st, err := s.source(r, route)
+		if err != nil {
+			return err
+		}
+		l0, err := st.Level(0)
+		if err != nil {
+			return err
+		}
+		if l0.Info().ObjectCount > maxSegmentIDs {
+			return notFoundf("store %q has %d objects, more than a segment property list holds (%d)", st.Name(), l0.Info().ObjectCount, maxSegmentIDs)
+		}
+		if s.notModified(w, r, st) {
+			return nil
+		}
+		key := "seg_props"
+		body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) { return segmentProperties(ctx, l0) })
+		if err != nil {
+			return err
+		}
+		return s.send(w, r, st, key, mediaJSON, body, start)
+	}
+}
+
+func (s *Server) meshInfo(w http.ResponseWriter, r *http.Request) error {
+	start := s.o.Now()
+	st, err := s.source(r, "meshes")
+	if err != nil {
+		return err
+	}
+	if s.notModified(w, r, st) {
+		return nil
+	}
+	l0, err := st.Level(0)
+	if err != nil {
+		return err
+	}
+	dims, axisNotes := dimensions(st.Info().Axes)
+	inf := map[string]any{"@type": "neuroglancer_legacy_mesh",
+		"zvfserve": map[string]any{"store": st.Name(), "level": 0, "attributes": []note{}, "axes": append([]string{}, axisNotes...),
+			"nanometres_per_unit": nanometresPer(dims)}}
+	if l0.Info().ObjectCount <= maxSegmentIDs {
+		inf["segment_properties"] = "seg_props"
+	}
+	body, err := json.Marshal(inf)
+	if err != nil {
+		return err
+	}
+	return s.send(w, r, st, "meshes\x00info", mediaJSON, body, start)
+}
+
+func (s *Server) meshManifest(w http.ResponseWriter, r *http.Request) error {
+	start := s.o.Now()
+	st, err := s.source(r, "meshes")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(r)
+	if err != nil {
+		return err
+	}
+	l0, err := st.Level(0)
+	if err != nil {
+		return err
+	}
+	if err := checkObject(r.Context(), st.Name(), l0, id); err != nil {
+		return err
+	}
+	if s.notModified(w, r, st) {
+		return nil
+	}
+	body, err := json.Marshal(map[string][]string{"fragments": {fmt.Sprintf("frag/%d", id)}})
+	if err != nil {
+		return err
+	}
+	return s.send(w, r, st, fmt.Sprintf("mesh-manifest\x00%d", id), mediaJSON, body, start)
+}
+
+func (s *Server) meshFragment(w http.ResponseWriter, r *http.Request) error {
+	start := s.o.Now()
+	st, err := s.source(r, "meshes")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(r)
+	if err != nil {
+		return err
+	}
+	if s.notModified(w, r, st) {
+		return nil
+	}
+	l0, err := st.Level(0)
+	if err != nil {
+		return err
+	}
+	dims, _ := dimensions(st.Info().Axes)
+	key := fmt.Sprintf("mesh\x00%d", id)
+	body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
+		return meshBytes(ctx, st.Name(), l0, nanometresPer(dims), id, s.o.MaxAnnotations)
+	})
+	if err != nil {
+		return err
+	}
+	return s.send(w, r, st, key, mediaBinary, body, start)
+}

@@ -1,0 +1,543 @@
+package neuroglancer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// kind is what one annotation stands for.
+type kind int
+
+const (
+	kindPoint    kind = iota // a vertex of a point cloud
+	kindPolyline             // a whole polyline (streamline) object
+	kindLine                 // one edge: a graph's, or a polyline's segment
+)
+
+func (k kind) annotationType() string {
+	return [...]string{"point", "polyline", "line"}[k]
+}
+
+// geometryBytes is the fixed geometry of a record, counted against the
+// property budget (a polyline's varies, and counts nothing).
+func (k kind) geometryBytes(rank int) int {
+	return [...]int{4 * rank, 0, 8 * rank}[k]
+}
+
+// salt separates the hash streams of the kinds, so that a point and a line
+// with equal ids are sampled independently.
+func (k kind) salt() uint64 {
+	return [...]uint64{0x5a56_4650_6f69_6e74, 0x5a56_4650_6f6c_796c, 0x5a56_464c_696e_6573}[k]
+}
+
+// plan is the spatial index of one annotation source: the grid, the
+// spatial levels (coarse to fine) and which annotations each cell holds.
+// It is built once per store version from level 0 (every chunk, or every
+// object's manifest, is read) and cached.
+//
+// Each ZVF level z gives a spatial level whose cells are m_z level-0
+// chunks a side (m_z: the level's bin and chunk coarsening relative to
+// level 0, as a power of two), so a cell is served from whole level-0
+// chunks. An annotation belongs to exactly one spatial level: in hash
+// mode, the coarsest whose cumulative share V_z/V_0 (the ZVF level's
+// vertex count over level 0's) exceeds a hash of the annotation id; in
+// subset mode (polylines over coarse levels that keep a subset of the
+// objects with their ids), the coarsest ZVF level that holds the object.
+// Coarse ZVF levels are metavertices, not level-0 vertices, so their
+// vertices are never served themselves: they set how many level-0
+// annotations each level of detail draws.
+type plan struct {
+	kind   kind
+	store  string
+	level0 *zvf.Level
+	rank   int
+	off    int // key coordinates before the spatial ones (attribute-chunked levels)
+	keys   []zvf.Key
+	k0     []int64   // lowest chunk coordinates
+	ext    []int64   // chunks per axis
+	cs     []float64 // level-0 chunk shape
+	levels []*spatialLevel
+	subset bool
+	props  []prop
+	notes  []note
+	attrs  []string // vertex or object attributes the properties read (nil: none)
+	total  int64    // distinct annotations
+	// point sources
+	first []int64 // dense id of each chunk's first row; len(keys)+1
+	// object sources
+	objects   []planObject
+	edgeFirst []int64 // line sources: dense id of each object's first edge; len(objects)+1
+	size      int64   // bytes, for the cache
+}
+
+type spatialLevel struct {
+	zvf    int       // the ZVF level it stands for
+	share  float64   // hash mode: share of annotations in this and coarser levels
+	mult   []int64   // level-0 chunks per cell, per axis
+	shape  []int64   // grid_shape
+	size   []float64 // chunk_size
+	limit  int64
+	count  int64 // annotations in the level (one in several cells counts once)
+	cells  map[string]*cell
+	ofKey  []string // the cell of each level-0 chunk
+	chosen string   // how its annotations are chosen, for the info's notes
+}
+
+type cell struct {
+	count   int64
+	chunks  []int32 // point sources: level-0 chunks whose rows may be here
+	objects []int32 // object sources: indexes into plan.objects
+}
+
+type planObject struct {
+	id     int64
+	chunks []int32 // level-0 chunk of each vertex, in the object's vertex order
+	level  int     // polylines: the spatial level
+}
+
+// readConcurrency bounds the level-0 reads of a plan.
+const readConcurrency = 8
+
+func buildPlan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
+	l0, err := st.Level(0)
+	if err != nil {
+		return nil, err
+	}
+	info := st.Info()
+	p := &plan{kind: k, store: st.Name(), level0: l0, rank: info.Dims, keys: l0.Keys(), cs: l0.Info().ChunkShape}
+	p.grid()
+	p.chooseLevels(st)
+	p.props, p.notes = propsFor(k, l0, k.geometryBytes(p.rank))
+	for _, pr := range p.props {
+		if pr.attr != "" && !containsString(p.attrs, pr.attr) && (pr.from == fromVertex || pr.from == fromMean) {
+			p.attrs = append(p.attrs, pr.attr)
+		}
+	}
+	switch k {
+	case kindPoint:
+		err = p.assignPoints(ctx)
+	default:
+		err = p.assignObjects(ctx, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.finish()
+	return p, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// grid sets the level-0 chunk grid the cells are made of.
+func (p *plan) grid() {
+	p.k0, p.ext = make([]int64, p.rank), make([]int64, p.rank)
+	if len(p.keys) == 0 {
+		for i := range p.ext {
+			p.ext[i] = 1
+		}
+		return
+	}
+	p.off = len(p.keys[0]) - p.rank
+	hi := make([]int64, p.rank)
+	for i := range p.rank {
+		p.k0[i], hi[i] = math.MaxInt64, math.MinInt64
+	}
+	for _, key := range p.keys {
+		for i := range p.rank {
+			p.k0[i] = min(p.k0[i], key[p.off+i])
+			hi[i] = max(hi[i], key[p.off+i])
+		}
+	}
+	for i := range p.rank {
+		p.ext[i] = hi[i] - p.k0[i] + 1
+	}
+}
+
+// bounds are the grid's corners: chunk-aligned, covering every vertex.
+func (p *plan) bounds() (lo, hi []float64) {
+	lo, hi = make([]float64, p.rank), make([]float64, p.rank)
+	for i := range p.rank {
+		lo[i] = float64(p.k0[i]) * p.cs[i]
+		hi[i] = float64(p.k0[i]+p.ext[i]) * p.cs[i]
+	}
+	return lo, hi
+}
+
+// pow2 rounds r ≥ 1 to the nearest power of two.
+func pow2(r float64) int64 {
+	if !(r > 1) || math.IsInf(r, 0) {
+		return 1
+	}
+	return 1 << min(62, int(math.Round(math.Log2(r))))
+}
+
+// pow2Ceil is the least power of two ≥ n.
+func pow2Ceil(n int64) int64 {
+	if n <= 1 {
+		return 1
+	}
+	return 1 << bits.Len64(uint64(n-1))
+}
+
+// chooseLevels makes one spatial level per ZVF level that thins level 0
+// out further than the finer ones (see plan).
+func (p *plan) chooseLevels(st *zvf.Store) {
+	infos := st.Info().Levels
+	base := infos[0]
+	if p.kind == kindPolyline && len(infos) > 1 {
+		p.subset = true
+		for _, li := range infos[1:] {
+			if !li.PreservesObjectIDs || !(li.ObjectSparsity > 0 && li.ObjectSparsity < 1) {
+				p.subset = false
+			}
+		}
+	}
+	var fine []*spatialLevel // finest first
+	prevMult := make([]int64, p.rank)
+	for i := range prevMult {
+		prevMult[i] = 1
+	}
+	for _, li := range infos {
+		share := 1.0
+		if li.Level != base.Level {
+			if base.VertexCount <= 0 || len(li.BinShape) != p.rank || len(li.ChunkShape) != p.rank {
+				continue
+			}
+			share = float64(li.VertexCount) / float64(base.VertexCount)
+			if !p.subset && !(share > 0 && share < fine[len(fine)-1].share) {
+				continue // thins out nothing further
+			}
+		}
+		mult := make([]int64, p.rank)
+		for i := range mult {
+			r := 1.0
+			if li.Level != base.Level {
+				r = max(li.BinShape[i]/base.BinShape[i], li.ChunkShape[i]/p.cs[i])
+			}
+			mult[i] = min(max(pow2(r), prevMult[i]), pow2Ceil(p.ext[i]))
+		}
+		prevMult = mult
+		sl := &spatialLevel{zvf: li.Level, share: share, mult: mult, cells: map[string]*cell{}}
+		switch {
+		case li.Level == base.Level:
+			sl.chosen = "every level-0 annotation no coarser level holds"
+		case p.subset:
+			sl.chosen = fmt.Sprintf("the objects ZVF level %d holds (object_sparsity %g), first seen at this level", li.Level, li.ObjectSparsity)
+		default:
+			sl.chosen = fmt.Sprintf("level-0 annotations sampled by a hash of their id: %.6g of them up to this level (ZVF level %d's %d vertices over level 0's %d)",
+				share, li.Level, li.VertexCount, base.VertexCount)
+		}
+		fine = append(fine, sl)
+	}
+	for i := len(fine) - 1; i >= 0; i-- {
+		p.levels = append(p.levels, fine[i])
+	}
+	for _, sl := range p.levels {
+		sl.shape, sl.size = make([]int64, p.rank), make([]float64, p.rank)
+		for i := range p.rank {
+			sl.shape[i] = (p.ext[i] + sl.mult[i] - 1) / sl.mult[i]
+			sl.size[i] = float64(sl.mult[i]) * p.cs[i]
+		}
+		sl.ofKey = make([]string, len(p.keys))
+		var b []byte
+		for c, key := range p.keys {
+			b = b[:0]
+			for i := range p.rank {
+				if i > 0 {
+					b = append(b, '_')
+				}
+				b = strconv.AppendInt(b, (key[p.off+i]-p.k0[i])/sl.mult[i], 10)
+			}
+			sl.ofKey[c] = string(b)
+		}
+	}
+}
+
+// mix is SplitMix64's finaliser: a bijective, well-mixed hash of an id.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// levelOf is the spatial level of annotation id in hash mode.
+func (p *plan) levelOf(id int64) int {
+	u := float64(mix(uint64(id)^p.kind.salt())>>11) / (1 << 53)
+	for s, l := range p.levels {
+		if u < l.share {
+			return s
+		}
+	}
+	return len(p.levels) - 1
+}
+
+func (l *spatialLevel) cellAt(key string) *cell {
+	c := l.cells[key]
+	if c == nil {
+		c = &cell{}
+		l.cells[key] = c
+	}
+	return c
+}
+
+// assignPoints reads every level-0 chunk's row count, numbers the rows
+// densely in chunk-key order, and files each row in its chunk's cell at
+// its level.
+func (p *plan) assignPoints(ctx context.Context) error {
+	rows := make([]int64, len(p.keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	for c, key := range p.keys {
+		g.Go(func() error {
+			t, err := p.level0.Chunk(gctx, key, nil)
+			if err != nil {
+				return err
+			}
+			rows[c] = int64(t.Rows)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	p.first = make([]int64, len(p.keys)+1)
+	counts := make([]int64, len(p.levels))
+	for c := range p.keys {
+		p.first[c+1] = p.first[c] + rows[c]
+		clear(counts)
+		for id := p.first[c]; id < p.first[c+1]; id++ {
+			counts[p.levelOf(id)]++
+		}
+		for s, n := range counts {
+			if n > 0 {
+				p.levels[s].count += n
+				cl := p.levels[s].cellAt(p.levels[s].ofKey[c])
+				cl.count += n
+				cl.chunks = append(cl.chunks, int32(c))
+			}
+		}
+	}
+	p.total = p.first[len(p.keys)]
+	p.size += 8 * int64(len(p.first))
+	return nil
+}
+
+// assignObjects reads every object's level-0 manifest (and, for lines, its
+// edges), numbers the edges densely in object order, and files each
+// annotation in every cell of its level that holds one of its vertices.
+func (p *plan) assignObjects(ctx context.Context, st *zvf.Store) error {
+	n := p.level0.Info().ObjectCount
+	ordinal := make(map[string]int32, len(p.keys))
+	for c, key := range p.keys {
+		ordinal[key.String()] = int32(c)
+	}
+	var present []*zvf.Level // subset mode: the coarse levels, coarsest first
+	if p.subset {
+		for s := 0; s < len(p.levels)-1; s++ {
+			l, err := st.Level(p.levels[s].zvf)
+			if err != nil {
+				return err
+			}
+			present = append(present, l)
+		}
+	}
+	p.edgeFirst = []int64{0}
+	// Objects are read a batch at a time and filed in id order, so equal
+	// stores give equal plans and memory follows the batch, not the
+	// object count the metadata claims.
+	reads := make([]objectRead, objectBatch)
+	for start := int64(0); start < n; start += objectBatch {
+		end := min(n, start+objectBatch)
+		if err := p.readObjects(ctx, ordinal, start, reads[:end-start]); err != nil {
+			return err
+		}
+		for j := range reads[:end-start] {
+			if err := p.file(ctx, start+int64(j), &reads[j], present); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// objectBatch is how many objects a plan reads at a time.
+const objectBatch = 4096
+
+type objectRead struct {
+	chunks []int32
+	edges  []int64
+}
+
+// readObjects reads the manifests (and, for lines, the edges) of objects
+// start, start+1, … into reads.
+func (p *plan) readObjects(ctx context.Context, ordinal map[string]int32, start int64, reads []objectRead) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	for j := range reads {
+		id := start + int64(j)
+		reads[j] = objectRead{}
+		g.Go(func() error {
+			m, err := p.level0.Manifest(gctx, id)
+			if err != nil {
+				return err
+			}
+			var chunks []int32
+			for _, b := range m.Blocks {
+				c, ok := ordinal[b.Chunk.String()]
+				if !ok {
+					return corruptf("store %q level 0: object %d names chunk %s, which does not exist", p.store, id, b.Chunk)
+				}
+				for _, f := range b.Fragments {
+					for range f.Count {
+						chunks = append(chunks, c)
+					}
+				}
+			}
+			if len(chunks) == 0 {
+				return nil
+			}
+			reads[j].chunks = chunks
+			if p.kind == kindLine {
+				o, err := p.level0.Object(gctx, id, nil)
+				if err != nil {
+					return err
+				}
+				if o.Count != int64(len(chunks)) {
+					return corruptf("store %q level 0: object %d has %d vertices and a manifest of %d rows", p.store, id, o.Count, len(chunks))
+				}
+				reads[j].edges = o.Edges
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// file adds object id's annotations to the cells they fall in.
+func (p *plan) file(ctx context.Context, id int64, r *objectRead, present []*zvf.Level) error {
+	if r.chunks == nil {
+		return nil
+	}
+	i := int32(len(p.objects))
+	o := planObject{id: id, chunks: r.chunks}
+	p.size += 4*int64(len(r.chunks)) + 64
+	switch p.kind {
+	case kindPolyline:
+		o.level = len(p.levels) - 1
+		if p.subset {
+			for s, l := range present {
+				has, err := l.HasObject(ctx, id)
+				if err != nil {
+					return err
+				}
+				if has {
+					o.level = s
+					break
+				}
+			}
+		} else {
+			o.level = p.levelOf(id)
+		}
+		sl := p.levels[o.level]
+		sl.count++
+		for _, c := range o.chunks {
+			cl := sl.cellAt(sl.ofKey[c])
+			if len(cl.objects) > 0 && cl.objects[len(cl.objects)-1] == i {
+				continue
+			}
+			cl.count++
+			cl.objects = append(cl.objects, i)
+		}
+		p.total++
+	case kindLine:
+		ne := int64(len(r.edges) / 2)
+		base := p.edgeFirst[len(p.edgeFirst)-1]
+		for e := range ne {
+			sl := p.levels[p.levelOf(base+e)]
+			sl.count++
+			ka, kb := sl.ofKey[o.chunks[r.edges[2*e]]], sl.ofKey[o.chunks[r.edges[2*e+1]]]
+			for j, key := range [2]string{ka, kb} {
+				if j == 1 && key == ka {
+					break
+				}
+				cl := sl.cellAt(key)
+				cl.count++
+				if len(cl.objects) == 0 || cl.objects[len(cl.objects)-1] != i {
+					cl.objects = append(cl.objects, i)
+				}
+			}
+		}
+		p.edgeFirst = append(p.edgeFirst, base+ne)
+		p.total += ne
+	}
+	p.objects = append(p.objects, o)
+	return nil
+}
+
+// finish sets each level's limit to its fullest cell and drops levels
+// that hold nothing (each would cost a request per visible cell).
+func (p *plan) finish() {
+	kept := p.levels[:0]
+	remap := make([]int, len(p.levels))
+	for s, l := range p.levels {
+		for _, c := range l.cells {
+			l.limit = max(l.limit, c.count)
+			p.size += 48 + 4*int64(len(c.chunks)+len(c.objects))
+		}
+		p.size += 16 * int64(len(l.ofKey))
+		remap[s] = len(kept)
+		if l.count > 0 || (s == len(p.levels)-1 && len(kept) == 0) {
+			l.limit = max(l.limit, 1)
+			kept = append(kept, l)
+		}
+	}
+	p.levels = kept
+	for i := range p.objects {
+		p.objects[i].level = remap[p.objects[i].level]
+	}
+}
+
+// levelKey parses a spatial level name's number ("spatial3" → 3).
+func (p *plan) level(name string) (int, *spatialLevel, bool) {
+	n, err := strconv.Atoi(name)
+	if err != nil || n < 0 || n >= len(p.levels) || strconv.Itoa(n) != name {
+		return 0, nil, false
+	}
+	return n, p.levels[n], true
+}
+
+// cellKey checks a cell name ("i_j_k", one canonical non-negative integer
+// per axis) against the level's grid.
+func (p *plan) cellKey(l *spatialLevel, name string) (string, error) {
+	parts := strings.Split(name, "_")
+	if len(parts) != p.rank {
+		return "", badParam(fmt.Sprintf("cell %q: give %d cell coordinates joined by _", name, p.rank))
+	}
+	for i, s := range parts {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || strconv.FormatInt(v, 10) != s {
+			return "", badParam(fmt.Sprintf("cell %q: coordinate %q is not an integer", name, s))
+		}
+		if v < 0 || v >= l.shape[i] {
+			return "", notFoundf("cell %s is outside the grid %v", name, l.shape)
+		}
+	}
+	return name, nil
+}

@@ -1,0 +1,657 @@
+package neuroglancer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// everything is a box around any store.
+var everything = zvf.BBoxQuery{Min: []float64{-1e300, -1e300, -1e300}, Max: []float64{1e300, 1e300, 1e300}}
+
+// levelAnswer is the whole of level 0 as the reader's bbox query answers.
+type levelAnswer struct {
+	pos   [][3]float32
+	attrs map[string]*zvf.Column // concatenated over batches
+	owner []int64
+	edges []int64
+}
+
+func wholeLevel(t *testing.T, l *zvf.Level) *levelAnswer {
+	t.Helper()
+	q := everything
+	q.Attributes = []string{"*"}
+	q.Connectivity = true
+	a := &levelAnswer{attrs: map[string]*zvf.Column{}}
+	res, err := l.BBox(context.Background(), q, func(b *zvf.Batch) error {
+		for r := range b.Rows {
+			a.pos = append(a.pos, pos3(b.Vertices, r))
+		}
+		for _, c := range b.Attributes {
+			col := a.attrs[c.Name]
+			if col == nil {
+				col = &zvf.Column{Name: c.Name, DType: c.DType, Channels: c.Channels}
+				a.attrs[c.Name] = col
+			}
+			col.Data = append(col.Data, c.Data...)
+		}
+		if b.ObjectIDs != nil {
+			a.owner = append(a.owner, b.ObjectIDs...)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.edges = res.Edges
+	return a
+}
+
+func pos3(c zvf.Column, r int) [3]float32 {
+	var p [3]float32
+	for k := range 3 {
+		p[k] = float32(num(c.Data, c.DType, r*c.Channels+k))
+	}
+	return p
+}
+
+// num reads element i of a column's data.
+func num(data []byte, dt string, i int) float64 {
+	le := func(n int) []byte { return data[n*i : n*i+n] }
+	switch dt {
+	case "uint8", "bool":
+		return float64(data[i])
+	case "int8":
+		return float64(int8(data[i]))
+	case "uint16":
+		return scalar("uint16", le(2))
+	case "int16":
+		return scalar("int16", le(2))
+	case "uint32":
+		return scalar("uint32", le(4))
+	case "int32":
+		return scalar("int32", le(4))
+	case "float32":
+		return scalar("float32", le(4))
+	case "float64":
+		return math.Float64frombits(uint64(scalar("uint32", le(8)[:4])) | uint64(scalar("uint32", le(8)[4:]))<<32)
+	case "int64", "uint64":
+		return float64(int64(uint64(scalar("uint32", le(8)[:4])) | uint64(scalar("uint32", le(8)[4:]))<<32))
+	}
+	panic("type " + dt)
+}
+
+// propValue is what property p of row r should hold, from the reader.
+func (a *levelAnswer) propValue(p ngProperty, r int) float64 {
+	if p.ID == "object_id" {
+		if a.owner == nil {
+			return -1
+		}
+		return float64(a.owner[r])
+	}
+	col, ch := a.attrs[p.ID], 0
+	if col == nil {
+		i := strings.LastIndexByte(p.ID, '_')
+		col = a.attrs[p.ID[:max(i, 0)]]
+		ch, _ = strconv.Atoi(p.ID[i+1:])
+	}
+	if col == nil {
+		return math.NaN()
+	}
+	if p.Type == "rgb" || p.Type == "rgba" {
+		x := 0.0
+		for k := range col.Channels {
+			x = x*256 + num(col.Data, col.DType, r*col.Channels+k)
+		}
+		return x
+	}
+	v := num(col.Data, col.DType, r*col.Channels+ch)
+	if p.Type == "float32" {
+		v = float64(float32(v))
+	}
+	return v
+}
+
+func fmtPoint(p []float32) string { return fmt.Sprint(p) }
+
+// seenAnnotation is where an annotation was met in the spatial index.
+type seenAnnotation struct {
+	level int
+	raw   []byte
+	a     ngAnnotation
+	cells int
+}
+
+// walkSpatial fetches every cell of every spatial level and checks what
+// any source must hold: each annotation in one level only, with the same
+// bytes in every cell it is in, none twice in a cell, inside the cell (one
+// of its points) and the bounds; limit the fullest cell's count.
+func walkSpatial(t *testing.T, ts *httptest.Server, base string, inf *ngInfo) map[uint64]*seenAnnotation {
+	t.Helper()
+	seen := map[uint64]*seenAnnotation{}
+	rank := inf.rank()
+	var largest []ngAnnotation
+	for s, sp := range inf.Spatial {
+		fullest := 0
+		cellsOf(sp.GridShape, func(c []int) {
+			key := strings.Trim(strings.ReplaceAll(fmt.Sprint(c), " ", "_"), "[]")
+			body := mustGet(t, ts, base+"/"+sp.Key+"/"+key)
+			list, err := inf.decodeList(body)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", sp.Key, key, err)
+			}
+			fullest = max(fullest, len(list))
+			if len(list) > len(largest) {
+				largest = list
+			}
+			inCell := map[uint64]bool{}
+			for _, a := range list {
+				if inCell[a.ID] {
+					t.Fatalf("%s/%s: annotation %d twice", sp.Key, key, a.ID)
+				}
+				inCell[a.ID] = true
+				inside := false
+				for _, p := range a.Points {
+					in := true
+					for i := range rank {
+						lo := inf.LowerBound[i] + float64(c[i])*sp.ChunkSize[i]
+						if float64(p[i]) < inf.LowerBound[i] || float64(p[i]) >= inf.UpperBound[i] {
+							t.Fatalf("%s/%s: annotation %d point %v outside the bounds %v–%v", sp.Key, key, a.ID, p, inf.LowerBound, inf.UpperBound)
+						}
+						if float64(p[i]) < lo || float64(p[i]) >= lo+sp.ChunkSize[i] {
+							in = false
+						}
+					}
+					inside = inside || in
+				}
+				if !inside {
+					t.Fatalf("%s/%s: annotation %d has no point in the cell", sp.Key, key, a.ID)
+				}
+				if prev := seen[a.ID]; prev != nil {
+					if prev.level != s || string(prev.raw) != string(a.Raw) {
+						t.Fatalf("annotation %d in spatial%d and %s/%s, or with other bytes", a.ID, prev.level, sp.Key, key)
+					}
+					prev.cells++
+					continue
+				}
+				seen[a.ID] = &seenAnnotation{level: s, raw: a.Raw, a: a, cells: 1}
+			}
+		})
+		if fullest != sp.Limit && !(fullest == 0 && sp.Limit == 1) {
+			t.Errorf("%s: limit %d, the fullest cell holds %d", sp.Key, sp.Limit, fullest)
+		}
+	}
+	// Lists are in a random order: not by id, not by position.
+	if len(largest) >= 20 {
+		if slices.IsSortedFunc(largest, func(a, b ngAnnotation) int { return cmpU(a.ID, b.ID) }) {
+			t.Errorf("a cell of %d annotations is sorted by id", len(largest))
+		}
+		if slices.IsSortedFunc(largest, func(a, b ngAnnotation) int { return cmpF(a.Points[0][0], b.Points[0][0]) }) {
+			t.Errorf("a cell of %d annotations is sorted by x", len(largest))
+		}
+	}
+	return seen
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpF(a, b float32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// cellsOf calls f with every cell of a grid.
+func cellsOf(shape []int, f func([]int)) {
+	c := make([]int, len(shape))
+	for {
+		f(slices.Clone(c))
+		i := 0
+		for ; i < len(c); i++ {
+			c[i]++
+			if c[i] < shape[i] {
+				break
+			}
+			c[i] = 0
+		}
+		if i == len(c) {
+			return
+		}
+	}
+}
+
+// TestAnnotationsMatchTheReader decodes every cell of every annotation
+// source of every reference store and compares it with the reader: points
+// are level 0's vertex multiset (with their attributes and object ids),
+// polylines its objects, lines its edges; by_id answers what the cells
+// hold.
+func TestAnnotationsMatchTheReader(t *testing.T) {
+	stores := fixtureStores(t)
+	_, ts := newServer(t, api.Options{Stores: stores})
+	for _, st := range stores {
+		for _, route := range neuroglancer.RoutesOf(st) {
+			if route != "annotations" && route != "lines" {
+				continue
+			}
+			t.Run(st.Name()+"/"+route, func(t *testing.T) {
+				base := "/ng/" + st.Name() + "/" + route
+				inf, err := parseInfo(mustGet(t, ts, base+"/info"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := walkSpatial(t, ts, base, inf)
+				checkNotes(t, inf, seen)
+				l0, err := st.Level(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				whole := wholeLevel(t, l0)
+				switch inf.AnnotationType {
+				case "point":
+					checkPoints(t, inf, seen, whole)
+				case "polyline":
+					checkPolylines(t, inf, seen, l0)
+				case "line":
+					checkLines(t, inf, seen, whole)
+				default:
+					t.Fatalf("annotation type %s", inf.AnnotationType)
+				}
+				checkByID(t, ts, base, inf, seen)
+			})
+		}
+	}
+}
+
+// checkNotes: the info's notes count each level's annotations and all of
+// them as the cells hold them, and name a ZVF level for each.
+func checkNotes(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation) {
+	t.Helper()
+	var notes struct {
+		Annotations int `json:"annotations"`
+		Levels      []struct {
+			Key         string `json:"key"`
+			ZVFLevel    *int   `json:"zvf_level"`
+			Annotations int    `json:"annotations"`
+		} `json:"spatial_levels"`
+	}
+	if err := json.Unmarshal(inf.raw["zvfserve"], &notes); err != nil || len(notes.Levels) != len(inf.Spatial) {
+		t.Fatalf("notes: %v %s", err, inf.raw["zvfserve"])
+	}
+	per := make([]int, len(inf.Spatial))
+	for _, s := range seen {
+		per[s.level]++
+	}
+	for i, l := range notes.Levels {
+		if l.Key != inf.Spatial[i].Key || l.Annotations != per[i] || l.ZVFLevel == nil {
+			t.Fatalf("notes of %s: %+v; the cells hold %d annotations", inf.Spatial[i].Key, l, per[i])
+		}
+	}
+	if notes.Annotations != len(seen) {
+		t.Fatalf("notes count %d annotations, the cells hold %d", notes.Annotations, len(seen))
+	}
+}
+
+func checkPoints(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, whole *levelAnswer) {
+	t.Helper()
+	tuple := func(p []float32, props func(ngProperty) float64) string {
+		var b strings.Builder
+		b.WriteString(fmtPoint(p))
+		for _, pr := range inf.Properties {
+			fmt.Fprintf(&b, " %s=%v", pr.ID, props(pr))
+		}
+		return b.String()
+	}
+	var got, want []string
+	for id, s := range seen {
+		if id >= uint64(len(whole.pos)) {
+			t.Fatalf("point id %d, level 0 has %d vertices (ids are dense row numbers)", id, len(whole.pos))
+		}
+		got = append(got, tuple(s.a.Points[0], func(p ngProperty) float64 { return s.a.Props[p.ID] }))
+	}
+	for r, p := range whole.pos {
+		want = append(want, tuple(p[:], func(pr ngProperty) float64 { return whole.propValue(pr, r) }))
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the spatial index holds %d points, level 0 %d; they differ (first: %q vs %q)", len(got), len(want), first(got), first(want))
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func checkPolylines(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, l0 *zvf.Level) {
+	t.Helper()
+	ctx := context.Background()
+	var vertices int64
+	for id := range l0.Info().ObjectCount {
+		has, err := l0.HasObject(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := seen[uint64(id)]
+		if !has {
+			if s != nil {
+				t.Fatalf("object %d has no vertices but is a polyline", id)
+			}
+			continue
+		}
+		if s == nil {
+			t.Fatalf("object %d is in no cell", id)
+		}
+		o, err := l0.Object(ctx, id, []string{"*"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(s.a.Points)) != o.Count {
+			t.Fatalf("polyline %d has %d points, the object %d vertices", id, len(s.a.Points), o.Count)
+		}
+		for i, p := range s.a.Points {
+			if fmtPoint(p) != fmtPoint(pos3Slice(o.Vertices, i)) {
+				t.Fatalf("polyline %d point %d is %v, the object's vertex %v", id, i, p, pos3Slice(o.Vertices, i))
+			}
+		}
+		if s.a.Props["object_id"] != float64(id) {
+			t.Fatalf("polyline %d: object_id %v", id, s.a.Props["object_id"])
+		}
+		for _, c := range o.Attributes {
+			if _, ok := s.a.Props[c.Name]; !ok || c.Channels != 1 {
+				continue
+			}
+			sum := 0.0
+			for r := range o.Count {
+				sum += num(c.Data, c.DType, int(r))
+			}
+			if want := float64(float32(sum / float64(o.Count))); math.Abs(s.a.Props[c.Name]-want) > 1e-5*math.Abs(want)+1e-6 {
+				t.Fatalf("polyline %d: %s %v, the mean is %v", id, c.Name, s.a.Props[c.Name], want)
+			}
+		}
+		for _, c := range o.ObjectAttributes {
+			if v, ok := s.a.Props[c.Name]; ok && v != float64(float32(num(c.Data, c.DType, 0))) {
+				t.Fatalf("polyline %d: %s %v, the object attribute %v", id, c.Name, v, num(c.Data, c.DType, 0))
+			}
+		}
+		vertices += o.Count
+	}
+	if len(seen) == 0 || vertices != l0.Info().VertexCount {
+		t.Fatalf("%d polylines with %d vertices; level 0 has %d", len(seen), vertices, l0.Info().VertexCount)
+	}
+}
+
+func pos3Slice(c zvf.Column, r int) []float32 {
+	p := pos3(c, r)
+	return p[:]
+}
+
+func checkLines(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, whole *levelAnswer) {
+	t.Helper()
+	pair := func(a, b []float32) string {
+		x, y := fmtPoint(a), fmtPoint(b)
+		if y < x {
+			x, y = y, x
+		}
+		return x + "-" + y
+	}
+	// A line's properties are its first end's vertex attributes.
+	valuesAt := map[string][]string{}
+	for r, p := range whole.pos {
+		var b strings.Builder
+		for _, pr := range inf.Properties {
+			fmt.Fprintf(&b, " %s=%v", pr.ID, whole.propValue(pr, r))
+		}
+		valuesAt[fmtPoint(p[:])] = append(valuesAt[fmtPoint(p[:])], b.String())
+	}
+	var got, want []string
+	for id, s := range seen {
+		if len(s.a.Points) != 2 {
+			t.Fatalf("line %d has %d points", id, len(s.a.Points))
+		}
+		got = append(got, pair(s.a.Points[0], s.a.Points[1]))
+		var b strings.Builder
+		for _, pr := range inf.Properties {
+			fmt.Fprintf(&b, " %s=%v", pr.ID, s.a.Props[pr.ID])
+		}
+		if !slices.Contains(valuesAt[fmtPoint(s.a.Points[0])], b.String()) {
+			t.Fatalf("line %d: properties%s are not those of its first end (%v)", id, b.String(), valuesAt[fmtPoint(s.a.Points[0])])
+		}
+	}
+	for i := 0; i+1 < len(whole.edges); i += 2 {
+		a, b := whole.pos[whole.edges[i]], whole.pos[whole.edges[i+1]]
+		want = append(want, pair(a[:], b[:]))
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Fatalf("the spatial index holds %d lines, level 0 %d edges; they differ", len(got), len(want))
+	}
+}
+
+// checkByID: by_id answers each annotation with the bytes its cells hold;
+// an id no annotation has is 404.
+func checkByID(t *testing.T, ts *httptest.Server, base string, inf *ngInfo, seen map[uint64]*seenAnnotation) {
+	t.Helper()
+	ids := make([]uint64, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	step := max(1, len(ids)/300)
+	for i := 0; i < len(ids); i += step {
+		id := ids[i]
+		a, err := inf.decodeByID(mustGet(t, ts, fmt.Sprintf("%s/by_id/%d", base, id)), id)
+		if err != nil {
+			t.Fatalf("by_id/%d: %v", id, err)
+		}
+		if string(a.Raw) != string(seen[id].raw) {
+			t.Fatalf("by_id/%d differs from the spatial index's record", id)
+		}
+	}
+	for _, id := range []string{strconv.FormatUint(ids[len(ids)-1]+1, 10), "18446744073709551615"} {
+		if resp, body := get(t, ts, base+"/by_id/"+id); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("by_id/%s: %d %.200s", id, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestSkeletonsMatchTheReader: every object of every store with skeletons
+// decodes to the object the reader returns (vertices, edges, vertex
+// attributes); the segment properties list exactly the objects.
+func TestSkeletonsMatchTheReader(t *testing.T) {
+	ctx := context.Background()
+	stores := fixtureStores(t)
+	_, ts := newServer(t, api.Options{Stores: stores})
+	n := 0
+	for _, st := range stores {
+		if !slices.Contains(neuroglancer.RoutesOf(st), "skeletons") {
+			continue
+		}
+		n++
+		t.Run(st.Name(), func(t *testing.T) {
+			base := "/ng/" + st.Name() + "/skeletons"
+			var inf ngSkeletonInfo
+			if err := json.Unmarshal(mustGet(t, ts, base+"/info"), &inf); err != nil || inf.Type != "neuroglancer_skeletons" {
+				t.Fatalf("info: %v %+v", err, inf)
+			}
+			if !slices.Equal(inf.Transform, []float64{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0}) {
+				t.Fatalf("transform %v: a store without units is in nanometres", inf.Transform)
+			}
+			var props struct {
+				Type   string `json:"@type"`
+				Inline struct {
+					IDs        []string `json:"ids"`
+					Properties []struct {
+						ID     string `json:"id"`
+						Type   string `json:"type"`
+						Values []any  `json:"values"`
+					} `json:"properties"`
+				} `json:"inline"`
+			}
+			if err := json.Unmarshal(mustGet(t, ts, base+"/"+inf.SegmentProperties+"/info"), &props); err != nil || props.Type != "neuroglancer_segment_properties" {
+				t.Fatalf("segment properties: %v %+v", err, props)
+			}
+			for _, p := range props.Inline.Properties {
+				if len(p.Values) != len(props.Inline.IDs) {
+					t.Fatalf("property %s has %d values for %d ids", p.ID, len(p.Values), len(props.Inline.IDs))
+				}
+			}
+			l0, _ := st.Level(0)
+			var ids []string
+			for id := range l0.Info().ObjectCount {
+				has, err := l0.HasObject(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := fmt.Sprintf("%s/%d", base, id)
+				if !has {
+					if resp, _ := get(t, ts, path); resp.StatusCode != http.StatusNotFound {
+						t.Fatalf("%s: %d for an object without vertices", path, resp.StatusCode)
+					}
+					continue
+				}
+				ids = append(ids, strconv.FormatInt(id, 10))
+				sk, err := decodeSkeleton(&inf, mustGet(t, ts, path))
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				o, err := l0.Object(ctx, id, []string{"*"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if int64(len(sk.Vertices)) != o.Count || len(sk.Edges) != len(o.Edges)/2 {
+					t.Fatalf("%s: %d vertices and %d edges; the object has %d and %d", path, len(sk.Vertices), len(sk.Edges), o.Count, len(o.Edges)/2)
+				}
+				for i, v := range sk.Vertices {
+					if fmtPoint(v[:]) != fmtPoint(pos3Slice(o.Vertices, i)) {
+						t.Fatalf("%s: vertex %d", path, i)
+					}
+				}
+				for i, e := range sk.Edges {
+					if int64(e[0]) != o.Edges[2*i] || int64(e[1]) != o.Edges[2*i+1] {
+						t.Fatalf("%s: edge %d is %v, the object's (%d, %d)", path, i, e, o.Edges[2*i], o.Edges[2*i+1])
+					}
+				}
+				for _, c := range o.Attributes {
+					vals := sk.Attrs[c.Name]
+					if len(vals) != int(o.Count)*c.Channels {
+						t.Fatalf("%s: attribute %s has %d values", path, c.Name, len(vals))
+					}
+					for i, v := range vals {
+						if want := float64(float32(num(c.Data, c.DType, i))); v != want {
+							t.Fatalf("%s: %s[%d] = %v, the object's %v", path, c.Name, i, v, want)
+						}
+					}
+				}
+			}
+			if !slices.Equal(props.Inline.IDs, ids) {
+				t.Fatalf("segment properties list %v, the objects are %v", props.Inline.IDs, ids)
+			}
+			if resp, _ := get(t, ts, fmt.Sprintf("%s/%d", base, l0.Info().ObjectCount)); resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("an id past the objects: %d", resp.StatusCode)
+			}
+		})
+	}
+	if n < 3 {
+		t.Fatalf("only %d stores have skeletons", n)
+	}
+}
+
+// TestMeshesMatchTheReader: every object of the mesh store decodes to the
+// reader's object: its vertices (in nanometres) and its faces.
+func TestMeshesMatchTheReader(t *testing.T) {
+	ctx := context.Background()
+	stores := fixtureStores(t)
+	_, ts := newServer(t, api.Options{Stores: stores})
+	st := storeNamed(t, stores, "mesh")
+	base := "/ng/mesh/meshes"
+	var inf map[string]any
+	if err := json.Unmarshal(mustGet(t, ts, base+"/info"), &inf); err != nil || inf["@type"] != "neuroglancer_legacy_mesh" {
+		t.Fatalf("info: %v %v", err, inf)
+	}
+	l0, _ := st.Level(0)
+	meshes := 0
+	for id := range l0.Info().ObjectCount {
+		path := fmt.Sprintf("%s/%d:0", base, id)
+		has, err := l0.HasObject(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !has {
+			if resp, _ := get(t, ts, path); resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("%s: %d for an object without vertices", path, resp.StatusCode)
+			}
+			continue
+		}
+		var man struct {
+			Fragments []string `json:"fragments"`
+		}
+		if err := json.Unmarshal(mustGet(t, ts, path), &man); err != nil || len(man.Fragments) == 0 {
+			t.Fatalf("%s: %v %+v", path, err, man)
+		}
+		o, err := l0.Object(ctx, id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var verts [][3]float32
+		var tris [][3]uint32
+		for _, f := range man.Fragments {
+			m, err := decodeMesh(mustGet(t, ts, base+"/"+f))
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			for _, tr := range m.Triangles {
+				tris = append(tris, [3]uint32{tr[0] + uint32(len(verts)), tr[1] + uint32(len(verts)), tr[2] + uint32(len(verts))})
+			}
+			verts = append(verts, m.Vertices...)
+		}
+		if int64(len(verts)) != o.Count {
+			t.Fatalf("object %d: %d vertices, the reader %d", id, len(verts), o.Count)
+		}
+		for i, v := range verts {
+			if fmtPoint(v[:]) != fmtPoint(pos3Slice(o.Vertices, i)) {
+				t.Fatalf("object %d vertex %d: %v vs %v", id, i, v, pos3Slice(o.Vertices, i))
+			}
+		}
+		var want [][3]uint32
+		for f := 0; f+o.FaceWidth <= len(o.Faces); f += o.FaceWidth {
+			for k := 1; k+1 < o.FaceWidth; k++ {
+				want = append(want, [3]uint32{uint32(o.Faces[f]), uint32(o.Faces[f+k]), uint32(o.Faces[f+k+1])})
+			}
+		}
+		if len(want) == 0 || !slices.Equal(tris, want) {
+			t.Fatalf("object %d: %d triangles, the reader's faces make %d", id, len(tris), len(want))
+		}
+		meshes++
+	}
+	if meshes == 0 {
+		t.Fatal("no meshes")
+	}
+}
