@@ -100,6 +100,10 @@ func TestObjectIndexV2(t *testing.T) {
 				if fmt.Sprint(a.Vertices.Data, a.FragmentCounts, a.ObjectAttributes) != fmt.Sprint(b.Vertices.Data, b.FragmentCounts, b.ObjectAttributes) {
 					t.Fatalf("object %d is not row %d's object", id, row)
 				}
+				oa, err := l.ObjectAttributes(ctx, id)
+				if err != nil || fmt.Sprint(oa) != fmt.Sprint(a.ObjectAttributes) {
+					t.Fatalf("object attributes of %d: %v, want row %d's", id, err, row)
+				}
 				ma, _ := l1.Manifest(ctx, int64(row))
 				mb, err := l.Manifest(ctx, id)
 				if err != nil || fmt.Sprint(ma.Blocks) != fmt.Sprint(mb.Blocks) {
@@ -109,6 +113,9 @@ func TestObjectIndexV2(t *testing.T) {
 			for _, missing := range []int64{1, 2, 4, 6} {
 				if _, err := l.Object(ctx, missing, nil); !errors.Is(err, zvf.ErrNotFound) {
 					t.Errorf("object %d (a row number, no id): %v", missing, err)
+				}
+				if _, err := l.ObjectAttributes(ctx, missing); !errors.Is(err, zvf.ErrNotFound) {
+					t.Errorf("object attributes of %d (a row number, no id): %v", missing, err)
 				}
 			}
 			got := bbox(t, l, all.Min, all.Max, nil, false)
