@@ -69,9 +69,15 @@ func remove(path string) change {
 // a case).
 type storeCopy struct{ src, dir string }
 
+// fixtures09 holds the ZVF 0.9 stores (names ending in _v09).
+const fixtures09 = "../testdata/zvf-0.9"
+
 func copyStore(t *testing.T, fixture string) *storeCopy {
 	t.Helper()
 	src := filepath.Join(fixtures, fixture+".zarrvectors")
+	if strings.HasSuffix(fixture, "_v09") {
+		src = filepath.Join(fixtures09, fixture+".zarrvectors")
+	}
 	return &storeCopy{src: src, dir: zvftest.CopyTree(t, src)}
 }
 
@@ -207,7 +213,7 @@ func mutations() []mutation {
 		{"bad level zarr.json", "points_pyramid", []change{edit("1/zarr.json", func([]byte) []byte { return []byte("[1,2") })}},
 		{"bad root zarr.json", "skeleton", []change{edit("zarr.json", func([]byte) []byte { return []byte("not json") })}},
 		{"missing root zarr.json", "skeleton", []change{remove("zarr.json")}},
-		{"unsupported zv_version", "skeleton", []change{edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`))}},
+		{"unsupported zv_version", "skeleton", []change{edit("zarr.json", replace(`"0.7.0"`, `"1.0.0"`))}},
 		{"vertex attribute truncated", "points_pyramid", []change{edit("0/vertex_attributes/intensity/0.1.1/c/0", func(b []byte) []byte { return b[:len(b)-1] })}},
 		{"groups offsets past data", "points_pyramid", []change{edit("0/groups/offsets/c/0", put64(8, 1<<50))}},
 		{"shard index points outside the shard", "graph_sharded", []change{edit(gs+"/zarr.json", shardIndex(func(m map[string][]int64) {
@@ -236,6 +242,19 @@ func mutations() []mutation {
 		// The object count sizes nothing: the Neuroglancer routes read
 		// objects a batch at a time and meet the short manifest array.
 		{"object count far past the manifests", "polylines", []change{edit("0/object_index/zarr.json", replace(`"num_objects": 200`, `"num_objects": 4611686018427387903`))}},
+		// ZVF 0.9 (issue 18): chunk-grid cells, plain, zstd and sharded;
+		// graph_v09's chunk 3.4.5 has a cell in every family.
+		{"0.9 vertex cell truncated", "graph_v09", []change{edit("0/vertices/c/3/4/5", func(b []byte) []byte { return b[:len(b)-5] })}},
+		{"0.9 cell listed but not stored", "graph_v09", []change{remove("0/vertices/c/3/4/5")}},
+		{"0.9 fragment index cell garbage", "graph_v09", []change{edit("0/vertex_fragments/c/3/4/5", func(b []byte) []byte { b[8] ^= 0xff; return b })}},
+		{"0.9 nonempty_chunks outside the grid", "graph_v09", []change{edit("0/vertices/zarr.json", replace(`"1.4.5"`, `"99.4.5"`))}},
+		{"0.9 cross link cell cut", "graph_v09", []change{edit("0/links/0/0.0.+1/c/3/4/5", func(b []byte) []byte { return b[:len(b)-3] })}},
+		{"0.9 intra link past the chunk", "graph_v09", []change{edit("0/links/0/0.0.0/c/3/4/5", put64(8, 1<<40))}},
+		{"0.9 newer revision", "graph_v09", []change{edit("zarr.json", replace(`"0.9.0"`, `"0.9.9"`))}},
+		{"0.9 zstd cell cut", "streamlines_zstd_v09", []change{edit("0/vertices/c/3/3/3", func(b []byte) []byte { return b[:len(b)-10] })}},
+		{"0.9 shard index checksum", "mesh_sharded_v09", []change{edit("0/vertices/c/0/0/0", func(b []byte) []byte { b[len(b)-1] ^= 0xff; return b })}},
+		{"0.9 shard cut short", "mesh_sharded_v09", []change{edit("0/links/0/0.0.0_0.0.0/c/0/0/0", func(b []byte) []byte { return b[:len(b)/2] })}},
+		{"0.9 split skeleton", "skeleton_v09", []change{edit("zarr.json", replace(`"linked_across_chunks"`, `"split_at_chunk_faces"`))}},
 		// A zstd frame declaring 256 MiB in 18 bytes, in a variable-length
 		// array (no exact decoded size): refused before allocating.
 		{"manifest chunk is a zstd bomb", "polylines", []change{edit("0/object_index/manifests/c/0", func([]byte) []byte {

@@ -186,7 +186,7 @@ func checkReplacedObjects(t *testing.T, target string) {
 	// Replaced by something that does not open: served as a problem,
 	// then recovered by the next refresh once it is fixed.
 	sc.restore(t, hostileChunk)
-	edit("zarr.json", replace(`"0.7.0"`, `"0.9.0"`)).apply(t, sc.dir)
+	edit("zarr.json", replace(`"0.7.0"`, `"1.0.0"`)).apply(t, sc.dir)
 	upload(t, w, sc.dir)
 	settled(t, w)
 	if changed, err := h.Refresh(ctx); !changed || err == nil {

@@ -2,118 +2,11 @@ package zvf
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"sort"
 	"strings"
 
 	"github.com/zvfserve/zvfserve/fragindex"
-	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
-
-// arrayIndex lists one per-chunk array: its chunk keys, and for keys packed
-// into the reference writer's __shard_NNNNNN arrays, where they live.
-type arrayIndex struct {
-	keys   []Key
-	direct map[string]bool
-	shards map[string]shardRef
-	// allDirect: the store has no shard arrays, so every key is read from
-	// its own array and nothing was listed (the vertex listing already
-	// says which chunks exist; a missing blob is found by opening it).
-	allDirect bool
-}
-
-type shardRef struct {
-	shard    string // array path of the shard
-	off, len int64
-}
-
-// maxShardIndex bounds one shard's key count (the writer's default is 64
-// chunks a shard).
-const maxShardIndex = 1 << 20
-
-func (l *Level) arrayIndexFor(ctx context.Context, array string) (*arrayIndex, error) {
-	l.arrMu.Lock()
-	idx, ok := l.arrIdx[array]
-	l.arrMu.Unlock()
-	if ok {
-		return idx, nil
-	}
-	if !l.s.shards && array != "vertices" {
-		// Listing a per-chunk array's folder costs a directory entry per
-		// chunk (1.5 s for 57k chunks) to learn nothing new.
-		idx = &arrayIndex{allDirect: true}
-		l.arrMu.Lock()
-		l.arrIdx[array] = idx
-		l.arrMu.Unlock()
-		return idx, nil
-	}
-	names, err := l.children(ctx, array)
-	if err != nil {
-		return nil, err
-	}
-	idx = &arrayIndex{direct: map[string]bool{}, shards: map[string]shardRef{}}
-	for _, name := range names {
-		if strings.HasPrefix(name, "__shard_") {
-			sp := join(join(l.path, array), name)
-			b, err := storage.ReadAll(ctx, l.s.st, join(sp, "zarr.json"), zarr.MaxMetadataBytes)
-			if err != nil {
-				return nil, l.s.wrap(kindOf(err), l.n, array, name, err)
-			}
-			node, err := zarr.ParseNode(b)
-			if err != nil {
-				return nil, l.s.wrap(ErrCorrupt, l.n, array, name, err)
-			}
-			var a struct {
-				Index map[string][2]int64 `json:"shard_index"`
-			}
-			if err := json.Unmarshal(node.Attributes, &a); err != nil || len(a.Index) > maxShardIndex {
-				return nil, l.s.errf(ErrCorrupt, l.n, array, name, "bad shard_index")
-			}
-			for k, r := range a.Index {
-				key, err := ParseKey(k)
-				if err != nil || len(key) != l.keyArity || r[0] < 0 || r[1] < 0 {
-					return nil, l.s.errf(ErrCorrupt, l.n, array, name, "bad shard_index entry %q %v", k, r)
-				}
-				ks := key.String()
-				if _, dup := idx.shards[ks]; !dup {
-					idx.keys = append(idx.keys, key)
-				}
-				idx.shards[ks] = shardRef{shard: sp, off: r[0], len: r[1]}
-			}
-			continue
-		}
-		key, err := ParseKey(name)
-		if err != nil {
-			continue
-		}
-		if len(key) != l.keyArity {
-			return nil, l.s.errf(ErrCorrupt, l.n, array, name, "chunk key has %d coordinates, want %d", len(key), l.keyArity)
-		}
-		if _, sh := idx.shards[key.String()]; !sh {
-			idx.keys = append(idx.keys, key)
-		}
-		idx.direct[key.String()] = true
-	}
-	sort.Slice(idx.keys, func(i, j int) bool { return compareKeys(idx.keys[i], idx.keys[j]) < 0 })
-	// dedupe (a key both direct and sharded)
-	out := idx.keys[:0]
-	for i, k := range idx.keys {
-		if i == 0 || !k.equal(idx.keys[i-1]) {
-			out = append(out, k)
-		}
-	}
-	idx.keys = out
-	l.arrMu.Lock()
-	if prev, ok := l.arrIdx[array]; ok {
-		idx = prev
-	} else {
-		l.arrIdx[array] = idx
-	}
-	l.arrMu.Unlock()
-	return idx, nil
-}
 
 func (l *Level) cacheKey(parts ...string) string {
 	return l.s.cachePrefix + l.path + "\x00" + strings.Join(parts, "\x00")
@@ -132,72 +25,14 @@ func (l *Level) cached(ctx context.Context, key string, load func(ctx context.Co
 	return v, err
 }
 
-// errMissing marks a blob array that does not exist for a key.
-var errMissing = errors.New("no such blob")
-
-// blob returns the decoded bytes of <array>/<key> (do not modify: they may
-// be shared through the cache). A missing blob returns an error matching
-// ErrNotFound.
-func (l *Level) blob(ctx context.Context, array string, key Key) ([]byte, error) {
+// blob returns the bytes of family's cell at key, through the cache (do
+// not modify: they may be shared). A missing cell returns an error
+// matching ErrNotFound.
+func (l *Level) blob(ctx context.Context, family string, key Key) ([]byte, error) {
 	ks := key.String()
-	v, err := l.cached(ctx, l.cacheKey("blob", array, ks), func(ctx context.Context) (any, int64, error) {
-		b, err := l.loadBlob(ctx, array, key, ks)
+	v, err := l.cached(ctx, l.cacheKey("blob", family, ks), func(ctx context.Context) (any, int64, error) {
+		b, err := l.lay.cell(ctx, family, key, ks)
 		return b, int64(len(b)) + 64, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.([]byte), nil
-}
-
-func (l *Level) loadBlob(ctx context.Context, array string, key Key, ks string) ([]byte, error) {
-	idx, err := l.arrayIndexFor(ctx, array)
-	if err != nil {
-		return nil, err
-	}
-	if ref, ok := l.shardOf(idx, ks); ok {
-		sb, err := l.shardBytes(ctx, array, ref.shard)
-		if err != nil {
-			return nil, err
-		}
-		if ref.off > int64(len(sb)) || ref.len > int64(len(sb))-ref.off {
-			return nil, l.s.errf(ErrCorrupt, l.n, array, ks, "shard_index [%d, %d] points outside shard %s of %d bytes", ref.off, ref.len, ref.shard, len(sb))
-		}
-		return sb[ref.off : ref.off+ref.len : ref.off+ref.len], nil
-	}
-	a, err := zarr.OpenArray(ctx, l.s.st, join(join(l.path, array), ks), l.s.codecs)
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, l.s.errf(ErrNotFound, l.n, array, ks, "%w", errMissing)
-		}
-		return nil, l.s.wrap(kindOf(err), l.n, array, ks, err)
-	}
-	b, err := a.ReadBytes(ctx)
-	if err != nil {
-		return nil, l.s.wrap(kindOf(err), l.n, array, ks, err)
-	}
-	return b, nil
-}
-
-func (l *Level) shardOf(idx *arrayIndex, ks string) (shardRef, bool) {
-	if idx.allDirect || idx.direct[ks] {
-		return shardRef{}, false
-	}
-	r, ok := idx.shards[ks]
-	return r, ok
-}
-
-func (l *Level) shardBytes(ctx context.Context, array, shard string) ([]byte, error) {
-	v, err := l.cached(ctx, l.cacheKey("shard", shard), func(ctx context.Context) (any, int64, error) {
-		a, err := zarr.OpenArray(ctx, l.s.st, shard, l.s.codecs)
-		if err != nil {
-			return nil, 0, l.s.wrap(kindOf(err), l.n, array, shard, err)
-		}
-		b, err := a.ReadBytes(ctx)
-		if err != nil {
-			return nil, 0, l.s.wrap(kindOf(err), l.n, array, shard, err)
-		}
-		return b, int64(len(b)) + 64, nil
 	})
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ func (l *Level) Chunk(ctx context.Context, key Key, attrs []string) (*Tile, erro
 		}
 		t.Attributes = append(t.Attributes, Column{Name: a.Name, DType: a.dt.Name, typ: a.dt, Channels: ch, Data: data, Categories: a.Categories, NullCode: a.nullCode})
 	}
-	if l.linkWidth > 0 {
+	if l.intra != "" {
 		links, err := l.links0(ctx, key)
 		if err != nil {
 			return nil, err

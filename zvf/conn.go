@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf/ragged"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
@@ -35,7 +34,6 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 	if geom != "graph" && geom != "skeleton" && geom != "mesh" {
 		return c, nil
 	}
-	w := l.linkWidth
 	explicitChild := map[string]map[int64]bool{}
 	mark := func(ks string, row int64) {
 		m := explicitChild[ks]
@@ -54,7 +52,7 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 		}
 	}
 	idx := make([]int64, 0, 8)
-	if w > 0 {
+	if w := l.linkWidth; l.intra != "" {
 		for _, key := range keys {
 			ks := key.String()
 			links, err := l.links0(ctx, key)
@@ -82,7 +80,7 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 			}
 		}
 	}
-	ccl, err := l.crossLinks(ctx, 0)
+	ccl, err := l.lay.crossLinks(ctx, 0, keys)
 	if err != nil {
 		return c, err
 	}
@@ -126,32 +124,32 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 	return c, nil
 }
 
-// links0 returns a chunk's links/0 rows (link_width int64 each).
+// links0 returns the rows of a chunk's links among its own rows
+// (link_width int64 each, endpoints in the order written).
 func (l *Level) links0(ctx context.Context, key Key) ([]int64, error) {
 	ks := key.String()
 	v, err := l.cached(ctx, l.cacheKey("links0", ks), func(ctx context.Context) (any, int64, error) {
-		b, err := l.blob(ctx, "links/0", key)
+		b, err := l.blob(ctx, l.intra, key)
 		if errors.Is(err, ErrNotFound) {
 			return []int64{}, 16, nil
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(b)%(8*l.linkWidth) != 0 {
-			return nil, 0, l.s.errf(ErrCorrupt, l.n, "links/0", ks, "%d bytes are not whole links of %d int64", len(b), l.linkWidth)
+		rows, sigma, err := ragged.DecodeLinkCell(b, true, l.linkWidth, l.intraPerm)
+		if err != nil {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, l.intra, ks, "%w", err)
 		}
 		cv, err := l.vertices(ctx, key)
 		if err != nil {
 			return nil, 0, err
 		}
-		out := make([]int64, len(b)/8)
-		for i := range out {
-			v := int64(le64(b[8*i:]))
-			if v < 0 || v >= int64(cv.rows) {
-				return nil, 0, l.s.errf(ErrCorrupt, l.n, "links/0", ks, "link endpoint %d outside the chunk's %d rows", v, cv.rows)
+		for _, v := range rows {
+			if v >= int64(cv.rows) {
+				return nil, 0, l.s.errf(ErrCorrupt, l.n, l.intra, ks, "link endpoint %d outside the chunk's %d rows", v, cv.rows)
 			}
-			out[i] = v
 		}
+		out := ragged.InputOrder(rows, sigma, l.linkWidth)
 		return out, int64(len(b)) + 24, nil
 	})
 	if err != nil {
@@ -160,39 +158,11 @@ func (l *Level) links0(ctx context.Context, key Key) ([]int64, error) {
 	return v.([]int64), nil
 }
 
-// crossLinks returns the cross_chunk_links/<delta> records (nil when none).
-func (l *Level) crossLinks(ctx context.Context, delta int) ([][]ragged.Endpoint, error) {
-	m, ok := l.cclDeltas[delta]
-	if !ok {
-		return nil, nil
-	}
-	name := "cross_chunk_links/" + deltaName(delta)
-	v, err := l.cached(ctx, l.cacheKey("ccl", deltaName(delta)), func(ctx context.Context) (any, int64, error) {
-		a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, name+"/data"), l.s.codecs)
-		if errors.Is(err, ErrNotFound) || errors.Is(err, storage.ErrNotFound) {
-			return [][]ragged.Endpoint{}, 16, nil
-		}
-		if err != nil {
-			return nil, 0, l.s.wrap(kindOf(err), l.n, name, "", err)
-		}
-		b, err := a.ReadBytes(ctx)
-		if err != nil {
-			return nil, 0, l.s.wrap(kindOf(err), l.n, name, "", err)
-		}
-		recs, err := ragged.DecodeLinks(b, m.width, m.ndim, m.numLinks)
-		if err != nil {
-			return nil, 0, l.s.errf(ErrCorrupt, l.n, name, "", "%w", err)
-		}
-		return recs, int64(len(b)) * 2, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.([][]ragged.Endpoint), nil
-}
-
 func (l *Level) groups(ctx context.Context) (*ragged.Groups, error) {
 	v, err := l.cached(ctx, l.cacheKey("groups"), func(ctx context.Context) (any, int64, error) {
+		if l.s.format == format09 {
+			return l.groups09(ctx)
+		}
 		read := func(name string) ([]byte, error) {
 			a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "groups/"+name), l.s.codecs)
 			if err != nil {
@@ -225,6 +195,38 @@ func (l *Level) groups(ctx context.Context) (*ragged.Groups, error) {
 		return nil, err
 	}
 	return v.(*ragged.Groups), nil
+}
+
+// groups09 reads ZVF 0.9's groups: one variable-length array, element g
+// holding group g's member ids (little-endian int64), or empty for a range
+// group whose [start, stop) is in group_ranges.
+func (l *Level) groups09(ctx context.Context) (any, int64, error) {
+	arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "groups"), l.s.codecs)
+	if err != nil {
+		return nil, 0, l.s.wrap(kindOf(err), l.n, "groups", "", err)
+	}
+	if m := arr.Meta(); len(m.Shape) != 1 || !m.DataType.Variable() {
+		return nil, 0, l.s.errf(ErrCorrupt, l.n, "groups", "", "%s, where ZVF 0.9 groups are a 1-D variable_length_bytes array", m)
+	}
+	c, err := arr.Read(ctx)
+	if err != nil {
+		return nil, 0, l.s.wrap(kindOf(err), l.n, "groups", "", err)
+	}
+	// Range members are not backed by bytes: at most one per object (or
+	// 2^24 on a level without an object index).
+	maxRange := int64(1 << 24)
+	if l.objects != nil {
+		maxRange = l.objects.num
+	}
+	g, err := ragged.GroupsFromElements(c.Elems, l.groupRanges, maxRange)
+	if err != nil {
+		return nil, 0, l.s.errf(ErrCorrupt, l.n, "groups", "", "%w", err)
+	}
+	var size int64 = 64
+	for _, e := range c.Elems {
+		size += int64(len(e)) + 24
+	}
+	return g, 2 * size, nil
 }
 
 // inverseOnce lazily maps (chunk, fragment) to the object ids that name
@@ -286,8 +288,12 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 	var keys []string
 	var lists [][]invEntry
 	var kbuf [96]byte
-	for id := int64(0); id < l.objects.num; id++ {
-		blocks, err := l.refs(ctx, id)
+	for row := int64(0); row < l.objects.num; row++ {
+		id, err := l.objectAt(ctx, row) // the row itself, or object_ids[row] (vlen_manifests_v2)
+		if err != nil {
+			return nil, err
+		}
+		blocks, err := l.refsRow(ctx, id, row)
 		if err != nil {
 			return nil, err
 		}

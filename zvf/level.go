@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -33,14 +32,20 @@ type Level struct {
 	oattrs       []*objAttrMeta
 	objects      *objectIndex // nil: no object index
 	numGroups    int64
-	linkWidth    int // links/0 width; 0 when absent
-	cclDeltas    map[int]*cclMeta
+	groupRanges  map[int64][2]int64 // 0.9 range groups: [start, stop) of member ids
 	binPrefilter bool
 	bpc          []int64 // bins per chunk (binPrefilter only)
 	vdt          zarr.DataType
 
-	arrMu   sync.Mutex
-	arrIdx  map[string]*arrayIndex // per-chunk array -> shard index
+	// lay reads the level's cells; the link fields are what it found.
+	lay        layout
+	intra      string // family of the links among a chunk's own rows ("" none)
+	intraPerm  bool   // intra rows carry a perm_idx (a 0.9 has_perm array)
+	linkWidth  int    // endpoints per delta-0 link; 0 when there are none
+	linkDeltas []int  // deltas with cross-chunk (0.7) or any (0.9) links, sorted
+
+	// nodes memoises zarr.json documents while the level opens (nil after).
+	nodes   map[string]nodeMemo
 	inverse inverseOnce
 }
 
@@ -56,22 +61,26 @@ type objAttrMeta struct {
 	dt          zarr.DataType
 	shape       []int64
 	presentMask bool
+	// plain: the attribute is the array object_attributes/<name> itself,
+	// whose fill value marks absent rows (ZVF 0.9); else <name>/data with
+	// an optional present_mask.
+	plain bool
 }
 
 type objectIndex struct {
-	num    int64
+	num    int64 // manifest rows
 	ndim   int
-	legacy bool
-}
-
-type cclMeta struct {
-	width    int
-	numLinks int64 // -1 unknown
-	ndim     int
+	legacy bool   // 0.6: object_index/data + offsets
+	layout string // the object_index layout attribute
+	// byID: rows are not object ids; object_index/object_ids maps them
+	// (vlen_manifests_v2).
+	byID bool
 }
 
 func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
-	l := &Level{s: s, n: n, path: strconv.Itoa(n), arrIdx: map[string]*arrayIndex{}, cclDeltas: map[int]*cclMeta{}}
+	l := &Level{s: s, n: n, path: strconv.Itoa(n), nodes: map[string]nodeMemo{}}
+	defer func() { l.nodes = nil }()
+	l.lay = s.newLayout(l)
 	raw, err := s.readGroupAttrs(ctx, l.path)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, s.wrap(kindOf(err), n, "", "", fmt.Errorf("level metadata: %w", err))
@@ -136,9 +145,11 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	if err := l.readObjects(ctx); err != nil {
 		return nil, err
 	}
-	if err := l.readLinks(ctx); err != nil {
+	if err := l.lay.open(ctx); err != nil {
 		return nil, err
 	}
+	l.setKeys(l.lay.chunks())
+	sort.Ints(l.linkDeltas)
 	l.setBinPrefilter()
 	l.info = LevelInfo{
 		Level: n, ChunkShape: l.chunkShape, BinShape: l.binShape, BinRatio: ratio, VertexCount: l.meta.VertexCount,
@@ -149,6 +160,7 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	}
 	if l.objects != nil {
 		l.info.ObjectCount = l.objects.num
+		l.info.ObjectIndexLayout = l.objects.layout
 	}
 	for _, a := range l.vattrs {
 		l.info.VertexAttributes = append(l.info.VertexAttributes, a.AttrInfo)
@@ -156,10 +168,7 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	for _, a := range l.oattrs {
 		l.info.ObjectAttributes = append(l.info.ObjectAttributes, a.AttrInfo)
 	}
-	for d := range l.cclDeltas {
-		l.info.LinkDeltas = append(l.info.LinkDeltas, d)
-	}
-	sort.Ints(l.info.LinkDeltas)
+	l.info.LinkDeltas = l.linkDeltas
 	return l, nil
 }
 
@@ -180,28 +189,29 @@ func (l *Level) Dims() int { return l.s.dims }
 func (l *Level) VertexDType() string { return l.vdt.Name }
 
 type zvArrayAttrs struct {
-	ZVArray      string          `json:"zv_array"`
-	DType        string          `json:"dtype"`
-	Encoding     string          `json:"encoding"`
-	ChannelNames []string        `json:"channel_names"`
-	Categories   []string        `json:"categories"`
-	FillValue    *int64          `json:"_FillValue"`
-	LinkWidth    int             `json:"link_width"`
-	NumLinks     *int64          `json:"num_links"`
-	SidNdim      int             `json:"sid_ndim"`
-	NumObjects   *int64          `json:"num_objects"`
-	Layout       string          `json:"layout"`
-	Shape        []int64         `json:"shape"`
-	HasMask      bool            `json:"has_present_mask"`
-	NumGroups    *int64          `json:"num_groups"`
-	Name         string          `json:"name"`
-	Extra        json.RawMessage `json:"-"`
+	ZVArray      string              `json:"zv_array"`
+	DType        string              `json:"dtype"`
+	Encoding     string              `json:"encoding"`
+	ChannelNames []string            `json:"channel_names"`
+	Categories   []string            `json:"categories"`
+	FillValue    *int64              `json:"_FillValue"`
+	LinkWidth    int                 `json:"link_width"`
+	NumLinks     *int64              `json:"num_links"`
+	SidNdim      int                 `json:"sid_ndim"`
+	NumObjects   *int64              `json:"num_objects"`
+	Layout       string              `json:"layout"`
+	Shape        []int64             `json:"shape"`
+	HasMask      bool                `json:"has_present_mask"`
+	NumGroups    *int64              `json:"num_groups"`
+	GroupRanges  map[string][2]int64 `json:"group_ranges"`
+	Name         string              `json:"name"`
+	Extra        json.RawMessage     `json:"-"`
 }
 
-// arrayAttrs reads a ZVF array group's attributes; a missing zarr.json
-// gives empty attributes (intermediate groups often lack one).
+// arrayAttrs reads a ZVF array's (or array group's) attributes; a missing
+// zarr.json gives empty attributes (intermediate groups often lack one).
 func (l *Level) arrayAttrs(ctx context.Context, array string) (*zvArrayAttrs, bool, error) {
-	raw, err := l.s.readGroupAttrs(ctx, join(l.path, array))
+	node, err := l.node(ctx, array)
 	if errors.Is(err, storage.ErrNotFound) {
 		return &zvArrayAttrs{}, false, nil
 	}
@@ -209,7 +219,7 @@ func (l *Level) arrayAttrs(ctx context.Context, array string) (*zvArrayAttrs, bo
 		return nil, false, l.s.wrap(kindOf(err), l.n, array, "", err)
 	}
 	var a zvArrayAttrs
-	if err := json.Unmarshal(raw, &a); err != nil {
+	if err := json.Unmarshal(node.Attributes, &a); err != nil {
 		return nil, false, l.s.errf(ErrCorrupt, l.n, array, "", "attributes: %v", err)
 	}
 	return &a, true, nil
@@ -246,11 +256,12 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 	// open concurrently).
 	l.vdt = dt
 	l.draco = a.Encoding == "draco"
-	idx, err := l.arrayIndexFor(ctx, "vertices")
-	if err != nil {
-		return err
-	}
-	l.keys = idx.keys
+	return nil
+}
+
+// setKeys records the level's chunks (sorted) and their cache keys.
+func (l *Level) setKeys(keys []Key) {
+	l.keys = keys
 	l.keySet = make(map[string]int, len(l.keys))
 	l.vkeys = make([]string, len(l.keys))
 	for i, k := range l.keys {
@@ -258,7 +269,6 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 		l.keySet[ks] = i
 		l.vkeys[i] = l.cacheKey("verts", ks)
 	}
-	return nil
 }
 
 func (l *Level) readAttributes(ctx context.Context) error {
@@ -302,7 +312,7 @@ func (l *Level) readObjects(ctx context.Context) error {
 		return err
 	}
 	if ok || a.NumObjects != nil {
-		oi := &objectIndex{ndim: a.SidNdim, legacy: a.Layout == ""}
+		oi := &objectIndex{ndim: a.SidNdim, legacy: a.Layout == "", layout: a.Layout}
 		if a.NumObjects != nil {
 			oi.num = *a.NumObjects
 		}
@@ -312,8 +322,16 @@ func (l *Level) readObjects(ctx context.Context) error {
 		if oi.num < 0 || oi.ndim < 1 || oi.ndim > 32 {
 			return l.s.errf(ErrCorrupt, l.n, "object_index", "", "num_objects %d, sid_ndim %d", oi.num, oi.ndim)
 		}
-		if a.Layout != "" && a.Layout != "vlen_manifests_v1" {
-			return l.s.errf(ErrUnsupported, l.n, "object_index", "", "layout %q", a.Layout)
+		switch a.Layout {
+		case "vlen_manifests_v1":
+		case "vlen_manifests_v2":
+			oi.byID = true
+		case "":
+			if l.s.format == format09 {
+				return l.s.errf(ErrCorrupt, l.n, "object_index", "", "no layout attribute (ZVF 0.9 writes vlen_manifests_v1 or vlen_manifests_v2)")
+			}
+		default:
+			return l.s.errf(ErrUnsupported, l.n, "object_index", "", "layout %q is not read; this server reads vlen_manifests_v1 (row = object id) and vlen_manifests_v2 (ids in object_index/object_ids)", a.Layout)
 		}
 		l.objects = oi
 	}
@@ -337,11 +355,21 @@ func (l *Level) readObjects(ctx context.Context) error {
 		if len(a.Shape) == 0 || len(a.Shape) > 2 || ch < 1 || a.Shape[0] < 0 {
 			return l.s.errf(ErrCorrupt, l.n, "object_attributes/"+name, "", "shape %v", a.Shape)
 		}
-		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, shape: a.Shape, presentMask: a.HasMask})
+		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, shape: a.Shape, presentMask: a.HasMask, plain: l.s.format == format09})
 	}
 	g, ok, err := l.arrayAttrs(ctx, "groups")
 	if err != nil {
 		return err
+	}
+	for k, r := range g.GroupRanges {
+		id, err := strconv.ParseInt(k, 10, 64)
+		if err != nil {
+			return l.s.errf(ErrCorrupt, l.n, "groups", "", "group_ranges key %q is not a group id", k)
+		}
+		if l.groupRanges == nil {
+			l.groupRanges = map[int64][2]int64{}
+		}
+		l.groupRanges[id] = r
 	}
 	if ok && g.NumGroups != nil {
 		l.numGroups = *g.NumGroups
@@ -374,51 +402,6 @@ func deltaName(d int) string {
 		return "+" + strconv.Itoa(d)
 	}
 	return strconv.Itoa(d)
-}
-
-func (l *Level) readLinks(ctx context.Context) error {
-	a, ok, err := l.arrayAttrs(ctx, "links/0")
-	if err != nil {
-		return err
-	}
-	if ok {
-		l.linkWidth = a.LinkWidth
-		if l.linkWidth == 0 {
-			l.linkWidth = 2
-		}
-		if l.linkWidth < 1 || l.linkWidth > 64 {
-			return l.s.errf(ErrCorrupt, l.n, "links/0", "", "link_width %d", l.linkWidth)
-		}
-	}
-	names, err := l.children(ctx, "cross_chunk_links")
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		d, ok := parseDelta(name)
-		if !ok {
-			continue
-		}
-		a, _, err := l.arrayAttrs(ctx, "cross_chunk_links/"+name)
-		if err != nil {
-			return err
-		}
-		m := &cclMeta{width: a.LinkWidth, numLinks: -1, ndim: a.SidNdim}
-		if m.width == 0 {
-			m.width = 2
-		}
-		if m.ndim == 0 {
-			m.ndim = l.keyArity
-		}
-		if a.NumLinks != nil {
-			m.numLinks = *a.NumLinks
-		}
-		if m.width < 1 || m.width > 64 || m.ndim > 32 {
-			return l.s.errf(ErrCorrupt, l.n, "cross_chunk_links/"+name, "", "link_width %d sid_ndim %d", m.width, m.ndim)
-		}
-		l.cclDeltas[d] = m
-	}
-	return nil
 }
 
 // setBinPrefilter enables the bin shortcut only where the layout

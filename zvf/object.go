@@ -4,19 +4,50 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
-// manifestBlob returns object id's raw manifest blob.
-func (l *Level) manifestBlob(ctx context.Context, id int64) ([]byte, error) {
+// objectRow is the manifest row of object id: the id itself, or its row in
+// object_index/object_ids (vlen_manifests_v2).
+func (l *Level) objectRow(ctx context.Context, id int64) (int64, error) {
 	if l.objects == nil {
-		return nil, l.s.errf(ErrNotFound, l.n, "object_index", "", "level %d has no object index", l.n)
+		return 0, l.s.errf(ErrNotFound, l.n, "object_index", "", "level %d has no object index", l.n)
 	}
-	if id < 0 || id >= l.objects.num {
-		return nil, l.s.errf(ErrNotFound, l.n, "object_index", "", "no object %d (level %d has %d)", id, l.n, l.objects.num)
+	if !l.objects.byID {
+		if id < 0 || id >= l.objects.num {
+			return 0, l.s.errf(ErrNotFound, l.n, "object_index", "", "no object %d (level %d has %d)", id, l.n, l.objects.num)
+		}
+		return id, nil
 	}
+	ids, err := l.objectIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	row, ok := ids.row(id)
+	if !ok {
+		return 0, l.s.errf(ErrNotFound, l.n, "object_index/object_ids", "", "no object %d at level %d", id, l.n)
+	}
+	return row, nil
+}
+
+// objectAt is the id of the object in manifest row row.
+func (l *Level) objectAt(ctx context.Context, row int64) (int64, error) {
+	if !l.objects.byID {
+		return row, nil
+	}
+	ids, err := l.objectIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return ids.ids[row], nil
+}
+
+// manifestRow returns the raw manifest blob of manifest row id.
+func (l *Level) manifestRow(ctx context.Context, id int64) ([]byte, error) {
 	if l.objects.legacy {
 		return l.legacyManifest(ctx, id)
 	}
@@ -68,6 +99,73 @@ func (l *Level) manifestArray(ctx context.Context) (*zarr.Array, error) {
 	return v.(*zarr.Array), nil
 }
 
+// objectIDs maps manifest rows to object ids and back (vlen_manifests_v2).
+type objectIDs struct {
+	ids    []int64         // row -> id
+	sorted bool            // ids ascend: rows are found by binary search
+	rows   map[int64]int64 // id -> row, when they do not
+}
+
+func (o *objectIDs) row(id int64) (int64, bool) {
+	if o.sorted {
+		i, ok := slices.BinarySearch(o.ids, id)
+		return int64(i), ok
+	}
+	r, ok := o.rows[id]
+	return r, ok
+}
+
+// objectIDs reads object_index/object_ids: an integer array whose row r
+// is the id of the object in manifest row r (ZVF 0.9.2 vlen_manifests_v2).
+// Through the cache like every read: a failed or cancelled read is not
+// kept, and the next request tries again.
+func (l *Level) objectIDs(ctx context.Context) (*objectIDs, error) {
+	const p = "object_index/object_ids"
+	v, err := l.cached(ctx, l.cacheKey("object-ids"), func(ctx context.Context) (any, int64, error) {
+		arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, p), l.s.codecs)
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, p, "", err)
+		}
+		m := arr.Meta()
+		if len(m.Shape) != 1 || (m.DataType.Kind != zarr.KindInt && m.DataType.Kind != zarr.KindUint) || m.Shape[0] != l.objects.num {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "%s, where vlen_manifests_v2 needs %d integer object ids (num_objects)", m, l.objects.num)
+		}
+		c, err := arr.Read(ctx)
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, p, "", err)
+		}
+		ids := &objectIDs{ids: make([]int64, m.Shape[0]), sorted: true}
+		for i := range ids.ids {
+			v := m.DataType.At(c.Data, i)
+			id := v.I
+			if v.Kind == zarr.KindUint {
+				if v.U > math.MaxInt64 {
+					return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "row %d: object id %d does not fit int64", i, v.U)
+				}
+				id = int64(v.U)
+			}
+			ids.ids[i] = id
+			ids.sorted = ids.sorted && (i == 0 || id > ids.ids[i-1])
+		}
+		size := 8 * int64(len(ids.ids))
+		if !ids.sorted {
+			ids.rows = make(map[int64]int64, len(ids.ids))
+			for r, id := range ids.ids {
+				if prev, dup := ids.rows[id]; dup {
+					return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "object id %d at rows %d and %d", id, prev, r)
+				}
+				ids.rows[id] = int64(r)
+			}
+			size += 32 * int64(len(ids.ids)) // the map's entries
+		}
+		return ids, size, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*objectIDs), nil
+}
+
 func (l *Level) legacyManifest(ctx context.Context, id int64) ([]byte, error) {
 	read := func(name string) ([]byte, error) {
 		v, err := l.cached(ctx, l.cacheKey("legacy", name), func(ctx context.Context) (any, int64, error) {
@@ -110,7 +208,16 @@ func (l *Level) legacyManifest(ctx context.Context, id int64) ([]byte, error) {
 
 // refs decodes object id's manifest into ordered (chunk, fragment) refs.
 func (l *Level) refs(ctx context.Context, id int64) ([]manifest.Block, error) {
-	b, err := l.manifestBlob(ctx, id)
+	row, err := l.objectRow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return l.refsRow(ctx, id, row)
+}
+
+// refsRow decodes manifest row row (object id's).
+func (l *Level) refsRow(ctx context.Context, id, row int64) ([]manifest.Block, error) {
+	b, err := l.manifestRow(ctx, row)
 	if err != nil {
 		return nil, err
 	}
@@ -304,9 +411,17 @@ func (l *Level) gatherAttr(ctx context.Context, a *attrMeta, refs []rowRef) (Col
 }
 
 // objectAttributes returns one row of every object attribute for id
-// (skipping those whose present_mask marks the object absent).
+// (skipping those whose present_mask or fill value marks the object
+// absent). Rows are manifest rows.
 func (l *Level) objectAttributes(ctx context.Context, id int64) ([]Column, error) {
 	var out []Column
+	if len(l.oattrs) == 0 {
+		return nil, nil
+	}
+	id, err := l.objectRow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	for _, a := range l.oattrs {
 		data, mask, err := l.objectAttrData(ctx, a)
 		if err != nil {
@@ -327,6 +442,10 @@ func (l *Level) objectAttributes(ctx context.Context, id int64) ([]Column, error
 func (l *Level) objectAttrData(ctx context.Context, a *objAttrMeta) (data, mask []byte, err error) {
 	type pair struct{ data, mask []byte }
 	v, err := l.cached(ctx, l.cacheKey("oattr", a.Name), func(ctx context.Context) (any, int64, error) {
+		if a.plain {
+			d, m, err := l.plainObjectAttr(ctx, a)
+			return pair{d, m}, int64(len(d) + len(m)), err
+		}
 		read := func(name string) ([]byte, error) {
 			arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "object_attributes/"+a.Name+"/"+name), l.s.codecs)
 			if err != nil {
@@ -364,6 +483,49 @@ func (l *Level) objectAttrData(ctx context.Context, a *objAttrMeta) (data, mask 
 	}
 	p := v.(pair)
 	return p.data, p.mask, nil
+}
+
+// plainObjectAttr reads a ZVF 0.9 object attribute: the array
+// object_attributes/<name>, rows whose every value is the fill value (NaN
+// for floats) absent. mask holds 1 for each present row.
+func (l *Level) plainObjectAttr(ctx context.Context, a *objAttrMeta) (data, mask []byte, err error) {
+	p := "object_attributes/" + a.Name
+	arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, p), l.s.codecs)
+	if err != nil {
+		return nil, nil, l.s.wrap(kindOf(err), l.n, p, "", err)
+	}
+	m := arr.Meta()
+	if m.DataType != a.dt || m.DataType.Variable() {
+		return nil, nil, l.s.errf(ErrCorrupt, l.n, p, "", "data_type %s, the attributes say %s", m.DataType.Name, a.dt.Name)
+	}
+	c, err := arr.Read(ctx)
+	if err != nil {
+		return nil, nil, l.s.wrap(kindOf(err), l.n, p, "", err)
+	}
+	w := int64(a.Channels * a.dt.Size)
+	if want := a.shape[0] * w; int64(len(c.Data)) != want {
+		return nil, nil, l.s.errf(ErrCorrupt, l.n, p, "", "%d bytes, shape %v of %s needs %d", len(c.Data), a.shape, a.dt.Name, want)
+	}
+	fill := a.dt.At(m.Fill, 0)
+	mask = make([]byte, a.shape[0])
+	for r := range mask {
+		for ch := 0; ch < a.Channels; ch++ {
+			if v := a.dt.At(c.Data, r*a.Channels+ch); !sameNumber(v, fill) {
+				mask[r] = 1
+				break
+			}
+		}
+	}
+	return c.Data, mask, nil
+}
+
+// sameNumber: a == b, NaN equal to NaN (a float fill value of NaN marks
+// absent rows).
+func sameNumber(a, b Number) bool {
+	if a.Kind == KindFloat && b.Kind == KindFloat && math.IsNaN(a.F) && math.IsNaN(b.F) {
+		return true
+	}
+	return a == b
 }
 
 // Manifest returns object id's manifest with every fragment resolved.
@@ -407,10 +569,13 @@ func (l *Level) Manifest(ctx context.Context, id int64) (*Manifest, error) {
 
 // HasObject reports whether object id has a non-empty manifest here.
 func (l *Level) HasObject(ctx context.Context, id int64) (bool, error) {
-	if l.objects == nil || id < 0 || id >= l.objects.num {
+	if l.objects == nil {
 		return false, nil
 	}
 	blocks, err := l.refs(ctx, id)
+	if errors.Is(err, ErrNotFound) && !errors.Is(err, errMissing) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}

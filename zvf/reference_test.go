@@ -297,6 +297,9 @@ func canonEdges(rows [][3]float32, edges []int64, directed bool) []string {
 
 func canonFaces(rows [][3]float32, faces []int64, w int) []string {
 	var out []string
+	if w < 1 { // no faces (a non-mesh answer's face width is 0); stepping by 0 would never end
+		return nil
+	}
 	for i := 0; i+w <= len(faces); i += w {
 		f := make([][3]float32, w)
 		for k := 0; k < w; k++ {

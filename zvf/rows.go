@@ -39,11 +39,12 @@ func (l *Level) ChunkObjects(ctx context.Context, key Key) ([]int64, error) {
 
 // ObjectAttributes returns object id's row of every object attribute (an
 // attribute whose present_mask marks the object absent is left out)
-// without reading its vertices. An id outside the object index is
+// without reading its vertices. An id the object index does not hold
+// (past its rows, or not in object_ids for vlen_manifests_v2) is
 // ErrNotFound.
 func (l *Level) ObjectAttributes(ctx context.Context, id int64) ([]Column, error) {
-	if l.objects == nil || id < 0 || id >= l.objects.num {
-		return nil, l.s.errf(ErrNotFound, l.n, "object_index", "", "no object %d at level %d", id, l.n)
+	if _, err := l.objectRow(ctx, id); err != nil {
+		return nil, err
 	}
 	return l.objectAttributes(ctx, id)
 }

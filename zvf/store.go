@@ -45,7 +45,8 @@ type Store struct {
 	dims   int
 	levels []*Level
 	geom   string // primary geometry type
-	shards bool
+	shards bool   // 0.7 chunks packed into __shard_ arrays (root shard_layout)
+	format format
 	root   rootInfo
 	// cachePrefix starts every cache key of this store: name and
 	// generation, so a reopened store never reads its predecessor's data.
@@ -102,6 +103,7 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 	s.dtype = s.levels[0].vdt
 	s.info.VertexDType = s.dtype.Name
 	for _, l := range s.levels {
+		s.info.Sharded = s.info.Sharded || l.lay.sharded()
 		s.info.Levels = append(s.info.Levels, l.info)
 		if l.vdt != s.dtype {
 			s.log.Debug("level vertex dtype differs", "level", l.n, "dtype", l.vdt.Name)
@@ -169,6 +171,11 @@ type rootAttrs struct {
 		} `json:"datasets"`
 	} `json:"multiscales"`
 	ShardLayout string `json:"shard_layout"`
+	// Tools is what the ingest tools (zarr-vectors-tools) add beside
+	// zarr_vectors.
+	Tools *struct {
+		SkeletonLayout string `json:"skeleton_layout"`
+	} `json:"zarr_vectors_tools"`
 }
 
 func (s *Store) readGroupAttrs(ctx context.Context, p string) (json.RawMessage, error) {
@@ -213,16 +220,24 @@ func (s *Store) readRoot(ctx context.Context) error {
 	zv := r.ZV
 	if zv.Version == "" {
 		if zv.FormatVersion != "" {
-			return s.errf(ErrUnsupported, -1, "", "", "format_version %q predates zv_version 0.6; only 0.6.x and 0.7.x are read", zv.FormatVersion)
+			return s.errf(ErrUnsupported, -1, "", "", "format_version %q predates zv_version 0.6; this server reads %s", zv.FormatVersion, readVersions)
 		}
-		return s.errf(ErrUnsupported, -1, "", "", "zv_version missing; only 0.6.x and 0.7.x are read")
+		return s.errf(ErrUnsupported, -1, "", "", "zv_version missing; this server reads %s", readVersions)
 	}
-	if !strings.HasPrefix(zv.Version, "0.6.") && !strings.HasPrefix(zv.Version, "0.7.") && zv.Version != "0.6" && zv.Version != "0.7" {
-		return s.errf(ErrUnsupported, -1, "", "", "zv_version %q is not supported; only 0.6.x and 0.7.x are read", zv.Version)
+	f, minor, _, err := parseVersion(zv.Version)
+	if err != nil {
+		return s.errf(ErrUnsupported, -1, "", "", "%v", err)
 	}
+	if minor == 8 {
+		return s.refuse08(ctx, zv.Version, zv.Capabilities)
+	}
+	s.format = f
 	for _, c := range zv.Capabilities {
-		if c == "partitioned_cross_chunk_links" {
-			return s.errf(ErrUnsupported, -1, "", "", "capability %q (a 0.8 layout) is not supported", c)
+		switch c {
+		case "partitioned_cross_chunk_links":
+			return s.errf(ErrUnsupported, -1, "", "", "capability %q (a ZVF 0.8 layout) is not read; %s", c, migrate08)
+		case "dense_manifests":
+			return s.errf(ErrUnsupported, -1, "", "", "capability %q (ZVF 0.9.4 dense object manifests) is not read; this server reads vlen_manifests_v1 and vlen_manifests_v2 object indexes", c)
 		}
 	}
 	if len(r.Multiscales) == 0 || len(r.Multiscales[0].Axes) == 0 {
@@ -244,7 +259,10 @@ func (s *Store) readRoot(ctx context.Context) error {
 	s.info = Info{
 		Name: s.name, ZVVersion: zv.Version, GeometryTypes: nonNil(zv.GeometryTypes), Axes: r.Multiscales[0].Axes,
 		Capabilities: nonNil(zv.Capabilities), LinksConvention: zv.LinksConvention, CrossChunkStrategy: zv.CrossChunkStrategy,
-		Dims: d, CRS: zv.CRS, Sharded: r.ShardLayout != "",
+		Dims: d, CRS: zv.CRS, Sharded: r.ShardLayout != "", Layout: LayoutChunkArrays,
+	}
+	if s.format == format09 {
+		s.info.Layout = LayoutChunkGrid
 	}
 	if s.info.LinksConvention == "" {
 		s.info.LinksConvention = "implicit_sequential"
@@ -254,6 +272,15 @@ func (s *Store) readRoot(ctx context.Context) error {
 	}
 	if len(zv.GeometryTypes) > 0 {
 		s.geom = zv.GeometryTypes[0]
+	}
+	if s.format == format09 && s.geom == "skeleton" {
+		marker := ""
+		if r.Tools != nil {
+			marker = r.Tools.SkeletonLayout
+		}
+		if s.info.SkeletonLayout, err = s.skeletonLayout(ctx, marker); err != nil {
+			return err
+		}
 	}
 	s.shards = r.ShardLayout != ""
 	s.root = rootInfo{chunkShape: zv.ChunkShape, baseBin: zv.BaseBinShape, datasets: map[string][2][]float64{}}
@@ -270,6 +297,51 @@ func (s *Store) readRoot(ctx context.Context) error {
 		s.root.datasets[ds.Path] = [2][]float64{scale, tr}
 	}
 	return nil
+}
+
+// newLayout picks how level l's cells are stored.
+func (s *Store) newLayout(l *Level) layout {
+	if s.format == format09 {
+		return newLayout09(l)
+	}
+	return newLayout07(l, s.shards)
+}
+
+// Skeleton layouts of ZVF 0.9 (zvf-0.9-format §3.4).
+const (
+	SkeletonLinked = "linked_across_chunks" // every vertex once; chunk-crossing edges as [child, parent] records
+	SkeletonSplit  = "split_at_chunk_faces" // face vertices stored in both chunks, joined by records
+)
+
+// skeletonLayout reads which of the two 0.9 skeleton layouts a store
+// uses: the ingest tools' marker, else the digest's inference (a
+// per-fragment segment_id without an SWC header means split). Only the
+// linked layout is read.
+func (s *Store) skeletonLayout(ctx context.Context, marker string) (string, error) {
+	const why = "only linked_across_chunks (every vertex stored once) is read"
+	switch marker {
+	case SkeletonLinked:
+		return marker, nil
+	case SkeletonSplit:
+		return "", s.errf(ErrUnsupported, -1, "", "", "zarr_vectors_tools.skeleton_layout %q: vertices on chunk faces are stored in both chunks and joined by cross-chunk records; %s", marker, why)
+	case "":
+	default:
+		return "", s.errf(ErrUnsupported, -1, "", "", "zarr_vectors_tools.skeleton_layout %q is not a layout this server knows; %s", marker, why)
+	}
+	names, err := s.levelNames(ctx)
+	if err != nil || len(names) == 0 {
+		return SkeletonLinked, nil // Open reports a store without levels
+	}
+	seg := strconv.Itoa(names[0]) + "/fragment_attributes/segment_id/zarr.json"
+	if _, err := s.st.Stat(ctx, seg); err != nil {
+		return SkeletonLinked, nil
+	}
+	for _, k := range []string{"headers/swc/zarr.json", "headers/swc"} {
+		if _, err := s.st.Stat(ctx, k); err == nil {
+			return SkeletonLinked, nil
+		}
+	}
+	return "", s.errf(ErrUnsupported, -1, "", "", "no zarr_vectors_tools.skeleton_layout, and %s without an SWC header (headers/swc) marks the %s layout; %s", strings.TrimSuffix(seg, "/zarr.json"), SkeletonSplit, why)
 }
 
 // zarrV2 reports whether the root holds Zarr v2 metadata instead.

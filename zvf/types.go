@@ -99,12 +99,15 @@ type AttrInfo struct {
 
 // LevelInfo summarises one resolution level.
 type LevelInfo struct {
-	Level              int        `json:"level"`
-	ChunkShape         []float64  `json:"chunk_shape"`
-	BinShape           []float64  `json:"bin_shape"`
-	BinRatio           []int      `json:"bin_ratio,omitempty"`
-	VertexCount        int64      `json:"vertex_count"`
-	ObjectCount        int64      `json:"object_count"`
+	Level       int       `json:"level"`
+	ChunkShape  []float64 `json:"chunk_shape"`
+	BinShape    []float64 `json:"bin_shape"`
+	BinRatio    []int     `json:"bin_ratio,omitempty"`
+	VertexCount int64     `json:"vertex_count"`
+	ObjectCount int64     `json:"object_count"`
+	// ObjectIndexLayout: vlen_manifests_v1 (row = object id) or
+	// vlen_manifests_v2 (ids through object_index/object_ids).
+	ObjectIndexLayout  string     `json:"object_index_layout,omitempty"`
 	GroupCount         int64      `json:"group_count"`
 	ChunkCount         int        `json:"chunk_count"`
 	Coarsening         string     `json:"coarsening_method,omitempty"`
@@ -120,19 +123,27 @@ type LevelInfo struct {
 
 // Info is everything the catalog and descriptor show about a store.
 type Info struct {
-	Name               string          `json:"name"`
-	ZVVersion          string          `json:"zv_version"`
-	GeometryTypes      []string        `json:"geometry_types"`
-	Axes               []Axis          `json:"axes"`
-	Bounds             [2][]float64    `json:"bounds"`
-	Capabilities       []string        `json:"capabilities"`
-	LinksConvention    string          `json:"links_convention"`
-	CrossChunkStrategy string          `json:"cross_chunk_strategy"`
-	VertexDType        string          `json:"vertex_dtype"`
-	Dims               int             `json:"dims"`
-	Sharded            bool            `json:"sharded,omitempty"`
-	CRS                json.RawMessage `json:"crs,omitempty"`
-	Levels             []LevelInfo     `json:"levels"`
+	Name               string       `json:"name"`
+	ZVVersion          string       `json:"zv_version"`
+	GeometryTypes      []string     `json:"geometry_types"`
+	Axes               []Axis       `json:"axes"`
+	Bounds             [2][]float64 `json:"bounds"`
+	Capabilities       []string     `json:"capabilities"`
+	LinksConvention    string       `json:"links_convention"`
+	CrossChunkStrategy string       `json:"cross_chunk_strategy"`
+	VertexDType        string       `json:"vertex_dtype"`
+	Dims               int          `json:"dims"`
+	// Layout is how the store keeps its per-chunk data: per_chunk_arrays
+	// (ZVF 0.6, 0.7: an array per chunk) or chunk_grid_arrays (ZVF 0.9:
+	// one array of cells per family over the chunk grid).
+	Layout string `json:"layout"`
+	// Sharded: chunks are packed into shards (0.7's __shard_ arrays, 0.9's
+	// sharding_indexed).
+	Sharded bool `json:"sharded,omitempty"`
+	// SkeletonLayout is how a 0.9 skeleton joins trees across chunks.
+	SkeletonLayout string          `json:"skeleton_layout,omitempty"`
+	CRS            json.RawMessage `json:"crs,omitempty"`
+	Levels         []LevelInfo     `json:"levels"`
 }
 
 // Column is one typed column of rows: Rows × Channels values of DType,

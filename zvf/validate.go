@@ -22,10 +22,14 @@ type Problem struct {
 
 // Report is the outcome of Validate.
 type Report struct {
-	Levels   int       `json:"levels_checked"`
-	Problems []Problem `json:"problems"`
-	Chunks   int       `json:"chunks_checked"`
-	Objects  int64     `json:"objects_checked"`
+	// ZVVersion and Layout say which format was checked (empty when the
+	// store did not open).
+	ZVVersion string    `json:"zv_version,omitempty"`
+	Layout    string    `json:"layout,omitempty"`
+	Levels    int       `json:"levels_checked"`
+	Problems  []Problem `json:"problems"`
+	Chunks    int       `json:"chunks_checked"`
+	Objects   int64     `json:"objects_checked"`
 }
 
 // OK reports whether no error was found.
@@ -103,6 +107,7 @@ func Validate(ctx context.Context, st storage.Store, name string, upTo int, prog
 		r.add("error", 2, "", "%v", err)
 		return r
 	}
+	r.ZVVersion, r.Layout = s.Info().ZVVersion, s.Info().Layout
 	if upTo >= 3 {
 		validateConsistency(ctx, s, r, progress)
 	}
@@ -190,17 +195,17 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 					r.add("error", 3, fmt.Sprintf("%d/vertex_attributes/%s/%s", l.n, a.Name, k), "%v", err)
 				}
 			}
-			if l.linkWidth > 0 {
+			if l.intra != "" {
 				if _, err := l.links0(ctx, k); err != nil {
-					r.add("error", 3, fmt.Sprintf("%d/links/0/%s", l.n, k), "%v", err)
+					r.add("error", 3, fmt.Sprintf("%d/%s/%s", l.n, l.intra, k), "%v", err)
 				}
 			}
 		}
 		if l.meta.VertexCount != rows {
 			r.add("error", 3, fmt.Sprintf("%d/zarr.json", l.n), "vertex_count %d, chunks hold %d", l.meta.VertexCount, rows)
 		}
-		for d := range l.cclDeltas {
-			recs, err := l.crossLinks(ctx, d)
+		for _, d := range l.linkDeltas {
+			recs, err := l.lay.crossLinks(ctx, d, nil)
 			path := fmt.Sprintf("%d/cross_chunk_links/%s", l.n, deltaName(d))
 			if err != nil {
 				r.add("error", 3, path, "%v", err)
@@ -220,9 +225,13 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 			}
 		}
 		if l.objects != nil {
-			for id := int64(0); id < l.objects.num; id++ {
+			for row := int64(0); row < l.objects.num; row++ {
 				r.Objects++
-				if _, err := l.Manifest(ctx, id); err != nil {
+				id, err := l.objectAt(ctx, row)
+				if err == nil {
+					_, err = l.Manifest(ctx, id)
+				}
+				if err != nil {
 					r.add("error", 3, fmt.Sprintf("%d/object_index/manifests", l.n), "object %d: %v", id, err)
 				}
 			}

@@ -112,3 +112,39 @@ func TestValidateJSONEmptyProblems(t *testing.T) {
 		t.Fatalf("report:\n%s", out)
 	}
 }
+
+// TestFormatReported: inspect and validate (text and JSON) say which ZVF
+// version a store is and how it is laid out, so a user can tell a 0.7
+// store from a 0.9 one without reading its metadata.
+func TestFormatReported(t *testing.T) {
+	t.Parallel()
+	const (
+		v07 = "../../testdata/zvf-reference/graph.zarrvectors"
+		v09 = "../../testdata/zvf-0.9/mesh_sharded_v09.zarrvectors"
+	)
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"inspect", v07}, []string{"zv_version   0.7.0\n", "layout       per_chunk_arrays\n"}},
+		{[]string{"inspect", v09}, []string{"zv_version   0.9.0\n", "layout       chunk_grid_arrays, sharded\n"}},
+		{[]string{"inspect", "--json", v09}, []string{`"zv_version": "0.9.0"`, `"layout": "chunk_grid_arrays"`, `"sharded": true`}},
+		{[]string{"validate", "--no-progress", v07}, []string{": valid (ZVF 0.7.0, per_chunk_arrays; levels 1-5;"}},
+		{[]string{"validate", "--no-progress", v09}, []string{": valid (ZVF 0.9.0, chunk_grid_arrays; levels 1-5;"}},
+		{[]string{"validate", "--json", v09}, []string{`"zv_version": "0.9.0"`, `"layout": "chunk_grid_arrays"`}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			out, errs, code := runCmd(t, c.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q in:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

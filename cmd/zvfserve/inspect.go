@@ -22,9 +22,10 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: zvfserve inspect [--json] STORE
 
-Summarises a store: zv_version, geometry, axes, bounds, capabilities, and per level the chunk and bin
-shape, counts of chunks, vertices, objects and groups, and the vertex attributes. --json prints the
-descriptor GET /api/v1/stores/{store} returns.
+Summarises a store: zv_version and layout (per_chunk_arrays for ZVF 0.6/0.7, chunk_grid_arrays for
+0.9), geometry, axes, bounds, capabilities, and per level the chunk and bin shape, counts of chunks,
+vertices, objects and groups, and the vertex attributes. --json prints the descriptor
+GET /api/v1/stores/{store} returns.
 
 Flags:
 `)
@@ -58,8 +59,15 @@ Flags:
 			axes[i] += " (" + a.Unit + ")"
 		}
 	}
-	fmt.Fprintf(stdout, "store        %s\nzv_version   %s\ngeometry     %s\naxes         %s\nbounds       %v – %v\nvertices     %s × %d\nlinks        %s\ncapabilities %s\n\n",
-		info.Name, info.ZVVersion, strings.Join(info.GeometryTypes, ", "), strings.Join(axes, ", "), info.Bounds[0], info.Bounds[1],
+	layout := info.Layout
+	if info.Sharded {
+		layout += ", sharded"
+	}
+	if info.SkeletonLayout != "" {
+		layout += ", skeleton " + info.SkeletonLayout
+	}
+	fmt.Fprintf(stdout, "store        %s\nzv_version   %s\nlayout       %s\ngeometry     %s\naxes         %s\nbounds       %v – %v\nvertices     %s × %d\nlinks        %s\ncapabilities %s\n\n",
+		info.Name, info.ZVVersion, layout, strings.Join(info.GeometryTypes, ", "), strings.Join(axes, ", "), info.Bounds[0], info.Bounds[1],
 		info.VertexDType, info.Dims, info.LinksConvention, strings.Join(info.Capabilities, ", "))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "level\tchunk shape\tbin shape\tchunks\tvertices\tobjects\tgroups\tattributes")

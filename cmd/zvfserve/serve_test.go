@@ -83,7 +83,7 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(root, []byte(strings.Replace(string(orig), `"0.7.0"`, `"0.9.0"`, 1)), 0o644); err != nil {
+	if err := os.WriteFile(root, []byte(strings.Replace(string(orig), `"0.7.0"`, `"1.0.0"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

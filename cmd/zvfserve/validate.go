@@ -30,7 +30,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 Checks a store and lists every problem with its path instead of stopping at the first: 1 structure,
 2 metadata, 3 consistency (every chunk, fragment index and manifest), 4 conventions, 5 the pyramid.
-Exit 0 when valid (warnings allowed), 1 when any error was found, 2 for a command-line mistake.
+The verdict names the store's ZVF version and layout. Exit 0 when valid (warnings allowed), 1 when
+any error was found, 2 for a command-line mistake.
 
 Flags:
 `)
@@ -93,7 +94,11 @@ Flags:
 		if !rep.OK() {
 			verdict = "INVALID"
 		}
-		fmt.Fprintf(stdout, "%s: %s (levels 1-%d; %d chunks, %d objects checked; %d problems)\n", fs.Arg(0), verdict, *level, rep.Chunks, rep.Objects, len(rep.Problems))
+		format := ""
+		if rep.ZVVersion != "" {
+			format = fmt.Sprintf("ZVF %s, %s; ", rep.ZVVersion, rep.Layout)
+		}
+		fmt.Fprintf(stdout, "%s: %s (%slevels 1-%d; %d chunks, %d objects checked; %d problems)\n", fs.Arg(0), verdict, format, *level, rep.Chunks, rep.Objects, len(rep.Problems))
 	}
 	if !rep.OK() {
 		return errInvalid

@@ -1,7 +1,8 @@
 // Package ragged decodes the small int64 layouts ZVF uses for links and
 // groups (zvf-format §5.2, §5.3, §6.5): the self-describing ragged blob of
 // cross-level links/±N, the cross-chunk link records, and groups'
-// data + byte offsets.
+// data + byte offsets; and ZVF 0.9's (zvf-0.9-format §3.4, §3.6): link
+// cells with their perm_idx, and the groups array's elements.
 package ragged
 
 import (

@@ -89,7 +89,7 @@ func codecExpansion(c bytesToBytes) uint64 {
 }
 
 // FuzzDecodeChunk runs arbitrary chunk bytes through real pipelines
-// (sharding with crc32c index, blosc, zstd, gzip, vlen with and without an
+// (sharding with crc32c index, sharded vlen-bytes cells, blosc, zstd, gzip, vlen with and without an
 // exact size, sharding under an outer compressor, zarrs.vlen) and bounds
 // what one decode allocates: 4 × the chunk's decoded size (what the
 // metadata fixes: the output, an array→array copy, a shard's inner
@@ -134,7 +134,17 @@ func FuzzDecodeChunk(f *testing.F) {
 		}
 		add(b, seeds...)
 	}
-	if len(pipes) < 4 {
+	// A ZVF 0.9 chunk-grid array: sharded variable-length cells.
+	if b, err := os.ReadFile("../../testdata/zvf-0.9/mesh_sharded_v09.zarrvectors/0/vertices/zarr.json"); err == nil {
+		var seeds [][]byte
+		for _, k := range []string{"0/0/0", "0/0/1", "1/1/0"} {
+			if cb, err := os.ReadFile("../../testdata/zvf-0.9/mesh_sharded_v09.zarrvectors/0/vertices/c/" + k); err == nil {
+				seeds = append(seeds, cb)
+			}
+		}
+		add(b, seeds...)
+	}
+	if len(pipes) < 5 {
 		f.Fatalf("only %d seed pipelines", len(pipes))
 	}
 	meta := func(shape, dtype, codecs string) []byte {

@@ -34,9 +34,6 @@ func (cs *Codecs) newSharding(cfg json.RawMessage, in rep) (*shardingCodec, erro
 	if len(c.ChunkShape) != len(in.shape) {
 		return nil, metaErr("sharding chunk_shape %v does not match rank %d", c.ChunkShape, len(in.shape))
 	}
-	if in.typ.Variable() {
-		return nil, unsupported("sharding of variable-length %s", in.typ.Name)
-	}
 	s := &shardingCodec{inner: c.ChunkShape, grid: make([]int64, len(in.shape)), n: 1}
 	for i, v := range c.ChunkShape {
 		if v <= 0 || in.shape[i]%v != 0 {
@@ -107,14 +104,21 @@ func (s *shardingCodec) decode(b []byte, r rep) (*Chunk, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := int64(r.typ.Size)
-	out := &Chunk{Shape: r.shape, Type: r.typ, Data: make([]byte, prod(r.shape)*size)}
-	if !allZero(r.fill) {
-		for i := int64(0); i < prod(r.shape); i++ {
-			copy(out.Data[i*size:], r.fill)
+	// The shard's element count passed checkRep when the array opened, so
+	// the output is bounded by MaxChunkBytes whatever the index says.
+	out := (&Array{meta: &ArrayMeta{ChunkShape: r.shape, DataType: r.typ, Fill: r.fill}}).fillChunk()
+	m := &ArrayMeta{Shape: r.shape, ChunkShape: s.inner, DataType: r.typ}
+	// Stored inner chunks do not overlap, so together they fit in the
+	// shard: an index naming one range many times would make each inner
+	// decode (and its copy) repeat the whole shard.
+	var claimed uint64
+	for i := int64(0); i < s.n; i++ {
+		if n := binary.LittleEndian.Uint64(idx[16*i+8:]); binary.LittleEndian.Uint64(idx[16*i:]) != ^uint64(0) || n != ^uint64(0) {
+			if claimed += n; n > uint64(len(b)) || claimed > uint64(len(b)) {
+				return nil, corrupt("inner chunks claim more than the %d-byte shard", len(b))
+			}
 		}
 	}
-	m := &ArrayMeta{Shape: r.shape, ChunkShape: s.inner, DataType: r.typ}
 	coords := make([]int64, len(s.grid))
 	for i := int64(0); i < s.n; i++ {
 		off := binary.LittleEndian.Uint64(idx[16*i:])

@@ -1,0 +1,43 @@
+package zvf
+
+import (
+	"context"
+
+	"github.com/zvfserve/zvfserve/zvf/ragged"
+)
+
+// LinkRecord is one record of a link family as the reference tests see
+// it: endpoints in input order, the offsets segment and cell it came from.
+type LinkRecord struct {
+	Endpoints []ragged.Endpoint
+	Segment   string
+	Cell      string
+}
+
+// JSON renders the record as the fixtures list it: [[chunk…], row] per
+// endpoint.
+func (r LinkRecord) JSON() []any {
+	out := make([]any, len(r.Endpoints))
+	for i, ep := range r.Endpoints {
+		c := make([]any, len(ep.Chunk))
+		for k, v := range ep.Chunk {
+			c[k] = v
+		}
+		out[i] = []any{c, ep.Row}
+	}
+	return out
+}
+
+// ReadLinks lists every record of the level's links/<delta> family in
+// read_links order (ZVF 0.9 stores only).
+func ReadLinks(ctx context.Context, l *Level, delta int) ([]LinkRecord, error) {
+	recs, err := l.readLinks(ctx, delta)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LinkRecord, len(recs))
+	for i, r := range recs {
+		out[i] = LinkRecord{Endpoints: r.eps, Segment: r.seg, Cell: r.cell}
+	}
+	return out, nil
+}

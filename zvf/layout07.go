@@ -1,0 +1,305 @@
+package zvf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/zvfserve/zvfserve/zvf/ragged"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+// layout07 is ZVF 0.6/0.7's layout: the cell of family F at chunk C is
+// the single-chunk uint8 array <F>/<C>/ (zarr.json + c/0), or a slice of
+// one of the reference writer's __shard_NNNNNN arrays that pack them; the
+// cross-chunk links of a delta are one global blob,
+// cross_chunk_links/<delta>/data (zvf-format §2, §5).
+type layout07 struct {
+	l      *Level
+	keys   []Key
+	packed bool // the store packs chunks into __shard_ arrays (root shard_layout)
+
+	mu  sync.Mutex
+	idx map[string]*arrayIndex // family -> where its chunks live
+
+	ccl map[int]*cclMeta // cross_chunk_links/<delta>
+}
+
+type cclMeta struct {
+	width    int
+	numLinks int64 // -1 unknown
+	ndim     int
+}
+
+// arrayIndex lists one per-chunk family: its chunk keys, and for keys
+// packed into the reference writer's __shard_NNNNNN arrays, where they
+// live.
+type arrayIndex struct {
+	keys   []Key
+	direct map[string]bool
+	shards map[string]shardRef
+	// allDirect: the store has no shard arrays, so every key is read from
+	// its own array and nothing was listed (the vertex listing already
+	// says which chunks exist; a missing blob is found by opening it).
+	allDirect bool
+}
+
+type shardRef struct {
+	shard    string // array path of the shard
+	off, len int64
+}
+
+// maxShardIndex bounds one shard's key count (the writer's default is 64
+// chunks a shard).
+const maxShardIndex = 1 << 20
+
+func newLayout07(l *Level, packed bool) *layout07 {
+	return &layout07{l: l, packed: packed, idx: map[string]*arrayIndex{}, ccl: map[int]*cclMeta{}}
+}
+
+func (y *layout07) sharded() bool { return y.packed }
+
+func (y *layout07) chunks() []Key { return y.keys }
+
+func (y *layout07) open(ctx context.Context) error {
+	l := y.l
+	idx, err := y.index(ctx, "vertices")
+	if err != nil {
+		return err
+	}
+	y.keys = idx.keys
+	a, ok, err := l.arrayAttrs(ctx, "links/0")
+	if err != nil {
+		return err
+	}
+	if ok {
+		l.intra = "links/0"
+		l.linkWidth = a.LinkWidth
+		if l.linkWidth == 0 {
+			l.linkWidth = 2
+		}
+		if l.linkWidth < 1 || l.linkWidth > 64 {
+			return l.s.errf(ErrCorrupt, l.n, "links/0", "", "link_width %d", l.linkWidth)
+		}
+	}
+	names, err := l.children(ctx, "cross_chunk_links")
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		d, ok := parseDelta(name)
+		if !ok {
+			continue
+		}
+		a, _, err := l.arrayAttrs(ctx, "cross_chunk_links/"+name)
+		if err != nil {
+			return err
+		}
+		m := &cclMeta{width: a.LinkWidth, numLinks: -1, ndim: a.SidNdim}
+		if m.width == 0 {
+			m.width = 2
+		}
+		if m.ndim == 0 {
+			m.ndim = l.keyArity
+		}
+		if a.NumLinks != nil {
+			m.numLinks = *a.NumLinks
+		}
+		if m.width < 1 || m.width > 64 || m.ndim > 32 {
+			return l.s.errf(ErrCorrupt, l.n, "cross_chunk_links/"+name, "", "link_width %d sid_ndim %d", m.width, m.ndim)
+		}
+		y.ccl[d] = m
+		l.linkDeltas = append(l.linkDeltas, d)
+	}
+	return nil
+}
+
+// index lists where family's chunks live; without __shard_ arrays only
+// the vertices are listed.
+func (y *layout07) index(ctx context.Context, family string) (*arrayIndex, error) {
+	l := y.l
+	y.mu.Lock()
+	idx, ok := y.idx[family]
+	y.mu.Unlock()
+	if ok {
+		return idx, nil
+	}
+	if !y.packed && family != "vertices" {
+		// Listing a per-chunk array's folder costs a directory entry per
+		// chunk (1.5 s for 57k chunks) to learn nothing new.
+		idx = &arrayIndex{allDirect: true}
+		y.mu.Lock()
+		y.idx[family] = idx
+		y.mu.Unlock()
+		return idx, nil
+	}
+	names, err := l.children(ctx, family)
+	if err != nil {
+		return nil, err
+	}
+	idx = &arrayIndex{direct: map[string]bool{}, shards: map[string]shardRef{}}
+	for _, name := range names {
+		if strings.HasPrefix(name, "__shard_") {
+			sp := join(join(l.path, family), name)
+			b, err := storage.ReadAll(ctx, l.s.st, join(sp, "zarr.json"), zarr.MaxMetadataBytes)
+			if err != nil {
+				return nil, l.s.wrap(kindOf(err), l.n, family, name, err)
+			}
+			node, err := zarr.ParseNode(b)
+			if err != nil {
+				return nil, l.s.wrap(ErrCorrupt, l.n, family, name, err)
+			}
+			var a struct {
+				Index map[string][2]int64 `json:"shard_index"`
+			}
+			if err := json.Unmarshal(node.Attributes, &a); err != nil || len(a.Index) > maxShardIndex {
+				return nil, l.s.errf(ErrCorrupt, l.n, family, name, "bad shard_index")
+			}
+			for k, r := range a.Index {
+				key, err := ParseKey(k)
+				if err != nil || len(key) != l.keyArity || r[0] < 0 || r[1] < 0 {
+					return nil, l.s.errf(ErrCorrupt, l.n, family, name, "bad shard_index entry %q %v", k, r)
+				}
+				ks := key.String()
+				if _, dup := idx.shards[ks]; !dup {
+					idx.keys = append(idx.keys, key)
+				}
+				idx.shards[ks] = shardRef{shard: sp, off: r[0], len: r[1]}
+			}
+			continue
+		}
+		key, err := ParseKey(name)
+		if err != nil {
+			continue
+		}
+		if len(key) != l.keyArity {
+			return nil, l.s.errf(ErrCorrupt, l.n, family, name, "chunk key has %d coordinates, want %d", len(key), l.keyArity)
+		}
+		if _, sh := idx.shards[key.String()]; !sh {
+			idx.keys = append(idx.keys, key)
+		}
+		idx.direct[key.String()] = true
+	}
+	sort.Slice(idx.keys, func(i, j int) bool { return compareKeys(idx.keys[i], idx.keys[j]) < 0 })
+	// dedupe (a key both direct and sharded)
+	out := idx.keys[:0]
+	for i, k := range idx.keys {
+		if i == 0 || !k.equal(idx.keys[i-1]) {
+			out = append(out, k)
+		}
+	}
+	idx.keys = out
+	y.mu.Lock()
+	if prev, ok := y.idx[family]; ok {
+		idx = prev
+	} else {
+		y.idx[family] = idx
+	}
+	y.mu.Unlock()
+	return idx, nil
+}
+
+func (y *layout07) cell(ctx context.Context, family string, key Key, ks string) ([]byte, error) {
+	l := y.l
+	idx, err := y.index(ctx, family)
+	if err != nil {
+		return nil, err
+	}
+	if ref, ok := shardOf(idx, ks); ok {
+		sb, err := y.shardBytes(ctx, family, ref.shard)
+		if err != nil {
+			return nil, err
+		}
+		if ref.off > int64(len(sb)) || ref.len > int64(len(sb))-ref.off {
+			return nil, l.s.errf(ErrCorrupt, l.n, family, ks, "shard_index [%d, %d] points outside shard %s of %d bytes", ref.off, ref.len, ref.shard, len(sb))
+		}
+		return sb[ref.off : ref.off+ref.len : ref.off+ref.len], nil
+	}
+	a, err := y.chunkArray(ctx, family, ks)
+	if err != nil {
+		return nil, err
+	}
+	b, err := a.ReadBytes(ctx)
+	if err != nil {
+		return nil, l.s.wrap(kindOf(err), l.n, family, ks, err)
+	}
+	return b, nil
+}
+
+// chunkArray opens the array of family's chunk ks: each chunk of a 0.7
+// family is an array with its own zarr.json.
+func (y *layout07) chunkArray(ctx context.Context, family, ks string) (*zarr.Array, error) {
+	l := y.l
+	a, err := zarr.OpenArray(ctx, l.s.st, join(join(l.path, family), ks), l.s.codecs)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, l.s.errf(ErrNotFound, l.n, family, ks, "%w", errMissing)
+		}
+		return nil, l.s.wrap(kindOf(err), l.n, family, ks, err)
+	}
+	return a, nil
+}
+
+func shardOf(idx *arrayIndex, ks string) (shardRef, bool) {
+	if idx.allDirect || idx.direct[ks] {
+		return shardRef{}, false
+	}
+	r, ok := idx.shards[ks]
+	return r, ok
+}
+
+func (y *layout07) shardBytes(ctx context.Context, family, shard string) ([]byte, error) {
+	l := y.l
+	v, err := l.cached(ctx, l.cacheKey("shard", shard), func(ctx context.Context) (any, int64, error) {
+		a, err := zarr.OpenArray(ctx, l.s.st, shard, l.s.codecs)
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, family, shard, err)
+		}
+		b, err := a.ReadBytes(ctx)
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, family, shard, err)
+		}
+		return b, int64(len(b)) + 64, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// crossLinks returns every record of cross_chunk_links/<delta> (0.7 keeps
+// them in one blob, read once and cached, whatever keys asks).
+func (y *layout07) crossLinks(ctx context.Context, delta int, _ []Key) ([][]ragged.Endpoint, error) {
+	l := y.l
+	m, ok := y.ccl[delta]
+	if !ok {
+		return nil, nil
+	}
+	name := "cross_chunk_links/" + deltaName(delta)
+	v, err := l.cached(ctx, l.cacheKey("ccl", deltaName(delta)), func(ctx context.Context) (any, int64, error) {
+		a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, name+"/data"), l.s.codecs)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, storage.ErrNotFound) {
+			return [][]ragged.Endpoint{}, 16, nil
+		}
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, name, "", err)
+		}
+		b, err := a.ReadBytes(ctx)
+		if err != nil {
+			return nil, 0, l.s.wrap(kindOf(err), l.n, name, "", err)
+		}
+		recs, err := ragged.DecodeLinks(b, m.width, m.ndim, m.numLinks)
+		if err != nil {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, name, "", "%w", err)
+		}
+		return recs, int64(len(b)) * 2, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([][]ragged.Endpoint), nil
+}

@@ -1,0 +1,165 @@
+package zvf_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// writeObjectIDs makes level 0 of the store at dir a vlen_manifests_v2
+// index (ZVF 0.9.2): manifest row r holds object ids[r].
+func writeObjectIDs(t *testing.T, dir string, ids []int64) {
+	t.Helper()
+	meta := fmt.Sprintf(`{"zarr_format":3,"node_type":"array","shape":[%d],"data_type":"int64",`+
+		`"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[%d]}},`+
+		`"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},"fill_value":-1,`+
+		`"codecs":[{"name":"bytes","configuration":{"endian":"little"}}],"attributes":{"zv_array":"object_ids"}}`, len(ids), len(ids))
+	var data []byte
+	for _, id := range ids {
+		data = binary.LittleEndian.AppendUint64(data, uint64(id))
+	}
+	p := filepath.Join(dir, "0/object_index/object_ids")
+	for name, b := range map[string][]byte{"zarr.json": []byte(meta), "c/0": data} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(p, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mutate(t, filepath.Join(dir, "0/object_index/zarr.json"), func(b []byte) []byte {
+		return []byte(strings.Replace(string(b), `"vlen_manifests_v1"`, `"vlen_manifests_v2"`, 1))
+	})
+}
+
+// TestObjectIndexV2: with vlen_manifests_v2 an object is found by its id
+// in object_index/object_ids, not by its manifest row — its vertices,
+// manifest and object attributes are those of its row, a bbox names each
+// vertex's object by id, and a row number that is no id is not found —
+// whether the ids ascend (binary search) or not (a map), and after a
+// cancelled first request; a malformed object_ids is a typed error naming
+// the array.
+func TestObjectIndexV2(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "points_pyramid_v09"
+	orig, _ := openFixture09(t, name)
+	l1, _ := orig.Level(0)
+	all := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}}
+	want := bbox(t, l1, all.Min, all.Max, nil, false)
+	for _, tc := range []struct {
+		name string
+		ids  []int64
+	}{
+		{"ascending", []int64{3, 10, 11, 500, 1 << 40, 1<<40 + 1}},
+		{"unordered", []int64{1000, 7, 3000, 42, 5, 99}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
+			writeObjectIDs(t, dir, tc.ids)
+			st, err := blobstore.Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ := s.Level(0)
+			if got := l.Info().ObjectIndexLayout; got != "vlen_manifests_v2" {
+				t.Fatalf("object_index_layout %q", got)
+			}
+			// A request cancelled while object_ids loads leaves nothing
+			// behind: the next one reads it.
+			cancelled, cancel := context.WithCancel(ctx)
+			cancel()
+			if _, err := l.Object(cancelled, tc.ids[0], nil); err == nil {
+				t.Fatal("a cancelled request found an object")
+			}
+			for row, id := range tc.ids {
+				a, err := l1.Object(ctx, int64(row), []string{"*"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := l.Object(ctx, id, []string{"*"})
+				if err != nil {
+					t.Fatalf("object %d (row %d): %v", id, row, err)
+				}
+				if fmt.Sprint(a.Vertices.Data, a.FragmentCounts, a.ObjectAttributes) != fmt.Sprint(b.Vertices.Data, b.FragmentCounts, b.ObjectAttributes) {
+					t.Fatalf("object %d is not row %d's object", id, row)
+				}
+				oa, err := l.ObjectAttributes(ctx, id)
+				if err != nil || fmt.Sprint(oa) != fmt.Sprint(a.ObjectAttributes) {
+					t.Fatalf("object attributes of %d: %v, want row %d's", id, err, row)
+				}
+				ma, _ := l1.Manifest(ctx, int64(row))
+				mb, err := l.Manifest(ctx, id)
+				if err != nil || fmt.Sprint(ma.Blocks) != fmt.Sprint(mb.Blocks) {
+					t.Fatalf("manifest of %d: %v", id, err)
+				}
+			}
+			for _, missing := range []int64{1, 2, 4, 6} {
+				if _, err := l.Object(ctx, missing, nil); !errors.Is(err, zvf.ErrNotFound) {
+					t.Errorf("object %d (a row number, no id): %v", missing, err)
+				}
+				if _, err := l.ObjectAttributes(ctx, missing); !errors.Is(err, zvf.ErrNotFound) {
+					t.Errorf("object attributes of %d (a row number, no id): %v", missing, err)
+				}
+			}
+			got := bbox(t, l, all.Min, all.Max, nil, false)
+			if len(got.ids) != len(want.ids) {
+				t.Fatalf("%d object ids, want %d", len(got.ids), len(want.ids))
+			}
+			for i, row := range want.ids {
+				wantID := int64(-1)
+				if row >= 0 {
+					wantID = tc.ids[row]
+				}
+				if got.ids[i] != wantID {
+					t.Fatalf("vertex %d: object %d, want %d (row %d)", i, got.ids[i], wantID, row)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		ids  []int64
+		msg  string
+	}{
+		{"duplicate id", []int64{1, 2, 3, 2, 5, 6}, "object id 2 at rows 1 and 3"},
+		{"too few ids", []int64{1, 2, 3}, "needs 6 integer object ids"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
+			writeObjectIDs(t, dir, tc.ids)
+			st, err := blobstore.Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			s, err := zvf.Open(ctx, st, zvf.Options{Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ := s.Level(0)
+			_, err = l.Object(ctx, 5, nil)
+			var ze *zvf.Error
+			if !errors.As(err, &ze) || !errors.Is(err, zvf.ErrCorrupt) || ze.Array != "object_index/object_ids" || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v, want a corrupt-data error on object_index/object_ids saying %q", err, tc.msg)
+			}
+		})
+	}
+}

@@ -1,0 +1,118 @@
+package zvf_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// addFile writes path (creating its folders) until t ends, when it is
+// removed again.
+func addFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(path); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// TestRefused09: what this server does not read is refused at open with
+// ErrUnsupported and a message naming the version, layout or capability
+// (and, for the 0.8 layouts, the path that told them apart and what to
+// do): unknown versions, the three 0.8 layouts, 0.9.4 dense manifests, an
+// object index layout it does not know, and the split skeleton layout.
+func TestRefused09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	group := func(attrs string) string {
+		return `{"zarr_format":3,"node_type":"group","attributes":` + attrs + `}`
+	}
+	version := func(v string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			mutate(t, filepath.Join(dir, "zarr.json"), func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), `"0.9.0"`, `"`+v+`"`, 1))
+			})
+		}
+	}
+	cross08 := func(attrs string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			version("0.8.0")(t, dir)
+			addFile(t, filepath.Join(dir, "0/cross_chunk_links/0/zarr.json"), group(attrs))
+		}
+	}
+	for _, tc := range []struct {
+		name, store string
+		change      func(t *testing.T, dir string)
+		want        []string
+	}{
+		{"a newer 0.9 revision", "graph_v09", version("0.9.7"), []string{`"0.9.7"`, "newer than the 0.9 revisions", "0.9.0–0.9.4"}},
+		{"a major version", "graph_v09", version("1.0.0"), []string{`"1.0.0"`, "not supported", "0.6.x, 0.7.x and 0.9.0–0.9.4"}},
+		{"not a version", "graph_v09", version("0.9.x"), []string{`"0.9.x"`, "not a version"}},
+		{"0.8 of no known layout", "graph_v09", version("0.8.0"), []string{`"0.8.0"`, "ZVF 0.8 layout", "migrate the store to ZVF 0.9.0"}},
+		{"0.8 partitioned_v1", "graph_v09", cross08(`{"layout":"partitioned_v1"}`), []string{"partitioned_v1", "0/cross_chunk_links/0", "migrate"}},
+		{"0.8 sharded_v1", "graph_v09", cross08(`{"layout":"sharded_v1"}`), []string{"sharded_v1", "0/cross_chunk_links/0", "migrate"}},
+		{"0.8 per-tuple cells", "graph_v09", cross08(`{"directed":false,"store":"canonical"}`), []string{"per-tuple cross-chunk link cells with perm_idx", "0/cross_chunk_links/0"}},
+		{"0.8 capability", "graph_v09", func(t *testing.T, dir string) {
+			version("0.8.1")(t, dir)
+			mutate(t, filepath.Join(dir, "zarr.json"), func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), `"multiscale_links"`, `"partitioned_cross_chunk_links"`, 1))
+			})
+		}, []string{"partitioned_cross_chunk_links", `"0.8.1"`}},
+		{"dense manifests", "graph_v09", func(t *testing.T, dir string) {
+			version("0.9.4")(t, dir)
+			mutate(t, filepath.Join(dir, "zarr.json"), func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), `"multiscale_links"`, `"dense_manifests"`, 1))
+			})
+		}, []string{`"dense_manifests"`, "0.9.4 dense object manifests"}},
+		{"unknown object index layout", "points_pyramid_v09", func(t *testing.T, dir string) {
+			mutate(t, filepath.Join(dir, "0/object_index/zarr.json"), func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), `"vlen_manifests_v1"`, `"dense_manifests_v1"`, 1))
+			})
+		}, []string{`layout "dense_manifests_v1" is not read`, "object_index"}},
+		{"split skeleton", "skeleton_v09", func(t *testing.T, dir string) {
+			mutate(t, filepath.Join(dir, "zarr.json"), func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), zvf.SkeletonLinked, zvf.SkeletonSplit, 1))
+			})
+		}, []string{zvf.SkeletonSplit, "stored in both chunks", "only linked_across_chunks"}},
+		{"unknown skeleton layout", "skeleton_v09", func(t *testing.T, dir string) {
+			mutate(t, filepath.Join(dir, "zarr.json"), func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), zvf.SkeletonLinked, "braided", 1))
+			})
+		}, []string{`"braided" is not a layout this server knows`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := zvftest.CopyTree(t, filepath.Join(fixtures09, tc.store+".zarrvectors"))
+			tc.change(t, dir)
+			st, err := blobstore.Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			_, err = zvf.Open(ctx, st, zvf.Options{Name: tc.store})
+			var ze *zvf.Error
+			if !errors.As(err, &ze) || !errors.Is(err, zvf.ErrUnsupported) {
+				t.Fatalf("err = %v, want a *zvf.Error of kind unsupported", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
