@@ -34,6 +34,17 @@ func (l *Level) objectRow(ctx context.Context, id int64) (int64, error) {
 	return row, nil
 }
 
+// ObjectIDAt is the id of the object in manifest row row (0 ≤ row <
+// ObjectCount): the row itself, or object_ids[row] where the index names
+// objects by id (ZVF 0.9.2 vlen_manifests_v2). It lists a level's objects,
+// whose ids need not be 0 … ObjectCount-1.
+func (l *Level) ObjectIDAt(ctx context.Context, row int64) (int64, error) {
+	if l.objects == nil || row < 0 || row >= l.objects.num {
+		return 0, l.s.errf(ErrNotFound, l.n, "object_index", "", "no manifest row %d at level %d", row, l.n)
+	}
+	return l.objectAt(ctx, row)
+}
+
 // objectAt is the id of the object in manifest row row.
 func (l *Level) objectAt(ctx context.Context, row int64) (int64, error) {
 	if !l.objects.byID {

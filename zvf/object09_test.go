@@ -2,10 +2,8 @@ package zvf_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,32 +13,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
-
-// writeObjectIDs makes level 0 of the store at dir a vlen_manifests_v2
-// index (ZVF 0.9.2): manifest row r holds object ids[r].
-func writeObjectIDs(t *testing.T, dir string, ids []int64) {
-	t.Helper()
-	meta := fmt.Sprintf(`{"zarr_format":3,"node_type":"array","shape":[%d],"data_type":"int64",`+
-		`"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[%d]}},`+
-		`"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},"fill_value":-1,`+
-		`"codecs":[{"name":"bytes","configuration":{"endian":"little"}}],"attributes":{"zv_array":"object_ids"}}`, len(ids), len(ids))
-	var data []byte
-	for _, id := range ids {
-		data = binary.LittleEndian.AppendUint64(data, uint64(id))
-	}
-	p := filepath.Join(dir, "0/object_index/object_ids")
-	for name, b := range map[string][]byte{"zarr.json": []byte(meta), "c/0": data} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(p, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(p, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mutate(t, filepath.Join(dir, "0/object_index/zarr.json"), func(b []byte) []byte {
-		return []byte(strings.Replace(string(b), `"vlen_manifests_v1"`, `"vlen_manifests_v2"`, 1))
-	})
-}
 
 // TestObjectIndexV2: with vlen_manifests_v2 an object is found by its id
 // in object_index/object_ids, not by its manifest row — its vertices,
@@ -67,7 +39,7 @@ func TestObjectIndexV2(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
-			writeObjectIDs(t, dir, tc.ids)
+			zvftest.WriteObjectIDs(t, dir, tc.ids)
 			st, err := blobstore.Open(ctx, dir)
 			if err != nil {
 				t.Fatal(err)
@@ -144,7 +116,7 @@ func TestObjectIndexV2(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
-			writeObjectIDs(t, dir, tc.ids)
+			zvftest.WriteObjectIDs(t, dir, tc.ids)
 			st, err := blobstore.Open(ctx, dir)
 			if err != nil {
 				t.Fatal(err)

@@ -344,8 +344,8 @@ func (p *plan) byID(ctx context.Context, id int64) ([]byte, error) {
 			return nil, err
 		}
 	case kindPolyline:
-		i := sort.Search(len(p.objects), func(i int) bool { return p.objects[i].id >= id })
-		if i == len(p.objects) || p.objects[i].id != id {
+		i, ok := p.objectNamed(id)
+		if !ok {
 			return nil, missing
 		}
 		if err := p.polylineRecord(ctx, i, &l); err != nil {

@@ -108,7 +108,11 @@ func has(list []string, s string) bool {
 // layer shows the segments its state names; a missing one is an error).
 func someObjects(ctx context.Context, l0 *zvf.Level) []string {
 	var out []string
-	for id := int64(0); id < l0.Info().ObjectCount && len(out) < stateSegments && id < 4*stateSegments; id++ {
+	for row := int64(0); row < l0.Info().ObjectCount && len(out) < stateSegments && row < 4*stateSegments; row++ {
+		id, err := l0.ObjectIDAt(ctx, row)
+		if err != nil {
+			break
+		}
 		ok, err := l0.HasObject(ctx, id)
 		if err != nil {
 			break

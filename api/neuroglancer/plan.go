@@ -1,10 +1,13 @@
 package neuroglancer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -73,9 +76,12 @@ type plan struct {
 	// point sources
 	first []int64 // dense id of each chunk's first row; len(keys)+1
 	// object sources
-	objects   []planObject
-	edgeFirst []int64 // line sources: dense id of each object's first edge; len(objects)+1
-	size      int64   // bytes, for the cache
+	objects []planObject
+	// objectIndex finds an object by id where ids do not ascend with
+	// manifest rows (an index by id, ZVF 0.9.2); nil: binary search.
+	objectIndex map[int64]int32
+	edgeFirst   []int64 // line sources: dense id of each object's first edge; len(objects)+1
+	size        int64   // bytes, for the cache
 }
 
 type spatialLevel struct {
@@ -369,31 +375,55 @@ func (p *plan) assignObjects(ctx context.Context, st *zvf.Store) error {
 			return err
 		}
 		for j := range reads[:end-start] {
-			if err := p.file(ctx, start+int64(j), &reads[j], present); err != nil {
+			if err := p.file(ctx, reads[j].id, &reads[j], present); err != nil {
 				return err
 			}
 		}
 	}
+	if !slices.IsSortedFunc(p.objects, func(a, b planObject) int { return cmp.Compare(a.id, b.id) }) {
+		p.objectIndex = make(map[int64]int32, len(p.objects))
+		for i := range p.objects {
+			p.objectIndex[p.objects[i].id] = int32(i)
+		}
+		p.size += 16 * int64(len(p.objects))
+	}
 	return nil
+}
+
+// objectNamed is the index in p.objects of object id.
+func (p *plan) objectNamed(id int64) (int, bool) {
+	if p.objectIndex != nil {
+		i, ok := p.objectIndex[id]
+		return int(i), ok
+	}
+	i := sort.Search(len(p.objects), func(i int) bool { return p.objects[i].id >= id })
+	return i, i < len(p.objects) && p.objects[i].id == id
 }
 
 // objectBatch is how many objects a plan reads at a time.
 const objectBatch = 4096
 
 type objectRead struct {
+	id     int64 // the object of the manifest row read
 	chunks []int32
 	edges  []int64
 }
 
-// readObjects reads the manifests (and, for lines, the edges) of objects
-// start, start+1, … into reads.
+// readObjects reads the manifests (and, for lines, the edges) of the
+// objects in manifest rows start, start+1, … into reads (ids are the rows
+// unless the store's index names objects by id).
 func (p *plan) readObjects(ctx context.Context, ordinal map[string]int32, start int64, reads []objectRead) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(readConcurrency)
 	for j := range reads {
-		id := start + int64(j)
+		row := start + int64(j)
 		reads[j] = objectRead{}
 		g.Go(func() error {
+			id, err := p.level0.ObjectIDAt(gctx, row)
+			if err != nil {
+				return err
+			}
+			reads[j].id = id
 			m, err := p.level0.Manifest(gctx, id)
 			if err != nil {
 				return err

@@ -192,7 +192,11 @@ func segmentProperties(ctx context.Context, l0 *zvf.Level) ([]byte, error) {
 	}
 	info := l0.Info()
 	var ids []int64
-	for id := range info.ObjectCount {
+	for row := range info.ObjectCount {
+		id, err := l0.ObjectIDAt(ctx, row)
+		if err != nil {
+			return nil, err
+		}
 		ok, err := l0.HasObject(ctx, id)
 		if err != nil {
 			return nil, err

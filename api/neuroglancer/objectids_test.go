@@ -1,0 +1,77 @@
+package neuroglancer_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// TestObjectsByID09: on a ZVF 0.9.2 store whose object index names
+// objects by id (object_index/object_ids), the segment list, skeletons
+// and line annotations use those ids — not manifest row numbers, which
+// are then no object at all.
+func TestObjectsByID09(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		fixture string
+		objects int
+		route   string // the object's route, %d its id
+	}{
+		{"skeleton_v09", 5, "/ng/s/skeletons/"},
+		{"streamlines_v09", 40, "/ng/s/annotations/by_id/"},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			dir := zvftest.CopyTree(t, filepath.Join("../../testdata/zvf-0.9", tc.fixture+".zarrvectors"))
+			ids := make([]int64, tc.objects)
+			for row := range ids {
+				ids[row] = 5000 - 3*int64(row) // descending: no row is its own id
+			}
+			zvftest.WriteObjectIDs(t, dir, ids)
+			bs, err := blobstore.Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = bs.Close() })
+			s, err := zvf.Open(ctx, bs, zvf.Options{Name: "s", Cache: cache.New(64 << 20)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ts := newServer(t, api.Options{Stores: []*zvf.Store{s}})
+			if tc.fixture == "skeleton_v09" {
+				var props struct {
+					Inline struct{ IDs []string } `json:"inline"`
+				}
+				if err := json.Unmarshal(mustGet(t, ts, "/ng/s/skeletons/seg_props/info"), &props); err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, id := range ids {
+					want = append(want, strconv.FormatInt(id, 10))
+				}
+				got := slices.Clone(props.Inline.IDs)
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Fatalf("segment ids %v, want %v", props.Inline.IDs, want)
+				}
+			}
+			for row, id := range ids {
+				if resp, b := get(t, ts, tc.route+strconv.FormatInt(id, 10)); resp.StatusCode != 200 || len(b) == 0 {
+					t.Fatalf("object %d (row %d): %d %.200s", id, row, resp.StatusCode, b)
+				}
+			}
+			if resp, b := get(t, ts, tc.route+"1"); resp.StatusCode != 404 {
+				t.Fatalf("row 1, which is no id: %d %.200s", resp.StatusCode, b)
+			}
+		})
+	}
+}
