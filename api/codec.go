@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"runtime"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -32,22 +31,22 @@ type encoder interface {
 	end(t *trailer) error
 }
 
-type jsonCodec struct{}
+type jsonCodec struct{ text *batchers }
 
 func (jsonCodec) format() string      { return "json" }
 func (jsonCodec) contentType() string { return "application/json" }
 func (jsonCodec) compressible() bool  { return true }
-func (jsonCodec) newEncoder() encoder {
-	return &jsonEncoder{par: batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}}}
+func (c jsonCodec) newEncoder() encoder {
+	return &jsonEncoder{text: c.text, par: c.text.get()}
 }
 
-type ndjsonCodec struct{}
+type ndjsonCodec struct{ text *batchers }
 
 func (ndjsonCodec) format() string      { return "ndjson" }
 func (ndjsonCodec) contentType() string { return "application/x-ndjson" }
 func (ndjsonCodec) compressible() bool  { return true }
-func (ndjsonCodec) newEncoder() encoder {
-	return &ndjsonEncoder{par: batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}}}
+func (c ndjsonCodec) newEncoder() encoder {
+	return &ndjsonEncoder{text: c.text, par: c.text.get()}
 }
 
 type binaryCodec struct{}
@@ -58,11 +57,14 @@ func (binaryCodec) compressible() bool  { return false }
 func (binaryCodec) newEncoder() encoder { return &binaryEncoder{} }
 
 // payloadCodecs are the vertex payload formats, the server's preference
-// first (the answer to a request that does not say).
-func payloadCodecs() []codec { return []codec{jsonCodec{}, ndjsonCodec{}, binaryCodec{}} }
+// first (the answer to a request that does not say); the text formats
+// take their buffers from text.
+func payloadCodecs(text *batchers) []codec {
+	return []codec{jsonCodec{text}, ndjsonCodec{text}, binaryCodec{}}
+}
 
 // jsonOnly is the codec list of the routes that answer JSON documents.
-func jsonOnly() []codec { return []codec{jsonCodec{}} }
+func jsonOnly(text *batchers) []codec { return []codec{jsonCodec{text}} }
 
 // payloadMeta opens a vertex payload (bbox, object or chunk answer).
 type payloadMeta struct {

@@ -115,7 +115,8 @@ type jsonEncoder struct {
 	w     *bufio.Writer
 	m     *payloadMeta
 	n     int64
-	par   batcher
+	text  *batchers
+	par   *batcher
 	buf   []byte
 	ids   []byte
 	attrs [][]byte
@@ -177,6 +178,8 @@ func (e *jsonEncoder) end(t *trailer) error {
 	if err := e.par.flush(e.write); err != nil {
 		return err
 	}
+	e.text.put(e.par)
+	e.par = nil
 	buf := e.buf[:0]
 	buf = append(buf, ']')
 	if e.m.ObjectIDs {

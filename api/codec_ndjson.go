@@ -12,9 +12,10 @@ import (
 // {"v":[…],"id":…,"a":{…}}, then a closing line with count, next and
 // connectivity.
 type ndjsonEncoder struct {
-	w   *bufio.Writer
-	m   *payloadMeta
-	par batcher
+	w    *bufio.Writer
+	m    *payloadMeta
+	text *batchers
+	par  *batcher
 }
 
 func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
@@ -60,6 +61,8 @@ func (e *ndjsonEncoder) end(t *trailer) error {
 	if err := e.par.flush(e.write); err != nil {
 		return err
 	}
+	e.text.put(e.par)
+	e.par = nil
 	m := map[string]any{"count": t.Count, "next": nil}
 	if t.Next != "" {
 		m["next"] = t.Next

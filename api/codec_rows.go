@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"runtime"
 	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf"
@@ -17,11 +18,15 @@ import (
 // chunk's rows, often fewer than a segment, so small batches are first
 // gathered into a run (batchRun) and formatted a round at a time.
 
-// segRows is the rows one worker formats per round: large enough that
-// starting a goroutine (about a microsecond) is noise beside formatting
-// them (about 0.5 ms), small enough that a round's buffers stay near
-// 100 KB each.
-const segRows = 4096
+// segRows is the most rows one worker formats per round, and minSegRows
+// the fewest worth a worker of their own. Each round is a fork and a
+// join (waking an idle core costs tens of microseconds), so rounds are
+// large: 16,384 rows are about 10 ms of formatting and half a megabyte of
+// JSON.
+const (
+	segRows    = 16384
+	minSegRows = 2048
+)
 
 type rowFormatter struct {
 	workers int      // cores to use; 1 formats on the caller's goroutine
@@ -30,62 +35,59 @@ type rowFormatter struct {
 
 // format writes rows [0, rows) of a batch: each(dst, lo, hi) appends rows
 // lo..hi-1 (and whatever separates them from the rows before lo) to dst.
+// A round's rows are split evenly between the workers it is worth.
 func (f *rowFormatter) format(w *bufio.Writer, rows int, each func(dst []byte, lo, hi int) []byte) error {
-	p := min(f.workers, (rows+segRows-1)/segRows)
-	if p <= 1 {
-		if len(f.segs) == 0 {
-			f.segs = make([][]byte, 1)
+	if len(f.segs) < max(f.workers, 1) {
+		f.segs = append(f.segs, make([][]byte, max(f.workers, 1)-len(f.segs))...)
+	}
+	for start := 0; start < rows; {
+		n := min(rows-start, max(f.workers, 1)*segRows)
+		k := max(1, min(f.workers, n/minSegRows)) // segments this round
+		if k == 1 {
+			f.segs[0] = each(f.segs[0][:0], start, start+n)
+		} else {
+			f.fork(start, n, k, each)
 		}
-		for lo := 0; lo < rows; lo += segRows {
-			f.segs[0] = each(f.segs[0][:0], lo, min(lo+segRows, rows))
-			if _, err := w.Write(f.segs[0]); err != nil {
+		for _, b := range f.segs[:k] {
+			if _, err := w.Write(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		start += n
 	}
-	if len(f.segs) < p {
-		f.segs = append(f.segs, make([][]byte, p-len(f.segs))...)
-	}
+	return nil
+}
+
+// fork formats rows start … start+n-1 into k segments, k-1 of them on
+// goroutines of their own.
+func (f *rowFormatter) fork(start, n, k int, each func(dst []byte, lo, hi int) []byte) {
 	var wg sync.WaitGroup
 	var failed struct {
 		sync.Mutex
 		v any
 	}
-	for start := 0; start < rows; start += p * segRows {
-		n := 0 // segments this round
-		for s := 0; s < p && start+s*segRows < rows; s++ {
-			n++
-			lo := start + s*segRows
-			hi := min(lo+segRows, rows)
-			if s == 0 {
-				continue // the caller's own share, below
-			}
-			wg.Go(func() {
-				// A panic here would end the process: hand it to the
-				// request's goroutine, whose recoverer answers 500.
-				defer func() {
-					if v := recover(); v != nil {
-						failed.Lock()
-						failed.v = v
-						failed.Unlock()
-					}
-				}()
-				f.segs[s] = each(f.segs[s][:0], lo, hi)
-			})
-		}
-		f.segs[0] = each(f.segs[0][:0], start, min(start+segRows, rows))
-		wg.Wait()
-		if failed.v != nil {
-			panic(failed.v)
-		}
-		for _, b := range f.segs[:n] {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-		}
+	per := (n + k - 1) / k
+	for s := 1; s < k; s++ {
+		lo := start + s*per
+		hi := min(lo+per, start+n)
+		wg.Go(func() {
+			// A panic here would end the process: hand it to the
+			// request's goroutine, whose recoverer answers 500.
+			defer func() {
+				if v := recover(); v != nil {
+					failed.Lock()
+					failed.v = v
+					failed.Unlock()
+				}
+			}()
+			f.segs[s] = each(f.segs[s][:0], lo, hi)
+		})
 	}
-	return nil
+	f.segs[0] = each(f.segs[0][:0], start, min(start+per, start+n))
+	wg.Wait()
+	if failed.v != nil {
+		panic(failed.v)
+	}
 }
 
 // round is the rows worth formatting at once on f's workers.
@@ -133,16 +135,51 @@ func (r *batchRun) add(b *zvf.Batch) {
 type batcher struct {
 	rows rowFormatter
 	run  batchRun
+	sent int // rows of this answer written so far
+}
+
+// batchers recycles batchers (their buffers: a round of rows and its
+// text, a megabyte or two) across a server's text answers.
+type batchers struct{ pool sync.Pool }
+
+// get returns a batcher using every core.
+func (p *batchers) get() *batcher {
+	if b, ok := p.pool.Get().(*batcher); ok {
+		return b
+	}
+	return &batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}}
+}
+
+// put keeps t for the next answer unless an unusual answer (very wide
+// attribute rows) grew its buffers past what is worth holding.
+func (p *batchers) put(t *batcher) {
+	n := cap(t.run.vdata) + 8*cap(t.run.ids)
+	for _, b := range t.run.adata {
+		n += cap(b)
+	}
+	for _, b := range t.rows.segs {
+		n += cap(b)
+	}
+	if n > 16<<20 {
+		return
+	}
+	t.run.b = zvf.Batch{Attributes: t.run.b.Attributes[:0]}
+	t.sent = 0
+	p.pool.Put(t)
 }
 
 // batch passes b to write at once, or adds it to the run and passes the
-// run when it holds a round.
+// run when it holds enough rows: a few thousand for an answer's first
+// bytes (so that it starts streaming at once), then twice as many each
+// time up to a round.
 func (t *batcher) batch(b *zvf.Batch, write func(*zvf.Batch) error) error {
-	if t.rows.workers <= 1 || (t.run.b.Rows == 0 && b.Rows >= t.rows.round()) {
+	want := min(max(t.sent, minSegRows*t.rows.workers), t.rows.round())
+	if t.rows.workers <= 1 || (t.run.b.Rows == 0 && b.Rows >= want) {
+		t.sent += b.Rows
 		return write(b)
 	}
 	t.run.add(b)
-	if t.run.b.Rows < t.rows.round() {
+	if t.run.b.Rows < want {
 		return nil
 	}
 	return t.flush(write)
@@ -153,6 +190,7 @@ func (t *batcher) flush(write func(*zvf.Batch) error) error {
 	if t.run.b.Rows == 0 {
 		return nil
 	}
+	t.sent += t.run.b.Rows
 	err := write(&t.run.b)
 	t.run.b.Rows = 0
 	return err

@@ -35,7 +35,8 @@ func TestParallelFormattingSameBytes(t *testing.T) {
 	for _, want := range []int{500, 20_000, n} {
 		lo, hi := synth.BoxFor(n, want, 0)
 		meta := &payloadMeta{Kind: "bbox", Store: "streamlines", Dims: 3, VertexDType: l.VertexDType(), Attributes: l.Info().VertexAttributes, ObjectIDs: true}
-		for _, c := range []codec{jsonCodec{}, ndjsonCodec{}} {
+		var text batchers
+		for _, c := range []codec{jsonCodec{&text}, ndjsonCodec{&text}} {
 			var outs [3]bytes.Buffer
 			for k, workers := range []int{1, 2, 5} {
 				enc := c.newEncoder()

@@ -92,7 +92,7 @@ func (s *Server) payloadRequest(w http.ResponseWriter, r *http.Request, st *zvf.
 	if attrs, err = parseAttrs(query(r)); err != nil {
 		return nil, rep, false, err
 	}
-	if rep, err = negotiate(r, payloadCodecs()); err != nil {
+	if rep, err = negotiate(r, payloadCodecs(&s.text)); err != nil {
 		return nil, rep, false, err
 	}
 	return attrs, rep, s.notModified(w, r, s.etag(st, r, rep)), nil
@@ -282,7 +282,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rep, err := negotiate(r, payloadCodecs())
+	rep, err := negotiate(r, payloadCodecs(&s.text))
 	if err != nil {
 		return err
 	}

@@ -233,7 +233,7 @@ func (b *bodyWriter) finish(s *Server, start time.Time) error {
 // writeJSON sends a small JSON document with ETag support.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store, v any) error {
 	start := s.o.Now()
-	rep, err := negotiate(r, jsonOnly())
+	rep, err := negotiate(r, jsonOnly(&s.text))
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,7 @@ type Server struct {
 	ready   atomic.Bool
 	handler http.Handler
 	pools   bodyPools
+	text    batchers               // the text formats' row buffers
 	params  map[string][]paramSpec // every route's query parameters
 	reqs    atomic.Uint64          // request ids
 }
