@@ -413,19 +413,8 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, err := s.source(r, "skeletons")
-	if err != nil {
-		return err
-	}
-	id, err := parseID(r)
-	if err != nil {
-		return err
-	}
-	if s.notModified(w, r, st) {
-		return nil
-	}
-	l0, err := st.Level(0)
-	if err != nil {
+	st, l0, id, done, err := s.objectRequest(w, r, "skeletons")
+	if err != nil || done {
 		return err
 	}
 	key := fmt.Sprintf("skeleton\x00%d", id)
@@ -436,6 +425,25 @@ func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.send(w, r, st, key, mediaBinary, body, start)
+}
+
+// objectRequest is the prologue of the routes that answer one object: the
+// store behind the route, the object id in the path and level 0; done
+// when the client's copy is current.
+func (s *Server) objectRequest(w http.ResponseWriter, r *http.Request, route string) (st *zvf.Store, l0 *zvf.Level, id int64, done bool, err error) {
+	if st, err = s.source(r, route); err != nil {
+		return nil, nil, 0, false, err
+	}
+	if id, err = parseID(r); err != nil {
+		return nil, nil, 0, false, err
+	}
+	if s.notModified(w, r, st) {
+		return nil, nil, 0, true, nil
+	}
+	if l0, err = st.Level(0); err != nil {
+		return nil, nil, 0, false, err
+	}
+	return st, l0, id, false, nil
 }
 
 func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request) error {
@@ -520,19 +528,8 @@ func (s *Server) meshManifest(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) meshFragment(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, err := s.source(r, "meshes")
-	if err != nil {
-		return err
-	}
-	id, err := parseID(r)
-	if err != nil {
-		return err
-	}
-	if s.notModified(w, r, st) {
-		return nil
-	}
-	l0, err := st.Level(0)
-	if err != nil {
+	st, l0, id, done, err := s.objectRequest(w, r, "meshes")
+	if err != nil || done {
 		return err
 	}
 	dims, _ := dimensions(st.Info().Axes)
