@@ -176,6 +176,9 @@ func (c *Column) At(i int) Number { return c.typ.At(c.Data, i) }
 // RowBytes is the size of one row of the column (its Channels elements).
 func (c *Column) RowBytes() int { return c.Channels * c.typ.Size }
 
+// ItemBytes is the size of one element of the column.
+func (c *Column) ItemBytes() int { return c.typ.Size }
+
 // Batch is the rows one chunk contributes to an answer, in chunk row order.
 type Batch struct {
 	Chunk      Key

@@ -250,14 +250,13 @@ func (p *plan) pointRows(ctx context.Context, c int, want func(id int64) bool, l
 			return err
 		}
 	}
-	width := dtypeSize(t.Vertices.DType) * p.rank
 	for r := range t.Rows {
 		id := p.first[c] + int64(r)
 		if !want(id) {
 			continue
 		}
 		l.begin(id)
-		l.recs = putFloat32s(l.recs, t.Vertices.Data[r*width:], t.Vertices.DType, p.rank)
+		l.recs = putFloat32s(l.recs, &t.Vertices, r*p.rank, p.rank)
 		owner := int64(-1)
 		if owners != nil {
 			owner = owners[r]
@@ -294,7 +293,7 @@ func (p *plan) polylineRecord(ctx context.Context, i int, l *list) error {
 	}
 	l.begin(o.ID)
 	l.recs = binary.LittleEndian.AppendUint32(l.recs, uint32(o.Count))
-	l.recs = putFloat32s(l.recs, o.Vertices.Data, o.Vertices.DType, int(o.Count)*p.rank)
+	l.recs = putFloat32s(l.recs, &o.Vertices, 0, int(o.Count)*p.rank)
 	l.recs = p.appendProps(l.recs, o.Attributes, 0, o.ObjectAttributes, o.ID)
 	return nil
 }
@@ -315,7 +314,6 @@ func (p *plan) lineRecords(ctx context.Context, i int, want func(id, a, b int64)
 	if err != nil {
 		return err
 	}
-	width := dtypeSize(o.Vertices.DType) * p.rank
 	base := p.edgeFirst[i]
 	for e := range int64(len(o.Edges) / 2) {
 		a, b := o.Edges[2*e], o.Edges[2*e+1]
@@ -323,8 +321,8 @@ func (p *plan) lineRecords(ctx context.Context, i int, want func(id, a, b int64)
 			continue
 		}
 		l.begin(base + e)
-		l.recs = putFloat32s(l.recs, o.Vertices.Data[int(a)*width:], o.Vertices.DType, p.rank)
-		l.recs = putFloat32s(l.recs, o.Vertices.Data[int(b)*width:], o.Vertices.DType, p.rank)
+		l.recs = putFloat32s(l.recs, &o.Vertices, int(a)*p.rank, p.rank)
+		l.recs = putFloat32s(l.recs, &o.Vertices, int(b)*p.rank, p.rank)
 		l.recs = p.appendProps(l.recs, o.Attributes, int(a), nil, o.ID)
 	}
 	return nil

@@ -222,7 +222,7 @@ func column(cols []zvf.Column, name string) *zvf.Column {
 // putProp writes property p of row row of col (nil: the attribute is
 // absent there; NaN or 0 is written).
 func putProp(dst []byte, p *prop, col *zvf.Column, row int) {
-	if col == nil || dtypeSize(col.DType) == 0 {
+	if col == nil || col.ItemBytes() == 0 {
 		putMissing(dst, p)
 		return
 	}
@@ -232,7 +232,7 @@ func putProp(dst []byte, p *prop, col *zvf.Column, row int) {
 		return
 	}
 	i := row*ch + p.channel
-	size := dtypeSize(col.DType)
+	size := col.ItemBytes()
 	if (i+p.width)*size > len(col.Data) {
 		putMissing(dst, p)
 		return
@@ -241,24 +241,24 @@ func putProp(dst []byte, p *prop, col *zvf.Column, row int) {
 		copy(dst[:p.size], col.Data[i*size:])
 		return
 	}
-	putNumber(dst, p.spec.Type, valueAt(col.Data, col.DType, i))
+	putNumber(dst, p.spec.Type, col.At(i).Float64())
 }
 
 // putMean writes the mean of p's channel over the rows of col.
 func putMean(dst []byte, p *prop, col *zvf.Column) {
-	if col == nil || dtypeSize(col.DType) == 0 {
+	if col == nil || col.ItemBytes() == 0 {
 		putMissing(dst, p)
 		return
 	}
 	ch := max(col.Channels, 1)
-	rows := len(col.Data) / (dtypeSize(col.DType) * ch)
+	rows := len(col.Data) / (col.ItemBytes() * ch)
 	if rows == 0 || p.channel >= ch {
 		putMissing(dst, p)
 		return
 	}
 	sum := 0.0
 	for r := range rows {
-		sum += valueAt(col.Data, col.DType, r*ch+p.channel)
+		sum += col.At(r*ch + p.channel).Float64()
 	}
 	putNumber(dst, p.spec.Type, sum/float64(rows))
 }

@@ -114,14 +114,14 @@ func (sp *skeletonSpec) skeletonBytes(ctx context.Context, store string, l0 *zvf
 	out := make([]byte, 0, 8+12*int(o.Count)+8*ne)
 	out = binary.LittleEndian.AppendUint32(out, uint32(o.Count))
 	out = binary.LittleEndian.AppendUint32(out, uint32(ne))
-	out = putFloat32s(out, o.Vertices.Data, o.Vertices.DType, 3*int(o.Count))
+	out = putFloat32s(out, &o.Vertices, 0, 3*int(o.Count))
 	for _, v := range o.Edges[:2*ne] {
 		out = binary.LittleEndian.AppendUint32(out, uint32(v))
 	}
 	for _, a := range sp.attrs {
 		col := column(o.Attributes, a.attr)
 		n := int(o.Count) * a.Components
-		if col == nil || max(col.Channels, 1) != a.Components || len(col.Data) != n*dtypeSize(col.DType) {
+		if col == nil || max(col.Channels, 1) != a.Components || len(col.Data) != n*col.ItemBytes() {
 			return nil, corruptf("store %q level 0: object %d's attribute %s does not have %d × %d values", store, id, a.attr, o.Count, a.Components)
 		}
 		if col.DType == a.DataType {
@@ -130,7 +130,7 @@ func (sp *skeletonSpec) skeletonBytes(ctx context.Context, store string, l0 *zvf
 		}
 		var v [4]byte
 		for i := range n {
-			putNumber(v[:], a.DataType, valueAt(col.Data, col.DType, i))
+			putNumber(v[:], a.DataType, col.At(i).Float64())
 			out = append(out, v[:typeSize(a.DataType)]...)
 		}
 	}
@@ -160,7 +160,7 @@ func meshBytes(ctx context.Context, store string, l0 *zvf.Level, nm []float64, i
 	out = binary.LittleEndian.AppendUint32(out, uint32(o.Count))
 	for i := range int(o.Count) {
 		for a := range 3 {
-			v := valueAt(o.Vertices.Data, o.Vertices.DType, 3*i+a) * nm[a]
+			v := o.Vertices.At(3*i+a).Float64() * nm[a]
 			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(v)))
 		}
 	}
@@ -229,8 +229,8 @@ func segmentProperties(ctx context.Context, l0 *zvf.Level) ([]byte, error) {
 		}
 		for _, p := range props {
 			v := math.NaN()
-			if col := column(cols, p.attr); col != nil && dtypeSize(col.DType) > 0 && (p.channel+1)*dtypeSize(col.DType) <= len(col.Data) {
-				v = valueAt(col.Data, col.DType, p.channel)
+			if col := column(cols, p.attr); col != nil && col.ItemBytes() > 0 && (p.channel+1)*col.ItemBytes() <= len(col.Data) {
+				v = col.At(p.channel).Float64()
 			}
 			p.numbers = append(p.numbers, v)
 		}
