@@ -92,4 +92,3 @@ type countWriter struct {
 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return c.w.Write(p) }
-
