@@ -21,10 +21,15 @@ var coldStore struct {
 }
 
 // coldStoreDir writes the 2,000,000-point benchmark store to a folder on
-// local disk once per process (into the system temp folder: the
-// benchmark's own temp dir ends with its first run).
+// local disk once, and reuses it in later runs (like bench --store): it
+// is written beside its final name and renamed into place.
 func coldStoreDir(b *testing.B) string {
 	coldStore.once.Do(func() {
+		final := filepath.Join(os.TempDir(), "zvfserve-bench-coldquery-v1")
+		coldStore.dir = filepath.Join(final, "points")
+		if _, err := os.Stat(filepath.Join(coldStore.dir, "zarr.json")); err == nil {
+			return
+		}
 		ctx := context.Background()
 		st, err := synth.Points(ctx, 2_000_000, 1, writer.CodecNone)
 		if err != nil {
@@ -32,23 +37,27 @@ func coldStoreDir(b *testing.B) string {
 			return
 		}
 		defer st.Close()
-		dir, err := os.MkdirTemp("", "zvf-coldquery-")
+		tmp, err := os.MkdirTemp(os.TempDir(), ".zvfserve-bench-coldquery-")
 		if err != nil {
 			coldStore.err = err
 			return
 		}
-		coldStore.dir = filepath.Join(dir, "points")
-		coldStore.err = st.Walk(ctx, "points/", func(key string, a storage.Attrs) error {
+		defer os.RemoveAll(tmp)
+		err = st.Walk(ctx, "points/", func(key string, a storage.Attrs) error {
 			data, err := storage.ReadAll(ctx, st, key, a.Size)
 			if err != nil {
 				return err
 			}
-			p := filepath.Join(dir, filepath.FromSlash(key))
+			p := filepath.Join(tmp, filepath.FromSlash(key))
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				return err
 			}
 			return os.WriteFile(p, data, 0o644)
 		})
+		if err == nil {
+			err = os.Rename(tmp, final)
+		}
+		coldStore.err = err
 	})
 	if coldStore.err != nil {
 		b.Fatal(coldStore.err)
