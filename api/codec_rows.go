@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -136,18 +137,32 @@ type batcher struct {
 	rows rowFormatter
 	run  batchRun
 	sent int // rows of this answer written so far
+	now  func() time.Time
+	held time.Time // when the run's first rows came
 }
+
+// holdMax is how long rows wait for a round to fill: from slow storage,
+// where chunks come one every few milliseconds, an answer keeps streaming
+// (and starts within the request timeout) instead of waiting for a round.
+const holdMax = 10 * time.Millisecond
 
 // batchers recycles batchers (their buffers: a round of rows and its
 // text, a megabyte or two) across a server's text answers.
-type batchers struct{ pool sync.Pool }
+type batchers struct {
+	pool sync.Pool
+	now  func() time.Time // the server's clock
+}
 
 // get returns a batcher using every core.
 func (p *batchers) get() *batcher {
 	if b, ok := p.pool.Get().(*batcher); ok {
 		return b
 	}
-	return &batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}}
+	now := p.now
+	if now == nil {
+		now = time.Now
+	}
+	return &batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}, now: now}
 }
 
 // put keeps t for the next answer unless an unusual answer (very wide
@@ -169,17 +184,21 @@ func (p *batchers) put(t *batcher) {
 }
 
 // batch passes b to write at once, or adds it to the run and passes the
-// run when it holds enough rows: a few thousand for an answer's first
+// run when it holds enough rows — a few thousand for an answer's first
 // bytes (so that it starts streaming at once), then twice as many each
-// time up to a round.
+// time up to a round — or has waited holdMax.
 func (t *batcher) batch(b *zvf.Batch, write func(*zvf.Batch) error) error {
 	want := min(max(t.sent, minSegRows*t.rows.workers), t.rows.round())
 	if t.rows.workers <= 1 || (t.run.b.Rows == 0 && b.Rows >= want) {
 		t.sent += b.Rows
 		return write(b)
 	}
+	now := t.now()
+	if t.run.b.Rows == 0 {
+		t.held = now
+	}
 	t.run.add(b)
-	if t.run.b.Rows < want {
+	if t.run.b.Rows < want && now.Sub(t.held) < holdMax {
 		return nil
 	}
 	return t.flush(write)

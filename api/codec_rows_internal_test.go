@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -70,5 +71,69 @@ func TestParallelFormattingSameBytes(t *testing.T) {
 				t.Fatalf("%s: only %d bytes for ~%d vertices", c.format(), outs[0].Len(), want)
 			}
 		}
+	}
+}
+
+// TestRowsWaitAtMostHoldMax: from slow storage (here a clock that moves
+// 4 ms a chunk) rows are passed on once they have waited holdMax, not
+// when a round is full, so the answer keeps streaming; from fast storage
+// they wait for the round.
+func TestRowsWaitAtMostHoldMax(t *testing.T) {
+	ctx := context.Background()
+	st, err := synth.Streamlines(ctx, 50_000, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := synth.BoxFor(50_000, 50_000, 0)
+	for _, tc := range []struct {
+		name      string
+		perChunk  time.Duration
+		maxHeld   int // most rows a write may see before the last
+		minWrites int
+	}{
+		{"slow storage", 4 * time.Millisecond, 4 * 1000, 5},
+		{"fast storage", 0, 1 << 30, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var clock time.Time
+			b := &batcher{rows: rowFormatter{workers: 2}, now: func() time.Time { return clock }}
+			var writes, rows []int
+			write := func(x *zvf.Batch) error {
+				writes = append(writes, x.Rows)
+				return nil
+			}
+			res, err := l.BBox(ctx, zvf.BBoxQuery{Min: lo, Max: hi}, func(x *zvf.Batch) error {
+				clock = clock.Add(tc.perChunk)
+				rows = append(rows, x.Rows)
+				return b.batch(x, write)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.flush(write); err != nil {
+				t.Fatal(err)
+			}
+			total := 0
+			for i, n := range writes {
+				total += n
+				if i < len(writes)-1 && n > tc.maxHeld {
+					t.Errorf("write %d passed %d rows", i, n)
+				}
+			}
+			if total != int(res.Count) || len(writes) < tc.minWrites {
+				t.Fatalf("%d writes of %d rows in all, for %d rows in %d chunks", len(writes), total, res.Count, len(rows))
+			}
+			if tc.perChunk == 0 && len(writes) >= len(rows) {
+				t.Fatalf("fast storage: %d writes for %d chunks, rows were not gathered", len(writes), len(rows))
+			}
+		})
 	}
 }

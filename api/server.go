@@ -122,7 +122,7 @@ func New(o Options) (*Server, error) {
 		o.Metrics = NewMetrics()
 	}
 	s := &Server{o: o, log: o.Logger, stores: map[string]*zvf.Handle{}, m: o.Metrics,
-		slots: make(chan struct{}, o.MaxConcurrent), params: routeParams()}
+		slots: make(chan struct{}, o.MaxConcurrent), params: routeParams(), text: batchers{now: o.Now}}
 	handles := append([]*zvf.Handle(nil), o.Handles...)
 	for _, st := range o.Stores {
 		handles = append(handles, zvf.StaticHandle(st))
