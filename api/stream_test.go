@@ -222,11 +222,17 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 	t.Parallel()
 	// The first 300 chunks (four reads each) come at once, and the answer
 	// starts within ~100 ms; then every chunk takes 6 ms more: ~1.5 s of
-	// steady streaming after the answer started.
+	// steady streaming after the answer started. The race detector makes
+	// the server several times slower (and CI runs it beside other
+	// packages), so there every duration is four times as long.
+	scale := time.Duration(1)
+	if raceEnabled {
+		scale = 4
+	}
 	slow := func() []*faultstore.Rule {
 		return []*faultstore.Rule{
 			{Fault: faultstore.Fault{Times: 4 * 300}},
-			{Key: "/c/0", Fault: faultstore.Fault{Delay: 6 * time.Millisecond}},
+			{Key: "/c/0", Fault: faultstore.Fault{Delay: scale * 6 * time.Millisecond}},
 		}
 	}
 	for _, tc := range []struct {
@@ -234,8 +240,8 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 		o       api.Options
 		outcome string
 	}{
-		{"streams past the request timeout", api.Options{RequestTimeout: 500 * time.Millisecond}, "complete"},
-		{"cut by the stream cap", api.Options{RequestTimeout: 500 * time.Millisecond, StreamTimeout: time.Second}, "timeout"},
+		{"streams past the request timeout", api.Options{RequestTimeout: scale * 500 * time.Millisecond}, "complete"},
+		{"cut by the stream cap", api.Options{RequestTimeout: scale * 500 * time.Millisecond, StreamTimeout: scale * time.Second}, "timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _, logs, url, client := streamServer(t, tc.o, false, slow()...)
