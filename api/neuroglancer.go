@@ -23,6 +23,7 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 			return s.wrap(func(w http.ResponseWriter, r *http.Request) error { return neuroglancerProblem(h(w, r)) })
 		},
 		NotModified:    s.notModified,
+		ContentCoding:  contentCoding,
 		Cache:          c,
 		MaxAnnotations: s.o.MaxVertices,
 		Now:            s.o.Now,

@@ -51,6 +51,9 @@ func TestCORSAndRanges(t *testing.T) {
 		{"gzip", []string{"Accept-Encoding", "gzip"}, 200, whole, "gzip"},
 		{"zstd", []string{"Accept-Encoding", "gzip, deflate, br, zstd"}, 200, whole, "zstd"},
 		{"zstd refused", []string{"Accept-Encoding", "zstd;q=0, gzip"}, 200, whole, "gzip"},
+		// The API's own negotiation: q-values order the codings, and q=0.0 refuses one.
+		{"q-values", []string{"Accept-Encoding", "zstd;q=0.0, gzip;q=0.8"}, 200, whole, "gzip"},
+		{"gzip preferred", []string{"Accept-Encoding", "zstd;q=0.2, gzip"}, 200, whole, "gzip"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodGet, ts.URL+cellPath, nil)

@@ -41,6 +41,10 @@ type Options struct {
 	// reports whether the client's copy is current (a 304 has then been
 	// written).
 	NotModified func(w http.ResponseWriter, r *http.Request, etag string) bool
+	// ContentCoding picks "zstd", "gzip" or "" (identity) from an
+	// Accept-Encoding header, as the server does for its own answers;
+	// nil: always identity.
+	ContentCoding func(acceptEncoding string) string
 	// Cache holds plans and encoded answers, under each store's own keys
 	// (zvf.Store.CacheKey); nil: nothing is kept.
 	Cache zvf.Cache
@@ -202,7 +206,7 @@ const (
 // reports whether the client's copy is current (a 304 is then written).
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
 	h := sha256.New()
-	for _, p := range [...]string{st.Version(), r.URL.Path, coding(r)} {
+	for _, p := range [...]string{st.Version(), r.URL.Path, s.coding(r)} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
@@ -212,11 +216,11 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 // coding is the content coding an answer to r gets: none for a Range
 // request, else zstd or gzip when the client takes it (an answer under
 // minCompressed bytes goes out as it is whatever its coding).
-func coding(r *http.Request) string {
-	if r.Header.Get("Range") != "" {
+func (s *Server) coding(r *http.Request) string {
+	if r.Header.Get("Range") != "" || s.o.ContentCoding == nil {
 		return ""
 	}
-	return encoding(r.Header.Get("Accept-Encoding"))
+	return s.o.ContentCoding(r.Header.Get("Accept-Encoding"))
 }
 
 // minCompressed is the smallest answer worth compressing.
@@ -237,7 +241,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 		return nil
 	}
-	if enc := coding(r); enc != "" && len(body) >= minCompressed {
+	if enc := s.coding(r); enc != "" && len(body) >= minCompressed {
 		z, err := s.cachedBytes(r.Context(), st, key+"\x00"+enc, func(context.Context) ([]byte, error) { return s.compress(enc, body) })
 		if err != nil {
 			return err
@@ -250,19 +254,6 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(body)
 	return err
-}
-
-// encoding picks the content coding of an answer from Accept-Encoding.
-func encoding(accept string) string {
-	for _, enc := range []string{"zstd", "gzip"} {
-		for _, part := range strings.Split(accept, ",") {
-			name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if strings.EqualFold(strings.TrimSpace(name), enc) && strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0" {
-				return enc
-			}
-		}
-	}
-	return ""
 }
 
 func (s *Server) compress(enc string, body []byte) ([]byte, error) {
