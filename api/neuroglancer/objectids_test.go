@@ -1,11 +1,14 @@
 package neuroglancer_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -24,10 +27,14 @@ func TestObjectsByID09(t *testing.T) {
 	for _, tc := range []struct {
 		fixture string
 		objects int
-		route   string // the object's route, %d its id
+		route   string // the object's route, without its id
+		// geometry is how many leading bytes of an answer are geometry
+		// (the rest may name the object's id).
+		geometry func(b []byte) int
 	}{
-		{"skeleton_v09", 5, "/ng/s/skeletons/"},
-		{"streamlines_v09", 40, "/ng/s/annotations/by_id/"},
+		{"skeleton_v09", 5, "/ng/s/skeletons/", func(b []byte) int { return len(b) }},
+		// A polyline record: its vertex count, then rank × count float32s.
+		{"streamlines_v09", 40, "/ng/s/annotations/by_id/", func(b []byte) int { return 4 + 12*int(binary.LittleEndian.Uint32(b)) }},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			dir := zvftest.CopyTree(t, filepath.Join("../../testdata/zvf-0.9", tc.fixture+".zarrvectors"))
@@ -45,7 +52,16 @@ func TestObjectsByID09(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, ts := newServer(t, api.Options{Stores: []*zvf.Store{s}})
+			orig, err := blobstore.Open(ctx, filepath.Join("../../testdata/zvf-0.9", tc.fixture+".zarrvectors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = orig.Close() })
+			o, err := zvf.Open(ctx, orig, zvf.Options{Name: "o", Cache: cache.New(64 << 20)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ts := newServer(t, api.Options{Stores: []*zvf.Store{s, o}})
 			if tc.fixture == "skeleton_v09" {
 				var props struct {
 					Inline struct{ IDs []string } `json:"inline"`
@@ -64,9 +80,16 @@ func TestObjectsByID09(t *testing.T) {
 					t.Fatalf("segment ids %v, want %v", props.Inline.IDs, want)
 				}
 			}
+			// Object id of manifest row r is the original store's object r:
+			// the same geometry, vertex by vertex.
 			for row, id := range ids {
-				if resp, b := get(t, ts, tc.route+strconv.FormatInt(id, 10)); resp.StatusCode != 200 || len(b) == 0 {
-					t.Fatalf("object %d (row %d): %d %.200s", id, row, resp.StatusCode, b)
+				resp, b := get(t, ts, tc.route+strconv.FormatInt(id, 10))
+				want := mustGet(t, ts, strings.Replace(tc.route, "/s/", "/o/", 1)+strconv.Itoa(row))
+				if resp.StatusCode != 200 || len(b) != len(want) {
+					t.Fatalf("object %d (row %d): %d, %d bytes, want the %d of the original's object %d", id, row, resp.StatusCode, len(b), len(want), row)
+				}
+				if n := tc.geometry(want); !bytes.Equal(b[:n], want[:n]) {
+					t.Fatalf("object %d (row %d): its first %d bytes differ from the original's object %d", id, row, n, row)
 				}
 			}
 			if resp, b := get(t, ts, tc.route+"1"); resp.StatusCode != 404 {
