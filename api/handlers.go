@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -229,9 +230,35 @@ func decodeCursor(v, hash, version string) (cursor, error) {
 		return cursor{}, badRequest("cursor is not valid for this query")
 	}
 	if cur.Version != version {
-		return cursor{}, staleCursor()
+		return cursor{}, errCursorVersion
 	}
 	return cur, nil
+}
+
+// errCursorVersion: a cursor of another store version than the one that
+// is answering. It is stale, or, behind a load balancer, issued by a
+// replica that saw the store's next version first; cursorVersion tells.
+var errCursorVersion = errors.New("cursor of another store version")
+
+// cursorVersion answers a request whose cursor names another version than
+// st's: the store is checked now (see zvf.Handle.Sync); if that finds a
+// newer version, the request is answered again from it (the error
+// matches zvf.ErrChanged, which wrap retries), while it settles the
+// answer is 503 store-changing, and a cursor of no version served now is
+// 409 stale-cursor.
+func cursorVersion(r *http.Request, st *zvf.Store) error {
+	a, ok := r.Context().Value(attemptKey).(*attempt)
+	if !ok || a.h == nil {
+		return staleCursor()
+	}
+	now, err := a.h.Sync(r.Context())
+	switch {
+	case err != nil:
+		return err
+	case now != st:
+		return fmt.Errorf("store %q: a newer version opened for a cursor: %w", st.Name(), zvf.ErrChanged)
+	}
+	return staleCursor()
 }
 
 func queryHash(store string, q url.Values) string {
@@ -279,6 +306,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	hash := queryHash(st.Name(), q)
 	cur, err := decodeCursor(q.Get("cursor"), hash, st.Version())
+	if errors.Is(err, errCursorVersion) {
+		return cursorVersion(r, st)
+	}
 	if err != nil {
 		return err
 	}

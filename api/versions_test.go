@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -421,4 +422,63 @@ func (c *countingStore) List(ctx context.Context, p string) (storage.Listing, er
 func (c *countingStore) Walk(ctx context.Context, p string, fn func(string, storage.Attrs) error) error {
 	c.add("walk")
 	return c.Store.Walk(ctx, p, fn)
+}
+
+// TestCursorFromNewerReplica: behind a load balancer a client pages with a
+// cursor one replica issued after it saw the store's new version, and the
+// next page goes to a replica that has not checked the store since. That
+// cursor is not stale: the replica checks the store and answers the page
+// from the new version (503 store-changing while it settles). Before, it
+// was refused 409 stale-cursor (TestFleet saw it). A cursor of a version
+// that never existed is still 409.
+func TestCursorFromNewerReplica(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(fixtures, "points_bins.zarrvectors")
+	dir := zvftest.CopyTree(t, src)
+	open := func() storage.Store {
+		st, err := blobstore.Open(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	stA, stB := open(), open()
+	_, a := watched(t, "s", stA)
+	_, b := watched(t, "s", stB)
+	const box = "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&limit=10"
+
+	rewriteInPlace(t, dir, src)
+	settled(t, stA)
+	if err := a.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	code, hdr, body := serveFull(t, a.Handler(), box)
+	next := hdr.Get("X-Next-Cursor")
+	if code != 200 || next == "" {
+		t.Fatalf("first page from the replica on the new version: %d %q %.200s", code, next, body)
+	}
+	page2 := box + "&cursor=" + next
+	wantCode, wantHdr, want := serveFull(t, a.Handler(), page2)
+	if wantCode != 200 {
+		t.Fatalf("second page from the same replica: %d %.200s", wantCode, want)
+	}
+	code, hdr, body = serveFull(t, b.Handler(), page2)
+	if code != 200 || !bytes.Equal(body, want) || hdr.Get("ETag") != wantHdr.Get("ETag") {
+		t.Fatalf("second page from the replica that had not checked: %d %.300s\nwant %d (etag %s) %.300s", code, body, wantCode, wantHdr.Get("ETag"), want)
+	}
+
+	// A cursor naming a version neither replica has served.
+	var c map[string]any
+	raw, err := base64.RawURLEncoding.DecodeString(next)
+	if err != nil || json.Unmarshal(raw, &c) != nil {
+		t.Fatalf("cursor %q is not base64 JSON", next)
+	}
+	c["v"] = "0123456789abcdef"
+	forged, _ := json.Marshal(c)
+	code, _, body = serveFull(t, b.Handler(), box+"&cursor="+base64.RawURLEncoding.EncodeToString(forged))
+	var p api.Problem
+	if code != http.StatusConflict || json.Unmarshal(body, &p) != nil || !strings.HasSuffix(p.Type, "/stale-cursor") {
+		t.Fatalf("cursor of no version: %d %s", code, body)
+	}
 }

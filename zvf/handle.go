@@ -58,6 +58,9 @@ type Handle struct {
 		since time.Time
 	}
 	cur atomic.Pointer[handleState]
+	// checks counts the checks begun (under mu), so Sync can tell whether
+	// one began after it was called.
+	checks atomic.Uint64
 }
 
 // Watch configures change detection.
@@ -220,6 +223,33 @@ func (h *Handle) RefreshDeep(ctx context.Context) (bool, error) { return h.refre
 func (h *Handle) refresh(ctx context.Context, deep bool) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.refreshLocked(ctx, deep)
+}
+
+// Sync is Refresh for a request that has seen a sign of a version this
+// handle may not have seen yet (a paging cursor another replica issued):
+// unless a check began after the call, it checks the store now. It
+// returns the version then served, or a *ChangingError while a change
+// the check found settles. Concurrent calls share checks, so a burst of
+// them costs about one check, not one each.
+func (h *Handle) Sync(ctx context.Context) (*Store, error) {
+	before := h.checks.Load()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.checks.Load() == before {
+		if changed, err := h.refreshLocked(ctx, false); err != nil && !changed {
+			return nil, err // the check itself failed
+		}
+	}
+	if cur := h.cur.Load(); cur.store != nil && cur.err == nil && !cur.changed.IsZero() {
+		return nil, h.changingUntil(h.st.Now(), cur.changed.Add(h.w.Settle))
+	}
+	return h.Current()
+}
+
+// refreshLocked is refresh with h.mu held.
+func (h *Handle) refreshLocked(ctx context.Context, deep bool) (bool, error) {
+	h.checks.Add(1)
 	cur := h.cur.Load()
 	if cur.err != nil || cur.store == nil {
 		next, err := h.open(ctx, cur)
