@@ -25,6 +25,9 @@ type layout07 struct {
 
 	mu  sync.Mutex
 	idx map[string]*arrayIndex // family -> where its chunks live
+	// fam opens a family's per-chunk arrays, whose documents differ only
+	// in their shapes, without parsing each one whole.
+	fam map[string]*zarr.Family
 
 	ccl map[int]*cclMeta // cross_chunk_links/<delta>
 }
@@ -234,7 +237,17 @@ func (y *layout07) cell(ctx context.Context, family string, key Key, ks string) 
 // family is an array with its own zarr.json.
 func (y *layout07) chunkArray(ctx context.Context, family, ks string) (*zarr.Array, error) {
 	l := y.l
-	a, err := zarr.OpenArray(ctx, l.s.st, join(join(l.path, family), ks), l.s.codecs)
+	y.mu.Lock()
+	f := y.fam[family]
+	if f == nil {
+		if y.fam == nil {
+			y.fam = map[string]*zarr.Family{}
+		}
+		f = zarr.NewFamily(l.s.st, l.s.codecs)
+		y.fam[family] = f
+	}
+	y.mu.Unlock()
+	a, err := f.Open(ctx, join(join(l.path, family), ks))
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, l.s.errf(ErrNotFound, l.n, family, ks, "%w", errMissing)

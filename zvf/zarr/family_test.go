@@ -1,0 +1,155 @@
+package zarr
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+// chunkDoc is a 0.7 per-chunk array document as the reference writes it.
+const chunkDoc = `{"shape":[46728],"data_type":"uint8","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[46728]}},"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},"fill_value":0,"codecs":[{"name":"bytes"}],"attributes":{},"zarr_format":3,"node_type":"array","storage_transformers":[]}`
+
+// TestFamilyTemplate: documents that differ from the template only in
+// their shape lists take the fast path and parse to ParseNode's result;
+// every other difference is parsed in full, with ParseNode's result or
+// error.
+func TestFamilyTemplate(t *testing.T) {
+	t.Parallel()
+	shapes := func(s, c string) string {
+		d := strings.Replace(chunkDoc, `"shape":[46728]`, `"shape":[`+s+`]`, 1)
+		return strings.Replace(d, `"chunk_shape":[46728]`, `"chunk_shape":[`+c+`]`, 1)
+	}
+	for _, c := range []struct {
+		name, tpl, doc string
+		fast           bool
+	}{
+		{"same", chunkDoc, chunkDoc, true},
+		{"other shape", chunkDoc, shapes("12", "12"), true},
+		{"spaces in the lists", chunkDoc, shapes(" 7 ", "\t7\n"), true},
+		{"zero length", chunkDoc, shapes("0", "1"), true},
+		{"largest int64", chunkDoc, shapes("9223372036854775807", "1"), true},
+		{"int64 overflow", chunkDoc, shapes("9223372036854775808", "1"), false},
+		{"zero chunk", chunkDoc, shapes("5", "0"), false},
+		{"negative", chunkDoc, shapes("-5", "5"), false},
+		{"leading zero", chunkDoc, shapes("05", "5"), false},
+		{"exponent", chunkDoc, shapes("5e2", "5"), false},
+		{"fraction", chunkDoc, shapes("5.0", "5"), false},
+		{"rank 2", chunkDoc, shapes("5,5", "5,5"), false},
+		{"empty", chunkDoc, shapes("", ""), false},
+		{"other fill", chunkDoc, strings.Replace(chunkDoc, `"fill_value":0`, `"fill_value":7`, 1), false},
+		{"other codec", chunkDoc, strings.Replace(chunkDoc, `{"name":"bytes"}`, `{"name":"bytes"},{"name":"zstd","configuration":{"level":1}}`, 1), false},
+		{"other attributes", chunkDoc, strings.Replace(chunkDoc, `"attributes":{}`, `"attributes":{"n":1}`, 1), false},
+		{"truncated", chunkDoc, chunkDoc[:len(chunkDoc)-1], false},
+		{"trailing", chunkDoc, chunkDoc + "x", false},
+		{"a shape-like member folded", strings.Replace(chunkDoc, `"zarr_format"`, `"SHAPE":[3],"zarr_format"`, 1),
+			strings.Replace(shapes("9", "9"), `"zarr_format"`, `"SHAPE":[3],"zarr_format"`, 1), false},
+		{"rank 0", `{"shape":[],"data_type":"uint8","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[]}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"bytes"}],"zarr_format":3,"node_type":"array"}`,
+			`{"shape":[],"data_type":"uint8","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[]}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"bytes"}],"zarr_format":3,"node_type":"array"}`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := NewFamily(nil, nil)
+			if _, err := f.parse([]byte(c.tpl)); err != nil {
+				t.Fatal(err)
+			}
+			if f.tpl == nil {
+				if c.fast {
+					t.Fatal("no template from the first document")
+				}
+			} else if _, fast := f.tpl.match([]byte(c.doc)); fast != c.fast {
+				t.Errorf("fast path %v, want %v", fast, c.fast)
+			}
+			sameAsParseNode(t, f, []byte(c.doc))
+		})
+	}
+}
+
+// sameAsParseNode: f parses doc as ParseNode does (both fail, or both
+// give the same metadata).
+func sameAsParseNode(t *testing.T, f *Family, doc []byte) {
+	t.Helper()
+	got, gerr := f.parse(doc)
+	var want *ArrayMeta
+	n, werr := ParseNode(doc)
+	if werr == nil {
+		if n.Array == nil {
+			werr = errors.New("not an array")
+		} else {
+			want = n.Array
+		}
+	}
+	if (gerr == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("family: %+v, %v\nParseNode: %+v, %v\ndoc %q", got, gerr, want, werr, doc)
+	}
+}
+
+// TestFamilyOpen: arrays opened through a family read the same bytes as
+// OpenArray's, and a missing array is the storage's not-found.
+func TestFamilyOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, "mem://family")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i, n := range []int{3, 5, 8} {
+		p := "f/" + string(rune('a'+i))
+		doc := strings.ReplaceAll(chunkDoc, "46728", strconv.Itoa(n))
+		data := make([]byte, n)
+		for j := range data {
+			data[j] = byte(i*10 + j)
+		}
+		if err := st.Put(ctx, p+"/zarr.json", []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, p+"/c/0", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := NewFamily(st, nil)
+	for _, p := range []string{"f/a", "f/b", "f/c"} {
+		a, err := f.Open(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := OpenArray(ctx, st, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.ReadBytes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := b.ReadBytes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) || !reflect.DeepEqual(a.Meta(), b.Meta()) {
+			t.Fatalf("%s: family %v %+v, OpenArray %v %+v", p, got, a.Meta(), want, b.Meta())
+		}
+	}
+	if _, err := f.Open(ctx, "f/missing"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("missing array: %v", err)
+	}
+}
+
+// FuzzFamily: after any template, any document parses through the
+// family exactly as ParseNode parses it.
+func FuzzFamily(f *testing.F) {
+	f.Add([]byte(chunkDoc), []byte(strings.ReplaceAll(chunkDoc, "46728", "12")))
+	f.Add([]byte(chunkDoc), []byte(strings.Replace(chunkDoc, "[46728]", "[1,2]", 1)))
+	for _, b := range corpusMeta(f, "*/*.zarr") {
+		f.Add(b, b)
+	}
+	f.Fuzz(func(t *testing.T, tpl, doc []byte) {
+		fam := NewFamily(nil, nil)
+		_, _ = fam.parse(tpl)
+		sameAsParseNode(t, fam, doc)
+	})
+}
