@@ -90,7 +90,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	var w wholeConfig
 	fs.IntVar(&w.clients, "whole", 0, "instead of the viewport workload: `N` clients at once each pull the whole 'points' store as one JSON answer from a zvfserve serve child process (so the peak RSS is the server's alone), --runs times; any cut answer fails the bench")
-	fs.IntVar(&w.runs, "runs", 3, "with --whole: runs, each against a fresh server process")
+	fs.IntVar(&w.runs, "runs", 3, "with --whole: runs, each against a fresh server process; with --static: runs per box (default 7 there)")
+	static := fs.Bool("static", false, "instead of the viewport workload: zvfserve cold against a lean static-file client (a file server and a client that fetches the level-0 vertex files the box touches, six at a time, and filters them), one query at a time, --runs times per box")
 	fs.Int64Var(&w.cacheBytes, "cache-bytes", 512<<20, "with --whole: the server's --cache-bytes")
 	fs.StringVar(&w.serverBin, "server-bin", "", "with --whole: the zvfserve binary to start (default: this one), e.g. an older build to compare")
 	fs.StringVar(&w.serveArgs, "serve-args", "", "with --whole: more flags for the server, space-separated (e.g. \"--request-timeout 5s\")")
@@ -99,6 +100,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: zvfserve bench [--points N] [--streamlines N] [--store DIR | --target URL] [--burst N] [--rounds N] [--only TEXT] [--json FILE]
        zvfserve bench --whole N [--runs N] [--points N] [--store DIR] [--cache-bytes B] [--accept-encoding gzip|zstd] [--server-bin FILE]
+       zvfserve bench --static [--runs N] [--points N] [--store DIR] [--only TEXT] [--json FILE]
 
 The load benchmark. It builds a points store (--points points, three attributes, three levels) and a
 streamline store (--streamlines vertices), in memory or once under --store, serves them from a server
@@ -114,11 +116,18 @@ With --whole N it runs the many-large-answers load instead: N clients at once ea
 points store as one JSON answer from a zvfserve serve child process, --runs times, and report the
 time and the server's peak RSS (median and spread); any answer cut short fails the bench.
 
+With --static it compares zvfserve with the lean alternative to a server, one cold query at a time:
+the store's files behind a plain file server, and a client that knows the layout, fetches the level-0
+vertex files of the chunks a box touches (six at a time, as a browser would) and filters them itself.
+Both start cold (a fresh zvfserve and cache; a fresh connection pool), both end with the box's vertices
+in memory and must count the same; it prints the median and spread of each and the ratio.
+
 Examples:
   zvfserve bench --points 200000 --rounds 2          # a quick run, in memory
   zvfserve bench --store /tmp/zvf-bench --only 500k  # stores on disk, reused by later runs
   zvfserve bench --target http://host:8080 --json out.json
   zvfserve bench --whole 64 --store /tmp/zvf-bench   # 64 whole-store JSON answers at once
+  zvfserve bench --static --store /tmp/zvf-bench      # cold zvfserve against a static-file client
 
 Flags:
 `)
@@ -137,6 +146,9 @@ Flags:
 	if w.clients > 0 {
 		w.points, w.storeDir, w.jsonOut = *points, *storeDir, *jsonOut
 		return runWhole(ctx, &w, stdout, stderr)
+	}
+	if *static {
+		return benchStatic(ctx, fs, *points, *storeDir, w.runs, *only, *jsonOut, stdout)
 	}
 	start := time.Now()
 	if *slVerts < 0 {

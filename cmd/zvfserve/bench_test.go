@@ -226,3 +226,67 @@ func TestPullWholeDetectsCuts(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchStatic: --static answers every box from both sides, in memory
+// and from a folder (a real http.FileServer), and both count the vertices
+// a direct query of the store finds.
+func TestBenchStatic(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"memory", "disk"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "static.json")
+			args := []string{"bench", "--static", "--points", "20000", "--runs", "2", "--json", out}
+			dir := ""
+			if where == "disk" {
+				dir = t.TempDir()
+				args = append(args, "--store", dir)
+			}
+			stdout, stderr, code := runCmd(t, args...)
+			if code != 0 {
+				t.Fatalf("bench: exit %d: %s %s", code, stdout, stderr)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rows []staticRow
+			if err := json.Unmarshal(b, &rows); err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 3 {
+				t.Fatalf("%d rows: %s", len(rows), b)
+			}
+			mem, err := synth.Points(context.Background(), 20000, 1, writer.CodecNone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mem.Close()
+			st, err := zvf.Open(context.Background(), storage.Sub(mem, "points"), zvf.Options{Name: "points"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range []struct {
+				n   int
+				off float64
+			}{{1_000, 101}, {50_000, 301}, {500_000, 50}} {
+				r := rows[i]
+				lo, hi := synth.BoxFor(20000, want.n, want.off)
+				l, err := st.Level(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := l.BBox(context.Background(), zvf.BBoxQuery{Min: lo, Max: hi, Limit: 1 << 30}, func(*zvf.Batch) error { return nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Vertices == 0 || r.Vertices != res.Count || len(r.ServerMs) != 2 || len(r.StaticMs) != 2 || r.Chunks == 0 || r.SpeedUp <= 0 {
+					t.Errorf("%s: %+v; a direct query finds %d", r.Query, r, res.Count)
+				}
+			}
+			if !strings.Contains(stdout, "zvfserve faster") {
+				t.Errorf("no table: %s", stdout)
+			}
+		})
+	}
+}

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/synth"
+)
+
+// ---- zvfserve against a static-file client (--static) ----
+
+// The static-file client is the lean alternative to a server: the store's
+// files behind a plain file server, and a client that knows the layout of
+// the bench's points store (0.7, uncompressed float32 vertices, chunk
+// cells named i.j.k). It fetches only the level-0 vertex files of the
+// chunks the box touches, six at a time as a browser would, and filters
+// them itself. zvfserve answers the same box from a fresh server (empty
+// cache); both have the box's vertices in memory at the end, and both
+// must count the same vertices.
+
+// staticRow is one box: both sides' times over the runs.
+type staticRow struct {
+	Query     string    `json:"query"`
+	Vertices  int64     `json:"vertices"`
+	Chunks    int       `json:"static_chunks_fetched"`
+	StaticMB  float64   `json:"static_mb_fetched"`
+	ServerMB  float64   `json:"zvfserve_mb"`
+	ServerMs  []float64 `json:"zvfserve_ms"`
+	StaticMs  []float64 `json:"static_ms"`
+	SpeedUp   float64   `json:"speed_up_median"`
+	ServerMed float64   `json:"zvfserve_ms_median"`
+	StaticMed float64   `json:"static_ms_median"`
+}
+
+// staticParallel is how many files the static client fetches at once (a
+// browser's connections per host).
+const staticParallel = 6
+
+// runStatic compares the two on st (in folder dir, "" when in memory).
+func runStatic(ctx context.Context, st storage.Store, dir string, points, runs int, only string, stdout io.Writer) ([]staticRow, error) {
+	files, stopFiles, err := serveObjects(st, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer stopFiles()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}}
+	lay, err := staticOpen(ctx, client, files)
+	if err != nil {
+		return nil, err
+	}
+	var rows []staticRow
+	for _, q := range []struct {
+		name   string
+		want   int
+		offset float64
+	}{{"1k", 1_000, 101}, {"50k", 50_000, 301}, {"500k", 500_000, 50}} {
+		if only != "" && !strings.Contains(q.name, only) {
+			continue
+		}
+		min, max := synth.BoxFor(points, q.want, q.offset)
+		row := staticRow{Query: q.name + " bin"}
+		for r := 0; r < runs; r++ {
+			// Alternate which side goes first, so neither always runs
+			// on a machine the other has just warmed or loaded.
+			sides := []func() error{
+				func() error {
+					d, n, size, err := serverCold(ctx, client, st, min, max)
+					row.ServerMs = append(row.ServerMs, ms(d))
+					row.ServerMB = float64(size) / 1e6
+					return row.check(n, err, "zvfserve")
+				},
+				func() error {
+					d, n, chunks, size, err := staticCold(ctx, client, files, lay, min, max)
+					row.StaticMs = append(row.StaticMs, ms(d))
+					row.Chunks, row.StaticMB = chunks, float64(size)/1e6
+					return row.check(n, err, "static client")
+				},
+			}
+			if r%2 == 1 {
+				sides[0], sides[1] = sides[1], sides[0]
+			}
+			for _, f := range sides {
+				if err := f(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		row.ServerMed, row.StaticMed = median(row.ServerMs), median(row.StaticMs)
+		row.SpeedUp = row.StaticMed / row.ServerMed
+		rows = append(rows, row)
+	}
+	printStatic(stdout, rows, points, runs)
+	return rows, nil
+}
+
+// check records n vertices, which must be what the other side found.
+func (r *staticRow) check(n int64, err error, side string) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("bench --static: %s, %s: %w", r.Query, side, err)
+	case r.Vertices != 0 && n != r.Vertices:
+		return fmt.Errorf("bench --static: %s: %s found %d vertices, the other side %d", r.Query, side, n, r.Vertices)
+	}
+	r.Vertices = n
+	return nil
+}
+
+// serverCold answers the box from a fresh zvfserve (store opened, cache
+// empty) and reads the binary answer into memory.
+func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64) (time.Duration, int64, int64, error) {
+	base, stop, err := benchServe(ctx, map[string]storage.Store{"points": st}, cache.New(1<<30))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer stop()
+	url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000",
+		base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
+	t0 := time.Now()
+	body, err := get(ctx, c, url)
+	d := time.Since(t0)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	tail := body[max(0, len(body)-4<<10):]
+	return d, countVertices(tail), int64(len(body)), nil
+}
+
+// staticCold is the static client: the level-0 vertex files of the
+// chunks the box touches, fetched staticParallel at a time from a fresh
+// connection pool, decoded and filtered to the box.
+func staticCold(ctx context.Context, c *http.Client, base string, lay staticLayout, boxLo, boxHi []float64) (time.Duration, int64, int, int64, error) {
+	c.CloseIdleConnections()
+	t0 := time.Now()
+	var keys []string
+	var lo, hi [3]int
+	for i := range 3 {
+		lo[i] = max(int(math.Floor(boxLo[i]/lay.chunk[i])), lay.lo[i])
+		hi[i] = min(int(math.Floor(boxHi[i]/lay.chunk[i])), lay.hi[i])
+	}
+	for x := lo[0]; x <= hi[0]; x++ {
+		for y := lo[1]; y <= hi[1]; y++ {
+			for z := lo[2]; z <= hi[2]; z++ {
+				keys = append(keys, fmt.Sprintf("0/vertices/%d.%d.%d/c/0", x, y, z))
+			}
+		}
+	}
+	parts := make([][]float32, len(keys))
+	sizes := make([]int64, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(staticParallel)
+	for i, k := range keys {
+		g.Go(func() error {
+			b, err := get(gctx, c, base+"/"+k)
+			if errors.Is(err, errNoFile) {
+				return nil // no vertices in that chunk
+			}
+			if err != nil {
+				return err
+			}
+			if len(b)%12 != 0 {
+				return fmt.Errorf("%s: %d bytes is not whole float32 triples", k, len(b))
+			}
+			sizes[i] = int64(len(b))
+			var in []float32
+			for j := 0; j < len(b); j += 12 {
+				x := math.Float32frombits(binary.LittleEndian.Uint32(b[j:]))
+				y := math.Float32frombits(binary.LittleEndian.Uint32(b[j+4:]))
+				z := math.Float32frombits(binary.LittleEndian.Uint32(b[j+8:]))
+				if float64(x) >= boxLo[0] && float64(x) <= boxHi[0] && float64(y) >= boxLo[1] && float64(y) <= boxHi[1] &&
+					float64(z) >= boxLo[2] && float64(z) <= boxHi[2] {
+					in = append(in, x, y, z)
+				}
+			}
+			parts[i] = in
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	d := time.Since(t0)
+	var n, size int64
+	for i := range parts {
+		n += int64(len(parts[i]) / 3)
+		size += sizes[i]
+	}
+	return d, n, len(keys), size, nil
+}
+
+// staticLayout is what the static client reads of the root metadata once
+// when it opens the store (not timed): the chunk shape, and the bounds,
+// so that it never asks for chunks outside them.
+type staticLayout struct {
+	chunk  [3]float64
+	lo, hi [3]int // chunk coordinates the bounds span
+}
+
+func staticOpen(ctx context.Context, c *http.Client, base string) (staticLayout, error) {
+	var out staticLayout
+	b, err := get(ctx, c, base+"/zarr.json")
+	if err != nil {
+		return out, err
+	}
+	var root struct {
+		Attributes struct {
+			ZV struct {
+				ChunkShape []float64   `json:"chunk_shape"`
+				Bounds     [][]float64 `json:"bounds"`
+			} `json:"zarr_vectors"`
+		} `json:"attributes"`
+	}
+	zv := &root.Attributes.ZV
+	if err := json.Unmarshal(b, &root); err != nil || len(zv.ChunkShape) != 3 || len(zv.Bounds) != 2 || len(zv.Bounds[0]) != 3 || len(zv.Bounds[1]) != 3 {
+		return out, fmt.Errorf("bench --static: the store's root zarr.json has no 3-D chunk_shape and bounds (%v)", err)
+	}
+	for i := range 3 {
+		out.chunk[i] = zv.ChunkShape[i]
+		out.lo[i] = int(math.Floor(zv.Bounds[0][i] / zv.ChunkShape[i]))
+		out.hi[i] = int(math.Floor(zv.Bounds[1][i] / zv.ChunkShape[i]))
+	}
+	return out, nil
+}
+
+var errNoFile = errors.New("no such file")
+
+func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return nil, errNoFile
+	default:
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// serveObjects serves st's objects by key, as a static file server or an
+// object store's website endpoint would: a folder on disk through
+// http.FileServer (sendfile), any other store through a handler that
+// reads the object whole and writes it.
+func serveObjects(st storage.Store, dir string) (string, func(), error) {
+	var h http.Handler
+	if dir != "" {
+		h = http.FileServer(http.Dir(dir))
+	} else {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, err := storage.ReadAll(r.Context(), st, strings.TrimPrefix(r.URL.Path, "/"), 1<<30)
+			if errors.Is(err, storage.ErrNotFound) {
+				http.NotFound(w, r)
+				return
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			_, _ = w.Write(b)
+		})
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func printStatic(w io.Writer, rows []staticRow, points, runs int) {
+	fmt.Fprintf(w, "zvfserve bench --static: %d points, one query at a time, cold, %d runs each (median, min–max)\n\n", points, runs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "query\tvertices\tzvfserve ms\tMB sent\tstatic client ms\tfiles\tMB fetched\tzvfserve faster\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f (%.1f–%.1f)\t%.1f\t%.1f (%.1f–%.1f)\t%d\t%.1f\t%.2f×\t\n", r.Query, r.Vertices,
+			r.ServerMed, slices.Min(r.ServerMs), slices.Max(r.ServerMs), r.ServerMB,
+			r.StaticMed, slices.Min(r.StaticMs), slices.Max(r.StaticMs), r.Chunks, r.StaticMB, r.SpeedUp)
+	}
+	_ = tw.Flush()
+}
+
+// benchStatic runs --static: the points store (built as the viewport
+// workload builds it), 7 runs per box unless --runs was given.
+func benchStatic(ctx context.Context, fs *flag.FlagSet, points int, storeDir string, runs int, only, jsonOut string, stdout io.Writer) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "runs" })
+	if !given {
+		runs = 7
+	}
+	if runs < 1 {
+		return fmt.Errorf("%w: --runs must be at least 1", errUsage)
+	}
+	stores, err := benchStores(ctx, storeDir, points, 0)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, st := range stores {
+			_ = st.Close()
+		}
+	}()
+	dir := ""
+	if storeDir != "" {
+		dir = filepath.Join(storeDir, "points")
+	}
+	rows, err := runStatic(ctx, stores["points"], dir, points, runs, only, stdout)
+	if err != nil {
+		return err
+	}
+	if jsonOut != "" {
+		b, _ := json.MarshalIndent(rows, "", "  ")
+		return os.WriteFile(jsonOut, append(b, '\n'), 0o644)
+	}
+	return nil
+}
