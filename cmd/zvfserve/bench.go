@@ -90,10 +90,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	var w wholeConfig
 	fs.IntVar(&w.clients, "whole", 0, "instead of the viewport workload: `N` clients at once each pull the whole 'points' store as one JSON answer from a zvfserve serve child process (so the peak RSS is the server's alone), --runs times; any cut answer fails the bench")
-	fs.IntVar(&w.runs, "runs", 3, "with --whole: runs, each against a fresh server process; with --static: runs per box (default 7 there)")
+	fs.IntVar(&w.runs, "runs", 3, "runs: with --whole and --sweep each against a fresh server process; with --static per box (default 7 there)")
+	sweep := fs.String("sweep", "", "instead of the viewport workload: the store-size sweep; `EDGES` are chunk edges, e.g. 100,62.5,40 (about 22k, 90k and 330k files with 2,000,000 points): for each, the points store with that chunk edge (under --store) served by a fresh `zvfserve serve` (--server-bin) per run, timed from its start to its first answer, then a cold 50k box, and its peak RSS, --runs times")
 	static := fs.Bool("static", false, "instead of the viewport workload: zvfserve cold against a lean static-file client (a file server and a client that fetches the level-0 vertex files the box touches, six at a time, and filters them), one query at a time, --runs times per box")
 	fs.Int64Var(&w.cacheBytes, "cache-bytes", 512<<20, "with --whole: the server's --cache-bytes")
-	fs.StringVar(&w.serverBin, "server-bin", "", "with --whole: the zvfserve binary to start (default: this one), e.g. an older build to compare")
+	fs.StringVar(&w.serverBin, "server-bin", "", "with --whole and --sweep: the zvfserve binary to start (default: this one), e.g. an older build to compare")
 	fs.StringVar(&w.serveArgs, "serve-args", "", "with --whole: more flags for the server, space-separated (e.g. \"--request-timeout 5s\")")
 	fs.StringVar(&w.acceptEncoding, "accept-encoding", "", "with --whole: the clients' Accept-Encoding: gzip or zstd (default: none, plain JSON)")
 	fs.DurationVar(&w.limit, "run-limit", 10*time.Minute, "with --whole: a run still going after this long is stopped")
@@ -101,6 +102,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprint(stderr, `Usage: zvfserve bench [--points N] [--streamlines N] [--store DIR | --target URL] [--burst N] [--rounds N] [--only TEXT] [--json FILE]
        zvfserve bench --whole N [--runs N] [--points N] [--store DIR] [--cache-bytes B] [--accept-encoding gzip|zstd] [--server-bin FILE]
        zvfserve bench --static [--runs N] [--points N] [--store DIR] [--only TEXT] [--json FILE]
+       zvfserve bench --sweep EDGES [--runs N] [--points N] [--store DIR] [--server-bin FILE] [--json FILE]
 
 The load benchmark. It builds a points store (--points points, three attributes, three levels) and a
 streamline store (--streamlines vertices), in memory or once under --store, serves them from a server
@@ -122,12 +124,17 @@ vertex files of the chunks a box touches (six at a time, as a browser would) and
 Both start cold (a fresh zvfserve and cache; a fresh connection pool), both end with the box's vertices
 in memory and must count the same; it prints the median and spread of each and the ratio.
 
+With --sweep it measures what grows with the size of a store: the same points in smaller and smaller
+chunks (more and more files), each served by a fresh server process: the time from its start to its
+first answer, a cold 50k-vertex box after that, and its peak RSS.
+
 Examples:
   zvfserve bench --points 200000 --rounds 2          # a quick run, in memory
   zvfserve bench --store /tmp/zvf-bench --only 500k  # stores on disk, reused by later runs
   zvfserve bench --target http://host:8080 --json out.json
   zvfserve bench --whole 64 --store /tmp/zvf-bench   # 64 whole-store JSON answers at once
   zvfserve bench --static --store /tmp/zvf-bench      # cold zvfserve against a static-file client
+  zvfserve bench --sweep 100,62.5,40 --store /tmp/zvf-bench   # 22k, 90k and 330k files
 
 Flags:
 `)
@@ -146,6 +153,17 @@ Flags:
 	if w.clients > 0 {
 		w.points, w.storeDir, w.jsonOut = *points, *storeDir, *jsonOut
 		return runWhole(ctx, &w, stdout, stderr)
+	}
+	if *sweep != "" {
+		var edges []float64
+		for _, f := range strings.Split(*sweep, ",") {
+			e, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || !(e > 0) {
+				return fmt.Errorf("%w: --sweep %q: chunk edges, e.g. 100,62.5,40", errUsage, *sweep)
+			}
+			edges = append(edges, e)
+		}
+		return runSweep(ctx, edges, *points, w.runs, *storeDir, w.serverBin, *jsonOut, stdout, stderr)
 	}
 	if *static {
 		return benchStatic(ctx, fs, *points, *storeDir, w.runs, *only, *jsonOut, stdout)

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,16 +37,17 @@ import (
 
 // staticRow is one box: both sides' times over the runs.
 type staticRow struct {
-	Query     string    `json:"query"`
-	Vertices  int64     `json:"vertices"`
-	Chunks    int       `json:"static_chunks_fetched"`
-	StaticMB  float64   `json:"static_mb_fetched"`
-	ServerMB  float64   `json:"zvfserve_mb"`
-	ServerMs  []float64 `json:"zvfserve_ms"`
-	StaticMs  []float64 `json:"static_ms"`
-	SpeedUp   float64   `json:"speed_up_median"`
-	ServerMed float64   `json:"zvfserve_ms_median"`
-	StaticMed float64   `json:"static_ms_median"`
+	Query    string    `json:"query"`
+	Vertices int64     `json:"vertices"`
+	Chunks   int       `json:"static_chunks_fetched"`
+	StaticMB float64   `json:"static_mb_fetched"`
+	ServerMB float64   `json:"zvfserve_mb"`
+	ServerMs []float64 `json:"zvfserve_ms"`
+	StaticMs []float64 `json:"static_ms"`
+	SpeedUp  float64   `json:"speed_up_median"`
+	// Median and spread (min, max) of each side.
+	Server [3]float64 `json:"zvfserve_ms_median_min_max"`
+	Static [3]float64 `json:"static_ms_median_min_max"`
 }
 
 // staticParallel is how many files the static client fetches at once (a
@@ -103,8 +103,8 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 				}
 			}
 		}
-		row.ServerMed, row.StaticMed = median(row.ServerMs), median(row.StaticMs)
-		row.SpeedUp = row.StaticMed / row.ServerMed
+		row.Server, row.Static = spread(row.ServerMs), spread(row.StaticMs)
+		row.SpeedUp = row.Static[0] / row.Server[0]
 		rows = append(rows, row)
 	}
 	printStatic(stdout, rows, points, runs)
@@ -292,26 +292,13 @@ func serveObjects(st storage.Store, dir string) (string, func(), error) {
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func printStatic(w io.Writer, rows []staticRow, points, runs int) {
 	fmt.Fprintf(w, "zvfserve bench --static: %d points, one query at a time, cold, %d runs each (median, min–max)\n\n", points, runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "query\tvertices\tzvfserve ms\tMB sent\tstatic client ms\tfiles\tMB fetched\tzvfserve faster\t")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f (%.1f–%.1f)\t%.1f\t%.1f (%.1f–%.1f)\t%d\t%.1f\t%.2f×\t\n", r.Query, r.Vertices,
-			r.ServerMed, slices.Min(r.ServerMs), slices.Max(r.ServerMs), r.ServerMB,
-			r.StaticMed, slices.Min(r.StaticMs), slices.Max(r.StaticMs), r.Chunks, r.StaticMB, r.SpeedUp)
+			r.Server[0], r.Server[1], r.Server[2], r.ServerMB, r.Static[0], r.Static[1], r.Static[2], r.Chunks, r.StaticMB, r.SpeedUp)
 	}
 	_ = tw.Flush()
 }

@@ -290,3 +290,39 @@ func TestBenchStatic(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchSweep: --sweep builds a store per chunk edge (smaller chunks,
+// more files), serves each from a fresh server process and reports its
+// first answer, a cold box and its peak RSS.
+func TestBenchSweep(t *testing.T) {
+	t.Setenv("ZVFSERVE_TEST_AS_COMMAND", "1")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sweep.json")
+	stdout, stderr, code := runCmd(t, "bench", "--sweep", "250,125", "--points", "20000", "--runs", "2", "--store", dir,
+		"--server-bin", os.Args[0], "--json", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []sweepRow
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Chunk != 250 || rows[1].Chunk != 125 || rows[0].Chunks != 64 || rows[1].Chunks != 512 || rows[1].Files <= rows[0].Files {
+		t.Fatalf("rows: %s", b)
+	}
+	for _, r := range rows {
+		if r.FirstAnswerS[0] <= 0 || r.Cold50kMs[0] <= 0 || r.PeakRSSMB[0] <= 0 || r.FirstAnswerS[1] > r.FirstAnswerS[2] {
+			t.Errorf("%+v", r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sweep-125", "points", "zarr.json")); err != nil {
+		t.Errorf("the stores are not kept under --store: %v", err)
+	}
+	if _, _, code := runCmd(t, "bench", "--sweep", "100,x"); code != 2 {
+		t.Errorf("--sweep 100,x: exit %d, want 2 (usage)", code)
+	}
+}

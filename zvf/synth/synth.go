@@ -28,6 +28,12 @@ func BoxFor(n, want int, offset float64) (min, max []float64) {
 // (chunk 125, bins 25) and two pyramid levels into a fresh mem:// store
 // under prefix "points", and returns the store.
 func Points(ctx context.Context, n int, seed uint64, codec writer.Codec) (*blobstore.Store, error) {
+	return PointsChunked(ctx, n, seed, codec, 125)
+}
+
+// PointsChunked is Points with chunks of edge chunk (bins of chunk/5):
+// the same points in more, smaller chunks make a store of more files.
+func PointsChunked(ctx context.Context, n int, seed uint64, codec writer.Codec, chunk float64) (*blobstore.Store, error) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	pos := make([]float32, 3*n)
 	inten := make([]float32, n)
@@ -47,7 +53,7 @@ func Points(ctx context.Context, n int, seed uint64, codec writer.Codec) (*blobs
 	}
 	pc := &writer.PointCloud{Positions: pos, Attributes: []writer.Attribute{
 		writer.Float32Attribute("intensity", 1, inten), writer.Float32Attribute("snr", 1, snr), writer.Int32Attribute("depth", 1, depth)}}
-	_, err = writer.WritePoints(ctx, st, "points", pc, writer.Options{ChunkShape: []float64{125, 125, 125}, BinShape: []float64{25, 25, 25},
+	_, err = writer.WritePoints(ctx, st, "points", pc, writer.Options{ChunkShape: []float64{chunk, chunk, chunk}, BinShape: []float64{chunk / 5, chunk / 5, chunk / 5},
 		Codec: codec, Pyramid: []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}})
 	if err != nil {
 		_ = st.Close()

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/synth"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+)
+
+// ---- the store-size sweep (--sweep) ----
+
+// sweepRow is one store of the sweep.
+type sweepRow struct {
+	Chunk  float64 `json:"chunk_edge"`
+	Files  int     `json:"files"`
+	Chunks int     `json:"level0_chunks"`
+	// Median, min and max over the runs.
+	FirstAnswerS [3]float64 `json:"start_to_first_answer_s_median_min_max"`
+	Cold50kMs    [3]float64 `json:"cold_50k_bin_ms_median_min_max"`
+	PeakRSSMB    [3]float64 `json:"server_peak_rss_mb_median_min_max"`
+	first, cold  []float64
+	rss          []float64
+}
+
+// runSweep serves stores of the same points in chunks of each edge in
+// sweepChunks (ever smaller: each store has several times the files of
+// the one before).
+func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, storeDir, serverBin, jsonOut string, stdout, stderr io.Writer) error {
+	if runs < 1 {
+		return fmt.Errorf("%w: --runs %d", errUsage, runs)
+	}
+	bin := serverBin
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	dir := storeDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "zvfserve-sweep-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+		fmt.Fprintln(stderr, "bench: the sweep's stores are written to a temporary folder and removed after; give --store to keep them for later runs")
+	}
+	rows := make([]*sweepRow, len(sweepChunks))
+	paths := make([]string, len(sweepChunks))
+	for i, edge := range sweepChunks {
+		sub := filepath.Join(dir, "sweep-"+strconv.FormatFloat(edge, 'g', -1, 64))
+		t0 := time.Now()
+		if err := ensureBenchStore(ctx, sub, "points", func() (*blobstore.Store, error) {
+			return synth.PointsChunked(ctx, points, 1, writer.CodecNone, edge)
+		}); err != nil {
+			return err
+		}
+		paths[i] = filepath.Join(sub, "points")
+		files, chunks, err := countStoreFiles(paths[i])
+		if err != nil {
+			return err
+		}
+		rows[i] = &sweepRow{Chunk: edge, Files: files, Chunks: chunks}
+		fmt.Fprintf(stderr, "bench: store with %g-unit chunks ready in %.1f s: %d files\n", edge, time.Since(t0).Seconds(), files)
+	}
+	small1, small2 := synth.BoxFor(points, 1_000, 101)
+	mid1, mid2 := synth.BoxFor(points, 50_000, 301)
+	boxURL := func(base string, lo, hi []float64) string {
+		return fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000",
+			base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
+	}
+	// Runs interleave the stores, so a slow spell of this shared machine
+	// does not land on one store alone.
+	for r := 0; r < runs; r++ {
+		for i, row := range rows {
+			args := []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn", "points=" + paths[i]}
+			t0 := time.Now()
+			srv, err := startServerProcess(ctx, bin, args)
+			if err != nil {
+				return err
+			}
+			client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+			first, err := firstAnswer(ctx, client, boxURL(srv.base, small1, small2), t0)
+			if err != nil {
+				srv.kill()
+				return fmt.Errorf("bench: %g-unit chunks: %w", row.Chunk, err)
+			}
+			t1 := time.Now()
+			_, err = get(ctx, client, boxURL(srv.base, mid1, mid2))
+			cold := time.Since(t1)
+			rss := srv.peakRSSMB()
+			client.CloseIdleConnections()
+			if serr := srv.stop(30 * time.Second); err == nil {
+				err = serr
+			}
+			if err != nil {
+				return fmt.Errorf("bench: %g-unit chunks: %w", row.Chunk, err)
+			}
+			row.first, row.cold, row.rss = append(row.first, first.Seconds()), append(row.cold, ms(cold)), append(row.rss, rss)
+			fmt.Fprintf(stderr, "bench: run %d, %d files: first answer %.2f s, a cold 50k box %.1f ms, peak RSS %.0f MB\n", r+1, row.Files, first.Seconds(), ms(cold), rss)
+		}
+	}
+	for _, row := range rows {
+		row.FirstAnswerS, row.Cold50kMs, row.PeakRSSMB = spread(row.first), spread(row.cold), spread(row.rss)
+	}
+	printSweep(stdout, rows, points, runs)
+	if jsonOut != "" {
+		b, _ := json.MarshalIndent(rows, "", "  ")
+		return os.WriteFile(jsonOut, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+// firstAnswer asks url until it answers 200 and returns the time since
+// start (the server's exec).
+func firstAnswer(ctx context.Context, c *http.Client, url string, start time.Time) (time.Duration, error) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		_, err := get(ctx, c, url)
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, fmt.Errorf("no answer within 10 minutes of the start: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// countStoreFiles counts the files under dir, and its level-0 vertex
+// chunks.
+func countStoreFiles(dir string) (files, chunks int, err error) {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+		}
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, "0", "vertices"))
+	for _, e := range ents {
+		if e.IsDir() {
+			chunks++
+		}
+	}
+	return files, chunks, err
+}
+
+func printSweep(w io.Writer, rows []*sweepRow, points, runs int) {
+	fmt.Fprintf(w, "zvfserve bench --sweep: %d points in ever smaller chunks, a fresh `zvfserve serve` per run, %d runs (median, min–max)\n\n", points, runs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "chunk edge\tfiles\tlevel-0 chunks\tstart to first answer s\tcold 50k box ms\tpeak RSS MB\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%g\t%d\t%d\t%.2f (%.2f–%.2f)\t%.1f (%.1f–%.1f)\t%.0f (%.0f–%.0f)\t\n", r.Chunk, r.Files, r.Chunks,
+			r.FirstAnswerS[0], r.FirstAnswerS[1], r.FirstAnswerS[2], r.Cold50kMs[0], r.Cold50kMs[1], r.Cold50kMs[2],
+			r.PeakRSSMB[0], r.PeakRSSMB[1], r.PeakRSSMB[2])
+	}
+	_ = tw.Flush()
+}
