@@ -92,6 +92,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&w.clients, "whole", 0, "instead of the viewport workload: `N` clients at once each pull the whole 'points' store as one JSON answer from a zvfserve serve child process (so the peak RSS is the server's alone), --runs times; any cut answer fails the bench")
 	fs.IntVar(&w.runs, "runs", 3, "runs: with --whole and --sweep each against a fresh server process; with --static per box (default 7 there)")
 	sweep := fs.String("sweep", "", "instead of the viewport workload: the store-size sweep; `EDGES` are chunk edges, e.g. 100,62.5,40 (about 22k, 90k and 330k files with 2,000,000 points): for each, the points store with that chunk edge (under --store) served by a fresh `zvfserve serve` (--server-bin) per run, timed from its start to its first answer, then a cold 50k box, and its peak RSS, --runs times")
+	trivial := fs.Bool("trivial", false, "after each warm binary query kind, replay its bursts against a trivial server that holds the same answers and only writes them (rows of phase 'trivial'; zvfserve's share of it is printed)")
 	static := fs.Bool("static", false, "instead of the viewport workload: zvfserve cold against a lean static-file client (a file server and a client that fetches the level-0 vertex files the box touches, six at a time, and filters them), one query at a time, --runs times per box")
 	fs.Int64Var(&w.cacheBytes, "cache-bytes", 512<<20, "with --whole: the server's --cache-bytes")
 	fs.StringVar(&w.serverBin, "server-bin", "", "with --whole and --sweep: the zvfserve binary to start (default: this one), e.g. an older build to compare")
@@ -99,7 +100,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&w.acceptEncoding, "accept-encoding", "", "with --whole: the clients' Accept-Encoding: gzip or zstd (default: none, plain JSON)")
 	fs.DurationVar(&w.limit, "run-limit", 10*time.Minute, "with --whole: a run still going after this long is stopped")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: zvfserve bench [--points N] [--streamlines N] [--store DIR | --target URL] [--burst N] [--rounds N] [--only TEXT] [--json FILE]
+		fmt.Fprint(stderr, `Usage: zvfserve bench [--points N] [--streamlines N] [--store DIR | --target URL] [--burst N] [--rounds N] [--only TEXT] [--trivial] [--json FILE]
        zvfserve bench --whole N [--runs N] [--points N] [--store DIR] [--cache-bytes B] [--accept-encoding gzip|zstd] [--server-bin FILE]
        zvfserve bench --static [--runs N] [--points N] [--store DIR] [--only TEXT] [--json FILE]
        zvfserve bench --sweep EDGES [--runs N] [--points N] [--store DIR] [--server-bin FILE] [--json FILE]
@@ -111,8 +112,9 @@ concurrent bbox requests of about 1k, 50k and 500k vertices, binary and JSON, le
 budget, and streamline boxes. Each query kind runs cold (a fresh server and cache) and then warm
 (--rounds bursts). It prints one row per phase and query kind: requests, vertices per request, p50
 and p99 latency, requests/s, vertices/s, MB/s and errors; then the warm cache hit ratio, peak RSS and
-allocations per request. --json also writes the report as JSON. Client and server share this
-machine's cores. What the numbers mean and what bounds them: docs/performance.md.
+allocations per request. --trivial adds, after each warm binary query kind, the same bursts against a
+trivial server that holds the same answers and only writes them, and prints zvfserve's share of its
+MB/s. --json also writes the report as JSON. Client and server share this machine's cores. What the numbers mean and what bounds them: docs/performance.md.
 
 With --whole N it runs the many-large-answers load instead: N clients at once each pull the whole
 points store as one JSON answer from a zvfserve serve child process, --runs times, and report the
@@ -263,34 +265,26 @@ Flags:
 			runtime.ReadMemStats(&before)
 		}
 		for _, q := range queries {
-			var lat []time.Duration
-			var bytes, verts int64
-			errs := 0
 			n := 1
 			if phase == "warm" {
 				n = *rounds
 			}
-			t0 := time.Now()
-			for r := 0; r < n; r++ {
-				res, err := benchBurst(ctx, client, base, q, *burst, total[q.store])
+			res, err := benchRounds(ctx, client, base, q, n, *burst, total[q.store])
+			if err != nil {
+				return err
+			}
+			res.Phase = phase
+			requests += res.Requests
+			rep.Results = append(rep.Results, res)
+			if phase == "warm" && *trivial && q.format == "bin" {
+				// The same answers, byte for byte, from a server that only
+				// writes them: the floor of what serving them costs here.
+				res, err := benchTrivial(ctx, client, base, q, n, *burst, total[q.store])
 				if err != nil {
 					return err
 				}
-				for _, x := range res {
-					lat = append(lat, x.d)
-					bytes += x.bytes
-					verts += x.verts
-					if x.err {
-						errs++
-					}
-				}
+				rep.Results = append(rep.Results, res)
 			}
-			wall := time.Since(t0).Seconds()
-			requests += len(lat)
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			rep.Results = append(rep.Results, benchResult{Phase: phase, Query: q.name, Requests: len(lat), Errors: errs,
-				P50ms: ms(lat[len(lat)/2]), P99ms: ms(lat[(len(lat)*99)/100]), ReqPerSec: float64(len(lat)) / wall,
-				VertPerS: float64(verts) / wall, MBPerS: float64(bytes) / wall / 1e6, Vertices: verts / int64(len(lat))})
 			if phase == "cold" && stop != nil {
 				// each cold query kind gets a fresh server and cache
 				stop()
@@ -309,7 +303,7 @@ Flags:
 					warmReqs += r.Requests
 				}
 			}
-			if stores != nil && warmReqs > 0 {
+			if stores != nil && warmReqs > 0 && !*trivial { // the trivial server's requests are not the server's
 				rep.AllocsPerReq = float64(after.Mallocs-before.Mallocs) / float64(warmReqs)
 			}
 			if ch != nil {
@@ -336,6 +330,76 @@ Flags:
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// benchRounds runs n bursts of q against base and sums them up.
+func benchRounds(ctx context.Context, c *http.Client, base string, q benchQuery, n, burst, points int) (benchResult, error) {
+	var lat []time.Duration
+	var bytes, verts int64
+	errs := 0
+	t0 := time.Now()
+	for r := 0; r < n; r++ {
+		res, err := benchBurst(ctx, c, base, q, burst, points)
+		if err != nil {
+			return benchResult{}, err
+		}
+		for _, x := range res {
+			lat = append(lat, x.d)
+			bytes += x.bytes
+			verts += x.verts
+			if x.err {
+				errs++
+			}
+		}
+	}
+	wall := time.Since(t0).Seconds()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return benchResult{Query: q.name, Requests: len(lat), Errors: errs,
+		P50ms: ms(lat[len(lat)/2]), P99ms: ms(lat[(len(lat)*99)/100]), ReqPerSec: float64(len(lat)) / wall,
+		VertPerS: float64(verts) / wall, MBPerS: float64(bytes) / wall / 1e6, Vertices: verts / int64(len(lat))}, nil
+}
+
+// benchTrivial fetches the answers of q's burst from base once, then
+// runs n bursts of q against a server that holds them and writes each in
+// one call, with its length: no query, no encoding, no cache.
+func benchTrivial(ctx context.Context, c *http.Client, base string, q benchQuery, n, burst, points int) (benchResult, error) {
+	bodies := map[string][]byte{}
+	for i := 0; i < burst; i++ {
+		p := burstPath(q, i, points)
+		if bodies[p] != nil {
+			continue
+		}
+		b, err := get(ctx, c, base+p)
+		if err != nil {
+			return benchResult{}, err
+		}
+		bodies[p] = b
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := bodies[r.URL.RequestURI()]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		_, _ = w.Write(b)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return benchResult{}, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	tb := "http://" + ln.Addr().String()
+	// One burst first, as the warm phase had: connections are open.
+	if _, err := benchBurst(ctx, c, tb, q, burst, points); err != nil {
+		return benchResult{}, err
+	}
+	res, err := benchRounds(ctx, c, tb, q, n, burst, points)
+	res.Phase = "trivial"
+	return res, err
+}
 
 // benchStores returns the points and streamlines stores: built in memory,
 // or under dir (written once, then reused).
@@ -513,6 +577,22 @@ type benchSample struct {
 	err          bool
 }
 
+// burstPath is the path and query of request i of a burst of q.
+func burstPath(q benchQuery, i, points int) string {
+	// shift each request's box a little so a burst is a viewport's worth
+	// of neighbouring tiles, not one URL
+	off := q.offset + float64(i%4)*7
+	min, max := synth.BoxFor(points, q.want, off)
+	// level=auto gets a viewer's budget so the server picks a coarser
+	// level; fixed levels take the whole answer.
+	limit := 2_000_000
+	if q.level == "auto" {
+		limit = 100_000
+	}
+	return fmt.Sprintf("/api/v1/stores/%s/bbox?min=%g,%g,%g&max=%g,%g,%g&level=%s&f=%s&limit=%d",
+		q.store, min[0], min[1], min[2], max[0], max[1], max[2], q.level, q.format, limit)
+}
+
 func benchBurst(ctx context.Context, c *http.Client, base string, q benchQuery, burst, points int) ([]benchSample, error) {
 	out := make([]benchSample, burst)
 	var wg sync.WaitGroup
@@ -520,18 +600,7 @@ func benchBurst(ctx context.Context, c *http.Client, base string, q benchQuery, 
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			// shift each request's box a little so a burst is a viewport's
-			// worth of neighbouring tiles, not one URL
-			off := q.offset + float64(i%4)*7
-			min, max := synth.BoxFor(points, q.want, off)
-			// level=auto gets a viewer's budget so the server picks a
-			// coarser level; fixed levels take the whole answer.
-			limit := 2_000_000
-			if q.level == "auto" {
-				limit = 100_000
-			}
-			url := fmt.Sprintf("%s/api/v1/stores/%s/bbox?min=%g,%g,%g&max=%g,%g,%g&level=%s&f=%s&limit=%d",
-				base, q.store, min[0], min[1], min[2], max[0], max[1], max[2], q.level, q.format, limit)
+			url := base + burstPath(q, i, points)
 			t0 := time.Now()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			resp, err := c.Do(req)
@@ -616,8 +685,23 @@ func printBench(w io.Writer, r *benchReport, inProcess bool) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.1f\t%.0f\t%d\t\n", x.Phase, x.Query, x.Requests, x.Vertices, x.P50ms, x.P99ms, x.ReqPerSec, x.VertPerS/1e6, x.MBPerS, x.Errors)
 	}
 	_ = tw.Flush()
+	warm := map[string]float64{}
+	var shares []string
+	for _, x := range r.Results {
+		switch x.Phase {
+		case "warm":
+			warm[x.Query] = x.MBPerS
+		case "trivial":
+			if x.MBPerS > 0 {
+				shares = append(shares, fmt.Sprintf("%s %.2f", x.Query, warm[x.Query]/x.MBPerS))
+			}
+		}
+	}
+	if len(shares) > 0 {
+		fmt.Fprintf(w, "\nwarm MB/s as a share of the trivial server's: %s\n", strings.Join(shares, " · "))
+	}
 	fmt.Fprintf(w, "\ncache hit ratio (warm) %.3f · peak RSS %.0f MB", r.CacheHitRatio, r.PeakRSSMB)
-	if inProcess {
+	if inProcess && r.AllocsPerReq > 0 {
 		fmt.Fprintf(w, " · allocations per request (server and client, warm) %.0f", r.AllocsPerReq)
 	}
 	fmt.Fprintf(w, " · %.1f s\n", r.WallSeconds)

@@ -326,3 +326,40 @@ func TestBenchSweep(t *testing.T) {
 		t.Errorf("--sweep 100,x: exit %d, want 2 (usage)", code)
 	}
 }
+
+// TestBenchTrivial: --trivial replays each warm binary query against a
+// server that writes the same answers: same vertices a request, no
+// errors, and zvfserve's share of it printed.
+func TestBenchTrivial(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "report.json")
+	stdout, stderr, code := runCmd(t, "bench", "--points", "20000", "--streamlines", "0", "--rounds", "1", "--burst", "4", "--only", "k bin", "--trivial", "--json", out)
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s %s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	warm := map[string]benchResult{}
+	trivial := 0
+	for _, r := range rep.Results {
+		switch r.Phase {
+		case "warm":
+			warm[r.Query] = r
+		case "trivial":
+			trivial++
+			w := warm[r.Query]
+			if r.Errors != 0 || r.Vertices == 0 || r.Vertices != w.Vertices || r.Requests != w.Requests {
+				t.Errorf("trivial %+v, warm %+v", r, w)
+			}
+		}
+	}
+	if trivial != 4 || !strings.Contains(stdout, "share of the trivial server's: 1k bin") { // 1k, 50k, 500k and auto
+		t.Errorf("%d trivial rows: %s", trivial, stdout)
+	}
+}
