@@ -93,6 +93,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&w.runs, "runs", 3, "runs: with --whole and --sweep each against a fresh server process; with --static per box (default 7 there)")
 	sweep := fs.String("sweep", "", "instead of the viewport workload: the store-size sweep; `EDGES` are chunk edges, e.g. 100,62.5,40 (about 22k, 90k and 330k files with 2,000,000 points): for each, the points store with that chunk edge (under --store) served by a fresh `zvfserve serve` (--server-bin) per run, timed from its start to its first answer, then a cold 50k box, and its peak RSS, --runs times")
 	trivial := fs.Bool("trivial", false, "after each warm binary query kind, replay its bursts against a trivial server that holds the same answers and only writes them (rows of phase 'trivial'; zvfserve's share of it is printed)")
+	var via link
+	fs.DurationVar(&via.RTT, "rtt", 0, "with --static: an emulated network between clients and both servers: the round trip each request waits for before its answer starts")
+	fs.Float64Var(&via.Mbps, "mbps", 0, "with --static: the emulated network's bandwidth in Mbit/s, shared by each server's connections (0: unlimited)")
 	static := fs.Bool("static", false, "instead of the viewport workload: zvfserve cold against a lean static-file client (a file server and a client that fetches the level-0 vertex files the box touches, six at a time, and filters them), one query at a time, --runs times per box")
 	fs.Int64Var(&w.cacheBytes, "cache-bytes", 512<<20, "with --whole: the server's --cache-bytes")
 	fs.StringVar(&w.serverBin, "server-bin", "", "with --whole and --sweep: the zvfserve binary to start (default: this one), e.g. an older build to compare")
@@ -102,7 +105,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: zvfserve bench [--points N] [--streamlines N] [--store DIR | --target URL] [--burst N] [--rounds N] [--only TEXT] [--trivial] [--json FILE]
        zvfserve bench --whole N [--runs N] [--points N] [--store DIR] [--cache-bytes B] [--accept-encoding gzip|zstd] [--server-bin FILE]
-       zvfserve bench --static [--runs N] [--points N] [--store DIR] [--only TEXT] [--json FILE]
+       zvfserve bench --static [--runs N] [--points N] [--store DIR] [--only TEXT] [--rtt D] [--mbps N] [--json FILE]
        zvfserve bench --sweep EDGES [--runs N] [--points N] [--store DIR] [--server-bin FILE] [--json FILE]
 
 The load benchmark. It builds a points store (--points points, three attributes, three levels) and a
@@ -124,7 +127,8 @@ With --static it compares zvfserve with the lean alternative to a server, one co
 the store's files behind a plain file server, and a client that knows the layout, fetches the level-0
 vertex files of the chunks a box touches (six at a time, as a browser would) and filters them itself.
 Both start cold (a fresh zvfserve and cache; a fresh connection pool), both end with the box's vertices
-in memory and must count the same; it prints the median and spread of each and the ratio.
+in memory and must count the same; it prints the median and spread of each and the ratio. --rtt and
+--mbps put an emulated network between the clients and both servers (loopback has none).
 
 With --sweep it measures what grows with the size of a store: the same points in smaller and smaller
 chunks (more and more files), each served by a fresh server process: the time from its start to its
@@ -136,6 +140,7 @@ Examples:
   zvfserve bench --target http://host:8080 --json out.json
   zvfserve bench --whole 64 --store /tmp/zvf-bench   # 64 whole-store JSON answers at once
   zvfserve bench --static --store /tmp/zvf-bench      # cold zvfserve against a static-file client
+  zvfserve bench --static --store /tmp/zvf-bench --rtt 20ms --mbps 100   # the same over a network
   zvfserve bench --sweep 100,62.5,40 --store /tmp/zvf-bench   # 22k, 90k and 330k files
 
 Flags:
@@ -168,7 +173,7 @@ Flags:
 		return runSweep(ctx, edges, *points, w.runs, *storeDir, w.serverBin, *jsonOut, stdout, stderr)
 	}
 	if *static {
-		return benchStatic(ctx, fs, *points, *storeDir, w.runs, *only, *jsonOut, stdout)
+		return benchStatic(ctx, fs, *points, *storeDir, w.runs, *only, &via, *jsonOut, stdout)
 	}
 	start := time.Now()
 	if *slVerts < 0 {
@@ -550,6 +555,11 @@ func benchSizes(ctx context.Context, c *http.Client, base string, stores map[str
 
 // benchServe starts the API on a loopback port.
 func benchServe(ctx context.Context, stores map[string]storage.Store, ch *cache.Cache) (string, func(), error) {
+	return benchServeVia(ctx, stores, ch, nil)
+}
+
+// benchServeVia is benchServe behind an emulated network link (nil: none).
+func benchServeVia(ctx context.Context, stores map[string]storage.Store, ch *cache.Cache, via *link) (string, func(), error) {
 	var open []*zvf.Store
 	for name, st := range stores {
 		s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: ch})
@@ -567,6 +577,7 @@ func benchServe(ctx context.Context, stores map[string]storage.Store, ch *cache.
 		return "", nil, err
 	}
 	hs, limited := srv.HTTPServer(ln)
+	hs.Handler = via.wrap(hs.Handler)
 	go func() { _ = hs.Serve(limited) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
 }

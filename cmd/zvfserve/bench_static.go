@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -55,8 +57,8 @@ type staticRow struct {
 const staticParallel = 6
 
 // runStatic compares the two on st (in folder dir, "" when in memory).
-func runStatic(ctx context.Context, st storage.Store, dir string, points, runs int, only string, stdout io.Writer) ([]staticRow, error) {
-	files, stopFiles, err := serveObjects(st, dir)
+func runStatic(ctx context.Context, st storage.Store, dir string, points, runs int, only string, via *link, stdout io.Writer) ([]staticRow, error) {
+	files, stopFiles, err := serveObjects(st, dir, via)
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +69,7 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 		return nil, err
 	}
 	var rows []staticRow
+	bufs := new(staticBuffers)
 	for _, q := range []struct {
 		name   string
 		want   int
@@ -82,13 +85,13 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 			// on a machine the other has just warmed or loaded.
 			sides := []func() error{
 				func() error {
-					d, n, size, err := serverCold(ctx, client, st, min, max)
+					d, n, size, err := serverCold(ctx, client, st, min, max, via, bufs)
 					row.ServerMs = append(row.ServerMs, ms(d))
 					row.ServerMB = float64(size) / 1e6
 					return row.check(n, err, "zvfserve")
 				},
 				func() error {
-					d, n, chunks, size, err := staticCold(ctx, client, files, lay, min, max)
+					d, n, chunks, size, err := staticCold(ctx, client, files, lay, min, max, bufs)
 					row.StaticMs = append(row.StaticMs, ms(d))
 					row.Chunks, row.StaticMB = chunks, float64(size)/1e6
 					return row.check(n, err, "static client")
@@ -107,7 +110,7 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 		row.SpeedUp = row.Static[0] / row.Server[0]
 		rows = append(rows, row)
 	}
-	printStatic(stdout, rows, points, runs)
+	printStatic(stdout, rows, points, runs, via)
 	return rows, nil
 }
 
@@ -123,10 +126,19 @@ func (r *staticRow) check(n int64, err error, side string) error {
 	return nil
 }
 
+// staticBuffers are the clients' receive buffers, kept across runs as a
+// viewer keeps its own: what is timed is the servers and the decoding,
+// not the first touch of fresh memory for every body.
+type staticBuffers struct {
+	server  bytes.Buffer
+	workers [staticParallel]bytes.Buffer
+}
+
 // serverCold answers the box from a fresh zvfserve (store opened, cache
-// empty) and reads the binary answer into memory.
-func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64) (time.Duration, int64, int64, error) {
-	base, stop, err := benchServe(ctx, map[string]storage.Store{"points": st}, cache.New(1<<30))
+// empty); the client decodes the binary answer's vertex blocks into
+// float32 slices, as a viewer would.
+func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, via *link, bufs *staticBuffers) (time.Duration, int64, int64, error) {
+	base, stop, err := benchServeVia(ctx, map[string]storage.Store{"points": st}, cache.New(1<<30), via)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -134,19 +146,55 @@ func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []
 	url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000",
 		base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
 	t0 := time.Now()
-	body, err := get(ctx, c, url)
+	buf := &bufs.server
+	if err := getInto(ctx, c, url, buf); err != nil {
+		return 0, 0, 0, err
+	}
+	parts, err := binaryVertices(buf.Bytes())
 	d := time.Since(t0)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	tail := body[max(0, len(body)-4<<10):]
-	return d, countVertices(tail), int64(len(body)), nil
+	var n int64
+	for _, p := range parts {
+		n += int64(len(p) / 3)
+	}
+	if trailer := countVertices(buf.Bytes()[max(0, buf.Len()-4<<10):]); trailer != n {
+		return 0, 0, 0, fmt.Errorf("the answer's vertex blocks hold %d vertices, its trailer says %d", n, trailer)
+	}
+	return d, n, int64(buf.Len()), nil
+}
+
+// binaryVertices decodes the float32 vertex blocks of a binary answer
+// (docs/binary-format.md).
+func binaryVertices(b []byte) ([][]float32, error) {
+	if len(b) < 16 || string(b[:6]) != "ZVFBIN" {
+		return nil, errors.New("not a binary answer")
+	}
+	p := 16 + (binary.LittleEndian.Uint64(b[8:])+7)/8*8
+	var parts [][]float32
+	for p+16 <= uint64(len(b)) {
+		kind, n := binary.LittleEndian.Uint32(b[p:]), binary.LittleEndian.Uint64(b[p+8:])
+		p += 16
+		if n > uint64(len(b))-p {
+			return nil, errors.New("a block runs past the answer's end")
+		}
+		if kind == 1 {
+			v := make([]float32, n/4)
+			for i := range v {
+				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[p+4*uint64(i):]))
+			}
+			parts = append(parts, v)
+		}
+		p += (n + 7) / 8 * 8
+	}
+	return parts, nil
 }
 
 // staticCold is the static client: the level-0 vertex files of the
 // chunks the box touches, fetched staticParallel at a time from a fresh
 // connection pool, decoded and filtered to the box.
-func staticCold(ctx context.Context, c *http.Client, base string, lay staticLayout, boxLo, boxHi []float64) (time.Duration, int64, int, int64, error) {
+func staticCold(ctx context.Context, c *http.Client, base string, lay staticLayout, boxLo, boxHi []float64, bufs *staticBuffers) (time.Duration, int64, int, int64, error) {
 	c.CloseIdleConnections()
 	t0 := time.Now()
 	var keys []string
@@ -164,32 +212,40 @@ func staticCold(ctx context.Context, c *http.Client, base string, lay staticLayo
 	}
 	parts := make([][]float32, len(keys))
 	sizes := make([]int64, len(keys))
+	next := make(chan int, len(keys))
+	for i := range keys {
+		next <- i
+	}
+	close(next)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(staticParallel)
-	for i, k := range keys {
+	for w := range staticParallel {
+		buf := &bufs.workers[w]
 		g.Go(func() error {
-			b, err := get(gctx, c, base+"/"+k)
-			if errors.Is(err, errNoFile) {
-				return nil // no vertices in that chunk
-			}
-			if err != nil {
-				return err
-			}
-			if len(b)%12 != 0 {
-				return fmt.Errorf("%s: %d bytes is not whole float32 triples", k, len(b))
-			}
-			sizes[i] = int64(len(b))
-			var in []float32
-			for j := 0; j < len(b); j += 12 {
-				x := math.Float32frombits(binary.LittleEndian.Uint32(b[j:]))
-				y := math.Float32frombits(binary.LittleEndian.Uint32(b[j+4:]))
-				z := math.Float32frombits(binary.LittleEndian.Uint32(b[j+8:]))
-				if float64(x) >= boxLo[0] && float64(x) <= boxHi[0] && float64(y) >= boxLo[1] && float64(y) <= boxHi[1] &&
-					float64(z) >= boxLo[2] && float64(z) <= boxHi[2] {
-					in = append(in, x, y, z)
+			for i := range next {
+				err := getInto(gctx, c, base+"/"+keys[i], buf)
+				if errors.Is(err, errNoFile) {
+					continue // no vertices in that chunk
 				}
+				if err != nil {
+					return err
+				}
+				b := buf.Bytes()
+				if len(b)%12 != 0 {
+					return fmt.Errorf("%s: %d bytes is not whole float32 triples", keys[i], len(b))
+				}
+				sizes[i] = int64(len(b))
+				var in []float32
+				for j := 0; j < len(b); j += 12 {
+					x := math.Float32frombits(binary.LittleEndian.Uint32(b[j:]))
+					y := math.Float32frombits(binary.LittleEndian.Uint32(b[j+4:]))
+					z := math.Float32frombits(binary.LittleEndian.Uint32(b[j+8:]))
+					if float64(x) >= boxLo[0] && float64(x) <= boxHi[0] && float64(y) >= boxLo[1] && float64(y) <= boxHi[1] &&
+						float64(z) >= boxLo[2] && float64(z) <= boxHi[2] {
+						in = append(in, x, y, z)
+					}
+				}
+				parts[i] = in
 			}
-			parts[i] = in
 			return nil
 		})
 	}
@@ -242,30 +298,41 @@ func staticOpen(ctx context.Context, c *http.Client, base string) (staticLayout,
 var errNoFile = errors.New("no such file")
 
 func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
+	var b bytes.Buffer
+	if err := getInto(ctx, c, url, &b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// getInto reads url's body into buf (reset first).
+func getInto(ctx context.Context, c *http.Client, url string, buf *bytes.Buffer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:
-		return nil, errNoFile
+		return errNoFile
 	default:
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return io.ReadAll(resp.Body)
+	buf.Reset()
+	_, err = buf.ReadFrom(resp.Body)
+	return err
 }
 
 // serveObjects serves st's objects by key, as a static file server or an
 // object store's website endpoint would: a folder on disk through
 // http.FileServer (sendfile), any other store through a handler that
 // reads the object whole and writes it.
-func serveObjects(st storage.Store, dir string) (string, func(), error) {
+func serveObjects(st storage.Store, dir string, via *link) (string, func(), error) {
 	var h http.Handler
 	if dir != "" {
 		h = http.FileServer(http.Dir(dir))
@@ -287,13 +354,82 @@ func serveObjects(st storage.Store, dir string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: via.wrap(h), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
 }
 
-func printStatic(w io.Writer, rows []staticRow, points, runs int) {
-	fmt.Fprintf(w, "zvfserve bench --static: %d points, one query at a time, cold, %d runs each (median, min–max)\n\n", points, runs)
+// link emulates the network between the clients and one server, which
+// loopback leaves out: every request waits one round trip (RTT) before
+// its answer starts, and the answers of all the server's connections
+// share the bandwidth. A new connection's own handshake is not charged.
+type link struct {
+	RTT  time.Duration
+	Mbps float64 // 0: unlimited
+
+	mu   sync.Mutex
+	next time.Time // when the link is free to send again
+}
+
+func (l *link) wrap(h http.Handler) http.Handler {
+	if l == nil || (l.RTT <= 0 && l.Mbps <= 0) {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(l.RTT)
+		h.ServeHTTP(&linkWriter{ResponseWriter: w, l: l}, r)
+	})
+}
+
+// pace holds a write of n bytes until the link has carried it.
+func (l *link) pace(n int) {
+	if l.Mbps <= 0 {
+		return
+	}
+	l.mu.Lock()
+	start := time.Now()
+	if l.next.After(start) {
+		start = l.next
+	}
+	l.next = start.Add(time.Duration(float64(n) * 8 / (l.Mbps * 1e6) * float64(time.Second)))
+	done := l.next
+	l.mu.Unlock()
+	time.Sleep(time.Until(done))
+}
+
+func (l *link) String() string {
+	if l == nil || (l.RTT <= 0 && l.Mbps <= 0) {
+		return "loopback"
+	}
+	bw := "unlimited bandwidth"
+	if l.Mbps > 0 {
+		bw = fmt.Sprintf("%g Mbit/s shared", l.Mbps)
+	}
+	return fmt.Sprintf("an emulated link: %v round trip per request, %s", l.RTT, bw)
+}
+
+// linkWriter paces an answer's writes through its link.
+type linkWriter struct {
+	http.ResponseWriter
+	l *link
+}
+
+func (w *linkWriter) Write(p []byte) (int, error) {
+	w.l.pace(len(p))
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *linkWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *linkWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func printStatic(w io.Writer, rows []staticRow, points, runs int, via *link) {
+	fmt.Fprintf(w, "zvfserve bench --static: %d points, one query at a time, cold, %d runs each (median, min–max), over %s\n\n", points, runs, via)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "query\tvertices\tzvfserve ms\tMB sent\tstatic client ms\tfiles\tMB fetched\tzvfserve faster\t")
 	for _, r := range rows {
@@ -305,7 +441,7 @@ func printStatic(w io.Writer, rows []staticRow, points, runs int) {
 
 // benchStatic runs --static: the points store (built as the viewport
 // workload builds it), 7 runs per box unless --runs was given.
-func benchStatic(ctx context.Context, fs *flag.FlagSet, points int, storeDir string, runs int, only, jsonOut string, stdout io.Writer) error {
+func benchStatic(ctx context.Context, fs *flag.FlagSet, points int, storeDir string, runs int, only string, via *link, jsonOut string, stdout io.Writer) error {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "runs" })
 	if !given {
@@ -327,7 +463,7 @@ func benchStatic(ctx context.Context, fs *flag.FlagSet, points int, storeDir str
 	if storeDir != "" {
 		dir = filepath.Join(storeDir, "points")
 	}
-	rows, err := runStatic(ctx, stores["points"], dir, points, runs, only, stdout)
+	rows, err := runStatic(ctx, stores["points"], dir, points, runs, only, via, stdout)
 	if err != nil {
 		return err
 	}

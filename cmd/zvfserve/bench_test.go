@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -228,8 +231,8 @@ func TestPullWholeDetectsCuts(t *testing.T) {
 }
 
 // TestBenchStatic: --static answers every box from both sides, in memory
-// and from a folder (a real http.FileServer), and both count the vertices
-// a direct query of the store finds.
+// and from a folder (a real http.FileServer, over an emulated link), and
+// both count the vertices a direct query of the store finds.
 func TestBenchStatic(t *testing.T) {
 	t.Parallel()
 	for _, where := range []string{"memory", "disk"} {
@@ -240,7 +243,8 @@ func TestBenchStatic(t *testing.T) {
 			dir := ""
 			if where == "disk" {
 				dir = t.TempDir()
-				args = append(args, "--store", dir)
+				// and over an emulated link, which wraps both servers' writers
+				args = append(args, "--store", dir, "--rtt", "1ms", "--mbps", "1000")
 			}
 			stdout, stderr, code := runCmd(t, args...)
 			if code != 0 {
@@ -284,7 +288,7 @@ func TestBenchStatic(t *testing.T) {
 					t.Errorf("%s: %+v; a direct query finds %d", r.Query, r, res.Count)
 				}
 			}
-			if !strings.Contains(stdout, "zvfserve faster") {
+			if !strings.Contains(stdout, "zvfserve faster") || (where == "disk") != strings.Contains(stdout, "1ms round trip per request, 1000 Mbit/s shared") {
 				t.Errorf("no table: %s", stdout)
 			}
 		})
@@ -361,5 +365,41 @@ func TestBenchTrivial(t *testing.T) {
 	}
 	if trivial != 4 || !strings.Contains(stdout, "share of the trivial server's: 1k bin") { // 1k, 50k, 500k and auto
 		t.Errorf("%d trivial rows: %s", trivial, stdout)
+	}
+}
+
+// TestLinkEmulation: --rtt holds every answer for a round trip and
+// --mbps paces the bytes of all a server's answers together; the answers
+// arrive whole (lower bounds only: a loaded machine is only slower).
+func TestLinkEmulation(t *testing.T) {
+	t.Parallel()
+	body := bytes.Repeat([]byte("z"), 50_000)
+	via := &link{RTT: 30 * time.Millisecond, Mbps: 8} // 50 kB at 1 MB/s: 50 ms each
+	h := via.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < len(body); i += 10_000 {
+			_, _ = w.Write(body[i : i+10_000])
+		}
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := get(context.Background(), srv.Client(), srv.URL)
+			if err != nil || !bytes.Equal(b, body) {
+				t.Errorf("%d bytes, %v", len(b), err)
+			}
+		}()
+	}
+	wg.Wait()
+	// Two answers share the link: 100 kB at 1 MB/s after the round trip.
+	if d := time.Since(t0); d < 130*time.Millisecond {
+		t.Errorf("two 50 kB answers over a 30 ms, 8 Mbit/s link took %v, at least 130 ms expected", d)
+	}
+	if got := (*link)(nil).String(); got != "loopback" {
+		t.Errorf("no link: %q", got)
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
@@ -77,6 +80,7 @@ func BenchmarkQueryCold(b *testing.B) {
 		f    string
 	}{
 		{"small-bin", 10_000, "bin"},
+		{"large-bin", 540_000, "bin"},
 		{"large-json", 540_000, "json"},
 	} {
 		lo, hi := synth.BoxFor(2_000_000, c.want, 301)
@@ -101,3 +105,53 @@ type countWriter struct {
 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return c.w.Write(p) }
+
+// BenchmarkColdBBoxHTTP: one cold 500k-vertex binary bbox over HTTP from a
+// fresh server (store opened, cache empty), beside the static-file client
+// of bench --static fetching and filtering the same box's vertex files.
+func BenchmarkColdBBoxHTTP(b *testing.B) {
+	dir := coldStoreDir(b)
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	lo, hi := synth.BoxFor(2_000_000, 500_000, 50)
+	bufs := new(staticBuffers)
+	b.Run("zvfserve", func(b *testing.B) {
+		var total time.Duration
+		for b.Loop() {
+			d, n, _, err := serverCold(ctx, client, st, lo, hi, nil, bufs)
+			if err != nil || n == 0 {
+				b.Fatal(n, err)
+			}
+			total += d
+		}
+		// ns/op includes opening the store and starting the server;
+		// this is the request alone.
+		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
+	})
+	b.Run("static", func(b *testing.B) {
+		files, stop, err := serveObjects(st, dir, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stop()
+		lay, err := staticOpen(ctx, client, files)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total time.Duration
+		for b.Loop() {
+			d, n, _, _, err := staticCold(ctx, client, files, lay, lo, hi, bufs)
+			if err != nil || n == 0 {
+				b.Fatal(n, err)
+			}
+			total += d
+		}
+		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
+	})
+}
