@@ -60,9 +60,12 @@ func (d *discard) WriteHeader(int)             {}
 func (d *discard) Write(p []byte) (int, error) { d.n += int64(len(p)); return len(p), nil }
 
 func benchBBox(b *testing.B, want int, format string) {
-	srv := benchServer(b)
 	min, max := synth.BoxFor(benchPoints, want, 301)
-	url := fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=%s&connectivity=false", min[0], min[1], min[2], max[0], max[1], max[2], format)
+	benchURL(b, fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=%s&connectivity=false", min[0], min[1], min[2], max[0], max[1], max[2], format))
+}
+
+func benchURL(b *testing.B, url string) {
+	srv := benchServer(b)
 	h := srv.Handler()
 	req := httptest.NewRequest(http.MethodGet, url, nil)
 	w := &discard{h: http.Header{}}
@@ -88,6 +91,14 @@ func BenchmarkBBoxJSON50k(b *testing.B) { benchBBox(b, 50_000, "json") }
 func BenchmarkBBoxNDJSON50k(b *testing.B) { benchBBox(b, 50_000, "ndjson") }
 
 func BenchmarkBBoxBinary500k(b *testing.B) { benchBBox(b, 500_000, "bin") }
+
+// BenchmarkBBoxAuto: a viewer's default request, level=auto with a budget
+// (bench's "auto ≤100k bin"): a 500k-vertex box answered from the level
+// that fits 100,000 vertices.
+func BenchmarkBBoxAuto(b *testing.B) {
+	min, max := synth.BoxFor(benchPoints, 500_000, 50)
+	benchURL(b, fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin&level=auto&limit=100000", min[0], min[1], min[2], max[0], max[1], max[2]))
+}
 
 // BenchmarkBBoxJSON500k: a large JSON answer, formatted on every core the
 // run allows (compare -cpu 1,2: MB/s is then per request, not per core).

@@ -31,7 +31,7 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 	sc := s.getScratch()
 	defer s.putScratch(sc)
 	for _, l := range levels[:len(levels)-1] {
-		if l.estimateInBox(sc, min, max) <= float64(budget) {
+		if l.estimateInBox(sc, min, max, float64(budget)) <= float64(budget) {
 			return l.n, nil
 		}
 	}
@@ -41,8 +41,10 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 // estimateInBox is the level's vertex count in the closed box as far as
 // the metadata and the cache tell: cached chunks are matched exactly, the
 // others count their share of the level's mean vertices per chunk by the
-// fraction of their cell inside the box.
-func (l *Level) estimateInBox(sc *bboxScratch, lo, hi []float64) float64 {
+// fraction of their cell inside the box. Once the count passes stop it
+// is returned as it stands: every chunk adds, so the level cannot fit,
+// and a large box at a fine level is not matched row by row to learn it.
+func (l *Level) estimateInBox(sc *bboxScratch, lo, hi []float64, stop float64) float64 {
 	if len(l.keys) == 0 {
 		return 0
 	}
@@ -56,6 +58,9 @@ func (l *Level) estimateInBox(sc *bboxScratch, lo, hi []float64) float64 {
 			m.rows = m.rows[:0]
 			l.matchVerts(l.keys[i], v.(*chunkVerts), lo, hi, &m)
 			est += float64(m.count())
+			if est > stop {
+				return est
+			}
 			continue
 		}
 		frac := 1.0
@@ -65,6 +70,9 @@ func (l *Level) estimateInBox(sc *bboxScratch, lo, hi []float64) float64 {
 			frac *= max(0, math.Min(hi[a], c+cs)-math.Max(lo[a], c)) / cs
 		}
 		est += frac * mean
+		if est > stop {
+			return est
+		}
 	}
 	return est
 }
