@@ -117,7 +117,8 @@ budget, and streamline boxes. Each query kind runs cold (a fresh server and cach
 and p99 latency, requests/s, vertices/s, MB/s and errors; then the warm cache hit ratio, peak RSS and
 allocations per request. --trivial adds, after each warm binary query kind, the same bursts against a
 trivial server that holds the same answers and only writes them, and prints zvfserve's share of its
-MB/s. --json also writes the report as JSON. Client and server share this machine's cores. What the numbers mean and what bounds them: docs/performance.md.
+MB/s. --json also writes the report as JSON. Client and server share this machine's cores. What
+the numbers mean and what bounds them: docs/performance.md.
 
 With --whole N it runs the many-large-answers load instead: N clients at once each pull the whole
 points store as one JSON answer from a zvfserve serve child process, --runs times, and report the

@@ -297,6 +297,14 @@ func staticOpen(ctx context.Context, c *http.Client, base string) (staticLayout,
 
 var errNoFile = errors.New("no such file")
 
+// statusError is an answer other than 200 or 404.
+type statusError struct {
+	url, status string
+	code        int
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("GET %s: %s", e.url, e.status) }
+
 func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
 	var b bytes.Buffer
 	if err := getInto(ctx, c, url, &b); err != nil {
@@ -321,7 +329,7 @@ func getInto(ctx context.Context, c *http.Client, url string, buf *bytes.Buffer)
 	case http.StatusNotFound:
 		return errNoFile
 	default:
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
+		return &statusError{url: url, status: resp.Status, code: resp.StatusCode}
 	}
 	buf.Reset()
 	_, err = buf.ReadFrom(resp.Body)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -78,7 +79,7 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 	small1, small2 := synth.BoxFor(points, 1_000, 101)
 	mid1, mid2 := synth.BoxFor(points, 50_000, 301)
 	boxURL := func(base string, lo, hi []float64) string {
-		return fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000",
+		return fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin",
 			base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
 	}
 	// Runs interleave the stores, so a slow spell of this shared machine
@@ -124,13 +125,18 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 }
 
 // firstAnswer asks url until it answers 200 and returns the time since
-// start (the server's exec).
+// start (the server's exec). Only a server not listening yet or one that
+// says 503 (still opening) is asked again.
 func firstAnswer(ctx context.Context, c *http.Client, url string, start time.Time) (time.Duration, error) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		_, err := get(ctx, c, url)
 		if err == nil {
 			return time.Since(start), nil
+		}
+		var se *statusError
+		if errors.Is(err, errNoFile) || (errors.As(err, &se) && se.code != http.StatusServiceUnavailable) {
+			return 0, err
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return 0, fmt.Errorf("no answer within 10 minutes of the start: %v", err)
