@@ -390,14 +390,11 @@ func benchTrivial(ctx context.Context, c *http.Client, base string, q benchQuery
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		_, _ = w.Write(b)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tb, stop, err := serveLocal(h)
 	if err != nil {
 		return benchResult{}, err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
-	tb := "http://" + ln.Addr().String()
+	defer stop()
 	// One burst first, as the warm phase had: connections are open.
 	if _, err := benchBurst(ctx, c, tb, q, burst, points); err != nil {
 		return benchResult{}, err
@@ -974,19 +971,11 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func getJSON(ctx context.Context, c *http.Client, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	b, err := get(ctx, c, url)
 	if err != nil {
 		return err
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	return json.Unmarshal(b, v)
 }
 
 // serverProcess is a `zvfserve serve` child.

@@ -295,7 +295,7 @@ func staticOpen(ctx context.Context, c *http.Client, base string) (staticLayout,
 	return out, nil
 }
 
-var errNoFile = errors.New("no such file")
+var errNoFile = errors.New("404 Not Found")
 
 // statusError is an answer other than 200 or 404.
 type statusError struct {
@@ -327,7 +327,7 @@ func getInto(ctx context.Context, c *http.Client, url string, buf *bytes.Buffer)
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:
-		return errNoFile
+		return fmt.Errorf("GET %s: %w", url, errNoFile)
 	default:
 		return &statusError{url: url, status: resp.Status, code: resp.StatusCode}
 	}
@@ -358,11 +358,16 @@ func serveObjects(st storage.Store, dir string, via *link) (string, func(), erro
 			_, _ = w.Write(b)
 		})
 	}
+	return serveLocal(via.wrap(h))
+}
+
+// serveLocal serves h on a free loopback port: its base URL and a stop.
+func serveLocal(h http.Handler) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	hs := &http.Server{Handler: via.wrap(h), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
 }

@@ -24,23 +24,31 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
-// TestBenchSmall runs the load benchmark on small in-memory stores: every
-// query kind answers without errors, streamlines included.
-func TestBenchSmall(t *testing.T) {
-	t.Parallel()
+// benchJSON runs a bench command with --json and returns the report, its
+// bytes and what the command printed.
+func benchJSON[R any](t *testing.T, args ...string) (R, []byte, string) {
+	t.Helper()
+	var rep R
 	out := filepath.Join(t.TempDir(), "report.json")
-	stdout, stderr, code := runCmd(t, "bench", "--points", "20000", "--rounds", "1", "--burst", "4", "--json", out)
+	stdout, stderr, code := runCmd(t, append(args, "--json", out)...)
 	if code != 0 {
-		t.Fatalf("bench: exit %d: %s %s", code, stdout, stderr)
+		t.Fatalf("%v: exit %d: %s %s", args, code, stdout, stderr)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
+	return rep, b, stdout
+}
+
+// TestBenchSmall runs the load benchmark on small in-memory stores: every
+// query kind answers without errors, streamlines included.
+func TestBenchSmall(t *testing.T) {
+	t.Parallel()
+	rep, b, _ := benchJSON[benchReport](t, "bench", "--points", "20000", "--rounds", "1", "--burst", "4")
 	kinds := map[string]bool{}
 	for _, r := range rep.Results {
 		if r.Errors != 0 || r.Vertices == 0 {
@@ -160,21 +168,9 @@ func TestBenchWhole(t *testing.T) {
 	if err := os.Symlink(fixture, filepath.Join(dir, "points")); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "whole.json")
 	for _, enc := range []string{"", "zstd"} {
-		stdout, stderr, code := runCmd(t, "bench", "--whole", "4", "--runs", "2", "--store", dir, "--server-bin", os.Args[0],
-			"--accept-encoding", enc, "--json", out)
-		if code != 0 {
-			t.Fatalf("%q: exit %d: %s %s", enc, code, stdout, stderr)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rep wholeReport
-		if err := json.Unmarshal(b, &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep, b, stdout := benchJSON[wholeReport](t, "bench", "--whole", "4", "--runs", "2", "--store", dir, "--server-bin", os.Args[0],
+			"--accept-encoding", enc)
 		if len(rep.Runs) != 2 || rep.Vertices != 20000 || rep.ServerPeakRSSMB[0] <= 0 || rep.WallSeconds[1] > rep.WallSeconds[2] {
 			t.Fatalf("%q: %s", enc, b)
 		}
@@ -238,26 +234,12 @@ func TestBenchStatic(t *testing.T) {
 	for _, where := range []string{"memory", "disk"} {
 		t.Run(where, func(t *testing.T) {
 			t.Parallel()
-			out := filepath.Join(t.TempDir(), "static.json")
-			args := []string{"bench", "--static", "--points", "20000", "--runs", "2", "--json", out}
-			dir := ""
+			args := []string{"bench", "--static", "--points", "20000", "--runs", "2"}
 			if where == "disk" {
-				dir = t.TempDir()
 				// and over an emulated link, which wraps both servers' writers
-				args = append(args, "--store", dir, "--rtt", "1ms", "--mbps", "1000")
+				args = append(args, "--store", t.TempDir(), "--rtt", "1ms", "--mbps", "1000")
 			}
-			stdout, stderr, code := runCmd(t, args...)
-			if code != 0 {
-				t.Fatalf("bench: exit %d: %s %s", code, stdout, stderr)
-			}
-			b, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rows []staticRow
-			if err := json.Unmarshal(b, &rows); err != nil {
-				t.Fatal(err)
-			}
+			rows, b, stdout := benchJSON[[]staticRow](t, args...)
 			if len(rows) != 3 {
 				t.Fatalf("%d rows: %s", len(rows), b)
 			}
@@ -301,20 +283,8 @@ func TestBenchStatic(t *testing.T) {
 func TestBenchSweep(t *testing.T) {
 	t.Setenv("ZVFSERVE_TEST_AS_COMMAND", "1")
 	dir := t.TempDir()
-	out := filepath.Join(dir, "sweep.json")
-	stdout, stderr, code := runCmd(t, "bench", "--sweep", "250,125", "--points", "20000", "--runs", "2", "--store", dir,
-		"--server-bin", os.Args[0], "--json", out)
-	if code != 0 {
-		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []sweepRow
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows, b, _ := benchJSON[[]sweepRow](t, "bench", "--sweep", "250,125", "--points", "20000", "--runs", "2", "--store", dir,
+		"--server-bin", os.Args[0])
 	if len(rows) != 2 || rows[0].Chunk != 250 || rows[1].Chunk != 125 || rows[0].Chunks != 64 || rows[1].Chunks != 512 || rows[1].Files <= rows[0].Files {
 		t.Fatalf("rows: %s", b)
 	}
@@ -336,19 +306,7 @@ func TestBenchSweep(t *testing.T) {
 // errors, and zvfserve's share of it printed.
 func TestBenchTrivial(t *testing.T) {
 	t.Parallel()
-	out := filepath.Join(t.TempDir(), "report.json")
-	stdout, stderr, code := runCmd(t, "bench", "--points", "20000", "--streamlines", "0", "--rounds", "1", "--burst", "4", "--only", "k bin", "--trivial", "--json", out)
-	if code != 0 {
-		t.Fatalf("bench: exit %d: %s %s", code, stdout, stderr)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, _, stdout := benchJSON[benchReport](t, "bench", "--points", "20000", "--streamlines", "0", "--rounds", "1", "--burst", "4", "--only", "k bin", "--trivial")
 	warm := map[string]benchResult{}
 	trivial := 0
 	for _, r := range rep.Results {
