@@ -316,15 +316,25 @@ func (s *Server) annotationInfo(route string) func(http.ResponseWriter, *http.Re
 	}
 }
 
+// annotationSource is the annotation data routes' common start: the
+// route's store, its annotation kind and the store's plan for that kind.
+func (s *Server) annotationSource(r *http.Request, route string) (*zvf.Store, kind, *plan, error) {
+	st, err := s.source(r, route)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	k := kindOf(st, route)
+	p, err := s.plan(r.Context(), st, k)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return st, k, p, nil
+}
+
 func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		start := s.o.Now()
-		st, err := s.source(r, route)
-		if err != nil {
-			return err
-		}
-		k := kindOf(st, route)
-		p, err := s.plan(r.Context(), st, k)
+		st, k, p, err := s.annotationSource(r, route)
 		if err != nil {
 			return err
 		}
@@ -356,16 +366,11 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		start := s.o.Now()
-		st, err := s.source(r, route)
-		if err != nil {
-			return err
-		}
 		id, err := parseID(r)
 		if err != nil {
 			return err
 		}
-		k := kindOf(st, route)
-		p, err := s.plan(r.Context(), st, k)
+		st, k, p, err := s.annotationSource(r, route)
 		if err != nil {
 			return err
 		}
