@@ -91,7 +91,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var w wholeConfig
 	fs.IntVar(&w.clients, "whole", 0, "instead of the viewport workload: `N` clients at once each pull the whole 'points' store as one JSON answer from a zvfserve serve child process (so the peak RSS is the server's alone), --runs times; any cut answer fails the bench")
 	fs.IntVar(&w.runs, "runs", 3, "runs: with --whole and --sweep each against a fresh server process; with --static per box (default 7 there)")
-	sweep := fs.String("sweep", "", "instead of the viewport workload: the store-size sweep; `EDGES` are chunk edges, e.g. 100,62.5,40 (about 22k, 90k and 330k files with 2,000,000 points): for each, the points store with that chunk edge (under --store) served by a fresh `zvfserve serve` (--server-bin) per run, timed from its start to its first answer, then a cold 50k box, and its peak RSS, --runs times")
+	sweep := fs.String("sweep", "", "instead of the viewport workload: the store-size sweep; `EDGES` are chunk edges, e.g. 100,62.5,40 (about 22k, 90k and 330k files with 2,000,000 points): for each, the points store with that chunk edge (under --store) served by a fresh `zvfserve serve` (--server-bin) per run, timed from its start to its first answer, then the first query of an attribute and a cold 50k box, and its peak RSS, --runs times")
 	trivial := fs.Bool("trivial", false, "after each warm binary query kind, replay its bursts against a trivial server that holds the same answers and only writes them (rows of phase 'trivial'; zvfserve's share of it is printed)")
 	var via link
 	fs.DurationVar(&via.RTT, "rtt", 0, "with --static: an emulated network between clients and both servers: the round trip each request waits for before its answer starts")
@@ -133,7 +133,8 @@ in memory and must count the same; it prints the median and spread of each and t
 
 With --sweep it measures what grows with the size of a store: the same points in smaller and smaller
 chunks (more and more files), each served by a fresh server process: the time from its start to its
-first answer, a cold 50k-vertex box after that, and its peak RSS.
+first answer, the first query that reads an attribute, a cold 50k-vertex box after that, and its
+peak RSS.
 
 Examples:
   zvfserve bench --points 200000 --rounds 2          # a quick run, in memory

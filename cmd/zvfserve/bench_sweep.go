@@ -29,9 +29,12 @@ type sweepRow struct {
 	// Median, min and max over the runs.
 	FirstAnswerS [3]float64 `json:"start_to_first_answer_s_median_min_max"`
 	Cold50kMs    [3]float64 `json:"cold_50k_bin_ms_median_min_max"`
-	PeakRSSMB    [3]float64 `json:"server_peak_rss_mb_median_min_max"`
-	first, cold  []float64
-	rss          []float64
+	// FirstAttrMs: the first query that reads an attribute array (a 1k
+	// box with one attribute), whose chunks nothing has touched yet.
+	FirstAttrMs      [3]float64 `json:"first_attribute_query_ms_median_min_max"`
+	PeakRSSMB        [3]float64 `json:"server_peak_rss_mb_median_min_max"`
+	first, cold, att []float64
+	rss              []float64
 }
 
 // runSweep serves stores of the same points in chunks of each edge in
@@ -78,6 +81,7 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 	}
 	small1, small2 := synth.BoxFor(points, 1_000, 101)
 	mid1, mid2 := synth.BoxFor(points, 50_000, 301)
+	attr1, attr2 := synth.BoxFor(points, 1_000, 701)
 	boxURL := func(base string, lo, hi []float64) string {
 		return fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin",
 			base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
@@ -99,8 +103,13 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 				return fmt.Errorf("bench: %g-unit chunks: %w", row.Chunk, err)
 			}
 			t1 := time.Now()
-			_, err = get(ctx, client, boxURL(srv.base, mid1, mid2))
-			cold := time.Since(t1)
+			_, err = get(ctx, client, boxURL(srv.base, attr1, attr2)+"&attributes=intensity")
+			att := time.Since(t1)
+			t2 := time.Now()
+			if err == nil {
+				_, err = get(ctx, client, boxURL(srv.base, mid1, mid2))
+			}
+			cold := time.Since(t2)
 			rss := srv.peakRSSMB()
 			client.CloseIdleConnections()
 			if serr := srv.stop(30 * time.Second); err == nil {
@@ -109,12 +118,13 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 			if err != nil {
 				return fmt.Errorf("bench: %g-unit chunks: %w", row.Chunk, err)
 			}
-			row.first, row.cold, row.rss = append(row.first, first.Seconds()), append(row.cold, ms(cold)), append(row.rss, rss)
-			fmt.Fprintf(stderr, "bench: run %d, %d files: first answer %.2f s, a cold 50k box %.1f ms, peak RSS %.0f MB\n", r+1, row.Files, first.Seconds(), ms(cold), rss)
+			row.first, row.att, row.cold, row.rss = append(row.first, first.Seconds()), append(row.att, ms(att)), append(row.cold, ms(cold)), append(row.rss, rss)
+			fmt.Fprintf(stderr, "bench: run %d, %d files: first answer %.2f s, first attribute query %.1f ms, a cold 50k box %.1f ms, peak RSS %.0f MB\n",
+				r+1, row.Files, first.Seconds(), ms(att), ms(cold), rss)
 		}
 	}
 	for _, row := range rows {
-		row.FirstAnswerS, row.Cold50kMs, row.PeakRSSMB = spread(row.first), spread(row.cold), spread(row.rss)
+		row.FirstAnswerS, row.FirstAttrMs, row.Cold50kMs, row.PeakRSSMB = spread(row.first), spread(row.att), spread(row.cold), spread(row.rss)
 	}
 	printSweep(stdout, rows, points, runs)
 	if jsonOut != "" {
@@ -169,10 +179,11 @@ func countStoreFiles(dir string) (files, chunks int, err error) {
 func printSweep(w io.Writer, rows []*sweepRow, points, runs int) {
 	fmt.Fprintf(w, "zvfserve bench --sweep: %d points in ever smaller chunks, a fresh `zvfserve serve` per run, %d runs (median, min–max)\n\n", points, runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "chunk edge\tfiles\tlevel-0 chunks\tstart to first answer s\tcold 50k box ms\tpeak RSS MB\t")
+	fmt.Fprintln(tw, "chunk edge\tfiles\tlevel-0 chunks\tstart to first answer s\tfirst attribute query ms\tcold 50k box ms\tpeak RSS MB\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%g\t%d\t%d\t%.2f (%.2f–%.2f)\t%.1f (%.1f–%.1f)\t%.0f (%.0f–%.0f)\t\n", r.Chunk, r.Files, r.Chunks,
-			r.FirstAnswerS[0], r.FirstAnswerS[1], r.FirstAnswerS[2], r.Cold50kMs[0], r.Cold50kMs[1], r.Cold50kMs[2],
+		fmt.Fprintf(tw, "%g\t%d\t%d\t%.2f (%.2f–%.2f)\t%.1f (%.1f–%.1f)\t%.1f (%.1f–%.1f)\t%.0f (%.0f–%.0f)\t\n", r.Chunk, r.Files, r.Chunks,
+			r.FirstAnswerS[0], r.FirstAnswerS[1], r.FirstAnswerS[2], r.FirstAttrMs[0], r.FirstAttrMs[1], r.FirstAttrMs[2],
+			r.Cold50kMs[0], r.Cold50kMs[1], r.Cold50kMs[2],
 			r.PeakRSSMB[0], r.PeakRSSMB[1], r.PeakRSSMB[2])
 	}
 	_ = tw.Flush()

@@ -289,7 +289,7 @@ func TestBenchSweep(t *testing.T) {
 		t.Fatalf("rows: %s", b)
 	}
 	for _, r := range rows {
-		if r.FirstAnswerS[0] <= 0 || r.Cold50kMs[0] <= 0 || r.PeakRSSMB[0] <= 0 || r.FirstAnswerS[1] > r.FirstAnswerS[2] {
+		if r.FirstAnswerS[0] <= 0 || r.FirstAttrMs[0] <= 0 || r.Cold50kMs[0] <= 0 || r.PeakRSSMB[0] <= 0 || r.FirstAnswerS[1] > r.FirstAnswerS[2] {
 			t.Errorf("%+v", r)
 		}
 	}
