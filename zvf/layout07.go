@@ -222,39 +222,38 @@ func (y *layout07) cell(ctx context.Context, family string, key Key, ks string) 
 		}
 		return sb[ref.off : ref.off+ref.len : ref.off+ref.len], nil
 	}
-	a, err := y.chunkArray(ctx, family, ks)
+	b, err := y.family(family).ReadBytes(ctx, join(join(l.path, family), ks))
 	if err != nil {
-		return nil, err
-	}
-	b, err := a.ReadBytes(ctx)
-	if err != nil {
-		return nil, l.s.wrap(kindOf(err), l.n, family, ks, err)
+		return nil, y.cellErr(family, ks, err)
 	}
 	return b, nil
 }
 
-// chunkArray opens the array of family's chunk ks: each chunk of a 0.7
-// family is an array with its own zarr.json.
-func (y *layout07) chunkArray(ctx context.Context, family, ks string) (*zarr.Array, error) {
-	l := y.l
+// family opens the arrays of one 0.7 family: each of its chunks is an
+// array with its own zarr.json.
+func (y *layout07) family(name string) *zarr.Family {
 	y.mu.Lock()
-	f := y.fam[family]
+	defer y.mu.Unlock()
+	f := y.fam[name]
 	if f == nil {
 		if y.fam == nil {
 			y.fam = map[string]*zarr.Family{}
 		}
-		f = zarr.NewFamily(l.s.st, l.s.codecs)
-		y.fam[family] = f
+		f = zarr.NewFamily(y.l.s.st, y.l.s.codecs)
+		y.fam[name] = f
 	}
-	y.mu.Unlock()
-	a, err := f.Open(ctx, join(join(l.path, family), ks))
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, l.s.errf(ErrNotFound, l.n, family, ks, "%w", errMissing)
-		}
-		return nil, l.s.wrap(kindOf(err), l.n, family, ks, err)
+	return f
+}
+
+// cellErr is the reader's error for a cell that could not be read: a
+// missing array (no zarr.json) is the chunk's absence.
+func (y *layout07) cellErr(family, ks string, err error) error {
+	l := y.l
+	var ze *zarr.Error
+	if errors.As(err, &ze) && ze.Chunk == "" && errors.Is(err, storage.ErrNotFound) {
+		return l.s.errf(ErrNotFound, l.n, family, ks, "%w", errMissing)
 	}
-	return a, nil
+	return l.s.wrap(kindOf(err), l.n, family, ks, err)
 }
 
 func shardOf(idx *arrayIndex, ks string) (shardRef, bool) {

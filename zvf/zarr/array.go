@@ -92,6 +92,13 @@ func (a *Array) ReadChunk(ctx context.Context, coords []int64) (*Chunk, error) {
 	}
 	key := a.ChunkKey(coords)
 	b, err := storage.ReadAll(ctx, a.st, key, a.chunkBound())
+	return a.decodeStored(key, b, err)
+}
+
+// decodeStored decodes the stored bytes of the chunk at key, or turns the
+// error of reading them into the chunk's answer (a missing chunk is the
+// fill value).
+func (a *Array) decodeStored(key string, b []byte, err error) (*Chunk, error) {
 	if errors.Is(err, storage.ErrNotFound) {
 		return a.fillChunk(), nil
 	}
@@ -257,6 +264,28 @@ func (a *Array) ReadBytes(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	return c.Data, nil
+}
+
+// ReadBytesFetched is ReadBytes for a caller that read the stored bytes of
+// the array's chunk at key (or failed to) while it read the metadata: on
+// an object store the two reads then cost one round trip, not two. The
+// bytes are used only if the array is one chunk stored at key and they
+// are within the bound its metadata allows; otherwise it reads as
+// ReadBytes does.
+func (a *Array) ReadBytesFetched(ctx context.Context, key string, b []byte, err error) ([]byte, error) {
+	m := a.meta
+	if len(m.Shape) != 1 || m.DataType.Size != 1 || m.DataType.Kind == KindBool || m.Shape[0] == 0 ||
+		m.Shape[0] > m.ChunkShape[0] || a.ChunkKey([]int64{0}) != key {
+		return a.ReadBytes(ctx)
+	}
+	if bound := a.chunkBound(); err == nil && int64(len(b)) > bound {
+		err = fmt.Errorf("%w: %d bytes stored, at most %d accepted", storage.ErrTooLarge, len(b), bound)
+	}
+	c, err := a.decodeStored(key, b, err)
+	if err != nil {
+		return nil, err
+	}
+	return c.Data[:m.Shape[0]], nil
 }
 
 // ---- writing ----

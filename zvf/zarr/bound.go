@@ -32,5 +32,15 @@ func (p *pipeline) storedBound(max int64) int64 {
 	return n
 }
 
+// storedLimit is the most bytes any stored chunk of this pipeline's
+// codecs can take under the max decoded size, whatever its shape.
+func (p *pipeline) storedLimit(max int64) int64 {
+	n := max
+	for range p.bb {
+		n += compressSlack(n)
+	}
+	return n
+}
+
 // chunkBound is the read bound for one stored chunk of a.
 func (a *Array) chunkBound() int64 { return a.pipe.storedBound(a.lim.MaxChunkBytes) }

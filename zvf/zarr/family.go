@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -23,6 +25,15 @@ type Family struct {
 
 	mu  sync.Mutex
 	tpl *template
+	// ahead is where the template's arrays store their chunk and the
+	// bound of reading it, once an array has opened through the family
+	// (see ReadBytes).
+	ahead *readAhead
+}
+
+type readAhead struct {
+	key   string // the chunk key of a one-chunk array, relative to it
+	bound int64
 }
 
 // NewFamily is a Family reading from st; cs as for OpenArray.
@@ -44,7 +55,61 @@ func (f *Family) Open(ctx context.Context, p string) (*Array, error) {
 	if err != nil {
 		return nil, &Error{Path: p, Err: err}
 	}
-	return NewArray(f.st, p, m, f.cs)
+	a, err := NewArray(f.st, p, m, f.cs)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if f.ahead == nil {
+		f.ahead = &readAhead{key: m.KeyEncoding.ChunkKey([]int64{0}), bound: a.pipe.storedLimit(a.lim.MaxChunkBytes)}
+	}
+	f.mu.Unlock()
+	return a, nil
+}
+
+// ReadBytes opens the array at p and returns its bytes, as Open and
+// Array.ReadBytes would. Once an array of the family has opened, the
+// chunk is read where that one stored it while zarr.json is read: on an
+// object store, one round trip instead of two. The early read is used
+// only if the array's own metadata puts its one chunk there and allows
+// its size; otherwise the chunk is read again as the metadata says.
+func (f *Family) ReadBytes(ctx context.Context, p string) ([]byte, error) {
+	p = strings.Trim(p, "/")
+	f.mu.Lock()
+	ra := f.ahead
+	f.mu.Unlock()
+	if ra == nil {
+		a, err := f.Open(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return a.ReadBytes(ctx)
+	}
+	type fetched struct {
+		b   []byte
+		err error
+	}
+	key := join(p, ra.key)
+	done := make(chan fetched, 1)
+	go func() {
+		var r fetched
+		defer func() {
+			if v := recover(); v != nil {
+				r = fetched{err: fmt.Errorf("read of %s panicked: %v", key, v)}
+			}
+			done <- r
+		}()
+		r.b, r.err = storage.ReadAll(ctx, f.st, key, ra.bound)
+	}()
+	a, err := f.Open(ctx, p)
+	r := <-done // always waited for: no read outlives the call
+	if err != nil {
+		return nil, err
+	}
+	if r.err != nil && !errors.Is(r.err, storage.ErrNotFound) {
+		return a.ReadBytes(ctx) // a failed early read is not this array's answer
+	}
+	return a.ReadBytesFetched(ctx, key, r.b, r.err)
 }
 
 // parse is ParseNode for an array document, through the template.

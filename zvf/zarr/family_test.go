@@ -1,12 +1,16 @@
 package zarr
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
@@ -152,4 +156,97 @@ func FuzzFamily(f *testing.F) {
 		_, _ = fam.parse(tpl)
 		sameAsParseNode(t, fam, doc)
 	})
+}
+
+// TestFamilyReadBytes: once a family has opened an array, ReadBytes reads
+// the next one's chunk alongside its zarr.json, and answers exactly as
+// OpenArray and ReadBytes do — also when the early read is of no use: a
+// chunk stored elsewhere, a chunk larger than its metadata allows, a
+// missing chunk (fill bytes) or a missing array.
+func TestFamilyReadBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, "mem://family-read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	put := func(k string, b []byte) {
+		t.Helper()
+		if err := st.Put(ctx, k, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc := func(n int) []byte { return []byte(strings.ReplaceAll(chunkDoc, "46728", strconv.Itoa(n))) }
+	put("f/first/zarr.json", doc(4))
+	put("f/first/c/0", []byte{1, 2, 3, 4})
+	put("f/plain/zarr.json", doc(5))
+	put("f/plain/c/0", []byte{5, 6, 7, 8, 9})
+	put("f/dotted/zarr.json", []byte(strings.Replace(string(doc(3)), `"name":"default","configuration":{"separator":"/"}`, `"name":"v2","configuration":{"separator":"."}`, 1)))
+	put("f/dotted/0", []byte{7, 7, 7})
+	put("f/dotted/c/0", []byte{9, 9, 9}) // where the template's chunks are, not this array's
+	put("f/big/zarr.json", doc(3))
+	put("f/big/c/0", make([]byte, 100))
+	put("f/nochunk/zarr.json", doc(3))
+	f := NewFamily(st, nil)
+	if _, err := f.ReadBytes(ctx, "f/first"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"f/plain", "f/dotted", "f/big", "f/nochunk", "f/missing"} {
+		got, gerr := f.ReadBytes(ctx, p)
+		var want []byte
+		a, werr := OpenArray(ctx, st, p, nil)
+		if werr == nil {
+			want, werr = a.ReadBytes(ctx)
+		}
+		if !bytes.Equal(got, want) || (gerr == nil) != (werr == nil) ||
+			(werr != nil && (errors.Is(gerr, storage.ErrTooLarge) != errors.Is(werr, storage.ErrTooLarge) ||
+				errors.Is(gerr, storage.ErrNotFound) != errors.Is(werr, storage.ErrNotFound))) {
+			t.Errorf("%s: family %v, %v; OpenArray %v, %v", p, got, gerr, want, werr)
+		}
+	}
+
+	// The chunk read is in flight while zarr.json is: a zarr.json read that
+	// waits for its chunk's read to begin returns.
+	started := make(chan struct{})
+	gate := &gateStore{Store: st, chunk: "f/plain/c/0", meta: "f/plain/zarr.json", started: started}
+	g := NewFamily(gate, nil)
+	if _, err := g.ReadBytes(ctx, "f/first"); err != nil {
+		t.Fatal(err)
+	}
+	gate.armed.Store(true)
+	b, err := g.ReadBytes(ctx, "f/plain")
+	if err != nil || !bytes.Equal(b, []byte{5, 6, 7, 8, 9}) {
+		t.Fatalf("%v %v", b, err)
+	}
+	if gate.waited.Load() {
+		t.Fatal("zarr.json was read before the chunk's read began: the two reads are one after the other")
+	}
+}
+
+// gateStore holds a read of meta, once armed, until a read of chunk has
+// begun (or a second has passed, which it records).
+type gateStore struct {
+	storage.Store
+	chunk, meta string
+	started     chan struct{}
+	once        sync.Once
+	armed       atomic.Bool
+	waited      atomic.Bool
+}
+
+func (g *gateStore) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	if g.armed.Load() {
+		switch key {
+		case g.chunk:
+			g.once.Do(func() { close(g.started) })
+		case g.meta:
+			select {
+			case <-g.started:
+			case <-time.After(time.Second):
+				g.waited.Store(true)
+			}
+		}
+	}
+	return g.Store.Get(ctx, key, o)
 }
