@@ -246,7 +246,7 @@ func copyChunkInto(out, c *Chunk, coords []int64, m *ArrayMeta) {
 // Get and no copy; a missing chunk is fill bytes; shape [0] is empty.
 func (a *Array) ReadBytes(ctx context.Context) ([]byte, error) {
 	m := a.meta
-	if len(m.Shape) != 1 || m.DataType.Size != 1 || m.DataType.Kind == KindBool {
+	if !a.isBytes() {
 		return nil, &Error{Path: a.path, Err: fmt.Errorf("ReadBytes needs a 1-D uint8/int8 array, have %s", m)}
 	}
 	if m.Shape[0] == 0 {
@@ -266,6 +266,12 @@ func (a *Array) ReadBytes(ctx context.Context) ([]byte, error) {
 	return c.Data, nil
 }
 
+// isBytes: a is a 1-D array of bytes, what ReadBytes reads.
+func (a *Array) isBytes() bool {
+	m := a.meta
+	return len(m.Shape) == 1 && m.DataType.Size == 1 && m.DataType.Kind != KindBool
+}
+
 // ReadBytesFetched is ReadBytes for a caller that read the stored bytes of
 // the array's chunk at key (or failed to) while it read the metadata: on
 // an object store the two reads then cost one round trip, not two. The
@@ -274,8 +280,7 @@ func (a *Array) ReadBytes(ctx context.Context) ([]byte, error) {
 // ReadBytes does.
 func (a *Array) ReadBytesFetched(ctx context.Context, key string, b []byte, err error) ([]byte, error) {
 	m := a.meta
-	if len(m.Shape) != 1 || m.DataType.Size != 1 || m.DataType.Kind == KindBool || m.Shape[0] == 0 ||
-		m.Shape[0] > m.ChunkShape[0] || a.ChunkKey([]int64{0}) != key {
+	if !a.isBytes() || m.Shape[0] == 0 || m.Shape[0] > m.ChunkShape[0] || a.ChunkKey([]int64{0}) != key {
 		return a.ReadBytes(ctx)
 	}
 	if bound := a.chunkBound(); err == nil && int64(len(b)) > bound {

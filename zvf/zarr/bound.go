@@ -26,16 +26,13 @@ func (p *pipeline) storedBound(max int64) int64 {
 	if n < 0 || n > max {
 		n = max
 	}
-	for range p.bb {
-		n += compressSlack(n)
-	}
-	return n
+	return p.withSlack(n)
 }
 
-// storedLimit is the most bytes any stored chunk of this pipeline's
-// codecs can take under the max decoded size, whatever its shape.
-func (p *pipeline) storedLimit(max int64) int64 {
-	n := max
+// withSlack is the most bytes n bytes can take once stored through the
+// pipeline's bytes→bytes codecs. withSlack(max) bounds any stored chunk
+// of these codecs, whatever its shape.
+func (p *pipeline) withSlack(n int64) int64 {
 	for range p.bb {
 		n += compressSlack(n)
 	}

@@ -61,7 +61,7 @@ func (f *Family) Open(ctx context.Context, p string) (*Array, error) {
 	}
 	f.mu.Lock()
 	if f.ahead == nil {
-		f.ahead = &readAhead{key: m.KeyEncoding.ChunkKey([]int64{0}), bound: a.pipe.storedLimit(a.lim.MaxChunkBytes)}
+		f.ahead = &readAhead{key: m.KeyEncoding.ChunkKey([]int64{0}), bound: a.pipe.withSlack(a.lim.MaxChunkBytes)}
 	}
 	f.mu.Unlock()
 	return a, nil
