@@ -276,12 +276,8 @@ func (t *template) match(doc []byte) (*ArrayMeta, bool) {
 		return nil, false
 	}
 	shape, chunk := lists[0], lists[1]
-	elems := int64(1)
-	for _, c := range chunk {
-		if c <= 0 || elems > (1<<62)/c {
-			return nil, false // ParseNode says what is wrong
-		}
-		elems *= c
+	if checkChunkShape(chunk) != nil {
+		return nil, false // ParseNode says what is wrong
 	}
 	m := *t.meta
 	m.Shape, m.ChunkShape = shape, chunk

@@ -192,15 +192,8 @@ func parseArray(r *rawNode) (*ArrayMeta, error) {
 	if len(grid.ChunkShape) != len(r.Shape) {
 		return nil, metaErr("chunk_shape %v does not match rank %d", grid.ChunkShape, len(r.Shape))
 	}
-	elems := int64(1)
-	for _, c := range grid.ChunkShape {
-		if c <= 0 {
-			return nil, metaErr("chunk_shape %v must be positive", grid.ChunkShape)
-		}
-		if elems > (1<<62)/c {
-			return nil, metaErr("chunk_shape %v too large", grid.ChunkShape)
-		}
-		elems *= c
+	if err := checkChunkShape(grid.ChunkShape); err != nil {
+		return nil, err
 	}
 	m.ChunkShape = grid.ChunkShape
 	m.KeyEncoding, err = parseKeyEncoding(r.ChunkKeyEncoding)
@@ -221,6 +214,22 @@ func parseArray(r *rawNode) (*ArrayMeta, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkChunkShape: every edge is positive and the element count fits
+// (products of shapes below it cannot overflow).
+func checkChunkShape(cs []int64) error {
+	elems := int64(1)
+	for _, c := range cs {
+		if c <= 0 {
+			return metaErr("chunk_shape %v must be positive", cs)
+		}
+		if elems > (1<<62)/c {
+			return metaErr("chunk_shape %v too large", cs)
+		}
+		elems *= c
+	}
+	return nil
 }
 
 func parseCodecSpec(raw json.RawMessage) (CodecSpec, error) {
