@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -10,8 +11,9 @@ import (
 // does a Stat. A reader that takes t from st.Now() when it starts reading a
 // store version therefore never mixes bytes of a later version into it,
 // however long it keeps serving: the first newer object it meets is an
-// error, not data. Listings pass through (the keys of a version are read
-// once, when it opens). Objects without a modification time pass.
+// error, not data — also when the newer object is refused for its size.
+// Listings pass through (the keys of a version are read once, when it
+// opens). Objects without a modification time pass.
 //
 // Closing the view does not close st.
 func Since(st Store, t time.Time) Store { return &since{st: st, t: t} }
@@ -30,6 +32,16 @@ func (s *since) check(key, op string, a Attrs) error {
 
 func (s *since) Get(ctx context.Context, key string, o ReadOptions) (Object, error) {
 	obj, err := s.st.Get(ctx, key, o)
+	if errors.Is(err, ErrTooLarge) {
+		// Refused for its size before its time was looked at: an object
+		// rewritten after t can be larger than the version's metadata
+		// allows, and that is a change, not a corrupt object.
+		if a, serr := s.st.Stat(ctx, key); serr == nil {
+			if cerr := s.check(key, "get", a); cerr != nil {
+				return Object{}, cerr
+			}
+		}
+	}
 	if err != nil {
 		return obj, err
 	}

@@ -106,9 +106,11 @@ func (f *Family) ReadBytes(ctx context.Context, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.err != nil && !errors.Is(r.err, storage.ErrNotFound) {
-		return a.ReadBytes(ctx) // a failed early read is not this array's answer
+	if errors.Is(r.err, storage.ErrTooLarge) {
+		return a.ReadBytes(ctx) // refused by the family's bound: the array's own decides
 	}
+	// Any other outcome of the early read (a missing chunk, a change, an
+	// unreachable store) is what reading it now would have met.
 	return a.ReadBytesFetched(ctx, key, r.b, r.err)
 }
 

@@ -1,0 +1,46 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+// TestSinceLargerReplacement: an object replaced after t by one larger
+// than the reader's bound (a chunk rewritten while its version's metadata,
+// which sets the bound, still holds) is a change, not a too-large object:
+// the version must be retried, not reported corrupt. An object that was
+// already too large at t stays too large.
+func TestSinceLargerReplacement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Put(ctx, "old", make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, "grown", make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	mark := st.Now().Add(time.Second)
+	for !st.Now().After(mark) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := st.Put(ctx, "grown", make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	view := storage.Since(st, mark)
+	if _, err := view.Get(ctx, "grown", storage.Whole(10)); !errors.Is(err, storage.ErrChanged) {
+		t.Errorf("a replacement larger than the bound: %v, want ErrChanged", err)
+	}
+	if _, err := view.Get(ctx, "old", storage.Whole(10)); !errors.Is(err, storage.ErrTooLarge) || errors.Is(err, storage.ErrChanged) {
+		t.Errorf("an object too large before the mark: %v, want ErrTooLarge", err)
+	}
+}
