@@ -764,22 +764,11 @@ func runWhole(ctx context.Context, w *wholeConfig, stdout, stderr io.Writer) err
 	if w.runs < 1 {
 		return fmt.Errorf("%w: --runs %d", errUsage, w.runs)
 	}
-	bin := w.serverBin
-	if bin == "" {
-		var err error
-		if bin, err = os.Executable(); err != nil {
-			return err
-		}
+	bin, dir, cleanup, err := serverAndStores(w.serverBin, w.storeDir, stderr)
+	if err != nil {
+		return err
 	}
-	dir := w.storeDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "zvfserve-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	}
+	defer cleanup()
 	t0 := time.Now()
 	if err := ensureBenchStore(ctx, dir, "points", func() (*blobstore.Store, error) {
 		return synth.Points(ctx, w.points, 1, writer.CodecNone)
@@ -817,6 +806,26 @@ func runWhole(ctx context.Context, w *wholeConfig, stdout, stderr io.Writer) err
 		return fmt.Errorf("bench: %d of %d answers were cut", cut, w.clients*w.runs)
 	}
 	return nil
+}
+
+// serverAndStores is what the benches that start server processes run
+// and where their stores go: serverBin (default: this binary) and
+// storeDir (default: a temporary folder, removed by cleanup).
+func serverAndStores(serverBin, storeDir string, stderr io.Writer) (bin, dir string, cleanup func(), err error) {
+	bin, dir, cleanup = serverBin, storeDir, func() {}
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return "", "", nil, err
+		}
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "zvfserve-bench-"); err != nil {
+			return "", "", nil, err
+		}
+		cleanup = func() { _ = os.RemoveAll(dir) }
+		fmt.Fprintln(stderr, "bench: the stores are written to a temporary folder and removed after; give --store to keep them for later runs")
+	}
+	return bin, dir, cleanup, nil
 }
 
 // spread returns the median, minimum and maximum of v.

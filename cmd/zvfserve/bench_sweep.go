@@ -44,23 +44,11 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 	if runs < 1 {
 		return fmt.Errorf("%w: --runs %d", errUsage, runs)
 	}
-	bin := serverBin
-	if bin == "" {
-		var err error
-		if bin, err = os.Executable(); err != nil {
-			return err
-		}
+	bin, dir, cleanup, err := serverAndStores(serverBin, storeDir, stderr)
+	if err != nil {
+		return err
 	}
-	dir := storeDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "zvfserve-sweep-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-		fmt.Fprintln(stderr, "bench: the sweep's stores are written to a temporary folder and removed after; give --store to keep them for later runs")
-	}
+	defer cleanup()
 	rows := make([]*sweepRow, len(sweepChunks))
 	paths := make([]string, len(sweepChunks))
 	for i, edge := range sweepChunks {
