@@ -807,6 +807,17 @@ func TestViewerInBrowser(t *testing.T) {
 		b.wait(`__zvf.requests.some(r => r.kind === 'tile' && r.level === 0)`)
 		b.eval(`__zvf.setCamera({target: [875, 875, 875], dist: 300, yaw: -Math.PI / 2, pitch: 1.5707})`)
 		b.wait(`__zvf.requests.some(r => r.kind === 'tile' && r.level === 0 && r.aborted)`)
+		// The server learns of an abort when it reads the closed connection,
+		// a moment after the page gives up: release the held requests only
+		// once it has (or after a while, which the check below reports).
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			lg.mu.Lock()
+			n := len(lg.cancelled)
+			lg.mu.Unlock()
+			if n > 0 {
+				break
+			}
+		}
 		lg.release()
 		b.settle()
 		var aborted [][2][3]float64
