@@ -23,19 +23,33 @@ type Array struct {
 // OpenArray reads and parses <path>/zarr.json. cs may be nil (a private
 // codec environment is then made; share one across arrays instead).
 func OpenArray(ctx context.Context, st storage.Store, p string, cs *Codecs) (*Array, error) {
+	return openArray(ctx, st, p, cs, parseArrayDoc)
+}
+
+// openArray reads <p>/zarr.json and parses it with parse.
+func openArray(ctx context.Context, st storage.Store, p string, cs *Codecs, parse func([]byte) (*ArrayMeta, error)) (*Array, error) {
 	p = strings.Trim(p, "/")
 	b, err := storage.ReadAll(ctx, st, join(p, "zarr.json"), MaxMetadataBytes)
 	if err != nil {
 		return nil, &Error{Path: p, Err: err}
 	}
-	n, err := ParseNode(b)
+	m, err := parse(b)
 	if err != nil {
 		return nil, &Error{Path: p, Err: err}
 	}
-	if n.Type != NodeArray {
-		return nil, &Error{Path: p, Err: metaErr("node is a %s, not an array", n.Type)}
+	return NewArray(st, p, m, cs)
+}
+
+// parseArrayDoc is ParseNode for a document that must be an array's.
+func parseArrayDoc(b []byte) (*ArrayMeta, error) {
+	n, err := ParseNode(b)
+	if err != nil {
+		return nil, err
 	}
-	return NewArray(st, p, n.Array, cs)
+	if n.Type != NodeArray {
+		return nil, metaErr("node is a %s, not an array", n.Type)
+	}
+	return n.Array, nil
 }
 
 // NewArray binds already-parsed metadata to a store (for callers that cache

@@ -46,22 +46,13 @@ func NewFamily(st storage.Store, cs *Codecs) *Family {
 
 // Open reads and parses <p>/zarr.json, as OpenArray does.
 func (f *Family) Open(ctx context.Context, p string) (*Array, error) {
-	p = strings.Trim(p, "/")
-	b, err := storage.ReadAll(ctx, f.st, join(p, "zarr.json"), MaxMetadataBytes)
-	if err != nil {
-		return nil, &Error{Path: p, Err: err}
-	}
-	m, err := f.parse(b)
-	if err != nil {
-		return nil, &Error{Path: p, Err: err}
-	}
-	a, err := NewArray(f.st, p, m, f.cs)
+	a, err := openArray(ctx, f.st, p, f.cs, f.parse)
 	if err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	if f.ahead == nil {
-		f.ahead = &readAhead{key: m.KeyEncoding.ChunkKey([]int64{0}), bound: a.pipe.withSlack(a.lim.MaxChunkBytes)}
+		f.ahead = &readAhead{key: a.meta.KeyEncoding.ChunkKey([]int64{0}), bound: a.pipe.withSlack(a.lim.MaxChunkBytes)}
 	}
 	f.mu.Unlock()
 	return a, nil
@@ -124,19 +115,16 @@ func (f *Family) parse(b []byte) (*ArrayMeta, error) {
 			return m, nil
 		}
 	}
-	n, err := ParseNode(b)
+	m, err := parseArrayDoc(b)
 	if err != nil {
 		return nil, err
 	}
-	if n.Type != NodeArray {
-		return nil, metaErr("node is a %s, not an array", n.Type)
-	}
-	if t := newTemplate(b, n.Array); t != nil {
+	if t := newTemplate(b, m); t != nil {
 		f.mu.Lock()
 		f.tpl = t
 		f.mu.Unlock()
 	}
-	return n.Array, nil
+	return m, nil
 }
 
 // template is a parsed array document with where its two shape lists
