@@ -1,14 +1,10 @@
 package api
 
 import (
-	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -203,68 +199,6 @@ func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ---- bbox ----
-
-// cursor is the opaque paging token: offset and level, bound to the query
-// it came from by a hash so it cannot be replayed against another box, and
-// to the store version it was issued by, so that its offset never counts
-// rows of another version.
-type cursor struct {
-	Offset  int64  `json:"o"`
-	Level   int    `json:"l"`
-	Hash    string `json:"h"`
-	Version string `json:"v"`
-}
-
-// decodeCursor checks a paging token against the query and store version
-// it must belong to; "" is the first page.
-func decodeCursor(v, hash, version string) (cursor, error) {
-	var cur cursor
-	if v == "" {
-		return cur, nil
-	}
-	if len(v) > 512 {
-		return cur, badRequest("cursor is not valid for this query")
-	}
-	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil || json.Unmarshal(b, &cur) != nil || cur.Hash != hash || cur.Offset < 0 || cur.Level < 0 || cur.Level > 1000 {
-		return cursor{}, badRequest("cursor is not valid for this query")
-	}
-	if cur.Version != version {
-		return cursor{}, errCursorVersion
-	}
-	return cur, nil
-}
-
-// errCursorVersion: a cursor of another store version than the one that
-// is answering. It is stale, or, behind a load balancer, issued by a
-// replica that saw the store's next version first; cursorVersion tells.
-var errCursorVersion = errors.New("cursor of another store version")
-
-// cursorVersion answers a request whose cursor names another version than
-// st's: the store is checked now (see zvf.Handle.Sync); if that finds a
-// newer version, the request is answered again from it (the error
-// matches zvf.ErrChanged, which wrap retries), while it settles the
-// answer is 503 store-changing, and a cursor of no version served now is
-// 409 stale-cursor.
-func cursorVersion(r *http.Request, st *zvf.Store) error {
-	a, ok := r.Context().Value(attemptKey).(*attempt)
-	if !ok || a.h == nil {
-		return staleCursor()
-	}
-	now, err := a.h.Sync(r.Context())
-	switch {
-	case err != nil:
-		return err
-	case now != st:
-		return fmt.Errorf("store %q: a newer version opened for a cursor: %w", st.Name(), zvf.ErrChanged)
-	}
-	return staleCursor()
-}
-
-func queryHash(store string, q url.Values) string {
-	h := sha256.Sum256([]byte(store + "\x00" + q.Get("min") + "\x00" + q.Get("max") + "\x00" + q.Get("attributes") + "\x00" + q.Get("level") + "\x00" + q.Get("limit")))
-	return hex.EncodeToString(h[:8])
-}
 
 func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
@@ -558,45 +492,3 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ---- in-process answers ----
-
-// WriteBBox writes to w the body that GET /api/v1/stores/{store}/bbox with
-// query q returns, byte for byte, without HTTP: for tools that run the
-// server in their own process (zvfserve query) and stream the answer to
-// their output. Response headers are dropped. The handler's error comes
-// back unchanged: a *Problem for bad parameters, the reader's typed error
-// otherwise. The first 256 KiB are held back as for HTTP, so an error
-// found before then has written nothing to w.
-func (s *Server) WriteBBox(ctx context.Context, w io.Writer, store string, q url.Values) error {
-	return s.writeBody(ctx, w, s.bbox, "/api/v1/stores/"+store+"/bbox", q, "store", store)
-}
-
-// WriteObject is WriteBBox for GET /api/v1/stores/{store}/objects/{id}.
-func (s *Server) WriteObject(ctx context.Context, w io.Writer, store string, id int64, q url.Values) error {
-	ids := strconv.FormatInt(id, 10)
-	return s.writeBody(ctx, w, s.object, "/api/v1/stores/"+store+"/objects/"+ids, q, "store", store, "id", ids)
-}
-
-// writeBody runs one handler with the route parameters the router would
-// have set (name, value pairs).
-func (s *Server) writeBody(ctx context.Context, w io.Writer, h handler, path string, q url.Values, params ...string) error {
-	rc := chi.NewRouteContext()
-	for i := 0; i+1 < len(params); i += 2 {
-		rc.URLParams.Add(params[i], params[i+1])
-	}
-	u := url.URL{Path: path, RawQuery: q.Encode()}
-	r, err := http.NewRequestWithContext(context.WithValue(ctx, chi.RouteCtxKey, rc), http.MethodGet, u.String(), nil)
-	if err != nil {
-		return fmt.Errorf("request for %s: %w", path, err)
-	}
-	return h(&bodyOnly{w: w, h: http.Header{}}, r)
-}
-
-// bodyOnly is an http.ResponseWriter that keeps only the body.
-type bodyOnly struct {
-	w io.Writer
-	h http.Header
-}
-
-func (b *bodyOnly) Header() http.Header         { return b.h }
-func (b *bodyOnly) Write(p []byte) (int, error) { return b.w.Write(p) }
-func (b *bodyOnly) WriteHeader(int)             {}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/munnerz/goautoneg"
+	"github.com/zvfserve/zvfserve/api/problem"
 )
 
 // representation is what one answer is sent as: its codec (format) and
@@ -110,7 +111,7 @@ func contentCoding(header string) string {
 }
 
 func notAcceptable(detail string) *Problem {
-	return &Problem{Type: typeBase + "not-acceptable", Title: "Not acceptable", Status: http.StatusNotAcceptable, Detail: detail}
+	return problem.New(problem.NotAcceptable, detail)
 }
 
 // orList joins choices for a message: "a", "a or b", "a, b or c".

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
@@ -20,7 +19,7 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 	return neuroglancer.New(neuroglancer.Options{
 		Store: s.store,
 		Serve: func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-			return s.wrap(func(w http.ResponseWriter, r *http.Request) error { return neuroglancerProblem(h(w, r)) })
+			return s.wrap(h)
 		},
 		NotModified:    s.notModified,
 		ContentCoding:  contentCoding,
@@ -28,22 +27,6 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		MaxAnnotations: s.o.MaxVertices,
 		Now:            s.o.Now,
 	})
-}
-
-// neuroglancerProblem makes the problems the Neuroglancer routes find
-// themselves the API's; the reader's errors pass through.
-func neuroglancerProblem(err error) error {
-	var ne *neuroglancer.Error
-	if !errors.As(err, &ne) {
-		return err
-	}
-	titles := map[string]string{"bad-parameter": "Bad parameter", "not-found": "Not found", "too-large": "Request too large",
-		"corrupt-data": "Corrupt store data"}
-	title := titles[ne.Kind]
-	if title == "" {
-		title = http.StatusText(ne.Status)
-	}
-	return &Problem{Type: typeBase + ne.Kind, Title: title, Status: ne.Status, Detail: ne.Detail}
 }
 
 // descriptor is what GET /api/v1/stores/{store} answers: the store's

@@ -90,3 +90,23 @@ func TestRequestCtx(t *testing.T) {
 		})
 	})
 }
+
+// TestContextKeysAreDistinct: the values the server keeps in a request's
+// context (the request id, the connection's progress-deadline mark, wrap's
+// attempt) never shadow one another, whatever order they are set in. Two
+// of them once shared one key, so the mark read false after wrap ran.
+func TestContextKeysAreDistinct(t *testing.T) {
+	t.Parallel()
+	ctx := context.WithValue(context.Background(), progressConnKey, true)
+	ctx = context.WithValue(ctx, requestIDKey, "id-1")
+	ctx = context.WithValue(ctx, attemptKey, &attempt{})
+	if v, ok := ctx.Value(progressConnKey).(bool); !ok || !v {
+		t.Errorf("progress mark after the attempt was stored: %v (%T)", ctx.Value(progressConnKey), ctx.Value(progressConnKey))
+	}
+	if got := requestID(ctx); got != "id-1" {
+		t.Errorf("request id = %q, want id-1", got)
+	}
+	if _, ok := ctx.Value(attemptKey).(*attempt); !ok {
+		t.Errorf("attempt = %T, want *attempt", ctx.Value(attemptKey))
+	}
+}

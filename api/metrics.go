@@ -1,0 +1,84 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/zvfserve/zvfserve/cache"
+)
+
+// Metrics are the server's Prometheus metrics on a private registry.
+type Metrics struct {
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	rejected   prometheus.Counter
+	inFlight   prometheus.Gauge
+	connOpen   prometheus.Gauge
+	connIdleN  prometheus.Gauge
+	connIdle   prometheus.Counter
+	connRefuse prometheus.Counter
+	readBytes  prometheus.Counter
+	readLat    prometheus.Histogram
+	cacheSet   atomic.Bool
+}
+
+// NewMetrics makes the metric set (and its registry).
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "zvfserve_http_requests_total",
+		Help: "HTTP requests by route, status and outcome (complete, or how the response was cut: error, stalled, disconnected, timeout)."},
+		[]string{"route", "code", "outcome"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "zvfserve_http_request_duration_seconds", Help: "HTTP request latency by route.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route"})
+	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_rejected_total", Help: "Requests refused with 503 because every slot was busy."})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_requests_in_flight", Help: "Data requests holding one of the --max-concurrent slots."})
+	m.connOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_open", Help: "Client connections open."})
+	m.connIdleN = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_idle", Help: "Keep-alive connections open and idle between requests."})
+	m.connIdle = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_idle_closed_total", Help: "Idle keep-alive connections closed to make room for new ones at the connection cap."})
+	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections closed on arrival: at the cap, with none idle."})
+	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_store_read_bytes_total", Help: "Bytes read from storage."})
+	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
+		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
+	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connRefuse, m.readBytes, m.readLat,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveRead counts one storage read (see metered.Wrap).
+func (m *Metrics) ObserveRead(bytes int, took time.Duration) {
+	m.readLat.Observe(took.Seconds())
+	m.readBytes.Add(float64(bytes))
+}
+
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+func (m *Metrics) observe(route string, code int, outcome string, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(code), outcome).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (m *Metrics) watchCache(c *cache.Cache) {
+	if c == nil || !m.cacheSet.CompareAndSwap(false, true) {
+		return
+	}
+	stat := func(f func(cache.Stats) int64) func() float64 {
+		return func() float64 { return float64(f(c.Stats())) }
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_hits_total", Help: "Cache hits."}, stat(func(s cache.Stats) int64 { return s.Hits })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_misses_total", Help: "Cache misses."}, stat(func(s cache.Stats) int64 { return s.Misses })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_evictions_total", Help: "Cache evictions."}, stat(func(s cache.Stats) int64 { return s.Evictions })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_deduplicated_total", Help: "Loads shared with an in-flight load."}, stat(func(s cache.Stats) int64 { return s.Deduped })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_bytes", Help: "Bytes held by the cache."}, stat(func(s cache.Stats) int64 { return s.Bytes })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_items", Help: "Entries held by the cache."}, stat(func(s cache.Stats) int64 { return s.Items })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_budget_bytes", Help: "The cache's byte budget."}, stat(func(s cache.Stats) int64 { return s.Budget })),
+	)
+}

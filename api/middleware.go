@@ -1,0 +1,190 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/zvfserve/zvfserve/api/problem"
+)
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v), "request_id", requestID(r.Context()))
+			if sw, ok := w.(*statusWriter); ok && sw.started {
+				// Part of the answer is out; a problem document appended to
+				// it would read as data. Cut the connection instead.
+				panic(http.ErrAbortHandler)
+			}
+			writeProblem(w, r, classify(fmt.Errorf("panic")))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := fmt.Sprintf("%x-%x", s.o.Now().UnixNano()&0xffffffff, s.reqs.Add(1))
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+func (s *Server) methods(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			next.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+			writeProblem(w, r, problem.New(problem.MethodNotAllowed, "zvfserve is read-only: use GET, HEAD or OPTIONS"))
+		}
+	})
+}
+
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin != "" {
+			allowed := ""
+			for _, o := range s.o.CORSOrigins {
+				if o == "*" {
+					allowed = "*"
+					break
+				}
+				if o == origin {
+					allowed = origin
+				}
+			}
+			if allowed != "" {
+				h := w.Header()
+				h.Set("Access-Control-Allow-Origin", allowed)
+				if allowed != "*" {
+					h.Add("Vary", "Origin")
+				}
+				h.Set("Access-Control-Expose-Headers", "ETag, Link, Server-Timing, X-Request-Id, X-Next-Cursor, X-Vertex-Count, Retry-After, Content-Range")
+				if r.Method == http.MethodOptions {
+					h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+					h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-None-Match, Range")
+					h.Set("Access-Control-Max-Age", "600")
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+			}
+		}
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// maxQuery bounds the raw query string.
+const maxQuery = 4096
+
+func (s *Server) limits(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.URL.RawQuery) > maxQuery || len(r.URL.Path) > 1024 {
+			writeProblem(w, r, problem.New(problem.URITooLong, ""))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// throttle bounds requests in flight: a request waits up to QueueWait for a
+// slot, then gets 503 with Retry-After, so load never becomes unbounded
+// memory.
+func (s *Server) throttle(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := time.NewTimer(s.o.QueueWait)
+		defer t.Stop()
+		select {
+		case s.slots <- struct{}{}:
+		case <-t.C:
+			s.m.rejected.Inc()
+			writeProblem(w, r, overloaded())
+			return
+		case <-r.Context().Done():
+			return
+		}
+		s.m.inFlight.Inc()
+		defer func() {
+			s.m.inFlight.Dec()
+			<-s.slots
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// timeout gives the request its clock (see requestCtx): RequestTimeout
+// until the answer starts, then StreamTimeout from the request's start.
+// While the answer streams, a client that stops reading is cut by the
+// writer's stall deadline, not by this clock.
+func (s *Server) timeout(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx := newRequestCtx(r.Context(), start.Add(s.o.RequestTimeout))
+		defer ctx.release()
+		if sw, ok := w.(*statusWriter); ok {
+			sw.onStart = func() { ctx.extend(start.Add(s.o.StreamTimeout)) }
+			// Once streaming, the handler may be blocked in a write to a
+			// client reading slowly but steadily: the cap cuts that too.
+			ctx.onExpire = sw.cut
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// observe records metrics and an access log line per request, with how
+// the response ended: complete, or cut (see statusWriter.outcome).
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.o.Now()
+		sw := newStatusWriter(w, r, s.o.StallTimeout, s.o.Token != "")
+		if r.ContentLength != 0 {
+			// No handler reads a body, and the server discards it after the
+			// answer; a client that never sends it must not hold the
+			// connection forever.
+			_ = sw.rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		}
+		defer func() {
+			v := recover()
+			route := chi.RouteContext(r.Context())
+			pattern := "unmatched"
+			if route != nil && route.RoutePattern() != "" {
+				pattern = route.RoutePattern()
+			}
+			outcome := sw.outcome(r.Context(), v != nil)
+			d := s.o.Now().Sub(start)
+			s.m.observe(pattern, sw.status, outcome, d)
+			level := slog.LevelInfo
+			if outcome != outcomeComplete {
+				level = slog.LevelWarn
+			}
+			s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", pattern, "status", sw.status,
+				"outcome", outcome, "bytes", sw.bytes, "duration_ms", float64(d.Microseconds())/1000, "request_id", requestID(r.Context()))
+			if v != nil {
+				panic(v)
+			}
+		}()
+		next.ServeHTTP(sw, r)
+		sw.finish()
+	})
+}
+
+// bodyTimeout bounds reading a request body nobody asked for.
+const bodyTimeout = 10 * time.Second

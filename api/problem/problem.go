@@ -1,0 +1,151 @@
+// Package problem is zvfserve's one vocabulary of error kinds: each kind's
+// HTTP status, title and RFC 9457 type URI, and the problem+json document
+// an error of that kind is answered with. Every route — the API's and the
+// Neuroglancer sources' — answers its errors through it, so a client sees
+// one type URI per kind wherever it meets it.
+package problem
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Kind names a kind of problem; it is the last part of the type URI.
+type Kind string
+
+// The kinds. Their statuses and titles are in kinds; openapi.yaml lists
+// the same URIs.
+const (
+	BadParameter        Kind = "bad-parameter"
+	NotFound            Kind = "not-found"
+	TooLarge            Kind = "too-large"
+	StaleCursor         Kind = "stale-cursor"
+	StoreChanging       Kind = "store-changing"
+	Overloaded          Kind = "overloaded"
+	Timeout             Kind = "timeout"
+	Cancelled           Kind = "cancelled"
+	BackendUnavailable  Kind = "backend-unavailable"
+	CorruptData         Kind = "corrupt-data"
+	Unsupported         Kind = "unsupported"
+	Internal            Kind = "internal"
+	NotAcceptable       Kind = "not-acceptable"
+	MethodNotAllowed    Kind = "method-not-allowed"
+	URITooLong          Kind = "uri-too-long"
+	Unauthorized        Kind = "unauthorized"
+	RangeNotSatisfiable Kind = "range-not-satisfiable"
+)
+
+// StatusClientClosed is the status logged and counted for a request whose
+// client went away (nginx's 499); it is never sent (see Write).
+const StatusClientClosed = 499
+
+type kindInfo struct {
+	status int
+	title  string
+}
+
+var kinds = map[Kind]kindInfo{
+	BadParameter:        {http.StatusBadRequest, "Bad parameter"},
+	NotFound:            {http.StatusNotFound, "Not found"},
+	TooLarge:            {http.StatusRequestEntityTooLarge, "Request too large"},
+	StaleCursor:         {http.StatusConflict, "Cursor from another store version"},
+	StoreChanging:       {http.StatusServiceUnavailable, "Store is being changed"},
+	Overloaded:          {http.StatusServiceUnavailable, "Server busy"},
+	Timeout:             {http.StatusGatewayTimeout, "Request timed out"},
+	Cancelled:           {StatusClientClosed, "Request cancelled"},
+	BackendUnavailable:  {http.StatusBadGateway, "Storage unavailable"},
+	CorruptData:         {http.StatusUnprocessableEntity, "Corrupt store data"},
+	Unsupported:         {http.StatusUnprocessableEntity, "Unsupported store feature"},
+	Internal:            {http.StatusInternalServerError, "Internal error"},
+	NotAcceptable:       {http.StatusNotAcceptable, "Not acceptable"},
+	MethodNotAllowed:    {http.StatusMethodNotAllowed, "Method not allowed"},
+	URITooLong:          {http.StatusRequestURITooLong, "URI too long"},
+	Unauthorized:        {http.StatusUnauthorized, "Unauthorized"},
+	RangeNotSatisfiable: {http.StatusRequestedRangeNotSatisfiable, "Range not satisfiable"},
+}
+
+// TypeBase is the prefix of every problem type URI.
+const TypeBase = "https://zvfserve.dev/problems/"
+
+// Status is the HTTP status of kind k (500 for a kind not in the table).
+func (k Kind) Status() int {
+	if i, ok := kinds[k]; ok {
+		return i.status
+	}
+	return http.StatusInternalServerError
+}
+
+// Title is kind k's short, fixed title.
+func (k Kind) Title() string {
+	if i, ok := kinds[k]; ok {
+		return i.title
+	}
+	return http.StatusText(k.Status())
+}
+
+// URI is kind k's problem type URI.
+func (k Kind) URI() string { return TypeBase + string(k) }
+
+// Kinds lists every kind (for documentation checks).
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Details is an RFC 9457 problem document. Detail never carries local
+// paths, stack traces or backend messages.
+type Details struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	Instance   string `json:"instance,omitempty"`
+	RetryAfter int    `json:"-"` // seconds; sent as Retry-After when > 0
+}
+
+// New is a problem of kind k.
+func New(k Kind, detail string) *Details {
+	return &Details{Type: k.URI(), Title: k.Title(), Status: k.Status(), Detail: detail}
+}
+
+// Newf is New with a formatted detail.
+func Newf(k Kind, format string, a ...any) *Details { return New(k, fmt.Sprintf(format, a...)) }
+
+func (d *Details) Error() string { return d.Title + ": " + d.Detail }
+
+// Kind is the kind d's type URI names ("" for a foreign URI).
+func (d *Details) Kind() Kind {
+	k, ok := strings.CutPrefix(d.Type, TypeBase)
+	if !ok {
+		return ""
+	}
+	return Kind(k)
+}
+
+// Write answers r with d as application/problem+json, dropping the
+// headers a data answer may have set. A Cancelled problem (the client is
+// gone) is sent, if at all, as 408.
+func Write(w http.ResponseWriter, r *http.Request, d *Details) {
+	h := w.Header()
+	for _, k := range []string{"ETag", "Cache-Control", "Content-Encoding", "Content-Length", "Last-Modified"} {
+		h.Del(k)
+	}
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if d.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(d.RetryAfter))
+	}
+	cp := *d
+	cp.Instance = r.URL.Path
+	if cp.Status == StatusClientClosed {
+		cp.Status = http.StatusRequestTimeout
+	}
+	w.WriteHeader(cp.Status)
+	_ = json.NewEncoder(w).Encode(&cp)
+}

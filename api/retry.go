@@ -1,0 +1,92 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// handler is an HTTP handler that returns its error; serveErr turns it into
+// a problem response (if nothing was sent yet) and logs it.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// attempt is what wrap keeps of a request for its handler: the query,
+// parsed once, and which store version the handler answered from, so that
+// wrap can retry it on the next version.
+type attempt struct {
+	q  url.Values
+	h  *zvf.Handle
+	st *zvf.Store
+}
+
+// query is the request's parsed query string (parsed once per request).
+func query(r *http.Request) url.Values {
+	if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
+		return a.q
+	}
+	return r.URL.Query()
+}
+
+// answerHeaders are the headers a handler sets; a retried answer starts
+// without them (the request id and CORS headers set before stay).
+var answerHeaders = [...]string{"Content-Type", "Content-Encoding", "Content-Length", "ETag", "Cache-Control", "Vary",
+	"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched", "Trailer", "Server-Timing"}
+
+// maxAttempts bounds the retries of an answer whose store changed under it.
+const maxAttempts = 3
+
+func (s *Server) wrap(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a := &attempt{q: r.URL.Query()}
+		if err := checkParams(s.params, r, a.q); err != nil {
+			writeProblem(w, r, classify(err))
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
+		var err error
+		for i := 1; ; i++ {
+			err = h(w, r)
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, zvf.ErrChanged) || a.h == nil || committed(w) {
+				break
+			}
+			// The store was replaced while this answer was read: it is
+			// computed again, whole, from the version now current (or
+			// refused with Retry-After while the store settles).
+			s.log.Info("store changed during a request; answering from its new version", "path", r.URL.Path, "attempt", i,
+				"request_id", requestID(r.Context()))
+			if _, cerr := a.h.Changed(r.Context(), a.st, err); cerr != nil || i == maxAttempts {
+				if cerr != nil {
+					err = cerr
+				}
+				break
+			}
+			for _, k := range answerHeaders {
+				w.Header().Del(k)
+			}
+		}
+		p := classify(err)
+		level := slog.LevelWarn
+		if p.Status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", p.Status, "err", err, "request_id", requestID(r.Context()))
+		if committed(w) {
+			// Headers and part of the body are out: the only honest signal
+			// left is to cut the connection.
+			panic(http.ErrAbortHandler)
+		}
+		writeProblem(w, r, p)
+	}
+}
+
+func committed(w http.ResponseWriter) bool {
+	sw, ok := w.(interface{ committed() bool })
+	return ok && sw.committed()
+}

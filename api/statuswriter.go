@@ -1,0 +1,231 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// How a response ended, as logged and counted (the "outcome" label of
+// zvfserve_http_requests_total). Every outcome but complete means the
+// client got a cut response: the connection (HTTP/1.1) or stream (HTTP/2)
+// was aborted, never ended as if the body were whole.
+const (
+	outcomeComplete     = "complete"     // all of it went out, whatever its status
+	outcomeError        = "error"        // the server failed after the answer had started (storage, corrupt data, a panic)
+	outcomeStalled      = "stalled"      // the client took nothing for StallTimeout
+	outcomeDisconnected = "disconnected" // the connection closed under it (the client left, or shutdown's grace ran out)
+	outcomeTimeout      = "timeout"      // StreamTimeout passed while it streamed
+)
+
+// stallSlice is the most one write carries under one stall deadline where
+// deadlines are not progress deadlines (HTTP/2, or a server not built by
+// HTTPServer): there a client must take at least this much every
+// StallTimeout (64 KiB per 10 s by default, slower than any link a viewer
+// is used over).
+const stallSlice = 64 << 10
+
+// errStreamCut is what a write returns once the stream's time is up.
+var errStreamCut = fmt.Errorf("response cut at the stream time limit: %w", context.DeadlineExceeded)
+
+// statusWriter is the outermost ResponseWriter. It remembers the status,
+// the bytes and how the response ended; keeps token-mode answers out of
+// shared caches; and gives every write a deadline, set just before it and
+// cleared after it, so that a client that stops reading is cut (and its
+// slot freed) while one that reads slowly but steadily is not, and a
+// handler still working out its answer is never cut by a deadline. On an
+// HTTP/1.1 connection of HTTPServer the deadline is a progress deadline
+// (see limitedConn); elsewhere writes are cut into stallSlice pieces.
+type statusWriter struct {
+	http.ResponseWriter
+	rc        *http.ResponseController
+	stall     time.Duration
+	deadlines bool // the writer below takes deadlines (a test recorder does not)
+	sliced    bool // ... but not as progress deadlines
+	private   bool // token mode: no response may be stored by a shared cache
+	onStart   func()
+
+	status  int
+	bytes   int64
+	started bool
+	werr    error // the first failed write
+	stalled bool  // it failed at its stall deadline
+
+	// Set from the request clock's goroutine.
+	streaming atomic.Bool // started, as the clock sees it
+	expired   atomic.Bool // the request's time ran out
+	cutting   atomic.Bool // ... while it streamed: no more writes
+}
+
+func newStatusWriter(w http.ResponseWriter, r *http.Request, stall time.Duration, private bool) *statusWriter {
+	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK}
+	// Clear whatever deadline the server set (its WriteTimeout, or the
+	// previous request's on this connection): on HTTP/2 it would reset the
+	// stream when it fired, writing or not.
+	sw.deadlines = sw.rc.SetWriteDeadline(time.Time{}) == nil
+	progress, _ := r.Context().Value(progressConnKey).(bool)
+	sw.sliced = sw.deadlines && (!progress || r.ProtoMajor >= 2)
+	return sw
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.start(code)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// start runs once, as the status line and headers are about to go out.
+func (w *statusWriter) start(code int) {
+	if w.started {
+		return
+	}
+	w.status = code
+	w.started = true
+	if w.private {
+		makePrivate(w.Header())
+	}
+	w.streaming.Store(true)
+	if w.onStart != nil {
+		w.onStart()
+	}
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.start(http.StatusOK)
+	done := 0
+	for {
+		part := p[done:]
+		if w.sliced && len(part) > stallSlice {
+			part = part[:stallSlice]
+		}
+		n, err := w.write(part)
+		done += n
+		if err != nil || done == len(p) {
+			return done, err
+		}
+	}
+}
+
+func (w *statusWriter) write(p []byte) (int, error) {
+	if w.werr != nil {
+		return 0, w.werr
+	}
+	deadline, err := w.arm()
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	if err != nil {
+		w.fail(err, deadline)
+		return n, err
+	}
+	w.disarm()
+	return n, nil
+}
+
+// arm sets the stall deadline of the next write.
+func (w *statusWriter) arm() (time.Time, error) {
+	if !w.deadlines {
+		return time.Time{}, nil
+	}
+	deadline := time.Now().Add(w.stall)
+	_ = w.rc.SetWriteDeadline(deadline)
+	// After setting ours: cut stores cutting before it sets its deadline,
+	// so either we see it here or its deadline replaces ours.
+	if w.cutting.Load() {
+		w.werr = errStreamCut
+		return deadline, errStreamCut
+	}
+	return deadline, nil
+}
+
+func (w *statusWriter) disarm() {
+	if w.deadlines {
+		_ = w.rc.SetWriteDeadline(time.Time{})
+	}
+}
+
+func (w *statusWriter) fail(err error, deadline time.Time) {
+	w.werr = err
+	w.stalled = w.deadlines && !time.Now().Before(deadline)
+}
+
+// cut is called by the request's clock when its time runs out: a response
+// that is streaming stops at once, even inside a write.
+func (w *statusWriter) cut() {
+	w.expired.Store(true)
+	if w.streaming.Load() && w.deadlines {
+		w.cutting.Store(true)
+		_ = w.rc.SetWriteDeadline(time.Now())
+	}
+}
+
+// finish gives what the server still holds (the last buffered bytes, the
+// end of a chunked body) one stall deadline to go out once the handler
+// has returned.
+func (w *statusWriter) finish() {
+	if w.werr == nil {
+		_, _ = w.arm()
+	}
+}
+
+// outcome says how the response ended; aborted means it was cut by a
+// panic(http.ErrAbortHandler) on its way out.
+func (w *statusWriter) outcome(ctx context.Context, aborted bool) string {
+	switch {
+	case !aborted && w.werr == nil:
+		return outcomeComplete
+	case w.expired.Load():
+		return outcomeTimeout
+	case w.stalled:
+		return outcomeStalled
+	case w.werr != nil || ctx.Err() != nil:
+		return outcomeDisconnected
+	}
+	return outcomeError
+}
+
+func (w *statusWriter) committed() bool { return w.started }
+
+func (w *statusWriter) Flush() {
+	w.start(http.StatusOK)
+	if w.werr != nil {
+		return
+	}
+	deadline, err := w.arm()
+	if err != nil {
+		return
+	}
+	if err := w.rc.Flush(); err != nil {
+		w.fail(err, deadline)
+		return
+	}
+	w.disarm()
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// makePrivate keeps a response out of shared caches whatever the handler
+// that made it chose (the viewer's files, metrics, data): an authorized
+// answer stored by a proxy would be served to clients without the token.
+func makePrivate(h http.Header) {
+	cc := h.Get("Cache-Control")
+	switch {
+	case cc == "":
+		h.Set("Cache-Control", "private")
+	case strings.Contains(cc, "no-store"), strings.Contains(cc, "private"):
+	case strings.Contains(cc, "public"):
+		h.Set("Cache-Control", strings.Replace(cc, "public", "private", 1))
+	default:
+		h.Set("Cache-Control", "private, "+cc)
+	}
+	for _, v := range h.Values("Vary") {
+		if strings.Contains(v, "Authorization") {
+			return
+		}
+	}
+	h.Add("Vary", "Authorization")
+}
