@@ -239,7 +239,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	hash := queryHash(st.Name(), q)
-	cur, err := decodeCursor(q.Get("cursor"), hash, st.Version())
+	cur, err := decodeCursor(q.Get("cursor"), hash, st.Revision())
 	if errors.Is(err, errCursorVersion) {
 		return cursorVersion(r, st)
 	}
@@ -295,7 +295,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	// was held back whole, else as the trailers declared when it started.
 	h := w.Header()
 	if res.More {
-		b, _ := json.Marshal(cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Version()})
+		b, _ := json.Marshal(cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Revision()})
 		t.Next = base64.RawURLEncoding.EncodeToString(b)
 		nq := r.URL.Query()
 		nq.Set("cursor", t.Next)

@@ -25,7 +25,7 @@ import (
 // equal bytes.
 func (s *Server) etag(st *zvf.Store, r *http.Request, rep representation) string {
 	h := sha256.New()
-	for _, p := range [...]string{st.Version(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding} {
+	for _, p := range [...]string{st.Revision(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}

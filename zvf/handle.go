@@ -386,12 +386,12 @@ func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, err
 	h.gen++
 	o := h.o
 	o.gen = h.gen
-	o.versionSeed = meta
+	o.revisionSeed = meta
 	if prev != nil && prev.store != nil && meta == prev.meta && !prev.changed.IsZero() {
 		// Data changed and metadata did not: what the objects are now tells
 		// the two versions (and their ETags) apart, the same on every
 		// replica that reopened, whenever it looked.
-		o.versionSeed += "\x00data " + walked
+		o.revisionSeed += "\x00data " + walked
 	}
 	s, err := Open(ctx, view, o)
 	if err != nil {

@@ -43,12 +43,12 @@ func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := s.Version()
+	v := s.Revision()
 	fs.Add(&faultstore.Rule{Op: "stat", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
 	if changed, err := h.Refresh(ctx); changed || !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("failed check: changed=%v err=%v", changed, err)
 	}
-	if s2, err := h.Current(); err != nil || s2 != s || s2.Version() != v {
+	if s2, err := h.Current(); err != nil || s2 != s || s2.Revision() != v {
 		t.Fatalf("a failed check replaced the store: %v", err)
 	}
 	fs.Reset()

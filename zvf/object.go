@@ -622,15 +622,3 @@ func (s *Store) ObjectLevels(ctx context.Context, id int64) ([]int, error) {
 	}
 	return out, nil
 }
-
-// Group returns the member object ids of group id.
-func (l *Level) Group(ctx context.Context, id int64) ([]int64, error) {
-	g, err := l.groups(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if id < 0 || id >= int64(g.Len()) {
-		return nil, l.s.errf(ErrNotFound, l.n, "groups", "", "no group %d (level %d has %d)", id, l.n, g.Len())
-	}
-	return g.Members(int(id)), nil
-}

@@ -247,7 +247,7 @@ func TestReplacementOpensOnlyWhenWhole(t *testing.T) {
 	if !bytes.Equal(got, want2) || bytes.Equal(want1, want2) {
 		t.Fatal("the version opened after the replacement does not answer like the new store")
 	}
-	if s2.Version() != s3.Version() {
-		t.Errorf("the same objects are version %s on the running handle and %s on a new one: replicas would disagree on ETags", s2.Version(), s3.Version())
+	if s2.Revision() != s3.Revision() {
+		t.Errorf("the same objects are version %s on the running handle and %s on a new one: replicas would disagree on ETags", s2.Revision(), s3.Revision())
 	}
 }

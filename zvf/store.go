@@ -28,8 +28,8 @@ type Options struct {
 	Concurrency int          // parallel chunk reads per query (default 8)
 	Logger      *slog.Logger
 
-	gen         uint64 // cache generation, set by Handle
-	versionSeed string // what identifies the version beyond its info, set by Handle
+	gen          uint64 // cache generation, set by Handle
+	revisionSeed string // what identifies the revision beyond its info, set by Handle
 }
 
 // Store is an opened ZVF store. Safe for concurrent use.
@@ -51,7 +51,7 @@ type Store struct {
 	// cachePrefix starts every cache key of this store: name and
 	// generation, so a reopened store never reads its predecessor's data.
 	cachePrefix string
-	version     string
+	revision    string
 	scratch     sync.Pool // *bboxScratch, reused across queries
 }
 
@@ -110,16 +110,16 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 		}
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%+v\x00%s", s.info, o.versionSeed)
-	s.version = hex.EncodeToString(h.Sum(nil)[:8])
+	fmt.Fprintf(h, "%+v\x00%s", s.info, o.revisionSeed)
+	s.revision = hex.EncodeToString(h.Sum(nil)[:8])
 	return s, nil
 }
 
-// Version identifies what the store holds: its metadata and, when opened
-// through a watching Handle, the versions of its metadata objects (and the
-// time of a change to data alone). HTTP validators (ETags) and paging
-// cursors derive from it.
-func (s *Store) Version() string { return s.version }
+// Revision identifies what the store holds: its metadata and, when opened
+// through a watching Handle, the storage versions of its metadata objects
+// (and the time of a change to data alone). HTTP validators (ETags) and
+// paging cursors derive from it.
+func (s *Store) Revision() string { return s.revision }
 
 // Name is the store's name.
 func (s *Store) Name() string { return s.name }

@@ -206,7 +206,7 @@ const (
 // reports whether the client's copy is current (a 304 is then written).
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
 	h := sha256.New()
-	for _, p := range [...]string{st.Version(), r.URL.Path, s.coding(r)} {
+	for _, p := range [...]string{st.Revision(), r.URL.Path, s.coding(r)} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}

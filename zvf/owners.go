@@ -1,0 +1,141 @@
+package zvf
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+)
+
+// inverseOnce lazily maps (chunk, fragment) to the object ids that name
+// it, and to the fragment that follows it in each object's manifest.
+type inverseOnce struct {
+	once sync.Once
+	inv  *inverse
+	err  error
+}
+
+type fragRef struct {
+	ks   string
+	frag int64
+}
+
+// inverse answers, for every fragment some manifest names: which object
+// names it first, and which fragment follows it in that object's path.
+// Per chunk, fragments are kept sorted so a bbox walks them alongside the
+// chunk's own fragments instead of looking each one up.
+type inverse struct {
+	chunks map[string]*chunkInverse
+}
+
+type chunkInverse struct {
+	frags []int64   // fragment numbers, ascending
+	owner []int64   // first object naming frags[i]
+	next  []fragRef // the fragment after frags[i] in that path; ks "" when none
+}
+
+// of returns the chunk's entries (nil when no manifest names it), looked up
+// without building the key string.
+func (inv *inverse) of(key Key) *chunkInverse {
+	var buf [96]byte
+	return inv.chunks[string(key.appendTo(buf[:0]))]
+}
+
+func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
+	l.inverse.once.Do(func() {
+		l.inverse.inv, l.inverse.err = l.buildInverse(ctx)
+	})
+	return l.inverse.inv, l.inverse.err
+}
+
+// invEntry is one manifest's mention of a fragment, in the order objects
+// and their paths name them.
+type invEntry struct {
+	frag, owner int64
+	next        fragRef
+	hasNext     bool
+}
+
+// buildInverse reads every manifest once. Mentions are appended to their
+// chunk's list (the chunk's key is looked up once per manifest block, not
+// per fragment), then each list is sorted stably by fragment: the first
+// mention names the owner, the first with a successor names the next
+// fragment — the same answer as visiting objects in id order.
+func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
+	index := map[string]int{}
+	var keys []string
+	var lists [][]invEntry
+	var kbuf [96]byte
+	for row := int64(0); row < l.objects.num; row++ {
+		id, err := l.objectAt(ctx, row) // the row itself, or object_ids[row] (vlen_manifests_v2)
+		if err != nil {
+			return nil, err
+		}
+		blocks, err := l.refsRow(ctx, id, row)
+		if err != nil {
+			return nil, err
+		}
+		prevChunk, prevPos := -1, 0
+		for _, b := range blocks {
+			kb := Key(b.Chunk).appendTo(kbuf[:0])
+			c, ok := index[string(kb)] // no allocation for a known chunk
+			if !ok {
+				c = len(keys)
+				index[string(kb)] = c
+				keys = append(keys, string(kb))
+				lists = append(lists, nil)
+			}
+			ks := keys[c]
+			for j := int64(0); j < b.Len(); j++ {
+				f := b.Fragment(j)
+				if prevChunk >= 0 {
+					if e := &lists[prevChunk][prevPos]; !e.hasNext {
+						e.next, e.hasNext = fragRef{ks, f}, true
+					}
+				}
+				lists[c] = append(lists[c], invEntry{frag: f, owner: id})
+				prevChunk, prevPos = c, len(lists[c])-1
+			}
+		}
+	}
+	inv := &inverse{chunks: make(map[string]*chunkInverse, len(keys))}
+	for c, list := range lists {
+		slices.SortStableFunc(list, func(a, b invEntry) int { return cmp.Compare(a.frag, b.frag) })
+		ci := &chunkInverse{frags: make([]int64, 0, len(list)), owner: make([]int64, 0, len(list)), next: make([]fragRef, 0, len(list))}
+		for i := 0; i < len(list); {
+			j := i + 1
+			for j < len(list) && list[j].frag == list[i].frag {
+				j++
+			}
+			ci.frags = append(ci.frags, list[i].frag)
+			ci.owner = append(ci.owner, list[i].owner)
+			var next fragRef
+			for _, e := range list[i:j] {
+				if e.hasNext {
+					next = e.next
+					break
+				}
+			}
+			ci.next = append(ci.next, next)
+			i = j
+		}
+		inv.chunks[keys[c]] = ci
+	}
+	return inv, nil
+}
+
+// fragFirst returns the first row of fragment f of cv (a chunk without a
+// fragment index is one fragment); ok is false when it is empty.
+func fragFirst(cv *chunkVerts, f int) (int64, bool) {
+	if cv.frags == nil {
+		return 0, f == 0 && cv.rows > 0
+	}
+	if s, c, isRange := cv.frags.Range(f); isRange {
+		return s, c > 0
+	}
+	ix := cv.frags.Indices(f)
+	if len(ix) == 0 {
+		return 0, false
+	}
+	return ix[0], true
+}
