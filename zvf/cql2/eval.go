@@ -175,7 +175,8 @@ func sameStrings(a, b []string) bool {
 // dictionaries (a label the dictionary lacks matches no row) and
 // Constant columns (exact); other properties may take any value. Nothing
 // needs to be bound: a fresh evaluator answers for the whole level from
-// the queryables' labels.
+// the queryables' labels (for a level whose chunks share that
+// dictionary).
 func (e *Evaluator) MayMatch() bool {
 	return e.outcomes(e.f.root)&(1<<vTrue) != 0
 }
