@@ -17,6 +17,7 @@ type Filter struct {
 	root   *cnode
 	attrs  []int   // Schema.Queryables indices of the attributes leaves read, in first-use order
 	slots  []ref   // distinct (attribute, channel) pairs leaves read; ref.attr indexes attrs
+	shared []bool  // per slot: more than one leaf reads it (so it is gathered once per block)
 	leaves []*leaf // every leaf, leaf.id its index
 	ids    bool    // a leaf reads object ids
 	groups bool    // a leaf reads group membership
@@ -66,12 +67,13 @@ func (f *Filter) NeedsObjectIDs() bool { return f.ids || f.groups }
 // (Evaluator.BindGroups).
 func (f *Filter) NeedsGroups() bool { return f.groups }
 
-// Three-valued logic: false < unknown < true, so AND is the minimum, OR
-// the maximum and NOT is 2 - v.
+// Three-valued logic: false < unknown < true, so AND is the minimum and
+// OR the maximum; with these values they are also the bitwise AND and OR
+// (and NOT, which the compiled tree no longer has, would swap 0 and 3).
 const (
 	vFalse   uint8 = 0
 	vUnknown uint8 = 1
-	vTrue    uint8 = 2
+	vTrue    uint8 = 3
 )
 
 type cop uint8
@@ -361,6 +363,9 @@ func (c *checker) columnLeaf(r ref, l *leaf) *cnode {
 		s = len(c.f.slots)
 		c.slotAt[sr] = s
 		c.f.slots = append(c.f.slots, sr)
+		c.f.shared = append(c.f.shared, false)
+	} else {
+		c.f.shared[s] = true
 	}
 	l.slot = s
 	return c.addLeaf(l)

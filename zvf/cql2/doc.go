@@ -31,16 +31,20 @@
 // NULL, LIKE, the negations NOT BETWEEN, NOT IN, NOT LIKE, and AND, OR, NOT,
 // parentheses; keywords in any case; precedence NOT over AND over OR;
 // operators need no spaces (x>=1). Property names are identifiers (letters,
-// digits, _, :, .; not starting with a digit or .) or double-quoted ("any
-// name", "" for a double quote; a property named like a keyword must be
-// quoted). Strings are single-quoted, '' for a quote; a backslash is an
-// ordinary character in a string (the standard's \' escape is not read, so
-// that every string, and every LIKE escape, can be written). Numbers are
-// [sign] digits [. digits] [e [sign] digits] (also 5. and .5), with as many
-// significant digits as wanted (17 are enough to write any float64); TRUE
-// and FALSE are filters of their own. Functions (S_INTERSECTS, CASEI, DATE,
-// …), spatial, temporal and array predicates and arithmetic are refused by
-// name.
+// digits, _, :, .; not starting with a digit or .) or double-quoted, with a
+// double quote inside written twice; a property named like a keyword must
+// be quoted. Strings are single-quoted, with a single quote inside written
+// twice; a backslash is an ordinary character in a string (the standard's
+// backslash-quote escape is not read, so that every string, and every LIKE
+// escape, can be written). Numbers are [sign] digits [. digits] [e [sign]
+// digits] (also 5. and .5), with as many significant digits as wanted (17
+// are enough to write any float64); TRUE and FALSE are filters of their
+// own. Functions (S_INTERSECTS, CASEI, DATE, …), spatial, temporal and
+// array predicates and arithmetic are refused by name. For example:
+//
+//	cell_type IN ('basket', 'pyramidal') AND NOT volume BETWEEN 0 AND 2.5
+//	"cell type" = 'it''s' OR embedding[3] >= -1e-3
+//	name NOT LIKE 'tmp\_%' AND object_id IS NOT NULL
 //
 // cql2-json: {"op": …, "args": […]} with the ops and, or (two or more
 // arguments), not (one), =, <>, <, <=, >, >= (two), between (three: value,

@@ -1,6 +1,7 @@
 package cql2
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -217,8 +218,8 @@ func (e *Evaluator) outcomes(n *cnode) uint8 {
 	for _, a := range n.args[1:] {
 		k := e.outcomes(a)
 		var r uint8
-		for x := range uint8(3) {
-			for y := range uint8(3) {
+		for _, x := range [...]uint8{vFalse, vUnknown, vTrue} {
+			for _, y := range [...]uint8{vFalse, vUnknown, vTrue} {
 				if m&(1<<x) != 0 && k&(1<<y) != 0 {
 					if n.op == cAnd {
 						r |= 1 << min(x, y)
@@ -415,34 +416,67 @@ func (e *Evaluator) evalInto(n *cnode, rows []int32, dst []uint8, depth int) {
 	for _, a := range n.args[1:] {
 		// Stop once every row is decided: all false under AND, all true
 		// under OR.
-		if n.op == cAnd {
-			var any uint8
-			for _, v := range dst {
-				any |= v
-			}
-			if any == vFalse {
-				return
-			}
-		} else {
-			all := vTrue
-			for _, v := range dst {
-				all &= v
-			}
-			if all == vTrue {
-				return
-			}
+		if n.op == cAnd && allFalse(dst) || n.op == cOr && allTrue(dst) {
+			return
 		}
 		e.evalInto(a, rows, tmp, depth+1)
 		if n.op == cAnd {
-			for i, v := range tmp {
-				dst[i] = min(dst[i], v)
-			}
+			andInto(dst, tmp)
 		} else {
-			for i, v := range tmp {
-				dst[i] = max(dst[i], v)
-			}
+			orInto(dst, tmp)
 		}
 	}
+}
+
+// With false 0, unknown 1 and true 3, Kleene's AND is the bitwise AND of
+// the values and OR the bitwise OR, so the combining loops take eight rows
+// a word.
+
+func andInto(dst, src []uint8) {
+	src = src[:len(dst)]
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(dst[i:])&binary.LittleEndian.Uint64(src[i:]))
+	}
+	for ; i < len(dst); i++ {
+		dst[i] &= src[i]
+	}
+}
+
+func orInto(dst, src []uint8) {
+	src = src[:len(dst)]
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(dst[i:])|binary.LittleEndian.Uint64(src[i:]))
+	}
+	for ; i < len(dst); i++ {
+		dst[i] |= src[i]
+	}
+}
+
+func allFalse(v []uint8) bool {
+	var acc uint64
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		acc |= binary.LittleEndian.Uint64(v[i:])
+	}
+	for ; i < len(v); i++ {
+		acc |= uint64(v[i])
+	}
+	return acc == 0
+}
+
+func allTrue(v []uint8) bool {
+	const ones = uint64(vTrue) * 0x0101010101010101
+	acc := ones
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		acc &= binary.LittleEndian.Uint64(v[i:])
+	}
+	for ; i < len(v); i++ {
+		acc &= uint64(v[i]) * 0x0101010101010101
+	}
+	return acc == ones
 }
 
 // b2u is 1 for true, 0 for false (compiled without a branch).
@@ -503,10 +537,22 @@ func (e *Evaluator) evalLeaf(l *leaf, rows []int32, dst []uint8) {
 	nb := b2u(l.neg)
 	switch l.kind {
 	case lkFloat:
+		if sr := e.f.slots[l.slot]; len(l.fiv) == 1 && !e.f.shared[l.slot] {
+			// The common case, a column one test reads, in one pass.
+			b := &e.cols[sr.attr]
+			switch b.dt {
+			case dtF32:
+				floatKernel32(dst, b.data, b.stride, sr.channel*4, rows, l.fiv[0], nb)
+				return
+			case dtF64:
+				floatKernel64(dst, b.data, b.stride, sr.channel*8, rows, l.fiv[0], nb)
+				return
+			}
+		}
 		floatKernel(dst, e.floats(l.slot, rows), l.fiv, nb)
 	case lkFloatNull:
 		for i, v := range e.floats(l.slot, rows) {
-			dst[i] = (b2u(v-v != 0) ^ nb) << 1 // NaN and ±Inf are null
+			dst[i] = (b2u(!(math.Abs(v) <= math.MaxFloat64)) ^ nb) * vTrue // NaN and ±Inf are null
 		}
 	case lkInt:
 		intKernel(dst, e.ints(l.slot, rows), l.iiv, nb)
@@ -528,34 +574,66 @@ func (e *Evaluator) evalLeaf(l *leaf, rows []int32, dst []uint8) {
 			if b.constant {
 				r = 0
 			}
-			dst[i] = (b2u(l.sp.match(b.strs[r])) ^ nb) << 1
+			dst[i] = (b2u(l.sp.match(b.strs[r])) ^ nb) * vTrue
 		}
 	case lkObject:
 		e.objectKernel(l, rows, dst, nb)
 	case lkObjectNull:
 		for i, r := range rows {
-			dst[i] = (b2u(e.ids[r] == e.none) ^ nb) << 1
+			dst[i] = (b2u(e.ids[r] == e.none) ^ nb) * vTrue
 		}
 	case lkGroup, lkGroupNull:
 		e.groupKernel(l, rows, dst, nb)
 	}
 }
 
-// floatKernel: unknown for NaN and ±Inf, else whether v is in iv (xor neg).
+// floatKernel: unknown for NaN and ±Inf, else whether v is in iv (xor
+// neg). Every step is branch-free: fin is 1 for a finite value (NaN fails
+// the comparison too), and the result is t when fin, else unknown.
 func floatKernel(dst []uint8, vals []float64, iv []fInterval, nb uint8) {
 	if len(iv) == 1 {
 		lo, hi := iv[0].lo, iv[0].hi
 		for i, v := range vals {
-			t := ((b2u(v >= lo) & b2u(v <= hi)) ^ nb) << 1
-			nf := b2u(v-v != 0)
-			dst[i] = t&^(nf<<1) | nf
+			t := ((b2u(v >= lo) & b2u(v <= hi)) ^ nb) * vTrue
+			fin := b2u(math.Abs(v) <= math.MaxFloat64)
+			dst[i] = t&(fin*vTrue) | (fin ^ 1)
 		}
 		return
 	}
 	for i, v := range vals {
-		t := (b2u(inFloat(v, iv)) ^ nb) << 1
-		nf := b2u(v-v != 0)
-		dst[i] = t&^(nf<<1) | nf
+		t := (b2u(inFloat(v, iv)) ^ nb) * vTrue
+		fin := b2u(math.Abs(v) <= math.MaxFloat64)
+		dst[i] = t&(fin*vTrue) | (fin ^ 1)
+	}
+}
+
+// floatKernel32 is floatKernel of one interval reading float32 values
+// straight from the column; a value is finite unless its exponent bits are
+// all ones.
+func floatKernel32(dst []uint8, data []byte, stride, off int, rows []int32, iv fInterval, nb uint8) {
+	lo, hi := iv.lo, iv.hi
+	dst = dst[:len(rows)]
+	for i, r := range rows {
+		o := int(r)*stride + off
+		bits := binary.LittleEndian.Uint32(data[o : o+4])
+		v := float64(math.Float32frombits(bits))
+		t := ((b2u(v >= lo) & b2u(v <= hi)) ^ nb) * vTrue
+		fin := b2u(bits&0x7f800000 != 0x7f800000)
+		dst[i] = t&(fin*vTrue) | (fin ^ 1)
+	}
+}
+
+// floatKernel64 is floatKernel32 for float64 values.
+func floatKernel64(dst []uint8, data []byte, stride, off int, rows []int32, iv fInterval, nb uint8) {
+	lo, hi := iv.lo, iv.hi
+	dst = dst[:len(rows)]
+	for i, r := range rows {
+		o := int(r)*stride + off
+		bits := binary.LittleEndian.Uint64(data[o : o+8])
+		v := math.Float64frombits(bits)
+		t := ((b2u(v >= lo) & b2u(v <= hi)) ^ nb) * vTrue
+		fin := b2u(bits&0x7ff0000000000000 != 0x7ff0000000000000)
+		dst[i] = t&(fin*vTrue) | (fin ^ 1)
 	}
 }
 
@@ -584,12 +662,12 @@ func intKernel(dst []uint8, vals []int64, iv []iInterval, nb uint8) {
 	if len(iv) == 1 {
 		lo, span := iv[0].lo, uint64(iv[0].hi-iv[0].lo)
 		for i, v := range vals {
-			dst[i] = (b2u(uint64(v-lo) <= span) ^ nb) << 1
+			dst[i] = (b2u(uint64(v-lo) <= span) ^ nb) * vTrue
 		}
 		return
 	}
 	for i, v := range vals {
-		dst[i] = (b2u(inInt(v, iv)) ^ nb) << 1
+		dst[i] = (b2u(inInt(v, iv)) ^ nb) * vTrue
 	}
 }
 
@@ -618,7 +696,7 @@ func uintKernel(dst []uint8, vals []uint64, iv []uInterval, nb uint8) {
 	if len(iv) == 1 {
 		lo, span := iv[0].lo, iv[0].hi-iv[0].lo
 		for i, v := range vals {
-			dst[i] = (b2u(v-lo <= span) ^ nb) << 1
+			dst[i] = (b2u(v-lo <= span) ^ nb) * vTrue
 		}
 		return
 	}
@@ -643,7 +721,7 @@ func uintKernel(dst []uint8, vals []uint64, iv []uInterval, nb uint8) {
 				}
 			}
 		}
-		dst[i] = (b2u(in) ^ nb) << 1
+		dst[i] = (b2u(in) ^ nb) * vTrue
 	}
 }
 
@@ -656,7 +734,7 @@ func (e *Evaluator) objectKernel(l *leaf, rows []int32, dst []uint8, nb uint8) {
 			dst[i] = vUnknown
 			continue
 		}
-		dst[i] = (b2u(inInt(id, l.iiv)) ^ nb) << 1
+		dst[i] = (b2u(inInt(id, l.iiv)) ^ nb) * vTrue
 	}
 }
 
@@ -675,7 +753,7 @@ func (e *Evaluator) groupKernel(l *leaf, rows []int32, dst []uint8, nb uint8) {
 		var v uint8
 		switch {
 		case l.kind == lkGroupNull:
-			v = (b2u(id == none || !g.Grouped(id)) ^ nb) << 1
+			v = (b2u(id == none || !g.Grouped(id)) ^ nb) * vTrue
 		case id == none || !g.Grouped(id):
 			v = vUnknown
 		default:
@@ -686,7 +764,7 @@ func (e *Evaluator) groupKernel(l *leaf, rows []int32, dst []uint8, nb uint8) {
 					break
 				}
 			}
-			v = (b2u(in) ^ nb) << 1
+			v = (b2u(in) ^ nb) * vTrue
 		}
 		st.lastID, st.lastV, st.memo = id, v, true
 		dst[i] = v

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -455,5 +456,56 @@ func TestEvalNoAlloc(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per evaluation", n)
+	}
+}
+
+// TestCombine: the word-at-a-time AND, OR and all-decided checks agree
+// with three-valued min and max, at every length around a word.
+func TestCombine(t *testing.T) {
+	vals := []uint8{vFalse, vUnknown, vTrue}
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := range 40 {
+		for range 50 {
+			a, b := make([]uint8, n), make([]uint8, n)
+			for i := range a {
+				a[i], b[i] = vals[r.IntN(3)], vals[r.IntN(3)]
+				if r.IntN(4) == 0 { // runs of one value, so that the all-decided checks are met
+					a[i], b[i] = vals[n%3], vals[n%3]
+				}
+			}
+			and, or := slices.Clone(a), slices.Clone(a)
+			andInto(and, b)
+			orInto(or, b)
+			allF, allT := true, true
+			for i := range a {
+				if and[i] != min(a[i], b[i]) || or[i] != max(a[i], b[i]) {
+					t.Fatalf("%v, %v: AND %v, OR %v", a, b, and, or)
+				}
+				allF = allF && a[i] == vFalse
+				allT = allT && a[i] == vTrue
+			}
+			if allFalse(a) != allF || allTrue(a) != allT {
+				t.Fatalf("%v: allFalse %v, allTrue %v", a, allFalse(a), allTrue(a))
+			}
+		}
+		// Uniform rows, and uniform but for one.
+		for _, v := range vals {
+			a := slices.Repeat([]uint8{v}, n)
+			if allFalse(a) != (v == vFalse || n == 0) || allTrue(a) != (v == vTrue || n == 0) {
+				t.Fatalf("%v: allFalse %v, allTrue %v", a, allFalse(a), allTrue(a))
+			}
+			for i := range a {
+				for _, w := range vals {
+					if w == v {
+						continue
+					}
+					a[i] = w
+					if (v == vFalse && allFalse(a)) || (v == vTrue && allTrue(a)) {
+						t.Fatalf("%v: allFalse %v, allTrue %v", a, allFalse(a), allTrue(a))
+					}
+					a[i] = v
+				}
+			}
+		}
 	}
 }

@@ -213,9 +213,9 @@ func (p *parser) next() error {
 	return nil
 }
 
-// lexString reads '…' with ” for a quote. A backslash is an ordinary
-// character here (LIKE gives it its meaning), so every string can be
-// written.
+// lexString reads a single-quoted string, a quote inside written twice. A
+// backslash is an ordinary character here (LIKE gives it its meaning), so
+// every string can be written.
 func (p *parser) lexString() error {
 	src, start := p.src, p.off
 	var b strings.Builder
