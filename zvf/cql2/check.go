@@ -28,11 +28,14 @@ type Filter struct {
 // literal against a float, an operator group does not take) is an *Error
 // naming the property; a malformed Schema is a plain error.
 func Check(e Expr, s *Schema) (*Filter, error) {
-	x, err := indexSchema(s)
+	// The filter keeps its own copy: the caller may reuse its slice.
+	own := *s
+	own.Queryables = slices.Clone(s.Queryables)
+	x, err := indexSchema(&own)
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{x: x, f: &Filter{expr: e, schema: s}, attrAt: map[int]int{}, slotAt: map[ref]int{}}
+	c := &checker{x: x, f: &Filter{expr: e, schema: &own}, attrAt: map[int]int{}, slotAt: map[ref]int{}}
 	root, err := c.compile(e, false)
 	if err != nil {
 		return nil, err

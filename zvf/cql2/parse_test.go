@@ -3,7 +3,9 @@ package cql2
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -183,5 +185,47 @@ func TestParseLang(t *testing.T) {
 	var fe *Error
 	if !errors.As(err, &fe) || !strings.Contains(fe.Error(), `unknown filter language "cql-text"`) {
 		t.Errorf("unknown language: %v", err)
+	}
+}
+
+// TestSeventeenDigits: any float64, written with 17 significant digits in
+// either encoding, is read back exactly, and an equality on a float64
+// column finds it.
+func TestSeventeenDigits(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 17))
+	s := &Schema{Queryables: []Queryable{{Name: "x", Kind: Float, Bits: 64}}}
+	for range 2000 {
+		v := math.Float64frombits(r.Uint64())
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		lit := strconv.FormatFloat(v, 'e', 16, 64)
+		for _, src := range []string{`x = ` + lit, `{"op":"=","args":[{"property":"x"},` + lit + `]}`} {
+			var e Expr
+			var err error
+			if src[0] == '{' {
+				e, err = ParseJSON([]byte(src))
+			} else {
+				e, err = ParseText(src)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", src, err)
+			}
+			if got := e.(*Compare).Right.(NumberLit).Float; got != v && !(got == 0 && v == 0) {
+				t.Fatalf("%s read as %v, want %v", src, got, v)
+			}
+			f, err := Check(e, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := f.NewEvaluator()
+			if err := ev.Bind("x", floatCol("float64", 1, math.Nextafter(v, 0), v)); err != nil {
+				t.Fatal(err)
+			}
+			out := make([]bool, 2)
+			if err := ev.EvalRange(0, out); err != nil || out[0] == (v != 0) || !out[1] {
+				t.Fatalf("%s over [%v, %v]: %v, %v", src, math.Nextafter(v, 0), v, out, err)
+			}
+		}
 	}
 }
