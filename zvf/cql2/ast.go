@@ -1,7 +1,6 @@
 package cql2
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -421,6 +420,3 @@ func bareName(name string) bool {
 	}
 	return true
 }
-
-// finite reports whether f is neither NaN nor ±Inf.
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -622,3 +622,48 @@ func toInt64(iv [][2]*big.Int) []iInterval {
 	}
 	return out
 }
+
+// Properties are the property names e uses, sorted, each once: with
+// level=auto, a level qualifies only if it has all of them.
+func Properties(e Expr) []string {
+	var names []string
+	var walk func(Expr)
+	scalar := func(s Scalar) {
+		if p, ok := s.(Property); ok {
+			names = append(names, p.Name)
+		}
+	}
+	walk = func(e Expr) {
+		switch e := e.(type) {
+		case *And:
+			for _, a := range e.Args {
+				walk(a)
+			}
+		case *Or:
+			for _, a := range e.Args {
+				walk(a)
+			}
+		case *Not:
+			walk(e.Arg)
+		case *Compare:
+			scalar(e.Left)
+			scalar(e.Right)
+		case *Between:
+			scalar(e.Value)
+			scalar(e.Low)
+			scalar(e.High)
+		case *In:
+			scalar(e.Value)
+			for _, v := range e.List {
+				scalar(v)
+			}
+		case *Like:
+			scalar(e.Value)
+		case *IsNull:
+			scalar(e.Value)
+		}
+	}
+	walk(e)
+	slices.Sort(names)
+	return slices.Compact(names)
+}

@@ -3,6 +3,7 @@ package cql2
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -506,6 +507,51 @@ func TestCombine(t *testing.T) {
 					a[i] = v
 				}
 			}
+		}
+	}
+}
+
+func TestProperties(t *testing.T) {
+	e, err := ParseText(`NOT (b = 1 OR "a x" IN (1, c)) AND b BETWEEN d AND 2 AND e LIKE 'x' AND f IS NULL AND TRUE AND 1 < g[2]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Properties(e), []string{"a x", "b", "c", "d", "e", "f", "g[2]"}; !slices.Equal(got, want) {
+		t.Errorf("Properties = %q, want %q", got, want)
+	}
+}
+
+// TestConcurrentEvaluators: one Filter serves evaluators on several
+// goroutines (run with -race).
+func TestConcurrentEvaluators(t *testing.T) {
+	c := newSemanticsChunk()
+	f := mustCheck(t, `size > 1 OR cell_type LIKE 's%' OR name = 'x' OR group = 2 OR embedding[2] < 20`, c.schema)
+	want := c.selectAll(t, f)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			ev := f.NewEvaluator()
+			for _, name := range f.Attributes() {
+				if err := ev.Bind(name, c.cols[name]); err != nil {
+					errs <- err
+					return
+				}
+			}
+			ev.BindObjectIDs(c.ids, -1)
+			ev.BindGroups(c.groups)
+			for range 100 {
+				got, err := ev.SelectRange(nil, 0, 8)
+				if err != nil || !slices.Equal(got, want) {
+					errs <- fmt.Errorf("rows %v, want %v (%v)", got, want, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
