@@ -1,0 +1,305 @@
+package draco
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Draco's own decoders check every encoding: draco_decoder (Debian's draco
+// package, the C++ library, 1.5.5), npm draco3d (the library compiled to
+// WebAssembly, 1.5.7) and Neuroglancer's fragment decoder (Draco 1.4.1 with
+// Neuroglancer's glue, compiled to WebAssembly, from the npm neuroglancer
+// package .ci/build-neuroglancer installs), each over the whole table and
+// the golden file. Without them the tests are skipped, unless
+// ZVFSERVE_REQUIRE_DRACO is set (CI sets it, and installs draco_decoder and
+// draco3d), or for Neuroglancer's ZVFSERVE_REQUIRE_NEUROGLANCER: then they
+// fail.
+
+// draco3dVersion is the npm draco3d the tests run; .ci/run installs the same.
+const draco3dVersion = "1.5.7"
+
+func requireDraco() bool { return os.Getenv("ZVFSERVE_REQUIRE_DRACO") != "" }
+
+func skipOrFail(t *testing.T, msg string) {
+	t.Helper()
+	if requireDraco() {
+		t.Fatal("ZVFSERVE_REQUIRE_DRACO is set but " + msg)
+	}
+	t.Skip(msg)
+}
+
+// nodeResult is one line of the node decoders' output.
+type nodeResult struct {
+	File       string `json:"file"`
+	Error      string `json:"error"`
+	Code       int    `json:"code"` // Neuroglancer's decoder: 0 is success
+	NumPoints  int    `json:"numPoints"`
+	NumVerts   int    `json:"numVertices"`
+	NumFaces   int    `json:"numFaces"`
+	DataType   string `json:"dataType"`
+	Components int    `json:"components"`
+	Positions  string `json:"positions"`
+	Faces      string `json:"faces"`
+}
+
+// runNode runs a decoder script over files and checks it answered for each
+// in turn; check runs as a subtest per file.
+func runNode(t *testing.T, files []string, check func(t *testing.T, i int, r nodeResult), args ...string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipOrFail(t, "node is not on PATH")
+	}
+	cmd := exec.Command(node, append(args, files...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.Bytes())
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<30)
+	i := 0
+	for ; sc.Scan(); i++ {
+		var r nodeResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(files) || r.File != files[i] {
+			t.Fatalf("result for %s, want %s", r.File, files[min(i, len(files)-1)])
+		}
+		t.Run(filepath.Base(r.File), func(t *testing.T) { check(t, i, r) })
+	}
+	if i != len(files) {
+		t.Fatalf("answers for %d of %d files\n%s", i, len(files), stderr.Bytes())
+	}
+}
+
+// encodedCases writes every case and the golden file into a temporary
+// folder and returns the files with the meshes they hold.
+func encodedCases(t *testing.T) ([]string, []Mesh) {
+	t.Helper()
+	dir := t.TempDir()
+	var files []string
+	var meshes []Mesh
+	var e Encoder
+	add := func(name string, b []byte, m Mesh) {
+		f := filepath.Join(dir, fmt.Sprintf("%02d-%s.drc", len(files), strings.ReplaceAll(name, " ", "_")))
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+		meshes = append(meshes, m)
+	}
+	for _, tc := range cases(t) {
+		b, err := e.Append(nil, tc.mesh)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		add(tc.name, b, tc.mesh)
+	}
+	golden, err := os.ReadFile(filepath.Join("testdata", "tetra.drc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("golden", golden, tetra)
+	return files, meshes
+}
+
+func TestDracoDecoderDecodesEveryCase(t *testing.T) {
+	bin, err := exec.LookPath("draco_decoder")
+	if err != nil {
+		skipOrFail(t, "draco_decoder is not on PATH (apt-get install draco)")
+	}
+	files, meshes := encodedCases(t)
+	for i, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			ply := strings.TrimSuffix(f, ".drc") + ".ply"
+			out, err := exec.Command(bin, "-i", f, "-o", ply).CombinedOutput()
+			if err != nil {
+				t.Fatalf("draco_decoder: %v\n%s", err, out)
+			}
+			b, err := os.ReadFile(ply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			np, pos, faces, err := readPLY(b)
+			if err != nil {
+				t.Fatalf("draco_decoder's PLY: %v", err)
+			}
+			checkDecoded(t, meshes[i], np, pos, faces)
+		})
+	}
+}
+
+// readPLY reads the binary PLY draco_decoder writes for an int32 position
+// attribute: "element vertex N" with int x, y, z, then "element face F"
+// with a uchar-counted int list.
+func readPLY(b []byte) (numPoints int, pos, faces []uint32, err error) {
+	end := bytes.Index(b, []byte("end_header\n"))
+	if end < 0 {
+		return 0, nil, nil, fmt.Errorf("no end_header")
+	}
+	header := string(b[:end])
+	body := b[end+len("end_header\n"):]
+	var nf int
+	want := []string{"ply", "format binary_little_endian 1.0", "element vertex", "property int x",
+		"property int y", "property int z", "element face", "property list uchar int vertex_indices"}
+	lines := strings.Split(strings.TrimSpace(header), "\n")
+	if len(lines) != len(want) {
+		return 0, nil, nil, fmt.Errorf("header %q", header)
+	}
+	for i, l := range lines {
+		if !strings.HasPrefix(l, want[i]) {
+			return 0, nil, nil, fmt.Errorf("header line %q, want %q", l, want[i])
+		}
+		switch want[i] {
+		case "element vertex":
+			numPoints, err = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(l, want[i])))
+		case "element face":
+			nf, err = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(l, want[i])))
+		}
+		if err != nil {
+			return 0, nil, nil, err
+		}
+	}
+	if len(body) != 12*numPoints+13*nf {
+		return 0, nil, nil, fmt.Errorf("%d body bytes for %d vertices and %d faces", len(body), numPoints, nf)
+	}
+	pos = make([]uint32, 3*numPoints)
+	for i := range pos {
+		pos[i] = binary.LittleEndian.Uint32(body[4*i:])
+	}
+	body = body[12*numPoints:]
+	faces = make([]uint32, 0, 3*nf)
+	for i := range nf {
+		rec := body[13*i:]
+		if rec[0] != 3 {
+			return 0, nil, nil, fmt.Errorf("face %d has %d corners", i, rec[0])
+		}
+		faces = append(faces, binary.LittleEndian.Uint32(rec[1:]), binary.LittleEndian.Uint32(rec[5:]), binary.LittleEndian.Uint32(rec[9:]))
+	}
+	return numPoints, pos, faces, nil
+}
+
+// draco3dDir finds npm draco3d where .ci/run installs it: the cache folder
+// outside the checkout, or ZVFSERVE_DRACO3D.
+func draco3dDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("ZVFSERVE_DRACO3D")
+	if dir == "" {
+		root := os.Getenv("ZVFSERVE_CI_CACHE")
+		if root == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			root = filepath.Join(home, ".cache", "zvfserve-ci")
+		}
+		dir = filepath.Join(root, "draco3d-"+draco3dVersion, "node_modules", "draco3d")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "draco3d.js")); err != nil {
+		skipOrFail(t, fmt.Sprintf("npm draco3d is not installed in %s (npm install --prefix %s draco3d@%s)",
+			dir, filepath.Dir(filepath.Dir(dir)), draco3dVersion))
+	}
+	return dir
+}
+
+func TestDraco3dDecodesEveryCase(t *testing.T) {
+	dir := draco3dDir(t)
+	files, meshes := encodedCases(t)
+	runNode(t, files, func(t *testing.T, i int, r nodeResult) {
+		if r.Error != "" {
+			t.Fatalf("draco3d: %s", r.Error)
+		}
+		if r.DataType != "int32" || r.Components != 3 {
+			t.Fatalf("position attribute %s × %d, want int32 × 3 (what Neuroglancer accepts)", r.DataType, r.Components)
+		}
+		pos, faces := words(t, r.Positions), words(t, r.Faces)
+		if len(faces) != 3*r.NumFaces {
+			t.Fatalf("%d indices for %d faces", len(faces), r.NumFaces)
+		}
+		checkDecoded(t, meshes[i], r.NumPoints, pos, faces)
+	}, filepath.Join("testdata", "draco3d_decode.js"), dir)
+}
+
+// neuroglancerDracoWasm finds neuroglancer_draco.wasm in the npm
+// neuroglancer package that .ci/build-neuroglancer installs beside the
+// built page (ZVFSERVE_NEUROGLANCER_DIST, or the cache folder named after
+// the harness files, as api/neuroglancer's browser test finds it).
+func neuroglancerDracoWasm(t *testing.T) string {
+	t.Helper()
+	dist := os.Getenv("ZVFSERVE_NEUROGLANCER_DIST")
+	if dist == "" {
+		harness := filepath.Join("..", "testdata", "ngclient")
+		h := sha256.New()
+		for _, f := range []string{"package.json", "vite.config.js", "index.html", "src/main.js"} {
+			b, err := os.ReadFile(filepath.Join(harness, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Write(b)
+		}
+		root := os.Getenv("ZVFSERVE_CI_CACHE")
+		if root == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			root = filepath.Join(home, ".cache", "zvfserve-ci")
+		}
+		dist = filepath.Join(root, "neuroglancer-"+hex.EncodeToString(h.Sum(nil))[:12], "dist")
+	}
+	wasm := filepath.Join(filepath.Dir(dist), "node_modules", "neuroglancer", "lib", "mesh", "draco", "neuroglancer_draco.wasm")
+	if _, err := os.Stat(wasm); err != nil {
+		msg := fmt.Sprintf("Neuroglancer's Draco decoder is not at %s: run .ci/build-neuroglancer", wasm)
+		if os.Getenv("ZVFSERVE_REQUIRE_NEUROGLANCER") != "" {
+			t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but " + msg)
+		}
+		t.Skip(msg)
+	}
+	return wasm
+}
+
+// TestNeuroglancerDecodesEveryCase runs the decoder Neuroglancer runs on
+// every multilod fragment, with its checks (an int32 or float32 POSITION of
+// 3 components, a corner attribute with one value per point).
+func TestNeuroglancerDecodesEveryCase(t *testing.T) {
+	wasm := neuroglancerDracoWasm(t)
+	files, meshes := encodedCases(t)
+	runNode(t, files, func(t *testing.T, i int, r nodeResult) {
+		if r.Code != 0 {
+			t.Fatalf("neuroglancer_draco_decode returned %d", r.Code)
+		}
+		pos, faces := words(t, r.Positions), words(t, r.Faces)
+		if len(faces) != 3*r.NumFaces {
+			t.Fatalf("%d indices for %d faces", len(faces), r.NumFaces)
+		}
+		checkDecoded(t, meshes[i], r.NumVerts, pos, faces)
+	}, filepath.Join("testdata", "ngdraco_decode.js"), wasm, "16")
+}
+
+func words(t *testing.T, s string) []uint32 {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(b)%4 != 0 {
+		t.Fatalf("base64: %v (%d bytes)", err, len(b))
+	}
+	w := make([]uint32, len(b)/4)
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return w
+}
