@@ -53,14 +53,6 @@ func (r *reader) u8() (byte, error) {
 	return s[0], nil
 }
 
-func (r *reader) u16() (uint16, error) {
-	s, err := r.bytes(2)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint16(s), nil
-}
-
 func (r *reader) u32() (uint32, error) {
 	s, err := r.bytes(4)
 	if err != nil {

@@ -389,6 +389,9 @@ func BenchmarkEncode(b *testing.B) {
 	}{
 		{"sphere-100k-tris-16bit", sphereMesh(250, 200, 16)},
 		{"grid-20k-tris-10bit", gridMesh(100, 10)},
+		// A small fragment whose vertices spread over the whole 16-bit
+		// range: the symbol alphabet is far larger than the fragment.
+		{"random-1k-tris-16bit", randomMesh(rand.New(rand.NewPCG(1, 1)), 500, 1000, 16)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var e Encoder

@@ -269,18 +269,20 @@ func appendTable(dst []byte, prob []uint32) []byte {
 // ransEncode appends the rANS coding of syms (coded last to first, so the
 // decoder gives them first to last) at precision 2^precBits.
 func ransEncode(dst []byte, syms, prob, cum []uint32, precBits int) []byte {
-	base := uint64(4) << precBits // Draco's l_rans_base
+	// The state stays below 1024·2^20 = 2^30, so 32-bit division (the
+	// loop's cost) is exact.
+	base := uint32(4) << precBits // Draco's l_rans_base
 	state := base
 	for i := len(syms) - 1; i >= 0; i-- {
 		s := syms[i]
-		p := uint64(prob[s])
+		p := prob[s]
 		for state >= 1024*p { // (l_rans_base / precision) · IO base · p
 			dst = append(dst, byte(state))
 			state >>= 8
 		}
-		state = (state/p)<<precBits + state%p + uint64(cum[s])
+		state = (state/p)<<precBits + state%p + cum[s]
 	}
-	x := uint32(state - base) // < 2^30: state < 1024·2^20
+	x := state - base
 	switch {
 	case x < 1<<6:
 		dst = append(dst, byte(x))

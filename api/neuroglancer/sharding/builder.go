@@ -55,9 +55,6 @@ func (b *Builder) Add(key uint64, data []byte) {
 	b.sorted = false
 }
 
-// Len is the number of chunks added.
-func (b *Builder) Len() int { return len(b.entries) }
-
 // sort orders the entries by shard, minishard and key, once after adds.
 func (b *Builder) sort() error {
 	if b.sorted {
