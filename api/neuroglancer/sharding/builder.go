@@ -46,6 +46,10 @@ func NewBuilder(spec Spec) (*Builder, error) {
 	return &Builder{spec: spec}, nil
 }
 
+// Grow makes room for n more chunks, so that adding a known number of
+// chunks allocates once.
+func (b *Builder) Grow(n int) { b.entries = slices.Grow(b.entries, n) }
+
 // Add adds a chunk. data is kept, not copied, until the Builder is done
 // with; it may be empty. Adding a key twice is an error at the next
 // Shards, AppendShard or WriteAll.
@@ -141,7 +145,16 @@ func (b *Builder) WriteAll(write func(name string, data []byte) error) error {
 func (b *Builder) appendShard(dst []byte, es []entry) ([]byte, error) {
 	base := len(dst)
 	indexSize := int(b.spec.IndexSize())
-	dst = slices.Grow(dst, indexSize)
+	// Room for the whole shard at once: exact for raw, and gzip seldom
+	// stores a chunk in more than its size and the 18 bytes of framing.
+	need := indexSize + 24*len(es)
+	for _, e := range es {
+		need += len(e.data)
+		if b.spec.DataEncoding == Gzip {
+			need += 18
+		}
+	}
+	dst = slices.Grow(dst, need)
 	dst = dst[:base+indexSize]
 	clear(dst[base:])
 	body := base + indexSize // where offsets count from
@@ -200,7 +213,10 @@ func (b *Builder) appendEncoded(dst, data []byte, enc Encoding) ([]byte, error) 
 	}
 	b.zbuf.Reset()
 	if b.gz == nil {
-		b.gz = gzip.NewWriter(&b.zbuf)
+		// Level 1: shards are built when first asked for, and at the sizes
+		// of chunks (records, skeletons, manifests) deeper search gains
+		// little.
+		b.gz, _ = gzip.NewWriterLevel(&b.zbuf, gzip.BestSpeed) // a valid level: no error
 	} else {
 		b.gz.Reset(&b.zbuf)
 	}

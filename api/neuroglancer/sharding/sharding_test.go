@@ -649,6 +649,7 @@ func BenchmarkBuildShard(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				bl.Grow(len(keys))
 				for i, k := range keys {
 					bl.Add(k, data[i])
 				}
