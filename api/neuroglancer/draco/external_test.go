@@ -3,10 +3,8 @@ package draco
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,8 +19,8 @@ import (
 // package, the C++ library, 1.5.5), npm draco3d (the library compiled to
 // WebAssembly, 1.5.7) and Neuroglancer's fragment decoder (Draco 1.4.1 with
 // Neuroglancer's glue, compiled to WebAssembly, from the npm neuroglancer
-// package .ci/build-neuroglancer installs), each over the whole table and
-// the golden file. Without them the tests are skipped, unless
+// package .ci/build-neuroglancer installs beside ZVFSERVE_NEUROGLANCER_DIST),
+// each over the whole table and the golden file. Without them the tests are skipped, unless
 // ZVFSERVE_REQUIRE_DRACO is set (CI sets it, and installs draco_decoder and
 // draco3d), or for Neuroglancer's ZVFSERVE_REQUIRE_NEUROGLANCER: then they
 // fail.
@@ -236,41 +234,25 @@ func TestDraco3dDecodesEveryCase(t *testing.T) {
 }
 
 // neuroglancerDracoWasm finds neuroglancer_draco.wasm in the npm
-// neuroglancer package that .ci/build-neuroglancer installs beside the
-// built page (ZVFSERVE_NEUROGLANCER_DIST, or the cache folder named after
-// the harness files, as api/neuroglancer's browser test finds it).
+// neuroglancer package .ci/build-neuroglancer installs beside the page it
+// builds, ZVFSERVE_NEUROGLANCER_DIST (.ci/run exports it; locally:
+// export ZVFSERVE_NEUROGLANCER_DIST=$(.ci/build-neuroglancer)).
 func neuroglancerDracoWasm(t *testing.T) string {
 	t.Helper()
-	dist := os.Getenv("ZVFSERVE_NEUROGLANCER_DIST")
-	if dist == "" {
-		harness := filepath.Join("..", "testdata", "ngclient")
-		h := sha256.New()
-		for _, f := range []string{"package.json", "vite.config.js", "index.html", "src/main.js"} {
-			b, err := os.ReadFile(filepath.Join(harness, f))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Write(b)
+	msg := "ZVFSERVE_NEUROGLANCER_DIST is not set: export ZVFSERVE_NEUROGLANCER_DIST=$(.ci/build-neuroglancer)"
+	var wasm string
+	if dist := os.Getenv("ZVFSERVE_NEUROGLANCER_DIST"); dist != "" {
+		wasm = filepath.Join(filepath.Dir(dist), "node_modules", "neuroglancer", "lib", "mesh", "draco", "neuroglancer_draco.wasm")
+		if _, err := os.Stat(wasm); err == nil {
+			return wasm
 		}
-		root := os.Getenv("ZVFSERVE_CI_CACHE")
-		if root == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			root = filepath.Join(home, ".cache", "zvfserve-ci")
-		}
-		dist = filepath.Join(root, "neuroglancer-"+hex.EncodeToString(h.Sum(nil))[:12], "dist")
+		msg = fmt.Sprintf("Neuroglancer's Draco decoder is not at %s: run .ci/build-neuroglancer", wasm)
 	}
-	wasm := filepath.Join(filepath.Dir(dist), "node_modules", "neuroglancer", "lib", "mesh", "draco", "neuroglancer_draco.wasm")
-	if _, err := os.Stat(wasm); err != nil {
-		msg := fmt.Sprintf("Neuroglancer's Draco decoder is not at %s: run .ci/build-neuroglancer", wasm)
-		if os.Getenv("ZVFSERVE_REQUIRE_NEUROGLANCER") != "" {
-			t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but " + msg)
-		}
-		t.Skip(msg)
+	if os.Getenv("ZVFSERVE_REQUIRE_NEUROGLANCER") != "" {
+		t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but " + msg)
 	}
-	return wasm
+	t.Skip(msg)
+	return ""
 }
 
 // TestNeuroglancerDecodesEveryCase runs the decoder Neuroglancer runs on

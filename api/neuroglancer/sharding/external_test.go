@@ -1,8 +1,6 @@
 package sharding
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,44 +12,29 @@ import (
 	"testing"
 )
 
-// neuroglancerLib finds the npm neuroglancer package's lib folder that
-// .ci/build-neuroglancer installs beside the built page
-// (ZVFSERVE_NEUROGLANCER_DIST, or the cache folder named after the harness
-// files, as api/neuroglancer's browser test finds it). Without it the test
-// is skipped, unless ZVFSERVE_REQUIRE_NEUROGLANCER is set (CI sets it).
+// neuroglancerLib finds the lib folder of the npm neuroglancer package
+// .ci/build-neuroglancer installs beside the page it builds,
+// ZVFSERVE_NEUROGLANCER_DIST (.ci/run exports it; locally:
+// export ZVFSERVE_NEUROGLANCER_DIST=$(.ci/build-neuroglancer)). Without it,
+// or without node, the test is skipped, unless ZVFSERVE_REQUIRE_NEUROGLANCER
+// is set (CI sets it).
 func neuroglancerLib(t *testing.T) string {
 	t.Helper()
-	dist := os.Getenv("ZVFSERVE_NEUROGLANCER_DIST")
-	if dist == "" {
-		harness := filepath.Join("..", "testdata", "ngclient")
-		h := sha256.New()
-		for _, f := range []string{"package.json", "vite.config.js", "index.html", "src/main.js"} {
-			b, err := os.ReadFile(filepath.Join(harness, f))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Write(b)
+	msg := "ZVFSERVE_NEUROGLANCER_DIST is not set: export ZVFSERVE_NEUROGLANCER_DIST=$(.ci/build-neuroglancer)"
+	if dist := os.Getenv("ZVFSERVE_NEUROGLANCER_DIST"); dist != "" {
+		lib := filepath.Join(filepath.Dir(dist), "node_modules", "neuroglancer", "lib")
+		_, err := os.Stat(filepath.Join(lib, "util", "hash.js"))
+		_, nerr := exec.LookPath("node")
+		if err == nil && nerr == nil {
+			return lib
 		}
-		root := os.Getenv("ZVFSERVE_CI_CACHE")
-		if root == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			root = filepath.Join(home, ".cache", "zvfserve-ci")
-		}
-		dist = filepath.Join(root, "neuroglancer-"+hex.EncodeToString(h.Sum(nil))[:12], "dist")
+		msg = fmt.Sprintf("Neuroglancer's npm package is not at %s or node is missing: run .ci/build-neuroglancer", lib)
 	}
-	lib := filepath.Join(filepath.Dir(dist), "node_modules", "neuroglancer", "lib")
-	_, err := os.Stat(filepath.Join(lib, "util", "hash.js"))
-	if _, nerr := exec.LookPath("node"); err != nil || nerr != nil {
-		msg := fmt.Sprintf("Neuroglancer's npm package is not at %s or node is missing: run .ci/build-neuroglancer", lib)
-		if os.Getenv("ZVFSERVE_REQUIRE_NEUROGLANCER") != "" {
-			t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but " + msg)
-		}
-		t.Skip(msg)
+	if os.Getenv("ZVFSERVE_REQUIRE_NEUROGLANCER") != "" {
+		t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but " + msg)
 	}
-	return lib
+	t.Skip(msg)
+	return ""
 }
 
 // TestHashMatchesNeuroglancer hashes random keys with Neuroglancer's own
