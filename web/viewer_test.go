@@ -519,22 +519,47 @@ func testFindObject(t *testing.T, e *viewerEnv) {
 	b.noProblems()
 }
 
-// testBoxQuery: a typed box gives the scene's counts per layer, with
-// times; a drawn box is asked for and kept in the URL.
+// testBoxQuery: a typed box gives the scene's counts and each answer's own
+// bytes; a drawn box is asked for and kept in the URL.
 func testBoxQuery(t *testing.T, e *viewerEnv) {
 	b := e.ch.tab(t, 1280, 800)
 	b.navigate(e.ts.URL + "/?stores=cells,axons")
 	b.settle()
 	lo, hi := [3]float32{0, 0, 0}, [3]float32{400, 400, 300}
+	typed := e.lg.len()
 	b.eval(`document.getElementById('bmin').value = '0,0,0'; document.getElementById('bmax').value = '400,400,300'; document.getElementById('bquery').click()`)
 	b.wait(`document.querySelectorAll('#bresult tr').length === 3`)
 	var rows [][]string
-	b.value(`[...document.querySelectorAll('#bresult tr')].slice(1).map(r => [...r.cells].map(c => c.textContent))`, &rows)
+	b.value(`[...document.querySelectorAll('#bresult tr')].slice(1).map(r => [...r.cells].map(c => c.textContent).concat(r.cells[4].dataset.bytes || ''))`, &rows)
 	want := map[string]int{"cells": inBox(e.sc.Cells.Positions, lo, hi), "axons": inBox(e.sc.Axons.Positions, lo, hi)}
 	for _, r := range rows {
 		n, _ := strconv.Atoi(strings.ReplaceAll(r[1], ",", ""))
 		if n != want[r[0]] || r[2] != "0" || !strings.HasSuffix(r[3], " ms") {
 			t.Errorf("box row %q; want %d vertices at level 0 with a time", r, want[r[0]])
+		}
+	}
+	// Each row's bytes are those of its own layer's answer, as the server
+	// sent them (the two answers are in flight together).
+	isBox := func(r bboxReq) bool { return r.min == [3]float64{0, 0, 0} && r.max == [3]float64{400, 400, 300} }
+	e.lg.waitFor(10*time.Second, func(log []served, _ []string) bool {
+		n := 0
+		for _, s := range log[typed:] {
+			if strings.Contains(s.uri, "/bbox?min=0,0,0&max=400,400,300&") {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	sent := map[string]int{}
+	for _, r := range bboxRequests(t, e.lg.since(typed)) {
+		if isBox(r) {
+			sent[r.store] = r.bytes
+		}
+	}
+	for _, r := range rows {
+		got, _ := strconv.Atoi(r[5])
+		if shown, tol := shownBytes(r[4]); got <= 0 || got != sent[r[0]] || math.Abs(shown-float64(got)) > tol {
+			t.Errorf("%s: the bytes column says %q (%s bytes); the server sent %d", r[0], r[4], r[5], sent[r[0]])
 		}
 	}
 	b.shot("viewer-box.png")
@@ -655,6 +680,19 @@ func testNarrowWindow(t *testing.T, e *viewerEnv) {
 	b.settle()
 	b.shot("viewer-narrow-full.png")
 	b.noProblems()
+}
+
+// shownBytes reads a size as the page shows it ("812 B", "20.5 kB",
+// "1.27 MB") back into bytes, with half the step of its last digit
+// (shown = -1: not a size).
+func shownBytes(s string) (shown, tol float64) {
+	num, unit, ok := strings.Cut(s, " ")
+	v, err := strconv.ParseFloat(num, 64)
+	step := map[string]float64{"B": 1, "kB": 100, "MB": 1e4}[unit]
+	if !ok || err != nil || step == 0 {
+		return -1, 0
+	}
+	return v * map[string]float64{"B": 1, "kB": 1e3, "MB": 1e6}[unit], step / 2
 }
 
 // camera is the page's camera (__zvf.camera(), __zvf.setCamera()).

@@ -6,6 +6,13 @@ import { ray } from './math.js';
 import { flatten } from './format.js';
 import { bboxURL } from './api.js';
 
+// fmtBytes: a size for people (the exact count is the cell's title).
+export function fmtBytes(n) {
+  if (n < 1e3) return `${n} B`;
+  if (n < 1e6) return `${(n / 1e3).toFixed(1)} kB`;
+  return `${(n / 1e6).toFixed(2)} MB`;
+}
+
 function parseTriple(s) {
   const v = s.split(',').map((x) => Number(x.trim()));
   return v.length === 3 && v.every(Number.isFinite) ? v : null;
@@ -63,19 +70,27 @@ export class BoxTool {
       try {
         const url = bboxURL(l.name, { min, max, dims: l.desc.dims, level: lv, limit: app.budget, connectivity: false });
         const res = await app.net.binary(url, { kind: 'box', layer: l.name });
-        const ms = performance.now() - t0, entry = app.net.log[app.net.log.length - 1];
+        const ms = performance.now() - t0;
         const f = flatten([res], '');
         await app.gpu;
         if (seq === this.seq && f.rows) this.hits.push({ layer: l, level: res.header.level, g: app.renderer.upload({ pos: f.pos }) });
         const count = res.trailer.next ? `${res.trailer.count.toLocaleString()}+ (more pages)` : (res.trailer.number_matched ?? res.trailer.count).toLocaleString();
-        return [l.name, count, String(res.header.level), `${ms.toFixed(0)} ms`, `${((entry?.bytes || 0) / 1e6).toFixed(2)} MB`];
+        return { cells: [l.name, count, String(res.header.level), `${ms.toFixed(0)} ms`, fmtBytes(res.bytes)], bytes: res.bytes };
       } catch (e) {
-        return [l.name, e.message, '', '', ''];
+        return { cells: [l.name, e.message, '', '', ''] };
       }
     }));
     if (seq !== this.seq) return;
     const head = el('tr', {}, ...['layer', 'vertices', 'level', 'time', 'bytes'].map((h) => el('th', { textContent: h })));
-    $('bresult').replaceChildren(el('table', {}, head, ...rows.map((r) => el('tr', {}, ...r.map((x) => el('td', { textContent: x }))))));
+    const tr = (r) => {
+      const row = el('tr', {}, ...r.cells.map((x) => el('td', { textContent: x })));
+      if (r.bytes !== undefined) {
+        row.lastChild.dataset.bytes = r.bytes;
+        row.lastChild.title = `${r.bytes.toLocaleString()} bytes`;
+      }
+      return row;
+    };
+    $('bresult').replaceChildren(el('table', {}, head, ...rows.map(tr)));
     app.redraw();
   }
 

@@ -85,8 +85,13 @@ export class Net {
     }
   }
 
+  // binary is the parsed answer, with bytes: its size (this request's
+  // own, whatever else is in flight).
   async binary(url, meta = {}, signal) {
-    return parseBinary(await this.request(url, meta, signal, 'application/vnd.zvf.v1+octet-stream'));
+    const buf = await this.request(url, meta, signal, 'application/vnd.zvf.v1+octet-stream');
+    const out = parseBinary(buf);
+    out.bytes = buf.byteLength;
+    return out;
   }
 
   async json(url, meta = {}, signal) {
