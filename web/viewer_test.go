@@ -68,6 +68,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"stale state", testStaleState},
 		{"neuroglancer link", testNeuroglancerLink},
 		{"narrow window", testNarrowWindow},
+		{"request log", testRequestLog},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}
@@ -679,6 +680,33 @@ func testNarrowWindow(t *testing.T, e *viewerEnv) {
 	}
 	b.settle()
 	b.shot("viewer-narrow-full.png")
+	b.noProblems()
+}
+
+// testRequestLog: the page's request log keeps the latest requests, not
+// every request of the tab's life.
+func testRequestLog(t *testing.T, e *viewerEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells")
+	b.settle()
+	type state struct{ Made, Kept, Max int }
+	read := `({Made: __zvf.net.requests, Kept: __zvf.requests.length, Max: __zvf.net.logMax})`
+	var before, after state
+	b.value(read, &before)
+	if before.Max < 100 || before.Kept != before.Made {
+		t.Fatalf("log %+v: want a bound of at least 100 and, so far, every request kept", before)
+	}
+	extra := before.Max + 100
+	b.await(`(async () => { for (let i = 0; i < ` + strconv.Itoa(extra) + `; i++) await __zvf.net.json('api/v1/stores', {kind: 'probe', i}); })()`)
+	b.value(read, &after)
+	var last struct {
+		Kind string
+		I    int
+	}
+	b.value(`__zvf.requests[__zvf.requests.length - 1]`, &last)
+	if after.Made != before.Made+extra || after.Kept > after.Max || after.Kept < after.Max*3/4 || last.Kind != "probe" || last.I != extra-1 {
+		t.Errorf("after %d more requests the log is %+v, its last entry %+v; want at most %d kept, the latest last", extra, after, last, after.Max)
+	}
 	b.noProblems()
 }
 

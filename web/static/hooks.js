@@ -5,6 +5,7 @@ import { project } from './math.js';
 
 export function installHooks(app) {
   const hooks = app.hooks, cam = app.cam;
+  hooks.net = app.net;
   hooks.requests = app.net.log;
 
   // measureFrames draws n frames synchronously and returns ms per frame
