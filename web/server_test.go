@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -288,4 +289,53 @@ func sumBytes(log []served) (n int) {
 		n += s.bytes
 	}
 	return n
+}
+
+// unboundedStore is a store whose metadata declares no bounds: n points
+// every 40 units over [0, 1000]³, one level, in 250-unit chunks.
+func unboundedStore(t *testing.T) (s *zvf.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	mem, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Close() })
+	var pos []float32
+	for x := 0; x <= 1000; x += 40 {
+		for y := 0; y <= 1000; y += 40 {
+			for z := 0; z <= 1000; z += 40 {
+				pos = append(pos, float32(x), float32(y), float32(z))
+			}
+		}
+	}
+	if _, err := writer.WritePoints(ctx, mem, "unbounded", &writer.PointCloud{Positions: pos}, writer.Options{ChunkShape: []float64{250, 250, 250}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := storage.ReadAll(ctx, mem, "unbounded/zarr.json", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	zv, ok := doc["attributes"].(map[string]any)["zarr_vectors"].(map[string]any)
+	if !ok || zv["bounds"] == nil {
+		t.Fatalf("unbounded/zarr.json has no zarr_vectors bounds to take out: %s", b)
+	}
+	delete(zv, "bounds")
+	if b, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Put(ctx, "unbounded/zarr.json", b); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = zvf.Open(ctx, storage.Sub(mem, "unbounded"), zvf.Options{Name: "unbounded"}); err != nil {
+		t.Fatal(err)
+	}
+	if bd := s.Info().Bounds; bd[0] != nil || bd[1] != nil {
+		t.Fatalf("the store still declares bounds %v", bd)
+	}
+	return s, len(pos) / 3
 }

@@ -17,6 +17,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/web"
+	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 )
 
@@ -69,6 +72,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"neuroglancer link", testNeuroglancerLink},
 		{"narrow window", testNarrowWindow},
 		{"request log", testRequestLog},
+		{"measured bounds", testMeasuredBounds},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}
@@ -706,6 +710,49 @@ func testRequestLog(t *testing.T, e *viewerEnv) {
 	b.value(`__zvf.requests[__zvf.requests.length - 1]`, &last)
 	if after.Made != before.Made+extra || after.Kept > after.Max || after.Kept < after.Max*3/4 || last.Kind != "probe" || last.I != extra-1 {
 		t.Errorf("after %d more requests the log is %+v, its last entry %+v; want at most %d kept, the latest last", extra, after, last, after.Max)
+	}
+	b.noProblems()
+}
+
+// testMeasuredBounds: a store that declares no bounds is measured from
+// every page of its coarsest level, on a server whose pages are smaller
+// than that level, and then drawn whole.
+func testMeasuredBounds(t *testing.T, e *viewerEnv) {
+	s, n := unboundedStore(t)
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, UI: web.Handler(), MaxVertices: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg := newLogged(srv.Handler())
+	ts := httptest.NewServer(lg)
+	t.Cleanup(ts.Close)
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(ts.URL + "/?stores=unbounded")
+	b.settle()
+	pages := 0
+	for _, r := range bboxRequests(t, lg.since(0)) {
+		if r.min[0] == -1e300 {
+			pages++
+		}
+	}
+	var levels map[string]map[string]int
+	b.value(`__zvf.drawnLevels`, &levels)
+	if levels["unbounded"]["0"] != n || pages < 2 {
+		t.Errorf("drew %v of the %d points, measuring the store in %d pages; want them all", levels["unbounded"], n, pages)
+	}
+	var layers []struct {
+		Name   string
+		Bounds [2][3]float64
+	}
+	b.value(`__zvf.layers()`, &layers)
+	if len(layers) != 1 {
+		t.Fatalf("layers %+v", layers)
+	}
+	for k, bd := 0, layers[0].Bounds; k < 3; k++ {
+		if bd[0][k] > 0 || bd[1][k] < 1000 {
+			t.Errorf("measured bounds %v; want them around the points' 0..1000 on every axis", bd)
+			break
+		}
 	}
 	b.noProblems()
 }

@@ -3,8 +3,7 @@
 // of its tiles' counts.
 import { Grid } from './lod.js';
 import { LAYER_COLORS } from './colour.js';
-import { flatten } from './format.js';
-import { storeURL, bboxURL, PAGE_LIMIT } from './api.js';
+import { storeURL, bboxPages, PAGE_LIMIT } from './api.js';
 
 export class Layer {
   constructor(name, i, o = {}) {
@@ -110,17 +109,29 @@ export class Layer {
 }
 
 // measureBounds: a store that declares no bounds is measured from its
-// coarsest level, widened by one of that level's bins.
+// coarsest level, every page of it, widened by one of that level's bins.
 async function measureBounds(net, name, d) {
   const levels = d.levels.filter((x) => x.vertex_count > 0);
   if (!levels.length) throw new Error('the store holds no vertices');
-  const c = levels[levels.length - 1];
+  const c = levels.reduce((a, b) => (b.level > a.level ? b : a));
   const far = (v) => Array(d.dims).fill(v);
-  const url = bboxURL(name, { min: far(-1e300), max: far(1e300), level: c.level, limit: 100000, connectivity: false });
-  const f = flatten([await net.binary(url, { kind: 'bounds', layer: name })], '');
-  if (!f.rows) throw new Error(`level ${c.level} holds no vertices`);
   const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
-  for (let i = 0; i < f.pos.length; i++) { const k = i % 3; lo[k] = Math.min(lo[k], f.pos[i]); hi[k] = Math.max(hi[k], f.pos[i]); }
+  let rows = 0;
+  const q = { min: far(-1e300), max: far(1e300), dims: d.dims, level: c.level, limit: PAGE_LIMIT, connectivity: false };
+  for await (const page of bboxPages(net, name, q, { kind: 'bounds', layer: name })) {
+    rows += page.rows;
+    for (const b of page.batches) {
+      const v = b.vertices;
+      for (let i = 0; i < v.length; i++) {
+        const k = i % d.dims, x = Number(v[i]);
+        if (k > 2) continue; // the scene is 3-D
+        if (x < lo[k]) lo[k] = x;
+        if (x > hi[k]) hi[k] = x;
+      }
+    }
+  }
+  if (!rows) throw new Error(`level ${c.level} holds no vertices`);
+  for (let k = d.dims; k < 3; k++) { lo[k] = 0; hi[k] = 0; }
   const bin = c.bin_shape || [0, 0, 0];
   return [lo.map((v, i) => v - (bin[i] || 0)), hi.map((v, i) => v + (bin[i] || 0))];
 }
