@@ -71,6 +71,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"stale state", testStaleState},
 		{"neuroglancer link", testNeuroglancerLink},
 		{"narrow window", testNarrowWindow},
+		{"layer names", testLayerNames},
 		{"request log", testRequestLog},
 		{"measured bounds", testMeasuredBounds},
 	} {
@@ -684,6 +685,33 @@ func testNarrowWindow(t *testing.T, e *viewerEnv) {
 	}
 	b.settle()
 	b.shot("viewer-narrow-full.png")
+	b.noProblems()
+}
+
+// testLayerNames: in a 1,400-pixel window every layer's name is shown
+// whole: its text is no wider than the element that holds it.
+func testLayerNames(t *testing.T, e *viewerEnv) {
+	b := e.ch.tab(t, 1400, 900)
+	b.navigate(e.ts.URL + "/?stores=cells,axons,skeletons,meshes,damaged,lattice")
+	b.settle()
+	var names []struct {
+		Name, Shown string
+		Text, Box   float64
+	}
+	b.value(`[...document.querySelectorAll('.layer')].map(c => {
+		const n = c.querySelector('.lhead b'), r = document.createRange();
+		r.selectNodeContents(n);
+		return {Name: c.dataset.store, Shown: n.textContent, Text: r.getBoundingClientRect().width, Box: n.getBoundingClientRect().width};
+	})`, &names)
+	if len(names) != 6 {
+		t.Fatalf("%d layer cards: %+v", len(names), names)
+	}
+	for _, n := range names {
+		if n.Shown != n.Name || n.Text <= 0 || n.Text > n.Box+0.5 {
+			t.Errorf("layer %q: its name %q is %.1f px wide in a %.1f px element", n.Name, n.Shown, n.Text, n.Box)
+		}
+	}
+	b.page("viewer-layer-names.png")
 	b.noProblems()
 }
 

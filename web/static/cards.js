@@ -20,9 +20,13 @@ export class Cards {
     const vis = el('input', { type: 'checkbox', className: 'vis', checked: l.visible, title: 'show or hide' });
     vis.setAttribute('aria-label', `show ${l.name}`);
     const rm = el('button', { className: 'rm', textContent: '×', title: 'remove this layer' });
+    rm.setAttribute('aria-label', `remove ${l.name}`);
     const ng = el('a', { className: 'ng', textContent: 'Neuroglancer', target: '_blank', rel: 'noopener', hidden: true, title: 'open this store in Neuroglancer' });
+    // The name has the head's line to itself (the geometry and the link go
+    // on the line below), so it is cut only when longer than the card.
     c.append(
-      el('div', { className: 'lhead' }, vis, el('span', { className: 'sw' }), el('b', { textContent: l.name, title: l.name }), el('span', { className: 'geom' }), ng, rm),
+      el('div', { className: 'lhead' }, vis, el('span', { className: 'sw' }), el('b', { className: 'lname', textContent: l.name, title: l.name }), rm),
+      el('div', { className: 'lmeta' }, el('span', { className: 'geom' }), ng),
       el('div', { className: 'lerr', role: 'alert' }),
       el('div', { className: 'lbody', hidden: true },
         el('div', { className: 'lctl' },
