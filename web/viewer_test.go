@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,6 +73,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"neuroglancer link", testNeuroglancerLink},
 		{"narrow window", testNarrowWindow},
 		{"layer names", testLayerNames},
+		{"colour range", testColourRange},
 		{"request log", testRequestLog},
 		{"measured bounds", testMeasuredBounds},
 	} {
@@ -715,6 +717,48 @@ func testLayerNames(t *testing.T, e *viewerEnv) {
 	b.noProblems()
 }
 
+// testColourRange: a numeric colouring's automatic range is the 2nd to
+// the 98th percentile of the values drawn, not their extremes (the
+// skeletons' radii run from 0.3 to a few thick roots).
+func testColourRange(t *testing.T, e *viewerEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=skeletons&c.skeletons=radius")
+	b.settle()
+	var levels map[string]map[string]int
+	b.value(`__zvf.drawnLevels`, &levels)
+	if n := e.level0["skeletons"]; len(levels["skeletons"]) != 1 || levels["skeletons"]["0"] != n {
+		t.Fatalf("drew %v; the test wants every level-0 skeleton vertex (%d)", levels["skeletons"], n)
+	}
+	attr := e.sc.Skeletons.Attributes[0]
+	if attr.Name != "radius" {
+		t.Fatalf("the demo's first skeleton attribute is %q", attr.Name)
+	}
+	radii := make([]float64, len(attr.Data)/4)
+	for i := range radii {
+		radii[i] = float64(f32(attr.Data, i))
+	}
+	slices.Sort(radii)
+	lo, hi := percentile(radii, 0.02), percentile(radii, 0.98)
+	if top := radii[len(radii)-1]; top < 1.5*hi {
+		t.Fatalf("radii %g..%g, 98th percentile %g: no outliers to test with", radii[0], top, hi)
+	}
+	var got []string
+	b.value(`['.cmin', '.cmax'].map(s => document.querySelector('.layer[data-store="skeletons"] .legend ' + s).value)`, &got)
+	a, _ := strconv.ParseFloat(got[0], 64)
+	z, _ := strconv.ParseFloat(got[1], 64)
+	// The page keeps four significant digits.
+	if math.Abs(a-lo) > 1e-3*lo || math.Abs(z-hi) > 1e-3*hi {
+		t.Errorf("colour range %q; want the 2nd to 98th percentile of the radii, %.4g to %.4g (they span %g to %g)", got, lo, hi, radii[0], radii[len(radii)-1])
+	}
+	loc := ""
+	b.value(`location.search`, &loc)
+	if !strings.Contains(loc, "range.skeletons="+got[0]+","+got[1]) {
+		t.Errorf("URL %q lacks the range %q", loc, got)
+	}
+	b.page("viewer-colour-range.png")
+	b.noProblems()
+}
+
 // testRequestLog: the page's request log keeps the latest requests, not
 // every request of the tab's life.
 func testRequestLog(t *testing.T, e *viewerEnv) {
@@ -783,6 +827,14 @@ func testMeasuredBounds(t *testing.T, e *viewerEnv) {
 		}
 	}
 	b.noProblems()
+}
+
+// percentile interpolates between the sorted values at rank p·(n−1).
+func percentile(sorted []float64, p float64) float64 {
+	r := p * float64(len(sorted)-1)
+	i := int(r)
+	j := min(i+1, len(sorted)-1)
+	return sorted[i] + (sorted[j]-sorted[i])*(r-float64(i))
 }
 
 // shownBytes reads a size as the page shows it ("812 B", "20.5 kB",

@@ -40,6 +40,7 @@ export class Cards {
     c.querySelector('.colour').onchange = (e) => {
       l.colour = e.target.value;
       l.range = null;
+      l.provisional = null;
       app.writeURL(); fillLegend(app, l); app.scheduleUpdate(); app.redraw();
     };
     c.querySelector('.level').onchange = (e) => {

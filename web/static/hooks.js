@@ -64,7 +64,7 @@ export function installHooks(app) {
   hooks.labels = () => (app.overlay ? app.overlay.labels : []);
   hooks.picked = () => app.pick.current;
   hooks.cached = () => [...app.tiles.map.values()].map((t) => `${t.key} ${t.state}`);
-  // layers: each layer's bounds (null until known).
-  hooks.layers = () => app.layers.map((l) => ({ name: l.name, bounds: l.desc ? l.desc.bounds : null }));
+  // layers: each layer's bounds and colour range (null until known).
+  hooks.layers = () => app.layers.map((l) => ({ name: l.name, bounds: l.desc ? l.desc.bounds : null, range: l.range, provisional: l.provisional }));
   hooks.tiles = () => app.drawList().map((d) => ({ layer: d.l.name, level: d.t.level, lo: d.t.node.lo, hi: d.t.node.hi, count: d.t.count, masked: !!d.mask }));
 }

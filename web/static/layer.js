@@ -12,7 +12,8 @@ export class Layer {
     this.colour = o.colour ?? ''; // '': the layer's colour; '_z': height; else a vertex attribute
     this.level = o.level ?? 'auto';
     this.alpha = o.alpha ?? 1;
-    this.range = o.range ?? null;
+    this.range = o.range ?? null; // a numeric colouring's range, once fixed (by hand, the URL or the settled view)
+    this.provisional = null; // the automatic range while the view's tiles still load
     this.defaultRgb = LAYER_COLORS[i % LAYER_COLORS.length];
     this.rgb = o.rgb ?? this.defaultRgb;
     this.desc = null; this.grid = null; this.error = ''; this.loading = true;
@@ -46,6 +47,9 @@ export class Layer {
     const a = this.attribute();
     return !!a && !a.info.categories;
   }
+
+  // range in use: fixed, or while the view loads, the provisional one.
+  shownRange() { return this.range || this.provisional; }
 
   // attrAt: what tiles of level n are fetched with.
   attrAt(n) {

@@ -35,18 +35,19 @@ export function fillLegend(app, l) {
       el('span', { className: 'sw', style: `background:${rgbCss(PALETTE[i % PALETTE.length])}` }), name))));
     if (at.info.categories.length > PALETTE.length) lg.append(el('div', { className: 'note', textContent: `colours repeat after ${PALETTE.length} categories` }));
   } else {
-    const r = l.range;
+    const r = l.shownRange();
     const st = r ? Math.abs(r[1] - r[0]) / 4 || 1 : 1;
     const lo = el('input', { type: 'number', step: 'any', value: r ? r[0] : '', className: 'cmin', title: 'value at the bottom of the colour bar' });
     const hi = el('input', { type: 'number', step: 'any', value: r ? r[1] : '', className: 'cmax', title: 'value at the top of the colour bar' });
-    const auto = el('button', { textContent: 'auto', title: 'the range of the values drawn now' });
+    const auto = el('button', { textContent: 'auto', title: 'the 2nd to 98th percentile of the values drawn now' });
     const set = () => {
       const a = Number(lo.value), b = Number(hi.value);
-      if (lo.value !== '' && hi.value !== '' && Number.isFinite(a) && Number.isFinite(b)) { l.range = [a, b]; app.writeURL(); fillLegend(app, l); app.redraw(); }
+      if (lo.value !== '' && hi.value !== '' && Number.isFinite(a) && Number.isFinite(b)) { l.range = [a, b]; l.provisional = null; app.writeURL(); fillLegend(app, l); app.redraw(); }
     };
     lo.onchange = hi.onchange = set;
     auto.onclick = () => {
       l.range = drawnRange(app.drawList(), l);
+      l.provisional = null;
       fillLegend(app, l); app.writeURL(); app.redraw();
     };
     lg.append(el('div', { className: 'bar' }),
@@ -57,19 +58,31 @@ export function fillLegend(app, l) {
   if (missing.length) lg.append(el('div', { className: 'note', textContent: `${missing.length > 1 ? 'levels' : 'level'} ${missing.join(', ')} hold${missing.length > 1 ? '' : 's'} no ${l.colour}: drawn grey` }));
 }
 
-// drawnRange: the automatic range of the layer's values drawn now.
+// drawnRange: the automatic range of the layer's values drawn now (each
+// tile's own rows, not the seam rows it borrows from its neighbours).
 function drawnRange(drawList, l) {
   const arrays = [];
-  for (const d of drawList) if (d.l === l && d.t.val && d.t.attr === l.colour) arrays.push({ values: d.t.val, n: d.t.val.length });
+  for (const d of drawList) if (d.l === l && d.t.val && d.t.attr === l.colour) arrays.push({ values: d.t.val, n: d.t.count });
   return autoRange(arrays);
 }
 
-// autoRanges: a numeric colouring without a range takes that of the
-// values drawn, once there are some.
-export function autoRanges(app, layers) {
+// autoRanges: for each numeric colouring without a fixed range, the range
+// of what is drawn; provisional while the layer's tiles load, fixed (and
+// in the URL) once the view has them all.
+export function autoRanges(app, layers, queued) {
   for (const l of layers) {
     if (l.range || !l.numeric()) continue;
-    l.range = drawnRange(app.drawList(), l);
-    if (l.range) { fillLegend(app, l); app.writeURL(); }
+    const r = drawnRange(app.drawList(), l);
+    if (!r) continue;
+    const same = l.provisional && l.provisional[0] === r[0] && l.provisional[1] === r[1];
+    if (queued(l)) {
+      l.provisional = r;
+      if (!same) fillLegend(app, l);
+    } else {
+      l.range = r;
+      l.provisional = null;
+      fillLegend(app, l);
+      app.writeURL();
+    }
   }
 }

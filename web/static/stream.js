@@ -26,6 +26,9 @@ export class Streamer {
   // busy: a selection is due or tiles are still to load.
   get busy() { return !!this.timer || this.queue.length > 0 || this.inflight > 0; }
 
+  // queued: tiles of layer l waiting for their turn or in flight.
+  queued(l) { return this.queue.some((w) => w.l === l) || this.app.tiles.loading(l) > 0; }
+
   // schedule: at most one tile selection every UPDATE_MS while the view
   // moves, and one right after it stops.
   schedule() {

@@ -57,7 +57,7 @@ const app = {
   setStatus, statusError: () => statusError,
   addLayer, removeLayer,
   // After each tile selection: the automatic colour ranges of what is drawn.
-  onTiles: (layers) => autoRanges(app, layers),
+  onTiles: (layers) => autoRanges(app, layers, (l) => app.stream.queued(l)),
   onTileError: (l) => app.cards.showError(l),
 };
 app.tiles = new TileCache(() => app.renderer);
