@@ -7,7 +7,7 @@ import { flatten } from './format.js';
 import { bboxURL } from './api.js';
 
 // fmtBytes: a size for people (the exact count is the cell's title).
-export function fmtBytes(n) {
+function fmtBytes(n) {
   if (n < 1e3) return `${n} B`;
   if (n < 1e6) return `${(n / 1e3).toFixed(1)} kB`;
   return `${(n / 1e6).toFixed(2)} MB`;

@@ -11,7 +11,7 @@ export const fromHex = (h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 1
 // The automatic range spans the 2nd to the 98th percentile of the values
 // seen: a few outliers (a skeleton's 12-unit root among 0.3-unit twigs)
 // would otherwise squeeze everything else into one end of the colour bar.
-export const AUTO_LO = 0.02, AUTO_HI = 0.98;
+const AUTO_LO = 0.02, AUTO_HI = 0.98;
 // Beyond this many values, an even sample of them: the percentiles of a
 // million float32s move by less than the four digits the range keeps.
 const SAMPLE = 1 << 18;

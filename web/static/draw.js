@@ -6,7 +6,7 @@ const HIGHLIGHT = [1, 0.3, 0.88];
 const HITS = [1, 1, 1];
 
 export class Drawer {
-  // app: {renderer, overlay, layers, stream, box, find, pick, view, cards, hooks, net, budget, size, statusError(), setStatus()}
+  // app: {renderer, overlay, cam, layers, stream, box, find, pick, view, cards, hooks, net, budget, size, statusError(), setStatus()}
   constructor(app) {
     this.app = app;
     this.queued = false;

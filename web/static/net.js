@@ -42,7 +42,7 @@ export class ProblemError extends Error {
 
 // LOG_MAX bounds the request log: a tab left open streams tiles for
 // hours, and only the latest requests are of use to anyone reading it.
-export const LOG_MAX = 500;
+const LOG_MAX = 500;
 
 export class Net {
   constructor(onWaitToken) {

@@ -12,7 +12,7 @@ const MAX_INFLIGHT = 4;
 const UPDATE_MS = 120; // at most one tile selection this often while the view moves
 
 export class Streamer {
-  // app: {layers, budget, tiles, net, view, hooks, redraw(), onTiles(layers), onTileError(l), onLoaded()}
+  // app: {layers, budget, tiles, net, view, hooks, redraw(), onTiles(layers), onTileError(l)}
   constructor(app) {
     this.app = app;
     this.queue = [];
