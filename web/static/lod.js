@@ -267,3 +267,25 @@ export function select(layers, view, budget) {
   }
   return { trees: out, vertices: used };
 }
+
+// childMask: the bits of a tile's children that are drawn on their own
+// (kids), over its unclipped cell, which the fragment shader (and
+// masked) test a point against.
+export function childMask(grid, n, kids) {
+  const f = grid.fan(n.level), bits = [0, 0];
+  for (const k of kids) {
+    const c = [0, 1, 2].map((i) => k.idx[i] - n.idx[i] * f[i]);
+    const b = (c[0] * f[1] + c[1]) * f[2] + c[2];
+    bits[b >> 5] = (bits[b >> 5] | (1 << (b & 31))) >>> 0;
+  }
+  const lo = n.cell[0], size = [0, 1, 2].map((i) => (n.cell[1][i] - n.cell[0][i]) / f[i]);
+  return { bits, lo, size, n: f };
+}
+
+// masked: point p lies in a child the mask leaves out of its tile.
+export function masked(mask, p) {
+  if (!mask) return false;
+  const c = [0, 1, 2].map((i) => Math.min(mask.n[i] - 1, Math.max(0, Math.floor((p[i] - mask.lo[i]) / (mask.size[i] || 1e-30)))));
+  const b = (c[0] * mask.n[1] + c[1]) * mask.n[2] + c[2];
+  return ((mask.bits[b >> 5] >>> (b & 31)) & 1) === 1;
+}

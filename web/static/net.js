@@ -1,6 +1,6 @@
 // Requests to the API: the access token of servers started with --token,
-// problem+json errors turned into messages, and a log of every request
-// (URL, bytes, time) that the status line and the browser tests read.
+// problem+json errors turned into messages, and a log of the latest
+// requests (URL, bytes, time) that the browser tests and the console read.
 import { parseBinary } from './format.js';
 
 const $ = (id) => document.getElementById(id);
@@ -40,9 +40,15 @@ export class ProblemError extends Error {
   }
 }
 
+// LOG_MAX bounds the request log: a tab left open streams tiles for
+// hours, and only the latest requests are of use to anyone reading it.
+const LOG_MAX = 500;
+
 export class Net {
   constructor(onWaitToken) {
-    this.log = []; // {url, kind, layer, level, box, bytes, ms, status}
+    this.log = []; // the latest LOG_MAX: {url, kind, layer, level, box, bytes, ms, status}
+    this.logMax = LOG_MAX;
+    this.requests = 0; // made since the page loaded
     this.bytes = 0;
     this.onWaitToken = onWaitToken;
   }
@@ -64,6 +70,9 @@ export class Net {
 
   async request(url, meta, signal, accept) {
     const entry = { url, ...meta, bytes: 0, ms: 0, status: 0, t0: performance.now() };
+    this.requests++;
+    // Cut in place, a quarter at a time: readers hold this array.
+    if (this.log.length >= LOG_MAX) this.log.splice(0, this.log.length - LOG_MAX + Math.ceil(LOG_MAX / 4));
     this.log.push(entry);
     try {
       const r = await this.fetch(url, { signal, headers: accept ? { Accept: accept } : {} });
@@ -85,8 +94,13 @@ export class Net {
     }
   }
 
+  // binary is the parsed answer, with bytes: its size (this request's
+  // own, whatever else is in flight).
   async binary(url, meta = {}, signal) {
-    return parseBinary(await this.request(url, meta, signal, 'application/vnd.zvf.v1+octet-stream'));
+    const buf = await this.request(url, meta, signal, 'application/vnd.zvf.v1+octet-stream');
+    const out = parseBinary(buf);
+    out.bytes = buf.byteLength;
+    return out;
   }
 
   async json(url, meta = {}, signal) {

@@ -1,0 +1,48 @@
+// The server's routes as URLs (relative to the page), and the paging of
+// bbox answers. Every request the viewer makes is built here, so a new
+// query parameter is one change.
+
+const enc = encodeURIComponent;
+
+// PAGE_LIMIT is the page size the viewer asks for; the server clamps it to
+// its --max-vertices, and bboxPages follows the pages.
+export const PAGE_LIMIT = 1000000;
+
+export const catalogURL = () => 'api/v1/stores';
+export const storeURL = (store) => `api/v1/stores/${enc(store)}`;
+
+// objectURL: an object's vertices (part ''), '/levels' or '/manifest'.
+export function objectURL(store, id, part = '', { level } = {}) {
+  return `${storeURL(store)}/objects/${id}${part}${level !== undefined ? `?level=${level}` : ''}`;
+}
+
+// bboxURL is a box query: q = {min, max, dims, level, limit, attributes,
+// connectivity, format, cursor}. The corners are cut to dims numbers (a
+// 2-D store takes two); attributes is a name, a list or '*'; the rest are
+// left out when undefined, so the server's defaults apply. cursor comes
+// last: a page's URL is the first page's with the cursor added.
+export function bboxURL(store, q) {
+  const dims = q.dims ?? q.min.length;
+  // Each number encoded: String(1e21) is '1e+21', and a bare + is a space.
+  const corner = (c) => c.slice(0, dims).map((v) => enc(String(v))).join(',');
+  const p = [`min=${corner(q.min)}`, `max=${corner(q.max)}`];
+  if (q.level !== undefined) p.push(`level=${q.level}`);
+  if (q.limit !== undefined) p.push(`limit=${q.limit}`);
+  const attrs = Array.isArray(q.attributes) ? q.attributes.join(',') : q.attributes;
+  if (attrs) p.push(`attributes=${enc(attrs)}`);
+  if (q.connectivity === false) p.push('connectivity=false');
+  if (q.format) p.push(`f=${enc(q.format)}`);
+  if (q.cursor) p.push(`cursor=${enc(q.cursor)}`);
+  return `${storeURL(store)}/bbox?${p.join('&')}`;
+}
+
+// bboxPages yields the parsed pages of a binary box query, following each
+// answer's next cursor; the caller stops early by leaving the loop.
+export async function* bboxPages(net, store, q, meta, signal) {
+  let cursor;
+  do {
+    const page = await net.binary(bboxURL(store, { ...q, cursor }), meta, signal);
+    yield page;
+    cursor = page.trailer.next;
+  } while (cursor);
+}

@@ -1,0 +1,141 @@
+// A layer: one store in the scene, with its descriptor, how it is shown
+// (visibility, colouring, level, opacity), its tile grid and what is known
+// of its tiles' counts.
+import { Grid } from './lod.js';
+import { LAYER_COLORS } from './colour.js';
+import { storeURL, bboxPages, PAGE_LIMIT } from './api.js';
+
+export class Layer {
+  constructor(name, i, o = {}) {
+    this.name = name;
+    this.visible = o.visible ?? true;
+    this.colour = o.colour ?? ''; // '': the layer's colour; '_z': height; else a vertex attribute
+    this.level = o.level ?? 'auto';
+    this.alpha = o.alpha ?? 1;
+    this.range = o.range ?? null; // a numeric colouring's range, once fixed (by hand, the URL or the settled view)
+    this.provisional = null; // the automatic range while the view's tiles still load
+    this.defaultRgb = LAYER_COLORS[i % LAYER_COLORS.length];
+    this.rgb = o.rgb ?? this.defaultRgb;
+    this.desc = null; this.grid = null; this.error = ''; this.loading = true;
+    this.tileErrors = new Map();
+    this.counts = new Map(); // node key -> vertices (known once loaded)
+    this.byNode = new Map(); // node key -> the last tile loaded for it
+    this.sel = null;
+    this.card = null;
+  }
+
+  lvl(n) { return this.desc.levels.find((l) => l.level === n); }
+  get lo() { return this.desc.bounds[0]; }
+  get hi() { return this.desc.bounds[1]; }
+
+  // attribute: the colour-by attribute's description, with the levels
+  // that hold it.
+  attribute() {
+    if (!this.desc || !this.colour || this.colour === '_z') return null;
+    let info = null;
+    const levels = [];
+    for (const l of this.desc.levels) {
+      const a = l.vertex_attributes.find((x) => x.name === this.colour);
+      if (a) { info = info || a; levels.push(l.level); }
+    }
+    return info ? { info, levels } : null;
+  }
+
+  // numeric: the layer is coloured by a numeric attribute (a colour bar
+  // with a range).
+  numeric() {
+    const a = this.attribute();
+    return !!a && !a.info.categories;
+  }
+
+  // range in use: fixed, or while the view loads, the provisional one.
+  shownRange() { return this.range || this.provisional; }
+
+  // attrAt: what tiles of level n are fetched with.
+  attrAt(n) {
+    const a = this.attribute();
+    return a && a.levels.includes(n) ? this.colour : '';
+  }
+
+  // tileQuery: what a tile of level n asks for besides its box. Tiles
+  // asked for differently are different tiles (their key says how).
+  tileQuery(n) {
+    return { dims: this.desc.dims, level: n, limit: PAGE_LIMIT, attributes: this.attrAt(n) || undefined };
+  }
+
+  tileKey(node) {
+    const q = this.tileQuery(node.level);
+    return `${this.name}|${node.key}|${q.attributes || ''}`;
+  }
+
+  count(node, parent, siblings) {
+    const known = this.counts.get(node.key);
+    if (known !== undefined) return known;
+    if (parent) {
+      const pc = this.counts.get(parent.key);
+      if (pc !== undefined) {
+        // A child's share of what its parent holds, scaled by how much
+        // denser its level is.
+        const r = this.lvl(node.level).vertex_count / Math.max(this.lvl(parent.level).vertex_count, 1);
+        return pc * r / siblings;
+      }
+    }
+    return node.est;
+  }
+
+  // spacing: typical distance between vertices of level n (world units),
+  // which sizes its points.
+  spacing(n) {
+    const l = this.lvl(n), e = [0, 1, 2].map((i) => this.hi[i] - this.lo[i]).filter((v) => v > 0);
+    if (!l || !l.vertex_count || !e.length) return 1;
+    return (e.reduce((a, b) => a * b, 1) / l.vertex_count) ** (1 / e.length);
+  }
+
+  buildGrid() {
+    const levels = this.desc.levels.filter((l) => l.vertex_count > 0);
+    const chain = this.level === 'auto' ? levels.map((l) => l.level).sort((a, b) => b - a) : [Number(this.level)];
+    this.grid = new Grid(this.lo, this.hi, this.desc.levels, chain, this.desc.vertex_dtype);
+  }
+
+  // describe fetches the descriptor (measuring the bounds when it has
+  // none), drops settings it does not support and makes the tile grid.
+  async describe(net) {
+    const d = await net.json(storeURL(this.name), { kind: 'descriptor', layer: this.name });
+    d.dims = d.dims || 3;
+    const pad = (c) => (c ? [0, 1, 2].map((i) => Number(c[i] ?? 0)) : null);
+    d.bounds = [pad(d.bounds && d.bounds[0]), pad(d.bounds && d.bounds[1])];
+    this.desc = d;
+    if (!d.bounds[0] || !d.bounds[1]) d.bounds = await measureBounds(net, this.name, d);
+    if (this.level !== 'auto' && !d.levels.some((x) => String(x.level) === String(this.level))) this.level = 'auto';
+    if (this.colour && this.colour !== '_z' && !this.attribute()) this.colour = '';
+    this.buildGrid();
+  }
+}
+
+// measureBounds: a store that declares no bounds is measured from its
+// coarsest level, every page of it, widened by one of that level's bins.
+async function measureBounds(net, name, d) {
+  const levels = d.levels.filter((x) => x.vertex_count > 0);
+  if (!levels.length) throw new Error('the store holds no vertices');
+  const c = levels.reduce((a, b) => (b.level > a.level ? b : a));
+  const far = (v) => Array(d.dims).fill(v);
+  const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
+  let rows = 0;
+  const q = { min: far(-1e300), max: far(1e300), dims: d.dims, level: c.level, limit: PAGE_LIMIT, connectivity: false };
+  for await (const page of bboxPages(net, name, q, { kind: 'bounds', layer: name })) {
+    rows += page.rows;
+    for (const b of page.batches) {
+      const v = b.vertices;
+      for (let i = 0; i < v.length; i++) {
+        const k = i % d.dims, x = Number(v[i]);
+        if (k > 2) continue; // the scene is 3-D
+        if (x < lo[k]) lo[k] = x;
+        if (x > hi[k]) hi[k] = x;
+      }
+    }
+  }
+  if (!rows) throw new Error(`level ${c.level} holds no vertices`);
+  for (let k = d.dims; k < 3; k++) { lo[k] = 0; hi[k] = 0; }
+  const bin = c.bin_shape || [0, 0, 0];
+  return [lo.map((v, i) => v - (bin[i] || 0)), hi.map((v, i) => v + (bin[i] || 0))];
+}

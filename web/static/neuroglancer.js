@@ -1,0 +1,28 @@
+// The link from a layer's card to Neuroglancer, from the descriptor's
+// neuroglancer member: its url, or its state opened in the public client.
+// Relative sources are made absolute (Neuroglancer runs on another
+// origin).
+
+const NG_APP = 'https://neuroglancer-demo.appspot.com/';
+
+// neuroglancerURL: the link for a descriptor's member ng ('' for none),
+// relative to the page at base (a URL or Location).
+export function neuroglancerURL(ng, base) {
+  if (!ng) return '';
+  if (typeof ng === 'string') return new URL(ng, base.href).href;
+  if (typeof ng.url === 'string') return new URL(ng.url, base.href).href;
+  let state = ng.state;
+  if (!state && ng.sources) {
+    const src = Array.isArray(ng.sources) ? ng.sources : Object.values(ng.sources);
+    // Annotation sources make annotation layers; skeletons and meshes
+    // belong to segmentation layers.
+    state = { layers: src.map((s, i) => {
+      const source = typeof s === 'string' ? s : s.url;
+      return { type: /\/annotations\/?$/.test(source) ? 'annotation' : 'segmentation', source, name: `layer${i}` };
+    }) };
+  }
+  if (!state) return '';
+  const origin = new URL(base.href).origin;
+  const abs = JSON.parse(JSON.stringify(state), (k, v) => (typeof v === 'string' && /^precomputed:\/\/\//.test(v) ? `precomputed://${origin}${v.slice('precomputed://'.length)}` : v));
+  return `${NG_APP}#!${encodeURIComponent(JSON.stringify(abs))}`;
+}

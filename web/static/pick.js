@@ -1,0 +1,84 @@
+// Picking: the drawn vertex under a click, its layer, level, position and
+// object in a box over the view, then every vertex attribute at that level
+// (a box query of exactly that point).
+import { $ } from './dom.js';
+import { masked } from './lod.js';
+import { bboxURL } from './api.js';
+
+const PICK_PX = 8; // how near a click must be to a vertex
+
+export class PickTool {
+  // app: {cam, layers, net, view, find, drawList(), redraw()}
+  constructor(app) {
+    this.app = app;
+    this.current = null; // {store, level, pos, oid}
+    this.seq = 0;
+  }
+
+  // at finds the drawn vertex nearest to CSS pixel (px, py), within
+  // PICK_PX; of vertices about as near, the one closest to the eye.
+  at(px, py) {
+    const app = this.app, m = app.view.info().mvp, W = app.cam.width, H = app.cam.height;
+    let best = null;
+    for (const d of app.drawList()) {
+      if (!d.l.visible) continue;
+      const p = d.t.pos;
+      for (let i = 0, n = d.t.count; i < n; i++) {
+        const X = p[3 * i], Y = p[3 * i + 1], Z = p[3 * i + 2];
+        const w = m[3] * X + m[7] * Y + m[11] * Z + m[15];
+        if (w <= 0) continue;
+        const sx = ((m[0] * X + m[4] * Y + m[8] * Z + m[12]) / w + 1) / 2 * W, sy = (1 - (m[1] * X + m[5] * Y + m[9] * Z + m[13]) / w) / 2 * H;
+        const dd = (sx - px) ** 2 + (sy - py) ** 2;
+        if (dd > PICK_PX * PICK_PX || (best && dd > best.dd + 4) || (best && dd > best.dd - 4 && w >= best.w)) continue;
+        if (masked(d.mask, [X, Y, Z])) continue;
+        best = { dd, w, d, i, pos: [X, Y, Z], sx, sy };
+      }
+    }
+    return best;
+  }
+
+  clear() {
+    const app = this.app;
+    this.current = null;
+    this.seq++;
+    $('pickbox').hidden = true;
+    $('picked').textContent = '';
+    for (const l of app.layers) l.sel = app.find.current && app.find.current.store === l.name ? app.find.current.id : null;
+    app.redraw();
+  }
+
+  async show(hit) {
+    const app = this.app, seq = ++this.seq;
+    $('pickbox').hidden = false;
+    if (!hit) { this.current = null; $('picked').textContent = `nothing here: no drawn vertex within ${PICK_PX} pixels`; app.redraw(); return; }
+    const l = hit.d.l, t = hit.d.t;
+    const oid = t.oid ? t.oid[hit.i] : null;
+    this.current = { store: l.name, level: t.level, pos: hit.pos, oid };
+    for (const x of app.layers) x.sel = null;
+    if (oid !== null && oid >= 0) { l.sel = oid; $('olayer').value = l.name; $('oid').value = oid; }
+    app.redraw();
+    const head = [`layer ${l.name} · level ${t.level}`, `position ${hit.pos.map((v) => +v.toPrecision(7)).join(', ')}`];
+    if (oid !== null) head.push(oid >= 0 ? `object ${oid}` : 'object none');
+    $('picked').textContent = head.join('\n') + '\nattributes: loading…';
+    // Every attribute of the vertex at the level drawn: a box around the
+    // vertex exactly, with all attributes.
+    const url = bboxURL(l.name, { min: hit.pos, max: hit.pos, dims: l.desc.dims, level: t.level, attributes: '*', limit: 16, format: 'json' });
+    try {
+      const r = await app.net.json(url, { kind: 'pick', layer: l.name, level: t.level });
+      if (seq !== this.seq) return;
+      const lines = [...head];
+      const names = Object.keys(r.attributes || {});
+      if (r.count > 1) lines.push(`${r.count} vertices at this position`);
+      for (let i = 0; i < r.count; i++) {
+        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${r.object_ids[i]})` : ''}`);
+        if (!names.length) lines.push(`level ${t.level} holds no vertex attributes`);
+        for (const n of names) lines.push(`${n} = ${JSON.stringify(r.attributes[n][i])}`);
+      }
+      if (!r.count) lines.push('the server found no vertex here (the store changed?)');
+      $('picked').textContent = lines.join('\n');
+    } catch (e) {
+      if (seq !== this.seq) return;
+      $('picked').textContent = head.join('\n') + `\nattributes: ${e.message}`;
+    }
+  }
+}

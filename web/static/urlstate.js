@@ -1,0 +1,74 @@
+// The page state in the query string: every change is written with
+// history.replaceState, so a link reproduces the view (docs/viewer.md
+// lists the parameters). Old #store=… links from the single-store viewer
+// still open.
+import { hexOf, fromHex } from './colour.js';
+
+export const DEFAULT_BUDGET = 1000000;
+
+// writeURL: s = {layers, budget, size, cam, box, blevel, find}.
+export function writeURL(s) {
+  const q = new URLSearchParams();
+  q.set('stores', s.layers.map((l) => l.name).join(','));
+  const hide = s.layers.filter((l) => !l.visible).map((l) => l.name);
+  if (hide.length) q.set('hide', hide.join(','));
+  for (const l of s.layers) {
+    if (l.colour) q.set(`c.${l.name}`, l.colour);
+    if (l.level !== 'auto') q.set(`lvl.${l.name}`, l.level);
+    if (l.alpha !== 1) q.set(`op.${l.name}`, l.alpha);
+    if (l.range) q.set(`range.${l.name}`, l.range.join(','));
+    if (hexOf(l.rgb) !== hexOf(l.defaultRgb)) q.set(`rgb.${l.name}`, hexOf(l.rgb).slice(1));
+  }
+  if (s.budget !== DEFAULT_BUDGET) q.set('budget', s.budget);
+  if (s.size !== 1) q.set('size', s.size);
+  const cam = s.cam;
+  q.set('cam', [cam.yaw, cam.pitch, cam.dist, ...cam.target].map((v) => +v.toPrecision(6)).join(','));
+  if (s.box) q.set('box', s.box.flat().join(','));
+  if (s.blevel !== '0') q.set('blevel', s.blevel);
+  if (s.find) q.set('obj', `${s.find.store}:${s.find.id}`);
+  history.replaceState(null, '', '?' + q.toString().replace(/%2C/g, ',').replace(/%3A/g, ':'));
+}
+
+// readURL parses the page's location: {layers: [{name, o}], budget, size,
+// cam, box, blevel, find}; what is missing or malformed is null (or the
+// default).
+export function readURL(loc) {
+  let q = new URLSearchParams(loc.search);
+  // Links from the single-store viewer (#store=…&level=…) still open.
+  if (!q.has('stores') && loc.hash.length > 1) {
+    const h = new URLSearchParams(loc.hash.slice(1));
+    q = new URLSearchParams();
+    if (h.get('store')) q.set('stores', h.get('store'));
+    if (h.get('level') && h.get('level') !== 'auto') q.set(`lvl.${h.get('store')}`, h.get('level'));
+    if (h.get('color')) q.set(`c.${h.get('store')}`, h.get('color'));
+    for (const k of ['budget', 'box']) if (h.get(k)) q.set(k, h.get(k));
+    if (h.get('obj') && h.get('store')) q.set('obj', `${h.get('store')}:${h.get('obj')}`);
+  }
+  const nums = (s, n) => {
+    const v = (s || '').split(',').map(Number);
+    return v.length === n && v.every(Number.isFinite) ? v : null;
+  };
+  const hide = new Set((q.get('hide') || '').split(',').filter(Boolean));
+  const layers = (q.get('stores') || '').split(',').filter(Boolean).map((name) => ({
+    name,
+    o: {
+      visible: !hide.has(name),
+      colour: q.get(`c.${name}`) || '',
+      level: q.get(`lvl.${name}`) || 'auto',
+      alpha: Math.min(1, Math.max(0.1, Number(q.get(`op.${name}`)) || 1)),
+      range: nums(q.get(`range.${name}`), 2),
+      rgb: /^[0-9a-f]{6}$/i.test(q.get(`rgb.${name}`) || '') ? fromHex('#' + q.get(`rgb.${name}`)) : undefined,
+    },
+  }));
+  const b = nums(q.get('box'), 6);
+  const o = /^(.+):(\d+)$/.exec(q.get('obj') || '');
+  return {
+    layers,
+    budget: Math.max(1000, Number(q.get('budget')) || DEFAULT_BUDGET),
+    size: Math.min(4, Math.max(0.25, Number(q.get('size')) || 1)),
+    cam: nums(q.get('cam'), 6),
+    box: b ? [b.slice(0, 3), b.slice(3)] : null,
+    blevel: q.get('blevel') || null,
+    find: o ? { store: o[1], id: Number(o[2]) } : null,
+  };
+}
