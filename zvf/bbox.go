@@ -6,8 +6,9 @@ import (
 )
 
 // BBox streams the vertices inside the closed box, one Batch per chunk in
-// key order, honouring q.Offset and q.Limit. The Batch and its slices are
-// only valid during the emit call.
+// key order, from q.Resume (or q.Offset) and up to q.Limit rows. The Batch
+// and its slices are only valid during the emit call. When rows remain,
+// the result's Next says where the next page starts.
 func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) (BBoxResult, error) {
 	var res BBoxResult
 	if err := l.checkBox(q.Min, q.Max); err != nil {
@@ -15,6 +16,9 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	}
 	if q.Offset < 0 || q.Limit < 0 {
 		return res, l.s.errf(ErrBadQuery, l.n, "", "", "negative offset or limit")
+	}
+	if q.Resume != nil && q.Offset != 0 && q.Offset != q.Resume.Offset {
+		return res, l.s.errf(ErrBadQuery, l.n, "", "", "an offset and a page position that disagree")
 	}
 	sel, err := l.selectAttrs(q.Attributes)
 	if err != nil {
@@ -27,11 +31,6 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 	}
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
-	// For connectivity: the emitted chunks and, per chunk, each row's
-	// answer index + 1 (0: not in the answer).
-	var emitted []*chunkMatch
-	var answer [][]int32
-	skip := q.Offset
 	rowBytes := l.vdt.Size * l.s.dims
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)
@@ -40,15 +39,36 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	}
 	batch := &sc.batch
 	sc.cand = l.candidates(sc.cand[:0], q.Min, q.Max)
-	err = l.matches(ctx, sc, sc.cand, q.Min, q.Max, func(m *chunkMatch) (bool, error) {
+	// The page starts at chunk p0, skipping skip matching rows: from a
+	// Resume, the rank in its chunk; from an offset, every row before it
+	// (matched again, their counts noted).
+	p0, skip, from := 0, q.Offset, q.Offset
+	var back []int64
+	if r := q.Resume; r != nil {
+		if r.chunk >= len(sc.cand) {
+			return res, l.s.errf(ErrBadQuery, l.n, "", "", "cursor does not fit this answer")
+		}
+		p0, skip, from, back = r.chunk, int64(r.rank), r.Offset, r.back
+	}
+	ai := &answerIndex{l: l, sc: sc, min: q.Min, max: q.Max, cand: sc.cand, from: from, ps: -1, seenLo: p0, seen: sc.counts[:0]}
+	if wantConn {
+		ai.chunks = map[string]*rankedChunk{}
+	}
+	stopRank := 0 // with More: the rank in chunk pageEnd where the next page starts
+	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
+		pos := p0 + len(ai.seen)
 		res.Chunks++
 		n := m.count()
+		ai.seen = append(ai.seen, int64(n))
 		if n == 0 {
 			return false, nil
 		}
 		first := 0
 		if skip > 0 {
 			if skip >= int64(n) {
+				if q.Resume != nil {
+					return true, l.s.errf(ErrBadQuery, l.n, "", "", "cursor does not fit this answer")
+				}
 				skip -= int64(n)
 				return false, nil
 			}
@@ -61,10 +81,13 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			res.More = true
 		}
 		if last <= first {
-			res.More = true
+			res.More, stopRank = true, first
 			return true, nil
 		}
-		*batch = Batch{Chunk: m.key, Rows: last - first, First: res.Count, Attributes: sc.cols[:0]}
+		if ai.ps < 0 {
+			ai.ps, ai.startPS = pos, from-int64(first)
+		}
+		*batch = Batch{Chunk: m.key, Rows: last - first, First: from + res.Count, Attributes: sc.cols[:0]}
 		batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}
 		if m.all {
 			batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
@@ -93,26 +116,45 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 		sc.cols = batch.Attributes // keep the grown slice for the next chunk
 		if wantConn {
-			idx := make([]int32, m.cv.rows)
-			for i := first; i < last; i++ {
-				idx[m.row(i)] = int32(res.Count) + int32(i-first) + 1
-			}
-			answer = append(answer, idx)
-			kept := *m // m is reused by the next window; connectivity needs key and vertices only
-			kept.rows = nil
-			emitted = append(emitted, &kept)
+			// m is reused by the next window: connectivity keeps the key,
+			// the vertices and each row's rank.
+			rc := &rankedChunk{key: m.key, ks: m.key.String(), cv: m.cv, pos: pos, start: from + res.Count - int64(first), ranks: rankRows(m)}
+			ai.chunks[rc.ks] = rc
+			ai.page = append(ai.page, rc)
 		}
 		res.Count += int64(last - first)
 		if err := emit(batch); err != nil {
 			return true, err
 		}
+		stopRank = last
 		return res.More, nil
 	})
+	sc.counts = ai.seen
 	if err != nil {
 		return res, err
 	}
+	if res.More {
+		// The next page starts in the last chunk matched, at stopRank; the
+		// counts before it are the page's own, then the cursor's.
+		end := ai.pageEnd()
+		next := &Resume{Offset: from + res.Count, chunk: end, rank: stopRank, back: make([]int64, 0, end-p0+len(back))}
+		for p := end - 1; p >= p0; p-- {
+			next.back = append(next.back, ai.seen[p-p0])
+		}
+		next.back = append(next.back, back...)
+		res.Next = next
+	}
 	if wantConn {
-		if err := l.bboxConnectivity(ctx, &res, emitted, answer, inv); err != nil {
+		ai.to = from + res.Count
+		ai.paged = from > 0 || res.More
+		if ai.ps >= 0 {
+			ai.before = make([]int64, 0, ai.ps-p0+len(back))
+			for p := ai.ps - 1; p >= p0; p-- {
+				ai.before = append(ai.before, ai.seen[p-p0])
+			}
+			ai.before = append(ai.before, back...)
+		}
+		if err := l.bboxConnectivity(ctx, &res, ai, inv); err != nil {
 			return res, err
 		}
 	}

@@ -13,6 +13,9 @@ type bboxScratch struct {
 	ids   []int64 // the batch's object ids
 	cols  []Column
 	batch Batch
+	// counts: matching rows of each candidate chunk the page passed
+	// (the next page's cursor and connectivity start from them).
+	counts []int64
 }
 
 func (s *Store) getScratch() *bboxScratch {
@@ -27,6 +30,9 @@ func (s *Store) getScratch() *bboxScratch {
 func (s *Store) putScratch(sc *bboxScratch) {
 	if cap(sc.vbuf) > 16<<20 {
 		sc.vbuf = nil
+	}
+	if cap(sc.counts) > 1<<20 {
+		sc.counts = nil
 	}
 	if cap(sc.owner) > 1<<20 || cap(sc.ids) > 1<<20 {
 		sc.owner, sc.ids = nil, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 
 	"github.com/zvfserve/zvfserve/zvf/ragged"
 )
@@ -15,21 +16,45 @@ type conn struct {
 	faceWidth    int
 }
 
-// connect rebuilds connectivity among a set of rows. lookup maps (chunk,
-// row) to the answer's row index; frags lists each chunk's fragments (rows
-// in order) for the implicit-sequential skeleton rule.
+// connScope is what connect joins.
+type connScope struct {
+	// keys are the chunks whose own links and fragment runs are read.
+	keys []Key
+	// lookup maps (chunk, row) to the row's index in the answer; false
+	// when the row is not in it (or not yet: past the page).
+	lookup func(ks string, row int64) (int64, bool)
+	// frags lists each chunk's fragments (rows in order) for the
+	// implicit-sequential skeleton rule.
+	frags map[string][][]int64
+	// cross holds the cross-chunk records to consider when crossRead;
+	// otherwise connect reads those stored in keys' cells.
+	cross     [][]ragged.Endpoint
+	crossRead bool
+	// from: only connections whose last vertex (largest index) is at
+	// least from are kept — a page carries those whose last vertex it
+	// holds.
+	from int64
+}
+
+// keep reports whether a connection with these answer indices is kept.
+func (c *connScope) keep(idx ...int64) bool {
+	return c.from == 0 || slices.Max(idx) >= c.from
+}
+
+// connect rebuilds connectivity among a set of rows.
 //
 // Graph: links/0 edges and cross-chunk edges with both ends present.
 // Skeleton: explicit [child, parent] links win; otherwise a row's parent is
 // the previous row of its fragment (no edge is invented across chunk seams
 // or between trees, unlike the reference reader). Mesh: faces whose
 // corners are all present.
-func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, row int64) (int64, bool), frags map[string][][]int64) (conn, error) {
+func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 	var c conn
 	geom := l.geometry()
 	if geom != "graph" && geom != "skeleton" && geom != "mesh" {
 		return c, nil
 	}
+	lookup := sc.lookup
 	explicitChild := map[string]map[int64]bool{}
 	mark := func(ks string, row int64) {
 		m := explicitChild[ks]
@@ -40,6 +65,9 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 		m[row] = true
 	}
 	emit := func(idx []int64, width int) {
+		if !sc.keep(idx...) {
+			return
+		}
 		if width == 2 {
 			c.edges = append(c.edges, idx...)
 		} else {
@@ -49,7 +77,7 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 	}
 	idx := make([]int64, 0, 8)
 	if w := l.linkWidth; l.intra != "" {
-		for _, key := range keys {
+		for _, key := range sc.keys {
 			ks := key.String()
 			links, err := l.links0(ctx, key)
 			if err != nil {
@@ -76,9 +104,12 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 			}
 		}
 	}
-	ccl, err := l.lay.crossLinks(ctx, 0, keys)
-	if err != nil {
-		return c, err
+	ccl := sc.cross
+	if !sc.crossRead {
+		var err error
+		if ccl, err = l.lay.crossLinks(ctx, 0, sc.keys); err != nil {
+			return c, err
+		}
 	}
 	for _, rec := range ccl {
 		if geom == "skeleton" && len(rec) == 2 {
@@ -99,9 +130,9 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 		}
 	}
 	if geom == "skeleton" {
-		for _, key := range keys { // in key order, not map order: equal requests give equal bytes
+		for _, key := range sc.keys { // in key order, not map order: equal requests give equal bytes
 			ks := key.String()
-			fl := frags[ks]
+			fl := sc.frags[ks]
 			ex := explicitChild[ks]
 			for _, rows := range fl {
 				for i := 1; i < len(rows); i++ {
@@ -110,7 +141,7 @@ func (l *Level) connect(ctx context.Context, keys []Key, lookup func(ks string, 
 					}
 					a, ok1 := lookup(ks, rows[i])
 					b, ok2 := lookup(ks, rows[i-1])
-					if ok1 && ok2 {
+					if ok1 && ok2 && sc.keep(a, b) {
 						c.edges = append(c.edges, a, b)
 					}
 				}
@@ -154,39 +185,64 @@ func (l *Level) links0(ctx context.Context, key Key) ([]int64, error) {
 	return v.([]int64), nil
 }
 
-// polylineEdges joins consecutive rows of every fragment of the emitted
+// polylineEdges joins consecutive rows of every fragment of the page's
 // chunks, and a fragment's last row to the first row of the fragment that
 // continues its streamline in another chunk, when both ends are in the
-// answer. Edges come out in chunk, fragment, row order, so equal requests
-// give equal bytes.
-func (l *Level) polylineEdges(res *BBoxResult, emitted []*chunkMatch, answer [][]int32, pos map[string]int, inv *inverse) {
-	for ci, m := range emitted {
-		idx := answer[ci]
-		fi := m.cv.frags
+// answer and the later one is in the page. Edges come out in chunk,
+// fragment, row order (then, on a later page, the continuations that
+// reach back to an earlier one), so equal requests give equal bytes.
+func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIndex, inv *inverse) error {
+	if ai.paged && inv != nil {
+		// The chunks before the page that its continuations reach.
+		var need []string
+		for _, c := range ai.page {
+			ci := inv.of(c.key)
+			if ci == nil {
+				continue
+			}
+			for e := range ci.frags {
+				if nx := ci.next[e]; nx.ks != "" && ai.chunk(nx.ks) == nil {
+					need = append(need, nx.ks)
+				}
+				for _, pv := range ci.prevs(e) {
+					if ai.chunk(pv.ks) == nil {
+						need = append(need, pv.ks)
+					}
+				}
+			}
+		}
+		slices.Sort(need)
+		if err := ai.resolve(ctx, slices.Compact(need), nil); err != nil {
+			return err
+		}
+	}
+	from, to := ai.from, ai.to
+	for _, c := range ai.page {
+		fi := c.cv.frags
 		nf := 1
 		if fi != nil {
 			nf = fi.Len()
 		}
 		var ci *chunkInverse
 		if inv != nil {
-			ci = inv.of(m.key)
+			ci = inv.of(c.key)
 		}
 		e := 0 // ci's entry for fragment f, walked alongside
 		for f := 0; f < nf; f++ {
-			var prev int32 // answer index + 1 of the fragment's previous row
+			prev := int64(-1) // answer index of the fragment's previous row; -1: not in the answer
 			step := func(r int64) {
-				a := idx[r]
-				if prev != 0 && a != 0 {
-					res.Edges = append(res.Edges, int64(prev-1), int64(a-1))
+				a := c.at(r)
+				if prev >= 0 && a >= 0 && max(prev, a) >= from && max(prev, a) < to {
+					res.Edges = append(res.Edges, prev, a)
 				}
 				prev = a
 			}
 			if fi == nil {
-				for r := int64(0); r < int64(m.cv.rows); r++ {
+				for r := int64(0); r < int64(c.cv.rows); r++ {
 					step(r)
 				}
-			} else if s, c, isRange := fi.Range(f); isRange {
-				for r := s; r < s+c; r++ {
+			} else if s, n, isRange := fi.Range(f); isRange {
+				for r := s; r < s+n; r++ {
 					step(r)
 				}
 			} else {
@@ -194,8 +250,10 @@ func (l *Level) polylineEdges(res *BBoxResult, emitted []*chunkMatch, answer [][
 					step(r)
 				}
 			}
-			if ci == nil || prev == 0 {
-				continue // no continuation, or this fragment's last row is not in the answer
+			// A continuation whose first end is before the page is the
+			// later one's to carry (below).
+			if ci == nil || prev < from || prev >= to {
+				continue
 			}
 			for e < len(ci.frags) && ci.frags[e] < int64(f) {
 				e++
@@ -204,31 +262,59 @@ func (l *Level) polylineEdges(res *BBoxResult, emitted []*chunkMatch, answer [][
 				continue
 			}
 			nx := ci.next[e]
-			j, ok := pos[nx.ks]
+			d := ai.chunk(nx.ks)
+			if d == nil {
+				continue
+			}
+			r, ok := fragFirst(d.cv, int(nx.frag))
 			if !ok {
 				continue
 			}
-			r, ok := fragFirst(emitted[j].cv, int(nx.frag))
-			if !ok || r >= int64(len(answer[j])) || answer[j][r] == 0 {
+			if b := d.at(r); b >= 0 && b < to {
+				res.Edges = append(res.Edges, prev, b)
+			}
+		}
+	}
+	if !ai.paged || inv == nil {
+		return nil
+	}
+	// Continuations from a fragment that ended on an earlier page into
+	// one of this page's.
+	for _, c := range ai.page {
+		ci := inv.of(c.key)
+		if ci == nil {
+			continue
+		}
+		for e, f := range ci.frags {
+			pvs := ci.prevs(e)
+			if len(pvs) == 0 {
 				continue
 			}
-			res.Edges = append(res.Edges, int64(prev-1), int64(answer[j][r]-1))
+			r, ok := fragFirst(c.cv, int(f))
+			if !ok {
+				continue
+			}
+			b := c.at(r)
+			if b < from || b >= to {
+				continue
+			}
+			for _, pv := range pvs {
+				d := ai.chunk(pv.ks)
+				if d == nil {
+					continue
+				}
+				if r, ok := fragLast(d.cv, int(pv.frag)); ok {
+					if a := d.at(r); a >= 0 && a < from {
+						res.Edges = append(res.Edges, a, b)
+					}
+				}
+			}
 		}
 	}
+	return nil
 }
 
-func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted []*chunkMatch, answer [][]int32, inv *inverse) error {
-	pos := make(map[string]int, len(emitted)) // chunk key -> index into emitted
-	for i, m := range emitted {
-		pos[m.key.String()] = i
-	}
-	lookup := func(ks string, row int64) (int64, bool) {
-		i, ok := pos[ks]
-		if !ok || row < 0 || row >= int64(len(answer[i])) || answer[i][row] == 0 {
-			return 0, false
-		}
-		return int64(answer[i][row] - 1), true
-	}
+func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answerIndex, inv *inverse) error {
 	// Empty, not absent: a client can tell "no edges here" from "this
 	// geometry has none".
 	if l.geometry() == "mesh" {
@@ -239,28 +325,42 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted [
 	switch l.geometry() {
 	case "polyline", "streamline", "line":
 		res.Edges = make([]int64, 0, 2*res.Count) // about one edge a vertex
-		l.polylineEdges(res, emitted, answer, pos, inv)
-		return nil
+		return l.polylineEdges(ctx, res, ai, inv)
+	}
+	to := ai.to
+	lookup := func(ks string, row int64) (int64, bool) {
+		c := ai.chunk(ks)
+		if c == nil {
+			return 0, false
+		}
+		i := c.at(row)
+		return i, i >= 0 && i < to
 	}
 	frags := map[string][][]int64{}
-	keys := make([]Key, 0, len(emitted))
-	for _, m := range emitted {
-		keys = append(keys, m.key)
+	keys := make([]Key, 0, len(ai.page))
+	for _, c := range ai.page {
+		keys = append(keys, c.key)
 		var fl [][]int64
-		if m.cv.frags == nil {
-			all := make([]int64, m.cv.rows)
+		if c.cv.frags == nil {
+			all := make([]int64, c.cv.rows)
 			for i := range all {
 				all[i] = int64(i)
 			}
 			fl = append(fl, all)
 		} else {
-			for f := 0; f < m.cv.frags.Len(); f++ {
-				fl = append(fl, m.cv.frags.AppendRows(nil, f))
+			for f := 0; f < c.cv.frags.Len(); f++ {
+				fl = append(fl, c.cv.frags.AppendRows(nil, f))
 			}
 		}
-		frags[m.key.String()] = fl
+		frags[c.ks] = fl
 	}
-	c, err := l.connect(ctx, keys, lookup, frags)
+	scope := connScope{keys: keys, lookup: lookup, frags: frags, from: ai.from}
+	if ai.paged {
+		if err := l.pageCross(ctx, ai, &scope); err != nil {
+			return err
+		}
+	}
+	c, err := l.connect(ctx, scope)
 	if err != nil {
 		return err
 	}
@@ -270,5 +370,78 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, emitted [
 	if c.faces != nil {
 		res.Faces, res.FaceWidth = c.faces, c.faceWidth
 	}
+	return nil
+}
+
+// pageCross reads the cross-chunk records a page of a paged answer
+// considers — those the whole answer reads that touch the page's chunks —
+// and resolves the earlier chunks they reach. The whole answer reads the
+// records stored in the cells of its chunks (ZVF 0.9), or all of them
+// (0.7's one list); a record's first stored endpoint is in its cell, so a
+// page needs the cells of its own chunks and of the chunks from which an
+// offset leads into them, when those hold rows of the answer.
+func (l *Level) pageCross(ctx context.Context, ai *answerIndex, scope *connScope) error {
+	var buf [96]byte
+	inPage := func(k []int64) bool {
+		c := ai.chunks[string(Key(k).appendTo(buf[:0]))]
+		return c != nil && c.pos >= ai.ps
+	}
+	var recs [][]ragged.Endpoint
+	sources := l.lay.crossSources(0, scope.keys)
+	if sources == nil {
+		all, err := l.lay.crossLinks(ctx, 0, nil)
+		if err != nil {
+			return err
+		}
+		for _, rec := range all {
+			for _, ep := range rec {
+				if inPage(ep.Chunk) {
+					recs = append(recs, rec)
+					break
+				}
+			}
+		}
+	} else {
+		// Sources before the page need their ranks (a record's first
+		// endpoint is there); after it, only whether they hold rows: of
+		// those records only a skeleton's explicit parents matter here.
+		var earlier, later []string
+		for _, k := range sources {
+			ks := k.String()
+			switch p := ai.position(ks); {
+			case p < 0:
+			case p < ai.ps:
+				earlier = append(earlier, ks)
+			case p > ai.pageEnd() && l.geometry() == "skeleton":
+				later = append(later, ks)
+			}
+		}
+		if err := ai.resolve(ctx, earlier, later); err != nil {
+			return err
+		}
+		kept := sources[:0:0]
+		for _, k := range sources {
+			if p := ai.position(k.String()); p >= 0 && ai.emittedInAnswer(p) {
+				kept = append(kept, k)
+			}
+		}
+		var err error
+		if recs, err = l.lay.crossLinks(ctx, 0, kept); err != nil {
+			return err
+		}
+	}
+	var need []string
+	for _, rec := range recs {
+		for _, ep := range rec {
+			if ks := Key(ep.Chunk).String(); ai.chunk(ks) == nil {
+				need = append(need, ks)
+			}
+		}
+	}
+	slices.Sort(need)
+	if err := ai.resolve(ctx, slices.Compact(need), nil); err != nil {
+		return err
+	}
+	scope.cross, scope.crossRead = recs, true
 	return nil
 }

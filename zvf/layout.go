@@ -34,6 +34,12 @@ type layout interface {
 	// record; a caller needing records wholly inside keys reads no more),
 	// each record's endpoints in the order they were written.
 	crossLinks(ctx context.Context, delta int, keys []Key) ([][]ragged.Endpoint, error)
+	// crossSources lists, sorted, the cells whose cross-chunk records of
+	// delta may have an endpoint in one of keys: keys themselves and every
+	// cell from which an offset of the family leads into one. nil: the
+	// layout keeps every record in one list, which crossLinks returns
+	// whatever its keys.
+	crossSources(delta int, keys []Key) []Key
 	// sharded reports whether cells are packed into shards.
 	sharded() bool
 }

@@ -283,6 +283,9 @@ func (y *layout07) shardBytes(ctx context.Context, family, shard string) ([]byte
 	return v.([]byte), nil
 }
 
+// crossSources: 0.7 keeps a level's records in one list.
+func (y *layout07) crossSources(int, []Key) []Key { return nil }
+
 // crossLinks returns every record of cross_chunk_links/<delta> (0.7 keeps
 // them in one blob, read once and cached, whatever keys asks).
 func (y *layout07) crossLinks(ctx context.Context, delta int, _ []Key) ([][]ragged.Endpoint, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -322,6 +323,44 @@ func (y *layout09) ratio(f *linkFamily) (*[2][]int64, error) {
 	}
 	f.ratio = r
 	return r, nil
+}
+
+// crossSources: keys and, per non-intra offsets segment, each key less
+// each of the segment's offsets (a record stored in cell s has endpoints
+// in s and s + offset).
+func (y *layout09) crossSources(delta int, keys []Key) []Key {
+	out := make([]Key, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	add := func(k Key) {
+		if ks := k.String(); !seen[ks] {
+			seen[ks] = true
+			out = append(out, k)
+		}
+	}
+	for _, k := range keys {
+		add(k)
+	}
+	if f := y.links[delta]; f != nil {
+		for _, seg := range f.segs {
+			if seg.intra {
+				continue
+			}
+			for _, o := range seg.offsets {
+				for _, k := range keys {
+					s := make(Key, len(k))
+					for i := range k {
+						s[i] = k[i]
+						if i < len(o) {
+							s[i] -= o[i]
+						}
+					}
+					add(s)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, compareKeys)
+	return out
 }
 
 // crossLinks: the non-intra records of delta stored in the cells of keys

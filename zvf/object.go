@@ -353,7 +353,7 @@ func (l *Level) Object(ctx context.Context, id int64, attrs []string) (*Object, 
 			o.Edges = append(o.Edges, i-1, i)
 		}
 	default:
-		c, err := l.connect(ctx, keys, lookup, refsByFragment(refs))
+		c, err := l.connect(ctx, connScope{keys: keys, lookup: lookup, frags: refsByFragment(refs)})
 		if err != nil {
 			return nil, err
 		}

@@ -32,6 +32,19 @@ type chunkInverse struct {
 	frags []int64   // fragment numbers, ascending
 	owner []int64   // first object naming frags[i]
 	next  []fragRef // the fragment after frags[i] in that path; ks "" when none
+	// The fragments whose next is frags[i]: prev[prevAt[i]:prevAt[i+1]]
+	// (line geometries only; a page needs the continuations that reach
+	// back into it).
+	prevAt []int32
+	prev   []fragRef
+}
+
+// prevs lists the fragments whose next is entry e.
+func (ci *chunkInverse) prevs(e int) []fragRef {
+	if ci.prevAt == nil {
+		return nil
+	}
+	return ci.prev[ci.prevAt[e]:ci.prevAt[e+1]]
 }
 
 // of returns the chunk's entries (nil when no manifest names it), looked up
@@ -121,7 +134,80 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 		}
 		inv.chunks[keys[c]] = ci
 	}
+	switch l.geometry() {
+	case "polyline", "streamline", "line":
+		inv.linkPrevs(keys)
+	}
 	return inv, nil
+}
+
+// linkPrevs fills every entry's prev list from the next links, visiting
+// chunks in the order given (so the lists do not depend on map order).
+func (inv *inverse) linkPrevs(keys []string) {
+	at := func(ref fragRef) (*chunkInverse, int) {
+		t := inv.chunks[ref.ks]
+		if t == nil {
+			return nil, 0
+		}
+		j, ok := slices.BinarySearch(t.frags, ref.frag)
+		if !ok {
+			return nil, 0
+		}
+		return t, j
+	}
+	for _, ks := range keys {
+		ci := inv.chunks[ks]
+		ci.prevAt = make([]int32, len(ci.frags)+1)
+	}
+	for _, ks := range keys { // count, into prevAt[j+1]
+		for _, nx := range inv.chunks[ks].next {
+			if t, j := at(nx); t != nil && nx.ks != "" {
+				t.prevAt[j+1]++
+			}
+		}
+	}
+	for _, ks := range keys {
+		ci := inv.chunks[ks]
+		for j := 1; j < len(ci.prevAt); j++ {
+			ci.prevAt[j] += ci.prevAt[j-1]
+		}
+		ci.prev = make([]fragRef, ci.prevAt[len(ci.frags)])
+	}
+	fill := map[*chunkInverse][]int32{}
+	for _, ks := range keys {
+		ci := inv.chunks[ks]
+		for e, nx := range ci.next {
+			t, j := at(nx)
+			if t == nil || nx.ks == "" {
+				continue
+			}
+			n := fill[t]
+			if n == nil {
+				n = make([]int32, len(t.frags))
+				fill[t] = n
+			}
+			t.prev[t.prevAt[j]+n[j]] = fragRef{ks: ks, frag: ci.frags[e]}
+			n[j]++
+		}
+	}
+}
+
+// fragLast returns the last row of fragment f of cv, as fragFirst.
+func fragLast(cv *chunkVerts, f int) (int64, bool) {
+	if cv.frags == nil {
+		return int64(cv.rows) - 1, f == 0 && cv.rows > 0
+	}
+	if f < 0 || f >= cv.frags.Len() {
+		return 0, false // a manifest naming a fragment the chunk does not have
+	}
+	if s, c, isRange := cv.frags.Range(f); isRange {
+		return s + c - 1, c > 0
+	}
+	ix := cv.frags.Indices(f)
+	if len(ix) == 0 {
+		return 0, false
+	}
+	return ix[len(ix)-1], true
 }
 
 // fragFirst returns the first row of fragment f of cv (a chunk without a
@@ -129,6 +215,9 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 func fragFirst(cv *chunkVerts, f int) (int64, bool) {
 	if cv.frags == nil {
 		return 0, f == 0 && cv.rows > 0
+	}
+	if f < 0 || f >= cv.frags.Len() {
+		return 0, false // a manifest naming a fragment the chunk does not have
 	}
 	if s, c, isRange := cv.frags.Range(f); isRange {
 		return s, c > 0

@@ -195,20 +195,29 @@ type BBoxQuery struct {
 	Min, Max []float64
 	// Attributes: nil for none, ["*"] for all vertex attributes.
 	Attributes []string
-	// Offset skips that many matching rows; Limit (>0) stops after that
-	// many. Rows are ordered by chunk key, then row within the chunk.
+	// Rows are ordered by chunk key, then row within the chunk. A page
+	// starts at Resume (the previous page's Next) or, without one, after
+	// Offset rows, which are then matched again to be skipped; Limit (>0)
+	// stops it after that many rows.
+	Resume        *Resume
 	Offset, Limit int64
-	// Connectivity asks for edges/faces among the returned rows.
+	// Connectivity asks for the edges/faces whose vertices are all in the
+	// answer.
 	Connectivity bool
 }
 
 // BBoxResult closes a streamed answer.
 type BBoxResult struct {
 	Count int64 // rows emitted
-	// More reports that rows remain past Offset+Limit.
+	// More reports that rows remain after this page; Next is where the
+	// next page starts.
 	More bool
-	// Edges (pairs) and Faces (Width indices each) index into the rows
-	// emitted by this call (0 = first emitted row).
+	Next *Resume
+	// Edges (pairs) and Faces (Width indices each) index into the rows of
+	// the whole answer, all pages in order (0 = its first row). A page
+	// carries the connections whose last vertex (largest index) it
+	// emitted, so every connection of the answer is in exactly one page,
+	// and every vertex it names has been emitted by then.
 	Edges     []int64
 	Faces     []int64
 	FaceWidth int
