@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,15 +14,46 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
-// cursor is the opaque paging token: offset and level, bound to the query
-// it came from by a hash so it cannot be replayed against another box, and
-// to the store version it was issued by, so that its offset never counts
-// rows of another version.
+// cursor is the opaque paging token: where the next page starts, bound to
+// the query it came from by a hash so it cannot be replayed against
+// another box, and to the store version it was issued by, so that its
+// position never counts rows of another version. The position is a
+// zvf.Resume: the page's first chunk and rank (so nothing before it is
+// matched again) and the row counts of the chunks just before it, which
+// the page's edges and faces need to index rows of earlier pages.
+//
+// The token is base64url of: a format byte (2), the 8-byte query hash,
+// the level and the version (uvarint-prefixed), then the Resume. A token
+// of format 1 (base64url JSON {"o","l","h","v"}: an offset alone, from
+// servers before this format) is still accepted; its page is found by
+// matching the rows before it again.
 type cursor struct {
-	Offset  int64  `json:"o"`
-	Level   int    `json:"l"`
-	Hash    string `json:"h"`
-	Version string `json:"v"`
+	Offset  int64       `json:"o"`
+	Level   int         `json:"l"`
+	Hash    string      `json:"h"`
+	Version string      `json:"v"`
+	Resume  *zvf.Resume `json:"-"`
+}
+
+// cursorFormat opens a token of the current format; a format 1 token
+// starts with '{'.
+const cursorFormat = 2
+
+// maxCursor bounds a token's length; the encoder leaves out the oldest
+// counts to stay within it.
+const maxCursor = 1024
+
+// encode returns the token for c (with its Resume).
+func (c cursor) encode() string {
+	h, _ := hex.DecodeString(c.Hash)
+	b := make([]byte, 0, maxCursor*3/4)
+	b = append(b, cursorFormat)
+	b = append(b, h...)
+	b = binary.AppendUvarint(b, uint64(c.Level))
+	b = binary.AppendUvarint(b, uint64(len(c.Version)))
+	b = append(b, c.Version...)
+	b = c.Resume.Append(b, maxCursor*3/4-len(b))
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // decodeCursor checks a paging token against the query and store version
@@ -31,17 +63,55 @@ func decodeCursor(v, hash, version string) (cursor, error) {
 	if v == "" {
 		return cur, nil
 	}
-	if len(v) > 512 {
-		return cur, badRequest("cursor is not valid for this query")
+	bad := badRequest("cursor is not valid for this query")
+	if len(v) > maxCursor {
+		return cur, bad
 	}
 	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil || json.Unmarshal(b, &cur) != nil || cur.Hash != hash || cur.Offset < 0 || cur.Level < 0 || cur.Level > 1000 {
-		return cursor{}, badRequest("cursor is not valid for this query")
+	if err != nil || len(b) == 0 {
+		return cur, bad
+	}
+	if b[0] == '{' {
+		if json.Unmarshal(b, &cur) != nil || cur.Offset < 0 {
+			return cursor{}, bad
+		}
+	} else {
+		if cur, err = parseCursor(b); err != nil {
+			return cursor{}, bad
+		}
+	}
+	if cur.Hash != hash || cur.Level < 0 || cur.Level > 1000 {
+		return cursor{}, bad
 	}
 	if cur.Version != version {
 		return cursor{}, errCursorVersion
 	}
 	return cur, nil
+}
+
+// parseCursor reads a token of the current format.
+func parseCursor(b []byte) (cursor, error) {
+	var c cursor
+	if len(b) < 9 || b[0] != cursorFormat {
+		return c, errors.New("not a cursor")
+	}
+	c.Hash, b = hex.EncodeToString(b[1:9]), b[9:]
+	level, n := binary.Uvarint(b)
+	if n <= 0 || level > 1000 {
+		return c, errors.New("bad level")
+	}
+	c.Level, b = int(level), b[n:]
+	vl, n := binary.Uvarint(b)
+	if n <= 0 || vl > uint64(len(b)-n) {
+		return c, errors.New("bad version")
+	}
+	c.Version, b = string(b[n:n+int(vl)]), b[n+int(vl):]
+	r, err := zvf.ParseResume(b)
+	if err != nil {
+		return c, err
+	}
+	c.Resume, c.Offset = r, r.Offset
+	return c, nil
 }
 
 // errCursorVersion: a cursor of another store version than the one that

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,7 +268,10 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
-	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Offset: cur.Offset, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
+	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
+	if cur.Resume == nil {
+		zq.Offset = cur.Offset // a format 1 cursor
+	}
 	enc := rep.codec.newEncoder()
 	body, err := s.newBody(w, rep, start)
 	if err != nil {
@@ -295,8 +297,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	// was held back whole, else as the trailers declared when it started.
 	h := w.Header()
 	if res.More {
-		b, _ := json.Marshal(cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Revision()})
-		t.Next = base64.RawURLEncoding.EncodeToString(b)
+		t.Next = cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Revision(), Resume: res.Next}.encode()
 		nq := r.URL.Query()
 		nq.Set("cursor", t.Next)
 		h.Set("Link", "<"+s.o.PublicURL+r.URL.Path+"?"+nq.Encode()+`>; rel="next"`)

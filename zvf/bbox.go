@@ -50,7 +50,8 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 		p0, skip, from, back = r.chunk, int64(r.rank), r.Offset, r.back
 	}
-	ai := &answerIndex{l: l, sc: sc, min: q.Min, max: q.Max, cand: sc.cand, from: from, ps: -1, seenLo: p0, seen: sc.counts[:0]}
+	sc.ai = answerIndex{l: l, sc: sc, min: q.Min, max: q.Max, cand: sc.cand, from: from, ps: -1, seenLo: p0, seen: sc.counts[:0]}
+	ai := &sc.ai // in the scratch: a query without connectivity allocates nothing for it
 	if wantConn {
 		ai.chunks = map[string]*rankedChunk{}
 	}

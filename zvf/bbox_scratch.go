@@ -16,6 +16,7 @@ type bboxScratch struct {
 	// counts: matching rows of each candidate chunk the page passed
 	// (the next page's cursor and connectivity start from them).
 	counts []int64
+	ai     answerIndex
 }
 
 func (s *Store) getScratch() *bboxScratch {
@@ -50,6 +51,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	}
 	clear(sc.res)
 	sc.batch = Batch{}
+	sc.ai = answerIndex{}
 	clear(sc.cols)
 	s.scratch.Put(sc)
 }
