@@ -59,8 +59,11 @@ export function parseBinary(buf) {
     p = off + Math.ceil(n / 8) * 8;
   }
   if (!out.trailer) throw new Error('response was cut off (no trailer)');
+  // Indices count the rows of the whole answer (a later page's reach back
+  // into earlier ones); none may name a row past this page.
+  const end = (out.trailer.offset || 0) + out.rows;
   for (const idx of [out.edges, out.faces]) {
-    if (idx) for (let i = 0; i < idx.length; i++) if (idx[i] >= out.rows) throw new Error('connectivity names a row that is not in the answer');
+    if (idx) for (let i = 0; i < idx.length; i++) if (idx[i] >= end) throw new Error('connectivity names a row that is not in the answer');
   }
   return out;
 }
@@ -69,8 +72,8 @@ export function parseBinary(buf) {
 // into the arrays the GPU takes: positions as float32 xyz, one float per
 // vertex of the attribute named attr (first channel; NaN where missing),
 // object ids as int32 (ids beyond 2^31 wrap; they only drive the
-// selection highlight), and connectivity with each page's indices moved
-// past the rows of the pages before it.
+// selection highlight), and connectivity as it comes: its indices
+// already count the rows of the whole answer, pages in order.
 export function flatten(pages, attr) {
   let rows = 0, ne = 0, nf = 0;
   for (const p of pages) {
@@ -88,7 +91,6 @@ export function flatten(pages, attr) {
   const faces = nf ? new Uint32Array(nf) : null;
   let r = 0, e = 0, f = 0;
   for (const p of pages) {
-    const base = r;
     for (const b of p.batches) {
       const v = b.vertices;
       if (dims === 3 && v instanceof Float32Array) pos.set(v, r * 3);
@@ -104,8 +106,8 @@ export function flatten(pages, attr) {
       }
       r += b.rows;
     }
-    if (p.edges) for (let i = 0; i < p.edges.length; i++) edges[e++] = p.edges[i] + base;
-    if (p.faces) for (let i = 0; i < p.faces.length; i++) faces[f++] = p.faces[i] + base;
+    if (p.edges) { edges.set(p.edges, e); e += p.edges.length; }
+    if (p.faces) { faces.set(p.faces, f); f += p.faces.length; }
   }
   return { rows, pos, val, oid, edges, faces, faceWidth };
 }
