@@ -52,14 +52,18 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	format := fs.String("f", "json", "output format: json, ndjson or bin")
 	limit := fs.Int64("limit", 0, "vertices per page (bbox); 0: the whole answer in one page")
 	cursor := fs.String("cursor", "", "continue a paged bbox answer from the \"next\" cursor of the previous page (same other flags)")
-	all := fs.Bool("all", false, "print every page of a paged bbox answer, one complete answer after another (with --limit, memory stays bounded by the page)")
+	all := fs.Bool("all", false, "print every page of a paged bbox answer: in JSON one document, the unpaged answer; in NDJSON and binary the pages one after another")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: zvfserve query STORE --bbox x0,y0,z0,x1,y1,z1 [--level L|auto] [--attributes a,b|*] [--limit N] [--cursor C | --all] [--f json|ndjson|bin]
        zvfserve query STORE --object ID [--level L] [--attributes a,b|*] [--f json|ndjson|bin]
 
 Prints exactly the body that GET /api/v1/stores/{store}/bbox (or /objects/{id}) returns, streamed as
 it is computed. A bbox answer larger than --limit is paged: its "next" is the cursor of the next page
-(stderr says so); pass it back with --cursor, or give --all to print every page in turn. Errors are
+(stderr says so); pass it back with --cursor, or give --all for every page. With --all, JSON is one
+document equal to the unpaged answer (its edges and faces in another order: each page carries those
+whose last vertex it holds); NDJSON and binary stream the pages one after another, edge and face
+indices counting the rows of all pages. Memory stays bounded by --limit, except that JSON holds the
+object ids, attribute values and connectivity until its end, as the unpaged answer does. Errors are
 one sentence on stderr: exit 2 for a mistake on the command line, 1 otherwise.
 
 Flags:
@@ -111,6 +115,20 @@ Flags:
 	q.Set("max", max)
 	if *cursor != "" {
 		q.Set("cursor", *cursor)
+	}
+	if *all && *format == "json" {
+		// One document, not a document a page.
+		j := &jsonJoin{w: out}
+		for {
+			if err := srv.WriteBBox(ctx, j, s.Name(), q); err != nil {
+				return queryError(err, out.n)
+			}
+			next, err := j.endPage()
+			if err != nil || next == "" {
+				return queryError(err, out.n)
+			}
+			q.Set("cursor", next)
+		}
 	}
 	for {
 		if err := srv.WriteBBox(ctx, out, s.Name(), q); err != nil {
