@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"math"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -88,20 +90,32 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 	return nil
 }
 
+// appendIndices appends connectivity indices as uint32; an index past
+// that (an answer of over 4 billion rows: indices count the whole
+// answer, all pages) is an error, never a wrapped index.
+func appendIndices(dst []byte, v []int64) ([]byte, error) {
+	for _, x := range v {
+		if x < 0 || x > math.MaxUint32 {
+			return dst, fmt.Errorf("connectivity index %d does not fit the binary format's uint32", x)
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(x))
+	}
+	return dst, nil
+}
+
 func (e *binaryEncoder) end(t *trailer) error {
+	var err error
 	if t.Edges != nil {
-		e.buf = e.buf[:0]
-		for _, v := range t.Edges {
-			e.buf = binary.LittleEndian.AppendUint32(e.buf, uint32(v))
+		if e.buf, err = appendIndices(e.buf[:0], t.Edges); err != nil {
+			return err
 		}
 		if err := e.writeBlock(blockEdges, 2, e.buf); err != nil {
 			return err
 		}
 	}
 	if t.Faces != nil {
-		e.buf = e.buf[:0]
-		for _, v := range t.Faces {
-			e.buf = binary.LittleEndian.AppendUint32(e.buf, uint32(v))
+		if e.buf, err = appendIndices(e.buf[:0], t.Faces); err != nil {
+			return err
 		}
 		if err := e.writeBlock(blockFaces, uint32(t.FaceWidth), e.buf); err != nil {
 			return err

@@ -61,15 +61,15 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		res.Chunks++
 		n := m.count()
 		ai.seen = append(ai.seen, int64(n))
+		if q.Resume != nil && skip > 0 && skip >= int64(n) {
+			return true, l.s.errf(ErrBadQuery, l.n, "", "", "cursor does not fit this answer") // its chunk holds no row of that rank
+		}
 		if n == 0 {
 			return false, nil
 		}
 		first := 0
 		if skip > 0 {
 			if skip >= int64(n) {
-				if q.Resume != nil {
-					return true, l.s.errf(ErrBadQuery, l.n, "", "", "cursor does not fit this answer")
-				}
 				skip -= int64(n)
 				return false, nil
 			}
