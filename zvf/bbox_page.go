@@ -313,7 +313,3 @@ func (ai *answerIndex) emittedInAnswer(p int) bool {
 	c, ok := ai.count(p)
 	return ok && c > 0
 }
-
-// carries reports whether the page carries a connection whose largest
-// answer index is last.
-func (ai *answerIndex) carries(last int64) bool { return last >= ai.from && last < ai.to }
