@@ -91,7 +91,7 @@ func ParseResume(b []byte) (*Resume, error) {
 	}
 	next := func(limit uint64) (uint64, bool) {
 		v, n := binary.Uvarint(b)
-		if n <= 0 || v > limit {
+		if n <= 0 || v > limit || n != uvarintLen(v) { // one encoding per position: no padded varints
 			return 0, false
 		}
 		b = b[n:]
