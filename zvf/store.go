@@ -370,6 +370,8 @@ func kindOf(err error) error {
 		return ErrNotFound
 	case errors.Is(err, storage.ErrUnavailable):
 		return ErrUnavailable
+	case errors.Is(err, storage.ErrPermission):
+		return ErrPermission
 	case errors.Is(err, storage.ErrTooLarge), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrOutside):
 		// A chunk replaced by something huge, a FIFO or a link out of the
 		// store: bad data in this store, refused without being read.

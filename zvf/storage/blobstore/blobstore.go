@@ -127,7 +127,9 @@ func wrap(op, key string, err error) error {
 		return &storage.Error{Op: op, Key: key, Err: context.Canceled}
 	case gcerrors.DeadlineExceeded:
 		return &storage.Error{Op: op, Key: key, Err: context.DeadlineExceeded}
-	case gcerrors.InvalidArgument, gcerrors.PermissionDenied, gcerrors.FailedPrecondition:
+	case gcerrors.PermissionDenied:
+		return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrPermission, err)}
+	case gcerrors.InvalidArgument, gcerrors.FailedPrecondition:
 		return &storage.Error{Op: op, Key: key, Err: err}
 	}
 	return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, err)}
