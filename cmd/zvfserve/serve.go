@@ -164,10 +164,13 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return err
 		}
 		if _, err := h.Current(); err != nil {
-			if !watch {
-				return err
+			// One bad store never stops serve: it is listed and answers
+			// with its problem; only checks (--revalidate) retry it.
+			if watch {
+				log.Error("store does not open; serving its error and retrying", "store", name, "every", c.revalidate, "err", err)
+			} else {
+				log.Error("store does not open; serving its error", "store", name, "err", err, "retry", "not retried (--revalidate 0): restart to serve it once fixed")
 			}
-			log.Error("store does not open; serving its error and retrying", "store", name, "every", c.revalidate, "err", err)
 		}
 		stores = append(stores, h)
 		return nil
