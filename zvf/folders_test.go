@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -185,5 +186,45 @@ func TestEmptyCellFolders09(t *testing.T) {
 				sameAsFixture(t, backend, want, s)
 			}
 		})
+	}
+}
+
+// TestChecksEndDespiteLinkLoops: a whole-store check (what a reopen and
+// --revalidate-walk run) of a store holding "x -> ." links ends, and finds
+// nothing changed. Before, it walked ~2^40 paths while holding the
+// handle's lock, so no later check of the store ran either.
+func TestChecksEndDespiteLinkLoops(t *testing.T) {
+	t.Parallel()
+	dir := copyFixture(t, "graph")
+	for _, l := range []string{"x", "y", "0/vertices/back"} {
+		target := "."
+		if l == "0/vertices/back" {
+			target = "../.."
+		}
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(l))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := localfs.Open(dir, localfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "graph"}, zvf.Watch{Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Current(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if changed, err := h.RefreshDeep(ctx); changed || err != nil {
+			t.Fatalf("RefreshDeep of an unchanged store: changed=%v, %v", changed, err)
+		}
+	}
+	if _, err := zvf.Fingerprint(ctx, st); err != nil {
+		t.Fatal(err)
 	}
 }
