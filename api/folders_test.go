@@ -15,15 +15,16 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-// TestEmptyChunkFoldersAnswer: a store holding empty chunk folders (a
-// crashed writer, a delete that keeps folders) answers the box of its
-// whole bounds, at a level and at level=auto, exactly as without them.
-// Before, both were 404 "no such cell".
+// TestEmptyChunkFoldersAnswer: a store holding empty chunk and level
+// folders (a crashed writer, a delete that keeps folders) answers the box
+// of its whole bounds, at a level and at level=auto, exactly as without
+// them. Before, both were 404 "no such cell", and level=auto with a small
+// limit answered 200 from the empty "level" 7: no vertices.
 func TestEmptyChunkFoldersAnswer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_pyramid.zarrvectors"))
-	for _, f := range []string{"0/vertices/9.9.9", "1/vertices/4.4.4/c"} {
+	for _, f := range []string{"0/vertices/9.9.9", "1/vertices/4.4.4/c", "7"} {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +48,7 @@ func TestEmptyChunkFoldersAnswer(t *testing.T) {
 	}
 	b := s.Info().Bounds
 	box := "/api/v1/stores/points_pyramid/bbox?min=" + corner(b[0]) + "&max=" + corner(b[1])
-	for _, q := range []string{"&level=0", "&level=1", "&level=auto&limit=100", "&level=auto&limit=100000"} {
+	for _, q := range []string{"&level=0", "&level=1", "&level=auto&limit=5", "&level=auto&limit=100", "&level=auto&limit=100000"} {
 		code, _, got := serveFull(t, stray.Handler(), box+q)
 		_, _, want := serveFull(t, clean.Handler(), box+q)
 		if code != http.StatusOK || !bytes.Equal(got, want) {
