@@ -131,12 +131,12 @@ func (w *walker) folder(dir string) ([]string, error) {
 		w.warn("skipping a folder that cannot be read", "folder", dir, "err", errno(err))
 		return nil, nil
 	}
-	if id := (fileID{fi.dev, fi.ino}); w.seen[id] {
+	id := fileID{fi.dev, fi.ino}
+	if w.seen[id] {
 		w.warn("skipping a folder walked already (a link to it, or a loop)", "folder", dir)
 		return nil, nil
-	} else {
-		w.seen[id] = true
 	}
+	w.seen[id] = true
 	var subs []string
 	for {
 		ents, rerr := async(w.ctx, func() ([]fs.DirEntry, error) { return f.ReadDir(walkBatch) })
