@@ -112,8 +112,21 @@ func (w *walker) run() error {
 
 // folder reports the objects directly in dir and returns its subfolders.
 func (w *walker) folder(dir string) ([]string, error) {
-	f, err := async(w.ctx, func() (*os.File, error) {
-		return w.s.t.openDir(strings.TrimSuffix(dir, "/"), w.s.o.FollowSymlinks)
+	type opened struct {
+		f  *os.File
+		fi fileInfo
+	}
+	o, err := async(w.ctx, func() (opened, error) {
+		f, err := w.s.t.openDir(strings.TrimSuffix(dir, "/"), w.s.o.FollowSymlinks)
+		if err != nil {
+			return opened{}, err
+		}
+		fi, err := statOS(f)
+		if err != nil {
+			_ = f.Close()
+			return opened{}, err
+		}
+		return opened{f, fi}, nil
 	})
 	if err != nil {
 		if e := w.stopped(err); e != nil {
@@ -125,13 +138,17 @@ func (w *walker) folder(dir string) ([]string, error) {
 		w.warn("skipping a folder that cannot be read", "folder", dir, "err", errno(err))
 		return nil, nil
 	}
-	defer f.Close()
-	fi, err := statOS(f)
-	if err != nil {
-		w.warn("skipping a folder that cannot be read", "folder", dir, "err", errno(err))
-		return nil, nil
-	}
-	id := fileID{fi.dev, fi.ino}
+	f := o.f
+	defer func() {
+		if w.ctx.Err() != nil {
+			// A read of f may still be blocked in the file system (the
+			// walk returned at its context's end): it may hold f.
+			go f.Close()
+			return
+		}
+		_ = f.Close()
+	}()
+	id := fileID{o.fi.dev, o.fi.ino}
 	if w.seen[id] {
 		w.warn("skipping a folder walked already (a link to it, or a loop)", "folder", dir)
 		return nil, nil
