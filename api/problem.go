@@ -68,6 +68,8 @@ func classify(err error) *Problem {
 		p := problem.New(problem.BackendUnavailable, "the storage backend could not be reached; retry later")
 		p.RetryAfter = 5
 		return p
+	case errors.Is(err, zvf.ErrPermission):
+		return problem.New(problem.StorageDenied, detail)
 	case errors.Is(err, zvf.ErrCorrupt):
 		return problem.New(problem.CorruptData, detail)
 	case errors.Is(err, zvf.ErrUnsupported):

@@ -26,6 +26,11 @@ var (
 	// for reasons unrelated to the key (it also matches
 	// storage.ErrUnavailable).
 	ErrUnavailable = storage.ErrUnavailable
+	// ErrPermission: the backend will not let the server read an object
+	// (a local file's permissions, an object store's access policy); the
+	// server's setup must change, retrying does not help (it also
+	// matches storage.ErrPermission).
+	ErrPermission = storage.ErrPermission
 )
 
 // Error names where a problem is: store, level, array and chunk.
@@ -51,6 +56,8 @@ func (e *Error) Detail() string {
 	}
 	msg := "the stored object could not be read"
 	switch {
+	case se.Op == "walk" && errors.Is(se, storage.ErrTooLarge):
+		msg = "the store's folders hold more entries than a listing may visit in its bounds"
 	case errors.Is(se, storage.ErrTooLarge):
 		msg = "the stored object is larger than its metadata allows"
 	case errors.Is(se, storage.ErrNotRegular):
@@ -63,6 +70,8 @@ func (e *Error) Detail() string {
 		msg = "the stored object changed while it was read"
 	case errors.Is(se, storage.ErrUnavailable):
 		msg = "the storage backend could not be reached"
+	case errors.Is(se, storage.ErrPermission):
+		msg = "the server is not permitted to read the stored object"
 	}
 	return e.Location() + ": " + msg
 }

@@ -121,8 +121,9 @@ func (y *layout07) open(ctx context.Context) error {
 	return nil
 }
 
-// index lists where family's chunks live; without __shard_ arrays only
-// the vertices are listed.
+// index lists where family's chunks live (its child arrays: a folder
+// without a zarr.json is no chunk); without __shard_ arrays only the
+// vertices are listed.
 func (y *layout07) index(ctx context.Context, family string) (*arrayIndex, error) {
 	l := y.l
 	y.mu.Lock()
@@ -140,7 +141,7 @@ func (y *layout07) index(ctx context.Context, family string) (*arrayIndex, error
 		y.mu.Unlock()
 		return idx, nil
 	}
-	names, err := l.children(ctx, family)
+	names, err := l.arrays(ctx, family)
 	if err != nil {
 		return nil, err
 	}

@@ -238,6 +238,23 @@ func (l *Level) children(ctx context.Context, array string) ([]string, error) {
 	return out, nil
 }
 
+// arrays lists the child arrays of array: the folders below it that hold
+// a zarr.json, as the reference reader takes them. A folder without one —
+// left empty by a crashed writer or a delete that keeps folders, or an
+// object store's "folder/" marker — is not an array.
+func (l *Level) arrays(ctx context.Context, array string) ([]string, error) {
+	ps, err := storage.FoldersHolding(ctx, l.s.st, join(l.path, array)+"/", "zarr.json")
+	if err != nil {
+		return nil, l.s.wrap(kindOf(err), l.n, array, "", err)
+	}
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		p = strings.TrimSuffix(p, "/")
+		out = append(out, p[strings.LastIndexByte(p, '/')+1:])
+	}
+	return out, nil
+}
+
 func (l *Level) readVerticesMeta(ctx context.Context) error {
 	a, _, err := l.arrayAttrs(ctx, "vertices")
 	if err != nil {

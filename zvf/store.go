@@ -370,6 +370,8 @@ func kindOf(err error) error {
 		return ErrNotFound
 	case errors.Is(err, storage.ErrUnavailable):
 		return ErrUnavailable
+	case errors.Is(err, storage.ErrPermission):
+		return ErrPermission
 	case errors.Is(err, storage.ErrTooLarge), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrOutside):
 		// A chunk replaced by something huge, a FIFO or a link out of the
 		// store: bad data in this store, refused without being read.
@@ -382,6 +384,12 @@ func kindOf(err error) error {
 	return nil
 }
 
+// levelNames lists the levels: the root's child groups named by an
+// integer. A folder without a zarr.json (a crashed writer's, an S3
+// marker) is no level, as the reference reader has it; taken for one, it
+// was an empty coarsest level that level=auto answered from. (A Stat per
+// level, not storage.FoldersHolding: on an object store that would list
+// the whole store.)
 func (s *Store) levelNames(ctx context.Context) ([]int, error) {
 	l, err := s.st.List(ctx, "")
 	if err != nil {
@@ -392,6 +400,9 @@ func (s *Store) levelNames(ctx context.Context) ([]int, error) {
 		name := strings.TrimSuffix(p, "/")
 		n, err := strconv.Atoi(name)
 		if err != nil || n < 0 || strconv.Itoa(n) != name {
+			continue
+		}
+		if _, err := s.st.Stat(ctx, name+"/zarr.json"); errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
 		out = append(out, n)

@@ -28,6 +28,7 @@ const (
 	Timeout             Kind = "timeout"
 	Cancelled           Kind = "cancelled"
 	BackendUnavailable  Kind = "backend-unavailable"
+	StorageDenied       Kind = "storage-denied"
 	CorruptData         Kind = "corrupt-data"
 	Unsupported         Kind = "unsupported"
 	Internal            Kind = "internal"
@@ -48,15 +49,19 @@ type kindInfo struct {
 }
 
 var kinds = map[Kind]kindInfo{
-	BadParameter:        {http.StatusBadRequest, "Bad parameter"},
-	NotFound:            {http.StatusNotFound, "Not found"},
-	TooLarge:            {http.StatusRequestEntityTooLarge, "Request too large"},
-	StaleCursor:         {http.StatusConflict, "Cursor from another store version"},
-	StoreChanging:       {http.StatusServiceUnavailable, "Store is being changed"},
-	Overloaded:          {http.StatusServiceUnavailable, "Server busy"},
-	Timeout:             {http.StatusGatewayTimeout, "Request timed out"},
-	Cancelled:           {StatusClientClosed, "Request cancelled"},
-	BackendUnavailable:  {http.StatusBadGateway, "Storage unavailable"},
+	BadParameter:       {http.StatusBadRequest, "Bad parameter"},
+	NotFound:           {http.StatusNotFound, "Not found"},
+	TooLarge:           {http.StatusRequestEntityTooLarge, "Request too large"},
+	StaleCursor:        {http.StatusConflict, "Cursor from another store version"},
+	StoreChanging:      {http.StatusServiceUnavailable, "Store is being changed"},
+	Overloaded:         {http.StatusServiceUnavailable, "Server busy"},
+	Timeout:            {http.StatusGatewayTimeout, "Request timed out"},
+	Cancelled:          {StatusClientClosed, "Request cancelled"},
+	BackendUnavailable: {http.StatusBadGateway, "Storage unavailable"},
+	// The backend refused the server (not the client) an object: a 5xx
+	// the operator must act on, not a 403 a client would take for its
+	// own credentials, nor a retryable blip (no Retry-After).
+	StorageDenied:       {http.StatusBadGateway, "Storage refused access"},
 	CorruptData:         {http.StatusUnprocessableEntity, "Corrupt store data"},
 	Unsupported:         {http.StatusUnprocessableEntity, "Unsupported store feature"},
 	Internal:            {http.StatusInternalServerError, "Internal error"},

@@ -32,7 +32,8 @@ type foundStore struct {
 // into a store. Hidden folders are skipped, folders that cannot be listed
 // are skipped with a warning. It returns nil when the root is itself a
 // Zarr node or nothing is found below it: then the argument is one store,
-// as before. Names follow storeNameFor, after namePrefix; when two paths
+// as before. A link back to a folder above it is not followed (a loop);
+// other links to folders are. Names follow storeNameFor, after namePrefix; when two paths
 // give the same name, the later path (in byte order) gets "-2", "-3", …
 // and a warning.
 func discoverStores(ctx context.Context, st storage.Store, namePrefix string, log *slog.Logger) ([]foundStore, error) {
@@ -45,8 +46,26 @@ func discoverStores(ctx context.Context, st storage.Store, namePrefix string, lo
 	}
 	var found []string
 	listed, deepWarned := 0, false
+	ids, _ := st.(folderIDer)
+	above := map[string]bool{} // the folders on the path to the one visited
 	var visit func(prefix string, depth int) error
 	visit = func(prefix string, depth int) error {
+		if ids != nil {
+			// A link back to a folder above (x -> ., up -> ..) would find
+			// the stores there again under new names, down to the depth
+			// bound; links elsewhere are followed, as before.
+			id, err := ids.FolderID(ctx, prefix)
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case err == nil && above[id]:
+				log.Warn("skipping a link back to a folder above it (a loop)", "folder", prefix)
+				return nil
+			case err == nil:
+				above[id] = true
+				defer delete(above, id)
+			}
+		}
 		l := root
 		if prefix != "" {
 			if listed >= discoverFolders {
@@ -122,6 +141,13 @@ func namePrefix(arg string) string {
 }
 
 var errStopSearch = errors.New("too many folders")
+
+// folderIDer is a store whose folders one may reach by several paths (a
+// local folder with links; localfs.Store): FolderID names a folder by
+// what it is, the same through any link.
+type folderIDer interface {
+	FolderID(ctx context.Context, prefix string) (string, error)
+}
 
 // isZarrNode reports whether the folder at prefix (listed as l) holds Zarr
 // metadata. Local listings hide dot files, so the v2 names are asked for.

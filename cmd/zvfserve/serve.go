@@ -164,10 +164,13 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return err
 		}
 		if _, err := h.Current(); err != nil {
-			if !watch {
-				return err
+			// One bad store never stops serve: it is listed and answers
+			// with its problem; only checks (--revalidate) retry it.
+			if watch {
+				log.Error("store does not open; serving its error and retrying", "store", name, "every", c.revalidate, "err", err)
+			} else {
+				log.Error("store does not open; serving its error", "store", name, "err", err, "retry", "not retried (--revalidate 0): restart to serve it once fixed")
 			}
-			log.Error("store does not open; serving its error and retrying", "store", name, "every", c.revalidate, "err", err)
 		}
 		stores = append(stores, h)
 		return nil
@@ -248,8 +251,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		fmt.Fprintln(stderr, "\nSTORE is a local path or a URL (file://, mem://, s3://bucket/path?endpoint=…&use_path_style=true&region=…,")
 		fmt.Fprintln(stderr, "gs://, azblob://), optionally as name=URL. With no STORE the built-in demo is served.")
 		fmt.Fprintln(stderr, "A folder or prefix that is not a store itself serves every store below it (up to 8 levels deep,")
-		fmt.Fprintln(stderr, "hidden folders skipped), named by its relative path with '.' for '/': a/b.zarrvectors is \"a.b\";")
-		fmt.Fprintln(stderr, "name=FOLDER serves them as \"name.a.b\". The folder is searched once, at start.\n\nFlags:")
+		fmt.Fprintln(stderr, "hidden folders and links back to a folder above skipped), named by its relative path with '.'")
+		fmt.Fprintln(stderr, "for '/': a/b.zarrvectors is \"a.b\"; name=FOLDER serves them as \"name.a.b\". The folder is")
+		fmt.Fprintln(stderr, "searched once, at start.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -66,6 +66,10 @@ func (s *since) List(ctx context.Context, prefix string) (Listing, error) {
 	return s.st.List(ctx, prefix)
 }
 
+func (s *since) FoldersHolding(ctx context.Context, prefix, name string) ([]string, error) {
+	return FoldersHolding(ctx, s.st, prefix, name)
+}
+
 func (s *since) Walk(ctx context.Context, prefix string, fn func(string, Attrs) error) error {
 	return s.st.Walk(ctx, prefix, fn)
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 )
 
@@ -115,6 +116,11 @@ var (
 	// ErrChanged marks an object written after the version being read
 	// (see Since), or no longer at the version a read was pinned to.
 	ErrChanged = errors.New("object changed")
+	// ErrPermission marks a key the backend will not let this server read
+	// (a local file's permissions, an object store's access policy): the
+	// server's setup, not the data nor the client, is at fault. It is
+	// fs.ErrPermission, so an *os.PathError for EACCES matches it too.
+	ErrPermission = fs.ErrPermission
 )
 
 // Error wraps a backend failure with the operation and key it concerns.

@@ -42,6 +42,14 @@ func (s *sub) List(ctx context.Context, prefix string) (Listing, error) {
 	return l, nil
 }
 
+func (s *sub) FoldersHolding(ctx context.Context, prefix, name string) ([]string, error) {
+	out, err := FoldersHolding(ctx, s.st, s.p+prefix, name)
+	for i, k := range out {
+		out[i] = strings.TrimPrefix(k, s.p)
+	}
+	return out, err
+}
+
 func (s *sub) Walk(ctx context.Context, prefix string, fn func(string, Attrs) error) error {
 	return s.st.Walk(ctx, s.p+prefix, func(k string, a Attrs) error { return fn(strings.TrimPrefix(k, s.p), a) })
 }

@@ -127,7 +127,9 @@ func wrap(op, key string, err error) error {
 		return &storage.Error{Op: op, Key: key, Err: context.Canceled}
 	case gcerrors.DeadlineExceeded:
 		return &storage.Error{Op: op, Key: key, Err: context.DeadlineExceeded}
-	case gcerrors.InvalidArgument, gcerrors.PermissionDenied, gcerrors.FailedPrecondition:
+	case gcerrors.PermissionDenied:
+		return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrPermission, err)}
+	case gcerrors.InvalidArgument, gcerrors.FailedPrecondition:
 		return &storage.Error{Op: op, Key: key, Err: err}
 	}
 	return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, err)}
@@ -220,15 +222,55 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error
 		if err != nil {
 			return storage.Listing{}, wrap("list", prefix, err)
 		}
-		if obj.IsDir {
+		switch {
+		case obj.IsDir:
 			l.Prefixes = append(l.Prefixes, obj.Key)
-		} else {
+		case marker(obj.Key):
+			// The "folder/" marker of the listed prefix itself.
+		default:
 			l.Keys = append(l.Keys, obj.Key)
 		}
 	}
 	sort.Strings(l.Keys)
 	sort.Strings(l.Prefixes)
 	return l, nil
+}
+
+// marker reports whether key is a "folder/" marker: an empty object that
+// consoles and some sync tools create so that a folder shows; it holds
+// nothing and is never a store object.
+func marker(key string) bool { return strings.HasSuffix(key, "/") }
+
+// FoldersHolding implements storage.FolderLister with one flat listing of
+// prefix: a LIST per thousand objects below it, however many folders (a
+// Stat per folder would be a HEAD each). A prefix holding only a marker
+// is not a folder that holds name.
+func (s *Store) FoldersHolding(ctx context.Context, prefix, name string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &storage.Error{Op: "list", Key: prefix, Err: err}
+	}
+	if prefix != "" {
+		if err := validKey(prefix); err != nil || !strings.HasSuffix(prefix, "/") {
+			return nil, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
+		}
+	}
+	var out []string
+	it := s.b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, wrap("list", prefix, err)
+		}
+		dir, base, ok := strings.Cut(strings.TrimPrefix(obj.Key, prefix), "/")
+		if ok && dir != "" && base == name {
+			out = append(out, prefix+dir+"/")
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // Stat implements storage.Store.
@@ -270,7 +312,7 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage
 		if err != nil {
 			return wrap("walk", prefix, err)
 		}
-		if obj.IsDir {
+		if obj.IsDir || marker(obj.Key) {
 			continue
 		}
 		v := hex.EncodeToString(obj.MD5)
@@ -313,3 +355,5 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 func (s *Store) Close() error { return s.b.Close() }
 
 var _ storage.Writer = (*Store)(nil)
+
+var _ storage.FolderLister = (*Store)(nil)

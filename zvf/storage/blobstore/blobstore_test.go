@@ -185,3 +185,60 @@ func TestNowMatchesStamps(t *testing.T) {
 		st.Close()
 	}
 }
+
+// TestFolderMarkers: the empty "folder/" objects consoles and sync tools
+// create are no objects: a listing of the folder shows no key for its
+// own marker, a walk passes them, and a folder holding only a marker does
+// not hold zarr.json; one flat listing finds the folders that do.
+func TestFolderMarkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := blobstore.OpenBucket(ctx, "mem://markers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for k, v := range map[string]string{
+		"v/":                "",
+		"v/zarr.json":       "{}",
+		"v/1.0.0/zarr.json": "{}",
+		"v/1.0.0/c/0":       "x",
+		"v/2.0.0/":          "", // a marker alone
+		"v/3.0.0/":          "",
+		"v/3.0.0/c/0":       "x", // data without its zarr.json
+		"v/4.0.0/zarr.json": "{}",
+		"v/4.0.0/":          "",
+	} {
+		if err := st.Put(ctx, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := st.List(ctx, "v/2.0.0/")
+	if err != nil || len(l.Keys)+len(l.Prefixes) != 0 {
+		t.Errorf("List of a marker's folder = %+v, %v; want nothing", l, err)
+	}
+	l, err = st.List(ctx, "v/")
+	if want := []string{"v/1.0.0/", "v/2.0.0/", "v/3.0.0/", "v/4.0.0/"}; err != nil || !reflect.DeepEqual(l.Keys, []string{"v/zarr.json"}) || !reflect.DeepEqual(l.Prefixes, want) {
+		t.Errorf("List v/ = %+v, %v", l, err)
+	}
+	var walked []string
+	if err := st.Walk(ctx, "", func(k string, _ storage.Attrs) error { walked = append(walked, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"v/1.0.0/c/0", "v/1.0.0/zarr.json", "v/3.0.0/c/0", "v/4.0.0/zarr.json", "v/zarr.json"}; !reflect.DeepEqual(walked, want) {
+		t.Errorf("Walk = %q, want %q", walked, want)
+	}
+	got, err := st.FoldersHolding(ctx, "v/", "zarr.json")
+	if want := []string{"v/1.0.0/", "v/4.0.0/"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("FoldersHolding = %q, %v; want %q", got, err, want)
+	}
+	// Through a view rooted below the bucket, and the generic way.
+	got, err = storage.FoldersHolding(ctx, storage.Sub(st, "v"), "", "zarr.json")
+	if want := []string{"1.0.0/", "4.0.0/"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("FoldersHolding through Sub = %q, %v; want %q", got, err, want)
+	}
+	got, err = storage.FoldersHolding(ctx, struct{ storage.Store }{st}, "v/", "zarr.json")
+	if want := []string{"v/1.0.0/", "v/4.0.0/"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("FoldersHolding through List and Stat = %q, %v; want %q", got, err, want)
+	}
+}

@@ -4,7 +4,6 @@ package localfs
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -68,7 +67,8 @@ func (t *tree) openPath(key string, follow bool) (*rawFile, error) {
 	return t.open(key, unix.O_PATH, follow)
 }
 
-func (t *tree) readDir(dir string, follow bool) ([]fs.DirEntry, error) {
+// openDir opens the folder dir ("" is the root) to read its entries.
+func (t *tree) openDir(dir string, follow bool) (*os.File, error) {
 	if dir == "" {
 		dir = "."
 	}
@@ -76,12 +76,10 @@ func (t *tree) readDir(dir string, follow bool) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := rf.f
-	if f == nil {
-		f = os.NewFile(uintptr(rf.fd), dir)
+	if rf.f != nil {
+		return rf.f, nil
 	}
-	defer f.Close()
-	return f.ReadDir(-1)
+	return os.NewFile(uintptr(rf.fd), dir), nil
 }
 
 func (f *rawFile) stat() (fileInfo, error) {
@@ -99,9 +97,34 @@ func (f *rawFile) stat() (fileInfo, error) {
 		}
 		break
 	}
+	return infoOf(&st), nil
+}
+
+func infoOf(st *unix.Stat_t) fileInfo {
 	mode := st.Mode & unix.S_IFMT
-	return fileInfo{regular: mode == unix.S_IFREG, dir: mode == unix.S_IFDIR, size: st.Size,
-		mtime: time.Unix(st.Mtim.Unix()), ctime: time.Unix(st.Ctim.Unix()), ino: st.Ino}, nil
+	return fileInfo{regular: mode == unix.S_IFREG, dir: mode == unix.S_IFDIR, link: mode == unix.S_IFLNK, size: st.Size,
+		mtime: time.Unix(st.Mtim.Unix()), ctime: time.Unix(st.Ctim.Unix()), ino: st.Ino, dev: st.Dev}
+}
+
+// lstatIn stats rel relative to the open folder d (whose key is dir),
+// without following a final link, in one system call. rel is an entry
+// of d, or an entry of a subfolder d listed as a folder (not a link).
+func (t *tree) lstatIn(d *os.File, dir, rel string) (fileInfo, error) {
+	var st unix.Stat_t
+	var err error
+	if cerr := rawControl(d, func(fd int) {
+		for {
+			if err = unix.Fstatat(fd, rel, &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.EINTR {
+				return
+			}
+		}
+	}); cerr != nil {
+		return fileInfo{}, cerr
+	}
+	if err != nil {
+		return fileInfo{}, err
+	}
+	return infoOf(&st), nil
 }
 
 func (f *rawFile) pread(b []byte, off int64) (int, error) {

@@ -3,7 +3,6 @@
 package localfs
 
 import (
-	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -22,7 +21,8 @@ func (t *tree) openPath(key string, follow bool) (*rawFile, error) {
 	return t.openRoot(key, 0, follow)
 }
 
-func (t *tree) readDir(dir string, follow bool) ([]fs.DirEntry, error) {
+// openDir opens the folder dir ("" is the root) to read its entries.
+func (t *tree) openDir(dir string, follow bool) (*os.File, error) {
 	if dir == "" {
 		dir = "."
 	}
@@ -30,8 +30,7 @@ func (t *tree) readDir(dir string, follow bool) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rf.f.Close()
-	return rf.f.ReadDir(-1)
+	return rf.f, nil
 }
 
 func (f *rawFile) stat() (fileInfo, error)                { return statOS(f.f) }
@@ -41,3 +40,13 @@ func (f *rawFile) close()                                 { _ = f.f.Close() }
 // ctimeOf falls back to the modification time where the status-change
 // time is not portable.
 func ctimeOf(st *syscall.Stat_t) time.Time { return time.Time{} }
+
+// lstatIn stats rel relative to the open folder d (whose key is dir),
+// without following a final link.
+func (t *tree) lstatIn(_ *os.File, dir, rel string) (fileInfo, error) {
+	fi, err := t.root.Lstat(dir + rel)
+	if err != nil {
+		return fileInfo{}, err
+	}
+	return infoFrom(fi), nil
+}

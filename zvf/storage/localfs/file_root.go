@@ -3,6 +3,7 @@ package localfs
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -32,12 +33,17 @@ func statOS(f *os.File) (fileInfo, error) {
 	if err != nil {
 		return fileInfo{}, err
 	}
-	out := fileInfo{regular: fi.Mode().IsRegular(), dir: fi.IsDir(), size: fi.Size(), mtime: fi.ModTime(), ctime: fi.ModTime()}
+	return infoFrom(fi), nil
+}
+
+func infoFrom(fi os.FileInfo) fileInfo {
+	out := fileInfo{regular: fi.Mode().IsRegular(), dir: fi.IsDir(), link: fi.Mode()&os.ModeSymlink != 0, size: fi.Size(), mtime: fi.ModTime(), ctime: fi.ModTime()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		out.ino = uint64(st.Ino)
+		out.dev = uint64(st.Dev)
 		out.ctime = ctimeOf(st)
 	}
-	return out, nil
+	return out
 }
 
 func preadOS(f *os.File, b []byte, off int64) (int, error) {
@@ -46,4 +52,14 @@ func preadOS(f *os.File, b []byte, off int64) (int, error) {
 		err = nil
 	}
 	return n, err
+}
+
+// readDir reads every entry of the folder dir ("" is the root).
+func (t *tree) readDir(dir string, follow bool) ([]fs.DirEntry, error) {
+	f, err := t.openDir(dir, follow)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }

@@ -43,6 +43,12 @@ type Options struct {
 	FollowSymlinks bool
 	// Logger receives warnings about folders a Walk skips.
 	Logger *slog.Logger
+	// MaxWalkEntries bounds the entries (files, folders, links) one Walk
+	// visits; 0 means DefaultMaxWalkEntries.
+	MaxWalkEntries int
+	// MaxWalkTime bounds how long one Walk runs; 0 means
+	// DefaultMaxWalkTime.
+	MaxWalkTime time.Duration
 }
 
 // Store is a local folder.
@@ -176,7 +182,7 @@ func classify(op, key string, err error) error {
 	case errors.Is(e, storage.ErrNotRegular), errors.Is(e, storage.ErrTooLarge), errors.Is(e, storage.ErrChanged):
 		return &storage.Error{Op: op, Key: key, Err: e}
 	case errors.Is(e, syscall.EACCES), errors.Is(e, syscall.EPERM):
-		return &storage.Error{Op: op, Key: key, Err: fs.ErrPermission}
+		return &storage.Error{Op: op, Key: key, Err: storage.ErrPermission}
 	}
 	return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, e)}
 }
@@ -204,9 +210,10 @@ func attrsOf(fi *fileInfo) storage.Attrs {
 // fileInfo is what a read needs of fstat.
 type fileInfo struct {
 	regular, dir bool
+	link         bool // only from lstatIn
 	size         int64
 	mtime, ctime time.Time
-	ino          uint64
+	ino, dev     uint64
 }
 
 func (a fileInfo) same(b fileInfo) bool {
@@ -388,84 +395,97 @@ func (s *Store) list(prefix string) (storage.Listing, error) {
 	return l, nil
 }
 
-func skipName(name string) bool {
-	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".attrs")
-}
-
-// Walk implements storage.Store. Folders that cannot be read (permissions,
-// paths too long for the system) are skipped with a warning: a stray
-// lost+found must not make a whole store unreadable. The folders a store's
-// data lives in are read by List and Get, which report such errors.
-func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage.Attrs) error) error {
+// FoldersHolding implements storage.FolderLister: one listing of prefix
+// and an lstat of <folder>/<name> beside each folder entry, without a
+// goroutine or a listing per folder. Links to folders are resolved as
+// reads resolve them.
+func (s *Store) FoldersHolding(ctx context.Context, prefix, name string) ([]string, error) {
 	if prefix != "" {
 		if err := validKey(strings.TrimSuffix(prefix, "/")); err != nil || !strings.HasSuffix(prefix, "/") {
-			return &storage.Error{Op: "walk", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
+			return nil, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
 		}
 	}
-	var walk func(p string) error
-	walk = func(p string) error {
-		if err := ctx.Err(); err != nil {
-			return &storage.Error{Op: "walk", Key: prefix, Err: err}
-		}
-		ents, err := async(ctx, func() ([]fs.DirEntry, error) { return s.t.readDir(strings.TrimSuffix(p, "/"), s.o.FollowSymlinks) })
+	if err := validKey(name); err != nil || strings.Contains(name, "/") {
+		return nil, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("invalid name %q", name)}
+	}
+	out, err := async(ctx, func() ([]string, error) {
+		d, err := s.t.openDir(strings.TrimSuffix(prefix, "/"), s.o.FollowSymlinks)
 		if err != nil {
-			e := errno(err)
-			switch {
-			case errors.Is(e, syscall.ENOENT) && p == prefix:
-				return nil
-			case errors.Is(e, context.Canceled), errors.Is(e, context.DeadlineExceeded):
-				return &storage.Error{Op: "walk", Key: p, Err: e}
-			}
-			s.o.Logger.Warn("skipping a folder that cannot be read", "folder", p, "err", e)
-			return nil
+			return nil, err
 		}
+		defer d.Close()
+		ents, err := d.ReadDir(-1)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
 		for _, e := range ents {
-			name := e.Name()
-			if skipName(name) {
+			link := e.Type()&fs.ModeSymlink != 0
+			if skipName(e.Name()) || !e.IsDir() && !link {
 				continue
 			}
-			key := p + name
-			if e.IsDir() {
-				if err := walk(key + "/"); err != nil {
-					return err
-				}
-				continue
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
-			a, err := async(ctx, func() (storage.Attrs, error) {
-				f, err := s.t.openPath(key, s.o.FollowSymlinks)
-				if err != nil {
-					return storage.Attrs{}, err
-				}
-				defer f.close()
-				fi, err := f.stat()
-				if err != nil {
-					return storage.Attrs{}, err
-				}
-				if fi.dir {
-					return storage.Attrs{Size: -1}, nil
-				}
-				return attrsOf(&fi), nil
-			})
-			if err != nil {
-				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return &storage.Error{Op: "walk", Key: key, Err: err}
-				}
-				s.o.Logger.Warn("skipping an entry that cannot be read", "key", key, "err", errno(err))
-				continue
+			if !link {
+				// A folder (not a link): its entry, beside d, in one call.
+				_, err = s.t.lstatIn(d, prefix, e.Name()+"/"+name)
+			} else if f, ferr := s.t.openPath(prefix+e.Name()+"/"+name, s.o.FollowSymlinks); ferr != nil {
+				err = ferr
+			} else {
+				f.close()
+				err = nil
 			}
-			if a.Size < 0 { // a link to a folder inside the store
-				if err := walk(key + "/"); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := fn(key, a); err != nil {
-				return err
+			// Absent (or not a folder at all): not one; any other failure
+			// is kept for the read to report.
+			if en := errno(err); !errors.Is(en, syscall.ENOENT) && !errors.Is(en, syscall.ENOTDIR) {
+				out = append(out, prefix+e.Name()+"/")
 			}
 		}
-		return nil
+		sort.Strings(out)
+		return out, nil
+	})
+	if err != nil {
+		if errors.Is(errno(err), syscall.ENOENT) || errors.Is(errno(err), syscall.ENOTDIR) {
+			return nil, nil
+		}
+		return nil, classify("list", prefix, err)
 	}
-	return walk(prefix)
+	return out, nil
+}
+
+// FolderID names the folder at prefix ("" or ending in "/") by what it
+// is, device and inode, the same through any link to it: a search that
+// follows links can tell a loop.
+func (s *Store) FolderID(ctx context.Context, prefix string) (string, error) {
+	if prefix != "" {
+		if err := validKey(strings.TrimSuffix(prefix, "/")); err != nil || !strings.HasSuffix(prefix, "/") {
+			return "", &storage.Error{Op: "stat", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
+		}
+	}
+	fi, err := async(ctx, func() (fileInfo, error) {
+		p := strings.TrimSuffix(prefix, "/")
+		if p == "" {
+			p = "."
+		}
+		f, err := s.t.openPath(p, s.o.FollowSymlinks)
+		if err != nil {
+			return fileInfo{}, err
+		}
+		defer f.close()
+		return f.stat()
+	})
+	if err != nil {
+		return "", classify("stat", prefix, err)
+	}
+	if !fi.dir {
+		return "", &storage.Error{Op: "stat", Key: prefix, Err: storage.ErrNotRegular}
+	}
+	return strconv.FormatUint(fi.dev, 36) + "." + strconv.FormatUint(fi.ino, 36), nil
+}
+
+func skipName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".attrs")
 }
 
 // Now implements storage.Store. File systems stamp writes with the
@@ -534,4 +554,7 @@ func (s *Store) Close() error {
 	return errors.Join(s.t.root.Close(), s.t.dir.Close())
 }
 
-var _ storage.Writer = (*Store)(nil)
+var (
+	_ storage.Writer       = (*Store)(nil)
+	_ storage.FolderLister = (*Store)(nil)
+)

@@ -1,6 +1,7 @@
 // Package metered wraps a storage.Store so that every read is reported to
 // an Observer (bytes and latency), for metrics. It keeps the wrapped
-// store's ability to re-resolve its root (storage.Pinner).
+// store's ability to re-resolve its root (storage.Pinner) and its
+// folder listings (storage.FolderLister).
 package metered
 
 import (
@@ -28,6 +29,11 @@ func (s *store) Get(ctx context.Context, key string, ro storage.ReadOptions) (st
 	obj, err := s.Store.Get(ctx, key, ro)
 	s.o.ObserveRead(len(obj.Data), time.Since(t))
 	return obj, err
+}
+
+// FoldersHolding implements storage.FolderLister: a listing, not a read.
+func (s *store) FoldersHolding(ctx context.Context, prefix, name string) ([]string, error) {
+	return storage.FoldersHolding(ctx, s.Store, prefix, name)
 }
 
 // Pin implements storage.Pinner: the view it returns is metered too.
