@@ -1,6 +1,7 @@
 // Command zvfserve serves ZVF (Zarr Vectors Format) stores over HTTP and
-// carries the tools around them (inspect, query, validate, zarr-cat, demo,
-// bench). Each subcommand lives in its own file; this file only dispatches.
+// carries the tools around them (inspect, query, validate, zarr-cat,
+// demo). Each subcommand lives in its own file; this file only dispatches.
+// The benchmarks are a command of their own, cmd/zvfbench.
 package main
 
 import (
@@ -30,7 +31,6 @@ func commands() map[string]command {
 		"query":    queryCommand(),
 		"inspect":  inspectCommand(),
 		"zarr-cat": zarrCatCommand(),
-		"bench":    benchCommand(),
 		"validate": validateCommand(),
 	}
 }

@@ -13,7 +13,7 @@ import (
 // TestMain checks that no test leaves goroutines behind (a hung read
 // released at cleanup must unwind, a shut-down server must be gone). With
 // ZVFSERVE_TEST_AS_COMMAND=1 the test binary is zvfserve itself, so that a
-// test can start the server as a child process (bench --whole does).
+// test can start the server as a child process (the fleet tests do).
 func TestMain(m *testing.M) {
 	if os.Getenv("ZVFSERVE_TEST_AS_COMMAND") == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
