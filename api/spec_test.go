@@ -12,6 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 )
 
 // closeSchemas sets additionalProperties: false on every object schema
@@ -95,7 +96,7 @@ func TestResponsesDeclareEveryMember(t *testing.T) {
 		"/ng/nope/annotations/info",
 	} {
 		t.Run(path, func(t *testing.T) {
-			resp, body := get(t, ts, path)
+			resp, body := apitest.Get(t, ts, path)
 			if want := map[bool]int{true: 200, false: resp.StatusCode}[!strings.Contains(path, "nope") && !strings.Contains(path, "99999")]; resp.StatusCode != want {
 				t.Fatalf("status %d: %.300s", resp.StatusCode, body)
 			}
@@ -172,7 +173,7 @@ func TestUnauthorizedMatchesSpec(t *testing.T) {
 	_, router := loadSpec(t)
 	_, ts := newServer(t, api.Options{Token: "s3cret", UI: http.NotFoundHandler()})
 	for _, path := range []string{"/api/v1/stores", "/api/v1/stores/graph/bbox?min=0,0,0&max=1,1,1", "/openapi.yaml", "/metrics"} {
-		resp, body := get(t, ts, path)
+		resp, body := apitest.Get(t, ts, path)
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("%s: %d", path, resp.StatusCode)
 		}
