@@ -16,14 +16,15 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 )
 
 // zvfbench load: viewport bursts of bbox requests, cold then warm.
 
-func loadCommand() command {
-	return command{summary: "the load benchmark: viewport bursts of bbox requests, cold then warm; prints a table and JSON", run: runLoadCommand}
+func loadCommand() cli.Command {
+	return cli.Command{Summary: "the load benchmark: viewport bursts of bbox requests, cold then warm; prints a table and JSON", Run: runLoadCommand}
 }
 
 const loadUsage = `Usage: zvfbench load [--points N] [--streamlines N] [--store DIR | --target URL] [--burst N] [--rounds N] [--only TEXT] [--trivial] [--json FILE]

@@ -7,27 +7,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"slices"
-	"strings"
-	"syscall"
+
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 )
 
-// command is one benchmark. run gets the arguments after its name; it
-// writes the report to stdout and progress to stderr.
-type command struct {
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
 // commands lists every benchmark. Keep it in step with README.md.
-func commands() map[string]command {
-	return map[string]command{
+func commands() map[string]cli.Command {
+	return map[string]cli.Command{
 		"load":   loadCommand(),
 		"static": staticCommand(),
 		"sweep":  sweepCommand(),
@@ -35,15 +24,7 @@ func commands() map[string]command {
 	}
 }
 
-// errUsage marks a command-line mistake: exit status 2, not 1.
-var errUsage = errors.New("usage error")
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
@@ -63,31 +44,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr, cmds)
 		return 2
 	}
-	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, errHelp) {
-			return 0
-		}
-		if errors.Is(err, errUsage) {
-			fmt.Fprintf(stderr, "zvfbench %s: %s\n", name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
-			return 2
-		}
-		fmt.Fprintf(stderr, "zvfbench %s: %v\n", name, err)
-		return 1
-	}
-	return 0
+	return cli.Exit(stderr, "zvfbench", name, c.Run(ctx, args[1:], stdout, stderr))
 }
 
-func usage(w io.Writer, cmds map[string]command) {
+func usage(w io.Writer, cmds map[string]cli.Command) {
 	fmt.Fprintln(w, "zvfbench measures zvfserve.")
 	fmt.Fprintln(w, "\nUsage:\n  zvfbench BENCHMARK [flags]\n\nBenchmarks:")
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
-	}
+	cli.List(w, cmds)
 	fmt.Fprintln(w, "\nRun \"zvfbench BENCHMARK --help\" for a benchmark's flags. What the numbers mean: docs/performance.md.")
 }
 
@@ -103,22 +66,15 @@ func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// errHelp ends a benchmark that was asked for its --help (printed by
-// parseFlags): exit 0.
-var errHelp = errors.New("help")
-
-// parseFlags parses a benchmark's flags; the benchmarks take no
-// arguments besides them.
+// parseFlags parses a benchmark's flags (cli.ParseFlags); the benchmarks
+// take no arguments besides them.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()
-		return fmt.Errorf("%w: %s takes no arguments, only flags (got %q)", errUsage, fs.Name(), fs.Args())
+		return fmt.Errorf("%w: %s takes no arguments, only flags (got %q)", cli.ErrUsage, fs.Name(), fs.Args())
 	}
 	return nil
 }

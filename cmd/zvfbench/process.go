@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 )
 
 // zvfserve server processes, for the benchmarks that measure a server
@@ -53,7 +55,7 @@ func zvfserveBin() (string, error) {
 	if p, err := exec.LookPath("zvfserve"); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w: no zvfserve beside zvfbench or on PATH to start servers with: build both into one folder (go build -o DIR/ ./cmd/zvfserve ./cmd/zvfbench) or give --server-bin", errUsage)
+	return "", fmt.Errorf("%w: no zvfserve beside zvfbench or on PATH to start servers with: build both into one folder (go build -o DIR/ ./cmd/zvfserve ./cmd/zvfbench) or give --server-bin", cli.ErrUsage)
 }
 
 // serverProcess is a `zvfserve serve` child.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"golang.org/x/sync/errgroup"
@@ -301,8 +302,8 @@ func printStatic(w io.Writer, rows []staticRow, points, runs int, via *link) {
 	_ = tw.Flush()
 }
 
-func staticCommand() command {
-	return command{summary: "cold zvfserve against a static-file client that fetches a box's vertex files and filters them itself", run: runStaticCommand}
+func staticCommand() cli.Command {
+	return cli.Command{Summary: "cold zvfserve against a static-file client that fetches a box's vertex files and filters them itself", Run: runStaticCommand}
 }
 
 const staticUsage = `Usage: zvfbench static [--runs N] [--points N] [--store DIR] [--only TEXT] [--rtt D] [--mbps N] [--json FILE]
@@ -335,7 +336,7 @@ func runStaticCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	if *runs < 1 {
-		return fmt.Errorf("%w: --runs must be at least 1", errUsage)
+		return fmt.Errorf("%w: --runs must be at least 1", cli.ErrUsage)
 	}
 	stores, err := benchStores(ctx, *storeDir, *points, 0)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
@@ -21,8 +22,8 @@ import (
 
 // zvfbench sweep: what grows with the number of files in a store.
 
-func sweepCommand() command {
-	return command{summary: "the same points in smaller and smaller chunks (more files): each store's first answer from a fresh zvfserve serve, a cold box and the peak RSS", run: runSweepCommand}
+func sweepCommand() cli.Command {
+	return cli.Command{Summary: "the same points in smaller and smaller chunks (more files): each store's first answer from a fresh zvfserve serve, a cold box and the peak RSS", Run: runSweepCommand}
 }
 
 const sweepUsage = `Usage: zvfbench sweep [--edges EDGES] [--runs N] [--points N] [--store DIR] [--server-bin FILE] [--json FILE]
@@ -54,7 +55,7 @@ func runSweepCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	for _, f := range strings.Split(*edgeList, ",") {
 		e, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || !(e > 0) {
-			return fmt.Errorf("%w: --edges %q: chunk edges, e.g. 100,62.5,40", errUsage, *edgeList)
+			return fmt.Errorf("%w: --edges %q: chunk edges, e.g. 100,62.5,40", cli.ErrUsage, *edgeList)
 		}
 		edges = append(edges, e)
 	}
@@ -82,7 +83,7 @@ type sweepRow struct {
 // the one before).
 func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, storeDir, serverBin, jsonOut string, stdout, stderr io.Writer) error {
 	if runs < 1 {
-		return fmt.Errorf("%w: --runs %d", errUsage, runs)
+		return fmt.Errorf("%w: --runs %d", cli.ErrUsage, runs)
 	}
 	bin, dir, cleanup, err := serverAndStores(serverBin, storeDir, stderr)
 	if err != nil {

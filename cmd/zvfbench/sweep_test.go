@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 )
 
 // TestSweep: sweep builds a store per chunk edge (smaller chunks, more
@@ -52,7 +54,7 @@ func TestSweep(t *testing.T) {
 func TestZvfserveBin(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("PATH", dir)
-	if _, err := zvfserveBin(); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--server-bin") {
+	if _, err := zvfserveBin(); !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "--server-bin") {
 		t.Errorf("no zvfserve anywhere: %v", err)
 	}
 	bin := filepath.Join(dir, "zvfserve")

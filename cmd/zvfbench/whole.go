@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
@@ -25,8 +26,8 @@ import (
 
 // zvfbench whole: many clients pull a whole store at once.
 
-func wholeCommand() command {
-	return command{summary: "N clients at once each pull the whole point store as JSON from a fresh zvfserve serve per run; the server's peak RSS", run: runWholeCommand}
+func wholeCommand() cli.Command {
+	return cli.Command{Summary: "N clients at once each pull the whole point store as JSON from a fresh zvfserve serve per run; the server's peak RSS", Run: runWholeCommand}
 }
 
 const wholeUsage = `Usage: zvfbench whole [--clients N] [--runs N] [--points N] [--store DIR] [--cache-bytes B] [--accept-encoding gzip|zstd] [--server-bin FILE] [--json FILE]
@@ -61,7 +62,7 @@ func runWholeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	if w.clients < 1 {
-		return fmt.Errorf("%w: --clients %d", errUsage, w.clients)
+		return fmt.Errorf("%w: --clients %d", cli.ErrUsage, w.clients)
 	}
 	return runWhole(ctx, &w, stdout, stderr)
 }
@@ -106,10 +107,10 @@ func runWhole(ctx context.Context, w *wholeConfig, stdout, stderr io.Writer) err
 	switch w.acceptEncoding {
 	case "", "gzip", "zstd":
 	default:
-		return fmt.Errorf("%w: --accept-encoding %q: gzip or zstd", errUsage, w.acceptEncoding)
+		return fmt.Errorf("%w: --accept-encoding %q: gzip or zstd", cli.ErrUsage, w.acceptEncoding)
 	}
 	if w.runs < 1 {
-		return fmt.Errorf("%w: --runs %d", errUsage, w.runs)
+		return fmt.Errorf("%w: --runs %d", cli.ErrUsage, w.runs)
 	}
 	bin, dir, cleanup, err := serverAndStores(w.serverBin, w.storeDir, stderr)
 	if err != nil {
