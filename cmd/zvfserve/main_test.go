@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -22,6 +23,11 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m,
+		goleak.Cleanup(func(int) {
+			if sharedDemo.dir != "" {
+				_ = os.RemoveAll(filepath.Dir(sharedDemo.dir))
+			}
+		}),
 		// Idle keep-alive connections of http.DefaultClient: pooled, not leaked.
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),

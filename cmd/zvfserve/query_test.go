@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -15,16 +19,34 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
+// sharedDemo is the demo stores the query tests share, written once.
+var sharedDemo struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
 // demoDir writes the demo stores (about 14,000 cells: a JSON answer of
 // several hundred KiB, past the server's 256 KiB hold-back) into a
-// temporary folder.
+// temporary folder once for the tests that only read them; TestMain
+// removes it.
 func demoDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "demo")
-	if _, errs, code := runCmd(t, "demo", "--scale", "0.3", dir); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, errs)
+	sharedDemo.once.Do(func() {
+		var parent string
+		if parent, sharedDemo.err = os.MkdirTemp("", "zvfserve-test-demo-"); sharedDemo.err != nil {
+			return
+		}
+		sharedDemo.dir = filepath.Join(parent, "demo")
+		var out, errs bytes.Buffer
+		if code := run(context.Background(), []string{"demo", "--scale", "0.3", sharedDemo.dir}, &out, &errs); code != 0 {
+			sharedDemo.err = fmt.Errorf("demo: exit %d: %s", code, errs.String())
+		}
+	})
+	if sharedDemo.err != nil {
+		t.Fatal(sharedDemo.err)
 	}
-	return dir
+	return sharedDemo.dir
 }
 
 // httpServer serves the store at path under its command-line name, as
