@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +23,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, ignoredGoroutines()...) }
@@ -47,56 +46,16 @@ var fixtureNames = []string{"points_bins", "points_pyramid", "polylines", "graph
 
 func openStores(t testing.TB, names ...string) []*zvf.Store {
 	t.Helper()
-	ch := cache.New(256 << 20)
-	var out []*zvf.Store
-	for _, n := range names {
-		st, err := blobstore.Open(context.Background(), filepath.Join(fixtures, n+".zarrvectors"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := zvf.Open(context.Background(), st, zvf.Options{Name: n, Cache: ch})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		out = append(out, s)
-	}
-	return out
+	return apitest.OpenFixtures(t, fixtures, names...)
 }
 
+// newServer serves the stores of o, by default every fixture.
 func newServer(t testing.TB, o api.Options) (*api.Server, *httptest.Server) {
 	t.Helper()
 	if o.Stores == nil && o.Handles == nil {
 		o.Stores = openStores(t, fixtureNames...)
 	}
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return srv, ts
-}
-
-func get(t testing.TB, ts *httptest.Server, path string, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, ts.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return apitest.Serve(t, o)
 }
 
 func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
@@ -115,6 +74,25 @@ func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
 		t.Fatal(err)
 	}
 	return doc, router
+}
+
+// checkSpec validates the answer to GET path (status, headers, body)
+// against openapi.yaml, and returns the route the document has for it.
+func checkSpec(router routers.Router, path string, resp *http.Response, body []byte) (*routers.Route, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://x"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		return nil, fmt.Errorf("openapi.yaml has no route for %s: %w", path, err)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{ExcludeRequestBody: true, MultiError: true}}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: resp.StatusCode,
+		Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+	return route, openapi3filter.ValidateResponse(context.Background(), out)
 }
 
 // TestEveryRouteDocumented walks the chi routes and checks each is a path
@@ -202,24 +180,14 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{"/ng/nope/meshes/info", 404},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			resp, body := get(t, ts, tc.path)
+			resp, body := apitest.Get(t, ts, tc.path)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
 			}
 			if tc.status >= 400 && resp.Header.Get("Content-Type") != "application/problem+json" {
 				t.Fatalf("error without problem+json: %s", resp.Header.Get("Content-Type"))
 			}
-			req, _ := http.NewRequest(http.MethodGet, "http://x"+tc.path, nil)
-			route, params, err := router.FindRoute(req)
-			if err != nil {
-				t.Fatalf("spec has no route: %v", err)
-			}
-			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{ExcludeRequestBody: true, MultiError: true}}
-			out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: resp.StatusCode,
-				Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
-				Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
-			if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+			if _, err := checkSpec(router, tc.path, resp, body); err != nil {
 				t.Fatalf("response does not match openapi.yaml: %v\n%.300s", err, body)
 			}
 		})
@@ -297,7 +265,7 @@ func TestHTTPEqualsReader(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					want, wantEdges := readerAnswer(t, s, lv, b[0], b[1])
 					base := fmt.Sprintf("/api/v1/stores/%s/bbox?min=%s&max=%s&level=%d", s.Name(), corner(b[0]), corner(b[1]), lv)
-					resp, body := get(t, ts, base)
+					resp, body := apitest.Get(t, ts, base)
 					if resp.StatusCode != 200 {
 						t.Fatalf("%d %s", resp.StatusCode, body)
 					}
@@ -312,7 +280,7 @@ func TestHTTPEqualsReader(t *testing.T) {
 						t.Fatalf("JSON: %d edges, reader %d", len(p.Edges), len(wantEdges)/2)
 					}
 					// binary
-					_, bin := get(t, ts, base+"&f=bin")
+					_, bin := apitest.Get(t, ts, base+"&f=bin")
 					rows := decodeBinaryVertices(t, bin)
 					if fmt.Sprint(rows) != fmt.Sprint(want) {
 						t.Fatalf("binary: %d vertices, reader %d", len(rows), len(want))
@@ -329,7 +297,7 @@ func TestHTTPEqualsReader(t *testing.T) {
 						if cur != "" {
 							u += "&cursor=" + url.QueryEscape(cur)
 						}
-						_, body := get(t, ts, u)
+						_, body := apitest.Get(t, ts, u)
 						var p jsonPayload
 						if err := json.Unmarshal(body, &p); err != nil {
 							t.Fatalf("%v: %s", err, body)
@@ -397,12 +365,12 @@ func TestConditionalAndCompression(t *testing.T) {
 	t.Parallel()
 	_, ts := newServer(t, api.Options{MaxAge: time.Hour})
 	path := "/api/v1/stores/graph/bbox?min=0,0,0&max=500,500,500"
-	resp, _ := get(t, ts, path)
+	resp, _ := apitest.Get(t, ts, path)
 	etag := resp.Header.Get("ETag")
 	if etag == "" || resp.Header.Get("Cache-Control") != "public, max-age=3600" {
 		t.Fatalf("ETag %q Cache-Control %q", etag, resp.Header.Get("Cache-Control"))
 	}
-	resp, body := get(t, ts, path, "If-None-Match", etag)
+	resp, body := apitest.Get(t, ts, path, "If-None-Match", etag)
 	if resp.StatusCode != http.StatusNotModified || len(body) != 0 {
 		t.Fatalf("If-None-Match: %d", resp.StatusCode)
 	}
@@ -481,7 +449,7 @@ func TestSecurityDefaults(t *testing.T) {
 func TestNDJSON(t *testing.T) {
 	t.Parallel()
 	_, ts := newServer(t, api.Options{})
-	resp, body := get(t, ts, "/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=300,300,300&attributes=*", "Accept", "application/x-ndjson")
+	resp, body := apitest.Get(t, ts, "/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=300,300,300&attributes=*", "Accept", "application/x-ndjson")
 	if resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		t.Fatal(resp.Header.Get("Content-Type"))
 	}
@@ -507,8 +475,8 @@ func TestNDJSON(t *testing.T) {
 func TestMetricsCount(t *testing.T) {
 	t.Parallel()
 	_, ts := newServer(t, api.Options{Cache: cache.New(1 << 20)})
-	get(t, ts, "/api/v1/stores/graph")
-	_, body := get(t, ts, "/metrics")
+	apitest.Get(t, ts, "/api/v1/stores/graph")
+	_, body := apitest.Get(t, ts, "/metrics")
 	for _, want := range []string{`zvfserve_http_requests_total{code="200",outcome="complete",route="/api/v1/stores/{store}"}`, "zvfserve_cache_budget_bytes 1.048576e+06"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("metrics lack %s", want)

@@ -19,6 +19,7 @@ import (
 // under 1,000 rows gathered into runs, with object ids and every
 // attribute.
 func TestParallelFormattingSameBytes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const n = 200_000
 	st, err := synth.Streamlines(ctx, n, 3)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -75,16 +76,7 @@ func pruneEmptyDirs(t *testing.T, root string) {
 // localServer serves the folder dir under the store name.
 func localServer(t *testing.T, name, dir string) *api.Server {
 	t.Helper()
-	st, err := blobstore.Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := zvf.Open(context.Background(), st, zvf.Options{Name: name, Cache: cache.New(16 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{apitest.Open(t, dir, name, cache.New(16<<20))}})
 	if err != nil {
 		t.Fatal(err)
 	}

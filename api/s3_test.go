@@ -17,6 +17,7 @@ import (
 	"gocloud.dev/blob/s3blob"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -91,8 +92,8 @@ func TestS3MatchesLocal(t *testing.T) {
 		"/api/v1/stores/graph/levels/0/chunks",
 	}
 	for _, p := range paths {
-		r1, b1 := get(t, remote, p)
-		r2, b2 := get(t, local, p)
+		r1, b1 := apitest.Get(t, remote, p)
+		r2, b2 := apitest.Get(t, local, p)
 		if r1.StatusCode != http.StatusOK || r2.StatusCode != http.StatusOK {
 			t.Fatalf("%s: S3 %d, local %d: %s", p, r1.StatusCode, r2.StatusCode, b1)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/web"
 )
 
@@ -37,13 +38,13 @@ func TestTokenResponsesArePrivate(t *testing.T) {
 		{"viewer", "/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, _ := get(t, ts, tc.path, auth...)
+			resp, _ := apitest.Get(t, ts, tc.path, auth...)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
 			checkPrivate(t, resp)
 			if etag := resp.Header.Get("ETag"); etag != "" {
-				resp, _ = get(t, ts, tc.path, append(auth, "If-None-Match", etag)...)
+				resp, _ = apitest.Get(t, ts, tc.path, append(auth, "If-None-Match", etag)...)
 				if resp.StatusCode != http.StatusNotModified {
 					t.Fatalf("revalidation: %d", resp.StatusCode)
 				}
@@ -51,7 +52,7 @@ func TestTokenResponsesArePrivate(t *testing.T) {
 			}
 		})
 	}
-	resp, _ := get(t, open, graphBox)
+	resp, _ := apitest.Get(t, open, graphBox)
 	if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=3600" {
 		t.Errorf("without a token: Cache-Control %q, want public", cc)
 	}

@@ -110,7 +110,7 @@ func TestBBoxMisfiledRow(t *testing.T) {
 func TestBBoxEdgesDeterministic(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"polylines", "polylines_sharded", "graph", "skeleton", "mesh"} {
-		s, _ := openFixture(t, name)
+		s, _ := ref07.open(t, name)
 		l, _ := s.Level(0)
 		var first []int64
 		for pass := 0; pass < 4; pass++ {

@@ -29,6 +29,7 @@ func (c *readCounter) Get(ctx context.Context, key string, o storage.ReadOptions
 // store) — and on uniform data the level it picks holds at most the budget
 // while the next finer one does not.
 func TestChooseLevelReadsNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	mem, err := synth.Points(ctx, 200_000, 3, writer.CodecNone)
 	if err != nil {

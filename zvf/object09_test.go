@@ -25,7 +25,7 @@ func TestObjectIndexV2(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const name = "points_pyramid_v09"
-	orig, _ := openFixture09(t, name)
+	orig, _ := ref09.open(t, name)
 	l1, _ := orig.Level(0)
 	all := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}}
 	want := bbox(t, l1, all.Min, all.Max, nil, false)

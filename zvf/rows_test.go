@@ -16,7 +16,7 @@ func TestChunkObjects(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"points_pyramid", "polylines", "graph", "points_bins"} {
 		t.Run(name, func(t *testing.T) {
-			st, _ := openFixture(t, name)
+			st, _ := ref07.open(t, name)
 			l, err := st.Level(0)
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +51,7 @@ func TestChunkObjects(t *testing.T) {
 // the object index is ErrNotFound.
 func TestObjectAttributes(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openFixture(t, "points_pyramid")
+	st, _ := ref07.open(t, "points_pyramid")
 	for _, n := range st.Levels() {
 		l, err := st.Level(n)
 		if err != nil {

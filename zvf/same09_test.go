@@ -56,7 +56,7 @@ func TestSameAnswersIn09(t *testing.T) {
 		for vn, o := range variants {
 			t.Run(name+"/"+vn, func(t *testing.T) {
 				t.Parallel()
-				old, _ := openFixture(t, name)
+				old, _ := ref07.open(t, name)
 				st := to09(t, name, o)
 				s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(256 << 20)})
 				if err != nil {

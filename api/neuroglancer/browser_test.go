@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/web"
@@ -161,6 +162,7 @@ func demoStores(t testing.TB, ch *cache.Cache) []*zvf.Store {
 // is loaded with no layer error; the 3-D panel must show something, and
 // zvfserve must have answered the requests each kind needs.
 func TestNeuroglancerRendersEveryKind(t *testing.T) {
+	t.Parallel()
 	if !requireNeuroglancer() && os.Getenv("ZVFSERVE_BROWSER") != "1" {
 		t.Skip("Neuroglancer browser test: set ZVFSERVE_BROWSER=1 to run it (needs Chromium and .ci/build-neuroglancer; it takes a few minutes)")
 	}
@@ -238,7 +240,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 					var d struct {
 						Neuroglancer *neuroglancer.Description `json:"neuroglancer"`
 					}
-					resp, body := get(t, data, "/api/v1/stores/"+name)
+					resp, body := apitest.Get(t, data, "/api/v1/stores/"+name)
 					if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &d) != nil || d.Neuroglancer == nil {
 						t.Fatalf("descriptor of %s: %d %.300s", name, resp.StatusCode, body)
 					}

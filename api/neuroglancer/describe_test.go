@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
 )
 
@@ -15,6 +16,7 @@ import (
 // them whose sources are those URLs, colouring by the first attribute and
 // showing objects that exist.
 func TestDescriptorOffersSources(t *testing.T) {
+	t.Parallel()
 	stores := fixtureStores(t)
 	for _, base := range []string{"", "https://zvf.example/data"} {
 		_, ts := newServer(t, api.Options{Stores: stores, PublicURL: base})
@@ -31,7 +33,7 @@ func TestDescriptorOffersSources(t *testing.T) {
 			{"skeleton", []string{"annotations", "lines", "skeletons"}, []string{"segmentation skeletons", "annotation annotations"}, "float(radius) / top", []string{"0", "1", "2"}},
 			{"mesh", []string{"meshes"}, []string{"segmentation meshes"}, "", []string{"0", "1", "2", "3"}},
 		} {
-			resp, body := get(t, ts, "/api/v1/stores/"+tc.store)
+			resp, body := apitest.Get(t, ts, "/api/v1/stores/"+tc.store)
 			var d struct {
 				Neuroglancer *neuroglancer.Description `json:"neuroglancer"`
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 )
 
@@ -25,14 +26,15 @@ const cellPath = "/ng/points_pyramid/annotations/spatial1/1_1_1"
 // encoded; gzip and zstd decode to the same bytes; validators give 304;
 // HEAD answers the headers alone.
 func TestCORSAndRanges(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{Stores: fixtureStores(t)})
-	whole := mustGet(t, ts, cellPath)
+	whole := apitest.MustGet(t, ts, cellPath)
 	if len(whole) < 100 {
 		t.Fatalf("cell of %d bytes", len(whole))
 	}
 	origin := "http://viewer.example"
 
-	resp, _ := do(t, ts, http.MethodOptions, cellPath, "Origin", origin, "Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "range")
+	resp, _ := apitest.Do(t, ts, http.MethodOptions, cellPath, "Origin", origin, "Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "range")
 	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "*" ||
 		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Range") {
 		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
@@ -105,20 +107,20 @@ func TestCORSAndRanges(t *testing.T) {
 		})
 	}
 
-	resp, _ = get(t, ts, cellPath)
-	if r2, b := get(t, ts, cellPath, "If-None-Match", resp.Header.Get("ETag")); r2.StatusCode != http.StatusNotModified || len(b) != 0 {
+	resp, _ = apitest.Get(t, ts, cellPath)
+	if r2, b := apitest.Get(t, ts, cellPath, "If-None-Match", resp.Header.Get("ETag")); r2.StatusCode != http.StatusNotModified || len(b) != 0 {
 		t.Fatalf("If-None-Match: %d", r2.StatusCode)
 	}
 	// Each content coding is its own representation, with its own ETag.
 	tags := map[string]bool{}
 	for _, enc := range []string{"identity", "gzip", "zstd"} {
-		r, _ := get(t, ts, cellPath, "Accept-Encoding", enc)
+		r, _ := apitest.Get(t, ts, cellPath, "Accept-Encoding", enc)
 		tags[r.Header.Get("ETag")] = true
 	}
 	if len(tags) != 3 {
 		t.Fatalf("ETags of the identity, gzip and zstd answers: %v", tags)
 	}
-	if r3, b := do(t, ts, http.MethodHead, cellPath); r3.StatusCode != http.StatusOK || len(b) != 0 || r3.ContentLength != int64(len(whole)) {
+	if r3, b := apitest.Do(t, ts, http.MethodHead, cellPath); r3.StatusCode != http.StatusOK || len(b) != 0 || r3.ContentLength != int64(len(whole)) {
 		t.Fatalf("HEAD: %d, %d bytes, Content-Length %d", r3.StatusCode, len(b), r3.ContentLength)
 	}
 }
@@ -127,6 +129,7 @@ func TestCORSAndRanges(t *testing.T) {
 // geometry says which sources it has), a malformed cell or id a 400, an
 // empty cell inside the grid an empty list.
 func TestProblems(t *testing.T) {
+	t.Parallel()
 	_, ts := newServer(t, api.Options{Stores: fixtureStores(t)})
 	for _, tc := range []struct {
 		path     string
@@ -149,7 +152,7 @@ func TestProblems(t *testing.T) {
 		{"/ng/points_pyramid/annotations/spatial1/-1_0_0", 404, "outside the grid"},
 		{"/ng/skeleton/skeletons/x1", 400, "not a decimal integer"},
 	} {
-		resp, body := get(t, ts, tc.path)
+		resp, body := apitest.Get(t, ts, tc.path)
 		var p api.Problem
 		if resp.StatusCode != tc.status || json.Unmarshal(body, &p) != nil || resp.Header.Get("Content-Type") != "application/problem+json" ||
 			!strings.Contains(p.Detail, tc.contains) {
@@ -160,7 +163,7 @@ func TestProblems(t *testing.T) {
 	// (which Neuroglancer would log as an error).
 	empty := 0
 	for i := range 5 {
-		body := mustGet(t, ts, fmt.Sprintf("/ng/graph/annotations/spatial0/%d_0_0", i))
+		body := apitest.MustGet(t, ts, fmt.Sprintf("/ng/graph/annotations/spatial0/%d_0_0", i))
 		if bytes.Equal(body, make([]byte, 8)) {
 			empty++
 		}
@@ -173,31 +176,32 @@ func TestProblems(t *testing.T) {
 // TestLimitsAuthMetricsCache: the API's token, response limit, metrics and
 // cache apply to these routes too.
 func TestLimitsAuthMetricsCache(t *testing.T) {
+	t.Parallel()
 	stores := fixtureStores(t)
 	ch := cache.New(64 << 20)
 	_, ts := newServer(t, api.Options{Stores: stores, Cache: ch, MaxVertices: 100, Token: "s3cret"})
 	auth := []string{"Authorization", "Bearer s3cret"}
-	if resp, _ := get(t, ts, cellPath); resp.StatusCode != http.StatusUnauthorized {
+	if resp, _ := apitest.Get(t, ts, cellPath); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", resp.StatusCode)
 	}
 	for _, p := range []string{cellPath, "/ng/skeleton/skeletons/1", "/ng/mesh/meshes/frag/1"} {
-		resp, body := get(t, ts, p, auth...)
+		resp, body := apitest.Get(t, ts, p, auth...)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "more than this server's 100") {
 			t.Fatalf("%s over --max-vertices: %d %.200q", p, resp.StatusCode, body)
 		}
 	}
 	small := "/ng/points_pyramid/annotations/spatial0/0_0_0" // a coarse cell of a few points
-	resp, first := get(t, ts, small, auth...)
+	resp, first := apitest.Get(t, ts, small, auth...)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Cache-Control"), "private") {
 		t.Fatalf("with the token: %d %v", resp.StatusCode, resp.Header)
 	}
 	before := ch.Stats()
-	resp, again := get(t, ts, small, auth...)
+	resp, again := apitest.Get(t, ts, small, auth...)
 	after := ch.Stats()
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(first, again) || after.Misses != before.Misses || after.Hits <= before.Hits {
 		t.Fatalf("a second request for a cell is not served from the cache: misses %d → %d, hits %d → %d", before.Misses, after.Misses, before.Hits, after.Hits)
 	}
-	_, metrics := get(t, ts, "/metrics", auth...)
+	_, metrics := apitest.Get(t, ts, "/metrics", auth...)
 	want := `zvfserve_http_requests_total{code="200",outcome="complete",route="/ng/{store}/annotations/spatial{level}/{cell}"} 2`
 	if !strings.Contains(string(metrics), want) {
 		t.Fatalf("metrics lack %s", want)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
@@ -23,6 +24,7 @@ import (
 // and line annotations use those ids — not manifest row numbers, which
 // are then no object at all.
 func TestObjectsByID09(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		fixture string
@@ -66,7 +68,7 @@ func TestObjectsByID09(t *testing.T) {
 				var props struct {
 					Inline struct{ IDs []string } `json:"inline"`
 				}
-				if err := json.Unmarshal(mustGet(t, ts, "/ng/s/skeletons/seg_props/info"), &props); err != nil {
+				if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/s/skeletons/seg_props/info"), &props); err != nil {
 					t.Fatal(err)
 				}
 				var want []string
@@ -83,8 +85,8 @@ func TestObjectsByID09(t *testing.T) {
 			// Object id of manifest row r is the original store's object r:
 			// the same geometry, vertex by vertex.
 			for row, id := range ids {
-				resp, b := get(t, ts, tc.route+strconv.FormatInt(id, 10))
-				want := mustGet(t, ts, strings.Replace(tc.route, "/s/", "/o/", 1)+strconv.Itoa(row))
+				resp, b := apitest.Get(t, ts, tc.route+strconv.FormatInt(id, 10))
+				want := apitest.MustGet(t, ts, strings.Replace(tc.route, "/s/", "/o/", 1)+strconv.Itoa(row))
 				if resp.StatusCode != 200 || len(b) != len(want) {
 					t.Fatalf("object %d (row %d): %d, %d bytes, want the %d of the original's object %d", id, row, resp.StatusCode, len(b), len(want), row)
 				}
@@ -92,7 +94,7 @@ func TestObjectsByID09(t *testing.T) {
 					t.Fatalf("object %d (row %d): its first %d bytes differ from the original's object %d", id, row, n, row)
 				}
 			}
-			if resp, b := get(t, ts, tc.route+"1"); resp.StatusCode != 404 {
+			if resp, b := apitest.Get(t, ts, tc.route+"1"); resp.StatusCode != 404 {
 				t.Fatalf("row 1, which is no id: %d %.200s", resp.StatusCode, b)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -147,7 +148,7 @@ func walkSpatial(t *testing.T, ts *httptest.Server, base string, inf *ngInfo) ma
 		fullest := 0
 		cellsOf(sp.GridShape, func(c []int) {
 			key := strings.Trim(strings.ReplaceAll(fmt.Sprint(c), " ", "_"), "[]")
-			body := mustGet(t, ts, base+"/"+sp.Key+"/"+key)
+			body := apitest.MustGet(t, ts, base+"/"+sp.Key+"/"+key)
 			list, err := inf.decodeList(body)
 			if err != nil {
 				t.Fatalf("%s/%s: %v", sp.Key, key, err)
@@ -250,6 +251,7 @@ func cellsOf(shape []int, f func([]int)) {
 // polylines its objects, lines its edges; by_id answers what the cells
 // hold.
 func TestAnnotationsMatchTheReader(t *testing.T) {
+	t.Parallel()
 	stores := fixtureStores(t)
 	_, ts := newServer(t, api.Options{Stores: stores})
 	for _, st := range stores {
@@ -258,8 +260,9 @@ func TestAnnotationsMatchTheReader(t *testing.T) {
 				continue
 			}
 			t.Run(st.Name()+"/"+route, func(t *testing.T) {
+				t.Parallel()
 				base := "/ng/" + st.Name() + "/" + route
-				inf, err := parseInfo(mustGet(t, ts, base+"/info"))
+				inf, err := parseInfo(apitest.MustGet(t, ts, base+"/info"))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -467,7 +470,7 @@ func checkByID(t *testing.T, ts *httptest.Server, base string, inf *ngInfo, seen
 	step := max(1, len(ids)/300)
 	for i := 0; i < len(ids); i += step {
 		id := ids[i]
-		a, err := inf.decodeByID(mustGet(t, ts, fmt.Sprintf("%s/by_id/%d", base, id)), id)
+		a, err := inf.decodeByID(apitest.MustGet(t, ts, fmt.Sprintf("%s/by_id/%d", base, id)), id)
 		if err != nil {
 			t.Fatalf("by_id/%d: %v", id, err)
 		}
@@ -476,7 +479,7 @@ func checkByID(t *testing.T, ts *httptest.Server, base string, inf *ngInfo, seen
 		}
 	}
 	for _, id := range []string{strconv.FormatUint(ids[len(ids)-1]+1, 10), "18446744073709551615"} {
-		if resp, body := get(t, ts, base+"/by_id/"+id); resp.StatusCode != http.StatusNotFound {
+		if resp, body := apitest.Get(t, ts, base+"/by_id/"+id); resp.StatusCode != http.StatusNotFound {
 			t.Fatalf("by_id/%s: %d %.200s", id, resp.StatusCode, body)
 		}
 	}
@@ -486,6 +489,7 @@ func checkByID(t *testing.T, ts *httptest.Server, base string, inf *ngInfo, seen
 // decodes to the object the reader returns (vertices, edges, vertex
 // attributes); the segment properties list exactly the objects.
 func TestSkeletonsMatchTheReader(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	stores := fixtureStores(t)
 	_, ts := newServer(t, api.Options{Stores: stores})
@@ -498,7 +502,7 @@ func TestSkeletonsMatchTheReader(t *testing.T) {
 		t.Run(st.Name(), func(t *testing.T) {
 			base := "/ng/" + st.Name() + "/skeletons"
 			var inf ngSkeletonInfo
-			if err := json.Unmarshal(mustGet(t, ts, base+"/info"), &inf); err != nil || inf.Type != "neuroglancer_skeletons" {
+			if err := json.Unmarshal(apitest.MustGet(t, ts, base+"/info"), &inf); err != nil || inf.Type != "neuroglancer_skeletons" {
 				t.Fatalf("info: %v %+v", err, inf)
 			}
 			if !slices.Equal(inf.Transform, []float64{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0}) {
@@ -515,7 +519,7 @@ func TestSkeletonsMatchTheReader(t *testing.T) {
 					} `json:"properties"`
 				} `json:"inline"`
 			}
-			if err := json.Unmarshal(mustGet(t, ts, base+"/"+inf.SegmentProperties+"/info"), &props); err != nil || props.Type != "neuroglancer_segment_properties" {
+			if err := json.Unmarshal(apitest.MustGet(t, ts, base+"/"+inf.SegmentProperties+"/info"), &props); err != nil || props.Type != "neuroglancer_segment_properties" {
 				t.Fatalf("segment properties: %v %+v", err, props)
 			}
 			for _, p := range props.Inline.Properties {
@@ -532,13 +536,13 @@ func TestSkeletonsMatchTheReader(t *testing.T) {
 				}
 				path := fmt.Sprintf("%s/%d", base, id)
 				if !has {
-					if resp, _ := get(t, ts, path); resp.StatusCode != http.StatusNotFound {
+					if resp, _ := apitest.Get(t, ts, path); resp.StatusCode != http.StatusNotFound {
 						t.Fatalf("%s: %d for an object without vertices", path, resp.StatusCode)
 					}
 					continue
 				}
 				ids = append(ids, strconv.FormatInt(id, 10))
-				sk, err := decodeSkeleton(&inf, mustGet(t, ts, path))
+				sk, err := decodeSkeleton(&inf, apitest.MustGet(t, ts, path))
 				if err != nil {
 					t.Fatalf("%s: %v", path, err)
 				}
@@ -574,7 +578,7 @@ func TestSkeletonsMatchTheReader(t *testing.T) {
 			if !slices.Equal(props.Inline.IDs, ids) {
 				t.Fatalf("segment properties list %v, the objects are %v", props.Inline.IDs, ids)
 			}
-			if resp, _ := get(t, ts, fmt.Sprintf("%s/%d", base, l0.Info().ObjectCount)); resp.StatusCode != http.StatusNotFound {
+			if resp, _ := apitest.Get(t, ts, fmt.Sprintf("%s/%d", base, l0.Info().ObjectCount)); resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("an id past the objects: %d", resp.StatusCode)
 			}
 		})
@@ -587,13 +591,14 @@ func TestSkeletonsMatchTheReader(t *testing.T) {
 // TestMeshesMatchTheReader: every object of the mesh store decodes to the
 // reader's object: its vertices (in nanometres) and its faces.
 func TestMeshesMatchTheReader(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	stores := fixtureStores(t)
 	_, ts := newServer(t, api.Options{Stores: stores})
 	st := storeNamed(t, stores, "mesh")
 	base := "/ng/mesh/meshes"
 	var inf map[string]any
-	if err := json.Unmarshal(mustGet(t, ts, base+"/info"), &inf); err != nil || inf["@type"] != "neuroglancer_legacy_mesh" {
+	if err := json.Unmarshal(apitest.MustGet(t, ts, base+"/info"), &inf); err != nil || inf["@type"] != "neuroglancer_legacy_mesh" {
 		t.Fatalf("info: %v %v", err, inf)
 	}
 	l0, _ := st.Level(0)
@@ -605,7 +610,7 @@ func TestMeshesMatchTheReader(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !has {
-			if resp, _ := get(t, ts, path); resp.StatusCode != http.StatusNotFound {
+			if resp, _ := apitest.Get(t, ts, path); resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("%s: %d for an object without vertices", path, resp.StatusCode)
 			}
 			continue
@@ -613,7 +618,7 @@ func TestMeshesMatchTheReader(t *testing.T) {
 		var man struct {
 			Fragments []string `json:"fragments"`
 		}
-		if err := json.Unmarshal(mustGet(t, ts, path), &man); err != nil || len(man.Fragments) == 0 {
+		if err := json.Unmarshal(apitest.MustGet(t, ts, path), &man); err != nil || len(man.Fragments) == 0 {
 			t.Fatalf("%s: %v %+v", path, err, man)
 		}
 		o, err := l0.Object(ctx, id, nil)
@@ -623,7 +628,7 @@ func TestMeshesMatchTheReader(t *testing.T) {
 		var verts [][3]float32
 		var tris [][3]uint32
 		for _, f := range man.Fragments {
-			m, err := decodeMesh(mustGet(t, ts, base+"/"+f))
+			m, err := decodeMesh(apitest.MustGet(t, ts, base+"/"+f))
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}

@@ -12,6 +12,7 @@ import (
 // taken as nanometres (and says so), one with another kind of unit is
 // unitless; names become identifiers.
 func TestUnits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		axis  zvf.Axis
 		scale float64

@@ -1,61 +1,19 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 )
-
-// parseFlags parses args with flags and positional arguments in any order
-// ("query STORE --level 1" as "query --level 1 STORE"). A flag that takes
-// a value takes the next argument whatever it looks like, so "--bbox
-// -5,0,0,5,5,5" works; a bool flag takes none, so "--json STORE" leaves
-// STORE positional. "--" ends the flags. It returns flag.ErrHelp for -h
-// and --help (after printing the usage) and a usage error otherwise.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		f := fs.Lookup(name)
-		if hasValue || f == nil || isBool(f) || i+1 >= len(args) {
-			// An unknown flag is left for fs.Parse to report.
-			continue
-		}
-		i++
-		flags = append(flags, args[i])
-	}
-	if err := fs.Parse(append(flags, append([]string{"--"}, pos...)...)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	return nil
-}
-
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
 
 // pickCommand splits off the command name. Without one, the arguments are
 // serve's: flags, or STOREs. A first argument that names no command and
 // cannot be a store (no path separator, URL or name=, no store suffix,
 // nothing of that name on disk) is a mistyped command.
-func pickCommand(cmds map[string]command, args []string) (string, []string, error) {
+func pickCommand(cmds map[string]cli.Command, args []string) (string, []string, error) {
 	if len(args) == 0 {
 		return "serve", args, nil
 	}
@@ -78,7 +36,7 @@ func pickCommand(cmds map[string]command, args []string) (string, []string, erro
 }
 
 // nearest is the command within two edits of s (ties: alphabetical).
-func nearest(cmds map[string]command, s string) string {
+func nearest(cmds map[string]cli.Command, s string) string {
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
 		names = append(names, n)

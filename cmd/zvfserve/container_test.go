@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // deployedContainerfile is the operator's image recipe.
@@ -44,7 +46,9 @@ type ociDescriptor struct {
 // static (a scratch image has no libc to load) and is this tree's serve,
 // and the certificates for https object storage are where Go looks.
 // Skips without buildah or podman, unless ZVFSERVE_REQUIRE_CONTAINER=1.
+// End to end: it runs with ZVFSERVE_E2E=1 (or ZVFSERVE_REQUIRE_CONTAINER=1).
 func TestContainerImage(t *testing.T) {
+	zvftest.EndToEnd(t, "ZVFSERVE_REQUIRE_CONTAINER")
 	t.Parallel()
 	if testing.Short() || raceBuild {
 		t.Skip("builds a static zvfserve (a full compile on a cold cache); not with -short or -race")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
@@ -16,8 +17,8 @@ import (
 
 // demoCommand writes the synthetic demo stores (zvf/demo) into a folder or
 // any storage URL.
-func demoCommand() command {
-	return command{summary: "write the synthetic demo stores (cells, axons, skeletons, meshes) into OUT", run: runDemo}
+func demoCommand() cli.Command {
+	return cli.Command{Summary: "write the synthetic demo stores (cells, axons, skeletons, meshes) into OUT", Run: runDemo}
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -36,15 +37,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return fmt.Errorf("%w: need exactly one OUT argument", errUsage)
+		return fmt.Errorf("%w: need exactly one OUT argument", cli.ErrUsage)
 	}
 	codec, err := writer.ParseCodec(*codecName)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	o := demo.Options{Seed: *seed, Scale: *scale, Codec: codec}
 	out := fs.Arg(0)

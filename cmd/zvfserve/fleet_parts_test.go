@@ -26,6 +26,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // The parts of the fleet test: MinIO (started by .ci/run), zvfserve
@@ -40,9 +41,12 @@ type fleetEnv struct {
 }
 
 // needFleet finds MinIO and nginx, or skips the test saying what is
-// missing (fails instead under ZVFSERVE_REQUIRE_FLEET=1, as in CI).
+// missing (fails instead under ZVFSERVE_REQUIRE_FLEET=1, as in CI). The
+// fleet is an end-to-end test: it runs with ZVFSERVE_E2E=1 (or
+// ZVFSERVE_REQUIRE_FLEET=1).
 func needFleet(t *testing.T) fleetEnv {
 	t.Helper()
+	zvftest.EndToEnd(t, "ZVFSERVE_REQUIRE_FLEET")
 	var missing []string
 	e := fleetEnv{endpoint: os.Getenv("ZVFSERVE_S3_ENDPOINT")}
 	if e.endpoint == "" {

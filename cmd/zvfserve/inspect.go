@@ -9,10 +9,12 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 )
 
-func inspectCommand() command {
-	return command{summary: "summarise a store: version, geometry, levels, counts, attributes", run: runInspect}
+func inspectCommand() cli.Command {
+	return cli.Command{Summary: "summarise a store: version, geometry, levels, counts, attributes", Run: runInspect}
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -31,7 +33,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -39,7 +41,7 @@ Flags:
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return fmt.Errorf("%w: need one STORE", errUsage)
+		return fmt.Errorf("%w: need one STORE", cli.ErrUsage)
 	}
 	s, closeStore, err := openOne(ctx, fs.Arg(0))
 	if err != nil {

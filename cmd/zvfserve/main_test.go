@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // TestMain checks that no test leaves goroutines behind (a hung read
 // released at cleanup must unwind, a shut-down server must be gone). With
 // ZVFSERVE_TEST_AS_COMMAND=1 the test binary is zvfserve itself, so that a
-// test can start the server as a child process (bench --whole does).
+// test can start the server as a child process (the fleet tests do).
 func TestMain(m *testing.M) {
 	if os.Getenv("ZVFSERVE_TEST_AS_COMMAND") == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -22,6 +23,11 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m,
+		goleak.Cleanup(func(int) {
+			if sharedDemo.dir != "" {
+				_ = os.RemoveAll(filepath.Dir(sharedDemo.dir))
+			}
+		}),
 		// Idle keep-alive connections of http.DefaultClient: pooled, not leaked.
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),

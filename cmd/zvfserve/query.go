@@ -15,12 +15,13 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
-func queryCommand() command {
-	return command{summary: "print a bbox or object answer as the HTTP API returns it (paged with --cursor, or every page with --all)", run: runQuery}
+func queryCommand() cli.Command {
+	return cli.Command{Summary: "print a bbox or object answer as the HTTP API returns it (paged with --cursor, or every page with --all)", Run: runQuery}
 }
 
 // openOne opens a single store for the command-line tools.
@@ -70,7 +71,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -78,10 +79,10 @@ Flags:
 	}
 	if fs.NArg() != 1 || (*bbox == "") == (*object < 0) {
 		fs.Usage()
-		return fmt.Errorf("%w: need one STORE and exactly one of --bbox or --object", errUsage)
+		return fmt.Errorf("%w: need one STORE and exactly one of --bbox or --object", cli.ErrUsage)
 	}
 	if *bbox == "" && (*cursor != "" || *all) {
-		return fmt.Errorf("%w: --cursor and --all page bbox answers; an object comes whole", errUsage)
+		return fmt.Errorf("%w: --cursor and --all page bbox answers; an object comes whole", cli.ErrUsage)
 	}
 	s, closeStore, err := openOne(ctx, fs.Arg(0))
 	if err != nil {
@@ -150,13 +151,13 @@ Flags:
 func parseBox(v string, dims int, axes []zvf.Axis) (min, max string, err error) {
 	parts := strings.Split(v, ",")
 	if len(parts) != 2*dims {
-		return "", "", fmt.Errorf("%w: --bbox needs %d numbers for a %d-D store (the minimum corner, then the maximum), got %d", errUsage, 2*dims, dims, len(parts))
+		return "", "", fmt.Errorf("%w: --bbox needs %d numbers for a %d-D store (the minimum corner, then the maximum), got %d", cli.ErrUsage, 2*dims, dims, len(parts))
 	}
 	nums := make([]float64, len(parts))
 	for i, p := range parts {
 		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return "", "", fmt.Errorf("%w: --bbox: %q is not a number", errUsage, p)
+			return "", "", fmt.Errorf("%w: --bbox: %q is not a number", cli.ErrUsage, p)
 		}
 		nums[i] = f
 	}
@@ -166,7 +167,7 @@ func parseBox(v string, dims int, axes []zvf.Axis) (min, max string, err error) 
 			if i < len(axes) && axes[i].Name != "" {
 				a = axes[i].Name
 			}
-			return "", "", fmt.Errorf("%w: --bbox takes the minimum corner first, but %s0 = %g is greater than %s1 = %g", errUsage, a, nums[i], a, nums[dims+i])
+			return "", "", fmt.Errorf("%w: --bbox takes the minimum corner first, but %s0 = %g is greater than %s1 = %g", cli.ErrUsage, a, nums[i], a, nums[dims+i])
 		}
 	}
 	return strings.Join(parts[:dims], ","), strings.Join(parts[dims:], ","), nil
@@ -186,7 +187,7 @@ func queryError(err error, written int64) error {
 			msg = strings.ToLower(p.Title)
 		}
 		if p.Status == http.StatusBadRequest {
-			return fmt.Errorf("%w: %s", errUsage, msg)
+			return fmt.Errorf("%w: %s", cli.ErrUsage, msg)
 		}
 		err = errors.New(msg)
 	}

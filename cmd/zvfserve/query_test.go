@@ -4,31 +4,50 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
+
+// sharedDemo is the demo stores the query tests share, written once.
+var sharedDemo struct {
+	once sync.Once
+	dir  string
+	err  error
+}
 
 // demoDir writes the demo stores (about 14,000 cells: a JSON answer of
 // several hundred KiB, past the server's 256 KiB hold-back) into a
-// temporary folder.
+// temporary folder once for the tests that only read them; TestMain
+// removes it.
 func demoDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "demo")
-	if _, errs, code := runCmd(t, "demo", "--scale", "0.3", dir); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, errs)
+	sharedDemo.once.Do(func() {
+		var parent string
+		if parent, sharedDemo.err = os.MkdirTemp("", "zvfserve-test-demo-"); sharedDemo.err != nil {
+			return
+		}
+		sharedDemo.dir = filepath.Join(parent, "demo")
+		var out, errs bytes.Buffer
+		if code := run(context.Background(), []string{"demo", "--scale", "0.3", sharedDemo.dir}, &out, &errs); code != 0 {
+			sharedDemo.err = fmt.Errorf("demo: exit %d: %s", code, errs.String())
+		}
+	})
+	if sharedDemo.err != nil {
+		t.Fatal(sharedDemo.err)
 	}
-	return dir
+	return sharedDemo.dir
 }
 
 // httpServer serves the store at path under its command-line name, as
@@ -36,39 +55,8 @@ func demoDir(t *testing.T) string {
 func httpServer(t *testing.T, path string) *httptest.Server {
 	t.Helper()
 	name, target := storeArg(path)
-	st, err := blobstore.Open(context.Background(), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := zvf.Open(context.Background(), st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	_, ts := apitest.Serve(t, api.Options{Stores: []*zvf.Store{apitest.Open(t, target, name, cache.New(64<<20))}})
 	return ts
-}
-
-func getOK(t *testing.T, ts *httptest.Server, path string) []byte {
-	t.Helper()
-	resp, err := ts.Client().Get(ts.URL + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	return b
 }
 
 // TestQueryMatchesHTTP: query prints exactly the body GET returns, in every
@@ -100,7 +88,7 @@ func TestQueryMatchesHTTP(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			want := getOK(t, tc.ts, tc.path)
+			want := apitest.MustGet(t, tc.ts, tc.path)
 			if !bytes.Equal([]byte(out), want) {
 				t.Fatalf("query printed %d bytes, GET returned %d:\n%.300s\n%.300s", len(out), len(want), out, want)
 			}
@@ -117,7 +105,7 @@ func pages(t *testing.T, ts *httptest.Server, path string) [][]byte {
 		if cursor != "" {
 			p += "&cursor=" + url.QueryEscape(cursor)
 		}
-		b := getOK(t, ts, p)
+		b := apitest.MustGet(t, ts, p)
 		out = append(out, b)
 		var page struct {
 			Next *string `json:"next"`
@@ -176,14 +164,14 @@ func TestQueryPaging(t *testing.T) {
 					if c != "" {
 						path += "&cursor=" + url.QueryEscape(c)
 					}
-					b := getOK(t, ts, path)
+					b := apitest.MustGet(t, ts, path)
 					all = append(all, b...)
 					// The JSON page at the same cursor carries the same next.
 					var page struct {
 						Next *string `json:"next"`
 					}
 					jp := strings.Replace(path, "f="+f, "f=json", 1)
-					if err := json.Unmarshal(getOK(t, ts, jp), &page); err != nil {
+					if err := json.Unmarshal(apitest.MustGet(t, ts, jp), &page); err != nil {
 						t.Fatal(err)
 					}
 					if page.Next == nil {

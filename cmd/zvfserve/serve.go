@@ -21,6 +21,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/web"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
@@ -31,8 +32,8 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
-func serveCommand() command {
-	return command{summary: "serve stores over HTTP (the default; with no STORE, the built-in demo)", run: runServe}
+func serveCommand() cli.Command {
+	return cli.Command{Summary: "serve stores over HTTP (the default; with no STORE, the built-in demo)", Run: runServe}
 }
 
 // serveConfig holds the flags; each has an environment variable.
@@ -103,7 +104,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), skip ...stri
 		}
 	})
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", errUsage, errors.Join(errs...))
+		return fmt.Errorf("%w: %w", cli.ErrUsage, errors.Join(errs...))
 	}
 	return nil
 }
@@ -111,7 +112,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), skip ...stri
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("%w: --log-level %q", errUsage, level)
+		return nil, fmt.Errorf("%w: --log-level %q", cli.ErrUsage, level)
 	}
 	o := &slog.HandlerOptions{Level: lv}
 	switch format {
@@ -120,7 +121,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, o)), nil
 	}
-	return nil, fmt.Errorf("%w: --log-format %q (text or json)", errUsage, format)
+	return nil, fmt.Errorf("%w: --log-format %q (text or json)", cli.ErrUsage, format)
 }
 
 // storeArg splits "name=URL" (the name defaults to the last path element
@@ -200,7 +201,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		name, target := storeArg(a)
 		if !api.ValidStoreName(name) {
 			closeAll()
-			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", errUsage, name, a)
+			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
 		}
 		st, err := blobstore.OpenWith(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name)})
 		if err != nil {
@@ -260,7 +261,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	if err := applyEnv(fs, os.LookupEnv, "token"); err != nil {
 		return err
@@ -270,13 +271,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		return err
 	}
 	if c.timeout <= 0 || c.streamTimeout < c.timeout {
-		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", errUsage, c.timeout, c.streamTimeout)
+		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", cli.ErrUsage, c.timeout, c.streamTimeout)
 	}
 	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
-		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", errUsage)
+		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", cli.ErrUsage)
 	}
 	if c.shutdownDelay < 0 {
-		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", errUsage, c.shutdownDelay)
+		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
 	}
 	if c.maxConnections, err = connectionCap(fs, &c, log); err != nil {
 		return err
@@ -455,7 +456,7 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 	onCommandLine := false
 	fs.Visit(func(f *flag.Flag) { onCommandLine = onCommandLine || f.Name == "token" })
 	if onCommandLine && c.tokenFile != "" {
-		return fmt.Errorf("%w: --token and --token-file (or ZVFSERVE_TOKEN_FILE) both given; use one", errUsage)
+		return fmt.Errorf("%w: --token and --token-file (or ZVFSERVE_TOKEN_FILE) both given; use one", cli.ErrUsage)
 	}
 	switch {
 	case c.tokenFile != "":
@@ -468,7 +469,7 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 		}
 	case onCommandLine:
 		if c.token == "" {
-			return fmt.Errorf("%w: --token is empty", errUsage)
+			return fmt.Errorf("%w: --token is empty", cli.ErrUsage)
 		}
 		log.Warn("--token on the command line is visible to other local users in the process list; use ZVFSERVE_TOKEN or --token-file")
 	default:
@@ -504,12 +505,12 @@ func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, err
 	_, fromEnv := os.LookupEnv("ZVFSERVE_MAX_CONNECTIONS")
 	switch {
 	case c.maxConnections < 1:
-		return 0, fmt.Errorf("%w: --max-connections %d: must be at least 1", errUsage, c.maxConnections)
+		return 0, fmt.Errorf("%w: --max-connections %d: must be at least 1", cli.ErrUsage, c.maxConnections)
 	case c.maxConnections <= fits:
 		return c.maxConnections, nil
 	case explicit || fromEnv || fits < 16:
 		return 0, fmt.Errorf("%w: --max-connections %d does not fit the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d) and the rest; lower it, or raise the limit (ulimit -n)",
-			errUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads)
+			cli.ErrUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads)
 	}
 	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", lim.Cur, "kept_for_reads", reserve)
 	return fits, nil

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -299,7 +300,7 @@ func TestServeEnvironment(t *testing.T) {
 		serveFlags(fs, &serveConfig{})
 		_ = fs.Parse(nil)
 		err := applyEnv(fs, func(n string) (string, bool) { return v, n == k }, "token")
-		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), k) {
+		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%q: %v", k, v, err)
 		}
 	}

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
-func validateCommand() command {
-	return command{summary: "check a store (structure, metadata, consistency, conventions, pyramid); exit 1 when invalid", run: runValidate}
+func validateCommand() cli.Command {
+	return cli.Command{Summary: "check a store (structure, metadata, consistency, conventions, pyramid); exit 1 when invalid", Run: runValidate}
 }
 
 // errInvalid makes the command exit 1 after printing its report.
@@ -37,7 +38,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -45,7 +46,7 @@ Flags:
 	}
 	if fs.NArg() != 1 || *level < 1 || *level > 5 {
 		fs.Usage()
-		return fmt.Errorf("%w: need one STORE and --level between 1 and 5", errUsage)
+		return fmt.Errorf("%w: need one STORE and --level between 1 and 5", cli.ErrUsage)
 	}
 	name, target := storeArg(fs.Arg(0))
 	st, err := blobstore.Open(ctx, target)

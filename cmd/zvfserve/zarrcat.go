@@ -14,12 +14,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
-func zarrCatCommand() command {
-	return command{summary: "print a Zarr v3 array's shape, type, fill value and every value (C order) as JSON", run: runZarrCat}
+func zarrCatCommand() cli.Command {
+	return cli.Command{Summary: "print a Zarr v3 array's shape, type, fill value and every value (C order) as JSON", Run: runZarrCat}
 }
 
 // splitArrayTarget opens the store at the array's parent and returns the
@@ -48,11 +49,11 @@ func runZarrCat(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return fmt.Errorf("%w: need one ARRAY", errUsage)
+		return fmt.Errorf("%w: need one ARRAY", cli.ErrUsage)
 	}
 	root, key := splitArrayTarget(fs.Arg(0))
 	st, err := blobstore.Open(ctx, root)

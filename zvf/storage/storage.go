@@ -1,8 +1,10 @@
 // Package storage is the one small interface the rest of zvfserve reads
 // stores through. Backends live in subpackages (localfs for local folders,
-// blobstore for gocloud.dev/blob URLs; faultstore, a test double that
-// injects faults; retry, a decorator). Keys are slash-separated and
-// relative to the store root; they never start with "/".
+// blobstore for gocloud.dev/blob URLs); so do the decorators (metered,
+// which reports each read to an observer) and faultstore, a test double
+// that injects faults. Transient failures are retried by the cloud SDKs
+// alone, not here. Keys are slash-separated and relative to the store
+// root; they never start with "/".
 //
 // Every read is bounded (ReadOptions.Max) and reports the version of the
 // object it came from (Object.Attrs), so the reader can refuse bytes newer

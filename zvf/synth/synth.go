@@ -1,5 +1,5 @@
 // Package synth builds synthetic ZVF stores in memory for benchmarks and
-// the load benchmark (zvfserve bench): a uniform point cloud of a given
+// the load benchmarks (cmd/zvfbench): a uniform point cloud of a given
 // size with three attributes and a pyramid, per-object point sets, and
 // streamlines.
 package synth

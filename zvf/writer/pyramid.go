@@ -58,72 +58,14 @@ func (p *pyramid) next(i int) (*level, error) {
 		bin[a] = g.bin[a] * spec.Coarsen
 	}
 
-	// Fragment start rows per source chunk.
-	fstart := make([][]int64, len(src.chunks))
-	for ci := range src.chunks {
-		st := make([]int64, len(src.chunks[ci].frags)+1)
-		for f, n := range src.chunks[ci].frags {
-			st[f+1] = st[f] + n
-		}
-		fstart[ci] = st
-	}
-	manifests := src.manifests
-	if !src.hasObjects {
-		// A level without an object index is one implicit object
-		// naming every fragment in chunk order.
-		var all []fragRef
-		for ci := range src.chunks {
-			for f := range src.chunks[ci].frags {
-				all = append(all, fragRef{int32(ci), int32(f)})
-			}
-		}
-		manifests = [][]fragRef{all}
-	}
+	manifests := src.objectManifests()
 	nsrc := len(manifests)
 	if src.vertexCount() == 0 || nsrc == 0 {
 		return nil, inputErr("Options.Pyramid", i, "level %d has no vertices to coarsen", src.index)
 	}
 	keep := p.keep(nsrc, sparsity, i)
 
-	// Pass 1: bin every surviving object's vertices in trajectory order,
-	// accumulating float32 sums in that order (np.add.at order).
-	bins := map[coords]*binAcc{}
-	var keys []coords
-	var sums []float32
-	seqs := make([][]int32, nsrc)
-	var lastKey coords
-	var last *binAcc // rows of a fragment mostly share a bin: skip the map
-	for _, oid := range keep {
-		var seq []int32
-		prev := int32(-1)
-		for _, r := range manifests[oid] {
-			c := &src.chunks[r.chunk]
-			for _, row := range c.rows[fstart[r.chunk][r.frag]:fstart[r.chunk][r.frag+1]] {
-				v := src.pos[int(row)*d : int(row)*d+d]
-				k := cellOf(v, bin)
-				acc := last
-				if acc == nil || k != lastKey {
-					acc = bins[k]
-					if acc == nil {
-						acc = &binAcc{id: int32(len(keys))}
-						bins[k] = acc
-						keys = append(keys, k)
-						sums = append(sums, make([]float32, d)...)
-					}
-					last, lastKey = acc, k
-				}
-				for a := range d {
-					sums[int(acc.id)*d+a] += v[a]
-				}
-				acc.cnt++
-				if acc.id != prev {
-					seq = append(seq, acc.id)
-					prev = acc.id
-				}
-			}
-		}
-		seqs[oid] = seq
-	}
+	bins, keys, sums, seqs := binObjects(src, manifests, keep, bin, d)
 	// Metavertex order is np.unique over the bin keys' raw bytes, i.e. a
 	// memcmp of little-endian int64s.
 	m := len(keys)
@@ -159,35 +101,7 @@ func (p *pyramid) next(i int) (*level, error) {
 		nl.chunks[ci] = chunkData{c: k, rows: rows, frags: frags}
 	}
 	if src.hasObjects {
-		nl.hasObjects = true
-		nl.manifests = make([][]fragRef, nsrc)
-		for oid, seq := range seqs {
-			if seq == nil {
-				continue
-			}
-			refs := make([]fragRef, len(seq))
-			for j, id := range seq {
-				refs[j] = where[rank[id]]
-			}
-			nl.manifests[oid] = refs
-		}
-		mask := make([]byte, nsrc)
-		for _, oid := range keep {
-			mask[oid] = 1
-		}
-		for _, a := range src.oattrs {
-			rs := a.rowSize()
-			out := Attribute{Name: a.Name, DType: a.DType, Channels: a.Channels, Data: make([]byte, len(a.Data))}
-			for _, oid := range keep {
-				if (oid+1)*rs <= len(a.Data) {
-					copy(out.Data[oid*rs:], a.Data[oid*rs:(oid+1)*rs])
-				}
-			}
-			nl.oattrs = append(nl.oattrs, out)
-		}
-		if len(nl.oattrs) > 0 {
-			nl.oattrsMask = mask
-		}
+		nl.inheritObjects(src, seqs, keep, where, rank)
 	}
 	present := []string{"vertices"}
 	if src.hasObjects {
@@ -208,6 +122,112 @@ func (p *pyramid) next(i int) (*level, error) {
 	p.crossLevel(src, nl, bin, bins, rank, where)
 	p.prev, p.prevChunk = nl, chunk
 	return nl, nil
+}
+
+// objectManifests is each object's fragments at src; a level without an
+// object index is one implicit object naming every fragment in chunk
+// order.
+func (src *level) objectManifests() [][]fragRef {
+	if src.hasObjects {
+		return src.manifests
+	}
+	var all []fragRef
+	for ci := range src.chunks {
+		for f := range src.chunks[ci].frags {
+			all = append(all, fragRef{int32(ci), int32(f)})
+		}
+	}
+	return [][]fragRef{all}
+}
+
+// binObjects bins every surviving object's vertices (keep) in trajectory
+// order into cells of size bin, accumulating float32 sums in that order
+// (np.add.at order): the bins by cell, their cells in order of first
+// appearance, the sums (d, the dimensions, a bin, by bin id) and each
+// object's sequence of bin ids (consecutive repeats folded).
+func binObjects(src *level, manifests [][]fragRef, keep []int, bin []float64, d int) (bins map[coords]*binAcc, keys []coords, sums []float32, seqs [][]int32) {
+	// Fragment start rows per source chunk.
+	fstart := make([][]int64, len(src.chunks))
+	for ci := range src.chunks {
+		st := make([]int64, len(src.chunks[ci].frags)+1)
+		for f, n := range src.chunks[ci].frags {
+			st[f+1] = st[f] + n
+		}
+		fstart[ci] = st
+	}
+	bins = map[coords]*binAcc{}
+	seqs = make([][]int32, len(manifests))
+	var lastKey coords
+	var last *binAcc // rows of a fragment mostly share a bin: skip the map
+	for _, oid := range keep {
+		var seq []int32
+		prev := int32(-1)
+		for _, r := range manifests[oid] {
+			c := &src.chunks[r.chunk]
+			for _, row := range c.rows[fstart[r.chunk][r.frag]:fstart[r.chunk][r.frag+1]] {
+				v := src.pos[int(row)*d : int(row)*d+d]
+				k := cellOf(v, bin)
+				acc := last
+				if acc == nil || k != lastKey {
+					acc = bins[k]
+					if acc == nil {
+						acc = &binAcc{id: int32(len(keys))}
+						bins[k] = acc
+						keys = append(keys, k)
+						sums = append(sums, make([]float32, d)...)
+					}
+					last, lastKey = acc, k
+				}
+				for a := range d {
+					sums[int(acc.id)*d+a] += v[a]
+				}
+				acc.cnt++
+				if acc.id != prev {
+					seq = append(seq, acc.id)
+					prev = acc.id
+				}
+			}
+		}
+		seqs[oid] = seq
+	}
+	return bins, keys, sums, seqs
+}
+
+// inheritObjects gives nl, a coarsened level of src, src's objects: each
+// one's manifest from its sequence of bins (seqs, by bin id; where and
+// rank place the metavertices), and the object attributes of the
+// surviving ones (keep).
+func (nl *level) inheritObjects(src *level, seqs [][]int32, keep []int, where []fragRef, rank []int32) {
+	nsrc := len(seqs)
+	nl.hasObjects = true
+	nl.manifests = make([][]fragRef, nsrc)
+	for oid, seq := range seqs {
+		if seq == nil {
+			continue
+		}
+		refs := make([]fragRef, len(seq))
+		for j, id := range seq {
+			refs[j] = where[rank[id]]
+		}
+		nl.manifests[oid] = refs
+	}
+	mask := make([]byte, nsrc)
+	for _, oid := range keep {
+		mask[oid] = 1
+	}
+	for _, a := range src.oattrs {
+		rs := a.rowSize()
+		out := Attribute{Name: a.Name, DType: a.DType, Channels: a.Channels, Data: make([]byte, len(a.Data))}
+		for _, oid := range keep {
+			if (oid+1)*rs <= len(a.Data) {
+				copy(out.Data[oid*rs:], a.Data[oid*rs:(oid+1)*rs])
+			}
+		}
+		nl.oattrs = append(nl.oattrs, out)
+	}
+	if len(nl.oattrs) > 0 {
+		nl.oattrsMask = mask
+	}
 }
 
 // keep picks the surviving object ids (sorted). The reference draws them

@@ -9,6 +9,10 @@ import (
 // zarrsVlen adapts vlen.Zarrs: the index chain is a Zarr pipeline over the
 // n+1 offsets, the data chain a "bytes" codec followed by bytes→bytes
 // codecs over the concatenated element bytes.
+func makeZarrsVlen(cs *Codecs, s CodecSpec, in rep) (resolved, error) {
+	return arrayToBytesCodec(cs.newZarrsVlen(s.Name, s.Configuration, in))
+}
+
 type zarrsVlen struct {
 	codecName string
 	layout    vlen.Zarrs

@@ -5,6 +5,10 @@ import (
 )
 
 // transpose permutes axes: encoded axis i is decoded axis order[i].
+func makeTranspose(_ *Codecs, s CodecSpec, in rep) (resolved, error) {
+	return arrayToArrayCodec(newTranspose(s.Configuration, in))
+}
+
 type transpose struct {
 	order []int
 }

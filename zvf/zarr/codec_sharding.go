@@ -11,6 +11,10 @@ import (
 // Missing inner chunks (offset and nbytes all ones) read as the fill value.
 // Nested sharding works because the inner chain may hold another
 // sharding codec.
+func makeSharding(cs *Codecs, s CodecSpec, in rep) (resolved, error) {
+	return arrayToBytesCodec(cs.newSharding(s.Configuration, in))
+}
+
 type shardingCodec struct {
 	inner     []int64
 	grid      []int64 // inner chunks per shard along each axis

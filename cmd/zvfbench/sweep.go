@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,15 +10,57 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
-// ---- the store-size sweep (--sweep) ----
+// zvfbench sweep: what grows with the number of files in a store.
+
+func sweepCommand() cli.Command {
+	return cli.Command{Summary: "the same points in smaller and smaller chunks (more files): each store's first answer from a fresh zvfserve serve, a cold box and the peak RSS", Run: runSweepCommand}
+}
+
+const sweepUsage = `Usage: zvfbench sweep [--edges EDGES] [--runs N] [--points N] [--store DIR] [--server-bin FILE] [--json FILE]
+
+Measures what grows with the size of a store: the same points in smaller and smaller
+chunks (more and more files), each store written once under --store and served by a fresh
+zvfserve serve process per run (--server-bin, or the zvfserve beside zvfbench, or the one on
+PATH): the time from its start to its first answer, the first query that reads an attribute,
+a cold 50k-vertex box after that, and its peak RSS. Runs interleave the stores.
+
+Examples:
+  zvfbench sweep --store /tmp/zvf-sweep --runs 3                                 # 22k, 90k and 330k files
+  zvfbench sweep --edges 250,125 --points 200000 --runs 1                        # a quick run
+  zvfbench sweep --store /tmp/zvf-sweep --runs 3 --server-bin ./zvfserve-old     # another build
+`
+
+func runSweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sweep", sweepUsage, stderr)
+	edgeList := fs.String("edges", "100,62.5,40", "chunk edges, comma-separated (about 22k, 90k and 330k files with 2,000,000 points)")
+	runs := fs.Int("runs", 3, "runs, each against a fresh server process per store")
+	points := fs.Int("points", 2_000_000, "points in each store (three attributes, three levels)")
+	storeDir := fs.String("store", "", "folder to write the stores into (sweep-EDGE/points/), each written once and reused by later runs (default: a temporary folder)")
+	serverBin := fs.String("server-bin", "", "the zvfserve binary to start, e.g. an older build to compare (default: the one beside zvfbench, else on PATH)")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var edges []float64
+	for _, f := range strings.Split(*edgeList, ",") {
+		e, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(e > 0) {
+			return fmt.Errorf("%w: --edges %q: chunk edges, e.g. 100,62.5,40", cli.ErrUsage, *edgeList)
+		}
+		edges = append(edges, e)
+	}
+	return runSweep(ctx, edges, *points, *runs, *storeDir, *serverBin, *jsonOut, stdout, stderr)
+}
 
 // sweepRow is one store of the sweep.
 type sweepRow struct {
@@ -42,7 +83,7 @@ type sweepRow struct {
 // the one before).
 func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, storeDir, serverBin, jsonOut string, stdout, stderr io.Writer) error {
 	if runs < 1 {
-		return fmt.Errorf("%w: --runs %d", errUsage, runs)
+		return fmt.Errorf("%w: --runs %d", cli.ErrUsage, runs)
 	}
 	bin, dir, cleanup, err := serverAndStores(serverBin, storeDir, stderr)
 	if err != nil {
@@ -54,7 +95,7 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 	for i, edge := range sweepChunks {
 		sub := filepath.Join(dir, "sweep-"+strconv.FormatFloat(edge, 'g', -1, 64))
 		t0 := time.Now()
-		if err := ensureBenchStore(ctx, sub, "points", func() (*blobstore.Store, error) {
+		if err := synth.OnDisk(ctx, sub, "points", func() (*blobstore.Store, error) {
 			return synth.PointsChunked(ctx, points, 1, writer.CodecNone, edge)
 		}); err != nil {
 			return err
@@ -65,7 +106,7 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 			return err
 		}
 		rows[i] = &sweepRow{Chunk: edge, Files: files, Chunks: chunks}
-		fmt.Fprintf(stderr, "bench: store with %g-unit chunks ready in %.1f s: %d files\n", edge, time.Since(t0).Seconds(), files)
+		fmt.Fprintf(stderr, "zvfbench: store with %g-unit chunks ready in %.1f s: %d files\n", edge, time.Since(t0).Seconds(), files)
 	}
 	small1, small2 := synth.BoxFor(points, 1_000, 101)
 	mid1, mid2 := synth.BoxFor(points, 50_000, 301)
@@ -88,7 +129,7 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 			first, err := firstAnswer(ctx, client, boxURL(srv.base, small1, small2), t0)
 			if err != nil {
 				srv.kill()
-				return fmt.Errorf("bench: %g-unit chunks: %w", row.Chunk, err)
+				return fmt.Errorf("%g-unit chunks: %w", row.Chunk, err)
 			}
 			t1 := time.Now()
 			err = answered(get(ctx, client, boxURL(srv.base, attr1, attr2)+"&attributes=intensity"))
@@ -104,10 +145,10 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 				err = serr
 			}
 			if err != nil {
-				return fmt.Errorf("bench: %g-unit chunks: %w", row.Chunk, err)
+				return fmt.Errorf("%g-unit chunks: %w", row.Chunk, err)
 			}
 			row.first, row.att, row.cold, row.rss = append(row.first, first.Seconds()), append(row.att, ms(att)), append(row.cold, ms(cold)), append(row.rss, rss)
-			fmt.Fprintf(stderr, "bench: run %d, %d files: first answer %.2f s, first attribute query %.1f ms, a cold 50k box %.1f ms, peak RSS %.0f MB\n",
+			fmt.Fprintf(stderr, "zvfbench: run %d, %d files: first answer %.2f s, first attribute query %.1f ms, a cold 50k box %.1f ms, peak RSS %.0f MB\n",
 				r+1, row.Files, first.Seconds(), ms(att), ms(cold), rss)
 		}
 	}
@@ -115,11 +156,7 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 		row.FirstAnswerS, row.FirstAttrMs, row.Cold50kMs, row.PeakRSSMB = spread(row.first), spread(row.att), spread(row.cold), spread(row.rss)
 	}
 	printSweep(stdout, rows, points, runs)
-	if jsonOut != "" {
-		b, _ := json.MarshalIndent(rows, "", "  ")
-		return os.WriteFile(jsonOut, append(b, '\n'), 0o644)
-	}
-	return nil
+	return writeJSON(jsonOut, rows)
 }
 
 // answered: a binary bbox answer that holds vertices (its trailer's
@@ -178,7 +215,7 @@ func countStoreFiles(dir string) (files, chunks int, err error) {
 }
 
 func printSweep(w io.Writer, rows []*sweepRow, points, runs int) {
-	fmt.Fprintf(w, "zvfserve bench --sweep: %d points in ever smaller chunks, a fresh `zvfserve serve` per run, %d runs (median, min–max)\n\n", points, runs)
+	fmt.Fprintf(w, "zvfbench sweep: %d points in ever smaller chunks, a fresh `zvfserve serve` per run, %d runs (median, min–max)\n\n", points, runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "chunk edge\tfiles\tlevel-0 chunks\tstart to first answer s\tfirst attribute query ms\tcold 50k box ms\tpeak RSS MB\t")
 	for _, r := range rows {

@@ -6,28 +6,24 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
+	"golang.org/x/sync/errgroup"
 )
 
-// ---- zvfserve against a static-file client (--static) ----
-
+// zvfbench static: zvfserve against a static-file client.
+//
 // The static-file client is the lean alternative to a server: the store's
 // files behind a plain file server, and a client that knows the layout of
 // the bench's points store (0.7, uncompressed float32 vertices, chunk
@@ -118,9 +114,9 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 func (r *staticRow) check(n int64, err error, side string) error {
 	switch {
 	case err != nil:
-		return fmt.Errorf("bench --static: %s, %s: %w", r.Query, side, err)
+		return fmt.Errorf("%s, %s: %w", r.Query, side, err)
 	case r.Vertices != 0 && n != r.Vertices:
-		return fmt.Errorf("bench --static: %s: %s found %d vertices, the other side %d", r.Query, side, n, r.Vertices)
+		return fmt.Errorf("%s: %s found %d vertices, the other side %d", r.Query, side, n, r.Vertices)
 	}
 	r.Vertices = n
 	return nil
@@ -285,7 +281,7 @@ func staticOpen(ctx context.Context, c *http.Client, base string) (staticLayout,
 	}
 	zv := &root.Attributes.ZV
 	if err := json.Unmarshal(b, &root); err != nil || len(zv.ChunkShape) != 3 || len(zv.Bounds) != 2 || len(zv.Bounds[0]) != 3 || len(zv.Bounds[1]) != 3 {
-		return out, fmt.Errorf("bench --static: the store's root zarr.json has no 3-D chunk_shape and bounds (%v)", err)
+		return out, fmt.Errorf("the store's root zarr.json has no 3-D chunk_shape and bounds (%v)", err)
 	}
 	for i := range 3 {
 		out.chunk[i] = zv.ChunkShape[i]
@@ -295,154 +291,8 @@ func staticOpen(ctx context.Context, c *http.Client, base string) (staticLayout,
 	return out, nil
 }
 
-var errNoFile = errors.New("404 Not Found")
-
-// statusError is an answer other than 200 or 404.
-type statusError struct {
-	url, status string
-	code        int
-}
-
-func (e *statusError) Error() string { return fmt.Sprintf("GET %s: %s", e.url, e.status) }
-
-func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
-	var b bytes.Buffer
-	if err := getInto(ctx, c, url, &b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
-// getInto reads url's body into buf (reset first).
-func getInto(ctx context.Context, c *http.Client, url string, buf *bytes.Buffer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
-		return fmt.Errorf("GET %s: %w", url, errNoFile)
-	default:
-		return &statusError{url: url, status: resp.Status, code: resp.StatusCode}
-	}
-	buf.Reset()
-	_, err = buf.ReadFrom(resp.Body)
-	return err
-}
-
-// serveObjects serves st's objects by key, as a static file server or an
-// object store's website endpoint would: a folder on disk through
-// http.FileServer (sendfile), any other store through a handler that
-// reads the object whole and writes it.
-func serveObjects(st storage.Store, dir string, via *link) (string, func(), error) {
-	var h http.Handler
-	if dir != "" {
-		h = http.FileServer(http.Dir(dir))
-	} else {
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, err := storage.ReadAll(r.Context(), st, strings.TrimPrefix(r.URL.Path, "/"), 1<<30)
-			if errors.Is(err, storage.ErrNotFound) {
-				http.NotFound(w, r)
-				return
-			}
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			_, _ = w.Write(b)
-		})
-	}
-	return serveLocal(via.wrap(h))
-}
-
-// serveLocal serves h on a free loopback port: its base URL and a stop.
-func serveLocal(h http.Handler) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
-}
-
-// link emulates the network between the clients and one server, which
-// loopback leaves out: every request waits one round trip (RTT) before
-// its answer starts, and the answers of all the server's connections
-// share the bandwidth. A new connection's own handshake is not charged.
-type link struct {
-	RTT  time.Duration
-	Mbps float64 // 0: unlimited
-
-	mu   sync.Mutex
-	next time.Time // when the link is free to send again
-}
-
-func (l *link) wrap(h http.Handler) http.Handler {
-	if l == nil || (l.RTT <= 0 && l.Mbps <= 0) {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(l.RTT)
-		h.ServeHTTP(&linkWriter{ResponseWriter: w, l: l}, r)
-	})
-}
-
-// pace holds a write of n bytes until the link has carried it.
-func (l *link) pace(n int) {
-	if l.Mbps <= 0 {
-		return
-	}
-	l.mu.Lock()
-	start := time.Now()
-	if l.next.After(start) {
-		start = l.next
-	}
-	l.next = start.Add(time.Duration(float64(n) * 8 / (l.Mbps * 1e6) * float64(time.Second)))
-	done := l.next
-	l.mu.Unlock()
-	time.Sleep(time.Until(done))
-}
-
-func (l *link) String() string {
-	if l == nil || (l.RTT <= 0 && l.Mbps <= 0) {
-		return "loopback"
-	}
-	bw := "unlimited bandwidth"
-	if l.Mbps > 0 {
-		bw = fmt.Sprintf("%g Mbit/s shared", l.Mbps)
-	}
-	return fmt.Sprintf("an emulated link: %v round trip per request, %s", l.RTT, bw)
-}
-
-// linkWriter paces an answer's writes through its link.
-type linkWriter struct {
-	http.ResponseWriter
-	l *link
-}
-
-func (w *linkWriter) Write(p []byte) (int, error) {
-	w.l.pace(len(p))
-	return w.ResponseWriter.Write(p)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *linkWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *linkWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
 func printStatic(w io.Writer, rows []staticRow, points, runs int, via *link) {
-	fmt.Fprintf(w, "zvfserve bench --static: %d points, one query at a time, cold, %d runs each (median, min–max), over %s\n\n", points, runs, via)
+	fmt.Fprintf(w, "zvfbench static: %d points, one query at a time, cold, %d runs each (median, min–max), over %s\n\n", points, runs, via)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "query\tvertices\tzvfserve ms\tMB sent\tstatic client ms\tfiles\tMB fetched\tzvfserve faster\t")
 	for _, r := range rows {
@@ -452,37 +302,54 @@ func printStatic(w io.Writer, rows []staticRow, points, runs int, via *link) {
 	_ = tw.Flush()
 }
 
-// benchStatic runs --static: the points store (built as the viewport
-// workload builds it), 7 runs per box unless --runs was given.
-func benchStatic(ctx context.Context, fs *flag.FlagSet, points int, storeDir string, runs int, only string, via *link, jsonOut string, stdout io.Writer) error {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "runs" })
-	if !given {
-		runs = 7
+func staticCommand() cli.Command {
+	return cli.Command{Summary: "cold zvfserve against a static-file client that fetches a box's vertex files and filters them itself", Run: runStaticCommand}
+}
+
+const staticUsage = `Usage: zvfbench static [--runs N] [--points N] [--store DIR] [--only TEXT] [--rtt D] [--mbps N] [--json FILE]
+
+Compares zvfserve with the lean alternative to a server, one cold query at a time:
+the store's files behind a plain file server, and a client that knows the layout, fetches the level-0
+vertex files of the chunks a box touches (six at a time, as a browser would) and filters them itself.
+Both start cold (a fresh zvfserve and cache; a fresh connection pool), both end with the box's vertices
+in memory and must count the same; it prints the median and spread of each and the ratio. --rtt and
+--mbps put an emulated network between the clients and both servers (loopback has none).
+
+Examples:
+  zvfbench static --store /tmp/zvf-bench                       # loopback
+  zvfbench static --store /tmp/zvf-bench --rtt 20ms --mbps 100  # over a network
+`
+
+// runStaticCommand runs static: the points store (built as the load
+// benchmark builds it), --runs runs per box.
+func runStaticCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("static", staticUsage, stderr)
+	points := fs.Int("points", 2_000_000, "points in the synthetic store 'points' (three attributes, three levels)")
+	storeDir := fs.String("store", "", "folder to write the store into (points/), written once and reused by later runs (default: in memory)")
+	runs := fs.Int("runs", 7, "runs per box, each side cold every time")
+	only := fs.String("only", "", "run only the boxes whose name contains this (1k, 50k, 500k)")
+	var via link
+	fs.DurationVar(&via.RTT, "rtt", 0, "an emulated network between clients and both servers: the round trip each request waits for before its answer starts")
+	fs.Float64Var(&via.Mbps, "mbps", 0, "the emulated network's bandwidth in Mbit/s, shared by each server's connections (0: unlimited)")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	if runs < 1 {
-		return fmt.Errorf("%w: --runs must be at least 1", errUsage)
+	if *runs < 1 {
+		return fmt.Errorf("%w: --runs must be at least 1", cli.ErrUsage)
 	}
-	stores, err := benchStores(ctx, storeDir, points, 0)
+	stores, err := benchStores(ctx, *storeDir, *points, 0)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, st := range stores {
-			_ = st.Close()
-		}
-	}()
+	defer closeStores(stores)
 	dir := ""
-	if storeDir != "" {
-		dir = filepath.Join(storeDir, "points")
+	if *storeDir != "" {
+		dir = filepath.Join(*storeDir, "points")
 	}
-	rows, err := runStatic(ctx, stores["points"], dir, points, runs, only, via, stdout)
+	rows, err := runStatic(ctx, stores["points"], dir, *points, *runs, *only, &via, stdout)
 	if err != nil {
 		return err
 	}
-	if jsonOut != "" {
-		b, _ := json.MarshalIndent(rows, "", "  ")
-		return os.WriteFile(jsonOut, append(b, '\n'), 0o644)
-	}
-	return nil
+	return writeJSON(*jsonOut, rows)
 }

@@ -1,0 +1,106 @@
+// Package cli is what the commands (zvfserve, zvfbench) share: subcommands
+// with a summary each, flags and arguments in any order, and exit statuses
+// that tell a command-line mistake (2) from a failure (1).
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Command is one subcommand. Run gets the arguments after the
+// subcommand's name; it writes results to stdout and diagnostics to
+// stderr.
+type Command struct {
+	Summary string
+	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// ErrUsage marks a command-line mistake: exit status 2, not 1.
+var ErrUsage = errors.New("usage error")
+
+// Main runs run on the process's arguments with a context that SIGINT and
+// SIGTERM cancel, and exits with the status it returns.
+func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit is the status of prog's subcommand name ending with err, which it
+// reports on stderr in one line: 0 for none or a --help (flag.ErrHelp;
+// the usage was printed), 2 for ErrUsage, else 1.
+func Exit(stderr io.Writer, prog, name string, err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(stderr, "%s %s: %s\n", prog, name, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "))
+		return 2
+	}
+	fmt.Fprintf(stderr, "%s %s: %v\n", prog, name, err)
+	return 1
+}
+
+// List writes one line a command, its name and summary, sorted by name.
+func List(w io.Writer, cmds map[string]Command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].Summary)
+	}
+}
+
+// ParseFlags parses args with flags and positional arguments in any order
+// ("query STORE --level 1" as "query --level 1 STORE"). A flag that takes
+// a value takes the next argument whatever it looks like, so "--bbox
+// -5,0,0,5,5,5" works; a bool flag takes none, so "--json STORE" leaves
+// STORE positional. "--" ends the flags. It returns flag.ErrHelp for -h
+// and --help (after printing the usage) and an ErrUsage otherwise.
+func ParseFlags(fs *flag.FlagSet, args []string) error {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if hasValue || f == nil || isBool(f) || i+1 >= len(args) {
+			// An unknown flag is left for fs.Parse to report.
+			continue
+		}
+		i++
+		flags = append(flags, args[i])
+	}
+	if err := fs.Parse(append(flags, append([]string{"--"}, pos...)...)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	return nil
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/synth"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+)
+
+// TestLoadSmall runs the load benchmark on small in-memory stores: every
+// query kind answers without errors, streamlines included.
+func TestLoadSmall(t *testing.T) {
+	t.Parallel()
+	rep, b, _ := benchJSON[benchReport](t, "load", "--points", "20000", "--rounds", "1", "--burst", "4")
+	kinds := map[string]bool{}
+	for _, r := range rep.Results {
+		if r.Errors != 0 || r.Vertices == 0 {
+			t.Errorf("%s %s: %d errors, %d vertices a request", r.Phase, r.Query, r.Errors, r.Vertices)
+		}
+		kinds[r.Query] = true
+	}
+	for _, k := range []string{"50k bin", "50k json", "streamlines 50k bin", "streamlines 50k json"} {
+		if !kinds[k] {
+			t.Errorf("no %q rows in %v", k, kinds)
+		}
+	}
+	if rep.Streamlines != 4000 || !strings.Contains(string(b), "streamlines auto") {
+		t.Errorf("report: %d streamline vertices", rep.Streamlines)
+	}
+}
+
+// TestLoadTargetWithoutStreamlines: against a running server that has no
+// 'streamlines' store, the streamline queries are skipped with a message
+// and the point queries run, their boxes sized from the server's catalogue.
+func TestLoadTargetWithoutStreamlines(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := synth.Points(ctx, 20000, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	base, stop, err := benchServe(ctx, map[string]storage.Store{"points": storage.Sub(mem, "points")}, cache.New(64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// --points is deliberately wrong: the catalogue's 20,000 sizes the boxes.
+	stdout, stderr, code := runCmd(t, "load", "--target", base, "--points", "2000000", "--rounds", "1", "--burst", "2", "--only", "50k")
+	if code != 0 {
+		t.Fatalf("load: exit %d: %s %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "no store 'streamlines'") {
+		t.Errorf("no skip message: %q", stderr)
+	}
+	if strings.Contains(stdout, "streamlines 50k") || !strings.Contains(stdout, "50k json") {
+		t.Errorf("rows:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "20000 points and 0 streamline vertices") {
+		t.Errorf("header:\n%s", stdout)
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[0] == "cold" || f[0] == "warm") && (f[len(f)-1] != "0" || f[len(f)-7] == "0") {
+			t.Errorf("errors or no vertices: %s", line)
+		}
+	}
+}
+
+// TestLoadTrivial: --trivial replays each warm binary query against a
+// server that writes the same answers: same vertices a request, no
+// errors, and zvfserve's share of it printed.
+func TestLoadTrivial(t *testing.T) {
+	t.Parallel()
+	rep, _, stdout := benchJSON[benchReport](t, "load", "--points", "20000", "--streamlines", "0", "--rounds", "1", "--burst", "4", "--only", "k bin", "--trivial")
+	warm := map[string]benchResult{}
+	trivial := 0
+	for _, r := range rep.Results {
+		switch r.Phase {
+		case "warm":
+			warm[r.Query] = r
+		case "trivial":
+			trivial++
+			w := warm[r.Query]
+			if r.Errors != 0 || r.Vertices == 0 || r.Vertices != w.Vertices || r.Requests != w.Requests {
+				t.Errorf("trivial %+v, warm %+v", r, w)
+			}
+		}
+	}
+	if trivial != 4 || !strings.Contains(stdout, "share of the trivial server's: 1k bin") { // 1k, 50k, 500k and auto
+		t.Errorf("%d trivial rows: %s", trivial, stdout)
+	}
+}

@@ -1,0 +1,80 @@
+// Command zvfbench measures zvfserve: the load benchmark (viewport bursts of
+// bbox requests), zvfserve against a static-file client, the store-size
+// sweep and many whole-store answers at once. It is kept out of the
+// zvfserve binary, which carries only what users run; docs/performance.md
+// says what each benchmark shows and what bounds its numbers.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
+)
+
+// commands lists every benchmark. Keep it in step with README.md.
+func commands() map[string]cli.Command {
+	return map[string]cli.Command{
+		"load":   loadCommand(),
+		"static": staticCommand(),
+		"sweep":  sweepCommand(),
+		"whole":  wholeCommand(),
+	}
+}
+
+func main() { cli.Main(run) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 {
+		usage(stderr, cmds)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(stdout, cmds)
+		return 0
+	}
+	name := args[0]
+	c, ok := cmds[name]
+	if !ok {
+		fmt.Fprintf(stderr, "zvfbench: unknown benchmark %q\n\n", name)
+		usage(stderr, cmds)
+		return 2
+	}
+	return cli.Exit(stderr, "zvfbench", name, c.Run(ctx, args[1:], stdout, stderr))
+}
+
+func usage(w io.Writer, cmds map[string]cli.Command) {
+	fmt.Fprintln(w, "zvfbench measures zvfserve.")
+	fmt.Fprintln(w, "\nUsage:\n  zvfbench BENCHMARK [flags]\n\nBenchmarks:")
+	cli.List(w, cmds)
+	fmt.Fprintln(w, "\nRun \"zvfbench BENCHMARK --help\" for a benchmark's flags. What the numbers mean: docs/performance.md.")
+}
+
+// newFlags is a benchmark's flag set; --help prints usage (the usage
+// lines and what the benchmark does) and then the flags.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses a benchmark's flags (cli.ParseFlags); the benchmarks
+// take no arguments besides them.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: %s takes no arguments, only flags (got %q)", cli.ErrUsage, fs.Name(), fs.Args())
+	}
+	return nil
+}

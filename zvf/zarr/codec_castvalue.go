@@ -1,0 +1,139 @@
+package zarr
+
+import (
+	"encoding/json"
+	"math"
+)
+
+// The cast_value codec (zarr-extensions): each element converted to
+// another data type, with a rounding mode, out-of-range rule and scalar
+// map (scalar.go).
+
+func makeCastValue(_ *Codecs, s CodecSpec, in rep) (resolved, error) {
+	return arrayToArrayCodec(newCastValue(s.Configuration, in))
+}
+
+type castValue struct {
+	in, to   DataType
+	rules    castRules
+	enc, dec [][2]num
+}
+
+func newCastValue(cfg json.RawMessage, in rep) (*castValue, error) {
+	var c struct {
+		DataType   string `json:"data_type"`
+		Rounding   string `json:"rounding"`
+		OutOfRange string `json:"out_of_range"`
+		ScalarMap  struct {
+			Encode [][2]json.RawMessage `json:"encode"`
+			Decode [][2]json.RawMessage `json:"decode"`
+		} `json:"scalar_map"`
+	}
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		return nil, metaErr("cast_value configuration: %v", err)
+	}
+	out, err := ParseDataType(c.DataType)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range []DataType{in.typ, out} {
+		if t.Kind != KindInt && t.Kind != KindUint && t.Kind != KindFloat {
+			return nil, unsupported("cast_value with %s", t.Name)
+		}
+	}
+	switch c.Rounding {
+	case "", "nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away":
+	default:
+		return nil, metaErr("cast_value rounding %q", c.Rounding)
+	}
+	switch c.OutOfRange {
+	case "", "clamp":
+	case "wrap":
+		if out.Kind == KindFloat {
+			return nil, metaErr("cast_value out_of_range wrap needs an integer data_type")
+		}
+	default:
+		return nil, metaErr("cast_value out_of_range %q", c.OutOfRange)
+	}
+	cv := &castValue{in: in.typ, to: out, rules: castRules{rounding: c.Rounding, oor: c.OutOfRange}}
+	for _, p := range c.ScalarMap.Encode {
+		a, err1 := parseScalar(in.typ, p[0])
+		b, err2 := parseScalar(out, p[1])
+		if err1 != nil || err2 != nil {
+			return nil, metaErr("cast_value scalar_map entry %s", p)
+		}
+		cv.enc = append(cv.enc, [2]num{a, b})
+	}
+	for _, p := range c.ScalarMap.Decode {
+		a, err1 := parseScalar(out, p[0])
+		b, err2 := parseScalar(in.typ, p[1])
+		if err1 != nil || err2 != nil {
+			return nil, metaErr("cast_value scalar_map entry %s", p)
+		}
+		cv.dec = append(cv.dec, [2]num{a, b})
+	}
+	return cv, nil
+}
+
+func (*castValue) name() string { return "cast_value" }
+
+func same(a, b num) bool {
+	if a.Kind == KindFloat || b.Kind == KindFloat {
+		fa, fb := a.Float64(), b.Float64()
+		return fa == fb || (math.IsNaN(fa) && math.IsNaN(fb))
+	}
+	ra, _ := a.rat()
+	rb, _ := b.rat()
+	return ra.Cmp(rb) == 0
+}
+
+func (c *castValue) convert(n num, to DataType, m [][2]num) (num, error) {
+	for _, p := range m {
+		if same(n, p[0]) {
+			return cast(p[1], to, castRules{rounding: "nearest-even"})
+		}
+	}
+	return cast(n, to, c.rules)
+}
+
+func (c *castValue) out(in rep) (rep, error) {
+	fill := make([]byte, c.to.Size)
+	v, err := c.convert(in.typ.At(in.fill, 0), c.to, c.enc)
+	if err != nil {
+		return rep{}, metaErr("cast_value cannot cast the fill value: %v", err)
+	}
+	store(c.to, fill, v)
+	return rep{shape: in.shape, typ: c.to, fill: fill}, nil
+}
+
+func (c *castValue) run(data []byte, from, to DataType, m [][2]num) ([]byte, error) {
+	n := len(data) / from.Size
+	out := make([]byte, n*to.Size)
+	for i := 0; i < n; i++ {
+		v, err := c.convert(from.At(data[i*from.Size:], 0), to, m)
+		if err != nil {
+			return nil, err
+		}
+		store(to, out[i*to.Size:], v)
+	}
+	return out, nil
+}
+
+func (c *castValue) decode(ch *Chunk, in rep) (*Chunk, error) {
+	if len(ch.Data) != int(prod(in.shape))*c.to.Size {
+		return nil, corrupt("cast_value input has %d bytes", len(ch.Data))
+	}
+	d, err := c.run(ch.Data, c.to, c.in, c.dec)
+	if err != nil {
+		return nil, err
+	}
+	return &Chunk{Shape: in.shape, Type: c.in, Data: d}, nil
+}
+
+func (c *castValue) encode(ch *Chunk) (*Chunk, error) {
+	d, err := c.run(ch.Data, c.in, c.to, c.enc)
+	if err != nil {
+		return nil, err
+	}
+	return &Chunk{Shape: ch.Shape, Type: c.to, Data: d}, nil
+}

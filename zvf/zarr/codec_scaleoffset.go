@@ -1,0 +1,142 @@
+package zarr
+
+import (
+	"encoding/json"
+	"math/big"
+)
+
+// The scale_offset codec (zarr-extensions): (x - offset) × scale, in the
+// array's own data type (scalar.go).
+
+func makeScaleOffset(_ *Codecs, s CodecSpec, in rep) (resolved, error) {
+	return arrayToArrayCodec(newScaleOffset(s.Configuration, in))
+}
+
+type scaleOffset struct {
+	typ           DataType
+	scale, offset num
+}
+
+func newScaleOffset(cfg json.RawMessage, in rep) (*scaleOffset, error) {
+	t := in.typ
+	if t.Kind != KindInt && t.Kind != KindUint && t.Kind != KindFloat {
+		return nil, unsupported("scale_offset on %s", t.Name)
+	}
+	var c struct {
+		Scale  json.RawMessage `json:"scale"`
+		Offset json.RawMessage `json:"offset"`
+	}
+	if len(cfg) > 0 {
+		if err := json.Unmarshal(cfg, &c); err != nil {
+			return nil, metaErr("scale_offset configuration: %v", err)
+		}
+	}
+	so := &scaleOffset{typ: t, scale: num{Kind: KindUint, U: 1}, offset: num{Kind: KindUint}}
+	var err error
+	if len(c.Scale) > 0 {
+		if so.scale, err = parseScalar(t, c.Scale); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.Offset) > 0 {
+		if so.offset, err = parseScalar(t, c.Offset); err != nil {
+			return nil, err
+		}
+	}
+	// Both scalars live in the array's own type.
+	if so.scale, err = cast(so.scale, t, castRules{rounding: "nearest-even"}); err != nil {
+		return nil, metaErr("scale_offset scale: %v", err)
+	}
+	if so.offset, err = cast(so.offset, t, castRules{rounding: "nearest-even"}); err != nil {
+		return nil, metaErr("scale_offset offset: %v", err)
+	}
+	if so.scale.Float64() == 0 {
+		return nil, metaErr("scale_offset scale is zero")
+	}
+	return so, nil
+}
+
+func (*scaleOffset) name() string { return "scale_offset" }
+
+// arith applies f in the element type: floats in their own precision,
+// integers exactly with a range check.
+func (s *scaleOffset) arith(a num, enc bool) (num, error) {
+	if s.typ.Kind == KindFloat {
+		x, sc, of := a.F, s.scale.F, s.offset.F
+		var r float64
+		switch s.typ.Size {
+		case 4:
+			if enc {
+				r = float64((float32(x) - float32(of)) * float32(sc))
+			} else {
+				r = float64(float32(x)/float32(sc) + float32(of))
+			}
+		case 2:
+			h := func(v float64) float64 { return Float16Value(Float16Bits(v)) }
+			if enc {
+				r = h(h(x-of) * sc)
+			} else {
+				r = h(h(x/sc) + of)
+			}
+		default:
+			if enc {
+				r = (x - of) * sc
+			} else {
+				r = x/sc + of
+			}
+		}
+		return num{Kind: KindFloat, F: r}, nil
+	}
+	x, _ := a.rat()
+	sc, _ := s.scale.rat()
+	of, _ := s.offset.rat()
+	var q *big.Rat
+	if enc {
+		q = new(big.Rat).Mul(new(big.Rat).Sub(x, of), sc)
+	} else {
+		q = new(big.Rat).Add(new(big.Rat).Quo(x, sc), of)
+	}
+	if !q.IsInt() {
+		return num{}, corrupt("scale_offset result %s is not an integer of %s", q.RatString(), s.typ.Name)
+	}
+	return cast(num{Kind: KindInt, I: q.Num().Int64()}, s.typ, castRules{})
+}
+
+func (s *scaleOffset) out(in rep) (rep, error) {
+	fill := make([]byte, s.typ.Size)
+	v, err := s.arith(s.typ.At(in.fill, 0), true)
+	if err != nil {
+		return rep{}, metaErr("scale_offset cannot transform the fill value: %v", err)
+	}
+	store(s.typ, fill, v)
+	return rep{shape: in.shape, typ: s.typ, fill: fill}, nil
+}
+
+func (s *scaleOffset) apply(data []byte, enc bool) ([]byte, error) {
+	out := make([]byte, len(data))
+	size := s.typ.Size
+	for i := 0; i+size <= len(data); i += size {
+		v, err := s.arith(s.typ.At(data[i:], 0), enc)
+		if err != nil {
+			return nil, err
+		}
+		store(s.typ, out[i:], v)
+	}
+	return out, nil
+}
+
+func (s *scaleOffset) decode(ch *Chunk, in rep) (*Chunk, error) {
+	d, err := s.apply(ch.Data, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Chunk{Shape: in.shape, Type: s.typ, Data: d}, nil
+}
+
+func (s *scaleOffset) encode(ch *Chunk) (*Chunk, error) {
+	d, err := s.apply(ch.Data, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Chunk{Shape: ch.Shape, Type: s.typ, Data: d}, nil
+}
