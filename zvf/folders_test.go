@@ -40,7 +40,7 @@ func TestEmptyChunkFolders(t *testing.T) {
 	for _, name := range []string{"graph", "points_pyramid", "graph_sharded"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			want, _ := openFixture(t, name)
+			want, _ := ref07.open(t, name)
 			dir := copyFixture(t, name)
 			mem, err := blobstore.OpenBucket(ctx, "mem://")
 			if err != nil {

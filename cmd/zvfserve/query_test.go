@@ -157,7 +157,7 @@ func TestQueryPaging(t *testing.T) {
 			if f == "json" {
 				// One document, the unpaged answer (cells have no
 				// connectivity to come in another order).
-				all = getOK(t, ts, "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&f=json")
+				all = apitest.MustGet(t, ts, "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&f=json")
 			} else {
 				for c := ""; ; {
 					path := "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&level=0&limit=3000&f=" + f
@@ -203,7 +203,7 @@ func TestQueryAllJSONIsOneDocument(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(dir, store)
 			ts := httpServer(t, path)
-			want := getOK(t, ts, "/api/v1/stores/"+store+"/bbox?min=100,0,50&max=900,700,600&level=0&attributes=*&f=json")
+			want := apitest.MustGet(t, ts, "/api/v1/stores/"+store+"/bbox?min=100,0,50&max=900,700,600&level=0&attributes=*&f=json")
 			for _, limit := range []string{"997", "3000"} {
 				out, errs, code := runCmd(t, "query", path, "--bbox", "100,0,50,900,700,600", "--attributes", "*", "--limit", limit, "--all")
 				if code != 0 {
