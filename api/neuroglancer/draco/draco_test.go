@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/api/neuroglancer/draco/dracotest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -172,17 +174,17 @@ func TestEncodeDecodes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := decodeDraco(b)
+			d, err := dracotest.Decode(b)
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			checkDecoded(t, tc.mesh, d.numPoints, d.positions, d.faces)
-			if tc.padded >= 0 && (d.padding > 0) != (tc.padded == 1) {
-				t.Errorf("%d bytes of padding, want padded=%d", d.padding, tc.padded)
+			checkDecoded(t, tc.mesh, d.NumPoints, d.Positions, d.Faces)
+			if tc.padded >= 0 && (d.Padding > 0) != (tc.padded == 1) {
+				t.Errorf("%d bytes of padding, want padded=%d", d.Padding, tc.padded)
 			}
 			if tc.schemes != "" {
 				got := ""
-				for _, s := range d.schemes {
+				for _, s := range d.Schemes {
 					got += map[byte]string{0: "t", 1: "r"}[s]
 				}
 				ok := len(got) == len(tc.schemes)
@@ -207,15 +209,15 @@ func TestCasesCoverEveryPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := decodeDraco(b)
+		d, err := dracotest.Decode(b)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		seen[map[bool]string{false: "unpadded", true: "padded"}[d.padding > 0]] = true
-		for _, s := range d.schemes {
+		seen[map[bool]string{false: "unpadded", true: "padded"}[d.Padding > 0]] = true
+		for _, s := range d.Schemes {
 			seen[map[byte]string{0: "tagged symbols", 1: "raw symbols"}[s]] = true
 		}
-		seen[map[byte]string{0: "generic attribute", 1: "integer attribute"}[d.attrCoder]] = true
+		seen[map[byte]string{0: "generic attribute", 1: "integer attribute"}[d.AttrCoder]] = true
 	}
 	for _, p := range []string{"unpadded", "padded", "tagged symbols", "raw symbols", "generic attribute", "integer attribute"} {
 		if !seen[p] {
@@ -374,11 +376,11 @@ func FuzzEncode(f *testing.F) {
 			}
 			return
 		}
-		d, err := decodeDraco(b)
+		d, err := dracotest.Decode(b)
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
-		checkDecoded(t, m, d.numPoints, d.positions, d.faces)
+		checkDecoded(t, m, d.NumPoints, d.Positions, d.Faces)
 	})
 }
 

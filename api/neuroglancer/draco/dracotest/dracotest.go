@@ -1,4 +1,12 @@
-package draco
+// Package dracotest is a small Draco decoder for tests, written from the
+// bitstream spec (and the reference decoder's checks) independently of the
+// encoder in package draco: it reads the sequential mesh subset that encoder
+// writes (coded indices, raw or tagged symbols, generic or integer
+// attributes, with or without the difference prediction), so fuzz targets
+// and table tests need no external tool. draco_decoder and draco3d check
+// the same streams in draco's external tests. It imports nothing of the
+// project.
+package dracotest
 
 import (
 	"encoding/binary"
@@ -7,24 +15,17 @@ import (
 	"sort"
 )
 
-// A small Draco decoder for the tests, written from the bitstream spec (and
-// the reference decoder's checks) independently of the encoder: it reads
-// the sequential mesh subset this package writes (coded indices, raw or
-// tagged symbols, generic or integer attributes, with or without the
-// difference prediction), so the fuzz target and the table tests need no
-// external tool. draco_decoder and draco3d check the same streams in
-// external_test.go.
-
-type decoded struct {
-	numPoints  int
-	faces      []uint32
-	positions  []uint32 // int32 values, as their bits
-	dataType   byte
-	components byte
-	connMethod byte   // 0: coded indices (1 would be plain)
-	padding    int    // zero bytes after the attribute
-	schemes    []byte // symbol scheme of each coded stream, in order
-	attrCoder  byte   // sequential attribute decoder type
+// Decoded is one decoded stream, with how it was coded.
+type Decoded struct {
+	NumPoints  int
+	Faces      []uint32
+	Positions  []uint32 // int32 values, as their bits
+	DataType   byte
+	Components byte
+	ConnMethod byte   // 0: coded indices (1 would be plain)
+	Padding    int    // zero bytes after the attribute
+	Schemes    []byte // symbol scheme of each coded stream, in order
+	AttrCoder  byte   // sequential attribute decoder type
 }
 
 type reader struct {
@@ -77,7 +78,9 @@ func (r *reader) varint(maxBytes int) (uint64, error) {
 	return 0, errors.New("varint too long")
 }
 
-func decodeDraco(b []byte) (*decoded, error) {
+// Decode decodes b, a version 2.2 sequential Draco mesh with one int32
+// position attribute, checking what the reference decoder checks.
+func Decode(b []byte) (*Decoded, error) {
 	r := &reader{b: b}
 	head, err := r.bytes(11)
 	if err != nil {
@@ -101,18 +104,18 @@ func decodeDraco(b []byte) (*decoded, error) {
 	if nf > uint64(r.remaining())/3 {
 		return nil, fmt.Errorf("%d faces in %d bytes", nf, r.remaining())
 	}
-	d := &decoded{numPoints: int(np)}
+	d := &Decoded{NumPoints: int(np)}
 	afterCounts := r.pos
-	if d.connMethod, err = r.u8(); err != nil {
+	if d.ConnMethod, err = r.u8(); err != nil {
 		return nil, err
 	}
-	switch d.connMethod {
+	switch d.ConnMethod {
 	case 0:
 		syms, err := d.symbols(r, int(3*nf), 1)
 		if err != nil {
 			return nil, fmt.Errorf("indices: %w", err)
 		}
-		d.faces = make([]uint32, len(syms))
+		d.Faces = make([]uint32, len(syms))
 		last := int64(0)
 		for i, s := range syms {
 			diff := int64(s >> 1)
@@ -123,10 +126,10 @@ func decodeDraco(b []byte) (*decoded, error) {
 			if last < 0 || last >= int64(np) {
 				return nil, fmt.Errorf("index %d out of range", last)
 			}
-			d.faces[i] = uint32(last)
+			d.Faces[i] = uint32(last)
 		}
 	default:
-		return nil, fmt.Errorf("connectivity method %d", d.connMethod)
+		return nil, fmt.Errorf("connectivity method %d", d.ConnMethod)
 	}
 	if err := d.attributes(r); err != nil {
 		return nil, fmt.Errorf("attributes: %w", err)
@@ -134,7 +137,7 @@ func decodeDraco(b []byte) (*decoded, error) {
 	// Bytes past the attribute are padding up to the decoder's guard of 3
 	// per face: zeros, and only as many as the guard needs.
 	if r.remaining() > 0 {
-		d.padding = r.remaining()
+		d.Padding = r.remaining()
 		if len(b)-afterCounts != 3*int(nf) {
 			return nil, fmt.Errorf("%d bytes after the attribute, %d after the counts for %d faces", r.remaining(), len(b)-afterCounts, nf)
 		}
@@ -147,7 +150,7 @@ func decodeDraco(b []byte) (*decoded, error) {
 	return d, nil
 }
 
-func (d *decoded) attributes(r *reader) error {
+func (d *Decoded) attributes(r *reader) error {
 	n, err := r.u8()
 	if err != nil || n != 1 {
 		return fmt.Errorf("attribute decoders %d, %v", n, err)
@@ -163,31 +166,31 @@ func (d *decoded) attributes(r *reader) error {
 	if h[0] != 0 || h[3] != 0 {
 		return fmt.Errorf("attribute type %d normalized %d", h[0], h[3])
 	}
-	d.dataType, d.components = h[1], h[2]
-	if d.dataType != 5 || d.components != 3 {
-		return fmt.Errorf("data type %d with %d components", d.dataType, d.components)
+	d.DataType, d.Components = h[1], h[2]
+	if d.DataType != 5 || d.Components != 3 {
+		return fmt.Errorf("data type %d with %d components", d.DataType, d.Components)
 	}
 	if _, err := r.varint(5); err != nil { // unique id
 		return err
 	}
-	if d.attrCoder, err = r.u8(); err != nil {
+	if d.AttrCoder, err = r.u8(); err != nil {
 		return err
 	}
-	nv := d.numPoints * 3
-	switch d.attrCoder {
+	nv := d.NumPoints * 3
+	switch d.AttrCoder {
 	case 0: // generic: raw values
 		raw, err := r.bytes(4 * nv)
 		if err != nil {
 			return err
 		}
-		d.positions = make([]uint32, nv)
-		for i := range d.positions {
-			d.positions[i] = binary.LittleEndian.Uint32(raw[4*i:])
+		d.Positions = make([]uint32, nv)
+		for i := range d.Positions {
+			d.Positions[i] = binary.LittleEndian.Uint32(raw[4*i:])
 		}
 		return nil
 	case 1: // integer
 	default:
-		return fmt.Errorf("attribute decoder type %d", d.attrCoder)
+		return fmt.Errorf("attribute decoder type %d", d.AttrCoder)
 	}
 	pred, err := r.u8()
 	if err != nil {
@@ -237,10 +240,10 @@ func (d *decoded) attributes(r *reader) error {
 			signed[i] = -int32(v>>1) - 1
 		}
 	}
-	d.positions = make([]uint32, nv)
+	d.Positions = make([]uint32, nv)
 	if int8(pred) == -2 {
 		for i, v := range signed {
-			d.positions[i] = uint32(v)
+			d.Positions[i] = uint32(v)
 		}
 		return nil
 	}
@@ -260,7 +263,7 @@ func (d *decoded) attributes(r *reader) error {
 	for i, c := range signed {
 		p := int64(0)
 		if i >= 3 {
-			p = int64(int32(d.positions[i-3]))
+			p = int64(int32(d.Positions[i-3]))
 		}
 		p = min(max(p, lo), hi)
 		v := p + int64(c)
@@ -269,13 +272,13 @@ func (d *decoded) attributes(r *reader) error {
 		} else if v < lo {
 			v += span
 		}
-		d.positions[i] = uint32(int32(v))
+		d.Positions[i] = uint32(int32(v))
 	}
 	return nil
 }
 
 // symbols reads one coded stream of n values in groups of comps.
-func (d *decoded) symbols(r *reader, n, comps int) ([]uint32, error) {
+func (d *Decoded) symbols(r *reader, n, comps int) ([]uint32, error) {
 	if n == 0 {
 		return nil, nil
 	}
@@ -283,7 +286,7 @@ func (d *decoded) symbols(r *reader, n, comps int) ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.schemes = append(d.schemes, scheme)
+	d.Schemes = append(d.Schemes, scheme)
 	out := make([]uint32, 0, n)
 	switch scheme {
 	case 0: // tagged
