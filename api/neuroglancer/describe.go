@@ -69,7 +69,9 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 		d.State.Layers = append(d.State.Layers, Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"),
 			Shader: annotationShader(kindPoint, l0)})
 	case "mesh":
-		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: name("meshes"), Source: src("meshes"),
+		// The multi-resolution source; "meshes" (legacy) stays listed for
+		// viewers that predate it.
+		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: name("meshes"), Source: src("multilod"),
 			Segments: objects})
 	default:
 		lines := Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"), Shader: annotationShader(kindOf(st, "annotations"), l0)}

@@ -31,7 +31,7 @@ func TestDescriptorOffersSources(t *testing.T) {
 			{"points_bins", []string{"annotations"}, []string{"annotation annotations"}, "setColor(prop_color())", nil},
 			{"polylines", []string{"annotations", "lines", "skeletons"}, []string{"annotation annotations", "segmentation skeletons"}, `property="fa"`, nil},
 			{"skeleton", []string{"annotations", "lines", "skeletons"}, []string{"segmentation skeletons", "annotation annotations"}, "float(radius) / top", []string{"0", "1", "2"}},
-			{"mesh", []string{"meshes"}, []string{"segmentation meshes"}, "", []string{"0", "1", "2", "3"}},
+			{"mesh", []string{"meshes", "multilod"}, []string{"segmentation multilod"}, "", []string{"0", "1", "2", "3"}},
 		} {
 			resp, body := apitest.Get(t, ts, "/api/v1/stores/"+tc.store)
 			var d struct {

@@ -184,7 +184,7 @@ func TestLimitsAuthMetricsCache(t *testing.T) {
 	if resp, _ := apitest.Get(t, ts, cellPath); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", resp.StatusCode)
 	}
-	for _, p := range []string{cellPath, "/ng/skeleton/skeletons/1", "/ng/mesh/meshes/frag/1"} {
+	for _, p := range []string{cellPath, "/ng/skeleton/skeletons/1", "/ng/mesh/meshes/frag/1", "/ng/mesh/multilod/1"} {
 		resp, body := apitest.Get(t, ts, p, auth...)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "more than this server's 100") {
 			t.Fatalf("%s over --max-vertices: %d %.200q", p, resp.StatusCode, body)
@@ -225,7 +225,7 @@ func FuzzRequests(f *testing.F) {
 		f.Add(s[0], s[1], s[2])
 	}
 	routes := []string{"annotations/by_id/%[1]s", "lines/by_id/%[1]s", "annotations/spatial%[1]s/%[2]s", "lines/spatial0/%[2]s",
-		"skeletons/%[1]s", "meshes/%[1]s:0", "meshes/frag/%[1]s", "annotations/spatial0/%[2]s"}
+		"skeletons/%[1]s", "meshes/%[1]s:0", "meshes/frag/%[1]s", "annotations/spatial0/%[2]s", "multilod/%[1]s.index", "multilod/%[1]s"}
 	f.Fuzz(func(t *testing.T, store, id, cell string) {
 		for _, r := range routes {
 			path := "/ng/" + url.PathEscape(store) + "/" + fmt.Sprintf(r, url.PathEscape(id), url.PathEscape(cell))

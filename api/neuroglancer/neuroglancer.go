@@ -1,7 +1,8 @@
 // Package neuroglancer serves ZVF stores as Neuroglancer "precomputed"
 // sources under /ng/{store}/: annotations (points, polylines, lines) with a
 // spatial index built from the store's pyramid, skeletons with segment
-// properties, and legacy meshes. docs/neuroglancer.md describes the
+// properties, and meshes (legacy, and multi-resolution Draco: multilod.go).
+// docs/neuroglancer.md describes the
 // routes and how ZVF levels become Neuroglancer's levels of detail.
 //
 // The package reads stores through zvf only; the HTTP layer that mounts it
@@ -91,6 +92,10 @@ func (s *Server) Routes(r chi.Router) {
 	get("/meshes/seg_props/info", s.segProps("meshes"))
 	get("/meshes/{id}:0", s.meshManifest)
 	get("/meshes/frag/{id}", s.meshFragment)
+	get("/multilod/info", s.multilodInfo)
+	get("/multilod/seg_props/info", s.segProps("multilod"))
+	get("/multilod/{id}.index", s.multilodFile(true))
+	get("/multilod/{id}", s.multilodFile(false))
 }
 
 // geometry is the store's primary geometry.
@@ -102,7 +107,7 @@ func geometry(info *zvf.Info) string {
 }
 
 // RoutesOf lists the Neuroglancer sources a store has ("annotations",
-// "lines", "skeletons", "meshes"), in that order.
+// "lines", "skeletons", "meshes", "multilod"), in that order.
 func RoutesOf(st *zvf.Store) []string {
 	info := st.Info()
 	objects := len(info.Levels) > 0 && info.Levels[0].ObjectCount > 0
@@ -119,7 +124,7 @@ func RoutesOf(st *zvf.Store) []string {
 		return []string{"annotations", "lines", "skeletons"}
 	case "mesh":
 		if objects && info.Dims == 3 {
-			return []string{"meshes"}
+			return []string{"meshes", "multilod"}
 		}
 	}
 	return nil
