@@ -9,7 +9,10 @@ import (
 	"math/bits"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -545,4 +548,71 @@ func TestMultilodProblems(t *testing.T) {
 	if resp, body := apitest.Get(t, ts, "/ng/mesh/multilod/seg_props/info"); resp.StatusCode != 200 || !strings.Contains(string(body), "neuroglancer_segment_properties") {
 		t.Errorf("seg_props: %d %.200s", resp.StatusCode, body)
 	}
+}
+
+// TestDracoDecoderDecodesEveryFragment runs Draco's own decoder
+// (draco_decoder, Debian's draco) over every multilod fragment of every
+// mesh store, and compares what it reads with the Go decoder's reading.
+// Without the tool the test is skipped, unless ZVFSERVE_REQUIRE_DRACO is
+// set (CI sets it): then it fails.
+func TestDracoDecoderDecodesEveryFragment(t *testing.T) {
+	bin, err := exec.LookPath("draco_decoder")
+	if err != nil {
+		if os.Getenv("ZVFSERVE_REQUIRE_DRACO") != "" {
+			t.Fatal("ZVFSERVE_REQUIRE_DRACO is set but draco_decoder is not on PATH (apt-get install draco)")
+		}
+		t.Skip("draco_decoder is not on PATH (apt-get install draco)")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	n := 0
+	for _, st := range meshStores(t) {
+		_, ts := newServer(t, api.Options{Stores: []*zvf.Store{st}})
+		l0, _ := st.Level(0)
+		for id := range l0.Info().ObjectCount {
+			if has, err := l0.HasObject(ctx, id); err != nil || !has {
+				continue
+			}
+			path := fmt.Sprintf("/ng/%s/multilod/%d", st.Name(), id)
+			m, err := decodeManifest(apitest.MustGet(t, ts, path+".index"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := apitest.MustGet(t, ts, path)
+			for lod, nodes := range m.lods {
+				for _, nd := range nodes {
+					if nd.size == 0 {
+						continue
+					}
+					frag := data[nd.start : nd.start+nd.size]
+					f := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.drc", st.Name(), id, lod))
+					if err := os.WriteFile(f, frag, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					out, err := exec.Command(bin, "-i", f, "-o", f+".ply").CombinedOutput()
+					if err != nil {
+						t.Fatalf("%s LOD %d: draco_decoder: %v\n%s", path, lod, err, out)
+					}
+					ply, err := os.ReadFile(f + ".ply")
+					if err != nil {
+						t.Fatal(err)
+					}
+					np, pos, faces, err := dracotest.ReadPLY(ply)
+					if err != nil {
+						t.Fatalf("%s LOD %d: draco_decoder's PLY: %v", path, lod, err)
+					}
+					d, err := dracotest.Decode(frag)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if np != d.NumPoints || !slices.Equal(pos, d.Positions) || !slices.Equal(faces, d.Faces) || len(faces) == 0 {
+						t.Fatalf("%s LOD %d: draco_decoder reads %d points and %d faces, the Go decoder %d and %d, or they differ",
+							path, lod, np, len(faces)/3, d.NumPoints, len(d.Faces)/3)
+					}
+					n++
+				}
+			}
+		}
+	}
+	t.Logf("%d fragments", n)
 }
