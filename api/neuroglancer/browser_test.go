@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -92,10 +93,12 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// requestLog records what zvfserve answered.
+// requestLog records what zvfserve answered, and the body bytes it sent
+// for each path (as sent: compressed when the browser took an encoding).
 type requestLog struct {
-	mu   sync.Mutex
-	seen []string // "status path"
+	mu    sync.Mutex
+	seen  []string // "status method path"
+	bytes map[string]int64
 }
 
 func (l *requestLog) wrap(h http.Handler) http.Handler {
@@ -104,21 +107,34 @@ func (l *requestLog) wrap(h http.Handler) http.Handler {
 		h.ServeHTTP(sw, r)
 		l.mu.Lock()
 		l.seen = append(l.seen, fmt.Sprintf("%d %s %s", sw.status, r.Method, r.URL.Path))
+		if l.bytes == nil {
+			l.bytes = map[string]int64{}
+		}
+		l.bytes[r.URL.Path] += sw.n
 		l.mu.Unlock()
 	})
 }
 
-func (l *requestLog) take() []string {
+// take returns the requests seen since the last take, and the bytes sent
+// per path.
+func (l *requestLog) take() ([]string, map[string]int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := l.seen
-	l.seen = nil
-	return out
+	out, n := l.seen, l.bytes
+	l.seen, l.bytes = nil, nil
+	return out, n
 }
 
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	n      int64
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -171,6 +187,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 
 	ch := cache.New(512 << 20)
 	stores := append(fixtureStores(t), demoStores(t, ch)...)
+	stores = append(stores, apitest.Open(t, "../../testdata/zvf-0.9/mesh_v09.zarrvectors", "mesh_v09", ch))
 	// Without --public-url the descriptor's sources are paths on the server.
 	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
 	if err != nil {
@@ -197,25 +214,37 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	meshBytes := map[string]int64{} // by case: what the mesh source's requests took
 	for _, tc := range []struct {
 		name   string
 		stores []string // whose descriptors' states to open, all layers shown
 		viewer string   // or: the store whose state the bundled viewer links to
-		want   []string // requests zvfserve must have answered (200, or 304 to a browser revalidating)
+		want   []string // requests zvfserve must have answered (200 or 206, or 304 to a browser revalidating)
+		swap   string   // a source route the layers take instead of the state's multilod
+		mesh   string   // a path prefix whose bytes to add up, with the browser's cache off
 	}{
-		{"points", []string{"points_pyramid"}, "", []string{
+		{name: "points", stores: []string{"points_pyramid"}, want: []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/\d+_\d+_\d+$`,
 			`^/ng/points_pyramid/annotations/spatial1/\d+_\d+_\d+$`}},
-		{"streamlines", []string{"polylines"}, "", []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/spatial0/\d+_\d+_\d+$`,
+		{name: "streamlines", stores: []string{"polylines"}, want: []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/spatial0/\d+_\d+_\d+$`,
 			`^/ng/polylines/lines/spatial0/\d+_\d+_\d+$`, `^/ng/polylines/skeletons/\d+$`}},
-		{"graph", []string{"graph"}, "", []string{`^/ng/graph/annotations/spatial0/\d+_\d+_\d+$`,
+		{name: "graph", stores: []string{"graph"}, want: []string{`^/ng/graph/annotations/spatial0/\d+_\d+_\d+$`,
 			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/seg_props/info$`, `^/ng/graph/skeletons/\d+$`}},
-		{"skeletons", []string{"skeleton"}, "", []string{`^/ng/skeleton/skeletons/info$`, `^/ng/skeleton/skeletons/seg_props/info$`,
+		{name: "skeletons", stores: []string{"skeleton"}, want: []string{`^/ng/skeleton/skeletons/info$`, `^/ng/skeleton/skeletons/seg_props/info$`,
 			`^/ng/skeleton/skeletons/0$`, `^/ng/skeleton/skeletons/1$`, `^/ng/skeleton/skeletons/2$`}},
-		{"meshes", []string{"mesh"}, "", []string{`^/ng/mesh/meshes/info$`, `^/ng/mesh/meshes/\d+:0$`, `^/ng/mesh/meshes/frag/\d+$`}},
-		{"demo", []string{"cells", "axons", "skeletons", "meshes"}, "", []string{`^/ng/cells/annotations/spatial0/0_0_0$`,
-			`^/ng/axons/annotations/spatial0/0_0_0$`, `^/ng/skeletons/skeletons/\d+$`, `^/ng/meshes/meshes/frag/\d+$`}},
-		{"viewer link", nil, "cells", []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/spatial0/0_0_0$`}},
+		{name: "meshes", stores: []string{"mesh"}, swap: "meshes",
+			want: []string{`^/ng/mesh/meshes/info$`, `^/ng/mesh/meshes/\d+:0$`, `^/ng/mesh/meshes/frag/\d+$`}},
+		{name: "multilod", stores: []string{"mesh_v09"}, want: []string{`^/ng/mesh_v09/multilod/info$`,
+			`^/ng/mesh_v09/multilod/\d+\.index$`, `^/ng/mesh_v09/multilod/\d+$`}},
+		// The demo scene at Neuroglancer's default zoom (the store's whole
+		// box), fetched afresh with multilod meshes, then legacy ones: the
+		// bytes each mesh source takes.
+		{name: "demo", stores: []string{"cells", "axons", "skeletons", "meshes"}, mesh: "/ng/meshes/multilod/",
+			want: []string{`^/ng/cells/annotations/spatial0/0_0_0$`, `^/ng/axons/annotations/spatial0/0_0_0$`,
+				`^/ng/skeletons/skeletons/\d+$`, `^/ng/meshes/multilod/\d+\.index$`, `^/ng/meshes/multilod/\d+$`}},
+		{name: "demo with legacy meshes", stores: []string{"cells", "axons", "skeletons", "meshes"}, swap: "meshes", mesh: "/ng/meshes/meshes/",
+			want: []string{`^/ng/meshes/meshes/\d+:0$`, `^/ng/meshes/meshes/frag/\d+$`}},
+		{name: "viewer link", viewer: "cells", want: []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/spatial0/0_0_0$`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
@@ -249,6 +278,9 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 							l.Visible = nil // every source of the store, the hidden ones too
 						}
 						l.Source = strings.Replace(l.Source, "precomputed:///", "precomputed://"+data.URL+"/", 1)
+						if tc.swap != "" {
+							l.Source = strings.Replace(l.Source, "/multilod", "/"+tc.swap, 1)
+						}
 						layers = append(layers, l)
 					}
 					if src, ok := d.Neuroglancer.Sources["lines"]; ok && len(tc.stores) == 1 && !strings.Contains(fmt.Sprint(layers), src) {
@@ -260,6 +292,9 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				js, _ := json.Marshal(state)
 				fragment = "#!" + url.PathEscape(string(js))
 			}
+			if _, err := chromedp.Call(tctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: tc.mesh != ""}); err != nil {
+				t.Fatal(err)
+			}
 			log.take()
 			if err := chromedp.Do(tctx, chromedp.Navigate(page.URL+"/index.html"+fragment)); err != nil {
 				t.Fatal(err)
@@ -269,7 +304,8 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			}
 			st, err := chromedp.Run(tctx, chromedp.Evaluate[map[string]any]("window.zvfWhenLoaded(120000)", chromedp.EvalAwaitPromise))
 			if err != nil {
-				t.Fatalf("Neuroglancer did not load every visible chunk without error: %v\nrequests: %v", err, log.take())
+				seen, _ := log.take()
+				t.Fatalf("Neuroglancer did not load every visible chunk without error: %v\nrequests: %v", err, seen)
 			}
 			// Two frames after the last chunk arrived, the picture is drawn.
 			if _, err := chromedp.Run(tctx, chromedp.Evaluate[any](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))`, chromedp.EvalAwaitPromise)); err != nil {
@@ -285,12 +321,20 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			if drawn < total/1000 {
 				t.Fatalf("the 3-D panel is blank: %d of %d pixels drawn", drawn, total)
 			}
-			seen := log.take()
+			seen, sent := log.take()
+			if tc.mesh != "" {
+				for p, n := range sent {
+					if strings.HasPrefix(p, tc.mesh) {
+						meshBytes[tc.name] += n
+					}
+				}
+				t.Logf("%s: %d bytes", tc.mesh, meshBytes[tc.name])
+			}
 			for _, re := range tc.want {
 				rx := regexp.MustCompile(re)
 				if !slicesContainsFunc(seen, func(s string) bool {
 					parts := strings.SplitN(s, " ", 3)
-					return (parts[0] == "200" || parts[0] == "304") && rx.MatchString(parts[2])
+					return (parts[0] == "200" || parts[0] == "206" || parts[0] == "304") && rx.MatchString(parts[2])
 				}) {
 					t.Errorf("zvfserve answered no %s; it saw %v", re, seen)
 				}
@@ -304,6 +348,14 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				}
 			}
 		})
+	}
+	if legacy, multilod := meshBytes["demo with legacy meshes"], meshBytes["demo"]; legacy > 0 && multilod > 0 {
+		// docs/performance.md reports this number.
+		t.Logf("the demo's meshes at Neuroglancer's default zoom: legacy %d bytes, multilod %d bytes (%.1f× fewer)",
+			legacy, multilod, float64(legacy)/float64(multilod))
+		if multilod >= legacy {
+			t.Errorf("multilod meshes took %d bytes, legacy %d", multilod, legacy)
+		}
 	}
 }
 
