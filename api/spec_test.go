@@ -89,6 +89,7 @@ func TestResponsesDeclareEveryMember(t *testing.T) {
 		"/ng/mesh/meshes/info",
 		"/ng/mesh/meshes/seg_props/info",
 		"/ng/mesh/meshes/2:0",
+		"/ng/mesh/multilod/info",
 		"/ng/nope/annotations/info",
 	} {
 		t.Run(path, func(t *testing.T) {
