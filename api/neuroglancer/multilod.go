@@ -65,8 +65,9 @@ type lodMesh struct {
 func (m *lodMesh) triangles() int { return len(m.tris) / 3 }
 
 // multilodLevels are the store's levels that become LODs: level 0 and each
-// next level as long as it has an object index (a level without one cannot
-// say which of its vertices belong to a segment).
+// next level as long as it keeps level 0's object ids (preserves_object_ids,
+// with an object index): another level cannot say which of its vertices
+// belong to a segment.
 func multilodLevels(st *zvf.Store) ([]*zvf.Level, error) {
 	var out []*zvf.Level
 	for i, n := range st.Levels() {
@@ -74,7 +75,7 @@ func multilodLevels(st *zvf.Store) ([]*zvf.Level, error) {
 		if err != nil {
 			return nil, err
 		}
-		if i > 0 && l.Info().ObjectCount == 0 {
+		if i > 0 && (l.Info().ObjectCount == 0 || !l.Info().PreservesObjectIDs) {
 			break
 		}
 		out = append(out, l)

@@ -26,6 +26,7 @@ import (
 	"github.com/zvfserve/zvfserve/api/neuroglancer/draco/dracotest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // ngMultilod is a manifest ({id}.index) as Neuroglancer reads it, decoded
@@ -615,4 +616,44 @@ func TestDracoDecoderDecodesEveryFragment(t *testing.T) {
 		}
 	}
 	t.Logf("%d fragments", n)
+}
+
+// TestMultilodLevelsKeepObjectIDs: a coarse level whose objects are not
+// level 0's (no preserves_object_ids) ends the levels of detail there.
+func TestMultilodLevelsKeepObjectIDs(t *testing.T) {
+	dir := zvftest.CopyTree(t, "../../testdata/zvf-0.9/mesh_v09.zarrvectors")
+	meta := filepath.Join(dir, "1", "zarr.json")
+	b, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), `"preserves_object_ids": true`, `"preserves_object_ids": false`, 1)
+	if edited == string(b) {
+		t.Fatal("level 1 does not say it preserves object ids")
+	}
+	if err := os.WriteFile(meta, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		lods int
+	}{{"../../testdata/zvf-0.9/mesh_v09.zarrvectors", 2}, {dir, 1}} {
+		st := apitest.Open(t, tc.path, "m", cache.New(64<<20))
+		_, ts := newServer(t, api.Options{Stores: []*zvf.Store{st}})
+		m, err := decodeManifest(apitest.MustGet(t, ts, "/ng/m/multilod/0.index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inf struct {
+			ZVF struct {
+				Levels []int `json:"lod_levels"`
+			} `json:"zvfserve"`
+		}
+		if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/m/multilod/info"), &inf); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.lods) != tc.lods || len(inf.ZVF.Levels) != tc.lods {
+			t.Errorf("%s: %d LODs, info lists levels %v; want %d", tc.path, len(m.lods), inf.ZVF.Levels, tc.lods)
+		}
+	}
 }
