@@ -153,6 +153,9 @@ func multilodInfoJSON(st *zvf.Store, levels []*zvf.Level) ([]byte, error) {
 // buildSegment builds object id's manifest and data file from levels (LOD
 // z from levels[z]); limit bounds the vertices read from any level.
 func buildSegment(ctx context.Context, store string, levels []*zvf.Level, scales []float32, id, limit int64) (*multilodSegment, error) {
+	if len(levels) == 0 {
+		return nil, notFoundf("store %q has no levels", store)
+	}
 	l0 := levels[0]
 	if err := checkObject(ctx, store, l0, id); err != nil {
 		return nil, err
@@ -523,6 +526,9 @@ func (s *Server) multilodInfo(w http.ResponseWriter, r *http.Request) error {
 	levels, err := multilodLevels(st)
 	if err != nil {
 		return err
+	}
+	if len(levels) == 0 {
+		return notFoundf("store %q has no levels", st.Name())
 	}
 	body, err := multilodInfoJSON(st, levels)
 	if err != nil {
