@@ -16,7 +16,9 @@ import (
 )
 
 // A client's side of the API: the vertices in a box as JSON, page by page,
-// each next page asked for with the cursor the previous one ends with.
+// each next page asked for with the cursor the previous one ends with. An
+// edge comes in the page holding its later vertex, its indices counting
+// the whole answer, so the pages' edges together are the whole answer's.
 func Example() {
 	ctx := context.Background()
 	st, err := blobstore.Open(ctx, "../testdata/zvf-reference/graph.zarrvectors")
@@ -53,7 +55,7 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("page %d: %s, %s, %d vertices (the first %v), %d edges among them\n",
+		fmt.Printf("page %d: %s, %s, %d vertices (the first %v), %d edges end here\n",
 			page, resp.Status, resp.Header.Get("Content-Type"), body.Count, body.Vertices[0], len(body.Edges))
 		if body.Next == nil {
 			break
@@ -61,7 +63,7 @@ func Example() {
 		q.Set("cursor", *body.Next)
 	}
 	// Output:
-	// page 1: 200 OK, application/json, 30 vertices (the first [449.34833 287.55643 594.07074]), 20 edges among them
-	// page 2: 200 OK, application/json, 30 vertices (the first [437.63992 244.0549 644.70483]), 23 edges among them
-	// page 3: 200 OK, application/json, 19 vertices (the first [472.85318 243.59445 615.6067]), 11 edges among them
+	// page 1: 200 OK, application/json, 30 vertices (the first [449.34833 287.55643 594.07074]), 20 edges end here
+	// page 2: 200 OK, application/json, 30 vertices (the first [437.63992 244.0549 644.70483]), 35 edges end here
+	// page 3: 200 OK, application/json, 19 vertices (the first [472.85318 243.59445 615.6067]), 26 edges end here
 }
