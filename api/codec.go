@@ -75,6 +75,8 @@ type payloadMeta struct {
 	VertexDType string         `json:"vertex_dtype"`
 	Attributes  []zvf.AttrInfo `json:"attribute_info"`
 	ObjectIDs   bool           `json:"has_object_ids"`
+	// Export is set for the domain file formats (codec_export.go).
+	Export *exportMeta `json:"-"`
 }
 
 // trailer closes it: counts, paging and connectivity, plus kind-specific

@@ -84,11 +84,16 @@ func (s *Server) subject(r *http.Request, level, id bool) (subject, error) {
 // payloadRequest reads what every vertex-payload route takes beside its
 // subject — the attributes, the representation — and answers 304 when the
 // client's copy is current (done).
-func (s *Server) payloadRequest(w http.ResponseWriter, r *http.Request, st *zvf.Store) (attrs []string, rep representation, done bool, err error) {
+func (s *Server) payloadRequest(w http.ResponseWriter, r *http.Request, st *zvf.Store, kind string) (attrs []string, rep representation, done bool, err error) {
 	if attrs, err = parseAttrs(query(r)); err != nil {
 		return nil, rep, false, err
 	}
-	if rep, err = negotiate(r, payloadCodecs(&s.text)); err != nil {
+	if kind == "object" {
+		rep, err = s.negotiateAnswer(r, st, kind)
+	} else {
+		rep, err = negotiate(r, payloadCodecs(&s.text))
+	}
+	if err != nil {
 		return nil, rep, false, err
 	}
 	return attrs, rep, s.notModified(w, r, s.etag(st, r, rep)), nil
@@ -245,7 +250,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rep, err := negotiate(r, payloadCodecs(&s.text))
+	rep, err := s.negotiateAnswer(r, st, "bbox")
 	if err != nil {
 		return err
 	}
@@ -268,9 +273,16 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
+	attrs, export, err := s.exportSetup(r.Context(), w, r, rep, st, l, "bbox", attrs, limit)
+	if err != nil {
+		return err
+	}
 	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
 	if cur.Resume == nil {
 		zq.Offset = cur.Offset // a format 1 cursor
+	}
+	if err := refuseUnpagedBox(r.Context(), rep, l, zq, export); err != nil {
+		return err
 	}
 	enc := rep.codec.newEncoder()
 	body, err := s.newBody(w, rep, start)
@@ -279,7 +291,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer body.release()
 	body.lazy.trailers = []string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched"}
-	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0}
+	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export}
 	meta.Attributes, err = attrInfos(l, attrs)
 	if err != nil {
 		return err
@@ -346,8 +358,12 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	st, l, id := sub.st, sub.l, sub.id
-	attrs, rep, done, err := s.payloadRequest(w, r, st)
+	attrs, rep, done, err := s.payloadRequest(w, r, st, "object")
 	if done || err != nil {
+		return err
+	}
+	attrs, export, err := s.exportSetup(r.Context(), w, r, rep, st, l, "object", attrs, s.o.MaxVertices)
+	if err != nil {
 		return err
 	}
 	o, err := l.Object(r.Context(), id, attrs)
@@ -363,7 +379,8 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer body.release()
-	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes)}
+	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes),
+		Export: export}
 	if err := enc.begin(body.Writer, meta); err != nil {
 		return err
 	}
@@ -456,7 +473,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest(fmt.Sprintf("chunk key %q: use dotted integers like 0.1.-2", ks))
 	}
-	attrs, rep, done, err := s.payloadRequest(w, r, st)
+	attrs, rep, done, err := s.payloadRequest(w, r, st, "chunk")
 	if done || err != nil {
 		return err
 	}

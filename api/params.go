@@ -41,14 +41,15 @@ func RouteParams() map[string][]string {
 func routeParams() map[string][]paramSpec {
 	const st = "/api/v1/stores/{store}"
 	fJSON := paramSpec{name: "f", values: []string{"json"}}
-	fPayload := paramSpec{name: "f", values: []string{"json", "ndjson", "bin"}}
+	fPayload := paramSpec{name: "f", values: formatNames(payloadCodecs(nil))}
+	fAnswer := paramSpec{name: "f", values: formatNames(answerCodecs(nil))}
 	pLevel, pAttrs := paramSpec{name: "level"}, paramSpec{name: "attributes"}
 	return map[string][]paramSpec{
 		"/api/v1/stores": {fJSON},
 		st:               {fJSON},
 		st + "/bbox": {{name: "min"}, {name: "max"}, pLevel, pAttrs, {name: "limit"}, {name: "cursor"},
-			{name: "connectivity", values: []string{"true", "false"}}, fPayload},
-		st + "/objects/{id}":                {pLevel, pAttrs, fPayload},
+			{name: "connectivity", values: []string{"true", "false"}}, fAnswer},
+		st + "/objects/{id}":                {pLevel, pAttrs, fAnswer},
 		st + "/objects/{id}/manifest":       {pLevel, fJSON},
 		st + "/objects/{id}/levels":         {fJSON},
 		st + "/groups/{id}":                 {pLevel, fJSON},

@@ -34,7 +34,7 @@ func query(r *http.Request) url.Values {
 // answerHeaders are the headers a handler sets; a retried answer starts
 // without them (the request id and CORS headers set before stay).
 var answerHeaders = [...]string{"Content-Type", "Content-Encoding", "Content-Length", "ETag", "Cache-Control", "Vary",
-	"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched", "Trailer", "Server-Timing"}
+	"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched", "Trailer", "Server-Timing", "Content-Disposition"}
 
 // maxAttempts bounds the retries of an answer whose store changed under it.
 const maxAttempts = 3

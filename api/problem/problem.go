@@ -37,6 +37,9 @@ const (
 	URITooLong          Kind = "uri-too-long"
 	Unauthorized        Kind = "unauthorized"
 	RangeNotSatisfiable Kind = "range-not-satisfiable"
+	// Unrepresentable: the answer is fine but the chosen file format
+	// cannot hold it (a graph with a cycle as SWC).
+	Unrepresentable Kind = "unrepresentable"
 )
 
 // StatusClientClosed is the status logged and counted for a request whose
@@ -70,6 +73,7 @@ var kinds = map[Kind]kindInfo{
 	URITooLong:          {http.StatusRequestURITooLong, "URI too long"},
 	Unauthorized:        {http.StatusUnauthorized, "Unauthorized"},
 	RangeNotSatisfiable: {http.StatusRequestedRangeNotSatisfiable, "Range not satisfiable"},
+	Unrepresentable:     {http.StatusUnprocessableEntity, "Not representable in this format"},
 }
 
 // TypeBase is the prefix of every problem type URI.
@@ -138,7 +142,10 @@ func (d *Details) Kind() Kind {
 // gone) is sent, if at all, as 408.
 func Write(w http.ResponseWriter, r *http.Request, d *Details) {
 	h := w.Header()
-	for _, k := range []string{"ETag", "Cache-Control", "Content-Encoding", "Content-Length", "Last-Modified"} {
+	// A problem replaces the answer: none of the answer's own headers
+	// (a download name, a next page) may stay.
+	for _, k := range []string{"ETag", "Cache-Control", "Content-Encoding", "Content-Length", "Last-Modified",
+		"Content-Disposition", "Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched"} {
 		h.Del(k)
 	}
 	h.Set("Content-Type", "application/problem+json")

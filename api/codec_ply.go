@@ -1,0 +1,199 @@
+package api
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// plyCodec writes points and meshes as binary little-endian PLY: one
+// vertex element in answer order whose properties are the axes (named as
+// the store names them), object_id when the level has object ids, and the
+// attributes (named as stored, a multi-channel one name_0, name_1, …;
+// categorical as their integer codes with the labels in a comment), then
+// for a mesh a face element holding the answer's faces. Types are kept
+// where PLY has them; int64 and uint64 become double (exact below 2^53),
+// float16 float, bool uchar. The header counts the vertices and faces, so
+// the answer is held until its end (bounded by its limit).
+type plyCodec struct{}
+
+func (plyCodec) format() string      { return "ply" }
+func (plyCodec) contentType() string { return "application/octet-stream" }
+func (plyCodec) compressible() bool  { return false }
+func (plyCodec) newEncoder() encoder { return &holder{write: writePLY} }
+func (plyCodec) extension() string   { return "ply" }
+func (plyCodec) holds(sh shape) error {
+	return geometryIn("ply", sh, "point_cloud", "mesh")
+}
+
+// pages: a point cloud's page is a file of its own; a mesh's faces would
+// reach into other pages.
+func (plyCodec) pages(sh shape) bool { return sh.geom == "point_cloud" }
+
+// plyType is how a stored type is written to PLY: its PLY name, and
+// whether its bytes go as stored (else each value is converted to
+// conv's type).
+type plyType struct {
+	name string
+	raw  bool
+}
+
+func plyTypeOf(dtype string) plyType {
+	switch dtype {
+	case "int8":
+		return plyType{"char", true}
+	case "uint8", "bool":
+		return plyType{"uchar", true}
+	case "int16":
+		return plyType{"short", true}
+	case "uint16":
+		return plyType{"ushort", true}
+	case "int32":
+		return plyType{"int", true}
+	case "uint32":
+		return plyType{"uint", true}
+	case "float32":
+		return plyType{"float", true}
+	case "float64":
+		return plyType{"double", true}
+	case "float16":
+		return plyType{"float", false}
+	}
+	return plyType{"double", false} // int64, uint64
+}
+
+// appendPLYValue appends element i of c converted to t.
+func appendPLYValue(dst []byte, c *zvf.Column, i int, t plyType) []byte {
+	if t.name == "float" {
+		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(float(c, i))))
+	}
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(float(c, i)))
+}
+
+// uniqueNames refuses a file whose columns would repeat a name (an
+// attribute named like an axis or object_id).
+func uniqueNames(format string, names []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			return unrepresentable(fmt.Sprintf("f=%s would have two columns named %q (an attribute named like an axis or object_id); ask for other attributes", format, n))
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+func writePLY(w *bufio.Writer, a *held) error {
+	m := a.m
+	if a.rows > math.MaxInt32 {
+		return unrepresentable("PLY's face lists index vertices with 32-bit integers")
+	}
+	vt := plyTypeOf(a.verts.DType)
+	if a.rows == 0 {
+		vt = plyTypeOf(m.VertexDType)
+	}
+	var names []string
+	hdr := []byte("ply\nformat binary_little_endian 1.0\ncomment zvfserve export: " + m.Export.source + "\n")
+	for _, at := range m.Attributes {
+		if len(at.Categories) > 0 {
+			labels, err := json.Marshal(at.Categories)
+			if err != nil {
+				return err
+			}
+			hdr = fmt.Appendf(hdr, "comment categories %s %s\n", columnName(at.Name), labels)
+		}
+	}
+	hdr = fmt.Appendf(hdr, "element vertex %d\n", a.rows)
+	for _, n := range axisNames(m.Export.axes, m.Dims) {
+		n = columnName(n)
+		names = append(names, n)
+		hdr = fmt.Appendf(hdr, "property %s %s\n", vt.name, n)
+	}
+	idType := "int"
+	for _, id := range a.ids {
+		if id < math.MinInt32 || id > math.MaxInt32 {
+			idType = "double"
+			break
+		}
+	}
+	if m.ObjectIDs {
+		names = append(names, "object_id")
+		hdr = fmt.Appendf(hdr, "property %s object_id\n", idType)
+	}
+	types := make([]plyType, len(m.Attributes))
+	for k, at := range m.Attributes {
+		types[k] = plyTypeOf(at.DType)
+		for _, n := range channelNames(columnName(at.Name), at.Channels) {
+			names = append(names, n)
+			hdr = fmt.Appendf(hdr, "property %s %s\n", types[k].name, n)
+		}
+	}
+	if err := uniqueNames("ply", names); err != nil {
+		return err
+	}
+	faces := 0
+	if m.Export.geom == "mesh" {
+		if a.faceWidth > 255 {
+			return unrepresentable(fmt.Sprintf("faces of %d corners: PLY's face lists here count corners in a byte", a.faceWidth))
+		}
+		if a.faceWidth > 0 {
+			faces = len(a.faces) / a.faceWidth
+		}
+		hdr = fmt.Appendf(hdr, "element face %d\nproperty list uchar int vertex_indices\n", faces)
+	}
+	hdr = append(hdr, "end_header\n"...)
+	if _, err := w.Write(hdr); err != nil {
+		return err
+	}
+	row := a.verts.RowBytes()
+	var buf []byte
+	for i := 0; i < a.rows; i++ {
+		buf = buf[:0]
+		if vt.raw {
+			buf = append(buf, a.verts.Data[i*row:(i+1)*row]...)
+		} else {
+			for k := 0; k < a.verts.Channels; k++ {
+				buf = appendPLYValue(buf, &a.verts, i*a.verts.Channels+k, vt)
+			}
+		}
+		if m.ObjectIDs {
+			var id int64 = -1
+			if a.ids != nil {
+				id = a.ids[i]
+			}
+			if idType == "int" {
+				buf = binary.LittleEndian.AppendUint32(buf, uint32(int32(id)))
+			} else {
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(float64(id)))
+			}
+		}
+		for k := range a.attrs {
+			c := &a.attrs[k]
+			if types[k].raw {
+				rb := c.RowBytes()
+				buf = append(buf, c.Data[i*rb:(i+1)*rb]...)
+				continue
+			}
+			for ch := 0; ch < c.Channels; ch++ {
+				buf = appendPLYValue(buf, c, i*c.Channels+ch, types[k])
+			}
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	for f := 0; f < faces; f++ {
+		buf = append(buf[:0], byte(a.faceWidth))
+		for _, v := range a.faces[f*a.faceWidth : (f+1)*a.faceWidth] {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(int32(v)))
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}

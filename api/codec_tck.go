@@ -1,0 +1,87 @@
+package api
+
+import (
+	"bufio"
+	"encoding/binary"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// tckCodec writes streamlines as MRtrix TCK (Float32LE): TCK points are
+// RAS+ mm, which the store's coordinates are (ZVF keeps world
+// coordinates, taken as mm), so they are written unchanged (a float64
+// store's rounded to float32, the only type nibabel reads); streamlines
+// as for TRK (streamlineRuns), each ended by a NaN point, the file by an
+// infinite one. The header counts the streamlines, so the answer is held
+// until its end.
+type tckCodec struct{}
+
+func (tckCodec) format() string      { return "tck" }
+func (tckCodec) contentType() string { return "application/octet-stream" }
+func (tckCodec) compressible() bool  { return false }
+func (tckCodec) newEncoder() encoder { return &holder{write: writeTCK} }
+func (tckCodec) extension() string   { return "tck" }
+func (tckCodec) holds(sh shape) error {
+	if err := geometryIn("tck", sh, streamlineGeometries...); err != nil {
+		return err
+	}
+	return only3D("tck", sh)
+}
+func (tckCodec) pages(shape) bool { return false }
+
+// tckHeader is the text header; its file: line gives the offset of the
+// data, right after END.
+func tckHeader(source, unit string, count int) []byte {
+	oneLine := func(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
+	units := "the store's coordinates, taken as mm"
+	if unit != "" {
+		units += " (the store's axes are in " + unit + ")"
+	}
+	head := "mrtrix tracks\n" +
+		"count: " + strconv.Itoa(count) + "\n" +
+		"datatype: Float32LE\n" +
+		"zvfserve_source: " + oneLine(source) + "\n" +
+		"zvfserve_units: " + oneLine(units) + "\n"
+	// The offset counts its own digits: grow it until it is stable.
+	off := len(head)
+	for {
+		tail := "file: . " + strconv.Itoa(off) + "\nEND\n"
+		if len(head)+len(tail) == off {
+			return []byte(head + tail)
+		}
+		off = len(head) + len(tail)
+	}
+}
+
+func writeTCK(w *bufio.Writer, a *held) error {
+	order, offs, err := streamlineRuns(a.rows, a.edges)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(tckHeader(a.m.Export.source, axisUnit(a.m.Export.axes), len(offs)-1)); err != nil {
+		return err
+	}
+	nan, inf := math.Float32bits(float32(math.NaN())), math.Float32bits(float32(math.Inf(1)))
+	var buf []byte
+	for s := 0; s+1 < len(offs); s++ {
+		buf = buf[:0]
+		for _, v := range order[offs[s]:offs[s+1]] {
+			for k := range 3 {
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(float32(float(&a.verts, 3*int(v)+k))))
+			}
+		}
+		for range 3 {
+			buf = binary.LittleEndian.AppendUint32(buf, nan)
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	buf = buf[:0]
+	for range 3 {
+		buf = binary.LittleEndian.AppendUint32(buf, inf)
+	}
+	_, err = w.Write(buf)
+	return err
+}
