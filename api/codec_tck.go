@@ -55,10 +55,7 @@ func tckHeader(source, unit string, count int) []byte {
 }
 
 func writeTCK(w *bufio.Writer, a *held) error {
-	order, offs, err := streamlineRuns(a.rows, a.edges)
-	if err != nil {
-		return err
-	}
+	order, offs := streamlineRuns(a.rows, a.edges)
 	if _, err := w.Write(tckHeader(a.m.Export.source, axisUnit(a.m.Export.axes), len(offs)-1)); err != nil {
 		return err
 	}
@@ -82,6 +79,6 @@ func writeTCK(w *bufio.Writer, a *held) error {
 	for range 3 {
 		buf = binary.LittleEndian.AppendUint32(buf, inf)
 	}
-	_, err = w.Write(buf)
+	_, err := w.Write(buf)
 	return err
 }

@@ -2,11 +2,13 @@ package api
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -274,10 +276,7 @@ func trkHeader(sp *trkSpace, count int) []byte {
 }
 
 func writeTRK(w *bufio.Writer, a *held) error {
-	order, offs, err := streamlineRuns(a.rows, a.edges)
-	if err != nil {
-		return err
-	}
+	order, offs := streamlineRuns(a.rows, a.edges)
 	sp := a.m.Export.trk
 	if sp == nil {
 		sp = identityTrkSpace()
@@ -310,42 +309,70 @@ func point3(c *zvf.Column, v int) [3]float64 {
 	return [3]float64{float(c, 3*v), float(c, 3*v+1), float(c, 3*v+2)}
 }
 
-// streamlineRuns splits an answer's n rows into streamlines: each edge
-// joins a row to the next row of its streamline, so a streamline is a
-// run of consecutive edges (a line that leaves the box and comes back is
-// two), and a row without edges is a streamline of one point. Runs are
-// ordered by their first row; order lists the rows of run s at
-// order[offs[s]:offs[s+1]]. Edges that are not polylines (a row continued
-// two ways, a closed loop) are a 422.
-func streamlineRuns(n int, edges []int64) (order, offs []int32, err error) {
-	next := make([]int32, n)
-	prev := make([]int32, n)
-	for i := range next {
-		next[i], prev[i] = -1, -1
+// streamlineRuns splits an answer's n rows into streamlines. Each edge
+// (a, b) says that b follows a on a line, so a streamline is a run of
+// consecutive edges: a line that leaves the box and comes back is two, and
+// a row without edges is a streamline of one point. Every edge is in
+// exactly one streamline. On coarse levels a metavertex can be shared by
+// lines (or visited twice by one); such a row is in every streamline
+// through it, and a closed run is a streamline ending where it began. Runs
+// start, in row order, at the rows more edges leave than reach (one run
+// per extra edge), then at the first row of each closed run; each follows
+// the first unused edge, in answer order. The result is ordered by first
+// row; order lists the rows of run s at order[offs[s]:offs[s+1]].
+func streamlineRuns(n int, edges []int64) (order, offs []int32) {
+	ne := len(edges) / 2
+	start := make([]int32, n+1) // out-edges of v: out[start[v]:start[v+1]], in answer order
+	in := make([]int32, n)
+	for e := range ne {
+		start[edges[2*e]+1]++
+		in[edges[2*e+1]]++
 	}
-	for i := 0; i+1 < len(edges); i += 2 {
-		a, b := int32(edges[i]), int32(edges[i+1])
-		switch {
-		case a == b:
-			return nil, nil, unrepresentable(fmt.Sprintf("row %d is joined to itself: the edges are not streamlines", a))
-		case next[a] >= 0 && next[a] != b, prev[b] >= 0 && prev[b] != a:
-			return nil, nil, unrepresentable(fmt.Sprintf("the edge %d–%d branches a line: the edges are not streamlines", a, b))
-		}
-		next[a], prev[b] = b, a
-	}
-	order = make([]int32, 0, n)
-	offs = []int32{0}
 	for v := range n {
-		if prev[v] >= 0 {
-			continue
-		}
-		for u := int32(v); u >= 0; u = next[u] {
-			order = append(order, u)
-		}
-		offs = append(offs, int32(len(order)))
+		start[v+1] += start[v]
 	}
-	if len(order) != n {
-		return nil, nil, unrepresentable("the edges close a loop: a streamline has two ends")
+	out := make([]int32, ne)
+	next := slices.Clone(start[:n]) // the next unused out-edge of v
+	for e := range ne {
+		a := edges[2*e]
+		out[next[a]] = int32(edges[2*e+1])
+		next[a]++
 	}
-	return order, offs, nil
+	copy(next, start[:n])
+	type run struct{ first, lo, hi int32 }
+	var runs []run
+	order = make([]int32, 0, n+ne)
+	follow := func(v int32) {
+		lo := int32(len(order))
+		order = append(order, v)
+		for next[v] < start[v+1] {
+			w := out[next[v]]
+			next[v]++
+			order = append(order, w)
+			v = w
+		}
+		runs = append(runs, run{order[lo], lo, int32(len(order))})
+	}
+	for v := range int32(n) {
+		deg := start[v+1] - start[v]
+		if deg == 0 && in[v] == 0 {
+			follow(v) // a lone row
+		}
+		for k := in[v]; k < deg; k++ {
+			follow(v)
+		}
+	}
+	for v := range int32(n) {
+		for next[v] < start[v+1] {
+			follow(v) // closed runs: what is left is balanced
+		}
+	}
+	slices.SortStableFunc(runs, func(a, b run) int { return cmp.Compare(a.first, b.first) })
+	sorted := make([]int32, 0, len(order))
+	offs = make([]int32, 1, len(runs)+1)
+	for _, r := range runs {
+		sorted = append(sorted, order[r.lo:r.hi]...)
+		offs = append(offs, int32(len(sorted)))
+	}
+	return sorted, offs
 }
