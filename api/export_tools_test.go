@@ -1,0 +1,374 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+)
+
+// The domain exports are read by the field's own tools: nibabel (TRK,
+// TCK), open3d (PLY), assimp (OBJ, STL, GLB), the Khronos glTF validator
+// (GLB), pandas and numpy (the recipes of docs/exports.md). .ci/run
+// installs them (Debian python3-nibabel, python3-open3d, python3-pandas,
+// assimp-utils; npm gltf-validator, pinned, into the cache outside the
+// checkout) and sets ZVFSERVE_REQUIRE_EXPORT_TOOLS, which makes a missing
+// tool a failure; elsewhere these tests skip without them.
+
+// gltfValidatorVersion is the npm gltf-validator the tests run; .ci/run
+// installs the same.
+const gltfValidatorVersion = "2.0.0-dev.3.10"
+
+func skipOrFailTools(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("ZVFSERVE_REQUIRE_EXPORT_TOOLS") != "" {
+		t.Fatal("ZVFSERVE_REQUIRE_EXPORT_TOOLS is set but " + msg)
+	}
+	t.Skip(msg)
+}
+
+// exportPython is a Python that imports modules: $ZVFSERVE_PYTHON, else
+// Debian's /usr/bin/python3 (where the python3-* packages install), else
+// python3 on PATH.
+func exportPython(t *testing.T, modules ...string) string {
+	t.Helper()
+	for _, c := range []string{os.Getenv("ZVFSERVE_PYTHON"), "/usr/bin/python3", "python3"} {
+		if c == "" {
+			continue
+		}
+		p, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		if exec.Command(p, "-c", "import "+strings.Join(modules, ", ")).Run() == nil {
+			return p
+		}
+	}
+	skipOrFailTools(t, "no python3 imports "+strings.Join(modules, ", "))
+	return ""
+}
+
+// runPython runs a script with args in dir; its output is the test's
+// log, a failure the test's failure.
+func runPython(t *testing.T, python, dir, script string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{"-c", script}, args...)...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	return out.String()
+}
+
+func exportHTTP(t *testing.T) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(exportServer(t, api.Options{}).Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// nibabelCheck loads each TRK or TCK with nibabel and compares it with
+// the JSON answer of the same request: every point is a vertex of the
+// answer at its coordinates (TCK exactly, TRK to float32 precision of the
+// half-voxel shift and the affine), every row is in some streamline, and
+// the steps between consecutive points are the answer's edges, each once.
+const nibabelCheck = `
+import json, sys, urllib.request
+import numpy as np, nibabel as nib
+for path in sys.argv[2:]:
+    url = sys.argv[1] + path
+    for fmt in ("trk", "tck"):
+        name = "x." + fmt
+        urllib.request.urlretrieve(url + ("&" if "?" in url else "?") + "f=" + fmt, name)
+        sl = nib.streamlines.load(name).streamlines
+        ans = json.load(urllib.request.urlopen(url))
+        v = np.array(ans["vertices"], dtype=np.float32).reshape(-1, 3)
+        edges = {}
+        for a, b in ans["edges"]:
+            edges[(a, b)] = edges.get((a, b), 0) + 1
+        seen, steps = set(), {}
+        tol = 0 if fmt == "tck" else 1e-4
+        for s in sl:
+            s = np.asarray(s)
+            d = np.abs(s[:, None, :].astype(np.float64) - v[None, :, :]).max(axis=2)
+            idx = d.argmin(axis=1)
+            err = d[np.arange(len(s)), idx] / np.maximum(1, np.abs(s).max(axis=1))
+            assert (err <= tol).all(), (path, fmt, "point off its vertex by", err.max())
+            seen.update(idx.tolist())
+            for a, b in zip(idx[:-1], idx[1:]):
+                steps[(int(a), int(b))] = steps.get((int(a), int(b)), 0) + 1
+        assert seen == set(range(len(v))), (path, fmt, "rows in no streamline", set(range(len(v))) - seen)
+        assert steps == edges, (path, fmt, "steps are not the edges")
+        print(path, fmt, len(sl), "streamlines,", sum(len(s) for s in sl), "points,", len(v), "vertices: ok")
+`
+
+func TestExportNibabel(t *testing.T) {
+	t.Parallel()
+	python := exportPython(t, "nibabel", "numpy")
+	ts := exportHTTP(t)
+	out := runPython(t, python, t.TempDir(), nibabelCheck, ts.URL+"/api/v1/stores/",
+		"axons/objects/3", "axons/objects/40?level=1", "axons/bbox?min=0,0,0&max=400,400,300&level=1",
+		"axons/bbox?min=200,200,100&max=400,500,300", "tracts/objects/1", "tracts/bbox?min=0,0,0&max=60,100,100",
+		"tracts_nifti/objects/2")
+	t.Log(out)
+}
+
+// open3dCheck reads point and mesh PLY files with open3d and compares
+// them with the JSON answers: positions (float32-exact), attributes by
+// name, categorical codes into the labels, object ids, triangles.
+const open3dCheck = `
+import json, sys, urllib.request
+import numpy as np, open3d as o3d
+base = sys.argv[1]
+def get(path, name):
+    urllib.request.urlretrieve(base + path + "&f=ply", name)
+    return json.load(urllib.request.urlopen(base + path))
+ans = get("cells/bbox?min=0,0,0&max=300,300,300&attributes=*", "p.ply")
+pcd = o3d.t.io.read_point_cloud("p.ply")
+v = np.array(ans["vertices"], dtype=np.float32)
+assert (pcd.point.positions.numpy() == v).all(), "positions"
+assert (pcd.point.intensity.numpy()[:, 0] == np.array(ans["attributes"]["intensity"], dtype=np.float32)).all(), "intensity"
+assert (pcd.point.object_id.numpy()[:, 0] == np.array(ans["object_ids"])).all(), "object ids"
+labels = json.loads(open("p.ply", "rb").read().split(b"comment categories cell_type ")[1].split(b"\n")[0])
+assert [labels[c] for c in pcd.point.cell_type.numpy()[:, 0]] == ans["attributes"]["cell_type"], "cell_type"
+print("points:", len(v), "ok")
+for path in ("meshes/objects/1?x", "meshes/bbox?min=0,0,0&max=700,700,400"):
+    ans = get(path.replace("?x", "?level=0"), "m.ply")
+    m = o3d.io.read_triangle_mesh("m.ply")
+    assert (np.asarray(m.vertices).astype(np.float32) == np.array(ans["vertices"], dtype=np.float32)).all(), "mesh vertices"
+    assert (np.asarray(m.triangles) == np.array(ans["faces"]).reshape(-1, 3)).all(), "triangles"
+    print(path, len(m.vertices), "vertices", len(m.triangles), "triangles: ok")
+`
+
+func TestExportOpen3D(t *testing.T) {
+	t.Parallel()
+	python := exportPython(t, "open3d", "numpy")
+	ts := exportHTTP(t)
+	t.Log(runPython(t, python, t.TempDir(), open3dCheck, ts.URL+"/api/v1/stores/"))
+}
+
+// assimpCounts is what `assimp info -r` reports of a file.
+func assimpCounts(t *testing.T, bin, file string) (vertices, faces int) {
+	t.Helper()
+	out, err := exec.Command(bin, "info", file, "-r").CombinedOutput()
+	if err != nil {
+		t.Fatalf("assimp info %s: %v\n%s", filepath.Base(file), err, out)
+	}
+	num := func(key string) int {
+		m := regexp.MustCompile(`(?m)^` + key + `:\s+(\d+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("assimp info %s: no %s\n%s", filepath.Base(file), key, out)
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
+	}
+	return num("Vertices"), num("Faces")
+}
+
+// TestExportAssimp: assimp reads OBJ, STL and GLB with the answer's
+// counts (without post-processing: OBJ and STL as one vertex per face
+// corner, as assimp loads them; GLB's vertices the answer's, unused ones
+// included), and converts them.
+func TestExportAssimp(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("assimp")
+	if err != nil {
+		skipOrFailTools(t, "assimp is not on PATH")
+	}
+	h := exportServer(t, api.Options{}).Handler()
+	dir := t.TempDir()
+	for i, path := range []string{"/api/v1/stores/meshes/objects/1", "/api/v1/stores/quads/objects/0", "/api/v1/stores/meshes/bbox?min=0,0,0&max=700,700,400"} {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		a := getJSON(t, h, path)
+		corners, tris := 0, 0
+		for _, f := range a.Faces {
+			corners += len(f)
+			tris += len(f) - 2
+		}
+		for _, f := range []string{"obj", "stl", "glb"} {
+			_, _, body := serve(t, h, path+sep+"f="+f)
+			file := filepath.Join(dir, fmt.Sprintf("%d.%s", i, f))
+			if err := os.WriteFile(file, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			v, fc := assimpCounts(t, bin, file)
+			want := map[string][2]int{"obj": {corners, len(a.Faces)}, "stl": {3 * tris, tris}, "glb": {int(a.Count), tris}}[f]
+			if v != want[0] || fc != want[1] {
+				t.Errorf("%s as %s: assimp reads %d vertices %d faces, want %v", path, f, v, fc, want)
+			}
+			if out, err := exec.Command(bin, "export", file, file+".ply").CombinedOutput(); err != nil {
+				t.Errorf("assimp export %s: %v\n%s", filepath.Base(file), err, out)
+			}
+		}
+	}
+}
+
+// validatorScript prints the Khronos validator's report of each file.
+const validatorScript = `
+const v = require(process.argv[2]);
+const fs = require('fs');
+(async () => {
+  for (const f of process.argv.slice(3)) {
+    const r = await v.validateBytes(new Uint8Array(fs.readFileSync(f)), {maxIssues: 50});
+    console.log(JSON.stringify({file: f, issues: r.issues, vertices: r.info.totalVertexCount || 0}));
+  }
+})().catch(e => { console.error(e); process.exit(1); });
+`
+
+// TestExportGLTFValidator: the Khronos glTF validator finds no error and
+// no warning in GLB answers: an object, a box, a quad mesh with a node
+// matrix (z, y, x axes in nanometres), a box without faces (points) and
+// an empty box.
+func TestExportGLTFValidator(t *testing.T) {
+	t.Parallel()
+	dirV := os.Getenv("ZVFSERVE_GLTF_VALIDATOR")
+	if dirV == "" {
+		cache := os.Getenv("ZVFSERVE_CI_CACHE")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache", "zvfserve-ci")
+		}
+		dirV = filepath.Join(cache, "gltf-validator-"+gltfValidatorVersion)
+	}
+	mod := filepath.Join(dirV, "node_modules", "gltf-validator")
+	if _, err := os.Stat(filepath.Join(mod, "index.js")); err != nil {
+		skipOrFailTools(t, "npm gltf-validator@"+gltfValidatorVersion+" is not installed in "+dirV)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipOrFailTools(t, "node is not on PATH")
+	}
+	h := exportServer(t, api.Options{}).Handler()
+	v0 := getJSON(t, h, "/api/v1/stores/meshes/objects/1").Vertices[0]
+	point := fmt.Sprintf("%s,%s,%s", v0[0], v0[1], v0[2])
+	cases := []string{"/api/v1/stores/meshes/objects/1?level=0", "/api/v1/stores/meshes/bbox?min=0,0,0&max=700,700,400",
+		"/api/v1/stores/quads/objects/0?level=0", "/api/v1/stores/meshes/bbox?min=" + point + "&max=" + point,
+		"/api/v1/stores/meshes/bbox?min=0,0,0&max=0.5,0.5,0.5"}
+	dir := t.TempDir()
+	var files []string
+	want := map[string]int{}
+	for i, path := range cases {
+		_, _, body := serve(t, h, path+"&f=glb")
+		n := int(getJSON(t, h, path).Count)
+		if (i == 3 && len(getJSON(t, h, path).Faces) != 0) || (i == 4 && n != 0) {
+			t.Fatalf("%s: not the case it should be", path)
+		}
+		f := filepath.Join(dir, fmt.Sprintf("%d.glb", i))
+		if err := os.WriteFile(f, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+		want[f] = n
+	}
+	script := filepath.Join(dir, "validate.js")
+	if err := os.WriteFile(script, []byte(validatorScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(node, append([]string{script, mod}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gltf-validator: %v\n%s", err, out)
+	}
+	got := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			File   string
+			Issues struct {
+				NumErrors, NumWarnings int
+				Messages               []json.RawMessage
+			}
+			Vertices int
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		got++
+		if r.Issues.NumErrors != 0 || r.Issues.NumWarnings != 0 || r.Vertices != want[r.File] {
+			t.Errorf("%s: %d errors %d warnings %s, %d vertices (want %d)", r.File, r.Issues.NumErrors, r.Issues.NumWarnings, r.Issues.Messages, r.Vertices, want[r.File])
+		}
+	}
+	if got != len(files) {
+		t.Fatalf("reports for %d of %d files\n%s", got, len(files), out)
+	}
+}
+
+// recipeChecks are run after each recipe of docs/exports.md (by name),
+// with the recipe's variables; %s is the test server's base URL.
+var recipeChecks = map[string]string{
+	"csv-pandas": `
+import json, urllib.request
+ans = json.load(urllib.request.urlopen("%s/api/v1/stores/cells/bbox?min=0,0,0&max=300,300,300&attributes=*"))
+assert len(cells) == ans["count"] and list(cells.columns) == ["x", "y", "z", "object_id", "cell_type", "intensity"]
+assert list(cells.cell_type) == ans["attributes"]["cell_type"] and list(cells.object_id) == ans["object_ids"]`,
+	"trk-nibabel": `
+import json, urllib.request, numpy as np
+ans = json.load(urllib.request.urlopen("%s/api/v1/stores/axons/objects/3"))
+assert len(streamlines) == 1 and np.allclose(streamlines[0], np.array(ans["vertices"], dtype=np.float32), rtol=1e-6, atol=1e-4)`,
+	"tck-nibabel": `
+import json, urllib.request, numpy as np
+ans = json.load(urllib.request.urlopen("%s/api/v1/stores/axons/bbox?min=0,0,0&max=400,400,400"))
+assert len(streamlines.get_data()) == ans["count"] and len(streamlines) == ans["count"] - len(ans["edges"])`,
+	"ply-open3d-points": `
+import json, urllib.request
+ans = json.load(urllib.request.urlopen("%s/api/v1/stores/cells/bbox?min=0,0,0&max=300,300,300&attributes=*"))
+assert pcd.point.positions.shape[0] == ans["count"]`,
+	"ply-open3d-mesh": `
+import json, urllib.request
+ans = json.load(urllib.request.urlopen("%s/api/v1/stores/meshes/objects/1"))
+assert len(mesh.vertices) == ans["count"] and len(mesh.triangles) == len(ans["faces"])`,
+	"glb-open3d": `
+import json, urllib.request
+ans = json.load(urllib.request.urlopen("%s/api/v1/stores/meshes/objects/1"))
+assert len(mesh.triangles) == len(ans["faces"])`,
+	"swc-numpy": `
+import json, urllib.request
+ans = json.load(urllib.request.urlopen("%s/api/v1/stores/skeletons/objects/3?attributes=radius"))
+assert len(swc) == ans["count"] and len(roots) == ans["count"] - len(ans["edges"])
+assert sorted(swc[:, 5].astype(np.float32).tolist()) == sorted(np.array(ans["attributes"]["radius"], dtype=np.float32).tolist())`,
+}
+
+// TestExportRecipes runs every Python recipe of docs/exports.md against
+// a server with the demo stores, then its check; a recipe without a check
+// and a check without a recipe fail.
+func TestExportRecipes(t *testing.T) {
+	t.Parallel()
+	python := exportPython(t, "pandas", "nibabel", "open3d", "numpy")
+	doc, err := os.ReadFile("../docs/exports.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := exportHTTP(t)
+	blocks := regexp.MustCompile("(?s)```python\n# recipe: ([a-z0-9-]+)\n(.*?)```").FindAllSubmatch(doc, -1)
+	ran := map[string]bool{}
+	for _, b := range blocks {
+		name, code := string(b[1]), string(b[2])
+		check, ok := recipeChecks[name]
+		if !ok {
+			t.Errorf("recipe %s has no check", name)
+			continue
+		}
+		ran[name] = true
+		script := strings.ReplaceAll(code, "http://localhost:8080", ts.URL) + fmt.Sprintf(check, ts.URL) + "\n"
+		t.Run(name, func(t *testing.T) {
+			t.Log(runPython(t, python, t.TempDir(), script))
+		})
+	}
+	for name := range recipeChecks {
+		if !ran[name] {
+			t.Errorf("check %s has no recipe in docs/exports.md", name)
+		}
+	}
+}
