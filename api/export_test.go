@@ -858,3 +858,46 @@ func TestTRKSpaceFromStoreHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIListsEveryFormat: for the bbox, object and chunk routes,
+// openapi.yaml's f= enum is the formats docs/exports.md's matrix gives the
+// route, and its 200 answer lists each of their media types.
+func TestOpenAPIListsEveryFormat(t *testing.T) {
+	t.Parallel()
+	spec, _ := loadSpec(t)
+	rows := readMatrix(t)
+	for route, path := range map[string]string{"bbox": "/api/v1/stores/{store}/bbox", "object": "/api/v1/stores/{store}/objects/{id}",
+		"chunk": "/api/v1/stores/{store}/levels/{level}/chunks/{key}"} {
+		op := spec.Paths.Find(path).Get
+		var enum []string
+		for _, p := range op.Parameters {
+			if p.Value.Name == "f" {
+				for _, v := range p.Value.Schema.Value.Enum {
+					enum = append(enum, v.(string))
+				}
+			}
+		}
+		content := op.Responses.Status(200).Value.Content
+		var want []string
+		for _, r := range rows {
+			served := false
+			for _, routes := range r.routes {
+				served = served || slices.Contains(routes, route)
+			}
+			if !served {
+				continue
+			}
+			want = append(want, r.formats...)
+			for _, m := range r.media {
+				if content.Get(m) == nil {
+					t.Errorf("%s: 200 does not list %s (f=%v)", path, m, r.formats)
+				}
+			}
+		}
+		slices.Sort(enum)
+		slices.Sort(want)
+		if !slices.Equal(enum, want) {
+			t.Errorf("%s: openapi.yaml's f= takes %v, the matrix %v", path, enum, want)
+		}
+	}
+}
