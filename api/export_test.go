@@ -411,7 +411,7 @@ func TestExportNeverTruncated(t *testing.T) {
 	if code != 200 || !bytes.Contains(body, []byte("element vertex 200\n")) || hdr.Get("X-Next-Cursor") == "" {
 		t.Fatalf("paged PLY: %d, next %q", code, hdr.Get("X-Next-Cursor"))
 	}
-	code, _, body = serveFull(t, h, box+"&f=ply")
+	_, _, body = serveFull(t, h, box+"&f=ply")
 	problemOf(t, 413, body)
 	// Connectivity formats: never paged.
 	for _, path := range []string{
