@@ -84,6 +84,11 @@ Flags:
 	if *bbox == "" && (*cursor != "" || *all) {
 		return fmt.Errorf("%w: --cursor and --all page bbox answers; an object comes whole", cli.ErrUsage)
 	}
+	// The server's file formats (f=csv, swc, …) page differently; query
+	// prints the vertex payloads, whose pages --all can join.
+	if *format != "json" && *format != "ndjson" && *format != "bin" {
+		return fmt.Errorf("%w: --f %q: use json, ndjson or bin", cli.ErrUsage, *format)
+	}
 	s, closeStore, err := openOne(ctx, fs.Arg(0))
 	if err != nil {
 		return err
