@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path"
 	"runtime/debug"
 	"slices"
@@ -232,6 +233,13 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// Logging is best effort: when whatever reads standard error goes
+	// away (a log shipper restarting, `| tee` killed), a log write fails
+	// with EPIPE instead of the Go runtime ending the server with SIGPIPE,
+	// which it does for fd 1 and 2 even when the signal was ignored at
+	// start (systemd's IgnoreSIGPIPE=yes). The other commands keep the
+	// default: `zvfserve query … | head` should stop quietly.
+	signal.Ignore(syscall.SIGPIPE)
 	return serve(ctx, args, stdout, stderr, serveHooks{})
 }
 
