@@ -40,6 +40,7 @@ func serveCommand() cli.Command {
 // serveConfig holds the flags; each has an environment variable.
 type serveConfig struct {
 	addr, publicURL, cors, logFormat, logLevel, adminAddr string
+	readiness                                             string
 	token, tokenFile                                      string
 	cacheBytes, maxVertices, maxChunkBytes                int64
 	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
@@ -77,7 +78,8 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
 	fs.StringVar(&c.token, "token", "", "require this bearer token on every route but /healthz and /readyz (env ZVFSERVE_TOKEN; on the command line it is visible in the process list: prefer the variable or --token-file)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
-	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof (env ZVFSERVE_ADMIN_ADDR; empty: off)")
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof; when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
+	fs.StringVar(&c.readiness, "readiness", "all", "when /readyz is 200: all (every store serves; a store that fails to open keeps the replica unready and is named in the 503) or any (at least one store serves) (env ZVFSERVE_READINESS)")
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given")
 }
 
@@ -284,6 +286,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
 		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", cli.ErrUsage)
 	}
+	if c.readiness != "all" && c.readiness != "any" {
+		return fmt.Errorf("%w: --readiness %q: all or any", cli.ErrUsage, c.readiness)
+	}
 	if c.shutdownDelay < 0 {
 		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
 	}
@@ -323,7 +328,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
 		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, StallTimeout: c.stallTimeout,
 		MaxConnections: c.maxConnections, IdleTimeout: c.idleTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
-		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), UI: web.Handler()})
+		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), UI: web.Handler(),
+		ReadyAny: c.readiness == "any", AdminMetrics: c.adminAddr != ""})
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,9 @@ func TestServeTokenFile(t *testing.T) {
 		{s.base + "/healthz", nil, http.StatusOK},
 		{s.admin + "/debug/pprof/cmdline", nil, http.StatusOK},
 		{s.admin + "/metrics", nil, http.StatusOK},
+		// With an admin listener, metrics are there only: not published
+		// with the public port, token or not.
+		{s.base + "/metrics", []string{"Authorization", "Bearer " + token}, http.StatusNotFound},
 	} {
 		code, body, hdr := httpGet(t, tc.url, tc.hdr...)
 		if code != tc.want {
