@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -216,8 +217,11 @@ func TestConnectionCap(t *testing.T) {
 	})
 
 	t.Run("refused when none is idle", func(t *testing.T) {
-		srv, ts, states := capServer(t, api.Options{MaxConnections: limit})
-		// Connected but silent: not idle keep-alive connections, not evicted.
+		// The server's clock stands still: none of them has been silent
+		// for a second, however slow this test runs.
+		srv, ts, states := capServer(t, api.Options{MaxConnections: limit, Now: newTestClock().now})
+		// Connected but silent for less than a second: not idle keep-alive
+		// connections, not evicted.
 		for i := 0; i < limit; i++ {
 			dialKeepAlive(t, ts.Listener.Addr().String())
 		}
@@ -237,6 +241,44 @@ func TestConnectionCap(t *testing.T) {
 		}
 	})
 
+	t.Run("silent connections make room after a second", func(t *testing.T) {
+		// The issue's case: 200 connections that send nothing, at a cap of
+		// 200, locked every other client out. The server's clock is ours:
+		// no waiting for the second to pass.
+		const silentCap = 200
+		clock := newTestClock()
+		srv, ts, states := capServer(t, api.Options{MaxConnections: silentCap, Now: clock.now})
+		addr := ts.Listener.Addr().String()
+		var silent []*keepAlive
+		for i := 0; i < silentCap; i++ {
+			silent = append(silent, dialKeepAlive(t, addr))
+		}
+		awaitStates(t, states, http.StateNew, silentCap)
+		// Silent for less than a second: they keep their places.
+		clock.advance(silentAfter - time.Millisecond)
+		if _, err := dialKeepAlive(t, addr).get("/healthz"); err == nil {
+			t.Fatal("a connection past the cap was served while the others had been silent for less than a second")
+		}
+		clock.advance(time.Millisecond)
+		for i := 0; i < 20; i++ {
+			if code, err := dialKeepAlive(t, addr).get("/healthz"); err != nil || code != http.StatusOK {
+				t.Fatalf("client %d behind %d silent connections: %d %v", i, silentCap, code, err)
+			}
+		}
+		// The oldest silent ones made room, in the order they came.
+		for i, k := range silent[:20] {
+			if !k.closed() {
+				t.Errorf("silent connection %d is still open", i)
+			}
+		}
+		if v := metric(t, srv, `zvfserve_http_connections_silent_closed_total`); v != 20 {
+			t.Errorf("silent_closed_total %v, want 20", v)
+		}
+		if n := open(srv); n != silentCap {
+			t.Errorf("%v open, want %d", n, silentCap)
+		}
+	})
+
 	t.Run("idle timeout", func(t *testing.T) {
 		srv, ts, states := capServer(t, api.Options{IdleTimeout: 200 * time.Millisecond})
 		k := dialKeepAlive(t, ts.Listener.Addr().String())
@@ -252,6 +294,21 @@ func TestConnectionCap(t *testing.T) {
 		}
 	})
 }
+
+// silentAfter is how long a connection may send nothing before it may
+// make room at the cap (api's own constant, as documented).
+const silentAfter = time.Second
+
+// testClock is a server clock a test moves by hand.
+type testClock struct {
+	base time.Time
+	off  atomic.Int64
+}
+
+func newTestClock() *testClock { return &testClock{base: time.Now()} }
+
+func (c *testClock) now() time.Time          { return c.base.Add(time.Duration(c.off.Load())) }
+func (c *testClock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
 func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server, <-chan http.ConnState) {
 	t.Helper()

@@ -22,6 +22,7 @@ type Metrics struct {
 	connOpen   prometheus.Gauge
 	connIdleN  prometheus.Gauge
 	connIdle   prometheus.Counter
+	connSilent prometheus.Counter
 	connRefuse prometheus.Counter
 	readBytes  prometheus.Counter
 	readLat    prometheus.Histogram
@@ -41,11 +42,12 @@ func NewMetrics() *Metrics {
 	m.connOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_open", Help: "Client connections open."})
 	m.connIdleN = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_idle", Help: "Keep-alive connections open and idle between requests."})
 	m.connIdle = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_idle_closed_total", Help: "Idle keep-alive connections closed to make room for new ones at the connection cap."})
-	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections closed on arrival: at the cap, with none idle."})
+	m.connSilent = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_silent_closed_total", Help: "Connections that had sent nothing for a second, closed to make room for new ones at the connection cap."})
+	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections closed on arrival: at the cap, with none idle or silent."})
 	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_store_read_bytes_total", Help: "Bytes read from storage."})
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
-	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connRefuse, m.readBytes, m.readLat,
+	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connSilent, m.connRefuse, m.readBytes, m.readLat,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

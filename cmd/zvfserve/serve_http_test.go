@@ -197,6 +197,11 @@ func TestServeMaxConnections(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = c.Close() })
+			// Half a request: not silent, so never closed to make room
+			// (a connection silent for a second would be).
+			if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\n"); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// The admin listener is not capped.
 		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_open 20"); time.Sleep(5 * time.Millisecond) {
