@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -105,9 +106,13 @@ func (s *Server) limits(next http.Handler) http.Handler {
 	})
 }
 
-// throttle bounds requests in flight: a request waits up to QueueWait for a
-// slot, then gets 503 with Retry-After, so load never becomes unbounded
-// memory.
+// throttle bounds the requests at work: a request waits up to QueueWait
+// for a slot, then gets 503 with Retry-After. A slot is for work — reading,
+// matching, encoding —, not for waiting on a client: while a response is
+// blocked in a write to its client the slot is given back (see slot), so
+// clients that read slowly or not at all hold connections (which the
+// stall timeout and the connection cap govern) and the memory their
+// answers were admitted with (see newBody), never the slots others need.
 func (s *Server) throttle(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(s.o.QueueWait)
@@ -122,13 +127,59 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 			return
 		}
 		s.m.inFlight.Inc()
+		sl := &slot{s: s, held: true, done: r.Context().Done()}
+		sw, _ := w.(*statusWriter)
+		if sw != nil {
+			sw.slot = sl
+		}
 		defer func() {
-			s.m.inFlight.Dec()
-			<-s.slots
+			if sw != nil {
+				sw.slot = nil
+			}
+			sl.release()
 		}()
 		next.ServeHTTP(w, r)
 	})
 }
+
+// slot is a request's hold on one of the MaxConcurrent work slots, which
+// its statusWriter gives back for each write to the client and takes
+// again after it. Only the request's goroutine uses it.
+type slot struct {
+	s    *Server
+	held bool
+	done <-chan struct{} // the request's end: a wait for a slot stops there
+}
+
+func (sl *slot) release() {
+	if sl.held {
+		sl.held = false
+		sl.s.m.inFlight.Dec()
+		<-sl.s.slots
+	}
+}
+
+// acquire takes a slot again, waiting as long as the request lives (its
+// answer has started: it is never refused, only queued), or until cut
+// closes (the stream's time is up).
+func (sl *slot) acquire(cut <-chan struct{}) error {
+	if sl.held {
+		return nil
+	}
+	select {
+	case sl.s.slots <- struct{}{}:
+	case <-sl.done:
+		return errSlotWait
+	case <-cut:
+		return errStreamCut
+	}
+	sl.held = true
+	sl.s.m.inFlight.Inc()
+	return nil
+}
+
+// errSlotWait: the request ended while its answer waited for a slot.
+var errSlotWait = errors.New("the request ended while its answer waited for a work slot")
 
 // timeout gives the request its clock (see requestCtx): RequestTimeout
 // until the answer starts, then StreamTimeout from the request's start.
@@ -140,6 +191,10 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 		ctx := newRequestCtx(r.Context(), start.Add(s.o.RequestTimeout))
 		defer ctx.release()
 		if sw, ok := w.(*statusWriter); ok {
+			if sw.slot != nil {
+				// The request's clock ends a wait for a slot too.
+				sw.slot.done = ctx.Done()
+			}
 			sw.onStart = func() { ctx.extend(start.Add(s.o.StreamTimeout)) }
 			// Once streaming, the handler may be blocked in a write to a
 			// client reading slowly but steadily: the cap cuts that too.

@@ -47,6 +47,9 @@ type statusWriter struct {
 	sliced    bool // ... but not as progress deadlines
 	private   bool // token mode: no response may be stored by a shared cache
 	onStart   func()
+	// slot is the request's work slot (see throttle), given back while a
+	// write waits on the client; nil outside throttle.
+	slot *slot
 
 	status  int
 	bytes   int64
@@ -55,13 +58,15 @@ type statusWriter struct {
 	stalled bool  // it failed at its stall deadline
 
 	// Set from the request clock's goroutine.
-	streaming atomic.Bool // started, as the clock sees it
-	expired   atomic.Bool // the request's time ran out
-	cutting   atomic.Bool // ... while it streamed: no more writes
+	streaming atomic.Bool   // started, as the clock sees it
+	expired   atomic.Bool   // the request's time ran out
+	cutting   atomic.Bool   // ... while it streamed: no more writes
+	cutc      chan struct{} // closed by cut: ends a wait for a slot
 }
 
 func newStatusWriter(w http.ResponseWriter, r *http.Request, stall time.Duration, private bool) *statusWriter {
-	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK}
+	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK,
+		cutc: make(chan struct{})}
 	// Clear whatever deadline the server set (its WriteTimeout, or the
 	// previous request's on this connection): on HTTP/2 it would reset the
 	// stream when it fired, writing or not.
@@ -116,6 +121,7 @@ func (w *statusWriter) write(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	w.yield()
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
 	if err != nil {
@@ -123,7 +129,29 @@ func (w *statusWriter) write(p []byte) (int, error) {
 		return n, err
 	}
 	w.disarm()
+	if err := w.resume(); err != nil {
+		w.werr = err
+		return n, err
+	}
 	return n, nil
+}
+
+// yield gives the work slot back before a write, which may wait on the
+// client for as long as the stall timeout allows: waiting is not work.
+// Writes that do not block cost a channel receive and send.
+func (w *statusWriter) yield() {
+	if w.slot != nil {
+		w.slot.release()
+	}
+}
+
+// resume takes a slot again once the write is done, before the handler
+// works on.
+func (w *statusWriter) resume() error {
+	if w.slot == nil {
+		return nil
+	}
+	return w.slot.acquire(w.cutc)
 }
 
 // arm sets the stall deadline of the next write.
@@ -156,7 +184,9 @@ func (w *statusWriter) fail(err error, deadline time.Time) {
 // cut is called by the request's clock when its time runs out: a response
 // that is streaming stops at once, even inside a write.
 func (w *statusWriter) cut() {
-	w.expired.Store(true)
+	if !w.expired.Swap(true) {
+		close(w.cutc)
+	}
 	if w.streaming.Load() && w.deadlines {
 		w.cutting.Store(true)
 		_ = w.rc.SetWriteDeadline(time.Now())
@@ -199,11 +229,15 @@ func (w *statusWriter) Flush() {
 	if err != nil {
 		return
 	}
+	w.yield()
 	if err := w.rc.Flush(); err != nil {
 		w.fail(err, deadline)
 		return
 	}
 	w.disarm()
+	if err := w.resume(); err != nil {
+		w.werr = err
+	}
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

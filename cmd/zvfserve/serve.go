@@ -63,7 +63,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", 0, "also list every object of every store this often, in the background, to notice data rewritten without its metadata; costs a listing of the whole store; 0: never (env ZVFSERVE_REVALIDATE_WALK)")
 	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
 	fs.BoolVar(&c.followSymlinks, "follow-symlinks", false, "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
-	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its slot freed (env ZVFSERVE_STALL_TIMEOUT)")
+	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its connection freed (while it waits on its client it holds no --max-concurrent slot) (env ZVFSERVE_STALL_TIMEOUT)")
 	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the one idle longest — a keep-alive connection between requests, or one that has sent nothing for a second — is closed for a new one, and with none such the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", time.Minute, "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
@@ -71,7 +71,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
-	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests served at once; more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests at work at once (a response blocked on a slow client gives its slot back while it waits); more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
 	// The token's default is not taken from the environment here, so that
