@@ -70,15 +70,7 @@ func TestStalledClientsAreCut(t *testing.T) {
 				// The response's head arrives once the answer has started
 				// (past the 256 KiB held back): the request holds a slot.
 				if proto == "HTTP/2.0" {
-					// 5.5 MB of NDJSON, uncompressed: more than the client's
-					// 4 MB stream window.
-					req, _ := http.NewRequest(http.MethodGet, ts.URL+wholeBox+"&f=ndjson&attributes=*", nil)
-					req.Header.Set("Accept-Encoding", "identity")
-					resp, err := ts.Client().Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { resp.Body.Close() })
+					stallH2(t, ts, wholeBox)
 					continue
 				}
 				c := dialSmall(t, ts.Listener.Addr().String(), wholeBox)
@@ -134,15 +126,7 @@ func TestSlowReadersLeaveSlots(t *testing.T) {
 			ts := startHTTPOn(t, srv, smallBuffers{ln}, proto == "HTTP/2.0")
 			for i := 0; i < slots; i++ {
 				if proto == "HTTP/2.0" {
-					// 5.5 MB of NDJSON, more than the client's 4 MB stream
-					// window: the server blocks once the window is full.
-					req, _ := http.NewRequest(http.MethodGet, ts.URL+wholeBox+"&f=ndjson&attributes=*", nil)
-					req.Header.Set("Accept-Encoding", "identity")
-					resp, err := ts.Client().Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { resp.Body.Close() })
+					stallH2(t, ts, wholeBox+"&f=ndjson&attributes=*")
 					continue
 				}
 				c := dialSmall(t, ts.Listener.Addr().String(), wholeBox+"&f=ndjson&attributes=*")
@@ -159,6 +143,28 @@ func TestSlowReadersLeaveSlots(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stallH2 asks for path over HTTP/2, as a client with a 64 KiB stream
+// window that never reads the body: once the answer has started (its
+// head has come) the server's writes block when the window is full.
+func stallH2(t *testing.T, ts *httptest.Server, path string) {
+	t.Helper()
+	tr := ts.Client().Transport.(*http.Transport).Clone()
+	tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("served over %s", resp.Proto)
+	}
+	t.Cleanup(func() {
+		resp.Body.Close()
+		tr.CloseIdleConnections()
+	})
 }
 
 // readStatusLine reads from c up to the end of the response's status line
