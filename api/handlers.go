@@ -268,10 +268,6 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
-	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
-	if cur.Resume == nil {
-		zq.Offset = cur.Offset // a format 1 cursor
-	}
 	enc := rep.codec.newEncoder()
 	body, err := s.newBody(w, rep, start)
 	if err != nil {
@@ -284,8 +280,16 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := enc.begin(body.Writer, meta); err != nil {
+	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
+	}
+	// A page is bounded by what its encoder must hold, in bytes, too.
+	if n := rep.codec.pageRows(meta); n > 0 && n < limit {
+		limit = n
+	}
+	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
+	if cur.Resume == nil {
+		zq.Offset = cur.Offset // a format 1 cursor
 	}
 	res, err := l.BBox(r.Context(), zq, enc.batch)
 	if err != nil {
@@ -364,7 +368,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer body.release()
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes)}
-	if err := enc.begin(body.Writer, meta); err != nil {
+	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
 	}
 	if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
@@ -471,7 +475,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer body.release()
 	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes)}
-	if err := enc.begin(body.Writer, meta); err != nil {
+	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
 	}
 	if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {

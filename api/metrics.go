@@ -37,7 +37,7 @@ func NewMetrics() *Metrics {
 		[]string{"route", "code", "outcome"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "zvfserve_http_request_duration_seconds", Help: "HTTP request latency by route.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route"})
-	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_rejected_total", Help: "Requests refused with 503 because every slot was busy."})
+	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_rejected_total", Help: "Requests refused with 503 because every slot was busy, or answers in flight held the memory budget, for the whole queue wait."})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_requests_in_flight", Help: "Data requests holding one of the --max-concurrent slots."})
 	m.connOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_open", Help: "Client connections open."})
 	m.connIdleN = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_idle", Help: "Keep-alive connections open and idle between requests."})
@@ -82,5 +82,7 @@ func (m *Metrics) watchCache(c *cache.Cache) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_bytes", Help: "Bytes held by the cache."}, stat(func(s cache.Stats) int64 { return s.Bytes })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_items", Help: "Entries held by the cache."}, stat(func(s cache.Stats) int64 { return s.Items })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_budget_bytes", Help: "The cache's byte budget."}, stat(func(s cache.Stats) int64 { return s.Budget })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_answer_bytes", Help: "Bytes answers being written hold (buffers, held JSON members), counted against the cache's budget."},
+			stat(func(s cache.Stats) int64 { return s.Reserved })),
 	)
 }

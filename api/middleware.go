@@ -107,7 +107,9 @@ func (s *Server) limits(next http.Handler) http.Handler {
 }
 
 // throttle bounds the requests at work: a request waits up to QueueWait
-// for a slot, then gets 503 with Retry-After. A slot is for work — reading,
+// for a slot, and for answers in flight to leave room in the memory
+// budget (see budget.go), then gets 503 with Retry-After. A slot is for
+// work — reading,
 // matching, encoding —, not for waiting on a client: while a response is
 // blocked in a write to its client the slot is given back (see slot), so
 // clients that read slowly or not at all hold connections (which the
@@ -125,6 +127,19 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 			return
 		case <-r.Context().Done():
 			return
+		}
+		for room := s.o.Cache.Room(s.mem); room != nil; room = s.o.Cache.Room(s.mem) {
+			select {
+			case <-room:
+			case <-t.C:
+				<-s.slots
+				s.m.rejected.Inc()
+				writeProblem(w, r, overloaded())
+				return
+			case <-r.Context().Done():
+				<-s.slots
+				return
+			}
 		}
 		s.m.inFlight.Inc()
 		sl := &slot{s: s, held: true, done: r.Context().Done()}

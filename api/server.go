@@ -52,6 +52,13 @@ type Options struct {
 	// default it is 503 while any store does not (a store that fails to
 	// open keeps the replica out of its load balancer until it opens).
 	ReadyAny bool
+	// JSONPageBytes bounds what a JSON page holds of object ids and
+	// attribute values (see jsonCodec.pageRows); default 8 MiB.
+	JSONPageBytes int64
+	// AnswerBytes is what answers being written may hold in all before
+	// new requests wait for room (see budget.go); default the cache's
+	// budget, at least 256 MiB. Without a Cache nothing is counted.
+	AnswerBytes int64
 	// AdminMetrics leaves /metrics to AdminHandler (serve's --admin-addr
 	// listener): the public handler answers it 404, so that what is
 	// exposed to clients (an Ingress) does not publish it.
@@ -66,6 +73,7 @@ type Server struct {
 	names   []string
 	m       *Metrics
 	slots   chan struct{}
+	mem     int64 // what answers may hold in all before new ones wait (see budget.go)
 	ready   atomic.Bool
 	handler http.Handler
 	pools   bodyPools
@@ -118,8 +126,14 @@ func New(o Options) (*Server, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
+	if o.JSONPageBytes <= 0 {
+		o.JSONPageBytes = jsonPageHold
+	}
+	if o.AnswerBytes <= 0 {
+		o.AnswerBytes = answerLimit(o.Cache)
+	}
 	s := &Server{o: o, log: o.Logger, stores: map[string]*zvf.Handle{}, m: o.Metrics,
-		slots: make(chan struct{}, o.MaxConcurrent), params: routeParams(), text: batchers{now: o.Now}}
+		slots: make(chan struct{}, o.MaxConcurrent), mem: o.AnswerBytes, params: routeParams(), text: batchers{now: o.Now, pageHold: o.JSONPageBytes}}
 	handles := append([]*zvf.Handle(nil), o.Handles...)
 	for _, st := range o.Stores {
 		handles = append(handles, zvf.StaticHandle(st))
