@@ -54,7 +54,7 @@ type serveConfig struct {
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.addr, "addr", ":8080", "listen address (env ZVFSERVE_ADDR)")
 	fs.StringVar(&c.publicURL, "public-url", "", "public base URL used in Link headers and the catalog (env ZVFSERVE_PUBLIC_URL)")
-	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "cache budget in bytes; unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
+	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "byte budget of decoded chunks and of what answers being written hold, which share it (the cache evicts to make room; while answers hold it all, at least 256 MiB, new requests wait, then get 503); unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
 	fs.StringVar(&c.cors, "cors-origins", "*", "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
 	fs.DurationVar(&c.maxAge, "max-age", time.Hour, "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
@@ -69,7 +69,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
 	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz false (and keep-alive off) before the listeners close, so that load balancers polling /readyz stop sending first; --shutdown-grace follows; 0: close at once (env ZVFSERVE_SHUTDOWN_DELAY)")
 	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
-	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (env ZVFSERVE_MAX_VERTICES)")
+	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, so pages of wide attributes are smaller) (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests at work at once (a response blocked on a slow client gives its slot back while it waits); more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
@@ -493,7 +493,10 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 }
 
 // memoryHeadroom is the soft memory limit above --cache-bytes (unless
-// GOMEMLIMIT is set): 64 streaming answers at once use about 100-200 MB.
+// GOMEMLIMIT is set): what answers hold counts against the cache budget,
+// so this is for the runtime, the stores' metadata and the collector's
+// slack; 64 streaming JSON answers at once peak at about 330 MB in all
+// (docs/performance.md).
 const memoryHeadroom = 256 << 20
 
 // connectionCap checks --max-connections against the descriptors this
