@@ -142,16 +142,17 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 			}
 		}
 		s.m.inFlight.Inc()
-		sl := &slot{s: s, held: true, done: r.Context().Done()}
 		sw, _ := w.(*statusWriter)
-		if sw != nil {
-			sw.slot = sl
+		if sw == nil {
+			defer (&slot{s: s, held: true}).release()
+			next.ServeHTTP(w, r)
+			return
 		}
+		sw.work = slot{s: s, held: true, done: r.Context().Done()}
+		sw.slot = &sw.work
 		defer func() {
-			if sw != nil {
-				sw.slot = nil
-			}
-			sl.release()
+			sw.slot = nil
+			sw.work.release()
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -175,9 +176,9 @@ func (sl *slot) release() {
 }
 
 // acquire takes a slot again, waiting as long as the request lives (its
-// answer has started: it is never refused, only queued), or until cut
-// closes (the stream's time is up).
-func (sl *slot) acquire(cut <-chan struct{}) error {
+// answer has started: it is never refused, only queued): until its client
+// goes or its clock (see timeout) runs out.
+func (sl *slot) acquire() error {
 	if sl.held {
 		return nil
 	}
@@ -185,8 +186,6 @@ func (sl *slot) acquire(cut <-chan struct{}) error {
 	case sl.s.slots <- struct{}{}:
 	case <-sl.done:
 		return errSlotWait
-	case <-cut:
-		return errStreamCut
 	}
 	sl.held = true
 	sl.s.m.inFlight.Inc()
@@ -207,7 +206,8 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 		defer ctx.release()
 		if sw, ok := w.(*statusWriter); ok {
 			if sw.slot != nil {
-				// The request's clock ends a wait for a slot too.
+				// The request's clock ends a wait for a slot too (its
+				// expiry cuts the response, then ends ctx).
 				sw.slot.done = ctx.Done()
 			}
 			sw.onStart = func() { ctx.extend(start.Add(s.o.StreamTimeout)) }

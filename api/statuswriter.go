@@ -48,8 +48,10 @@ type statusWriter struct {
 	private   bool // token mode: no response may be stored by a shared cache
 	onStart   func()
 	// slot is the request's work slot (see throttle), given back while a
-	// write waits on the client; nil outside throttle.
+	// write waits on the client; nil outside throttle. It points to work,
+	// so that holding one costs no allocation.
 	slot *slot
+	work slot
 
 	status  int
 	bytes   int64
@@ -58,15 +60,13 @@ type statusWriter struct {
 	stalled bool  // it failed at its stall deadline
 
 	// Set from the request clock's goroutine.
-	streaming atomic.Bool   // started, as the clock sees it
-	expired   atomic.Bool   // the request's time ran out
-	cutting   atomic.Bool   // ... while it streamed: no more writes
-	cutc      chan struct{} // closed by cut: ends a wait for a slot
+	streaming atomic.Bool // started, as the clock sees it
+	expired   atomic.Bool // the request's time ran out
+	cutting   atomic.Bool // ... while it streamed: no more writes
 }
 
 func newStatusWriter(w http.ResponseWriter, r *http.Request, stall time.Duration, private bool) *statusWriter {
-	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK,
-		cutc: make(chan struct{})}
+	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK}
 	// Clear whatever deadline the server set (its WriteTimeout, or the
 	// previous request's on this connection): on HTTP/2 it would reset the
 	// stream when it fired, writing or not.
@@ -151,7 +151,7 @@ func (w *statusWriter) resume() error {
 	if w.slot == nil {
 		return nil
 	}
-	return w.slot.acquire(w.cutc)
+	return w.slot.acquire()
 }
 
 // arm sets the stall deadline of the next write.
@@ -184,9 +184,7 @@ func (w *statusWriter) fail(err error, deadline time.Time) {
 // cut is called by the request's clock when its time runs out: a response
 // that is streaming stops at once, even inside a write.
 func (w *statusWriter) cut() {
-	if !w.expired.Swap(true) {
-		close(w.cutc)
-	}
+	w.expired.Store(true)
 	if w.streaming.Load() && w.deadlines {
 		w.cutting.Store(true)
 		_ = w.rc.SetWriteDeadline(time.Now())
