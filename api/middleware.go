@@ -119,6 +119,20 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(s.o.QueueWait)
 		defer t.Stop()
+		// Room in the memory budget first, then a slot: a request waiting
+		// for memory must not hold a slot an answer already admitted needs
+		// to go on (and give its memory back).
+		for room := s.o.Cache.Room(s.mem); room != nil; room = s.o.Cache.Room(s.mem) {
+			select {
+			case <-room:
+			case <-t.C:
+				s.m.rejected.Inc()
+				writeProblem(w, r, overloaded())
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
 		select {
 		case s.slots <- struct{}{}:
 		case <-t.C:
@@ -127,19 +141,6 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 			return
 		case <-r.Context().Done():
 			return
-		}
-		for room := s.o.Cache.Room(s.mem); room != nil; room = s.o.Cache.Room(s.mem) {
-			select {
-			case <-room:
-			case <-t.C:
-				<-s.slots
-				s.m.rejected.Inc()
-				writeProblem(w, r, overloaded())
-				return
-			case <-r.Context().Done():
-				<-s.slots
-				return
-			}
 		}
 		s.m.inFlight.Inc()
 		sw, _ := w.(*statusWriter)
