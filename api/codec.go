@@ -21,12 +21,18 @@ type codec interface {
 	// wraps them as TypedArrays without copying) never are.
 	compressible() bool
 	newEncoder() encoder
+	// pageRows is the most rows one page of a paged answer with this
+	// header may hold (0: no bound beyond the request's limit): an
+	// encoder that must hold part of each row until the end bounds the
+	// page by what that part takes in bytes, not only in rows.
+	pageRows(m *payloadMeta) int64
 }
 
 // encoder streams one answer: begin, then batch for every batch in order,
-// then end.
+// then end. What it holds beyond its writer is counted in mem (which may
+// be nil).
 type encoder interface {
-	begin(w *bufio.Writer, m *payloadMeta) error
+	begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error
 	batch(b *zvf.Batch) error
 	end(t *trailer) error
 }
@@ -55,6 +61,75 @@ func (binaryCodec) format() string      { return "bin" }
 func (binaryCodec) contentType() string { return "application/vnd.zvf.v1+octet-stream" }
 func (binaryCodec) compressible() bool  { return false }
 func (binaryCodec) newEncoder() encoder { return &binaryEncoder{} }
+
+func (ndjsonCodec) pageRows(*payloadMeta) int64 { return 0 } // every row goes out whole as it comes
+func (binaryCodec) pageRows(*payloadMeta) int64 { return 0 } // likewise, a block a batch
+
+// jsonPageHold is the most bytes of object ids and attribute values (as
+// stored: a 128-channel float32 attribute is 512 bytes a row) a JSON
+// page holds by default (Options.JSONPageBytes): they are members after
+// the vertex list, so they are kept until the vertices are out. With
+// object ids alone a page can hold a million rows, the default
+// --max-vertices; wide attributes make pages smaller.
+const jsonPageHold = 8 << 20
+
+func (c jsonCodec) pageRows(m *payloadMeta) int64 {
+	held := 0
+	if m.ObjectIDs {
+		held += 8
+	}
+	for _, a := range m.Attributes {
+		held += dtypeOf(a.DType).size * max(a.Channels, 1)
+	}
+	if held == 0 {
+		return 0
+	}
+	limit := c.text.pageHold
+	if limit <= 0 {
+		limit = jsonPageHold
+	}
+	return max(1, limit/int64(held))
+}
+
+// dtype is what the text formats need to know of a column's data type:
+// its size in bytes and the most JSON text one value takes (a minus sign
+// and every digit, exponent included).
+type dtype struct{ size, text int }
+
+var dtypes = map[string]dtype{
+	"bool": {1, 5}, "int8": {1, 4}, "uint8": {1, 3}, "int16": {2, 6}, "uint16": {2, 5},
+	"int32": {4, 11}, "uint32": {4, 10}, "int64": {8, 20}, "uint64": {8, 20},
+	"float16": {2, 15}, "float32": {4, 15}, "float64": {8, 24},
+}
+
+// dtypeOf is name's entry, or the widest for a name not listed.
+func dtypeOf(name string) dtype {
+	if d, ok := dtypes[name]; ok {
+		return d
+	}
+	return dtype{8, 24}
+}
+
+// textWidth is the most text one row of an attribute takes in JSON, with
+// the comma before it (a bound: rounds of rows are sized by it).
+func textWidth(a zvf.AttrInfo) int {
+	w := dtypeOf(a.DType).text
+	if len(a.Categories) > 0 {
+		w = len("null")
+		for _, c := range a.Categories {
+			w = max(w, 6*len(c)+2) // every byte escaped, in quotes
+		}
+	}
+	if a.Channels > 1 {
+		return 1 + 2 + a.Channels*(w+1)
+	}
+	return 1 + w
+}
+
+// vertexWidth is textWidth for a payload's vertex rows.
+func vertexWidth(m *payloadMeta) int {
+	return textWidth(zvf.AttrInfo{DType: m.VertexDType, Channels: max(m.Dims, 2)})
+}
 
 // payloadCodecs are the vertex payload formats, the server's preference
 // first (the answer to a request that does not say); the text formats

@@ -48,7 +48,7 @@ func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 	return nil
 }
 
-func (e *binaryEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
+func (e *binaryEncoder) begin(w *bufio.Writer, m *payloadMeta, _ *answerMem) error {
 	e.w, e.m = w, m
 	b, err := json.Marshal(m)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // to the stored value; NaN is an empty field, infinities inf and -inf; a
 // categorical attribute is its label (empty for the null code). Rows
 // stream as batches come; nothing is held.
-type csvCodec struct{}
+type csvCodec struct{ fileFormat }
 
 func (csvCodec) format() string      { return "csv" }
 func (csvCodec) contentType() string { return "text/csv" }
@@ -33,7 +33,7 @@ type csvEncoder struct {
 	buf []byte
 }
 
-func (e *csvEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
+func (e *csvEncoder) begin(w *bufio.Writer, m *payloadMeta, _ *answerMem) error {
 	e.w, e.m = w, m
 	var names []string
 	names = append(names, axisNames(m.Export.axes, m.Dims)...)

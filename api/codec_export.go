@@ -43,6 +43,13 @@ type fileCodec interface {
 	pages(sh shape) bool
 }
 
+// fileFormat is embedded in every file format's codec. A page of a file
+// is bounded by its row limit alone: the formats that hold the answer
+// count what they keep against the answers' budget as it grows (holder).
+type fileFormat struct{}
+
+func (fileFormat) pageRows(*payloadMeta) int64 { return 0 }
+
 // attrPicker is a fileCodec that chooses the attribute columns it reads
 // (asked: what attributes= names).
 type attrPicker interface {
@@ -227,12 +234,13 @@ type held struct {
 // error, never a larger allocation.
 type holder struct {
 	w     *bufio.Writer
+	mem   *answerMem
 	a     held
 	write func(w *bufio.Writer, a *held) error
 }
 
-func (h *holder) begin(w *bufio.Writer, m *payloadMeta) error {
-	h.w, h.a.m = w, m
+func (h *holder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
+	h.w, h.a.m, h.mem = w, m, mem
 	return nil
 }
 
@@ -261,6 +269,11 @@ func (h *holder) batch(b *zvf.Batch) error {
 		h.a.attrs[k].Data = append(h.a.attrs[k].Data, b.Attributes[k].Data...)
 	}
 	h.a.rows += b.Rows
+	n := int64(cap(h.a.verts.Data) + 8*cap(h.a.ids))
+	for k := range h.a.attrs {
+		n += int64(cap(h.a.attrs[k].Data))
+	}
+	h.mem.hold(n)
 	return nil
 }
 

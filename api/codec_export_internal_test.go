@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api/problem"
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -231,12 +232,23 @@ func TestHolderBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &holder{write: func(*bufio.Writer, *held) error { return nil }}
-	if err := h.begin(nil, &payloadMeta{Dims: 3, Export: &exportMeta{maxRows: 10}}); err != nil {
+	mem := &answerMem{c: cache.New(1 << 20)}
+	if err := h.begin(nil, &payloadMeta{Dims: 3, Export: &exportMeta{maxRows: 10}}, mem); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.batch(&zvf.Batch{Rows: 6, Vertices: v}); err != nil {
 		t.Fatal(err)
 	}
+	// What it holds counts against the answers' budget, and is given back.
+	if r := mem.c.Stats().Reserved; r < 72 {
+		t.Errorf("holder keeps 72 bytes of vertices, reserves %d", r)
+	}
+	defer func() {
+		mem.release()
+		if r := mem.c.Stats().Reserved; r != 0 {
+			t.Errorf("after release %d bytes stay reserved", r)
+		}
+	}()
 	if err := h.batch(&zvf.Batch{Rows: 6, Vertices: v}); err == nil || h.a.rows != 6 || len(h.a.verts.Data) != 72 {
 		t.Fatalf("a batch past the limit: %v, holding %d rows", err, h.a.rows)
 	}

@@ -22,7 +22,7 @@ import (
 // known unit) and a permutation when the axes are named x, y, z in
 // another order. The buffer's length leads the file, so the answer is
 // held until its end.
-type glbCodec struct{}
+type glbCodec struct{ fileFormat }
 
 func (glbCodec) format() string      { return "glb" }
 func (glbCodec) contentType() string { return "model/gltf-binary" }

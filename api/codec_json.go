@@ -109,22 +109,28 @@ func appendInts(dst []byte, v []int64) []byte {
 // ---- JSON ----
 
 // jsonEncoder streams one JSON object. Vertices go out as they arrive;
-// object ids and attribute values are held in side buffers (bounded by the
-// response's vertex limit) because they are separate members.
+// object ids and attribute values are separate members after the vertex
+// list, so they are held as stored (8 bytes an id, an attribute's bytes a
+// row: a fraction of their text) and formatted at the end, a round at a
+// time. What they hold is bounded by the page size (jsonCodec.pageRows)
+// and counted in the answer's memory.
 type jsonEncoder struct {
-	w     *bufio.Writer
-	m     *payloadMeta
-	n     int64
-	text  *batchers
-	par   *batcher
-	buf   []byte
-	ids   []byte
-	attrs [][]byte
+	w    *bufio.Writer
+	m    *payloadMeta
+	mem  *answerMem
+	n    int64
+	text *batchers
+	par  *batcher
+	buf  []byte
+	vb   zvf.Batch // a batch's vertices, on their way to par
+	ids  []int64
+	cols []zvf.Column // each attribute as its batches describe it; Data: its held rows
 }
 
-func (e *jsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
-	e.w, e.m = w, m
-	e.attrs = make([][]byte, len(m.Attributes))
+func (e *jsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
+	e.w, e.m, e.mem = w, m, mem
+	e.cols = make([]zvf.Column, len(m.Attributes))
+	e.par.width = vertexWidth(m)
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -134,11 +140,42 @@ func (e *jsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
 	return err
 }
 
-func (e *jsonEncoder) batch(b *zvf.Batch) error { return e.par.batch(b, e.write) }
+func (e *jsonEncoder) batch(b *zvf.Batch) error {
+	if e.m.ObjectIDs {
+		e.ids = append(e.ids, b.ObjectIDs...)
+	}
+	for k := range b.Attributes {
+		if k >= len(e.cols) {
+			break
+		}
+		c := &b.Attributes[k]
+		held := e.cols[k].Data
+		if held == nil {
+			e.cols[k] = *c
+		}
+		e.cols[k].Data = append(held, c.Data[:b.Rows*c.RowBytes()]...)
+	}
+	e.account()
+	e.vb = zvf.Batch{Chunk: b.Chunk, First: b.First, Rows: b.Rows, Vertices: b.Vertices}
+	return e.par.batch(&e.vb, e.write)
+}
 
+// account counts what the encoder holds in the answer's memory.
+func (e *jsonEncoder) account() {
+	if e.mem == nil {
+		return
+	}
+	n := 8*int64(cap(e.ids)) + e.par.size()
+	for k := range e.cols {
+		n += int64(cap(e.cols[k].Data))
+	}
+	e.mem.hold(n)
+}
+
+// write formats a batch's vertex rows.
 func (e *jsonEncoder) write(b *zvf.Batch) error {
 	lead := e.n > 0 // a comma before the batch's first row
-	err := e.par.rows.format(e.w, b.Rows, func(dst []byte, lo, hi int) []byte {
+	err := e.par.rows.format(e.w, b.Rows, e.par.width, func(dst []byte, lo, hi int) []byte {
 		for i := lo; i < hi; i++ {
 			if lead || i > 0 {
 				dst = append(dst, ',')
@@ -147,56 +184,64 @@ func (e *jsonEncoder) write(b *zvf.Batch) error {
 		}
 		return dst
 	})
-	if err != nil {
-		return err
-	}
-	if e.m.ObjectIDs {
-		for i, id := range b.ObjectIDs {
-			if e.n > 0 || i > 0 {
-				e.ids = append(e.ids, ',')
-			}
-			e.ids = strconv.AppendInt(e.ids, id, 10)
-		}
-	}
-	for k := range b.Attributes {
-		if k >= len(e.attrs) {
-			break
-		}
-		c := &b.Attributes[k]
-		for i := 0; i < b.Rows; i++ {
-			if e.n > 0 || i > 0 {
-				e.attrs[k] = append(e.attrs[k], ',')
-			}
-			e.attrs[k] = appendCell(e.attrs[k], c, i)
-		}
-	}
 	e.n += int64(b.Rows)
-	return nil
+	return err
 }
 
 func (e *jsonEncoder) end(t *trailer) error {
 	if err := e.par.flush(e.write); err != nil {
 		return err
 	}
-	e.text.put(e.par)
-	e.par = nil
-	buf := e.buf[:0]
-	buf = append(buf, ']')
+	w, rows := e.w, &e.par.rows
+	_ = w.WriteByte(']')
 	if e.m.ObjectIDs {
-		buf = append(buf, `,"object_ids":[`...)
-		buf = append(buf, e.ids...)
-		buf = append(buf, ']')
+		_, _ = w.WriteString(`,"object_ids":[`)
+		ids := e.ids
+		err := rows.format(w, len(ids), 21, func(dst []byte, lo, hi int) []byte {
+			for i := lo; i < hi; i++ {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = strconv.AppendInt(dst, ids[i], 10)
+			}
+			return dst
+		})
+		if err != nil {
+			return err
+		}
+		_ = w.WriteByte(']')
 	}
-	buf = append(buf, `,"attributes":{`...)
+	_, _ = w.WriteString(`,"attributes":{`)
 	for k, a := range e.m.Attributes {
 		if k > 0 {
-			buf = append(buf, ',')
+			_ = w.WriteByte(',')
 		}
-		buf = appendString(buf, a.Name)
-		buf = append(buf, ":["...)
-		buf = append(buf, e.attrs[k]...)
-		buf = append(buf, ']')
+		_, _ = w.Write(appendString(e.buf[:0], a.Name))
+		_, _ = w.WriteString(":[")
+		c := &e.cols[k]
+		n := 0
+		if rb := c.RowBytes(); rb > 0 {
+			n = len(c.Data) / rb
+		}
+		err := rows.format(w, n, textWidth(a), func(dst []byte, lo, hi int) []byte {
+			for i := lo; i < hi; i++ {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendCell(dst, c, i)
+			}
+			return dst
+		})
+		if err != nil {
+			return err
+		}
+		_ = w.WriteByte(']')
 	}
+	e.text.put(e.par)
+	e.par = nil
+	e.ids, e.cols = nil, nil
+	e.mem.hold(0)
+	buf := e.buf[:0]
 	buf = append(buf, '}')
 	if t.Edges != nil {
 		buf = append(buf, `,"edges":`...)

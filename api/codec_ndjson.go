@@ -14,12 +14,25 @@ import (
 type ndjsonEncoder struct {
 	w    *bufio.Writer
 	m    *payloadMeta
+	mem  *answerMem
 	text *batchers
 	par  *batcher
 }
 
-func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
-	e.w, e.m = w, m
+func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
+	e.w, e.m, e.mem = w, m, mem
+	// The most text a line takes: {"v":[…],"id":…,"a":{"name":…,…}}
+	width := len(`{"v":`) + vertexWidth(m) + len("}\n")
+	if m.ObjectIDs {
+		width += len(`,"id":`) + 20
+	}
+	if len(m.Attributes) > 0 {
+		width += len(`,"a":{}`)
+		for _, a := range m.Attributes {
+			width += 2*len(a.Name) + len(`"":`) + textWidth(a) // a name's escapes, at most doubling it
+		}
+	}
+	e.par.width = width
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -28,10 +41,14 @@ func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta) error {
 	return err
 }
 
-func (e *ndjsonEncoder) batch(b *zvf.Batch) error { return e.par.batch(b, e.write) }
+func (e *ndjsonEncoder) batch(b *zvf.Batch) error {
+	err := e.par.batch(b, e.write)
+	e.mem.hold(e.par.size())
+	return err
+}
 
 func (e *ndjsonEncoder) write(b *zvf.Batch) error {
-	return e.par.rows.format(e.w, b.Rows, func(buf []byte, lo, hi int) []byte {
+	return e.par.rows.format(e.w, b.Rows, e.par.width, func(buf []byte, lo, hi int) []byte {
 		for i := lo; i < hi; i++ {
 			buf = append(buf, `{"v":`...)
 			buf = appendRow(buf, &b.Vertices, i)
@@ -63,6 +80,7 @@ func (e *ndjsonEncoder) end(t *trailer) error {
 	}
 	e.text.put(e.par)
 	e.par = nil
+	e.mem.hold(0)
 	m := map[string]any{"count": t.Count, "next": nil}
 	if t.Next != "" {
 		m["next"] = t.Next

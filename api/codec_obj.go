@@ -12,7 +12,7 @@ import (
 // order, at full precision; then an f line per face (1-based indices, a
 // face of more corners than three as it is). Faces come after all
 // vertices, so the answer is held until its end.
-type objCodec struct{}
+type objCodec struct{ fileFormat }
 
 func (objCodec) format() string      { return "obj" }
 func (objCodec) contentType() string { return "model/obj" }

@@ -19,7 +19,7 @@ import (
 // where PLY has them; int64 and uint64 become double (exact below 2^53),
 // float16 float, bool uchar. The header counts the vertices and faces, so
 // the answer is held until its end (bounded by its limit).
-type plyCodec struct{}
+type plyCodec struct{ fileFormat }
 
 func (plyCodec) format() string      { return "ply" }
 func (plyCodec) contentType() string { return "application/octet-stream" }

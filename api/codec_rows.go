@@ -14,36 +14,48 @@ import (
 // while the others idle. rowFormatter formats a batch's rows on several
 // cores: rows are cut into contiguous segments, each formatted into its
 // own buffer, and the buffers written in order, so the bytes are the ones
-// a single core would write. It works in rounds of workers × segRows rows
-// so that memory stays bounded whatever the batch's size. A batch is one
-// chunk's rows, often fewer than a segment, so small batches are first
-// gathered into a run (batchRun) and formatted a round at a time.
+// a single core would write. It works in rounds of a bounded size, in
+// bytes of text as well as rows, so that memory stays bounded whatever the
+// batch's size and however wide its rows (a 128-channel attribute is about
+// 2 KB of text a row). A batch is one chunk's rows, often fewer than a
+// segment, so small batches are first gathered into a run (batchRun) and
+// formatted a round at a time.
 
-// segRows is the most rows one worker formats per round, and minSegRows
-// the fewest worth a worker of their own. Each round is a fork and a
-// join (waking an idle core costs tens of microseconds), so rounds are
-// large: 16,384 rows are about 10 ms of formatting and half a megabyte of
-// JSON.
+// A segment is what one worker formats per round: at most maxSegRows rows
+// and segBytes of text, and a worker of its own is worth minSegBytes of
+// text at least. Each round is a fork and a join (waking an idle core
+// costs tens of microseconds), so rounds are large: 16,384 rows of three
+// float32 coordinates (at most 51 bytes of text each, with the brackets
+// and comma) are about 10 ms of formatting and at most 816 KiB of JSON.
 const (
-	segRows    = 16384
-	minSegRows = 2048
+	maxSegRows  = 16384
+	segBytes    = maxSegRows * 51
+	minSegBytes = 2048 * 51
 )
+
+// segRows is the most rows of width bytes of text (at most; 0: unknown,
+// taken as narrow) one segment holds, and minSegRows the fewest worth a
+// worker of their own.
+func segRows(width int) int    { return min(maxSegRows, max(1, segBytes/max(width, 1))) }
+func minSegRows(width int) int { return min(maxSegRows, max(1, minSegBytes/max(width, 1))) }
 
 type rowFormatter struct {
 	workers int      // cores to use; 1 formats on the caller's goroutine
 	segs    [][]byte // one buffer per worker, reused across rounds
 }
 
-// format writes rows [0, rows) of a batch: each(dst, lo, hi) appends rows
-// lo..hi-1 (and whatever separates them from the rows before lo) to dst.
-// A round's rows are split evenly between the workers it is worth.
-func (f *rowFormatter) format(w *bufio.Writer, rows int, each func(dst []byte, lo, hi int) []byte) error {
+// format writes rows [0, rows) of a batch, each at most width bytes of
+// text: each(dst, lo, hi) appends rows lo..hi-1 (and whatever separates
+// them from the rows before lo) to dst. A round's rows are split evenly
+// between the workers it is worth.
+func (f *rowFormatter) format(w *bufio.Writer, rows, width int, each func(dst []byte, lo, hi int) []byte) error {
 	if len(f.segs) < max(f.workers, 1) {
 		f.segs = append(f.segs, make([][]byte, max(f.workers, 1)-len(f.segs))...)
 	}
+	per, least := segRows(width), minSegRows(width)
 	for start := 0; start < rows; {
-		n := min(rows-start, max(f.workers, 1)*segRows)
-		k := max(1, min(f.workers, n/minSegRows)) // segments this round
+		n := min(rows-start, max(f.workers, 1)*per)
+		k := max(1, min(f.workers, n/least)) // segments this round
 		if k == 1 {
 			f.segs[0] = each(f.segs[0][:0], start, start+n)
 		} else {
@@ -91,8 +103,9 @@ func (f *rowFormatter) fork(start, n, k int, each func(dst []byte, lo, hi int) [
 	}
 }
 
-// round is the rows worth formatting at once on f's workers.
-func (f *rowFormatter) round() int { return f.workers * segRows }
+// round is the rows of width bytes of text worth formatting at once on
+// f's workers.
+func (f *rowFormatter) round(width int) int { return f.workers * segRows(width) }
 
 // batchRun concatenates consecutive batches into one. A batch's slices are
 // only valid during the reader's emit call, so rows are copied: 12 bytes
@@ -134,11 +147,12 @@ func (r *batchRun) add(b *zvf.Batch) {
 // rows when it formats on several cores, and with each batch as it comes
 // otherwise.
 type batcher struct {
-	rows rowFormatter
-	run  batchRun
-	sent int // rows of this answer written so far
-	now  func() time.Time
-	held time.Time // when the run's first rows came
+	rows  rowFormatter
+	run   batchRun
+	width int // the most text one row of this answer takes (see textWidth)
+	sent  int // rows of this answer written so far
+	now   func() time.Time
+	held  time.Time // when the run's first rows came
 }
 
 // holdMax is how long rows wait for a round to fill: from slow storage,
@@ -149,8 +163,9 @@ const holdMax = 10 * time.Millisecond
 // batchers recycles batchers (their buffers: a round of rows and its
 // text, a megabyte or two) across a server's text answers.
 type batchers struct {
-	pool sync.Pool
-	now  func() time.Time // the server's clock
+	pool     sync.Pool
+	now      func() time.Time // the server's clock
+	pageHold int64            // the JSON page bound (Options.JSONPageBytes); 0: jsonPageHold
 }
 
 // get returns a batcher using every core.
@@ -165,9 +180,19 @@ func (p *batchers) get() *batcher {
 	return &batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}, now: now}
 }
 
-// put keeps t for the next answer unless an unusual answer (very wide
-// attribute rows) grew its buffers past what is worth holding.
+// put keeps t for the next answer unless an unusual answer grew its
+// buffers past what is worth holding.
 func (p *batchers) put(t *batcher) {
+	if t.size() > 16<<20 {
+		return
+	}
+	t.run.b = zvf.Batch{Attributes: t.run.b.Attributes[:0]}
+	t.sent, t.width = 0, 0
+	p.pool.Put(t)
+}
+
+// size is the memory t's buffers hold, in bytes.
+func (t *batcher) size() int64 {
 	n := cap(t.run.vdata) + 8*cap(t.run.ids)
 	for _, b := range t.run.adata {
 		n += cap(b)
@@ -175,12 +200,7 @@ func (p *batchers) put(t *batcher) {
 	for _, b := range t.rows.segs {
 		n += cap(b)
 	}
-	if n > 16<<20 {
-		return
-	}
-	t.run.b = zvf.Batch{Attributes: t.run.b.Attributes[:0]}
-	t.sent = 0
-	p.pool.Put(t)
+	return int64(n)
 }
 
 // batch passes b to write at once, or adds it to the run and passes the
@@ -188,7 +208,7 @@ func (p *batchers) put(t *batcher) {
 // bytes (so that it starts streaming at once), then twice as many each
 // time up to a round — or has waited holdMax.
 func (t *batcher) batch(b *zvf.Batch, write func(*zvf.Batch) error) error {
-	want := min(max(t.sent, minSegRows*t.rows.workers), t.rows.round())
+	want := min(max(t.sent, minSegRows(t.width)*t.rows.workers), t.rows.round(t.width))
 	if t.rows.workers <= 1 || (t.run.b.Rows == 0 && b.Rows >= want) {
 		t.sent += b.Rows
 		return write(b)

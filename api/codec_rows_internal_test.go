@@ -49,7 +49,7 @@ func TestParallelFormattingSameBytes(t *testing.T) {
 					e.par.rows.workers = workers
 				}
 				w := bufio.NewWriter(&outs[k])
-				if err := enc.begin(w, meta); err != nil {
+				if err := enc.begin(w, meta, nil); err != nil {
 					t.Fatal(err)
 				}
 				res, err := l.BBox(ctx, zvf.BBoxQuery{Min: lo, Max: hi, Attributes: []string{"*"}}, enc.batch)
@@ -136,5 +136,57 @@ func TestRowsWaitAtMostHoldMax(t *testing.T) {
 				t.Fatalf("fast storage: %d writes for %d chunks, rows were not gathered", len(writes), len(rows))
 			}
 		})
+	}
+}
+
+// TestTextBoundsInBytes: the bounds text answers work in are bytes as
+// well as rows. A JSON page holds at most jsonPageHold of ids and
+// attribute values: with ids alone that is more than the default
+// --max-vertices (pages as before), with a 128-channel float32 attribute
+// 16,131 rows; vertices alone hold nothing. A round of formatting is
+// 16,384 rows of three float32 coordinates, as tuned, and no more than
+// segBytes of text however wide the rows.
+func TestTextBoundsInBytes(t *testing.T) {
+	var text batchers
+	c := jsonCodec{&text}
+	wide := zvf.AttrInfo{Name: "embedding", DType: "float32", Channels: 128}
+	for _, tc := range []struct {
+		name string
+		m    payloadMeta
+		want int64
+	}{
+		{"vertices", payloadMeta{Dims: 3, VertexDType: "float32"}, 0},
+		{"ids", payloadMeta{Dims: 3, VertexDType: "float32", ObjectIDs: true}, 1 << 20},
+		{"ids and 128 channels", payloadMeta{Dims: 3, VertexDType: "float32", ObjectIDs: true, Attributes: []zvf.AttrInfo{wide}}, (8 << 20) / 520},
+	} {
+		if got := c.pageRows(&tc.m); got != tc.want {
+			t.Errorf("%s: a JSON page holds %d rows, want %d", tc.name, got, tc.want)
+		}
+		if got := (ndjsonCodec{&text}).pageRows(&tc.m); got != 0 {
+			t.Errorf("%s: an NDJSON page is bounded at %d rows", tc.name, got)
+		}
+	}
+	if got := segRows(vertexWidth(&payloadMeta{Dims: 3, VertexDType: "float32"})); got != maxSegRows {
+		t.Errorf("a segment of 3-D float32 vertices holds %d rows, want %d", got, maxSegRows)
+	}
+	for _, a := range []zvf.AttrInfo{wide, {DType: "float64", Channels: 1000}, {DType: "int8"}, {DType: "uint16", Categories: []string{"a", "very long category name"}}} {
+		w := textWidth(a)
+		if n := segRows(w); n*w > segBytes && n > 1 {
+			t.Errorf("%+v: a segment holds %d rows of up to %d bytes, over %d", a, n, w, segBytes)
+		}
+	}
+	// The widths bound real text: the widest values of each type.
+	for _, tc := range []struct {
+		a zvf.AttrInfo
+		v string
+	}{
+		{zvf.AttrInfo{DType: "float32"}, "-1.17549435e-38"},
+		{zvf.AttrInfo{DType: "float64"}, "-2.2250738585072014e-308"},
+		{zvf.AttrInfo{DType: "int64"}, "-9223372036854775808"},
+		{zvf.AttrInfo{DType: "bool"}, "false"},
+	} {
+		if w := textWidth(tc.a); w < len(tc.v)+1 {
+			t.Errorf("%s: width %d, but %q takes %d with its comma", tc.a.DType, w, tc.v, len(tc.v)+1)
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // face of more than three corners is split into a fan from its first
 // corner. The header counts the triangles, so the answer is held until
 // its end.
-type stlCodec struct{}
+type stlCodec struct{ fileFormat }
 
 func (stlCodec) format() string      { return "stl" }
 func (stlCodec) contentType() string { return "model/stl" }

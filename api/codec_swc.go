@@ -26,7 +26,7 @@ import (
 // connected piece is rooted at its first vertex. A graph with a cycle has
 // no SWC form: that is a 422 (type …/unrepresentable) naming an edge of
 // the cycle, never a file with a cycle silently broken.
-type swcCodec struct{}
+type swcCodec struct{ fileFormat }
 
 func (swcCodec) format() string      { return "swc" }
 func (swcCodec) contentType() string { return "text/plain" }

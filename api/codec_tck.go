@@ -15,7 +15,7 @@ import (
 // as for TRK (streamlineRuns), each ended by a NaN point, the file by an
 // infinite one. The header counts the streamlines, so the answer is held
 // until its end.
-type tckCodec struct{}
+type tckCodec struct{ fileFormat }
 
 func (tckCodec) format() string      { return "tck" }
 func (tckCodec) contentType() string { return "application/octet-stream" }

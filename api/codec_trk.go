@@ -25,7 +25,7 @@ import (
 // of consecutive edges in the answer (streamlineRuns), in the order of
 // their first rows. The header counts the streamlines, so the answer is
 // held until its end.
-type trkCodec struct{}
+type trkCodec struct{ fileFormat }
 
 func (trkCodec) format() string      { return "trk" }
 func (trkCodec) contentType() string { return "application/octet-stream" }

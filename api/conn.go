@@ -8,18 +8,21 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // HTTPServer returns an http.Server for the API, and ln wrapped so that at
-// most MaxConnections are open: at the cap the connection idle longest is
-// closed to make room, and when none is idle the new one is closed at
-// once. Keep-alive connections idle for IdleTimeout are closed. Requests
-// need their headers within 10 s; answers are bounded by the request
-// clock and the writer's stall deadline (see Options), not by a whole-
-// response timeout.
+// most MaxConnections are open: at the cap the connection idle longest —
+// a keep-alive connection between requests, or one that has sent nothing
+// for silentAfter — is closed to make room, and when there is none the new
+// one is closed at once. Keep-alive connections idle for IdleTimeout are
+// closed. Requests need their headers within 10 s; answers are bounded by
+// the request clock and the writer's stall deadline (see Options), not by
+// a whole-response timeout.
 func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
-	lim := &connLimiter{Listener: ln, max: s.o.MaxConnections, m: s.m, idle: map[*limitedConn]time.Time{}}
+	lim := &connLimiter{Listener: ln, max: s.o.MaxConnections, m: s.m, now: s.o.Now,
+		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}}
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -45,15 +48,24 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 	return hs, lim
 }
 
+// silentAfter is how long a new connection may send nothing before it may
+// be closed to make room at the connection cap: sockets opened and left
+// silent (a port scan, a client that died after connecting, an attack)
+// must not hold the cap against clients that ask for something.
+const silentAfter = time.Second
+
 // connLimiter caps the open connections of a listener (see HTTPServer).
 type connLimiter struct {
 	net.Listener
 	max int
 	m   *Metrics
+	now func() time.Time // the server's clock
 
-	mu   sync.Mutex
-	open int
-	idle map[*limitedConn]time.Time // since when
+	mu     sync.Mutex
+	open   int
+	seq    uint64                     // connections admitted
+	idle   map[*limitedConn]time.Time // keep-alive connections between requests, since when
+	silent map[*limitedConn]time.Time // connections not yet past their first request, accepted when
 }
 
 // limitedConn is a connection of a connLimiter. Its write deadlines are
@@ -63,8 +75,10 @@ type connLimiter struct {
 // writes into small pieces (each a system call and, on HTTP/1.1, a chunk).
 type limitedConn struct {
 	net.Conn
-	l    *connLimiter
-	once sync.Once
+	l     *connLimiter
+	once  sync.Once
+	heard atomic.Bool // the peer has sent a byte
+	seq   uint64      // order of arrival: of two equally old, the first goes first
 
 	mu   sync.Mutex
 	span time.Duration // of the write deadline last set; <= 0: none, or one that cuts now
@@ -85,6 +99,14 @@ func (c *limitedConn) SetDeadline(t time.Time) error {
 		return err
 	}
 	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.heard.Load() {
+		c.heard.Store(true)
+	}
+	return n, err
 }
 
 func (c *limitedConn) Write(p []byte) (int, error) {
@@ -135,13 +157,25 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 func (l *connLimiter) admit(c net.Conn) net.Conn {
+	now := l.now()
 	l.mu.Lock()
 	var victim *limitedConn
+	silent := false
 	if l.open >= l.max {
+		// The one idle longest goes: a keep-alive connection between
+		// requests, or one that has sent nothing for silentAfter.
 		var since time.Time
+		older := func(c *limitedConn, t time.Time) bool {
+			return victim == nil || t.Before(since) || (t.Equal(since) && c.seq < victim.seq)
+		}
 		for ic, t := range l.idle {
-			if victim == nil || t.Before(since) {
+			if older(ic, t) {
 				victim, since = ic, t
+			}
+		}
+		for sc, t := range l.silent {
+			if now.Sub(t) >= silentAfter && !sc.heard.Load() && older(sc, t) {
+				victim, since, silent = sc, t, true
 			}
 		}
 		if victim == nil {
@@ -150,26 +184,35 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 			l.m.connRefuse.Inc()
 			return nil
 		}
-		l.unidle(victim)
+		l.forget(victim)
 	}
 	l.mu.Unlock()
 	if victim != nil {
 		// Idle keep-alive connections may be closed at any time; clients
-		// reconnect. Closing it counts it out before the new one counts in.
+		// reconnect. A silent one has asked for nothing. Closing it counts
+		// it out before the new one counts in.
 		_ = victim.Close()
-		l.m.connIdle.Inc()
+		if silent {
+			l.m.connSilent.Inc()
+		} else {
+			l.m.connIdle.Inc()
+		}
 	}
+	lc := &limitedConn{Conn: c, l: l}
 	l.mu.Lock()
+	l.seq++
+	lc.seq = l.seq
 	l.open++
+	l.silent[lc] = now
 	l.mu.Unlock()
 	l.m.connOpen.Inc()
-	return &limitedConn{Conn: c, l: l}
+	return lc
 }
 
 func (l *connLimiter) closed(c *limitedConn) {
 	l.mu.Lock()
 	l.open--
-	l.unidle(c)
+	l.forget(c)
 	l.mu.Unlock()
 	l.m.connOpen.Dec()
 }
@@ -184,16 +227,29 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	if !ok {
 		return
 	}
+	if st == http.StateNew {
+		return // counted as silent since admit
+	}
+	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// Past its first request (or gone): no longer a silent newcomer.
+	delete(l.silent, lc)
 	if st != http.StateIdle {
 		l.unidle(lc)
 		return
 	}
 	if _, ok := l.idle[lc]; !ok {
-		l.idle[lc] = time.Now()
+		l.idle[lc] = now
 		l.m.connIdleN.Inc()
 	}
+}
+
+// forget takes c out of the sets of connections that may make room; l.mu
+// is held.
+func (l *connLimiter) forget(c *limitedConn) {
+	delete(l.silent, c)
+	l.unidle(c)
 }
 
 // unidle takes c out of the idle set; l.mu is held.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,9 +50,9 @@ func dialSmall(t *testing.T, addr, path string) net.Conn {
 }
 
 // TestStalledClientsAreCut: clients that ask for a large answer and never
-// read it hold every concurrency slot only until the stall timeout; then
-// they are cut (a visibly incomplete body), counted as stalled, and a
-// well-behaved client is served instead of getting 503.
+// read it are cut at the stall timeout (a visibly incomplete body) and
+// counted as stalled; meanwhile they hold no work slot, so a well-behaved
+// client is served.
 func TestStalledClientsAreCut(t *testing.T) {
 	t.Parallel()
 	const slots = 4
@@ -69,23 +70,12 @@ func TestStalledClientsAreCut(t *testing.T) {
 				// The response's head arrives once the answer has started
 				// (past the 256 KiB held back): the request holds a slot.
 				if proto == "HTTP/2.0" {
-					// 5.5 MB of NDJSON, uncompressed: more than the client's
-					// 4 MB stream window.
-					req, _ := http.NewRequest(http.MethodGet, ts.URL+wholeBox+"&f=ndjson&attributes=*", nil)
-					req.Header.Set("Accept-Encoding", "identity")
-					resp, err := ts.Client().Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { resp.Body.Close() })
+					stallH2(t, ts, wholeBox)
 					continue
 				}
 				c := dialSmall(t, ts.Listener.Addr().String(), wholeBox)
 				stalled = append(stalled, c)
 				heads = append(heads, readStatusLine(t, c))
-			}
-			if v := metric(t, srv, `zvfserve_http_requests_in_flight`); v != slots {
-				t.Fatalf("%v requests in flight, want the %d stalled ones", v, slots)
 			}
 			start := time.Now()
 			resp, body, err := fetch(t, ts.Client(), ts.URL+"/api/v1/stores/points")
@@ -112,6 +102,69 @@ func TestStalledClientsAreCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSlowReadersLeaveSlots: a response blocked on a client that does not
+// read holds its connection, not a work slot. The issue's case: 8 clients
+// that never read a large answer at MaxConcurrent 8 kept every other
+// request at 503 for the whole stall timeout. Here the stall timeout is
+// far longer than the test and the queue wait shorter: a small box must
+// be answered while the 8 are stuck, and each must still be whole-or-cut
+// (they are cut when the test ends). No sleeps: the stuck answers are
+// known started from their status lines.
+func TestSlowReadersLeaveSlots(t *testing.T) {
+	t.Parallel()
+	const slots = 8
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			srv, _, _ := pointsServer(t, api.Options{MaxConcurrent: slots, StallTimeout: 10 * time.Minute, QueueWait: 4 * time.Second})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := startHTTPOn(t, srv, smallBuffers{ln}, proto == "HTTP/2.0")
+			for i := 0; i < slots; i++ {
+				if proto == "HTTP/2.0" {
+					stallH2(t, ts, wholeBox+"&f=ndjson&attributes=*")
+					continue
+				}
+				c := dialSmall(t, ts.Listener.Addr().String(), wholeBox+"&f=ndjson&attributes=*")
+				readStatusLine(t, c)
+			}
+			start := time.Now()
+			resp, body, err := fetch(t, ts.Client(), ts.URL+"/api/v1/stores/points/bbox?min=0,0,0&max=100,100,100")
+			took := time.Since(start)
+			if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"next":null`)) {
+				t.Fatalf("a small box behind %d stuck answers: %d after %v (%v) %.200s", slots, resp.StatusCode, took, err, body)
+			}
+			if took > 5*time.Second {
+				t.Fatalf("a small box behind %d stuck answers took %v", slots, took)
+			}
+		})
+	}
+}
+
+// stallH2 asks for path over HTTP/2, as a client with a 64 KiB stream
+// window that never reads the body: once the answer has started (its
+// head has come) the server's writes block when the window is full.
+func stallH2(t *testing.T, ts *httptest.Server, path string) {
+	t.Helper()
+	tr := ts.Client().Transport.(*http.Transport).Clone()
+	tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("served over %s", resp.Proto)
+	}
+	t.Cleanup(func() {
+		resp.Body.Close()
+		tr.CloseIdleConnections()
+	})
 }
 
 // readStatusLine reads from c up to the end of the response's status line
@@ -216,8 +269,11 @@ func TestConnectionCap(t *testing.T) {
 	})
 
 	t.Run("refused when none is idle", func(t *testing.T) {
-		srv, ts, states := capServer(t, api.Options{MaxConnections: limit})
-		// Connected but silent: not idle keep-alive connections, not evicted.
+		// The server's clock stands still: none of them has been silent
+		// for a second, however slow this test runs.
+		srv, ts, states := capServer(t, api.Options{MaxConnections: limit, Now: newTestClock().now})
+		// Connected but silent for less than a second: not idle keep-alive
+		// connections, not evicted.
 		for i := 0; i < limit; i++ {
 			dialKeepAlive(t, ts.Listener.Addr().String())
 		}
@@ -237,6 +293,44 @@ func TestConnectionCap(t *testing.T) {
 		}
 	})
 
+	t.Run("silent connections make room after a second", func(t *testing.T) {
+		// The issue's case: 200 connections that send nothing, at a cap of
+		// 200, locked every other client out. The server's clock is ours:
+		// no waiting for the second to pass.
+		const silentCap = 200
+		clock := newTestClock()
+		srv, ts, states := capServer(t, api.Options{MaxConnections: silentCap, Now: clock.now})
+		addr := ts.Listener.Addr().String()
+		var silent []*keepAlive
+		for i := 0; i < silentCap; i++ {
+			silent = append(silent, dialKeepAlive(t, addr))
+		}
+		awaitStates(t, states, http.StateNew, silentCap)
+		// Silent for less than a second: they keep their places.
+		clock.advance(silentAfter - time.Millisecond)
+		if _, err := dialKeepAlive(t, addr).get("/healthz"); err == nil {
+			t.Fatal("a connection past the cap was served while the others had been silent for less than a second")
+		}
+		clock.advance(time.Millisecond)
+		for i := 0; i < 20; i++ {
+			if code, err := dialKeepAlive(t, addr).get("/healthz"); err != nil || code != http.StatusOK {
+				t.Fatalf("client %d behind %d silent connections: %d %v", i, silentCap, code, err)
+			}
+		}
+		// The oldest silent ones made room, in the order they came.
+		for i, k := range silent[:20] {
+			if !k.closed() {
+				t.Errorf("silent connection %d is still open", i)
+			}
+		}
+		if v := metric(t, srv, `zvfserve_http_connections_silent_closed_total`); v != 20 {
+			t.Errorf("silent_closed_total %v, want 20", v)
+		}
+		if n := open(srv); n != silentCap {
+			t.Errorf("%v open, want %d", n, silentCap)
+		}
+	})
+
 	t.Run("idle timeout", func(t *testing.T) {
 		srv, ts, states := capServer(t, api.Options{IdleTimeout: 200 * time.Millisecond})
 		k := dialKeepAlive(t, ts.Listener.Addr().String())
@@ -252,6 +346,21 @@ func TestConnectionCap(t *testing.T) {
 		}
 	})
 }
+
+// silentAfter is how long a connection may send nothing before it may
+// make room at the cap (api's own constant, as documented).
+const silentAfter = time.Second
+
+// testClock is a server clock a test moves by hand.
+type testClock struct {
+	base time.Time
+	off  atomic.Int64
+}
+
+func newTestClock() *testClock { return &testClock{base: time.Now()} }
+
+func (c *testClock) now() time.Time          { return c.base.Add(time.Duration(c.off.Load())) }
+func (c *testClock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
 func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server, <-chan http.ConnState) {
 	t.Helper()

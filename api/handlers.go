@@ -296,8 +296,12 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := enc.begin(body.Writer, meta); err != nil {
+	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
+	}
+	// A page is bounded by what its encoder must hold, in bytes, too.
+	if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
+		zq.Limit = n
 	}
 	res, err := l.BBox(r.Context(), zq, enc.batch)
 	if err != nil {
@@ -381,7 +385,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	defer body.release()
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes),
 		Export: export}
-	if err := enc.begin(body.Writer, meta); err != nil {
+	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
 	}
 	if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
@@ -488,7 +492,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer body.release()
 	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes)}
-	if err := enc.begin(body.Writer, meta); err != nil {
+	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
 	}
 	if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {

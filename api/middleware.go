@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -105,13 +106,33 @@ func (s *Server) limits(next http.Handler) http.Handler {
 	})
 }
 
-// throttle bounds requests in flight: a request waits up to QueueWait for a
-// slot, then gets 503 with Retry-After, so load never becomes unbounded
-// memory.
+// throttle bounds the requests at work: a request waits up to QueueWait
+// for a slot, and for answers in flight to leave room in the memory
+// budget (see budget.go), then gets 503 with Retry-After. A slot is for
+// work — reading,
+// matching, encoding —, not for waiting on a client: while a response is
+// blocked in a write to its client the slot is given back (see slot), so
+// clients that read slowly or not at all hold connections (which the
+// stall timeout and the connection cap govern) and the memory their
+// answers were admitted with (see newBody), never the slots others need.
 func (s *Server) throttle(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(s.o.QueueWait)
 		defer t.Stop()
+		// Room in the memory budget first, then a slot: a request waiting
+		// for memory must not hold a slot an answer already admitted needs
+		// to go on (and give its memory back).
+		for room := s.o.Cache.Room(s.mem); room != nil; room = s.o.Cache.Room(s.mem) {
+			select {
+			case <-room:
+			case <-t.C:
+				s.m.rejected.Inc()
+				writeProblem(w, r, overloaded())
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
 		select {
 		case s.slots <- struct{}{}:
 		case <-t.C:
@@ -122,13 +143,58 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 			return
 		}
 		s.m.inFlight.Inc()
+		sw, _ := w.(*statusWriter)
+		if sw == nil {
+			defer (&slot{s: s, held: true}).release()
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw.work = slot{s: s, held: true, done: r.Context().Done()}
+		sw.slot = &sw.work
 		defer func() {
-			s.m.inFlight.Dec()
-			<-s.slots
+			sw.slot = nil
+			sw.work.release()
 		}()
 		next.ServeHTTP(w, r)
 	})
 }
+
+// slot is a request's hold on one of the MaxConcurrent work slots, which
+// its statusWriter gives back for each write to the client and takes
+// again after it. Only the request's goroutine uses it.
+type slot struct {
+	s    *Server
+	held bool
+	done <-chan struct{} // the request's end: a wait for a slot stops there
+}
+
+func (sl *slot) release() {
+	if sl.held {
+		sl.held = false
+		sl.s.m.inFlight.Dec()
+		<-sl.s.slots
+	}
+}
+
+// acquire takes a slot again, waiting as long as the request lives (its
+// answer has started: it is never refused, only queued): until its client
+// goes or its clock (see timeout) runs out.
+func (sl *slot) acquire() error {
+	if sl.held {
+		return nil
+	}
+	select {
+	case sl.s.slots <- struct{}{}:
+	case <-sl.done:
+		return errSlotWait
+	}
+	sl.held = true
+	sl.s.m.inFlight.Inc()
+	return nil
+}
+
+// errSlotWait: the request ended while its answer waited for a slot.
+var errSlotWait = errors.New("the request ended while its answer waited for a work slot")
 
 // timeout gives the request its clock (see requestCtx): RequestTimeout
 // until the answer starts, then StreamTimeout from the request's start.
@@ -140,6 +206,11 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 		ctx := newRequestCtx(r.Context(), start.Add(s.o.RequestTimeout))
 		defer ctx.release()
 		if sw, ok := w.(*statusWriter); ok {
+			if sw.slot != nil {
+				// The request's clock ends a wait for a slot too (its
+				// expiry cuts the response, then ends ctx).
+				sw.slot.done = ctx.Done()
+			}
 			sw.onStart = func() { ctx.extend(start.Add(s.o.StreamTimeout)) }
 			// Once streaming, the handler may be blocked in a write to a
 			// client reading slowly but steadily: the cap cuts that too.

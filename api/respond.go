@@ -116,13 +116,16 @@ func (l *lazyWriter) commit() error {
 
 // bodyWriter assembles the response writer chain: bufio → (compression)
 // → lazyWriter → ResponseWriter. Its buffers and compressors come from the
-// server's pools; release returns them.
+// server's pools; release returns them. mem is the answer's reservation
+// against the memory budget (see budget.go): the body's buffers, and what
+// the encoder writing through it holds.
 type bodyWriter struct {
 	*bufio.Writer
 	lazy    *lazyWriter
 	comp    io.WriteCloser
 	lazyBuf []byte // the pooled buffer behind lazy.buf
 	s       *Server
+	mem     answerMem
 }
 
 // bodyPools recycle what every streamed response needs, so that a warm
@@ -136,7 +139,12 @@ const lazyLimit = 256 << 10
 func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.Time) (*bodyWriter, error) {
 	h := w.Header()
 	h.Set("Content-Type", rep.codec.contentType())
-	b := &bodyWriter{s: s}
+	b := &bodyWriter{s: s, mem: answerMem{c: s.o.Cache}}
+	fixed := int64(bodyBufferBytes)
+	if rep.encoding != "" {
+		fixed += compressorBytes
+	}
+	b.mem.reserve(fixed)
 	if p, ok := s.pools.lazy.Get().(*[]byte); ok {
 		b.lazyBuf = (*p)[:0]
 	} else {
@@ -160,6 +168,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 			// compresses as well with the small one (0.439 vs 0.440).
 			if zw, err = zstd.NewWriter(lw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 				zstd.WithWindowSize(256<<10), zstd.WithLowerEncoderMem(true)); err != nil {
+				b.mem.release()
 				return nil, err
 			}
 		}
@@ -172,6 +181,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 		} else {
 			var err error
 			if gw, err = gzip.NewWriterLevel(lw, gzip.BestSpeed); err != nil {
+				b.mem.release()
 				return nil, err
 			}
 		}
@@ -190,6 +200,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 // release returns the pooled parts; the handler defers it, so nothing
 // writes through b afterwards.
 func (b *bodyWriter) release() {
+	b.mem.release()
 	p := &b.s.pools
 	b.Writer.Reset(nil)
 	p.bufw.Put(b.Writer)

@@ -48,6 +48,21 @@ type Options struct {
 	PublicURL      string        // absolute base for Link headers
 	UI             http.Handler  // served at /
 	Now            func() time.Time
+	// ReadyAny makes /readyz 200 while at least one store serves; by
+	// default it is 503 while any store does not (a store that fails to
+	// open keeps the replica out of its load balancer until it opens).
+	ReadyAny bool
+	// JSONPageBytes bounds what a JSON page holds of object ids and
+	// attribute values (see jsonCodec.pageRows); default 8 MiB.
+	JSONPageBytes int64
+	// AnswerBytes is what answers being written may hold in all before
+	// new requests wait for room (see budget.go); default the cache's
+	// budget, at least 256 MiB. Without a Cache nothing is counted.
+	AnswerBytes int64
+	// AdminMetrics leaves /metrics to AdminHandler (serve's --admin-addr
+	// listener): the public handler answers it 404, so that what is
+	// exposed to clients (an Ingress) does not publish it.
+	AdminMetrics bool
 }
 
 // Server serves the API.
@@ -58,6 +73,7 @@ type Server struct {
 	names   []string
 	m       *Metrics
 	slots   chan struct{}
+	mem     int64 // what answers may hold in all before new ones wait (see budget.go)
 	ready   atomic.Bool
 	handler http.Handler
 	pools   bodyPools
@@ -110,8 +126,14 @@ func New(o Options) (*Server, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
+	if o.JSONPageBytes <= 0 {
+		o.JSONPageBytes = jsonPageHold
+	}
+	if o.AnswerBytes <= 0 {
+		o.AnswerBytes = answerLimit(o.Cache)
+	}
 	s := &Server{o: o, log: o.Logger, stores: map[string]*zvf.Handle{}, m: o.Metrics,
-		slots: make(chan struct{}, o.MaxConcurrent), params: routeParams(), text: batchers{now: o.Now}}
+		slots: make(chan struct{}, o.MaxConcurrent), mem: o.AnswerBytes, params: routeParams(), text: batchers{now: o.Now, pageHold: o.JSONPageBytes}}
 	handles := append([]*zvf.Handle(nil), o.Handles...)
 	for _, st := range o.Stores {
 		handles = append(handles, zvf.StaticHandle(st))
@@ -168,6 +190,43 @@ func (s *Server) refresh(ctx context.Context, f func(*zvf.Handle, context.Contex
 	return first
 }
 
+// readyz answers whether this replica should get traffic: 503 while it
+// drains, and while a store it was configured with does not serve (its
+// open failed: every one of its routes answers that error), naming those
+// stores; with ReadyAny one serving store is enough.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if !s.ready.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("draining\n"))
+		return
+	}
+	var down []string
+	for _, n := range s.names {
+		if _, err := s.stores[n].Current(); err != nil {
+			down = append(down, n)
+		}
+	}
+	ready := len(down) == 0 || (s.o.ReadyAny && len(down) < len(s.names))
+	msg := "ready\n"
+	if len(down) > 0 {
+		const most = 20 // a folder of stores may hold thousands
+		names := strings.Join(down[:min(len(down), most)], ", ")
+		if len(down) > most {
+			names += fmt.Sprintf(" and %d more", len(down)-most)
+		}
+		msg = fmt.Sprintf("%d of %d stores not serving: %s\n", len(down), len(s.names), names)
+		if ready {
+			msg = "ready; " + msg
+		}
+	}
+	if !ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_, _ = w.Write([]byte(msg))
+}
+
 // Handler is the public HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -190,18 +249,12 @@ func (s *Server) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	get(r, "/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !s.ready.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("draining\n"))
-			return
-		}
-		_, _ = w.Write([]byte("ready\n"))
-	})
+	get(r, "/readyz", s.readyz)
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)
-		get(r, "/metrics", s.m.handler().ServeHTTP)
+		if !s.o.AdminMetrics {
+			get(r, "/metrics", s.m.handler().ServeHTTP)
+		}
 		get(r, "/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			_, _ = w.Write(OpenAPI())

@@ -47,6 +47,11 @@ type statusWriter struct {
 	sliced    bool // ... but not as progress deadlines
 	private   bool // token mode: no response may be stored by a shared cache
 	onStart   func()
+	// slot is the request's work slot (see throttle), given back while a
+	// write waits on the client; nil outside throttle. It points to work,
+	// so that holding one costs no allocation.
+	slot *slot
+	work slot
 
 	status  int
 	bytes   int64
@@ -116,6 +121,7 @@ func (w *statusWriter) write(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	w.yield()
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
 	if err != nil {
@@ -123,7 +129,29 @@ func (w *statusWriter) write(p []byte) (int, error) {
 		return n, err
 	}
 	w.disarm()
+	if err := w.resume(); err != nil {
+		w.werr = err
+		return n, err
+	}
 	return n, nil
+}
+
+// yield gives the work slot back before a write, which may wait on the
+// client for as long as the stall timeout allows: waiting is not work.
+// Writes that do not block cost a channel receive and send.
+func (w *statusWriter) yield() {
+	if w.slot != nil {
+		w.slot.release()
+	}
+}
+
+// resume takes a slot again once the write is done, before the handler
+// works on.
+func (w *statusWriter) resume() error {
+	if w.slot == nil {
+		return nil
+	}
+	return w.slot.acquire()
 }
 
 // arm sets the stall deadline of the next write.
@@ -199,11 +227,15 @@ func (w *statusWriter) Flush() {
 	if err != nil {
 		return
 	}
+	w.yield()
 	if err := w.rc.Flush(); err != nil {
 		w.fail(err, deadline)
 		return
 	}
 	w.disarm()
+	if err := w.resume(); err != nil {
+		w.werr = err
+	}
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -4,6 +4,11 @@
 // sizes stays within the budget. Load errors are not cached; a load that
 // panics fails its callers with a *PanicError and leaves the cache working.
 //
+// The budget is the process's memory for data, shared with what its users
+// hold outside the cache (a server's answers being written): Reserve
+// counts such bytes against it, and the cache keeps only what fits beside
+// them.
+//
 // The recency order comes from hashicorp/golang-lru/v2 (unbounded in
 // count); eviction by bytes is done here, oldest first.
 package cache
@@ -49,6 +54,7 @@ func NewPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debu
 type Stats struct {
 	Hits, Misses, Evictions, Deduped int64
 	Bytes, Items, Budget             int64
+	Reserved                         int64 // held outside the cache (see Reserve)
 }
 
 // Cache is safe for concurrent use. A nil *Cache loads every time.
@@ -58,6 +64,8 @@ type Cache struct {
 	mu       sync.Mutex
 	lru      *lru.LRU[string, entry]
 	bytes    int64
+	reserved int64         // see Reserve
+	room     chan struct{} // closed at the next release; nil until Room waits
 	inflight map[string]*call
 
 	hits, misses, evictions, deduped atomic.Int64
@@ -125,16 +133,11 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 		if c.inflight[key] == cl {
 			delete(c.inflight, key)
 		}
-		if err == nil && size <= c.budget {
+		if err == nil && size <= c.budget-c.reserved {
 			c.lru.Remove(key) // a Remove/Purge race may have left one; its callback fixes bytes
 			c.lru.Add(key, entry{v, size})
 			c.bytes += size
-			for c.bytes > c.budget {
-				if _, _, ok := c.lru.RemoveOldest(); !ok {
-					break
-				}
-				c.evictions.Add(1)
-			}
+			c.fit()
 		}
 		cl.v, cl.err = v, err
 		c.mu.Unlock()
@@ -172,6 +175,57 @@ func (c *Cache) wait(ctx context.Context, key string, cl *call) (any, error) {
 		c.mu.Unlock()
 		return nil, ctx.Err()
 	}
+}
+
+// fit evicts the oldest values until values and reservations fit the
+// budget; c.mu is held.
+func (c *Cache) fit() {
+	for c.bytes > 0 && c.bytes+c.reserved > c.budget {
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
+		c.evictions.Add(1)
+	}
+}
+
+// Reserve counts n bytes held outside the cache against its budget (a
+// negative n releases them): cached values are evicted, oldest first,
+// until they fit beside all that is reserved, and while reservations fill
+// the budget no loaded value is kept. Reservations may exceed the budget;
+// callers that must bound them wait for Room first.
+func (c *Cache) Reserve(n int64) {
+	if c == nil || n == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reserved += n
+	if n > 0 {
+		c.fit()
+		return
+	}
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+}
+
+// Room returns nil while less than limit bytes are reserved, and otherwise
+// a channel that is closed at the next release (the caller then asks
+// again).
+func (c *Cache) Room(limit int64) <-chan struct{} {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reserved < limit {
+		return nil
+	}
+	if c.room == nil {
+		c.room = make(chan struct{})
+	}
+	return c.room
 }
 
 // Remove drops key.
@@ -235,8 +289,8 @@ func (c *Cache) Stats() Stats {
 		return Stats{}
 	}
 	c.mu.Lock()
-	b, n := c.bytes, int64(c.lru.Len())
+	b, n, r := c.bytes, int64(c.lru.Len()), c.reserved
 	c.mu.Unlock()
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Deduped: c.deduped.Load(),
-		Bytes: b, Items: n, Budget: c.budget}
+		Bytes: b, Items: n, Budget: c.budget, Reserved: r}
 }

@@ -314,3 +314,79 @@ func TestPanickingLoader(t *testing.T) {
 		t.Fatalf("nil cache: err = %v", err)
 	}
 }
+
+// TestReserve: bytes held outside the cache (answers being written) count
+// against its budget: a reservation evicts cached values, oldest first,
+// until values and reservations fit together; while reservations fill
+// the budget nothing loaded is kept; released, the room is the cache's
+// again. Room reports, without waiting, whether reservations are below a
+// limit, and otherwise gives a channel closed when a release may have
+// made room.
+func TestReserve(t *testing.T) {
+	ctx := context.Background()
+	c := New(100)
+	var calls atomic.Int64
+	for _, k := range []string{"a", "b", "c"} {
+		if _, err := c.Get(ctx, k, loader(k, 30, &calls)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Reserve(25) // 90 + 25 > 100: a goes
+	if st := c.Stats(); st.Items != 2 || st.Bytes != 60 || st.Reserved != 25 || st.Evictions != 1 {
+		t.Fatalf("after reserving 25: %+v", st)
+	}
+	if _, ok := c.Peek("a"); ok {
+		t.Fatal("the oldest value outlived the reservation")
+	}
+	c.Reserve(90) // 115 reserved: more than the budget, nothing stays
+	if st := c.Stats(); st.Items != 0 || st.Bytes != 0 || st.Reserved != 115 {
+		t.Fatalf("after reserving 115: %+v", st)
+	}
+	if v, err := c.Get(ctx, "d", loader("D", 10, &calls)); err != nil || v != "D" {
+		t.Fatalf("a load with the budget reserved: %v %v", v, err)
+	}
+	if st := c.Stats(); st.Items != 0 {
+		t.Fatalf("a value was kept with the budget reserved: %+v", st)
+	}
+	room := c.Room(100)
+	if room == nil {
+		t.Fatal("Room(100) with 115 reserved reports room")
+	}
+	if c.Room(200) != nil {
+		t.Fatal("Room(200) with 115 reserved reports none")
+	}
+	c.Reserve(-10) // 105: still no room below 100
+	select {
+	case <-room:
+		if c.Room(100) == nil {
+			t.Fatal("room below 100 with 105 reserved")
+		}
+	default:
+	}
+	c.Reserve(-90) // 15
+	select {
+	case <-room:
+	default:
+		t.Fatal("a release that made room did not say so")
+	}
+	if c.Room(100) != nil {
+		t.Fatal("no room with 15 of 100 reserved")
+	}
+	for _, k := range []string{"e", "f", "g"} {
+		if _, err := c.Get(ctx, k, loader(k, 30, &calls)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := c.Stats(); st.Items != 2 || st.Bytes != 60 || st.Reserved != 15 {
+		t.Fatalf("loads beside 15 reserved: %+v", st)
+	}
+	c.Reserve(-15)
+	if st := c.Stats(); st.Reserved != 0 {
+		t.Fatalf("everything released: %+v", st)
+	}
+	var nilCache *Cache
+	nilCache.Reserve(10)
+	if nilCache.Room(0) != nil {
+		t.Fatal("a nil cache has no room")
+	}
+}

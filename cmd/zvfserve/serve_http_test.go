@@ -124,6 +124,9 @@ func TestServeTokenFile(t *testing.T) {
 		{s.base + "/healthz", nil, http.StatusOK},
 		{s.admin + "/debug/pprof/cmdline", nil, http.StatusOK},
 		{s.admin + "/metrics", nil, http.StatusOK},
+		// With an admin listener, metrics are there only: not published
+		// with the public port, token or not.
+		{s.base + "/metrics", []string{"Authorization", "Bearer " + token}, http.StatusNotFound},
 	} {
 		code, body, hdr := httpGet(t, tc.url, tc.hdr...)
 		if code != tc.want {
@@ -194,6 +197,11 @@ func TestServeMaxConnections(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = c.Close() })
+			// Half a request: not silent, so never closed to make room
+			// (a connection silent for a second would be).
+			if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\n"); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// The admin listener is not capped.
 		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_open 20"); time.Sleep(5 * time.Millisecond) {

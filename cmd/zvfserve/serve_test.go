@@ -125,6 +125,11 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	if !strings.Contains(errs.String(), "store does not open") {
 		t.Fatalf("the log does not say which store failed: %s", errs.String())
 	}
+	// The replica is not ready while a store it serves does not open: a
+	// load balancer sends its traffic to replicas that can answer it.
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || body != "1 of 2 stores not serving: bad\n" {
+		t.Fatalf("/readyz with a store that does not open: %d %q", code, body)
+	}
 	if err := os.WriteFile(root, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +138,27 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	}
 	if code, body := get("/api/v1/stores/bad" + q); code != 200 || body != want {
 		t.Fatalf("the fixed store: %d %.200s", code, body)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK || body != "ready\n" {
+		t.Fatalf("/readyz once every store opened: %d %q", code, body)
+	}
+}
+
+// TestServeReadinessAny: --readiness any keeps a replica ready while one
+// of its stores serves, and its /readyz still names the one that does
+// not; an unknown value is a usage error.
+func TestServeReadinessAny(t *testing.T) {
+	t.Parallel()
+	bad := zvftest.CopyTree(t, graphStore)
+	if err := os.WriteFile(filepath.Join(bad, "zarr.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--readiness", "any", "good="+graphStore, "bad="+bad)
+	if code, body, _ := httpGet(t, s.base+"/readyz"); code != http.StatusOK || body != "ready; 1 of 2 stores not serving: bad\n" {
+		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	if _, stderr, code := runCmd(t, "serve", "--readiness", "most", graphStore); code != 2 || !strings.Contains(stderr, "--readiness") {
+		t.Fatalf("--readiness most: exit %d: %s", code, stderr)
 	}
 }
 

@@ -1,0 +1,89 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+// TestReadyz: /readyz is 503 while a configured store does not serve (its
+// open failed: bad credentials, a corrupt root), naming it, and 200 once
+// it opens; with ReadyAny one serving store is enough. Draining wins.
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		any      bool
+		downCode int
+		downBody string
+	}{
+		{"every store", false, http.StatusServiceUnavailable, "1 of 2 stores not serving: late\n"},
+		{"any store", true, http.StatusOK, "ready; 1 of 2 stores not serving: late\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ch := cache.New(64 << 20)
+			bucket, err := blobstore.OpenBucket(ctx, "mem://")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = bucket.Close() })
+			// Nothing there yet: the open fails, and the handle keeps
+			// the error (and retries on Refresh).
+			late, err := zvf.OpenHandle(ctx, bucket, zvf.Options{Name: "late", Cache: ch}, zvf.Watch{Enabled: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := late.Current(); err == nil {
+				t.Fatal("an empty bucket opened as a store")
+			}
+			srv, ts := newServer(t, api.Options{Stores: openStores(t, "graph"), Handles: []*zvf.Handle{late}, ReadyAny: tc.any})
+			readyz := func(want int, body string) {
+				t.Helper()
+				resp, b := apitest.Get(t, ts, "/readyz")
+				if resp.StatusCode != want || string(b) != body || resp.Header.Get("Cache-Control") != "no-store" {
+					t.Fatalf("/readyz: %d %q (Cache-Control %q), want %d %q", resp.StatusCode, b, resp.Header.Get("Cache-Control"), want, body)
+				}
+			}
+			readyz(tc.downCode, tc.downBody)
+			uploadTree(t, bucket, filepath.Join(fixtures, "graph.zarrvectors"))
+			if err := srv.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			readyz(http.StatusOK, "ready\n")
+			srv.SetReady(false)
+			readyz(http.StatusServiceUnavailable, "draining\n")
+		})
+	}
+}
+
+// TestMetricsOnlyOnAdmin: with AdminMetrics (serve's --admin-addr) the
+// public handler does not serve /metrics — it is a 404 there, so an
+// Ingress in front of the public port does not publish it — while the
+// admin handler does.
+func TestMetricsOnlyOnAdmin(t *testing.T) {
+	t.Parallel()
+	for _, admin := range []bool{false, true} {
+		srv, ts := newServer(t, api.Options{Stores: openStores(t, "graph"), AdminMetrics: admin})
+		resp, body := apitest.Get(t, ts, "/metrics")
+		want := http.StatusOK
+		if admin {
+			want = http.StatusNotFound
+		}
+		if resp.StatusCode != want {
+			t.Errorf("AdminMetrics %v: public /metrics %d, want %d: %.100s", admin, resp.StatusCode, want, body)
+		}
+		if v := metric(t, srv, `zvfserve_http_requests_total\{code="`+strconv.Itoa(want)+`",outcome="complete",route="[^"]*"\}`); v < 1 {
+			t.Errorf("AdminMetrics %v: the admin handler's metrics do not show the public request: %v", admin, v)
+		}
+	}
+}
