@@ -221,10 +221,13 @@ func TestStreamFailingMidwayIsVisible(t *testing.T) {
 func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 	t.Parallel()
 	// The first 300 chunks (four reads each) come at once, and the answer
-	// starts within ~100 ms; then every chunk takes 6 ms more: ~1.5 s of
-	// steady streaming after the answer started. The race detector makes
-	// the server several times slower (and CI runs it beside other
-	// packages), so there every duration is four times as long.
+	// starts within ~100 ms on an idle machine; then every chunk takes
+	// 15 ms more: ~3.7 s of steady streaming after the answer started.
+	// The request timeout leaves the start 20 times that (a loaded 2-core
+	// machine once took over 500 ms), and the stream outlasts it. The
+	// race detector makes the server several times slower (and CI runs it
+	// beside other packages), so there every duration is four times as
+	// long.
 	scale := time.Duration(1)
 	if raceEnabled {
 		scale = 4
@@ -232,7 +235,7 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 	slow := func() []*faultstore.Rule {
 		return []*faultstore.Rule{
 			{Fault: faultstore.Fault{Times: 4 * 300}},
-			{Key: "/c/0", Fault: faultstore.Fault{Delay: scale * 6 * time.Millisecond}},
+			{Key: "/c/0", Fault: faultstore.Fault{Delay: scale * 15 * time.Millisecond}},
 		}
 	}
 	for _, tc := range []struct {
@@ -240,10 +243,11 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 		o       api.Options
 		outcome string
 	}{
-		{"streams past the request timeout", api.Options{RequestTimeout: scale * 500 * time.Millisecond}, "complete"},
-		{"cut by the stream cap", api.Options{RequestTimeout: scale * 500 * time.Millisecond, StreamTimeout: scale * time.Second}, "timeout"},
+		{"streams past the request timeout", api.Options{RequestTimeout: scale * 2 * time.Second}, "complete"},
+		{"cut by the stream cap", api.Options{RequestTimeout: scale * 2 * time.Second, StreamTimeout: scale * 3 * time.Second}, "timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv, _, logs, url, client := streamServer(t, tc.o, false, slow()...)
 			start := time.Now()
 			resp, body, err := fetch(t, client, url+wholeBox)
