@@ -106,8 +106,9 @@ export function flatten(pages, attr) {
       }
       r += b.rows;
     }
-    if (p.edges) { edges.set(p.edges, e); e += p.edges.length; }
-    if (p.faces) { faces.set(p.faces, f); f += p.faces.length; }
+    // A page may carry an empty block (a coarse level's faces): nothing to copy.
+    if (p.edges?.length) { edges.set(p.edges, e); e += p.edges.length; }
+    if (p.faces?.length) { faces.set(p.faces, f); f += p.faces.length; }
   }
   return { rows, pos, val, oid, edges, faces, faceWidth };
 }
