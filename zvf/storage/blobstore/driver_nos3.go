@@ -10,7 +10,9 @@ import (
 )
 
 // openS3 is never reached: OpenBucket refuses s3:// in this build first.
-func openS3(ctx context.Context, u *url.URL) (*blob.Bucket, error) { return blob.OpenBucket(ctx, u.String()) }
+func openS3(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+	return blob.OpenBucket(ctx, u.String())
+}
 
 func pinS3Read(func(any) bool, string) {}
 func s3ReadETag(func(any) bool) string { return "" }
