@@ -367,9 +367,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 			defer close(checked)
 			var walks sync.WaitGroup
 			if c.revalidateWalk > 0 {
-				walks.Go(func() { revalidate(rctx, c.revalidateWalk, srv.RefreshDeep) })
+				walks.Go(func() { srv.Revalidate(rctx, c.revalidateWalk, checkTimeout(c.revalidateWalk), true) })
 			}
-			revalidate(rctx, c.revalidate, srv.Refresh)
+			srv.Revalidate(rctx, c.revalidate, checkTimeout(c.revalidate), false)
 			walks.Wait()
 		}()
 	} else {
@@ -545,20 +545,11 @@ func readConcurrency(flagValue int, target string) int {
 	return 32
 }
 
-// revalidate runs check every interval until ctx ends; the server logs
-// what changed.
-func revalidate(ctx context.Context, every time.Duration, check func(context.Context) error) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = check(ctx)
-		}
-	}
-}
+// checkTimeout is the deadline of one store's check run every interval:
+// the interval, and never less than two minutes, since a check that finds
+// a change opens the new version (a listing of every level; of every
+// object while a change settles) within it.
+func checkTimeout(every time.Duration) time.Duration { return max(every, 2*time.Minute) }
 
 func displayAddr(a net.Addr) string {
 	s := a.String()
