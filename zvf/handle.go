@@ -187,6 +187,10 @@ func (h *Handle) Changed(ctx context.Context, s *Store, err error) (*Store, erro
 	if cur.store != s || cur.err != nil {
 		return h.Current() // already reopened (or failed) by someone else
 	}
+	var me *missingError
+	if errors.As(err, &me) && cur.changed.IsZero() {
+		return h.missing(ctx, cur, err, me)
+	}
 	if at.IsZero() {
 		at = h.st.Now()
 	}
@@ -197,6 +201,33 @@ func (h *Handle) Changed(ctx context.Context, s *Store, err error) (*Store, erro
 		cur = &next
 	}
 	return h.reopenIfSettled(ctx, cur)
+}
+
+// missing answers Changed for a read of cur's store that found an object
+// the version has missing, with no change known yet (h.lock held). It is
+// a change when the store's metadata moved too (a sync's delete phase, a
+// re-pointed root): checked now, at most once a second, and answered as
+// any change. Otherwise the store lacks an object its own metadata names,
+// and the read fails as corrupt there; nothing reopens.
+func (h *Handle) missing(ctx context.Context, cur *handleState, err error, me *missingError) (*Store, error) {
+	if h.w.Now().Sub(time.Unix(0, h.lastCheck.Load())) >= syncEvery {
+		if _, cerr := h.refreshLocked(ctx, false); cerr != nil && !errors.Is(cerr, ErrChanging) {
+			return nil, cerr
+		}
+		if now := h.cur.Load(); now.store != cur.store || now.err != nil {
+			return h.Current() // the check opened the new version
+		}
+		cur = h.cur.Load()
+	}
+	if !cur.changed.IsZero() {
+		return h.reopenIfSettled(ctx, cur)
+	}
+	out := &Error{Kind: ErrCorrupt, Store: h.name, Level: -1, Err: fmt.Errorf("object %s is missing, and the store's metadata has not changed", me.key)}
+	var ze *Error
+	if errors.As(err, &ze) {
+		out.Level, out.Array, out.Chunk = ze.Level, ze.Array, ze.Chunk
+	}
+	return nil, out
 }
 
 // reopenIfSettled opens the new version of a store known to have changed
@@ -441,6 +472,7 @@ func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, err
 	o := h.o
 	o.gen = h.gen
 	o.revisionSeed = meta
+	o.watched = h.w.Enabled
 	if prev != nil && prev.store != nil && meta == prev.meta && !prev.changed.IsZero() {
 		// Data changed and metadata did not: what the objects are now tells
 		// the two versions (and their ETags) apart, the same on every
