@@ -147,6 +147,11 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 // Now implements storage.Store.
 func (s *Store) Now() time.Time { return s.inner.Now() }
 
+// Absent implements storage.AbsenceDater for the store it wraps.
+func (s *Store) Absent(ctx context.Context, key string) (time.Time, error) {
+	return storage.Absent(ctx, s.inner, key)
+}
+
 // List implements storage.Store.
 func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error) {
 	s.InFlight.Add(1)
