@@ -223,7 +223,6 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 	}
 }
 
-
 // TestBlueGreenFlip: a store served through a link is flipped to its next
 // version and the old folder deleted at once (ln -sfn v2 current && rm -rf
 // v1), with no check in between: every request after it answers from v2,

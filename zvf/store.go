@@ -56,7 +56,7 @@ type Store struct {
 	// generation, so a reopened store never reads its predecessor's data.
 	cachePrefix string
 	revision    string
-	watched     bool // see Options.watched
+	watched     bool      // see Options.watched
 	scratch     sync.Pool // *bboxScratch, reused across queries
 }
 

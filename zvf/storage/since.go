@@ -95,5 +95,7 @@ func (s *since) Walk(ctx context.Context, prefix string, fn func(string, Attrs) 
 func (s *since) Now() time.Time { return s.st.Now() }
 
 // Absent implements AbsenceDater.
-func (s *since) Absent(ctx context.Context, key string) (time.Time, error) { return Absent(ctx, s.st, key) }
-func (s *since) Close() error   { return nil }
+func (s *since) Absent(ctx context.Context, key string) (time.Time, error) {
+	return Absent(ctx, s.st, key)
+}
+func (s *since) Close() error { return nil }
