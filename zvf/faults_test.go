@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 )
 
@@ -211,5 +213,43 @@ func TestSyncAtMostOncePerSecond(t *testing.T) {
 	}
 	if n := calls() - before; n != 2*one {
 		t.Fatalf("a Sync a second later: %d storage calls in all, want %d", n, 2*one)
+	}
+}
+
+// TestOwnersRetriedAfterAFailure: the map from fragments to the objects
+// that own them is built from every manifest on first use; a build that
+// fails (a backend blip, a request's deadline) is not kept, and the next
+// answer builds it again. Before, the first failure was kept for the
+// version's lifetime: every later bbox with object ids failed at once.
+func TestOwnersRetriedAfterAFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs := faultstore.New(st, nil)
+	s, err := zvf.Open(ctx, fs, zvf.Options{Name: "graph"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}}
+	owned := func() (int, error) {
+		n := 0
+		_, err := l.BBox(ctx, box, func(b *zvf.Batch) error { n += len(b.ObjectIDs); return nil })
+		return n, err
+	}
+	fs.Add(&faultstore.Rule{Key: "object_index", Fault: faultstore.Fault{Err: storage.ErrUnavailable, Times: 1}})
+	if _, err := owned(); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("with the manifests unreadable: %v, want ErrUnavailable", err)
+	}
+	n, err := owned()
+	if err != nil || n == 0 {
+		t.Fatalf("once the backend is back: %d rows with owners, %v", n, err)
 	}
 }
