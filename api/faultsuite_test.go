@@ -268,7 +268,7 @@ func TestFaultBlipIsNotAChange(t *testing.T) {
 		if s, err := h.Current(); s != s0 || err != nil {
 			t.Fatalf("a failed check reopened the store (%v)", err)
 		}
-		code, hdr, body = serveFull(t, srv.Handler(), faultWhole)
+		code, _, body = serveFull(t, srv.Handler(), faultWhole)
 		if code != 200 || !bytes.Equal(body, wantWhole) || ch.Stats().Items < items {
 			t.Fatalf("whole box once healed: %d (%d items cached, had %d)", code, ch.Stats().Items, items)
 		}
