@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -158,15 +157,15 @@ func TestForgedCursorsCostOneCheckASecond(t *testing.T) {
 	}
 }
 
-// forgeCursor is cursor with its version replaced.
+// forgeCursor is cursor with its 16-byte version replaced. The token:
+// format byte, 8-byte query hash, level, then the version, length first
+// (api/cursor.go).
 func forgeCursor(t *testing.T, cursor, version string) string {
 	t.Helper()
-	var c map[string]any
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || json.Unmarshal(raw, &c) != nil {
-		t.Fatalf("cursor %q is not base64 JSON", cursor)
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(b) < 27 || b[0] != 2 || b[10] != 16 || len(version) != 16 {
+		t.Fatalf("cursor %q is not a format 2 token with a 16-byte version", cursor)
 	}
-	c["v"] = version
-	b, _ := json.Marshal(c)
+	copy(b[11:27], version)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
