@@ -214,7 +214,7 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 			sw.onStart = func() { ctx.extend(start.Add(s.o.StreamTimeout)) }
 			// Once streaming, the handler may be blocked in a write to a
 			// client reading slowly but steadily: the cap cuts that too.
-			ctx.onExpire = sw.cut
+			ctx.setOnExpire(sw.cut)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

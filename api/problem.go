@@ -52,6 +52,9 @@ func classify(err error) *Problem {
 	}
 	var ce *zvf.ChangingError
 	switch {
+	case errors.As(err, &ce) && ce.Unwatched:
+		// No Retry-After: nothing opens the new version until a restart.
+		return problem.New(problem.StoreChanging, "the store changed while this server serves it as immutable (revalidation is off); its new version is served after a restart")
 	case errors.As(err, &ce):
 		return changing(ce.RetryAfter)
 	case errors.Is(err, zvf.ErrChanged):

@@ -38,7 +38,7 @@ type requestCtx struct {
 	done            chan struct{}
 	stopParent      func() bool
 	timer           *time.Timer
-	onExpire        func() // set before the handler runs; called once, if the deadline passes
+	onExpire        func() // set (setOnExpire) before the handler runs; called once, if the deadline passes
 
 	mu       sync.Mutex
 	err      error
@@ -95,6 +95,15 @@ func (c *requestCtx) extend(deadline time.Time) {
 		c.deadline = deadline
 		c.timer.Reset(time.Until(deadline))
 	}
+}
+
+// setOnExpire sets onExpire under mu: the timer runs from newRequestCtx
+// on, so an unguarded write would race with expire (the race detector saw
+// it on every request that reached its deadline).
+func (c *requestCtx) setOnExpire(f func()) {
+	c.mu.Lock()
+	c.onExpire = f
+	c.mu.Unlock()
 }
 
 // expire runs on the timer. It holds mu throughout, so that once release

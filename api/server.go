@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -160,30 +161,21 @@ func New(o Options) (*Server, error) {
 // whose metadata changed, or whose reads found them changed, are reopened
 // with fresh caches once they have settled, and stores that failed to open
 // are retried. It logs what changed and returns the first error after
-// trying them all.
+// trying them all. A server checks its stores with Revalidate.
 func (s *Server) Refresh(ctx context.Context) error {
-	return s.refresh(ctx, (*zvf.Handle).Refresh)
+	return s.refresh(ctx, false)
 }
 
 // RefreshDeep is Refresh with a walk of every object of every store (see
 // zvf.Handle.RefreshDeep), for operators who rewrite data in place.
 func (s *Server) RefreshDeep(ctx context.Context) error {
-	return s.refresh(ctx, (*zvf.Handle).RefreshDeep)
+	return s.refresh(ctx, true)
 }
 
-func (s *Server) refresh(ctx context.Context, f func(*zvf.Handle, context.Context) (bool, error)) error {
+func (s *Server) refresh(ctx context.Context, deep bool) error {
 	var first error
 	for _, n := range s.names {
-		changed, err := f(s.stores[n], ctx)
-		switch {
-		case err != nil && changed:
-			s.log.Warn("store changed and does not open", "store", n, "err", err)
-		case err != nil:
-			s.log.Warn("store check failed; serving what was open", "store", n, "err", err)
-		case changed:
-			s.log.Info("store changed; reopened with a fresh cache", "store", n)
-		}
-		if err != nil && first == nil {
+		if err := s.check(ctx, n, deep); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -225,6 +217,50 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_, _ = w.Write([]byte(msg))
+}
+
+// check refreshes one store and logs what came of it.
+func (s *Server) check(ctx context.Context, n string, deep bool) error {
+	f := (*zvf.Handle).Refresh
+	if deep {
+		f = (*zvf.Handle).RefreshDeep
+	}
+	changed, err := f(s.stores[n], ctx)
+	switch {
+	case err != nil && changed:
+		s.log.Warn("store changed and does not open", "store", n, "err", err)
+	case err != nil:
+		s.log.Warn("store check failed, or its new version does not open; serving what was open", "store", n, "err", err)
+	case changed:
+		s.log.Info("store changed; reopened with a fresh cache", "store", n)
+	}
+	return err
+}
+
+// Revalidate checks every store every interval (Refresh, or RefreshDeep
+// when deep) until ctx ends, each store on its own schedule: a backend
+// that hangs delays only its own store's checks, never another's. Each
+// check, with the reopen it may start, ends by timeout. Revalidate returns
+// once ctx has ended and every check has returned.
+func (s *Server) Revalidate(ctx context.Context, every, timeout time.Duration, deep bool) {
+	var wg sync.WaitGroup
+	for _, n := range s.names {
+		wg.Go(func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				cctx, cancel := context.WithTimeout(ctx, timeout)
+				_ = s.check(cctx, n, deep)
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Handler is the public HTTP handler.

@@ -3,6 +3,7 @@ package zvf
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 )
@@ -108,4 +109,36 @@ func (s *Store) wrap(kind error, level int, array, chunk string, err error) erro
 		return err
 	}
 	return &Error{Kind: kind, Store: s.name, Level: level, Array: array, Chunk: chunk, Err: err}
+}
+
+// missingError is an object the open version has — its metadata, or the
+// listing taken when it opened, says so — that storage no longer holds.
+// It is a change (the delete phase of a sync, a re-pointed root) or a
+// broken store: Handle.Changed tells which from the store's metadata.
+type missingError struct{ key string }
+
+func (e *missingError) Error() string {
+	return "object " + e.key + " of the version being read is missing"
+}
+
+// Is makes a missing object a change (errors.Is(err, ErrChanged)).
+func (e *missingError) Is(t error) bool { return t == ErrChanged }
+
+// implied wraps err, met reading an object the open version has. On a
+// watched store (one that can change while served) a missing object is a
+// *missingError, never the object's absence; anything else, and every
+// error of a store taken as immutable, is wrapped as s.wrap does.
+func (s *Store) implied(err error, level int, array, chunk string) error {
+	if !s.watched || !errors.Is(err, storage.ErrNotFound) {
+		return s.wrap(kindOf(err), level, array, chunk, err)
+	}
+	key := join(join(strconv.Itoa(level), array), chunk)
+	if level < 0 {
+		key = array
+	}
+	var se *storage.Error
+	if errors.As(err, &se) {
+		key = se.Key
+	}
+	return &Error{Kind: ErrChanged, Store: s.name, Level: level, Array: array, Chunk: chunk, Err: &missingError{key: key}}
 }

@@ -16,7 +16,7 @@ func (l *Level) groups(ctx context.Context) (*ragged.Groups, error) {
 		read := func(name string) ([]byte, error) {
 			a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "groups/"+name), l.s.codecs)
 			if err != nil {
-				return nil, l.s.wrap(kindOf(err), l.n, "groups/"+name, "", err)
+				return nil, l.lazyErr(err, "groups/"+name)
 			}
 			b, err := a.ReadBytes(ctx)
 			if err != nil {
@@ -53,7 +53,7 @@ func (l *Level) groups(ctx context.Context) (*ragged.Groups, error) {
 func (l *Level) groups09(ctx context.Context) (any, int64, error) {
 	arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "groups"), l.s.codecs)
 	if err != nil {
-		return nil, 0, l.s.wrap(kindOf(err), l.n, "groups", "", err)
+		return nil, 0, l.lazyErr(err, "groups")
 	}
 	if m := arr.Meta(); len(m.Shape) != 1 || !m.DataType.Variable() {
 		return nil, 0, l.s.errf(ErrCorrupt, l.n, "groups", "", "%s, where ZVF 0.9 groups are a 1-D variable_length_bytes array", m)

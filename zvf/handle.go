@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +42,12 @@ type Handle struct {
 	o    Options
 	w    Watch
 
-	mu  sync.Mutex // one open at a time; guards gen, opened, walked and quiet
-	gen uint64
+	// lock allows one check or open at a time and guards gen, opened,
+	// walked and quiet. It is a channel so that a request waits for it
+	// only until its own deadline (see acquire): a check stuck on a hung
+	// backend must not hold every request that needs the store.
+	lock chan struct{}
+	gen  uint64
 	// opened: some version has been served, so a later open is of a
 	// changed store and waits for it to settle.
 	opened bool
@@ -58,9 +61,11 @@ type Handle struct {
 		since time.Time
 	}
 	cur atomic.Pointer[handleState]
-	// checks counts the checks begun (under mu), so Sync can tell whether
-	// one began after it was called.
-	checks atomic.Uint64
+	// checks counts the checks begun (under lock), so Sync can tell
+	// whether one began after it was called; lastCheck is when the latest
+	// began (Watch.Now, UnixNano), so Sync checks at most once a second.
+	checks    atomic.Uint64
+	lastCheck atomic.Int64
 }
 
 // Watch configures change detection.
@@ -73,6 +78,9 @@ type Watch struct {
 	// new version is opened (default 2s). Until then requests that need
 	// changed objects get ErrChanging, with the time left.
 	Settle time.Duration
+	// Now is the clock that spaces the checks Sync starts (default
+	// time.Now).
+	Now func() time.Time
 }
 
 type handleState struct {
@@ -91,10 +99,13 @@ func OpenHandle(ctx context.Context, st storage.Store, o Options, w Watch) (*Han
 	if w.Settle <= 0 {
 		w.Settle = 2 * time.Second
 	}
-	h := &Handle{name: o.Name, st: st, o: o, w: w}
+	if w.Now == nil {
+		w.Now = time.Now
+	}
+	h := &Handle{name: o.Name, st: st, o: o, w: w, lock: make(chan struct{}, 1)}
 	h.cur.Store(&handleState{})
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.lock <- struct{}{} // nobody else knows h yet
+	defer h.release()
 	next, err := h.open(ctx, nil)
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -105,7 +116,7 @@ func OpenHandle(ctx context.Context, st storage.Store, o Options, w Watch) (*Han
 
 // StaticHandle wraps an already-open store that is never refreshed.
 func StaticHandle(s *Store) *Handle {
-	h := &Handle{name: s.name, st: s.st, o: Options{Name: s.name}}
+	h := &Handle{name: s.name, st: s.st, o: Options{Name: s.name}, w: Watch{Now: time.Now}, lock: make(chan struct{}, 1)}
 	h.cur.Store(&handleState{store: s})
 	return h
 }
@@ -133,6 +144,10 @@ type ChangingError struct {
 	// RetryAfter is how long the store must stay quiet before its new
 	// version opens (at least a second).
 	RetryAfter time.Duration
+	// Unwatched: the store changed while it is served as immutable
+	// (watching off); its new version is not opened until the server is
+	// restarted, and RetryAfter is zero.
+	Unwatched bool
 	// ready is when the next open may succeed (RetryAfter is rounded up
 	// for clients; the handle tries again at this time).
 	ready time.Time
@@ -144,6 +159,9 @@ func (h *Handle) changingUntil(now, ready time.Time) *ChangingError {
 }
 
 func (e *ChangingError) Error() string {
+	if e.Unwatched {
+		return fmt.Sprintf("store %q changed while it is served as immutable (watching is off); its new version is served after a restart", e.Store)
+	}
 	return fmt.Sprintf("store %q is being changed; its new version opens once it has been quiet for %s", e.Store, e.RetryAfter)
 }
 
@@ -153,14 +171,25 @@ func (e *ChangingError) Is(t error) bool { return t == ErrChanging }
 // Changed is called when a read of s (this handle's store) met an object
 // written after s was opened (err matches storage.ErrChanged). It returns
 // the version to answer from instead: a newer one if the store has
-// settled (opened now if need be), else a *ChangingError.
+// settled (opened now if need be), else a *ChangingError. A handle that
+// does not watch never reopens on its own: it returns a *ChangingError
+// marked Unwatched. Waiting for a check in progress ends with ctx.
 func (h *Handle) Changed(ctx context.Context, s *Store, err error) (*Store, error) {
+	if !h.w.Enabled {
+		return nil, &ChangingError{Store: h.name, Unwatched: true}
+	}
 	at := storage.ChangedAt(err)
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	if err := h.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer h.release()
 	cur := h.cur.Load()
 	if cur.store != s || cur.err != nil {
 		return h.Current() // already reopened (or failed) by someone else
+	}
+	var me *missingError
+	if errors.As(err, &me) && cur.changed.IsZero() {
+		return h.missing(ctx, cur, err, me)
 	}
 	if at.IsZero() {
 		at = h.st.Now()
@@ -174,22 +203,56 @@ func (h *Handle) Changed(ctx context.Context, s *Store, err error) (*Store, erro
 	return h.reopenIfSettled(ctx, cur)
 }
 
-// reopenIfSettled opens the new version of a store known to have changed,
-// once it has been quiet for Settle; until then it keeps serving the old
-// version for what that version can answer and reports ErrChanging.
+// missing answers Changed for a read of cur's store that found an object
+// the version has missing, with no change known yet (h.lock held). It is
+// a change when the store's metadata moved too (a sync's delete phase, a
+// re-pointed root): checked now, at most once a second, and answered as
+// any change. Otherwise the store lacks an object its own metadata names,
+// and the read fails as corrupt there; nothing reopens.
+func (h *Handle) missing(ctx context.Context, cur *handleState, err error, me *missingError) (*Store, error) {
+	if h.w.Now().Sub(time.Unix(0, h.lastCheck.Load())) >= syncEvery {
+		if _, cerr := h.refreshLocked(ctx, false); cerr != nil && !errors.Is(cerr, ErrChanging) {
+			return nil, cerr
+		}
+		if now := h.cur.Load(); now.store != cur.store || now.err != nil {
+			return h.Current() // the check opened the new version
+		}
+		cur = h.cur.Load()
+	}
+	if !cur.changed.IsZero() {
+		return h.reopenIfSettled(ctx, cur)
+	}
+	out := &Error{Kind: ErrCorrupt, Store: h.name, Level: -1, Err: fmt.Errorf("object %s is missing, and the store's metadata has not changed", me.key)}
+	var ze *Error
+	if errors.As(err, &ze) {
+		out.Level, out.Array, out.Chunk = ze.Level, ze.Array, ze.Chunk
+	}
+	return nil, out
+}
+
+// reopenIfSettled opens the new version of a store known to have changed
+// (cur serves), once it has been quiet for Settle; until then it keeps
+// serving the old version for what that version can answer and reports
+// ErrChanging. A new version that fails to open never replaces the one
+// that works: the open's error is returned and the next try waits Settle.
 func (h *Handle) reopenIfSettled(ctx context.Context, cur *handleState) (*Store, error) {
 	if now, ready := h.st.Now(), cur.changed.Add(h.w.Settle); ready.After(now) {
 		return nil, h.changingUntil(now, ready)
 	}
 	next, err := h.open(ctx, cur)
-	var ce *ChangingError
-	switch {
-	case errors.As(err, &ce):
-		// Still being written: the old version keeps answering what it
-		// can; the next try is when the open said it may succeed.
-		ready := ce.ready
-		if ready.IsZero() {
-			ready = h.st.Now().Add(ce.RetryAfter)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err // cancelled mid-open: nothing was learnt
+		}
+		// Still being written, or broken, or the backend failed mid-open:
+		// the old version keeps answering what it can; the next try is
+		// when the open said it may succeed, else after Settle.
+		ready := h.st.Now().Add(h.w.Settle)
+		if ce := (*ChangingError)(nil); errors.As(err, &ce) {
+			ready = ce.ready
+			if ready.IsZero() {
+				ready = h.st.Now().Add(ce.RetryAfter)
+			}
 		}
 		if t := ready.Add(-h.w.Settle); t.After(cur.changed) {
 			upd := *cur
@@ -197,21 +260,17 @@ func (h *Handle) reopenIfSettled(ctx context.Context, cur *handleState) (*Store,
 			h.cur.Store(&upd)
 		}
 		return nil, err
-	case err != nil && ctx.Err() != nil:
-		return nil, err // cancelled mid-open: keep serving the old version
 	}
 	h.swap(cur, next)
-	if err != nil {
-		return nil, err
-	}
 	return next.store, nil
 }
 
 // Refresh reopens the store if its metadata changed, if a read found it
 // changed and it has settled since, or if it failed to open before. It
 // reports whether what is served changed; the error is the reopen's (now
-// served), or the check's own (the backend failed: what was served before
-// is still served).
+// served, when no version worked before), or the check's own, or that of
+// a new version that does not open (what was served before is still
+// served). Waiting for a check in progress ends with ctx.
 func (h *Handle) Refresh(ctx context.Context) (bool, error) { return h.refresh(ctx, false) }
 
 // RefreshDeep is Refresh that also lists every object of the store, so a
@@ -221,22 +280,47 @@ func (h *Handle) Refresh(ctx context.Context) (bool, error) { return h.refresh(c
 func (h *Handle) RefreshDeep(ctx context.Context) (bool, error) { return h.refresh(ctx, true) }
 
 func (h *Handle) refresh(ctx context.Context, deep bool) (bool, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	if err := h.acquire(ctx); err != nil {
+		return false, err
+	}
+	defer h.release()
 	return h.refreshLocked(ctx, deep)
 }
 
+// acquire takes h.lock, or gives up when ctx ends first: a request waits
+// for a store's check only until its own deadline.
+func (h *Handle) acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store %q: %w", h.name, err)
+	}
+	select {
+	case h.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("store %q: waiting for its check: %w", h.name, ctx.Err())
+	}
+}
+
+func (h *Handle) release() { <-h.lock }
+
+// syncEvery spaces the checks Sync starts: a paging cursor of a version
+// this handle has not served costs at most one check a second, however
+// many arrive (a forged one is as cheap as a stale one).
+const syncEvery = time.Second
+
 // Sync is Refresh for a request that has seen a sign of a version this
 // handle may not have seen yet (a paging cursor another replica issued):
-// unless a check began after the call, it checks the store now. It
-// returns the version then served, or a *ChangingError while a change
-// the check found settles. Concurrent calls share checks, so a burst of
-// them costs about one check, not one each.
+// unless a check began after the call, or one began less than a second
+// ago, it checks the store now. It returns the version then served, or a
+// *ChangingError while a change the check found settles. Concurrent calls
+// share checks, so a burst of them costs about one check, not one each.
 func (h *Handle) Sync(ctx context.Context) (*Store, error) {
 	before := h.checks.Load()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.checks.Load() == before {
+	if err := h.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer h.release()
+	if h.checks.Load() == before && h.w.Now().Sub(time.Unix(0, h.lastCheck.Load())) >= syncEvery {
 		if changed, err := h.refreshLocked(ctx, false); err != nil && !changed {
 			return nil, err // the check itself failed
 		}
@@ -247,9 +331,10 @@ func (h *Handle) Sync(ctx context.Context) (*Store, error) {
 	return h.Current()
 }
 
-// refreshLocked is refresh with h.mu held.
+// refreshLocked is refresh with h.lock held.
 func (h *Handle) refreshLocked(ctx context.Context, deep bool) (bool, error) {
 	h.checks.Add(1)
+	h.lastCheck.Store(h.w.Now().UnixNano())
 	cur := h.cur.Load()
 	if cur.err != nil || cur.store == nil {
 		next, err := h.open(ctx, cur)
@@ -298,7 +383,7 @@ func (h *Handle) refreshLocked(ctx context.Context, deep bool) (bool, error) {
 		if errors.Is(err, ErrChanging) {
 			return false, nil // still being written; the old version serves
 		}
-		return true, err
+		return false, err // the new version does not open; the old one serves
 	}
 	return true, nil
 }
@@ -387,6 +472,7 @@ func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, err
 	o := h.o
 	o.gen = h.gen
 	o.revisionSeed = meta
+	o.watched = h.w.Enabled
 	if prev != nil && prev.store != nil && meta == prev.meta && !prev.changed.IsZero() {
 		// Data changed and metadata did not: what the objects are now tells
 		// the two versions (and their ETags) apart, the same on every

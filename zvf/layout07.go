@@ -36,6 +36,9 @@ type cclMeta struct {
 	width    int
 	numLinks int64 // -1 unknown
 	ndim     int
+	// stored: the family's data array was there when the level opened
+	// (a family without one has no records).
+	stored bool
 }
 
 // arrayIndex lists one per-chunk family: its chunk keys, and for keys
@@ -115,8 +118,30 @@ func (y *layout07) open(ctx context.Context) error {
 		if m.width < 1 || m.width > 64 || m.ndim > 32 {
 			return l.s.errf(ErrCorrupt, l.n, "cross_chunk_links/"+name, "", "link_width %d sid_ndim %d", m.width, m.ndim)
 		}
+		switch _, err := l.node(ctx, "cross_chunk_links/"+name+"/data"); {
+		case err == nil:
+			m.stored = true
+		case !errors.Is(err, storage.ErrNotFound):
+			return l.s.wrap(kindOf(err), l.n, "cross_chunk_links/"+name, "", err)
+		}
 		y.ccl[d] = m
 		l.linkDeltas = append(l.linkDeltas, d)
+	}
+	if l.s.watched {
+		// A store that may change records at open which chunks every family
+		// has, so that a chunk missing later is told from one never written.
+		families := []string{"vertex_fragments"}
+		if l.intra != "" {
+			families = append(families, l.intra)
+		}
+		for _, a := range l.vattrs {
+			families = append(families, "vertex_attributes/"+a.Name)
+		}
+		for _, f := range families {
+			if _, err := y.index(ctx, f); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -132,9 +157,10 @@ func (y *layout07) index(ctx context.Context, family string) (*arrayIndex, error
 	if ok {
 		return idx, nil
 	}
-	if !y.packed && family != "vertices" {
+	if !y.packed && family != "vertices" && !l.s.watched {
 		// Listing a per-chunk array's folder costs a directory entry per
-		// chunk (1.5 s for 57k chunks) to learn nothing new.
+		// chunk (1.5 s for 57k chunks) to learn nothing new, unless the
+		// store may change (see open).
 		idx = &arrayIndex{allDirect: true}
 		y.mu.Lock()
 		y.idx[family] = idx
@@ -223,8 +249,14 @@ func (y *layout07) cell(ctx context.Context, family string, key Key, ks string) 
 		}
 		return sb[ref.off : ref.off+ref.len : ref.off+ref.len], nil
 	}
+	if !idx.allDirect && !idx.direct[ks] {
+		return nil, l.s.errf(ErrNotFound, l.n, family, ks, "%w", errMissing) // not there when the level opened
+	}
 	b, err := y.family(family).ReadBytes(ctx, join(join(l.path, family), ks))
 	if err != nil {
+		if !idx.allDirect && l.s.watched {
+			return nil, l.s.implied(err, l.n, family, ks) // listed when the level opened
+		}
 		return nil, y.cellErr(family, ks, err)
 	}
 	return b, nil
@@ -270,7 +302,7 @@ func (y *layout07) shardBytes(ctx context.Context, family, shard string) ([]byte
 	v, err := l.cached(ctx, l.cacheKey("shard", shard), func(ctx context.Context) (any, int64, error) {
 		a, err := zarr.OpenArray(ctx, l.s.st, shard, l.s.codecs)
 		if err != nil {
-			return nil, 0, l.s.wrap(kindOf(err), l.n, family, shard, err)
+			return nil, 0, l.s.implied(err, l.n, family, shard) // listed when the level opened
 		}
 		b, err := a.ReadBytes(ctx)
 		if err != nil {
@@ -295,14 +327,14 @@ func (y *layout07) crossLinks(ctx context.Context, delta int, _ []Key) ([][]ragg
 	if !ok {
 		return nil, nil
 	}
+	if !m.stored {
+		return nil, nil
+	}
 	name := "cross_chunk_links/" + deltaName(delta)
 	v, err := l.cached(ctx, l.cacheKey("ccl", deltaName(delta)), func(ctx context.Context) (any, int64, error) {
 		a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, name+"/data"), l.s.codecs)
-		if errors.Is(err, ErrNotFound) || errors.Is(err, storage.ErrNotFound) {
-			return [][]ragged.Endpoint{}, 16, nil
-		}
 		if err != nil {
-			return nil, 0, l.s.wrap(kindOf(err), l.n, name, "", err)
+			return nil, 0, l.s.implied(err, l.n, name, "") // there when the level opened
 		}
 		b, err := a.ReadBytes(ctx)
 		if err != nil {

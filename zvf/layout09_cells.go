@@ -345,6 +345,14 @@ func (y *layout09) read(ctx context.Context, g *gridArray, key Key, ks string) (
 	if e >= int64(len(c.Elems)) {
 		return nil, l.s.errf(ErrCorrupt, l.n, g.family, ks, "cell %d of a chunk of %d", e, len(c.Elems))
 	}
+	if len(c.Elems[e]) == 0 && l.s.watched {
+		// A chunk (or shard) that is not stored reads as empty cells, but
+		// this cell was listed when the level opened: a chunk missing now
+		// is the store changing (or broken), never an empty cell.
+		if _, err := l.s.st.Stat(ctx, g.arr.ChunkKey(outer)); err != nil {
+			return nil, l.s.implied(err, l.n, g.family, ks)
+		}
+	}
 	if len(c.Elems[e]) == 0 && g.listed {
 		// A chunk or inner chunk that is not stored reads as the fill
 		// value; nonempty_chunks says this one was written.

@@ -36,6 +36,9 @@ type Level struct {
 	binPrefilter bool
 	bpc          []int64 // bins per chunk (binPrefilter only)
 	vdt          zarr.DataType
+	// stored lists the arrays read on first use that were there when the
+	// level opened (watched stores only; see recordStored).
+	stored map[string]bool
 
 	// lay reads the level's cells; the link fields are what it found.
 	lay        layout
@@ -146,6 +149,9 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 		return nil, err
 	}
 	if err := l.lay.open(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.recordStored(ctx); err != nil {
 		return nil, err
 	}
 	l.setKeys(l.lay.chunks())

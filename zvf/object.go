@@ -93,7 +93,7 @@ func (l *Level) manifestArray(ctx context.Context) (*zarr.Array, error) {
 	v, err := l.cached(ctx, l.cacheKey("manifest-array"), func(ctx context.Context) (any, int64, error) {
 		a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "object_index/manifests"), l.s.codecs)
 		if err != nil {
-			return nil, 0, l.s.wrap(kindOf(err), l.n, "object_index/manifests", "", err)
+			return nil, 0, l.lazyErr(err, "object_index/manifests")
 		}
 		m := a.Meta()
 		if len(m.Shape) != 1 || !m.DataType.Variable() {
@@ -135,7 +135,7 @@ func (l *Level) objectIDs(ctx context.Context) (*objectIDs, error) {
 	v, err := l.cached(ctx, l.cacheKey("object-ids"), func(ctx context.Context) (any, int64, error) {
 		arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, p), l.s.codecs)
 		if err != nil {
-			return nil, 0, l.s.wrap(kindOf(err), l.n, p, "", err)
+			return nil, 0, l.lazyErr(err, p)
 		}
 		m := arr.Meta()
 		if len(m.Shape) != 1 || (m.DataType.Kind != zarr.KindInt && m.DataType.Kind != zarr.KindUint) || m.Shape[0] != l.objects.num {
@@ -182,7 +182,7 @@ func (l *Level) legacyManifest(ctx context.Context, id int64) ([]byte, error) {
 		v, err := l.cached(ctx, l.cacheKey("legacy", name), func(ctx context.Context) (any, int64, error) {
 			a, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "object_index/"+name), l.s.codecs)
 			if err != nil {
-				return nil, 0, l.s.wrap(kindOf(err), l.n, "object_index/"+name, "", err)
+				return nil, 0, l.lazyErr(err, "object_index/"+name)
 			}
 			b, err := a.ReadBytes(ctx)
 			if err != nil {
@@ -460,7 +460,7 @@ func (l *Level) objectAttrData(ctx context.Context, a *objAttrMeta) (data, mask 
 		read := func(name string) ([]byte, error) {
 			arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, "object_attributes/"+a.Name+"/"+name), l.s.codecs)
 			if err != nil {
-				return nil, l.s.wrap(kindOf(err), l.n, "object_attributes/"+a.Name+"/"+name, "", err)
+				return nil, l.lazyErr(err, "object_attributes/"+a.Name+"/"+name)
 			}
 			m := arr.Meta()
 			if len(m.Shape) == 1 && m.DataType.Size == 1 {
@@ -503,7 +503,7 @@ func (l *Level) plainObjectAttr(ctx context.Context, a *objAttrMeta) (data, mask
 	p := "object_attributes/" + a.Name
 	arr, err := zarr.OpenArray(ctx, l.s.st, join(l.path, p), l.s.codecs)
 	if err != nil {
-		return nil, nil, l.s.wrap(kindOf(err), l.n, p, "", err)
+		return nil, nil, l.lazyErr(err, p)
 	}
 	m := arr.Meta()
 	if m.DataType != a.dt || m.DataType.Variable() {

@@ -5,14 +5,19 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // inverseOnce lazily maps (chunk, fragment) to the object ids that name
-// it, and to the fragment that follows it in each object's manifest.
+// it, and to the fragment that follows it in each object's manifest
+// (built from every manifest on first use, then kept with the level).
+// A build that fails — a cancelled request, a backend blip — is not kept:
+// the next caller builds again, so one failure never fails every later
+// answer of the version.
 type inverseOnce struct {
-	once sync.Once
-	inv  *inverse
-	err  error
+	inv      atomic.Pointer[inverse]
+	mu       sync.Mutex
+	building chan struct{} // closed when the build in progress ends; nil when none is
 }
 
 type fragRef struct {
@@ -55,10 +60,34 @@ func (inv *inverse) of(key Key) *chunkInverse {
 }
 
 func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
-	l.inverse.once.Do(func() {
-		l.inverse.inv, l.inverse.err = l.buildInverse(ctx)
-	})
-	return l.inverse.inv, l.inverse.err
+	o := &l.inverse
+	for {
+		if inv := o.inv.Load(); inv != nil {
+			return inv, nil
+		}
+		o.mu.Lock()
+		if b := o.building; b != nil {
+			o.mu.Unlock()
+			select {
+			case <-b: // built, or failed: look again
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		b := make(chan struct{})
+		o.building = b
+		o.mu.Unlock()
+		inv, err := l.buildInverse(ctx)
+		o.mu.Lock()
+		if err == nil {
+			o.inv.Store(inv)
+		}
+		o.building = nil
+		o.mu.Unlock()
+		close(b)
+		return inv, err
+	}
 }
 
 // invEntry is one manifest's mention of a fragment, in the order objects

@@ -30,6 +30,10 @@ type Options struct {
 
 	gen          uint64 // cache generation, set by Handle
 	revisionSeed string // what identifies the revision beyond its info, set by Handle
+	// watched: the store may change while it is served (a watching
+	// Handle opens it). Open then records what the version has, and a
+	// read that finds one of those objects missing is a change.
+	watched bool
 }
 
 // Store is an opened ZVF store. Safe for concurrent use.
@@ -52,6 +56,7 @@ type Store struct {
 	// generation, so a reopened store never reads its predecessor's data.
 	cachePrefix string
 	revision    string
+	watched     bool      // see Options.watched
 	scratch     sync.Pool // *bboxScratch, reused across queries
 }
 
@@ -66,7 +71,7 @@ func (s *Store) peek(key string) (any, bool) {
 // Open reads the store's metadata: root, every level, chunk listings and
 // shard indexes.
 func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
-	s := &Store{name: o.Name, st: st, cache: o.Cache, codecs: o.Codecs, conc: o.Concurrency, log: o.Logger,
+	s := &Store{name: o.Name, st: st, cache: o.Cache, codecs: o.Codecs, conc: o.Concurrency, log: o.Logger, watched: o.watched,
 		cachePrefix: o.Name + "\x00" + strconv.FormatUint(o.gen, 10) + "\x00"}
 	if s.codecs == nil {
 		s.codecs = zarr.NewCodecs()

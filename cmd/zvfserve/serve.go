@@ -59,7 +59,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.maxAge, "max-age", time.Hour, "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.streamTimeout, "stream-timeout", 10*time.Minute, "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
-	fs.DurationVar(&c.revalidate, "revalidate", time.Minute, "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
+	fs.DurationVar(&c.revalidate, "revalidate", time.Minute, "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; each store on its own, each check ending after this or 2m, whichever is longer; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
 	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", 0, "also list every object of every store this often, in the background, to notice data rewritten without its metadata; costs a listing of the whole store; 0: never (env ZVFSERVE_REVALIDATE_WALK)")
 	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
 	fs.BoolVar(&c.followSymlinks, "follow-symlinks", false, "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
@@ -367,9 +367,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 			defer close(checked)
 			var walks sync.WaitGroup
 			if c.revalidateWalk > 0 {
-				walks.Go(func() { revalidate(rctx, c.revalidateWalk, srv.RefreshDeep) })
+				walks.Go(func() { srv.Revalidate(rctx, c.revalidateWalk, checkTimeout(c.revalidateWalk), true) })
 			}
-			revalidate(rctx, c.revalidate, srv.Refresh)
+			srv.Revalidate(rctx, c.revalidate, checkTimeout(c.revalidate), false)
 			walks.Wait()
 		}()
 	} else {
@@ -545,20 +545,11 @@ func readConcurrency(flagValue int, target string) int {
 	return 32
 }
 
-// revalidate runs check every interval until ctx ends; the server logs
-// what changed.
-func revalidate(ctx context.Context, every time.Duration, check func(context.Context) error) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = check(ctx)
-		}
-	}
-}
+// checkTimeout is the deadline of one store's check run every interval:
+// the interval, and never less than two minutes, since a check that finds
+// a change opens the new version (a listing of every level; of every
+// object while a change settles) within it.
+func checkTimeout(every time.Duration) time.Duration { return max(every, 2*time.Minute) }
 
 func displayAddr(a net.Addr) string {
 	s := a.String()

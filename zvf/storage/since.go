@@ -8,7 +8,9 @@ import (
 
 // Since returns a view of st that refuses objects written at or after t
 // (their Attrs.Modified): such a read fails with a *ChangedError, and so
-// does a Stat. A reader that takes t from st.Now() when it starts reading a
+// does a Stat, and so does a read of a missing key whose absence st dates
+// at or after t (an AbsenceDater: a local folder whose entries changed
+// since, so the key may have been deleted since). A reader that takes t from st.Now() when it starts reading a
 // store version therefore never mixes bytes of a later version into it,
 // however long it keeps serving: the first newer object it meets is an
 // error, not data — also when the newer object is refused for its size.
@@ -30,8 +32,21 @@ func (s *since) check(key, op string, a Attrs) error {
 	return nil
 }
 
+// absent turns err, a missing key, into a change when st dates the
+// absence at or after t.
+func (s *since) absent(ctx context.Context, key, op string, err error) error {
+	at, derr := Absent(ctx, s.st, key)
+	if derr != nil || at.IsZero() || at.Before(s.t) {
+		return err
+	}
+	return &Error{Op: op, Key: key, Err: &ChangedError{Modified: at}}
+}
+
 func (s *since) Get(ctx context.Context, key string, o ReadOptions) (Object, error) {
 	obj, err := s.st.Get(ctx, key, o)
+	if errors.Is(err, ErrNotFound) {
+		return obj, s.absent(ctx, key, "get", err)
+	}
 	if errors.Is(err, ErrTooLarge) {
 		// Refused for its size before its time was looked at: an object
 		// rewritten after t can be larger than the version's metadata
@@ -53,6 +68,9 @@ func (s *since) Get(ctx context.Context, key string, o ReadOptions) (Object, err
 
 func (s *since) Stat(ctx context.Context, key string) (Attrs, error) {
 	a, err := s.st.Stat(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return a, s.absent(ctx, key, "stat", err)
+	}
 	if err != nil {
 		return a, err
 	}
@@ -75,4 +93,9 @@ func (s *since) Walk(ctx context.Context, prefix string, fn func(string, Attrs) 
 }
 
 func (s *since) Now() time.Time { return s.st.Now() }
-func (s *since) Close() error   { return nil }
+
+// Absent implements AbsenceDater.
+func (s *since) Absent(ctx context.Context, key string) (time.Time, error) {
+	return Absent(ctx, s.st, key)
+}
+func (s *since) Close() error { return nil }

@@ -3,6 +3,8 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,7 +20,8 @@ import (
 func TestSinceLargerReplacement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, t.TempDir())
+	dir := t.TempDir()
+	st, err := blobstore.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +32,17 @@ func TestSinceLargerReplacement(t *testing.T) {
 	if err := st.Put(ctx, "grown", make([]byte, 10)); err != nil {
 		t.Fatal(err)
 	}
-	mark := st.Now().Add(time.Second)
-	for !st.Now().After(mark) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Both objects are stamped at or before Now, so strictly before mark.
+	// The replacement is dated after mark by setting its time: written
+	// right after a mark, a file's stamp comes from the kernel's coarse
+	// clock and may fall before it (see localfs.Store.Now), which made
+	// this test fail now and then when it waited for the mark to pass.
+	mark := st.Now().Add(time.Millisecond)
 	if err := st.Put(ctx, "grown", make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	later := mark.Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "grown"), later, later); err != nil {
 		t.Fatal(err)
 	}
 	view := storage.Since(st, mark)

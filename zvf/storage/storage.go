@@ -210,3 +210,22 @@ func Pin(ctx context.Context, st Store) (Store, string, error) {
 	}
 	return st, "", nil
 }
+
+// AbsenceDater is a Store that can date a key's absence: Absent returns
+// when the nearest folder above key that exists last had an entry added or
+// removed (zero when it cannot tell). A key missing from a folder
+// unchanged since t was missing at t too; one missing from a folder
+// changed since may have been deleted after t (see Since). Decorators that
+// wrap a Store forward it.
+type AbsenceDater interface {
+	Absent(ctx context.Context, key string) (time.Time, error)
+}
+
+// Absent dates key's absence in st if st is an AbsenceDater; any other
+// store cannot tell (zero).
+func Absent(ctx context.Context, st Store, key string) (time.Time, error) {
+	if d, ok := st.(AbsenceDater); ok {
+		return d.Absent(ctx, key)
+	}
+	return time.Time{}, nil
+}

@@ -66,4 +66,9 @@ func (s *sub) Pin(ctx context.Context) (Store, string, error) {
 	return &sub{st: v, p: s.p}, id, nil
 }
 
+// Absent implements AbsenceDater, for the key below the prefix.
+func (s *sub) Absent(ctx context.Context, key string) (time.Time, error) {
+	return Absent(ctx, s.st, s.p+key)
+}
+
 func (s *sub) Close() error { return nil }

@@ -72,7 +72,12 @@ func OpenBucket(ctx context.Context, rawURL string) (*Store, error) {
 	if tag, ok := omittedDrivers()[u.Scheme]; ok {
 		return nil, fmt.Errorf("open store %q: %s:// support is not in this build (it was built with -tags %s)", redact(rawURL), u.Scheme, tag)
 	}
-	b, err := blob.OpenBucket(ctx, u.String())
+	var b *blob.Bucket
+	if u.Scheme == "s3" {
+		b, err = openS3(ctx, u)
+	} else {
+		b, err = blob.OpenBucket(ctx, u.String())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w", redact(rawURL), err)
 	}
@@ -113,20 +118,19 @@ func validKey(key string) error {
 	return nil
 }
 
-func wrap(op, key string, err error) error {
+// wrap maps a driver's error to the storage kinds. A timeout or a
+// cancellation is the caller's only when the caller's ctx has ended; one
+// of the client's own (a response that never came) is the backend failing.
+func wrap(ctx context.Context, op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &storage.Error{Op: op, Key: key, Err: err}
+	if cerr := ctx.Err(); cerr != nil {
+		return &storage.Error{Op: op, Key: key, Err: cerr}
 	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
 		return &storage.Error{Op: op, Key: key, Err: storage.ErrNotFound}
-	case gcerrors.Canceled:
-		return &storage.Error{Op: op, Key: key, Err: context.Canceled}
-	case gcerrors.DeadlineExceeded:
-		return &storage.Error{Op: op, Key: key, Err: context.DeadlineExceeded}
 	case gcerrors.PermissionDenied:
 		return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrPermission, err)}
 	case gcerrors.InvalidArgument, gcerrors.FailedPrecondition:
@@ -164,7 +168,7 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 		if o.IfMatch != "" && gcerrors.Code(err) == gcerrors.FailedPrecondition {
 			return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: &storage.ChangedError{}}
 		}
-		return storage.Object{}, wrap("get", key, err)
+		return storage.Object{}, wrap(ctx, "get", key, err)
 	}
 	defer r.Close()
 	a := storage.Attrs{Size: r.Size(), Modified: r.ModTime()}
@@ -182,9 +186,12 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: &storage.ChangedError{Modified: a.Modified}}
+			// A body shorter than its own length: the connection was cut (a
+			// load balancer's reset, a proxy's timeout). One response is one
+			// version of the object, so this says nothing about a change.
+			return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: fmt.Errorf("%w: the response ended after fewer bytes than it announced", storage.ErrUnavailable)}
 		}
-		return storage.Object{}, wrap("get", key, err)
+		return storage.Object{}, wrap(ctx, "get", key, err)
 	}
 	return storage.Object{Data: buf, Attrs: a}, nil
 }
@@ -220,7 +227,7 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error
 			break
 		}
 		if err != nil {
-			return storage.Listing{}, wrap("list", prefix, err)
+			return storage.Listing{}, wrap(ctx, "list", prefix, err)
 		}
 		switch {
 		case obj.IsDir:
@@ -262,7 +269,7 @@ func (s *Store) FoldersHolding(ctx context.Context, prefix, name string) ([]stri
 			break
 		}
 		if err != nil {
-			return nil, wrap("list", prefix, err)
+			return nil, wrap(ctx, "list", prefix, err)
 		}
 		dir, base, ok := strings.Cut(strings.TrimPrefix(obj.Key, prefix), "/")
 		if ok && dir != "" && base == name {
@@ -283,7 +290,7 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 	}
 	a, err := s.b.Attributes(ctx, key)
 	if err != nil {
-		return storage.Attrs{}, wrap("stat", key, err)
+		return storage.Attrs{}, wrap(ctx, "stat", key, err)
 	}
 	// The same version a Get reports: S3's ETag, else time and size.
 	etag := s3StatETag(a.As)
@@ -310,7 +317,7 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage
 			return nil
 		}
 		if err != nil {
-			return wrap("walk", prefix, err)
+			return wrap(ctx, "walk", prefix, err)
 		}
 		if obj.IsDir || marker(obj.Key) {
 			continue
@@ -337,7 +344,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	if err := validKey(key); err != nil {
 		return &storage.Error{Op: "put", Key: key, Err: err}
 	}
-	return wrap("put", key, s.b.WriteAll(ctx, key, data, nil))
+	return wrap(ctx, "put", key, s.b.WriteAll(ctx, key, data, nil))
 }
 
 // Delete implements storage.Writer.
@@ -348,7 +355,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := validKey(key); err != nil {
 		return &storage.Error{Op: "delete", Key: key, Err: err}
 	}
-	return wrap("delete", key, s.b.Delete(ctx, key))
+	return wrap(ctx, "delete", key, s.b.Delete(ctx, key))
 }
 
 // Close implements storage.Store.

@@ -2,6 +2,8 @@
 // errors, hangs until the context ends, short reads — by rule, so tests can
 // prove how the layers above behave. It also counts calls and reads in
 // flight, so a test can assert that a cancelled request stopped reading.
+// Proxy does the same one level down, to the HTTP exchanges of an
+// object store's client (delays, stalls, resets, cut bodies).
 package faultstore
 
 import (
@@ -25,11 +27,14 @@ type Fault struct {
 }
 
 // Rule applies a Fault to calls whose op ("get", "range", "list", "stat", "walk")
-// and key match. Empty Op matches every op; Key matches by substring.
+// and key match. Empty Op matches every op; Key matches by substring. Nth
+// applies it to the Nth matching call only (1-based; 0: every one).
 type Rule struct {
 	Op, Key string
+	Nth     int
 	Fault   Fault
 	used    atomic.Int64
+	seen    atomic.Int64
 }
 
 // Store is the fault-injecting wrapper.
@@ -83,6 +88,9 @@ func (s *Store) match(op, key string) *Fault {
 	defer s.mu.Unlock()
 	for _, r := range s.rules {
 		if (r.Op == "" || r.Op == op) && strings.Contains(key, r.Key) {
+			if n := r.seen.Add(1); r.Nth > 0 && n != int64(r.Nth) {
+				continue
+			}
 			if r.Fault.Times > 0 && r.used.Add(1) > int64(r.Fault.Times) {
 				continue
 			}
@@ -146,6 +154,11 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 
 // Now implements storage.Store.
 func (s *Store) Now() time.Time { return s.inner.Now() }
+
+// Absent implements storage.AbsenceDater for the store it wraps.
+func (s *Store) Absent(ctx context.Context, key string) (time.Time, error) {
+	return storage.Absent(ctx, s.inner, key)
+}
 
 // List implements storage.Store.
 func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error) {

@@ -260,7 +260,7 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 	}
 	obj, err := async(ctx, func() (storage.Object, error) { return s.read(ctx, key, o) })
 	if err != nil {
-		return storage.Object{}, classify("get", key, err)
+		return storage.Object{}, s.missing("get", key, classify("get", key, err))
 	}
 	return obj, nil
 }
@@ -340,7 +340,7 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 		return attrsOf(&fi), nil
 	})
 	if err != nil {
-		return storage.Attrs{}, classify("stat", key, err)
+		return storage.Attrs{}, s.missing("stat", key, classify("stat", key, err))
 	}
 	return a, nil
 }

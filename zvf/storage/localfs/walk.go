@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -139,14 +140,36 @@ func (w *walker) folder(dir string) ([]string, error) {
 		return nil, nil
 	}
 	f := o.f
+	// Reads of f run off the caller and may outlive the walk (it returns
+	// when its context ends): each holds fmu, and f is closed under it,
+	// so a close never lands in a read in progress (os.File's ReadDir is
+	// not safe against a concurrent Close: a data race, then a nil
+	// dereference that took the process down when a check's deadline
+	// ended a walk), and a read after the close finds it closed.
+	var fmu sync.Mutex
+	closed := false
+	use := func(read func() error) error {
+		fmu.Lock()
+		defer fmu.Unlock()
+		if closed {
+			return os.ErrClosed
+		}
+		return read()
+	}
 	defer func() {
+		closeF := func() {
+			fmu.Lock()
+			closed = true
+			_ = f.Close()
+			fmu.Unlock()
+		}
 		if w.ctx.Err() != nil {
-			// A read of f may still be blocked in the file system (the
-			// walk returned at its context's end): it may hold f.
-			go f.Close()
+			// A read of f may still be blocked in the file system: the
+			// close waits for it, off the caller.
+			go closeF()
 			return
 		}
-		_ = f.Close()
+		closeF()
 	}()
 	id := fileID{o.fi.dev, o.fi.ino}
 	if w.seen[id] {
@@ -156,7 +179,12 @@ func (w *walker) folder(dir string) ([]string, error) {
 	w.seen[id] = true
 	var subs []string
 	for {
-		ents, rerr := async(w.ctx, func() ([]fs.DirEntry, error) { return f.ReadDir(walkBatch) })
+		ents, rerr := async(w.ctx, func() (ents []fs.DirEntry, err error) {
+			if uerr := use(func() error { ents, err = f.ReadDir(walkBatch); return nil }); uerr != nil {
+				return nil, uerr
+			}
+			return ents, err // io.EOF itself at the end
+		})
 		if e := w.stopped(rerr); e != nil {
 			return nil, e
 		}
@@ -177,7 +205,7 @@ func (w *walker) folder(dir string) ([]string, error) {
 				links = append(links, e.Type()&fs.ModeSymlink != 0)
 			}
 		}
-		infos, err := w.stat(f, dir, files, links)
+		infos, err := w.stat(f, use, dir, files, links)
 		if err != nil {
 			return nil, err
 		}
@@ -212,37 +240,43 @@ type entryInfo struct {
 // stat reads the versions of one batch of the entries of folder d (at
 // key dir): an entry that is not a link in one system call beside d, a
 // link resolved as reads resolve it.
-func (w *walker) stat(d *os.File, dir string, keys []string, links []bool) ([]entryInfo, error) {
+func (w *walker) stat(d *os.File, use func(func() error) error, dir string, keys []string, links []bool) ([]entryInfo, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	out, err := async(w.ctx, func() ([]entryInfo, error) {
-		out := make([]entryInfo, len(keys))
-		for i, k := range keys {
-			if err := w.ctx.Err(); err != nil {
-				return nil, err
-			}
-			var fi fileInfo
-			var err error
-			if !links[i] {
-				fi, err = w.s.t.lstatIn(d, dir, k[len(dir):])
-			}
-			if links[i] || err == nil && fi.link {
-				fi, err = w.resolve(k)
-			}
-			switch {
-			case err != nil:
-				out[i].err = err
-			case fi.dir:
-				out[i].dir = true
-			default:
-				out[i].attrs = attrsOf(&fi)
-			}
-		}
-		return out, nil
+	out, err := async(w.ctx, func() (out []entryInfo, err error) {
+		err = use(func() error { out, err = w.statBatch(d, dir, keys, links); return err })
+		return out, err
 	})
 	if err != nil {
 		return nil, w.stopped(err)
+	}
+	return out, nil
+}
+
+// statBatch is stat's work, with d held open.
+func (w *walker) statBatch(d *os.File, dir string, keys []string, links []bool) ([]entryInfo, error) {
+	out := make([]entryInfo, len(keys))
+	for i, k := range keys {
+		if err := w.ctx.Err(); err != nil {
+			return nil, err
+		}
+		var fi fileInfo
+		var err error
+		if !links[i] {
+			fi, err = w.s.t.lstatIn(d, dir, k[len(dir):])
+		}
+		if links[i] || err == nil && fi.link {
+			fi, err = w.resolve(k)
+		}
+		switch {
+		case err != nil:
+			out[i].err = err
+		case fi.dir:
+			out[i].dir = true
+		default:
+			out[i].attrs = attrsOf(&fi)
+		}
 	}
 	return out, nil
 }

@@ -1,7 +1,8 @@
 // Package metered wraps a storage.Store so that every read is reported to
 // an Observer (bytes and latency), for metrics. It keeps the wrapped
-// store's ability to re-resolve its root (storage.Pinner) and its
-// folder listings (storage.FolderLister).
+// store's ability to re-resolve its root (storage.Pinner), its folder
+// listings (storage.FolderLister) and its dating of an absence
+// (storage.AbsenceDater).
 package metered
 
 import (
@@ -34,6 +35,11 @@ func (s *store) Get(ctx context.Context, key string, ro storage.ReadOptions) (st
 // FoldersHolding implements storage.FolderLister: a listing, not a read.
 func (s *store) FoldersHolding(ctx context.Context, prefix, name string) ([]string, error) {
 	return storage.FoldersHolding(ctx, s.Store, prefix, name)
+}
+
+// Absent implements storage.AbsenceDater.
+func (s *store) Absent(ctx context.Context, key string) (time.Time, error) {
+	return storage.Absent(ctx, s.Store, key)
 }
 
 // Pin implements storage.Pinner: the view it returns is metered too.
