@@ -24,6 +24,10 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	if err != nil {
 		return res, err
 	}
+	rf, err := l.newRowFilter(ctx, q.Selection)
+	if err != nil {
+		return res, err
+	}
 	var inv *inverse
 	if l.objects != nil {
 		if inv, err = l.inverseMap(ctx); err != nil {
@@ -34,6 +38,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	rowBytes := l.vdt.Size * l.s.dims
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)
+	sc.rf = rf
 	if len(sc.abufs) < len(sel) {
 		sc.abufs = append(sc.abufs, make([][]byte, len(sel)-len(sc.abufs))...)
 	}
@@ -134,6 +139,18 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	if err != nil {
 		return res, err
 	}
+	switch {
+	case !res.More:
+		res.Matched, res.MatchedKnown = from+res.Count, true
+	case q.Resume == nil && q.Offset == 0 && rf == nil:
+		// The first page of an answer without a selection knows the
+		// whole count when the rest of the box is cached: counting it
+		// reads nothing and gathers nothing.
+		end := ai.pageEnd()
+		if rest, ok := l.countCached(sc, sc.cand[end+1:], q.Min, q.Max); ok {
+			res.Matched, res.MatchedKnown = res.Count+ai.seen[end-p0]-int64(stopRank)+rest, true
+		}
+	}
 	if res.More {
 		// The next page starts in the last chunk matched, at stopRank; the
 		// counts before it are the page's own, then the cursor's.
@@ -191,46 +208,17 @@ func gather(dst, src []byte, rows []int32, w int) []byte {
 
 // rowOwners gives each emitted row the (first) object whose manifest names
 // its fragment; -1 when none does. owner and ids are scratch, returned
-// grown; ids[:last-first] is the answer.
+// grown; ids[:last-first] is the answer. A selection that read the
+// chunk's owners already left them in m.
 func (l *Level) rowOwners(owner, ids []int64, m *chunkMatch, inv *inverse, first, last int) ([]int64, []int64) {
-	owner = slices.Grow(owner[:0], m.cv.rows)[:m.cv.rows]
-	for i := range owner {
-		owner[i] = -1
-	}
-	fi := m.cv.frags
-	ci := inv.of(m.key)
-	switch {
-	case ci == nil: // no manifest names this chunk's fragments
-	case fi == nil: // the chunk is one fragment
-		if len(ci.frags) > 0 && ci.frags[0] == 0 {
-			for i := range owner {
-				owner[i] = ci.owner[0]
-			}
-		}
-	default:
-		for e, f := range ci.frags {
-			if f < 0 || f >= int64(fi.Len()) {
-				continue // a manifest naming a fragment the chunk does not have
-			}
-			id := ci.owner[e]
-			if s, c, isRange := fi.Range(int(f)); isRange {
-				for r := s; r < s+c; r++ {
-					if owner[r] < 0 {
-						owner[r] = id
-					}
-				}
-				continue
-			}
-			for _, r := range fi.Indices(int(f)) {
-				if owner[r] < 0 {
-					owner[r] = id
-				}
-			}
-		}
+	of := m.owner
+	if !m.owned {
+		owner = l.chunkOwners(owner, m.key, m.cv, inv)
+		of = owner
 	}
 	ids = slices.Grow(ids[:0], last-first)[:last-first]
 	for i := first; i < last; i++ {
-		ids[i-first] = owner[m.row(i)]
+		ids[i-first] = of[m.row(i)]
 	}
 	return owner, ids
 }

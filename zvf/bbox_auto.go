@@ -8,30 +8,51 @@ import (
 
 // ChooseLevel returns the finest level whose vertex count inside the box
 // is at most budget, or the coarsest level when none fits, among the levels
-// that hold every attribute named in attrs ("*" or none: any level).
+// that hold every attribute named in attrs ("*" or none: any level) and
+// every property sel's filter names. A sample counts its share of the
+// estimate (a filter's share is not known before reading).
 //
 // It reads nothing: a level's count is estimated from its metadata (its
 // vertex count spread evenly over its non-empty chunks, times the share of
 // each chunk's cell the box covers), and counted exactly only from chunks
 // already in the cache. The answer itself is still limited to budget and
 // paged, so an estimate off by a factor costs a page, not correctness.
-func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int64, attrs []string) (int, error) {
+func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int64, attrs []string, sel Selection) (int, error) {
 	levels := make([]*Level, 0, len(s.levels))
+	var lacks error
 	for _, l := range s.levels {
 		if err := l.checkBox(min, max); err != nil {
 			return 0, err
 		}
-		if _, err := l.selectAttrs(attrs); err == nil {
-			levels = append(levels, l)
+		if _, err := l.selectAttrs(attrs); err != nil {
+			continue
 		}
+		if sel.Filter != nil {
+			if miss := l.Missing(sel.Filter); len(miss) > 0 {
+				if lacks == nil {
+					sch := l.Queryables()
+					lacks = l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(&sch, miss[0]))
+				}
+				continue
+			}
+		}
+		levels = append(levels, l)
 	}
 	if len(levels) == 0 {
+		if lacks != nil {
+			return 0, lacks
+		}
 		return 0, s.errf(ErrNotFound, -1, "", "", "no level holds every attribute of %q", strings.Join(attrs, ","))
+	}
+	share := 1.0
+	if sel.Sample > 0 && sel.Sample < 1 {
+		share = sel.Sample
 	}
 	sc := s.getScratch()
 	defer s.putScratch(sc)
 	for _, l := range levels[:len(levels)-1] {
-		if l.estimateInBox(sc, min, max, float64(budget)) <= float64(budget) {
+		stop := float64(budget) / share
+		if l.estimateInBox(sc, min, max, stop) <= stop {
 			return l.n, nil
 		}
 	}

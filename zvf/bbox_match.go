@@ -17,6 +17,10 @@ type chunkMatch struct {
 	cv   *chunkVerts
 	all  bool    // every row matches
 	rows []int32 // matching rows, ascending (when !all)
+	// owner holds every chunk row's object (-1: none) when owned: a
+	// selection that reads objects found them.
+	owner []int64
+	owned bool
 }
 
 func (m *chunkMatch) count() int {
@@ -92,7 +96,7 @@ func (l *Level) match(ctx context.Context, i int32, min, max []float64, m *chunk
 
 func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunkMatch) {
 	rows := m.rows[:0]
-	*m = chunkMatch{key: key, cv: cv}
+	*m = chunkMatch{key: key, cv: cv, owner: m.owner[:0]}
 	d := l.s.dims
 	off := l.keyArity - d
 	inside := true
@@ -351,8 +355,15 @@ func b2i(b bool) int {
 // matches runs match over the candidate chunks, calling fn in key order.
 // Chunks already in the cache are matched in place; the others are read
 // concurrently (bounded). Only a window of chunks is held at once; the
-// *chunkMatch handed to fn is reused after fn returns.
+// *chunkMatch handed to fn is reused after fn returns. The query's
+// selection (sc.rf) narrows every chunk's rows the same way wherever it
+// is matched: for the page, for the earlier chunks a page reaches back
+// to, for counts.
 func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min, max []float64, fn func(*chunkMatch) (stop bool, err error)) error {
+	rf := sc.rf
+	if rf != nil && rf.none {
+		return nil // no row of the level can pass: nothing is read
+	}
 	win := 2 * l.s.conc
 	if len(sc.ms) < win {
 		sc.ms = make([]chunkMatch, win)
@@ -370,9 +381,15 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		missing := 0
 		for j, i := range cand[start:end] {
 			res[j] = nil
-			if v, ok := l.s.peek(l.vkeys[i]); ok {
-				l.matchVerts(l.keys[i], v.(*chunkVerts), min, max, &sc.ms[j])
-				res[j] = &sc.ms[j]
+			if v, ok := l.s.peek(l.vkeys[i]); ok && rf.cachedAt(i) {
+				m := &sc.ms[j]
+				l.matchVerts(l.keys[i], v.(*chunkVerts), min, max, m)
+				if rf != nil {
+					if err := rf.apply(ctx, m, rf.main); err != nil {
+						return err
+					}
+				}
+				res[j] = m
 			} else {
 				missing++
 			}
@@ -387,7 +404,12 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 				m := &sc.ms[j]
 				g.Go(func() (err error) {
 					defer l.s.recoverInto(&err, "bbox chunk")
-					return l.match(gctx, i, min, max, m)
+					if err := l.match(gctx, i, min, max, m); err != nil || rf == nil {
+						return err
+					}
+					ev := rf.evaluator()
+					defer rf.release(ev)
+					return rf.apply(gctx, m, ev)
 				})
 			}
 			if err := g.Wait(); err != nil {

@@ -17,6 +17,8 @@ type bboxScratch struct {
 	// (the next page's cursor and connectivity start from them).
 	counts []int64
 	ai     answerIndex
+	// rf is the query's selection (nil: every row in the box).
+	rf *rowFilter
 }
 
 func (s *Store) getScratch() *bboxScratch {
@@ -47,11 +49,15 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		if cap(sc.ms[i].rows) > 1<<18 {
 			sc.ms[i].rows = nil
 		}
+		if cap(sc.ms[i].owner) > 1<<18 {
+			sc.ms[i].owner = nil
+		}
 		sc.ms[i].cv = nil
 	}
 	clear(sc.res)
 	sc.batch = Batch{}
 	sc.ai = answerIndex{}
+	sc.rf = nil
 	clear(sc.cols)
 	s.scratch.Put(sc)
 }

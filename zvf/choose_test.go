@@ -63,7 +63,7 @@ func TestChooseLevelReadsNothing(t *testing.T) {
 		}
 		for _, budget := range []int64{counts[0] * 2, counts[0] * 2 / 3, counts[len(counts)-1] * 3, 1} {
 			before := rc.n.Load()
-			got, err := s.ChooseLevel(ctx, b[0], b[1], budget, nil)
+			got, err := s.ChooseLevel(ctx, b[0], b[1], budget, nil, zvf.Selection{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +85,7 @@ func TestChooseLevelReadsNothing(t *testing.T) {
 	// Chunks in the cache are counted exactly.
 	whole := boxes[0]
 	n0 := exact(0, whole[0], whole[1])
-	if got, _ := s.ChooseLevel(ctx, whole[0], whole[1], n0, nil); got != 0 {
+	if got, _ := s.ChooseLevel(ctx, whole[0], whole[1], n0, nil, zvf.Selection{}); got != 0 {
 		t.Errorf("a budget equal to the cached level-0 count chose level %d", got)
 	}
 }

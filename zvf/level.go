@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -50,6 +51,10 @@ type Level struct {
 	// nodes memoises zarr.json documents while the level opens (nil after).
 	nodes   map[string]nodeMemo
 	inverse inverseOnce
+	// akeys memoises each filtered attribute's blob cache key per chunk
+	// (attrKeys).
+	akeysMu sync.Mutex
+	akeys   map[string][]string
 }
 
 type attrMeta struct {

@@ -204,6 +204,12 @@ type BBoxQuery struct {
 	// Connectivity asks for the edges/faces whose vertices are all in the
 	// answer.
 	Connectivity bool
+	// Selection narrows the rows (a filter, a sample): the answer is the
+	// unselected answer's rows it keeps, in order, with the edges and
+	// faces of the unselected answer whose every vertex is kept, indexed
+	// into the selected answer. Limit, Resume and Offset count selected
+	// rows.
+	Selection
 }
 
 // BBoxResult closes a streamed answer.
@@ -222,6 +228,11 @@ type BBoxResult struct {
 	Faces     []int64
 	FaceWidth int
 	Chunks    int // chunks read
+	// Matched is the number of rows of the whole answer (all pages), when
+	// MatchedKnown: on the last page, and on the first page of an answer
+	// without a selection whose chunks are all in the cache.
+	Matched      int64
+	MatchedKnown bool
 }
 
 // Object is one object at one level.

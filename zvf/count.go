@@ -1,0 +1,278 @@
+package zvf
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+)
+
+// CountQuery counts the vertices in a closed box at one level.
+type CountQuery struct {
+	Min, Max []float64
+	// Selection narrows the rows counted, as it narrows a bbox answer.
+	Selection
+}
+
+// Count returns the number of rows BBox answers for the same box and
+// selection (all pages): exact, with nothing gathered. A chunk the box
+// covers counts its rows without testing them (when they were found in
+// their cell when the chunk was decoded), a bin the box covers its
+// fragment's rows; only chunks and bins the box cuts are matched row by
+// row. No attribute is read unless the filter names it.
+func (l *Level) Count(ctx context.Context, q CountQuery) (int64, error) {
+	if err := l.checkBox(q.Min, q.Max); err != nil {
+		return 0, err
+	}
+	rf, err := l.newRowFilter(ctx, q.Selection)
+	if err != nil {
+		return 0, err
+	}
+	sc := l.s.getScratch()
+	defer l.s.putScratch(sc)
+	sc.rf = rf
+	sc.cand = l.candidates(sc.cand[:0], q.Min, q.Max)
+	var n int64
+	err = l.matches(ctx, sc, sc.cand, q.Min, q.Max, func(m *chunkMatch) (bool, error) {
+		n += int64(m.count())
+		return false, nil
+	})
+	return n, err
+}
+
+// countCached counts the rows of the candidate chunks cand in the box
+// when every one of them is in the cache (without a selection); false
+// when one is not.
+func (l *Level) countCached(sc *bboxScratch, cand []int32, min, max []float64) (int64, bool) {
+	if len(cand) == 0 {
+		return 0, true
+	}
+	for _, i := range cand {
+		if _, ok := l.s.peek(l.vkeys[i]); !ok {
+			return 0, false
+		}
+	}
+	if len(sc.ms) == 0 {
+		sc.ms = make([]chunkMatch, 1)
+	}
+	m := &sc.ms[0]
+	var n int64
+	for _, i := range cand {
+		v, ok := l.s.peek(l.vkeys[i])
+		if !ok {
+			return 0, false // evicted meanwhile
+		}
+		l.matchVerts(l.keys[i], v.(*chunkVerts), min, max, m)
+		n += int64(m.count())
+	}
+	return n, true
+}
+
+// MaxDensityCells bounds the cells of one density grid (128³).
+const MaxDensityCells = 1 << 21
+
+// DensityQuery counts the vertices in each cell of a closed box split
+// evenly: on axis a, with w = (Max[a]−Min[a])/Shape[a] in float64, cell i
+// holds Min[a] + i·w ≤ v < Min[a] + (i+1)·w (each boundary computed in
+// float64 as written), and the last cell also the vertices at or past its
+// lower boundary up to Max[a] (so v = Max[a] is in it). The box may extend
+// beyond the store.
+type DensityQuery struct {
+	Min, Max []float64
+	Shape    []int // cells per axis, each at least 1; at most MaxDensityCells in all
+	// Selection narrows the rows counted, as it narrows a bbox answer.
+	Selection
+}
+
+// VoxelQuery counts the vertices in each voxel of a grid anchored at the
+// origin: on axis a voxel v covers [v·Voxel[a], (v+1)·Voxel[a]) (each
+// bound computed in float64 as written). The voxels counted are [Lo[a],
+// Hi[a]) on each axis; where Closed[a], Hi[a] is the end of the whole grid
+// and a vertex on its upper face (v = Hi[a]·Voxel[a]) counts in voxel
+// Hi[a]−1, as Neuroglancer's volumes have it.
+type VoxelQuery struct {
+	Voxel  []float64
+	Lo, Hi []int64
+	Closed []bool
+	// Selection narrows the rows counted, as it narrows a bbox answer.
+	Selection
+}
+
+// grid is the cells a density is counted in: per axis n cells between n+1
+// ascending boundaries b; a vertex belongs to the last cell whose lower
+// boundary it reaches (the last cell taking everything past it up to the
+// box's max), except past b[n] on an open axis (another grid's).
+type grid struct {
+	d      int
+	n      [maxDims]int
+	b      [maxDims][]float64
+	inv    [maxDims]float64 // 1/w: the first guess of a cell
+	open   [maxDims]bool
+	stride [maxDims]int
+	cells  int
+}
+
+func (g *grid) init(d int, shape []int) {
+	g.d, g.cells = d, 1
+	for a := 0; a < d; a++ {
+		g.n[a] = shape[a]
+		g.stride[a] = g.cells
+		g.cells *= shape[a]
+		g.b[a] = make([]float64, shape[a]+1)
+	}
+}
+
+// cell returns the cell of v on axis a; false when v is past an open
+// axis's end.
+func (g *grid) cell(a int, v float64) (int, bool) {
+	b, n := g.b[a], g.n[a]
+	if g.open[a] && v >= b[n] {
+		return 0, false
+	}
+	i := 0
+	if t := (v - b[0]) * g.inv[a]; t >= 1 { // also false for NaN
+		i = n - 1
+		if t < float64(n) {
+			i = int(t)
+		}
+	}
+	for i > 0 && v < b[i] {
+		i--
+	}
+	for i < n-1 && v >= b[i+1] {
+		i++
+	}
+	return i, true
+}
+
+// Density counts the vertices (of BBox's answer for the box and
+// selection) in each cell, x fastest: cell (i, j, k) is counts[i +
+// nx·(j + ny·k)]. A count saturates at 2³²−1.
+func (l *Level) Density(ctx context.Context, q DensityQuery) ([]uint32, error) {
+	if err := l.checkBox(q.Min, q.Max); err != nil {
+		return nil, err
+	}
+	d := l.s.dims
+	if len(q.Shape) != d {
+		return nil, l.s.errf(ErrBadQuery, l.n, "", "", "shape needs %d numbers (one per axis), got %d", d, len(q.Shape))
+	}
+	cells := 1
+	for a, n := range q.Shape {
+		if n < 1 || n > MaxDensityCells {
+			return nil, l.s.errf(ErrBadQuery, l.n, "", "", "shape[%d] = %d: each axis needs 1 to %d cells", a, n, MaxDensityCells)
+		}
+		if cells *= n; cells > MaxDensityCells {
+			return nil, l.s.errf(ErrBadQuery, l.n, "", "", "shape %v has more than %d cells", q.Shape, MaxDensityCells)
+		}
+	}
+	var g grid
+	g.init(d, q.Shape)
+	for a := 0; a < d; a++ {
+		w := (q.Max[a] - q.Min[a]) / float64(q.Shape[a])
+		for i := range g.b[a] {
+			g.b[a][i] = q.Min[a] + float64(i)*w
+		}
+		if w > 0 {
+			g.inv[a] = 1 / w
+		}
+	}
+	return l.density(ctx, &g, q.Min, q.Max, q.Selection)
+}
+
+// Voxels counts the vertices in each voxel of q's part of a grid, x
+// fastest, as Density does.
+func (l *Level) Voxels(ctx context.Context, q VoxelQuery) ([]uint32, error) {
+	d := l.s.dims
+	if len(q.Voxel) != d || len(q.Lo) != d || len(q.Hi) != d || len(q.Closed) != d {
+		return nil, l.s.errf(ErrBadQuery, l.n, "", "", "a voxel grid needs %d axes", d)
+	}
+	shape := make([]int, d)
+	cells := 1
+	for a := 0; a < d; a++ {
+		n := q.Hi[a] - q.Lo[a]
+		if !(q.Voxel[a] > 0) || math.IsInf(q.Voxel[a], 0) || n < 1 || n > MaxDensityCells {
+			return nil, l.s.errf(ErrBadQuery, l.n, "", "", "voxels %d to %d of size %v on axis %d", q.Lo[a], q.Hi[a], q.Voxel[a], a)
+		}
+		shape[a] = int(n)
+		if cells *= int(n); cells > MaxDensityCells {
+			return nil, l.s.errf(ErrBadQuery, l.n, "", "", "more than %d voxels", MaxDensityCells)
+		}
+	}
+	var g grid
+	g.init(d, shape)
+	min, max := make([]float64, d), make([]float64, d)
+	for a := 0; a < d; a++ {
+		s := q.Voxel[a]
+		for i := range g.b[a] {
+			g.b[a][i] = float64(q.Lo[a]+int64(i)) * s
+		}
+		g.inv[a] = 1 / s
+		g.open[a] = !q.Closed[a]
+		min[a], max[a] = g.b[a][0], g.b[a][shape[a]]
+	}
+	if err := l.checkBox(min, max); err != nil {
+		return nil, err
+	}
+	return l.density(ctx, &g, min, max, q.Selection)
+}
+
+// density counts the rows of the closed box [min, max] (narrowed by sel)
+// into g's cells.
+func (l *Level) density(ctx context.Context, g *grid, min, max []float64, sel Selection) ([]uint32, error) {
+	rf, err := l.newRowFilter(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	sc := l.s.getScratch()
+	defer l.s.putScratch(sc)
+	sc.rf = rf
+	sc.cand = l.candidates(sc.cand[:0], min, max)
+	counts := make([]uint32, g.cells)
+	err = l.matches(ctx, sc, sc.cand, min, max, func(m *chunkMatch) (bool, error) {
+		l.binRows(g, counts, m)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+// binRows adds m's rows to their cells.
+func (l *Level) binRows(g *grid, counts []uint32, m *chunkMatch) {
+	n := m.count()
+	if n == 0 {
+		return
+	}
+	add := func(idx int) {
+		if c := counts[idx]; c != math.MaxUint32 {
+			counts[idx] = c + 1
+		}
+	}
+	data, d := m.cv.data, g.d
+	if l.vdt.Name == "float32" && d == 3 {
+		s1, s2 := g.stride[1], g.stride[2]
+		for k := 0; k < n; k++ {
+			r := m.row(k)
+			p := data[12*r : 12*r+12 : 12*r+12]
+			i, ok0 := g.cell(0, float64(math.Float32frombits(binary.LittleEndian.Uint32(p))))
+			j, ok1 := g.cell(1, float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))))
+			c, ok2 := g.cell(2, float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))))
+			if ok0 && ok1 && ok2 {
+				add(i + s1*j + s2*c)
+			}
+		}
+		return
+	}
+	for k := 0; k < n; k++ {
+		r := m.row(k)
+		idx, ok := 0, true
+		for a := 0; a < d && ok; a++ {
+			var i int
+			i, ok = g.cell(a, l.vdt.At(data, r*d+a).Float64())
+			idx += i * g.stride[a]
+		}
+		if ok {
+			add(idx)
+		}
+	}
+}
