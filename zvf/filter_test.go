@@ -40,8 +40,8 @@ type tval struct {
 
 // tprop is a property a filter may name.
 type tprop struct {
-	name string
-	kind byte // 'n' number, 's' label, 'o' object_id, 'g' group
+	name  string
+	kind  byte // 'n' number, 's' label, 'o' object_id, 'g' group
 	isInt bool
 }
 
