@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -141,6 +142,16 @@ func cursorVersion(r *http.Request, st *zvf.Store) error {
 }
 
 func queryHash(store string, q url.Values) string {
-	h := sha256.Sum256([]byte(store + "\x00" + q.Get("min") + "\x00" + q.Get("max") + "\x00" + q.Get("attributes") + "\x00" + q.Get("level") + "\x00" + q.Get("limit")))
+	s := store + "\x00" + q.Get("min") + "\x00" + q.Get("max") + "\x00" + q.Get("attributes") + "\x00" + q.Get("level") + "\x00" + q.Get("limit")
+	// A selection changes the rows a position counts; it is added only
+	// when it selects (sample=1 is no sample), so an unselected answer's
+	// cursors are the same bytes with or without it, and as before.
+	if f := q.Get("filter"); f != "" {
+		s += "\x00filter=" + q.Get("filter-lang") + "\x00" + f
+	}
+	if v, err := strconv.ParseFloat(q.Get("sample"), 64); err == nil && v != 1 {
+		s += "\x00sample=" + q.Get("sample")
+	}
+	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:8])
 }

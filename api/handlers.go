@@ -137,6 +137,22 @@ func parseAttrs(q url.Values) ([]string, error) {
 	return names, nil
 }
 
+// parseBox reads the closed box min=…&max=… of a store with dims axes.
+func parseBox(q url.Values, dims int) (min, max []float64, err error) {
+	if min, err = parseCorner(q.Get("min"), dims, "min"); err != nil {
+		return nil, nil, err
+	}
+	if max, err = parseCorner(q.Get("max"), dims, "max"); err != nil {
+		return nil, nil, err
+	}
+	for i := range min {
+		if min[i] > max[i] {
+			return nil, nil, badRequest(fmt.Sprintf("min[%d] > max[%d]", i, i))
+		}
+	}
+	return min, max, nil
+}
+
 func parseCorner(v string, dims int, name string) ([]float64, error) {
 	if v == "" {
 		return nil, badRequest(fmt.Sprintf("%s is required: %d comma-separated numbers", name, dims))
@@ -212,20 +228,15 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := query(r)
 	dims := st.Info().Dims
-	min, err := parseCorner(q.Get("min"), dims, "min")
+	min, max, err := parseBox(q, dims)
 	if err != nil {
 		return err
-	}
-	max, err := parseCorner(q.Get("max"), dims, "max")
-	if err != nil {
-		return err
-	}
-	for i := range min {
-		if min[i] > max[i] {
-			return badRequest(fmt.Sprintf("min[%d] > max[%d]", i, i))
-		}
 	}
 	attrs, err := parseAttrs(q)
+	if err != nil {
+		return err
+	}
+	sel, err := parseSelection(q)
 	if err != nil {
 		return err
 	}
@@ -260,7 +271,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 			l, err = st.Level(cur.Level)
 		} else {
 			var n int
-			if n, err = st.ChooseLevel(r.Context(), min, max, limit, attrs); err == nil {
+			if n, err = st.ChooseLevel(r.Context(), min, max, limit, attrs, sel); err == nil {
 				l, err = st.Level(n)
 			}
 		}
@@ -277,7 +288,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false"}
+	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false", Selection: sel}
 	if cur.Resume == nil {
 		zq.Offset = cur.Offset // a format 1 cursor
 	}
@@ -318,11 +329,13 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		nq.Set("cursor", t.Next)
 		h.Set("Link", "<"+s.o.PublicURL+r.URL.Path+"?"+nq.Encode()+`>; rel="next"`)
 		h.Set("X-Next-Cursor", t.Next)
-	} else {
-		// The last page knows how many vertices the box holds in all
-		// (OGC numberMatched); earlier pages would have to read on.
-		t.Extra["number_matched"] = cur.Offset + res.Count
-		h.Set("X-Number-Matched", strconv.FormatInt(cur.Offset+res.Count, 10))
+	}
+	if res.MatchedKnown {
+		// How many rows the whole answer holds (OGC numberMatched): the
+		// last page knows, and the first when the rest of the box is
+		// cached and unselected (counting it reads nothing).
+		t.Extra["number_matched"] = res.Matched
+		h.Set("X-Number-Matched", strconv.FormatInt(res.Matched, 10))
 	}
 	h.Set("X-Vertex-Count", strconv.FormatInt(res.Count, 10))
 	if err := enc.end(t); err != nil {

@@ -33,9 +33,13 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 // Info, and its Neuroglancer sources with a ready viewer state.
 type descriptor struct {
 	*zvf.Info
+	// Queryables is the URL of the store's queryables (what a filter may
+	// name), absolute with --public-url.
+	Queryables   string                    `json:"queryables"`
 	Neuroglancer *neuroglancer.Description `json:"neuroglancer,omitempty"`
 }
 
 func (s *Server) descriptor(ctx context.Context, st *zvf.Store) descriptor {
-	return descriptor{Info: st.Info(), Neuroglancer: neuroglancer.Describe(ctx, st, s.o.PublicURL)}
+	return descriptor{Info: st.Info(), Queryables: s.o.PublicURL + "/api/v1/stores/" + st.Name() + "/queryables",
+		Neuroglancer: neuroglancer.Describe(ctx, st, s.o.PublicURL)}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/cql2"
 )
 
 // Problem is an RFC 9457 problem document (see package problem, which
@@ -44,6 +45,12 @@ func classify(err error) *Problem {
 	var p *Problem
 	if errors.As(err, &p) {
 		return p
+	}
+	var fe *cql2.Error
+	if errors.As(err, &fe) {
+		// The filter's own message names the property, literal or token
+		// (and the level that lacks a property).
+		return problem.New(problem.BadFilter, fe.Error())
 	}
 	detail := ""
 	var ze *zvf.Error

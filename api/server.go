@@ -301,6 +301,9 @@ func (s *Server) routes() http.Handler {
 			r.Route("/api/v1/stores/{store}", func(r chi.Router) {
 				get(r, "/", s.wrap(s.describeStore))
 				get(r, "/bbox", s.wrap(s.bbox))
+				get(r, "/count", s.wrap(s.count))
+				get(r, "/density", s.wrap(s.density))
+				get(r, "/queryables", s.wrap(s.queryables))
 				get(r, "/objects/{id}", s.wrap(s.object))
 				get(r, "/objects/{id}/manifest", s.wrap(s.manifest))
 				get(r, "/objects/{id}/levels", s.wrap(s.objectLevels))

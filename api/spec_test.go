@@ -79,6 +79,12 @@ func TestResponsesDeclareEveryMember(t *testing.T) {
 		"/api/v1/stores/skeleton/levels/0/chunks/2.4.6",
 		"/api/v1/stores/nope",
 		"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=1,1,1&limit=99999999999",
+		"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=500,500,500&filter=cell_type%20IN%20('neuron','astrocyte')&sample=0.5&limit=5",
+		"/api/v1/stores/points_pyramid/count?min=0,0,0&max=500,500,500&filter=label%3E3",
+		"/api/v1/stores/points_pyramid/density?min=0,0,0&max=500,500,500&shape=4,3,2",
+		"/api/v1/stores/points_pyramid/queryables",
+		"/api/v1/stores/graph/queryables?level=0",
+		"/api/v1/stores/points_pyramid/count?min=0,0,0&max=500,500,500&filter=nope%3E3",
 		"/ng/points_pyramid/annotations/info",
 		"/ng/polylines/annotations/info",
 		"/ng/polylines/lines/info",
@@ -94,7 +100,7 @@ func TestResponsesDeclareEveryMember(t *testing.T) {
 	} {
 		t.Run(path, func(t *testing.T) {
 			resp, body := apitest.Get(t, ts, path)
-			if want := map[bool]int{true: 200, false: resp.StatusCode}[!strings.Contains(path, "nope") && !strings.Contains(path, "99999")]; resp.StatusCode != want {
+			if want := map[bool]int{true: 200, false: resp.StatusCode}[!strings.Contains(path, "nope") && !strings.Contains(path, "99999")]; resp.StatusCode != want || (strings.Contains(path, "nope%3E") && resp.StatusCode != 400) {
 				t.Fatalf("status %d: %.300s", resp.StatusCode, body)
 			}
 			if _, err := checkSpec(router, path, resp, body); err != nil {

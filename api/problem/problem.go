@@ -40,6 +40,9 @@ const (
 	// Unrepresentable: the answer is fine but the chosen file format
 	// cannot hold it (a graph with a cycle as SWC).
 	Unrepresentable Kind = "unrepresentable"
+	// BadFilter: a filter that cannot be read or does not fit the level
+	// (its detail names the property, literal or token, and where).
+	BadFilter Kind = "bad-filter"
 )
 
 // StatusClientClosed is the status logged and counted for a request whose
@@ -74,6 +77,7 @@ var kinds = map[Kind]kindInfo{
 	Unauthorized:        {http.StatusUnauthorized, "Unauthorized"},
 	RangeNotSatisfiable: {http.StatusRequestedRangeNotSatisfiable, "Range not satisfiable"},
 	Unrepresentable:     {http.StatusUnprocessableEntity, "Not representable in this format"},
+	BadFilter:           {http.StatusBadRequest, "Invalid filter"},
 }
 
 // TypeBase is the prefix of every problem type URI.
