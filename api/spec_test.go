@@ -97,6 +97,8 @@ func TestResponsesDeclareEveryMember(t *testing.T) {
 		"/ng/mesh/meshes/2:0",
 		"/ng/mesh/multilod/info",
 		"/ng/nope/annotations/info",
+		"/ng/points_pyramid/density/info",
+		"/ng/mesh/density/info",
 	} {
 		t.Run(path, func(t *testing.T) {
 			resp, body := apitest.Get(t, ts, path)

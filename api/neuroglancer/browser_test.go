@@ -222,6 +222,13 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		want   []string // requests zvfserve must have answered (200 or 206, or 304 to a browser revalidating)
 		swap   string   // a source route the layers take instead of the state's multilod
 		mesh   string   // a path prefix whose bytes to add up, with the browser's cache off
+		// or: these layers (sources relative to the server), in a layout
+		// at a zoom (crossSectionScale, metres a pixel; 0: Neuroglancer's), and the
+		// share of the panel that must be coloured (not grey)
+		layers []neuroglancer.Layer
+		layout string
+		zoom   float64
+		colour float64
 	}{
 		{name: "points", stores: []string{"points_pyramid"}, want: []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/\d+_\d+_\d+$`,
@@ -245,6 +252,12 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		{name: "demo with legacy meshes", stores: []string{"cells", "axons", "skeletons", "meshes"}, swap: "meshes", mesh: "/ng/meshes/meshes/",
 			want: []string{`^/ng/meshes/meshes/\d+:0$`, `^/ng/meshes/meshes/frag/\d+$`}},
 		{name: "viewer link", viewer: "cells", want: []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/spatial0/0_0_0$`}},
+		// The density volume as an image layer: a heat map of the cells
+		// in a cross-section.
+		{name: "density", want: []string{`^/ng/cells/density/info$`, `^/ng/cells/density/\d+/\d+-\d+_\d+-\d+_\d+-\d+$`},
+			layers: []neuroglancer.Layer{{Type: "image", Name: "cells density", Source: "precomputed:///ng/cells/density",
+				Shader: "#uicontrol invlerp normalized(range=[0, 30])\nvoid main() {\n  emitRGB(colormapJet(normalized()));\n}\n"}},
+			layout: "xy", zoom: 0.9e-6, colour: 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
@@ -288,6 +301,16 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 						layers = append(layers, neuroglancer.Layer{Type: "annotation", Name: name + " lines", Source: "precomputed://" + data.URL + src})
 					}
 				}
+				for _, l := range tc.layers {
+					l.Source = strings.Replace(l.Source, "precomputed:///", "precomputed://"+data.URL+"/", 1)
+					layers = append(layers, l)
+				}
+				if tc.layout != "" {
+					state["layout"] = tc.layout
+				}
+				if tc.zoom != 0 {
+					state["crossSectionScale"] = tc.zoom
+				}
 				state["layers"] = layers
 				js, _ := json.Marshal(state)
 				fragment = "#!" + url.PathEscape(string(js))
@@ -320,6 +343,9 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			t.Logf("%s: %v; %d of %d pixels drawn", tc.name, st["chunks"], drawn, total)
 			if drawn < total/1000 {
 				t.Fatalf("the 3-D panel is blank: %d of %d pixels drawn", drawn, total)
+			}
+			if c := colouredPixels(t, shot); float64(c) < tc.colour*float64(total) {
+				t.Fatalf("%d of %d pixels coloured, want %.0f%%", c, total, 100*tc.colour)
 			}
 			seen, sent := log.take()
 			if tc.mesh != "" {
@@ -390,6 +416,27 @@ func litPixels(t *testing.T, b []byte) (int, int) {
 		}
 	}
 	return n, r.Dx() * r.Dy()
+}
+
+// colouredPixels counts the pixels whose channels differ (a colour map's
+// colours, not the grey around a volume or the black of an empty panel).
+func colouredPixels(t *testing.T, b []byte) int {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if max(cr, cg, cb)>>8-min(cr, cg, cb)>>8 > 40 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // saveShot keeps a screenshot under ZVFSERVE_ARTIFACTS (else the test's

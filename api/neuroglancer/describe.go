@@ -50,8 +50,8 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 		d.Sources[r] = base + "/ng/" + st.Name() + "/" + r
 	}
 	l0, err := st.Level(0)
-	if err != nil {
-		return d
+	if err != nil || len(objectRoutes(st)) == 0 {
+		return d // the density volume alone: no ready layer
 	}
 	info := l0.Info()
 	hidden := false

@@ -27,11 +27,11 @@ func TestDescriptorOffersSources(t *testing.T) {
 			contains string   // in some layer's shader
 			segments []string
 		}{
-			{"points_pyramid", []string{"annotations"}, []string{"annotation annotations"}, `property="cell_type", range=[0, 3]`, nil},
-			{"points_bins", []string{"annotations"}, []string{"annotation annotations"}, "setColor(prop_color())", nil},
-			{"polylines", []string{"annotations", "lines", "skeletons"}, []string{"annotation annotations", "segmentation skeletons"}, `property="fa"`, nil},
-			{"skeleton", []string{"annotations", "lines", "skeletons"}, []string{"segmentation skeletons", "annotation annotations"}, "float(radius) / top", []string{"0", "1", "2"}},
-			{"mesh", []string{"meshes", "multilod"}, []string{"segmentation multilod"}, "", []string{"0", "1", "2", "3"}},
+			{"points_pyramid", []string{"annotations", "density"}, []string{"annotation annotations"}, `property="cell_type", range=[0, 3]`, nil},
+			{"points_bins", []string{"annotations", "density"}, []string{"annotation annotations"}, "setColor(prop_color())", nil},
+			{"polylines", []string{"annotations", "lines", "skeletons", "density"}, []string{"annotation annotations", "segmentation skeletons"}, `property="fa"`, nil},
+			{"skeleton", []string{"annotations", "lines", "skeletons", "density"}, []string{"segmentation skeletons", "annotation annotations"}, "float(radius) / top", []string{"0", "1", "2"}},
+			{"mesh", []string{"meshes", "multilod", "density"}, []string{"segmentation multilod"}, "", []string{"0", "1", "2", "3"}},
 		} {
 			resp, body := apitest.Get(t, ts, "/api/v1/stores/"+tc.store)
 			var d struct {

@@ -96,6 +96,8 @@ func (s *Server) Routes(r chi.Router) {
 	get("/multilod/seg_props/info", s.segProps("multilod"))
 	get("/multilod/{id}.index", s.multilodFile(true))
 	get("/multilod/{id}", s.multilodFile(false))
+	get("/density/info", s.densityInfo)
+	get("/density/{key}/{chunk}", s.densityChunk)
 }
 
 // geometry is the store's primary geometry.
@@ -107,8 +109,18 @@ func geometry(info *zvf.Info) string {
 }
 
 // RoutesOf lists the Neuroglancer sources a store has ("annotations",
-// "lines", "skeletons", "meshes", "multilod"), in that order.
+// "lines", "skeletons", "meshes", "multilod", "density"), in that order:
+// a store of three axes also has its density volume.
 func RoutesOf(st *zvf.Store) []string {
+	routes := objectRoutes(st)
+	if len(densityScales(st)) > 0 {
+		routes = append(routes, "density")
+	}
+	return routes
+}
+
+// objectRoutes are the sources that draw a store's vertices and objects.
+func objectRoutes(st *zvf.Store) []string {
 	info := st.Info()
 	objects := len(info.Levels) > 0 && info.Levels[0].ObjectCount > 0
 	switch geometry(info) {

@@ -1,0 +1,179 @@
+package neuroglancer_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/cache"
+)
+
+// ngVolumeInfo is the info of a precomputed volume, as Neuroglancer reads
+// it.
+type ngVolumeInfo struct {
+	Type        string `json:"@type"`
+	VolumeType  string `json:"type"`
+	DataType    string `json:"data_type"`
+	NumChannels int    `json:"num_channels"`
+	Scales      []struct {
+		Key         string       `json:"key"`
+		Size        [3]int64     `json:"size"`
+		VoxelOffset [3]int64     `json:"voxel_offset"`
+		Resolution  [3]float64   `json:"resolution"`
+		ChunkSizes  [][3]int64   `json:"chunk_sizes"`
+		Encoding    string       `json:"encoding"`
+		Sharding    *interface{} `json:"sharding"`
+	} `json:"scales"`
+	Notes struct {
+		NmPerUnit []float64 `json:"nanometres_per_unit"`
+		Scales    []struct {
+			Key   string     `json:"key"`
+			Level int        `json:"zvf_level"`
+			Voxel [3]float64 `json:"voxel"`
+		} `json:"density_scales"`
+	} `json:"zvfserve"`
+}
+
+// TestDensityVolumeCountsEveryVertex reads every chunk of every scale of
+// each store's density volume, as Neuroglancer names them, and compares
+// each voxel with the level's vertices binned by the stated rule: voxel v
+// covers [v·r/u, (v+1)·r/u), a vertex on a boundary in the upper voxel
+// and one on the volume's max face in the last; every vertex is counted.
+func TestDensityVolumeCountsEveryVertex(t *testing.T) {
+	t.Parallel()
+	stores := append(fixtureStores(t), demoStores(t, cache.New(256<<20))...)
+	_, ts := newServer(t, api.Options{Stores: stores})
+	checked := 0
+	for _, st := range stores {
+		if st.Info().Dims != 3 {
+			continue
+		}
+		t.Run(st.Name(), func(t *testing.T) {
+			var inf ngVolumeInfo
+			if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/"+st.Name()+"/density/info"), &inf); err != nil {
+				t.Fatal(err)
+			}
+			if inf.Type != "neuroglancer_multiscale_volume" || inf.VolumeType != "image" || inf.DataType != "uint32" || inf.NumChannels != 1 || len(inf.Scales) == 0 ||
+				len(inf.Notes.Scales) != len(inf.Scales) || inf.Scales[0].Key != "0" {
+				t.Fatalf("info %+v", inf)
+			}
+			for si, sc := range inf.Scales {
+				note := inf.Notes.Scales[si]
+				if sc.Encoding != "raw" || sc.Sharding != nil || len(sc.ChunkSizes) != 1 || note.Key != sc.Key {
+					t.Fatalf("scale %+v", sc)
+				}
+				l, err := st.Level(note.Level)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s [3]float64 // voxel edge in store units: r / u
+				for a := 0; a < 3; a++ {
+					s[a] = note.Voxel[a]
+					if math.Abs(sc.Resolution[a]-s[a]*inf.Notes.NmPerUnit[a]) > 1e-9*sc.Resolution[a] {
+						t.Fatalf("scale %s: resolution %v for voxels of %v units of %v nm", sc.Key, sc.Resolution, s, inf.Notes.NmPerUnit)
+					}
+					if si > 0 && sc.Resolution[a] < inf.Scales[si-1].Resolution[a] {
+						t.Fatalf("scale %s is finer than the one before", sc.Key)
+					}
+				}
+				// The brute force: each vertex's voxel, the last voxel
+				// whose lower bound it reaches, clamped to the volume.
+				want := map[[3]int64]uint32{}
+				whole := wholeLevel(t, l)
+				for _, p := range whole.pos {
+					var v [3]int64
+					for a := 0; a < 3; a++ {
+						x := float64(p[a])
+						end := sc.VoxelOffset[a] + sc.Size[a]
+						if x < float64(sc.VoxelOffset[a])*s[a] || x > float64(end)*s[a] {
+							t.Fatalf("scale %s: vertex %v outside the volume", sc.Key, p)
+						}
+						v[a] = sc.VoxelOffset[a]
+						for c := sc.VoxelOffset[a]; c < end; c++ {
+							if float64(c)*s[a] <= x {
+								v[a] = c
+							}
+						}
+					}
+					want[v]++
+				}
+				var total uint64
+				cs := sc.ChunkSizes[0]
+				for z := sc.VoxelOffset[2]; z < sc.VoxelOffset[2]+sc.Size[2]; z += cs[2] {
+					for y := sc.VoxelOffset[1]; y < sc.VoxelOffset[1]+sc.Size[1]; y += cs[1] {
+						for x := sc.VoxelOffset[0]; x < sc.VoxelOffset[0]+sc.Size[0]; x += cs[0] {
+							lo := [3]int64{x, y, z}
+							var hi [3]int64
+							for a := 0; a < 3; a++ {
+								hi[a] = min(lo[a]+cs[a], sc.VoxelOffset[a]+sc.Size[a])
+							}
+							name := fmt.Sprintf("%d-%d_%d-%d_%d-%d", lo[0], hi[0], lo[1], hi[1], lo[2], hi[2])
+							b := apitest.MustGet(t, ts, "/ng/"+st.Name()+"/density/"+sc.Key+"/"+name)
+							nx, ny, nz := hi[0]-lo[0], hi[1]-lo[1], hi[2]-lo[2]
+							if int64(len(b)) != 4*nx*ny*nz {
+								t.Fatalf("chunk %s: %d bytes", name, len(b))
+							}
+							for k := int64(0); k < nz; k++ {
+								for j := int64(0); j < ny; j++ {
+									for i := int64(0); i < nx; i++ {
+										got := binary.LittleEndian.Uint32(b[4*(i+nx*(j+ny*k)):])
+										v := [3]int64{lo[0] + i, lo[1] + j, lo[2] + k}
+										if got != want[v] {
+											t.Fatalf("scale %s voxel %v: %d, want %d", sc.Key, v, got, want[v])
+										}
+										total += uint64(got)
+									}
+								}
+							}
+						}
+					}
+				}
+				if total != uint64(len(whole.pos)) || total == 0 {
+					t.Fatalf("scale %s counts %d of level %d's %d vertices", sc.Key, total, note.Level, len(whole.pos))
+				}
+				checked++
+			}
+		})
+	}
+	if checked < 8 {
+		t.Fatalf("only %d scales checked", checked)
+	}
+}
+
+// TestDensityProblems: a chunk Neuroglancer would not ask for is a 404
+// naming the grid, a malformed name a 400, a store of another rank has
+// no density source.
+func TestDensityProblems(t *testing.T) {
+	t.Parallel()
+	_, ts := newServer(t, api.Options{Stores: fixtureStores(t)})
+	var inf ngVolumeInfo
+	if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/points_pyramid/density/info"), &inf); err != nil {
+		t.Fatal(err)
+	}
+	sc := inf.Scales[0]
+	end := func(a int) int64 { return sc.VoxelOffset[a] + min(sc.Size[a], 64) }
+	good := fmt.Sprintf("%d-%d_%d-%d_%d-%d", sc.VoxelOffset[0], end(0), sc.VoxelOffset[1], end(1), sc.VoxelOffset[2], end(2))
+	apitest.MustGet(t, ts, "/ng/points_pyramid/density/0/"+good)
+	for _, tc := range []struct {
+		path     string
+		status   int
+		contains string
+	}{
+		{"/ng/points_pyramid/density/9/" + good, 404, "no scale \"9\""},
+		{fmt.Sprintf("/ng/points_pyramid/density/0/%d-%d_%d-%d_%d-%d", sc.VoxelOffset[0]+1, end(0), sc.VoxelOffset[1], end(1), sc.VoxelOffset[2], end(2)), 404, "no chunk"},
+		{"/ng/points_pyramid/density/0/0-1_0-1", 400, "x0-x1_y0-y1_z0-z1"},
+		{"/ng/points_pyramid/density/0/1-0_0-1_0-1", 400, "not a voxel range"},
+		{"/ng/points_pyramid/density/0/a-b_0-1_0-1", 400, "not a voxel range"},
+	} {
+		resp, body := apitest.Get(t, ts, tc.path)
+		var p api.Problem
+		if resp.StatusCode != tc.status || json.Unmarshal(body, &p) != nil || !strings.Contains(p.Detail, tc.contains) {
+			t.Errorf("%s: %d %s, want %d with %q", tc.path, resp.StatusCode, body, tc.status, tc.contains)
+		}
+	}
+}
