@@ -512,3 +512,55 @@ func TestDensityBinary(t *testing.T) {
 		t.Fatalf("trailer %d %q, total %d", k, b[at+16:], total)
 	}
 }
+
+// FuzzQuestions: whatever filter, filter language, sample and shape a
+// request carries, bbox, count and density answer 200 or a 400 problem
+// (bad-filter or bad-parameter), never a failure of the server.
+func FuzzQuestions(f *testing.F) {
+	srv, err := api.New(api.Options{Stores: openStores(f, "points_pyramid", "polylines")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range [][4]string{
+		{"cell_type = 'neuron' AND intensity > 3", "", "", "2,2,2"},
+		{`{"op":"in","args":[{"property":"label"},[1,2,3]]}`, "cql2-json", "0.5", "1,1,1"},
+		{"object_id BETWEEN 3 AND 1 OR group IS NULL", "cql2-text", "1", "3,0,1"},
+		{"NOT (((((", "", "1e-300", "99999999999,1,1"},
+		{"\"label\"[0] LIKE '%\\'", "cql2-json", "-0", ""},
+		{"intensity = 0.1000000000000000055511151231257827", "", "NaN", "1,1"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3])
+	}
+	h := srv.Handler()
+	f.Fuzz(func(t *testing.T, filter, lang, sample, shape string) {
+		for _, store := range []string{"points_pyramid", "polylines"} {
+			for _, route := range []string{"bbox", "count", "density"} {
+				q := url.Values{"min": {"0,0,0"}, "max": {"600,600,600"}, "filter": {filter}}
+				if lang != "" {
+					q.Set("filter-lang", lang)
+				}
+				if sample != "" {
+					q.Set("sample", sample)
+				}
+				if route == "density" {
+					q.Set("shape", shape)
+				}
+				if route == "bbox" {
+					q.Set("limit", "50")
+				}
+				path := "/api/v1/stores/" + store + "/" + route + "?" + q.Encode()
+				code, ct, body := serve(t, h, path)
+				switch {
+				case code == 200:
+				case code == 400 || code == 414:
+					var p api.Problem
+					if ct != "application/problem+json" || json.Unmarshal(body, &p) != nil || p.Detail == "" {
+						t.Fatalf("%s: %d %s %s", path, code, ct, body)
+					}
+				default:
+					t.Fatalf("%s: %d %s", path, code, body)
+				}
+			}
+		}
+	})
+}

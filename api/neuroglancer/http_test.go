@@ -221,11 +221,13 @@ func FuzzRequests(f *testing.F) {
 		{"points_pyramid", "1", "1_1_1"}, {"polylines", "0", "0_0_0"}, {"graph", "655", "4_7_5"},
 		{"mesh", "1", "0_0_0"}, {"skeleton", "18446744073709551615", "99999999999999999999_0_0"},
 		{"points_bins", "-1", "0_0_-0"}, {"polylines", "00", "1_2"}, {"graph", "1e3", "0__0"}, {"mesh", "", ""},
+		{"points_pyramid", "0", "0-4_0-4_0-4"}, {"graph", "1", "-64-0_0-64_9223372036854775807-0"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
 	routes := []string{"annotations/by_id/%[1]s", "lines/by_id/%[1]s", "annotations/spatial%[1]s/%[2]s", "lines/spatial0/%[2]s",
-		"skeletons/%[1]s", "meshes/%[1]s:0", "meshes/frag/%[1]s", "annotations/spatial0/%[2]s", "multilod/%[1]s.index", "multilod/%[1]s"}
+		"skeletons/%[1]s", "meshes/%[1]s:0", "meshes/frag/%[1]s", "annotations/spatial0/%[2]s", "multilod/%[1]s.index", "multilod/%[1]s",
+		"density/%[1]s/%[2]s", "density/0/%[2]s"}
 	f.Fuzz(func(t *testing.T, store, id, cell string) {
 		for _, r := range routes {
 			path := "/ng/" + url.PathEscape(store) + "/" + fmt.Sprintf(r, url.PathEscape(id), url.PathEscape(cell))
