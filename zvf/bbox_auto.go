@@ -30,8 +30,7 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 		if sel.Filter != nil {
 			if miss := l.Missing(sel.Filter); len(miss) > 0 {
 				if lacks == nil {
-					sch := l.Queryables()
-					lacks = l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(&sch, miss[0]))
+					lacks = l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(l.schemaRef(), miss[0]))
 				}
 				continue
 			}

@@ -137,6 +137,12 @@ func (l *Level) attribute(ctx context.Context, a *attrMeta, key Key, rows int) (
 	if err != nil {
 		return nil, 0, err
 	}
+	return l.attrRows(a, key, rows, b)
+}
+
+// attrRows checks an attribute's blob against the chunk's rows and
+// returns its channels per row.
+func (l *Level) attrRows(a *attrMeta, key Key, rows int, b []byte) (data []byte, channels int, err error) {
 	size := a.dt.Size
 	ch := a.Channels
 	if rows == 0 {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // CountQuery counts the vertices in a closed box at one level.
@@ -124,24 +127,30 @@ func (g *grid) init(d int, shape []int) {
 // cell returns the cell of v on axis a; false when v is past an open
 // axis's end.
 func (g *grid) cell(a int, v float64) (int, bool) {
-	b, n := g.b[a], g.n[a]
-	if g.open[a] && v >= b[n] {
+	if g.open[a] && v >= g.b[a][g.n[a]] {
 		return 0, false
 	}
+	return cellOf(g.b[a], g.n[a]-1, g.inv[a], v), true
+}
+
+// cellOf is the last of cells 0 … last whose lower boundary b[i] v
+// reaches (0 when none does): guessed from the cell width, then moved to
+// the exact boundaries (the guess is off only by rounding).
+func cellOf(b []float64, last int, inv, v float64) int {
 	i := 0
-	if t := (v - b[0]) * g.inv[a]; t >= 1 { // also false for NaN
-		i = n - 1
-		if t < float64(n) {
+	if t := (v - b[0]) * inv; t >= 1 { // also false for NaN
+		i = last
+		if t < float64(last) {
 			i = int(t)
 		}
 	}
 	for i > 0 && v < b[i] {
 		i--
 	}
-	for i < n-1 && v >= b[i+1] {
+	for i < last && v >= b[i+1] {
 		i++
 	}
-	return i, true
+	return i
 }
 
 // Density counts the vertices (of BBox's answer for the box and
@@ -215,51 +224,102 @@ func (l *Level) Voxels(ctx context.Context, q VoxelQuery) ([]uint32, error) {
 	return l.density(ctx, &g, min, max, q.Selection)
 }
 
-// density counts the rows of the closed box [min, max] (narrowed by sel)
-// into g's cells.
-func (l *Level) density(ctx context.Context, g *grid, min, max []float64, sel Selection) ([]uint32, error) {
-	rf, err := l.newRowFilter(ctx, sel)
+// density counts the rows of the closed box [lo, hi] (narrowed by sel)
+// into g's cells. The candidate chunks are split into runs counted on
+// every core at once, each into its own cells (a run's selection has its
+// own evaluators), and the runs' cells summed.
+func (l *Level) density(ctx context.Context, g *grid, lo, hi []float64, sel Selection) ([]uint32, error) {
+	rf, err := l.newRowFilter(ctx, sel) // refuses a bad selection before anything runs
 	if err != nil {
 		return nil, err
 	}
-	sc := l.s.getScratch()
-	defer l.s.putScratch(sc)
-	sc.rf = rf
-	sc.cand = l.candidates(sc.cand[:0], min, max)
-	counts := make([]uint32, g.cells)
-	err = l.matches(ctx, sc, sc.cand, min, max, func(m *chunkMatch) (bool, error) {
-		l.binRows(g, counts, m)
-		return false, nil
-	})
-	if err != nil {
+	cand := l.candidates(nil, lo, hi)
+	parts := max(1, min(runtime.GOMAXPROCS(0), maxDensityParts, len(cand)/4))
+	counts := make([][]uint32, parts)
+	eg, ectx := errgroup.WithContext(ctx)
+	for p := range parts {
+		run := cand[p*len(cand)/parts : (p+1)*len(cand)/parts]
+		eg.Go(func() (err error) {
+			defer l.s.recoverInto(&err, "density")
+			prf := rf
+			if p > 0 {
+				if prf, err = l.newRowFilter(ectx, sel); err != nil {
+					return err
+				}
+			}
+			sc := l.s.getScratch()
+			defer l.s.putScratch(sc)
+			sc.rf = prf
+			c := make([]uint32, g.cells)
+			counts[p] = c
+			var total uint64
+			return l.matches(ectx, sc, run, lo, hi, func(m *chunkMatch) (bool, error) {
+				l.binRows(g, c, m, &total)
+				return false, nil
+			})
+		})
+	}
+	if err := eg.Wait(); err != nil {
 		return nil, err
 	}
-	return counts, nil
+	out := counts[0]
+	for _, c := range counts[1:] {
+		for i, v := range c {
+			out[i] = uint32(min(uint64(out[i])+uint64(v), math.MaxUint32))
+		}
+	}
+	return out, nil
 }
 
-// binRows adds m's rows to their cells.
-func (l *Level) binRows(g *grid, counts []uint32, m *chunkMatch) {
+// maxDensityParts bounds the runs a density is counted in at once (each
+// holds a copy of the cells).
+const maxDensityParts = 4
+
+// binRows adds m's rows to their cells; *total counts the rows added so
+// far, so that counts saturate only when they could overflow.
+func (l *Level) binRows(g *grid, counts []uint32, m *chunkMatch, total *uint64) {
 	n := m.count()
 	if n == 0 {
 		return
 	}
+	*total += uint64(n)
+	plain := *total <= math.MaxUint32 // no cell can overflow yet
 	add := func(idx int) {
-		if c := counts[idx]; c != math.MaxUint32 {
+		if c := counts[idx]; plain || c != math.MaxUint32 {
 			counts[idx] = c + 1
 		}
 	}
 	data, d := m.cv.data, g.d
 	if l.vdt.Name == "float32" && d == 3 {
+		// The common case in one pass, the cells inlined.
+		bx, by, bz := g.b[0], g.b[1], g.b[2]
+		lx, ly, lz := g.n[0]-1, g.n[1]-1, g.n[2]-1
+		ix, iy, iz := g.inv[0], g.inv[1], g.inv[2]
+		ex, ey, ez := math.Inf(1), math.Inf(1), math.Inf(1) // an open axis ends at its last boundary
+		if g.open[0] {
+			ex = bx[lx+1]
+		}
+		if g.open[1] {
+			ey = by[ly+1]
+		}
+		if g.open[2] {
+			ez = bz[lz+1]
+		}
 		s1, s2 := g.stride[1], g.stride[2]
+		all, rows := m.all, m.rows
 		for k := 0; k < n; k++ {
-			r := m.row(k)
-			p := data[12*r : 12*r+12 : 12*r+12]
-			i, ok0 := g.cell(0, float64(math.Float32frombits(binary.LittleEndian.Uint32(p))))
-			j, ok1 := g.cell(1, float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))))
-			c, ok2 := g.cell(2, float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))))
-			if ok0 && ok1 && ok2 {
-				add(i + s1*j + s2*c)
+			r := k
+			if !all {
+				r = int(rows[k])
 			}
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+			z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+			if x >= ex || y >= ey || z >= ez {
+				continue
+			}
+			add(cellOf(bx, lx, ix, x) + s1*cellOf(by, ly, iy, y) + s2*cellOf(bz, lz, iz, z))
 		}
 		return
 	}

@@ -2,6 +2,7 @@ package zvf
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -59,13 +60,25 @@ func sampleThreshold(f float64) uint64 { return uint64(math.Ceil(f * 0x1p64)) }
 // groups. An attribute named object_id or group is hidden by the special
 // property where the level has it. Object attributes are not queryable.
 func (l *Level) Queryables() cql2.Schema {
-	s := cql2.Schema{ObjectID: l.objects != nil, Group: l.numGroups > 0}
-	for _, a := range l.vattrs {
-		if q, ok := l.queryable(a, &s); ok {
-			s.Queryables = append(s.Queryables, q)
+	l.schemaOnce.Do(func() {
+		s := cql2.Schema{ObjectID: l.objects != nil, Group: l.numGroups > 0}
+		for _, a := range l.vattrs {
+			if q, ok := l.queryable(a, &s); ok {
+				s.Queryables = append(s.Queryables, q)
+			}
 		}
-	}
+		l.schema = s
+	})
+	s := l.schema
+	s.Queryables = slices.Clone(s.Queryables) // the caller's to keep
 	return s
+}
+
+// schemaRef returns the level's queryables without a copy (not to be
+// modified).
+func (l *Level) schemaRef() *cql2.Schema {
+	l.Queryables()
+	return &l.schema
 }
 
 // queryable describes a vertex attribute as cql2 sees it.
@@ -100,10 +113,10 @@ func (l *Level) queryable(a *attrMeta, s *cql2.Schema) (cql2.Queryable, bool) {
 // multi-channel attribute named whole is not missing: CompileFilter says
 // what is wrong with it.
 func (l *Level) Missing(e cql2.Expr) []string {
-	s := l.Queryables()
+	s := l.schemaRef()
 	var out []string
 	for _, name := range cql2.Properties(e) {
-		if l.hasProperty(&s, name) {
+		if l.hasProperty(s, name) {
 			continue
 		}
 		out = append(out, name)
@@ -132,11 +145,11 @@ func (l *Level) hasProperty(s *cql2.Schema, name string) bool {
 // *cql2.Error) that names it and the level; any other misfit is cql2's
 // *cql2.Error, wrapped the same way.
 func (l *Level) CompileFilter(e cql2.Expr) (*cql2.Filter, error) {
-	s := l.Queryables()
+	s := l.schemaRef()
 	if miss := l.Missing(e); len(miss) > 0 {
-		return nil, l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(&s, miss[0]))
+		return nil, l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(s, miss[0]))
 	}
-	f, err := cql2.Check(e, &s)
+	f, err := cql2.Check(e, s) // Check keeps its own copy
 	if err != nil {
 		return nil, l.s.errf(ErrBadQuery, l.n, "", "", "%w", err)
 	}
@@ -311,6 +324,20 @@ func (l *Level) attrKeys(a *attrMeta) []string {
 	return keys
 }
 
+// column is filter attribute k's rows of m's chunk: its cached blob found
+// by its key built once (no key string per chunk), else read through the
+// cache.
+func (rf *rowFilter) column(ctx context.Context, k int, m *chunkMatch) ([]byte, int, error) {
+	l, a := rf.l, rf.attrs[k]
+	var buf [96]byte
+	if i, ok := l.keySet[string(m.key.appendTo(buf[:0]))]; ok {
+		if v, ok := l.s.peek(rf.akeys[k][i]); ok {
+			return l.attrRows(a, m.key, m.cv.rows, v.([]byte))
+		}
+	}
+	return l.attribute(ctx, a, m.key, m.cv.rows)
+}
+
 // apply narrows m's rows to those the selection keeps, with ev (the
 // filter's evaluator for this goroutine). m's owners are filled when the
 // selection reads them.
@@ -324,8 +351,8 @@ func (rf *rowFilter) apply(ctx context.Context, m *chunkMatch, ev *cql2.Evaluato
 		m.owned = true
 	}
 	if rf.f != nil {
-		for _, a := range rf.attrs {
-			data, ch, err := l.attribute(ctx, a, m.key, m.cv.rows)
+		for k, a := range rf.attrs {
+			data, ch, err := rf.column(ctx, k, m)
 			if err != nil {
 				return err
 			}
@@ -370,6 +397,7 @@ func (rf *rowFilter) sampleRows(m *chunkMatch) []int32 {
 	out := rows[:0]
 	lastID, lastKeep := int64(-1), false
 	d := rf.l.s.dims
+	f32 := rf.l.vdt.Name == "float32" // PositionHash without a call per coordinate
 	var coords [maxDims]float64
 	for _, r := range rows {
 		id := int64(-1)
@@ -383,6 +411,12 @@ func (rf *rowFilter) sampleRows(m *chunkMatch) []int32 {
 		case id >= 0:
 			keep = SampleHash(id) < rf.thresh
 			lastID, lastKeep = id, keep
+		case f32:
+			h, p := uint64(0), m.cv.data[4*d*int(r):]
+			for a := 0; a < d; a++ {
+				h = splitmix64(h ^ math.Float64bits(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4*a:])))))
+			}
+			keep = h < rf.thresh
 		default:
 			for a := 0; a < d; a++ {
 				coords[a] = rf.l.vdt.At(m.cv.data, int(r)*d+a).Float64()

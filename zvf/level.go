@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/zvfserve/zvfserve/zvf/cql2"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
@@ -55,6 +56,9 @@ type Level struct {
 	// (attrKeys).
 	akeysMu sync.Mutex
 	akeys   map[string][]string
+	// schema is the level's queryables, worked out once (Queryables).
+	schemaOnce sync.Once
+	schema     cql2.Schema
 }
 
 type attrMeta struct {
