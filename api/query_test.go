@@ -359,14 +359,14 @@ func TestFilterProblems(t *testing.T) {
 func TestQueryables(t *testing.T) {
 	t.Parallel()
 	srv := demoServer(t, api.Options{PublicURL: "https://zvf.example"})
-	code, hdr, body := serveFull(t, srv.Handler(), "/api/v1/stores/cells")
+	code, _, body := serve(t, srv.Handler(), "/api/v1/stores/cells")
 	var d struct {
 		Queryables string `json:"queryables"`
 	}
 	if code != 200 || json.Unmarshal(body, &d) != nil || d.Queryables != "https://zvf.example/api/v1/stores/cells/queryables" {
 		t.Fatalf("descriptor: %d %s", code, d.Queryables)
 	}
-	code, hdr, body = serveFull(t, srv.Handler(), "/api/v1/stores/cells/queryables")
+	code, hdr, body := serveFull(t, srv.Handler(), "/api/v1/stores/cells/queryables")
 	if code != 200 || hdr.Get("Content-Type") != "application/schema+json" {
 		t.Fatalf("%d %s", code, hdr.Get("Content-Type"))
 	}
@@ -407,7 +407,7 @@ func TestQueryables(t *testing.T) {
 		t.Errorf("%d properties: %s", len(q.Properties), body)
 	}
 	// One level's; and JSON to a client that asks for it.
-	code, hdr, body = serveFull(t, srv.Handler(), "/api/v1/stores/cells/queryables?level=1")
+	code, _, body = serve(t, srv.Handler(), "/api/v1/stores/cells/queryables?level=1")
 	if code != 200 || strings.Contains(string(body), "cell_type") || !strings.Contains(string(body), "object_id") {
 		t.Fatalf("level 1: %d %s", code, body)
 	}

@@ -28,7 +28,7 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 			continue
 		}
 		if sel.Filter != nil {
-			if miss := l.Missing(sel.Filter); len(miss) > 0 {
+			if miss := l.missing(sel.Filter); len(miss) > 0 {
 				if lacks == nil {
 					lacks = l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(l.schemaRef(), miss[0]))
 				}

@@ -107,12 +107,12 @@ func (l *Level) queryable(a *attrMeta, s *cql2.Schema) (cql2.Queryable, bool) {
 	return q, true
 }
 
-// Missing returns the properties e names that this level lacks (sorted),
+// missing returns the properties e names that this level lacks (sorted),
 // each with why: an attribute it does not have, object_id without an
 // object index, group without groups. A channel past the last or a
 // multi-channel attribute named whole is not missing: CompileFilter says
 // what is wrong with it.
-func (l *Level) Missing(e cql2.Expr) []string {
+func (l *Level) missing(e cql2.Expr) []string {
 	s := l.schemaRef()
 	var out []string
 	for _, name := range cql2.Properties(e) {
@@ -146,7 +146,7 @@ func (l *Level) hasProperty(s *cql2.Schema, name string) bool {
 // *cql2.Error, wrapped the same way.
 func (l *Level) CompileFilter(e cql2.Expr) (*cql2.Filter, error) {
 	s := l.schemaRef()
-	if miss := l.Missing(e); len(miss) > 0 {
+	if miss := l.missing(e); len(miss) > 0 {
 		return nil, l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(s, miss[0]))
 	}
 	f, err := cql2.Check(e, s) // Check keeps its own copy

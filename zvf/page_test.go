@@ -352,9 +352,7 @@ func TestPagesJoinToTheWholeAnswer(t *testing.T) {
 							sels = append(sels, c)
 						}
 					}
-					for _, c := range selections(t, &table{n: tb.n, dims: tb.dims, verts: tb.verts, ids: tb.ids}, 9, 1) {
-						sels = append(sels, c) // a sample alone
-					}
+					sels = append(sels, selections(t, &table{n: tb.n, dims: tb.dims, verts: tb.verts, ids: tb.ids}, 9, 1)...) // a sample alone
 					for _, c := range sels {
 						sw := restrict(want, tb, c.keep)
 						for pi, p := range pagers {
