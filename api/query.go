@@ -212,7 +212,7 @@ func writeDensity(w *bufio.Writer, f string, h *densityHeader, counts []uint32) 
 			return err
 		}
 		return e.writeBlock(blockTrailer, 0, tb)
-	default:
+	case "json":
 		b := make([]byte, 0, 64<<10)
 		b = append(b, `{"shape":[`...)
 		for i, n := range h.Shape {
@@ -238,6 +238,7 @@ func writeDensity(w *bufio.Writer, f string, h *densityHeader, counts []uint32) 
 		_, err := w.Write(b)
 		return err
 	}
+	return fmt.Errorf("no density encoding for format %q", f) // a codec in densityCodecs without its case here
 }
 
 // ---- queryables ----
