@@ -190,7 +190,7 @@ func refuseUnpagedBox(ctx context.Context, rep representation, l *zvf.Level, zq 
 	if _, streams := rep.codec.(csvCodec); !streams {
 		return nil // the others hold the answer and refuse at its end
 	}
-	probe := zvf.BBoxQuery{Min: zq.Min, Max: zq.Max, Offset: zq.Offset + zq.Limit, Limit: 1}
+	probe := zvf.BBoxQuery{Min: zq.Min, Max: zq.Max, Offset: zq.Offset + zq.Limit, Limit: 1, Selection: zq.Selection} // the rows the answer has: filtered, sampled
 	res, err := l.BBox(ctx, probe, func(*zvf.Batch) error { return nil })
 	if err != nil {
 		return err

@@ -140,6 +140,7 @@ func (s *Server) density(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer body.release()
+	body.mem.hold(8 * int64(len(counts))) // the cells, and their binary copy, against the answers' budget
 	h := densityHeader{Kind: "density", Store: br.st.Name(), Level: br.l.N(), Dims: len(shape), Shape: shape, Min: br.min, Max: br.max}
 	if err := writeDensity(body.Writer, br.rep.codec.format(), &h, counts); err != nil {
 		return err

@@ -564,3 +564,21 @@ func FuzzQuestions(f *testing.F) {
 		}
 	})
 }
+
+// TestFilteredExportFitsItsFile: a file format that holds one answer whole
+// (CSV without a limit) counts the filtered rows against the server's
+// limit, not the unfiltered box's (it probed past the limit without the
+// filter and refused a small filtered answer with 413).
+func TestFilteredExportFitsItsFile(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, api.Options{MaxVertices: 1000})
+	const p = "/api/v1/stores/cells/bbox?min=0,0,0&max=1000,1000,600&f=csv&filter="
+	code, _, body := serve(t, srv.Handler(), p+url.QueryEscape("object_id < 5"))
+	if code != 200 || bytes.Count(body, []byte("\n")) < 10 {
+		t.Fatalf("a filtered answer of a few rows: %d %.300s", code, body)
+	}
+	code, _, body = serve(t, srv.Handler(), p+url.QueryEscape("object_id < 500"))
+	if p := problemOf(t, code, body); code != 413 || !strings.Contains(p.Detail, "1000") {
+		t.Fatalf("a filtered answer over the limit: %d %s", code, body)
+	}
+}
