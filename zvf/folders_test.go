@@ -121,11 +121,11 @@ func sameAsFixture(t *testing.T, backend string, want, got *zvf.Store) {
 		}
 	}
 	for _, budget := range []int64{1, 100, 1 << 30} {
-		a, err := want.ChooseLevel(ctx, everywhere.min, everywhere.max, budget, nil)
+		a, err := want.ChooseLevel(ctx, everywhere.min, everywhere.max, budget, nil, zvf.Selection{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := got.ChooseLevel(ctx, everywhere.min, everywhere.max, budget, nil)
+		b, err := got.ChooseLevel(ctx, everywhere.min, everywhere.max, budget, nil, zvf.Selection{})
 		if err != nil || a != b {
 			t.Fatalf("%s: ChooseLevel(budget %d) = %d, %v; want %d", backend, budget, b, err, a)
 		}
