@@ -142,16 +142,22 @@ func cursorVersion(r *http.Request, st *zvf.Store) error {
 }
 
 func queryHash(store string, q url.Values) string {
-	s := store + "\x00" + q.Get("min") + "\x00" + q.Get("max") + "\x00" + q.Get("attributes") + "\x00" + q.Get("level") + "\x00" + q.Get("limit")
+	var buf [256]byte // on the stack for a usual query: no allocation
+	b := append(buf[:0], store...)
+	for _, p := range [...]string{"min", "max", "attributes", "level", "limit"} {
+		b = append(append(b, 0), q.Get(p)...)
+	}
 	// A selection changes the rows a position counts; it is added only
 	// when it selects (sample=1 is no sample), so an unselected answer's
 	// cursors are the same bytes with or without it, and as before.
 	if f := q.Get("filter"); f != "" {
-		s += "\x00filter=" + q.Get("filter-lang") + "\x00" + f
+		b = append(append(append(append(b, "\x00filter="...), q.Get("filter-lang")...), 0), f...)
 	}
-	if v, err := strconv.ParseFloat(q.Get("sample"), 64); err == nil && v != 1 {
-		s += "\x00sample=" + q.Get("sample")
+	if sv := q.Get("sample"); sv != "" {
+		if v, err := strconv.ParseFloat(sv, 64); err == nil && v != 1 {
+			b = append(append(b, "\x00sample="...), sv...)
+		}
 	}
-	h := sha256.Sum256([]byte(s))
+	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }

@@ -142,14 +142,21 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	switch {
 	case !res.More:
 		res.Matched, res.MatchedKnown = from+res.Count, true
-	case q.Resume == nil && q.Offset == 0 && rf == nil:
-		// The first page of an answer without a selection knows the
-		// whole count when the rest of the box is cached: counting it
-		// reads nothing and gathers nothing.
+	case q.Resume == nil && q.Offset == 0 && len(sc.cand)-ai.pageEnd()-1 <= firstPageCountChunks:
+		// The first page counts the whole answer when few chunks
+		// follow it: one more window of matching, nothing gathered. The
+		// rule depends on the query alone (not on what is cached), so
+		// equal requests answer equal bytes.
 		end := ai.pageEnd()
-		if rest, ok := l.countCached(sc, sc.cand[end+1:], q.Min, q.Max); ok {
-			res.Matched, res.MatchedKnown = res.Count+ai.seen[end-p0]-int64(stopRank)+rest, true
+		rest := int64(0)
+		err := l.matches(ctx, sc, sc.cand[end+1:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
+			rest += int64(m.count())
+			return false, nil
+		})
+		if err != nil {
+			return res, err
 		}
+		res.Matched, res.MatchedKnown = res.Count+ai.seen[end-p0]-int64(stopRank)+rest, true
 	}
 	if res.More {
 		// The next page starts in the last chunk matched, at stopRank; the
@@ -178,6 +185,10 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	}
 	return res, nil
 }
+
+// firstPageCountChunks is how many candidate chunks may follow a first
+// page for it to count the whole answer (OGC numberMatched).
+const firstPageCountChunks = 16
 
 // gather appends the rows (w bytes each) of src named by rows.
 func gather(dst, src []byte, rows []int32, w int) []byte {

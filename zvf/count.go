@@ -42,34 +42,6 @@ func (l *Level) Count(ctx context.Context, q CountQuery) (int64, error) {
 	return n, err
 }
 
-// countCached counts the rows of the candidate chunks cand in the box
-// when every one of them is in the cache (without a selection); false
-// when one is not.
-func (l *Level) countCached(sc *bboxScratch, cand []int32, min, max []float64) (int64, bool) {
-	if len(cand) == 0 {
-		return 0, true
-	}
-	for _, i := range cand {
-		if _, ok := l.s.peek(l.vkeys[i]); !ok {
-			return 0, false
-		}
-	}
-	if len(sc.ms) == 0 {
-		sc.ms = make([]chunkMatch, 1)
-	}
-	m := &sc.ms[0]
-	var n int64
-	for _, i := range cand {
-		v, ok := l.s.peek(l.vkeys[i])
-		if !ok {
-			return 0, false // evicted meanwhile
-		}
-		l.matchVerts(l.keys[i], v.(*chunkVerts), min, max, m)
-		n += int64(m.count())
-	}
-	return n, true
-}
-
 // MaxDensityCells bounds the cells of one density grid (128³).
 const MaxDensityCells = 1 << 21
 

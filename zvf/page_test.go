@@ -33,6 +33,8 @@ type flat struct {
 	faces [][]int64
 	width int
 	pages int
+	// matched: what pages said the whole answer's row count is
+	matched []int64
 }
 
 func tuples(v []int64, w int) [][]int64 {
@@ -141,9 +143,22 @@ func pagedSel(t *testing.T, l *zvf.Level, min, max []float64, p pager, seed uint
 		f.addConn(t, res, from)
 		f.pages++
 		from += res.Count
+		if res.MatchedKnown {
+			// Whichever page says how many rows the answer has (the
+			// last; the first when few chunks follow it) says it right.
+			f.matched = append(f.matched, res.Matched)
+		}
 		if !res.More {
 			if res.Next != nil {
 				t.Fatal("the last page has a next")
+			}
+			if !res.MatchedKnown {
+				t.Fatal("the last page does not know how many rows the answer has")
+			}
+			for _, m := range f.matched {
+				if m != from {
+					t.Fatalf("a page said the answer has %d rows; it has %d", m, from)
+				}
 			}
 			break
 		}

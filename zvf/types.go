@@ -229,8 +229,9 @@ type BBoxResult struct {
 	FaceWidth int
 	Chunks    int // chunks read
 	// Matched is the number of rows of the whole answer (all pages), when
-	// MatchedKnown: on the last page, and on the first page of an answer
-	// without a selection whose chunks are all in the cache.
+	// MatchedKnown: on the last page, and on the first page when at most
+	// 16 of the box's chunks follow it (counting them is one more window
+	// of matching).
 	Matched      int64
 	MatchedKnown bool
 }
