@@ -43,13 +43,14 @@ func routeParams() map[string][]paramSpec {
 	fJSON := paramSpec{name: "f", values: []string{"json"}}
 	fPayload := paramSpec{name: "f", values: formatNames(payloadCodecs(nil))}
 	fAnswer := paramSpec{name: "f", values: formatNames(answerCodecs(nil))}
+	pTable := paramSpec{name: "table", values: []string{tableVertices, tableEdges, tableFaces}}
 	pLevel, pAttrs := paramSpec{name: "level"}, paramSpec{name: "attributes"}
 	return map[string][]paramSpec{
 		"/api/v1/stores": {fJSON},
 		st:               {fJSON},
 		st + "/bbox": {{name: "min"}, {name: "max"}, pLevel, pAttrs, {name: "limit"}, {name: "cursor"},
-			{name: "connectivity", values: []string{"true", "false"}}, fAnswer},
-		st + "/objects/{id}":                {pLevel, pAttrs, fAnswer},
+			{name: "connectivity", values: []string{"true", "false"}}, fAnswer, pTable},
+		st + "/objects/{id}":                {pLevel, pAttrs, fAnswer, pTable},
 		st + "/objects/{id}/manifest":       {pLevel, fJSON},
 		st + "/objects/{id}/levels":         {fJSON},
 		st + "/groups/{id}":                 {pLevel, fJSON},
