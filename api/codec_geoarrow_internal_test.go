@@ -1,0 +1,133 @@
+package api
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+)
+
+// parts lists geomParts as rows per linestring, per object.
+func (g *geomParts) lists() [][][]int32 {
+	var out [][][]int32
+	for o := 0; o+1 < len(g.objects); o++ {
+		var obj [][]int32
+		for p := g.objects[o]; p < g.objects[o+1]; p++ {
+			obj = append(obj, g.rows[g.parts[p]:g.parts[p+1]])
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+// TestLineParts: how a box's edges become each object's linestrings, case
+// by case: runs of consecutive edges (cut where the line left the box,
+// joined however the edges are ordered, split at branches, closed loops
+// whole, metavertices shared by two lines in both), segments for graphs,
+// and lone rows as one-point linestrings.
+func TestLineParts(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		objOf    []int32
+		edges    []int64
+		segments bool
+		want     [][][]int32
+	}{
+		{"one line", []int32{0, 0, 0, 0}, []int64{0, 1, 1, 2, 2, 3}, false, [][][]int32{{{0, 1, 2, 3}}}},
+		{"edges out of order", []int32{0, 0, 0, 0}, []int64{2, 3, 0, 1, 1, 2}, false, [][][]int32{{{0, 1, 2, 3}}}},
+		{"left the box and came back", []int32{0, 0, 0, 0, 0}, []int64{0, 1, 3, 4}, false, [][][]int32{{{0, 1}, {2}, {3, 4}}}},
+		{"a lone row first", []int32{0, 0, 0}, []int64{1, 2}, false, [][][]int32{{{0}, {1, 2}}}},
+		{"a branch: one run per extra edge", []int32{0, 0, 0, 0}, []int64{0, 1, 1, 2, 1, 3}, false, [][][]int32{{{0, 1, 2}, {1, 3}}}},
+		{"a closed loop", []int32{0, 0, 0}, []int64{0, 1, 1, 2, 2, 0}, false, [][][]int32{{{0, 1, 2, 0}}}},
+		{"two objects", []int32{0, 1, 0, 1}, []int64{0, 2, 1, 3}, false, [][][]int32{{{0, 2}}, {{1, 3}}}},
+		{"a shared metavertex", []int32{0, 0, 1, 1}, []int64{0, 1, 2, 1, 1, 3}, false, [][][]int32{{{0, 1, 3}}, {{2, 1}, {3}}}},
+		{"an edge belongs to its first vertex's object", []int32{0, 1}, []int64{1, 0}, false, [][][]int32{{{0}}, {{1, 0}}}},
+		{"segments", []int32{0, 0, 0, 0, 0}, []int64{1, 0, 2, 1, 3, 1}, true, [][][]int32{{{1, 0}, {2, 1}, {3, 1}, {4}}}},
+		{"segments of two objects", []int32{0, 1, 1, 0}, []int64{2, 1, 0, 3}, true, [][][]int32{{{0, 3}}, {{2, 1}}}},
+		{"no edges", []int32{0, 0}, nil, false, [][][]int32{{{0}, {1}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nobj := int(slices.Max(c.objOf)) + 1
+			g := lineParts(c.objOf, nobj, c.edges, c.segments)
+			if got := g.lists(); !slices.EqualFunc(got, c.want, func(a, b [][]int32) bool { return slices.EqualFunc(a, b, slices.Equal) }) {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// FuzzLineParts: for any rows, objects and edges, every edge is one step
+// of exactly one linestring of its first vertex's object (runs), or one
+// two-point linestring (segments); one-point linestrings are exactly the
+// rows no edge of their object touches; every part is non-empty.
+func FuzzLineParts(f *testing.F) {
+	f.Add([]byte{5, 2, 0, 1, 1, 2, 3, 4}, false)
+	f.Add([]byte{4, 1, 0, 1, 1, 2, 2, 0, 0, 3}, true)
+	f.Add([]byte{6, 3, 0, 1, 2, 1, 1, 3, 3, 1}, false)
+	f.Fuzz(func(t *testing.T, b []byte, segments bool) {
+		if len(b) < 2 {
+			return
+		}
+		n, nobj := int(b[0]%32)+1, int(b[1]%4)+1
+		b = b[2:]
+		objOf := make([]int32, n)
+		for r := range objOf {
+			if r < len(b) {
+				objOf[r] = int32(int(b[r]) % nobj)
+			}
+		}
+		var edges []int64
+		for i := 0; i+1 < len(b) && len(edges) < 64; i += 2 {
+			edges = append(edges, int64(int(binary.LittleEndian.Uint16(b[i:]))%n), int64(int(b[i+1])%n))
+		}
+		if len(edges) > 0 && edges[len(edges)-1] == edges[len(edges)-2] {
+			edges = edges[:len(edges)-2] // a self-loop is no edge of a store
+		}
+		g := lineParts(objOf, nobj, edges, segments)
+		lists := g.lists()
+		if len(lists) != nobj {
+			t.Fatalf("%d objects, want %d", len(lists), nobj)
+		}
+		steps := map[[3]int64]int{} // object, a, b
+		touched := map[[2]int64]bool{}
+		for e := 0; e+1 < len(edges); e += 2 {
+			o := int64(objOf[edges[e]])
+			steps[[3]int64{o, edges[e], edges[e+1]}]++
+			for _, v := range edges[e : e+2] {
+				if int64(objOf[v]) == o {
+					touched[[2]int64{o, v}] = true
+				}
+			}
+		}
+		lone := map[[2]int64]int{}
+		for o, parts := range lists {
+			for _, p := range parts {
+				switch {
+				case len(p) == 0:
+					t.Fatal("an empty linestring")
+				case len(p) == 1:
+					lone[[2]int64{int64(o), int64(p[0])}]++
+				case segments && len(p) != 2:
+					t.Fatalf("a segment of %d points", len(p))
+				}
+				for k := 1; k < len(p); k++ {
+					s := [3]int64{int64(o), int64(p[k-1]), int64(p[k])}
+					if steps[s] == 0 {
+						t.Fatalf("step %v is no unused edge of object %d", s, o)
+					}
+					steps[s]--
+				}
+			}
+		}
+		for s, c := range steps {
+			if c != 0 {
+				t.Fatalf("edge %v in no linestring", s)
+			}
+		}
+		for r, o := range objOf {
+			k := [2]int64{int64(o), int64(r)}
+			if want := !touched[k]; (lone[k] == 1) != want || lone[k] > 1 {
+				t.Fatalf("row %d of object %d: %d one-point linestrings, touched %v", r, o, lone[k], touched[k])
+			}
+		}
+	})
+}
