@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 )
 
 // The Arrow answers are read back here with arrow-go's own IPC reader
@@ -477,5 +480,44 @@ func TestArrowCategoricalIsDictionary(t *testing.T) {
 	}
 	if len(seen) < 2 {
 		t.Fatalf("labels seen %v: too few to test", seen)
+	}
+}
+
+// TestArrowStreamsAsChunksAreRead: a 60,000-point box comes as a record
+// batch per chunk read (512 of them), written as each is read: the first
+// batches reach the client while the last chunk's read still hangs.
+func TestArrowStreamsAsChunksAreRead(t *testing.T) {
+	t.Parallel()
+	_, _, _, url, client := streamServer(t, api.Options{}, false,
+		&faultstore.Rule{Op: "get", Key: "vertices/7.7.7/c/0", Fault: faultstore.Fault{Hang: true}})
+	// An answer held back until its end would never come: 10 s fails.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+wholeBox+"&f=arrow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := ipc.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rd.Next() || rd.RecordBatch().NumRows() == 0 {
+		t.Fatalf("no first batch while the last chunk hangs: %v", rd.Err())
+	}
+	rd.Release()
+	resp.Body.Close() // the server's request ends the hang
+
+	_, _, _, url, client = streamServer(t, api.Options{}, false)
+	resp, body, err := fetch(t, client, url+wholeBox+"&f=arrow")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	s := readArrow(t, body)
+	if s.rows != streamPoints || len(s.batches) < 512 {
+		t.Fatalf("%d rows in %d batches, want %d rows in a batch per chunk", s.rows, len(s.batches), streamPoints)
 	}
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/go-chi/chi/v5"
+	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -248,11 +250,25 @@ func grow(b []byte, n int) []byte {
 
 func bitmapBytes(n int) int { return (n + 7) / 8 }
 
-// arrowWriter is an IPC stream writer and its schema.
+// arrowWriter is an IPC stream writer and its schema. The first record
+// batch and the closing one go through arrow-go's writer, which sends the
+// schema and the dictionaries first; the batches in between, the bulk of
+// an answer, are written here: a RecordBatch message built with a reused
+// flatbuffers builder, then the columns' buffers as they are, so a batch
+// costs its bytes and no allocation (the IPC writer builds and allocates
+// a message's metadata anew for each batch).
 type arrowWriter struct {
-	schema *arrow.Schema
-	w      *ipc.Writer
-	cols   []arrow.Array // the batch being written
+	schema  *arrow.Schema
+	w       *ipc.Writer
+	out     *bufio.Writer
+	started bool
+	cols    []arrow.Array // the batch being written
+	fb      *flatbuffers.Builder
+	nodes   [][2]int64 // field nodes: length, null count
+	bufs    [][]byte   // body buffers, nil for an absent one
+	offs    []int64    // their offsets in the body
+	hdr     [8]byte
+	zeros   [ipcBodyAlignment]byte
 }
 
 func newArrowWriter(w *bufio.Writer, fields []arrow.Field, meta *payloadMeta) (*arrowWriter, error) {
@@ -263,13 +279,17 @@ func newArrowWriter(w *bufio.Writer, fields []arrow.Field, meta *payloadMeta) (*
 	md := arrow.NewMetadata([]string{"zvf:meta"}, []string{string(b)})
 	schema := arrow.NewSchema(fields, &md)
 	// No IPC body compression (browsers' Arrow cannot read it).
-	return &arrowWriter{schema: schema, w: ipc.NewWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))}, nil
+	return &arrowWriter{schema: schema, out: w, w: ipc.NewWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))}, nil
 }
 
 // write sends one record batch of rows rows made of data (consumed: each
 // is released), with custom metadata md when not nil. A panic of the
 // Arrow library on inconsistent columns is an error, not a crash.
 func (aw *arrowWriter) write(data []*array.Data, rows int, md map[string]string) (err error) {
+	if aw.started && md == nil {
+		return aw.writeBatch(data, rows)
+	}
+	aw.started = true
 	aw.cols = aw.cols[:0]
 	defer func() {
 		for _, c := range aw.cols {
@@ -292,6 +312,109 @@ func (aw *arrowWriter) write(data []*array.Data, rows int, md map[string]string)
 	defer rec.Release()
 	return aw.w.Write(rec)
 }
+
+// Arrow IPC constants (Message.fbs, Schema.fbs; the stream format).
+const (
+	ipcContinuation  = 0xFFFFFFFF
+	ipcMetadataV5    = 4 // MetadataVersion.V5
+	ipcRecordBatch   = 3 // MessageHeader.RecordBatch
+	ipcBodyAlignment = 8
+)
+
+// writeBatch writes a RecordBatch message of data (consumed) and its
+// body. Its layout is the columns' own: each node's length and null
+// count, depth first, and each node's buffers in order (an absent
+// validity buffer has length 0), every buffer padded to 8 bytes.
+func (aw *arrowWriter) writeBatch(data []*array.Data, rows int) error {
+	aw.nodes, aw.bufs = aw.nodes[:0], aw.bufs[:0]
+	for _, d := range data {
+		aw.flatten(d)
+	}
+	defer releaseAll(data)
+	if aw.fb == nil {
+		aw.fb = flatbuffers.NewBuilder(1024)
+	}
+	b := aw.fb
+	b.Reset()
+	// Vectors of structs are written back to front.
+	var body int64
+	aw.offs = aw.offs[:0]
+	for _, buf := range aw.bufs {
+		aw.offs = append(aw.offs, body)
+		body += int64(padded(len(buf)))
+	}
+	b.StartVector(16, len(aw.bufs), 8)
+	for k := len(aw.bufs) - 1; k >= 0; k-- {
+		b.Prep(8, 16)
+		b.PrependInt64(int64(len(aw.bufs[k])))
+		b.PrependInt64(aw.offs[k])
+	}
+	buffers := b.EndVector(len(aw.bufs))
+	b.StartVector(16, len(aw.nodes), 8)
+	for k := len(aw.nodes) - 1; k >= 0; k-- {
+		b.Prep(8, 16)
+		b.PrependInt64(aw.nodes[k][1])
+		b.PrependInt64(aw.nodes[k][0])
+	}
+	nodes := b.EndVector(len(aw.nodes))
+	b.StartObject(5) // RecordBatch: length, nodes, buffers, compression, variadicBufferCounts
+	b.PrependInt64Slot(0, int64(rows), 0)
+	b.PrependUOffsetTSlot(1, nodes, 0)
+	b.PrependUOffsetTSlot(2, buffers, 0)
+	rb := b.EndObject()
+	b.StartObject(5) // Message: version, header_type, header, bodyLength, custom_metadata
+	b.PrependInt16Slot(0, ipcMetadataV5, 0)
+	b.PrependByteSlot(1, ipcRecordBatch, 0)
+	b.PrependUOffsetTSlot(2, rb, 0)
+	b.PrependInt64Slot(3, body, 0)
+	b.Finish(b.EndObject())
+	meta := b.FinishedBytes()
+	// Continuation, metadata length (padded so the body starts aligned),
+	// metadata, padding, body.
+	mlen := padded(len(meta))
+	binary.LittleEndian.PutUint32(aw.hdr[0:], ipcContinuation)
+	binary.LittleEndian.PutUint32(aw.hdr[4:], uint32(mlen))
+	if _, err := aw.out.Write(aw.hdr[:]); err != nil {
+		return err
+	}
+	if _, err := aw.out.Write(meta); err != nil {
+		return err
+	}
+	if err := aw.pad(mlen - len(meta)); err != nil {
+		return err
+	}
+	for _, buf := range aw.bufs {
+		if _, err := aw.out.Write(buf); err != nil {
+			return err
+		}
+		if err := aw.pad(padded(len(buf)) - len(buf)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flatten lists d's field nodes and buffers, depth first.
+func (aw *arrowWriter) flatten(d arrow.ArrayData) {
+	aw.nodes = append(aw.nodes, [2]int64{int64(d.Len()), int64(d.NullN())})
+	for _, buf := range d.Buffers() {
+		if buf == nil {
+			aw.bufs = append(aw.bufs, nil)
+			continue
+		}
+		aw.bufs = append(aw.bufs, buf.Bytes())
+	}
+	for _, c := range d.Children() {
+		aw.flatten(c)
+	}
+}
+
+func (aw *arrowWriter) pad(n int) error {
+	_, err := aw.out.Write(aw.zeros[:n])
+	return err
+}
+
+func padded(n int) int { return (n + ipcBodyAlignment - 1) / ipcBodyAlignment * ipcBodyAlignment }
 
 // closingMetadata is the custom metadata of an answer's last record
 // batch: what the other formats' trailer holds. zvf:next is the cursor
