@@ -19,6 +19,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/zvfserve/zvfserve/api/apitest"
 )
 
 // The Arrow answers as browsers read them: npm apache-arrow in Node, the
@@ -283,13 +285,13 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 	bodies := map[string][]byte{}
 	checks := map[string]check{}
 	add := func(name, path string, c check) {
-		_, body := mustGet(t, h, path)
+		_, body := serveOK(t, h, path)
 		bodies[name], checks[name] = body, c
 	}
 	box := "min=-1,-1,-1&max=1001,1001,601"
 	vertexTable := func(jsonPath string) check {
 		return func(t *testing.T, nt nodeTable, body []byte) {
-			_, jb := mustGet(t, h, jsonPath)
+			_, jb := serveOK(t, h, jsonPath)
 			want := parsePage(t, "json", jb)
 			if len(want.cols["ids"]) == 0 {
 				delete(want.cols, "ids")
@@ -304,7 +306,7 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 	}
 	indexTable := func(jsonPath, member string) check {
 		return func(t *testing.T, nt nodeTable, body []byte) {
-			_, jb := mustGet(t, h, jsonPath)
+			_, jb := serveOK(t, h, jsonPath)
 			var doc map[string]json.RawMessage
 			if err := json.Unmarshal(jb, &doc); err != nil {
 				t.Fatal(err)
@@ -335,7 +337,7 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 	}
 	geo := func(jsonPath, geom string, objectID int64) check {
 		return func(t *testing.T, nt nodeTable, body []byte) {
-			_, jb := mustGet(t, h, jsonPath)
+			_, jb := serveOK(t, h, jsonPath)
 			var j jsonAnswer
 			if err := json.Unmarshal(jb, &j); err != nil {
 				t.Fatal(err)
@@ -368,7 +370,7 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 		if cur != "" {
 			q += "&cursor=" + url.QueryEscape(cur)
 		}
-		_, jb := mustGet(t, h, q+"&f=json")
+		_, jb := serveOK(t, h, q+"&f=json")
 		add(fmt.Sprintf("cells page %02d", i), q+"&f=arrow", vertexTable(q+"&f=json"))
 		var j jsonAnswer
 		if err := json.Unmarshal(jb, &j); err != nil {
@@ -388,7 +390,7 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 		vertexTable("/api/v1/stores/points_bins/bbox?min=0,0,0&max=1000,1000,1000&attributes=*&f=json"))
 	// Connectivity tables: a paged page of edges, faces, an object's edges.
 	p = "/api/v1/stores/axons/bbox?" + box + "&limit=2000"
-	_, jb := mustGet(t, h, p+"&f=json")
+	_, jb := serveOK(t, h, p+"&f=json")
 	var first jsonAnswer
 	if err := json.Unmarshal(jb, &first); err != nil || first.Next == nil {
 		t.Fatalf("axons: %v, no second page", err)
@@ -456,7 +458,7 @@ func TestArrowRecipes(t *testing.T) {
 			if cur != "" {
 				u += "&cursor=" + url.QueryEscape(cur)
 			}
-			resp, b := get(t, ts, u)
+			resp, b := apitest.Get(t, ts, u)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("%s: %d", u, resp.StatusCode)
 			}
@@ -503,7 +505,7 @@ func TestArrowRecipes(t *testing.T) {
 					t.Fatalf("%s: JSON has %d rows", out, total)
 				}
 			case "geoarrow":
-				resp, b := get(t, ts, "/api/v1/stores/axons/bbox?min=190,260,110&max=770,880,480&f=json&connectivity=false")
+				resp, b := apitest.Get(t, ts, "/api/v1/stores/axons/bbox?min=190,260,110&max=770,880,480&f=json&connectivity=false")
 				var j jsonAnswer
 				if err := json.Unmarshal(b, &j); err != nil || resp.StatusCode != http.StatusOK {
 					t.Fatal(err)

@@ -216,7 +216,7 @@ func arrowIndices(t testing.TB, body []byte, width int) (rows [][]int64, md map[
 	return rows, s.last
 }
 
-func mustGet(t testing.TB, h http.Handler, path string) (http.Header, []byte) {
+func serveOK(t testing.TB, h http.Handler, path string) (http.Header, []byte) {
 	t.Helper()
 	code, hdr, body := serveFull(t.(*testing.T), h, path)
 	if code != http.StatusOK {
@@ -269,7 +269,7 @@ func TestArrowPagesMatchJSON(t *testing.T) {
 							if cur != "" {
 								u += "&cursor=" + url.QueryEscape(cur)
 							}
-							hdr, body := mustGet(t, c.h, u)
+							hdr, body := serveOK(t, c.h, u)
 							if ct := hdr.Get("Content-Type"); ct != "application/vnd.apache.arrow.stream" {
 								t.Fatalf("%s: Content-Type %q", what, ct)
 							}
@@ -283,7 +283,7 @@ func TestArrowPagesMatchJSON(t *testing.T) {
 							want.edges, want.faces, want.width = nil, nil, 0
 							sameJoined(t, what, got, want)
 							if table != "" {
-								_, body := mustGet(t, c.h, strings.Replace(u, "&f=arrow", "&f=arrow&table="+table, 1))
+								_, body := serveOK(t, c.h, strings.Replace(u, "&f=arrow", "&f=arrow&table="+table, 1))
 								j := jsonPages[i]
 								wantIdx, width := j.edges, 2
 								if table == "faces" {
@@ -331,7 +331,7 @@ func TestArrowObjectAndChunkMatchJSON(t *testing.T) {
 			for _, n := range s.Levels() {
 				// Objects: the first, a middle and the last id of the
 				// whole box's answer.
-				_, body := mustGet(t, h, fmt.Sprintf("/api/v1/stores/%s/bbox?min=-1,-1,-1&max=1001,1001,601&level=%d&f=json&connectivity=false", s.Name(), n))
+				_, body := serveOK(t, h, fmt.Sprintf("/api/v1/stores/%s/bbox?min=-1,-1,-1&max=1001,1001,601&level=%d&f=json&connectivity=false", s.Name(), n))
 				var box struct {
 					ObjectIDs []int64 `json:"object_ids"`
 				}
@@ -344,7 +344,7 @@ func TestArrowObjectAndChunkMatchJSON(t *testing.T) {
 					compareArrowToJSON(t, h, what, path, geom)
 				}
 				// Chunks: the first and the last.
-				_, body = mustGet(t, h, fmt.Sprintf("/api/v1/stores/%s/levels/%d/chunks", s.Name(), n))
+				_, body = serveOK(t, h, fmt.Sprintf("/api/v1/stores/%s/levels/%d/chunks", s.Name(), n))
 				var chunks struct {
 					Chunks []string `json:"chunks"`
 				}
@@ -364,7 +364,7 @@ func TestArrowObjectAndChunkMatchJSON(t *testing.T) {
 // table=edges|faces) equal to its f=json answer.
 func compareArrowToJSON(t *testing.T, h http.Handler, what, path, geom string) {
 	t.Helper()
-	_, jbody := mustGet(t, h, path+"&f=json")
+	_, jbody := serveOK(t, h, path+"&f=json")
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(jbody, &doc); err != nil {
 		t.Fatal(err)
@@ -373,7 +373,7 @@ func compareArrowToJSON(t *testing.T, h http.Handler, what, path, geom string) {
 	if len(want.cols["ids"]) == 0 {
 		delete(want.cols, "ids") // object and chunk answers have no object_ids member
 	}
-	_, abody := mustGet(t, h, path+"&f=arrow")
+	_, abody := serveOK(t, h, path+"&f=arrow")
 	got := arrowPage(t, abody)
 	want.edges, want.faces, want.width = nil, nil, 0
 	want.numberMatched = got.numberMatched
@@ -405,7 +405,7 @@ func compareArrowToJSON(t *testing.T, h http.Handler, what, path, geom string) {
 				width = len(wantIdx[0])
 			}
 		}
-		_, body := mustGet(t, h, path+"&f=arrow&table="+table)
+		_, body := serveOK(t, h, path+"&f=arrow&table="+table)
 		idx, _ := arrowIndices(t, body, width)
 		if len(idx) == 0 && len(wantIdx) == 0 {
 			continue
@@ -440,7 +440,7 @@ func TestArrowCategoricalIsDictionary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, desc := mustGet(t, srv.Handler(), "/api/v1/stores/cells")
+	_, desc := serveOK(t, srv.Handler(), "/api/v1/stores/cells")
 	var d struct {
 		Levels []zvf.LevelInfo `json:"levels"`
 	}
@@ -456,7 +456,7 @@ func TestArrowCategoricalIsDictionary(t *testing.T) {
 	if len(labels) < 2 {
 		t.Fatalf("cell_type labels %v", labels)
 	}
-	_, body := mustGet(t, srv.Handler(), "/api/v1/stores/cells/bbox?min=0,0,0&max=500,500,300&attributes=cell_type&f=arrow")
+	_, body := serveOK(t, srv.Handler(), "/api/v1/stores/cells/bbox?min=0,0,0&max=500,500,300&attributes=cell_type&f=arrow")
 	s := readArrow(t, body)
 	f, _ := s.schema.FieldsByName("cell_type")
 	dt, ok := f[0].Type.(*arrow.DictionaryType)

@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 )
 
 // GeoArrow answers are read back with arrow-go and held against the JSON
@@ -337,7 +338,7 @@ func TestGeoArrowMatchesJSON(t *testing.T) {
 	} {
 		t.Run(c.store, func(t *testing.T) {
 			t.Parallel()
-			_, desc := mustGet(t, h, "/api/v1/stores/"+c.store)
+			_, desc := serveOK(t, h, "/api/v1/stores/"+c.store)
 			var d struct {
 				Levels []struct {
 					Level            int `json:"level"`
@@ -367,12 +368,12 @@ func TestGeoArrowMatchesJSON(t *testing.T) {
 								u += "&cursor=" + url.QueryEscape(cur)
 							}
 							what := fmt.Sprintf("level %d box %d%s page %d", lv.Level, bi, limit, page)
-							_, jb := mustGet(t, h, u+"&f=json")
+							_, jb := serveOK(t, h, u+"&f=json")
 							var j jsonAnswer
 							if err := json.Unmarshal(jb, &j); err != nil {
 								t.Fatal(err)
 							}
-							hdr, gb := mustGet(t, h, u+"&f=geoarrow")
+							hdr, gb := serveOK(t, h, u+"&f=geoarrow")
 							g := readGeoArrow(t, gb)
 							if g.ext != c.ext {
 								t.Fatalf("%s: %s, want %s", what, g.ext, c.ext)
@@ -402,19 +403,19 @@ func TestGeoArrowMatchesJSON(t *testing.T) {
 					continue
 				}
 				// The object route: the first object of the box.
-				_, jb := mustGet(t, h, fmt.Sprintf("/api/v1/stores/%s/bbox?min=-1,-1,-1&max=1001,1001,601&level=%d&f=json&connectivity=false&limit=1", c.store, lv.Level))
+				_, jb := serveOK(t, h, fmt.Sprintf("/api/v1/stores/%s/bbox?min=-1,-1,-1&max=1001,1001,601&level=%d&f=json&connectivity=false&limit=1", c.store, lv.Level))
 				var first jsonAnswer
 				if err := json.Unmarshal(jb, &first); err != nil || len(first.ObjectIDs) != 1 {
 					t.Fatalf("%v %s", err, jb)
 				}
 				id := first.ObjectIDs[0]
 				path := fmt.Sprintf("/api/v1/stores/%s/objects/%d?level=%d", c.store, id, lv.Level)
-				_, jb = mustGet(t, h, path+"&f=json")
+				_, jb = serveOK(t, h, path+"&f=json")
 				var j jsonAnswer
 				if err := json.Unmarshal(jb, &j); err != nil {
 					t.Fatal(err)
 				}
-				_, gb := mustGet(t, h, path+"&f=geoarrow")
+				_, gb := serveOK(t, h, path+"&f=geoarrow")
 				g := readGeoArrow(t, gb)
 				what := fmt.Sprintf("level %d object %d", lv.Level, id)
 				if g.ext != c.objectExt || len(g.ids) != 1 || g.ids[0] != id {
@@ -443,7 +444,7 @@ func checkObjectAttributes(t *testing.T, h http.Handler, what, store string, lev
 		if id < 0 {
 			continue
 		}
-		_, jb := mustGet(t, h, fmt.Sprintf("/api/v1/stores/%s/objects/%d?level=%d&f=json", store, id, level))
+		_, jb := serveOK(t, h, fmt.Sprintf("/api/v1/stores/%s/objects/%d?level=%d&f=json", store, id, level))
 		var j jsonAnswer
 		if err := json.Unmarshal(jb, &j); err != nil {
 			t.Fatal(err)
@@ -467,7 +468,7 @@ func TestArrowRefusals(t *testing.T) {
 	t.Parallel()
 	h := geoServer(t, 1<<40)
 	box := "min=-1,-1,-1&max=1001,1001,601"
-	_, first := mustGet(t, h, "/api/v1/stores/axons/bbox?"+box+"&f=json&limit=100")
+	_, first := serveOK(t, h, "/api/v1/stores/axons/bbox?"+box+"&f=json&limit=100")
 	var j jsonAnswer
 	if err := json.Unmarshal(first, &j); err != nil || j.Next == nil {
 		t.Fatalf("%v: a first page of 100 vertices has no next", err)
@@ -517,11 +518,11 @@ func TestArrowNegotiation(t *testing.T) {
 	t.Parallel()
 	_, ts := newServer(t, api.Options{})
 	path := "/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=1000,1000,1000&attributes=*"
-	resp, plain := get(t, ts, path+"&f=arrow", "Accept-Encoding", "identity")
+	resp, plain := apitest.Get(t, ts, path+"&f=arrow", "Accept-Encoding", "identity")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "" {
 		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("Content-Encoding"))
 	}
-	resp, byAccept := get(t, ts, path, "Accept", "application/vnd.apache.arrow.stream", "Accept-Encoding", "identity")
+	resp, byAccept := apitest.Get(t, ts, path, "Accept", "application/vnd.apache.arrow.stream", "Accept-Encoding", "identity")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/vnd.apache.arrow.stream" || string(byAccept) != string(plain) {
 		t.Fatalf("Accept: %d %q, %d bytes, f=arrow %d", resp.StatusCode, resp.Header.Get("Content-Type"), len(byAccept), len(plain))
 	}
