@@ -670,7 +670,7 @@ func arrowSetup(r *http.Request, rep representation, st *zvf.Store, l *zvf.Level
 		if dims < 2 || dims > 3 {
 			return nil, nil, notAcceptable(fmt.Sprintf("f=geoarrow holds 2 or 3 dimensions, not %d; use f=arrow", dims))
 		}
-		g := &geoMeta{geom: geom, objectID: -1, pageable: geom == "point_cloud", maxRows: limit,
+		g := &geoMeta{geom: geom, objectID: -1, pageable: geom == "point_cloud", maxRows: limit, batchCoords: geoBatchCoords,
 			objectAttrs: l.Info().ObjectAttributes}
 		if !g.pageable && q.Has("cursor") {
 			return nil, nil, badRequest("f=geoarrow answers of lines are not paged (a page's edges reach rows of the pages before it); give no cursor")

@@ -39,7 +39,9 @@ import (
 //
 // Rows of one object come from many chunks, so the encoder holds the
 // answer until its end: at most the answer's limit of vertices (limit=,
-// at most --max-vertices), as float64 coordinates, object ids and edges.
+// at most --max-vertices), as float64 coordinates, object ids and edges,
+// then writes objects in record batches of about geoBatchCoords
+// coordinates.
 // A box of points pages like the other formats (an object cut by a page
 // is a row in each page); a box of lines is one answer, and one with more
 // vertices than the limit is a 413, since a page's edges reach rows of
@@ -73,6 +75,8 @@ type geoMeta struct {
 	// with more rows than maxRows is refused.
 	pageable bool
 	maxRows  int64
+	// batchCoords bounds a record batch's coordinates (geoBatchCoords).
+	batchCoords int32
 	// objectAttrs are the level's object attributes; attrsOf reads one
 	// object's.
 	objectAttrs []zvf.AttrInfo
@@ -276,47 +280,115 @@ func (e *geoarrowEncoder) writePoints(md map[string]string) error {
 	return e.write(fields, data, e.rows, md)
 }
 
+// geoBatchCoords bounds the coordinates of one GeoArrow record batch
+// (an object with more is a batch of its own): the batch's coordinates
+// are gathered into a buffer reused from batch to batch.
+const geoBatchCoords = 1 << 16
+
 // writeObjects writes a row per object: its geometry, object_id and the
-// object attributes.
+// object attributes, objects in record batches of about batchCoords
+// coordinates; the last carries the closing metadata.
 func (e *geoarrowEncoder) writeObjects(objects []int64, g *geomParts, md map[string]string) error {
-	coord := coordType(e.m.Dims)
-	coords := make([]float64, 0, len(g.rows)*e.m.Dims)
-	for _, r := range g.rows {
-		coords = append(coords, e.coords[int(r)*e.m.Dims:int(r+1)*e.m.Dims]...)
-	}
-	geom := coordData(coord, coords, len(g.rows))
+	dims := e.m.Dims
+	coord := coordType(dims)
+	line := arrow.ListOfField(arrow.Field{Name: "vertices", Type: coord})
+	multi := e.kind == geoMultiLineString
 	var gtype arrow.DataType
 	switch e.kind {
 	case geoMultiPoint:
 		gtype = arrow.ListOfField(arrow.Field{Name: "points", Type: coord})
-		geom = listData(gtype, len(objects), g.objects, geom)
 	case geoLineString:
-		gtype = arrow.ListOfField(arrow.Field{Name: "vertices", Type: coord})
-		geom = listData(gtype, len(objects), g.objects, geom)
+		gtype = line
 	default:
-		line := arrow.ListOfField(arrow.Field{Name: "vertices", Type: coord})
 		gtype = arrow.ListOfField(arrow.Field{Name: "linestrings", Type: line})
-		geom = listData(line, len(g.parts)-1, g.parts, geom)
-		geom = listData(gtype, len(objects), g.objects, geom)
 	}
 	fields := []arrow.Field{geometryField(gtype, e.kind), {Name: "object_id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
-	data := []*array.Data{geom, idData(objects)}
+	var cols []*arrowColumn
+	defer func() {
+		for _, c := range cols {
+			c.release()
+		}
+	}()
 	for _, a := range e.g.objectAttrs {
 		c, err := newArrowColumn(zvf.AttrInfo{Name: a.Name, DType: a.DType, Channels: a.Channels})
 		if err != nil {
-			releaseAll(data)
 			return err
 		}
-		d, err := e.objectColumn(c, objects)
-		c.release()
-		if err != nil {
-			releaseAll(data)
-			return err
-		}
+		cols = append(cols, c)
 		fields = append(fields, arrow.Field{Name: a.Name, Type: c.typ, Nullable: true})
-		data = append(data, d)
 	}
-	return e.write(fields, data, len(objects), md)
+	aw, err := newArrowWriter(e.w, fields, e.m)
+	if err != nil {
+		return err
+	}
+	// span is where object o's coordinates lie in g.rows.
+	span := func(o int) (int32, int32) {
+		if multi {
+			return g.parts[g.objects[o]], g.parts[g.objects[o+1]]
+		}
+		return g.objects[o], g.objects[o+1]
+	}
+	var coords []float64
+	var objOffs, partOffs []int32
+	for o0 := 0; ; {
+		o1 := o0
+		var lo int32
+		if o0 < len(objects) {
+			lo, _ = span(o0)
+		}
+		for o1 < len(objects) {
+			_, hi := span(o1)
+			if o1 > o0 && hi-lo > e.g.batchCoords {
+				break
+			}
+			o1++
+		}
+		hi := lo
+		if o1 > o0 {
+			_, hi = span(o1 - 1)
+		}
+		coords = coords[:0]
+		for _, r := range g.rows[lo:hi] {
+			coords = append(coords, e.coords[int(r)*dims:int(r+1)*dims]...)
+		}
+		geom := coordData(coord, coords, int(hi-lo))
+		if multi {
+			p0, p1 := g.objects[o0], g.objects[o1]
+			partOffs = rebased(partOffs, g.parts[p0:p1+1])
+			geom = listData(line, int(p1-p0), partOffs, geom)
+		}
+		objOffs = rebased(objOffs, g.objects[o0:o1+1])
+		geom = listData(gtype, o1-o0, objOffs, geom)
+		data := []*array.Data{geom, idData(objects[o0:o1])}
+		for _, c := range cols {
+			d, err := e.objectColumn(c, objects[o0:o1])
+			if err != nil {
+				releaseAll(data)
+				return err
+			}
+			data = append(data, d)
+		}
+		var closing map[string]string
+		if o1 == len(objects) {
+			closing = md
+		}
+		if err := aw.write(data, o1-o0, closing); err != nil {
+			return err
+		}
+		if o0 = o1; o0 == len(objects) {
+			return aw.w.Close()
+		}
+	}
+}
+
+// rebased is offs less its first, into dst (an Arrow batch's offsets
+// start at 0).
+func rebased(dst, offs []int32) []int32 {
+	dst = dst[:0]
+	for _, o := range offs {
+		dst = append(dst, o-offs[0])
+	}
+	return dst
 }
 
 // objectColumn gathers one object attribute over the rows' objects; an
