@@ -76,19 +76,34 @@ type arrowColumn struct {
 	bits, idx []byte
 }
 
-// arrowNumeric maps the numeric Zarr data types to Arrow's.
-var arrowNumeric = map[string]arrow.DataType{
-	"int8": arrow.PrimitiveTypes.Int8, "int16": arrow.PrimitiveTypes.Int16,
-	"int32": arrow.PrimitiveTypes.Int32, "int64": arrow.PrimitiveTypes.Int64,
-	"uint8": arrow.PrimitiveTypes.Uint8, "uint16": arrow.PrimitiveTypes.Uint16,
-	"uint32": arrow.PrimitiveTypes.Uint32, "uint64": arrow.PrimitiveTypes.Uint64,
-	"float16": arrow.FixedWidthTypes.Float16, "float32": arrow.PrimitiveTypes.Float32,
-	"float64": arrow.PrimitiveTypes.Float64,
+// arrowNumeric is Arrow's type for a numeric Zarr data type.
+func arrowNumeric(dtype string) (arrow.DataType, bool) {
+	switch dtype {
+	case "int8":
+		return arrow.PrimitiveTypes.Int8, true
+	case "int16":
+		return arrow.PrimitiveTypes.Int16, true
+	case "int32":
+		return arrow.PrimitiveTypes.Int32, true
+	case "int64":
+		return arrow.PrimitiveTypes.Int64, true
+	case "uint8":
+		return arrow.PrimitiveTypes.Uint8, true
+	case "uint16":
+		return arrow.PrimitiveTypes.Uint16, true
+	case "uint32":
+		return arrow.PrimitiveTypes.Uint32, true
+	case "uint64":
+		return arrow.PrimitiveTypes.Uint64, true
+	case "float16":
+		return arrow.FixedWidthTypes.Float16, true
+	case "float32":
+		return arrow.PrimitiveTypes.Float32, true
+	case "float64":
+		return arrow.PrimitiveTypes.Float64, true
+	}
+	return nil, false
 }
-
-// labelsType is the type of every categorical column: int32 codes into
-// UTF-8 labels.
-var labelsType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 
 // newArrowColumn plans the Arrow column of a zvf column described by a:
 // a data type Arrow has no type for (complex numbers) is a 406.
@@ -96,10 +111,11 @@ func newArrowColumn(a zvf.AttrInfo) (*arrowColumn, error) {
 	c := &arrowColumn{name: a.Name, channels: max(a.Channels, 1)}
 	switch {
 	case a.Categories != nil:
-		if _, ok := arrowNumeric[a.DType]; !ok || a.DType == "float16" || a.DType == "float32" || a.DType == "float64" {
+		if t, ok := arrowNumeric(a.DType); !ok || !arrow.IsInteger(t.ID()) {
 			return nil, notAcceptable(fmt.Sprintf("categorical column %q has %s codes; Arrow dictionaries need integer codes", a.Name, a.DType))
 		}
-		c.elem = labelsType
+		// Every categorical column: int32 codes into UTF-8 labels.
+		c.elem = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 		b := array.NewStringBuilder(memory.DefaultAllocator)
 		for _, s := range a.Categories {
 			b.Append(s)
@@ -112,7 +128,7 @@ func newArrowColumn(a zvf.AttrInfo) (*arrowColumn, error) {
 	case a.DType == "bool":
 		c.elem = arrow.FixedWidthTypes.Boolean
 	default:
-		t, ok := arrowNumeric[a.DType]
+		t, ok := arrowNumeric(a.DType)
 		if !ok {
 			return nil, notAcceptable(fmt.Sprintf("column %q is %s, which Arrow has no type for; use f=bin or f=json", a.Name, a.DType))
 		}
