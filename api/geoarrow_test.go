@@ -581,3 +581,17 @@ func decompress(t *testing.T, enc string, b []byte) []byte {
 	}
 	return out
 }
+
+// TestNotAcceptableNamesEachMediaTypeOnce: Arrow and GeoArrow share a
+// media type; a 406 lists the route's media types once each.
+func TestNotAcceptableNamesEachMediaTypeOnce(t *testing.T) {
+	t.Parallel()
+	_, ts := newServer(t, api.Options{})
+	resp, body := apitest.Get(t, ts, "/api/v1/stores/graph/objects/0", "Accept", "image/png")
+	if resp.StatusCode != http.StatusNotAcceptable {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if n := strings.Count(string(body), "application/vnd.apache.arrow.stream"); n != 1 {
+		t.Fatalf("Arrow's media type %d times in %s", n, body)
+	}
+}
