@@ -338,7 +338,7 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 	geo := func(jsonPath, geom string, objectID int64) check {
 		return func(t *testing.T, nt nodeTable, body []byte) {
 			_, jb := serveOK(t, h, jsonPath)
-			var j jsonAnswer
+			var j rowsJSON
 			if err := json.Unmarshal(jb, &j); err != nil {
 				t.Fatal(err)
 			}
@@ -372,7 +372,7 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 		}
 		_, jb := serveOK(t, h, q+"&f=json")
 		add(fmt.Sprintf("cells page %02d", i), q+"&f=arrow", vertexTable(q+"&f=json"))
-		var j jsonAnswer
+		var j rowsJSON
 		if err := json.Unmarshal(jb, &j); err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 	// Connectivity tables: a paged page of edges, faces, an object's edges.
 	p = "/api/v1/stores/axons/bbox?" + box + "&limit=2000"
 	_, jb := serveOK(t, h, p+"&f=json")
-	var first jsonAnswer
+	var first rowsJSON
 	if err := json.Unmarshal(jb, &first); err != nil || first.Next == nil {
 		t.Fatalf("axons: %v, no second page", err)
 	}
@@ -462,7 +462,7 @@ func TestArrowRecipes(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("%s: %d", u, resp.StatusCode)
 			}
-			var j jsonAnswer
+			var j rowsJSON
 			if err := json.Unmarshal(b, &j); err != nil {
 				t.Fatal(err)
 			}
@@ -506,7 +506,7 @@ func TestArrowRecipes(t *testing.T) {
 				}
 			case "geoarrow":
 				resp, b := apitest.Get(t, ts, "/api/v1/stores/axons/bbox?min=190,260,110&max=770,880,480&f=json&connectivity=false")
-				var j jsonAnswer
+				var j rowsJSON
 				if err := json.Unmarshal(b, &j); err != nil || resp.StatusCode != http.StatusOK {
 					t.Fatal(err)
 				}

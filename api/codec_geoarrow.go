@@ -56,7 +56,7 @@ func (geoarrowCodec) newEncoder() encoder { return &geoarrowEncoder{} }
 
 // pageRows: the answer's limit bounds what GeoArrow holds, as for the
 // file formats (a page of lines could not be cut shorter: it is refused
-// past the limit).
+// past the limit); the encoder counts it in the answer's memory.
 func (geoarrowCodec) pageRows(*payloadMeta) int64 { return 0 }
 
 // GeoArrow extension names.
@@ -105,6 +105,7 @@ func geoKind(geom string, objects, objectRoute bool) string {
 
 type geoarrowEncoder struct {
 	w      *bufio.Writer
+	mem    *answerMem
 	m      *payloadMeta
 	g      *geoMeta
 	kind   string
@@ -114,11 +115,11 @@ type geoarrowEncoder struct {
 	attrs  []zvf.Column // per-vertex points only: the rows' attributes
 }
 
-func (e *geoarrowEncoder) begin(w *bufio.Writer, m *payloadMeta, _ *answerMem) error {
+func (e *geoarrowEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
 	if m.Arrow == nil || m.Arrow.geo == nil {
 		return fmt.Errorf("geoarrow answer without its setup")
 	}
-	e.w, e.m, e.g = w, m, m.Arrow.geo
+	e.w, e.m, e.g, e.mem = w, m, m.Arrow.geo, mem
 	e.kind = geoKind(e.g.geom, m.ObjectIDs || e.g.objectID >= 0, e.g.objectID >= 0)
 	if e.kind == "" || m.Dims < 2 || m.Dims > 3 {
 		return notAcceptable(fmt.Sprintf("f=geoarrow holds points and lines of 2 or 3 dimensions, not %d-dimensional %s", m.Dims, e.g.geom))
@@ -156,7 +157,18 @@ func (e *geoarrowEncoder) batch(b *zvf.Batch) error {
 		}
 	}
 	e.rows += b.Rows
+	e.account(0)
 	return nil
+}
+
+// account counts what the encoder holds in the answer's memory: the
+// rows it keeps, and extra bytes of the geometry being built.
+func (e *geoarrowEncoder) account(extra int64) {
+	n := int64(8*cap(e.coords)+8*cap(e.ids)) + extra
+	for k := range e.attrs {
+		n += int64(cap(e.attrs[k].Data))
+	}
+	e.mem.hold(n)
 }
 
 // appendFloat64s appends the first n elements of c as float64.
@@ -189,6 +201,11 @@ func appendFloat64s(dst []float64, c *zvf.Column, n int) ([]float64, error) {
 }
 
 func (e *geoarrowEncoder) end(t *trailer) error {
+	defer func() {
+		// Written (or failed): nothing is held any more.
+		e.coords, e.ids, e.attrs = nil, nil, nil
+		e.mem.hold(0)
+	}()
 	if t.Next != "" && !e.g.pageable {
 		return tooLarge(fmt.Sprintf("the box holds more than %d vertices, more than one f=geoarrow answer of lines may (a page's edges reach rows of the pages before it); ask for a smaller box or a coarser level, or page f=arrow", e.g.maxRows))
 	}
@@ -237,6 +254,9 @@ func (e *geoarrowEncoder) end(t *trailer) error {
 	default:
 		g = lineParts(objOf, len(objects), t.Edges, e.g.geom == "graph" || e.g.geom == "skeleton")
 	}
+	// Beside the rows: each row's object, the listed rows and their
+	// offsets, a batch's gathered coordinates.
+	e.account(int64(4*len(objOf) + 4*(len(g.rows)+len(g.parts)+len(g.objects)) + 8*e.m.Dims*int(min(e.g.batchCoords, int32(len(g.rows))))))
 	if len(g.rows) > math.MaxInt32 {
 		return tooLarge(fmt.Sprintf("%d coordinates: more than one GeoArrow answer can index", len(g.rows)))
 	}

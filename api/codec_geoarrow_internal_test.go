@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -160,7 +161,7 @@ func geoTable(t *testing.T, geom string, xyz []float64, ids, edges []int64, batc
 			return []zvf.Column{{Name: "size", DType: "float32", Channels: 1, Data: binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(id)/2))}}, nil
 		}}}}
 	e := &geoarrowEncoder{}
-	if err := e.begin(bw, m); err != nil {
+	if err := e.begin(bw, m, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Two reader batches, split unevenly.
@@ -229,5 +230,43 @@ func TestGeoArrowBatches(t *testing.T) {
 				t.Fatalf("rows %v", whole)
 			}
 		})
+	}
+}
+
+// TestGeoArrowCountsWhatItHolds: the rows GeoArrow holds until its end
+// are reserved against the cache's budget while held, and given back
+// when the answer is written.
+func TestGeoArrowCountsWhatItHolds(t *testing.T) {
+	ch := cache.New(64 << 20)
+	mem := &answerMem{c: ch}
+	m := &payloadMeta{Kind: "bbox", Dims: 3, VertexDType: "float64", ObjectIDs: true, Arrow: &arrowMeta{geo: &geoMeta{
+		geom: "streamline", objectID: -1, maxRows: 1 << 20, batchCoords: geoBatchCoords}}}
+	e := &geoarrowEncoder{}
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	if err := e.begin(bw, m, mem); err != nil {
+		t.Fatal(err)
+	}
+	const n = 10_000
+	xyz := make([]float64, 3*n)
+	ids := make([]int64, n)
+	edges := make([]int64, 0, 2*n)
+	for r := 1; r < n; r++ {
+		edges = append(edges, int64(r-1), int64(r))
+	}
+	if err := e.batch(&zvf.Batch{Rows: n, ObjectIDs: ids, Vertices: zvf.Column{DType: "float64", Channels: 3, Data: arrow.Float64Traits.CastToBytes(xyz)}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := ch.Stats().Reserved; r < 32*n {
+		t.Fatalf("%d bytes reserved while %d rows are held (32 bytes each)", r, n)
+	}
+	if err := e.end(&trailer{Count: n, Edges: edges}); err != nil {
+		t.Fatal(err)
+	}
+	if r := ch.Stats().Reserved; r != 0 {
+		t.Fatalf("%d bytes still reserved once written", r)
+	}
+	if buf.Len() == 0 && bw.Buffered() == 0 {
+		t.Fatal("nothing written")
 	}
 }

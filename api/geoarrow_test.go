@@ -150,8 +150,8 @@ func readGeoArrow(t testing.TB, body []byte) *geoAnswer {
 	return g
 }
 
-// jsonAnswer is the part of a JSON vertex answer the GeoArrow checks use.
-type jsonAnswer struct {
+// rowsJSON is the part of a JSON vertex answer the GeoArrow checks use.
+type rowsJSON struct {
 	VertexDType string                       `json:"vertex_dtype"`
 	Vertices    []json.RawMessage            `json:"vertices"`
 	ObjectIDs   []int64                      `json:"object_ids"`
@@ -162,7 +162,7 @@ type jsonAnswer struct {
 	ObjectAttrs map[string]json.RawMessage   `json:"object_attributes"`
 }
 
-func (j *jsonAnswer) coords(t testing.TB) []string {
+func (j *rowsJSON) coords(t testing.TB) []string {
 	bits := 32
 	if j.VertexDType == "float64" {
 		bits = 64
@@ -177,7 +177,7 @@ func (j *jsonAnswer) coords(t testing.TB) []string {
 // checkGeoAgainstJSON holds a GeoArrow answer to the JSON answer of the
 // same rows (geom: the store's geometry; objectID ≥ 0 on the object
 // route).
-func checkGeoAgainstJSON(t *testing.T, what string, g *geoAnswer, j *jsonAnswer, geom string, objectID int64) {
+func checkGeoAgainstJSON(t *testing.T, what string, g *geoAnswer, j *rowsJSON, geom string, objectID int64) {
 	t.Helper()
 	xyz := j.coords(t)
 	n := len(xyz)
@@ -369,7 +369,7 @@ func TestGeoArrowMatchesJSON(t *testing.T) {
 							}
 							what := fmt.Sprintf("level %d box %d%s page %d", lv.Level, bi, limit, page)
 							_, jb := serveOK(t, h, u+"&f=json")
-							var j jsonAnswer
+							var j rowsJSON
 							if err := json.Unmarshal(jb, &j); err != nil {
 								t.Fatal(err)
 							}
@@ -404,14 +404,14 @@ func TestGeoArrowMatchesJSON(t *testing.T) {
 				}
 				// The object route: the first object of the box.
 				_, jb := serveOK(t, h, fmt.Sprintf("/api/v1/stores/%s/bbox?min=-1,-1,-1&max=1001,1001,601&level=%d&f=json&connectivity=false&limit=1", c.store, lv.Level))
-				var first jsonAnswer
+				var first rowsJSON
 				if err := json.Unmarshal(jb, &first); err != nil || len(first.ObjectIDs) != 1 {
 					t.Fatalf("%v %s", err, jb)
 				}
 				id := first.ObjectIDs[0]
 				path := fmt.Sprintf("/api/v1/stores/%s/objects/%d?level=%d", c.store, id, lv.Level)
 				_, jb = serveOK(t, h, path+"&f=json")
-				var j jsonAnswer
+				var j rowsJSON
 				if err := json.Unmarshal(jb, &j); err != nil {
 					t.Fatal(err)
 				}
@@ -445,7 +445,7 @@ func checkObjectAttributes(t *testing.T, h http.Handler, what, store string, lev
 			continue
 		}
 		_, jb := serveOK(t, h, fmt.Sprintf("/api/v1/stores/%s/objects/%d?level=%d&f=json", store, id, level))
-		var j jsonAnswer
+		var j rowsJSON
 		if err := json.Unmarshal(jb, &j); err != nil {
 			t.Fatal(err)
 		}
@@ -469,7 +469,7 @@ func TestArrowRefusals(t *testing.T) {
 	h := geoServer(t, 1<<40)
 	box := "min=-1,-1,-1&max=1001,1001,601"
 	_, first := serveOK(t, h, "/api/v1/stores/axons/bbox?"+box+"&f=json&limit=100")
-	var j jsonAnswer
+	var j rowsJSON
 	if err := json.Unmarshal(first, &j); err != nil || j.Next == nil {
 		t.Fatalf("%v: a first page of 100 vertices has no next", err)
 	}
