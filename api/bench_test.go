@@ -102,6 +102,14 @@ func BenchmarkBBoxJSONAttributes50k(b *testing.B) {
 
 func BenchmarkBBoxBinary500k(b *testing.B) { benchBBox(b, 500_000, "bin") }
 
+// BenchmarkBBoxArrow50k: the 50,000-vertex box as an Arrow IPC stream.
+func BenchmarkBBoxArrow50k(b *testing.B) { benchBBox(b, 50_000, "arrow") }
+
+// BenchmarkBBoxArrow500k: the 500,000-vertex box as Arrow (issue target:
+// within 1.3× of BenchmarkBBoxBinary500k; compare cpu-ns/op too on a
+// loaded machine).
+func BenchmarkBBoxArrow500k(b *testing.B) { benchBBox(b, 500_000, "arrow") }
+
 // BenchmarkBBoxAuto: a viewer's default request, level=auto with a budget
 // (bench's "auto ≤100k bin"): a 500k-vertex box answered from the level
 // that fits 100,000 vertices.

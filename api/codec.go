@@ -135,7 +135,7 @@ func vertexWidth(m *payloadMeta) int {
 // first (the answer to a request that does not say); the text formats
 // take their buffers from text.
 func payloadCodecs(text *batchers) []codec {
-	return []codec{jsonCodec{text}, ndjsonCodec{text}, binaryCodec{}}
+	return []codec{jsonCodec{text}, ndjsonCodec{text}, binaryCodec{}, arrowCodec{}}
 }
 
 // jsonOnly is the codec list of the routes that answer JSON documents.
@@ -152,6 +152,8 @@ type payloadMeta struct {
 	ObjectIDs   bool           `json:"has_object_ids"`
 	// Export is set for the domain file formats (codec_export.go).
 	Export *exportMeta `json:"-"`
+	// Arrow is set for the Arrow formats (codec_arrow.go).
+	Arrow *arrowMeta `json:"-"`
 }
 
 // trailer closes it: counts, paging and connectivity, plus kind-specific

@@ -87,7 +87,7 @@ func geometryOf(st *zvf.Store) string {
 // payloads, then the domain file formats (which never win an Accept of
 // */*: the payloads come first).
 func answerCodecs(text *batchers) []codec {
-	return append(payloadCodecs(text), csvCodec{}, plyCodec{}, swcCodec{}, trkCodec{}, tckCodec{}, objCodec{}, stlCodec{}, glbCodec{})
+	return append(payloadCodecs(text), geoarrowCodec{}, csvCodec{}, plyCodec{}, swcCodec{}, trkCodec{}, tckCodec{}, objCodec{}, stlCodec{}, glbCodec{})
 }
 
 // formatNames lists codecs' f= names.

@@ -322,7 +322,7 @@ func TestExportMatrix(t *testing.T) {
 						t.Errorf("%s (%s): %d %s, the matrix says 200", path, geom, code, body)
 					case want && hdr.Get("Content-Type") != media:
 						t.Errorf("%s: Content-Type %q, want %q", path, hdr.Get("Content-Type"), media)
-					case want && !strings.HasPrefix(f, "json") && f != "ndjson" && f != "bin" &&
+					case want && !strings.HasPrefix(f, "json") && f != "ndjson" && f != "bin" && f != "arrow" && f != "geoarrow" &&
 						!strings.Contains(hdr.Get("Content-Disposition"), `filename="`+st.name+"-"):
 						t.Errorf("%s: Content-Disposition %q", path, hdr.Get("Content-Disposition"))
 					case !want && route == "chunk":

@@ -281,6 +281,10 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	am, attrs, err := arrowSetup(r, rep, st, l, attrs, limit)
+	if err != nil {
+		return err
+	}
 	if s.notModified(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
@@ -295,6 +299,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err := refuseUnpagedBox(r.Context(), rep, l, zq, export); err != nil {
 		return err
 	}
+	if am != nil && am.table == tableVertices && am.geo == nil {
+		zq.Connectivity = false // the vertex table has no place for it
+	}
 	enc := rep.codec.newEncoder()
 	body, err := s.newBody(w, rep, start)
 	if err != nil {
@@ -302,7 +309,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer body.release()
 	body.lazy.trailers = []string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched"}
-	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export}
+	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
 	meta.Attributes, err = attrInfos(l, attrs)
 	if err != nil {
 		return err
@@ -383,6 +390,13 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	am, attrs, err := arrowSetup(r, rep, st, l, attrs, s.o.MaxVertices)
+	if err != nil {
+		return err
+	}
+	if am != nil && am.geo != nil {
+		am.geo.objectID = id
+	}
 	o, err := l.Object(r.Context(), id, attrs)
 	if err != nil {
 		return err
@@ -397,7 +411,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer body.release()
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes),
-		Export: export}
+		Export: export, Arrow: am}
 	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
 	}

@@ -46,7 +46,14 @@ func negotiate(r *http.Request, codecs []codec) (representation, error) {
 		}
 		chosen := goautoneg.Negotiate(accept, media)
 		if chosen == "" {
-			return rep, notAcceptable(fmt.Sprintf("Accept %q allows none of %s (or use f=)", accept, strings.Join(media, ", ")))
+			// Formats may share a media type (Arrow and GeoArrow): name each once.
+			var names []string
+			for _, m := range media {
+				if !slices.Contains(names, m) {
+					names = append(names, m)
+				}
+			}
+			return rep, notAcceptable(fmt.Sprintf("Accept %q allows none of %s (or use f=)", accept, strings.Join(names, ", ")))
 		}
 		rep.codec = codecs[slices.Index(media, chosen)]
 	}

@@ -43,6 +43,7 @@ func routeParams() map[string][]paramSpec {
 	fJSON := paramSpec{name: "f", values: []string{"json"}}
 	fPayload := paramSpec{name: "f", values: formatNames(payloadCodecs(nil))}
 	fAnswer := paramSpec{name: "f", values: formatNames(answerCodecs(nil))}
+	pTable := paramSpec{name: "table", values: []string{tableVertices, tableEdges, tableFaces}}
 	pLevel, pAttrs := paramSpec{name: "level"}, paramSpec{name: "attributes"}
 	pMin, pMax := paramSpec{name: "min"}, paramSpec{name: "max"}
 	pFilter, pLang, pSample := paramSpec{name: "filter"}, paramSpec{name: "filter-lang", values: []string{"cql2-text", "cql2-json"}}, paramSpec{name: "sample"}
@@ -50,11 +51,11 @@ func routeParams() map[string][]paramSpec {
 		"/api/v1/stores": {fJSON},
 		st:               {fJSON},
 		st + "/bbox": {pMin, pMax, pLevel, pAttrs, {name: "limit"}, {name: "cursor"},
-			{name: "connectivity", values: []string{"true", "false"}}, pFilter, pLang, pSample, fAnswer},
+			{name: "connectivity", values: []string{"true", "false"}}, pFilter, pLang, pSample, fAnswer, pTable},
 		st + "/count":                       {pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON},
 		st + "/density":                     {pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, {name: "f", values: []string{"json", "bin"}}},
 		st + "/queryables":                  {pLevel, fJSON},
-		st + "/objects/{id}":                {pLevel, pAttrs, fAnswer},
+		st + "/objects/{id}":                {pLevel, pAttrs, fAnswer, pTable},
 		st + "/objects/{id}/manifest":       {pLevel, fJSON},
 		st + "/objects/{id}/levels":         {fJSON},
 		st + "/groups/{id}":                 {pLevel, fJSON},

@@ -185,7 +185,7 @@ func metric(t *testing.T, srv *api.Server, re string) float64 {
 func TestStreamFailingMidwayIsVisible(t *testing.T) {
 	t.Parallel()
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
-		for _, f := range []string{"json", "ndjson", "bin"} {
+		for _, f := range []string{"json", "ndjson", "bin", "arrow"} {
 			t.Run(proto+" "+f, func(t *testing.T) {
 				srv, _, logs, url, client := streamServer(t, api.Options{}, proto == "HTTP/2.0",
 					&faultstore.Rule{Op: "get", Key: "vertices/7.7.7/c/0", Fault: faultstore.Fault{Err: errors.Join(storage.ErrUnavailable, faultstore.ErrInjected)}})
