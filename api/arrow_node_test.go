@@ -408,6 +408,24 @@ func TestArrowReadByApacheArrowJS(t *testing.T) {
 	}
 	add("axons object geoarrow", "/api/v1/stores/axons/objects/2?f=geoarrow", geo("/api/v1/stores/axons/objects/2?f=json", "streamline", 2))
 
+	// A density: one uint32 count per cell, in the JSON answer's order.
+	dp := "/api/v1/stores/axons/density?" + box + "&shape=7,5,3"
+	add("axons density", dp+"&f=arrow", func(t *testing.T, nt nodeTable, _ []byte) {
+		_, jb := serveOK(t, h, dp)
+		var want struct{ Counts []uint64 }
+		if err := json.Unmarshal(jb, &want); err != nil || len(want.Counts) != 105 {
+			t.Fatalf("JSON density: %v (%d cells)", err, len(want.Counts))
+		}
+		if len(nt.Fields) != 1 || nt.Fields[0].Name != "count" || nt.Fields[0].Type != "Uint32" || nt.Rows != len(want.Counts) {
+			t.Fatalf("fields %+v, %d rows", nt.Fields, nt.Rows)
+		}
+		for i, v := range nt.Columns["count"] {
+			if got, err := strconv.ParseUint(string(v), 10, 64); err != nil || got != want.Counts[i] {
+				t.Fatalf("cell %d: %s, JSON %d", i, v, want.Counts[i])
+			}
+		}
+	})
+
 	read := runNodeArrow(t, bodies)
 	for _, name := range sortedNames(bodies) {
 		t.Run(name, func(t *testing.T) { checks[name](t, read[name], bodies[name]) })

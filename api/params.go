@@ -53,7 +53,7 @@ func routeParams() map[string][]paramSpec {
 		st + "/bbox": {pMin, pMax, pLevel, pAttrs, {name: "limit"}, {name: "cursor"},
 			{name: "connectivity", values: []string{"true", "false"}}, pFilter, pLang, pSample, fAnswer, pTable},
 		st + "/count":                       {pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON},
-		st + "/density":                     {pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, {name: "f", values: []string{"json", "bin"}}},
+		st + "/density":                     {pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, {name: "f", values: formatNames(densityCodecs(nil))}},
 		st + "/queryables":                  {pLevel, fJSON},
 		st + "/objects/{id}":                {pLevel, pAttrs, fAnswer, pTable},
 		st + "/objects/{id}/manifest":       {pLevel, fJSON},

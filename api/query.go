@@ -98,14 +98,15 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request) error {
 
 // ---- density ----
 
-// densityCodecs are the density formats, the server's preference first.
-// An Arrow codec joins them here (its encoding in writeDensity).
+// densityCodecs are the density formats, the server's preference first
+// (each encoded by writeDensity).
 func densityCodecs(text *batchers) []codec {
-	return []codec{jsonCodec{text}, binaryCodec{}}
+	return []codec{jsonCodec{text}, binaryCodec{}, arrowCodec{}}
 }
 
-// blockCounts is the binary format's block of a density's cell counts.
-const blockCounts = 6
+// blockCounts is the binary format's block of a density's cell counts
+// (6 is the quantized vertices block of bbox answers).
+const blockCounts = 7
 
 // densityHeader opens a binary density answer.
 type densityHeader struct {
@@ -213,6 +214,8 @@ func writeDensity(w *bufio.Writer, f string, h *densityHeader, counts []uint32) 
 			return err
 		}
 		return e.writeBlock(blockTrailer, 0, tb)
+	case "arrow":
+		return writeDensityArrow(w, h, counts, total)
 	case "json":
 		b := make([]byte, 0, 64<<10)
 		b = append(b, `{"shape":[`...)

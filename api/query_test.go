@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/zvfserve/zvfserve/api"
 )
 
@@ -509,7 +511,7 @@ func TestDensityBinary(t *testing.T) {
 	}
 	at := 16 + (hl+7)/8*8
 	kind, aux, n := binary.LittleEndian.Uint32(b[at:]), binary.LittleEndian.Uint32(b[at+4:]), int(binary.LittleEndian.Uint64(b[at+8:]))
-	if kind != 6 || aux != 60 || n != 240 {
+	if kind != 7 || aux != 60 || n != 240 {
 		t.Fatalf("block %d aux %d, %d bytes", kind, aux, n)
 	}
 	var total uint64
@@ -523,6 +525,60 @@ func TestDensityBinary(t *testing.T) {
 	at += 16 + (n+7)/8*8
 	if k := binary.LittleEndian.Uint32(b[at:]); k != 15 || !strings.Contains(string(b[at+16:]), fmt.Sprintf(`{"count":%d}`, total)) || total == 0 {
 		t.Fatalf("trailer %d %q, total %d", k, b[at+16:], total)
+	}
+}
+
+// TestDensityArrow: f=arrow carries the JSON answer's cells in its order
+// as one uint32 column, and the shape, box, level and total in the
+// schema's zvf:density metadata.
+func TestDensityArrow(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, api.Options{})
+	const p = "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3&filter=object_id%3C%3E2"
+	_, _, jb := serve(t, srv.Handler(), p)
+	var d struct{ Counts []uint32 }
+	if err := json.Unmarshal(jb, &d); err != nil {
+		t.Fatal(err)
+	}
+	code, ct, b := serve(t, srv.Handler(), p+"&f=arrow")
+	if code != 200 || ct != "application/vnd.apache.arrow.stream" {
+		t.Fatalf("%d %s: %s", code, ct, b)
+	}
+	r, err := ipc.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	md := r.Schema().Metadata()
+	var h struct {
+		Kind  string
+		Level int
+		Shape []int
+		Min   []float64
+		Count uint64
+	}
+	if i := md.FindKey("zvf:density"); i < 0 {
+		t.Fatalf("no zvf:density metadata: %v", md)
+	} else if err := json.Unmarshal([]byte(md.Values()[i]), &h); err != nil || h.Kind != "density" || !slices.Equal(h.Shape, []int{5, 4, 3}) || !slices.Equal(h.Min, []float64{0, 0, 0}) {
+		t.Fatalf("metadata %s: %v", md.Values()[i], err)
+	}
+	var got []uint32
+	var total uint64
+	for r.Next() {
+		col, ok := r.RecordBatch().Column(0).(*array.Uint32)
+		if !ok {
+			t.Fatalf("column %T", r.RecordBatch().Column(0))
+		}
+		got = append(got, col.Uint32Values()...)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got {
+		total += uint64(c)
+	}
+	if !slices.Equal(got, d.Counts) || total != h.Count || total == 0 {
+		t.Fatalf("arrow cells %v (total %d, metadata %d), JSON %v", got, total, h.Count, d.Counts)
 	}
 }
 
