@@ -186,7 +186,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	exe := chromiumPath(t)
 
 	ch := cache.New(512 << 20)
-	stores := append(fixtureStores(t), demoStores(t, ch)...)
+	stores := append(append(fixtureStores(t), largeIDStores(t)...), demoStores(t, ch)...)
 	stores = append(stores, apitest.Open(t, "../../testdata/zvf-0.9/mesh_v09.zarrvectors", "mesh_v09", ch))
 	// Without --public-url the descriptor's sources are paths on the server.
 	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
@@ -222,6 +222,10 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		want   []string // requests zvfserve must have answered (200 or 206, or 304 to a browser revalidating)
 		swap   string   // a source route the layers take instead of the state's multilod
 		mesh   string   // a path prefix whose bytes to add up, with the browser's cache off
+		// link: each annotation layer is linked to the store's skeleton
+		// layer through the relationship and shows only the annotations
+		// of its segments (Neuroglancer then reads objects/{id} lists).
+		link bool
 	}{
 		{name: "points", stores: []string{"points_pyramid"}, want: []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/\d+_\d+_\d+$`,
@@ -245,6 +249,10 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		{name: "demo with legacy meshes", stores: []string{"cells", "axons", "skeletons", "meshes"}, swap: "meshes", mesh: "/ng/meshes/meshes/",
 			want: []string{`^/ng/meshes/meshes/\d+:0$`, `^/ng/meshes/meshes/frag/\d+$`}},
 		{name: "viewer link", viewer: "cells", want: []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/spatial0/0_0_0$`}},
+		// Segment ids above 2^60: skeletons, and the polylines and lines of
+		// the selected segments through the relationship.
+		{name: "large ids", stores: []string{"big_streamlines"}, link: true, want: []string{`^/ng/big_streamlines/skeletons/\d{19}$`,
+			`^/ng/big_streamlines/annotations/objects/\d{19}$`, `^/ng/big_streamlines/lines/objects/\d{19}$`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
@@ -288,7 +296,24 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 						layers = append(layers, neuroglancer.Layer{Type: "annotation", Name: name + " lines", Source: "precomputed://" + data.URL + src})
 					}
 				}
-				state["layers"] = layers
+				var out []any
+				for _, l := range layers {
+					if !tc.link || l.Type != "annotation" {
+						out = append(out, l)
+						continue
+					}
+					var m map[string]any
+					js, _ := json.Marshal(l)
+					_ = json.Unmarshal(js, &m)
+					for _, sk := range layers {
+						if sk.Type == "segmentation" {
+							m["linkedSegmentationLayer"] = map[string]string{"object": sk.Name}
+							m["filterBySegmentation"] = []string{"object"}
+						}
+					}
+					out = append(out, m)
+				}
+				state["layers"] = out
 				js, _ := json.Marshal(state)
 				fragment = "#!" + url.PathEscape(string(js))
 			}

@@ -133,7 +133,7 @@ func someObjects(ctx context.Context, l0 *zvf.Level) []string {
 // cannot know a number's range), colours as they are. Polylines draw
 // their vertices as small dots.
 func annotationShader(k kind, l0 *zvf.Level) string {
-	props, _ := propsFor(k, l0, k.geometryBytes(l0.Dims()))
+	props, _ := propsFor(k, l0, k.geometryBytes(l0.Dims()), false)
 	attrs := l0.Info().VertexAttributes
 	if k == kindPolyline {
 		attrs = append(append([]zvf.AttrInfo{}, attrs...), l0.Info().ObjectAttributes...)

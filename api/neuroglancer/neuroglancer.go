@@ -84,6 +84,7 @@ func (s *Server) Routes(r chi.Router) {
 		get("/"+route+"/info", s.annotationInfo(route))
 		get("/"+route+"/spatial{level}/{cell}", s.cell(route))
 		get("/"+route+"/by_id/{id}", s.byID(route))
+		get("/"+route+"/"+relationshipKey+"/{id}", s.related(route))
 	}
 	get("/skeletons/info", s.skeletonInfo)
 	get("/skeletons/seg_props/info", s.segProps("skeletons"))
@@ -280,15 +281,14 @@ func (s *Server) compress(enc string, body []byte) ([]byte, error) {
 }
 
 // parseID reads the {id} route parameter: a uint64 in decimal, as
-// Neuroglancer writes segment and annotation ids.
+// Neuroglancer writes segment and annotation ids. A ZVF id is an int64
+// with the same bits (the answers name object -1 as 18446744073709551615,
+// as a relationship's uint64 does).
 func parseID(r *http.Request) (int64, error) {
 	v := chi.URLParam(r, "id")
 	id, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || strconv.FormatUint(id, 10) != v {
 		return 0, badParam(fmt.Sprintf("id %q is not a decimal integer", v))
-	}
-	if id > 1<<63-1 {
-		return -1, nil // no store has it
 	}
 	return int64(id), nil
 }
@@ -387,6 +387,34 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 			return err
 		}
 		return s.send(w, r, st, fmt.Sprintf("by_id\x00%s\x00%d", k.annotationType(), id), mediaBinary, body, start)
+	}
+}
+
+// related answers {relationship key}/{object id}: the annotations of one
+// object (see plan.objectBytes).
+func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		start := s.o.Now()
+		id, err := parseID(r)
+		if err != nil {
+			return err
+		}
+		st, k, p, err := s.annotationSource(r, route)
+		if err != nil {
+			return err
+		}
+		if !p.relate {
+			return notFoundf("store %q has no objects: its %s annotations relate to none", st.Name(), route)
+		}
+		if s.notModified(w, r, st) {
+			return nil
+		}
+		key := fmt.Sprintf("object\x00%s\x00%d", k.annotationType(), id)
+		body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) { return p.objectBytes(ctx, id, s.o.MaxAnnotations) })
+		if err != nil {
+			return err
+		}
+		return s.send(w, r, st, key, mediaBinary, body, start)
 	}
 }
 
