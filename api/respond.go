@@ -53,8 +53,11 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 		h.Set("Cache-Control", "no-cache")
 	}
 	h.Add("Vary", vary)
+	// "*" is not answered here: it matches only a resource that exists,
+	// which the handler finds out later (statusWriter turns its 200 into
+	// the 304).
 	for _, tag := range strings.Split(r.Header.Get("If-None-Match"), ",") {
-		if t := strings.TrimSpace(tag); t == etag || t == "*" || strings.TrimPrefix(t, "W/") == etag {
+		if t := strings.TrimSpace(tag); t == etag || strings.TrimPrefix(t, "W/") == etag {
 			w.WriteHeader(http.StatusNotModified)
 			return true
 		}
@@ -85,13 +88,17 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 		l.buf = append(l.buf, p...)
 		return len(p), nil
 	}
-	if err := l.commit(); err != nil {
+	if err := l.commit(false); err != nil {
 		return 0, err
 	}
 	return l.w.Write(p)
 }
 
-func (l *lazyWriter) commit() error {
+// commit sends the status, the headers and what is held. whole: the
+// answer is complete (sent with its Content-Length), so every header its
+// end decides is known, and one not set is not sent at all: no trailers
+// are declared.
+func (l *lazyWriter) commit(whole bool) error {
 	if l.committed {
 		return nil
 	}
@@ -105,7 +112,7 @@ func (l *lazyWriter) commit() error {
 			late = append(late, k)
 		}
 	}
-	if len(late) > 0 {
+	if len(late) > 0 && !whole {
 		l.w.Header().Set("Trailer", strings.Join(late, ", "))
 	}
 	l.w.WriteHeader(http.StatusOK)
@@ -230,13 +237,14 @@ func (b *bodyWriter) finish(s *Server, start time.Time) error {
 			return err
 		}
 	}
-	if !b.lazy.committed {
+	whole := !b.lazy.committed
+	if whole {
 		b.lazy.onCommit = func() {
 			b.lazy.w.Header().Set("Server-Timing", fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000))
 			b.lazy.w.Header().Set("Content-Length", strconv.Itoa(len(b.lazy.buf)))
 		}
 	}
-	return b.lazy.commit()
+	return b.lazy.commit(whole)
 }
 
 // writeJSON sends a small JSON document with ETag support.

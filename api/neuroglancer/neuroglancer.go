@@ -244,7 +244,12 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	}
 	if r.Header.Get("Range") != "" {
 		h.Set("Server-Timing", timing())
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+		rw := &rangeWriter{ResponseWriter: w}
+		http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
+		if rw.unsatisfiable {
+			h.Set("Content-Range", fmt.Sprintf("bytes */%d", len(body)))
+			return unsatisfiable(fmt.Sprintf("the range %q lies outside the answer's %d bytes", r.Header.Get("Range"), len(body)))
+		}
 		return nil
 	}
 	if enc := s.coding(r); enc != "" && len(body) >= minCompressed {
@@ -260,6 +265,29 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(body)
 	return err
+}
+
+// rangeWriter lets http.ServeContent answer a Range request (one range or
+// several, If-Range) but keeps its plain-text 416: the caller answers
+// that as a problem, like every other error.
+type rangeWriter struct {
+	http.ResponseWriter
+	unsatisfiable bool
+}
+
+func (w *rangeWriter) WriteHeader(code int) {
+	if code == http.StatusRequestedRangeNotSatisfiable {
+		w.unsatisfiable = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rangeWriter) Write(p []byte) (int, error) {
+	if w.unsatisfiable {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
 }
 
 func (s *Server) compress(enc string, body []byte) ([]byte, error) {

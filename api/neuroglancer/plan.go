@@ -165,7 +165,13 @@ func buildPlan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 // objectIDsFit reports whether every object id of level 0 fits the int32
 // object_id property with -1 left for "no object": 0 ≤ id ≤ MaxInt32.
 func objectIDsFit(ctx context.Context, l0 *zvf.Level) (bool, error) {
-	for row := range l0.Info().ObjectCount {
+	n := l0.Info().ObjectCount
+	if l0.Info().ObjectIndexLayout != "vlen_manifests_v2" {
+		return n-1 <= math.MaxInt32, nil // the ids are the manifest rows 0 … n-1
+	}
+	// object_ids holds n ids (the reader checks its shape): read, not
+	// taken on the metadata's word.
+	for row := range n {
 		id, err := l0.ObjectIDAt(ctx, row)
 		if err != nil {
 			return false, err
