@@ -24,8 +24,14 @@ import (
 // store's version changes whenever its objects do, so equal inputs give
 // equal bytes.
 func (s *Server) etag(st *zvf.Store, r *http.Request, rep representation) string {
+	return s.etagOf(st, r, rep, "")
+}
+
+// etagOf is etag for an answer that also depends on variant (the base
+// URL a descriptor's links are built on).
+func (s *Server) etagOf(st *zvf.Store, r *http.Request, rep representation, variant string) string {
 	h := sha256.New()
-	for _, p := range [...]string{st.Revision(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding} {
+	for _, p := range [...]string{st.Revision(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding, variant} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
@@ -249,12 +255,18 @@ func (b *bodyWriter) finish(s *Server, start time.Time) error {
 
 // writeJSON sends a small JSON document with ETag support.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store, v any) error {
+	return s.writeJSONOf(w, r, st, "", v)
+}
+
+// writeJSONOf is writeJSON for a document that also depends on variant
+// (see etagOf).
+func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string, v any) error {
 	start := s.o.Now()
 	rep, err := negotiate(r, jsonOnly(&s.text))
 	if err != nil {
 		return err
 	}
-	if st != nil && s.notModified(w, r, s.etag(st, r, rep)) {
+	if st != nil && s.notModified(w, r, s.etagOf(st, r, rep, variant)) {
 		return nil
 	}
 	body, err := s.newBody(w, rep, start)
