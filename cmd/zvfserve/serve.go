@@ -376,7 +376,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	} else {
 		close(checked)
 	}
-	fmt.Fprintf(stdout, "zvfserve: serving %d store(s) on http://%s/\n", len(stores), displayAddr(ln.Addr()))
+	build := api.ReadBuild()
+	log.Info("zvfserve started", "version", build.Version, "revision", build.Revision, "modified", build.Modified, "go", build.GoVersion,
+		"addr", ln.Addr().String(), "stores", len(stores))
+	fmt.Fprintf(stdout, "zvfserve %s: serving %d store(s) on http://%s/\n", build.Version, len(stores), displayAddr(ln.Addr()))
 	select {
 	case err := <-errc:
 		stopChecks()
