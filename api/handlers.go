@@ -215,7 +215,16 @@ func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(w, r, st, s.descriptor(r.Context(), st))
+	// The Neuroglancer sources are absolute URLs (Neuroglancer takes no
+	// others), built on the address the client used: the answer varies
+	// with it, and with the proxy headers when they are trusted.
+	base := s.baseURL(r)
+	if s.o.TrustProxyHeaders && s.o.PublicURL == "" {
+		for _, k := range forwardedHeaders {
+			addVary(w.Header(), k)
+		}
+	}
+	return s.writeJSONOf(w, r, st, base, s.descriptor(r.Context(), st, base))
 }
 
 // ---- bbox ----

@@ -48,7 +48,7 @@ func NewMetrics() *Metrics {
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
 	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connSilent, m.connRefuse, m.readBytes, m.readLat,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(ReadBuild()))
 	return m
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -54,38 +55,59 @@ func (s *Server) methods(next http.Handler) http.Handler {
 	})
 }
 
+// exposedHeaders are the response headers a browser script may read
+// across origins.
+const exposedHeaders = "ETag, Link, Server-Timing, X-Request-Id, X-Next-Cursor, X-Vertex-Count, X-Number-Matched, Retry-After, Content-Range"
+
+var (
+	anyOriginValue = []string{"*"}
+	exposedValue   = []string{exposedHeaders}
+)
+
+// cors answers every request the same way whatever its Origin, so that a
+// shared cache may hand any browser what it stored for another: with the
+// default "*" every response allows any origin (a response stored from a
+// request without Origin still works for a browser); with a list of
+// origins the allowance depends on Origin, so every response says Vary:
+// Origin (statusWriter keeps it however the handler rewrites its
+// headers).
 func (s *Server) cors(next http.Handler) http.Handler {
+	anyOrigin := slices.Contains(s.o.CORSOrigins, "*")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
 		origin := r.Header.Get("Origin")
-		if origin != "" {
-			allowed := ""
-			for _, o := range s.o.CORSOrigins {
-				if o == "*" {
-					allowed = "*"
-					break
-				}
-				if o == origin {
-					allowed = origin
-				}
+		allowed := ""
+		switch {
+		case anyOrigin:
+			allowed = "*"
+		case origin != "" && slices.Contains(s.o.CORSOrigins, origin):
+			allowed = origin
+		}
+		if !anyOrigin {
+			if sw, ok := w.(*statusWriter); ok {
+				sw.vary = append(sw.vary, "Origin")
 			}
-			if allowed != "" {
-				h := w.Header()
+			addVary(h, "Origin")
+		}
+		if allowed != "" {
+			if anyOrigin {
+				// Every response carries these: shared, never mutated
+				// values (a full slice: an Add copies it), no allocation.
+				h["Access-Control-Allow-Origin"] = anyOriginValue
+			} else {
 				h.Set("Access-Control-Allow-Origin", allowed)
-				if allowed != "*" {
-					h.Add("Vary", "Origin")
-				}
-				h.Set("Access-Control-Expose-Headers", "ETag, Link, Server-Timing, X-Request-Id, X-Next-Cursor, X-Vertex-Count, Retry-After, Content-Range")
-				if r.Method == http.MethodOptions {
-					h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-					h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-None-Match, Range")
-					h.Set("Access-Control-Max-Age", "600")
-					w.WriteHeader(http.StatusNoContent)
-					return
-				}
+			}
+			h["Access-Control-Expose-Headers"] = exposedValue
+			if r.Method == http.MethodOptions && origin != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-None-Match, Range")
+				h.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
 			}
 		}
 		if r.Method == http.MethodOptions {
-			w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+			h.Set("Allow", "GET, HEAD, OPTIONS")
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}

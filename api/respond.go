@@ -24,8 +24,14 @@ import (
 // store's version changes whenever its objects do, so equal inputs give
 // equal bytes.
 func (s *Server) etag(st *zvf.Store, r *http.Request, rep representation) string {
+	return s.etagOf(st, r, rep, "")
+}
+
+// etagOf is etag for an answer that also depends on variant (the base
+// URL a descriptor's links are built on).
+func (s *Server) etagOf(st *zvf.Store, r *http.Request, rep representation, variant string) string {
 	h := sha256.New()
-	for _, p := range [...]string{st.Revision(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding} {
+	for _, p := range [...]string{st.Revision(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding, variant} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
@@ -53,8 +59,11 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 		h.Set("Cache-Control", "no-cache")
 	}
 	h.Add("Vary", vary)
+	// "*" is not answered here: it matches only a resource that exists,
+	// which the handler finds out later (statusWriter turns its 200 into
+	// the 304).
 	for _, tag := range strings.Split(r.Header.Get("If-None-Match"), ",") {
-		if t := strings.TrimSpace(tag); t == etag || t == "*" || strings.TrimPrefix(t, "W/") == etag {
+		if t := strings.TrimSpace(tag); t == etag || strings.TrimPrefix(t, "W/") == etag {
 			w.WriteHeader(http.StatusNotModified)
 			return true
 		}
@@ -85,13 +94,17 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 		l.buf = append(l.buf, p...)
 		return len(p), nil
 	}
-	if err := l.commit(); err != nil {
+	if err := l.commit(false); err != nil {
 		return 0, err
 	}
 	return l.w.Write(p)
 }
 
-func (l *lazyWriter) commit() error {
+// commit sends the status, the headers and what is held. whole: the
+// answer is complete (sent with its Content-Length), so every header its
+// end decides is known, and one not set is not sent at all: no trailers
+// are declared.
+func (l *lazyWriter) commit(whole bool) error {
 	if l.committed {
 		return nil
 	}
@@ -105,7 +118,7 @@ func (l *lazyWriter) commit() error {
 			late = append(late, k)
 		}
 	}
-	if len(late) > 0 {
+	if len(late) > 0 && !whole {
 		l.w.Header().Set("Trailer", strings.Join(late, ", "))
 	}
 	l.w.WriteHeader(http.StatusOK)
@@ -230,23 +243,30 @@ func (b *bodyWriter) finish(s *Server, start time.Time) error {
 			return err
 		}
 	}
-	if !b.lazy.committed {
+	whole := !b.lazy.committed
+	if whole {
 		b.lazy.onCommit = func() {
 			b.lazy.w.Header().Set("Server-Timing", fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000))
 			b.lazy.w.Header().Set("Content-Length", strconv.Itoa(len(b.lazy.buf)))
 		}
 	}
-	return b.lazy.commit()
+	return b.lazy.commit(whole)
 }
 
 // writeJSON sends a small JSON document with ETag support.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, st *zvf.Store, v any) error {
+	return s.writeJSONOf(w, r, st, "", v)
+}
+
+// writeJSONOf is writeJSON for a document that also depends on variant
+// (see etagOf).
+func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string, v any) error {
 	start := s.o.Now()
 	rep, err := negotiate(r, jsonOnly(&s.text))
 	if err != nil {
 		return err
 	}
-	if st != nil && s.notModified(w, r, s.etag(st, r, rep)) {
+	if st != nil && s.notModified(w, r, s.etagOf(st, r, rep, variant)) {
 		return nil
 	}
 	body, err := s.newBody(w, rep, start)

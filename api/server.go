@@ -46,7 +46,7 @@ type Options struct {
 	MaxConnections int           // open connections on a listener from HTTPServer; default 4096
 	IdleTimeout    time.Duration // keep-alive connections idle this long are closed; default 60s
 	Token          string        // optional bearer token
-	PublicURL      string        // absolute base for Link headers
+	PublicURL      string        // absolute base for Link headers and the descriptor's Neuroglancer sources
 	UI             http.Handler  // served at /
 	Now            func() time.Time
 	// ReadyAny makes /readyz 200 while at least one store serves; by
@@ -64,6 +64,11 @@ type Options struct {
 	// listener): the public handler answers it 404, so that what is
 	// exposed to clients (an Ingress) does not publish it.
 	AdminMetrics bool
+
+	// TrustProxyHeaders: without PublicURL, the descriptor's absolute URLs
+	// take their scheme and host from Forwarded or X-Forwarded-Proto/-Host
+	// (set it only behind a proxy that sets them); else from the request.
+	TrustProxyHeaders bool
 }
 
 // Server serves the API.

@@ -53,6 +53,14 @@ type statusWriter struct {
 	slot *slot
 	work slot
 
+	vary []string // Vary tokens every response carries (the CORS middleware's Origin)
+	// star: the request is a GET or HEAD with If-None-Match: *, which
+	// matches any current representation. Only the handler knows whether
+	// there is one: its 200 (or 206) goes out as 304 without a body, its
+	// 404 as it is.
+	star    bool
+	discard bool // the answer became a 304: its body is dropped
+
 	status  int
 	bytes   int64
 	started bool
@@ -66,7 +74,8 @@ type statusWriter struct {
 }
 
 func newStatusWriter(w http.ResponseWriter, r *http.Request, stall time.Duration, private bool) *statusWriter {
-	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK}
+	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK,
+		star: (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesAny(r.Header.Get("If-None-Match"))}
 	// Clear whatever deadline the server set (its WriteTimeout, or the
 	// previous request's on this connection): on HTTP/2 it would reset the
 	// stream when it fired, writing or not.
@@ -77,8 +86,28 @@ func newStatusWriter(w http.ResponseWriter, r *http.Request, stall time.Duration
 }
 
 func (w *statusWriter) WriteHeader(code int) {
+	if !w.started && w.star && (code == http.StatusOK || code == http.StatusPartialContent) {
+		code = http.StatusNotModified
+		w.discard = true
+		h := w.Header()
+		for _, k := range []string{"Content-Length", "Content-Range", "Content-Type", "Trailer"} {
+			h.Del(k)
+		}
+	}
 	w.start(code)
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// matchesAny reports whether an If-None-Match header lists "*".
+func matchesAny(inm string) bool {
+	for inm != "" {
+		var tag string
+		tag, inm, _ = strings.Cut(inm, ",")
+		if strings.TrimSpace(tag) == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // start runs once, as the status line and headers are about to go out.
@@ -91,6 +120,9 @@ func (w *statusWriter) start(code int) {
 	if w.private {
 		makePrivate(w.Header())
 	}
+	for _, v := range w.vary {
+		addVary(w.Header(), v)
+	}
 	w.streaming.Store(true)
 	if w.onStart != nil {
 		w.onStart()
@@ -98,7 +130,12 @@ func (w *statusWriter) start(code int) {
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
-	w.start(http.StatusOK)
+	if !w.started {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.discard {
+		return len(p), nil
+	}
 	done := 0
 	for {
 		part := p[done:]
@@ -219,8 +256,10 @@ func (w *statusWriter) outcome(ctx context.Context, aborted bool) string {
 func (w *statusWriter) committed() bool { return w.started }
 
 func (w *statusWriter) Flush() {
-	w.start(http.StatusOK)
-	if w.werr != nil {
+	if !w.started {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.werr != nil || w.discard {
 		return
 	}
 	deadline, err := w.arm()
@@ -254,10 +293,17 @@ func makePrivate(h http.Header) {
 	default:
 		h.Set("Cache-Control", "private, "+cc)
 	}
+	addVary(h, "Authorization")
+}
+
+// addVary adds token to the response's Vary unless it is there already.
+func addVary(h http.Header, token string) {
 	for _, v := range h.Values("Vary") {
-		if strings.Contains(v, "Authorization") {
-			return
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return
+			}
 		}
 	}
-	h.Add("Vary", "Authorization")
+	h.Add("Vary", token)
 }

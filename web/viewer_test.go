@@ -643,15 +643,21 @@ func testNeuroglancerLink(t *testing.T, e *viewerEnv) {
 	b := e.ch.tab(t, 1280, 800)
 	b.navigate(e.ts.URL + "/?stores=cells,axons,broken")
 	b.settle()
-	var links struct{ Cells, Axons, Broken string }
-	b.value(`(() => { const href = (s) => { const a = document.querySelector('.layer[data-store="' + s + '"] .ng'); return a.hidden ? '' : a.href; };
-		return {Cells: href('cells'), Axons: href('axons'), Broken: href('broken')}; })()`, &links)
+	var links struct{ Cells, Axons, Broken, CellsTitle, AxonsTitle string }
+	b.value(`(() => { const a = (s) => document.querySelector('.layer[data-store="' + s + '"] .ng'); const href = (s) => a(s).hidden ? '' : a(s).href;
+		return {Cells: href('cells'), Axons: href('axons'), Broken: href('broken'), CellsTitle: a('cells').title, AxonsTitle: a('axons').title}; })()`, &links)
 	// Each store's link opens the state its descriptor offers, with
-	// its own sources made absolute; a store that did not open has none.
-	for store, href := range map[string]string{"cells": links.Cells, "axons": links.Axons} {
+	// the server's absolute sources, which its title lists to paste
+	// elsewhere; a store that did not open has none.
+	for store, l := range map[string][2]string{"cells": {links.Cells, links.CellsTitle}, "axons": {links.Axons, links.AxonsTitle}} {
+		href, title := l[0], l[1]
+		src := "precomputed://" + e.ts.URL + "/ng/" + store + "/annotations"
 		state, err := url.PathUnescape(strings.TrimPrefix(href, "https://neuroglancer-demo.appspot.com/#!"))
-		if err != nil || !strings.HasPrefix(href, "https://neuroglancer-demo.appspot.com/#!") || !strings.Contains(state, `"precomputed://`+e.ts.URL+`/ng/`+store+`/annotations"`) {
+		if err != nil || !strings.HasPrefix(href, "https://neuroglancer-demo.appspot.com/#!") || !strings.Contains(state, `"`+src+`"`) {
 			t.Errorf("%s: link %q (%v); want its state with an absolute source", store, href, err)
+		}
+		if !slices.Contains(strings.Split(title, "\n"), src) {
+			t.Errorf("%s: the link's title %q does not list %s", store, title, src)
 		}
 	}
 	if links.Broken != "" {

@@ -12,13 +12,21 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
-// Problem is one finding of Validate.
+// Problem is one finding of Validate, however many places it was found
+// at: one broken chunk is one problem, not one per object that names it.
 type Problem struct {
 	Severity string `json:"severity"` // "error" or "warning"
 	Check    int    `json:"check"`    // validation level that found it (1-5)
-	Path     string `json:"path"`
+	Path     string `json:"path"`     // where it was found first: a store path, or LEVEL/objects/ID for an object
 	Message  string `json:"message"`
+	// Count is how many places it was found at; Paths, when more than one,
+	// the first few of them (Path first).
+	Count int      `json:"count"`
+	Paths []string `json:"paths,omitempty"`
 }
+
+// problemPaths is how many of a problem's paths a report keeps.
+const problemPaths = 5
 
 // Report is the outcome of Validate.
 type Report struct {
@@ -30,6 +38,14 @@ type Report struct {
 	Problems  []Problem `json:"problems"`
 	Chunks    int       `json:"chunks_checked"`
 	Objects   int64     `json:"objects_checked"`
+
+	index map[problemKey]int // Problems by what they say
+}
+
+type problemKey struct {
+	severity string
+	check    int
+	message  string
 }
 
 // OK reports whether no error was found.
@@ -42,8 +58,35 @@ func (r *Report) OK() bool {
 	return true
 }
 
+// add records a finding; one that says what an earlier one said (the
+// same severity, check and message) is that problem found at another path.
 func (r *Report) add(sev string, check int, path, format string, a ...any) {
-	r.Problems = append(r.Problems, Problem{Severity: sev, Check: check, Path: path, Message: fmt.Sprintf(format, a...)})
+	k := problemKey{sev, check, fmt.Sprintf(format, a...)}
+	if i, ok := r.index[k]; ok {
+		p := &r.Problems[i]
+		p.Count++
+		if p.Paths == nil {
+			p.Paths = []string{p.Path}
+		}
+		if len(p.Paths) < problemPaths {
+			p.Paths = append(p.Paths, path)
+		}
+		return
+	}
+	if r.index == nil {
+		r.index = map[problemKey]int{}
+	}
+	r.index[k] = len(r.Problems)
+	r.Problems = append(r.Problems, Problem{Severity: sev, Check: check, Path: path, Message: k.message, Count: 1})
+}
+
+// Findings counts the places problems were found at (each problem's Count).
+func (r *Report) Findings() int {
+	n := 0
+	for _, p := range r.Problems {
+		n += p.Count
+	}
+	return n
 }
 
 var validConventions = map[string]map[string]bool{
@@ -232,7 +275,9 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 					_, err = l.Manifest(ctx, id)
 				}
 				if err != nil {
-					r.add("error", 3, fmt.Sprintf("%d/object_index/manifests", l.n), "object %d: %v", id, err)
+					// The object is the path, so that objects failing for one
+					// reason (a broken chunk they name) are one problem.
+					r.add("error", 3, fmt.Sprintf("%d/objects/%d", l.n, id), "its manifest does not resolve: %v", err)
 				}
 			}
 		}

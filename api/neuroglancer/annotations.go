@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"golang.org/x/sync/errgroup"
@@ -21,7 +22,7 @@ type annotationInfo struct {
 	UpperBound     []float64       `json:"upper_bound"`
 	AnnotationType string          `json:"annotation_type"`
 	Properties     []propSpec      `json:"properties"`
-	Relationships  []struct{}      `json:"relationships"`
+	Relationships  []relationship  `json:"relationships"`
 	ByID           keyRef          `json:"by_id"`
 	Spatial        []spatialInfo   `json:"spatial"`
 	// ZVF says where the annotations come from; Neuroglancer ignores it.
@@ -31,6 +32,23 @@ type annotationInfo struct {
 type keyRef struct {
 	Key string `json:"key"`
 }
+
+// relationship links each annotation to segment ids: here its ZVF object.
+type relationship struct {
+	ID  string `json:"id"`
+	Key string `json:"key"`
+}
+
+// The relationship of a source whose store has objects: every annotation
+// names its object (a point: the object whose manifest names its row
+// first; none for a row no manifest names), and {key}/{object id} lists
+// that object's annotations. Object ids are uint64 segment ids to
+// Neuroglancer, which can then link the annotations to a segmentation
+// layer of the same objects (the store's skeletons or meshes).
+const (
+	relationshipID  = "object"
+	relationshipKey = "objects"
+)
 
 type spatialInfo struct {
 	Key       string    `json:"key"`
@@ -61,10 +79,13 @@ type levelNotes struct {
 // infoJSON is the info document of the plan's source.
 func (p *plan) infoJSON(st *zvf.Store) ([]byte, error) {
 	dims, axisNotes := dimensions(st.Info().Axes)
-	lo, hi := p.bounds()
+	lo, hi := p.bounds(st.Info().Bounds[1])
 	inf := annotationInfo{Type: "neuroglancer_annotations_v1", Dimensions: dimensionsJSON(dims), LowerBound: lo, UpperBound: hi,
-		AnnotationType: p.kind.annotationType(), Properties: []propSpec{}, Relationships: []struct{}{}, ByID: keyRef{Key: "by_id"},
+		AnnotationType: p.kind.annotationType(), Properties: []propSpec{}, Relationships: []relationship{}, ByID: keyRef{Key: "by_id"},
 		ZVF: sourceNotes{Store: p.store, Annotations: p.total, Attributes: append([]note{}, p.notes...), Axes: append([]string{}, axisNotes...)}}
+	if p.relate {
+		inf.Relationships = append(inf.Relationships, relationship{ID: relationshipID, Key: relationshipKey})
+	}
 	for _, pr := range p.props {
 		inf.Properties = append(inf.Properties, pr.spec)
 	}
@@ -89,7 +110,8 @@ func (p *plan) propBytes() int {
 var zeros [propBudget + 4]byte
 
 // appendProps appends one record's properties: row of the vertex
-// attribute columns, the object's attribute row, its id.
+// attribute columns, the object's attribute row, its id (-1: none; the
+// plan has an object_id property only when every id fits an int32).
 func (p *plan) appendProps(dst []byte, attrs []zvf.Column, row int, oattrs []zvf.Column, objectID int64) []byte {
 	start := len(dst)
 	dst = append(dst, zeros[:p.propBytes()]...)
@@ -104,7 +126,7 @@ func (p *plan) appendProps(dst []byte, attrs []zvf.Column, row int, oattrs []zvf
 		case fromObject:
 			putProp(b, pr, column(oattrs, pr.attr), 0)
 		case fromObjectID:
-			putNumber(b, "int32", float64(objectID))
+			binary.LittleEndian.PutUint32(b, uint32(int32(objectID)))
 		}
 		b = b[pr.size:]
 	}
@@ -122,16 +144,18 @@ func (p *plan) hasObjectID() bool {
 }
 
 // list is the annotations of one cell being assembled: records back to
-// back, where each starts, and their ids.
+// back, where each starts, their ids and their objects (-1: none).
 type list struct {
 	recs []byte
 	offs []int
 	ids  []int64
+	objs []int64
 }
 
-func (l *list) begin(id int64) {
+func (l *list) begin(id, object int64) {
 	l.offs = append(l.offs, len(l.recs))
 	l.ids = append(l.ids, id)
+	l.objs = append(l.objs, object)
 }
 
 // encode writes the multiple-annotation list: a uint64 count, the records
@@ -203,7 +227,7 @@ func (p *plan) cellBytes(ctx context.Context, s int, key string) ([]byte, error)
 
 func (p *plan) pointCell(ctx context.Context, s int, cl *cell, l *list) error {
 	return gather(ctx, len(cl.chunks), l, func(ctx context.Context, i int, l *list) error {
-		return p.pointRows(ctx, int(cl.chunks[i]), func(id int64) bool { return p.levelOf(id) == s }, l)
+		return p.pointRows(ctx, int(cl.chunks[i]), false, func(id, _ int64) bool { return p.levelOf(id) == s }, l)
 	})
 }
 
@@ -230,12 +254,15 @@ func gather(ctx context.Context, n int, l *list, fill func(ctx context.Context, 
 			l.offs = append(l.offs, base+off)
 		}
 		l.ids = append(l.ids, parts[i].ids...)
+		l.objs = append(l.objs, parts[i].objs...)
 	}
 	return nil
 }
 
-// pointRows appends the records of chunk c's rows whose id want accepts.
-func (p *plan) pointRows(ctx context.Context, c int, want func(id int64) bool, l *list) error {
+// pointRows appends the records of chunk c's rows that want accepts, by
+// id and object (-1: none; known when owners is set or the records hold
+// it, else -1 for every row).
+func (p *plan) pointRows(ctx context.Context, c int, owners bool, want func(id, object int64) bool, l *list) error {
 	key := p.keys[c]
 	t, err := p.level0.Chunk(ctx, key, p.attrs)
 	if err != nil {
@@ -244,23 +271,23 @@ func (p *plan) pointRows(ctx context.Context, c int, want func(id int64) bool, l
 	if int64(t.Rows) != p.first[c+1]-p.first[c] {
 		return corruptf("store %q level 0 chunk %s: %d rows, %d when the index was built", p.store, key, t.Rows, p.first[c+1]-p.first[c])
 	}
-	var owners []int64
-	if p.hasObjectID() {
-		if owners, err = p.level0.ChunkObjects(ctx, key); err != nil {
+	var objects []int64
+	if owners || p.hasObjectID() {
+		if objects, err = p.level0.ChunkObjects(ctx, key); err != nil {
 			return err
 		}
 	}
 	for r := range t.Rows {
 		id := p.first[c] + int64(r)
-		if !want(id) {
+		owner := int64(-1)
+		if objects != nil {
+			owner = objects[r]
+		}
+		if !want(id, owner) {
 			continue
 		}
-		l.begin(id)
+		l.begin(id, owner)
 		l.recs = putFloat32s(l.recs, &t.Vertices, r*p.rank, p.rank)
-		owner := int64(-1)
-		if owners != nil {
-			owner = owners[r]
-		}
 		l.recs = p.appendProps(l.recs, t.Attributes, r, nil, owner)
 	}
 	return nil
@@ -291,7 +318,7 @@ func (p *plan) polylineRecord(ctx context.Context, i int, l *list) error {
 	if err != nil {
 		return err
 	}
-	l.begin(o.ID)
+	l.begin(o.ID, o.ID)
 	l.recs = binary.LittleEndian.AppendUint32(l.recs, uint32(o.Count))
 	l.recs = putFloat32s(l.recs, &o.Vertices, 0, int(o.Count)*p.rank)
 	l.recs = p.appendProps(l.recs, o.Attributes, 0, o.ObjectAttributes, o.ID)
@@ -320,7 +347,7 @@ func (p *plan) lineRecords(ctx context.Context, i int, want func(id, a, b int64)
 		if !want(base+e, a, b) {
 			continue
 		}
-		l.begin(base + e)
+		l.begin(base+e, o.ID)
 		l.recs = putFloat32s(l.recs, &o.Vertices, int(a)*p.rank, p.rank)
 		l.recs = putFloat32s(l.recs, &o.Vertices, int(b)*p.rank, p.rank)
 		l.recs = p.appendProps(l.recs, o.Attributes, int(a), nil, o.ID)
@@ -328,7 +355,8 @@ func (p *plan) lineRecords(ctx context.Context, i int, want func(id, a, b int64)
 	return nil
 }
 
-// byID encodes annotation id alone (its relationships: none).
+// byID encodes annotation id alone: its record, then its relationship's
+// segment list (its object, or none for a point no manifest names).
 func (p *plan) byID(ctx context.Context, id int64) ([]byte, error) {
 	var l list
 	missing := notFoundf("store %q has no %s annotation %d", p.store, p.kind.annotationType(), id)
@@ -338,7 +366,7 @@ func (p *plan) byID(ctx context.Context, id int64) ([]byte, error) {
 			return nil, missing
 		}
 		c := sort.Search(len(p.keys), func(c int) bool { return p.first[c+1] > id })
-		if err := p.pointRows(ctx, c, func(x int64) bool { return x == id }, &l); err != nil {
+		if err := p.pointRows(ctx, c, p.relate, func(x, _ int64) bool { return x == id }, &l); err != nil {
 			return nil, err
 		}
 	case kindPolyline:
@@ -361,5 +389,71 @@ func (p *plan) byID(ctx context.Context, id int64) ([]byte, error) {
 	if len(l.ids) != 1 {
 		return nil, missing
 	}
-	return l.recs, nil
+	out := l.recs
+	if p.relate {
+		if obj := l.objs[0]; obj == -1 && p.kind == kindPoint {
+			out = binary.LittleEndian.AppendUint32(out, 0)
+		} else {
+			out = binary.LittleEndian.AppendUint32(out, 1)
+			out = binary.LittleEndian.AppendUint64(out, uint64(obj))
+		}
+	}
+	return out, nil
+}
+
+// objectBytes encodes the annotations related to object id, all of them
+// whatever their spatial level, as a multiple-annotation list: a point
+// source's rows the object owns, a polyline source's polyline, a line
+// source's edges. An object the store lacks is not found; one without
+// annotations is an empty list. limit bounds the annotations (0: none).
+func (p *plan) objectBytes(ctx context.Context, id int64, limit int64) ([]byte, error) {
+	m, err := p.level0.Manifest(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	tooMany := func(n int64, what string) error {
+		return tooLargef("store %q: object %d has %d %s, more than this server's %d per response", p.store, id, n, what, limit)
+	}
+	var l list
+	switch p.kind {
+	case kindPoint:
+		var rows int64
+		var chunks []int32
+		for _, b := range m.Blocks {
+			c, ok := p.ordinal[b.Chunk.String()]
+			if !ok {
+				return nil, corruptf("store %q level 0: object %d names chunk %s, which does not exist", p.store, id, b.Chunk)
+			}
+			chunks = append(chunks, c)
+			for _, f := range b.Fragments {
+				rows += f.Count
+			}
+		}
+		if limit > 0 && rows > limit {
+			return nil, tooMany(rows, "vertices")
+		}
+		slices.Sort(chunks)
+		chunks = slices.Compact(chunks)
+		err = gather(ctx, len(chunks), &l, func(ctx context.Context, i int, l *list) error {
+			return p.pointRows(ctx, int(chunks[i]), true, func(_, owner int64) bool { return owner == id }, l)
+		})
+	case kindPolyline:
+		if i, ok := p.objectNamed(id); ok {
+			if n := int64(len(p.objects[i].chunks)); limit > 0 && n > limit {
+				return nil, tooMany(n, "vertices")
+			}
+			err = p.polylineRecord(ctx, i, &l)
+		}
+	case kindLine:
+		if i, ok := p.objectNamed(id); ok {
+			if n := p.edgeFirst[i+1] - p.edgeFirst[i]; limit > 0 && n > limit {
+				return nil, tooMany(n, "edges")
+			}
+			err = p.lineRecords(ctx, i, func(_, _, _ int64) bool { return true }, &l)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l.encode(mix(p.kind.salt()^uint64(id)), uint64(id)), nil
 }

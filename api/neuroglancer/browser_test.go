@@ -186,9 +186,11 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	exe := chromiumPath(t)
 
 	ch := cache.New(512 << 20)
-	stores := append(fixtureStores(t), demoStores(t, ch)...)
+	stores := append(append(fixtureStores(t), largeIDStores(t)...), demoStores(t, ch)...)
 	stores = append(stores, apitest.Open(t, "../../testdata/zvf-0.9/mesh_v09.zarrvectors", "mesh_v09", ch))
-	// Without --public-url the descriptor's sources are paths on the server.
+	// Without --public-url the descriptor's sources are absolute URLs on
+	// the address the request came to: the states below are opened as the
+	// descriptor gives them.
 	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
 	if err != nil {
 		t.Fatal(err)
@@ -229,6 +231,10 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		layout string
 		zoom   float64
 		colour float64
+		// link: each annotation layer is linked to the store's skeleton
+		// layer through the relationship and shows only the annotations
+		// of its segments (Neuroglancer then reads objects/{id} lists).
+		link bool
 	}{
 		{name: "points", stores: []string{"points_pyramid"}, want: []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/\d+_\d+_\d+$`,
@@ -258,6 +264,10 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			layers: []neuroglancer.Layer{{Type: "image", Name: "cells density", Source: "precomputed:///ng/cells/density",
 				Shader: "#uicontrol invlerp normalized(range=[0, 30])\nvoid main() {\n  emitRGB(colormapJet(normalized()));\n}\n"}},
 			layout: "xy", zoom: 0.9e-6, colour: 0.5},
+		// Segment ids above 2^60: skeletons, and the polylines and lines of
+		// the selected segments through the relationship.
+		{name: "large ids", stores: []string{"big_streamlines"}, link: true, want: []string{`^/ng/big_streamlines/skeletons/\d{19}$`,
+			`^/ng/big_streamlines/annotations/objects/\d{19}$`, `^/ng/big_streamlines/lines/objects/\d{19}$`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
@@ -290,7 +300,6 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 						if len(tc.stores) == 1 {
 							l.Visible = nil // every source of the store, the hidden ones too
 						}
-						l.Source = strings.Replace(l.Source, "precomputed:///", "precomputed://"+data.URL+"/", 1)
 						if tc.swap != "" {
 							l.Source = strings.Replace(l.Source, "/multilod", "/"+tc.swap, 1)
 						}
@@ -298,7 +307,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 					}
 					if src, ok := d.Neuroglancer.Sources["lines"]; ok && len(tc.stores) == 1 && !strings.Contains(fmt.Sprint(layers), src) {
 						// Lines are no layer of the ready state; open them too.
-						layers = append(layers, neuroglancer.Layer{Type: "annotation", Name: name + " lines", Source: "precomputed://" + data.URL + src})
+						layers = append(layers, neuroglancer.Layer{Type: "annotation", Name: name + " lines", Source: "precomputed://" + src})
 					}
 				}
 				for _, l := range tc.layers {
@@ -311,7 +320,24 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				if tc.zoom != 0 {
 					state["crossSectionScale"] = tc.zoom
 				}
-				state["layers"] = layers
+				var out []any
+				for _, l := range layers {
+					if !tc.link || l.Type != "annotation" {
+						out = append(out, l)
+						continue
+					}
+					var m map[string]any
+					js, _ := json.Marshal(l)
+					_ = json.Unmarshal(js, &m)
+					for _, sk := range layers {
+						if sk.Type == "segmentation" {
+							m["linkedSegmentationLayer"] = map[string]string{"object": sk.Name}
+							m["filterBySegmentation"] = []string{"object"}
+						}
+					}
+					out = append(out, m)
+				}
+				state["layers"] = out
 				js, _ := json.Marshal(state)
 				fragment = "#!" + url.PathEscape(string(js))
 			}

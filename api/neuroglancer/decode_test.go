@@ -135,10 +135,11 @@ func (inf *ngInfo) rank() int { return len(inf.Dimensions) }
 
 // ngAnnotation is one decoded annotation.
 type ngAnnotation struct {
-	ID     uint64
-	Points [][]float32 // a point: 1; a line: 2; a polyline: n
-	Props  map[string]float64
-	Raw    []byte // the record, as sent
+	ID      uint64
+	Points  [][]float32 // a point: 1; a line: 2; a polyline: n
+	Props   map[string]float64
+	Raw     []byte     // the record, as sent
+	Related [][]uint64 // by_id: the segment ids of each relationship
 }
 
 // readRecord decodes one record at b[off:]: geometry, properties in
@@ -256,7 +257,17 @@ func (inf *ngInfo) decodeByID(b []byte, id uint64) (ngAnnotation, error) {
 		if off+4 > len(b) {
 			return a, fmt.Errorf("relationship count past the end")
 		}
-		off += 4 + 8*int(binary.LittleEndian.Uint32(b[off:]))
+		n := int(binary.LittleEndian.Uint32(b[off:]))
+		off += 4
+		if n > (len(b)-off)/8 {
+			return a, fmt.Errorf("%d related ids past the end", n)
+		}
+		ids := make([]uint64, n)
+		for i := range ids {
+			ids[i] = binary.LittleEndian.Uint64(b[off+8*i:])
+		}
+		a.Related = append(a.Related, ids)
+		off += 8 * n
 	}
 	if off != len(b) {
 		return a, fmt.Errorf("%d bytes, the annotation takes %d", len(b), off)

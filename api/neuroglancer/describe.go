@@ -9,9 +9,9 @@ import (
 )
 
 // Description is the "neuroglancer" member of a store's descriptor: the
-// URL of each source (absolute when base is, else a path on this server;
-// Neuroglancer takes "precomputed://" followed by it), and a viewer state
-// with a layer for each.
+// URL of each source (absolute, unless the server knows no address for
+// itself: then a path on it; Neuroglancer takes "precomputed://" followed
+// by it), and a viewer state with a layer for each.
 type Description struct {
 	Sources map[string]string `json:"sources"`
 	State   *State            `json:"state"`
@@ -38,7 +38,8 @@ type Layer struct {
 const stateSegments = 32
 
 // Describe returns st's Neuroglancer sources and a ready state, or nil when
-// it has none. base is the server's public URL ("" for paths). It reads at
+// it has none. base is the server's absolute URL as the client reaches it
+// ("" for paths). It reads at
 // most the first manifests of level 0 (to list objects that exist).
 func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 	routes := RoutesOf(st)
@@ -133,7 +134,7 @@ func someObjects(ctx context.Context, l0 *zvf.Level) []string {
 // cannot know a number's range), colours as they are. Polylines draw
 // their vertices as small dots.
 func annotationShader(k kind, l0 *zvf.Level) string {
-	props, _ := propsFor(k, l0, k.geometryBytes(l0.Dims()))
+	props, _ := propsFor(k, l0, k.geometryBytes(l0.Dims()), false)
 	attrs := l0.Info().VertexAttributes
 	if k == kindPolyline {
 		attrs = append(append([]zvf.AttrInfo{}, attrs...), l0.Info().ObjectAttributes...)

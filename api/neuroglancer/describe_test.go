@@ -12,14 +12,19 @@ import (
 )
 
 // TestDescriptorOffersSources: each store's descriptor lists its sources
-// (absolute with --public-url, else paths) and a state with a layer for
-// them whose sources are those URLs, colouring by the first attribute and
+// as absolute URLs (on --public-url, else on the address the request came
+// to: Neuroglancer takes nothing else) and a state with a layer for them
+// whose sources are those URLs, colouring by the first attribute and
 // showing objects that exist.
 func TestDescriptorOffersSources(t *testing.T) {
 	t.Parallel()
 	stores := fixtureStores(t)
-	for _, base := range []string{"", "https://zvf.example/data"} {
-		_, ts := newServer(t, api.Options{Stores: stores, PublicURL: base})
+	for _, public := range []string{"", "https://zvf.example/data"} {
+		_, ts := newServer(t, api.Options{Stores: stores, PublicURL: public})
+		base := public
+		if base == "" {
+			base = ts.URL
+		}
 		for _, tc := range []struct {
 			store    string
 			routes   []string

@@ -12,3 +12,5 @@ func notFoundf(format string, a ...any) error { return problem.Newf(problem.NotF
 func corruptf(format string, a ...any) error { return problem.Newf(problem.CorruptData, format, a...) }
 
 func tooLargef(format string, a ...any) error { return problem.Newf(problem.TooLarge, format, a...) }
+
+func unsatisfiable(detail string) error { return problem.New(problem.RangeNotSatisfiable, detail) }

@@ -12,6 +12,7 @@ import (
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 func TestMain(m *testing.M) {
@@ -34,6 +35,31 @@ func fixtureStores(t testing.TB) []*zvf.Store {
 	}
 	return apitest.OpenFixtures(t, fixtures, names...)
 }
+
+// largeIDStores are ZVF 0.9.2 stores whose object index names objects by
+// connectomics-sized ids, above 2^60 (neither int32 nor float64 holds
+// them), in descending order: the 0.9 fixtures with objects of each
+// annotation kind, renamed big_<fixture>.
+func largeIDStores(t testing.TB) []*zvf.Store {
+	t.Helper()
+	ch := cache.New(64 << 20)
+	var out []*zvf.Store
+	for _, f := range []string{"points_pyramid_v09", "streamlines_v09", "graph_v09"} {
+		src := filepath.Join("../../testdata/zvf-0.9", f+".zarrvectors")
+		n := apitest.Open(t, src, "src", cache.New(8<<20)).Info().Levels[0].ObjectCount
+		ids := make([]int64, n)
+		for row := range ids {
+			ids[row] = largeID(n - 1 - int64(row))
+		}
+		dir := zvftest.CopyTree(t, src)
+		zvftest.WriteObjectIDs(t, dir, ids)
+		out = append(out, apitest.Open(t, dir, "big_"+strings.TrimSuffix(f, "_v09"), ch))
+	}
+	return out
+}
+
+// largeID is the id of the i-th object of a largeIDStores store.
+func largeID(i int64) int64 { return 1<<60 + 1 + 1_000_003*i }
 
 func storeNamed(t testing.TB, stores []*zvf.Store, name string) *zvf.Store {
 	t.Helper()

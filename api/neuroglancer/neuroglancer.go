@@ -84,6 +84,7 @@ func (s *Server) Routes(r chi.Router) {
 		get("/"+route+"/info", s.annotationInfo(route))
 		get("/"+route+"/spatial{level}/{cell}", s.cell(route))
 		get("/"+route+"/by_id/{id}", s.byID(route))
+		get("/"+route+"/"+relationshipKey+"/{id}", s.related(route))
 	}
 	get("/skeletons/info", s.skeletonInfo)
 	get("/skeletons/seg_props/info", s.segProps("skeletons"))
@@ -255,7 +256,12 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	}
 	if r.Header.Get("Range") != "" {
 		h.Set("Server-Timing", timing())
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+		rw := &rangeWriter{ResponseWriter: w}
+		http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
+		if rw.unsatisfiable {
+			h.Set("Content-Range", fmt.Sprintf("bytes */%d", len(body)))
+			return unsatisfiable(fmt.Sprintf("the range %q lies outside the answer's %d bytes", r.Header.Get("Range"), len(body)))
+		}
 		return nil
 	}
 	if enc := s.coding(r); enc != "" && len(body) >= minCompressed {
@@ -271,6 +277,29 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(body)
 	return err
+}
+
+// rangeWriter lets http.ServeContent answer a Range request (one range or
+// several, If-Range) but keeps its plain-text 416: the caller answers
+// that as a problem, like every other error.
+type rangeWriter struct {
+	http.ResponseWriter
+	unsatisfiable bool
+}
+
+func (w *rangeWriter) WriteHeader(code int) {
+	if code == http.StatusRequestedRangeNotSatisfiable {
+		w.unsatisfiable = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rangeWriter) Write(p []byte) (int, error) {
+	if w.unsatisfiable {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
 }
 
 func (s *Server) compress(enc string, body []byte) ([]byte, error) {
@@ -292,15 +321,14 @@ func (s *Server) compress(enc string, body []byte) ([]byte, error) {
 }
 
 // parseID reads the {id} route parameter: a uint64 in decimal, as
-// Neuroglancer writes segment and annotation ids.
+// Neuroglancer writes segment and annotation ids. A ZVF id is an int64
+// with the same bits (the answers name object -1 as 18446744073709551615,
+// as a relationship's uint64 does).
 func parseID(r *http.Request) (int64, error) {
 	v := chi.URLParam(r, "id")
 	id, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || strconv.FormatUint(id, 10) != v {
 		return 0, badParam(fmt.Sprintf("id %q is not a decimal integer", v))
-	}
-	if id > 1<<63-1 {
-		return -1, nil // no store has it
 	}
 	return int64(id), nil
 }
@@ -399,6 +427,34 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 			return err
 		}
 		return s.send(w, r, st, fmt.Sprintf("by_id\x00%s\x00%d", k.annotationType(), id), mediaBinary, body, start)
+	}
+}
+
+// related answers {relationship key}/{object id}: the annotations of one
+// object (see plan.objectBytes).
+func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		start := s.o.Now()
+		id, err := parseID(r)
+		if err != nil {
+			return err
+		}
+		st, k, p, err := s.annotationSource(r, route)
+		if err != nil {
+			return err
+		}
+		if !p.relate {
+			return notFoundf("store %q has no objects: its %s annotations relate to none", st.Name(), route)
+		}
+		if s.notModified(w, r, st) {
+			return nil
+		}
+		key := fmt.Sprintf("object\x00%s\x00%d", k.annotationType(), id)
+		body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) { return p.objectBytes(ctx, id, s.o.MaxAnnotations) })
+		if err != nil {
+			return err
+		}
+		return s.send(w, r, st, key, mediaBinary, body, start)
 	}
 }
 

@@ -69,6 +69,9 @@ type plan struct {
 	cs     []float64 // level-0 chunk shape
 	levels []*spatialLevel
 	subset bool
+	// relate: level 0 has objects, and each annotation names its own in
+	// the source's relationship (see relationshipID).
+	relate bool
 	props  []prop
 	notes  []note
 	attrs  []string // vertex or object attributes the properties read (nil: none)
@@ -82,6 +85,9 @@ type plan struct {
 	objectIndex map[int64]int32
 	edgeFirst   []int64 // line sources: dense id of each object's first edge; len(objects)+1
 	size        int64   // bytes, for the cache
+
+	// ordinal is the index in keys of each chunk (by its key's string).
+	ordinal map[string]int32
 }
 
 type spatialLevel struct {
@@ -119,9 +125,25 @@ func buildPlan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	}
 	info := st.Info()
 	p := &plan{kind: k, store: st.Name(), level0: l0, rank: info.Dims, keys: l0.Keys(), cs: l0.Info().ChunkShape}
+	p.ordinal = make(map[string]int32, len(p.keys))
+	for c, key := range p.keys {
+		p.ordinal[key.String()] = int32(c)
+	}
+	p.size += 64 * int64(len(p.keys))
 	p.grid()
 	p.chooseLevels(st)
-	p.props, p.notes = propsFor(k, l0, k.geometryBytes(p.rank))
+	fits := false
+	if l0.Info().ObjectCount > 0 {
+		p.relate = true
+		if fits, err = objectIDsFit(ctx, l0); err != nil {
+			return nil, err
+		}
+	}
+	p.props, p.notes = propsFor(k, l0, k.geometryBytes(p.rank), fits)
+	if p.relate && !fits {
+		p.notes = append(p.notes, note{Attribute: "object id", Note: fmt.Sprintf(
+			"no object_id property: some object ids are outside 0…%d, what an int32 property holds; the relationship %q carries every id", math.MaxInt32, relationshipID)})
+	}
 	for _, pr := range p.props {
 		if pr.attr != "" && !containsString(p.attrs, pr.attr) && (pr.from == fromVertex || pr.from == fromMean) {
 			p.attrs = append(p.attrs, pr.attr)
@@ -138,6 +160,27 @@ func buildPlan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	}
 	p.finish()
 	return p, nil
+}
+
+// objectIDsFit reports whether every object id of level 0 fits the int32
+// object_id property with -1 left for "no object": 0 ≤ id ≤ MaxInt32.
+func objectIDsFit(ctx context.Context, l0 *zvf.Level) (bool, error) {
+	n := l0.Info().ObjectCount
+	if l0.Info().ObjectIndexLayout != "vlen_manifests_v2" {
+		return n-1 <= math.MaxInt32, nil // the ids are the manifest rows 0 … n-1
+	}
+	// object_ids holds n ids (the reader checks its shape): read, not
+	// taken on the metadata's word.
+	for row := range n {
+		id, err := l0.ObjectIDAt(ctx, row)
+		if err != nil {
+			return false, err
+		}
+		if id < 0 || id > math.MaxInt32 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func containsString(list []string, s string) bool {
@@ -174,12 +217,18 @@ func (p *plan) grid() {
 	}
 }
 
-// bounds are the grid's corners: chunk-aligned, covering every vertex.
-func (p *plan) bounds() (lo, hi []float64) {
+// bounds are the source's corners: the grid's origin (every spatial
+// level's cells start there) and the upper corner of the data, the
+// store's declared bounds where they lie inside the grid, else the grid's
+// chunk-aligned corner, which covers every vertex.
+func (p *plan) bounds(upper []float64) (lo, hi []float64) {
 	lo, hi = make([]float64, p.rank), make([]float64, p.rank)
 	for i := range p.rank {
 		lo[i] = float64(p.k0[i]) * p.cs[i]
 		hi[i] = float64(p.k0[i]+p.ext[i]) * p.cs[i]
+		if len(upper) == p.rank && upper[i] > lo[i] && upper[i] < hi[i] {
+			hi[i] = upper[i]
+		}
 	}
 	return lo, hi
 }
@@ -350,10 +399,6 @@ func (p *plan) assignPoints(ctx context.Context) error {
 // annotation in every cell of its level that holds one of its vertices.
 func (p *plan) assignObjects(ctx context.Context, st *zvf.Store) error {
 	n := p.level0.Info().ObjectCount
-	ordinal := make(map[string]int32, len(p.keys))
-	for c, key := range p.keys {
-		ordinal[key.String()] = int32(c)
-	}
 	var present []*zvf.Level // subset mode: the coarse levels, coarsest first
 	if p.subset {
 		for s := 0; s < len(p.levels)-1; s++ {
@@ -371,7 +416,7 @@ func (p *plan) assignObjects(ctx context.Context, st *zvf.Store) error {
 	reads := make([]objectRead, objectBatch)
 	for start := int64(0); start < n; start += objectBatch {
 		end := min(n, start+objectBatch)
-		if err := p.readObjects(ctx, ordinal, start, reads[:end-start]); err != nil {
+		if err := p.readObjects(ctx, start, reads[:end-start]); err != nil {
 			return err
 		}
 		for j := range reads[:end-start] {
@@ -412,7 +457,7 @@ type objectRead struct {
 // readObjects reads the manifests (and, for lines, the edges) of the
 // objects in manifest rows start, start+1, … into reads (ids are the rows
 // unless the store's index names objects by id).
-func (p *plan) readObjects(ctx context.Context, ordinal map[string]int32, start int64, reads []objectRead) error {
+func (p *plan) readObjects(ctx context.Context, start int64, reads []objectRead) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(readConcurrency)
 	for j := range reads {
@@ -430,7 +475,7 @@ func (p *plan) readObjects(ctx context.Context, ordinal map[string]int32, start 
 			}
 			var chunks []int32
 			for _, b := range m.Blocks {
-				c, ok := ordinal[b.Chunk.String()]
+				c, ok := p.ordinal[b.Chunk.String()]
 				if !ok {
 					return corruptf("store %q level 0: object %d names chunk %s, which does not exist", p.store, id, b.Chunk)
 				}

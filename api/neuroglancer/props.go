@@ -66,10 +66,12 @@ func numericType(dt string) (typ string, converted bool, ok bool) {
 
 // propsFor plans the properties of one annotation kind: level 0's vertex
 // attributes (per vertex, or their mean over a polyline), object
-// attributes on polylines, and the object id where the store has objects.
-// geomBytes is the record's fixed geometry size, counted against the
-// budget.
-func propsFor(k kind, l0 *zvf.Level, geomBytes int) ([]prop, []note) {
+// attributes on polylines, and, when objectID, the object id as an int32
+// (the caller checks that every id fits; the source's relationship
+// carries the ids whether or not they do). geomBytes is the record's
+// fixed geometry size, counted against the budget. The attributes are
+// budgeted first, so that they are the same with or without the id.
+func propsFor(k kind, l0 *zvf.Level, geomBytes int, objectID bool) ([]prop, []note) {
 	var props []prop
 	var notes []note
 	used := map[string]bool{"object_id": true}
@@ -88,18 +90,11 @@ func propsFor(k kind, l0 *zvf.Level, geomBytes int) ([]prop, []note) {
 			props, notes = append(props, ps...), append(notes, ns...)
 		}
 	}
-	if n := info.ObjectCount; n > 0 {
-		if n <= math.MaxInt32 {
-			props = append(props, prop{spec: propSpec{ID: "object_id", Type: "int32", Description: "ZVF object id (-1: none)"},
-				size: 4, from: fromObjectID, width: 1})
-		} else {
-			notes = append(notes, note{Attribute: "object id", Note: "left out: more objects than an int32 property holds"})
-		}
-	}
 	// Records hold 4-byte properties first, then 2-byte, then 1-byte ones
 	// (Neuroglancer's layout); declaring them in that order keeps the
 	// declaration order the record order.
-	slices.SortStableFunc(props, func(a, b prop) int { return align(b.spec.Type) - align(a.spec.Type) })
+	byAlign := func(a, b prop) int { return align(b.spec.Type) - align(a.spec.Type) }
+	slices.SortStableFunc(props, byAlign)
 	budget := propBudget - geomBytes
 	kept := props[:0]
 	for _, p := range props {
@@ -109,6 +104,15 @@ func propsFor(k kind, l0 *zvf.Level, geomBytes int) ([]prop, []note) {
 		}
 		budget -= p.size
 		kept = append(kept, p)
+	}
+	if objectID {
+		if budget >= 4 {
+			kept = append(kept, prop{spec: propSpec{ID: "object_id", Type: "int32", Description: "ZVF object id (-1: none)"},
+				size: 4, from: fromObjectID, width: 1})
+			slices.SortStableFunc(kept, byAlign)
+		} else {
+			notes = append(notes, note{Attribute: "object id", Property: "object_id", Note: fmt.Sprintf("left out: a record holds at most %d bytes of properties (the relationship %q carries the ids)", propBudget-geomBytes, relationshipID)})
+		}
 	}
 	return kept, notes
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
@@ -168,7 +169,9 @@ func walkSpatial(t *testing.T, ts *httptest.Server, base string, inf *ngInfo) ma
 					in := true
 					for i := range rank {
 						lo := inf.LowerBound[i] + float64(c[i])*sp.ChunkSize[i]
-						if float64(p[i]) < inf.LowerBound[i] || float64(p[i]) >= inf.UpperBound[i] {
+						// The upper bound is the store's, which holds its
+						// vertices on its upper faces too.
+						if float64(p[i]) < inf.LowerBound[i] || float64(p[i]) > inf.UpperBound[i] {
 							t.Fatalf("%s/%s: annotation %d point %v outside the bounds %v–%v", sp.Key, key, a.ID, p, inf.LowerBound, inf.UpperBound)
 						}
 						if float64(p[i]) < lo || float64(p[i]) >= lo+sp.ChunkSize[i] {
@@ -250,9 +253,13 @@ func cellsOf(shape []int, f func([]int)) {
 // are level 0's vertex multiset (with their attributes and object ids),
 // polylines its objects, lines its edges; by_id answers what the cells
 // hold.
+//
+// The stores with ids above 2^60 (largeIDStores) carry them in the
+// relationship only: by_id names each annotation's object, objects/{id}
+// lists exactly that object's annotations, and no int32 property clamps.
 func TestAnnotationsMatchTheReader(t *testing.T) {
 	t.Parallel()
-	stores := fixtureStores(t)
+	stores := append(fixtureStores(t), largeIDStores(t)...)
 	_, ts := newServer(t, api.Options{Stores: stores})
 	for _, st := range stores {
 		for _, route := range neuroglancer.RoutesOf(st) {
@@ -283,7 +290,10 @@ func TestAnnotationsMatchTheReader(t *testing.T) {
 				default:
 					t.Fatalf("annotation type %s", inf.AnnotationType)
 				}
-				checkByID(t, ts, base, inf, seen)
+				objs := annotationObjects(t, inf, seen, l0, whole)
+				checkObjectIDProperty(t, inf, l0, objs)
+				checkByID(t, ts, base, inf, seen, objs)
+				checkRelationships(t, ts, base, inf, seen, l0, objs)
 			})
 		}
 	}
@@ -356,7 +366,11 @@ func checkPolylines(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, 
 	t.Helper()
 	ctx := context.Background()
 	var vertices int64
-	for id := range l0.Info().ObjectCount {
+	for row := range l0.Info().ObjectCount {
+		id, err := l0.ObjectIDAt(ctx, row)
+		if err != nil {
+			t.Fatal(err)
+		}
 		has, err := l0.HasObject(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -383,8 +397,8 @@ func checkPolylines(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, 
 				t.Fatalf("polyline %d point %d is %v, the object's vertex %v", id, i, p, pos3Slice(o.Vertices, i))
 			}
 		}
-		if s.a.Props["object_id"] != float64(id) {
-			t.Fatalf("polyline %d: object_id %v", id, s.a.Props["object_id"])
+		if v, ok := s.a.Props["object_id"]; ok && v != float64(id) {
+			t.Fatalf("polyline %d: object_id %v", id, v)
 		}
 		for _, c := range o.Attributes {
 			if _, ok := s.a.Props[c.Name]; !ok || c.Channels != 1 {
@@ -458,9 +472,145 @@ func checkLines(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, whol
 	}
 }
 
-// checkByID: by_id answers each annotation with the bytes its cells hold;
-// an id no annotation has is 404.
-func checkByID(t *testing.T, ts *httptest.Server, base string, inf *ngInfo, seen map[uint64]*seenAnnotation) {
+// annotationObjects is the object of each annotation (none: absent),
+// from the reader: a point's is its row's owner in level 0's answer
+// (whose rows, in chunk order, are the points' ids), a polyline's is
+// itself, a line's the object whose edge it is (edges numbered in
+// manifest-row order, each object's in its own order).
+func annotationObjects(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, l0 *zvf.Level, whole *levelAnswer) map[uint64]int64 {
+	t.Helper()
+	ctx := context.Background()
+	objs := map[uint64]int64{}
+	switch inf.AnnotationType {
+	case "point":
+		for id, s := range seen {
+			if fmtPoint(s.a.Points[0]) != fmtPoint(whole.pos[id][:]) {
+				t.Fatalf("point %d is at %v; level 0's row %d at %v", id, s.a.Points[0], id, whole.pos[id])
+			}
+			if whole.owner != nil && whole.owner[id] != -1 {
+				objs[id] = whole.owner[id]
+			}
+		}
+	case "polyline":
+		for id := range seen {
+			objs[id] = int64(id)
+		}
+	case "line":
+		var next uint64
+		for row := range l0.Info().ObjectCount {
+			id, err := l0.ObjectIDAt(ctx, row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has, err := l0.HasObject(ctx, id); err != nil || !has {
+				continue
+			}
+			o, err := l0.Object(ctx, id, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for e := 0; e+1 < len(o.Edges); e += 2 {
+				s := seen[next]
+				if s == nil || fmtPoint(s.a.Points[0]) != fmtPoint(pos3Slice(o.Vertices, int(o.Edges[e]))) ||
+					fmtPoint(s.a.Points[1]) != fmtPoint(pos3Slice(o.Vertices, int(o.Edges[e+1]))) {
+					t.Fatalf("line %d is not edge %d of object %d", next, e/2, id)
+				}
+				objs[next] = id
+				next++
+			}
+		}
+	}
+	return objs
+}
+
+// checkObjectIDProperty: the int32 object_id property is there exactly
+// when the store has objects and every id fits, never clamped.
+func checkObjectIDProperty(t *testing.T, inf *ngInfo, l0 *zvf.Level, objs map[uint64]int64) {
+	t.Helper()
+	fits := l0.Info().ObjectCount > 0
+	for row := range l0.Info().ObjectCount {
+		id, err := l0.ObjectIDAt(context.Background(), row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fits = fits && id >= 0 && id <= math.MaxInt32
+	}
+	has := slices.ContainsFunc(inf.Properties, func(p ngProperty) bool { return p.ID == "object_id" })
+	if has != fits {
+		t.Fatalf("object_id property: %v; every id fits an int32: %v", has, fits)
+	}
+	if !has && l0.Info().ObjectCount > 0 && !strings.Contains(string(inf.raw["zvfserve"]), "no object_id property") {
+		t.Fatalf("the notes do not say why object_id is left out: %s", inf.raw["zvfserve"])
+	}
+}
+
+// checkRelationships: a store with objects declares the relationship
+// "object"; objects/{id} lists exactly the annotations of object id (the
+// bytes the cells hold), for every object; an id that is no object is 404.
+// A store without objects declares none, and has no such route.
+func checkRelationships(t *testing.T, ts *httptest.Server, base string, inf *ngInfo, seen map[uint64]*seenAnnotation, l0 *zvf.Level, objs map[uint64]int64) {
+	t.Helper()
+	ctx := context.Background()
+	n := l0.Info().ObjectCount
+	if n == 0 {
+		if len(inf.Relationships) != 0 {
+			t.Fatalf("relationships %v in a store without objects", inf.Relationships)
+		}
+		if resp, body := apitest.Get(t, ts, base+"/objects/0"); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("objects/0 of a store without objects: %d %.200s", resp.StatusCode, body)
+		}
+		return
+	}
+	if len(inf.Relationships) != 1 || inf.Relationships[0]["id"] != "object" || inf.Relationships[0]["key"] != "objects" {
+		t.Fatalf("relationships %v", inf.Relationships)
+	}
+	want := map[int64][]uint64{}
+	for a, o := range objs {
+		want[o] = append(want[o], a)
+	}
+	ids := map[int64]bool{}
+	listed := 0
+	for row := range n {
+		id, err := l0.ObjectIDAt(ctx, row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = true
+		path := fmt.Sprintf("%s/objects/%d", base, uint64(id))
+		list, err := inf.decodeList(apitest.MustGet(t, ts, path))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		var got []uint64
+		for _, a := range list {
+			got = append(got, a.ID)
+			if s := seen[a.ID]; s == nil || string(s.raw) != string(a.Raw) {
+				t.Fatalf("%s: annotation %d differs from the spatial index's record", path, a.ID)
+			}
+		}
+		slices.Sort(got)
+		w := slices.Sorted(slices.Values(want[id]))
+		if !slices.Equal(got, w) {
+			t.Fatalf("%s lists %d annotations %.20v; object %d has %d: %.20v", path, len(got), got, id, len(w), w)
+		}
+		listed += len(got)
+	}
+	if listed != len(objs) {
+		t.Fatalf("the objects' lists hold %d annotations; %d have an object", listed, len(objs))
+	}
+	none := n
+	for ids[none] {
+		none++
+	}
+	if resp, body := apitest.Get(t, ts, fmt.Sprintf("%s/objects/%d", base, none)); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("objects/%d, which is no object: %d %.200s", none, resp.StatusCode, body)
+	}
+}
+
+// checkByID: by_id answers each annotation with the bytes its cells hold
+// and, where the source has the relationship, the annotation's object
+// (none for a point no object owns); an id no annotation has is 404.
+func checkByID(t *testing.T, ts *httptest.Server, base string, inf *ngInfo, seen map[uint64]*seenAnnotation, objs map[uint64]int64) {
 	t.Helper()
 	ids := make([]uint64, 0, len(seen))
 	for id := range seen {
@@ -476,6 +626,15 @@ func checkByID(t *testing.T, ts *httptest.Server, base string, inf *ngInfo, seen
 		}
 		if string(a.Raw) != string(seen[id].raw) {
 			t.Fatalf("by_id/%d differs from the spatial index's record", id)
+		}
+		if len(inf.Relationships) > 0 {
+			want := []uint64{}
+			if o, ok := objs[id]; ok {
+				want = []uint64{uint64(o)}
+			}
+			if len(a.Related) != 1 || !slices.Equal(a.Related[0], want) {
+				t.Fatalf("by_id/%d relates to %v; want [%v]", id, a.Related, want)
+			}
 		}
 	}
 	for _, id := range []string{strconv.FormatUint(ids[len(ids)-1]+1, 10), "18446744073709551615"} {
@@ -658,5 +817,51 @@ func TestMeshesMatchTheReader(t *testing.T) {
 	}
 	if meshes == 0 {
 		t.Fatal("no meshes")
+	}
+}
+
+// TestUpperBoundIsTheStores: an annotation source's upper_bound is the
+// store's own upper corner where the chunk grid reaches past it (the
+// demo's data end at z 600, in chunks of 250 whose grid ends at 750), and
+// the grid's corner where the store declares more than its chunks hold;
+// lower_bound stays the grid's origin, from which every spatial level's
+// cells count. (walkSpatial checks every annotation against the bounds.)
+func TestUpperBoundIsTheStores(t *testing.T) {
+	stores := demoStores(t, nil)
+	// A plan reads all of level 0; on a loaded machine that may take
+	// longer than the default 30 s.
+	_, ts := newServer(t, api.Options{Stores: stores, RequestTimeout: 5 * time.Minute})
+	checked := 0
+	for _, st := range stores {
+		// Points and polylines (a graph's lines read every object: slow,
+		// and their bounds are the same).
+		if g := st.Info().GeometryTypes[0]; g != "point_cloud" && g != "streamline" {
+			continue
+		}
+		for _, route := range neuroglancer.RoutesOf(st) {
+			if route != "annotations" {
+				continue
+			}
+			base := "/ng/" + st.Name() + "/" + route
+			inf, err := parseInfo(apitest.MustGet(t, ts, base+"/info"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := st.Info().Bounds
+			fine := inf.Spatial[len(inf.Spatial)-1]
+			for i := range inf.UpperBound {
+				grid := inf.LowerBound[i] + float64(fine.GridShape[i])*fine.ChunkSize[i]
+				if want := min(b[1][i], grid); inf.UpperBound[i] != want {
+					t.Errorf("%s: upper_bound[%d] = %v; the store ends at %v, its grid at %v", base, i, inf.UpperBound[i], b[1][i], grid)
+				}
+				if inf.LowerBound[i] > b[0][i] {
+					t.Errorf("%s: lower_bound %v above the store's %v", base, inf.LowerBound, b[0])
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 2 {
+		t.Fatalf("only %d annotation sources", checked)
 	}
 }

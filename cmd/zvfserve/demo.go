@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 
@@ -27,6 +28,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: zvfserve demo [--seed S] [--scale N] [--codec none|zstd|blosc] [--truth FILE] OUT")
 		fmt.Fprintln(stderr, "\nWrites one ZVF store per geometry family into OUT (a folder, file://, mem://, s3://, gs:// or azblob:// URL).")
+		fmt.Fprintln(stderr, "OUT must not be inside a store (a folder with Zarr metadata, or one below it), nor a store itself.")
 		fs.PrintDefaults()
 	}
 	seed := fs.Int64("seed", 1, "random seed of the scene")
@@ -49,6 +51,26 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	o := demo.Options{Seed: *seed, Scale: *scale, Codec: codec}
 	out := fs.Arg(0)
+	// The demo writes whole stores: inside another one they would become
+	// part of it (and its validation's problems).
+	local := ""
+	switch {
+	case !strings.Contains(out, "://"):
+		local = out
+	case strings.HasPrefix(out, "file://"):
+		if u, err := url.Parse(out); err == nil {
+			local = u.Path
+		}
+	}
+	if local != "" {
+		store, err := storeAround(local)
+		if err != nil {
+			return err
+		}
+		if store != "" {
+			return fmt.Errorf("%w: %s is inside the store %s; write the demo into a folder outside any store", cli.ErrUsage, out, store)
+		}
+	}
 	if !strings.Contains(out, "://") {
 		// A plain path is a folder the command may create; URLs name
 		// buckets that must exist.
@@ -65,6 +87,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 			err = fmt.Errorf("close %s: %w", out, cerr)
 		}
 	}()
+	if local == "" {
+		// An object store's prefix: it must not be a store itself (what
+		// lies above a prefix is another URL).
+		if l, err := w.List(ctx, ""); err == nil && isZarrNode(ctx, w, "", l) {
+			return fmt.Errorf("%w: %s is a store; write the demo into a prefix outside any store", cli.ErrUsage, out)
+		}
+	}
 	infos, err := demo.Build(ctx, w, o)
 	if err != nil {
 		return err

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
@@ -141,6 +144,63 @@ func namePrefix(arg string) string {
 }
 
 var errStopSearch = errors.New("too many folders")
+
+// folderOfStores is the error for a command that takes one store (cmd)
+// when arg, opened as st, is no store but a folder (or prefix) of them: it
+// says so and lists them, and how to name one. nil when st is a store
+// itself or holds none (the command then says what is wrong with it).
+func folderOfStores(ctx context.Context, st storage.Store, arg, cmd string) error {
+	found, err := discoverStores(ctx, st, "", slog.New(slog.DiscardHandler))
+	if err != nil || len(found) == 0 {
+		return nil
+	}
+	const shown = 12
+	var list []string
+	for i, f := range found {
+		if i == shown {
+			list = append(list, fmt.Sprintf("and %d more", len(found)-shown))
+			break
+		}
+		list = append(list, strings.TrimSuffix(f.prefix, "/"))
+	}
+	_, target := storeArg(arg)
+	return fmt.Errorf("%w: %s is not a store but a folder of %d stores: %s; %s one of them (zvfserve %s %s) or serve them all (zvfserve serve %s)",
+		cli.ErrUsage, target, len(found), strings.Join(list, ", "), cmd, cmd, below(target, found[0].prefix), target)
+}
+
+// below is the argument naming folder prefix below target (a path or a
+// URL, whose query stays at the end).
+func below(target, prefix string) string {
+	base, query, hasQuery := strings.Cut(target, "?")
+	out := strings.TrimRight(base, "/") + "/" + strings.TrimSuffix(prefix, "/")
+	if hasQuery {
+		out += "?" + query
+	}
+	return out
+}
+
+// storeAround is the store that the local folder dir is in or is: the
+// outermost of it and its ancestors with Zarr metadata (a store's levels
+// and arrays have their own), or "" when there is none. dir need not
+// exist yet.
+func storeAround(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	store := ""
+	for d := abs; ; d = filepath.Dir(d) {
+		for _, meta := range []string{"zarr.json", ".zgroup", ".zarray", ".zattrs"} {
+			if fi, err := os.Stat(filepath.Join(d, meta)); err == nil && fi.Mode().IsRegular() {
+				store = d
+				break
+			}
+		}
+		if filepath.Dir(d) == d {
+			return store, nil
+		}
+	}
+}
 
 // folderIDer is a store whose folders one may reach by several paths (a
 // local folder with links; localfs.Store): FolderID names a folder by

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
 func inspectCommand() cli.Command {
@@ -45,6 +46,16 @@ Flags:
 	}
 	s, closeStore, err := openOne(ctx, fs.Arg(0))
 	if err != nil {
+		// Pointed at a folder of stores, say so rather than what is
+		// missing from it as a store.
+		_, target := storeArg(fs.Arg(0))
+		if st, oerr := blobstore.Open(ctx, target); oerr == nil {
+			ferr := folderOfStores(ctx, st, fs.Arg(0), "inspect")
+			_ = st.Close()
+			if ferr != nil {
+				return ferr
+			}
+		}
 		return err
 	}
 	defer closeStore()

@@ -21,6 +21,7 @@ func commands() map[string]cli.Command {
 		"inspect":  inspectCommand(),
 		"zarr-cat": zarrCatCommand(),
 		"validate": validateCommand(),
+		"version":  versionCommand(),
 	}
 }
 
@@ -33,6 +34,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "-h", "--help", "help":
 			usage(stdout, cmds)
 			return 0
+		case "--version", "-version":
+			args = append([]string{"version"}, args[1:]...)
 		}
 	}
 	name, args, err := pickCommand(cmds, args)

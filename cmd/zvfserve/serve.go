@@ -48,12 +48,13 @@ type serveConfig struct {
 	revalidateWalk, settle                                time.Duration
 	maxConcurrent, readConcurrency, maxConnections        int
 	demoScale                                             float64
-	followSymlinks                                        bool
+	followSymlinks, trustProxyHeaders                     bool
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.addr, "addr", ":8080", "listen address (env ZVFSERVE_ADDR)")
-	fs.StringVar(&c.publicURL, "public-url", "", "public base URL used in Link headers and the catalog (env ZVFSERVE_PUBLIC_URL)")
+	fs.StringVar(&c.publicURL, "public-url", "", "public base URL used in Link headers, the catalog and the descriptor's Neuroglancer sources (env ZVFSERVE_PUBLIC_URL)")
+	fs.BoolVar(&c.trustProxyHeaders, "trust-proxy-headers", false, "without --public-url, build the descriptor's absolute Neuroglancer URLs from the Forwarded or X-Forwarded-Proto and X-Forwarded-Host headers; set it only behind a proxy that sets them (by default the URLs use the request's Host) (env ZVFSERVE_TRUST_PROXY_HEADERS)")
 	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "byte budget of decoded chunks and of what answers being written hold, which share it (the cache evicts to make room; while answers hold it all, at least 256 MiB, new requests wait, then get 503); unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
 	fs.StringVar(&c.cors, "cors-origins", "*", "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
 	fs.DurationVar(&c.maxAge, "max-age", time.Hour, "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
@@ -328,7 +329,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
 		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, StallTimeout: c.stallTimeout,
 		MaxConnections: c.maxConnections, IdleTimeout: c.idleTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
-		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), UI: web.Handler(),
+		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(),
 		ReadyAny: c.readiness == "any", AdminMetrics: c.adminAddr != ""})
 	if err != nil {
 		return err
@@ -375,7 +376,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	} else {
 		close(checked)
 	}
-	fmt.Fprintf(stdout, "zvfserve: serving %d store(s) on http://%s/\n", len(stores), displayAddr(ln.Addr()))
+	build := api.ReadBuild()
+	log.Info("zvfserve started", "version", build.Version, "revision", build.Revision, "modified", build.Modified, "go", build.GoVersion,
+		"addr", ln.Addr().String(), "stores", len(stores))
+	fmt.Fprintf(stdout, "zvfserve %s: serving %d store(s) on http://%s/\n", build.Version, len(stores), displayAddr(ln.Addr()))
 	select {
 	case err := <-errc:
 		stopChecks()

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -31,8 +32,10 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 Checks a store and lists every problem with its path instead of stopping at the first: 1 structure,
 2 metadata, 3 consistency (every chunk, fragment index and manifest), 4 conventions, 5 the pyramid.
-The verdict names the store's ZVF version and layout. Exit 0 when valid (warnings allowed), 1 when
-any error was found, 2 for a command-line mistake.
+A problem found at many places (every object whose manifest names one broken chunk) is listed once,
+with how many and the first five paths ("count" and "paths" in --json). The verdict names the
+store's ZVF version and layout. Exit 0 when valid (warnings allowed), 1 when any error was found, 2
+for a command-line mistake (a folder of stores is one: name one of them).
 
 Flags:
 `)
@@ -54,6 +57,9 @@ Flags:
 		return err
 	}
 	defer st.Close()
+	if err := folderOfStores(ctx, st, fs.Arg(0), "validate"); err != nil {
+		return err
+	}
 	var progress func(int, int)
 	if !*quiet {
 		last := -1
@@ -89,7 +95,15 @@ Flags:
 		}
 	} else {
 		for _, p := range rep.Problems {
-			fmt.Fprintf(stdout, "%-7s L%d  %s: %s\n", p.Severity, p.Check, p.Path, p.Message)
+			where := p.Path
+			if p.Count > 1 {
+				// One problem found at many places: how many, and the first.
+				where = fmt.Sprintf("%d× %s", p.Count, strings.Join(p.Paths, ", "))
+				if p.Count > len(p.Paths) {
+					where += ", …"
+				}
+			}
+			fmt.Fprintf(stdout, "%-7s L%d  %s: %s\n", p.Severity, p.Check, where, p.Message)
 		}
 		verdict := "valid"
 		if !rep.OK() {
@@ -99,7 +113,11 @@ Flags:
 		if rep.ZVVersion != "" {
 			format = fmt.Sprintf("ZVF %s, %s; ", rep.ZVVersion, rep.Layout)
 		}
-		fmt.Fprintf(stdout, "%s: %s (%slevels 1-%d; %d chunks, %d objects checked; %d problems)\n", fs.Arg(0), verdict, format, *level, rep.Chunks, rep.Objects, len(rep.Problems))
+		found := ""
+		if n := rep.Findings(); n != len(rep.Problems) {
+			found = fmt.Sprintf(", found at %d places", n)
+		}
+		fmt.Fprintf(stdout, "%s: %s (%slevels 1-%d; %d chunks, %d objects checked; %d problems%s)\n", fs.Arg(0), verdict, format, *level, rep.Chunks, rep.Objects, len(rep.Problems), found)
 	}
 	if !rep.OK() {
 		return errInvalid

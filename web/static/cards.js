@@ -5,7 +5,7 @@
 import { $, el } from './dom.js';
 import { rgbCss } from './colour.js';
 import { fillLegend } from './legend.js';
-import { neuroglancerURL } from './neuroglancer.js';
+import { neuroglancerSources, neuroglancerURL } from './neuroglancer.js';
 
 export class Cards {
   // app: {layers, catalog, tiles, writeURL(), scheduleUpdate(), redraw(), removeLayer(l), drawList()}
@@ -83,6 +83,8 @@ export class Cards {
     const ng = c.querySelector('.ng'), href = neuroglancerURL(d.neuroglancer, location);
     ng.hidden = !href;
     if (href) ng.href = href;
+    // The sources themselves, to paste into a Neuroglancer of one's own.
+    ng.title = ['open this store in Neuroglancer; its sources:', ...neuroglancerSources(d.neuroglancer, location)].join('\n');
     fillLegend(this.app, l);
   }
 

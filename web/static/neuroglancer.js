@@ -1,7 +1,10 @@
 // The link from a layer's card to Neuroglancer, from the descriptor's
 // neuroglancer member: its url, or its state opened in the public client.
-// Relative sources are made absolute (Neuroglancer runs on another
-// origin).
+// The server gives its sources as absolute URLs (--public-url, else the
+// address the page was loaded from, or what a trusted proxy reports);
+// they are used as they are. A relative one (a server that knew no
+// address for itself) is made absolute against the page, since
+// Neuroglancer runs on another origin.
 
 const NG_APP = 'https://neuroglancer-demo.appspot.com/';
 
@@ -25,4 +28,12 @@ export function neuroglancerURL(ng, base) {
   const origin = new URL(base.href).origin;
   const abs = JSON.parse(JSON.stringify(state), (k, v) => (typeof v === 'string' && /^precomputed:\/\/\//.test(v) ? `precomputed://${origin}${v.slice('precomputed://'.length)}` : v));
   return `${NG_APP}#!${encodeURIComponent(JSON.stringify(abs))}`;
+}
+
+// neuroglancerSources: the sources a descriptor's member ng offers, as
+// Neuroglancer takes them (precomputed://URL), to show beside the link.
+export function neuroglancerSources(ng, base) {
+  if (!ng || !ng.sources) return [];
+  const src = Array.isArray(ng.sources) ? ng.sources : Object.values(ng.sources);
+  return src.map((s) => `precomputed://${new URL(typeof s === 'string' ? s : s.url, base.href).href}`);
 }

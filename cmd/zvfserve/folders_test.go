@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// TestOneStoreCommandsOnAFolderOfStores: inspect and validate pointed at
+// a folder of stores say that it is one, list the stores and name one as
+// an argument (exit 2, a command-line mistake); they said "no root
+// zarr.json: not a ZVF store" and "INVALID".
+func TestOneStoreCommandsOnAFolderOfStores(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	zvftest.CopyInto(t, "../../testdata/zvf-reference/graph.zarrvectors", filepath.Join(dir, "lab", "graph.zarrvectors"))
+	zvftest.CopyInto(t, "../../testdata/zvf-reference/mesh.zarrvectors", filepath.Join(dir, "mesh.zarr"))
+	for _, args := range [][]string{{"inspect"}, {"inspect", "--json"}, {"validate", "--no-progress"}, {"validate", "--json"}} {
+		out, errs, code := runCmd(t, append(args, dir)...)
+		cmd := args[0]
+		if code != 2 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q; want 2 and nothing", args, code, out)
+		}
+		for _, want := range []string{dir + " is not a store but a folder of 2 stores: lab/graph.zarrvectors, mesh.zarr",
+			fmt.Sprintf("zvfserve %s %s/lab/graph.zarrvectors", cmd, dir), "zvfserve serve " + dir} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("%v: stderr %q does not say %q", args, errs, want)
+			}
+		}
+	}
+	// A store still is one.
+	if _, errs, code := runCmd(t, "inspect", filepath.Join(dir, "mesh.zarr")); code != 0 {
+		t.Errorf("inspect a store of the folder: exit %d: %s", code, errs)
+	}
+}
+
+// TestValidateGroupsOneBrokenChunk: one truncated chunk is one problem for
+// the chunk and one for the objects whose manifests name it — with their
+// count and the first few of their paths — not a line per object.
+func TestValidateGroupsOneBrokenChunk(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := zvftest.CopyTree(t, "../../testdata/zvf-reference/polylines.zarrvectors")
+	// The level-0 chunk most objects pass through, and those objects.
+	st, err := blobstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zvf.Open(ctx, st, zvf.Options{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l0, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := map[string]map[int64]bool{}
+	for id := range l0.Info().ObjectCount {
+		m, err := l0.Manifest(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range m.Blocks {
+			k := b.Chunk.String()
+			if objects[k] == nil {
+				objects[k] = map[int64]bool{}
+			}
+			objects[k][id] = true
+		}
+	}
+	_ = st.Close()
+	chunk := ""
+	for k, ids := range objects {
+		if chunk == "" || len(ids) > len(objects[chunk]) || len(ids) == len(objects[chunk]) && k < chunk {
+			chunk = k
+		}
+	}
+	if len(objects[chunk]) < 6 {
+		t.Fatalf("chunk %s is named by %d objects: too few to group", chunk, len(objects[chunk]))
+	}
+	file := filepath.Join(dir, "0", "vertices", chunk, "c", "0")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errs, code := runCmd(t, "validate", "--json", dir)
+	if code != 1 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep struct {
+		OK       bool
+		Problems []zvf.Problem
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var forObjects []zvf.Problem
+	for _, p := range rep.Problems {
+		if strings.HasPrefix(p.Path, "0/objects/") {
+			forObjects = append(forObjects, p)
+		}
+		if p.Count < 1 || p.Count > 1 && (len(p.Paths) == 0 || len(p.Paths) > 5 || p.Paths[0] != p.Path) {
+			t.Errorf("problem %+v: count and paths disagree", p)
+		}
+	}
+	if len(forObjects) != 1 {
+		t.Fatalf("%d problems for objects, want 1: %+v", len(forObjects), forObjects)
+	}
+	p := forObjects[0]
+	if p.Count != len(objects[chunk]) || len(p.Paths) != 5 || !strings.Contains(p.Message, chunk) {
+		t.Errorf("the objects' problem: %+v; %d objects name chunk %s", p, len(objects[chunk]), chunk)
+	}
+	for _, path := range p.Paths {
+		var id int64
+		if _, err := fmt.Sscanf(path, "0/objects/%d", &id); err != nil || !objects[chunk][id] {
+			t.Errorf("path %q is no object that names chunk %s", path, chunk)
+		}
+	}
+	if len(rep.Problems) > 4 {
+		t.Errorf("%d problems for one broken chunk: %+v", len(rep.Problems), rep.Problems)
+	}
+
+	out, _, code = runCmd(t, "validate", "--no-progress", dir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 1 || len(lines) != len(rep.Problems)+1 {
+		t.Fatalf("exit %d, %d lines for %d problems:\n%s", code, len(lines), len(rep.Problems), out)
+	}
+	want := fmt.Sprintf("error   L3  %d× %s, …: ", p.Count, strings.Join(p.Paths, ", "))
+	if !strings.Contains(out, want) || !strings.Contains(lines[len(lines)-1], fmt.Sprintf("problems, found at %d places)", len(rep.Problems)-1+p.Count)) {
+		t.Errorf("text report:\n%s\nwant a line with %q", out, want)
+	}
+}
+
+// TestDemoRefusesToWriteIntoAStore: OUT inside a store (or a store
+// itself) is refused before anything is written; the demo's stores would
+// have become part of it.
+func TestDemoRefusesToWriteIntoAStore(t *testing.T) {
+	t.Parallel()
+	store := zvftest.CopyTree(t, "../../testdata/zvf-reference/graph.zarrvectors")
+	for _, out := range []string{store, filepath.Join(store, "demo"), filepath.Join(store, "0", "new", "deeper"), "file://" + filepath.Join(store, "x")} {
+		stdout, errs, code := runCmd(t, "demo", "--scale", "0.01", out)
+		if code != 2 || stdout != "" || !strings.Contains(errs, "inside the store "+store+";") {
+			t.Errorf("demo %s: exit %d, %q, %q; want 2 naming the store", out, code, stdout, errs)
+		}
+	}
+	for _, p := range []string{"demo", "cells", "0/new", "x"} {
+		if _, err := os.Stat(filepath.Join(store, p)); err == nil {
+			t.Errorf("%s was written into the store", p)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
+)
+
+func versionCommand() cli.Command {
+	return cli.Command{Summary: "print the version, VCS revision and Go version of this build", Run: runVersion}
+}
+
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: zvfserve version (or zvfserve --version)
+
+Prints which zvfserve this is: the module version (a tag, a pseudo-version from the commit, or
+"(devel)" for a build without version control information), the VCS revision it was built from (with
+", modified" when the tree had uncommitted changes) and its time, and the Go version. The server
+reports the same as the zvfserve_build_info metric and in its start-up log line.
+`)
+	}
+	if err := cli.ParseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: version takes no arguments", cli.ErrUsage)
+	}
+	_, err := fmt.Fprintln(stdout, api.ReadBuild())
+	return err
+}
