@@ -74,7 +74,7 @@ func TestDescriptorURLsPaste(t *testing.T) {
 				t.Fatalf("%d %v", resp.StatusCode, err)
 			}
 			ng := d.Neuroglancer
-			if len(ng.Sources) != 3 || len(ng.State.Layers) == 0 {
+			if len(ng.Sources) != 4 || ng.Sources["density"] == "" || len(ng.State.Layers) == 0 { // annotations, lines, skeletons, density
 				t.Fatalf("sources %v, %d layers", ng.Sources, len(ng.State.Layers))
 			}
 			for route, u := range ng.Sources {

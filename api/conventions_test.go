@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-chi/chi/v5"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/cache"
@@ -368,5 +369,34 @@ func TestEveryRouteAtEveryLevel(t *testing.T) {
 	}
 	if checked < 30 {
 		t.Fatalf("only %d answers checked", checked)
+	}
+}
+
+// TestRouteTableIsWhatIsMounted: every /api/ route the router serves is
+// in the parameter table and every table route is served, so a route
+// cannot be added beside the table (unchecked parameters, undocumented).
+func TestRouteTableIsWhatIsMounted(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, api.Options{})
+	table := api.RouteParams()
+	mounted := map[string]bool{}
+	err := chi.Walk(srv.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if method == http.MethodGet && strings.HasPrefix(route, "/api/") {
+			mounted[strings.TrimSuffix(route, "/")] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for route := range mounted {
+		if _, ok := table[route]; !ok {
+			t.Errorf("%s is served but not in the route table", route)
+		}
+	}
+	for route := range table {
+		if !mounted[route] {
+			t.Errorf("%s is in the route table but not served", route)
+		}
 	}
 }

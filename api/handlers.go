@@ -16,23 +16,29 @@ import (
 )
 
 // store returns the request's store as currently served, or the typed
-// error that keeps it from being served (a problem like any other). It
-// notes the version in the request, so that an answer that meets a newer
-// object can be retried on the new version (see Server.wrap).
+// error that keeps it from being served (a problem like any other). Under
+// wrap it is the version wrap pinned for this attempt (every call of one
+// attempt gets the same one, and a retry the next); elsewhere it is looked
+// up now.
 func (s *Server) store(r *http.Request) (*zvf.Store, error) {
-	name := chi.URLParam(r, "store")
+	if a, ok := r.Context().Value(attemptKey).(*attempt); ok && a.pinned {
+		return a.st, a.err
+	}
+	_, st, err := s.lookup(chi.URLParam(r, "store"))
+	return st, err
+}
+
+// lookup finds a store by name: its handle and the version it serves now.
+func (s *Server) lookup(name string) (*zvf.Handle, *zvf.Store, error) {
 	if !ValidStoreName(name) {
-		return nil, badRequest("invalid store name")
+		return nil, nil, badRequest("invalid store name")
 	}
 	h, ok := s.stores[name]
 	if !ok {
-		return nil, notFound(fmt.Sprintf("no store %q", name))
+		return nil, nil, notFound(fmt.Sprintf("no store %q", name))
 	}
 	st, err := h.Current()
-	if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
-		a.h, a.st = h, st
-	}
-	return st, err
+	return h, st, err
 }
 
 // level is the level a request names: the query's level= (default 0), or

@@ -11,8 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// Every route's query parameters, in one table: requests are checked
-// against it before a handler runs (a mistyped name is a 400 that names it
+// Every route's query parameters, from the route table (routes.go):
+// requests are checked against them before a handler runs (a mistyped name is a 400 that names it
 // and lists the valid ones, instead of an answer with defaults), and a test
 // holds the OpenAPI document's parameter lists equal to it.
 
@@ -27,41 +27,24 @@ type paramSpec struct {
 // pattern. The table is the contract; OpenAPI documents it.
 func RouteParams() map[string][]string {
 	out := map[string][]string{}
-	for route, ps := range routeParams() {
-		names := make([]string, len(ps))
-		for i, p := range ps {
+	for _, rt := range apiRoutes() {
+		names := make([]string, len(rt.params))
+		for i, p := range rt.params {
 			names[i] = p.name
 		}
 		sort.Strings(names)
-		out[route] = names
+		out[rt.pattern] = names
 	}
 	return out
 }
 
+// routeParams is the parameter table checkParams looks requests up in.
 func routeParams() map[string][]paramSpec {
-	const st = "/api/v1/stores/{store}"
-	fJSON := paramSpec{name: "f", values: []string{"json"}}
-	fPayload := paramSpec{name: "f", values: formatNames(payloadCodecs(nil))}
-	fAnswer := paramSpec{name: "f", values: formatNames(answerCodecs(nil))}
-	pTable := paramSpec{name: "table", values: []string{tableVertices, tableEdges, tableFaces}}
-	pLevel, pAttrs := paramSpec{name: "level"}, paramSpec{name: "attributes"}
-	pMin, pMax := paramSpec{name: "min"}, paramSpec{name: "max"}
-	pFilter, pLang, pSample := paramSpec{name: "filter"}, paramSpec{name: "filter-lang", values: []string{"cql2-text", "cql2-json"}}, paramSpec{name: "sample"}
-	return map[string][]paramSpec{
-		"/api/v1/stores": {fJSON},
-		st:               {fJSON},
-		st + "/bbox": {pMin, pMax, pLevel, pAttrs, {name: "limit"}, {name: "cursor"},
-			{name: "connectivity", values: []string{"true", "false"}}, pFilter, pLang, pSample, fAnswer, pTable},
-		st + "/count":                       {pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON},
-		st + "/density":                     {pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, {name: "f", values: formatNames(densityCodecs(nil))}},
-		st + "/queryables":                  {pLevel, fJSON},
-		st + "/objects/{id}":                {pLevel, pAttrs, fAnswer, pTable},
-		st + "/objects/{id}/manifest":       {pLevel, fJSON},
-		st + "/objects/{id}/levels":         {fJSON},
-		st + "/groups/{id}":                 {pLevel, fJSON},
-		st + "/levels/{level}/chunks":       {fJSON},
-		st + "/levels/{level}/chunks/{key}": {pAttrs, fPayload},
+	out := map[string][]paramSpec{}
+	for _, rt := range apiRoutes() {
+		out[rt.pattern] = rt.params
 	}
+	return out
 }
 
 // checkParams refuses query parameters the route does not take, repeated

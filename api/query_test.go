@@ -328,7 +328,7 @@ func TestFilterProblems(t *testing.T) {
 		{b + "density?" + box + "&shape=2,2", "bad-parameter", []string{"3 numbers"}},
 		{b + "density?" + box + "&shape=2,0,2", "bad-parameter", []string{"shape[1]"}},
 		{b + "density?" + box + "&shape=200,200,200", "bad-parameter", []string{"2097152"}},
-		{b + "density?" + box + "&shape=2,2,2&f=ndjson", "bad-parameter", []string{"json or bin"}},
+		{b + "density?" + box + "&shape=2,2,2&f=ndjson", "bad-parameter", []string{"json, bin or arrow"}},
 		{b + "queryables?level=9", "not-found", []string{"level"}},
 	} {
 		code, ct, body := serve(t, srv.Handler(), c.path)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -15,12 +17,26 @@ import (
 type handler func(w http.ResponseWriter, r *http.Request) error
 
 // attempt is what wrap keeps of a request for its handler: the query,
-// parsed once, and which store version the handler answered from, so that
-// wrap can retry it on the next version.
+// parsed once, and the request's subject, the store version this attempt
+// answers from. wrap pins it before the handler runs (a handler cannot
+// forget to), so an answer that meets a newer object is retried on the
+// next version.
 type attempt struct {
-	q  url.Values
-	h  *zvf.Handle
-	st *zvf.Store
+	q      url.Values
+	pinned bool // the route names a store: h, st and err are its lookup
+	h      *zvf.Handle
+	st     *zvf.Store
+	err    error
+}
+
+// pin looks up the route's store for this attempt.
+func (a *attempt) pin(s *Server, r *http.Request) {
+	name := chi.URLParam(r, "store")
+	if name == "" {
+		return
+	}
+	a.pinned = true
+	a.h, a.st, a.err = s.lookup(name)
 }
 
 // query is the request's parsed query string (parsed once per request).
@@ -49,6 +65,7 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		r = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
 		var err error
 		for i := 1; ; i++ {
+			a.pin(s, r)
 			err = h(w, r)
 			if err == nil {
 				return

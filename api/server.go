@@ -302,20 +302,13 @@ func (s *Server) routes() http.Handler {
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.throttle, s.timeout)
-			get(r, "/api/v1/stores", s.wrap(s.listStores))
-			r.Route("/api/v1/stores/{store}", func(r chi.Router) {
-				get(r, "/", s.wrap(s.describeStore))
-				get(r, "/bbox", s.wrap(s.bbox))
-				get(r, "/count", s.wrap(s.count))
-				get(r, "/density", s.wrap(s.density))
-				get(r, "/queryables", s.wrap(s.queryables))
-				get(r, "/objects/{id}", s.wrap(s.object))
-				get(r, "/objects/{id}/manifest", s.wrap(s.manifest))
-				get(r, "/objects/{id}/levels", s.wrap(s.objectLevels))
-				get(r, "/groups/{id}", s.wrap(s.group))
-				get(r, "/levels/{level}/chunks", s.wrap(s.chunks))
-				get(r, "/levels/{level}/chunks/{key}", s.wrap(s.chunk))
-			})
+			for _, rt := range apiRoutes() {
+				h := func(w http.ResponseWriter, r *http.Request) error { return rt.handle(s, w, r) }
+				get(r, rt.pattern, s.wrap(h))
+				if rt.pattern == storeRoutes {
+					get(r, rt.pattern+"/", s.wrap(h)) // the descriptor with a slash, as it always answered
+				}
+			}
 			r.Route("/ng/{store}", s.neuroglancerRoutes().Routes)
 		})
 	})
