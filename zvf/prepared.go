@@ -95,8 +95,13 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 // frag returns the fragment of row r, starting the search from f (rows
 // are asked for in ascending order, mostly within one fragment).
 func (p *chunkPrep) frag(r int32, f int) int {
-	if r >= p.bounds[f] && r < p.bounds[f+1] {
-		return f
+	if r >= p.bounds[f] {
+		// Most often r is in f or a fragment just after it.
+		for k := f; k < min(f+4, len(p.bounds)-1); k++ {
+			if r < p.bounds[k+1] {
+				return k
+			}
+		}
 	}
 	// The largest f with bounds[f] <= r: a non-empty fragment (empty ones
 	// before it share its start).
