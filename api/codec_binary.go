@@ -96,28 +96,60 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 func appendIndices(dst []byte, v []int64) ([]byte, error) {
 	for _, x := range v {
 		if x < 0 || x > math.MaxUint32 {
-			return dst, fmt.Errorf("connectivity index %d does not fit the binary format's uint32", x)
+			return dst, indexError(x)
 		}
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(x))
 	}
 	return dst, nil
 }
 
-func (e *binaryEncoder) end(t *trailer) error {
-	var err error
-	if t.Edges != nil {
-		if e.buf, err = appendIndices(e.buf[:0], t.Edges); err != nil {
+func indexError(x int64) error {
+	return fmt.Errorf("connectivity index %d does not fit the binary format's uint32", x)
+}
+
+// indexPiece is how many connectivity indices writeIndices converts at a
+// time: an answer's edges go out through a small buffer, not one the size
+// of the whole list.
+const indexPiece = 8192
+
+// writeIndices writes a block of connectivity indices as uint32 (see
+// appendIndices), converted piece by piece.
+func (e *binaryEncoder) writeIndices(kind, aux uint32, v []int64) error {
+	for _, x := range v { // checked first: an error must come before the block starts
+		if x < 0 || x > math.MaxUint32 {
+			return indexError(x)
+		}
+	}
+	n := 4 * len(v)
+	binary.LittleEndian.PutUint32(e.hdr[0:], kind)
+	binary.LittleEndian.PutUint32(e.hdr[4:], aux)
+	binary.LittleEndian.PutUint64(e.hdr[8:], uint64(n))
+	if _, err := e.w.Write(e.hdr[:]); err != nil {
+		return err
+	}
+	for len(v) > 0 {
+		k := min(len(v), indexPiece)
+		e.buf, _ = appendIndices(e.buf[:0], v[:k])
+		if _, err := e.w.Write(e.buf); err != nil {
 			return err
 		}
-		if err := e.writeBlock(blockEdges, 2, e.buf); err != nil {
+		v = v[k:]
+	}
+	if pad := (8 - n%8) % 8; pad > 0 {
+		_, err := e.w.Write(e.pad[:pad])
+		return err
+	}
+	return nil
+}
+
+func (e *binaryEncoder) end(t *trailer) error {
+	if t.Edges != nil {
+		if err := e.writeIndices(blockEdges, 2, t.Edges); err != nil {
 			return err
 		}
 	}
 	if t.Faces != nil {
-		if e.buf, err = appendIndices(e.buf[:0], t.Faces); err != nil {
-			return err
-		}
-		if err := e.writeBlock(blockFaces, uint32(t.FaceWidth), e.buf); err != nil {
+		if err := e.writeIndices(blockFaces, uint32(t.FaceWidth), t.Faces); err != nil {
 			return err
 		}
 	}

@@ -10,13 +10,15 @@
 // them.
 //
 // The recency order comes from hashicorp/golang-lru/v2 (unbounded in
-// count); eviction by bytes is done here, oldest first.
+// count); eviction by bytes is done here, oldest first. Hits take no lock
+// (see Cache).
 package cache
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -58,22 +60,68 @@ type Stats struct {
 }
 
 // Cache is safe for concurrent use. A nil *Cache loads every time.
+//
+// A hit takes no lock and, once warm, writes only one of several padded
+// hit counters (chosen at random, so cores rarely share one). Values are
+// found in a read-mostly index: an immutable map published through an
+// atomic pointer, rebuilt from the LRU (under c.mu) once lookups have had
+// to take the lock for keys stored since about a quarter as many times as
+// the cache holds values. Recency is sampled: a hit stamps its entry with
+// the current epoch only when the stamp differs, and the epoch advances
+// once per stored value. The recency order itself (the LRU list) changes
+// only under c.mu, when a value is stored, removed or evicted: eviction
+// takes the oldest entry of the list and, when it was hit since it took
+// its place, moves it to the front instead (a second chance). A value not
+// hit since it was stored therefore goes before one that was, as in an
+// LRU, but all hits between two stores are one moment, and a value moved
+// to the front passes those stored between its hit and the move.
 type Cache struct {
 	budget int64
 
-	mu       sync.Mutex
-	lru      *lru.LRU[string, entry]
-	bytes    int64
-	reserved int64         // see Reserve
-	room     chan struct{} // closed at the next release; nil until Room waits
-	inflight map[string]*call
+	read atomic.Pointer[readIndex]
 
-	hits, misses, evictions, deduped atomic.Int64
+	mu       sync.Mutex
+	lru      *lru.LRU[string, *entry] // every value held, in recency order
+	room     chan struct{}            // closed at the next release; nil until Room waits
+	inflight map[string]*call
+	slow     int // lookups that took mu since read was rebuilt
+
+	epoch    atomic.Uint64 // advanced each time a value is stored
+	bytes    atomic.Int64  // sizes of the values held; written under mu
+	reserved atomic.Int64  // see Reserve
+	waiting  atomic.Bool   // room != nil: a release must close it
+
+	hits                       [hitStripes]stripe
+	misses, evictions, deduped atomic.Int64
+}
+
+// readIndex is the lock-free index: m holds the entries the LRU held when
+// it was built (those removed since have a nil value), amended says the
+// LRU has gained keys since.
+type readIndex struct {
+	m       map[string]*entry
+	amended bool
+}
+
+// hitStripes counters spread hits over cache lines, so cores counting
+// hits at once do not contend for one.
+const hitStripes = 32
+
+type stripe struct {
+	n atomic.Int64
+	_ [120]byte // a counter per 128 bytes (two cache lines: adjacent-line prefetch)
 }
 
 type entry struct {
-	v    any
+	// val is the value, nil once the entry left the cache: the read
+	// index may still name it, and must not keep the value alive.
+	val  atomic.Pointer[any]
 	size int64
+	used atomic.Uint64 // epoch of the latest hit; 0: none
+	// placed is the epoch in which the entry took its place at the front
+	// of the order (under mu): used > placed is a hit since. Hits in the
+	// epoch of a placement are one moment with it.
+	placed uint64
 }
 
 type call struct {
@@ -84,18 +132,78 @@ type call struct {
 	cancel  context.CancelFunc
 }
 
+// touch records a hit: a store only when the epoch moved since the last
+// one, so repeated hits read shared memory and write none. A hit after
+// the epoch's first reads c.epoch, e.used and a counter stripe, and
+// writes only the stripe.
+func (c *Cache) touch(e *entry) {
+	if t := c.epoch.Load(); e.used.Load() != t {
+		e.used.Store(t)
+	}
+	c.hits[rand.Uint32()%hitStripes].n.Add(1)
+}
+
 // New returns a cache holding at most budget bytes of values.
 func New(budget int64) *Cache {
 	c := &Cache{budget: budget, inflight: map[string]*call{}}
-	l, err := lru.NewLRU[string, entry](1<<62, func(_ string, e entry) {
+	l, err := lru.NewLRU[string, *entry](1<<62, func(_ string, e *entry) {
 		// Called with c.mu held (from Add/RemoveOldest/Remove/Purge).
-		c.bytes -= e.size
+		c.bytes.Add(-e.size)
+		e.val.Store(nil)
 	})
 	if err != nil {
 		panic(err) // only for a non-positive size, which 1<<62 is not
 	}
 	c.lru = l
+	c.read.Store(&readIndex{})
 	return c
+}
+
+// lookup finds key without a lock when the read index has it, and
+// otherwise, when keys were stored since it was built, under c.mu.
+func (c *Cache) lookup(key string) (any, bool) {
+	r := c.read.Load()
+	if e := r.m[key]; e != nil {
+		if p := e.val.Load(); p != nil {
+			c.touch(e)
+			return *p, true
+		}
+	}
+	if !r.amended {
+		return nil, false
+	}
+	c.mu.Lock()
+	v, ok := c.lockedLookup(key)
+	c.mu.Unlock()
+	return v, ok
+}
+
+// lockedLookup looks key up in the LRU, which holds every value, and
+// rebuilds the read index once such lookups have cost enough; c.mu is
+// held.
+func (c *Cache) lockedLookup(key string) (any, bool) {
+	e, ok := c.lru.Peek(key)
+	if c.slow++; c.slow > c.lru.Len()/4+16 {
+		c.rebuild()
+	}
+	if !ok {
+		return nil, false
+	}
+	c.touch(e)
+	return *e.val.Load(), true
+}
+
+// rebuild publishes a read index of every value held; c.mu is held. Its
+// cost, one map entry per value, is paid for by the locked lookups that
+// triggered it (at least a quarter as many), or by the removal of many.
+func (c *Cache) rebuild() {
+	keys, vals := c.lru.Keys(), c.lru.Values()
+	m := make(map[string]*entry, len(keys))
+	for i, k := range keys {
+		m[k] = vals[i]
+	}
+	c.read.Store(&readIndex{m: m})
+	c.slow = 0
 }
 
 // Get returns the value for key, loading it with load on a miss. Concurrent
@@ -106,11 +214,13 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 		v, _, err := safeLoad(ctx, load)
 		return v, err
 	}
+	if v, ok := c.lookup(key); ok {
+		return v, nil
+	}
 	c.mu.Lock()
-	if e, ok := c.lru.Get(key); ok {
+	if v, ok := c.lockedLookup(key); ok { // stored since the lookup
 		c.mu.Unlock()
-		c.hits.Add(1)
-		return e.v, nil
+		return v, nil
 	}
 	if cl, ok := c.inflight[key]; ok {
 		cl.waiters++
@@ -133,17 +243,30 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 		if c.inflight[key] == cl {
 			delete(c.inflight, key)
 		}
-		if err == nil && size <= c.budget-c.reserved {
-			c.lru.Remove(key) // a Remove/Purge race may have left one; its callback fixes bytes
-			c.lru.Add(key, entry{v, size})
-			c.bytes += size
-			c.fit()
+		if err == nil && size <= c.budget-c.reserved.Load() {
+			c.store(key, v, size)
 		}
 		cl.v, cl.err = v, err
 		c.mu.Unlock()
 		close(cl.done)
 	}()
 	return c.wait(ctx, key, cl)
+}
+
+// store adds a loaded value at the front of the order, in a new epoch,
+// after evicting what would no longer fit; c.mu is held.
+func (c *Cache) store(key string, v any, size int64) {
+	c.lru.Remove(key) // a Remove/Purge race may have left one; its callback fixes bytes
+	c.fit(size)
+	t := c.epoch.Load() + 1
+	e := &entry{size: size, placed: t}
+	e.val.Store(&v)
+	c.lru.Add(key, e)
+	c.epoch.Store(t)
+	if r := c.read.Load(); !r.amended {
+		c.read.Store(&readIndex{m: r.m, amended: true})
+	}
+	c.bytes.Add(size)
 }
 
 // safeLoad runs load, turning a panic into a *PanicError: on the cache's
@@ -177,13 +300,23 @@ func (c *Cache) wait(ctx context.Context, key string, cl *call) (any, error) {
 	}
 }
 
-// fit evicts the oldest values until values and reservations fit the
-// budget; c.mu is held.
-func (c *Cache) fit() {
-	for c.bytes > 0 && c.bytes+c.reserved > c.budget {
-		if _, _, ok := c.lru.RemoveOldest(); !ok {
+// fit evicts the oldest values until they, need more bytes and the
+// reservations fit the budget; c.mu is held. An entry hit since it took
+// its place moves to the front instead, in the current epoch (the epoch
+// moves only under c.mu, so no hit during fit counts as one since the
+// move, and the loop ends).
+func (c *Cache) fit(need int64) {
+	for c.bytes.Load() > 0 && c.bytes.Load()+need+c.reserved.Load() > c.budget {
+		k, e, ok := c.lru.GetOldest()
+		if !ok {
 			break
 		}
+		if e.used.Load() > e.placed {
+			e.placed = c.epoch.Load()
+			c.lru.Get(k) // to the front
+			continue
+		}
+		c.lru.RemoveOldest()
 		c.evictions.Add(1)
 	}
 }
@@ -192,21 +325,32 @@ func (c *Cache) fit() {
 // negative n releases them): cached values are evicted, oldest first,
 // until they fit beside all that is reserved, and while reservations fill
 // the budget no loaded value is kept. Reservations may exceed the budget;
-// callers that must bound them wait for Room first.
+// callers that must bound them wait for Room first. Answers reserve and
+// release as they start, grow and end, so neither takes the lock unless
+// something must be evicted or someone waits for room.
 func (c *Cache) Reserve(n int64) {
 	if c == nil || n == 0 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.reserved += n
+	r := c.reserved.Add(n)
 	if n > 0 {
-		c.fit()
+		if c.bytes.Load()+r > c.budget {
+			c.mu.Lock()
+			c.fit(0)
+			c.mu.Unlock()
+		}
 		return
 	}
-	if c.room != nil {
-		close(c.room)
-		c.room = nil
+	// A waiter in Room sets waiting before it reads reserved again, so
+	// either it sees this release or this sees it waiting.
+	if c.waiting.Load() {
+		c.mu.Lock()
+		if c.room != nil {
+			close(c.room)
+			c.room = nil
+			c.waiting.Store(false)
+		}
+		c.mu.Unlock()
 	}
 }
 
@@ -214,16 +358,17 @@ func (c *Cache) Reserve(n int64) {
 // a channel that is closed at the next release (the caller then asks
 // again).
 func (c *Cache) Room(limit int64) <-chan struct{} {
-	if c == nil {
+	if c == nil || c.reserved.Load() < limit {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.reserved < limit {
-		return nil
-	}
 	if c.room == nil {
 		c.room = make(chan struct{})
+		c.waiting.Store(true)
+	}
+	if c.reserved.Load() < limit { // released meanwhile
+		return nil
 	}
 	return c.room
 }
@@ -240,18 +385,12 @@ func (c *Cache) Remove(key string) {
 
 // Peek returns a cached value without loading, counting a hit when it is
 // there. Hot paths use it to skip building a load closure (and, in the
-// reader, a goroutine) for data already in memory.
+// reader, a goroutine) for data already in memory. It takes no lock.
 func (c *Cache) Peek(key string) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
-	c.mu.Lock()
-	e, ok := c.lru.Get(key)
-	c.mu.Unlock()
-	if ok {
-		c.hits.Add(1)
-	}
-	return e.v, ok
+	return c.lookup(key)
 }
 
 // RemovePrefix drops every key that starts with prefix and reports how
@@ -270,6 +409,9 @@ func (c *Cache) RemovePrefix(prefix string) int {
 			n++
 		}
 	}
+	if n > 0 {
+		c.rebuild() // the read index would keep the removed keys until the next rebuild
+	}
 	return n
 }
 
@@ -280,6 +422,7 @@ func (c *Cache) Purge() {
 	}
 	c.mu.Lock()
 	c.lru.Purge()
+	c.rebuild()
 	c.mu.Unlock()
 }
 
@@ -289,8 +432,12 @@ func (c *Cache) Stats() Stats {
 		return Stats{}
 	}
 	c.mu.Lock()
-	b, n, r := c.bytes, int64(c.lru.Len()), c.reserved
+	b, n := c.bytes.Load(), int64(c.lru.Len())
 	c.mu.Unlock()
-	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Deduped: c.deduped.Load(),
-		Bytes: b, Items: n, Budget: c.budget, Reserved: r}
+	var hits int64
+	for i := range c.hits {
+		hits += c.hits[i].n.Load()
+	}
+	return Stats{Hits: hits, Misses: c.misses.Load(), Evictions: c.evictions.Load(), Deduped: c.deduped.Load(),
+		Bytes: b, Items: n, Budget: c.budget, Reserved: c.reserved.Load()}
 }

@@ -102,7 +102,11 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			batch.Vertices.Data = sc.vbuf
 		}
 		if inv != nil {
-			sc.owner, sc.ids = l.rowOwners(sc.owner, sc.ids, m, inv, first, last)
+			if p := m.cv.prepared(m.key, inv); p != nil {
+				sc.ids = p.ownerIDs(sc.ids, m, first, last)
+			} else {
+				sc.owner, sc.ids = l.rowOwners(sc.owner, sc.ids, m, inv, first, last)
+			}
 			batch.ObjectIDs = sc.ids
 		}
 		for k, a := range sel {
@@ -124,7 +128,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		if wantConn {
 			// m is reused by the next window: connectivity keeps the key,
 			// the vertices and each row's rank.
-			rc := &rankedChunk{key: m.key, ks: m.key.String(), cv: m.cv, pos: pos, start: from + res.Count - int64(first), ranks: rankRows(m)}
+			rc := newRankedChunk(m, m.key.String(), pos, from+res.Count-int64(first))
 			ai.chunks[rc.ks] = rc
 			ai.page = append(ai.page, rc)
 		}

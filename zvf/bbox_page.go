@@ -127,39 +127,70 @@ func ParseResume(b []byte) (*Resume, error) {
 }
 
 // rankedChunk is a chunk of the answer as connectivity sees it: where its
-// first matching row sits in the whole answer, and each row's rank among
-// the chunk's matching rows.
+// first matching row sits in the whole answer, and which rows match. It
+// costs what the chunk gives the answer: a chunk the box covers keeps no
+// row list, a cut one a copy of its matching rows; the per-row rank table
+// is built only for the connectivity that walks whole chunks (dense).
 type rankedChunk struct {
 	key   Key
 	ks    string
 	cv    *chunkVerts
 	pos   int     // place among the box's candidate chunks
 	start int64   // answer index of the chunk's first matching row
-	ranks []int32 // per chunk row: rank among the matching rows + 1; 0 for a row outside the box
+	all   bool    // every row matches
+	rows  []int32 // matching rows, ascending (when !all)
+	ranks []int32 // per chunk row: rank among the matching rows + 1, 0 outside; nil until dense
+}
+
+// newRankedChunk keeps what at needs of m (whose row list is scratch).
+func newRankedChunk(m *chunkMatch, ks string, pos int, start int64) *rankedChunk {
+	rc := &rankedChunk{key: m.key, ks: ks, cv: m.cv, pos: pos, start: start, all: m.all}
+	if !m.all {
+		rc.rows = slices.Clone(m.rows)
+	}
+	return rc
+}
+
+// count is the chunk's matching rows.
+func (c *rankedChunk) count() int {
+	if c.all {
+		return c.cv.rows
+	}
+	return len(c.rows)
 }
 
 // at returns the answer index of chunk row r, or -1 when r is not in the
 // answer.
 func (c *rankedChunk) at(r int64) int64 {
-	if r < 0 || r >= int64(len(c.ranks)) || c.ranks[r] == 0 {
+	if r < 0 || r >= int64(c.cv.rows) {
 		return -1
 	}
-	return c.start + int64(c.ranks[r]) - 1
+	if c.all {
+		return c.start + r
+	}
+	if c.ranks != nil {
+		if c.ranks[r] == 0 {
+			return -1
+		}
+		return c.start + int64(c.ranks[r]) - 1
+	}
+	i, ok := slices.BinarySearch(c.rows, int32(r))
+	if !ok {
+		return -1
+	}
+	return c.start + int64(i)
 }
 
-// rankRows builds ranks for m's matching rows.
-func rankRows(m *chunkMatch) []int32 {
-	ranks := make([]int32, m.cv.rows)
-	if m.all {
-		for i := range ranks {
-			ranks[i] = int32(i + 1)
-		}
-		return ranks
+// dense readies c for lookups of most of its rows (a walk of every row
+// or link of the chunk): a rank table instead of a search each.
+func (c *rankedChunk) dense() {
+	if c.all || c.ranks != nil {
+		return
 	}
-	for i, r := range m.rows {
-		ranks[r] = int32(i + 1)
+	c.ranks = make([]int32, c.cv.rows)
+	for i, r := range c.rows {
+		c.ranks[r] = int32(i + 1)
 	}
-	return ranks
 }
 
 // answerIndex is what one page knows of the whole answer's row order: the
@@ -275,7 +306,7 @@ func (ai *answerIndex) resolve(ctx context.Context, earlier, later []string) err
 		i++
 		got[p] = int64(m.count())
 		if ks, ok := want[p]; ok {
-			ranked = append(ranked, &rankedChunk{key: m.key, ks: ks, cv: m.cv, pos: p, ranks: rankRows(m)})
+			ranked = append(ranked, newRankedChunk(m, ks, p, 0))
 		}
 		return false, nil
 	})

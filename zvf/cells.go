@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/zvfserve/zvfserve/fragindex"
 )
@@ -58,6 +59,9 @@ type chunkVerts struct {
 	// still gets tested.
 	inCell bool
 	binIn  []uint64
+	// prep is what bboxes of this chunk share (see chunkPrep); nil
+	// until the first needs it.
+	prep atomic.Pointer[prepSlot]
 }
 
 // verticesAt is vertices for l.keys[i]; a cached chunk costs a map lookup
@@ -118,7 +122,7 @@ func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 			cv.frags = fi
 		}
 		l.markContainment(key, cv)
-		size := int64(64) + 8*int64(len(cv.binIn))
+		size := 8*int64(len(cv.binIn)) + prepBytes(cv)
 		if cv.frags != nil {
 			size += cv.frags.SizeBytes()
 		}

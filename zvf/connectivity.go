@@ -218,14 +218,19 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 	}
 	from, to := ai.from, ai.to
 	for _, c := range ai.page {
+		var ci *chunkInverse
+		if inv != nil {
+			ci = inv.of(c.key)
+		}
+		if p := c.cv.prepared(c.key, inv); p != nil {
+			res.Edges = p.lineEdges(res.Edges, ai, c, ci)
+			continue
+		}
+		c.dense()
 		fi := c.cv.frags
 		nf := 1
 		if fi != nil {
 			nf = fi.Len()
-		}
-		var ci *chunkInverse
-		if inv != nil {
-			ci = inv.of(c.key)
 		}
 		e := 0 // ci's entry for fragment f, walked alongside
 		for f := 0; f < nf; f++ {
@@ -333,6 +338,7 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answe
 		if c == nil {
 			return 0, false
 		}
+		c.dense() // connect looks up every link of the chunk
 		i := c.at(row)
 		return i, i >= 0 && i < to
 	}

@@ -41,3 +41,16 @@ func ReadLinks(ctx context.Context, l *Level, delta int) ([]LinkRecord, error) {
 	}
 	return out, nil
 }
+
+// WalkWithoutPreparation makes every chunk of l answer as if it had no
+// chunkPrep (the full walk of each chunk's rows), to compare against.
+func WalkWithoutPreparation(ctx context.Context, l *Level) error {
+	for i := range l.keys {
+		cv, err := l.verticesAt(ctx, int32(i))
+		if err != nil {
+			return err
+		}
+		cv.prep.Store(&prepSlot{})
+	}
+	return nil
+}
