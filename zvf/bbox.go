@@ -35,14 +35,12 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 	}
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
-	rowBytes := l.vdt.Size * l.s.dims
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)
 	sc.rf = rf
 	if len(sc.abufs) < len(sel) {
 		sc.abufs = append(sc.abufs, make([][]byte, len(sel)-len(sc.abufs))...)
 	}
-	batch := &sc.batch
 	sc.cand = l.candidates(sc.cand[:0], q.Min, q.Max)
 	// The page starts at chunk p0, skipping skip matching rows: from a
 	// Resume, the rank in its chunk; from an offset, every row before it
@@ -93,38 +91,9 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		if ai.ps < 0 {
 			ai.ps, ai.startPS = pos, from-int64(first)
 		}
-		*batch = Batch{Chunk: m.key, Rows: last - first, First: from + res.Count, Attributes: sc.cols[:0]}
-		batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}
-		if m.all {
-			batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
-		} else {
-			sc.vbuf = gather(sc.vbuf[:0], m.cv.data, m.rows[first:last], rowBytes)
-			batch.Vertices.Data = sc.vbuf
+		if err := l.fillBatch(ctx, sc, m, first, last, from+res.Count, sel, inv); err != nil {
+			return false, err
 		}
-		if inv != nil {
-			if p := m.cv.prepared(m.key, inv); p != nil {
-				sc.ids = p.ownerIDs(sc.ids, m, first, last)
-			} else {
-				sc.owner, sc.ids = l.rowOwners(sc.owner, sc.ids, m, inv, first, last)
-			}
-			batch.ObjectIDs = sc.ids
-		}
-		for k, a := range sel {
-			data, ch, err := l.attribute(ctx, a, m.key, m.cv.rows)
-			if err != nil {
-				return false, err
-			}
-			w := ch * a.dt.Size
-			col := Column{Name: a.Name, DType: a.dt.Name, typ: a.dt, Channels: ch, Categories: a.Categories, NullCode: a.nullCode}
-			if m.all {
-				col.Data = data[first*w : last*w]
-			} else {
-				sc.abufs[k] = gather(sc.abufs[k][:0], data, m.rows[first:last], w)
-				col.Data = sc.abufs[k]
-			}
-			batch.Attributes = append(batch.Attributes, col)
-		}
-		sc.cols = batch.Attributes // keep the grown slice for the next chunk
 		if wantConn {
 			// m is reused by the next window: connectivity keeps the key,
 			// the vertices and each row's rank.
@@ -133,7 +102,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			ai.page = append(ai.page, rc)
 		}
 		res.Count += int64(last - first)
-		if err := emit(batch); err != nil {
+		if err := emit(&sc.batch); err != nil {
 			return true, err
 		}
 		stopRank = last
@@ -163,15 +132,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		res.Matched, res.MatchedKnown = res.Count+ai.seen[end-p0]-int64(stopRank)+rest, true
 	}
 	if res.More {
-		// The next page starts in the last chunk matched, at stopRank; the
-		// counts before it are the page's own, then the cursor's.
-		end := ai.pageEnd()
-		next := &Resume{Offset: from + res.Count, chunk: end, rank: stopRank, back: make([]int64, 0, end-p0+len(back))}
-		for p := end - 1; p >= p0; p-- {
-			next.back = append(next.back, ai.seen[p-p0])
-		}
-		next.back = append(next.back, back...)
-		res.Next = next
+		res.Next = ai.nextResume(from+res.Count, p0, stopRank, back)
 	}
 	if wantConn {
 		ai.to = from + res.Count
@@ -188,6 +149,61 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 	}
 	return res, nil
+}
+
+// fillBatch makes sc.batch the rows [first, last) of a matched chunk:
+// vertices, object ids and the selected attributes, sliced from the
+// cached chunk when the box covers it, else gathered into sc's buffers.
+// offset is the answer's row number of its first row.
+func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, first, last int, offset int64, sel []*attrMeta, inv *inverse) error {
+	rowBytes := l.vdt.Size * l.s.dims
+	batch := &sc.batch
+	*batch = Batch{Chunk: m.key, Rows: last - first, First: offset, Attributes: sc.cols[:0]}
+	batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}
+	if m.all {
+		batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
+	} else {
+		sc.vbuf = gather(sc.vbuf[:0], m.cv.data, m.rows[first:last], rowBytes)
+		batch.Vertices.Data = sc.vbuf
+	}
+	if inv != nil {
+		if p := m.cv.prepared(m.key, inv); p != nil {
+			sc.ids = p.ownerIDs(sc.ids, m, first, last)
+		} else {
+			sc.owner, sc.ids = l.rowOwners(sc.owner, sc.ids, m, inv, first, last)
+		}
+		batch.ObjectIDs = sc.ids
+	}
+	for k, a := range sel {
+		data, ch, err := l.attribute(ctx, a, m.key, m.cv.rows)
+		if err != nil {
+			return err
+		}
+		w := ch * a.dt.Size
+		col := Column{Name: a.Name, DType: a.dt.Name, typ: a.dt, Channels: ch, Categories: a.Categories, NullCode: a.nullCode}
+		if m.all {
+			col.Data = data[first*w : last*w]
+		} else {
+			sc.abufs[k] = gather(sc.abufs[k][:0], data, m.rows[first:last], w)
+			col.Data = sc.abufs[k]
+		}
+		batch.Attributes = append(batch.Attributes, col)
+	}
+	sc.cols = batch.Attributes // keep the grown slice for the next chunk
+	return nil
+}
+
+// nextResume says where the page after this one starts: in the last chunk
+// matched (ai.pageEnd), at rank stopRank, with the row counts of the
+// chunks before it, the page's own then the cursor's (back).
+func (ai *answerIndex) nextResume(offset int64, p0, stopRank int, back []int64) *Resume {
+	end := ai.pageEnd()
+	next := &Resume{Offset: offset, chunk: end, rank: stopRank, back: make([]int64, 0, end-p0+len(back))}
+	for p := end - 1; p >= p0; p-- {
+		next.back = append(next.back, ai.seen[p-p0])
+	}
+	next.back = append(next.back, back...)
+	return next
 }
 
 // firstPageCountChunks is how many candidate chunks may follow a first
