@@ -76,6 +76,11 @@ func TestViewerInBrowser(t *testing.T) {
 		{"colour range", testColourRange},
 		{"request log", testRequestLog},
 		{"measured bounds", testMeasuredBounds},
+		{"filter", testFilter},
+		{"bad filter", testBadFilter},
+		{"sample slider", testSampleSlider},
+		{"selection in the URL", testSelectionURL},
+		{"density overview", testDensityOverview},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -17,16 +17,14 @@ export function objectURL(store, id, part = '', { level } = {}) {
 }
 
 // bboxURL is a box query: q = {min, max, dims, level, limit, attributes,
-// connectivity, format, cursor}. The corners are cut to dims numbers (a
-// 2-D store takes two); attributes is a name, a list or '*'; the rest are
-// left out when undefined, so the server's defaults apply. cursor comes
-// last: a page's URL is the first page's with the cursor added.
+// connectivity, format, filter, sample, cursor}. The corners are cut to
+// dims numbers (a 2-D store takes two); attributes is a name, a list or
+// '*'; filter is CQL2 text; sample a share in (0, 1], left out at 1 (the
+// server's answer is the same); the rest are left out when undefined, so
+// the server's defaults apply. cursor comes last: a page's URL is the
+// first page's with the cursor added.
 export function bboxURL(store, q) {
-  const dims = q.dims ?? q.min.length;
-  // Each number encoded: String(1e21) is '1e+21', and a bare + is a space.
-  const corner = (c) => c.slice(0, dims).map((v) => enc(String(v))).join(',');
-  const p = [`min=${corner(q.min)}`, `max=${corner(q.max)}`];
-  if (q.level !== undefined) p.push(`level=${q.level}`);
+  const p = boxParams(q);
   if (q.limit !== undefined) p.push(`limit=${q.limit}`);
   const attrs = Array.isArray(q.attributes) ? q.attributes.join(',') : q.attributes;
   if (attrs) p.push(`attributes=${enc(attrs)}`);
@@ -34,6 +32,30 @@ export function bboxURL(store, q) {
   if (q.format) p.push(`f=${enc(q.format)}`);
   if (q.cursor) p.push(`cursor=${enc(q.cursor)}`);
   return `${storeURL(store)}/bbox?${p.join('&')}`;
+}
+
+// countURL: how many rows the box query q (its box, level, filter and
+// sample) answers, all pages: {"count": N}.
+export const countURL = (store, q) => `${storeURL(store)}/count?${boxParams(q).join('&')}`;
+
+// densityURL: the rows of q counted in shape cells over its box, as JSON
+// {"shape", "counts"} (x fastest).
+export const densityURL = (store, q, shape) => `${storeURL(store)}/density?${boxParams(q).join('&')}&shape=${shape.join(',')}&f=json`;
+
+// queryablesURL: the JSON Schema of what a filter may name.
+export const queryablesURL = (store) => `${storeURL(store)}/queryables`;
+
+// boxParams: the box, level and selection that bbox, count and density
+// share, in that order.
+function boxParams(q) {
+  const dims = q.dims ?? q.min.length;
+  // Each number encoded: String(1e21) is '1e+21', and a bare + is a space.
+  const corner = (c) => c.slice(0, dims).map((v) => enc(String(v))).join(',');
+  const p = [`min=${corner(q.min)}`, `max=${corner(q.max)}`];
+  if (q.level !== undefined) p.push(`level=${q.level}`);
+  if (q.filter) p.push(`filter=${enc(q.filter)}`);
+  if (q.sample !== undefined && q.sample < 1) p.push(`sample=${q.sample}`);
+  return p;
 }
 
 // bboxPages yields the parsed pages of a binary box query, following each

@@ -8,7 +8,7 @@ import { fillLegend } from './legend.js';
 import { neuroglancerSources, neuroglancerURL } from './neuroglancer.js';
 
 export class Cards {
-  // app: {layers, catalog, tiles, writeURL(), scheduleUpdate(), redraw(), removeLayer(l), drawList()}
+  // app: {layers, catalog, tiles, selection, density, writeURL(), scheduleUpdate(), redraw(), removeLayer(l), drawList()}
   constructor(app) {
     this.app = app;
   }
@@ -17,6 +17,7 @@ export class Cards {
     const app = this.app;
     const c = el('div', { className: 'layer' });
     c.dataset.store = l.name;
+    l.card = c;
     const vis = el('input', { type: 'checkbox', className: 'vis', checked: l.visible, title: 'show or hide' });
     vis.setAttribute('aria-label', `show ${l.name}`);
     const rm = el('button', { className: 'rm', textContent: '×', title: 'remove this layer' });
@@ -33,6 +34,7 @@ export class Cards {
           el('label', {}, 'Colour ', el('select', { className: 'colour' })),
           el('label', {}, 'Level ', el('select', { className: 'level' }))),
         el('label', {}, 'Opacity ', el('input', { type: 'range', className: 'alpha', min: 0.1, max: 1, step: 0.05, value: l.alpha })),
+        ...app.selection.rows(l),
         el('div', { className: 'legend' })),
       el('div', { className: 'lstat', textContent: 'loading…' }));
     vis.onchange = () => { l.visible = vis.checked; c.classList.toggle('off', !l.visible); app.writeURL(); app.scheduleUpdate(); app.redraw(); };
@@ -51,7 +53,6 @@ export class Cards {
     c.querySelector('.alpha').oninput = (e) => { l.alpha = Number(e.target.value); app.writeURL(); app.redraw(); };
     c.classList.toggle('off', !l.visible);
     $('layers').append(c);
-    l.card = c;
     this.refreshAddList();
   }
 
@@ -85,12 +86,14 @@ export class Cards {
     if (href) ng.href = href;
     // The sources themselves, to paste into a Neuroglancer of one's own.
     ng.title = ['open this store in Neuroglancer; its sources:', ...neuroglancerSources(d.neuroglancer, location)].join('\n');
+    this.app.selection.fill(l);
     fillLegend(this.app, l);
   }
 
   showError(l) {
     const errs = [];
     if (l.error) errs.push(l.error);
+    if (l.filterError) errs.push(l.filterError);
     const te = [...l.tileErrors.values()];
     if (te.length) errs.push(`${te.length} tile${te.length > 1 ? 's' : ''} failed: ${te.slice(0, 2).join('; ')}${te.length > 2 ? '; …' : ''}`);
     const e = l.card.querySelector('.lerr');
@@ -107,6 +110,8 @@ export class Cards {
       const by = ks.length === 1 ? ` (level ${ks[0]})` : ks.length ? ` (${ks.map((k) => `${levels[k].toLocaleString()} at level ${k}`).join(', ')})` : '';
       const loading = this.app.tiles.loading(l);
       text = `${n.toLocaleString()} vertices drawn${by}${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} loading` : ''}`;
+      const o = this.app.density.note(l);
+      if (o) text += `\n${o}`;
     } else if (l.desc) text = 'hidden';
     if (s.textContent !== text) s.textContent = text;
   }

@@ -6,7 +6,7 @@ const HIGHLIGHT = [1, 0.3, 0.88];
 const HITS = [1, 1, 1];
 
 export class Drawer {
-  // app: {renderer, overlay, cam, layers, stream, box, find, pick, view, cards, hooks, net, budget, size, statusError(), setStatus()}
+  // app: {renderer, overlay, cam, layers, stream, density, selection, box, find, pick, view, cards, hooks, net, budget, size, statusError(), setStatus()}
   constructor(app) {
     this.app = app;
     this.queued = false;
@@ -31,7 +31,9 @@ export class Drawer {
   // items: what to draw (only: one layer's tiles alone), with the
   // vertices, levels and edges drawn per layer.
   items(only) {
-    const app = this.app, out = [], drawn = {}, levels = {}, edges = {};
+    const app = this.app, drawn = {}, levels = {}, edges = {};
+    // The density overviews beneath (translucent, drawn after what is opaque).
+    const out = app.density.items(only);
     for (const d of app.stream.drawList) {
       if (!d.l.visible || (only && d.l !== only)) continue;
       if (!d.t.g) { d.t.g = app.renderer.upload(d.t.arrays); d.t.arrays = null; }
@@ -78,7 +80,7 @@ export class Drawer {
     }
     for (const l of app.layers) app.cards.stat(l, drawn[l.name] || 0, levels[l.name] || {});
     // Settled: this frame shows everything the view asked for.
-    hooks.settled = !app.stream.busy && app.layers.every((l) => !l.loading);
+    hooks.settled = !app.stream.busy && !app.density.busy && !app.selection.busy && app.layers.every((l) => !l.loading);
     if (!app.statusError()) {
       const loading = app.stream.inflight + app.stream.queue.length;
       app.setStatus(`${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers · ${total.toLocaleString()} vertices drawn (budget ${app.budget.toLocaleString()})` +

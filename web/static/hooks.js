@@ -66,5 +66,7 @@ export function installHooks(app) {
   hooks.cached = () => [...app.tiles.map.values()].map((t) => `${t.key} ${t.state}`);
   // layers: each layer's bounds and colour range (null until known).
   hooks.layers = () => app.layers.map((l) => ({ name: l.name, bounds: l.desc ? l.desc.bounds : null, range: l.range, provisional: l.provisional }));
+  // overview: each layer's density overview drawn (box, level, cells).
+  hooks.overview = () => app.density.info();
   hooks.tiles = () => app.drawList().map((d) => ({ layer: d.l.name, level: d.t.level, lo: d.t.node.lo, hi: d.t.node.hi, count: d.t.count, masked: !!d.mask }));
 }

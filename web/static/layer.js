@@ -4,6 +4,7 @@
 import { Grid } from './lod.js';
 import { LAYER_COLORS } from './colour.js';
 import { storeURL, bboxPages, PAGE_LIMIT } from './api.js';
+import { probeFilter, takesSample, filterMessage } from './filter.js';
 
 export class Layer {
   constructor(name, i, o = {}) {
@@ -16,6 +17,14 @@ export class Layer {
     this.provisional = null; // the automatic range while the view's tiles still load
     this.defaultRgb = LAYER_COLORS[i % LAYER_COLORS.length];
     this.rgb = o.rgb ?? this.defaultRgb;
+    // The selection every tile asks for: a CQL2 filter, once the server
+    // took it, with the levels that can take it (null: all), and a sample
+    // rate (line stores only).
+    this.filter = o.filter ?? '';
+    this.filterText = this.filter; // what the filter box holds (a refused filter stays there)
+    this.filterLevels = null;
+    this.filterError = '';
+    this.sample = o.sample ?? 1;
     this.desc = null; this.grid = null; this.error = ''; this.loading = true;
     this.tileErrors = new Map();
     this.counts = new Map(); // node key -> vertices (known once loaded)
@@ -60,19 +69,25 @@ export class Layer {
   // tileQuery: what a tile of level n asks for besides its box. Tiles
   // asked for differently are different tiles (their key says how).
   tileQuery(n) {
-    return { dims: this.desc.dims, level: n, limit: PAGE_LIMIT, attributes: this.attrAt(n) || undefined };
+    return { dims: this.desc.dims, level: n, limit: PAGE_LIMIT, attributes: this.attrAt(n) || undefined, filter: this.filter || undefined, sample: this.sample };
   }
+
+  // selKey: the selection in a key; tiles and counts of another filter or
+  // sample are not these.
+  selKey() { return `${this.filter}|${this.sample}`; }
 
   tileKey(node) {
     const q = this.tileQuery(node.level);
-    return `${this.name}|${node.key}|${q.attributes || ''}`;
+    return `${this.name}|${node.key}|${q.attributes || ''}|${this.selKey()}`;
   }
 
+  countKey(node) { return `${node.key}|${this.selKey()}`; }
+
   count(node, parent, siblings) {
-    const known = this.counts.get(node.key);
+    const known = this.counts.get(this.countKey(node));
     if (known !== undefined) return known;
     if (parent) {
-      const pc = this.counts.get(parent.key);
+      const pc = this.counts.get(this.countKey(parent));
       if (pc !== undefined) {
         // A child's share of what its parent holds, scaled by how much
         // denser its level is.
@@ -80,7 +95,7 @@ export class Layer {
         return pc * r / siblings;
       }
     }
-    return node.est;
+    return node.est * this.sample;
   }
 
   // spacing: typical distance between vertices of level n (world units),
@@ -92,7 +107,7 @@ export class Layer {
   }
 
   buildGrid() {
-    const levels = this.desc.levels.filter((l) => l.vertex_count > 0);
+    const levels = this.desc.levels.filter((l) => l.vertex_count > 0 && (!this.filterLevels || this.filterLevels.has(l.level)));
     const chain = this.level === 'auto' ? levels.map((l) => l.level).sort((a, b) => b - a) : [Number(this.level)];
     this.grid = new Grid(this.lo, this.hi, this.desc.levels, chain, this.desc.vertex_dtype);
   }
@@ -108,6 +123,14 @@ export class Layer {
     if (!d.bounds[0] || !d.bounds[1]) d.bounds = await measureBounds(net, this.name, d);
     if (this.level !== 'auto' && !d.levels.some((x) => String(x.level) === String(this.level))) this.level = 'auto';
     if (this.colour && this.colour !== '_z' && !this.attribute()) this.colour = '';
+    if (!takesSample(d)) this.sample = 1;
+    // A filter from the URL is asked about before any tile: a refused one
+    // is shown, not applied.
+    if (this.filter) {
+      const p = await probeFilter(net, this, this.filter);
+      if (p.levels.size) this.filterLevels = p.levels;
+      else { this.filterError = filterMessage(p.error); this.filter = ''; }
+    }
     this.buildGrid();
   }
 }

@@ -196,7 +196,8 @@ export function screenSpacing(view, node, count) {
 // chosen, loaded children masked out, so a tile can be refined child by
 // child). layers: [{id, grid, count(node, parent, siblings) -> known or
 // estimated vertices}]; view: {mvp, planes, eye, focalPx, height}; budget:
-// vertices across all layers.
+// vertices across all layers. limited: the ids of the layers the budget
+// held back (a tile in view left out, or a refinement the view wanted).
 export function select(layers, view, budget) {
   const heap = [];
   const push = (e) => {
@@ -236,7 +237,7 @@ export function select(layers, view, budget) {
     }
   };
   let used = 0;
-  const out = new Map(), roots = [];
+  const out = new Map(), roots = [], limited = new Set();
   for (const L of layers) {
     out.set(L.id, []);
     for (const n of L.grid.roots()) {
@@ -250,7 +251,7 @@ export function select(layers, view, budget) {
   // the most prominent first; the first always, so something shows.
   roots.sort((a, b) => b.n.pri - a.n.pri);
   for (const { L, n } of roots) {
-    if (used > 0 && used + n.count > budget) continue;
+    if (used > 0 && used + n.count > budget) { limited.add(L.id); continue; }
     used += n.count;
     out.get(L.id).push(n);
   }
@@ -259,13 +260,13 @@ export function select(layers, view, budget) {
     const e = pop();
     if (e.pri < TARGET_PX) break;
     const cost = e.n.count - e.share;
-    if (used + cost > budget) continue;
+    if (used + cost > budget) { limited.add(e.L.id); continue; }
     used += cost;
     e.n.pri = e.pri; // how much it mattered: tiles load in this order
     e.parent.kids.push(e.n);
     open(e.L, e.n);
   }
-  return { trees: out, vertices: used };
+  return { trees: out, vertices: used, limited };
 }
 
 // childMask: the bits of a tile's children that are drawn on their own

@@ -37,6 +37,7 @@ export class ProblemError extends Error {
   constructor(status, title, detail) {
     super(`${status} ${title}${detail && detail !== title ? `: ${detail}` : ''}`);
     this.status = status;
+    this.detail = detail || title; // what the server says went wrong, for messages of its own
   }
 }
 

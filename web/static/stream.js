@@ -12,7 +12,7 @@ const MAX_INFLIGHT = 4;
 const UPDATE_MS = 120; // at most one tile selection this often while the view moves
 
 export class Streamer {
-  // app: {layers, budget, tiles, net, view, hooks, redraw(), onTiles(layers), onTileError(l)}
+  // app: {layers, budget, tiles, net, view, hooks, density, redraw(), onTiles(layers), onTileError(l)}
   constructor(app) {
     this.app = app;
     this.queue = [];
@@ -52,6 +52,7 @@ export class Streamer {
     for (const [k, t] of tiles.map) if (t.state === 'loading' && !wanted.has(k)) t.ctrl.abort();
     this.queue = want.filter((w) => !tiles.map.has(w.key)).sort((a, b) => a.depth - b.depth || b.pri - a.pri);
     this.drawList = draw;
+    app.density.update(layers, sel.limited, v);
     this.pump();
     app.onTiles(layers);
     tiles.evict(this.inTree, this.drawList, app.budget);
@@ -91,7 +92,7 @@ export class Streamer {
   // meshes) its seams; a failure is the layer's error until retried.
   async load(l, n, key) {
     const app = this.app, tiles = app.tiles.map;
-    const query = l.tileQuery(n.level);
+    const query = l.tileQuery(n.level), countKey = l.countKey(n);
     const t = { key, layer: l, node: n, level: n.level, attr: query.attributes || '', state: 'loading', ctrl: new AbortController(), count: 0, used: performance.now() };
     tiles.set(key, t);
     this.inflight++;
@@ -112,7 +113,7 @@ export class Streamer {
       const tris = f.faces && f.faceWidth >= 3 ? triangles(f.faces, f.faceWidth) : null;
       // Uploaded when first drawn (the GL context may not exist yet).
       Object.assign(t, { count: f.rows, edges: f.edges ? f.edges.length / 2 : 0, pos: f.pos, val: f.val, oid: f.oid, partial, state: 'ready', arrays: { pos: f.pos, val: f.val, oid: f.oid, edges: f.edges, tris } });
-      l.counts.set(n.key, f.rows);
+      l.counts.set(countKey, f.rows);
       l.byNode.set(n.key, t);
       if (app.hooks.firstTileMs === null) app.hooks.firstTileMs = performance.now();
       if (l.tileErrors.delete(n.key)) app.onTileError(l);

@@ -18,6 +18,8 @@ export function writeURL(s) {
     if (l.alpha !== 1) q.set(`op.${l.name}`, l.alpha);
     if (l.range) q.set(`range.${l.name}`, l.range.join(','));
     if (hexOf(l.rgb) !== hexOf(l.defaultRgb)) q.set(`rgb.${l.name}`, hexOf(l.rgb).slice(1));
+    if (l.filter) q.set(`f.${l.name}`, l.filter);
+    if (l.sample !== 1) q.set(`s.${l.name}`, l.sample);
   }
   if (s.budget !== DEFAULT_BUDGET) q.set('budget', s.budget);
   if (s.size !== 1) q.set('size', s.size);
@@ -58,6 +60,8 @@ export function readURL(loc) {
       alpha: Math.min(1, Math.max(0.1, Number(q.get(`op.${name}`)) || 1)),
       range: nums(q.get(`range.${name}`), 2),
       rgb: /^[0-9a-f]{6}$/i.test(q.get(`rgb.${name}`) || '') ? fromHex('#' + q.get(`rgb.${name}`)) : undefined,
+      filter: (q.get(`f.${name}`) || '').trim(),
+      sample: sampleOf(q.get(`s.${name}`)),
     },
   }));
   const b = nums(q.get('box'), 6);
@@ -71,4 +75,10 @@ export function readURL(loc) {
     blevel: q.get('blevel') || null,
     find: o ? { store: o[1], id: Number(o[2]) } : null,
   };
+}
+
+// sampleOf: a sample rate from the URL, in (0, 1]; anything else is 1 (all).
+function sampleOf(s) {
+  const v = Number(s);
+  return s && v > 0 && v <= 1 ? v : 1;
 }

@@ -18,6 +18,8 @@ import { Streamer } from './stream.js';
 import { Drawer } from './draw.js';
 import { View } from './view.js';
 import { Cards } from './cards.js';
+import { SelectionTool } from './filter.js';
+import { DensityOverview } from './density.js';
 import { autoRanges } from './legend.js';
 import { PickTool } from './pick.js';
 import { FindTool } from './find.js';
@@ -65,6 +67,8 @@ app.stream = new Streamer(app);
 app.draw = new Drawer(app);
 app.view = new View(app);
 app.cards = new Cards(app);
+app.selection = new SelectionTool(app);
+app.density = new DensityOverview(app);
 app.pick = new PickTool(app);
 app.find = new FindTool(app);
 app.box = new BoxTool(app);
@@ -89,6 +93,7 @@ function addLayer(name, o) {
 
 function removeLayer(l) {
   app.tiles.dropLayer(l);
+  app.density.forget(l);
   app.layers = app.layers.filter((x) => x !== l);
   l.card.remove();
   app.box.freeHits(l);

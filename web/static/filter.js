@@ -1,0 +1,164 @@
+// A layer's selection: its CQL2 filter box (the store's queryables as
+// hints) and, for line stores, its sample slider. Both go into every tile
+// URL of the layer (Layer.tileQuery) and the page URL (f.NAME, s.NAME).
+import { el } from './dom.js';
+import { countURL, queryablesURL } from './api.js';
+
+// The geometries whose objects are lines: sampling keeps whole objects,
+// which thins a tangle of streamlines; points and meshes are not sampled.
+const LINE_GEOMETRIES = new Set(['streamline', 'streamlines', 'polyline', 'polylines', 'line', 'lines', 'skeleton', 'skeletons', 'graph']);
+
+export const takesSample = (desc) => (desc.geometry_types || []).some((g) => LINE_GEOMETRIES.has(g));
+
+// MAX_HINT_LABELS: a categorical's labels listed in the hints, at most.
+const MAX_HINT_LABELS = 12;
+
+// probeFilter asks each level that holds vertices whether it takes filter:
+// a count over a box of one point (the server checks a filter against the
+// level before reading anything, so this costs no scan). Coarse levels
+// often lack the attributes level 0 has; those levels are left out of the
+// layer's tiles. {levels: the levels that take it, error: why the finest
+// refusing level refused}.
+export async function probeFilter(net, l, filter) {
+  const d = l.desc, levels = d.levels.filter((x) => x.vertex_count > 0).map((x) => x.level).sort((a, b) => a - b);
+  const at = d.bounds[0];
+  const answers = await Promise.all(levels.map((level) =>
+    net.json(countURL(l.name, { min: at, max: at, dims: d.dims, level, filter }), { kind: 'filter', layer: l.name, level })
+      .then(() => null, (e) => e.detail || e.message)));
+  return { levels: new Set(levels.filter((_, i) => answers[i] === null)), error: answers.find((a) => a !== null) || '' };
+}
+
+export class SelectionTool {
+  // app: {net, writeURL(), scheduleUpdate(), redraw(), cards}
+  constructor(app) {
+    this.app = app;
+    this.queryables = new Map(); // store -> Promise of its queryables' schema
+    this.checking = 0; // filters being asked about
+  }
+
+  get busy() { return this.checking > 0; }
+
+  // rows: the card's filter and sample rows for layer l.
+  rows(l) {
+    const list = `ql-${l.card.dataset.store.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    const f = el('input', { className: 'filter', placeholder: "filter (CQL2), e.g. cell_type = 'neuron'", spellcheck: false, value: l.filterText });
+    f.setAttribute('list', list);
+    f.setAttribute('aria-label', `filter ${l.name}`);
+    f.title = 'CQL2 text; applied on Enter or when you leave the box; empty: every vertex';
+    f.onfocus = () => this.hints(l);
+    f.onchange = () => this.applyFilter(l, f.value);
+    const s = el('input', { type: 'range', className: 'sample', min: 0.01, max: 1, step: 0.01, value: l.sample });
+    s.setAttribute('aria-label', `sample ${l.name}`);
+    const out = el('output', { className: 'sampleval', textContent: pct(l.sample) });
+    s.oninput = () => { out.textContent = pct(Number(s.value)); };
+    s.onchange = () => { out.textContent = pct(Number(s.value)); this.applySample(l, Number(s.value)); };
+    return [
+      el('label', { className: 'lfilter' }, 'Filter ', f),
+      el('datalist', { id: list }),
+      el('div', { className: 'fhint' }),
+      el('label', { className: 'lsample', hidden: true, title: 'share of the objects drawn (kept by id, the same at every level)' }, 'Sample ', s, out),
+    ];
+  }
+
+  // fill: once the descriptor is in, the sample row for line stores.
+  fill(l) {
+    const c = l.card;
+    c.querySelector('.lsample').hidden = !takesSample(l.desc);
+    c.querySelector('.sample').value = l.sample;
+    c.querySelector('.sampleval').textContent = pct(l.sample);
+    c.querySelector('.filter').value = l.filterText;
+    if (l.filterText) this.hints(l);
+  }
+
+  // hints fetches the store's queryables (once) and lists them under the
+  // box: property names, with the labels of categorical ones; the
+  // datalist offers each name and each label's comparison.
+  async hints(l) {
+    if (!l.desc) return;
+    if (!this.queryables.has(l.name)) this.queryables.set(l.name, this.app.net.json(queryablesURL(l.name), { kind: 'queryables', layer: l.name }));
+    let schema;
+    try {
+      schema = await this.queryables.get(l.name);
+    } catch (e) {
+      this.queryables.delete(l.name); // asked again on the next focus
+      l.card.querySelector('.fhint').textContent = `queryables: ${e.message}`;
+      return;
+    }
+    if (!l.card.isConnected) return;
+    const parts = [], opts = [];
+    for (const [name, p] of Object.entries(schema.properties || {})) {
+      const q = quote(name);
+      opts.push(q);
+      if (Array.isArray(p.enum)) {
+        const labels = p.enum.slice(0, MAX_HINT_LABELS);
+        parts.push(`${name}: ${labels.join(' | ')}${p.enum.length > labels.length ? ' | …' : ''}`);
+        for (const v of labels) opts.push(`${q} = '${String(v).replace(/'/g, "''")}'`);
+      } else {
+        const lv = p['x-zvf-levels'];
+        parts.push(`${name} (${p.type || 'value'}${lv && lv.length < l.desc.levels.length ? `, level ${lv.join(', ')}` : ''})`);
+      }
+    }
+    l.card.querySelector('.fhint').textContent = parts.length ? parts.join(' · ') : 'this store has nothing to filter on';
+    const dl = l.card.querySelector('datalist');
+    dl.replaceChildren(...opts.map((v) => el('option', { value: v })));
+  }
+
+  // applyFilter: the server is asked first (probeFilter); a filter no
+  // level takes is shown as the server's detail and the layer keeps what
+  // it draws; otherwise the layer's tiles are those of the new filter.
+  async applyFilter(l, text) {
+    text = text.trim();
+    l.filterText = text;
+    const seq = l.filterSeq = (l.filterSeq || 0) + 1;
+    if (!l.desc) return;
+    if (text === l.filter) {
+      // Back to the filter in use: its drawing is the one shown.
+      if (l.filterError) { l.filterError = ''; this.app.cards.showError(l); }
+      return;
+    }
+    let levels = null;
+    if (text) {
+      this.checking++;
+      this.app.scheduleUpdate();
+      let p;
+      try {
+        p = await probeFilter(this.app.net, l, text);
+      } finally {
+        this.checking--;
+      }
+      if (seq !== l.filterSeq || !l.desc) { this.app.redraw(); return; } // another filter was typed meanwhile
+      if (!p.levels.size) {
+        l.filterError = filterMessage(p.error);
+        this.app.cards.showError(l);
+        this.app.redraw();
+        return;
+      }
+      levels = p.levels;
+    }
+    l.filter = text;
+    l.filterLevels = levels;
+    l.filterError = '';
+    this.app.cards.showError(l);
+    l.buildGrid();
+    this.app.writeURL(); this.app.scheduleUpdate(); this.app.redraw();
+  }
+
+  applySample(l, v) {
+    if (!(v > 0 && v <= 1) || v === l.sample) return;
+    l.sample = v;
+    this.app.writeURL(); this.app.scheduleUpdate(); this.app.redraw();
+  }
+}
+
+// filterMessage: the server's detail says it is about the filter; other
+// failures (the network) are said to be.
+export const filterMessage = (m) => (m.startsWith('filter') ? m : `filter: ${m}`);
+
+const pct = (v) => `${+(v * 100).toFixed(1)} %`;
+
+// quote writes a property name as CQL2 text takes it: bare when it can be.
+const KEYWORDS = new Set(['and', 'or', 'not', 'like', 'between', 'in', 'is', 'null', 'true', 'false']);
+function quote(name) {
+  if (/^[A-Za-z_:][A-Za-z0-9_:.]*(\[\d+\])?$/.test(name) && !KEYWORDS.has(name.toLowerCase())) return name;
+  return `"${name.replace(/"/g, '""')}"`;
+}
