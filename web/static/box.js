@@ -1,6 +1,7 @@
 // Box query: typed corners, or a rectangle drawn on the view; every
-// visible layer is asked for the box at the chosen level, and its count,
-// level, time and bytes listed; the hits are drawn white, the box yellow.
+// visible layer is asked for the box (with its filter and sample) at the
+// chosen level, and its count, level, time and bytes listed; the hits are
+// drawn white, the box yellow.
 import { $, el } from './dom.js';
 import { ray } from './math.js';
 import { flatten } from './format.js';
@@ -68,7 +69,8 @@ export class BoxTool {
       const lv = level === 'auto' || l.desc.levels.some((x) => String(x.level) === level) ? level : '0';
       const t0 = performance.now();
       try {
-        const url = bboxURL(l.name, { min, max, dims: l.desc.dims, level: lv, limit: app.budget, connectivity: false });
+        // With the layer's filter and sample: the hits are rows it draws.
+        const url = bboxURL(l.name, { min, max, dims: l.desc.dims, level: lv, limit: app.budget, connectivity: false, filter: l.filter || undefined, sample: l.sample });
         const res = await app.net.binary(url, { kind: 'box', layer: l.name });
         const ms = performance.now() - t0;
         const f = flatten([res], '');
