@@ -222,6 +222,35 @@ func testBadFilter(t *testing.T, e *viewerEnv) {
 	setInput(b, "cells", "filter", "cell_type = 'neuron'")
 	b.wait(`document.querySelector('.layer[data-store="cells"] .lerr').textContent === ''`)
 	b.noProblems()
+
+	// A layer fixed at a level that lacks the filter's attribute refuses
+	// it with that level's reason (other levels taking it do not help).
+	b = e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells&lvl.cells=1")
+	b.settle()
+	var levels map[string]map[string]int
+	b.value(`__zvf.drawnLevels`, &levels)
+	before = levels["cells"]["1"]
+	lo, hi := layerBox(t, b, "cells")
+	var problem struct{ Detail string }
+	if st := apiGet(t, e, "api/v1/stores/cells/count?min="+lo+"&max="+hi+"&level=1&filter="+url.QueryEscape("cell_type = 'neuron'"), &problem); st != http.StatusBadRequest {
+		t.Fatalf("level 1 takes cell_type = 'neuron' (%d); the test wants a level without cell_type", st)
+	}
+	start := e.lg.len()
+	setInput(b, "cells", "filter", "cell_type = 'neuron'")
+	b.wait(`document.querySelector('.layer[data-store="cells"] .lerr').textContent !== ''`)
+	b.settle()
+	if got := b.text(`.layer[data-store="cells"] .lerr`); !strings.Contains(got, problem.Detail) {
+		t.Errorf("at level 1 the layer's error line says %q; want %q", got, problem.Detail)
+	}
+	b.value(`__zvf.drawnLevels`, &levels)
+	if len(levels["cells"]) != 1 || levels["cells"]["1"] != before || before == 0 {
+		t.Errorf("at level 1 with a refused filter the page drew %v; want the %d level-1 vertices it drew", levels["cells"], before)
+	}
+	if filters, _ := tileSelections(t, e.lg.since(start), "cells"); len(filters) != 0 {
+		t.Errorf("at level 1 the page asked for tiles with filters %v", filters)
+	}
+	b.noProblems()
 }
 
 // testSampleSlider: the axons' slider draws what sample=F answers; points

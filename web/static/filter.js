@@ -17,15 +17,20 @@ const MAX_HINT_LABELS = 12;
 // a count over a box of one point (the server checks a filter against the
 // level before reading anything, so this costs no scan). Coarse levels
 // often lack the attributes level 0 has; those levels are left out of the
-// layer's tiles. {levels: the levels that take it, error: why the finest
-// refusing level refused}.
+// layer's tiles. {levels: the levels that take it, error: why the level
+// the layer is fixed at, or else the finest, refused it; '' when the
+// layer can draw with it}.
 export async function probeFilter(net, l, filter) {
   const d = l.desc, levels = d.levels.filter((x) => x.vertex_count > 0).map((x) => x.level).sort((a, b) => a - b);
   const at = d.bounds[0];
   const answers = await Promise.all(levels.map((level) =>
     net.json(countURL(l.name, { min: at, max: at, dims: d.dims, level, filter }), { kind: 'filter', layer: l.name, level })
       .then(() => null, (e) => e.detail || e.message)));
-  return { levels: new Set(levels.filter((_, i) => answers[i] === null)), error: answers.find((a) => a !== null) || '' };
+  const ok = new Set(levels.filter((_, i) => answers[i] === null));
+  let error = '';
+  if (l.level !== 'auto') error = ok.has(Number(l.level)) ? '' : answers[levels.indexOf(Number(l.level))] || `level ${l.level} holds no vertices`;
+  else if (!ok.size) error = answers.find((a) => a !== null) || 'no level holds vertices';
+  return { levels: ok, error };
 }
 
 export class SelectionTool {
@@ -127,7 +132,7 @@ export class SelectionTool {
         this.checking--;
       }
       if (seq !== l.filterSeq || !l.desc) { this.app.redraw(); return; } // another filter was typed meanwhile
-      if (!p.levels.size) {
+      if (p.error) {
         l.filterError = filterMessage(p.error);
         this.app.cards.showError(l);
         this.app.redraw();

@@ -128,7 +128,7 @@ export class Layer {
     // is shown, not applied.
     if (this.filter) {
       const p = await probeFilter(net, this, this.filter);
-      if (p.levels.size) this.filterLevels = p.levels;
+      if (!p.error) this.filterLevels = p.levels;
       else { this.filterError = filterMessage(p.error); this.filter = ''; }
     }
     this.buildGrid();
