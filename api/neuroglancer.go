@@ -27,6 +27,7 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		ContentCoding:  contentCoding,
 		Cache:          c,
 		MaxAnnotations: s.o.MaxVertices,
+		Sharded:        s.o.NGSharded,
 		Now:            s.o.Now,
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/zvfserve/zvfserve"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -49,6 +50,9 @@ type Options struct {
 	PublicURL      string        // absolute base for Link headers and the descriptor's Neuroglancer sources
 	UI             http.Handler  // served at /
 	Now            func() time.Time
+	// NGSharded says when Neuroglancer annotation and skeleton sources
+	// are sharded (--ng-sharded); "" is auto.
+	NGSharded neuroglancer.ShardMode
 	// ReadyAny makes /readyz 200 while at least one store serves; by
 	// default it is 503 while any store does not (a store that fails to
 	// open keeps the replica out of its load balancer until it opens).

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -30,7 +31,8 @@ type annotationInfo struct {
 }
 
 type keyRef struct {
-	Key string `json:"key"`
+	Key      string         `json:"key"`
+	Sharding *sharding.Spec `json:"sharding,omitempty"`
 }
 
 // relationship links each annotation to segment ids: here its ZVF object.
@@ -55,6 +57,8 @@ type spatialInfo struct {
 	GridShape []int64   `json:"grid_shape"`
 	ChunkSize []float64 `json:"chunk_size"`
 	Limit     int64     `json:"limit"`
+	// Sharding is set when the level is served as shard files.
+	Sharding *sharding.Spec `json:"sharding,omitempty"`
 }
 
 // sourceNotes explain a source: which store and level, how each spatial
@@ -76,8 +80,9 @@ type levelNotes struct {
 	Chosen      string  `json:"chosen"`
 }
 
-// infoJSON is the info document of the plan's source.
-func (p *plan) infoJSON(st *zvf.Store) ([]byte, error) {
+// infoJSON is the info document of the plan's source; sh, when not nil,
+// shards its spatial levels and by_id.
+func (p *plan) infoJSON(st *zvf.Store, sh *annotationShards) ([]byte, error) {
 	dims, axisNotes := dimensions(st.Info().Axes)
 	lo, hi := p.bounds(st.Info().Bounds[1])
 	inf := annotationInfo{Type: "neuroglancer_annotations_v1", Dimensions: dimensionsJSON(dims), LowerBound: lo, UpperBound: hi,
@@ -89,9 +94,16 @@ func (p *plan) infoJSON(st *zvf.Store) ([]byte, error) {
 	for _, pr := range p.props {
 		inf.Properties = append(inf.Properties, pr.spec)
 	}
+	if sh != nil {
+		inf.ByID.Sharding = &sh.byID
+	}
 	for s, l := range p.levels {
 		key := fmt.Sprintf("spatial%d", s)
-		inf.Spatial = append(inf.Spatial, spatialInfo{Key: key, GridShape: l.shape, ChunkSize: l.size, Limit: l.limit})
+		si := spatialInfo{Key: key, GridShape: l.shape, ChunkSize: l.size, Limit: l.limit}
+		if sh != nil {
+			si.Sharding = &sh.spatial[s]
+		}
+		inf.Spatial = append(inf.Spatial, si)
 		inf.ZVF.Levels = append(inf.ZVF.Levels, levelNotes{Key: key, ZVFLevel: l.zvf, CellChunks: l.mult, Annotations: l.count, Chosen: l.chosen})
 	}
 	return json.Marshal(inf)
@@ -389,16 +401,28 @@ func (p *plan) byID(ctx context.Context, id int64) ([]byte, error) {
 	if len(l.ids) != 1 {
 		return nil, missing
 	}
-	out := l.recs
+	return p.byIDRecord(&l, 0), nil
+}
+
+// byIDRecord is annotation i of l as by_id holds it: its record, then its
+// relationship's segment list (its object, or none for a point no
+// manifest names). The unsharded and sharded by_id share it.
+func (p *plan) byIDRecord(l *list, i int) []byte {
+	end := len(l.recs)
+	if i+1 < len(l.offs) {
+		end = l.offs[i+1]
+	}
+	out := make([]byte, 0, end-l.offs[i]+12)
+	out = append(out, l.recs[l.offs[i]:end]...)
 	if p.relate {
-		if obj := l.objs[0]; obj == -1 && p.kind == kindPoint {
+		if obj := l.objs[i]; obj == -1 && p.kind == kindPoint {
 			out = binary.LittleEndian.AppendUint32(out, 0)
 		} else {
 			out = binary.LittleEndian.AppendUint32(out, 1)
 			out = binary.LittleEndian.AppendUint64(out, uint64(obj))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // objectBytes encodes the annotations related to object id, all of them

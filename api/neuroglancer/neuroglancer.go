@@ -52,7 +52,15 @@ type Options struct {
 	// MaxAnnotations bounds the annotations of a cell and the vertices of
 	// a skeleton, mesh or cell of polylines (0: no bound).
 	MaxAnnotations int64
-	Now            func() time.Time
+	// Sharded says when annotation and skeleton sources are served as
+	// shard files (sharded.go); "" is ShardAuto.
+	Sharded ShardMode
+	// ShardAbove is ShardAuto's threshold in keys (0: AutoShardKeys).
+	ShardAbove int64
+	// MaxShardBytes bounds what one shard build holds (0:
+	// DefaultMaxShardBytes); a larger shard is a too-large problem.
+	MaxShardBytes int64
+	Now           func() time.Time
 }
 
 // Server serves the Neuroglancer routes.
@@ -346,14 +354,16 @@ func (s *Server) annotationInfo(route string) func(http.ResponseWriter, *http.Re
 			return nil
 		}
 		k := kindOf(st, route)
+		p, err := s.plan(r.Context(), st, k)
+		if err != nil {
+			return err
+		}
+		sh := s.shards(p)
 		key := "info\x00" + k.annotationType()
-		body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
-			p, err := s.plan(ctx, st, k)
-			if err != nil {
-				return nil, err
-			}
-			return p.infoJSON(st)
-		})
+		if sh != nil {
+			key += "\x00sharded" // a cache may be shared by servers of both modes
+		}
+		body, err := s.cachedBytes(r.Context(), st, key, func(context.Context) ([]byte, error) { return p.infoJSON(st, sh) })
 		if err != nil {
 			return err
 		}
@@ -387,6 +397,16 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 		if !ok {
 			return notFoundf("store %q: no spatial level %q (the %s source has spatial0 to spatial%d)", st.Name(), chi.URLParam(r, "level"), route, len(p.levels)-1)
 		}
+		if name := chi.URLParam(r, "cell"); isShardFile(name) {
+			sh := s.shards(p)
+			if sh == nil {
+				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
+			}
+			source := fmt.Sprintf("%s/spatial%d", route, n)
+			return s.shardFile(w, r, st, sh.spatial[n], source, name, start, func(ctx context.Context, b *shardBuild) error {
+				return p.spatialShard(ctx, n, s.o.MaxAnnotations, b)
+			})
+		}
 		key, err := p.cellKey(sl, chi.URLParam(r, "cell"))
 		if err != nil {
 			return err
@@ -411,6 +431,17 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		start := s.o.Now()
+		if name := chi.URLParam(r, "id"); isShardFile(name) {
+			st, _, p, err := s.annotationSource(r, route)
+			if err != nil {
+				return err
+			}
+			sh := s.shards(p)
+			if sh == nil {
+				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
+			}
+			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, p.byIDShard)
+		}
 		id, err := parseID(r)
 		if err != nil {
 			return err
@@ -473,7 +504,8 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := newSkeletonSpec(st, l0).infoJSON(st.Name())
+	sp := newSkeletonSpec(st, l0)
+	body, err := sp.infoJSON(st.Name(), s.skeletonShards(l0, sp))
 	if err != nil {
 		return err
 	}
@@ -482,6 +514,9 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
+	if name := chi.URLParam(r, "id"); isShardFile(name) {
+		return s.skeletonShardFile(w, r, name, start)
+	}
 	st, l0, id, done, err := s.objectRequest(w, r, "skeletons")
 	if err != nil || done {
 		return err
@@ -494,6 +529,26 @@ func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.send(w, r, st, key, mediaBinary, body, start)
+}
+
+// skeletonShardFile answers a shard file of the skeleton source.
+func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name string, start time.Time) error {
+	st, err := s.source(r, "skeletons")
+	if err != nil {
+		return err
+	}
+	l0, err := st.Level(0)
+	if err != nil {
+		return err
+	}
+	sp := newSkeletonSpec(st, l0)
+	spec := s.skeletonShards(l0, sp)
+	if spec == nil {
+		return notFoundf("store %q: the skeletons source is not sharded (%d objects), so it has no shard file %s", st.Name(), l0.Info().ObjectCount, name)
+	}
+	return s.shardFile(w, r, st, *spec, "skeletons", name, start, func(ctx context.Context, b *shardBuild) error {
+		return s.skeletonShard(ctx, st, l0, sp, b)
+	})
 }
 
 // objectRequest is the prologue of the routes that answer one object: the

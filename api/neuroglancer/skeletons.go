@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -62,11 +63,12 @@ func (sp *skeletonSpec) names() []string {
 }
 
 type skeletonInfo struct {
-	Type              string      `json:"@type"`
-	Transform         []float64   `json:"transform"`
-	VertexAttributes  []skelAttr  `json:"vertex_attributes"`
-	SegmentProperties string      `json:"segment_properties,omitempty"`
-	ZVF               objectNotes `json:"zvfserve"`
+	Type              string         `json:"@type"`
+	Transform         []float64      `json:"transform"`
+	VertexAttributes  []skelAttr     `json:"vertex_attributes"`
+	SegmentProperties string         `json:"segment_properties,omitempty"`
+	Sharding          *sharding.Spec `json:"sharding,omitempty"`
+	ZVF               objectNotes    `json:"zvfserve"`
 }
 
 type objectNotes struct {
@@ -76,8 +78,9 @@ type objectNotes struct {
 	Axes       []string `json:"axes"`
 }
 
-func (sp *skeletonSpec) infoJSON(store string) ([]byte, error) {
-	inf := skeletonInfo{Type: "neuroglancer_skeletons", Transform: sp.transform, VertexAttributes: append([]skelAttr{}, sp.attrs...),
+// infoJSON is the skeleton source's info; shards, when not nil, shards it.
+func (sp *skeletonSpec) infoJSON(store string, shards *sharding.Spec) ([]byte, error) {
+	inf := skeletonInfo{Type: "neuroglancer_skeletons", Transform: sp.transform, VertexAttributes: append([]skelAttr{}, sp.attrs...), Sharding: shards,
 		ZVF: objectNotes{Store: store, Attributes: append([]note{}, sp.notes...), Axes: append([]string{}, sp.axisNotes...)}}
 	if sp.segProps {
 		inf.SegmentProperties = "seg_props"

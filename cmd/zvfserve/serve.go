@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/web"
@@ -49,6 +50,7 @@ type serveConfig struct {
 	maxConcurrent, readConcurrency, maxConnections        int
 	demoScale                                             float64
 	followSymlinks, trustProxyHeaders                     bool
+	ngSharded                                             neuroglancer.ShardMode
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
@@ -73,6 +75,8 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, so pages of wide attributes are smaller) (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests at work at once (a response blocked on a slow client gives its slot back while it waits); more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
+	c.ngSharded = neuroglancer.ShardAuto
+	fs.Var(&c.ngSharded, "ng-sharded", fmt.Sprintf("serve Neuroglancer annotation sources (spatial index and by_id) and skeletons as sharded sources (neuroglancer_uint64_sharded_v1 shard files read by Range): always, never, or auto — an annotation source of at least %d annotations, a skeleton source of at least %d objects (env ZVFSERVE_NG_SHARDED)", neuroglancer.AutoShardKeys, neuroglancer.AutoShardKeys))
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
 	// The token's default is not taken from the environment here, so that
@@ -329,7 +333,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
 		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, StallTimeout: c.stallTimeout,
 		MaxConnections: c.maxConnections, IdleTimeout: c.idleTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
-		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(),
+		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), NGSharded: c.ngSharded, TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(),
 		ReadyAny: c.readiness == "any", AdminMetrics: c.adminAddr != ""})
 	if err != nil {
 		return err

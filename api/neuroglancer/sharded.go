@@ -1,0 +1,451 @@
+package neuroglancer
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding"
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// Sharded sources (neuroglancer_uint64_sharded_v1, package sharding): the
+// annotation spatial levels and by_id, and the skeletons, of a large store
+// are served as shard files ({key}/{n}.shard) that Neuroglancer reads with
+// Range requests, a few files instead of one request per cell or object.
+// The info's "sharding" members say so; the unsharded paths keep
+// answering. Each shard is built when first asked for, from the keys the
+// spec places in it, once per store version (the cache shares one build
+// among concurrent requests and counts the shard in its byte budget).
+//
+// Keys: a spatial level's cells by the compressed Morton code of their
+// grid position over the level's grid_shape (murmur hash, so a shard is a
+// spread of the volume); by_id's dense annotation ids (points, lines) by
+// identity with a preshift, so that shard n is one run of ids and its
+// build reads only the chunks or objects that hold them; polyline ids and
+// skeletons' segment ids (object ids, not dense) by murmur hash. The
+// relationship index (objects/{id}) is not sharded.
+
+// ShardMode says when the sources are sharded (--ng-sharded).
+type ShardMode string
+
+// The modes.
+const (
+	ShardAuto   ShardMode = "auto"   // above AutoShardKeys
+	ShardAlways ShardMode = "always" // every annotation and skeleton source
+	ShardNever  ShardMode = "never"
+)
+
+// ParseShardMode reads a --ng-sharded value.
+func ParseShardMode(s string) (ShardMode, error) {
+	switch m := ShardMode(s); m {
+	case ShardAuto, ShardAlways, ShardNever:
+		return m, nil
+	}
+	return "", fmt.Errorf("%q is not a sharding mode: want always, auto or never", s)
+}
+
+// String and Set make a ShardMode a flag.Value.
+func (m *ShardMode) String() string { return string(*m) }
+
+// Set parses a --ng-sharded value.
+func (m *ShardMode) Set(s string) error {
+	v, err := ParseShardMode(s)
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// AutoShardKeys is where ShardAuto starts sharding: an annotation source
+// of at least this many annotations, a skeleton source of at least this
+// many objects. Below it an unsharded source costs Neuroglancer no more
+// requests than a few shards do (a view needs a handful of cells, and
+// by_id is read one selected annotation at a time), and the server skips
+// building shards.
+const AutoShardKeys = 1_000_000
+
+// DefaultMaxShardBytes bounds the bytes one shard build holds
+// (Options.MaxShardBytes): ChooseBits aims shards at
+// sharding.TargetShardBytes, but with the shard count capped a very large
+// source could ask for more; that shard fails as too large (413) instead
+// of holding the memory.
+const DefaultMaxShardBytes = 8 * sharding.TargetShardBytes
+
+// shardedBy reports whether a source of n keys is sharded.
+func (s *Server) shardedBy(n int64) bool {
+	switch s.o.Sharded {
+	case ShardAlways:
+		return true
+	case ShardNever:
+		return false
+	}
+	above := s.o.ShardAbove
+	if above <= 0 {
+		above = AutoShardKeys
+	}
+	return n >= above
+}
+
+// shardSpec is a source's spec for numKeys keys of about bytes in all.
+func shardSpec(hash sharding.Hash, numKeys int, bytes int64, data sharding.Encoding) sharding.Spec {
+	sb, mb := sharding.ChooseBits(numKeys, bytes)
+	return sharding.Spec{Hash: hash, ShardBits: sb, MinishardBits: mb, MinishardIndexEncoding: sharding.Gzip, DataEncoding: data}
+}
+
+// denseSpec shards the dense ids 0..n−1 by identity: preshift_bits makes
+// each minishard a run of 2^preshift ids and each shard a run of
+// 2^(preshift+minishard_bits), so the ids fit 2^shard_bits shards.
+func denseSpec(n int64, bytes int64) sharding.Spec {
+	sp := shardSpec(sharding.Identity, int(min(n, 1<<62)), bytes, sharding.Raw)
+	if n > 1 {
+		sp.PreshiftBits = max(0, bits.Len64(uint64(n-1))-sp.MinishardBits-sp.ShardBits)
+	}
+	return sp
+}
+
+// annotationShards are an annotation source's specs: one per spatial
+// level, and by_id's.
+type annotationShards struct {
+	spatial []sharding.Spec
+	byID    sharding.Spec
+}
+
+// recordBytes estimates the stored bytes of the annotations of a cell
+// (with their ids) or of by_id records (with a relationship).
+func (p *plan) recordBytes(annotations int64, extra int) int64 {
+	return annotations * int64(p.kind.geometryBytes(p.rank)+p.propBytes()+extra)
+}
+
+// polylineBytes is the size of every polyline's geometry, which the
+// record size leaves out.
+func (p *plan) polylineBytes() int64 {
+	if p.kind != kindPolyline {
+		return 0
+	}
+	var n int64
+	for i := range p.objects {
+		n += 4 + 4*int64(p.rank)*int64(len(p.objects[i].chunks))
+	}
+	return n
+}
+
+// shards returns the plan's specs, or nil when the source is not sharded.
+func (s *Server) shards(p *plan) *annotationShards {
+	if !s.shardedBy(p.total) {
+		return nil
+	}
+	a := &annotationShards{}
+	for _, l := range p.levels {
+		bytes := p.recordBytes(l.count, 8) + 8*int64(len(l.cells))
+		if p.total > 0 {
+			bytes += p.polylineBytes() * l.count / p.total
+		}
+		a.spatial = append(a.spatial, shardSpec(sharding.Murmur, len(l.cells), bytes, sharding.Gzip))
+	}
+	bytes := p.recordBytes(p.total, 12) + p.polylineBytes()
+	if p.kind == kindPolyline {
+		a.byID = shardSpec(sharding.Murmur, len(p.objects), bytes, sharding.Raw)
+	} else {
+		a.byID = denseSpec(p.total, bytes)
+	}
+	return a
+}
+
+// mortonCode is the compressed Morton code of a cell ("i_j_k") over grid:
+// bit b of each coordinate, for b from 0 up, taken for the axes whose
+// extent needs that bit, interleaved in axis order.
+func mortonCode(cellKey string, grid []int64) (uint64, error) {
+	parts := strings.Split(cellKey, "_")
+	if len(parts) != len(grid) {
+		return 0, fmt.Errorf("cell %q of a %d-axis grid", cellKey, len(grid))
+	}
+	pos := make([]uint64, len(grid))
+	need := make([]int, len(grid))
+	most := 0
+	for i, s := range parts {
+		v, err := strconv.ParseUint(s, 10, 63)
+		if err != nil {
+			return 0, fmt.Errorf("cell %q: %w", cellKey, err)
+		}
+		pos[i] = v
+		if grid[i] > 1 {
+			need[i] = bits.Len64(uint64(grid[i] - 1))
+		}
+		most = max(most, need[i])
+	}
+	var code uint64
+	j := 0
+	for b := range most {
+		for i := range pos {
+			if b < need[i] {
+				if j >= 64 {
+					return 0, fmt.Errorf("grid %v needs more than 64 bits of Morton code", grid)
+				}
+				code |= (pos[i] >> b & 1) << j
+				j++
+			}
+		}
+	}
+	return code, nil
+}
+
+// shardFile answers one shard file, building it through the cache.
+func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store, spec sharding.Spec, source, name string, start time.Time,
+	build func(ctx context.Context, b *shardBuild) error) error {
+	n, err := spec.ParseShardFile(name)
+	if err != nil {
+		return notFoundf("store %q: %s has no shard file %s (it has %d: %s to %s)", st.Name(), source, name, spec.NumShards(), spec.ShardFile(0), spec.ShardFile(spec.NumShards()-1))
+	}
+	if s.notModified(w, r, st) {
+		return nil
+	}
+	key := fmt.Sprintf("shard\x00%s\x00%d", source, n)
+	body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
+		b := &shardBuild{spec: spec, shard: n, store: st.Name(), source: source, limit: s.o.MaxShardBytes}
+		if b.limit <= 0 {
+			b.limit = DefaultMaxShardBytes
+		}
+		if err := build(ctx, b); err != nil {
+			return nil, err
+		}
+		return b.finish()
+	})
+	if err != nil {
+		return err
+	}
+	return s.send(w, r, st, key, mediaBinary, body, start)
+}
+
+// shardBuild gathers one shard's chunks, safe for concurrent adds, and
+// bounds what they hold.
+type shardBuild struct {
+	spec          sharding.Spec
+	shard         uint64
+	store, source string
+	limit         int64 // bytes the chunks may hold
+	mu            sync.Mutex
+	keys          []uint64
+	data          [][]byte
+	bytes         atomic.Int64
+}
+
+// wants reports whether key is in the shard being built.
+func (b *shardBuild) wants(key uint64) bool {
+	sh, _ := b.spec.Locate(key)
+	return sh == b.shard
+}
+
+func (b *shardBuild) add(key uint64, data []byte) error {
+	if n := b.bytes.Add(int64(len(data)) + 24); n > b.limit {
+		return tooLargef("store %q: shard %s of %s holds more than %d bytes, more than this server builds at once", b.store, b.spec.ShardFile(b.shard), b.source, b.limit)
+	}
+	b.mu.Lock()
+	b.keys = append(b.keys, key)
+	b.data = append(b.data, data)
+	b.mu.Unlock()
+	return nil
+}
+
+// finish writes the shard file; a shard no key is placed in does not
+// exist.
+func (b *shardBuild) finish() ([]byte, error) {
+	if len(b.keys) == 0 {
+		return nil, notFoundf("store %q: shard %s of %s holds no key", b.store, b.spec.ShardFile(b.shard), b.source)
+	}
+	sb, err := sharding.NewBuilder(b.spec)
+	if err != nil {
+		return nil, err
+	}
+	sb.Grow(len(b.keys))
+	for i, k := range b.keys {
+		sb.Add(k, b.data[i])
+	}
+	return sb.AppendShard(nil, b.shard)
+}
+
+// each runs f over 0..n−1 concurrently, bounded like a plan's reads.
+func each(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	for i := range n {
+		g.Go(func() error { return f(gctx, i) })
+	}
+	return g.Wait()
+}
+
+// spatialShard builds shard b of spatial level n: every cell it holds,
+// encoded as the unsharded cell is.
+func (p *plan) spatialShard(ctx context.Context, n int, limit int64, b *shardBuild) error {
+	sl := p.levels[n]
+	var cells []string
+	var codes []uint64
+	for key := range sl.cells {
+		code, err := mortonCode(key, sl.shape)
+		if err != nil {
+			return corruptf("store %q spatial%d: %v", p.store, n, err)
+		}
+		if b.wants(code) {
+			cells, codes = append(cells, key), append(codes, code)
+		}
+	}
+	return each(ctx, len(cells), func(ctx context.Context, i int) error {
+		if err := p.checkSize(n, cells[i], sl.cells[cells[i]], limit); err != nil {
+			return err
+		}
+		body, err := p.cellBytes(ctx, n, cells[i])
+		if err != nil {
+			return err
+		}
+		return b.add(codes[i], body)
+	})
+}
+
+// byIDShard builds shard b of by_id: each annotation's by_id record.
+func (p *plan) byIDShard(ctx context.Context, b *shardBuild) error {
+	switch p.kind {
+	case kindPolyline:
+		var objs []int
+		for i := range p.objects {
+			if b.wants(uint64(p.objects[i].id)) {
+				objs = append(objs, i)
+			}
+		}
+		return each(ctx, len(objs), func(ctx context.Context, i int) error {
+			var l list
+			if err := p.polylineRecord(ctx, objs[i], &l); err != nil {
+				return err
+			}
+			return p.addRecords(&l, b)
+		})
+	case kindPoint:
+		lo, hi := b.idRange(p.total)
+		var chunks []int
+		for c := range p.keys {
+			if p.first[c] < hi && p.first[c+1] > lo {
+				chunks = append(chunks, c)
+			}
+		}
+		return each(ctx, len(chunks), func(ctx context.Context, i int) error {
+			var l list
+			if err := p.pointRows(ctx, chunks[i], p.relate, func(id, _ int64) bool { return id >= lo && id < hi }, &l); err != nil {
+				return err
+			}
+			return p.addRecords(&l, b)
+		})
+	default: // kindLine
+		lo, hi := b.idRange(p.total)
+		var objs []int
+		for i := range p.objects {
+			if p.edgeFirst[i] < hi && p.edgeFirst[i+1] > lo {
+				objs = append(objs, i)
+			}
+		}
+		return each(ctx, len(objs), func(ctx context.Context, i int) error {
+			var l list
+			if err := p.lineRecords(ctx, objs[i], func(id, _, _ int64) bool { return id >= lo && id < hi }, &l); err != nil {
+				return err
+			}
+			return p.addRecords(&l, b)
+		})
+	}
+}
+
+// idRange is the run of dense ids [lo, hi) a denseSpec places in the
+// shard being built, within 0..total.
+func (b *shardBuild) idRange(total int64) (lo, hi int64) {
+	run := b.spec.PreshiftBits + b.spec.MinishardBits
+	if run >= 63 {
+		return 0, total
+	}
+	lo = min(int64(b.shard)<<run, total)
+	return lo, min(lo+1<<run, total)
+}
+
+// addRecords adds each annotation of l as its by_id record.
+func (p *plan) addRecords(l *list, b *shardBuild) error {
+	for i := range l.ids {
+		if !b.wants(uint64(l.ids[i])) {
+			continue
+		}
+		if err := b.add(uint64(l.ids[i]), p.byIDRecord(l, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// skeletonShards is the skeleton source's spec, or nil when unsharded.
+func (s *Server) skeletonShards(l0 *zvf.Level, sp *skeletonSpec) *sharding.Spec {
+	info := l0.Info()
+	if !s.shardedBy(info.ObjectCount) {
+		return nil
+	}
+	per := int64(12 + 8) // a vertex and about an edge
+	for _, a := range sp.attrs {
+		per += int64(typeSize(a.DataType) * a.Components)
+	}
+	spec := shardSpec(sharding.Murmur, int(min(info.ObjectCount, 1<<62)), info.VertexCount*per+8*info.ObjectCount, sharding.Gzip)
+	return &spec
+}
+
+// objectIDs lists level 0's objects that have vertices, once per store
+// version.
+func (s *Server) objectIDs(ctx context.Context, st *zvf.Store, l0 *zvf.Level) ([]int64, error) {
+	v, err := s.cached(ctx, st, "object-ids", func(ctx context.Context) (any, int64, error) {
+		var ids []int64
+		for row := range l0.Info().ObjectCount {
+			id, err := l0.ObjectIDAt(ctx, row)
+			if err != nil {
+				return nil, 0, err
+			}
+			ok, err := l0.HasObject(ctx, id)
+			if err != nil {
+				return nil, 0, err
+			}
+			if ok {
+				ids = append(ids, id)
+			}
+		}
+		return ids, 8*int64(len(ids)) + 64, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]int64), nil
+}
+
+// skeletonShard builds shard b of the skeletons: each object's skeleton,
+// encoded as the unsharded one is.
+func (s *Server) skeletonShard(ctx context.Context, st *zvf.Store, l0 *zvf.Level, sp *skeletonSpec, b *shardBuild) error {
+	all, err := s.objectIDs(ctx, st, l0)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for _, id := range all {
+		if b.wants(uint64(id)) {
+			ids = append(ids, id)
+		}
+	}
+	return each(ctx, len(ids), func(ctx context.Context, i int) error {
+		body, err := sp.skeletonBytes(ctx, st.Name(), l0, ids[i], s.o.MaxAnnotations)
+		if err != nil {
+			return err
+		}
+		return b.add(uint64(ids[i]), body)
+	})
+}
+
+// isShardFile reports whether a path segment names a shard file (no
+// cell, annotation or segment id ends so).
+func isShardFile(name string) bool { return strings.HasSuffix(name, ".shard") }

@@ -1,0 +1,612 @@
+package neuroglancer_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/bits"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
+	"github.com/zvfserve/zvfserve/api/problem"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// An independent client of sharded sources, written from Neuroglancer's
+// sharded.md and sharing nothing with package sharding or the server: it
+// reads the info's "sharding" as a generic map, hashes with its own
+// MurmurHash3, and reads a key as Neuroglancer does, with three Range
+// requests (shard index entry, minishard index, chunk), each of which
+// must be a 206 with the Content-Range asked for.
+
+type ngSharding struct {
+	preshift, minishardBits, shardBits uint
+	murmur, gzipIndex, gzipData        bool
+}
+
+func parseSharding(raw json.RawMessage) (*ngSharding, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if m["@type"] != "neuroglancer_uint64_sharded_v1" {
+		return nil, fmt.Errorf("@type %v", m["@type"])
+	}
+	num := func(k string, most uint) (uint, error) {
+		v, ok := m[k].(float64)
+		if !ok || v < 0 || v > float64(most) || v != float64(uint(v)) {
+			return 0, fmt.Errorf("%s: %v", k, m[k])
+		}
+		return uint(v), nil
+	}
+	var s ngSharding
+	var err error
+	if s.preshift, err = num("preshift_bits", 64); err != nil {
+		return nil, err
+	}
+	// The limits the contract promises: minishard_bits ≤ 20, shard_bits ≤ 10.
+	if s.minishardBits, err = num("minishard_bits", 20); err != nil {
+		return nil, err
+	}
+	if s.shardBits, err = num("shard_bits", 10); err != nil {
+		return nil, err
+	}
+	switch m["hash"] {
+	case "identity":
+	case "murmurhash3_x86_128":
+		s.murmur = true
+	default:
+		return nil, fmt.Errorf("hash %v", m["hash"])
+	}
+	for k, dst := range map[string]*bool{"minishard_index_encoding": &s.gzipIndex, "data_encoding": &s.gzipData} {
+		switch m[k] {
+		case nil, "raw":
+		case "gzip":
+			*dst = true
+		default:
+			return nil, fmt.Errorf("%s: %v", k, m[k])
+		}
+	}
+	return &s, nil
+}
+
+// murmur64 is MurmurHash3_x86_128, seed 0, of the 8 little-endian bytes
+// of x: h1 | h2<<32 of the result.
+func murmur64(x uint64) uint64 {
+	rotl := func(v uint32, r uint) uint32 { return v<<r | v>>(32-r) }
+	fmix := func(h uint32) uint32 {
+		h ^= h >> 16
+		h *= 0x85ebca6b
+		h ^= h >> 13
+		h *= 0xc2b2ae35
+		return h ^ h>>16
+	}
+	const c1, c2, c3 = 0x239b961b, 0xab0e9789, 0x38b34ae5
+	var h1, h2, h3, h4 uint32
+	// An 8-byte key is all tail: k2 (bytes 4..7) then k1 (bytes 0..3).
+	h2 ^= rotl(uint32(x>>32)*c2, 16) * c3
+	h1 ^= rotl(uint32(x)*c1, 15) * c2
+	h1, h2, h3, h4 = h1^8, h2^8, h3^8, h4^8
+	h1 += h2 + h3 + h4
+	h2 += h1
+	h3 += h1
+	h4 += h1
+	h1, h2, h3, h4 = fmix(h1), fmix(h2), fmix(h3), fmix(h4)
+	h1 += h2 + h3 + h4
+	h2 += h1
+	return uint64(h1) | uint64(h2)<<32
+}
+
+// shardClient reads keys of one sharded source at dir (a path on ts).
+type shardClient struct {
+	t    testing.TB
+	ts   *httptest.Server
+	dir  string
+	s    *ngSharding
+	mu   sync.Mutex
+	mini  map[[2]uint64][][3]uint64 // (shard, minishard) → key, offset, size
+	files map[string][]byte
+}
+
+// rangeGet fetches [lo, hi) of path: nil for a missing file (404).
+func (c *shardClient) rangeGet(path string, lo, hi uint64) []byte {
+	c.t.Helper()
+	resp, body := apitest.Get(c.t, c.ts, path, "Range", fmt.Sprintf("bytes=%d-%d", lo, hi-1), "Accept-Encoding", "gzip, zstd")
+	if resp.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	cr := resp.Header.Get("Content-Range")
+	if resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(cr, fmt.Sprintf("bytes %d-%d/", lo, hi-1)) ||
+		resp.Header.Get("Content-Encoding") != "" || uint64(len(body)) != hi-lo {
+		c.t.Fatalf("%s bytes %d-%d: %d, Content-Range %q, %d bytes: %.200s", path, lo, hi-1, resp.StatusCode, cr, len(body), body)
+	}
+	return body
+}
+
+func gunzipAll(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
+
+// file returns a shard file (nil: missing), fetched whole once; each read
+// of it below is checked once per minishard against a Range request.
+func (c *shardClient) file(path string) []byte {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.files[path]; ok {
+		return b
+	}
+	resp, body := apitest.Get(c.t, c.ts, path)
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		body = nil
+	default:
+		c.t.Fatalf("%s: %d %.200s", path, resp.StatusCode, body)
+	}
+	c.files[path] = body
+	return body
+}
+
+// read is [lo, hi) of a shard file, which must be there; ranged, it is
+// also fetched by a Range request, which must give the same bytes.
+func (c *shardClient) read(path string, file []byte, lo, hi uint64, ranged bool) []byte {
+	c.t.Helper()
+	if lo > hi || hi > uint64(len(file)) {
+		c.t.Fatalf("%s: [%d, %d) of a %d-byte file", path, lo, hi, len(file))
+	}
+	if ranged && !bytes.Equal(c.rangeGet(path, lo, hi), file[lo:hi]) {
+		c.t.Fatalf("%s: a Range request of [%d, %d) differs from the file's bytes", path, lo, hi)
+	}
+	return file[lo:hi]
+}
+
+// get returns key's chunk, or ok=false when the source has no such key.
+func (c *shardClient) get(key uint64) (data []byte, ok bool) {
+	c.t.Helper()
+	s := c.s
+	h := uint64(0)
+	if s.preshift < 64 {
+		h = key >> s.preshift
+	}
+	if s.murmur {
+		h = murmur64(h)
+	}
+	minishard := h & (1<<s.minishardBits - 1)
+	shard := h >> s.minishardBits & (1<<s.shardBits - 1)
+	name := strconv.FormatUint(shard, 16)
+	if d := int(s.shardBits+3) / 4; len(name) < d {
+		name = strings.Repeat("0", d-len(name)) + name
+	}
+	path := c.dir + "/" + name + ".shard"
+	file := c.file(path)
+	if file == nil {
+		return nil, false // a missing shard is an empty one
+	}
+	indexEnd := uint64(16) << s.minishardBits
+	c.mu.Lock()
+	entries, seen := c.mini[[2]uint64{shard, minishard}]
+	c.mu.Unlock()
+	first := !seen
+	if first {
+		pair := c.read(path, file, 16*minishard, 16*minishard+16, true)
+		start, end := binary.LittleEndian.Uint64(pair), binary.LittleEndian.Uint64(pair[8:])
+		if start < end {
+			idx := c.read(path, file, indexEnd+start, indexEnd+end, true)
+			if s.gzipIndex {
+				var err error
+				if idx, err = gunzipAll(idx); err != nil {
+					c.t.Fatalf("%s: minishard %d index: %v", path, minishard, err)
+				}
+			}
+			if len(idx)%24 != 0 {
+				c.t.Fatalf("%s: minishard %d index of %d bytes", path, minishard, len(idx))
+			}
+			n := len(idx) / 24
+			var k uint64
+			pos := indexEnd
+			for i := range n {
+				k += binary.LittleEndian.Uint64(idx[8*i:])
+				pos += binary.LittleEndian.Uint64(idx[8*(n+i):])
+				size := binary.LittleEndian.Uint64(idx[8*(2*n+i):])
+				entries = append(entries, [3]uint64{k, pos, size})
+				pos += size
+			}
+		}
+		c.mu.Lock()
+		c.mini[[2]uint64{shard, minishard}] = entries
+		c.mu.Unlock()
+	}
+	for _, e := range entries {
+		if e[0] != key {
+			continue
+		}
+		data = c.read(path, file, e[1], e[1]+e[2], first)
+		if s.gzipData {
+			var err error
+			if data, err = gunzipAll(data); err != nil {
+				c.t.Fatalf("%s: key %d: %v", path, key, err)
+			}
+		}
+		return data, true
+	}
+	return nil, false
+}
+
+func newShardClient(t testing.TB, ts *httptest.Server, dir string, raw json.RawMessage) *shardClient {
+	t.Helper()
+	s, err := parseSharding(raw)
+	if err != nil {
+		t.Fatalf("%s: sharding %s: %v", dir, raw, err)
+	}
+	return &shardClient{t: t, ts: ts, dir: dir, s: s, mini: map[[2]uint64][][3]uint64{}, files: map[string][]byte{}}
+}
+
+// zOrder is Neuroglancer's compressed Morton code of grid position pos
+// over a grid of shape: bit b of each axis that needs it, b from 0.
+func zOrder(pos []int, shape []int) uint64 {
+	need := make([]int, len(shape))
+	most := 0
+	for i, n := range shape {
+		need[i] = bits.Len(uint(max(n, 1) - 1))
+		most = max(most, need[i])
+	}
+	var code uint64
+	j := 0
+	for b := range most {
+		for i := range pos {
+			if b < need[i] {
+				code |= uint64(pos[i]>>b&1) << j
+				j++
+			}
+		}
+	}
+	return code
+}
+
+// shardedInfo is what the test reads of a sharded annotation info.
+type shardedInfo struct {
+	ByID struct {
+		Key      string          `json:"key"`
+		Sharding json.RawMessage `json:"sharding"`
+	} `json:"by_id"`
+	Spatial []struct {
+		Key       string          `json:"key"`
+		GridShape []int           `json:"grid_shape"`
+		Sharding  json.RawMessage `json:"sharding"`
+	} `json:"spatial"`
+}
+
+// withoutSharding is an info document with every "sharding" member
+// removed, re-encoded.
+func withoutSharding(t testing.TB, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	var strip func(any)
+	strip = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			delete(x, "sharding")
+			for _, e := range x {
+				strip(e)
+			}
+		case []any:
+			for _, e := range x {
+				strip(e)
+			}
+		}
+	}
+	strip(v)
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+// TestShardedSourcesMatchUnsharded: with --ng-sharded=always every
+// annotation source's info shards each spatial level and by_id and the
+// skeleton info shards the skeletons; read through the shard files by an
+// independent client, every cell, every annotation's by_id record and
+// every skeleton is byte-equal to the unsharded answer, and a key the
+// unsharded source lacks (an empty cell) is in no shard. With never (and
+// auto, for these small stores) no info has "sharding".
+func TestShardedSourcesMatchUnsharded(t *testing.T) {
+	t.Parallel()
+	stores := append(fixtureStores(t), largeIDStores(t)...)
+	ch := cache.New(256 << 20)
+	_, plain := newServer(t, api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardNever})
+	_, auto := newServer(t, api.Options{Stores: stores, Cache: ch})
+	_, sharded := newServer(t, api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardAlways})
+	checked := map[string]int{}
+	for _, st := range stores {
+		for _, route := range neuroglancer.RoutesOf(st) {
+			base := "/ng/" + st.Name() + "/" + route
+			switch route {
+			case "annotations", "lines":
+				t.Run(st.Name()+"/"+route, func(t *testing.T) {
+					checked["cells"] += checkShardedAnnotations(t, plain, auto, sharded, base)
+					checked["sources"]++
+				})
+			case "skeletons":
+				t.Run(st.Name()+"/"+route, func(t *testing.T) {
+					checked["skeletons"] += checkShardedSkeletons(t, st, plain, sharded, base)
+				})
+			}
+		}
+	}
+	t.Logf("checked %v", checked)
+	if checked["sources"] < 6 || checked["cells"] == 0 || checked["skeletons"] == 0 {
+		t.Fatalf("too little checked: %v", checked)
+	}
+}
+
+// sampleEvery: the ids whose by_id answers are compared whole.
+const sampleEvery = 61
+
+func checkShardedAnnotations(t *testing.T, plain, auto, sharded *httptest.Server, base string) int {
+	unshardedInfo := apitest.MustGet(t, plain, base+"/info")
+	if strings.Contains(string(unshardedInfo), `"sharding"`) || !bytes.Equal(apitest.MustGet(t, auto, base+"/info"), unshardedInfo) {
+		t.Fatalf("an unsharded info has sharding: %s", unshardedInfo)
+	}
+	infoBytes := apitest.MustGet(t, sharded, base+"/info")
+	if got, want := withoutSharding(t, infoBytes), withoutSharding(t, unshardedInfo); got != want {
+		t.Fatalf("the sharded info differs beyond sharding:\n%s\n%s", got, want)
+	}
+	inf, err := parseInfo(unshardedInfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var si shardedInfo
+	if err := json.Unmarshal(infoBytes, &si); err != nil {
+		t.Fatal(err)
+	}
+	if si.ByID.Key != "by_id" || len(si.ByID.Sharding) == 0 || len(si.Spatial) == 0 {
+		t.Fatalf("sharded info: %s", infoBytes)
+	}
+	byID := newShardClient(t, sharded, base+"/by_id", si.ByID.Sharding)
+	cells, sampled := 0, 0
+	for _, sp := range si.Spatial {
+		if len(sp.Sharding) == 0 {
+			t.Fatalf("%s has no sharding: %s", sp.Key, infoBytes)
+		}
+		c := newShardClient(t, sharded, base+"/"+sp.Key, sp.Sharding)
+		n := 1
+		for _, v := range sp.GridShape {
+			n *= v
+		}
+		if n > 1<<14 {
+			t.Fatalf("%s: grid %v is too large to walk", sp.Key, sp.GridShape)
+		}
+		pos := make([]int, len(sp.GridShape))
+		for range n {
+			names := make([]string, len(pos))
+			for i, v := range pos {
+				names[i] = strconv.Itoa(v)
+			}
+			want := apitest.MustGet(t, plain, base+"/"+sp.Key+"/"+strings.Join(names, "_"))
+			got, ok := c.get(zOrder(pos, sp.GridShape))
+			list, err := inf.decodeList(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case !ok && len(list) != 0:
+				t.Fatalf("%s cell %v (%d annotations) is in no shard", sp.Key, pos, len(list))
+			case ok && !bytes.Equal(got, want):
+				t.Fatalf("%s cell %v: the shard's %d bytes differ from the cell's %d", sp.Key, pos, len(got), len(want))
+			}
+			if len(list) > 0 {
+				cells++
+			}
+			for _, a := range list {
+				// Every annotation's sharded by_id record is its cell's
+				// record; one in sampleEvery is also byte-equal to the
+				// unsharded by_id answer (relationship included).
+				got, ok := byID.get(a.ID)
+				if !ok {
+					t.Fatalf("by_id %d is in no shard", a.ID)
+				}
+				one, err := inf.decodeByID(got, a.ID)
+				if err != nil || !bytes.Equal(one.Raw, a.Raw) {
+					t.Fatalf("by_id %d: %v; record %x, the cell's %x", a.ID, err, one.Raw, a.Raw)
+				}
+				if a.ID%sampleEvery == 0 {
+					if want := apitest.MustGet(t, plain, base+"/by_id/"+strconv.FormatUint(a.ID, 10)); !bytes.Equal(got, want) {
+						t.Fatalf("by_id %d: shard has %x, unsharded %x", a.ID, got, want)
+					}
+					sampled++
+				}
+			}
+			for i := range pos { // next grid position
+				if pos[i]++; pos[i] < sp.GridShape[i] {
+					break
+				}
+				pos[i] = 0
+			}
+		}
+	}
+	if _, ok := byID.get(1 << 62); ok {
+		t.Fatal("by_id holds an annotation the source lacks")
+	}
+	if cells > 0 && sampled == 0 {
+		t.Fatal("no by_id record compared with the unsharded one")
+	}
+	return cells
+}
+
+func checkShardedSkeletons(t *testing.T, st *zvf.Store, plain, sharded *httptest.Server, base string) int {
+	unshardedInfo := apitest.MustGet(t, plain, base+"/info")
+	infoBytes := apitest.MustGet(t, sharded, base+"/info")
+	if strings.Contains(string(unshardedInfo), `"sharding"`) || withoutSharding(t, infoBytes) != withoutSharding(t, unshardedInfo) {
+		t.Fatalf("skeleton infos:\n%s\n%s", infoBytes, unshardedInfo)
+	}
+	var inf struct {
+		Sharding json.RawMessage `json:"sharding"`
+	}
+	if err := json.Unmarshal(infoBytes, &inf); err != nil || len(inf.Sharding) == 0 {
+		t.Fatalf("sharded skeleton info: %s", infoBytes)
+	}
+	var skel ngSkeletonInfo
+	if err := json.Unmarshal(infoBytes, &skel); err != nil {
+		t.Fatal(err)
+	}
+	c := newShardClient(t, sharded, base, inf.Sharding)
+	l0, err := st.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for row := range l0.Info().ObjectCount {
+		id, err := l0.ObjectIDAt(context.Background(), row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, want := apitest.Get(t, plain, base+"/"+strconv.FormatUint(uint64(id), 10))
+		got, ok := c.get(uint64(id))
+		if resp.StatusCode == http.StatusNotFound {
+			if ok {
+				t.Fatalf("object %d has no skeleton, but a shard holds one", id)
+			}
+			continue
+		}
+		if !ok || !bytes.Equal(got, want) {
+			t.Fatalf("skeleton %d: shard has %v (%d bytes), unsharded %d bytes", id, ok, len(got), len(want))
+		}
+		if _, err := decodeSkeleton(&skel, got); err != nil {
+			t.Fatalf("skeleton %d: %v", id, err)
+		}
+		n++
+	}
+	return n
+}
+
+// TestShardFiles: the names a sharded source has, Range answers on them,
+// and what is not there.
+func TestShardFiles(t *testing.T) {
+	t.Parallel()
+	stores := fixtureStores(t)
+	_, sharded := newServer(t, api.Options{Stores: stores, NGSharded: neuroglancer.ShardAlways})
+	_, plain := newServer(t, api.Options{Stores: stores, NGSharded: neuroglancer.ShardNever})
+	whole := apitest.MustGet(t, sharded, "/ng/points_pyramid/annotations/spatial0/0.shard")
+	if len(whole) < 16 {
+		t.Fatalf("a shard of %d bytes", len(whole))
+	}
+	resp, part := apitest.Get(t, sharded, "/ng/points_pyramid/annotations/spatial0/0.shard", "Range", "bytes=4-11")
+	if resp.StatusCode != http.StatusPartialContent || resp.Header.Get("Content-Range") != fmt.Sprintf("bytes 4-11/%d", len(whole)) || !bytes.Equal(part, whole[4:12]) {
+		t.Fatalf("range: %d %q %x", resp.StatusCode, resp.Header.Get("Content-Range"), part)
+	}
+	for _, tc := range []struct {
+		ts     *httptest.Server
+		path   string
+		status int
+		detail string
+	}{
+		{sharded, "/ng/points_pyramid/annotations/spatial0/1.shard", 404, "no shard file 1.shard"},
+		{sharded, "/ng/points_pyramid/annotations/spatial0/00.shard", 404, "no shard file 00.shard"},
+		{sharded, "/ng/points_pyramid/annotations/spatial0/.shard", 404, "no shard file"},
+		{sharded, "/ng/points_pyramid/annotations/by_id/1.shard", 404, "no shard file"},
+		{sharded, "/ng/skeleton/skeletons/1.shard", 404, "no shard file"},
+		{sharded, "/ng/points_pyramid/annotations/spatial0/0.shard", 416, "outside"}, // with the Range below
+		{plain, "/ng/points_pyramid/annotations/spatial0/0.shard", 404, "not sharded"},
+		{plain, "/ng/points_pyramid/annotations/by_id/0.shard", 404, "not sharded"},
+		{plain, "/ng/skeleton/skeletons/0.shard", 404, "not sharded"},
+	} {
+		var hdr []string
+		if tc.status == 416 {
+			hdr = []string{"Range", fmt.Sprintf("bytes=%d-", len(whole)+10)}
+		}
+		resp, body := apitest.Get(t, tc.ts, tc.path, hdr...)
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.detail) || resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %d %s: %s", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+}
+
+// shardRoutes serves st's Neuroglancer routes alone with o's cache and
+// limits, writing each error's problem status.
+func shardRoutes(t testing.TB, st *zvf.Store, o neuroglancer.Options) *httptest.Server {
+	o.Store = func(*http.Request) (*zvf.Store, error) { return st, nil }
+	o.Serve = func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				status := http.StatusInternalServerError
+				if d, ok := err.(*problem.Details); ok {
+					status = d.Kind().Status()
+				}
+				http.Error(w, err.Error(), status)
+			}
+		}
+	}
+	o.NotModified = func(http.ResponseWriter, *http.Request, string) bool { return false }
+	ng := neuroglancer.New(o)
+	r := chi.NewRouter()
+	r.Route("/ng/{store}", ng.Routes)
+	ts := httptest.NewServer(r)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// TestShardBuiltOncePerVersion: concurrent requests of one shard build it
+// once, cached at its size; a request for another shard of the source does
+// not rebuild the first; a build larger than the bound is a 413, not a
+// crash.
+func TestShardBuiltOncePerVersion(t *testing.T) {
+	t.Parallel()
+	st := storeNamed(t, fixtureStores(t), "points_pyramid")
+	ch := &countingCache{Cache: cache.New(64 << 20), loads: map[string]int{}, sizes: map[string]int64{}}
+	ts := shardRoutes(t, st, neuroglancer.Options{Cache: ch, Sharded: neuroglancer.ShardAlways})
+	paths := []string{"/ng/points_pyramid/annotations/spatial0/0.shard", "/ng/points_pyramid/annotations/by_id/0.shard"}
+	bodies := make([][]byte, 8)
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Go(func() {
+			resp, body := apitest.Get(t, ts, paths[i%2], "Range", "bytes=0-")
+			if resp.StatusCode != http.StatusPartialContent {
+				t.Errorf("%s: %d %s", paths[i%2], resp.StatusCode, body)
+			}
+			bodies[i] = body
+		})
+	}
+	wg.Wait()
+	built := 0
+	for k, n := range ch.loads {
+		if strings.Contains(k, "neuroglancer\x00shard\x00") {
+			built++
+			file := bodies[0]
+			if strings.Contains(k, "by_id") {
+				file = bodies[1]
+			}
+			if n != 1 || ch.sizes[k] < int64(len(file)) {
+				t.Errorf("%q built %d times, cached as %d bytes for %d", k, n, ch.sizes[k], len(file))
+			}
+		}
+	}
+	if built != 2 {
+		t.Fatalf("shards built: %v", ch.loads)
+	}
+
+	small := shardRoutes(t, st, neuroglancer.Options{Sharded: neuroglancer.ShardAlways, MaxShardBytes: 1000})
+	resp, body := apitest.Get(t, small, paths[1])
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "more than 1000 bytes") {
+		t.Fatalf("a shard over the bound: %d %s", resp.StatusCode, body)
+	}
+}
