@@ -113,11 +113,11 @@ func murmur64(x uint64) uint64 {
 
 // shardClient reads keys of one sharded source at dir (a path on ts).
 type shardClient struct {
-	t    testing.TB
-	ts   *httptest.Server
-	dir  string
-	s    *ngSharding
-	mu   sync.Mutex
+	t     testing.TB
+	ts    *httptest.Server
+	dir   string
+	s     *ngSharding
+	mu    sync.Mutex
 	mini  map[[2]uint64][][3]uint64 // (shard, minishard) → key, offset, size
 	files map[string][]byte
 }
