@@ -3,16 +3,20 @@ package neuroglancer_test
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -227,5 +231,101 @@ func BenchmarkMultilodBytes(b *testing.B) {
 			b.ReportMetric(float64(multilod), "multilod-B")
 			b.ReportMetric(float64(legacy)/float64(multilod), "x-fewer")
 		})
+	}
+}
+
+// BenchmarkAnnotationView1M: the requests Neuroglancer makes for an
+// annotation view of a 1,000,000-point store (a three-level pyramid in
+// chunks of 125, so 512 level-0 cells) at its default zoom, the whole box:
+// the info, then every cell of every spatial level, unsharded (a GET per
+// cell) or sharded (per minishard its shard-index entry and its index by
+// Range, then a Range per cell), warm (the cache holds the plan, the
+// cells and the shards) and cold (a new cache each time). It reports
+// requests and bytes per view.
+func BenchmarkAnnotationView1M(b *testing.B) {
+	st := pointStore(b, 1_000_000, 125, true)
+	for _, mode := range []neuroglancer.ShardMode{neuroglancer.ShardNever, neuroglancer.ShardAlways} {
+		for _, warm := range []bool{true, false} {
+			name := string(mode) + "/cold"
+			if warm {
+				name = string(mode) + "/warm"
+			}
+			b.Run(name, func(b *testing.B) {
+				var h http.Handler
+				fresh := func() {
+					ch := cache.New(1 << 30)
+					s, err := zvf.Open(context.Background(), st, zvf.Options{Name: "points", Cache: ch})
+					if err != nil {
+						b.Fatal(err)
+					}
+					srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch, NGSharded: mode})
+					if err != nil {
+						b.Fatal(err)
+					}
+					h = srv.Handler()
+				}
+				var requests, sent atomic.Int64
+				ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					requests.Add(1)
+					sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+					h.ServeHTTP(sw, r)
+					sent.Add(sw.n)
+				}))
+				b.Cleanup(ts.Close)
+				fresh()
+				if warm {
+					annotationView(b, ts)
+				}
+				requests.Store(0)
+				sent.Store(0)
+				b.ResetTimer()
+				for range b.N {
+					if !warm {
+						b.StopTimer()
+						fresh()
+						b.StartTimer()
+					}
+					annotationView(b, ts)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(requests.Load())/float64(b.N), "requests/view")
+				b.ReportMetric(float64(sent.Load())/float64(b.N), "bytes/view")
+			})
+		}
+	}
+}
+
+// annotationView fetches what Neuroglancer needs to draw every cell of
+// every spatial level of /ng/points/annotations.
+func annotationView(b *testing.B, ts *httptest.Server) {
+	base := "/ng/points/annotations"
+	var si shardedInfo
+	if err := json.Unmarshal(apitest.MustGet(b, ts, base+"/info"), &si); err != nil {
+		b.Fatal(err)
+	}
+	for _, sp := range si.Spatial {
+		var c *shardClient
+		if len(sp.Sharding) > 0 {
+			c = newShardClient(b, ts, base+"/"+sp.Key, sp.Sharding)
+			c.rangesOnly = true
+		}
+		n := 1
+		for _, v := range sp.GridShape {
+			n *= v
+		}
+		pos := make([]int, len(sp.GridShape))
+		for range n {
+			if c != nil {
+				c.get(zOrder(pos, sp.GridShape))
+			} else {
+				apitest.MustGet(b, ts, fmt.Sprintf("%s/%s/%d_%d_%d", base, sp.Key, pos[0], pos[1], pos[2]))
+			}
+			for i := range pos {
+				if pos[i]++; pos[i] < sp.GridShape[i] {
+					break
+				}
+				pos[i] = 0
+			}
+		}
 	}
 }

@@ -198,6 +198,13 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	var log requestLog
 	data := httptest.NewServer(log.wrap(srv.Handler()))
 	t.Cleanup(data.Close)
+	// The same stores with every annotation and skeleton source sharded.
+	shardedSrv, err := api.New(api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardedData := httptest.NewServer(log.wrap(shardedSrv.Handler()))
+	t.Cleanup(shardedData.Close)
 	page := httptest.NewServer(http.FileServer(http.Dir(dist)))
 	t.Cleanup(page.Close)
 
@@ -235,6 +242,8 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		// layer through the relationship and shows only the annotations
 		// of its segments (Neuroglancer then reads objects/{id} lists).
 		link bool
+		// sharded: the stores come from the server with --ng-sharded=always.
+		sharded bool
 	}{
 		{name: "points", stores: []string{"points_pyramid"}, want: []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/\d+_\d+_\d+$`,
@@ -268,8 +277,19 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		// the selected segments through the relationship.
 		{name: "large ids", stores: []string{"big_streamlines"}, link: true, want: []string{`^/ng/big_streamlines/skeletons/\d{19}$`,
 			`^/ng/big_streamlines/annotations/objects/\d{19}$`, `^/ng/big_streamlines/lines/objects/\d{19}$`}},
+		// Sharded sources: Neuroglancer reads shard files by Range.
+		{name: "sharded points", stores: []string{"points_pyramid"}, sharded: true, want: []string{
+			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/0\.shard$`,
+			`^/ng/points_pyramid/annotations/spatial1/0\.shard$`}},
+		{name: "sharded skeletons and lines", stores: []string{"graph"}, sharded: true, want: []string{
+			`^/ng/graph/annotations/spatial0/0\.shard$`, `^/ng/graph/lines/spatial0/0\.shard$`,
+			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/0\.shard$`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			data := data
+			if tc.sharded {
+				data = shardedData
+			}
 			tctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
 			defer cancel()
 			var fragment string
