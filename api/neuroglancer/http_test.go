@@ -16,6 +16,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cache"
 )
 
@@ -212,16 +213,21 @@ func TestLimitsAuthMetricsCache(t *testing.T) {
 // answer is a well-formed one (200, 400, 404), never a failure of the
 // server.
 func FuzzRequests(f *testing.F) {
-	srv, err := api.New(api.Options{Stores: fixtureStores(f), Cache: cache.New(64 << 20)})
-	if err != nil {
-		f.Fatal(err)
+	stores := fixtureStores(f)
+	var handlers []http.Handler // unsharded, and sharded (shard file names then mean something)
+	for _, mode := range []neuroglancer.ShardMode{neuroglancer.ShardAuto, neuroglancer.ShardAlways} {
+		srv, err := api.New(api.Options{Stores: stores, Cache: cache.New(64 << 20), NGSharded: mode})
+		if err != nil {
+			f.Fatal(err)
+		}
+		handlers = append(handlers, srv.Handler())
 	}
-	h := srv.Handler()
 	for _, s := range [][3]string{
 		{"points_pyramid", "1", "1_1_1"}, {"polylines", "0", "0_0_0"}, {"graph", "655", "4_7_5"},
 		{"mesh", "1", "0_0_0"}, {"skeleton", "18446744073709551615", "99999999999999999999_0_0"},
 		{"points_bins", "-1", "0_0_-0"}, {"polylines", "00", "1_2"}, {"graph", "1e3", "0__0"}, {"mesh", "", ""},
 		{"points_pyramid", "0", "0-4_0-4_0-4"}, {"graph", "1", "-64-0_0-64_9223372036854775807-0"},
+		{"points_pyramid", "0.shard", "0.shard"}, {"graph", "00.shard", "1.shard"}, {"skeleton", ".shard", "ff.shard"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
@@ -231,13 +237,15 @@ func FuzzRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, store, id, cell string) {
 		for _, r := range routes {
 			path := "/ng/" + url.PathEscape(store) + "/" + fmt.Sprintf(r, url.PathEscape(id), url.PathEscape(cell))
-			req := httptest.NewRequest(http.MethodGet, "http://x"+path, nil)
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, req)
-			switch w.Code {
-			case 200, 400, 404, 414:
-			default:
-				t.Fatalf("%s: %d %s", path, w.Code, w.Body.Bytes())
+			for _, h := range handlers {
+				req := httptest.NewRequest(http.MethodGet, "http://x"+path, nil)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				switch w.Code {
+				case 200, 400, 404, 414:
+				default:
+					t.Fatalf("%s: %d %s", path, w.Code, w.Body.Bytes())
+				}
 			}
 		}
 	})

@@ -621,3 +621,33 @@ func TestShardBuiltOncePerVersion(t *testing.T) {
 		t.Fatalf("a shard over the bound: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestShardAuto: auto shards a source from ShardAbove keys on (20,000
+// annotations of points_pyramid; its skeleton store's objects), not below.
+func TestShardAuto(t *testing.T) {
+	t.Parallel()
+	stores := fixtureStores(t)
+	points, skel := storeNamed(t, stores, "points_pyramid"), storeNamed(t, stores, "skeleton")
+	l0, err := skel.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := l0.Info().ObjectCount
+	for _, tc := range []struct {
+		st    *zvf.Store
+		path  string
+		above int64
+		want  bool
+	}{
+		{points, "/ng/points_pyramid/annotations/info", 20_000, true},
+		{points, "/ng/points_pyramid/annotations/info", 20_001, false},
+		{skel, "/ng/skeleton/skeletons/info", objects, true},
+		{skel, "/ng/skeleton/skeletons/info", objects + 1, false},
+	} {
+		ts := shardRoutes(t, tc.st, neuroglancer.Options{Sharded: neuroglancer.ShardAuto, ShardAbove: tc.above})
+		body := apitest.MustGet(t, ts, tc.path)
+		if got := strings.Contains(string(body), `"sharding"`); got != tc.want {
+			t.Errorf("%s above %d: sharded %v, want %v: %.300s", tc.path, tc.above, got, tc.want, body)
+		}
+	}
+}

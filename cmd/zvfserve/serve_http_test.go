@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -295,15 +296,16 @@ func TestServeEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"ZVFSERVE_CACHE_BYTES": "1234", "ZVFSERVE_MAX_AGE": "9h", "ZVFSERVE_FOLLOW_SYMLINKS": "true",
-		"ZVFSERVE_REVALIDATE_WALK": "10m", "ZVFSERVE_TOKEN": "not-taken-here"}
+		"ZVFSERVE_REVALIDATE_WALK": "10m", "ZVFSERVE_TOKEN": "not-taken-here", "ZVFSERVE_NG_SHARDED": "always"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	if err := applyEnv(fs, lookup, "token"); err != nil {
 		t.Fatal(err)
 	}
-	if c.cacheBytes != 1234 || c.maxAge != 5*time.Second || !c.followSymlinks || c.revalidateWalk != 10*time.Minute || c.token != "" {
+	if c.cacheBytes != 1234 || c.maxAge != 5*time.Second || !c.followSymlinks || c.revalidateWalk != 10*time.Minute || c.token != "" ||
+		c.ngSharded != neuroglancer.ShardAlways {
 		t.Fatalf("%+v", c)
 	}
-	for k, v := range map[string]string{"ZVFSERVE_CACHE_BYTES": "512MB", "ZVFSERVE_SETTLE": "2", "ZVFSERVE_FOLLOW_SYMLINKS": "yes please"} {
+	for k, v := range map[string]string{"ZVFSERVE_CACHE_BYTES": "512MB", "ZVFSERVE_SETTLE": "2", "ZVFSERVE_FOLLOW_SYMLINKS": "yes please", "ZVFSERVE_NG_SHARDED": "sometimes"} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		serveFlags(fs, &serveConfig{})
 		_ = fs.Parse(nil)
