@@ -67,6 +67,9 @@ type Options struct {
 type Server struct {
 	o    Options
 	zstd *zstd.Encoder
+	// shardScale multiplies the byte estimates that size shards: 1, but
+	// in tests (export_test.go), which want small stores in many shards.
+	shardScale int64
 }
 
 // New builds a Server.
@@ -77,7 +80,7 @@ func New(o Options) *Server {
 	// EncodeAll is safe for concurrent use; answers are compressed once
 	// and cached, so the default level is worth its time.
 	z, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
-	return &Server{o: o, zstd: z}
+	return &Server{o: o, zstd: z, shardScale: 1}
 }
 
 // Routes adds the routes, relative to /ng/{store}, to r. Every route
@@ -358,7 +361,10 @@ func (s *Server) annotationInfo(route string) func(http.ResponseWriter, *http.Re
 		if err != nil {
 			return err
 		}
-		sh := s.shards(p)
+		sh, err := s.shards(r.Context(), st, p)
+		if err != nil {
+			return err
+		}
 		key := "info\x00" + k.annotationType()
 		if sh != nil {
 			key += "\x00sharded" // a cache may be shared by servers of both modes
@@ -398,7 +404,10 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 			return notFoundf("store %q: no spatial level %q (the %s source has spatial0 to spatial%d)", st.Name(), chi.URLParam(r, "level"), route, len(p.levels)-1)
 		}
 		if name := chi.URLParam(r, "cell"); isShardFile(name) {
-			sh := s.shards(p)
+			sh, err := s.shards(r.Context(), st, p)
+			if err != nil {
+				return err
+			}
 			if sh == nil {
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
@@ -436,7 +445,10 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 			if err != nil {
 				return err
 			}
-			sh := s.shards(p)
+			sh, err := s.shards(r.Context(), st, p)
+			if err != nil {
+				return err
+			}
 			if sh == nil {
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}

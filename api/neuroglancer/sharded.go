@@ -139,20 +139,36 @@ func (p *plan) polylineBytes() int64 {
 	return n
 }
 
-// shards returns the plan's specs, or nil when the source is not sharded.
-func (s *Server) shards(p *plan) *annotationShards {
+// shards returns the plan's specs, or nil when the source is not sharded;
+// kept with the plan's answers, as their estimate walks every polyline.
+func (s *Server) shards(ctx context.Context, st *zvf.Store, p *plan) (*annotationShards, error) {
 	if !s.shardedBy(p.total) {
-		return nil
+		return nil, nil
 	}
+	v, err := s.cached(ctx, st, "shard-specs\x00"+p.kind.annotationType(), func(context.Context) (any, int64, error) {
+		a := p.shardSpecs(s.shardScale)
+		return a, 128 * int64(len(a.spatial)+1), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*annotationShards), nil
+}
+
+// shardSpecs sizes the specs of a sharded annotation source; the byte
+// estimates count scale times (1 but in tests, which want many shards of
+// small stores).
+func (p *plan) shardSpecs(scale int64) *annotationShards {
 	a := &annotationShards{}
+	poly := p.polylineBytes()
 	for _, l := range p.levels {
 		bytes := p.recordBytes(l.count, 8) + 8*int64(len(l.cells))
 		if p.total > 0 {
-			bytes += p.polylineBytes() * l.count / p.total
+			bytes += int64(float64(poly) * float64(l.count) / float64(p.total))
 		}
-		a.spatial = append(a.spatial, shardSpec(sharding.Murmur, len(l.cells), bytes, sharding.Gzip))
+		a.spatial = append(a.spatial, shardSpec(sharding.Murmur, len(l.cells), scale*bytes, sharding.Gzip))
 	}
-	bytes := p.recordBytes(p.total, 12) + p.polylineBytes()
+	bytes := scale * (p.recordBytes(p.total, 12) + poly)
 	if p.kind == kindPolyline {
 		a.byID = shardSpec(sharding.Murmur, len(p.objects), bytes, sharding.Raw)
 	} else {
@@ -394,7 +410,7 @@ func (s *Server) skeletonShards(l0 *zvf.Level, sp *skeletonSpec) *sharding.Spec 
 	for _, a := range sp.attrs {
 		per += int64(typeSize(a.DataType) * a.Components)
 	}
-	spec := shardSpec(sharding.Murmur, int(min(info.ObjectCount, 1<<62)), info.VertexCount*per+8*info.ObjectCount, sharding.Gzip)
+	spec := shardSpec(sharding.Murmur, int(min(info.ObjectCount, 1<<62)), s.shardScale*(info.VertexCount*per+8*info.ObjectCount), sharding.Gzip)
 	return &spec
 }
 

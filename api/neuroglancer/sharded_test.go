@@ -262,6 +262,17 @@ func (c *shardClient) get(key uint64) (data []byte, ok bool) {
 	return nil, false
 }
 
+// shardFiles counts the shard files read that exist.
+func (c *shardClient) shardFiles() int {
+	n := 0
+	for _, b := range c.files {
+		if b != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func newShardClient(t testing.TB, ts *httptest.Server, dir string, raw json.RawMessage) *shardClient {
 	t.Helper()
 	s, err := parseSharding(raw)
@@ -347,33 +358,67 @@ func TestShardedSourcesMatchUnsharded(t *testing.T) {
 	_, plain := newServer(t, api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardNever})
 	_, auto := newServer(t, api.Options{Stores: stores, Cache: ch})
 	_, sharded := newServer(t, api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardAlways})
+	// Shards aimed at 64 KiB: the same stores in many shards and minishards.
+	many := smallShardServer(t, stores, 64<<10)
 	checked := map[string]int{}
 	for _, st := range stores {
 		for _, route := range neuroglancer.RoutesOf(st) {
 			base := "/ng/" + st.Name() + "/" + route
-			switch route {
-			case "annotations", "lines":
-				t.Run(st.Name()+"/"+route, func(t *testing.T) {
-					checked["cells"] += checkShardedAnnotations(t, plain, auto, sharded, base)
-					checked["sources"]++
-				})
-			case "skeletons":
-				t.Run(st.Name()+"/"+route, func(t *testing.T) {
-					checked["skeletons"] += checkShardedSkeletons(t, st, plain, sharded, base)
-				})
+			for name, ts := range map[string]*httptest.Server{"one shard": sharded, "many shards": many} {
+				switch route {
+				case "annotations", "lines":
+					t.Run(st.Name()+"/"+route+"/"+name, func(t *testing.T) {
+						n, files := checkShardedAnnotations(t, plain, auto, ts, base)
+						checked["cells"] += n
+						checked["sources"]++
+						checked[name+" files"] += files
+					})
+				case "skeletons":
+					t.Run(st.Name()+"/"+route+"/"+name, func(t *testing.T) {
+						n, files := checkShardedSkeletons(t, st, plain, ts, base)
+						checked["skeletons"] += n
+						checked[name+" files"] += files
+					})
+				}
 			}
 		}
 	}
 	t.Logf("checked %v", checked)
-	if checked["sources"] < 6 || checked["cells"] == 0 || checked["skeletons"] == 0 {
+	if checked["sources"] < 12 || checked["cells"] == 0 || checked["skeletons"] == 0 || checked["many shards files"] < 2*checked["one shard files"] {
 		t.Fatalf("too little checked: %v", checked)
 	}
+}
+
+// smallShardServer serves stores' Neuroglancer routes, sharded always,
+// with shards aimed at target bytes.
+func smallShardServer(t testing.TB, stores []*zvf.Store, target int64) *httptest.Server {
+	o := neuroglancer.Options{Sharded: neuroglancer.ShardAlways, Cache: cache.New(64 << 20)}
+	o.Store = func(r *http.Request) (*zvf.Store, error) { return storeNamed(t, stores, chi.URLParam(r, "store")), nil }
+	o.Serve = func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				status := http.StatusInternalServerError
+				if d, ok := err.(*problem.Details); ok {
+					status = d.Kind().Status()
+				}
+				http.Error(w, err.Error(), status)
+			}
+		}
+	}
+	o.NotModified = func(http.ResponseWriter, *http.Request, string) bool { return false }
+	r := chi.NewRouter()
+	r.Route("/ng/{store}", neuroglancer.NewSmallShards(o, target).Routes)
+	ts := httptest.NewServer(r)
+	t.Cleanup(ts.Close)
+	return ts
 }
 
 // sampleEvery: the ids whose by_id answers are compared whole.
 const sampleEvery = 61
 
-func checkShardedAnnotations(t *testing.T, plain, auto, sharded *httptest.Server, base string) int {
+// checkShardedAnnotations returns the cells it compared and the shard
+// files it read.
+func checkShardedAnnotations(t *testing.T, plain, auto, sharded *httptest.Server, base string) (int, int) {
 	unshardedInfo := apitest.MustGet(t, plain, base+"/info")
 	if strings.Contains(string(unshardedInfo), `"sharding"`) || !bytes.Equal(apitest.MustGet(t, auto, base+"/info"), unshardedInfo) {
 		t.Fatalf("an unsharded info has sharding: %s", unshardedInfo)
@@ -394,12 +439,13 @@ func checkShardedAnnotations(t *testing.T, plain, auto, sharded *httptest.Server
 		t.Fatalf("sharded info: %s", infoBytes)
 	}
 	byID := newShardClient(t, sharded, base+"/by_id", si.ByID.Sharding)
-	cells, sampled := 0, 0
+	cells, sampled, files := 0, 0, 0
 	for _, sp := range si.Spatial {
 		if len(sp.Sharding) == 0 {
 			t.Fatalf("%s has no sharding: %s", sp.Key, infoBytes)
 		}
 		c := newShardClient(t, sharded, base+"/"+sp.Key, sp.Sharding)
+		defer func() { files += c.shardFiles() }()
 		n := 1
 		for _, v := range sp.GridShape {
 			n *= v
@@ -461,10 +507,12 @@ func checkShardedAnnotations(t *testing.T, plain, auto, sharded *httptest.Server
 	if cells > 0 && sampled == 0 {
 		t.Fatal("no by_id record compared with the unsharded one")
 	}
-	return cells
+	return cells, files + byID.shardFiles()
 }
 
-func checkShardedSkeletons(t *testing.T, st *zvf.Store, plain, sharded *httptest.Server, base string) int {
+// checkShardedSkeletons returns the skeletons it compared and the shard
+// files it read.
+func checkShardedSkeletons(t *testing.T, st *zvf.Store, plain, sharded *httptest.Server, base string) (int, int) {
 	unshardedInfo := apitest.MustGet(t, plain, base+"/info")
 	infoBytes := apitest.MustGet(t, sharded, base+"/info")
 	if strings.Contains(string(unshardedInfo), `"sharding"`) || withoutSharding(t, infoBytes) != withoutSharding(t, unshardedInfo) {
@@ -507,7 +555,7 @@ func checkShardedSkeletons(t *testing.T, st *zvf.Store, plain, sharded *httptest
 		}
 		n++
 	}
-	return n
+	return n, c.shardFiles()
 }
 
 // TestShardFiles: the names a sharded source has, Range answers on them,
