@@ -20,7 +20,8 @@ import (
 // Sharded sources (neuroglancer_uint64_sharded_v1, package sharding): the
 // annotation spatial levels and by_id, and the skeletons, of a large store
 // are served as shard files ({key}/{n}.shard) that Neuroglancer reads with
-// Range requests, a few files instead of one request per cell or object.
+// Range requests: a few files instead of one per cell or object, which a
+// static copy or a CDN in front can hold.
 // The info's "sharding" members say so; the unsharded paths keep
 // answering. Each shard is built when first asked for, from the keys the
 // spec places in it, once per store version (the cache shares one build
