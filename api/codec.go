@@ -17,8 +17,7 @@ type codec interface {
 	format() string      // its f= name
 	contentType() string // its media type
 	// compressible formats are sent with the content coding the client
-	// prefers; the others (binary floats barely shrink, and a browser
-	// wraps them as TypedArrays without copying) never are.
+	// prefers; the others never are.
 	compressible() bool
 	newEncoder() encoder
 	// pageRows is the most rows one page of a paged answer with this
@@ -55,12 +54,18 @@ func (c ndjsonCodec) newEncoder() encoder {
 	return &ndjsonEncoder{text: c.text, par: c.text.get()}
 }
 
-type binaryCodec struct{}
+// binaryCodec is the binary layout; with a precision (precision=, > 0)
+// its vertices are quantized (kind 6 blocks).
+type binaryCodec struct{ precision float64 }
 
 func (binaryCodec) format() string      { return "bin" }
 func (binaryCodec) contentType() string { return "application/vnd.zvf.v1+octet-stream" }
-func (binaryCodec) compressible() bool  { return false }
-func (binaryCodec) newEncoder() encoder { return &binaryEncoder{} }
+
+// Binary is compressed too: the browser undoes the coding before the page
+// sees the bytes, so its blocks are still wrapped without copying, and
+// quantized vertices, planar, shrink by a third or more (docs/performance.md).
+func (binaryCodec) compressible() bool    { return true }
+func (c binaryCodec) newEncoder() encoder { return &binaryEncoder{precision: c.precision} }
 
 func (ndjsonCodec) pageRows(*payloadMeta) int64 { return 0 } // every row goes out whole as it comes
 func (binaryCodec) pageRows(*payloadMeta) int64 { return 0 } // likewise, a block a batch

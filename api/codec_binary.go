@@ -17,6 +17,7 @@ const (
 	blockAttribute = 3
 	blockEdges     = 4
 	blockFaces     = 5
+	blockQuantized = 6
 	blockTrailer   = 15
 )
 
@@ -26,9 +27,14 @@ const binaryMagic = "ZVFBIN\x00\x01"
 type binaryEncoder struct {
 	w   *bufio.Writer
 	m   *payloadMeta
-	hdr [16]byte
-	buf []byte  // one block's payload being built (ids, edges, faces)
-	pad [8]byte // zeros to pad a block to 8 bytes (a field: a local escapes to the writer)
+	mem *answerMem
+	// precision, when over 0 (precision=), sends vertices as kind 6
+	// blocks, built by quant.
+	precision float64
+	quant     quantizer
+	hdr       [16]byte
+	buf       []byte  // one block's payload being built (ids, edges, faces)
+	pad       [8]byte // zeros to pad a block to 8 bytes (a field: a local escapes to the writer)
 }
 
 func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
@@ -48,8 +54,8 @@ func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 	return nil
 }
 
-func (e *binaryEncoder) begin(w *bufio.Writer, m *payloadMeta, _ *answerMem) error {
-	e.w, e.m = w, m
+func (e *binaryEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
+	e.w, e.m, e.mem = w, m, mem
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -70,7 +76,7 @@ func (e *binaryEncoder) begin(w *bufio.Writer, m *payloadMeta, _ *answerMem) err
 }
 
 func (e *binaryEncoder) batch(b *zvf.Batch) error {
-	if err := e.writeBlock(blockVertices, uint32(b.Rows), b.Vertices.Data); err != nil {
+	if err := e.vertices(b); err != nil {
 		return err
 	}
 	if e.m.ObjectIDs && b.ObjectIDs != nil {
@@ -88,6 +94,18 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 		}
 	}
 	return nil
+}
+
+// vertices writes a batch's vertices block: kind 6 when the answer asked
+// for a precision and the batch can be quantized to it, else kind 1.
+func (e *binaryEncoder) vertices(b *zvf.Batch) error {
+	if e.precision > 0 {
+		if payload, bits, ok := e.quant.quantize(&b.Vertices, b.Rows, b.Vertices.Channels, e.precision); ok {
+			e.mem.hold(int64(cap(e.quant.out) + 8*cap(e.quant.axis)))
+			return e.writeBlock(blockQuantized, uint32(bits), payload)
+		}
+	}
+	return e.writeBlock(blockVertices, uint32(b.Rows), b.Vertices.Data)
 }
 
 // appendIndices appends connectivity indices as uint32; an index past

@@ -99,6 +99,9 @@ func (s *Server) payloadRequest(w http.ResponseWriter, r *http.Request, st *zvf.
 	} else {
 		rep, err = negotiate(r, payloadCodecs(&s.text))
 	}
+	if err == nil {
+		rep, err = withPrecision(r, rep)
+	}
 	if err != nil {
 		return nil, rep, false, err
 	}
@@ -277,6 +280,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rep, err := s.negotiateAnswer(r, st, "bbox")
+	if err == nil {
+		rep, err = withPrecision(r, rep)
+	}
 	if err != nil {
 		return err
 	}

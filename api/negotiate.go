@@ -63,6 +63,27 @@ func negotiate(r *http.Request, codecs []codec) (representation, error) {
 	return rep, nil
 }
 
+// withPrecision applies the request's precision= to rep: the largest
+// error per coordinate the client accepts, in store units, which only
+// the binary format can carry (kind 6 blocks); with any other format it
+// is a 400, not ignored, so a client never takes exact coordinates for
+// quantized ones or the reverse.
+func withPrecision(r *http.Request, rep representation) (representation, error) {
+	v := query(r).Get("precision")
+	if v == "" {
+		return rep, nil
+	}
+	p, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(p > 0) || p > 1e300 {
+		return rep, badRequest(fmt.Sprintf("precision=%q: give the largest error per coordinate you accept, a positive number in store units", v))
+	}
+	if _, ok := rep.codec.(binaryCodec); !ok {
+		return rep, badRequest(fmt.Sprintf("precision= needs the binary format (f=bin); f=%s sends coordinates as stored", rep.codec.format()))
+	}
+	rep.codec = binaryCodec{precision: p}
+	return rep, nil
+}
+
 // contentCoding picks zstd, gzip or identity ("") from Accept-Encoding by
 // its q-values, the server's preference (zstd, gzip, identity) breaking
 // ties. A coding given q=0 is never used; identity is the fallback even

@@ -22,22 +22,22 @@ func apiRoutes() []apiRoute {
 	fAnswer := paramSpec{name: "f", values: formatNames(answerCodecs(nil))}
 	fDensity := paramSpec{name: "f", values: formatNames(densityCodecs(nil))}
 	pTable := paramSpec{name: "table", values: []string{tableVertices, tableEdges, tableFaces}}
-	pLevel, pAttrs := paramSpec{name: "level"}, paramSpec{name: "attributes"}
+	pLevel, pAttrs, pPrec := paramSpec{name: "level"}, paramSpec{name: "attributes"}, paramSpec{name: "precision"}
 	pMin, pMax := paramSpec{name: "min"}, paramSpec{name: "max"}
 	pFilter, pLang, pSample := paramSpec{name: "filter"}, paramSpec{name: "filter-lang", values: []string{"cql2-text", "cql2-json"}}, paramSpec{name: "sample"}
 	pConn := paramSpec{name: "connectivity", values: []string{"true", "false"}}
 	return []apiRoute{
 		{"/api/v1/stores", (*Server).listStores, []paramSpec{fJSON}},
 		{st, (*Server).describeStore, []paramSpec{fJSON}},
-		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable}},
+		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable, pPrec}},
 		{st + "/count", (*Server).count, []paramSpec{pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON}},
 		{st + "/density", (*Server).density, []paramSpec{pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, fDensity}},
 		{st + "/queryables", (*Server).queryables, []paramSpec{pLevel, fJSON}},
-		{st + "/objects/{id}", (*Server).object, []paramSpec{pLevel, pAttrs, fAnswer, pTable}},
+		{st + "/objects/{id}", (*Server).object, []paramSpec{pLevel, pAttrs, fAnswer, pTable, pPrec}},
 		{st + "/objects/{id}/manifest", (*Server).manifest, []paramSpec{pLevel, fJSON}},
 		{st + "/objects/{id}/levels", (*Server).objectLevels, []paramSpec{fJSON}},
 		{st + "/groups/{id}", (*Server).group, []paramSpec{pLevel, fJSON}},
 		{st + "/levels/{level}/chunks", (*Server).chunks, []paramSpec{fJSON}},
-		{st + "/levels/{level}/chunks/{key}", (*Server).chunk, []paramSpec{pAttrs, fPayload}},
+		{st + "/levels/{level}/chunks/{key}", (*Server).chunk, []paramSpec{pAttrs, fPayload, pPrec}},
 	}
 }

@@ -1,0 +1,194 @@
+package api
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// Quantized vertices: with precision=P a binary answer sends each batch's
+// coordinates as unsigned integers of 8, 16 or 32 bits (block kind 6,
+// docs/binary-format.md) that decode, as offset[a] + q × scale[a] in
+// float64, to within P of the stored coordinate.
+//
+// Every axis of every batch is put on one lattice of step s = 2P anchored
+// at 0: v is sent as the number q of the cell [(k0+q)·s, (k0+q+1)·s) it
+// lies in, k0 the cell of the batch's smallest value, and decodes to that
+// cell's middle, offset = (k0 + ½)·s: within s/2 = P. Anchoring every
+// batch to the same lattice rather than to its own minimum costs at most
+// one cell a batch (none when chunk edges are whole cells, as for a
+// power-of-two P on a power-of-two grid) and lets a client join the
+// batches of an answer by adding whole numbers, as the viewer does; with a
+// power-of-two P every step is exact binary arithmetic.
+//
+// Rounding (v/s in float64) can put a value just across a cell's edge, so
+// each value's decoded form is checked as a client computes it (the
+// product rounded, then the sum) and moved to the neighbouring cell when
+// that is the one within P; where neither is (P near float64's resolution
+// at the values' magnitude), the batch is tried once more with a step a
+// millionth smaller, and otherwise goes out exact, as kind 1. So does a
+// batch with a coordinate that is not finite, or an integer beyond 2^53
+// (no float64 holds it), or more cells than 32 bits count.
+
+// quantizer builds kind 6 payloads; one per answer, its buffers reused
+// from batch to batch.
+type quantizer struct {
+	axis     []float64 // one axis of a batch, as float64
+	lo, hi   []float64 // each axis's smallest and largest value
+	k0, span []float64 // each axis's first cell and cells
+	out      []byte    // the payload being built
+}
+
+// margins are the steps tried: 2P, then a millionth less (see above).
+var quantMargins = [...]float64{1, 1 - 0x1p-20}
+
+// quantize returns the kind 6 payload of col's rows (dims values each) at
+// precision p and its bits per value, or ok false when the batch must go out exact.
+// The payload is the quantizer's buffer, valid until the next call.
+func (z *quantizer) quantize(col *zvf.Column, rows, dims int, p float64) (payload []byte, bits int, ok bool) {
+	if dims <= 0 || rows < 0 || len(col.Data) < rows*dims*col.ItemBytes() {
+		return nil, 0, false
+	}
+	z.lo, z.hi = growFloats(z.lo, dims), growFloats(z.hi, dims)
+	z.k0, z.span = growFloats(z.k0, dims), growFloats(z.span, dims)
+	for a := range dims {
+		v, ok := z.decode(col, rows, dims, a)
+		if !ok {
+			return nil, 0, false
+		}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, x := range v {
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		if rows == 0 {
+			lo, hi = 0, 0
+		}
+		z.lo[a], z.hi[a] = lo, hi
+	}
+	for _, m := range quantMargins {
+		s := 2 * p * m
+		if !(s > 0) || math.IsInf(s, 0) {
+			return nil, 0, false
+		}
+		if payload, bits, ok = z.build(col, rows, dims, s, p); ok {
+			return payload, bits, true
+		}
+	}
+	return nil, 0, false
+}
+
+// build is one try at step s.
+func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte, int, bool) {
+	cells := 0.0
+	for a := range dims {
+		k0, k1 := math.Floor(z.lo[a]/s), math.Floor(z.hi[a]/s)
+		// Cell numbers must be whole float64s for the offsets to be exact.
+		if !(math.Abs(k0) < 1<<52 && math.Abs(k1) < 1<<52) {
+			return nil, 0, false
+		}
+		z.k0[a], z.span[a] = k0, k1-k0+1
+		cells = max(cells, k1-k0+1)
+	}
+	var bits int
+	switch {
+	case cells <= 1<<8:
+		bits = 8
+	case cells <= 1<<16:
+		bits = 16
+	case cells <= 1<<32:
+		bits = 32
+	default:
+		return nil, 0, false
+	}
+	w := bits / 8
+	n := 16*dims + rows*dims*w
+	if cap(z.out) < n {
+		z.out = make([]byte, n)
+	}
+	out := z.out[:n]
+	for a := range dims {
+		binary.LittleEndian.PutUint64(out[8*a:], math.Float64bits((z.k0[a]+0.5)*s))
+		binary.LittleEndian.PutUint64(out[8*(dims+a):], math.Float64bits(s))
+	}
+	for a := range dims {
+		v, _ := z.decode(col, rows, dims, a) // decoded once before: cannot fail
+		k0, last := z.k0[a], z.span[a]-1
+		off := math.Float64frombits(binary.LittleEndian.Uint64(out[8*a:]))
+		dst := out[16*dims+a*rows*w : 16*dims+(a+1)*rows*w]
+		for i, x := range v {
+			q := min(max(math.Floor(x/s)-k0, 0), last)
+			// As a client decodes it: float64(q*s) keeps the compiler
+			// from fusing the multiply and add.
+			if math.Abs(off+float64(q*s)-x) > p {
+				switch {
+				case q > 0 && math.Abs(off+float64((q-1)*s)-x) <= p:
+					q--
+				case q < last && math.Abs(off+float64((q+1)*s)-x) <= p:
+					q++
+				default:
+					return nil, 0, false
+				}
+			}
+			switch w {
+			case 1:
+				dst[i] = byte(q)
+			case 2:
+				binary.LittleEndian.PutUint16(dst[2*i:], uint16(q))
+			default:
+				binary.LittleEndian.PutUint32(dst[4*i:], uint32(q))
+			}
+		}
+	}
+	return out, bits, true
+}
+
+// decode puts axis a of col's rows into z.axis as float64, or reports
+// false for a value no float64 holds exactly or that is not finite.
+func (z *quantizer) decode(col *zvf.Column, rows, dims, a int) ([]float64, bool) {
+	z.axis = growFloats(z.axis, rows)
+	v := z.axis
+	d := col.Data
+	switch col.DType {
+	case "float32":
+		for i := range v {
+			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*(i*dims+a):])))
+		}
+	case "float64":
+		for i := range v {
+			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(d[8*(i*dims+a):]))
+		}
+	default:
+		for i := range v {
+			n := col.At(i*dims + a)
+			switch n.Kind {
+			case zvf.KindFloat:
+				v[i] = n.F
+			case zvf.KindInt:
+				if n.I > 1<<53 || n.I < -1<<53 {
+					return nil, false
+				}
+				v[i] = float64(n.I)
+			default:
+				if n.U > 1<<53 {
+					return nil, false
+				}
+				v[i] = float64(n.U)
+			}
+		}
+	}
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// grow is s with length n, reallocated only when too small.
+func growFloats(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
