@@ -23,8 +23,9 @@ func do(t *testing.T, h http.Handler, method, path string, hdr ...string) *http.
 }
 
 // TestNegotiation: Accept and Accept-Encoding are read with their
-// q-values (q=0 excludes), nothing acceptable is 406, binary is never
-// compressed, and each content coding has its own ETag. Before, the first
+// q-values (q=0 excludes), nothing acceptable is 406, binary is
+// compressed like the text formats (it never was before precision=), and
+// each content coding has its own ETag. Before, the first
 // media type named won whatever its q (application/vnd.zvf…;q=0 was
 // answered in binary), gzip;q=0 still got gzip, and identity, gzip and
 // zstd shared one strong ETag.
@@ -44,7 +45,9 @@ func TestNegotiation(t *testing.T) {
 		{"application/octet-stream;q=0, application/json", "", 200, "application/json", ""},
 		{"application/x-ndjson;q=0.5, application/json;q=0.9", "", 200, "application/json", ""},
 		{"application/json;q=0.2, application/x-ndjson", "", 200, "application/x-ndjson", ""},
-		{"application/vnd.zvf.v1+octet-stream", "gzip, zstd", 200, "application/vnd.zvf.v1+octet-stream", ""},
+		{"application/vnd.zvf.v1+octet-stream", "gzip, zstd", 200, "application/vnd.zvf.v1+octet-stream", "zstd"},
+		{"application/vnd.zvf.v1+octet-stream", "gzip", 200, "application/vnd.zvf.v1+octet-stream", "gzip"},
+		{"application/vnd.zvf.v1+octet-stream", "", 200, "application/vnd.zvf.v1+octet-stream", ""},
 		{"application/*", "", 200, "application/json", ""},
 		{"application/xml", "", 406, "application/problem+json", ""},
 		{"", "gzip;q=0", 200, "application/json", ""},
