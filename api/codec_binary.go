@@ -101,7 +101,7 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 func (e *binaryEncoder) vertices(b *zvf.Batch) error {
 	if e.precision > 0 {
 		if payload, bits, ok := e.quant.quantize(&b.Vertices, b.Rows, b.Vertices.Channels, e.precision); ok {
-			e.mem.hold(int64(cap(e.quant.out) + 8*cap(e.quant.axis)))
+			e.mem.hold(int64(cap(e.quant.out) + 8*cap(e.quant.axis) + 4*cap(e.quant.cells)))
 			return e.writeBlock(blockQuantized, uint32(bits), payload)
 		}
 	}

@@ -34,7 +34,8 @@ import (
 // quantizer builds kind 6 payloads; one per answer, its buffers reused
 // from batch to batch.
 type quantizer struct {
-	axis     []float64 // one axis of a batch, as float64
+	axis     []float64 // one axis of a batch, as float64 (types but float32)
+	cells    []uint32  // one axis's cell numbers
 	lo, hi   []float64 // each axis's smallest and largest value
 	k0, span []float64 // each axis's first cell and cells
 	out      []byte    // the payload being built
@@ -44,8 +45,9 @@ type quantizer struct {
 var quantMargins = [...]float64{1, 1 - 0x1p-20}
 
 // quantize returns the kind 6 payload of col's rows (dims values each) at
-// precision p and its bits per value, or ok false when the batch must go out exact.
-// The payload is the quantizer's buffer, valid until the next call.
+// precision p and its bits per value, or ok false when the batch must go
+// out exact. The payload is the quantizer's buffer, valid until the next
+// call.
 func (z *quantizer) quantize(col *zvf.Column, rows, dims int, p float64) (payload []byte, bits int, ok bool) {
 	if dims <= 0 || rows < 0 || len(col.Data) < rows*dims*col.ItemBytes() {
 		return nil, 0, false
@@ -53,16 +55,9 @@ func (z *quantizer) quantize(col *zvf.Column, rows, dims int, p float64) (payloa
 	z.lo, z.hi = growFloats(z.lo, dims), growFloats(z.hi, dims)
 	z.k0, z.span = growFloats(z.k0, dims), growFloats(z.span, dims)
 	for a := range dims {
-		v, ok := z.decode(col, rows, dims, a)
-		if !ok {
+		var lo, hi float64
+		if lo, hi, ok = z.bounds(col, rows, dims, a); !ok {
 			return nil, 0, false
-		}
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, x := range v {
-			lo, hi = min(lo, x), max(hi, x)
-		}
-		if rows == 0 {
-			lo, hi = 0, 0
 		}
 		z.lo[a], z.hi[a] = lo, hi
 	}
@@ -76,6 +71,50 @@ func (z *quantizer) quantize(col *zvf.Column, rows, dims int, p float64) (payloa
 		}
 	}
 	return nil, 0, false
+}
+
+// bounds is axis a's smallest and largest value, or ok false when one is
+// not finite or has no exact float64. With no rows both are 0.
+func (z *quantizer) bounds(col *zvf.Column, rows, dims, a int) (lo, hi float64, ok bool) {
+	if rows == 0 {
+		return 0, 0, true
+	}
+	// A NaN fails every comparison: nan counts them (x != x), and ±Inf
+	// leaves lo or hi infinite.
+	lo, hi = math.Inf(1), math.Inf(-1)
+	nan := 0
+	if col.DType == "float32" {
+		d := col.Data
+		for i := range rows {
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*(i*dims+a):])))
+			if x < lo {
+				lo = x
+			}
+			if x > hi {
+				hi = x
+			}
+			if x != x {
+				nan++
+			}
+		}
+	} else {
+		v, ok := z.decode(col, rows, dims, a)
+		if !ok {
+			return 0, 0, false
+		}
+		for _, x := range v {
+			if x < lo {
+				lo = x
+			}
+			if x > hi {
+				hi = x
+			}
+			if x != x {
+				nan++
+			}
+		}
+	}
+	return lo, hi, nan == 0 && lo-lo == 0 && hi-hi == 0
 }
 
 // build is one try at step s.
@@ -111,40 +150,110 @@ func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte
 		binary.LittleEndian.PutUint64(out[8*a:], math.Float64bits((z.k0[a]+0.5)*s))
 		binary.LittleEndian.PutUint64(out[8*(dims+a):], math.Float64bits(s))
 	}
+	if cap(z.cells) < rows {
+		z.cells = make([]uint32, rows)
+	}
+	qs := z.cells[:rows]
 	for a := range dims {
-		v, _ := z.decode(col, rows, dims, a) // decoded once before: cannot fail
-		k0, last := z.k0[a], z.span[a]-1
-		off := math.Float64frombits(binary.LittleEndian.Uint64(out[8*a:]))
+		c := cellRule{s: s, inv: 1 / s, k0: z.k0[a], last: z.span[a] - 1, p: p,
+			off: math.Float64frombits(binary.LittleEndian.Uint64(out[8*a:]))}
+		var ok bool
+		if col.DType == "float32" {
+			ok = c.float32s(qs, col.Data, dims, a)
+		} else {
+			v, _ := z.decode(col, rows, dims, a) // decoded once before: cannot fail
+			ok = c.float64s(qs, v)
+		}
+		if !ok {
+			return nil, 0, false
+		}
 		dst := out[16*dims+a*rows*w : 16*dims+(a+1)*rows*w]
-		for i, x := range v {
-			q := min(max(math.Floor(x/s)-k0, 0), last)
-			// As a client decodes it: float64(q*s) keeps the compiler
-			// from fusing the multiply and add.
-			if math.Abs(off+float64(q*s)-x) > p {
-				switch {
-				case q > 0 && math.Abs(off+float64((q-1)*s)-x) <= p:
-					q--
-				case q < last && math.Abs(off+float64((q+1)*s)-x) <= p:
-					q++
-				default:
-					return nil, 0, false
-				}
-			}
-			switch w {
-			case 1:
+		switch w {
+		case 1:
+			for i, q := range qs {
 				dst[i] = byte(q)
-			case 2:
+			}
+		case 2:
+			for i, q := range qs {
 				binary.LittleEndian.PutUint16(dst[2*i:], uint16(q))
-			default:
-				binary.LittleEndian.PutUint32(dst[4*i:], uint32(q))
+			}
+		default:
+			for i, q := range qs {
+				binary.LittleEndian.PutUint32(dst[4*i:], q)
 			}
 		}
 	}
 	return out, bits, true
 }
 
+// cellRule puts one axis's values in their cells: the cell of x is
+// x/s − k0 rounded down (within [0, last]), and decodes to off + q × s.
+type cellRule struct{ s, inv, k0, last, p, off float64 }
+
+// cell is x's cell number, checked as a client decodes it: float64(q*s)
+// keeps the compiler from fusing the multiply and add, as a client's
+// float64 arithmetic does not. x × (1/s) may round across a cell's edge:
+// the neighbouring cell is then the one within p (ok false if neither).
+// The loops below inline its first try and call it for the rest.
+func (c *cellRule) cell(x float64) (uint32, bool) {
+	// Truncation is rounding down here: the clamp leaves t ≥ 0 (explicit
+	// comparisons: the min and max builtins' NaN rules cost a third).
+	t := x*c.inv - c.k0
+	if t < 0 {
+		t = 0
+	} else if t > c.last {
+		t = c.last
+	}
+	q := float64(int64(t))
+	switch {
+	case math.Abs(c.off+float64(q*c.s)-x) <= c.p:
+		return uint32(q), true
+	case q > 0 && math.Abs(c.off+float64((q-1)*c.s)-x) <= c.p:
+		return uint32(q - 1), true
+	case q < c.last && math.Abs(c.off+float64((q+1)*c.s)-x) <= c.p:
+		return uint32(q + 1), true
+	}
+	return 0, false
+}
+
+// float32s fills qs with the cells of axis a of d's float32 rows.
+func (c *cellRule) float32s(qs []uint32, d []byte, dims, a int) bool {
+	s, inv, k0, last, p, off := c.s, c.inv, c.k0, c.last, c.p, c.off
+	for i := range qs {
+		x := float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*(i*dims+a):])))
+		t := x*inv - k0
+		if t < 0 {
+			t = 0
+		} else if t > last {
+			t = last
+		}
+		q := float64(int64(t))
+		if math.Abs(off+float64(q*s)-x) <= p {
+			qs[i] = uint32(q)
+			continue
+		}
+		var ok bool
+		if qs[i], ok = c.cell(x); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// float64s fills qs with the cells of v's values.
+func (c *cellRule) float64s(qs []uint32, v []float64) bool {
+	for i, x := range v {
+		q, ok := c.cell(x)
+		if !ok {
+			return false
+		}
+		qs[i] = q
+	}
+	return true
+}
+
 // decode puts axis a of col's rows into z.axis as float64, or reports
-// false for a value no float64 holds exactly or that is not finite.
+// false for a value no float64 holds exactly.
 func (z *quantizer) decode(col *zvf.Column, rows, dims, a int) ([]float64, bool) {
 	z.axis = growFloats(z.axis, rows)
 	v := z.axis
@@ -175,11 +284,6 @@ func (z *quantizer) decode(col *zvf.Column, rows, dims, a int) ([]float64, bool)
 				}
 				v[i] = float64(n.U)
 			}
-		}
-	}
-	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, false
 		}
 	}
 	return v, true
