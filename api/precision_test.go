@@ -260,6 +260,7 @@ func TestPrecisionRefused(t *testing.T) {
 		}{
 			{"&f=json&precision=0.5", "", "precision= needs the binary format (f=bin); f=json"},
 			{"&f=ndjson&precision=0.5", "", "f=ndjson sends coordinates as stored"},
+			{"&f=arrow&precision=0.5", "", "f=arrow sends coordinates as stored"},
 			{"&precision=0.5", "application/json", "f=json sends"},
 			{"&precision=0.5", "", "f=json sends"},
 			{"&f=bin&precision=0", "", `precision="0": give the largest error`},
