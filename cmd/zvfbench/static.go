@@ -11,10 +11,12 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -35,14 +37,18 @@ import (
 
 // staticRow is one box: both sides' times over the runs.
 type staticRow struct {
-	Query    string    `json:"query"`
-	Vertices int64     `json:"vertices"`
-	Chunks   int       `json:"static_chunks_fetched"`
-	StaticMB float64   `json:"static_mb_fetched"`
-	ServerMB float64   `json:"zvfserve_mb"`
-	ServerMs []float64 `json:"zvfserve_ms"`
-	StaticMs []float64 `json:"static_ms"`
-	SpeedUp  float64   `json:"speed_up_median"`
+	Query    string  `json:"query"`
+	Vertices int64   `json:"vertices"`
+	Chunks   int     `json:"static_chunks_fetched"`
+	StaticMB float64 `json:"static_mb_fetched"`
+	ServerMB float64 `json:"zvfserve_mb"`
+	// Precision is the precision= zvfserve was asked for (0: exact
+	// float32); WireBPV the bytes per vertex it sent.
+	Precision float64   `json:"precision,omitempty"`
+	WireBPV   float64   `json:"zvfserve_bytes_per_vertex"`
+	ServerMs  []float64 `json:"zvfserve_ms"`
+	StaticMs  []float64 `json:"static_ms"`
+	SpeedUp   float64   `json:"speed_up_median"`
 	// Median and spread (min, max) of each side.
 	Server [3]float64 `json:"zvfserve_ms_median_min_max"`
 	Static [3]float64 `json:"static_ms_median_min_max"`
@@ -53,7 +59,7 @@ type staticRow struct {
 const staticParallel = 6
 
 // runStatic compares the two on st (in folder dir, "" when in memory).
-func runStatic(ctx context.Context, st storage.Store, dir string, points, runs int, only string, via *link, stdout io.Writer) ([]staticRow, error) {
+func runStatic(ctx context.Context, st storage.Store, dir string, points, runs int, only string, prec float64, via *link, stdout io.Writer) ([]staticRow, error) {
 	files, stopFiles, err := serveObjects(st, dir, via)
 	if err != nil {
 		return nil, err
@@ -75,15 +81,18 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 			continue
 		}
 		min, max := synth.BoxFor(points, q.want, q.offset)
-		row := staticRow{Query: q.name + " bin"}
+		row := staticRow{Query: q.name + " bin", Precision: prec}
 		for r := 0; r < runs; r++ {
 			// Alternate which side goes first, so neither always runs
 			// on a machine the other has just warmed or loaded.
 			sides := []func() error{
 				func() error {
-					d, n, size, err := serverCold(ctx, client, st, min, max, via, bufs)
+					d, n, size, err := serverCold(ctx, client, st, min, max, prec, via, bufs)
 					row.ServerMs = append(row.ServerMs, ms(d))
 					row.ServerMB = float64(size) / 1e6
+					if n > 0 {
+						row.WireBPV = float64(size) / float64(n)
+					}
 					return row.check(n, err, "zvfserve")
 				},
 				func() error {
@@ -127,13 +136,18 @@ func (r *staticRow) check(n int64, err error, side string) error {
 // not the first touch of fresh memory for every body.
 type staticBuffers struct {
 	server  bytes.Buffer
+	plain   []byte // the server's answer after its content coding
+	unzstd  *zstd.Decoder
 	workers [staticParallel]bytes.Buffer
 }
 
 // serverCold answers the box from a fresh zvfserve (store opened, cache
 // empty); the client decodes the binary answer's vertex blocks into
-// float32 slices, as a viewer would.
-func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, via *link, bufs *staticBuffers) (time.Duration, int64, int64, error) {
+// float32 slices, as a viewer would. With prec > 0 it asks for
+// precision=prec and accepts zstd, as the viewer does, and its time
+// includes the decompression and the dequantization; the size returned is
+// what came over the wire.
+func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, prec float64, via *link, bufs *staticBuffers) (time.Duration, int64, int64, error) {
 	base, stop, err := benchServeVia(ctx, map[string]storage.Store{"points": st}, cache.New(1<<30), via)
 	if err != nil {
 		return 0, 0, 0, err
@@ -141,12 +155,34 @@ func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []
 	defer stop()
 	url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000",
 		base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
+	header := http.Header{}
+	if prec > 0 {
+		url += "&precision=" + strconv.FormatFloat(prec, 'g', -1, 64)
+		header.Set("Accept-Encoding", "zstd")
+	}
 	t0 := time.Now()
 	buf := &bufs.server
-	if err := getInto(ctx, c, url, buf); err != nil {
+	coding, err := getCoded(ctx, c, url, header, buf)
+	if err != nil {
 		return 0, 0, 0, err
 	}
-	parts, err := binaryVertices(buf.Bytes())
+	body := buf.Bytes()
+	switch coding {
+	case "":
+	case "zstd":
+		if bufs.unzstd == nil {
+			if bufs.unzstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1)); err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		if bufs.plain, err = bufs.unzstd.DecodeAll(body, bufs.plain[:0]); err != nil {
+			return 0, 0, 0, fmt.Errorf("the answer's zstd: %w", err)
+		}
+		body = bufs.plain
+	default:
+		return 0, 0, 0, fmt.Errorf("an answer in Content-Encoding %q, which was not asked for", coding)
+	}
+	parts, err := binaryVertices(body)
 	d := time.Since(t0)
 	if err != nil {
 		return 0, 0, 0, err
@@ -155,14 +191,38 @@ func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []
 	for _, p := range parts {
 		n += int64(len(p) / 3)
 	}
-	if trailer := countVertices(buf.Bytes()[max(0, buf.Len()-4<<10):]); trailer != n {
+	if trailer := countVertices(body[max(0, len(body)-4<<10):]); trailer != n {
 		return 0, 0, 0, fmt.Errorf("the answer's vertex blocks hold %d vertices, its trailer says %d", n, trailer)
 	}
 	return d, n, int64(buf.Len()), nil
 }
 
-// binaryVertices decodes the float32 vertex blocks of a binary answer
-// (docs/binary-format.md).
+// getCoded is getInto with request headers; it returns the answer's
+// Content-Encoding, the body left as it came.
+func getCoded(ctx context.Context, c *http.Client, url string, header http.Header, buf *bytes.Buffer) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header = header
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", &statusError{url: url, status: resp.Status, code: resp.StatusCode}
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return "", err
+	}
+	return resp.Header.Get("Content-Encoding"), nil
+}
+
+// binaryVertices decodes the vertex blocks of a binary answer of 3-D
+// points (docs/binary-format.md) into float32 rows: float32 blocks (kind
+// 1) as they are, quantized blocks (kind 6) as offset + q × scale.
 func binaryVertices(b []byte) ([][]float32, error) {
 	if len(b) < 16 || string(b[:6]) != "ZVFBIN" {
 		return nil, errors.New("not a binary answer")
@@ -179,6 +239,13 @@ func binaryVertices(b []byte) ([][]float32, error) {
 			v := make([]float32, n/4)
 			for i := range v {
 				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[p+4*uint64(i):]))
+			}
+			parts = append(parts, v)
+		}
+		if kind == blockQuantized {
+			v, err := dequantize(b[p:p+n], binary.LittleEndian.Uint32(b[p-12:]), 3)
+			if err != nil {
+				return nil, err
 			}
 			parts = append(parts, v)
 		}
@@ -292,12 +359,16 @@ func staticOpen(ctx context.Context, c *http.Client, base string) (staticLayout,
 }
 
 func printStatic(w io.Writer, rows []staticRow, points, runs int, via *link) {
-	fmt.Fprintf(w, "zvfbench static: %d points, one query at a time, cold, %d runs each (median, min–max), over %s\n\n", points, runs, via)
+	fmt.Fprintf(w, "zvfbench static: %d points, one query at a time, cold, %d runs each (median, min–max), over %s\n", points, runs, via)
+	if len(rows) > 0 && rows[0].Precision > 0 {
+		fmt.Fprintf(w, "zvfserve asked for precision=%g with Accept-Encoding: zstd\n", rows[0].Precision)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "query\tvertices\tzvfserve ms\tMB sent\tstatic client ms\tfiles\tMB fetched\tzvfserve faster\t")
+	fmt.Fprintln(tw, "query\tvertices\tzvfserve ms\tMB sent\tbytes/vertex\tstatic client ms\tfiles\tMB fetched\tzvfserve faster\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f (%.1f–%.1f)\t%.1f\t%.1f (%.1f–%.1f)\t%d\t%.1f\t%.2f×\t\n", r.Query, r.Vertices,
-			r.Server[0], r.Server[1], r.Server[2], r.ServerMB, r.Static[0], r.Static[1], r.Static[2], r.Chunks, r.StaticMB, r.SpeedUp)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f (%.1f–%.1f)\t%.2f\t%.2f\t%.1f (%.1f–%.1f)\t%d\t%.1f\t%.2f×\t\n", r.Query, r.Vertices,
+			r.Server[0], r.Server[1], r.Server[2], r.ServerMB, r.WireBPV, r.Static[0], r.Static[1], r.Static[2], r.Chunks, r.StaticMB, r.SpeedUp)
 	}
 	_ = tw.Flush()
 }
@@ -306,7 +377,7 @@ func staticCommand() cli.Command {
 	return cli.Command{Summary: "cold zvfserve against a static-file client that fetches a box's vertex files and filters them itself", Run: runStaticCommand}
 }
 
-const staticUsage = `Usage: zvfbench static [--runs N] [--points N] [--store DIR] [--only TEXT] [--rtt D] [--mbps N] [--json FILE]
+const staticUsage = `Usage: zvfbench static [--runs N] [--points N] [--store DIR] [--only TEXT] [--precision VALUE|auto] [--rtt D] [--mbps N] [--json FILE]
 
 Compares zvfserve with the lean alternative to a server, one cold query at a time:
 the store's files behind a plain file server, and a client that knows the layout, fetches the level-0
@@ -314,10 +385,14 @@ vertex files of the chunks a box touches (six at a time, as a browser would) and
 Both start cold (a fresh zvfserve and cache; a fresh connection pool), both end with the box's vertices
 in memory and must count the same; it prints the median and spread of each and the ratio. --rtt and
 --mbps put an emulated network between the clients and both servers (loopback has none).
+--precision asks zvfserve for coordinates within VALUE (store units; auto: the viewer's choice for a
+4,096-pixel view of the whole level, its extent / 4,096) and accepts zstd, as the viewer does; its
+time then includes decompressing and dequantizing, and bytes/vertex is what came over the wire.
 
 Examples:
   zvfbench static --store /tmp/zvf-bench                       # loopback
   zvfbench static --store /tmp/zvf-bench --rtt 20ms --mbps 100  # over a network
+  zvfbench static --store /tmp/zvf-bench --rtt 20ms --mbps 100 --precision auto
 `
 
 // runStaticCommand runs static: the points store (built as the load
@@ -332,11 +407,16 @@ func runStaticCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.DurationVar(&via.RTT, "rtt", 0, "an emulated network between clients and both servers: the round trip each request waits for before its answer starts")
 	fs.Float64Var(&via.Mbps, "mbps", 0, "the emulated network's bandwidth in Mbit/s, shared by each server's connections (0: unlimited)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	precision := fs.String("precision", "", "ask zvfserve for coordinates within this many store units (precision=), with Accept-Encoding: zstd; auto: the store's extent / 4,096, a 4k-pixel view's pixel (default: exact float32, no content coding)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *runs < 1 {
 		return fmt.Errorf("%w: --runs must be at least 1", cli.ErrUsage)
+	}
+	prec, err := parsePrecision(*precision)
+	if err != nil {
+		return err
 	}
 	stores, err := benchStores(ctx, *storeDir, *points, 0)
 	if err != nil {
@@ -347,9 +427,58 @@ func runStaticCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *storeDir != "" {
 		dir = filepath.Join(*storeDir, "points")
 	}
-	rows, err := runStatic(ctx, stores["points"], dir, *points, *runs, *only, &via, stdout)
+	rows, err := runStatic(ctx, stores["points"], dir, *points, *runs, *only, prec, &via, stdout)
 	if err != nil {
 		return err
 	}
 	return writeJSON(*jsonOut, rows)
+}
+
+// blockQuantized is the kind of a quantized vertices block.
+const blockQuantized = 6
+
+// dequantize decodes a kind 6 payload of dims axes at bits per value
+// into interleaved float32 rows.
+func dequantize(b []byte, bits uint32, dims int) ([]float32, error) {
+	w := int(bits) / 8
+	head := 16 * dims
+	if (bits != 8 && bits != 16 && bits != 32) || len(b) < head || (len(b)-head)%(dims*w) != 0 {
+		return nil, fmt.Errorf("a quantized block of %d bytes at %d bits", len(b), bits)
+	}
+	rows := (len(b) - head) / (dims * w)
+	v := make([]float32, rows*dims)
+	for a := range dims {
+		off := math.Float64frombits(binary.LittleEndian.Uint64(b[8*a:]))
+		scale := math.Float64frombits(binary.LittleEndian.Uint64(b[8*(dims+a):]))
+		plane := b[head+a*rows*w:]
+		for i := range rows {
+			var q uint32
+			switch w {
+			case 1:
+				q = uint32(plane[i])
+			case 2:
+				q = uint32(binary.LittleEndian.Uint16(plane[2*i:]))
+			default:
+				q = binary.LittleEndian.Uint32(plane[4*i:])
+			}
+			v[i*dims+a] = float32(off + float64(q)*scale)
+		}
+	}
+	return v, nil
+}
+
+// parsePrecision reads --precision: "" is exact (0), auto the bench
+// store's extent over 4,096.
+func parsePrecision(v string) (float64, error) {
+	switch v {
+	case "":
+		return 0, nil
+	case "auto":
+		return synth.Side / 4096, nil
+	}
+	p, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(p > 0) || math.IsInf(p, 0) {
+		return 0, fmt.Errorf("%w: --precision %q: a positive number of store units, or auto", cli.ErrUsage, v)
+	}
+	return p, nil
 }

@@ -21,19 +21,24 @@ import (
 // an emulated link) and from a folder (a real http.FileServer), and both
 // count the vertices a direct query of the store finds. The folder holds
 // some 20,000 files, which a busy disk takes many seconds to write and
-// remove: that case runs with the end-to-end tests.
+// remove: that case runs with the end-to-end tests. With --precision
+// auto, zvfserve's quantized, zstd-coded answers decode to the same
+// counts in fewer bytes than float32.
 func TestStatic(t *testing.T) {
 	t.Parallel()
-	for _, where := range []string{"memory", "disk"} {
+	for _, where := range []string{"memory", "disk", "precision"} {
 		t.Run(where, func(t *testing.T) {
 			if where == "disk" {
 				zvftest.EndToEnd(t)
 			}
 			t.Parallel()
 			args := []string{"static", "--points", "20000", "--runs", "2"}
-			if where == "disk" {
+			switch where {
+			case "disk":
 				args = append(args, "--store", t.TempDir())
-			} else {
+			case "precision":
+				args = append(args, "--precision", "auto")
+			default:
 				// an emulated link wraps both servers' writers
 				args = append(args, "--rtt", "1ms", "--mbps", "1000")
 			}
@@ -67,8 +72,15 @@ func TestStatic(t *testing.T) {
 				if r.Vertices == 0 || r.Vertices != res.Count || len(r.ServerMs) != 2 || len(r.StaticMs) != 2 || r.Chunks == 0 || r.SpeedUp <= 0 {
 					t.Errorf("%s: %+v; a direct query finds %d", r.Query, r, res.Count)
 				}
+				// Exact float32 answers carry 12 bytes a vertex and more;
+				// 16 bits a value with zstd, at most 6 (a 1k box pays its
+				// header and trailer over fewer vertices).
+				if exact := where != "precision"; exact != (r.WireBPV >= 12) || r.WireBPV <= 0 || (!exact && i > 0 && r.WireBPV > 6) {
+					t.Errorf("%s (%s): %.2f bytes a vertex on the wire", r.Query, where, r.WireBPV)
+				}
 			}
-			if !strings.Contains(stdout, "zvfserve faster") || (where == "memory") != strings.Contains(stdout, "1ms round trip per request, 1000 Mbit/s shared") {
+			if !strings.Contains(stdout, "zvfserve faster") || (where == "memory") != strings.Contains(stdout, "1ms round trip per request, 1000 Mbit/s shared") ||
+				(where == "precision") != strings.Contains(stdout, "precision=0.244140625 with Accept-Encoding: zstd") {
 				t.Errorf("no table: %s", stdout)
 			}
 		})
@@ -101,7 +113,7 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 	b.Run("zvfserve", func(b *testing.B) {
 		var total time.Duration
 		for b.Loop() {
-			d, n, _, err := serverCold(ctx, client, st, lo, hi, nil, bufs)
+			d, n, _, err := serverCold(ctx, client, st, lo, hi, 0, nil, bufs)
 			if err != nil || n == 0 {
 				b.Fatal(n, err)
 			}
