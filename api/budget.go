@@ -21,10 +21,12 @@ const minAnswerLimit = 256 << 20
 
 // Per-answer memory that does not depend on its rows: the write buffer
 // and the hold-back buffer (see newBody), and a compressor's state (zstd
-// with its 256 KiB window: about 1.2 MB; gzip less).
+// with its 256 KiB window: about 1.2 MB; gzip less; zstd at the level
+// quantized answers get, about 4.7 MB).
 const (
-	bodyBufferBytes = 2 * lazyLimit
-	compressorBytes = 5 << 18
+	bodyBufferBytes      = 2 * lazyLimit
+	compressorBytes      = 5 << 18
+	denseCompressorBytes = 5 << 20
 )
 
 // answerLimit is what answers may hold, in all, before new ones wait.
