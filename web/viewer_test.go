@@ -113,6 +113,16 @@ func testLayers(t *testing.T, e *viewerEnv) {
 			t.Errorf("%s: drew %d edges; want all %d", name, edges[name], n)
 		}
 	}
+	// Tiles ask for coordinates within a share of a pixel (precision=,
+	// quantized blocks), and the counts above were drawn from them.
+	// (point clouds: lines and meshes stitch their seams from exact ends).
+	var tiles struct{ Cells, Precise, Others, Exact int }
+	b.value(`(() => { const t = __zvf.requests.filter((r) => r.kind === 'tile'), p = (r) => /[?&]precision=[0-9.e+-]+(&|$)/.test(r.url);
+		const c = t.filter((r) => r.layer === 'cells'), o = t.filter((r) => r.layer !== 'cells');
+		return {Cells: c.length, Precise: c.filter(p).length, Others: o.length, Exact: o.filter((r) => !p(r)).length}; })()`, &tiles)
+	if tiles.Cells == 0 || tiles.Precise != tiles.Cells || tiles.Others == 0 || tiles.Exact != tiles.Others {
+		t.Errorf("tile requests %+v: want every cells tile with a precision, no other", tiles)
+	}
 	var cover map[string]int
 	b.value(`__zvf.coverage()`, &cover)
 	t.Logf("pixels per layer: %v", cover)
@@ -398,9 +408,16 @@ func testPicking(t *testing.T, e *viewerEnv) {
 		check func(pos [3]float32, objectID int64, text string)
 	}{
 		{"cells", []string{"cell_type", "intensity"}, func(pos [3]float32, oid int64, text string) {
-			i := find(e.sc.Cells.Positions, pos)
+			// Drawn from quantized coordinates (precision=): within the
+			// precision the tiles asked for, never further.
+			var tol float64
+			b.value(`Math.max(0, ...__zvf.requests.filter((r) => r.kind === 'tile' && r.layer === 'cells').map((r) => +(new URL(r.url, location.href).searchParams.get('precision') || 0)))`, &tol)
+			if tol <= 0 {
+				t.Fatal("the cells tiles asked for no precision")
+			}
+			i := findNear(e.sc.Cells.Positions, pos, tol)
 			if i < 0 {
-				t.Fatalf("no cell vertex at %v", pos)
+				t.Fatalf("no cell vertex within %g of %v", tol, pos)
 			}
 			ct := e.sc.Cells.Attributes[0]
 			want := []string{fmt.Sprintf("object %d", e.sc.Cells.ObjectIDs[i]), fmt.Sprintf("cell_type = %q", ct.Categories[ct.Data[i]]),
@@ -900,6 +917,23 @@ func find(pos []float32, p [3]float32) int {
 		}
 	}
 	return -1
+}
+
+// findNear is find for a position drawn within tol (per coordinate, and
+// a float32 rounding) of the stored one: the nearest such vertex, -1 when
+// none is.
+func findNear(pos []float32, p [3]float32, tol float64) int {
+	at, best := -1, math.Inf(1)
+	for i := 0; i+2 < len(pos); i += 3 {
+		d := 0.0
+		for k := range 3 {
+			d = max(d, math.Abs(float64(pos[i+k])-float64(p[k]))-math.Abs(float64(p[k]))*0x1p-23)
+		}
+		if d <= tol && d < best {
+			at, best = i/3, d
+		}
+	}
+	return at
 }
 
 func f32(b []byte, i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }

@@ -17,11 +17,12 @@ export function objectURL(store, id, part = '', { level } = {}) {
 }
 
 // bboxURL is a box query: q = {min, max, dims, level, limit, attributes,
-// connectivity, format, filter, sample, cursor}. The corners are cut to
+// connectivity, format, filter, sample, precision, cursor}. The corners are cut to
 // dims numbers (a 2-D store takes two); attributes is a name, a list or
 // '*'; filter is CQL2 text; sample a share in (0, 1], left out at 1 (the
 // server's answer is the same); the rest are left out when undefined, so
-// the server's defaults apply. cursor comes last: a page's URL is the
+// the server's defaults apply; precision (store units) asks for quantized
+// coordinates. cursor comes last: a page's URL is the
 // first page's with the cursor added.
 export function bboxURL(store, q) {
   const p = boxParams(q);
@@ -30,6 +31,8 @@ export function bboxURL(store, q) {
   if (attrs) p.push(`attributes=${enc(attrs)}`);
   if (q.connectivity === false) p.push('connectivity=false');
   if (q.format) p.push(`f=${enc(q.format)}`);
+  // Coordinates within precision (store units): binary answers only.
+  if (q.precision > 0) p.push(`precision=${enc(String(q.precision))}`);
   if (q.cursor) p.push(`cursor=${enc(q.cursor)}`);
   return `${storeURL(store)}/bbox?${p.join('&')}`;
 }

@@ -40,6 +40,21 @@ export function parseBinary(buf) {
         out.batches.push(cur);
         out.rows += aux;
         break;
+      case 6: {
+        // Quantized vertices (precision=): dims float64 offsets and
+        // scales, then one plane of rows unsigned aux-bit integers per
+        // axis; flatten decodes offset + q × scale.
+        const T = { 8: Uint8Array, 16: Uint16Array, 32: Uint32Array }[aux], d = header.dims;
+        if (!T || n < 16 * d || (n - 16 * d) % (d * T.BYTES_PER_ELEMENT)) throw new Error(`a quantized vertex block of ${n} bytes at ${aux} bits`);
+        const rows = (n - 16 * d) / (d * T.BYTES_PER_ELEMENT);
+        const head = new Float64Array(buf, off, 2 * d);
+        const planes = [];
+        for (let a = 0; a < d; a++) planes.push(new T(buf, off + 16 * d + a * rows * T.BYTES_PER_ELEMENT, rows));
+        cur = { rows, vertices: null, quant: { offset: head.subarray(0, d), scale: head.subarray(d), planes }, ids: null, attrs: [] };
+        out.batches.push(cur);
+        out.rows += rows;
+        break;
+      }
       case 2:
         need('object id');
         if (n !== cur.rows * 8) throw new Error('object id block size does not match its rows');
@@ -92,8 +107,13 @@ export function flatten(pages, attr) {
   let r = 0, e = 0, f = 0;
   for (const p of pages) {
     for (const b of p.batches) {
-      const v = b.vertices;
-      if (dims === 3 && v instanceof Float32Array) pos.set(v, r * 3);
+      const v = b.vertices, z = b.quant;
+      if (z) {
+        for (let k = 0; k < Math.min(dims, 3); k++) {
+          const o = z.offset[k], s = z.scale[k], q = z.planes[k];
+          for (let i = 0; i < b.rows; i++) pos[(r + i) * 3 + k] = o + q[i] * s;
+        }
+      } else if (dims === 3 && v instanceof Float32Array) pos.set(v, r * 3);
       else for (let i = 0; i < b.rows; i++) for (let k = 0; k < 3; k++) pos[(r + i) * 3 + k] = k < dims ? Number(v[i * dims + k]) : 0;
       if (val && b.attrs[ai]) {
         const a = b.attrs[ai], ch = h.attribute_info[ai].channels || 1;

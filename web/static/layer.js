@@ -1,7 +1,11 @@
 // A layer: one store in the scene, with its descriptor, how it is shown
 // (visibility, colouring, level, opacity), its tile grid and what is known
 // of its tiles' counts.
-import { Grid } from './lod.js';
+import { Grid, TARGET_PX } from './lod.js';
+
+// PRECISION_SHARE: the share of a pixel (where the level of detail draws
+// a level) a quantized coordinate may be off by.
+export const PRECISION_SHARE = 1 / 32;
 import { LAYER_COLORS } from './colour.js';
 import { storeURL, bboxPages, PAGE_LIMIT } from './api.js';
 import { probeFilter, takesSample, filterMessage } from './filter.js';
@@ -69,7 +73,22 @@ export class Layer {
   // tileQuery: what a tile of level n asks for besides its box. Tiles
   // asked for differently are different tiles (their key says how).
   tileQuery(n) {
-    return { dims: this.desc.dims, level: n, limit: PAGE_LIMIT, attributes: this.attrAt(n) || undefined, filter: this.filter || undefined, sample: this.sample };
+    return { dims: this.desc.dims, level: n, limit: PAGE_LIMIT, attributes: this.attrAt(n) || undefined, filter: this.filter || undefined, sample: this.sample, precision: this.precision(n) };
+  }
+
+  // precision: the coordinate error a tile of level n accepts (store
+  // units). The level of detail draws level n where its vertices land at
+  // most TARGET_PX apart on screen, so a pixel there is about spacing /
+  // TARGET_PX; PRECISION_SHARE of that keeps the picture within a pixel
+  // even when the view zooms on level 0 well past that point. Vertices
+  // then come 8 or 16 bits a value instead of 32 (docs/viewer.md). Point
+  // clouds only: the seams of lines and meshes (stitch.js) give a crossing
+  // to a tile by where its ends are drawn, and an end moved by the
+  // quantization can cross a tile's face.
+  precision(n) {
+    if ((this.desc.geometry_types || []).some((g) => g !== 'point_cloud')) return undefined;
+    const s = this.spacing(n);
+    return s > 0 && Number.isFinite(s) ? s / TARGET_PX * PRECISION_SHARE : undefined;
   }
 
   // selKey: the selection in a key; tiles and counts of another filter or

@@ -61,8 +61,10 @@ export class PickTool {
     if (oid !== null) head.push(oid >= 0 ? `object ${oid}` : 'object none');
     $('picked').textContent = head.join('\n') + '\nattributes: loading…';
     // Every attribute of the vertex at the level drawn: a box around the
-    // vertex exactly, with all attributes.
-    const url = bboxURL(l.name, { min: hit.pos, max: hit.pos, dims: l.desc.dims, level: t.level, attributes: '*', limit: 16, format: 'json' });
+    // vertex exactly (as drawn: within the tile's precision and a float32
+    // rounding), with all attributes.
+    const p = l.tileQuery(t.level).precision || 0;
+    const url = bboxURL(l.name, { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, attributes: '*', limit: 16, format: 'json' });
     try {
       const r = await app.net.json(url, { kind: 'pick', layer: l.name, level: t.level });
       if (seq !== this.seq) return;
