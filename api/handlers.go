@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -323,33 +324,32 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if am != nil && am.table == tableVertices && am.geo == nil {
 		zq.Connectivity = false // the vertex table has no place for it
 	}
-	enc := rep.codec.newEncoder()
-	body, err := s.newBody(w, rep, start)
-	if err != nil {
-		return err
-	}
-	defer body.release()
-	body.lazy.trailers = []string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched"}
 	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
-	meta.Attributes, err = attrInfos(l, attrs)
-	if err != nil {
+	if meta.Attributes, err = attrInfos(l, attrs); err != nil {
 		return err
 	}
-	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
-		return err
-	}
-	// A page is bounded by what its encoder must hold, in bytes, too.
-	if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
-		zq.Limit = n
-	}
-	res, err := l.BBox(r.Context(), zq, enc.batch)
-	if err != nil {
-		return err
-	}
-	t := &trailer{Count: res.Count, Edges: res.Edges, Faces: res.Faces, FaceWidth: res.FaceWidth,
-		Extra: map[string]any{"offset": cur.Offset}}
 	// Headers the answer's end decides go out as headers when the answer
 	// was held back whole, else as the trailers declared when it started.
+	trailers := []string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched"}
+	return s.streamPayload(w, rep, start, meta, trailers, func(enc encoder) (*trailer, error) {
+		// A page is bounded by what its encoder must hold, in bytes, too.
+		if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
+			zq.Limit = n
+		}
+		res, err := l.BBox(r.Context(), zq, enc.batch)
+		if err != nil {
+			return nil, err
+		}
+		return s.pageEnd(w, r, st, l, cur, hash, res), nil
+	})
+}
+
+// pageEnd is a bbox page's trailer, and the headers its end decides: the
+// next page's cursor (Link, X-Next-Cursor), the whole answer's count when
+// it is known (OGC numberMatched) and this page's.
+func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, l *zvf.Level, cur cursor, hash string, res zvf.BBoxResult) *trailer {
+	t := &trailer{Count: res.Count, Edges: res.Edges, Faces: res.Faces, FaceWidth: res.FaceWidth,
+		Extra: map[string]any{"offset": cur.Offset}}
 	h := w.Header()
 	if res.More {
 		t.Next = cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Revision(), Resume: res.Next}.encode()
@@ -359,13 +359,35 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		h.Set("X-Next-Cursor", t.Next)
 	}
 	if res.MatchedKnown {
-		// How many rows the whole answer holds (OGC numberMatched): the
-		// last page knows, and the first when the rest of the box is
-		// cached and unselected (counting it reads nothing).
+		// The last page knows, and the first when counting the rest is
+		// cheap (zvf.BBoxResult.MatchedKnown).
 		t.Extra["number_matched"] = res.Matched
 		h.Set("X-Number-Matched", strconv.FormatInt(res.Matched, 10))
 	}
 	h.Set("X-Vertex-Count", strconv.FormatInt(res.Count, 10))
+	return t
+}
+
+// streamPayload writes a payload answer (bbox, object, chunk) in rep's
+// format: the body, the encoder begun with meta, the batches fill emits,
+// the trailer it returns. trailers are the headers the answer's end
+// decides (sent as HTTP trailers when the answer streams).
+func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start time.Time, meta *payloadMeta, trailers []string,
+	fill func(enc encoder) (*trailer, error)) error {
+	enc := rep.codec.newEncoder()
+	body, err := s.newBody(w, rep, start)
+	if err != nil {
+		return err
+	}
+	defer body.release()
+	body.lazy.trailers = trailers
+	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
+		return err
+	}
+	t, err := fill(enc)
+	if err != nil {
+		return err
+	}
 	if err := enc.end(t); err != nil {
 		return err
 	}
@@ -425,30 +447,19 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if o.Count > s.o.MaxVertices {
 		return tooLarge(fmt.Sprintf("object %d has %d vertices, more than this server's %d per response", id, o.Count, s.o.MaxVertices))
 	}
-	enc := rep.codec.newEncoder()
-	body, err := s.newBody(w, rep, start)
-	if err != nil {
-		return err
-	}
-	defer body.release()
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes),
 		Export: export, Arrow: am}
-	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
-		return err
-	}
-	if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
-		return err
-	}
-	oattrs := map[string]any{}
-	for _, c := range o.ObjectAttributes {
-		oattrs[c.Name] = json.RawMessage(appendCell(nil, &c, 0))
-	}
-	t := &trailer{Count: o.Count, Edges: o.Edges, Faces: o.Faces, FaceWidth: o.FaceWidth,
-		Extra: map[string]any{"object_id": id, "fragment_counts": nonNilInts(o.FragmentCounts), "object_attributes": oattrs}}
-	if err := enc.end(t); err != nil {
-		return err
-	}
-	return body.finish(s, start)
+	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder) (*trailer, error) {
+		if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
+			return nil, err
+		}
+		oattrs := map[string]any{}
+		for _, c := range o.ObjectAttributes {
+			oattrs[c.Name] = json.RawMessage(appendCell(nil, &c, 0))
+		}
+		return &trailer{Count: o.Count, Edges: o.Edges, Faces: o.Faces, FaceWidth: o.FaceWidth,
+			Extra: map[string]any{"object_id": id, "fragment_counts": nonNilInts(o.FragmentCounts), "object_attributes": oattrs}}, nil
+	})
 }
 
 func nonNilInts(v []int64) []int64 {
@@ -533,32 +544,22 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	enc := rep.codec.newEncoder()
-	body, err := s.newBody(w, rep, start)
-	if err != nil {
-		return err
-	}
-	defer body.release()
 	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes)}
-	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
-		return err
-	}
-	if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {
-		return err
-	}
-	frags := make([][]int64, len(t.Fragments))
-	for i, f := range t.Fragments {
-		frags[i] = []int64{f[0], f[1]}
-	}
-	extra := map[string]any{"key": key.String(), "fragments": frags}
-	if t.LinkWidth > 0 {
-		extra["links"] = pairs(t.Links, t.LinkWidth)
-		extra["link_width"] = t.LinkWidth
-	}
-	if err := enc.end(&trailer{Count: int64(t.Rows), Extra: extra}); err != nil {
-		return err
-	}
-	return body.finish(s, start)
+	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder) (*trailer, error) {
+		if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {
+			return nil, err
+		}
+		frags := make([][]int64, len(t.Fragments))
+		for i, f := range t.Fragments {
+			frags[i] = []int64{f[0], f[1]}
+		}
+		extra := map[string]any{"key": key.String(), "fragments": frags}
+		if t.LinkWidth > 0 {
+			extra["links"] = pairs(t.Links, t.LinkWidth)
+			extra["link_width"] = t.LinkWidth
+		}
+		return &trailer{Count: int64(t.Rows), Extra: extra}, nil
+	})
 }
 
 // ---- in-process answers ----
