@@ -299,7 +299,17 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				if err := chromedp.Do(tctx, chromedp.Navigate(data.URL+"/#store="+tc.viewer)); err != nil {
 					t.Fatal(err)
 				}
-				href, err := chromedp.Run(tctx, chromedp.Poll[string](`(() => { const a = document.querySelector('.layer a.ng'); return a && !a.hidden && a.href.includes('#!') ? a.href : ''; })()`))
+				// A poll can land in the execution context of the page the
+				// navigation replaced ("Cannot find context", -32000, seen
+				// under load): poll again in the new one.
+				var href string
+				var err error
+				for try := 0; try < 3; try++ {
+					href, err = chromedp.Run(tctx, chromedp.Poll[string](`(() => { const a = document.querySelector('.layer a.ng'); return a && !a.hidden && a.href.includes('#!') ? a.href : ''; })()`))
+					if err == nil || !strings.Contains(err.Error(), "-32000") {
+						break
+					}
+				}
 				if err != nil {
 					t.Fatalf("the viewer shows no Neuroglancer link: %v", err)
 				}
