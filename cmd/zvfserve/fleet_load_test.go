@@ -82,6 +82,13 @@ func fleetClient(smallBuffer bool) *http.Client {
 	}
 }
 
+// fleetHost is the one name clients reach the fleet by, sent to nginx,
+// the replicas and the single node alike: answers that hold absolute URLs
+// (the store descriptor's Neuroglancer sources) are built on the Host a
+// request names, and nginx passes it on (docs/deploy/nginx.conf), so equal
+// requests get equal bytes wherever they land.
+const fleetHost = "zvf.fleet.example"
+
 // do sends one request and records its answer; the body is read whole.
 func do(ctx context.Context, c *http.Client, base, via string, k reqKey, inm string) record {
 	rec := record{key: k, via: via, inm: inm, start: time.Now()}
@@ -91,6 +98,7 @@ func do(ctx context.Context, c *http.Client, base, via string, k reqKey, inm str
 		rec.err = err
 		return rec
 	}
+	req.Host = fleetHost
 	if k.enc != "" {
 		req.Header.Set("Accept-Encoding", k.enc)
 	}
@@ -312,6 +320,7 @@ func openSlow(ctx context.Context, base, via string, k reqKey) (*slowStream, err
 	if err != nil {
 		return nil, err
 	}
+	req.Host = fleetHost
 	resp, err := fleetClient(true).Do(req)
 	if err != nil {
 		return nil, err
