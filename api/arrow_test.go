@@ -233,18 +233,8 @@ func serveOK(t testing.TB, h http.Handler, path string) (http.Header, []byte) {
 // page's connectivity: the same global indices.
 func TestArrowPagesMatchJSON(t *testing.T) {
 	t.Parallel()
-	stores, err := pagingStores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole, err := api.New(api.Options{Stores: stores, MaxVertices: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	capped, err := api.New(api.Options{Stores: stores, MaxVertices: 1300})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores, whole := pagingServer(t, 1<<40)
+	_, capped := pagingServer(t, 1300)
 	for _, s := range stores {
 		t.Run(s.Name(), func(t *testing.T) {
 			t.Parallel()
@@ -315,14 +305,7 @@ func TestArrowPagesMatchJSON(t *testing.T) {
 // zvf: metadata (JSON values).
 func TestArrowObjectAndChunkMatchJSON(t *testing.T) {
 	t.Parallel()
-	stores, err := pagingStores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(api.Options{Stores: stores, MaxVertices: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores, srv := pagingServer(t, 1<<40)
 	h := srv.Handler()
 	for _, s := range stores {
 		t.Run(s.Name(), func(t *testing.T) {

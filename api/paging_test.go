@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -239,6 +240,49 @@ func fetchPages(t *testing.T, h http.Handler, path, format string) []page {
 	}
 }
 
+// pagingServer serves the paging stores with the given per-response cap
+// (1 << 40: every answer whole).
+func pagingServer(t *testing.T, maxVertices int64) ([]*zvf.Store, *api.Server) {
+	t.Helper()
+	stores, err := pagingStores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(api.Options{Stores: stores, MaxVertices: maxVertices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stores, srv
+}
+
+// checkGolden compares got, one "hash path" line an answer, with the
+// golden file, line by line; with update it rewrites the file instead.
+func checkGolden(t *testing.T, golden, got string, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+	if len(g) != len(w) {
+		t.Fatalf("%d answers, %s has %d", len(g), golden, len(w))
+	}
+	for i := range g {
+		if g[i] != w[i] {
+			t.Errorf("changed: %s\n   was: %s", g[i], w[i])
+		}
+	}
+}
+
 // pagingStores are the demo scene (every geometry, small) as written, and
 // its meshes rewritten as ZVF 0.9.
 var pagingStores = sync.OnceValues(func() ([]*zvf.Store, error) {
@@ -278,18 +322,8 @@ var pagingStores = sync.OnceValues(func() ([]*zvf.Store, error) {
 // once, with indices into the whole answer.
 func TestPagedAnswersJoinInEveryFormat(t *testing.T) {
 	t.Parallel()
-	stores, err := pagingStores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole, err := api.New(api.Options{Stores: stores, MaxVertices: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	capped, err := api.New(api.Options{Stores: stores, MaxVertices: 1300})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores, whole := pagingServer(t, 1<<40)
+	_, capped := pagingServer(t, 1300)
 	for _, s := range stores {
 		t.Run(s.Name(), func(t *testing.T) {
 			t.Parallel()
@@ -354,14 +388,7 @@ var updateUnpaged = flag.Bool("update-unpaged", false, "rewrite testdata/unpaged
 // code before that change.
 func TestUnpagedAnswersUnchanged(t *testing.T) {
 	t.Parallel()
-	stores, err := pagingStores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(api.Options{Stores: stores, MaxVertices: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores, srv := pagingServer(t, 1<<40)
 	var got bytes.Buffer
 	for _, s := range stores {
 		for _, n := range s.Levels() {
@@ -379,27 +406,5 @@ func TestUnpagedAnswersUnchanged(t *testing.T) {
 			}
 		}
 	}
-	const golden = "testdata/unpaged-bbox.sha256"
-	if *updateUnpaged {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, w := strings.Split(got.String(), "\n"), strings.Split(string(want), "\n")
-	if len(g) != len(w) {
-		t.Fatalf("%d answers, %s has %d", len(g), golden, len(w))
-	}
-	for i := range g {
-		if g[i] != w[i] {
-			t.Errorf("changed: %s\n   was: %s", g[i], w[i])
-		}
-	}
+	checkGolden(t, "testdata/unpaged-bbox.sha256", got.String(), *updateUnpaged)
 }

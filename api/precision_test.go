@@ -11,7 +11,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,14 +61,7 @@ func binaryPaths(t *testing.T) []string {
 // that change).
 func TestBinaryWithoutPrecisionUnchanged(t *testing.T) {
 	t.Parallel()
-	stores, err := pagingStores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(api.Options{Stores: stores, MaxVertices: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, srv := pagingServer(t, 1<<40)
 	var got strings.Builder
 	for _, path := range binaryPaths(t) {
 		code, _, body := serveFull(t, srv.Handler(), path)
@@ -78,26 +70,7 @@ func TestBinaryWithoutPrecisionUnchanged(t *testing.T) {
 		}
 		fmt.Fprintf(&got, "%x %s\n", sha256.Sum256(body), path)
 	}
-	const golden = "testdata/unquantized-bin.sha256"
-	if *updateUnquantized {
-		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, w := strings.Split(got.String(), "\n"), strings.Split(string(want), "\n")
-	if len(g) != len(w) {
-		t.Fatalf("%d answers, %s has %d", len(g), golden, len(w))
-	}
-	for i := range g {
-		if g[i] != w[i] {
-			t.Errorf("changed: %s\n   was: %s", g[i], w[i])
-		}
-	}
+	checkGolden(t, "testdata/unquantized-bin.sha256", got.String(), *updateUnquantized)
 }
 
 // binBlock is one block of a binary answer.
@@ -209,14 +182,7 @@ func sameButQuantized(t *testing.T, what string, exact, quant []byte, p float64)
 // bytes (16 bits and each block's offsets and scales).
 func TestPrecisionQuantizesOnlyVertices(t *testing.T) {
 	t.Parallel()
-	stores, err := pagingStores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(api.Options{Stores: stores, MaxVertices: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores, srv := pagingServer(t, 1<<40)
 	paths := binaryPaths(t)
 	for _, s := range stores {
 		for _, n := range s.Levels() {
