@@ -104,24 +104,45 @@ func testLayers(t *testing.T, e *viewerEnv) {
 			t.Errorf("%s: drew %d vertices (levels %v); want all %d of level 0", name, drawn[name], levels[name], n)
 		}
 	}
-	// Lines join across the seams between tiles: every edge drawn once.
-	var edges map[string]int
+	// Lines and meshes join across the seams between tiles: every edge
+	// and face drawn once, from quantized coordinates like everything
+	// else (precision=): the seams are decided on the quantization grid.
+	var edges, faces map[string]int
 	b.value(`__zvf.drawnEdges`, &edges)
+	b.value(`__zvf.drawnFaces`, &faces)
 	wantEdges := map[string]int{"axons": e.level0["axons"] - (len(e.sc.Axons.Offsets) - 1), "skeletons": len(e.sc.Skeletons.Edges) / 2}
 	for name, n := range wantEdges {
 		if edges[name] != n {
 			t.Errorf("%s: drew %d edges; want all %d", name, edges[name], n)
 		}
 	}
-	// Tiles ask for coordinates within a share of a pixel (precision=,
-	// quantized blocks), and the counts above were drawn from them.
-	// (point clouds: lines and meshes stitch their seams from exact ends).
-	var tiles struct{ Cells, Precise, Others, Exact int }
-	b.value(`(() => { const t = __zvf.requests.filter((r) => r.kind === 'tile'), p = (r) => /[?&]precision=[0-9.e+-]+(&|$)/.test(r.url);
-		const c = t.filter((r) => r.layer === 'cells'), o = t.filter((r) => r.layer !== 'cells');
-		return {Cells: c.length, Precise: c.filter(p).length, Others: o.length, Exact: o.filter((r) => !p(r)).length}; })()`, &tiles)
-	if tiles.Cells == 0 || tiles.Precise != tiles.Cells || tiles.Others == 0 || tiles.Exact != tiles.Others {
-		t.Errorf("tile requests %+v: want every cells tile with a precision, no other", tiles)
+	if want := len(e.sc.Meshes.Faces) / 3; faces["meshes"] != want {
+		t.Errorf("meshes: drew %d faces; want all %d", faces["meshes"], want)
+	}
+	var tiles struct{ All, Precise int }
+	b.value(`(() => { const t = __zvf.requests.filter((r) => r.kind === 'tile' || r.kind === 'seam');
+		return {All: t.length, Precise: t.filter((r) => /[?&]precision=[0-9.e+-]+(&|$)/.test(r.url)).length}; })()`, &tiles)
+	if tiles.All == 0 || tiles.Precise != tiles.All {
+		t.Errorf("tile and seam requests %+v: want every one with a precision", tiles)
+	}
+	// Dequantized on the GPU: the positions go up as the integers the
+	// server sent (16 bits a value or fewer here, against 32 as float32)
+	// and no tile was decoded on the CPU (nothing asked: no pick yet).
+	var gpu map[string]struct{ Parts, Rows, Bytes, Decoded int }
+	b.value(`__zvf.tiles().reduce((o, t) => { const x = o[t.layer] || (o[t.layer] = {Parts: 0, Rows: 0, Bytes: 0, Decoded: 0});
+		x.Parts += t.parts; x.Rows += t.count; x.Bytes += t.posBytes; x.Decoded += t.decoded ? 1 : 0; return o; }, {})`, &gpu)
+	for name := range e.level0 {
+		g := gpu[name]
+		t.Logf("%s: %d position bytes on the GPU for %d vertices (%.2f a vertex; float32: 12)", name, g.Bytes, g.Rows, float64(g.Bytes)/float64(g.Rows))
+		// Lines and meshes carry their seams' extra vertices too.
+		limit := 6.0
+		if name != "cells" {
+			limit = 7
+		}
+		// (and each plane of each part padded to 4 bytes)
+		if g.Rows == 0 || float64(g.Bytes) > limit*float64(g.Rows)+9*float64(g.Parts) || g.Decoded != 0 {
+			t.Errorf("%s: %+v; want at most %.0f position bytes a vertex on the GPU and no tile decoded on the CPU", name, g, limit)
+		}
 	}
 	var cover map[string]int
 	b.value(`__zvf.coverage()`, &cover)
@@ -403,46 +424,21 @@ func testPicking(t *testing.T, e *viewerEnv) {
 	b.navigate(e.ts.URL + "/?stores=cells,axons&c.cells=cell_type")
 	b.settle()
 	for _, tc := range []struct {
-		layer string
-		attrs []string
-		check func(pos [3]float32, objectID int64, text string)
+		layer     string
+		positions []float32 // the layer's level-0 vertices, as generated
+		want      func(i int) []string
 	}{
-		{"cells", []string{"cell_type", "intensity"}, func(pos [3]float32, oid int64, text string) {
-			// Drawn from quantized coordinates (precision=): within the
-			// precision the tiles asked for, never further.
-			var tol float64
-			b.value(`Math.max(0, ...__zvf.requests.filter((r) => r.kind === 'tile' && r.layer === 'cells').map((r) => +(new URL(r.url, location.href).searchParams.get('precision') || 0)))`, &tol)
-			if tol <= 0 {
-				t.Fatal("the cells tiles asked for no precision")
-			}
-			i := findNear(e.sc.Cells.Positions, pos, tol)
-			if i < 0 {
-				t.Fatalf("no cell vertex within %g of %v", tol, pos)
-			}
+		{"cells", e.sc.Cells.Positions, func(i int) []string {
 			ct := e.sc.Cells.Attributes[0]
-			want := []string{fmt.Sprintf("object %d", e.sc.Cells.ObjectIDs[i]), fmt.Sprintf("cell_type = %q", ct.Categories[ct.Data[i]]),
+			return []string{fmt.Sprintf("object %d", e.sc.Cells.ObjectIDs[i]), fmt.Sprintf("cell_type = %q", ct.Categories[ct.Data[i]]),
 				"intensity = " + strconv.FormatFloat(float64(f32(e.sc.Cells.Attributes[1].Data, i)), 'g', -1, 32)}
-			for _, w := range want {
-				if !strings.Contains(text, w) {
-					t.Errorf("picked %q lacks %q", text, w)
-				}
-			}
 		}},
-		{"axons", []string{"fa"}, func(pos [3]float32, oid int64, text string) {
-			i := find(e.sc.Axons.Positions, pos)
-			if i < 0 {
-				t.Fatalf("no axon vertex at %v", pos)
-			}
+		{"axons", e.sc.Axons.Positions, func(i int) []string {
 			line := 0
 			for line+1 < len(e.sc.Axons.Offsets) && e.sc.Axons.Offsets[line+1] <= i {
 				line++
 			}
-			want := []string{fmt.Sprintf("object %d", line), "fa = " + strconv.FormatFloat(float64(f32(e.sc.Axons.Attributes[0].Data, i)), 'g', -1, 32)}
-			for _, w := range want {
-				if !strings.Contains(text, w) {
-					t.Errorf("picked %q lacks %q", text, w)
-				}
-			}
+			return []string{fmt.Sprintf("object %d", line), "fa = " + strconv.FormatFloat(float64(f32(e.sc.Axons.Attributes[0].Data, i)), 'g', -1, 32)}
 		}},
 	} {
 		var at struct {
@@ -465,7 +461,22 @@ func testPicking(t *testing.T, e *viewerEnv) {
 		if picked.Store != tc.layer || picked.Pos != at.Pos || !strings.Contains(text, fmt.Sprintf("layer %s · level %d", tc.layer, at.Level)) {
 			t.Fatalf("clicked a %s vertex at %v; picked %+v: %q", tc.layer, at.Pos, picked, text)
 		}
-		tc.check(picked.Pos, picked.Oid, text)
+		// Drawn from quantized coordinates (precision=): within the
+		// precision the tiles asked for, never further.
+		var tol float64
+		b.value(`Math.max(0, ...__zvf.requests.filter((r) => r.kind === 'tile' && r.layer === `+strconv.Quote(tc.layer)+`).map((r) => +(new URL(r.url, location.href).searchParams.get('precision') || 0)))`, &tol)
+		if tol <= 0 {
+			t.Fatalf("the %s tiles asked for no precision", tc.layer)
+		}
+		i := findNear(tc.positions, picked.Pos, tol)
+		if i < 0 {
+			t.Fatalf("no %s vertex within %g of %v", tc.layer, tol, picked.Pos)
+		}
+		for _, w := range tc.want(i) {
+			if !strings.Contains(text, w) {
+				t.Errorf("picked %q lacks %q", text, w)
+			}
+		}
 	}
 	b.page("viewer-picked.png")
 	b.noProblems()
@@ -910,18 +921,9 @@ func levelAt(tiles []tileInfo, p [3]float64) int {
 	return best
 }
 
-func find(pos []float32, p [3]float32) int {
-	for i := 0; i+2 < len(pos); i += 3 {
-		if pos[i] == p[0] && pos[i+1] == p[1] && pos[i+2] == p[2] {
-			return i / 3
-		}
-	}
-	return -1
-}
-
-// findNear is find for a position drawn within tol (per coordinate, and
-// a float32 rounding) of the stored one: the nearest such vertex, -1 when
-// none is.
+// findNear is the index of the stored vertex nearest to a position drawn
+// within tol of it (per coordinate, and a float32 rounding), -1 when none
+// is.
 func findNear(pos []float32, p [3]float32, tol float64) int {
 	at, best := -1, math.Inf(1)
 	for i := 0; i+2 < len(pos); i += 3 {

@@ -75,7 +75,7 @@ export class BoxTool {
         const ms = performance.now() - t0;
         const f = flatten([res], '');
         await app.gpu;
-        if (seq === this.seq && f.rows) this.hits.push({ layer: l, level: res.header.level, g: app.renderer.upload({ pos: f.pos }) });
+        if (seq === this.seq && f.rows) this.hits.push({ layer: l, level: res.header.level, g: app.renderer.upload({ parts: f.parts }) });
         const count = res.trailer.next ? `${res.trailer.count.toLocaleString()}+ (more pages)` : (res.trailer.number_matched ?? res.trailer.count).toLocaleString();
         return { cells: [l.name, count, String(res.header.level), `${ms.toFixed(0)} ms`, fmtBytes(res.bytes)], bytes: res.bytes };
       } catch (e) {

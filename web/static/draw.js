@@ -31,7 +31,7 @@ export class Drawer {
   // items: what to draw (only: one layer's tiles alone), with the
   // vertices, levels and edges drawn per layer.
   items(only) {
-    const app = this.app, drawn = {}, levels = {}, edges = {};
+    const app = this.app, drawn = {}, levels = {}, edges = {}, faces = {};
     // The density overviews beneath (translucent, drawn after what is opaque).
     const out = app.density.items(only);
     for (const d of app.stream.drawList) {
@@ -40,6 +40,7 @@ export class Drawer {
       out.push({ g: d.t.g, style: this.style(d.l, d.t), mask: d.mask });
       drawn[d.l.name] = (drawn[d.l.name] || 0) + d.t.count;
       edges[d.l.name] = (edges[d.l.name] || 0) + d.t.edges;
+      faces[d.l.name] = (faces[d.l.name] || 0) + d.t.faces;
       const lv = levels[d.l.name] || (levels[d.l.name] = {});
       lv[d.t.level] = (lv[d.t.level] || 0) + d.t.count;
     }
@@ -54,19 +55,20 @@ export class Drawer {
         if (f.g.lines) out.push({ g: { ...f.g, lines: null }, last: true, style, mask: null });
       }
     }
-    return { out, drawn, levels, edges };
+    return { out, drawn, levels, edges, faces };
   }
 
   frame() {
     const app = this.app, hooks = app.hooks;
     if (!app.renderer || !app.renderer.linked) return;
     const v = app.view.info();
-    const { out, drawn, levels, edges } = this.items(null);
+    const { out, drawn, levels, edges, faces } = this.items(null);
     app.renderer.draw(v, out);
     hooks.frames++;
     hooks.drawn = drawn;
     hooks.drawnLevels = levels;
     hooks.drawnEdges = edges;
+    hooks.drawnFaces = faces;
     const [lo, hi] = app.view.sceneBounds();
     const shown = app.layers.filter((l) => l.desc && l.visible);
     const axes = shown[0]?.desc.axes || [];

@@ -2,7 +2,7 @@
 // finest level and its manifest, framed, highlighted, with its object
 // attributes and manifest blocks listed.
 import { $, el } from './dom.js';
-import { flatten } from './format.js';
+import { flatten, merge, decode } from './format.js';
 import { triangles } from './gl.js';
 import { objectURL } from './api.js';
 
@@ -51,7 +51,7 @@ export class FindTool {
       if (seq !== this.seq) return;
       const f = flatten([res], '');
       const tris = f.faces && f.faceWidth >= 3 ? triangles(f.faces, f.faceWidth) : null;
-      this.item = { layer: l, level, g: app.renderer.upload({ pos: f.pos, val: null, oid: null, edges: f.edges, tris }) };
+      this.item = { layer: l, level, g: app.renderer.upload({ parts: [merge(f.parts)], val: null, oid: null, edges: f.edges, tris }) };
       l.sel = id;
       $('oresult').textContent = `object ${id} · ${l.name} · level ${level} · ${f.rows.toLocaleString()} vertices · ${(performance.now() - t0).toFixed(0)} ms\nin levels ${lv.levels.join(', ')}`;
       const oa = res.trailer.object_attributes || {};
@@ -63,7 +63,8 @@ export class FindTool {
         (man.blocks.length > MANIFEST_BLOCKS ? `\n… ${man.blocks.length - MANIFEST_BLOCKS} more blocks` : '');
       if (frame && f.rows) {
         const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
-        for (let i = 0; i < f.pos.length; i++) { const k = i % 3; lo[k] = Math.min(lo[k], f.pos[i]); hi[k] = Math.max(hi[k], f.pos[i]); }
+        const pos = decode(f.parts);
+        for (let i = 0; i < pos.length; i++) { const k = i % 3; lo[k] = Math.min(lo[k], pos[i]); hi[k] = Math.max(hi[k], pos[i]); }
         this.bounds = [lo, hi];
         app.view.info();
         app.cam.fit(lo, hi);

@@ -83,12 +83,17 @@ export function parseBinary(buf) {
   return out;
 }
 
-// flatten joins the batches of one or more answers (pages of one box)
-// into the arrays the GPU takes: positions as float32 xyz, one float per
-// vertex of the attribute named attr (first channel; NaN where missing),
-// object ids as int32 (ids beyond 2^31 wrap; they only drive the
-// selection highlight), and connectivity as it comes: its indices
-// already count the rows of the whole answer, pages in order.
+// flatten joins the batches of one or more answers (pages of one box):
+// positions as parts, one per batch, as they came (the GPU dequantizes,
+// gl.js), one float per vertex of the attribute named attr (first
+// channel; NaN where missing), object ids as int32 (ids beyond 2^31 wrap;
+// they only drive the selection highlight), and connectivity as it comes:
+// its indices already count the rows of the whole answer, pages in order.
+//
+// A part is rows [first, first + count) of the answer, either quantized:
+// {offset, scale, planes, bits}, axis a of row i being offset[a] +
+// planes[a][i − first] × scale[a] (an axis the store lacks has no plane,
+// offset and scale 0), or exact: {pos}, float32 xyz.
 export function flatten(pages, attr) {
   let rows = 0, ne = 0, nf = 0;
   for (const p of pages) {
@@ -98,7 +103,7 @@ export function flatten(pages, attr) {
   }
   const h = pages[0].header, dims = h.dims;
   const ai = attr ? h.attribute_info.findIndex((a) => a.name === attr) : -1;
-  const pos = new Float32Array(rows * 3);
+  const parts = [];
   const val = ai >= 0 ? new Float32Array(rows).fill(NaN) : null;
   const oid = h.has_object_ids ? new Int32Array(rows) : null;
   const edges = ne ? new Uint32Array(ne) : null;
@@ -108,13 +113,25 @@ export function flatten(pages, attr) {
   for (const p of pages) {
     for (const b of p.batches) {
       const v = b.vertices, z = b.quant;
-      if (z) {
+      if (!b.rows) continue;
+      if (z && z.planes[0].BYTES_PER_ELEMENT === 4) {
+        // 32-bit integers: more than a float32 (the vertex shader) holds
+        // exactly; decoded here.
+        const pos = new Float32Array(b.rows * 3);
         for (let k = 0; k < Math.min(dims, 3); k++) {
           const o = z.offset[k], s = z.scale[k], q = z.planes[k];
-          for (let i = 0; i < b.rows; i++) pos[(r + i) * 3 + k] = o + q[i] * s;
+          for (let i = 0; i < b.rows; i++) pos[i * 3 + k] = o + q[i] * s;
         }
-      } else if (dims === 3 && v instanceof Float32Array) pos.set(v, r * 3);
-      else for (let i = 0; i < b.rows; i++) for (let k = 0; k < 3; k++) pos[(r + i) * 3 + k] = k < dims ? Number(v[i * dims + k]) : 0;
+        parts.push({ first: r, count: b.rows, pos });
+      } else if (z) {
+        const axis = (x, a) => (a < dims ? x[a] : 0);
+        parts.push({ first: r, count: b.rows, bits: z.planes[0].BYTES_PER_ELEMENT * 8, offset: [0, 1, 2].map((a) => axis(z.offset, a)), scale: [0, 1, 2].map((a) => axis(z.scale, a)), planes: [0, 1, 2].map((a) => (a < dims ? z.planes[a] : null)) });
+      } else if (dims === 3 && v instanceof Float32Array) parts.push({ first: r, count: b.rows, pos: v });
+      else {
+        const pos = new Float32Array(b.rows * 3);
+        for (let i = 0; i < b.rows; i++) for (let k = 0; k < 3; k++) pos[i * 3 + k] = k < dims ? Number(v[i * dims + k]) : 0;
+        parts.push({ first: r, count: b.rows, pos });
+      }
       if (val && b.attrs[ai]) {
         const a = b.attrs[ai], ch = h.attribute_info[ai].channels || 1;
         for (let i = 0; i < b.rows; i++) val[r + i] = Number(a[i * ch]);
@@ -130,5 +147,110 @@ export function flatten(pages, attr) {
     if (p.edges?.length) { edges.set(p.edges, e); e += p.edges.length; }
     if (p.faces?.length) { faces.set(p.faces, f); f += p.faces.length; }
   }
-  return { rows, pos, val, oid, edges, faces, faceWidth };
+  return { rows, parts, val, oid, edges, faces, faceWidth };
+}
+
+// decode is the parts' positions as xyz numbers of type T: float64 gives
+// the quantized values exactly as the format defines them.
+export function decode(parts, T = Float32Array) {
+  const n = parts.reduce((a, p) => Math.max(a, p.first + p.count), 0), out = new T(n * 3);
+  for (const p of parts) {
+    if (p.pos) { out.set(p.pos.subarray(0, p.count * 3), p.first * 3); continue; }
+    for (let a = 0; a < 3; a++) {
+      const q = p.planes[a], o = p.offset[a], s = p.scale[a];
+      if (q) for (let i = 0; i < p.count; i++) out[(p.first + i) * 3 + a] = o + q[i] * s;
+    }
+  }
+  return out;
+}
+
+// coordOf is a getter of part's axis k of its row i (counted from the
+// part's first), in float64, without decoding the others.
+export function coordOf(p) {
+  if (p.pos) return (i, k) => p.pos[3 * i + k];
+  return (i, k) => (p.planes[k] ? p.offset[k] + p.planes[k][i] * p.scale[k] : 0);
+}
+
+// Coords: a tile's positions on the CPU (picking, framing, the tests),
+// decoded from its parts only when first asked for.
+export class Coords {
+  constructor(parts) { this.parts = parts; this.cached = null; }
+  get decoded() { return this.cached !== null; }
+  get pos() { return (this.cached ??= decode(this.parts)); }
+}
+
+// MAX_GPU_Q: the largest integer a float32 (the vertex shader's
+// arithmetic) holds exactly; wider frames are decoded on the CPU.
+const MAX_GPU_Q = 2 ** 24;
+
+// frame puts quantized parts in one integer frame, for a draw that indexes
+// across them (lines and faces): every part's scale must be the same and
+// its offset a whole number of scales from the smallest (the server puts
+// every batch on one lattice, docs/binary-format.md), and q then moves by
+// that number. Returns {offset, scale, shifts, top} or null.
+function frame(parts) {
+  if (!parts.length || !parts.every((p) => p.planes)) return null;
+  const scale = parts[0].scale, offset = [0, 1, 2].map((a) => Math.min(...parts.map((p) => p.offset[a])));
+  let top = 0;
+  const shifts = [];
+  for (const p of parts) {
+    const sh = [0, 0, 0];
+    for (let a = 0; a < 3; a++) {
+      if (p.scale[a] !== scale[a]) return null;
+      if (!p.planes[a]) continue;
+      const k = (p.offset[a] - offset[a]) / scale[a];
+      if (!Number.isInteger(k)) return null;
+      sh[a] = k;
+      // The bound from the width; the values themselves only when it is
+      // too wide.
+      let hi = k + 2 ** p.bits - 1;
+      if (hi >= 2 ** 16) { hi = 0; for (const q of p.planes[a]) if (q > hi) hi = q; hi += k; }
+      top = Math.max(top, hi);
+    }
+    shifts.push(sh);
+  }
+  return top < MAX_GPU_Q ? { offset, scale, shifts, top } : null;
+}
+
+function planeType(top) { return top < 2 ** 8 ? Uint8Array : top < 2 ** 16 ? Uint16Array : Uint32Array; }
+
+// merge makes one part of parts (rows 0 to the last): quantized in one
+// integer frame when they allow it (frame), else float32 decoded here.
+export function merge(parts) {
+  if (parts.length === 1 && parts[0].first === 0) return parts[0];
+  const n = parts.reduce((a, p) => Math.max(a, p.first + p.count), 0);
+  const fr = frame(parts);
+  if (!fr) return { first: 0, count: n, pos: decode(parts) };
+  const T = planeType(fr.top), planes = [0, 1, 2].map((a) => (parts[0].planes[a] ? new T(n) : null));
+  parts.forEach((p, j) => {
+    for (let a = 0; a < 3; a++) {
+      const out = planes[a], q = p.planes[a], k = fr.shifts[j][a];
+      if (!out) continue;
+      if (!k) out.set(q, p.first); // a native copy (and widening)
+      else for (let i = 0; i < p.count; i++) out[p.first + i] = q[i] + k;
+    }
+  });
+  return { first: 0, count: n, offset: fr.offset, scale: fr.scale, planes, bits: T.BYTES_PER_ELEMENT * 8 };
+}
+
+// gather is one part of the rows idx of parts (numbered as the answer's),
+// in that order, starting at row first: quantized when the parts allow it.
+export function gather(parts, idx, first) {
+  const at = (r) => {
+    let lo = 0, hi = parts.length - 1;
+    while (lo < hi) { const m = (lo + hi + 1) >> 1; if (parts[m].first <= r) lo = m; else hi = m - 1; }
+    return lo;
+  };
+  const fr = frame(parts);
+  if (!fr) {
+    const all = decode(parts), pos = new Float32Array(idx.length * 3);
+    idx.forEach((r, i) => { pos[3 * i] = all[3 * r]; pos[3 * i + 1] = all[3 * r + 1]; pos[3 * i + 2] = all[3 * r + 2]; });
+    return { first, count: idx.length, pos };
+  }
+  const T = planeType(fr.top), planes = [0, 1, 2].map((a) => (parts[0].planes[a] ? new T(idx.length) : null));
+  idx.forEach((r, i) => {
+    const j = at(r), p = parts[j];
+    for (let a = 0; a < 3; a++) if (planes[a]) planes[a][i] = p.planes[a][r - p.first] + fr.shifts[j][a];
+  });
+  return { first, count: idx.length, offset: fr.offset, scale: fr.scale, planes, bits: T.BYTES_PER_ELEMENT * 8 };
 }

@@ -11,6 +11,13 @@ layout(location = 0) in vec3 a_pos;
 layout(location = 1) in float a_val;
 layout(location = 2) in int a_oid;
 layout(location = 3) in vec3 a_nrm;
+// Quantized positions (precision=): one integer per axis, as the server
+// sent them, dequantized here as offset + q × scale (per draw).
+layout(location = 4) in float a_qx;
+layout(location = 5) in float a_qy;
+layout(location = 6) in float a_qz;
+uniform bool u_quant;
+uniform vec3 u_qoff, u_qscale;
 uniform mat4 u_mvp;
 uniform int u_kind, u_mode, u_sel;
 uniform bool u_hasSel;
@@ -28,9 +35,10 @@ vec3 viridis(float t) {
   return mix(c3, c4, (t - 0.75) * 4.0);
 }
 void main() {
-  gl_Position = u_mvp * vec4(a_pos, 1.0);
+  vec3 pos = u_quant ? u_qoff + vec3(a_qx, a_qy, a_qz) * u_qscale : a_pos;
+  gl_Position = u_mvp * vec4(pos, 1.0);
   vec3 c;
-  if (u_mode == 0) c = viridis((a_pos.z - u_zr.x) / max(u_zr.y - u_zr.x, 1e-12));
+  if (u_mode == 0) c = viridis((pos.z - u_zr.x) / max(u_zr.y - u_zr.x, 1e-12));
   else if (u_mode == 1) c = (a_val != a_val) ? vec3(0.42) : viridis((a_val - u_range.x) / max(u_range.y - u_range.x, 1e-12));
   else if (u_mode == 2) c = (a_val < 0.0 || a_val != a_val) ? vec3(0.42) : u_pal[int(mod(a_val, 32.0))];
   else if (u_mode == 3) c = u_color;
@@ -42,7 +50,7 @@ void main() {
   }
   v_col = c;
   v_nrm = a_nrm;
-  v_pos = a_pos;
+  v_pos = pos;
   // Points as big as they are (a share of the level's spacing) seen from
   // here, within 1..16 pixels, times the size slider.
   float px = clamp(u_ptWorld * u_focal / max(gl_Position.w, 1e-9), 1.0, 16.0) * u_ptScale * grow;
@@ -93,7 +101,7 @@ export const PALETTE = [
 export const CLEAR = [0.05, 0.06, 0.07];
 
 const UNIFORMS = ['u_mvp', 'u_kind', 'u_mode', 'u_sel', 'u_hasSel', 'u_range', 'u_zr', 'u_pal', 'u_color', 'u_ptWorld', 'u_ptScale', 'u_focal', 'u_dpr',
-  'u_alpha', 'u_light', 'u_useMask', 'u_mask', 'u_cellLo', 'u_cellSize', 'u_cellN'];
+  'u_alpha', 'u_light', 'u_useMask', 'u_mask', 'u_cellLo', 'u_cellSize', 'u_cellN', 'u_quant', 'u_qoff', 'u_qscale'];
 
 export class Renderer {
   constructor(canvas) {
@@ -146,6 +154,7 @@ export class Renderer {
     gl.vertexAttribI4i(2, -2147483648, 0, 0, 0);
     gl.vertexAttrib3f(3, 0, 0, 1);
     gl.vertexAttrib1f(1, NaN);
+    for (let a = 4; a < 7; a++) gl.vertexAttrib1f(a, 0); // an axis the store lacks
     this.linked = true;
     this.warm();
   }
@@ -163,27 +172,55 @@ export class Renderer {
     this.free(g);
   }
 
-  // upload puts a tile's arrays on the GPU: pos (xyz), val (one float per
-  // vertex or null), oid (Int32Array or null), edges (uint32 pairs),
-  // tris (uint32 triples, with normals computed from them).
-  upload({ pos, val, oid, edges, tris }) {
+  // upload puts a tile's arrays on the GPU: its position parts (format.js:
+  // quantized planes as they came, each axis an integer attribute the
+  // vertex shader dequantizes, or float32 xyz; pos alone is one float
+  // part), val (one float per vertex or null), oid (Int32Array or null),
+  // edges (uint32 pairs), tris (uint32 triples, with normals computed from
+  // them). Each part is drawn on its own (its own offset and scale), so
+  // edges and triangles, which index across rows, need one part (merge).
+  // g.posBytes: the positions' bytes on the GPU.
+  upload({ parts, pos, val, oid, edges, tris }) {
     const gl = this.gl;
-    const g = { vao: gl.createVertexArray(), bufs: [], n: pos.length / 3, lines: null, nl: 0, tris: null, nt: 0 };
-    gl.bindVertexArray(g.vao);
-    const array = (loc, data, size, int) => {
+    if (!parts) parts = [{ first: 0, count: pos.length / 3, pos }];
+    if ((edges?.length || tris?.length) && parts.length !== 1) throw new Error('indexed drawing needs one position part');
+    const n = parts.reduce((a, p) => Math.max(a, p.first + p.count), 0);
+    const g = { bufs: [], parts: [], n, lines: null, nl: 0, tris: null, nt: 0, posBytes: 0 };
+    const buffer = (data) => {
       const b = gl.createBuffer();
       gl.bindBuffer(gl.ARRAY_BUFFER, b);
       gl.bufferData(gl.ARRAY_BUFFER, data, gl.STATIC_DRAW);
-      gl.enableVertexAttribArray(loc);
-      if (int) gl.vertexAttribIPointer(loc, size, gl.INT, 0, 0);
-      else gl.vertexAttribPointer(loc, size, gl.FLOAT, false, 0, 0);
       g.bufs.push(b);
+      return b;
     };
-    array(0, pos, 3);
-    if (val) array(1, val, 1);
-    if (oid) array(2, oid, 1, true);
-    if (tris && tris.length) array(3, normals(pos, tris), 3);
-    gl.bindVertexArray(null);
+    // Every part's planes (or floats) in one buffer, each at a multiple of
+    // 4 bytes, copied straight from the answer.
+    const arrays = parts.flatMap((p) => (p.pos ? [p.pos] : p.planes.filter(Boolean)));
+    const at = [];
+    for (const a of arrays) { at.push(g.posBytes); g.posBytes += Math.ceil(a.byteLength / 4) * 4; }
+    const pb = buffer(g.posBytes);
+    arrays.forEach((a, i) => gl.bufferSubData(gl.ARRAY_BUFFER, at[i], a));
+    const vb = val ? buffer(val) : null, ob = oid ? buffer(oid) : null;
+    const nb = tris && tris.length ? buffer(normals(parts[0], tris)) : null;
+    const TYPES = { 1: gl.UNSIGNED_BYTE, 2: gl.UNSIGNED_SHORT, 4: gl.UNSIGNED_INT };
+    let next = 0;
+    for (const p of parts) {
+      const vao = gl.createVertexArray();
+      gl.bindVertexArray(vao);
+      const attr = (loc, b, size, type, off, int) => {
+        gl.bindBuffer(gl.ARRAY_BUFFER, b);
+        gl.enableVertexAttribArray(loc);
+        if (int) gl.vertexAttribIPointer(loc, size, type, 0, off);
+        else gl.vertexAttribPointer(loc, size, type, false, 0, off);
+      };
+      if (p.pos) attr(0, pb, 3, gl.FLOAT, at[next++]);
+      else for (let a = 0; a < 3; a++) if (p.planes[a]) attr(4 + a, pb, 1, TYPES[p.planes[a].BYTES_PER_ELEMENT], at[next++]);
+      if (vb) attr(1, vb, 1, gl.FLOAT, p.first * 4);
+      if (ob) attr(2, ob, 1, gl.INT, p.first * 4, true);
+      if (nb) attr(3, nb, 3, gl.FLOAT, p.first * 12);
+      gl.bindVertexArray(null);
+      g.parts.push({ vao, count: p.count, quant: !p.pos, offset: p.offset, scale: p.scale });
+    }
     const elements = (data) => {
       const b = gl.createBuffer();
       gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, b);
@@ -193,6 +230,7 @@ export class Renderer {
     if (edges && edges.length) { g.lines = elements(edges); g.nl = edges.length; }
     if (tris && tris.length) { g.tris = elements(tris); g.nt = tris.length; }
     gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, null);
+    gl.bindBuffer(gl.ARRAY_BUFFER, null);
     return g;
   }
 
@@ -201,7 +239,7 @@ export class Renderer {
     for (const b of g.bufs) gl.deleteBuffer(b);
     if (g.lines) gl.deleteBuffer(g.lines);
     if (g.tris) gl.deleteBuffer(g.tris);
-    gl.deleteVertexArray(g.vao);
+    for (const p of g.parts) gl.deleteVertexArray(p.vao);
   }
 
   resize() {
@@ -250,18 +288,25 @@ export class Renderer {
         gl.uniform3fv(this.u.u_cellSize, m.size);
         gl.uniform3iv(this.u.u_cellN, m.n);
       }
-      gl.bindVertexArray(g.vao);
-      if (g.tris) {
-        gl.uniform1i(this.u.u_kind, 2);
-        gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, g.tris);
-        gl.drawElements(gl.TRIANGLES, g.nt, gl.UNSIGNED_INT, 0);
-      } else if (g.lines) {
-        gl.uniform1i(this.u.u_kind, 1);
-        gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, g.lines);
-        gl.drawElements(gl.LINES, g.nl, gl.UNSIGNED_INT, 0);
-      } else {
-        gl.uniform1i(this.u.u_kind, 0);
-        gl.drawArrays(gl.POINTS, 0, g.n);
+      for (const p of g.parts) {
+        gl.uniform1i(this.u.u_quant, p.quant ? 1 : 0);
+        if (p.quant) {
+          gl.uniform3f(this.u.u_qoff, p.offset[0], p.offset[1], p.offset[2]);
+          gl.uniform3f(this.u.u_qscale, p.scale[0], p.scale[1], p.scale[2]);
+        }
+        gl.bindVertexArray(p.vao);
+        if (g.tris) {
+          gl.uniform1i(this.u.u_kind, 2);
+          gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, g.tris);
+          gl.drawElements(gl.TRIANGLES, g.nt, gl.UNSIGNED_INT, 0);
+        } else if (g.lines) {
+          gl.uniform1i(this.u.u_kind, 1);
+          gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, g.lines);
+          gl.drawElements(gl.LINES, g.nl, gl.UNSIGNED_INT, 0);
+        } else {
+          gl.uniform1i(this.u.u_kind, 0);
+          gl.drawArrays(gl.POINTS, 0, p.count);
+        }
       }
     }
     gl.bindVertexArray(null);
@@ -283,16 +328,18 @@ export class Renderer {
   }
 }
 
-// normals are per-vertex normals: the area-weighted sum of the normals of
-// the faces around each vertex.
-export function normals(pos, tris) {
-  const n = new Float32Array(pos.length);
+// normals are per-vertex normals of a position part: the area-weighted
+// sum of the normals of the faces around each vertex. A quantized part's
+// differences are taken on its integers (the offset cancels).
+export function normals(part, tris) {
+  const n = new Float32Array(part.count * 3), P = part.pos, Q = part.planes, sc = part.scale;
+  const c = P ? (i, k) => P[3 * i + k] : (i, k) => (Q[k] ? Q[k][i] * sc[k] : 0);
   for (let t = 0; t + 2 < tris.length; t += 3) {
-    const a = tris[t] * 3, b = tris[t + 1] * 3, c = tris[t + 2] * 3;
-    const ux = pos[b] - pos[a], uy = pos[b + 1] - pos[a + 1], uz = pos[b + 2] - pos[a + 2];
-    const vx = pos[c] - pos[a], vy = pos[c + 1] - pos[a + 1], vz = pos[c + 2] - pos[a + 2];
+    const a = tris[t], b = tris[t + 1], d = tris[t + 2];
+    const ux = c(b, 0) - c(a, 0), uy = c(b, 1) - c(a, 1), uz = c(b, 2) - c(a, 2);
+    const vx = c(d, 0) - c(a, 0), vy = c(d, 1) - c(a, 1), vz = c(d, 2) - c(a, 2);
     const nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
-    for (const i of [a, b, c]) { n[i] += nx; n[i + 1] += ny; n[i + 2] += nz; }
+    for (const i of [3 * a, 3 * b, 3 * d]) { n[i] += nx; n[i + 1] += ny; n[i + 2] += nz; }
   }
   for (let i = 0; i < n.length; i += 3) {
     const l = Math.hypot(n[i], n[i + 1], n[i + 2]);

@@ -39,7 +39,7 @@ export function installHooks(app) {
     for (const d of app.drawList()) {
       if (d.l.name !== name || !d.l.visible) continue;
       for (let i = 0; i < d.t.count; i += Math.max(1, d.t.count >> 8)) {
-        const p = [d.t.pos[3 * i], d.t.pos[3 * i + 1], d.t.pos[3 * i + 2]];
+        const pos = d.t.coords.pos, p = [pos[3 * i], pos[3 * i + 1], pos[3 * i + 2]];
         const s = project(m, p, W, H);
         if (s.w > 0 && s.x > 20 && s.y > 20 && s.x < W - 20 && s.y < H - 40) cands.push({ x: s.x, y: s.y, dd: (s.x - W / 2) ** 2 + (s.y - H / 2) ** 2 });
       }
@@ -68,5 +68,5 @@ export function installHooks(app) {
   hooks.layers = () => app.layers.map((l) => ({ name: l.name, bounds: l.desc ? l.desc.bounds : null, range: l.range, provisional: l.provisional }));
   // overview: each layer's density overview drawn (box, level, cells).
   hooks.overview = () => app.density.info();
-  hooks.tiles = () => app.drawList().map((d) => ({ layer: d.l.name, level: d.t.level, lo: d.t.node.lo, hi: d.t.node.hi, count: d.t.count, masked: !!d.mask }));
+  hooks.tiles = () => app.drawList().map((d) => ({ layer: d.l.name, level: d.t.level, lo: d.t.node.lo, hi: d.t.node.hi, count: d.t.count, masked: !!d.mask, decoded: d.t.coords.decoded, posBytes: d.t.g ? d.t.g.posBytes : null, parts: d.t.g ? d.t.g.parts.length : null }));
 }

@@ -6,6 +6,9 @@ import { Grid, TARGET_PX } from './lod.js';
 // PRECISION_SHARE: the share of a pixel (where the level of detail draws
 // a level) a quantized coordinate may be off by.
 export const PRECISION_SHARE = 1 / 32;
+// MAX_PRECISION_SHRINK: how much finer than wanted a line or mesh layer's
+// precision may be made to fit its tile faces before it is fetched exact.
+const MAX_PRECISION_SHRINK = 1024;
 import { LAYER_COLORS } from './colour.js';
 import { storeURL, bboxPages, PAGE_LIMIT } from './api.js';
 import { probeFilter, takesSample, filterMessage } from './filter.js';
@@ -81,14 +84,25 @@ export class Layer {
   // most TARGET_PX apart on screen, so a pixel there is about spacing /
   // TARGET_PX; PRECISION_SHARE of that keeps the picture within a pixel
   // even when the view zooms on level 0 well past that point. Vertices
-  // then come 8 or 16 bits a value instead of 32 (docs/viewer.md). Point
-  // clouds only: the seams of lines and meshes (stitch.js) give a crossing
-  // to a tile by where its ends are drawn, and an end moved by the
-  // quantization can cross a tile's face.
+  // then come 8 or 16 bits a value instead of 32 (docs/viewer.md).
+  //
+  // It is a power of two: the server's quantization step is then 2P, its
+  // cells start at multiples of 2P and a value decodes to the middle of
+  // its cell, exactly (docs/binary-format.md), so no value moves across a
+  // multiple of 2P. For lines and meshes 2P also divides every shared
+  // tile face of the level (Grid.grain): the seams (stitch.js) then see
+  // each end on the side of the face it lies on. Where the faces allow no
+  // step near the target (bounds that are not round binary numbers and no
+  // chunk grid), those layers are fetched exact.
   precision(n) {
-    if ((this.desc.geometry_types || []).some((g) => g !== 'point_cloud')) return undefined;
-    const s = this.spacing(n);
-    return s > 0 && Number.isFinite(s) ? s / TARGET_PX * PRECISION_SHARE : undefined;
+    const s = this.spacing(n), want = s / TARGET_PX * PRECISION_SHARE;
+    if (!(want > 0) || !Number.isFinite(want)) return undefined;
+    let p = 2 ** Math.floor(Math.log2(want));
+    if ((this.desc.geometry_types || []).some((g) => g !== 'point_cloud')) {
+      p = Math.min(p, this.grid && this.grid.depth.has(n) ? this.grid.grain(n) / 2 : 0);
+      if (!(p >= want / MAX_PRECISION_SHRINK)) return undefined;
+    }
+    return p;
   }
 
   // selKey: the selection in a key; tiles and counts of another filter or

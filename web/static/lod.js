@@ -155,6 +155,16 @@ export class Grid {
     });
   }
 
+  // grain is the largest power of two every shared tile face of level is
+  // a multiple of (Infinity when the level has none): the faces are lo +
+  // ext·k/n, sums of such multiples, exact in binary floating point.
+  grain(level) {
+    const n = this.counts(this.depth.get(level));
+    let g = Infinity;
+    for (let i = 0; i < 3; i++) if (n[i] > 1) g = Math.min(g, pow2Divisor(this.lo[i]), pow2Divisor(this.ext[i] / n[i]));
+    return g;
+  }
+
   // slabs are the thin boxes across node's shared upper faces, delta deep
   // on each side, in which the edges and faces that cross into the next
   // tiles lie (a box query only joins rows it returns).
@@ -175,6 +185,16 @@ export class Grid {
   requestBox(node) {
     return { min: node.lo, max: node.hi.map((v, i) => (node.shared[i] ? this.prev(v) : v)) };
   }
+}
+
+// pow2Divisor is the largest power of two x is a whole multiple of
+// (Infinity for 0): every finite float is one.
+export function pow2Divisor(x) {
+  if (x === 0) return Infinity;
+  if (!Number.isFinite(x)) return 0;
+  let e = 2 ** Math.ceil(Math.log2(Math.abs(x)));
+  while (!Number.isInteger(x / e)) e /= 2;
+  return e;
 }
 
 // screenSpacing estimates how far apart (in CSS pixels) a tile's vertices

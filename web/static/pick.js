@@ -22,7 +22,7 @@ export class PickTool {
     let best = null;
     for (const d of app.drawList()) {
       if (!d.l.visible) continue;
-      const p = d.t.pos;
+      const p = d.t.coords.pos; // decoded on the first pick
       for (let i = 0, n = d.t.count; i < n; i++) {
         const X = p[3 * i], Y = p[3 * i + 1], Z = p[3 * i + 2];
         const w = m[3] * X + m[7] * Y + m[11] * Z + m[15];

@@ -3,7 +3,7 @@
 // MAX_INFLIGHT at a time), cancelling what the view no longer needs, and
 // loading a tile (its pages, then its seams).
 import { select, childMask } from './lod.js';
-import { flatten } from './format.js';
+import { flatten, merge, Coords } from './format.js';
 import { triangles } from './gl.js';
 import { bboxPages } from './api.js';
 import { stitch } from './stitch.js';
@@ -108,11 +108,15 @@ export class Streamer {
       }
       if (tiles.get(key) !== t) return;
       let f = flatten(pages, t.attr);
-      if (f.edges || f.faces) f = await stitch(app.net, l, n, t, f);
+      // Edges and faces index across batches: one part for them (its
+      // quantized integers in one frame), then the seams.
+      if (f.edges || f.faces) f = await stitch(app.net, l, n, t, { ...f, parts: [merge(f.parts)] });
       if (tiles.get(key) !== t) return;
       const tris = f.faces && f.faceWidth >= 3 ? triangles(f.faces, f.faceWidth) : null;
-      // Uploaded when first drawn (the GL context may not exist yet).
-      Object.assign(t, { count: f.rows, edges: f.edges ? f.edges.length / 2 : 0, pos: f.pos, val: f.val, oid: f.oid, partial, state: 'ready', arrays: { pos: f.pos, val: f.val, oid: f.oid, edges: f.edges, tris } });
+      // Uploaded when first drawn (the GL context may not exist yet); the
+      // positions stay as they came, decoded on the CPU only when asked
+      // for (t.coords.pos: picking).
+      Object.assign(t, { count: f.rows, edges: f.edges ? f.edges.length / 2 : 0, faces: f.faces ? f.faces.length / f.faceWidth : 0, coords: new Coords(f.parts), val: f.val, oid: f.oid, partial, state: 'ready', arrays: { parts: f.parts, val: f.val, oid: f.oid, edges: f.edges, tris } });
       l.counts.set(countKey, f.rows);
       l.byNode.set(n.key, t);
       if (app.hooks.firstTileMs === null) app.hooks.firstTileMs = performance.now();

@@ -33,7 +33,7 @@ const MAX_DEFAULT_LAYERS = 8;
 // hooks: the page's state as the browser tests (and the console) read it.
 const hooks = {
   ready: false, firstPictureMs: null, firstDataMs: null, firstTileMs: null, settled: false, pending: 0,
-  drawn: {}, drawnLevels: {}, drawnEdges: {}, frames: 0,
+  drawn: {}, drawnLevels: {}, drawnEdges: {}, drawnFaces: {}, frames: 0,
 };
 window.__zvf = hooks;
 
