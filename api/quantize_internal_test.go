@@ -265,6 +265,63 @@ func TestQuantizeBitsAndLattice(t *testing.T) {
 	}
 }
 
+// TestQuantizePowerOfTwoKeepsCells is what the viewer's seams rely on
+// (web/static/layer.js, docs/binary-format.md): at a power-of-two P the
+// scale is exactly 2P and every value decodes into the cell [k·2P,
+// (k+1)·2P) it lies in, so no value crosses a multiple of 2P (one on it
+// decodes above it), whatever batch it comes in. Values on, just below
+// and just above such multiples, float32 and float64, several batches.
+func TestQuantizePowerOfTwoKeepsCells(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(25, 3))
+	var z quantizer
+	for _, dtype := range []string{"float32", "float64"} {
+		for e := -12; e <= 4; e += 4 {
+			p := math.Ldexp(1, e)
+			s := 2 * p
+			for batch := range 20 {
+				const rows, dims = 64, 3
+				base := math.Ldexp(float64(r.IntN(1<<12)-1<<11), e+1+r.IntN(6)) // a multiple of 2P, near or far from 0
+				vals := make([]float64, rows*dims)
+				for i := range vals {
+					v := base + s*float64(r.IntN(300))
+					switch i % 4 {
+					case 1:
+						v = math.Nextafter(v, math.Inf(-1))
+					case 2:
+						v = math.Nextafter(v, math.Inf(1))
+					case 3:
+						v += r.Float64() * s
+					}
+					if dtype == "float32" {
+						v = float64(float32(v))
+					}
+					vals[i] = v
+				}
+				col := column(t, dtype, dims, vals)
+				payload, bits, ok := z.quantize(&col, rows, dims, p)
+				if !ok {
+					t.Fatalf("%s P=%g batch %d: sent exact", dtype, p, batch)
+				}
+				got, err := dequantize(payload, bits, rows, dims)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for a := range dims {
+					if sc := math.Float64frombits(binary.LittleEndian.Uint64(payload[8*(dims+a):])); sc != s {
+						t.Fatalf("%s P=%g: scale %v, want exactly %v", dtype, p, sc, s)
+					}
+				}
+				for i, x := range vals {
+					if math.Floor(got[i]/s) != math.Floor(x/s) {
+						t.Fatalf("%s P=%g batch %d: %v decodes to %v, in another cell of %v", dtype, p, batch, x, got[i], s)
+					}
+				}
+			}
+		}
+	}
+}
+
 // FuzzQuantize: any bytes as any vertex type, any precision: quantize
 // never panics, and whatever it quantizes decodes within the precision.
 func FuzzQuantize(f *testing.F) {

@@ -125,6 +125,9 @@ func testLayers(t *testing.T, e *viewerEnv) {
 	if tiles.All == 0 || tiles.Precise != tiles.All {
 		t.Errorf("tile and seam requests %+v: want every one with a precision", tiles)
 	}
+	var fetched map[string]float64
+	b.value(`__zvf.requests.reduce((o, r) => { o[r.kind] = (o[r.kind] || 0) + (r.bytes || 0); return o; }, {})`, &fetched)
+	t.Logf("bytes fetched (decoded bodies): tiles %.0f, seams %.0f", fetched["tile"], fetched["seam"])
 	// Dequantized on the GPU: the positions go up as the integers the
 	// server sent (16 bits a value or fewer here, against 32 as float32)
 	// and no tile was decoded on the CPU (nothing asked: no pick yet).
