@@ -41,14 +41,21 @@ type demoStores struct {
 	cache   *cache.Cache
 }
 
-func newDemo(t *testing.T, extra bool) *demoStores {
+// memStorage is an in-memory bucket, closed when the test ends.
+func memStorage(t *testing.T) storage.Writer {
 	t.Helper()
-	ctx := context.Background()
-	mem, err := blobstore.Open(ctx, "mem://")
+	mem, err := blobstore.Open(context.Background(), "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mem.Close() })
+	return mem
+}
+
+func newDemo(t *testing.T, extra bool) *demoStores {
+	t.Helper()
+	ctx := context.Background()
+	mem := memStorage(t)
 	o := demo.Options{Seed: 1, Scale: 1}
 	infos, err := demo.Build(ctx, mem, o)
 	if err != nil {
@@ -300,11 +307,7 @@ func sumBytes(log []served) (n int) {
 func unboundedStore(t *testing.T) (s *zvf.Store, n int) {
 	t.Helper()
 	ctx := context.Background()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mem.Close() })
+	mem := memStorage(t)
 	var pos []float32
 	for x := 0; x <= 1000; x += 40 {
 		for y := 0; y <= 1000; y += 40 {

@@ -70,12 +70,26 @@ func setInput(b *browser, store, class, value string) {
 	b.eval(`(() => { const e = document.querySelector('.layer[data-store=` + jsString(store) + `] .` + class + `'); e.value = ` + jsString(value) + `; e.dispatchEvent(new Event('change')); })()`)
 }
 
+// unselect sets the layer's control class back to value, no selection:
+// the page then draws all of the layer's level 0 and the URL no longer
+// holds param.
+func unselect(t *testing.T, b *browser, store, class, value, param string, all int) {
+	t.Helper()
+	setInput(b, store, class, value)
+	b.settle()
+	if got := drawnAt0(t, b, store); got != all {
+		t.Errorf("with %s %q the page drew %d %s vertices; want all %d", class, value, got, store, all)
+	}
+	if loc := b.search(); strings.Contains(loc, param) {
+		t.Errorf("with %s %q the URL %q still holds %s", class, value, loc, param)
+	}
+}
+
 // drawnAt0 is what the page draws of the layer, failing unless it is all
 // level 0.
 func drawnAt0(t *testing.T, b *browser, name string) int {
 	t.Helper()
-	var levels map[string]map[string]int
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels := b.drawnLevels()
 	if len(levels[name]) != 1 || levels[name]["0"] == 0 {
 		t.Fatalf("%s drawn at levels %v; want level 0 alone", name, levels[name])
 	}
@@ -108,9 +122,7 @@ const neuronsAndAstrocytes = "cell_type IN ('neuron', 'astrocyte')"
 // have no cell_type), every tile asks with it, the hints list the
 // queryables, and clearing it draws every cell again.
 func testFilter(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells&c.cells=cell_type")
-	b.settle()
+	b := e.open(t, "stores=cells&c.cells=cell_type")
 	all := drawnAt0(t, b, "cells")
 	if all != e.level0["cells"] {
 		t.Fatalf("unfiltered, the page drew %d cells; want all %d", all, e.level0["cells"])
@@ -156,8 +168,7 @@ func testFilter(t *testing.T, e *viewerEnv) {
 	if len(filters) != 1 || filters[neuronsAndAstrocytes] == 0 {
 		t.Errorf("tile requests after the filter carried filters %v; want every one %q", filters, neuronsAndAstrocytes)
 	}
-	var loc string
-	b.value(`location.search`, &loc)
+	loc := b.search()
 	if v, _ := url.ParseQuery(strings.TrimPrefix(loc, "?")); v.Get("f.cells") != neuronsAndAstrocytes {
 		t.Errorf("URL %q does not hold the filter", loc)
 	}
@@ -167,24 +178,14 @@ func testFilter(t *testing.T, e *viewerEnv) {
 	b.page("viewer-filter.png")
 
 	// Cleared: every cell again, the URL without it.
-	setInput(b, "cells", "filter", "")
-	b.settle()
-	if got := drawnAt0(t, b, "cells"); got != all {
-		t.Errorf("with the filter cleared the page drew %d cells; want all %d", got, all)
-	}
-	b.value(`location.search`, &loc)
-	if strings.Contains(loc, "f.cells") {
-		t.Errorf("URL %q still holds the cleared filter", loc)
-	}
+	unselect(t, b, "cells", "filter", "", "f.cells", all)
 	b.noProblems()
 }
 
 // testBadFilter: a filter the server refuses shows its problem's detail
 // next to the layer, asks for no tiles and leaves the drawing as it was.
 func testBadFilter(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells,axons&f.cells=" + url.QueryEscape("cell_type = 'neuron'"))
-	b.settle()
+	b := e.open(t, "stores=cells,axons&f.cells="+url.QueryEscape("cell_type = 'neuron'"))
 	before := drawnAt0(t, b, "cells")
 	if want := serverCount(t, e, b, "cells", "&filter="+url.QueryEscape("cell_type = 'neuron'")); before != want {
 		t.Fatalf("filtered by cell_type = 'neuron' the page drew %d cells; the server counts %d", before, want)
@@ -209,7 +210,7 @@ func testBadFilter(t *testing.T, e *viewerEnv) {
 			t.Errorf("filter %q: the page asked for tiles with filters %v", bad, filters)
 		}
 		var loc string
-		b.value(`location.search`, &loc)
+		loc = b.search()
 		if v, _ := url.ParseQuery(strings.TrimPrefix(loc, "?")); v.Get("f.cells") != "cell_type = 'neuron'" {
 			t.Errorf("filter %q: URL %q; want the filter in use", bad, loc)
 		}
@@ -228,8 +229,7 @@ func testBadFilter(t *testing.T, e *viewerEnv) {
 	b = e.ch.tab(t, 1280, 800)
 	b.navigate(e.ts.URL + "/?stores=cells&lvl.cells=1")
 	b.settle()
-	var levels map[string]map[string]int
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels := b.drawnLevels()
 	before = levels["cells"]["1"]
 	lo, hi := layerBox(t, b, "cells")
 	var problem struct{ Detail string }
@@ -243,7 +243,7 @@ func testBadFilter(t *testing.T, e *viewerEnv) {
 	if got := b.text(`.layer[data-store="cells"] .lerr`); !strings.Contains(got, problem.Detail) {
 		t.Errorf("at level 1 the layer's error line says %q; want %q", got, problem.Detail)
 	}
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels = b.drawnLevels()
 	if len(levels["cells"]) != 1 || levels["cells"]["1"] != before || before == 0 {
 		t.Errorf("at level 1 with a refused filter the page drew %v; want the %d level-1 vertices it drew", levels["cells"], before)
 	}
@@ -256,9 +256,7 @@ func testBadFilter(t *testing.T, e *viewerEnv) {
 // testSampleSlider: the axons' slider draws what sample=F answers; points
 // have no slider.
 func testSampleSlider(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=axons,cells")
-	b.settle()
+	b := e.open(t, "stores=axons,cells")
 	var hidden map[string]bool
 	b.value(`({axons: document.querySelector('.layer[data-store="axons"] .lsample').hidden, cells: document.querySelector('.layer[data-store="cells"] .lsample').hidden})`, &hidden)
 	if hidden["axons"] || !hidden["cells"] {
@@ -278,8 +276,7 @@ func testSampleSlider(t *testing.T, e *viewerEnv) {
 	if _, samples := tileSelections(t, e.lg.since(start), "axons"); len(samples) != 1 || samples["0.3"] == 0 {
 		t.Errorf("tile requests after the slider carried samples %v; want every one 0.3", samples)
 	}
-	var loc string
-	b.value(`location.search`, &loc)
+	loc := b.search()
 	if !strings.Contains(loc, "s.axons=0.3") || strings.Contains(loc, "s.cells") {
 		t.Errorf("URL %q; want s.axons=0.3 alone", loc)
 	}
@@ -287,16 +284,8 @@ func testSampleSlider(t *testing.T, e *viewerEnv) {
 		t.Errorf("the slider reads %q; want 30 %%", out)
 	}
 	b.page("viewer-sample.png")
-	// Back at 1: every vertex again, no sample= in the URLs.
-	setInput(b, "axons", "sample", "1")
-	b.settle()
-	if got := drawnAt0(t, b, "axons"); got != all {
-		t.Errorf("at sample 1 the page drew %d axon vertices; want all %d", got, all)
-	}
-	b.value(`location.search`, &loc)
-	if strings.Contains(loc, "s.axons") {
-		t.Errorf("URL %q keeps a sample of 1", loc)
-	}
+	// Back at 1: every vertex again, no s.axons in the URL.
+	unselect(t, b, "axons", "sample", "1", "s.axons", all)
 	b.noProblems()
 }
 
@@ -304,9 +293,7 @@ func testSampleSlider(t *testing.T, e *viewerEnv) {
 // slider, drawing); a link with a filter the server refuses shows why and
 // draws the layer unfiltered.
 func testSelectionURL(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells,axons&f.cells=" + url.QueryEscape(neuronsAndAstrocytes) + "&s.axons=0.25")
-	b.settle()
+	b := e.open(t, "stores=cells,axons&f.cells="+url.QueryEscape(neuronsAndAstrocytes)+"&s.axons=0.25")
 	if got, want := drawnAt0(t, b, "cells"), serverCount(t, e, b, "cells", "&filter="+url.QueryEscape(neuronsAndAstrocytes)); got != want {
 		t.Errorf("cells from the URL's filter: drew %d; the server counts %d", got, want)
 	}
@@ -319,8 +306,7 @@ func testSelectionURL(t *testing.T, e *viewerEnv) {
 		t.Errorf("controls from the URL: %+v", ctl)
 	}
 	// The page writes back what it read.
-	var loc string
-	b.value(`location.search`, &loc)
+	loc := b.search()
 	v, _ := url.ParseQuery(strings.TrimPrefix(loc, "?"))
 	if v.Get("f.cells") != neuronsAndAstrocytes || v.Get("s.axons") != "0.25" {
 		t.Errorf("URL written back %q", loc)
@@ -341,9 +327,7 @@ func testSelectionURL(t *testing.T, e *viewerEnv) {
 // overview of its box in view, one disc per cell the server's density
 // counts; under a budget that fits it, none.
 func testDensityOverview(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells&budget=1000")
-	b.settle()
+	b := e.open(t, "stores=cells&budget=1000")
 	var ov map[string]struct {
 		URL      string
 		Level    int

@@ -49,6 +49,34 @@ func newViewerEnv(t *testing.T) *viewerEnv {
 	}}
 }
 
+// open is a fresh 1280×800 tab on the viewer at ?query, settled.
+func (e *viewerEnv) open(t *testing.T, query string) *browser {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?" + query)
+	b.settle()
+	return b
+}
+
+// search is the page's query string (the state it wrote to the URL).
+func (b *browser) search() string {
+	var s string
+	b.value(`location.search`, &s)
+	return s
+}
+
+// drawnLevels: each layer's vertices drawn, per level.
+func (b *browser) drawnLevels() map[string]map[string]int {
+	var levels map[string]map[string]int
+	b.value(`__zvf.drawnLevels`, &levels)
+	return levels
+}
+
+// pick clicks at (x, y) in the view and waits for the pick box to fill.
+func (b *browser) pick(x, y float64) {
+	b.click(x, y)
+	b.wait(`document.getElementById('picked').textContent.startsWith('layer ') && !document.getElementById('picked').textContent.includes('loading')`)
+}
+
 // TestViewerInBrowser drives the viewer in headless Chromium against the
 // real API over the demo stores (and a 2-million-point store, a damaged
 // and a broken one): every item of the viewer's contract is a subtest, a
@@ -90,15 +118,13 @@ func TestViewerInBrowser(t *testing.T) {
 // each layer visible, legends, the axis box, lit meshes, the URL, old
 // #store= links.
 func testLayers(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells,axons,skeletons,meshes&c.cells=cell_type&c.axons=fa")
-	b.settle()
+	b := e.open(t, "stores=cells,axons,skeletons,meshes&c.cells=cell_type&c.axons=fa")
 	// The whole block at full detail: each layer drew every level-0
 	// vertex exactly once (the tiles partition the store).
 	var drawn map[string]int
 	var levels map[string]map[string]int
 	b.value(`__zvf.drawn`, &drawn)
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels = b.drawnLevels()
 	for name, n := range e.level0 {
 		if drawn[name] != n || len(levels[name]) != 1 || levels[name]["0"] != n {
 			t.Errorf("%s: drew %d vertices (levels %v); want all %d of level 0", name, drawn[name], levels[name], n)
@@ -211,16 +237,15 @@ func testLayers(t *testing.T, e *viewerEnv) {
 	if n < 1500 || colours < 40 || top > 0.2 {
 		t.Errorf("meshes: %d pixels in %d colours, the commonest on %.1f%% of them; want a lit, shaded surface", n, colours, 100*top)
 	}
-	loc := ""
-	b.value(`location.search`, &loc)
+	loc := b.search()
 	if !strings.Contains(loc, "hide=cells,axons,skeletons") || !strings.Contains(loc, "c.cells=cell_type") {
 		t.Errorf("URL %q does not carry the layers' state", loc)
 	}
 	// Links from the single-store viewer still open what they showed.
 	b.navigate(e.ts.URL + "/#store=meshes&level=0")
 	b.settle()
-	b.value(`__zvf.drawnLevels`, &levels)
-	b.value(`location.search`, &loc)
+	levels = b.drawnLevels()
+	loc = b.search()
 	if len(levels) != 1 || levels["meshes"]["0"] != e.level0["meshes"] || !strings.HasPrefix(loc, "?stores=meshes&lvl.meshes=0") {
 		t.Errorf("#store=meshes&level=0 opened %q drawing %v", loc, levels)
 	}
@@ -272,7 +297,7 @@ func testStreaming(t *testing.T, e *viewerEnv) {
 	var drawn map[string]int
 	var levels map[string]map[string]int
 	b.value(`__zvf.drawn`, &drawn)
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels = b.drawnLevels()
 	if drawn["points"] > 1_000_000 || levels["points"]["0"] < 500_000 {
 		t.Errorf("drew %d vertices (%v); want level 0 where the camera looks, within the 1,000,000 budget", drawn["points"], levels["points"])
 	}
@@ -332,7 +357,7 @@ func testStreaming(t *testing.T, e *viewerEnv) {
 	// With a budget over the store, every vertex is drawn once.
 	b.eval(`(() => { const e = document.getElementById('budget'); e.value = '2500000'; e.dispatchEvent(new Event('change')); })()`)
 	b.settle()
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels = b.drawnLevels()
 	if levels["points"]["0"] != 2_000_000 || len(levels["points"]) != 1 {
 		t.Errorf("with a 2.5M budget the page drew %v; want all 2,000,000 level-0 points", levels["points"])
 	}
@@ -342,11 +367,8 @@ func testStreaming(t *testing.T, e *viewerEnv) {
 // testTilesPartition: vertices on the faces tiles share are drawn once,
 // not twice.
 func testTilesPartition(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=lattice")
-	b.settle()
-	var levels map[string]map[string]int
-	b.value(`__zvf.drawnLevels`, &levels)
+	b := e.open(t, "stores=lattice")
+	levels := b.drawnLevels()
 	if want := 41 * 41 * 41; len(levels["lattice"]) != 1 || levels["lattice"]["0"] != want {
 		t.Errorf("drew %v of the lattice; want its %d level-0 points once each", levels["lattice"], want)
 	}
@@ -393,11 +415,8 @@ func testCancelledRequests(t *testing.T, e *viewerEnv) {
 // testBudgetAcrossLayers: layers share the vertex budget; a fixed level
 // keeps to it too.
 func testBudgetAcrossLayers(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=points,cells,axons&budget=300000")
-	b.settle()
-	var levels map[string]map[string]int
-	b.value(`__zvf.drawnLevels`, &levels)
+	b := e.open(t, "stores=points,cells,axons&budget=300000")
+	levels := b.drawnLevels()
 	total := 0
 	for name, lv := range levels {
 		for _, n := range lv {
@@ -413,7 +432,7 @@ func testBudgetAcrossLayers(t *testing.T, e *viewerEnv) {
 	// A fixed level too: its tiles nearest the middle of the view.
 	b.navigate(e.ts.URL + "/?stores=points&lvl.points=0&budget=300000")
 	b.settle()
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels = b.drawnLevels()
 	if n := levels["points"]["0"]; n > 330_000 || n < 200_000 || len(levels["points"]) != 1 {
 		t.Errorf("level 0 with a 300,000 budget: drew %v", levels["points"])
 	}
@@ -423,9 +442,7 @@ func testBudgetAcrossLayers(t *testing.T, e *viewerEnv) {
 // testPicking: a click on a vertex shows its layer, level, object and
 // attributes, as the generated scene has them.
 func testPicking(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells,axons&c.cells=cell_type")
-	b.settle()
+	b := e.open(t, "stores=cells,axons&c.cells=cell_type")
 	for _, tc := range []struct {
 		layer     string
 		positions []float32 // the layer's level-0 vertices, as generated
@@ -451,8 +468,7 @@ func testPicking(t *testing.T, e *viewerEnv) {
 		}
 		b.value(`__zvf.vertexOnScreen(`+strconv.Quote(tc.layer)+`)`, &at)
 		b.eval(`document.getElementById('pickclose').click()`)
-		b.click(at.X, at.Y)
-		b.wait(`document.getElementById('picked').textContent.startsWith('layer ') && !document.getElementById('picked').textContent.includes('loading')`)
+		b.pick(at.X, at.Y)
 		var picked struct {
 			Store string
 			Level int
@@ -488,9 +504,7 @@ func testPicking(t *testing.T, e *viewerEnv) {
 // testFailingStores: a store that does not open, one that does not exist
 // and a damaged tile are each their layer's error; the rest draws.
 func testFailingStores(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells,broken,nosuch,damaged,meshes")
-	b.settle()
+	b := e.open(t, "stores=cells,broken,nosuch,damaged,meshes")
 	for name, want := range map[string]string{"broken": "422", "nosuch": "404", "damaged": "tile failed: level 0", "cells": "", "meshes": ""} {
 		got := b.text(`.layer[data-store="` + name + `"] .lerr`)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
@@ -515,9 +529,7 @@ func testFailingStores(t *testing.T, e *viewerEnv) {
 // testFindObject: an object is found, framed, highlighted, kept in the URL
 // and cleared with its layer.
 func testFindObject(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells,axons")
-	b.settle()
+	b := e.open(t, "stores=cells,axons")
 	b.eval(`document.getElementById('olayer').value = 'axons'; document.getElementById('oid').value = '3'; document.getElementById('oquery').click()`)
 	b.wait(`document.getElementById('oresult').textContent.startsWith('object 3 · axons · level 0')`)
 	b.settle()
@@ -556,7 +568,7 @@ func testFindObject(t *testing.T, e *viewerEnv) {
 	b.wait(`document.getElementById('oresult').textContent.startsWith('object 3 · axons')`)
 	b.eval(`document.querySelector('.layer[data-store="axons"] .rm').click()`)
 	b.wait(`document.getElementById('oresult').textContent === '' && document.getElementById('manifest').textContent === ''`)
-	b.value(`location.search`, &loc)
+	loc = b.search()
 	if strings.Contains(loc, "axons") {
 		t.Errorf("URL %q still names the removed layer", loc)
 	}
@@ -566,9 +578,7 @@ func testFindObject(t *testing.T, e *viewerEnv) {
 // testBoxQuery: a typed box gives the scene's counts and each answer's own
 // bytes; a drawn box is asked for and kept in the URL.
 func testBoxQuery(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells,axons")
-	b.settle()
+	b := e.open(t, "stores=cells,axons")
 	lo, hi := [3]float32{0, 0, 0}, [3]float32{400, 400, 300}
 	typed := e.lg.len()
 	b.eval(`document.getElementById('bmin').value = '0,0,0'; document.getElementById('bmax').value = '400,400,300'; document.getElementById('bquery').click()`)
@@ -632,8 +642,7 @@ func testBoxQuery(t *testing.T, e *viewerEnv) {
 	if !asked {
 		t.Errorf("no bbox request for the drawn box %v..%v", mn, mx)
 	}
-	loc := ""
-	b.value(`location.search`, &loc)
+	loc := b.search()
 	if !strings.Contains(loc, "box="+bmin+","+bmax) {
 		t.Errorf("URL %q lacks the box", loc)
 	}
@@ -646,13 +655,10 @@ func testBoxQuery(t *testing.T, e *viewerEnv) {
 func testStaleState(t *testing.T, e *viewerEnv) {
 	// The issue's case: colour by an attribute only level 0 has, then
 	// choose level 1. Canvas, legend and picker agree on level 1.
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells&c.cells=intensity")
-	b.settle()
+	b := e.open(t, "stores=cells&c.cells=intensity")
 	b.eval(`(() => { const s = document.querySelector('.layer[data-store="cells"] .level'); s.value = '1'; s.dispatchEvent(new Event('change')); })()`)
 	b.settle()
-	var levels map[string]map[string]int
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels := b.drawnLevels()
 	if len(levels["cells"]) != 1 || levels["cells"]["1"] == 0 {
 		t.Fatalf("level 1 chosen; drawn %v", levels["cells"])
 	}
@@ -664,8 +670,7 @@ func testStaleState(t *testing.T, e *viewerEnv) {
 	}
 	var at struct{ X, Y float64 }
 	b.value(`__zvf.vertexOnScreen('cells')`, &at)
-	b.click(at.X, at.Y)
-	b.wait(`document.getElementById('picked').textContent.startsWith('layer ') && !document.getElementById('picked').textContent.includes('loading')`)
+	b.pick(at.X, at.Y)
 	if p := b.text("#picked"); !strings.Contains(p, "level 1") || !strings.Contains(p, "level 1 holds no vertex attributes") {
 		t.Errorf("picked %q; want level 1 and its (absent) attributes", p)
 	}
@@ -676,9 +681,7 @@ func testStaleState(t *testing.T, e *viewerEnv) {
 // testNeuroglancerLink: each store links to the state its descriptor
 // offers, with absolute sources.
 func testNeuroglancerLink(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells,axons,broken")
-	b.settle()
+	b := e.open(t, "stores=cells,axons,broken")
 	var links struct{ Cells, Axons, Broken, CellsTitle, AxonsTitle string }
 	b.value(`(() => { const a = (s) => document.querySelector('.layer[data-store="' + s + '"] .ng'); const href = (s) => a(s).hidden ? '' : a(s).href;
 		return {Cells: href('cells'), Axons: href('axons'), Broken: href('broken'), CellsTitle: a('cells').title, AxonsTitle: a('axons').title}; })()`, &links)
@@ -763,11 +766,8 @@ func testLayerNames(t *testing.T, e *viewerEnv) {
 // the 98th percentile of the values drawn, not their extremes (the
 // skeletons' radii run from 0.3 to a few thick roots).
 func testColourRange(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=skeletons&c.skeletons=radius")
-	b.settle()
-	var levels map[string]map[string]int
-	b.value(`__zvf.drawnLevels`, &levels)
+	b := e.open(t, "stores=skeletons&c.skeletons=radius")
+	levels := b.drawnLevels()
 	if n := e.level0["skeletons"]; len(levels["skeletons"]) != 1 || levels["skeletons"]["0"] != n {
 		t.Fatalf("drew %v; the test wants every level-0 skeleton vertex (%d)", levels["skeletons"], n)
 	}
@@ -792,8 +792,7 @@ func testColourRange(t *testing.T, e *viewerEnv) {
 	if math.Abs(a-lo) > 1e-3*lo || math.Abs(z-hi) > 1e-3*hi {
 		t.Errorf("colour range %q; want the 2nd to 98th percentile of the radii, %.4g to %.4g (they span %g to %g)", got, lo, hi, radii[0], radii[len(radii)-1])
 	}
-	loc := ""
-	b.value(`location.search`, &loc)
+	loc := b.search()
 	if !strings.Contains(loc, "range.skeletons="+got[0]+","+got[1]) {
 		t.Errorf("URL %q lacks the range %q", loc, got)
 	}
@@ -804,9 +803,7 @@ func testColourRange(t *testing.T, e *viewerEnv) {
 // testRequestLog: the page's request log keeps the latest requests, not
 // every request of the tab's life.
 func testRequestLog(t *testing.T, e *viewerEnv) {
-	b := e.ch.tab(t, 1280, 800)
-	b.navigate(e.ts.URL + "/?stores=cells")
-	b.settle()
+	b := e.open(t, "stores=cells")
 	type state struct{ Made, Kept, Max int }
 	read := `({Made: __zvf.net.requests, Kept: __zvf.requests.length, Max: __zvf.net.logMax})`
 	var before, after state
@@ -849,8 +846,7 @@ func testMeasuredBounds(t *testing.T, e *viewerEnv) {
 			pages++
 		}
 	}
-	var levels map[string]map[string]int
-	b.value(`__zvf.drawnLevels`, &levels)
+	levels := b.drawnLevels()
 	if levels["unbounded"]["0"] != n || pages < 2 {
 		t.Errorf("drew %v of the %d points, measuring the store in %d pages; want them all", levels["unbounded"], n, pages)
 	}
