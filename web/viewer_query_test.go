@@ -209,8 +209,7 @@ func testBadFilter(t *testing.T, e *viewerEnv) {
 		if filters, _ := tileSelections(t, e.lg.since(start), "cells"); len(filters) != 0 {
 			t.Errorf("filter %q: the page asked for tiles with filters %v", bad, filters)
 		}
-		var loc string
-		loc = b.search()
+		loc := b.search()
 		if v, _ := url.ParseQuery(strings.TrimPrefix(loc, "?")); v.Get("f.cells") != "cell_type = 'neuron'" {
 			t.Errorf("filter %q: URL %q; want the filter in use", bad, loc)
 		}
