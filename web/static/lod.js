@@ -189,7 +189,7 @@ export class Grid {
 
 // pow2Divisor is the largest power of two x is a whole multiple of
 // (Infinity for 0): every finite float is one.
-export function pow2Divisor(x) {
+function pow2Divisor(x) {
   if (x === 0) return Infinity;
   if (!Number.isFinite(x)) return 0;
   let e = 2 ** Math.ceil(Math.log2(Math.abs(x)));
