@@ -2,10 +2,8 @@ package neuroglancer_test
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -148,89 +146,48 @@ func BenchmarkSkeletonWarm(b *testing.B) {
 }
 
 // BenchmarkMultilodBytes replays what Neuroglancer fetches to show every
-// mesh of the demo's mesh store at a given pixel size (store units per
-// pixel), and reports the bytes each mesh source sends: legacy (info, each
-// object's fragment list and fragment, zstd-encoded as Chromium takes
-// them) against multilod (info, each object's manifest and the fragments
-// of the LODs drawn, by Range, never encoded). Neuroglancer's choice
-// (mesh/multiscale.ts) at its default target of 1 pixel: it draws the top
-// LOD and each finer one while the pixel size is below the LOD's
-// lod_scale, fetching every LOD it passes. The replay takes every segment
-// as visible at one pixel size (as an orthographic view; in perspective,
-// farther segments get coarser LODs still). 1.5 µm/px is about the
-// browser test's default view of the demo (its 1000 µm box in a 1000 px
-// panel); there the browser test counts the real requests.
+// mesh of a mesh store (replayMeshView) and reports the bytes each mesh
+// source sends, legacy against multilod: for the demo's meshes and the
+// connectome store, at Neuroglancer's default view of the store's box in
+// the browser test's panel (view=default, which the browser test checks
+// against the real requests) and with every segment at one pixel size
+// (px=…, store units per pixel as Neuroglancer reckons it: half a screen
+// pixel, see meshView).
 func BenchmarkMultilodBytes(b *testing.B) {
-	ctx := context.Background()
 	ch := cache.New(256 << 20)
-	var st *zvf.Store
+	var demoMeshes *zvf.Store
 	for _, s := range demoStores(b, ch) {
 		if s.Name() == "meshes" {
-			st = s
+			demoMeshes = s
 		}
 	}
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{st}, Cache: ch})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := srv.Handler()
-	fetch := func(path string, hdr ...string) []byte {
-		req := httptest.NewRequest(http.MethodGet, "http://x"+path, nil)
-		req.Header.Set("Accept-Encoding", "gzip, deflate, br, zstd")
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
+	for _, sc := range []struct {
+		st  *zvf.Store
+		pxs []float64
+	}{
+		{demoMeshes, []float64{0.75, 8, 64, 256}},
+		{connectomeStore(b, ch), []float64{25, 50, 100, 200, 400}},
+	} {
+		srv, err := api.New(api.Options{Stores: []*zvf.Store{sc.st}, Cache: ch})
+		if err != nil {
+			b.Fatal(err)
 		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != http.StatusOK && w.Code != http.StatusPartialContent {
-			b.Fatalf("%s: %d %s", path, w.Code, w.Body.Bytes())
+		h := srv.Handler()
+		views := []meshView{defaultMeshView(sc.st)}
+		for _, px := range sc.pxs {
+			views = append(views, meshView{px: px})
 		}
-		return w.Body.Bytes()
-	}
-	l0, err := st.Level(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var ids []int64
-	for id := range l0.Info().ObjectCount {
-		if ok, err := l0.HasObject(ctx, id); err != nil || ok {
-			ids = append(ids, id)
-		}
-	}
-	for _, px := range []float64{1.5, 8, 64, 256} {
-		b.Run(fmt.Sprintf("px=%g", px), func(b *testing.B) {
-			var legacy, multilod int
-			for range b.N {
-				legacy = len(fetch("/ng/meshes/meshes/info"))
-				multilod = len(fetch("/ng/meshes/multilod/info"))
-				for _, id := range ids {
-					legacy += len(fetch(fmt.Sprintf("/ng/meshes/meshes/%d:0", id)))
-					legacy += len(fetch(fmt.Sprintf("/ng/meshes/meshes/frag/%d", id)))
-					index := fetch(fmt.Sprintf("/ng/meshes/multilod/%d.index", id))
-					multilod += len(index)
-					// The manifest's LOD count, scales and fragment sizes
-					// (one node per LOD, as zvfserve writes them).
-					n := int(binary.LittleEndian.Uint32(index[24:]))
-					sizes := index[len(index)-16*n:]
-					start := make([]int, n+1)
-					for z := range n {
-						start[z+1] = start[z] + int(binary.LittleEndian.Uint32(sizes[16*z+12:]))
-					}
-					for z := n - 1; z >= 0; z-- {
-						if size := start[z+1] - start[z]; size > 0 {
-							multilod += len(fetch(fmt.Sprintf("/ng/meshes/multilod/%d", id), "Range", fmt.Sprintf("bytes=%d-%d", start[z], start[z+1]-1)))
-						}
-						scale := math.Float32frombits(binary.LittleEndian.Uint32(index[28+4*z:]))
-						if !(px < float64(scale)) {
-							break
-						}
-					}
+		for _, v := range views {
+			b.Run(sc.st.Name()+"/"+v.String(), func(b *testing.B) {
+				var legacy, multilod int64
+				for range b.N {
+					legacy, multilod = replayMeshView(b, h, sc.st, v)
 				}
-			}
-			b.ReportMetric(float64(legacy), "legacy-B")
-			b.ReportMetric(float64(multilod), "multilod-B")
-			b.ReportMetric(float64(legacy)/float64(multilod), "x-fewer")
-		})
+				b.ReportMetric(float64(legacy), "legacy-B")
+				b.ReportMetric(float64(multilod), "multilod-B")
+				b.ReportMetric(float64(legacy)/float64(multilod), "x-fewer")
+			})
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package neuroglancer_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -188,6 +189,8 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	ch := cache.New(512 << 20)
 	stores := append(append(fixtureStores(t), largeIDStores(t)...), demoStores(t, ch)...)
 	stores = append(stores, apitest.Open(t, "../../testdata/zvf-0.9/mesh_v09.zarrvectors", "mesh_v09", ch))
+	connectome := connectomeStore(t, ch)
+	stores = append(stores, connectome)
 	// Without --public-url the descriptor's sources are absolute URLs on
 	// the address the request came to: the states below are opened as the
 	// descriptor gives them.
@@ -224,6 +227,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	}
 
 	meshBytes := map[string]int64{} // by case: what the mesh source's requests took
+	meshDrawn := map[string]int{}   // by case: the lit pixels of the mesh cases
 	for _, tc := range []struct {
 		name   string
 		stores []string // whose descriptors' states to open, all layers shown
@@ -244,6 +248,13 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		link bool
 		// sharded: the stores come from the server with --ng-sharded=always.
 		sharded bool
+		// view: the store whose box the 3-D view opens on, as Neuroglancer
+		// opens on a box it knows (a mesh source alone has none), in
+		// nanometres; the mesh bytes must be what replayMeshView counts.
+		view *zvf.Store
+		// minDrawn: the lit pixels the 3-D panel must show (0: a
+		// thousandth of it).
+		minDrawn int
 	}{
 		{name: "points", stores: []string{"points_pyramid"}, want: []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/spatial0/\d+_\d+_\d+$`,
@@ -266,6 +277,14 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				`^/ng/skeletons/skeletons/\d+$`, `^/ng/meshes/multilod/\d+\.index$`, `^/ng/meshes/multilod/\d+$`}},
 		{name: "demo with legacy meshes", stores: []string{"cells", "axons", "skeletons", "meshes"}, swap: "meshes", mesh: "/ng/meshes/meshes/",
 			want: []string{`^/ng/meshes/meshes/\d+:0$`, `^/ng/meshes/meshes/frag/\d+$`}},
+		// The connectome store at the default view of its box: segments
+		// drawn at coarse LODs. Its neurites are under a pixel thick at
+		// this zoom, so the panel is mostly black: what multilod draws is
+		// checked against what the full meshes draw, below.
+		{name: "connectome", stores: []string{"connectome"}, mesh: "/ng/connectome/multilod/", view: connectome, minDrawn: 200,
+			want: []string{`^/ng/connectome/multilod/\d+\.index$`, `^/ng/connectome/multilod/\d+$`}},
+		{name: "connectome with legacy meshes", stores: []string{"connectome"}, swap: "meshes", mesh: "/ng/connectome/meshes/", view: connectome, minDrawn: 200,
+			want: []string{`^/ng/connectome/meshes/\d+:0$`, `^/ng/connectome/meshes/frag/\d+$`}},
 		{name: "viewer link", viewer: "cells", want: []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/spatial0/0_0_0$`}},
 		// The density volume as an image layer: a heat map of the cells
 		// in a cross-section.
@@ -350,6 +369,13 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				if tc.zoom != 0 {
 					state["crossSectionScale"] = tc.zoom
 				}
+				if tc.view != nil {
+					v := defaultMeshView(tc.view)
+					nm := []any{1e-9, "m"}
+					state["dimensions"] = map[string]any{"x": nm, "y": nm, "z": nm}
+					state["position"] = v.centre
+					state["projectionScale"] = v.projectionScale
+				}
 				var out []any
 				for _, l := range layers {
 					if !tc.link || l.Type != "annotation" {
@@ -397,8 +423,8 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			saveShot(t, "neuroglancer-"+tc.name+".png", shot)
 			drawn, total := litPixels(t, shot)
 			t.Logf("%s: %v; %d of %d pixels drawn", tc.name, st["chunks"], drawn, total)
-			if drawn < total/1000 {
-				t.Fatalf("the 3-D panel is blank: %d of %d pixels drawn", drawn, total)
+			if minDrawn := cmp.Or(tc.minDrawn, total/1000); drawn < minDrawn {
+				t.Fatalf("the 3-D panel is blank: %d of %d pixels drawn, want %d", drawn, total, minDrawn)
 			}
 			if c := colouredPixels(t, shot); float64(c) < tc.colour*float64(total) {
 				t.Fatalf("%d of %d pixels coloured, want %.0f%%", c, total, 100*tc.colour)
@@ -410,7 +436,13 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 						meshBytes[tc.name] += n
 					}
 				}
+				meshDrawn[tc.name] = drawn
 				t.Logf("%s: %d bytes", tc.mesh, meshBytes[tc.name])
+				// The benchmark's replay of Neuroglancer's LOD choice
+				// assumes this panel.
+				if img, err := png.DecodeConfig(bytes.NewReader(shot)); err != nil || img.Width != ngPanel[0] || img.Height != ngPanel[1] {
+					t.Errorf("the 3-D panel is %d × %d (%v), replayMeshView takes %v", img.Width, img.Height, err, ngPanel)
+				}
 			}
 			for _, re := range tc.want {
 				rx := regexp.MustCompile(re)
@@ -431,12 +463,30 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			}
 		})
 	}
-	if legacy, multilod := meshBytes["demo with legacy meshes"], meshBytes["demo"]; legacy > 0 && multilod > 0 {
-		// docs/performance.md reports this number.
-		t.Logf("the demo's meshes at Neuroglancer's default zoom: legacy %d bytes, multilod %d bytes (%.1f× fewer)",
-			legacy, multilod, float64(legacy)/float64(multilod))
-		if multilod >= legacy {
-			t.Errorf("multilod meshes took %d bytes, legacy %d", multilod, legacy)
+	// docs/performance.md reports these numbers; the benchmark's replay
+	// (BenchmarkMultilodBytes/…/view=default) must count the same bytes.
+	for _, c := range []struct {
+		name string
+		st   *zvf.Store
+		want float64 // at least this many times fewer bytes
+	}{{"demo", storeNamed(t, stores, "meshes"), 1}, {"connectome", connectome, 5}} {
+		legacy, multilod := meshBytes[c.name+" with legacy meshes"], meshBytes[c.name]
+		if legacy == 0 || multilod == 0 {
+			continue
+		}
+		t.Logf("%s meshes at Neuroglancer's default view: legacy %d bytes, multilod %d bytes (%.1f× fewer)",
+			c.name, legacy, multilod, float64(legacy)/float64(multilod))
+		if float64(legacy) < c.want*float64(multilod) {
+			t.Errorf("%s: multilod meshes took %d bytes, legacy %d: want %g× fewer", c.name, multilod, legacy, c.want)
+		}
+		// The coarse LODs draw about what the full meshes draw: no
+		// neurite collapses away.
+		if d, full := meshDrawn[c.name], meshDrawn[c.name+" with legacy meshes"]; 10*d < 9*full {
+			t.Errorf("%s: multilod meshes light %d pixels, legacy meshes %d", c.name, d, full)
+		}
+		rl, rm := replayMeshView(t, srv.Handler(), c.st, defaultMeshView(c.st))
+		if rl != legacy || rm != multilod {
+			t.Errorf("%s: the replay counts legacy %d and multilod %d bytes, the browser fetched %d and %d", c.name, rl, rm, legacy, multilod)
 		}
 	}
 }
