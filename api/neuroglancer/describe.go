@@ -3,6 +3,7 @@ package neuroglancer
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf"
@@ -18,9 +19,13 @@ type Description struct {
 }
 
 // State is a Neuroglancer viewer state (the JSON after "#!" in its URL).
+// A mesh store's state also says where to look (see meshView).
 type State struct {
-	Layers []Layer `json:"layers"`
-	Layout string  `json:"layout"`
+	Dimensions      map[string][2]any `json:"dimensions,omitempty"`
+	Position        []float64         `json:"position,omitempty"`
+	ProjectionScale float64           `json:"projectionScale,omitempty"`
+	Layers          []Layer           `json:"layers"`
+	Layout          string            `json:"layout"`
 }
 
 // Layer is one layer of a State.
@@ -74,6 +79,7 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 		// viewers that predate it.
 		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: name("meshes"), Source: src("multilod"),
 			Segments: objects})
+		meshView(d.State, st.Info())
 	default:
 		lines := Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"), Shader: annotationShader(kindOf(st, "annotations"), l0)}
 		if kindOf(st, "annotations") == kindPolyline {
@@ -96,6 +102,43 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 		}
 	}
 	return d
+}
+
+// meshView points a mesh store's state at the store's box. A mesh source
+// gives Neuroglancer no bounds, so on its own Neuroglancer opens on a
+// 1 µm box at the origin; the state opens it as on a box it knows: the
+// mesh source's dimensions (x, y, z, as its transform maps the store's
+// first three axes) in the store's units, the box's centre, and its widest
+// extent in the smallest unit rounded up to a power of two.
+func meshView(s *State, info *zvf.Info) {
+	b := info.Bounds
+	if len(info.Axes) < 3 || len(b[0]) < 3 || len(b[1]) < 3 {
+		return
+	}
+	dims, _ := dimensions(info.Axes)
+	nm := nanometresPer(dims)
+	canonical := min(nm[0], nm[1], nm[2])
+	s.Dimensions = map[string][2]any{}
+	widest := 0.0
+	for a, name := range []string{"x", "y", "z"} {
+		scale := dims[a].scale
+		if dims[a].unit != "m" {
+			scale = 1e-9 // the mesh transform takes such a unit as a nanometre
+		}
+		s.Dimensions[name] = [2]any{scale, "m"}
+		s.Position = append(s.Position, (b[0][a]+b[1][a])/2)
+		widest = max(widest, (b[1][a]-b[0][a])*nm[a]/canonical)
+	}
+	s.ProjectionScale = 1
+	if widest > 0 && !math.IsInf(widest, 0) {
+		s.ProjectionScale = math.Exp2(math.Ceil(math.Log2(widest)))
+	}
+	for _, v := range s.Position {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			s.Dimensions, s.Position, s.ProjectionScale = nil, nil, 0
+			return
+		}
+	}
 }
 
 func has(list []string, s string) bool {

@@ -698,3 +698,50 @@ func TestMultilodLevelsKeepObjectIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestMeshStateOpensOnTheStore: a mesh source tells Neuroglancer no
+// bounds, so a mesh store's ready state says where to look, or
+// Neuroglancer opens on a 1 µm box at the origin. The state names the mesh
+// source's dimensions (x, y, z) in the store's unit, centres the store's
+// box and shows its widest extent rounded up to a power of two, as
+// Neuroglancer opens on a box it knows.
+func TestMeshStateOpensOnTheStore(t *testing.T) {
+	ch := cache.New(256 << 20)
+	for _, tc := range []struct {
+		st       *zvf.Store
+		unit     float64
+		position []float64
+		scale    float64
+	}{
+		{storeNamed(t, demoStores(t, ch), "meshes"), 1e-6, nil, 1024},
+		{connectomeStore(t, ch), 1e-9, []float64{30000, 30000, 30000}, 65536},
+	} {
+		t.Run(tc.st.Name(), func(t *testing.T) {
+			_, ts := newServer(t, api.Options{Stores: []*zvf.Store{tc.st}})
+			var d struct {
+				Neuroglancer struct {
+					State struct {
+						Dimensions      map[string][2]any `json:"dimensions"`
+						Position        []float64         `json:"position"`
+						ProjectionScale float64           `json:"projectionScale"`
+					} `json:"state"`
+				} `json:"neuroglancer"`
+			}
+			if err := json.Unmarshal(apitest.MustGet(t, ts, "/api/v1/stores/"+tc.st.Name()), &d); err != nil {
+				t.Fatal(err)
+			}
+			s := d.Neuroglancer.State
+			want := tc.position
+			if want == nil {
+				b := tc.st.Info().Bounds
+				for a := range 3 {
+					want = append(want, (b[0][a]+b[1][a])/2)
+				}
+			}
+			if fmt.Sprint(s.Dimensions) != fmt.Sprint(map[string][2]any{"x": {tc.unit, "m"}, "y": {tc.unit, "m"}, "z": {tc.unit, "m"}}) ||
+				!slices.Equal(s.Position, want) || s.ProjectionScale != tc.scale {
+				t.Errorf("state dimensions %v, position %v, projectionScale %v; want %g m, %v, %v", s.Dimensions, s.Position, s.ProjectionScale, tc.unit, want, tc.scale)
+			}
+		})
+	}
+}
