@@ -148,11 +148,11 @@ func BenchmarkSkeletonWarm(b *testing.B) {
 // BenchmarkMultilodBytes replays what Neuroglancer fetches to show every
 // mesh of a mesh store (replayMeshView) and reports the bytes each mesh
 // source sends, legacy against multilod: for the demo's meshes and the
-// connectome store, at Neuroglancer's default view of the store's box in
-// the browser test's panel (view=default, which the browser test checks
-// against the real requests) and with every segment at one pixel size
-// (px=…, store units per pixel as Neuroglancer reckons it: half a screen
-// pixel, see meshView).
+// connectome store, at the view the store's ready state opens on, the
+// store's box, in the browser test's panel (view=default, which the
+// browser test checks against the real requests), and with every segment
+// at one pixel size (px=…, store units per pixel as Neuroglancer reckons
+// it: half a screen pixel, see meshView.pixel).
 func BenchmarkMultilodBytes(b *testing.B) {
 	ch := cache.New(256 << 20)
 	var demoMeshes *zvf.Store
@@ -173,7 +173,7 @@ func BenchmarkMultilodBytes(b *testing.B) {
 			b.Fatal(err)
 		}
 		h := srv.Handler()
-		views := []meshView{defaultMeshView(sc.st)}
+		views := []meshView{stateMeshView(b, h, sc.st.Name())}
 		for _, px := range sc.pxs {
 			views = append(views, meshView{px: px})
 		}

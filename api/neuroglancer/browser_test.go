@@ -248,10 +248,6 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		link bool
 		// sharded: the stores come from the server with --ng-sharded=always.
 		sharded bool
-		// view: the store whose box the 3-D view opens on, as Neuroglancer
-		// opens on a box it knows (a mesh source alone has none), in
-		// nanometres; the mesh bytes must be what replayMeshView counts.
-		view *zvf.Store
 		// minDrawn: the lit pixels the 3-D panel must show (0: a
 		// thousandth of it).
 		minDrawn int
@@ -281,9 +277,9 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		// drawn at coarse LODs. Its neurites are under a pixel thick at
 		// this zoom, so the panel is mostly black: what multilod draws is
 		// checked against what the full meshes draw, below.
-		{name: "connectome", stores: []string{"connectome"}, mesh: "/ng/connectome/multilod/", view: connectome, minDrawn: 200,
+		{name: "connectome", stores: []string{"connectome"}, mesh: "/ng/connectome/multilod/", minDrawn: 200,
 			want: []string{`^/ng/connectome/multilod/\d+\.index$`, `^/ng/connectome/multilod/\d+$`}},
-		{name: "connectome with legacy meshes", stores: []string{"connectome"}, swap: "meshes", mesh: "/ng/connectome/meshes/", view: connectome, minDrawn: 200,
+		{name: "connectome with legacy meshes", stores: []string{"connectome"}, swap: "meshes", mesh: "/ng/connectome/meshes/", minDrawn: 200,
 			want: []string{`^/ng/connectome/meshes/\d+:0$`, `^/ng/connectome/meshes/frag/\d+$`}},
 		{name: "viewer link", viewer: "cells", want: []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/spatial0/0_0_0$`}},
 		// The density volume as an image layer: a heat map of the cells
@@ -345,6 +341,10 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 					if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &d) != nil || d.Neuroglancer == nil {
 						t.Fatalf("descriptor of %s: %d %.300s", name, resp.StatusCode, body)
 					}
+					if st := d.Neuroglancer.State; len(tc.stores) == 1 && st.ProjectionScale > 0 {
+						// Where a mesh store's state looks.
+						state["dimensions"], state["position"], state["projectionScale"] = st.Dimensions, st.Position, st.ProjectionScale
+					}
 					for _, l := range d.Neuroglancer.State.Layers {
 						if len(tc.stores) == 1 {
 							l.Visible = nil // every source of the store, the hidden ones too
@@ -368,13 +368,6 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				}
 				if tc.zoom != 0 {
 					state["crossSectionScale"] = tc.zoom
-				}
-				if tc.view != nil {
-					v := defaultMeshView(tc.view)
-					nm := []any{1e-9, "m"}
-					state["dimensions"] = map[string]any{"x": nm, "y": nm, "z": nm}
-					state["position"] = v.centre
-					state["projectionScale"] = v.projectionScale
 				}
 				var out []any
 				for _, l := range layers {
@@ -484,7 +477,10 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		if d, full := meshDrawn[c.name], meshDrawn[c.name+" with legacy meshes"]; 10*d < 9*full {
 			t.Errorf("%s: multilod meshes light %d pixels, legacy meshes %d", c.name, d, full)
 		}
-		rl, rm := replayMeshView(t, srv.Handler(), c.st, defaultMeshView(c.st))
+		// The demo's four stores open on their annotations' box; the
+		// meshes' state on the meshes' box; every segment is drawn at
+		// LOD 0 at both.
+		rl, rm := replayMeshView(t, srv.Handler(), c.st, stateMeshView(t, srv.Handler(), c.st.Name()))
 		if rl != legacy || rm != multilod {
 			t.Errorf("%s: the replay counts legacy %d and multilod %d bytes, the browser fetched %d and %d", c.name, rl, rm, legacy, multilod)
 		}

@@ -2,6 +2,7 @@ package neuroglancer_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -160,27 +161,38 @@ var ngPanel = [2]int{1000, 510}
 // has it, for replaying which LODs it fetches: either every segment at one
 // pixel size px (store units), or the panel ngPanel looking along +z at
 // centre with projectionScale (the panel's height at centre, store units)
-// and no rotation, the view Neuroglancer opens on a box.
+// and no rotation, as a store's ready state opens it.
 type meshView struct {
 	px              float64
 	centre          [3]float64
 	projectionScale float64
 }
 
-// defaultMeshView is the view Neuroglancer opens on st's box (its
-// TrackableProjectionZoom default): centred on it, projectionScale the
-// box's widest extent rounded up to a power of two (in store units, which
-// the states here make Neuroglancer's canonical unit).
-func defaultMeshView(st *zvf.Store) meshView {
-	bounds := st.Info().Bounds
-	var v meshView
-	widest := 0.0
-	for a := range 3 {
-		v.centre[a] = (bounds[0][a] + bounds[1][a]) / 2
-		widest = max(widest, bounds[1][a]-bounds[0][a])
+// stateMeshView is the view the ready state of store name (as h serves
+// its descriptor) opens on, with Neuroglancer's perspective panel; its
+// axes must share one unit, so the state's units are store units.
+func stateMeshView(t testing.TB, h http.Handler, name string) meshView {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "http://x/api/v1/stores/"+name, nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	var d struct {
+		Neuroglancer struct {
+			State struct {
+				Dimensions      map[string][2]any `json:"dimensions"`
+				Position        []float64         `json:"position"`
+				ProjectionScale float64           `json:"projectionScale"`
+			} `json:"state"`
+		} `json:"neuroglancer"`
 	}
-	v.projectionScale = math.Exp2(math.Ceil(math.Log2(widest)))
-	return v
+	if err := json.Unmarshal(w.Body.Bytes(), &d); err != nil {
+		t.Fatalf("descriptor of %s: %d %v", name, w.Code, err)
+	}
+	s := d.Neuroglancer.State
+	if len(s.Position) != 3 || !(s.ProjectionScale > 0) || s.Dimensions["x"] != s.Dimensions["y"] || s.Dimensions["x"] != s.Dimensions["z"] {
+		t.Fatalf("store %s's state opens on no view of one unit: %+v", name, s)
+	}
+	return meshView{centre: [3]float64(s.Position), projectionScale: s.ProjectionScale}
 }
 
 func (v meshView) String() string {
