@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/cache"
