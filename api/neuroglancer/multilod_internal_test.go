@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf"
 )
 
 // TestNearestIndexMatchesBruteForce: the k-d tree finds the nearest point,
@@ -236,5 +238,54 @@ func TestSegmentGrid(t *testing.T) {
 		if _, err := newSegmentGrid("s", 1, []lodMesh{{pos: []float64{0, 0, bad}}}); err == nil {
 			t.Errorf("vertex coordinate %v: no error", bad)
 		}
+	}
+}
+
+// TestMeshViewUnits: a mesh store's state looks at the store's box in the
+// mesh source's dimensions, whatever the store's units: an axis without a
+// length unit is a nanometre (as the mesh transform takes it), and the
+// projection scale counts the smallest unit; a box it cannot place leaves
+// the state without a view.
+func TestMeshViewUnits(t *testing.T) {
+	box := func(lo, hi float64) [2][]float64 { return [2][]float64{{lo, lo, lo}, {hi, hi, hi}} }
+	for _, tc := range []struct {
+		name   string
+		units  []string
+		bounds [2][]float64
+		scales []any   // x, y, z dimension scales
+		ps     float64 // projectionScale
+	}{
+		{"micrometres", []string{"micrometer", "micrometer", "micrometer"}, box(0, 1000), []any{1e-6, 1e-6, 1e-6}, 1024},
+		{"no unit", []string{"", "", ""}, box(-10, 10), []any{1e-9, 1e-9, 1e-9}, 32},
+		{"mixed", []string{"micrometer", "micrometer", "nanometer"}, [2][]float64{{0, 0, 0}, {3, 2, 500}}, []any{1e-6, 1e-6, 1e-9}, 4096},
+		{"a point", []string{"nanometer", "nanometer", "nanometer"}, box(5, 5), []any{1e-9, 1e-9, 1e-9}, 1},
+		{"unbounded", []string{"nanometer", "nanometer", "nanometer"}, [2][]float64{{0, 0, 0}, {math.Inf(1), 1, 1}}, nil, 0},
+		{"no bounds", []string{"nanometer", "nanometer", "nanometer"}, [2][]float64{}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := &zvf.Info{Bounds: tc.bounds}
+			for i, u := range tc.units {
+				info.Axes = append(info.Axes, zvf.Axis{Name: string(rune('a' + i)), Unit: u})
+			}
+			var s State
+			meshView(&s, info)
+			if tc.scales == nil {
+				if s.Dimensions != nil || s.Position != nil || s.ProjectionScale != 0 {
+					t.Fatalf("state %+v for a box it cannot place", s)
+				}
+				return
+			}
+			for i, name := range []string{"x", "y", "z"} {
+				if s.Dimensions[name] != [2]any{tc.scales[i], "m"} {
+					t.Errorf("dimension %s %v, want [%v m]", name, s.Dimensions[name], tc.scales[i])
+				}
+				if want := (tc.bounds[0][i] + tc.bounds[1][i]) / 2; s.Position[i] != want {
+					t.Errorf("position %v, want %v on axis %d", s.Position, want, i)
+				}
+			}
+			if s.ProjectionScale != tc.ps {
+				t.Errorf("projectionScale %v, want %v", s.ProjectionScale, tc.ps)
+			}
+		})
 	}
 }
