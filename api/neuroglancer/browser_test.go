@@ -462,7 +462,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		name string
 		st   *zvf.Store
 		want float64 // at least this many times fewer bytes
-	}{{"demo", storeNamed(t, stores, "meshes"), 1}, {"connectome", connectome, 5}} {
+	}{{"demo", storeNamed(t, stores, "meshes"), 2}, {"connectome", connectome, 5}} {
 		legacy, multilod := meshBytes[c.name+" with legacy meshes"], meshBytes[c.name]
 		if legacy == 0 || multilod == 0 {
 			continue
