@@ -148,11 +148,20 @@ type staticBuffers struct {
 // includes the decompression and the dequantization; the size returned is
 // what came over the wire.
 func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, prec float64, via *link, bufs *staticBuffers) (time.Duration, int64, int64, error) {
+	return serverColdHook(ctx, c, st, lo, hi, prec, via, bufs, nil)
+}
+
+// serverColdHook is serverCold calling started (when not nil) once the
+// server is up, just before the request.
+func serverColdHook(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, prec float64, via *link, bufs *staticBuffers, started func()) (time.Duration, int64, int64, error) {
 	base, stop, err := benchServeVia(ctx, map[string]storage.Store{"points": st}, cache.New(1<<30), via)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer stop()
+	if started != nil {
+		started()
+	}
 	url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000",
 		base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
 	header := http.Header{}
