@@ -25,7 +25,7 @@ func (l *Level) deriveBins(key Key, cv *chunkVerts) bool {
 	nb := prod(l.bpc)
 	bins := make([]int32, nb+1)
 	var cellLo, cellHi, inv [maxDims]float64
-	var base, cur [maxDims]int64     // per axis: the chunk's first bin, the previous row's bin
+	var base, cur [maxDims]int64      // per axis: the chunk's first bin, the previous row's bin
 	var curLo, curHi [maxDims]float64 // the previous row's bin cell
 	for i := 0; i < d; i++ {
 		cellLo[i] = float64(key[i]) * l.chunkShape[i]
