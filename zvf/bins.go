@@ -35,31 +35,62 @@ func (l *Level) deriveBins(key Key, cv *chunkVerts) bool {
 		curLo[i], curHi[i] = l.binCell(base[i], 0, i)
 	}
 	f32 := l.vdt.Name == "float32"
-	inCell := true
-	last := int64(0) // the previous row's bin
-	for r := 0; r < cv.rows; r++ {
-		moved := false
+	// A row in a bin whose cell lies in the chunk's lies in the chunk's;
+	// rows of other bins (the bin and chunk shapes agree only to within
+	// rounding) are tested one by one.
+	binInChunk := func() bool {
 		for i := 0; i < d; i++ {
-			var v float64
-			if f32 {
-				v = float64(math.Float32frombits(binary.LittleEndian.Uint32(cv.data[4*(r*d+i):])))
-			} else {
-				v = l.vdt.At(cv.data, r*d+i).Float64()
+			if !(curLo[i] >= cellLo[i] && curHi[i] <= cellHi[i]) {
+				return false
 			}
-			inCell = inCell && v >= cellLo[i] && v <= cellHi[i]
-			if v >= curLo[i] && v <= curHi[i] {
+		}
+		return true
+	}
+	inCell, curInChunk := true, binInChunk()
+	last := int64(0) // the previous row's bin
+	var v [maxDims]float64
+	for r := 0; r < cv.rows; r++ {
+		if f32 && d == 3 {
+			if curInChunk {
+				// The rows that follow in the same bin, in registers.
+				r = sameBin3(cv.data, r, cv.rows, curLo[0], curLo[1], curLo[2], curHi[0], curHi[1], curHi[2])
+				if r == cv.rows {
+					break
+				}
+			}
+			p := cv.data[12*r : 12*r+12 : 12*r+12]
+			v[0] = float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			v[1] = float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+			v[2] = float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+			if v[0] >= curLo[0] && v[0] <= curHi[0] && v[1] >= curLo[1] && v[1] <= curHi[1] && v[2] >= curLo[2] && v[2] <= curHi[2] {
+				if !curInChunk {
+					inCell = inCell && inBox(v[:3], cellLo[:3], cellHi[:3])
+				}
+				continue // in the previous row's bin
+			}
+		} else {
+			for i := 0; i < d; i++ {
+				if f32 {
+					v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(cv.data[4*(r*d+i):])))
+				} else {
+					v[i] = l.vdt.At(cv.data, r*d+i).Float64()
+				}
+			}
+		}
+		for i := 0; i < d; i++ {
+			if v[i] >= curLo[i] && v[i] <= curHi[i] {
 				continue // in the previous row's bin on this axis
 			}
-			b, ok := l.binAlong(v, i, base[i], inv[i])
+			b, ok := l.binAlong(v[i], i, base[i], inv[i])
 			if !ok {
 				return false
 			}
 			cur[i] = b
 			curLo[i], curHi[i] = l.binCell(base[i], b, i)
-			moved = true
 		}
-		if !moved {
-			continue
+		curInChunk = binInChunk()
+		if !curInChunk {
+			inCell = inCell && inBox(v[:d], cellLo[:d], cellHi[:d])
 		}
 		f := int64(0)
 		for i := 0; i < d; i++ {
@@ -104,4 +135,29 @@ func (l *Level) binAlong(v float64, i int, base int64, inv float64) (int64, bool
 		}
 	}
 	return 0, false
+}
+
+// inBox reports whether v lies in the closed box [lo, hi].
+func inBox(v, lo, hi []float64) bool {
+	for i := range v {
+		if !(v[i] >= lo[i] && v[i] <= hi[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameBin3 is the first row from r on of float32 × 3 rows that lies
+// outside the closed box (x0, y0, z0)–(x1, y1, z1), or n.
+func sameBin3(data []byte, r, n int, x0, y0, z0, x1, y1, z1 float64) int {
+	for ; r < n; r++ {
+		p := data[12*r : 12*r+12 : 12*r+12]
+		x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+		y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+		z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+		if !(x >= x0 && x <= x1 && y >= y0 && y <= y1 && z >= z0 && z <= z1) {
+			return r
+		}
+	}
+	return n
 }
