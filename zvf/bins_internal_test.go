@@ -36,8 +36,8 @@ func FuzzDeriveBins(f *testing.F) {
 	}
 	f.Add(slices.Concat(row(260, 510, 10), row(260, 510, 60), row(300, 560, 10)), 240.0, 500.0, 0.0, 320.0, 540.0, 40.0)
 	f.Add(slices.Concat(row(300, 550, 50), row(300, 550, 100), row(500, 750, 250)), 300.0, 550.0, 50.0, 300.0, 550.0, 50.0) // on faces
-	f.Add(slices.Concat(row(260, 510, 60), row(260, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                            // out of order
-	f.Add(slices.Concat(row(260, 510, 10), row(249, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                             // outside the chunk
+	f.Add(slices.Concat(row(260, 510, 60), row(260, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                                // out of order
+	f.Add(slices.Concat(row(260, 510, 10), row(249, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                                // outside the chunk
 	f.Add(row(float32(math.NaN()), 510, 10), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)
 	f.Add([]byte{}, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0)
 	f.Fuzz(func(t *testing.T, data []byte, x0, y0, z0, x1, y1, z1 float64) {

@@ -116,10 +116,12 @@ func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 // loadVertices reads and decodes a chunk's vertices and its fragment
 // index, for the cache. With binned, the rows' bins are first found from
 // their coordinates, and the fragment index is read only when they
-// cannot be.
+// cannot be; the vertices are then read straight from the layout and
+// held by this entry alone (box matching is what reads a chunk of such a
+// level), not cached apart as well.
 func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned bool) (any, int64, error) {
 	if binned {
-		data, err := l.blob(ctx, "vertices", key)
+		data, err := l.lay.cell(ctx, "vertices", key, ks)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -127,9 +129,13 @@ func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned boo
 		if err != nil {
 			return nil, 0, err
 		}
+		held := int64(len(data)) + 64
 		if l.deriveBins(key, cv) {
-			return cv, 4 * int64(len(cv.bins)), nil
+			return cv, held + 4*int64(len(cv.bins)), nil
 		}
+		fb, err := l.blob(ctx, "vertex_fragments", key)
+		size, err := l.indexed(key, ks, cv, fb, err)
+		return cv, held + size, err
 	}
 	// The fragment index is fetched alongside the vertices: on an
 	// object store each is two round trips (zarr.json, then c/0).
@@ -153,15 +159,22 @@ func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned boo
 	if err != nil {
 		return nil, 0, err
 	}
-	fb, err := frag.b, frag.err
+	size, err := l.indexed(key, ks, cv, frag.b, frag.err)
+	return cv, size, err
+}
+
+// indexed gives cv the fragment index read as fb (or failed with err; a
+// chunk without one has none) and its containment; it returns what that
+// adds to cv's size.
+func (l *Level) indexed(key Key, ks string, cv *chunkVerts, fb []byte, err error) (int64, error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
-		return nil, 0, err
+		return 0, err
 	default:
 		fi, err := fragindex.Decode(fb, int64(cv.rows))
 		if err != nil {
-			return nil, 0, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", ks, "%w", err)
+			return 0, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", ks, "%w", err)
 		}
 		cv.frags = fi
 	}
@@ -170,7 +183,7 @@ func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned boo
 	if cv.frags != nil {
 		size += cv.frags.SizeBytes()
 	}
-	return cv, size, nil
+	return size, nil
 }
 
 // vertexRows checks a vertices blob holds whole rows.
