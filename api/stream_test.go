@@ -220,7 +220,9 @@ func TestStreamFailingMidwayIsVisible(t *testing.T) {
 // whole time, cuts it — visibly, counted as a timeout.
 func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 	t.Parallel()
-	// The first 300 chunks (four reads each) come at once, and the answer
+	// The first 300 chunks (two reads each: their vertices' zarr.json and
+	// c/0; box matching reads no fragment index on this bin-prefiltered
+	// level) come at once, and the answer
 	// starts within ~100 ms on an idle machine; then every chunk takes
 	// 15 ms more: ~3.7 s of steady streaming after the answer started.
 	// The request timeout leaves the start 20 times that (a loaded 2-core
@@ -234,7 +236,7 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 	}
 	slow := func() []*faultstore.Rule {
 		return []*faultstore.Rule{
-			{Fault: faultstore.Fault{Times: 4 * 300}},
+			{Fault: faultstore.Fault{Times: 2 * 300}},
 			{Key: "/c/0", Fault: faultstore.Fault{Delay: scale * 15 * time.Millisecond}},
 		}
 	}

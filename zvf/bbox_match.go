@@ -196,7 +196,7 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 			f = f*l.bpc[i] + idx[i]
 			inside = inside && idx[i] < 64 && covers[i][idx[i]]
 		}
-		if start, count, _ := cv.frags.Range(int(f)); count > 0 {
+		if start, count := cv.binRange(int(f)); count > 0 {
 			// A covered bin takes all its rows when they were found in
 			// their bin's cell at decode time (otherwise they are tested).
 			if inside && (cv.binInside(int(f)) || l.rowsWithin(cv, min, max, int(start), int(start+count))) {
@@ -231,15 +231,26 @@ func appendRun(out []int32, start int32, n int) []int32 {
 	return out
 }
 
-// binInside reports whether bin f's rows were all found in its cell.
+// binInside reports whether bin f's rows were all found in its cell
+// (always, for bins found from the rows themselves).
 func (cv *chunkVerts) binInside(f int) bool {
-	return f>>6 < len(cv.binIn) && cv.binIn[f>>6]&(1<<(f&63)) != 0
+	return cv.bins != nil || (f>>6 < len(cv.binIn) && cv.binIn[f>>6]&(1<<(f&63)) != 0)
 }
 
-// binsUsable reports whether cv's fragments are its bins (fragment = bin,
-// all ranges), so the bin prefilter applies.
+// binRange is bin f's rows, [start, start+count).
+func (cv *chunkVerts) binRange(f int) (start, count int64) {
+	if cv.bins != nil {
+		return int64(cv.bins[f]), int64(cv.bins[f+1] - cv.bins[f])
+	}
+	start, count, _ = cv.frags.Range(f)
+	return start, count
+}
+
+// binsUsable reports whether cv's bins are known: found from its rows,
+// or its fragments are its bins (fragment = bin, all ranges), so the bin
+// prefilter applies.
 func (l *Level) binsUsable(cv *chunkVerts) bool {
-	return l.binPrefilter && cv.frags != nil && int64(cv.frags.Len()) == prod(l.bpc) && cv.frags.NumRanges() == cv.frags.Len()
+	return l.binPrefilter && (cv.bins != nil || cv.frags != nil && int64(cv.frags.Len()) == prod(l.bpc) && cv.frags.NumRanges() == cv.frags.Len())
 }
 
 // binBox writes the closed cell box of bin f of chunk key (row-major: the

@@ -51,7 +51,12 @@ func (l *Level) hasKey(k Key) bool {
 type chunkVerts struct {
 	data  []byte
 	rows  int
-	frags *fragindex.Index // nil when the chunk has no vertex_fragments blob
+	frags *fragindex.Index // nil when the chunk has no vertex_fragments blob, or bins says where its bins are
+	// bins: on a bin-prefiltered level, where each bin's rows start
+	// (bin f holds rows [bins[f], bins[f+1])), found from the rows'
+	// own coordinates, each row checked to lie in its bin's closed cell
+	// (see deriveBins); nil when the fragment index says it instead.
+	bins []int32
 	// inCell: every row lies in the chunk's closed cell box; binIn: the
 	// same per bin (bit f for fragment f, bin-prefiltered levels). Checked
 	// once when the chunk is decoded, so a box that covers a cell takes
@@ -64,19 +69,33 @@ type chunkVerts struct {
 	prep atomic.Pointer[prepSlot]
 }
 
-// verticesAt is vertices for l.keys[i]; a cached chunk costs a map lookup
-// and nothing else.
+// verticesAt is the chunk l.keys[i] as box matching reads it; a cached
+// chunk costs a map lookup and nothing else. On a bin-prefiltered level
+// the fragment index is read only for a chunk whose bins its rows do not
+// tell (see deriveBins): matching needs nothing else of it, and it would
+// be a second array (two more files) read for every chunk.
 func (l *Level) verticesAt(ctx context.Context, i int32) (*chunkVerts, error) {
 	if v, ok := l.s.peek(l.vkeys[i]); ok {
 		return v.(*chunkVerts), nil
 	}
-	return l.vertices(ctx, l.keys[i])
+	if !l.binPrefilter || l.draco {
+		return l.vertices(ctx, l.keys[i])
+	}
+	key := l.keys[i]
+	ks := key.String()
+	v, err := l.cached(ctx, l.vkeys[i], func(ctx context.Context) (any, int64, error) {
+		return l.loadVertices(ctx, key, ks, true)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*chunkVerts), nil
 }
 
 // vertices loads a chunk's vertex rows and fragment index.
 func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 	var buf [96]byte
-	if i, ok := l.keySet[string(key.appendTo(buf[:0]))]; ok && !l.draco { // no allocation for the lookup
+	if i, ok := l.keySet[string(key.appendTo(buf[:0]))]; ok && !l.draco && !l.binPrefilter { // no allocation for the lookup
 		if v, ok := l.s.peek(l.vkeys[i]); ok {
 			return v.(*chunkVerts), nil
 		}
@@ -86,52 +105,94 @@ func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 	}
 	ks := key.String()
 	v, err := l.cached(ctx, l.cacheKey("verts", ks), func(ctx context.Context) (any, int64, error) {
-		// The fragment index is fetched alongside the vertices: on an
-		// object store each is two round trips (zarr.json, then c/0).
-		type fetched struct {
-			b   []byte
-			err error
-		}
-		fc := make(chan fetched, 1)
-		go func() {
-			var f fetched
-			defer func() { fc <- f }() // also after a panic: the load waits for it
-			defer l.s.recoverInto(&f.err, "fragment index fetch")
-			f.b, f.err = l.blob(ctx, "vertex_fragments", key)
-		}()
-		data, err := l.blob(ctx, "vertices", key)
-		frag := <-fc // always waited for, so no read outlives the load
-		if err != nil {
-			return nil, 0, err
-		}
-		row := l.vdt.Size * l.s.dims
-		if len(data)%row != 0 {
-			return nil, 0, l.s.errf(ErrCorrupt, l.n, "vertices", ks, "%d bytes are not whole rows of %d × %s", len(data), l.s.dims, l.vdt.Name)
-		}
-		cv := &chunkVerts{data: data, rows: len(data) / row}
-		fb, err := frag.b, frag.err
-		switch {
-		case errors.Is(err, ErrNotFound):
-		case err != nil:
-			return nil, 0, err
-		default:
-			fi, err := fragindex.Decode(fb, int64(cv.rows))
-			if err != nil {
-				return nil, 0, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", ks, "%w", err)
-			}
-			cv.frags = fi
-		}
-		l.markContainment(key, cv)
-		size := 8*int64(len(cv.binIn)) + prepBytes(cv)
-		if cv.frags != nil {
-			size += cv.frags.SizeBytes()
-		}
-		return cv, size, nil
+		return l.loadVertices(ctx, key, ks, false)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*chunkVerts), nil
+}
+
+// loadVertices reads and decodes a chunk's vertices and its fragment
+// index, for the cache. With binned, the rows' bins are first found from
+// their coordinates, and the fragment index is read only when they
+// cannot be; the vertices are then read straight from the layout and
+// held by this entry alone (box matching is what reads a chunk of such a
+// level), not cached apart as well.
+func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned bool) (any, int64, error) {
+	if binned {
+		data, err := l.lay.cell(ctx, "vertices", key, ks)
+		if err != nil {
+			return nil, 0, err
+		}
+		cv, err := l.vertexRows(data, ks)
+		if err != nil {
+			return nil, 0, err
+		}
+		held := int64(len(data)) + 64
+		if l.deriveBins(key, cv) {
+			return cv, held + 4*int64(len(cv.bins)), nil
+		}
+		fb, err := l.blob(ctx, "vertex_fragments", key)
+		size, err := l.indexed(key, ks, cv, fb, err)
+		return cv, held + size, err
+	}
+	// The fragment index is fetched alongside the vertices: on an
+	// object store each is two round trips (zarr.json, then c/0).
+	type fetched struct {
+		b   []byte
+		err error
+	}
+	fc := make(chan fetched, 1)
+	go func() {
+		var f fetched
+		defer func() { fc <- f }() // also after a panic: the load waits for it
+		defer l.s.recoverInto(&f.err, "fragment index fetch")
+		f.b, f.err = l.blob(ctx, "vertex_fragments", key)
+	}()
+	data, err := l.blob(ctx, "vertices", key)
+	frag := <-fc // always waited for, so no read outlives the load
+	if err != nil {
+		return nil, 0, err
+	}
+	cv, err := l.vertexRows(data, ks)
+	if err != nil {
+		return nil, 0, err
+	}
+	size, err := l.indexed(key, ks, cv, frag.b, frag.err)
+	return cv, size, err
+}
+
+// indexed gives cv the fragment index read as fb (or failed with err; a
+// chunk without one has none) and its containment; it returns what that
+// adds to cv's size.
+func (l *Level) indexed(key Key, ks string, cv *chunkVerts, fb []byte, err error) (int64, error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return 0, err
+	default:
+		fi, err := fragindex.Decode(fb, int64(cv.rows))
+		if err != nil {
+			return 0, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", ks, "%w", err)
+		}
+		cv.frags = fi
+	}
+	l.markContainment(key, cv)
+	size := 8*int64(len(cv.binIn)) + prepBytes(cv)
+	if cv.frags != nil {
+		size += cv.frags.SizeBytes()
+	}
+	return size, nil
+}
+
+// vertexRows checks a vertices blob holds whole rows.
+func (l *Level) vertexRows(data []byte, ks string) (*chunkVerts, error) {
+	row := l.vdt.Size * l.s.dims
+	if len(data)%row != 0 {
+		return nil, l.s.errf(ErrCorrupt, l.n, "vertices", ks, "%d bytes are not whole rows of %d × %s", len(data), l.s.dims, l.vdt.Name)
+	}
+	return &chunkVerts{data: data, rows: len(data) / row}, nil
 }
 
 // attribute loads a vertex attribute's rows for a chunk, aligned with the

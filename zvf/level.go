@@ -163,9 +163,9 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	if err := l.recordStored(ctx); err != nil {
 		return nil, err
 	}
+	l.setBinPrefilter() // before setKeys: it names the chunks' cache entries
 	l.setKeys(l.lay.chunks())
 	sort.Ints(l.linkDeltas)
-	l.setBinPrefilter()
 	l.info = LevelInfo{
 		Level: n, ChunkShape: l.chunkShape, BinShape: l.binShape, BinRatio: ratio, VertexCount: l.meta.VertexCount,
 		GroupCount: l.numGroups, ChunkCount: len(l.keys), Coarsening: l.meta.CoarseningMethod,
@@ -291,15 +291,21 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 	return nil
 }
 
-// setKeys records the level's chunks (sorted) and their cache keys.
+// setKeys records the level's chunks (sorted) and their cache keys. On a
+// bin-prefiltered level box matching keeps its own entry, whose bins may
+// come from the rows rather than the fragment index (verticesAt).
 func (l *Level) setKeys(keys []Key) {
 	l.keys = keys
 	l.keySet = make(map[string]int, len(l.keys))
 	l.vkeys = make([]string, len(l.keys))
+	kind := "verts"
+	if l.binPrefilter {
+		kind = "vbins"
+	}
 	for i, k := range l.keys {
 		ks := k.String()
 		l.keySet[ks] = i
-		l.vkeys[i] = l.cacheKey("verts", ks)
+		l.vkeys[i] = l.cacheKey(kind, ks)
 	}
 }
 

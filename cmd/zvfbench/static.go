@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -139,6 +140,10 @@ type staticBuffers struct {
 	plain   []byte // the server's answer after its content coding
 	unzstd  *zstd.Decoder
 	workers [staticParallel]bytes.Buffer
+	// the vertices each side decodes: zvfserve's answer, and each of the
+	// static client's workers'
+	decoded []float32
+	rows    [staticParallel][]float32
 }
 
 // serverCold answers the box from a fresh zvfserve (store opened, cache
@@ -148,11 +153,20 @@ type staticBuffers struct {
 // includes the decompression and the dequantization; the size returned is
 // what came over the wire.
 func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, prec float64, via *link, bufs *staticBuffers) (time.Duration, int64, int64, error) {
+	return serverColdHook(ctx, c, st, lo, hi, prec, via, bufs, nil)
+}
+
+// serverColdHook is serverCold calling started (when not nil) once the
+// server is up, just before the request.
+func serverColdHook(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, prec float64, via *link, bufs *staticBuffers, started func()) (time.Duration, int64, int64, error) {
 	base, stop, err := benchServeVia(ctx, map[string]storage.Store{"points": st}, cache.New(1<<30), via)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer stop()
+	if started != nil {
+		started()
+	}
 	url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000",
 		base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
 	header := http.Header{}
@@ -182,7 +196,7 @@ func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []
 	default:
 		return 0, 0, 0, fmt.Errorf("an answer in Content-Encoding %q, which was not asked for", coding)
 	}
-	parts, err := binaryVertices(body)
+	parts, err := binaryVertices(body, &bufs.decoded)
 	d := time.Since(t0)
 	if err != nil {
 		return 0, 0, 0, err
@@ -222,13 +236,16 @@ func getCoded(ctx context.Context, c *http.Client, url string, header http.Heade
 
 // binaryVertices decodes the vertex blocks of a binary answer of 3-D
 // points (docs/binary-format.md) into float32 rows: float32 blocks (kind
-// 1) as they are, quantized blocks (kind 6) as offset + q × scale.
-func binaryVertices(b []byte) ([][]float32, error) {
+// 1) as they are, quantized blocks (kind 6) as offset + q × scale. The
+// float32 rows go to buf, kept across runs as the static client keeps its
+// own (the parts are slices of it).
+func binaryVertices(b []byte, buf *[]float32) ([][]float32, error) {
 	if len(b) < 16 || string(b[:6]) != "ZVFBIN" {
 		return nil, errors.New("not a binary answer")
 	}
 	p := 16 + (binary.LittleEndian.Uint64(b[8:])+7)/8*8
 	var parts [][]float32
+	all := (*buf)[:0]
 	for p+16 <= uint64(len(b)) {
 		kind, n := binary.LittleEndian.Uint32(b[p:]), binary.LittleEndian.Uint64(b[p+8:])
 		p += 16
@@ -236,9 +253,12 @@ func binaryVertices(b []byte) ([][]float32, error) {
 			return nil, errors.New("a block runs past the answer's end")
 		}
 		if kind == 1 {
-			v := make([]float32, n/4)
+			blk := b[p : p+n/4*4]
+			at := len(all)
+			all = slices.Grow(all, len(blk)/4)[:at+len(blk)/4]
+			v := all[at:]
 			for i := range v {
-				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[p+4*uint64(i):]))
+				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(blk[4*i:]))
 			}
 			parts = append(parts, v)
 		}
@@ -251,6 +271,7 @@ func binaryVertices(b []byte) ([][]float32, error) {
 		}
 		p += (n + 7) / 8 * 8
 	}
+	*buf = all
 	return parts, nil
 }
 
@@ -283,7 +304,9 @@ func staticCold(ctx context.Context, c *http.Client, base string, lay staticLayo
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range staticParallel {
 		buf := &bufs.workers[w]
+		rows := bufs.rows[w][:0]
 		g.Go(func() error {
+			defer func() { bufs.rows[w] = rows }()
 			for i := range next {
 				err := getInto(gctx, c, base+"/"+keys[i], buf)
 				if errors.Is(err, errNoFile) {
@@ -297,7 +320,8 @@ func staticCold(ctx context.Context, c *http.Client, base string, lay staticLayo
 					return fmt.Errorf("%s: %d bytes is not whole float32 triples", keys[i], len(b))
 				}
 				sizes[i] = int64(len(b))
-				var in []float32
+				at := len(rows)
+				in := rows
 				for j := 0; j < len(b); j += 12 {
 					x := math.Float32frombits(binary.LittleEndian.Uint32(b[j:]))
 					y := math.Float32frombits(binary.LittleEndian.Uint32(b[j+4:]))
@@ -307,7 +331,8 @@ func staticCold(ctx context.Context, c *http.Client, base string, lay staticLayo
 						in = append(in, x, y, z)
 					}
 				}
-				parts[i] = in
+				rows = in
+				parts[i] = in[at:len(in):len(in)]
 			}
 			return nil
 		})

@@ -1,0 +1,108 @@
+package zvf
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zarr"
+)
+
+// binLevel is a bin-prefiltered 3-D level of float32 vertices: chunks of
+// 250, bins of 50 (5 a chunk per axis), as the points_bins fixture.
+func binLevel(t testing.TB, dtype string) *Level {
+	dt, err := zarr.ParseDataType(dtype)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Level{s: &Store{dims: 3}, keyArity: 3, vdt: dt, chunkShape: []float64{250, 250, 250},
+		binShape: []float64{50, 50, 50}, bpc: []int64{5, 5, 5}, binPrefilter: true}
+}
+
+// FuzzDeriveBins: for any rows of chunk 1.2.0, bins found from the rows
+// say exactly what matching needs — each bin's rows lie in its closed
+// cell, bins follow one another through every row — and so matching a
+// box from them finds what a test of every row finds, in the same order;
+// rows that cannot be told (outside the chunk, out of bin order) are
+// refused, never misplaced.
+func FuzzDeriveBins(f *testing.F) {
+	row := func(x, y, z float32) []byte {
+		b := make([]byte, 12)
+		binary.LittleEndian.PutUint32(b, math.Float32bits(x))
+		binary.LittleEndian.PutUint32(b[4:], math.Float32bits(y))
+		binary.LittleEndian.PutUint32(b[8:], math.Float32bits(z))
+		return b
+	}
+	f.Add(slices.Concat(row(260, 510, 10), row(260, 510, 60), row(300, 560, 10)), 240.0, 500.0, 0.0, 320.0, 540.0, 40.0)
+	f.Add(slices.Concat(row(300, 550, 50), row(300, 550, 100), row(500, 750, 250)), 300.0, 550.0, 50.0, 300.0, 550.0, 50.0) // on faces
+	f.Add(slices.Concat(row(260, 510, 60), row(260, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                                // out of order
+	f.Add(slices.Concat(row(260, 510, 10), row(249, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                                // outside the chunk
+	f.Add(row(float32(math.NaN()), 510, 10), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)
+	f.Add([]byte{}, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0)
+	f.Fuzz(func(t *testing.T, data []byte, x0, y0, z0, x1, y1, z1 float64) {
+		data = data[:len(data)/12*12]
+		l := binLevel(t, "float32")
+		key := Key{1, 2, 0}
+		cv := &chunkVerts{data: data, rows: len(data) / 12}
+		if !l.deriveBins(key, cv) {
+			if cv.bins != nil {
+				t.Fatal("refused, yet bins set")
+			}
+			return
+		}
+		if len(cv.bins) != 126 || cv.bins[0] != 0 || cv.bins[125] != int32(cv.rows) {
+			t.Fatalf("bins %v for %d rows", cv.bins, cv.rows)
+		}
+		lo, hi := make([]float64, 3), make([]float64, 3)
+		for b := 0; b < 125; b++ {
+			if cv.bins[b] > cv.bins[b+1] {
+				t.Fatalf("bin %d starts after the next: %v", b, cv.bins)
+			}
+			l.binBox(key, b, lo, hi)
+			if !l.rowsWithin(cv, lo, hi, int(cv.bins[b]), int(cv.bins[b+1])) {
+				t.Fatalf("bin %d holds a row outside its cell", b)
+			}
+		}
+		if want := l.rowsWithin(cv, []float64{250, 500, 0}, []float64{500, 750, 250}, 0, cv.rows); cv.inCell != want {
+			t.Fatalf("inCell %v, every row tested says %v", cv.inCell, want)
+		}
+		box := [2][]float64{{x0, y0, z0}, {x1, y1, z1}}
+		var m chunkMatch
+		l.matchVerts(key, cv, box[0], box[1], &m)
+		got := make([]int32, m.count())
+		for i := range got {
+			got[i] = int32(m.row(i))
+		}
+		want := appendMatches(nil, data, l.vdt, 3, 0, cv.rows, box[0], box[1])
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("box %v: rows %v, a test of every row finds %v", box, got, want)
+		}
+	})
+}
+
+// BenchmarkDeriveBins: one pass over a chunk of 4,000 rows in bin order,
+// what a cold chunk costs to learn its bins (against markContainment's
+// two passes over the rows and the fragment index read it replaces).
+func BenchmarkDeriveBins(b *testing.B) {
+	l := binLevel(b, "float32")
+	key := Key{1, 2, 0}
+	var data []byte
+	for f := 0; f < 125; f++ {
+		for k := 0; k < 32; k++ {
+			x := 250 + float64(f/25)*50 + float64(k%4)*12 + 1
+			y := 500 + float64(f/5%5)*50 + float64(k/4%4)*12 + 1
+			z := float64(f%5)*50 + float64(k/16)*24 + 1
+			for _, v := range []float64{x, y, z} {
+				data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(v)))
+			}
+		}
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		cv := &chunkVerts{data: data, rows: len(data) / 12}
+		if !l.deriveBins(key, cv) || !cv.inCell {
+			b.Fatal("bins not derived")
+		}
+	}
+}
