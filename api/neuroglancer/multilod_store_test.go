@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/cache"
@@ -126,26 +127,36 @@ func normalize(v [3]float64) [3]float64 {
 	return [3]float64{v[0] / n, v[1] / n, v[2] / n}
 }
 
-// connectomeStore writes the connectome mesh store (in nanometres, level
-// 0 binned at the edge length, coarse levels binned 2×, 4×, … 64× that)
-// into memory and opens it as "connectome".
-func connectomeStore(t testing.TB, ch *cache.Cache) *zvf.Store {
-	t.Helper()
+// connectomeBucket is the connectome mesh store (in nanometres, level 0
+// binned at the edge length, coarse levels binned 2×, 4×, … 64× that)
+// written once into memory under "connectome": writing it costs seconds,
+// and the tests only read it.
+var connectomeBucket = sync.OnceValues(func() (storage.Store, error) {
 	ctx := context.Background()
 	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { _ = mem.Close() })
 	o := writer.Options{ChunkShape: []float64{15000, 15000, 15000}, BinShape: []float64{connectomeEdge, connectomeEdge, connectomeEdge},
 		Bounds: &[2][]float64{{0, 0, 0}, {connectomeSide, connectomeSide, connectomeSide}}, Unit: "nanometer"}
 	for c := 2.0; c <= 64; c *= 2 {
 		o.Pyramid = append(o.Pyramid, writer.PyramidLevel{Coarsen: c})
 	}
 	if _, err := writer.WriteMesh(ctx, mem, "connectome", connectomeMesh(), o); err != nil {
+		return nil, err
+	}
+	return mem, nil
+})
+
+// connectomeStore opens the connectome mesh store as "connectome" with
+// its own cache.
+func connectomeStore(t testing.TB, ch *cache.Cache) *zvf.Store {
+	t.Helper()
+	mem, err := connectomeBucket()
+	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := zvf.Open(ctx, storage.Sub(mem, "connectome"), zvf.Options{Name: "connectome", Cache: ch})
+	s, err := zvf.Open(context.Background(), storage.Sub(mem, "connectome"), zvf.Options{Name: "connectome", Cache: ch})
 	if err != nil {
 		t.Fatal(err)
 	}
