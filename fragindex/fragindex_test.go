@@ -7,9 +7,10 @@ import (
 	"errors"
 	"math"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 // specExample is the spec's worked example: F=3, R=2, ranges (0,4) and
@@ -140,15 +141,6 @@ func TestEncodeRejectsNegative(t *testing.T) {
 	}
 }
 
-// allocated is the bytes f allocates (TotalAlloc).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // FuzzDecode also bounds what Decode allocates: the bitmap words with their
 // prefix counts (16 bytes for 8 of the blob) and the explicit indices (1:1)
 // are at most 2 × the blob, so 3 × plus 64 KiB (what the fuzzing worker
@@ -164,7 +156,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, rows int64) {
 		var x *Index
 		var err error
-		if n := allocated(func() { x, err = Decode(b, rows) }); n > 3*uint64(len(b))+64<<10 {
+		if n := alloctest.Bytes(func() { x, err = Decode(b, rows) }); n > 3*uint64(len(b))+64<<10 {
 			t.Fatalf("%d bytes allocated %d", len(b), n)
 		}
 		if (err == nil) != refValid(b, rows) {

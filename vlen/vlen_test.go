@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 var sample = [][]byte{[]byte(""), []byte("a"), []byte("héllo"), bytes.Repeat([]byte("x"), 1000), {0, 1, 2}}
@@ -83,15 +84,6 @@ func mustEncode(t *testing.T, l Layout, e [][]byte) []byte {
 	return b
 }
 
-// allocated is the bytes f allocates (TotalAlloc).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // fuzzLayout: Decode returns n elements or a typed error, and allocates at
 // most 8 × the chunk plus 64 KiB — each element costs a 24-byte slice
 // header and needs at least a 4-byte length or offset in the chunk (6×);
@@ -110,7 +102,7 @@ func fuzzLayout(f *testing.F, l Layout) {
 		}
 		var elems [][]byte
 		var err error
-		if a := allocated(func() { elems, err = l.Decode(b, n) }); a > 8*uint64(len(b))+64<<10 {
+		if a := alloctest.Bytes(func() { elems, err = l.Decode(b, n) }); a > 8*uint64(len(b))+64<<10 {
 			t.Fatalf("%d bytes, n=%d: allocated %d (%v)", len(b), n, a, err)
 		}
 		if err != nil && !errors.Is(err, ErrMalformed) {

@@ -6,8 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
-	"runtime"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -109,7 +110,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, ndim int) {
 		var blocks []Block
 		var err error
-		if n := allocated(func() { blocks, err = Decode(b, ndim) }); n > 8*uint64(len(b))+64<<10 {
+		if n := alloctest.Bytes(func() { blocks, err = Decode(b, ndim) }); n > 8*uint64(len(b))+64<<10 {
 			t.Fatalf("%d bytes allocated %d", len(b), n)
 		}
 		if err != nil || len(b) == 0 {
@@ -117,7 +118,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		const maxRefs = 1 << 16
 		var refs []Ref
-		if n := allocated(func() { refs, err = Refs(blocks, maxRefs) }); n > 32*maxRefs+64<<10 {
+		if n := alloctest.Bytes(func() { refs, err = Refs(blocks, maxRefs) }); n > 32*maxRefs+64<<10 {
 			t.Fatalf("Refs allocated %d", n)
 		}
 		if err == nil && len(refs) > maxRefs {
@@ -172,7 +173,7 @@ func TestRefsBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			var refs []Ref
-			n := allocated(func() { refs, err = Refs(blocks, tc.max) })
+			n := alloctest.Bytes(func() { refs, err = Refs(blocks, tc.max) })
 			if tc.want < 0 {
 				if !errors.Is(err, ErrMalformed) {
 					t.Fatalf("err = %v, want ErrMalformed", err)
@@ -187,13 +188,4 @@ func TestRefsBounded(t *testing.T) {
 			}
 		})
 	}
-}
-
-// allocated is the bytes f allocates (TotalAlloc).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 // TestPermutation: every permutation of 1..5 endpoints round-trips through
@@ -173,7 +175,7 @@ func FuzzDecodeLinkCell(f *testing.F) {
 		var rows []int64
 		var sigma []uint8
 		var err error
-		if n := allocated(func() { rows, sigma, err = DecodeLinkCell(b, flat, width, hasPerm) }); n > allocBound(b) {
+		if n := alloctest.Bytes(func() { rows, sigma, err = DecodeLinkCell(b, flat, width, hasPerm) }); n > allocBound(b) {
 			t.Fatalf("%d bytes allocated %d", len(b), n)
 		}
 		if err != nil {
@@ -233,7 +235,7 @@ func FuzzGroupsFromElements(f *testing.F) {
 		var err error
 		var gs *Groups
 		const maxRange = 1 << 12
-		if n := allocated(func() { gs, err = GroupsFromElements(elems, map[int64][2]int64{g: {start, stop}}, maxRange) }); n > allocBound(b, lens)+8*maxRange+uint64(24*len(elems)) {
+		if n := alloctest.Bytes(func() { gs, err = GroupsFromElements(elems, map[int64][2]int64{g: {start, stop}}, maxRange) }); n > allocBound(b, lens)+8*maxRange+uint64(24*len(elems)) {
 			t.Fatalf("allocated %d", n)
 		}
 		if err != nil {

@@ -5,8 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
-	"runtime"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 func TestBlob(t *testing.T) {
@@ -69,15 +70,6 @@ func TestGroups(t *testing.T) {
 	}
 }
 
-// allocated is the bytes f allocates (TotalAlloc).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // The decoders allocate in proportion to their input, never to a count in
 // it: a blob's int64 values 1:1, and a link record of 8·width·(ndim+1)
 // bytes one 24-byte slice header plus 32 bytes an endpoint (at most 3.5×),
@@ -98,7 +90,7 @@ func FuzzDecodeBlob(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, w int) {
 		var rows []int64
 		var err error
-		if n := allocated(func() { rows, err = DecodeBlob(b, w) }); n > allocBound(b) {
+		if n := alloctest.Bytes(func() { rows, err = DecodeBlob(b, w) }); n > allocBound(b) {
 			t.Fatalf("%d bytes allocated %d", len(b), n)
 		}
 		if err == nil && len(rows)%w != 0 {
@@ -114,7 +106,7 @@ func FuzzDecodeLinks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, w, n int) {
 		var links [][]Endpoint
 		var err error
-		if a := allocated(func() { links, err = DecodeLinks(b, w, n, -1) }); a > allocBound(b) {
+		if a := alloctest.Bytes(func() { links, err = DecodeLinks(b, w, n, -1) }); a > allocBound(b) {
 			t.Fatalf("%d bytes allocated %d", len(b), a)
 		}
 		if err != nil {
@@ -134,7 +126,7 @@ func FuzzDecodeGroups(f *testing.F) {
 	f.Fuzz(func(t *testing.T, d, o []byte) {
 		var g *Groups
 		var err error
-		if n := allocated(func() { g, err = DecodeGroups(d, o) }); n > allocBound(d, o) {
+		if n := alloctest.Bytes(func() { g, err = DecodeGroups(d, o) }); n > allocBound(d, o) {
 			t.Fatalf("%d+%d bytes allocated %d", len(d), len(o), n)
 		}
 		if err != nil {

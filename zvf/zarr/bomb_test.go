@@ -5,23 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/zvfserve/zvfserve/zvf/zarr"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
-
-// allocated is the bytes f allocates (TotalAlloc); tests using it do not
-// run in parallel.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // zstdFrame is a zstd frame of RLE blocks of blockLen bytes each (the
 // byte 'a'), with the given window descriptor and, when fcs >= 0, an
@@ -106,7 +96,7 @@ func TestDecompressionBombs(t *testing.T) {
 			}
 			// Warm the codec state (zstd decoders) outside the measurement.
 			_, _ = a.ReadChunk(ctx, []int64{0})
-			n := allocated(func() { _, err = a.ReadChunk(ctx, []int64{0}) })
+			n := alloctest.Bytes(func() { _, err = a.ReadChunk(ctx, []int64{0}) })
 			var ze *zarr.Error
 			if !errors.Is(err, zarr.ErrCorrupt) || !errors.As(err, &ze) || ze.Chunk != "a/c/0" {
 				t.Fatalf("err = %v, want a *zarr.Error for a/c/0 matching ErrCorrupt", err)
@@ -149,7 +139,7 @@ func TestInnerChunkRange(t *testing.T) {
 			if c, err := a.ReadInnerChunk(ctx, []int64{0}, []int64{0}); err != nil || len(c.Data) != 16 {
 				t.Fatalf("inner chunk 0: %v", err)
 			}
-			n := allocated(func() { _, err = a.ReadInnerChunk(ctx, []int64{0}, []int64{1}) })
+			n := alloctest.Bytes(func() { _, err = a.ReadInnerChunk(ctx, []int64{0}, []int64{1}) })
 			if !errors.Is(err, zarr.ErrCorrupt) {
 				t.Fatalf("err = %v, want ErrCorrupt", err)
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 func mustType(t testing.TB, name string) DataType {
@@ -121,7 +123,7 @@ func FuzzCastValue(f *testing.F) {
 		if err != nil {
 			return
 		}
-		a := allocated(func() {
+		a := alloctest.Bytes(func() {
 			n := len(data) / cv.to.Size
 			_, _ = cv.decode(&Chunk{Shape: []int64{int64(n)}, Type: cv.to, Data: data[:n*cv.to.Size]}, rep{shape: []int64{int64(n)}, typ: in})
 			m := len(data) / in.Size

@@ -10,6 +10,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 // TestZstdUnknownSize: frames decoded without an exact size — including
@@ -185,7 +187,7 @@ func FuzzBytesCodecs(f *testing.F) {
 		}
 		var got []byte
 		var err error
-		n := allocated(func() { got, err = codecs[i].decode(b, size) })
+		n := alloctest.Bytes(func() { got, err = codecs[i].decode(b, size) })
 		if bound := uint64(max(size.exact, 0)) + 5*expansion[i]*uint64(len(b)) + 1<<20; n > bound {
 			t.Fatalf("%s: %d input bytes allocated %d, bound %d (%v)", codecs[i].name(), len(b), n, bound, err)
 		}

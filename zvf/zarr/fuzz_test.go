@@ -5,10 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/zarr/blosc"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 func corpusMeta(f *testing.F, pattern string) [][]byte {
@@ -39,7 +39,7 @@ func FuzzParseNode(f *testing.F) {
 	cs := NewCodecs()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var err error
-		n := allocated(func() {
+		n := alloctest.Bytes(func() {
 			var node *Node
 			if node, err = ParseNode(b); err != nil || node.Array == nil {
 				return
@@ -170,7 +170,7 @@ func FuzzDecodeChunk(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		fp := pipes[int(which)%len(pipes)]
 		var err error
-		n := allocated(func() { _, err = fp.p.decode(b) })
+		n := alloctest.Bytes(func() { _, err = fp.p.decode(b) })
 		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
 			t.Fatalf("untyped error: %v", err)
 		}
@@ -179,13 +179,4 @@ func FuzzDecodeChunk(f *testing.F) {
 			t.Fatalf("pipeline %d: %d input bytes allocated %d bytes, bound %d (%v)", int(which)%len(pipes), len(b), n, bound, err)
 		}
 	})
-}
-
-// allocated is the bytes f allocates (TotalAlloc).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 func floats(n int) []byte {
@@ -138,7 +140,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var out []byte
 		var err error
-		n := allocated(func() { out, err = d.DecodeLimit(nil, b, 1<<24) })
+		n := alloctest.Bytes(func() { out, err = d.DecodeLimit(nil, b, 1<<24) })
 		if err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("untyped error %v", err)
 		}

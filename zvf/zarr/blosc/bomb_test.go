@@ -3,9 +3,10 @@ package blosc
 import (
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 // rawFrame builds a frame from header fields and the bytes after the
@@ -28,16 +29,6 @@ func le32(v ...uint32) []byte {
 		out = binary.LittleEndian.AppendUint32(out, x)
 	}
 	return out
-}
-
-// allocated is the bytes f allocates (TotalAlloc); the test must not run
-// in parallel with others.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // zstdHugeFCS is a zstd frame whose header declares 1 GiB of content and
@@ -95,7 +86,7 @@ func TestBombs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out []byte
 			var err error
-			n := allocated(func() { out, err = d.DecodeLimit(nil, tc.frame, limit) })
+			n := alloctest.Bytes(func() { out, err = d.DecodeLimit(nil, tc.frame, limit) })
 			if tc.ok != (err == nil) {
 				t.Fatalf("err = %v", err)
 			}
