@@ -58,7 +58,7 @@ type loadConfig struct {
 }
 
 func runLoadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("load", loadUsage, stderr)
+	fs := cli.NewFlagSet("load", loadUsage, stderr)
 	var c loadConfig
 	fs.IntVar(&c.points, "points", 2_000_000, "points in the synthetic store 'points' (three attributes, three levels)")
 	fs.IntVar(&c.streamlines, "streamlines", -1, "vertices in the synthetic streamline store 'streamlines' (200-vertex random walks, one attribute, three levels; default points/5, 0 for none)")

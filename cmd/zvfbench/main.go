@@ -54,18 +54,6 @@ func usage(w io.Writer, cmds map[string]cli.Command) {
 	fmt.Fprintln(w, "\nRun \"zvfbench BENCHMARK --help\" for a benchmark's flags. What the numbers mean: docs/performance.md.")
 }
 
-// newFlags is a benchmark's flag set; --help prints usage (the usage
-// lines and what the benchmark does) and then the flags.
-func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage, "\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
 // parseFlags parses a benchmark's flags (cli.ParseFlags); the benchmarks
 // take no arguments besides them.
 func parseFlags(fs *flag.FlagSet, args []string) error {

@@ -423,7 +423,7 @@ Examples:
 // runStaticCommand runs static: the points store (built as the load
 // benchmark builds it), --runs runs per box.
 func runStaticCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("static", staticUsage, stderr)
+	fs := cli.NewFlagSet("static", staticUsage, stderr)
 	points := fs.Int("points", 2_000_000, "points in the synthetic store 'points' (three attributes, three levels)")
 	storeDir := fs.String("store", "", "folder to write the store into (points/), written once and reused by later runs (default: in memory)")
 	runs := fs.Int("runs", 7, "runs per box, each side cold every time")

@@ -41,7 +41,7 @@ Examples:
 `
 
 func runSweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", sweepUsage, stderr)
+	fs := cli.NewFlagSet("sweep", sweepUsage, stderr)
 	edgeList := fs.String("edges", "100,62.5,40", "chunk edges, comma-separated (about 22k, 90k and 330k files with 2,000,000 points)")
 	runs := fs.Int("runs", 3, "runs, each against a fresh server process per store")
 	points := fs.Int("points", 2_000_000, "points in each store (three attributes, three levels)")

@@ -52,7 +52,7 @@ Examples:
 `
 
 func runWholeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("whole", wholeUsage, stderr)
+	fs := cli.NewFlagSet("whole", wholeUsage, stderr)
 	var w wholeConfig
 	fs.IntVar(&w.clients, "clients", 64, "clients at once, each pulling the whole store as one JSON answer")
 	fs.IntVar(&w.runs, "runs", 3, "runs, each against a fresh server process")

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -18,27 +16,19 @@ func inspectCommand() cli.Command {
 	return cli.Command{Summary: "summarise a store: version, geometry, levels, counts, attributes", Run: runInspect}
 }
 
-func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the descriptor as JSON")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: zvfserve inspect [--json] STORE
+const inspectUsage = `Usage: zvfserve inspect [--json] STORE
 
 Summarises a store: zv_version and layout (per_chunk_arrays for ZVF 0.6/0.7, chunk_grid_arrays for
 0.9), geometry, axes, bounds, capabilities, and per level the chunk and bin shape, counts of chunks,
 vertices, objects and groups, and the vertex attributes. --json prints the descriptor
 GET /api/v1/stores/{store} returns.
+`
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("inspect", inspectUsage, stderr)
+	asJSON := fs.Bool("json", false, "print the descriptor as JSON")
 	if err := cli.ParseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

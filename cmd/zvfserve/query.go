@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -43,19 +42,7 @@ func openOne(ctx context.Context, target string) (s *zvf.Store, close func() err
 	return s, st.Close, nil
 }
 
-func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("query", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	level := fs.String("level", "0", "level number, or auto (bbox only: the finest level whose count fits --limit)")
-	bbox := fs.String("bbox", "", "x0,y0,z0,x1,y1,z1: the minimum corner, then the maximum (2·D numbers; negative ones too: --bbox -5,0,0,5,5,5)")
-	object := fs.Int64("object", -1, "object id")
-	attrs := fs.String("attributes", "", "comma-separated vertex attributes, or *")
-	format := fs.String("f", "json", "output format: json, ndjson or bin")
-	limit := fs.Int64("limit", 0, "vertices per page (bbox); 0: the whole answer in one page")
-	cursor := fs.String("cursor", "", "continue a paged bbox answer from the \"next\" cursor of the previous page (same other flags)")
-	all := fs.Bool("all", false, "print every page of a paged bbox answer: in JSON one document, the unpaged answer; in NDJSON and binary the pages one after another")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: zvfserve query STORE --bbox x0,y0,z0,x1,y1,z1 [--level L|auto] [--attributes a,b|*] [--limit N] [--cursor C | --all] [--f json|ndjson|bin]
+const queryUsage = `Usage: zvfserve query STORE --bbox x0,y0,z0,x1,y1,z1 [--level L|auto] [--attributes a,b|*] [--limit N] [--cursor C | --all] [--f json|ndjson|bin]
        zvfserve query STORE --object ID [--level L] [--attributes a,b|*] [--f json|ndjson|bin]
 
 Prints exactly the body that GET /api/v1/stores/{store}/bbox (or /objects/{id}) returns, streamed as
@@ -66,16 +53,20 @@ whose last vertex it holds); NDJSON and binary stream the pages one after anothe
 indices counting the rows of all pages. Memory stays bounded by --limit, except that JSON holds the
 object ids, attribute values and connectivity until its end, as the unpaged answer does. Errors are
 one sentence on stderr: exit 2 for a mistake on the command line, 1 otherwise.
+`
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("query", queryUsage, stderr)
+	level := fs.String("level", "0", "level number, or auto (bbox only: the finest level whose count fits --limit)")
+	bbox := fs.String("bbox", "", "x0,y0,z0,x1,y1,z1: the minimum corner, then the maximum (2·D numbers; negative ones too: --bbox -5,0,0,5,5,5)")
+	object := fs.Int64("object", -1, "object id")
+	attrs := fs.String("attributes", "", "comma-separated vertex attributes, or *")
+	format := fs.String("f", "json", "output format: json, ndjson or bin")
+	limit := fs.Int64("limit", 0, "vertices per page (bbox); 0: the whole answer in one page")
+	cursor := fs.String("cursor", "", "continue a paged bbox answer from the \"next\" cursor of the previous page (same other flags)")
+	all := fs.Bool("all", false, "print every page of a paged bbox answer: in JSON one document, the unpaged answer; in NDJSON and binary the pages one after another")
 	if err := cli.ParseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 || (*bbox == "") == (*object < 0) {
 		fs.Usage()

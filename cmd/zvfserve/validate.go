@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -21,14 +20,7 @@ func validateCommand() cli.Command {
 // errInvalid makes the command exit 1 after printing its report.
 var errInvalid = errors.New("store is invalid")
 
-func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	level := fs.Int("level", 5, "checks up to this level: 1 structure, 2 metadata, 3 consistency, 4 conventions, 5 pyramid")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	quiet := fs.Bool("no-progress", false, "do not draw the progress bar")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: zvfserve validate [--level 1..5] [--json] [--no-progress] STORE
+const validateUsage = `Usage: zvfserve validate [--level 1..5] [--json] [--no-progress] STORE
 
 Checks a store and lists every problem with its path instead of stopping at the first: 1 structure,
 2 metadata, 3 consistency (every chunk, fragment index and manifest), 4 conventions, 5 the pyramid.
@@ -36,16 +28,15 @@ A problem found at many places (every object whose manifest names one broken chu
 with how many and the first five paths ("count" and "paths" in --json). The verdict names the
 store's ZVF version and layout. Exit 0 when valid (warnings allowed), 1 when any error was found, 2
 for a command-line mistake (a folder of stores is one: name one of them).
+`
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("validate", validateUsage, stderr)
+	level := fs.Int("level", 5, "checks up to this level: 1 structure, 2 metadata, 3 consistency, 4 conventions, 5 pyramid")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	quiet := fs.Bool("no-progress", false, "do not draw the progress bar")
 	if err := cli.ParseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 || *level < 1 || *level > 5 {
 		fs.Usage()

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -15,23 +13,18 @@ func versionCommand() cli.Command {
 	return cli.Command{Summary: "print the version, VCS revision and Go version of this build", Run: runVersion}
 }
 
-func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: zvfserve version (or zvfserve --version)
+const versionUsage = `Usage: zvfserve version (or zvfserve --version)
 
 Prints which zvfserve this is: the module version (a tag, a pseudo-version from the commit, or
 "(devel)" for a build without version control information), the VCS revision it was built from (with
 ", modified" when the tree had uncommitted changes) and its time, and the Go version. The server
 reports the same as the zvfserve_build_info metric and in its start-up log line.
-`)
-	}
+`
+
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("version", versionUsage, stderr)
 	if err := cli.ParseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()

@@ -63,6 +63,24 @@ func List(w io.Writer, cmds map[string]Command) {
 	}
 }
 
+// NewFlagSet is a subcommand's flag set, reporting to stderr. Its usage
+// (printed for --help and for a command-line mistake) is usage, then, when
+// the command has flags, "Flags:" and each flag with its default.
+func NewFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(stderr, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
 // ParseFlags parses args with flags and positional arguments in any order
 // ("query STORE --level 1" as "query --level 1 STORE"). A flag that takes
 // a value takes the next argument whatever it looks like, so "--bbox
