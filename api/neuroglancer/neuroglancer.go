@@ -505,15 +505,8 @@ func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) 
 
 func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, err := s.source(r, "skeletons")
-	if err != nil {
-		return err
-	}
-	if s.notModified(w, r, st) {
-		return nil
-	}
-	l0, err := st.Level(0)
-	if err != nil {
+	st, l0, done, err := s.levelRequest(w, r, "skeletons")
+	if err != nil || done {
 		return err
 	}
 	sp := newSkeletonSpec(st, l0)
@@ -563,6 +556,22 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 	})
 }
 
+// levelRequest is the prologue of the routes that answer from a whole
+// source (its info): the store behind the route and level 0; done when the
+// client's copy is current.
+func (s *Server) levelRequest(w http.ResponseWriter, r *http.Request, route string) (st *zvf.Store, l0 *zvf.Level, done bool, err error) {
+	if st, err = s.source(r, route); err != nil {
+		return nil, nil, false, err
+	}
+	if s.notModified(w, r, st) {
+		return nil, nil, true, nil
+	}
+	if l0, err = st.Level(0); err != nil {
+		return nil, nil, false, err
+	}
+	return st, l0, false, nil
+}
+
 // objectRequest is the prologue of the routes that answer one object: the
 // store behind the route, the object id in the path and level 0; done
 // when the client's copy is current.
@@ -610,15 +619,8 @@ func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request)
 
 func (s *Server) meshInfo(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, err := s.source(r, "meshes")
-	if err != nil {
-		return err
-	}
-	if s.notModified(w, r, st) {
-		return nil
-	}
-	l0, err := st.Level(0)
-	if err != nil {
+	st, l0, done, err := s.levelRequest(w, r, "meshes")
+	if err != nil || done {
 		return err
 	}
 	dims, axisNotes := dimensions(st.Info().Axes)
