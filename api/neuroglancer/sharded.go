@@ -328,53 +328,47 @@ func (p *plan) spatialShard(ctx context.Context, n int, limit int64, b *shardBui
 }
 
 // byIDShard builds shard b of by_id: each annotation's by_id record.
+// Each kind picks the objects or chunks holding b's ids and reads their
+// records into b.
 func (p *plan) byIDShard(ctx context.Context, b *shardBuild) error {
+	var parts []int // objects, or for points chunks
+	var records func(ctx context.Context, part int, l *list) error
 	switch p.kind {
 	case kindPolyline:
-		var objs []int
 		for i := range p.objects {
 			if b.wants(uint64(p.objects[i].id)) {
-				objs = append(objs, i)
+				parts = append(parts, i)
 			}
 		}
-		return each(ctx, len(objs), func(ctx context.Context, i int) error {
-			var l list
-			if err := p.polylineRecord(ctx, objs[i], &l); err != nil {
-				return err
-			}
-			return p.addRecords(&l, b)
-		})
+		records = p.polylineRecord
 	case kindPoint:
 		lo, hi := b.idRange(p.total)
-		var chunks []int
 		for c := range p.keys {
 			if p.first[c] < hi && p.first[c+1] > lo {
-				chunks = append(chunks, c)
+				parts = append(parts, c)
 			}
 		}
-		return each(ctx, len(chunks), func(ctx context.Context, i int) error {
-			var l list
-			if err := p.pointRows(ctx, chunks[i], p.relate, func(id, _ int64) bool { return id >= lo && id < hi }, &l); err != nil {
-				return err
-			}
-			return p.addRecords(&l, b)
-		})
+		records = func(ctx context.Context, c int, l *list) error {
+			return p.pointRows(ctx, c, p.relate, func(id, _ int64) bool { return id >= lo && id < hi }, l)
+		}
 	default: // kindLine
 		lo, hi := b.idRange(p.total)
-		var objs []int
 		for i := range p.objects {
 			if p.edgeFirst[i] < hi && p.edgeFirst[i+1] > lo {
-				objs = append(objs, i)
+				parts = append(parts, i)
 			}
 		}
-		return each(ctx, len(objs), func(ctx context.Context, i int) error {
-			var l list
-			if err := p.lineRecords(ctx, objs[i], func(id, _, _ int64) bool { return id >= lo && id < hi }, &l); err != nil {
-				return err
-			}
-			return p.addRecords(&l, b)
-		})
+		records = func(ctx context.Context, i int, l *list) error {
+			return p.lineRecords(ctx, i, func(id, _, _ int64) bool { return id >= lo && id < hi }, l)
+		}
 	}
+	return each(ctx, len(parts), func(ctx context.Context, i int) error {
+		var l list
+		if err := records(ctx, parts[i], &l); err != nil {
+			return err
+		}
+		return p.addRecords(&l, b)
+	})
 }
 
 // idRange is the run of dense ids [lo, hi) a denseSpec places in the
