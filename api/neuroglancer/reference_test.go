@@ -1,6 +1,7 @@
 package neuroglancer_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -199,34 +200,14 @@ func walkSpatial(t *testing.T, ts *httptest.Server, base string, inf *ngInfo) ma
 	}
 	// Lists are in a random order: not by id, not by position.
 	if len(largest) >= 20 {
-		if slices.IsSortedFunc(largest, func(a, b ngAnnotation) int { return cmpU(a.ID, b.ID) }) {
+		if slices.IsSortedFunc(largest, func(a, b ngAnnotation) int { return cmp.Compare(a.ID, b.ID) }) {
 			t.Errorf("a cell of %d annotations is sorted by id", len(largest))
 		}
-		if slices.IsSortedFunc(largest, func(a, b ngAnnotation) int { return cmpF(a.Points[0][0], b.Points[0][0]) }) {
+		if slices.IsSortedFunc(largest, func(a, b ngAnnotation) int { return cmp.Compare(a.Points[0][0], b.Points[0][0]) }) {
 			t.Errorf("a cell of %d annotations is sorted by x", len(largest))
 		}
 	}
 	return seen
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpF(a, b float32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // cellsOf calls f with every cell of a grid.

@@ -394,23 +394,7 @@ func TestShardedSourcesMatchUnsharded(t *testing.T) {
 func smallShardServer(t testing.TB, stores []*zvf.Store, target int64) *httptest.Server {
 	o := neuroglancer.Options{Sharded: neuroglancer.ShardAlways, Cache: cache.New(64 << 20)}
 	o.Store = func(r *http.Request) (*zvf.Store, error) { return storeNamed(t, stores, chi.URLParam(r, "store")), nil }
-	o.Serve = func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if err := h(w, r); err != nil {
-				status := http.StatusInternalServerError
-				if d, ok := err.(*problem.Details); ok {
-					status = d.Kind().Status()
-				}
-				http.Error(w, err.Error(), status)
-			}
-		}
-	}
-	o.NotModified = func(http.ResponseWriter, *http.Request, string) bool { return false }
-	r := chi.NewRouter()
-	r.Route("/ng/{store}", neuroglancer.NewSmallShards(o, target).Routes)
-	ts := httptest.NewServer(r)
-	t.Cleanup(ts.Close)
-	return ts
+	return serveRoutes(t, o, func(o neuroglancer.Options) *neuroglancer.Server { return neuroglancer.NewSmallShards(o, target) })
 }
 
 // sampleEvery: the ids whose by_id answers are compared whole.
@@ -601,9 +585,16 @@ func TestShardFiles(t *testing.T) {
 }
 
 // shardRoutes serves st's Neuroglancer routes alone with o's cache and
-// limits, writing each error's problem status.
+// limits.
 func shardRoutes(t testing.TB, st *zvf.Store, o neuroglancer.Options) *httptest.Server {
 	o.Store = func(*http.Request) (*zvf.Store, error) { return st, nil }
+	return serveRoutes(t, o, neuroglancer.New)
+}
+
+// serveRoutes serves the routes of the Neuroglancer server build
+// makes of o under /ng/{store}, without the API around them: each error
+// is written with its problem status, and no answer is ever not modified.
+func serveRoutes(t testing.TB, o neuroglancer.Options, build func(neuroglancer.Options) *neuroglancer.Server) *httptest.Server {
 	o.Serve = func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
@@ -616,9 +607,8 @@ func shardRoutes(t testing.TB, st *zvf.Store, o neuroglancer.Options) *httptest.
 		}
 	}
 	o.NotModified = func(http.ResponseWriter, *http.Request, string) bool { return false }
-	ng := neuroglancer.New(o)
 	r := chi.NewRouter()
-	r.Route("/ng/{store}", ng.Routes)
+	r.Route("/ng/{store}", build(o).Routes)
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
 	return ts
