@@ -38,18 +38,7 @@ func TestObjectIndexV2(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
-			zvftest.WriteObjectIDs(t, dir, tc.ids)
-			st, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, _ := s.Level(0)
+			l := withObjectIDs(t, name, tc.ids)
 			if got := l.Info().ObjectIndexLayout; got != "vlen_manifests_v2" {
 				t.Fatalf("object_index_layout %q", got)
 			}
@@ -115,23 +104,35 @@ func TestObjectIndexV2(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
-			zvftest.WriteObjectIDs(t, dir, tc.ids)
-			st, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			s, err := zvf.Open(ctx, st, zvf.Options{Name: name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, _ := s.Level(0)
-			_, err = l.Object(ctx, 5, nil)
+			l := withObjectIDs(t, name, tc.ids)
+			_, err := l.Object(ctx, 5, nil)
 			var ze *zvf.Error
 			if !errors.As(err, &ze) || !errors.Is(err, zvf.ErrCorrupt) || ze.Array != "object_index/object_ids" || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want a corrupt-data error on object_index/object_ids saying %q", err, tc.msg)
 			}
 		})
 	}
+}
+
+// withObjectIDs is level 0 of a copy of 0.9 fixture name whose objects
+// have ids (object_index/object_ids).
+func withObjectIDs(t *testing.T, name string, ids []int64) *zvf.Level {
+	t.Helper()
+	ctx := context.Background()
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
+	zvftest.WriteObjectIDs(t, dir, ids)
+	st, err := blobstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
