@@ -71,14 +71,7 @@ func TestEmptyChunkFolders(t *testing.T) {
 			// Level folders without a zarr.json: no levels either (taken
 			// for one, an empty coarsest level was what level=auto
 			// answered from).
-			for _, f := range strayLevels {
-				if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(f)), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := mem.Put(ctx, f, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+			addStrayLevels(t, dir, mem)
 			local, err := localfs.Open(dir, localfs.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -96,6 +89,20 @@ func TestEmptyChunkFolders(t *testing.T) {
 }
 
 var strayLevels = []string{"7/", "8/vertices/9.9.9/"}
+
+// addStrayLevels makes the strayLevels folders in dir and their keys,
+// without data, in mem.
+func addStrayLevels(t *testing.T, dir string, mem storage.Writer) {
+	t.Helper()
+	for _, f := range strayLevels {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.Put(context.Background(), f, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // sameAsFixture compares every level's chunk keys and whole-store box,
 // and the level ChooseLevel picks for the whole store at a few budgets.
@@ -183,14 +190,7 @@ func TestEmptyCellFolders09(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range strayLevels {
-				if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(f)), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := mem.Put(ctx, f, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+			addStrayLevels(t, dir, mem)
 			for _, n := range want.Levels() {
 				for _, f := range []string{"c/97/", "c/96/98/", "c/95/98/99/"} {
 					k := fmt.Sprintf("%d/vertices/%s", n, f)
