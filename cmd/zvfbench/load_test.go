@@ -11,17 +11,24 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
-// TestLoadSmall runs the load benchmark on small in-memory stores: every
-// query kind answers without errors, streamlines included.
+// TestLoadSmall runs the load benchmark on small in-memory stores, with
+// --trivial: every query kind answers without errors, streamlines
+// included, and each warm binary query kind is replayed against a server
+// that writes the same answers: same vertices and requests, no errors, and
+// zvfserve's share of it printed.
 func TestLoadSmall(t *testing.T) {
 	t.Parallel()
-	rep, b, _ := benchJSON[benchReport](t, "load", "--points", "20000", "--rounds", "1", "--burst", "4")
+	rep, b, stdout := benchJSON[benchReport](t, "load", "--points", "20000", "--rounds", "1", "--burst", "4", "--trivial")
 	kinds := map[string]bool{}
+	warm := map[string]benchResult{}
 	for _, r := range rep.Results {
 		if r.Errors != 0 || r.Vertices == 0 {
 			t.Errorf("%s %s: %d errors, %d vertices a request", r.Phase, r.Query, r.Errors, r.Vertices)
 		}
 		kinds[r.Query] = true
+		if r.Phase == "warm" {
+			warm[r.Query] = r
+		}
 	}
 	for _, k := range []string{"50k bin", "50k json", "streamlines 50k bin", "streamlines 50k json"} {
 		if !kinds[k] {
@@ -30,6 +37,26 @@ func TestLoadSmall(t *testing.T) {
 	}
 	if rep.Streamlines != 4000 || !strings.Contains(string(b), "streamlines auto") {
 		t.Errorf("report: %d streamline vertices", rep.Streamlines)
+	}
+	trivial, warmBin := 0, 0
+	for q := range warm {
+		if strings.HasSuffix(q, " bin") {
+			warmBin++
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Phase != "trivial" {
+			continue
+		}
+		trivial++
+		w, ok := warm[r.Query]
+		if !ok || !strings.HasSuffix(r.Query, " bin") || r.Vertices != w.Vertices || r.Requests != w.Requests {
+			t.Errorf("trivial %+v, warm %+v", r, w)
+		}
+	}
+	// 1k, 50k, 500k and auto of points; 50k and auto of streamlines.
+	if trivial != warmBin || trivial < 6 || !strings.Contains(stdout, "share of the trivial server's: 1k bin") {
+		t.Errorf("%d trivial rows for %d warm binary kinds: %s", trivial, warmBin, stdout)
 	}
 }
 
@@ -68,30 +95,5 @@ func TestLoadTargetWithoutStreamlines(t *testing.T) {
 		if len(f) > 4 && (f[0] == "cold" || f[0] == "warm") && (f[len(f)-1] != "0" || f[len(f)-7] == "0") {
 			t.Errorf("errors or no vertices: %s", line)
 		}
-	}
-}
-
-// TestLoadTrivial: --trivial replays each warm binary query against a
-// server that writes the same answers: same vertices a request, no
-// errors, and zvfserve's share of it printed.
-func TestLoadTrivial(t *testing.T) {
-	t.Parallel()
-	rep, _, stdout := benchJSON[benchReport](t, "load", "--points", "20000", "--streamlines", "0", "--rounds", "1", "--burst", "4", "--only", "k bin", "--trivial")
-	warm := map[string]benchResult{}
-	trivial := 0
-	for _, r := range rep.Results {
-		switch r.Phase {
-		case "warm":
-			warm[r.Query] = r
-		case "trivial":
-			trivial++
-			w := warm[r.Query]
-			if r.Errors != 0 || r.Vertices == 0 || r.Vertices != w.Vertices || r.Requests != w.Requests {
-				t.Errorf("trivial %+v, warm %+v", r, w)
-			}
-		}
-	}
-	if trivial != 4 || !strings.Contains(stdout, "share of the trivial server's: 1k bin") { // 1k, 50k, 500k and auto
-		t.Errorf("%d trivial rows: %s", trivial, stdout)
 	}
 }
