@@ -127,7 +127,29 @@ func (a *levelAnswer) propValue(p ngProperty, r int) float64 {
 	return v
 }
 
-func fmtPoint(p []float32) string { return fmt.Sprint(p) }
+// fmtPoint is p as fmt.Sprint writes it (the comparisons' key), without
+// fmt's reflection: it is called for every vertex of every store.
+func fmtPoint(p []float32) string {
+	b := make([]byte, 1, 40)
+	b[0] = '['
+	for i, v := range p {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+	}
+	return string(append(b, ']'))
+}
+
+// TestFmtPoint: fmtPoint writes what fmt.Sprint does.
+func TestFmtPoint(t *testing.T) {
+	t.Parallel()
+	for _, p := range [][]float32{nil, {0}, {1, -2.5, 3e-7}, {1e6, 123456789, float32(math.Inf(-1))}, {float32(math.NaN()), float32(math.Copysign(0, -1)), 0.1}} {
+		if got, want := fmtPoint(p), fmt.Sprint(p); got != want {
+			t.Errorf("fmtPoint %q, fmt.Sprint %q", got, want)
+		}
+	}
+}
 
 // seenAnnotation is where an annotation was met in the spatial index.
 type seenAnnotation struct {
