@@ -13,6 +13,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestDemoRoundTrip builds the demo into a gocloud mem bucket (the way the
@@ -109,7 +110,7 @@ func TestDemoRoundTrip(t *testing.T) {
 					want = append(want, g.Edges[e], g.Edges[e+1])
 				}
 			}
-			if got, w := edges(ob.Vertices.Data, ob.Edges), edges(pos, want); !slices.Equal(got, w) {
+			if got, w := zvftest.EdgeSet(ob.Vertices.Data, ob.Edges), zvftest.EdgeSet(pos, want); !slices.Equal(got, w) {
 				t.Fatalf("skeleton %d: %d edges read, %d generated", oid, len(got), len(w))
 			}
 		}
@@ -129,7 +130,7 @@ func TestDemoRoundTrip(t *testing.T) {
 					want = append(want, m.Faces[f:f+3]...)
 				}
 			}
-			if got, w := faces(ob.Vertices.Data, ob.Faces), faces(pos, want); !slices.Equal(got, w) {
+			if got, w := zvftest.FaceSet(ob.Vertices.Data, ob.Faces, 3), zvftest.FaceSet(pos, want, 3); !slices.Equal(got, w) {
 				t.Fatalf("mesh %d: %d faces read, %d generated", oid, len(got), len(w))
 			}
 		}
@@ -148,35 +149,6 @@ func sortedRows(b []byte) []string {
 	out := make([]string, len(b)/12)
 	for i := range out {
 		out[i] = string(b[12*i : 12*i+12])
-	}
-	slices.Sort(out)
-	return out
-}
-
-func edges(pos []byte, e []int64) []string {
-	out := make([]string, 0, len(e)/2)
-	for i := 0; i+1 < len(e); i += 2 {
-		a, b := string(pos[12*e[i]:12*e[i]+12]), string(pos[12*e[i+1]:12*e[i+1]+12])
-		if a > b {
-			a, b = b, a
-		}
-		out = append(out, a+b)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func faces(pos []byte, f []int64) []string {
-	out := make([]string, 0, len(f)/3)
-	for i := 0; i+2 < len(f); i += 3 {
-		c := []string{string(pos[12*f[i] : 12*f[i]+12]), string(pos[12*f[i+1] : 12*f[i+1]+12]), string(pos[12*f[i+2] : 12*f[i+2]+12])}
-		k := 0
-		for j := range 3 {
-			if c[j] < c[k] {
-				k = j
-			}
-		}
-		out = append(out, c[k]+c[(k+1)%3]+c[(k+2)%3])
 	}
 	slices.Sort(out)
 	return out

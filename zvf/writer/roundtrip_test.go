@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // Round trips: every geometry is written, opened with the project's reader
@@ -257,20 +258,6 @@ func TestRoundTripPolylines(t *testing.T) {
 	}
 }
 
-// edgeSet renders edges as unordered pairs of coordinate rows.
-func edgeSet(pos []byte, edges []int64) []string {
-	out := make([]string, 0, len(edges)/2)
-	for i := 0; i+1 < len(edges); i += 2 {
-		a, b := string(pos[12*edges[i]:12*edges[i]+12]), string(pos[12*edges[i+1]:12*edges[i+1]+12])
-		if a > b {
-			a, b = b, a
-		}
-		out = append(out, a+b)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // treeInput builds trees (node-sorted object ids, parents before children,
 // edges [child, parent]).
 func treeInput(r *rand.Rand, trees int) *Graph {
@@ -345,35 +332,12 @@ func TestRoundTripGraphs(t *testing.T) {
 				if !slices.Equal(gotV, wantV) {
 					t.Fatalf("object %d: vertices differ", oid)
 				}
-				if got, want := edgeSet(o.Vertices.Data, o.Edges), edgeSet(pos, wantE); !slices.Equal(got, want) {
+				if got, want := zvftest.EdgeSet(o.Vertices.Data, o.Edges), zvftest.EdgeSet(pos, wantE); !slices.Equal(got, want) {
 					t.Fatalf("object %d: %d edges read, %d written", oid, len(got), len(want))
 				}
 			}
 		})
 	}
-}
-
-// faceSet renders faces as corner-coordinate tuples rotated to start at
-// the smallest corner (winding kept).
-func faceSet(pos []byte, faces []int64, w int) []string {
-	out := make([]string, 0, len(faces)/w)
-	for f := 0; f+w <= len(faces); f += w {
-		corners := make([]string, w)
-		k := 0
-		for j := range w {
-			corners[j] = string(pos[12*faces[f+j] : 12*faces[f+j]+12])
-			if corners[j] < corners[k] {
-				k = j
-			}
-		}
-		var b bytes.Buffer
-		for j := range w {
-			b.WriteString(corners[(k+j)%w])
-		}
-		out = append(out, b.String())
-	}
-	slices.Sort(out)
-	return out
 }
 
 func TestRoundTripMesh(t *testing.T) {
@@ -411,7 +375,7 @@ func TestRoundTripMesh(t *testing.T) {
 			t.Fatalf("object %d: %d vertices, want 144", oid, o.Count)
 		}
 		want := m.Faces[oid*6*121 : (oid+1)*6*121]
-		if got := faceSet(o.Vertices.Data, o.Faces, o.FaceWidth); !slices.Equal(got, faceSet(pos, want, 3)) {
+		if got := zvftest.FaceSet(o.Vertices.Data, o.Faces, o.FaceWidth); !slices.Equal(got, zvftest.FaceSet(pos, want, 3)) {
 			t.Fatalf("object %d: %d faces read, %d written", oid, len(got), len(want)/3)
 		}
 	}
