@@ -3,19 +3,11 @@ package cql2
 import (
 	"errors"
 	"reflect"
-	"runtime"
 	"testing"
 	"unicode/utf8"
-)
 
-// allocated is how many bytes fn allocates.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
+)
 
 // fuzzSchema and fuzzChunk give a parsed filter something to be checked
 // and evaluated against.
@@ -83,7 +75,7 @@ func FuzzParseText(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src string) {
 		var e Expr
 		var err error
-		if n := allocated(func() { e, err = ParseText(src) }); n > 512*uint64(len(src))+64<<10 {
+		if n := alloctest.Bytes(func() { e, err = ParseText(src) }); n > 512*uint64(len(src))+64<<10 {
 			t.Fatalf("%d bytes allocated for %d bytes of filter", n, len(src))
 		}
 		if err != nil {
@@ -126,7 +118,7 @@ func FuzzParseJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		var e Expr
 		var err error
-		if n := allocated(func() { e, err = ParseJSON(src) }); n > 2048*uint64(len(src))+64<<10 {
+		if n := alloctest.Bytes(func() { e, err = ParseJSON(src) }); n > 2048*uint64(len(src))+64<<10 {
 			t.Fatalf("%d bytes allocated for %d bytes of filter", n, len(src))
 		}
 		if err != nil {
