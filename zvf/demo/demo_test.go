@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 
 	"gocloud.dev/blob/memblob"
@@ -14,23 +15,48 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
-// built is a demo written into a gocloud mem bucket, keys read back.
-type built struct{ m map[string][]byte }
+// built is a demo written into a gocloud mem bucket, keys read back, and
+// what Build said of its stores.
+type built struct {
+	m     map[string][]byte
+	infos []StoreInfo
+}
 
 func build(t testing.TB, o Options) (*built, []StoreInfo) {
 	t.Helper()
+	b, err := buildInMemory(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, b.infos
+}
+
+// seed7 is the demo of seed 7 at scale 0.2, built once for the tests
+// that only read it.
+var seed7 = sync.OnceValues(func() (*built, error) { return buildInMemory(Options{Seed: 7, Scale: 0.2}) })
+
+func sharedSeed7(t *testing.T) (*built, []StoreInfo) {
+	t.Helper()
+	b, err := seed7()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, b.infos
+}
+
+func buildInMemory(o Options) (_ *built, err error) {
 	ctx := context.Background()
 	bucket := memblob.OpenBucket(nil)
 	defer func() {
-		if err := bucket.Close(); err != nil {
-			t.Error(err)
+		if cerr := bucket.Close(); err == nil {
+			err = cerr
 		}
 	}()
 	infos, err := Build(ctx, blobstore.New(bucket), o)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	out := &built{m: map[string][]byte{}}
+	out := &built{m: map[string][]byte{}, infos: infos}
 	it := bucket.List(nil)
 	for {
 		obj, err := it.Next(ctx)
@@ -38,19 +64,20 @@ func build(t testing.TB, o Options) (*built, []StoreInfo) {
 			break
 		}
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if out.m[obj.Key], err = bucket.ReadAll(ctx, obj.Key); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	return out, infos
+	return out, nil
 }
 
 // TestBuildDeterministic: the same seed gives byte-identical stores (so
 // benchmarks and screenshots are reproducible); another seed does not.
 func TestBuildDeterministic(t *testing.T) {
-	a, _ := build(t, Options{Seed: 7, Scale: 0.2})
+	t.Parallel()
+	a, _ := sharedSeed7(t)
 	b, _ := build(t, Options{Seed: 7, Scale: 0.2, Concurrency: 1})
 	c, _ := build(t, Options{Seed: 8, Scale: 0.2})
 	if !maps.EqualFunc(a.m, b.m, bytes.Equal) {
@@ -64,7 +91,8 @@ func TestBuildDeterministic(t *testing.T) {
 // TestBuildStores checks the four stores: names, prefixes, geometry type in
 // the root metadata, three levels and the advertised vertex counts.
 func TestBuildStores(t *testing.T) {
-	ms, infos := build(t, Options{Seed: 1, Scale: 0.3})
+	t.Parallel()
+	ms, infos := sharedSeed7(t)
 	names := []string{}
 	for _, in := range infos {
 		names = append(names, in.Name)
