@@ -360,26 +360,30 @@ func TestShardedSourcesMatchUnsharded(t *testing.T) {
 	_, sharded := newServer(t, api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardAlways})
 	// Shards aimed at 64 KiB: the same stores in many shards and minishards.
 	many := smallShardServer(t, stores, 64<<10)
+	// Both sharded servers are read in one walk of each source, so that
+	// each unsharded answer is fetched once.
+	servers := map[string]*httptest.Server{"one shard": sharded, "many shards": many}
 	checked := map[string]int{}
 	for _, st := range stores {
 		for _, route := range neuroglancer.RoutesOf(st) {
 			base := "/ng/" + st.Name() + "/" + route
-			for name, ts := range map[string]*httptest.Server{"one shard": sharded, "many shards": many} {
-				switch route {
-				case "annotations", "lines":
-					t.Run(st.Name()+"/"+route+"/"+name, func(t *testing.T) {
-						n, files := checkShardedAnnotations(t, plain, auto, ts, base)
-						checked["cells"] += n
-						checked["sources"]++
-						checked[name+" files"] += files
-					})
-				case "skeletons":
-					t.Run(st.Name()+"/"+route+"/"+name, func(t *testing.T) {
-						n, files := checkShardedSkeletons(t, st, plain, ts, base)
-						checked["skeletons"] += n
-						checked[name+" files"] += files
-					})
-				}
+			var n int
+			var files map[string]int
+			switch route {
+			case "annotations", "lines":
+				t.Run(st.Name()+"/"+route, func(t *testing.T) {
+					n, files = checkShardedAnnotations(t, plain, auto, servers, base)
+					checked["cells"] += n
+					checked["sources"]++
+				})
+			case "skeletons":
+				t.Run(st.Name()+"/"+route, func(t *testing.T) {
+					n, files = checkShardedSkeletons(t, st, plain, servers, base)
+					checked["skeletons"] += n
+				})
+			}
+			for name, f := range files {
+				checked[name+" files"] += f
 			}
 		}
 	}
@@ -400,60 +404,85 @@ func smallShardServer(t testing.TB, stores []*zvf.Store, target int64) *httptest
 // sampleEvery: the ids whose by_id answers are compared whole.
 const sampleEvery = 61
 
-// checkShardedAnnotations returns the cells it compared and the shard
-// files it read.
-func checkShardedAnnotations(t *testing.T, plain, auto, sharded *httptest.Server, base string) (int, int) {
+// checkShardedAnnotations returns the cells it compared and, by server,
+// the shard files it read.
+func checkShardedAnnotations(t *testing.T, plain, auto *httptest.Server, servers map[string]*httptest.Server, base string) (int, map[string]int) {
 	unshardedInfo := apitest.MustGet(t, plain, base+"/info")
 	if strings.Contains(string(unshardedInfo), `"sharding"`) || !bytes.Equal(apitest.MustGet(t, auto, base+"/info"), unshardedInfo) {
 		t.Fatalf("an unsharded info has sharding: %s", unshardedInfo)
-	}
-	infoBytes := apitest.MustGet(t, sharded, base+"/info")
-	if got, want := withoutSharding(t, infoBytes), withoutSharding(t, unshardedInfo); got != want {
-		t.Fatalf("the sharded info differs beyond sharding:\n%s\n%s", got, want)
 	}
 	inf, err := parseInfo(unshardedInfo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var si shardedInfo
-	if err := json.Unmarshal(infoBytes, &si); err != nil {
-		t.Fatal(err)
+	// Each server's by_id client and, by spatial level, its cell client.
+	type sharded struct {
+		name  string
+		byID  *shardClient
+		cells []*shardClient
 	}
-	if si.ByID.Key != "by_id" || len(si.ByID.Sharding) == 0 || len(si.Spatial) == 0 {
-		t.Fatalf("sharded info: %s", infoBytes)
+	var all []sharded
+	var spatial []struct {
+		key   string
+		shape []int
 	}
-	byID := newShardClient(t, sharded, base+"/by_id", si.ByID.Sharding)
-	cells, sampled, files := 0, 0, 0
-	for _, sp := range si.Spatial {
-		if len(sp.Sharding) == 0 {
-			t.Fatalf("%s has no sharding: %s", sp.Key, infoBytes)
+	for name, ts := range servers {
+		infoBytes := apitest.MustGet(t, ts, base+"/info")
+		if got, want := withoutSharding(t, infoBytes), withoutSharding(t, unshardedInfo); got != want {
+			t.Fatalf("%s: the sharded info differs beyond sharding:\n%s\n%s", name, got, want)
 		}
-		c := newShardClient(t, sharded, base+"/"+sp.Key, sp.Sharding)
-		defer func() { files += c.shardFiles() }()
+		var si shardedInfo
+		if err := json.Unmarshal(infoBytes, &si); err != nil {
+			t.Fatal(err)
+		}
+		if si.ByID.Key != "by_id" || len(si.ByID.Sharding) == 0 || len(si.Spatial) == 0 {
+			t.Fatalf("%s: sharded info: %s", name, infoBytes)
+		}
+		sh := sharded{name: name, byID: newShardClient(t, ts, base+"/by_id", si.ByID.Sharding)}
+		for _, sp := range si.Spatial {
+			if len(sp.Sharding) == 0 {
+				t.Fatalf("%s: %s has no sharding: %s", name, sp.Key, infoBytes)
+			}
+			sh.cells = append(sh.cells, newShardClient(t, ts, base+"/"+sp.Key, sp.Sharding))
+		}
+		all = append(all, sh)
+		if spatial == nil { // the same in every server: the infos agree beyond sharding
+			for _, sp := range si.Spatial {
+				spatial = append(spatial, struct {
+					key   string
+					shape []int
+				}{sp.Key, sp.GridShape})
+			}
+		}
+	}
+	cells, sampled := 0, 0
+	for level, sp := range spatial {
 		n := 1
-		for _, v := range sp.GridShape {
+		for _, v := range sp.shape {
 			n *= v
 		}
 		if n > 1<<14 {
-			t.Fatalf("%s: grid %v is too large to walk", sp.Key, sp.GridShape)
+			t.Fatalf("%s: grid %v is too large to walk", sp.key, sp.shape)
 		}
-		pos := make([]int, len(sp.GridShape))
+		pos := make([]int, len(sp.shape))
 		for range n {
 			names := make([]string, len(pos))
 			for i, v := range pos {
 				names[i] = strconv.Itoa(v)
 			}
-			want := apitest.MustGet(t, plain, base+"/"+sp.Key+"/"+strings.Join(names, "_"))
-			got, ok := c.get(zOrder(pos, sp.GridShape))
+			want := apitest.MustGet(t, plain, base+"/"+sp.key+"/"+strings.Join(names, "_"))
 			list, err := inf.decodeList(want)
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch {
-			case !ok && len(list) != 0:
-				t.Fatalf("%s cell %v (%d annotations) is in no shard", sp.Key, pos, len(list))
-			case ok && !bytes.Equal(got, want):
-				t.Fatalf("%s cell %v: the shard's %d bytes differ from the cell's %d", sp.Key, pos, len(got), len(want))
+			for _, sh := range all {
+				got, ok := sh.cells[level].get(zOrder(pos, sp.shape))
+				switch {
+				case !ok && len(list) != 0:
+					t.Fatalf("%s: %s cell %v (%d annotations) is in no shard", sh.name, sp.key, pos, len(list))
+				case ok && !bytes.Equal(got, want):
+					t.Fatalf("%s: %s cell %v: the shard's %d bytes differ from the cell's %d", sh.name, sp.key, pos, len(got), len(want))
+				}
 			}
 			if len(list) > 0 {
 				cells++
@@ -462,57 +491,71 @@ func checkShardedAnnotations(t *testing.T, plain, auto, sharded *httptest.Server
 				// Every annotation's sharded by_id record is its cell's
 				// record; one in sampleEvery is also byte-equal to the
 				// unsharded by_id answer (relationship included).
-				got, ok := byID.get(a.ID)
-				if !ok {
-					t.Fatalf("by_id %d is in no shard", a.ID)
-				}
-				one, err := inf.decodeByID(got, a.ID)
-				if err != nil || !bytes.Equal(one.Raw, a.Raw) {
-					t.Fatalf("by_id %d: %v; record %x, the cell's %x", a.ID, err, one.Raw, a.Raw)
-				}
+				var whole []byte
 				if a.ID%sampleEvery == 0 {
-					if want := apitest.MustGet(t, plain, base+"/by_id/"+strconv.FormatUint(a.ID, 10)); !bytes.Equal(got, want) {
-						t.Fatalf("by_id %d: shard has %x, unsharded %x", a.ID, got, want)
-					}
+					whole = apitest.MustGet(t, plain, base+"/by_id/"+strconv.FormatUint(a.ID, 10))
 					sampled++
+				}
+				for _, sh := range all {
+					got, ok := sh.byID.get(a.ID)
+					if !ok {
+						t.Fatalf("%s: by_id %d is in no shard", sh.name, a.ID)
+					}
+					one, err := inf.decodeByID(got, a.ID)
+					if err != nil || !bytes.Equal(one.Raw, a.Raw) {
+						t.Fatalf("%s: by_id %d: %v; record %x, the cell's %x", sh.name, a.ID, err, one.Raw, a.Raw)
+					}
+					if whole != nil && !bytes.Equal(got, whole) {
+						t.Fatalf("%s: by_id %d: shard has %x, unsharded %x", sh.name, a.ID, got, whole)
+					}
 				}
 			}
 			for i := range pos { // next grid position
-				if pos[i]++; pos[i] < sp.GridShape[i] {
+				if pos[i]++; pos[i] < sp.shape[i] {
 					break
 				}
 				pos[i] = 0
 			}
 		}
 	}
-	if _, ok := byID.get(1 << 62); ok {
-		t.Fatal("by_id holds an annotation the source lacks")
+	files := map[string]int{}
+	for _, sh := range all {
+		if _, ok := sh.byID.get(1 << 62); ok {
+			t.Fatalf("%s: by_id holds an annotation the source lacks", sh.name)
+		}
+		files[sh.name] = sh.byID.shardFiles()
+		for _, c := range sh.cells {
+			files[sh.name] += c.shardFiles()
+		}
 	}
 	if cells > 0 && sampled == 0 {
 		t.Fatal("no by_id record compared with the unsharded one")
 	}
-	return cells, files + byID.shardFiles()
+	return cells, files
 }
 
-// checkShardedSkeletons returns the skeletons it compared and the shard
-// files it read.
-func checkShardedSkeletons(t *testing.T, st *zvf.Store, plain, sharded *httptest.Server, base string) (int, int) {
+// checkShardedSkeletons returns the skeletons it compared and, by
+// server, the shard files it read.
+func checkShardedSkeletons(t *testing.T, st *zvf.Store, plain *httptest.Server, servers map[string]*httptest.Server, base string) (int, map[string]int) {
 	unshardedInfo := apitest.MustGet(t, plain, base+"/info")
-	infoBytes := apitest.MustGet(t, sharded, base+"/info")
-	if strings.Contains(string(unshardedInfo), `"sharding"`) || withoutSharding(t, infoBytes) != withoutSharding(t, unshardedInfo) {
-		t.Fatalf("skeleton infos:\n%s\n%s", infoBytes, unshardedInfo)
-	}
-	var inf struct {
-		Sharding json.RawMessage `json:"sharding"`
-	}
-	if err := json.Unmarshal(infoBytes, &inf); err != nil || len(inf.Sharding) == 0 {
-		t.Fatalf("sharded skeleton info: %s", infoBytes)
-	}
+	clients := map[string]*shardClient{}
 	var skel ngSkeletonInfo
-	if err := json.Unmarshal(infoBytes, &skel); err != nil {
-		t.Fatal(err)
+	for name, ts := range servers {
+		infoBytes := apitest.MustGet(t, ts, base+"/info")
+		if strings.Contains(string(unshardedInfo), `"sharding"`) || withoutSharding(t, infoBytes) != withoutSharding(t, unshardedInfo) {
+			t.Fatalf("%s: skeleton infos:\n%s\n%s", name, infoBytes, unshardedInfo)
+		}
+		var inf struct {
+			Sharding json.RawMessage `json:"sharding"`
+		}
+		if err := json.Unmarshal(infoBytes, &inf); err != nil || len(inf.Sharding) == 0 {
+			t.Fatalf("%s: sharded skeleton info: %s", name, infoBytes)
+		}
+		if err := json.Unmarshal(infoBytes, &skel); err != nil {
+			t.Fatal(err)
+		}
+		clients[name] = newShardClient(t, ts, base, inf.Sharding)
 	}
-	c := newShardClient(t, sharded, base, inf.Sharding)
 	l0, err := st.Level(0)
 	if err != nil {
 		t.Fatal(err)
@@ -524,22 +567,31 @@ func checkShardedSkeletons(t *testing.T, st *zvf.Store, plain, sharded *httptest
 			t.Fatal(err)
 		}
 		resp, want := apitest.Get(t, plain, base+"/"+strconv.FormatUint(uint64(id), 10))
-		got, ok := c.get(uint64(id))
-		if resp.StatusCode == http.StatusNotFound {
-			if ok {
-				t.Fatalf("object %d has no skeleton, but a shard holds one", id)
+		for name, c := range clients {
+			got, ok := c.get(uint64(id))
+			if resp.StatusCode == http.StatusNotFound {
+				if ok {
+					t.Fatalf("%s: object %d has no skeleton, but a shard holds one", name, id)
+				}
+				continue
 			}
+			if !ok || !bytes.Equal(got, want) {
+				t.Fatalf("%s: skeleton %d: shard has %v (%d bytes), unsharded %d bytes", name, id, ok, len(got), len(want))
+			}
+		}
+		if resp.StatusCode == http.StatusNotFound {
 			continue
 		}
-		if !ok || !bytes.Equal(got, want) {
-			t.Fatalf("skeleton %d: shard has %v (%d bytes), unsharded %d bytes", id, ok, len(got), len(want))
-		}
-		if _, err := decodeSkeleton(&skel, got); err != nil {
+		if _, err := decodeSkeleton(&skel, want); err != nil {
 			t.Fatalf("skeleton %d: %v", id, err)
 		}
 		n++
 	}
-	return n, c.shardFiles()
+	files := map[string]int{}
+	for name, c := range clients {
+		files[name] = c.shardFiles()
+	}
+	return n, files
 }
 
 // TestShardFiles: the names a sharded source has, Range answers on them,
