@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +32,7 @@ type Rule struct {
 	Op, Key string
 	Nth     int
 	Fault   Fault
-	used    atomic.Int64
-	seen    atomic.Int64
+	count   counter
 }
 
 // Store is the fault-injecting wrapper.
@@ -42,8 +40,7 @@ type Store struct {
 	inner storage.Store
 	sleep func(context.Context, time.Duration) error
 
-	mu    sync.Mutex
-	rules []*Rule
+	rules rules[Rule]
 
 	Calls    atomic.Int64 // every call
 	InFlight atomic.Int64 // calls not yet returned
@@ -70,35 +67,20 @@ func New(inner storage.Store, sleep func(context.Context, time.Duration) error) 
 }
 
 // Add installs a rule (rules are tried in order; the first match applies).
-func (s *Store) Add(r *Rule) {
-	s.mu.Lock()
-	s.rules = append(s.rules, r)
-	s.mu.Unlock()
-}
+func (s *Store) Add(r *Rule) { s.rules.add(r) }
 
 // Reset removes every rule.
-func (s *Store) Reset() {
-	s.mu.Lock()
-	s.rules = nil
-	s.mu.Unlock()
-}
+func (s *Store) Reset() { s.rules.reset() }
 
 func (s *Store) match(op, key string) *Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.rules {
-		if (r.Op == "" || r.Op == op) && strings.Contains(key, r.Key) {
-			if n := r.seen.Add(1); r.Nth > 0 && n != int64(r.Nth) {
-				continue
-			}
-			if r.Fault.Times > 0 && r.used.Add(1) > int64(r.Fault.Times) {
-				continue
-			}
-			f := r.Fault
-			return &f
-		}
+	r := s.rules.first(func(r *Rule) bool {
+		return (r.Op == "" || r.Op == op) && strings.Contains(key, r.Key) && r.count.fires(r.Nth, r.Fault.Times)
+	})
+	if r == nil {
+		return nil
 	}
-	return nil
+	f := r.Fault
+	return &f
 }
 
 // before runs a call's fault; it returns a non-nil error to fail the call,

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -29,8 +28,7 @@ type Proxy struct {
 	tr     *http.Transport
 	stop   chan struct{} // closed by Close: stalled exchanges end
 
-	mu    sync.Mutex
-	rules []*HTTPRule
+	rules rules[HTTPRule]
 
 	Requests atomic.Int64 // requests received
 	Faults   atomic.Int64 // requests a rule changed
@@ -47,7 +45,7 @@ type HTTPRule struct {
 	Nth, Times          int
 	Fault               HTTPFault
 
-	seen, used atomic.Int64
+	count counter
 }
 
 // HTTPFault is what a rule does to one exchange. Delay comes first; then
@@ -85,18 +83,10 @@ func NewProxy(target string) (*Proxy, error) {
 
 // Add installs a rule; rules are tried in order and the first that
 // matches applies.
-func (p *Proxy) Add(r *HTTPRule) {
-	p.mu.Lock()
-	p.rules = append(p.rules, r)
-	p.mu.Unlock()
-}
+func (p *Proxy) Add(r *HTTPRule) { p.rules.add(r) }
 
 // Reset removes every rule.
-func (p *Proxy) Reset() {
-	p.mu.Lock()
-	p.rules = nil
-	p.mu.Unlock()
-}
+func (p *Proxy) Reset() { p.rules.reset() }
 
 // Close ends stalled exchanges and stops the proxy.
 func (p *Proxy) Close() {
@@ -106,22 +96,15 @@ func (p *Proxy) Close() {
 }
 
 func (p *Proxy) match(r *http.Request) *HTTPFault {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, rule := range p.rules {
-		if (rule.Method != "" && rule.Method != r.Method) || !strings.Contains(r.URL.Path, rule.Path) || !strings.Contains(r.URL.RawQuery, rule.Query) {
-			continue
-		}
-		if n := rule.seen.Add(1); rule.Nth > 0 && n != int64(rule.Nth) {
-			continue
-		}
-		if rule.Times > 0 && rule.used.Add(1) > int64(rule.Times) {
-			continue
-		}
-		f := rule.Fault
-		return &f
+	rule := p.rules.first(func(rule *HTTPRule) bool {
+		return (rule.Method == "" || rule.Method == r.Method) && strings.Contains(r.URL.Path, rule.Path) &&
+			strings.Contains(r.URL.RawQuery, rule.Query) && rule.count.fires(rule.Nth, rule.Times)
+	})
+	if rule == nil {
+		return nil
 	}
-	return nil
+	f := rule.Fault
+	return &f
 }
 
 // wait blocks for d, or until the client gives up or the proxy closes;
