@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,17 +20,30 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
-// uploadTree copies a local store folder into w, first deleting every object
+// uploadTree copies a local store folder into w, then deletes every object
 // w holds that the folder does not (a pipeline rewriting a prefix).
 func uploadTree(t *testing.T, w storage.Writer, dir string) {
+	t.Helper()
+	uploadTreeWithout(t, w, dir, nil)
+}
+
+// uploadTreeWithout is uploadTree as if the folder lacked what is under
+// each of skipped (slash-separated, relative to dir).
+func uploadTreeWithout(t *testing.T, w storage.Writer, dir string, skipped []string) {
 	t.Helper()
 	ctx := context.Background()
 	keep := map[string]bool{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case slices.Contains(skipped, filepath.ToSlash(rel)) && d.IsDir():
+			return fs.SkipDir
+		case slices.Contains(skipped, filepath.ToSlash(rel)), d.IsDir():
+			return nil
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
