@@ -29,12 +29,33 @@ import (
 // installs the same.
 const gltfValidatorVersion = "2.0.0-dev.3.10"
 
-func skipOrFailTools(t *testing.T, msg string) {
+// skipOrFail skips t for want of an outside tool (msg says which), or
+// fails it when the environment variable require is set (CI sets them).
+func skipOrFail(t *testing.T, require, msg string) {
 	t.Helper()
-	if os.Getenv("ZVFSERVE_REQUIRE_EXPORT_TOOLS") != "" {
-		t.Fatal("ZVFSERVE_REQUIRE_EXPORT_TOOLS is set but " + msg)
+	if os.Getenv(require) != "" {
+		t.Fatal(require + " is set but " + msg)
 	}
 	t.Skip(msg)
+}
+
+func skipOrFailTools(t *testing.T, msg string) {
+	t.Helper()
+	skipOrFail(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", msg)
+}
+
+// ciCache is the folder .ci/run installs the npm packages into, outside
+// the checkout: $ZVFSERVE_CI_CACHE, else ~/.cache/zvfserve-ci.
+func ciCache(t *testing.T) string {
+	t.Helper()
+	if root := os.Getenv("ZVFSERVE_CI_CACHE"); root != "" {
+		return root
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(home, ".cache", "zvfserve-ci")
 }
 
 // exportPython is a Python that imports modules: $ZVFSERVE_PYTHON, else
@@ -242,12 +263,7 @@ func TestExportGLTFValidator(t *testing.T) {
 	t.Parallel()
 	dirV := os.Getenv("ZVFSERVE_GLTF_VALIDATOR")
 	if dirV == "" {
-		cache := os.Getenv("ZVFSERVE_CI_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "zvfserve-ci")
-		}
-		dirV = filepath.Join(cache, "gltf-validator-"+gltfValidatorVersion)
+		dirV = filepath.Join(ciCache(t), "gltf-validator-"+gltfValidatorVersion)
 	}
 	mod := filepath.Join(dirV, "node_modules", "gltf-validator")
 	if _, err := os.Stat(filepath.Join(mod, "index.js")); err != nil {

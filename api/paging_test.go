@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -287,22 +286,9 @@ func checkGolden(t *testing.T, golden, got string, update bool) {
 // its meshes rewritten as ZVF 0.9.
 var pagingStores = sync.OnceValues(func() ([]*zvf.Store, error) {
 	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, out, ch, err := buildDemo(demo.Options{Seed: 5, Scale: 0.1})
 	if err != nil {
 		return nil, err
-	}
-	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 5, Scale: 0.1})
-	if err != nil {
-		return nil, err
-	}
-	ch := cache.New(128 << 20)
-	var out []*zvf.Store
-	for _, in := range infos {
-		s, err := zvf.Open(ctx, storage.Sub(mem, in.Prefix), zvf.Options{Name: in.Name, Cache: ch})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
 	}
 	m09, err := blobstore.OpenBucket(ctx, "mem://")
 	if err != nil {

@@ -3,17 +3,12 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob/s3blob"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -31,20 +26,10 @@ import (
 // AWS_SECRET_ACCESS_KEY) to run it; CI sets ZVFSERVE_REQUIRE_S3=1.
 func TestS3MatchesLocal(t *testing.T) {
 	t.Parallel()
-	endpoint := os.Getenv("ZVFSERVE_S3_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("ZVFSERVE_REQUIRE_S3") == "1" {
-			t.Fatal("ZVFSERVE_REQUIRE_S3=1 but ZVFSERVE_S3_ENDPOINT is not set")
-		}
-		t.Skip("no S3 endpoint (ZVFSERVE_S3_ENDPOINT); .ci/run starts MinIO for this test")
-	}
+	endpoint := s3Endpoint(t)
 	ctx := context.Background()
 	const bucket = "zvf-fixtures"
-	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), "")})
-	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Logf("create bucket: %v (continuing; it may exist)", err)
-	}
+	createBucket(t, endpoint, bucket)
 	names := []string{"graph", "points_pyramid", "mesh", "points_bins_blosc"}
 	q := "?endpoint=" + url.QueryEscape(endpoint) + "&use_path_style=true&region=us-east-1"
 	var s3Stores, localStores []*zvf.Store
@@ -54,20 +39,7 @@ func TestS3MatchesLocal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			rel, _ := filepath.Rel(src, p)
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return up.Put(ctx, filepath.ToSlash(rel), b)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		uploadTree(t, up, src)
 		s, err := zvf.Open(ctx, up, zvf.Options{Name: n, Cache: cache.New(64 << 20)})
 		if err != nil {
 			t.Fatalf("open %s from S3: %v", n, err)
@@ -139,10 +111,7 @@ func (c *requestCounter) take() map[string]int {
 func checkRequestsPerCheck(t *testing.T, endpoint, bucket string, names []string) {
 	ctx := context.Background()
 	rc := &requestCounter{n: map[string]int{}}
-	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
-		HTTPClient:  &http.Client{Transport: rc},
-		Credentials: credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), "")})
-	b, err := s3blob.OpenBucket(ctx, cl, bucket, nil)
+	b, err := s3blob.OpenBucket(ctx, s3Client(endpoint, &http.Client{Transport: rc}), bucket, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
