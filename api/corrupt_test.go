@@ -72,12 +72,18 @@ type storeCopy struct{ src, dir string }
 // fixtures09 holds the ZVF 0.9 stores (names ending in _v09).
 const fixtures09 = "../testdata/zvf-0.9"
 
+// fixtureDir is the folder of a reference store (of ZVF 0.9 for a name
+// ending in _v09).
+func fixtureDir(fixture string) string {
+	if strings.HasSuffix(fixture, "_v09") {
+		return filepath.Join(fixtures09, fixture+".zarrvectors")
+	}
+	return filepath.Join(fixtures, fixture+".zarrvectors")
+}
+
 func copyStore(t *testing.T, fixture string) *storeCopy {
 	t.Helper()
-	src := filepath.Join(fixtures, fixture+".zarrvectors")
-	if strings.HasSuffix(fixture, "_v09") {
-		src = filepath.Join(fixtures09, fixture+".zarrvectors")
-	}
+	src := fixtureDir(fixture)
 	return &storeCopy{src: src, dir: zvftest.CopyTree(t, src)}
 }
 

@@ -83,6 +83,22 @@ func wantProblem(t *testing.T, what string, code int, body []byte, kinds ...stri
 	t.Fatalf("%s: %d %.300s, want a problem of kind %v", what, code, body, kinds)
 }
 
+// watchedCached serves st as store "s" through a watching handle (now is
+// its clock, nil for the wall's), with the cache the answers read through.
+func watchedCached(t *testing.T, st storage.Store, now func() time.Time) (*api.Server, *cache.Cache) {
+	t.Helper()
+	ch := cache.New(64 << 20)
+	h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: "s", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Cache: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, ch
+}
+
 // TestDeletedObjectIsNeverAbsent: on an object store (mem://, no folders
 // to date a delete by), an object the served version has and storage no
 // longer holds fails the answer visibly — 422 while the store's metadata
@@ -95,10 +111,7 @@ func TestDeletedObjectIsNeverAbsent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			src := filepath.Join(fixtures, tc.fixture+".zarrvectors")
-			if strings.HasSuffix(tc.fixture, "_v09") {
-				src = filepath.Join(fixtures09, tc.fixture+".zarrvectors")
-			}
+			src := fixtureDir(tc.fixture)
 			w, err := blobstore.Open(ctx, "mem://")
 			if err != nil {
 				t.Fatal(err)
@@ -106,18 +119,9 @@ func TestDeletedObjectIsNeverAbsent(t *testing.T) {
 			defer w.Close()
 			uploadTree(t, w, src)
 			settled(t, w)
-			ch := cache.New(64 << 20)
 			// The clock that spaces checks: a check a second after the last.
 			var skew atomic.Int64
-			now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-			h, err := zvf.OpenHandle(ctx, w, zvf.Options{Name: "s", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime, Now: now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Cache: ch})
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, ch := watchedCached(t, w, func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
 			if code, _, body := serveFull(t, srv.Handler(), tc.path); code != 200 {
 				t.Fatalf("before the delete: %d %.300s", code, body)
 			}
@@ -174,10 +178,7 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			src := filepath.Join(fixtures, tc.fixture+".zarrvectors")
-			if strings.HasSuffix(tc.fixture, "_v09") {
-				src = filepath.Join(fixtures09, tc.fixture+".zarrvectors")
-			}
+			src := fixtureDir(tc.fixture)
 			dir := zvftest.CopyTree(t, src)
 			st, err := blobstore.Open(ctx, dir)
 			if err != nil {
@@ -185,15 +186,7 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 			}
 			defer st.Close()
 			settled(t, st)
-			ch := cache.New(64 << 20)
-			h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "s", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Cache: ch})
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, ch := watchedCached(t, st, nil)
 			code, hdr, body := serveFull(t, srv.Handler(), tc.path)
 			if code != 200 {
 				t.Fatalf("before the delete: %d %.300s", code, body)
@@ -233,18 +226,7 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 // next check.
 func TestBlueGreenFlip(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	v1, v2 := filepath.Join(base, "v1"), filepath.Join(base, "v2")
-	if err := os.Rename(zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors")), v1); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(zvftest.CopyTree(t, filepath.Join(fixtures, "points_pyramid.zarrvectors")), v2); err != nil {
-		t.Fatal(err)
-	}
-	cur := filepath.Join(base, "current")
-	if err := os.Symlink("v1", cur); err != nil {
-		t.Fatal(err)
-	}
+	base, v1, v2, cur := linkedVersions(t)
 	for _, watch := range []bool{true, false} {
 		st, err := blobstore.Open(context.Background(), cur)
 		if err != nil {
@@ -266,13 +248,7 @@ func TestBlueGreenFlip(t *testing.T) {
 			defer func() { flippedUnwatched(t, srv) }()
 		}
 	}
-	tmp := filepath.Join(base, "next")
-	if err := os.Symlink("v2", tmp); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, cur); err != nil {
-		t.Fatal(err)
-	}
+	repoint(t, base, cur)
 	if err := os.RemoveAll(v1); err != nil {
 		t.Fatal(err)
 	}

@@ -217,19 +217,7 @@ func TestStaleCursor(t *testing.T) {
 // walk saw, so the change never was.
 func TestLinkedRootRepointed(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	v1 := filepath.Join(base, "v1")
-	v2 := filepath.Join(base, "v2")
-	if err := os.Rename(zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors")), v1); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(zvftest.CopyTree(t, filepath.Join(fixtures, "points_pyramid.zarrvectors")), v2); err != nil {
-		t.Fatal(err)
-	}
-	cur := filepath.Join(base, "current")
-	if err := os.Symlink("v1", cur); err != nil {
-		t.Fatal(err)
-	}
+	base, v1, v2, cur := linkedVersions(t)
 	st, err := blobstore.Open(context.Background(), cur)
 	if err != nil {
 		t.Fatal(err)
@@ -252,19 +240,40 @@ func TestLinkedRootRepointed(t *testing.T) {
 		return tags
 	}
 	before := compare("v1", v1)
-	tmp := filepath.Join(base, "next")
-	if err := os.Symlink("v2", tmp); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, cur); err != nil {
-		t.Fatal(err)
-	}
+	repoint(t, base, cur)
 	if err := srv.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	after := compare("v2", v2)
 	if before[paths[1]] == after[paths[1]] {
 		t.Fatal("ETag kept across versions")
+	}
+}
+
+// linkedVersions lays out a store served through a link: base/v1 (the
+// graph fixture) and base/v2 (points_pyramid), and base/current -> v1.
+func linkedVersions(t *testing.T) (base, v1, v2, cur string) {
+	t.Helper()
+	base = t.TempDir()
+	v1, v2, cur = filepath.Join(base, "v1"), filepath.Join(base, "v2"), filepath.Join(base, "current")
+	zvftest.CopyInto(t, filepath.Join(fixtures, "graph.zarrvectors"), v1)
+	zvftest.CopyInto(t, filepath.Join(fixtures, "points_pyramid.zarrvectors"), v2)
+	if err := os.Symlink("v1", cur); err != nil {
+		t.Fatal(err)
+	}
+	return base, v1, v2, cur
+}
+
+// repoint flips the link cur to v2 at once, as ln -sfn v2 current does
+// (a new link renamed over the old).
+func repoint(t *testing.T, base, cur string) {
+	t.Helper()
+	tmp := filepath.Join(base, "next")
+	if err := os.Symlink("v2", tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, cur); err != nil {
+		t.Fatal(err)
 	}
 }
 
