@@ -481,3 +481,60 @@ func serveRequest(t *testing.T, h http.Handler, req *http.Request) (int, http.He
 	body, _ := io.ReadAll(rec.body())
 	return rec.code, rec.Header(), body
 }
+
+// TestEmptyChunkFoldersAnswer: a store holding empty chunk and level
+// folders (a crashed writer, a delete that keeps folders) answers the box
+// of its whole bounds, at a level and at level=auto, exactly as without
+// them. Before, both were 404 "no such cell", and level=auto with a small
+// limit answered 200 from the empty "level" 7: no vertices.
+func TestEmptyChunkFoldersAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_pyramid.zarrvectors"))
+	for _, f := range []string{"0/vertices/9.9.9", "1/vertices/4.4.4/c", "7"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := blobstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s, err := zvf.Open(ctx, st, zvf.Options{Name: "points_pyramid", Cache: cache.New(32 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray, err := api.New(api.Options{Stores: []*zvf.Store{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, err := api.New(api.Options{Stores: openStores(t, "points_pyramid")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.Info().Bounds
+	box := "/api/v1/stores/points_pyramid/bbox?min=" + corner(b[0]) + "&max=" + corner(b[1])
+	for _, q := range []string{"&level=0", "&level=1", "&level=auto&limit=5", "&level=auto&limit=100", "&level=auto&limit=100000"} {
+		code, _, got := serveFull(t, stray.Handler(), box+q)
+		_, _, want := serveFull(t, clean.Handler(), box+q)
+		if code != http.StatusOK || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d %.300s\nwant %.300s", q, code, got, want)
+		}
+	}
+}
+
+// recorder is a minimal ResponseWriter for in-process requests.
+type recorder struct {
+	h        http.Header
+	code     int
+	buf      bytes.Buffer
+	panicked string
+}
+
+func newRecorder() *recorder { return &recorder{h: http.Header{}, code: 200} }
+
+func (r *recorder) Header() http.Header         { return r.h }
+func (r *recorder) WriteHeader(c int)           { r.code = c }
+func (r *recorder) Write(p []byte) (int, error) { return r.buf.Write(p) }
+func (r *recorder) body() io.Reader             { return &r.buf }
