@@ -99,6 +99,20 @@ func watchedCached(t *testing.T, st storage.Store, now func() time.Time) (*api.S
 	return srv, ch
 }
 
+// serveSettling serves path as a client that honours 503 store-changing:
+// while the answer is one, it waits for st to settle and asks again (five
+// times at most). what names the moment in a failure.
+func serveSettling(t *testing.T, h http.Handler, st storage.Store, path, what string) (int, http.Header, []byte) {
+	t.Helper()
+	code, hdr, body := serveFull(t, h, path)
+	for i := 0; code == http.StatusServiceUnavailable && i < 5; i++ {
+		wantProblem(t, what, code, body, "store-changing")
+		settled(t, st)
+		code, hdr, body = serveFull(t, h, path)
+	}
+	return code, hdr, body
+}
+
 // TestDeletedObjectIsNeverAbsent: on an object store (mem://, no folders
 // to date a delete by), an object the served version has and storage no
 // longer holds fails the answer visibly — 422 while the store's metadata
@@ -145,12 +159,7 @@ func TestDeletedObjectIsNeverAbsent(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantCode, _, want := serveFull(t, oracle.Handler(), tc.path)
-			code, _, body = serveFull(t, srv.Handler(), tc.path)
-			for i := 0; code == http.StatusServiceUnavailable && i < 5; i++ {
-				wantProblem(t, "while the new version settles", code, body, "store-changing")
-				settled(t, w)
-				code, _, body = serveFull(t, srv.Handler(), tc.path)
-			}
+			code, _, body = serveSettling(t, srv.Handler(), w, tc.path, "while the new version settles")
 			if code != wantCode || (code == 200 && !bytes.Equal(body, want)) {
 				t.Fatalf("after the sync: %d %.300s\nwant %d %.300s", code, body, wantCode, want)
 			}
@@ -202,12 +211,7 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 			// the new version should.
 			wantCode, _, wantBody := serveFull(t, localServer(t, "s", dir).Handler(), tc.path)
 			ch.Purge() // the answer must read the deleted objects again
-			code, hdr, body = serveFull(t, srv.Handler(), tc.path)
-			for i := 0; code == http.StatusServiceUnavailable && i < 5; i++ {
-				wantProblem(t, "while the change settles", code, body, "store-changing")
-				settled(t, st)
-				code, hdr, body = serveFull(t, srv.Handler(), tc.path)
-			}
+			code, hdr, body = serveSettling(t, srv.Handler(), st, tc.path, "while the change settles")
 			if code != wantCode || (code == 200 && !bytes.Equal(body, wantBody)) {
 				t.Fatalf("after the delete: %d %.300s\nwant the new version's %d %.300s", code, body, wantCode, wantBody)
 			}
@@ -243,7 +247,7 @@ func TestBlueGreenFlip(t *testing.T) {
 			t.Fatal(err)
 		}
 		if watch {
-			defer func() { flipped(t, srv, v2) }()
+			defer func() { flipped(t, srv, st, v2) }()
 		} else {
 			defer func() { flippedUnwatched(t, srv) }()
 		}
@@ -262,18 +266,13 @@ var flipPaths = []string{
 
 // flipped checks a watching server after the flip: v2's answers, or 503
 // store-changing first.
-func flipped(t *testing.T, srv *api.Server, v2 string) {
+func flipped(t *testing.T, srv *api.Server, st storage.Store, v2 string) {
 	t.Helper()
 	local := localServer(t, "s", v2)
 	for i := range 15 {
 		p := flipPaths[i%len(flipPaths)]
 		wantCode, _, want := serveFull(t, local.Handler(), p)
-		code, _, body := serveFull(t, srv.Handler(), p)
-		for j := 0; code == http.StatusServiceUnavailable && j < 5; j++ {
-			wantProblem(t, p+" while v2 opens", code, body, "store-changing")
-			time.Sleep(2 * settleTime)
-			code, _, body = serveFull(t, srv.Handler(), p)
-		}
+		code, _, body := serveSettling(t, srv.Handler(), st, p, p+" while v2 opens")
 		if code != wantCode || !bytes.Equal(body, want) {
 			t.Fatalf("request %d after the flip, %s: %d %.300s\nwant v2's %d %.300s", i, p, code, body, wantCode, want)
 		}
