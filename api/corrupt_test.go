@@ -489,31 +489,19 @@ func serveRequest(t *testing.T, h http.Handler, req *http.Request) (int, http.He
 // limit answered 200 from the empty "level" 7: no vertices.
 func TestEmptyChunkFoldersAnswer(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_pyramid.zarrvectors"))
 	for _, f := range []string{"0/vertices/9.9.9", "1/vertices/4.4.4/c", "7"} {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st, err := blobstore.Open(ctx, dir)
+	stray := localServer(t, "points_pyramid", dir)
+	stores := openStores(t, "points_pyramid")
+	clean, err := api.New(api.Options{Stores: stores})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = st.Close() })
-	s, err := zvf.Open(ctx, st, zvf.Options{Name: "points_pyramid", Cache: cache.New(32 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stray, err := api.New(api.Options{Stores: []*zvf.Store{s}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clean, err := api.New(api.Options{Stores: openStores(t, "points_pyramid")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := s.Info().Bounds
+	b := stores[0].Info().Bounds // the same metadata as the stray copy's
 	box := "/api/v1/stores/points_pyramid/bbox?min=" + corner(b[0]) + "&max=" + corner(b[1])
 	for _, q := range []string{"&level=0", "&level=1", "&level=auto&limit=5", "&level=auto&limit=100", "&level=auto&limit=100000"} {
 		code, _, got := serveFull(t, stray.Handler(), box+q)

@@ -198,24 +198,10 @@ func TestPermissionDeniedNamesChunk(t *testing.T) {
 		if os.Geteuid() == 0 {
 			t.Skip("running as root: file permissions do not apply (the injected case stands in)")
 		}
-		ctx := context.Background()
 		dir := zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))
 		if err := os.Chmod(filepath.Join(dir, filepath.FromSlash(deniedChunk)), 0); err != nil {
 			t.Fatal(err)
 		}
-		st, err := blobstore.Open(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		s, err := zvf.Open(ctx, st, zvf.Options{Name: "graph", Cache: cache.New(16 << 20)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(t, srv.Handler())
+		check(t, localServer(t, "graph", dir).Handler())
 	})
 }
