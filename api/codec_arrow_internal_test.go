@@ -18,6 +18,21 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
+// flushedReader flushes bw and reads the Arrow stream it wrote into buf
+// (released when t ends).
+func flushedReader(t *testing.T, bw *bufio.Writer, buf *bytes.Buffer) *ipc.Reader {
+	t.Helper()
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := ipc.NewReader(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rd.Release)
+	return rd
+}
+
 // roundTrip writes col (rows rows) as column c in two record batches —
 // the first through arrow-go's IPC writer, the second through the
 // writer's own RecordBatch messages — reads them back with arrow-go's
@@ -42,14 +57,7 @@ func roundTrip(t *testing.T, c *arrowColumn, col *zvf.Column, rows int) arrow.Ar
 	if err := aw.w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := bw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	rd, err := ipc.NewReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rd.Release)
+	rd := flushedReader(t, bw, &buf)
 	var got []arrow.Array
 	for rd.Next() {
 		arr := rd.RecordBatch().Column(0)
