@@ -228,7 +228,7 @@ func TestArrowPagesMatchJSON(t *testing.T) {
 				table = "edges"
 			}
 			for _, n := range s.Levels() {
-				for bi, box := range []string{"min=-1,-1,-1&max=1001,1001,601", "min=190,260,110&max=770,880,480"} {
+				for bi, box := range pagingBoxes {
 					for _, c := range []struct {
 						name  string
 						h     http.Handler
