@@ -139,23 +139,32 @@ func isKind(err error, k problem.Kind) bool {
 	return errors.As(err, &p) && p.Kind() == k
 }
 
-// TestArrowCategoricalNulls: a code that is the dictionary's fill value,
-// or outside its labels, is a null row (as JSON's null), the others the
-// store's labels.
-func TestArrowCategoricalNulls(t *testing.T) {
+// demoCells is the first store of the demo scene built with o: the cells,
+// a point cloud with a categorical attribute.
+func demoCells(t *testing.T, o demo.Options) *zvf.Store {
+	t.Helper()
 	ctx := context.Background()
 	mem, err := blobstore.OpenBucket(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 5, Scale: 0.05})
+	infos, err := demo.Build(ctx, mem, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := zvf.Open(ctx, storage.Sub(mem, infos[0].Prefix), zvf.Options{Name: "cells"})
+	st, err := zvf.Open(ctx, storage.Sub(mem, infos[0].Prefix), zvf.Options{Name: infos[0].Name})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// TestArrowCategoricalNulls: a code that is the dictionary's fill value,
+// or outside its labels, is a null row (as JSON's null), the others the
+// store's labels.
+func TestArrowCategoricalNulls(t *testing.T) {
+	ctx := context.Background()
+	st := demoCells(t, demo.Options{Seed: 5, Scale: 0.05})
 	l, err := st.Level(0)
 	if err != nil {
 		t.Fatal(err)
