@@ -34,10 +34,7 @@ const apacheArrowVersion = "21.2.0"
 
 func skipOrFailArrow(t *testing.T, msg string) {
 	t.Helper()
-	if os.Getenv("ZVFSERVE_REQUIRE_ARROW") != "" {
-		t.Fatal("ZVFSERVE_REQUIRE_ARROW is set but " + msg)
-	}
-	t.Skip(msg)
+	skipOrFail(t, "ZVFSERVE_REQUIRE_ARROW", msg)
 }
 
 // nodeArrow is a folder whose node_modules holds apache-arrow, for
@@ -51,15 +48,7 @@ func nodeArrow(t *testing.T) (dir, node string) {
 	}
 	mods := os.Getenv("ZVFSERVE_APACHE_ARROW")
 	if mods == "" {
-		root := os.Getenv("ZVFSERVE_CI_CACHE")
-		if root == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			root = filepath.Join(home, ".cache", "zvfserve-ci")
-		}
-		mods = filepath.Join(root, "apache-arrow-"+apacheArrowVersion, "node_modules")
+		mods = filepath.Join(ciCache(t), "apache-arrow-"+apacheArrowVersion, "node_modules")
 	}
 	if _, err := os.Stat(filepath.Join(mods, "apache-arrow", "package.json")); err != nil {
 		skipOrFailArrow(t, fmt.Sprintf("npm apache-arrow is not installed in %s (npm install --prefix %s apache-arrow@%s)", mods, filepath.Dir(mods), apacheArrowVersion))

@@ -2,12 +2,17 @@ package api_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"runtime/metrics"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -65,9 +70,13 @@ func benchBBox(b *testing.B, want int, format string) {
 }
 
 func benchURL(b *testing.B, url string) {
-	srv := benchServer(b)
-	h := srv.Handler()
-	req := httptest.NewRequest(http.MethodGet, url, nil)
+	benchServe(b, httptest.NewRequest(http.MethodGet, url, nil))
+}
+
+// benchServe times the warm benchmark server answering req, in CPU time
+// per answer too, and returns what the last answer wrote.
+func benchServe(b *testing.B, req *http.Request) *discard {
+	h := benchServer(b).Handler()
 	w := &discard{h: http.Header{}}
 	h.ServeHTTP(w, req) // warm
 	b.ReportAllocs()
@@ -81,6 +90,7 @@ func benchURL(b *testing.B, url string) {
 	// On a loaded machine wall time measures the wait for a core too.
 	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
 	b.SetBytes(w.n)
+	return w
 }
 
 // BenchmarkBBoxBinary50k: server time of a warm 50,000-vertex bbox in the
@@ -193,4 +203,245 @@ func BenchmarkEncodingJSONCoords(b *testing.B) {
 		n = len(out)
 	}
 	b.SetBytes(int64(n))
+}
+
+// BenchmarkBBoxBinaryWire: what a warm binary bbox answer costs on the
+// wire and in CPU, exact and quantized (precision= the store's extent /
+// 65,536 and / 4,096, the issue's two targets), in each content coding.
+// wire-B/vertex is what the client receives per vertex; cpu-ns/op the
+// server's CPU per answer (compression included). The points are the
+// bench's uniform random 2,000,000 in a cube of 1,000: the worst case for
+// compression.
+func BenchmarkBBoxBinaryWire(b *testing.B) {
+	for _, box := range []struct {
+		name   string
+		want   int
+		offset float64
+	}{{"500k", 500_000, 50}, {"50k", 50_000, 301}} {
+		lo, hi := synth.BoxFor(benchPoints, box.want, box.offset)
+		for _, p := range []struct {
+			name  string
+			query string
+		}{{"exact", ""}, {"P=extent/65536", "&precision=" + strconv.FormatFloat(synth.Side/65536, 'g', -1, 64)},
+			{"P=extent/4096", "&precision=" + strconv.FormatFloat(synth.Side/4096, 'g', -1, 64)}} {
+			for _, enc := range []string{"identity", "zstd", "gzip"} {
+				b.Run(box.name+"/"+p.name+"/"+enc, func(b *testing.B) {
+					url := fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000%s",
+						lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], p.query)
+					req := httptest.NewRequest(http.MethodGet, url, nil)
+					req.Header.Set("Accept-Encoding", enc)
+					benchRequest(b, req)
+				})
+			}
+		}
+	}
+}
+
+// benchRequest is benchURL for a request with headers; it reports the
+// answer's bytes per vertex too.
+func benchRequest(b *testing.B, req *http.Request) {
+	w := benchServe(b, req)
+	vertices, err := strconv.ParseInt(w.h.Get("X-Vertex-Count"), 10, 64)
+	if err != nil || vertices == 0 {
+		b.Fatalf("no vertices (%q)", w.h.Get("X-Vertex-Count"))
+	}
+	b.ReportMetric(float64(w.n)/float64(vertices), "wire-B/vertex")
+}
+
+const benchLineVertices = 400_000
+
+var benchLines = sync.OnceValues(func() (*api.Server, error) {
+	ctx := context.Background()
+	st, err := synth.Streamlines(ctx, benchLineVertices, 1)
+	if err != nil {
+		return nil, err
+	}
+	ch := cache.New(1 << 30)
+	s, err := zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: ch})
+	if err != nil {
+		return nil, err
+	}
+	return api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+})
+
+// binaryNext is the next cursor in a binary answer's trailer block.
+func binaryNext(b *testing.B, body []byte) string {
+	hl := int(binary.LittleEndian.Uint64(body[8:]))
+	for o := 16 + (hl+7)/8*8; o < len(body); {
+		kind := binary.LittleEndian.Uint32(body[o:])
+		n := int(binary.LittleEndian.Uint64(body[o+8:]))
+		if kind == 15 {
+			var t struct {
+				Next *string `json:"next"`
+			}
+			if err := json.Unmarshal(body[o+16:o+16+n], &t); err != nil {
+				b.Fatal(err)
+			}
+			if t.Next == nil {
+				return ""
+			}
+			return *t.Next
+		}
+		o += 16 + (n+7)/8*8
+	}
+	b.Fatal("no trailer")
+	return ""
+}
+
+// benchLinePages: server time of a warm box of about 50,000 streamline
+// vertices with their connectivity, in binary, every page of it at the
+// given limit (0: one page), cursors followed as a client would.
+func benchLinePages(b *testing.B, limit int) {
+	srv, err := benchLines()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := srv.Handler()
+	min, max := synth.BoxFor(benchLineVertices, 50_000, 301)
+	base := fmt.Sprintf("/api/v1/stores/streamlines/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin", min[0], min[1], min[2], max[0], max[1], max[2])
+	if limit > 0 {
+		base += fmt.Sprintf("&limit=%d", limit)
+	}
+	pages, bytes := 0, 0
+	walk := func() {
+		pages, bytes = 0, 0
+		for cur := ""; ; {
+			u := base
+			if cur != "" {
+				u += "&cursor=" + url.QueryEscape(cur)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, u, nil))
+			if rec.Code != http.StatusOK {
+				b.Fatalf("%s: %d %s", u, rec.Code, rec.Body.Bytes())
+			}
+			pages++
+			bytes += rec.Body.Len()
+			if cur = binaryNext(b, rec.Body.Bytes()); cur == "" {
+				return
+			}
+		}
+	}
+	walk() // warm
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		walk()
+	}
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	b.SetBytes(int64(bytes))
+	b.ReportMetric(float64(pages), "pages/op")
+}
+
+// cpuTime is the process's user and system CPU time in nanoseconds: on a
+// loaded machine the time a request costs, where wall time mostly
+// measures the wait for a core.
+func cpuTime(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkBBoxLines50k: the box in one page (the reference for the paged
+// answers below).
+func BenchmarkBBoxLines50k(b *testing.B) { benchLinePages(b, 0) }
+
+// BenchmarkBBoxLines50kPaged5000: the same answer in pages of 5,000 rows.
+func BenchmarkBBoxLines50kPaged5000(b *testing.B) { benchLinePages(b, 5000) }
+
+// BenchmarkBBoxLines50kPaged997: and in pages of 997.
+func BenchmarkBBoxLines50kPaged997(b *testing.B) { benchLinePages(b, 997) }
+
+// The warm read path from every core (issue 25, item 1): the same handler
+// as the benchmarks above, served from as many goroutines as -cpu allows,
+// each asking for a viewport's neighbouring boxes as zvfbench load does.
+// With no serial point ns/op halves from -cpu 1 to -cpu 2 on two idle
+// cores; on a loaded machine read cpu-ns/op (what a request costs, which
+// contention on a lock would raise) and mutex-wait-ns/op (time requests
+// spent blocked on a lock).
+
+// BenchmarkBBoxAutoParallel: the viewer's default request, level=auto
+// with a 100,000 budget over ~500k-vertex boxes, after level 0 is cached.
+func BenchmarkBBoxAutoParallel(b *testing.B) {
+	srv := benchServer(b)
+	benchParallel(b, srv, pointURLs(500_000, 50, "&level=0&f=bin"), pointURLs(500_000, 50, "&level=auto&f=bin&limit=100000"))
+}
+
+// BenchmarkBBoxBinary50kParallel: ~50k-vertex boxes at level 0, binary.
+func BenchmarkBBoxBinary50kParallel(b *testing.B) {
+	srv := benchServer(b)
+	urls := pointURLs(50_000, 301, "&f=bin")
+	benchParallel(b, srv, urls, urls)
+}
+
+// BenchmarkBBoxLines50kParallel: ~50k-vertex streamline boxes with their
+// edges and object ids, binary.
+func BenchmarkBBoxLines50kParallel(b *testing.B) {
+	srv, err := benchLines()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var urls []string
+	for i := range 4 {
+		min, max := synth.BoxFor(benchLineVertices, 50_000, 301+float64(i)*7)
+		urls = append(urls, fmt.Sprintf("/api/v1/stores/streamlines/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin", min[0], min[1], min[2], max[0], max[1], max[2]))
+	}
+	benchParallel(b, srv, urls, urls)
+}
+
+// pointURLs are four neighbouring boxes of about want of the bench
+// store's points (zvfbench load's burst: offsets 7 apart).
+func pointURLs(want int, offset float64, query string) []string {
+	urls := make([]string, 4)
+	for i := range urls {
+		min, max := synth.BoxFor(benchPoints, want, offset+float64(i)*7)
+		urls[i] = fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g%s", min[0], min[1], min[2], max[0], max[1], max[2], query)
+	}
+	return urls
+}
+
+// benchParallel serves warm (once each, to fill the cache), then urls
+// round-robin from every goroutine of b.RunParallel.
+func benchParallel(b *testing.B, srv *api.Server, warm, urls []string) {
+	h := srv.Handler()
+	for _, u := range append(warm, urls...) {
+		w := &discard{h: http.Header{}}
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, u, nil))
+		if w.n == 0 {
+			b.Fatalf("%s: empty answer", u)
+		}
+	}
+	b.ReportAllocs()
+	w0, cpu0 := mutexWait(), cpuTime(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		reqs := make([]*http.Request, len(urls))
+		for i, u := range urls {
+			reqs[i] = httptest.NewRequest(http.MethodGet, u, nil)
+		}
+		w := &discard{h: http.Header{}}
+		for i := 0; pb.Next(); i++ {
+			w.n = 0
+			clear(w.h)
+			h.ServeHTTP(w, reqs[i%len(reqs)])
+			if w.n == 0 {
+				b.Error("empty answer")
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(mutexWait()-w0)/float64(b.N), "mutex-wait-ns/op")
+}
+
+// mutexWait is the time goroutines have spent blocked on sync.Mutex and
+// sync.RWMutex (and the runtime's own locks), in nanoseconds.
+func mutexWait() int64 {
+	s := []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Float64() * 1e9)
 }

@@ -18,6 +18,21 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
+// flushedReader flushes bw and reads the Arrow stream it wrote into buf
+// (released when t ends).
+func flushedReader(t *testing.T, bw *bufio.Writer, buf *bytes.Buffer) *ipc.Reader {
+	t.Helper()
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := ipc.NewReader(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rd.Release)
+	return rd
+}
+
 // roundTrip writes col (rows rows) as column c in two record batches —
 // the first through arrow-go's IPC writer, the second through the
 // writer's own RecordBatch messages — reads them back with arrow-go's
@@ -42,14 +57,7 @@ func roundTrip(t *testing.T, c *arrowColumn, col *zvf.Column, rows int) arrow.Ar
 	if err := aw.w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := bw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	rd, err := ipc.NewReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rd.Release)
+	rd := flushedReader(t, bw, &buf)
 	var got []arrow.Array
 	for rd.Next() {
 		arr := rd.RecordBatch().Column(0)
@@ -131,23 +139,32 @@ func isKind(err error, k problem.Kind) bool {
 	return errors.As(err, &p) && p.Kind() == k
 }
 
-// TestArrowCategoricalNulls: a code that is the dictionary's fill value,
-// or outside its labels, is a null row (as JSON's null), the others the
-// store's labels.
-func TestArrowCategoricalNulls(t *testing.T) {
+// demoCells is the first store of the demo scene built with o: the cells,
+// a point cloud with a categorical attribute.
+func demoCells(t *testing.T, o demo.Options) *zvf.Store {
+	t.Helper()
 	ctx := context.Background()
 	mem, err := blobstore.OpenBucket(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 5, Scale: 0.05})
+	infos, err := demo.Build(ctx, mem, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := zvf.Open(ctx, storage.Sub(mem, infos[0].Prefix), zvf.Options{Name: "cells"})
+	st, err := zvf.Open(ctx, storage.Sub(mem, infos[0].Prefix), zvf.Options{Name: infos[0].Name})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// TestArrowCategoricalNulls: a code that is the dictionary's fill value,
+// or outside its labels, is a null row (as JSON's null), the others the
+// store's labels.
+func TestArrowCategoricalNulls(t *testing.T) {
+	ctx := context.Background()
+	st := demoCells(t, demo.Options{Seed: 5, Scale: 0.05})
 	l, err := st.Level(0)
 	if err != nil {
 		t.Fatal(err)

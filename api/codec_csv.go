@@ -15,17 +15,8 @@ import (
 // to the stored value; NaN is an empty field, infinities inf and -inf; a
 // categorical attribute is its label (empty for the null code). Rows
 // stream as batches come; nothing is held.
-type csvCodec struct{ fileFormat }
-
-func (csvCodec) format() string      { return "csv" }
-func (csvCodec) contentType() string { return "text/csv" }
-func (csvCodec) compressible() bool  { return true }
-func (csvCodec) newEncoder() encoder { return &csvEncoder{} }
-func (csvCodec) extension() string   { return "csv" }
-func (csvCodec) holds(sh shape) error {
-	return geometryIn("csv", sh, "point_cloud")
-}
-func (csvCodec) pages(shape) bool { return true }
+var csvCodec = exportCodec{name: "csv", mime: "text/csv", compress: true, geoms: []string{"point_cloud"}, pageGeoms: []string{"point_cloud"},
+	encoder: func() encoder { return &csvEncoder{} }}
 
 type csvEncoder struct {
 	w   *bufio.Writer

@@ -43,12 +43,43 @@ type fileCodec interface {
 	pages(sh shape) bool
 }
 
-// fileFormat is embedded in every file format's codec. A page of a file
-// is bounded by its row limit alone: the formats that hold the answer
-// count what they keep against the answers' budget as it grows (holder).
-type fileFormat struct{}
+// exportCodec is a domain file format described by its values: the
+// formats differ in these, not in how a codec uses them.
+type exportCodec struct {
+	name, mime string // f= name (and file extension), media type
+	compress   bool
+	geoms      []string // the store geometries it holds
+	only3D     bool     // it holds x, y, z vertices only
+	// pageGeoms are the geometries whose page is a whole file of its own:
+	// no connection of the format reaches another page.
+	pageGeoms []string
+	encoder   func() encoder
+}
 
-func (fileFormat) pageRows(*payloadMeta) int64 { return 0 }
+func (c exportCodec) format() string      { return c.name }
+func (c exportCodec) contentType() string { return c.mime }
+func (c exportCodec) compressible() bool  { return c.compress }
+func (c exportCodec) newEncoder() encoder { return c.encoder() }
+func (c exportCodec) extension() string   { return c.name }
+func (c exportCodec) pages(sh shape) bool { return slices.Contains(c.pageGeoms, sh.geom) }
+
+// pageRows: a page of a file is bounded by its row limit alone; the
+// formats that hold the answer count what they keep against the answers'
+// budget as it grows (holder).
+func (exportCodec) pageRows(*payloadMeta) int64 { return 0 }
+
+func (c exportCodec) holds(sh shape) error {
+	if err := geometryIn(c.name, sh, c.geoms...); err != nil || !c.only3D {
+		return err
+	}
+	return only3D(c.name, sh)
+}
+
+// holding is the encoder of a format that holds the answer until its end
+// and then writes it whole.
+func holding(write func(*bufio.Writer, *held) error) func() encoder {
+	return func() encoder { return &holder{write: write} }
+}
 
 // attrPicker is a fileCodec that chooses the attribute columns it reads
 // (asked: what attributes= names).
@@ -87,7 +118,7 @@ func geometryOf(st *zvf.Store) string {
 // payloads, then the domain file formats (which never win an Accept of
 // */*: the payloads come first).
 func answerCodecs(text *batchers) []codec {
-	return append(payloadCodecs(text), geoarrowCodec{}, csvCodec{}, plyCodec{}, swcCodec{}, trkCodec{}, tckCodec{}, objCodec{}, stlCodec{}, glbCodec{})
+	return append(payloadCodecs(text), geoarrowCodec{}, csvCodec, plyCodec, swcCodec{swcFormat}, trkCodec, tckCodec, objCodec, stlCodec, glbCodec)
 }
 
 // formatNames lists codecs' f= names.
@@ -159,14 +190,14 @@ func (s *Server) exportSetup(ctx context.Context, w http.ResponseWriter, r *http
 	if p, ok := rep.codec.(attrPicker); ok {
 		attrs = p.pickAttributes(l, attrs)
 	}
-	if _, ok := rep.codec.(trkCodec); ok {
+	if fc.format() == trkCodec.name {
 		sp, err := storeTrkSpace(ctx, st)
 		if err != nil {
 			return nil, nil, err
 		}
 		em.trk = sp
 	}
-	if _, ok := rep.codec.(tckCodec); ok {
+	if fc.format() == tckCodec.name {
 		// TCK is RAS+ mm by definition: only a store in TrackVis voxmm
 		// cannot be written as it is.
 		if _, err := storeTrkSpace(ctx, st); err != nil {
@@ -187,7 +218,7 @@ func refuseUnpagedBox(ctx context.Context, rep representation, l *zvf.Level, zq 
 	if em == nil || em.pageable {
 		return nil
 	}
-	if _, streams := rep.codec.(csvCodec); !streams {
+	if rep.codec.format() != csvCodec.name {
 		return nil // the others hold the answer and refuse at its end
 	}
 	probe := zvf.BBoxQuery{Min: zq.Min, Max: zq.Max, Offset: zq.Offset + zq.Limit, Limit: 1, Selection: zq.Selection} // the rows the answer has: filtered, sampled

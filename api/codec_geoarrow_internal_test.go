@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -176,14 +175,7 @@ func geoTable(t *testing.T, geom string, xyz []float64, ids, edges []int64, batc
 	if err := e.end(&trailer{Count: int64(n), Edges: edges}); err != nil {
 		t.Fatal(err)
 	}
-	if err := bw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	rd, err := ipc.NewReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Release()
+	rd := flushedReader(t, bw, &buf)
 	for rd.Next() {
 		rec := rd.RecordBatch()
 		batches++

@@ -22,20 +22,7 @@ import (
 // known unit) and a permutation when the axes are named x, y, z in
 // another order. The buffer's length leads the file, so the answer is
 // held until its end.
-type glbCodec struct{ fileFormat }
-
-func (glbCodec) format() string      { return "glb" }
-func (glbCodec) contentType() string { return "model/gltf-binary" }
-func (glbCodec) compressible() bool  { return false }
-func (glbCodec) newEncoder() encoder { return &holder{write: writeGLB} }
-func (glbCodec) extension() string   { return "glb" }
-func (glbCodec) holds(sh shape) error {
-	if err := geometryIn("glb", sh, "mesh"); err != nil {
-		return err
-	}
-	return only3D("glb", sh)
-}
-func (glbCodec) pages(shape) bool { return false }
+var glbCodec = exportCodec{name: "glb", mime: "model/gltf-binary", geoms: []string{"mesh"}, only3D: true, encoder: holding(writeGLB)}
 
 // metres is the length of a unit (a UDUNITS name, as NGFF axes carry) in
 // metres; ok false for a unit not listed.

@@ -52,6 +52,11 @@ func appendCell(dst []byte, c *zvf.Column, row int) []byte {
 	if c.Channels == 1 {
 		return appendValue(dst, c, row)
 	}
+	return appendChannels(dst, c, row)
+}
+
+// appendChannels appends a row's channels as a JSON array.
+func appendChannels(dst []byte, c *zvf.Column, row int) []byte {
 	dst = append(dst, '[')
 	for k := 0; k < c.Channels; k++ {
 		if k > 0 {
@@ -85,14 +90,7 @@ func appendRow(dst []byte, c *zvf.Column, row int) []byte {
 		}
 		return append(dst, ']')
 	}
-	dst = append(dst, '[')
-	for k := 0; k < c.Channels; k++ {
-		if k > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendValue(dst, c, row*c.Channels+k)
-	}
-	return append(dst, ']')
+	return appendChannels(dst, c, row)
 }
 
 func appendInts(dst []byte, v []int64) []byte {

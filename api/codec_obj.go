@@ -12,20 +12,7 @@ import (
 // order, at full precision; then an f line per face (1-based indices, a
 // face of more corners than three as it is). Faces come after all
 // vertices, so the answer is held until its end.
-type objCodec struct{ fileFormat }
-
-func (objCodec) format() string      { return "obj" }
-func (objCodec) contentType() string { return "model/obj" }
-func (objCodec) compressible() bool  { return true }
-func (objCodec) newEncoder() encoder { return &holder{write: writeOBJ} }
-func (objCodec) extension() string   { return "obj" }
-func (objCodec) holds(sh shape) error {
-	if err := geometryIn("obj", sh, "mesh"); err != nil {
-		return err
-	}
-	return only3D("obj", sh)
-}
-func (objCodec) pages(shape) bool { return false }
+var objCodec = exportCodec{name: "obj", mime: "model/obj", compress: true, geoms: []string{"mesh"}, only3D: true, encoder: holding(writeOBJ)}
 
 func writeOBJ(w *bufio.Writer, a *held) error {
 	m := a.m

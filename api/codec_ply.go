@@ -19,20 +19,11 @@ import (
 // where PLY has them; int64 and uint64 become double (exact below 2^53),
 // float16 float, bool uchar. The header counts the vertices and faces, so
 // the answer is held until its end (bounded by its limit).
-type plyCodec struct{ fileFormat }
-
-func (plyCodec) format() string      { return "ply" }
-func (plyCodec) contentType() string { return "application/octet-stream" }
-func (plyCodec) compressible() bool  { return false }
-func (plyCodec) newEncoder() encoder { return &holder{write: writePLY} }
-func (plyCodec) extension() string   { return "ply" }
-func (plyCodec) holds(sh shape) error {
-	return geometryIn("ply", sh, "point_cloud", "mesh")
-}
-
-// pages: a point cloud's page is a file of its own; a mesh's faces would
-// reach into other pages.
-func (plyCodec) pages(sh shape) bool { return sh.geom == "point_cloud" }
+//
+// A point cloud's page is a file of its own; a mesh's faces would reach
+// into other pages.
+var plyCodec = exportCodec{name: "ply", mime: "application/octet-stream", geoms: []string{"point_cloud", "mesh"}, pageGeoms: []string{"point_cloud"},
+	encoder: holding(writePLY)}
 
 // plyType is how a stored type is written to PLY: its PLY name, and
 // whether its bytes go as stored (else each value is converted to

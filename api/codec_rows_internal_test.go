@@ -13,6 +13,26 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/synth"
 )
 
+// streamlinesLevel is level 0 of a synthetic store of n streamline
+// vertices (seed picks them), read through a cache of cacheBytes.
+func streamlinesLevel(t *testing.T, n int, seed uint64, cacheBytes int64) *zvf.Level {
+	t.Helper()
+	ctx := context.Background()
+	st, err := synth.Streamlines(ctx, n, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: cache.New(cacheBytes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // TestParallelFormattingSameBytes: text answers formatted on several
 // cores are byte for byte the ones one core writes — for answers smaller
 // than a segment, a few segments and many rounds, from batches (chunks) of
@@ -22,18 +42,7 @@ func TestParallelFormattingSameBytes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const n = 200_000
-	st, err := synth.Streamlines(ctx, n, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: cache.New(256 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := streamlinesLevel(t, n, 3, 256<<20)
 	for _, want := range []int{500, 20_000, n} {
 		lo, hi := synth.BoxFor(n, want, 0)
 		meta := &payloadMeta{Kind: "bbox", Store: "streamlines", Dims: 3, VertexDType: l.VertexDType(), Attributes: l.Info().VertexAttributes, ObjectIDs: true}
@@ -81,18 +90,7 @@ func TestParallelFormattingSameBytes(t *testing.T) {
 // they wait for the round.
 func TestRowsWaitAtMostHoldMax(t *testing.T) {
 	ctx := context.Background()
-	st, err := synth.Streamlines(ctx, 50_000, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: cache.New(64 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := streamlinesLevel(t, 50_000, 5, 64<<20)
 	lo, hi := synth.BoxFor(50_000, 50_000, 0)
 	for _, tc := range []struct {
 		name      string

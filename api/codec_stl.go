@@ -12,20 +12,7 @@ import (
 // face of more than three corners is split into a fan from its first
 // corner. The header counts the triangles, so the answer is held until
 // its end.
-type stlCodec struct{ fileFormat }
-
-func (stlCodec) format() string      { return "stl" }
-func (stlCodec) contentType() string { return "model/stl" }
-func (stlCodec) compressible() bool  { return false }
-func (stlCodec) newEncoder() encoder { return &holder{write: writeSTL} }
-func (stlCodec) extension() string   { return "stl" }
-func (stlCodec) holds(sh shape) error {
-	if err := geometryIn("stl", sh, "mesh"); err != nil {
-		return err
-	}
-	return only3D("stl", sh)
-}
-func (stlCodec) pages(shape) bool { return false }
+var stlCodec = exportCodec{name: "stl", mime: "model/stl", geoms: []string{"mesh"}, only3D: true, encoder: holding(writeSTL)}
 
 // triangles is the face list split into triangles (fans), 3 indices each.
 func triangles(faces []int64, width int) []int64 {

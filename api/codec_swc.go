@@ -26,20 +26,9 @@ import (
 // connected piece is rooted at its first vertex. A graph with a cycle has
 // no SWC form: that is a 422 (type …/unrepresentable) naming an edge of
 // the cycle, never a file with a cycle silently broken.
-type swcCodec struct{ fileFormat }
+type swcCodec struct{ exportCodec }
 
-func (swcCodec) format() string      { return "swc" }
-func (swcCodec) contentType() string { return "text/plain" }
-func (swcCodec) compressible() bool  { return true }
-func (swcCodec) newEncoder() encoder { return &holder{write: writeSWC} }
-func (swcCodec) extension() string   { return "swc" }
-func (swcCodec) holds(sh shape) error {
-	if err := geometryIn("swc", sh, "skeleton", "graph"); err != nil {
-		return err
-	}
-	return only3D("swc", sh)
-}
-func (swcCodec) pages(shape) bool { return false }
+var swcFormat = exportCodec{name: "swc", mime: "text/plain", compress: true, geoms: []string{"skeleton", "graph"}, only3D: true, encoder: holding(writeSWC)}
 
 // swcColumn reports whether a is usable as SWC's radius or type: one
 // number a row.

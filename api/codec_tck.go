@@ -15,20 +15,7 @@ import (
 // as for TRK (streamlineRuns), each ended by a NaN point, the file by an
 // infinite one. The header counts the streamlines, so the answer is held
 // until its end.
-type tckCodec struct{ fileFormat }
-
-func (tckCodec) format() string      { return "tck" }
-func (tckCodec) contentType() string { return "application/octet-stream" }
-func (tckCodec) compressible() bool  { return false }
-func (tckCodec) newEncoder() encoder { return &holder{write: writeTCK} }
-func (tckCodec) extension() string   { return "tck" }
-func (tckCodec) holds(sh shape) error {
-	if err := geometryIn("tck", sh, streamlineGeometries...); err != nil {
-		return err
-	}
-	return only3D("tck", sh)
-}
-func (tckCodec) pages(shape) bool { return false }
+var tckCodec = exportCodec{name: "tck", mime: "application/octet-stream", geoms: streamlineGeometries, only3D: true, encoder: holding(writeTCK)}
 
 // tckHeader is the text header; its file: line gives the offset of the
 // data, right after END.

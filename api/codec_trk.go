@@ -25,22 +25,10 @@ import (
 // of consecutive edges in the answer (streamlineRuns), in the order of
 // their first rows. The header counts the streamlines, so the answer is
 // held until its end.
-type trkCodec struct{ fileFormat }
-
-func (trkCodec) format() string      { return "trk" }
-func (trkCodec) contentType() string { return "application/octet-stream" }
-func (trkCodec) compressible() bool  { return false }
-func (trkCodec) newEncoder() encoder { return &holder{write: writeTRK} }
-func (trkCodec) extension() string   { return "trk" }
-func (trkCodec) holds(sh shape) error {
-	if err := geometryIn("trk", sh, streamlineGeometries...); err != nil {
-		return err
-	}
-	return only3D("trk", sh)
-}
-
-// pages: never; a streamline would be cut at each page's end.
-func (trkCodec) pages(shape) bool { return false }
+//
+// A page is never a file of its own: a streamline would be cut at each
+// page's end.
+var trkCodec = exportCodec{name: "trk", mime: "application/octet-stream", geoms: streamlineGeometries, only3D: true, encoder: holding(writeTRK)}
 
 // streamlineGeometries are the geometry names of polyline stores.
 var streamlineGeometries = []string{"streamline", "polyline", "line"}

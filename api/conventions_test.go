@@ -26,26 +26,33 @@ import (
 
 // demoStores builds the built-in demo (small) once per test binary.
 var demoStores = sync.OnceValues(func() ([]*zvf.Store, error) {
+	_, stores, _, err := buildDemo(demo.Options{Seed: 1, Scale: 1})
+	return stores, err
+})
+
+// buildDemo writes the demo scene of o into a memory bucket and opens its
+// stores, which share one cache.
+func buildDemo(o demo.Options) (*blobstore.Store, []*zvf.Store, *cache.Cache, error) {
 	ctx := context.Background()
 	mem, err := blobstore.OpenBucket(ctx, "mem://")
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 1, Scale: 1})
+	infos, err := demo.Build(ctx, mem, o)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	ch := cache.New(128 << 20)
 	var out []*zvf.Store
 	for _, in := range infos {
 		s, err := zvf.Open(ctx, storage.Sub(mem, in.Prefix), zvf.Options{Name: in.Name, Cache: ch})
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		out = append(out, s)
 	}
-	return out, nil
-})
+	return mem, out, ch, nil
+}
 
 func demoServer(t *testing.T, o api.Options) *api.Server {
 	t.Helper()

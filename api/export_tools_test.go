@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,12 +29,33 @@ import (
 // installs the same.
 const gltfValidatorVersion = "2.0.0-dev.3.10"
 
-func skipOrFailTools(t *testing.T, msg string) {
+// skipOrFail skips t for want of an outside tool (msg says which), or
+// fails it when the environment variable require is set (CI sets them).
+func skipOrFail(t *testing.T, require, msg string) {
 	t.Helper()
-	if os.Getenv("ZVFSERVE_REQUIRE_EXPORT_TOOLS") != "" {
-		t.Fatal("ZVFSERVE_REQUIRE_EXPORT_TOOLS is set but " + msg)
+	if os.Getenv(require) != "" {
+		t.Fatal(require + " is set but " + msg)
 	}
 	t.Skip(msg)
+}
+
+func skipOrFailTools(t *testing.T, msg string) {
+	t.Helper()
+	skipOrFail(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", msg)
+}
+
+// ciCache is the folder .ci/run installs the npm packages into, outside
+// the checkout: $ZVFSERVE_CI_CACHE, else ~/.cache/zvfserve-ci.
+func ciCache(t *testing.T) string {
+	t.Helper()
+	if root := os.Getenv("ZVFSERVE_CI_CACHE"); root != "" {
+		return root
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(home, ".cache", "zvfserve-ci")
 }
 
 // exportPython is a Python that imports modules: $ZVFSERVE_PYTHON, else
@@ -49,7 +71,11 @@ func exportPython(t *testing.T, modules ...string) string {
 		if err != nil {
 			continue
 		}
-		if exec.Command(p, "-c", "import "+strings.Join(modules, ", ")).Run() == nil {
+		// find_spec looks the modules up without importing them: an
+		// import of open3d or pandas costs a second of CPU, and the test's
+		// own script imports them anyway (a broken install then fails it).
+		probe := "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) is None for m in sys.argv[1:]))"
+		if exec.Command(p, append([]string{"-c", probe}, modules...)...).Run() == nil {
 			return p
 		}
 	}
@@ -237,12 +263,7 @@ func TestExportGLTFValidator(t *testing.T) {
 	t.Parallel()
 	dirV := os.Getenv("ZVFSERVE_GLTF_VALIDATOR")
 	if dirV == "" {
-		cache := os.Getenv("ZVFSERVE_CI_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "zvfserve-ci")
-		}
-		dirV = filepath.Join(cache, "gltf-validator-"+gltfValidatorVersion)
+		dirV = filepath.Join(ciCache(t), "gltf-validator-"+gltfValidatorVersion)
 	}
 	mod := filepath.Join(dirV, "node_modules", "gltf-validator")
 	if _, err := os.Stat(filepath.Join(mod, "index.js")); err != nil {
@@ -340,6 +361,27 @@ assert len(swc) == ans["count"] and len(roots) == ans["count"] - len(ans["edges"
 assert sorted(swc[:, 5].astype(np.float32).tolist()) == sorted(np.array(ans["attributes"]["radius"], dtype=np.float32).tolist())`,
 }
 
+// recipeRunner runs each script of the JSON list argv[1] ({name, dir,
+// script}) as its own process would: in a fresh namespace (a recipe must
+// import what it uses), in its own folder, its prints its output; what
+// each printed and its traceback go to the JSON file argv[2]. One
+// interpreter for all: importing open3d or pandas costs a second of CPU
+// each, and a process per recipe paid it again and again.
+const recipeRunner = `
+import contextlib, io, json, os, sys, traceback
+results = {}
+for r in json.load(open(sys.argv[1])):
+    os.chdir(r["dir"])
+    out, err = io.StringIO(), ""
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(r["script"], r["name"], "exec"), {"__name__": "__main__"})
+    except BaseException:
+        err = traceback.format_exc()
+    results[r["name"]] = {"out": out.getvalue(), "error": err}
+json.dump(results, open(sys.argv[2], "w"))
+`
+
 // TestExportRecipes runs every Python recipe of docs/exports.md against
 // a server with the demo stores, then its check; a recipe without a check
 // and a check without a recipe fail.
@@ -352,7 +394,12 @@ func TestExportRecipes(t *testing.T) {
 	}
 	ts := exportHTTP(t)
 	blocks := regexp.MustCompile("(?s)```python\n# recipe: ([a-z0-9-]+)\n(.*?)```").FindAllSubmatch(doc, -1)
-	ran := map[string]bool{}
+	type recipe struct {
+		Name   string `json:"name"`
+		Dir    string `json:"dir"`
+		Script string `json:"script"`
+	}
+	var recipes []recipe
 	for _, b := range blocks {
 		name, code := string(b[1]), string(b[2])
 		check, ok := recipeChecks[name]
@@ -360,15 +407,42 @@ func TestExportRecipes(t *testing.T) {
 			t.Errorf("recipe %s has no check", name)
 			continue
 		}
-		ran[name] = true
 		script := strings.ReplaceAll(code, "http://localhost:8080", ts.URL) + fmt.Sprintf(check, ts.URL) + "\n"
-		t.Run(name, func(t *testing.T) {
-			t.Log(runPython(t, python, t.TempDir(), script))
-		})
+		recipes = append(recipes, recipe{name, t.TempDir(), script})
 	}
 	for name := range recipeChecks {
-		if !ran[name] {
+		if !slices.ContainsFunc(recipes, func(r recipe) bool { return r.Name == name }) {
 			t.Errorf("check %s has no recipe in docs/exports.md", name)
 		}
+	}
+	dir := t.TempDir()
+	list, err := json.Marshal(recipes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := filepath.Join(dir, "recipes.json"), filepath.Join(dir, "results.json")
+	if err := os.WriteFile(in, list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runPython(t, python, dir, recipeRunner, in, out)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results map[string]struct{ Out, Error string }
+	if err := json.Unmarshal(b, &results); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recipes {
+		t.Run(r.Name, func(t *testing.T) {
+			res, ok := results[r.Name]
+			switch {
+			case !ok:
+				t.Fatal("the runner did not run it")
+			case res.Error != "":
+				t.Fatalf("%s\n%s", res.Out, res.Error)
+			}
+			t.Log(res.Out)
+		})
 	}
 }

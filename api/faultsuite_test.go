@@ -79,6 +79,21 @@ func s3Endpoint(t *testing.T) string {
 	return endpoint
 }
 
+// s3Client is a client of MinIO at endpoint, sending through hc (nil: the
+// SDK's default).
+func s3Client(endpoint string, hc s3.HTTPClient) *s3.Client {
+	return s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true, HTTPClient: hc,
+		Credentials: credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), "")})
+}
+
+// createBucket makes sure MinIO at endpoint has bucket.
+func createBucket(t *testing.T, endpoint, bucket string) {
+	t.Helper()
+	if _, err := s3Client(endpoint, nil).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
+		t.Logf("create bucket: %v (continuing; it may exist)", err)
+	}
+}
+
 const faultBucket = "zvf-faults"
 
 var faultPrefixes atomic.Int64
@@ -89,11 +104,7 @@ func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 	t.Helper()
 	endpoint := s3Endpoint(t)
 	ctx := context.Background()
-	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), "")})
-	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(faultBucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
-		t.Logf("create bucket: %v (continuing; it may exist)", err)
-	}
+	createBucket(t, endpoint, faultBucket)
 	prefix := fmt.Sprintf("%s-%d-%d", fixture, time.Now().UnixNano(), faultPrefixes.Add(1))
 	q := "&use_path_style=true&region=us-east-1"
 	w, err := blobstore.Open(ctx, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(endpoint)+q)

@@ -351,7 +351,7 @@ func TestGeoArrowMatchesJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, lv := range d.Levels {
-				for bi, box := range []string{"min=-1,-1,-1&max=1001,1001,601", "min=190,260,110&max=770,880,480"} {
+				for bi, box := range pagingBoxes {
 					limits := []string{""}
 					if c.geom == "point_cloud" {
 						limits = append(limits, "&limit=257")

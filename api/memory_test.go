@@ -32,41 +32,38 @@ const (
 	wideBox      = "/api/v1/stores/wide/bbox?min=0,0,0&max=100,100,100&attributes=*"
 )
 
-var wideOnce struct {
-	sync.Once
-	st  *blobstore.Store
-	err error
-}
+// widePoints is the wide store, written once per test binary.
+var widePoints = sync.OnceValues(func() (*blobstore.Store, error) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 11))
+	pos := make([]float32, 3*wideRows)
+	for i := range pos {
+		pos[i] = float32(r.Float64() * 100)
+	}
+	emb := make([]float32, wideChannels*wideRows)
+	for i := range emb {
+		emb[i] = float32(r.NormFloat64())
+	}
+	ids := make([]int64, wideRows)
+	for i := range ids {
+		ids[i] = int64(i / 10)
+	}
+	st, err := blobstore.OpenBucket(ctx, "mem://")
+	if err == nil {
+		_, err = writer.WritePoints(ctx, st, "wide", &writer.PointCloud{Positions: pos, ObjectIDs: ids,
+			Attributes: []writer.Attribute{writer.Float32Attribute("embedding", wideChannels, emb)}},
+			writer.Options{ChunkShape: []float64{25, 25, 25}})
+	}
+	return st, err
+})
 
 func wideStore(t *testing.T) storage.Store {
 	t.Helper()
-	wideOnce.Do(func() {
-		ctx := context.Background()
-		r := rand.New(rand.NewPCG(5, 11))
-		pos := make([]float32, 3*wideRows)
-		for i := range pos {
-			pos[i] = float32(r.Float64() * 100)
-		}
-		emb := make([]float32, wideChannels*wideRows)
-		for i := range emb {
-			emb[i] = float32(r.NormFloat64())
-		}
-		ids := make([]int64, wideRows)
-		for i := range ids {
-			ids[i] = int64(i / 10)
-		}
-		st, err := blobstore.OpenBucket(ctx, "mem://")
-		if err == nil {
-			_, err = writer.WritePoints(ctx, st, "wide", &writer.PointCloud{Positions: pos, ObjectIDs: ids,
-				Attributes: []writer.Attribute{writer.Float32Attribute("embedding", wideChannels, emb)}},
-				writer.Options{ChunkShape: []float64{25, 25, 25}})
-		}
-		wideOnce.st, wideOnce.err = st, err
-	})
-	if wideOnce.err != nil {
-		t.Fatal(wideOnce.err)
+	st, err := widePoints()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return storage.Sub(wideOnce.st, "wide")
+	return storage.Sub(st, "wide")
 }
 
 func wideServer(t *testing.T, o api.Options) (*api.Server, *cache.Cache) {

@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -283,26 +282,17 @@ func checkGolden(t *testing.T, golden, got string, update bool) {
 	}
 }
 
+// pagingBoxes are the boxes the paging tests ask of every paging store:
+// the whole demo scene, and a box that cuts through it.
+var pagingBoxes = []string{"min=-1,-1,-1&max=1001,1001,601", "min=190,260,110&max=770,880,480"}
+
 // pagingStores are the demo scene (every geometry, small) as written, and
 // its meshes rewritten as ZVF 0.9.
 var pagingStores = sync.OnceValues(func() ([]*zvf.Store, error) {
 	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, out, ch, err := buildDemo(demo.Options{Seed: 5, Scale: 0.1})
 	if err != nil {
 		return nil, err
-	}
-	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 5, Scale: 0.1})
-	if err != nil {
-		return nil, err
-	}
-	ch := cache.New(128 << 20)
-	var out []*zvf.Store
-	for _, in := range infos {
-		s, err := zvf.Open(ctx, storage.Sub(mem, in.Prefix), zvf.Options{Name: in.Name, Cache: ch})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
 	}
 	m09, err := blobstore.OpenBucket(ctx, "mem://")
 	if err != nil {
@@ -328,7 +318,7 @@ func TestPagedAnswersJoinInEveryFormat(t *testing.T) {
 		t.Run(s.Name(), func(t *testing.T) {
 			t.Parallel()
 			for _, n := range s.Levels() {
-				for bi, box := range []string{"min=-1,-1,-1&max=1001,1001,601", "min=190,260,110&max=770,880,480"} {
+				for bi, box := range pagingBoxes {
 					path := fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&attributes=*", s.Name(), box, n)
 					for _, format := range []string{"json", "ndjson", "bin"} {
 						want := join(t, fetchPages(t, whole.Handler(), path, format))
@@ -392,7 +382,7 @@ func TestUnpagedAnswersUnchanged(t *testing.T) {
 	var got bytes.Buffer
 	for _, s := range stores {
 		for _, n := range s.Levels() {
-			for _, box := range []string{"min=-1,-1,-1&max=1001,1001,601", "min=190,260,110&max=770,880,480"} {
+			for _, box := range pagingBoxes {
 				for _, format := range []string{"json", "ndjson", "bin"} {
 					for _, conn := range []string{"true", "false"} {
 						path := fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&attributes=*&f=%s&connectivity=%s", s.Name(), box, n, format, conn)

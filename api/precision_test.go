@@ -186,7 +186,7 @@ func TestPrecisionQuantizesOnlyVertices(t *testing.T) {
 	paths := binaryPaths(t)
 	for _, s := range stores {
 		for _, n := range s.Levels() {
-			for _, box := range []string{"min=-1,-1,-1&max=1001,1001,601", "min=190,260,110&max=770,880,480"} {
+			for _, box := range pagingBoxes {
 				paths = append(paths, fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&attributes=*&f=bin", s.Name(), box, n),
 					fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&f=bin&limit=50", s.Name(), box, n))
 			}

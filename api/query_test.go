@@ -484,6 +484,16 @@ func TestLevelAutoWithAFilter(t *testing.T) {
 	}
 }
 
+// densityJSON is the JSON density answer of path.
+func densityJSON(t *testing.T, h http.Handler, path string) (d struct{ Counts []uint32 }) {
+	t.Helper()
+	code, _, b := serve(t, h, path)
+	if code != 200 || json.Unmarshal(b, &d) != nil {
+		t.Fatalf("%s: %d %.300s", path, code, b)
+	}
+	return d
+}
+
 // TestDensityBinary: the binary density is the container of
 // docs/binary-format.md: the header, one counts block of uint32 per cell
 // (x fastest, as JSON), the trailer with the total.
@@ -491,11 +501,7 @@ func TestDensityBinary(t *testing.T) {
 	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	const p = "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3"
-	_, _, jb := serve(t, srv.Handler(), p)
-	var d struct{ Counts []uint32 }
-	if err := json.Unmarshal(jb, &d); err != nil {
-		t.Fatal(err)
-	}
+	d := densityJSON(t, srv.Handler(), p)
 	code, ct, b := serve(t, srv.Handler(), p+"&f=bin")
 	if code != 200 || ct != "application/vnd.zvf.v1+octet-stream" || string(b[:8]) != "ZVFBIN\x00\x01" {
 		t.Fatalf("%d %s", code, ct)
@@ -535,11 +541,7 @@ func TestDensityArrow(t *testing.T) {
 	t.Parallel()
 	srv := demoServer(t, api.Options{})
 	const p = "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3&filter=object_id%3C%3E2"
-	_, _, jb := serve(t, srv.Handler(), p)
-	var d struct{ Counts []uint32 }
-	if err := json.Unmarshal(jb, &d); err != nil {
-		t.Fatal(err)
-	}
+	d := densityJSON(t, srv.Handler(), p)
 	code, ct, b := serve(t, srv.Handler(), p+"&f=arrow")
 	if code != 200 || ct != "application/vnd.apache.arrow.stream" {
 		t.Fatalf("%d %s: %s", code, ct, b)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
-	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
 // TestWrapOwnsTheSubject: wrap pins the request's store version before
@@ -23,19 +20,7 @@ import (
 // say), and every call of s.store within one attempt sees that version.
 func TestWrapOwnsTheSubject(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 1, Scale: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := zvf.Open(ctx, storage.Sub(mem, infos[0].Prefix), zvf.Options{Name: infos[0].Name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := demoCells(t, demo.Options{Seed: 1, Scale: 1})
 	s, err := New(Options{Stores: []*zvf.Store{st}})
 	if err != nil {
 		t.Fatal(err)

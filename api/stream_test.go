@@ -33,21 +33,18 @@ const (
 	wholeBox     = "/api/v1/stores/points/bbox?min=0,0,0&max=1000,1000,1000"
 )
 
-var pointsOnce struct {
-	sync.Once
-	st  *blobstore.Store
-	err error
-}
+// streamStore is the points store, written once per test binary.
+var streamStore = sync.OnceValues(func() (*blobstore.Store, error) {
+	return synth.Points(context.Background(), streamPoints, 1, writer.CodecNone)
+})
 
 func sharedPoints(t *testing.T) storage.Store {
 	t.Helper()
-	pointsOnce.Do(func() {
-		pointsOnce.st, pointsOnce.err = synth.Points(context.Background(), streamPoints, 1, writer.CodecNone)
-	})
-	if pointsOnce.err != nil {
-		t.Fatal(pointsOnce.err)
+	st, err := streamStore()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return storage.Sub(pointsOnce.st, "points")
+	return storage.Sub(st, "points")
 }
 
 // logBuffer collects the server's JSON log lines; a test waits for them
