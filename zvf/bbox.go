@@ -160,9 +160,15 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 	batch := &sc.batch
 	*batch = Batch{Chunk: m.key, Rows: last - first, First: offset, Attributes: sc.cols[:0]}
 	batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}
-	if m.all {
+	switch {
+	case m.all:
 		batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
-	} else {
+	case m.vdata != nil && m.vpos == nil:
+		batch.Vertices.Data = m.vdata[first*rowBytes : last*rowBytes]
+	case m.vdata != nil:
+		sc.vbuf = gather(sc.vbuf[:0], m.vdata, m.vpos[first:last], rowBytes)
+		batch.Vertices.Data = sc.vbuf
+	default:
 		sc.vbuf = gather(sc.vbuf[:0], m.cv.data, m.rows[first:last], rowBytes)
 		batch.Vertices.Data = sc.vbuf
 	}

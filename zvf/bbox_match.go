@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/zvfserve/zvfserve/zvf/cql2"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
@@ -16,7 +17,16 @@ type chunkMatch struct {
 	key  Key
 	cv   *chunkVerts
 	all  bool    // every row matches
-	rows []int32 // matching rows, ascending (when !all)
+	rows []int32 // matching rows, ascending (when !all); may be a cached selection's (read only)
+	// buf is the match's own row buffer, reused from chunk to chunk
+	// (rows is either buf or a cached selection's rows).
+	buf []int32
+	// vdata, when set, holds the vertices of rows (a cached selection's
+	// copy): one after another (vpos nil), so an answer slices them, or
+	// row i's at position vpos[i], gathered from there. pbuf is the
+	// match's own buffer for vpos.
+	vdata      []byte
+	vpos, pbuf []int32
 	// owner holds every chunk row's object (-1: none) when owned: a
 	// selection that reads objects found them.
 	owner []int64
@@ -83,52 +93,60 @@ func (l *Level) candidates(out []int32, min, max []float64) []int32 {
 // maxDims bounds a store's axes (readRoot refuses more).
 const maxDims = 16
 
-// match finds the rows of chunk l.keys[i] inside [min, max], into m
-// (whose rows slice is reused).
-func (l *Level) match(ctx context.Context, i int32, min, max []float64, m *chunkMatch) error {
-	cv, err := l.verticesAt(ctx, i)
-	if err != nil {
-		return err
+// matchChunk finds the rows of chunk l.keys[i] (its vertices cv) inside
+// [min, max] that the selection rf keeps (nil: all), into m (whose
+// buffers are reused), with ev the filter's evaluator for this goroutine.
+func (l *Level) matchChunk(ctx context.Context, i int32, cv *chunkVerts, min, max []float64, m *chunkMatch, rf *rowFilter, ev *cql2.Evaluator) error {
+	if rf != nil && rf.sels != nil {
+		return rf.matchSelected(ctx, i, cv, min, max, m)
 	}
 	l.matchVerts(l.keys[i], cv, min, max, m)
-	return nil
+	if rf == nil {
+		return nil
+	}
+	return rf.apply(ctx, m, ev)
 }
 
 func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunkMatch) {
-	rows := m.rows[:0]
-	*m = chunkMatch{key: key, cv: cv, owner: m.owner[:0]}
+	rows := m.buf[:0]
+	*m = chunkMatch{key: key, cv: cv, owner: m.owner[:0], pbuf: m.pbuf}
 	d := l.s.dims
-	off := l.keyArity - d
-	inside := true
-	for i := 0; i < d; i++ {
-		c0 := float64(key[off+i]) * l.chunkShape[i]
-		c1 := c0 + l.chunkShape[i]
-		// The chunk spans [c0, c1); it is wholly inside only if the box
-		// covers it with room (c1 itself belongs to the next chunk, but a
-		// row there would be misfiled, so the exact test still guards).
-		if !(min[i] <= c0 && c1 <= max[i]) {
-			inside = false
-		}
-	}
-	if inside && (cv.inCell || l.rowsWithin(cv, min, max, 0, cv.rows)) {
-		m.all, m.rows = true, rows
+	if l.covers(key, min, max) && (cv.inCell || l.rowsWithin(cv.data, min, max, 0, cv.rows)) {
+		m.all, m.rows, m.buf = true, rows, rows
 		return
 	}
 	if l.binsUsable(cv) {
-		m.rows = l.matchBins(rows, cv, key, min, max)
-		return
+		m.rows = l.matchBins(rows, cv, key, min, max, cv.data, nil)
+	} else {
+		m.rows = appendMatches(rows, cv.data, l.vdt, d, 0, cv.rows, min, max)
 	}
-	m.rows = appendMatches(rows, cv.data, l.vdt, d, 0, cv.rows, min, max)
+	m.buf = m.rows // the grown buffer is kept for the next chunk
+}
+
+// covers reports whether the box covers chunk key's cell. The chunk spans
+// [c0, c1); it is wholly inside only if the box covers it with room (c1
+// itself belongs to the next chunk, but a row there would be misfiled, so
+// the exact test still guards).
+func (l *Level) covers(key Key, min, max []float64) bool {
+	d := l.s.dims
+	off := l.keyArity - d
+	for i := 0; i < d; i++ {
+		c0 := float64(key[off+i]) * l.chunkShape[i]
+		c1 := c0 + l.chunkShape[i]
+		if !(min[i] <= c0 && c1 <= max[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // rowsWithin confirms rows [a, b) are all inside, stopping at the first
 // that is not: the per-vertex test stays exact even for a chunk the box
 // covers (a corrupt store may file rows in the wrong chunk).
-func (l *Level) rowsWithin(cv *chunkVerts, min, max []float64, a, b int) bool {
+func (l *Level) rowsWithin(data []byte, min, max []float64, a, b int) bool {
 	d := l.s.dims
 	if l.vdt.Name == "float32" && d == 3 {
 		x0, y0, z0, x1, y1, z1 := min[0], min[1], min[2], max[0], max[1], max[2]
-		data := cv.data
 		for r := a; r < b; r++ {
 			p := data[12*r : 12*r+12 : 12*r+12]
 			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
@@ -142,7 +160,7 @@ func (l *Level) rowsWithin(cv *chunkVerts, min, max []float64, a, b int) bool {
 	}
 	for r := a; r < b; r++ {
 		for i := 0; i < d; i++ {
-			v := l.vdt.At(cv.data, r*d+i).Float64()
+			v := l.vdt.At(data, r*d+i).Float64()
 			if !(v >= min[i] && v <= max[i]) {
 				return false
 			}
@@ -160,8 +178,10 @@ func prod(v []int64) int64 {
 }
 
 // matchBins uses fragment = bin: fragments whose bin box misses the query
-// are skipped without touching their rows.
-func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64) []int32 {
+// are skipped without touching their rows. The rows are data's: the
+// chunk's (starts nil: bin f's rows are its fragment's), or a selection's
+// vertices, bin f's at positions starts[f] … starts[f+1]-1.
+func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
 	d := l.s.dims
 	// Per axis, the run of bins the box overlaps and which of those it
 	// covers, with the same arithmetic as binBox; then only the bins in
@@ -190,23 +210,67 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 		}
 		idx[i] = first[i]
 	}
-	for {
-		f, inside := int64(0), true
-		for i := 0; i < d; i++ {
-			f = f*l.bpc[i] + idx[i]
-			inside = inside && idx[i] < 64 && covers[i][idx[i]]
+	// The bins of one line along the last axis are visited in a tight
+	// loop. Consecutive rows all taken are appended as one run, and
+	// consecutive rows to test are tested at once.
+	z := d - 1
+	zCovered := true // the box covers every bin of a line it overlaps
+	for b := first[z]; b <= last[z]; b++ {
+		zCovered = zCovered && b < 64 && covers[z][b]
+	}
+	runStart, runEnd, taken := int64(0), int64(0), false
+	flush := func() {
+		if taken {
+			out = appendRun(out, int32(runStart), int(runEnd-runStart))
+		} else if runEnd > runStart {
+			out = appendMatches(out, data, l.vdt, d, int(runStart), int(runEnd), min, max)
 		}
-		if start, count := cv.binRange(int(f)); count > 0 {
-			// A covered bin takes all its rows when they were found in
-			// their bin's cell at decode time (otherwise they are tested).
-			if inside && (cv.binInside(int(f)) || l.rowsWithin(cv, min, max, int(start), int(start+count))) {
-				out = appendRun(out, int32(start), int(count))
-			} else {
-				out = appendMatches(out, cv.data, l.vdt, d, int(start), int(start+count), min, max)
+	}
+	add := func(start, end int64, take bool) {
+		if start == end {
+			return
+		}
+		if take == taken && start == runEnd {
+			runEnd = end
+			return
+		}
+		flush()
+		runStart, runEnd, taken = start, end, take
+	}
+	for {
+		base, outer := int64(0), true
+		for i := 0; i < z; i++ {
+			base = base*l.bpc[i] + idx[i]
+			outer = outer && idx[i] < 64 && covers[i][idx[i]]
+		}
+		base *= l.bpc[z]
+		f0, f1 := base+first[z], base+last[z]
+		switch {
+		// A selection's line is one range of positions: tested whole
+		// where the box cuts it on another axis, taken whole where the
+		// box covers it and its rows were found in their bins.
+		case starts != nil && !outer:
+			add(int64(starts[f0]), int64(starts[f1+1]), false)
+		case starts != nil && zCovered && cv.binsInside(int(f0), int(f1)):
+			add(int64(starts[f0]), int64(starts[f1+1]), true)
+		default:
+			for b := first[z]; b <= last[z]; b++ {
+				f := base + b
+				var start, count int64
+				if starts == nil {
+					start, count = cv.binRange(int(f))
+				} else {
+					start, count = int64(starts[f]), int64(starts[f+1]-starts[f])
+				}
+				// A covered bin takes all its rows when they were found
+				// in their bin's cell at decode time (otherwise they are
+				// tested).
+				take := count > 0 && outer && b < 64 && covers[z][b] && (cv.binInside(int(f)) || l.rowsWithin(data, min, max, int(start), int(start+count)))
+				add(start, start+count, take)
 			}
 		}
-		// Next bin of the sub-grid, last axis fastest.
-		i := d - 1
+		// Next line of the sub-grid.
+		i := z - 1
 		for ; i >= 0; i-- {
 			if idx[i] < last[i] {
 				idx[i]++
@@ -215,6 +279,7 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 			idx[i] = first[i]
 		}
 		if i < 0 {
+			flush()
 			return out
 		}
 	}
@@ -246,6 +311,17 @@ func (cv *chunkVerts) binRange(f int) (start, count int64) {
 	return start, count
 }
 
+// binsInside reports whether bins f0 … f1 all had their rows found in
+// their cells.
+func (cv *chunkVerts) binsInside(f0, f1 int) bool {
+	for f := f0; f <= f1; f++ {
+		if !cv.binInside(f) {
+			return false
+		}
+	}
+	return true
+}
+
 // binsUsable reports whether cv's bins are known: found from its rows,
 // or its fragments are its bins (fragment = bin, all ranges), so the bin
 // prefilter applies.
@@ -275,7 +351,7 @@ func (l *Level) markContainment(key Key, cv *chunkVerts) {
 		lo[i] = float64(key[off+i]) * l.chunkShape[i]
 		hi[i] = lo[i] + l.chunkShape[i]
 	}
-	cv.inCell = l.rowsWithin(cv, lo[:d], hi[:d], 0, cv.rows)
+	cv.inCell = l.rowsWithin(cv.data, lo[:d], hi[:d], 0, cv.rows)
 	if !l.binsUsable(cv) {
 		return
 	}
@@ -284,7 +360,7 @@ func (l *Level) markContainment(key Key, cv *chunkVerts) {
 	for f := 0; f < n; f++ {
 		start, count, _ := cv.frags.Range(f)
 		l.binBox(key, f, lo[:d], hi[:d])
-		if l.rowsWithin(cv, lo[:d], hi[:d], int(start), int(start+count)) {
+		if l.rowsWithin(cv.data, lo[:d], hi[:d], int(start), int(start+count)) {
 			cv.binIn[f>>6] |= 1 << (f & 63)
 		}
 	}
@@ -394,11 +470,8 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 			res[j] = nil
 			if v, ok := l.s.peek(l.vkeys[i]); ok && rf.cachedAt(i) {
 				m := &sc.ms[j]
-				l.matchVerts(l.keys[i], v.(*chunkVerts), min, max, m)
-				if rf != nil {
-					if err := rf.apply(ctx, m, rf.main); err != nil {
-						return err
-					}
+				if err := l.matchChunk(ctx, i, v.(*chunkVerts), min, max, m, rf, rf.mainEvaluator()); err != nil {
+					return err
 				}
 				res[j] = m
 			} else {
@@ -415,12 +488,13 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 				m := &sc.ms[j]
 				g.Go(func() (err error) {
 					defer l.s.recoverInto(&err, "bbox chunk")
-					if err := l.match(gctx, i, min, max, m); err != nil || rf == nil {
+					cv, err := l.verticesAt(gctx, i)
+					if err != nil {
 						return err
 					}
 					ev := rf.evaluator()
 					defer rf.release(ev)
-					return rf.apply(gctx, m, ev)
+					return l.matchChunk(gctx, i, cv, min, max, m, rf, ev)
 				})
 			}
 			if err := g.Wait(); err != nil {

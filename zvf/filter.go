@@ -209,6 +209,10 @@ type rowFilter struct {
 	// of chunks matched concurrently.
 	main *cql2.Evaluator
 	free chan *cql2.Evaluator
+	// sels names the cached selections of the level's chunks for this
+	// filter (nil: not cached, the store has no cache or the query no
+	// filter).
+	sels *selTable
 }
 
 // newRowFilter compiles q for the level; nil when q selects every row.
@@ -249,6 +253,11 @@ func (l *Level) newRowFilter(ctx context.Context, q Selection) (*rowFilter, erro
 		rf.main = rf.newEvaluator()
 		rf.none = !rf.main.MayMatch()
 		rf.free = make(chan *cql2.Evaluator, l.s.conc)
+		if l.s.cache != nil {
+			if rf.sels, err = l.selTable(ctx, f); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if rf.owners {
 		var err error
@@ -269,8 +278,15 @@ func (rf *rowFilter) newEvaluator() *cql2.Evaluator {
 
 // evaluator lends an evaluator to a chunk matched concurrently; give it
 // back with release.
+func (rf *rowFilter) mainEvaluator() *cql2.Evaluator {
+	if rf == nil {
+		return nil
+	}
+	return rf.main
+}
+
 func (rf *rowFilter) evaluator() *cql2.Evaluator {
-	if rf.f == nil {
+	if rf == nil || rf.f == nil {
 		return nil
 	}
 	select {
@@ -282,7 +298,7 @@ func (rf *rowFilter) evaluator() *cql2.Evaluator {
 }
 
 func (rf *rowFilter) release(ev *cql2.Evaluator) {
-	if ev == nil {
+	if rf == nil || ev == nil {
 		return
 	}
 	select {
@@ -296,6 +312,11 @@ func (rf *rowFilter) release(ev *cql2.Evaluator) {
 func (rf *rowFilter) cachedAt(i int32) bool {
 	if rf == nil {
 		return true
+	}
+	if rf.sels != nil {
+		if _, ok := rf.peekSel(i); ok {
+			return true
+		}
 	}
 	for _, keys := range rf.akeys {
 		if _, ok := rf.l.s.peek(keys[i]); !ok {
@@ -324,23 +345,47 @@ func (l *Level) attrKeys(a *attrMeta) []string {
 	return keys
 }
 
-// column is filter attribute k's rows of m's chunk: its cached blob found
-// by its key built once (no key string per chunk), else read through the
-// cache.
-func (rf *rowFilter) column(ctx context.Context, k int, m *chunkMatch) ([]byte, int, error) {
+// column is filter attribute k's rows of chunk key (rows rows): its
+// cached blob found by its key built once (no key string per chunk), else
+// read through the cache.
+func (rf *rowFilter) column(ctx context.Context, k int, key Key, rows int) ([]byte, int, error) {
 	l, a := rf.l, rf.attrs[k]
 	var buf [96]byte
-	if i, ok := l.keySet[string(m.key.appendTo(buf[:0]))]; ok {
+	if i, ok := l.keySet[string(key.appendTo(buf[:0]))]; ok {
 		if v, ok := l.s.peek(rf.akeys[k][i]); ok {
-			return l.attrRows(a, m.key, m.cv.rows, v.([]byte))
+			return l.attrRows(a, key, rows, v.([]byte))
 		}
 	}
-	return l.attribute(ctx, a, m.key, m.cv.rows)
+	return l.attribute(ctx, a, key, rows)
+}
+
+// bind gives ev the columns the filter reads of chunk key (rows rows)
+// and, when it reads them, the rows' objects (owner).
+func (rf *rowFilter) bind(ctx context.Context, ev *cql2.Evaluator, key Key, rows int, owner []int64) error {
+	l := rf.l
+	for k, a := range rf.attrs {
+		data, ch, err := rf.column(ctx, k, key, rows)
+		if err != nil {
+			return err
+		}
+		if ch != max(a.Channels, 1) {
+			return l.s.errf(ErrUnsupported, l.n, "vertex_attributes/"+a.Name, key.String(),
+				"%d channels in this chunk, where the level declares %d (no channel_names): the attribute cannot be filtered", ch, max(a.Channels, 1))
+		}
+		col := cql2.Column{DType: a.dt.Name, Data: data, Channels: ch, Labels: a.Categories, NullCode: a.nullCode}
+		if err := ev.Bind(a.Name, col); err != nil {
+			return err
+		}
+	}
+	if rf.f.NeedsObjectIDs() {
+		ev.BindObjectIDs(owner, -1)
+	}
+	return nil
 }
 
 // apply narrows m's rows to those the selection keeps, with ev (the
 // filter's evaluator for this goroutine). m's owners are filled when the
-// selection reads them.
+// selection reads them. m's rows are its own (m.buf).
 func (rf *rowFilter) apply(ctx context.Context, m *chunkMatch, ev *cql2.Evaluator) error {
 	if m.count() == 0 {
 		return nil
@@ -351,22 +396,8 @@ func (rf *rowFilter) apply(ctx context.Context, m *chunkMatch, ev *cql2.Evaluato
 		m.owned = true
 	}
 	if rf.f != nil {
-		for k, a := range rf.attrs {
-			data, ch, err := rf.column(ctx, k, m)
-			if err != nil {
-				return err
-			}
-			if ch != max(a.Channels, 1) {
-				return l.s.errf(ErrUnsupported, l.n, "vertex_attributes/"+a.Name, m.key.String(),
-					"%d channels in this chunk, where the level declares %d (no channel_names): the attribute cannot be filtered", ch, max(a.Channels, 1))
-			}
-			col := cql2.Column{DType: a.dt.Name, Data: data, Channels: ch, Labels: a.Categories, NullCode: a.nullCode}
-			if err := ev.Bind(a.Name, col); err != nil {
-				return err
-			}
-		}
-		if rf.f.NeedsObjectIDs() {
-			ev.BindObjectIDs(m.owner, -1)
+		if err := rf.bind(ctx, ev, m.key, m.cv.rows, m.owner); err != nil {
+			return err
 		}
 		var err error
 		if m.all {
@@ -375,18 +406,32 @@ func (rf *rowFilter) apply(ctx context.Context, m *chunkMatch, ev *cql2.Evaluato
 		} else {
 			m.rows, err = ev.Select(m.rows[:0], m.rows)
 		}
+		m.buf = m.rows
 		if err != nil {
 			return err
 		}
 	}
 	if rf.sample {
-		if m.all {
-			m.rows = appendRun(m.rows[:0], 0, m.cv.rows)
-			m.all = false
-		}
-		m.rows = rf.sampleRows(m)
+		rf.sampleMatch(m)
 	}
 	return nil
+}
+
+// sampleMatch narrows m's rows to the sampled ones, in its own buffer.
+func (rf *rowFilter) sampleMatch(m *chunkMatch) {
+	switch {
+	case m.all:
+		m.rows = appendRun(m.buf[:0], 0, m.cv.rows)
+		m.all = false
+	case len(m.rows) == 0:
+		return
+	case len(m.buf) > 0 && &m.rows[0] == &m.buf[0]:
+	default: // a cached selection's rows: copied before they are narrowed
+		m.rows = append(m.buf[:0], m.rows...)
+	}
+	m.vdata, m.vpos = nil, nil
+	m.rows = rf.sampleRows(m)
+	m.buf = m.rows
 }
 
 // sampleRows keeps m's rows whose object (or, without one, position)
