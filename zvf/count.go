@@ -262,6 +262,9 @@ func (l *Level) binRows(g *grid, counts []uint32, m *chunkMatch, total *uint64) 
 		}
 	}
 	data, d := m.cv.data, g.d
+	if plain && l.binRowsByBins(g, counts, m) {
+		return
+	}
 	if l.vdt.Name == "float32" && d == 3 {
 		// The common case in one pass, the cells inlined.
 		bx, by, bz := g.b[0], g.b[1], g.b[2]
@@ -305,6 +308,136 @@ func (l *Level) binRows(g *grid, counts []uint32, m *chunkMatch, total *uint64) 
 		}
 		if ok {
 			add(idx)
+		}
+	}
+}
+
+// binSpan is how a bin lies in a grid on one axis: a row of the bin
+// (inside its closed box) is in cell first plus the number of the
+// thresholds it reaches, the grid's inner boundaries within the bin
+// (exact as float32: the least float32 at or above each; +Inf past the
+// last). ok is false when the bin spans more than maxBinSpan cells or
+// reaches an open axis's end.
+type binSpan struct {
+	first int
+	t     [maxBinSpan - 1]float32
+	ok    bool
+}
+
+// maxBinsPerAxis bounds the bins per chunk axis binRowsByBins takes (its
+// spans live on the stack).
+const maxBinsPerAxis = 32
+
+// maxBinSpan bounds the cells a bin may span on an axis for its rows to
+// be counted by compares.
+const maxBinSpan = 4
+
+// span returns how [lo, hi] lies in the grid on axis a.
+func (g *grid) span(a int, lo, hi float64) binSpan {
+	b, last := g.b[a], g.n[a]-1
+	if g.open[a] && hi >= b[last+1] {
+		return binSpan{}
+	}
+	sp := binSpan{first: cellOf(b, last, g.inv[a], lo), ok: true}
+	for j := range sp.t {
+		sp.t[j] = float32(math.Inf(1))
+		i := sp.first + 1 + j
+		if i > last || b[i] > hi {
+			continue
+		}
+		t := float32(b[i])
+		if float64(t) < b[i] {
+			t = math.Nextafter32(t, float32(math.Inf(1)))
+		}
+		sp.t[j] = t
+	}
+	if i := sp.first + len(sp.t) + 1; i <= last && b[i] <= hi {
+		sp.ok = false // more boundaries than thresholds
+	}
+	return sp
+}
+
+// binRowsByBins counts the rows of a chunk the box covers (m.all) whose
+// fragments are its bins, float32 × 3, bin by bin: a bin whose rows were
+// found in its cell and that spans few cells per axis finds each row's
+// cell by compares with the bin's thresholds, not by a search; the other
+// bins' rows are searched as binRows does. It reports false, having
+// counted nothing, where it does not apply. Counts must not saturate
+// (binRows' plain).
+func (l *Level) binRowsByBins(g *grid, counts []uint32, m *chunkMatch) bool {
+	cv := m.cv
+	if !m.all || g.d != 3 || l.vdt.Name != "float32" || !l.binsUsable(cv) || max(l.bpc[0], l.bpc[1], l.bpc[2]) > maxBinsPerAxis {
+		return false
+	}
+	nf := cv.frags.Len()
+	at := int64(0)
+	for f := range nf { // the bins' rows must be consecutive, in bin order
+		s, c, _ := cv.frags.Range(f)
+		if c > 0 && s != at {
+			return false
+		}
+		at += c
+	}
+	if at != int64(cv.rows) {
+		return false
+	}
+	// Per axis, how each of the chunk's bins along it lies in the grid
+	// (binBox's arithmetic).
+	var spans [3][maxBinsPerAxis]binSpan
+	for a := range 3 {
+		n := l.bpc[a]
+		for b := range n {
+			lo := float64(m.key[a]*n+b) * l.binShape[a]
+			spans[a][b] = g.span(a, lo, lo+l.binShape[a])
+		}
+	}
+	data := cv.data
+	s1, s2 := g.stride[1], g.stride[2]
+	nx, ny, nz := l.bpc[0], l.bpc[1], l.bpc[2]
+	for f := range nf {
+		s, c, _ := cv.frags.Range(f)
+		if c == 0 {
+			continue
+		}
+		bz := int64(f) % nz
+		by := int64(f) / nz % ny
+		bx := int64(f) / nz / ny % nx
+		sx, sy, sz := &spans[0][bx], &spans[1][by], &spans[2][bz]
+		if !(cv.binInside(f) && sx.ok && sy.ok && sz.ok) {
+			l.binRange(g, counts, data, int(s), int(s+c))
+			continue
+		}
+		base := sx.first + s1*sy.first + s2*sz.first
+		x1, x2, x3 := sx.t[0], sx.t[1], sx.t[2]
+		y1, y2, y3 := sy.t[0], sy.t[1], sy.t[2]
+		z1, z2, z3 := sz.t[0], sz.t[1], sz.t[2]
+		for r := int(s); r < int(s+c); r++ {
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := math.Float32frombits(binary.LittleEndian.Uint32(p))
+			y := math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
+			z := math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))
+			i := b2i(x >= x1) + b2i(x >= x2) + b2i(x >= x3)
+			j := b2i(y >= y1) + b2i(y >= y2) + b2i(y >= y3)
+			k := b2i(z >= z1) + b2i(z >= z2) + b2i(z >= z3)
+			counts[base+i+s1*j+s2*k]++
+		}
+	}
+	return true
+}
+
+// binRange adds rows [a, b) of float32 × 3 data to their cells, searching
+// each row's cell on each axis (counts must not saturate).
+func (l *Level) binRange(g *grid, counts []uint32, data []byte, a, b int) {
+	for r := a; r < b; r++ {
+		p := data[12*r : 12*r+12 : 12*r+12]
+		idx, ok := 0, true
+		for ax := 0; ax < 3 && ok; ax++ {
+			var i int
+			i, ok = g.cell(ax, float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4*ax:]))))
+			idx += i * g.stride[ax]
+		}
+		if ok {
+			counts[idx]++
 		}
 	}
 }
