@@ -60,11 +60,11 @@ func FuzzDeriveBins(f *testing.F) {
 				t.Fatalf("bin %d starts after the next: %v", b, cv.bins)
 			}
 			l.binBox(key, b, lo, hi)
-			if !l.rowsWithin(cv, lo, hi, int(cv.bins[b]), int(cv.bins[b+1])) {
+			if !l.rowsWithin(cv.data, lo, hi, int(cv.bins[b]), int(cv.bins[b+1])) {
 				t.Fatalf("bin %d holds a row outside its cell", b)
 			}
 		}
-		if want := l.rowsWithin(cv, []float64{250, 500, 0}, []float64{500, 750, 250}, 0, cv.rows); cv.inCell != want {
+		if want := l.rowsWithin(cv.data, []float64{250, 500, 0}, []float64{500, 750, 250}, 0, cv.rows); cv.inCell != want {
 			t.Fatalf("inCell %v, every row tested says %v", cv.inCell, want)
 		}
 		box := [2][]float64{{x0, y0, z0}, {x1, y1, z1}}

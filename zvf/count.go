@@ -369,10 +369,10 @@ func (l *Level) binRowsByBins(g *grid, counts []uint32, m *chunkMatch) bool {
 	if !m.all || g.d != 3 || l.vdt.Name != "float32" || !l.binsUsable(cv) || max(l.bpc[0], l.bpc[1], l.bpc[2]) > maxBinsPerAxis {
 		return false
 	}
-	nf := cv.frags.Len()
+	nf := int(prod(l.bpc))
 	at := int64(0)
 	for f := range nf { // the bins' rows must be consecutive, in bin order
-		s, c, _ := cv.frags.Range(f)
+		s, c := cv.binRange(f)
 		if c > 0 && s != at {
 			return false
 		}
@@ -395,7 +395,7 @@ func (l *Level) binRowsByBins(g *grid, counts []uint32, m *chunkMatch) bool {
 	s1, s2 := g.stride[1], g.stride[2]
 	nx, ny, nz := l.bpc[0], l.bpc[1], l.bpc[2]
 	for f := range nf {
-		s, c, _ := cv.frags.Range(f)
+		s, c := cv.binRange(f)
 		if c == 0 {
 			continue
 		}

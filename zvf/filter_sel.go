@@ -201,9 +201,9 @@ func intersectRows(a, b []int32) []int32 {
 	return out
 }
 
-// selStarts returns where each of the n bins' selected rows start among rows (the
-// selection's, ascending), and their end last; nil unless the bins'
-// rows are consecutive ranges in bin order (what writers produce).
+// selStarts returns where each of the n bins' selected rows start among
+// rows (the selection's, ascending), and their end last; nil unless the
+// bins' rows are consecutive ranges in bin order (what writers produce).
 func selStarts(cv *chunkVerts, rows []int32, n int) []int32 {
 	starts := make([]int32, n+1)
 	j, at := 0, int64(0)
