@@ -483,45 +483,30 @@ func b2u(b bool) uint8 {
 // many leaves read them.
 
 func (e *Evaluator) floats(slot int, rows []int32) []float64 {
-	s := &e.slots[slot]
-	if s.f == nil {
-		s.f = make([]float64, blockSize)
-	}
-	if s.gen != e.gen {
-		sr := e.f.slots[slot]
-		b := &e.cols[sr.attr]
-		gatherFloat(s.f, b, sr.channel*b.size, rows)
-		s.gen = e.gen
-	}
-	return s.f[:len(rows)]
+	return gatherSlot(e, slot, rows, &e.slots[slot].f, gatherFloat)
 }
 
 func (e *Evaluator) ints(slot int, rows []int32) []int64 {
-	s := &e.slots[slot]
-	if s.i == nil {
-		s.i = make([]int64, blockSize)
-	}
-	if s.gen != e.gen {
-		sr := e.f.slots[slot]
-		b := &e.cols[sr.attr]
-		gatherInt(s.i, b, sr.channel*b.size, rows)
-		s.gen = e.gen
-	}
-	return s.i[:len(rows)]
+	return gatherSlot(e, slot, rows, &e.slots[slot].i, gatherInt)
 }
 
 func (e *Evaluator) uints(slot int, rows []int32) []uint64 {
-	s := &e.slots[slot]
-	if s.u == nil {
-		s.u = make([]uint64, blockSize)
+	return gatherSlot(e, slot, rows, &e.slots[slot].u, gatherUint)
+}
+
+// gatherSlot fills buf, one of slot's three widenings, with the rows'
+// values unless this block already did, and returns them.
+func gatherSlot[T any](e *Evaluator, slot int, rows []int32, buf *[]T, gather func([]T, *binding, int, []int32)) []T {
+	if *buf == nil {
+		*buf = make([]T, blockSize)
 	}
-	if s.gen != e.gen {
+	if s := &e.slots[slot]; s.gen != e.gen {
 		sr := e.f.slots[slot]
 		b := &e.cols[sr.attr]
-		gatherUint(s.u, b, sr.channel*b.size, rows)
+		gather(*buf, b, sr.channel*b.size, rows)
 		s.gen = e.gen
 	}
-	return s.u[:len(rows)]
+	return (*buf)[:len(rows)]
 }
 
 // evalLeaf writes l's value for each row into dst.
