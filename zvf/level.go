@@ -270,10 +270,12 @@ func (l *Level) arrays(ctx context.Context, array string) ([]string, error) {
 	return out, nil
 }
 
-func (l *Level) readVerticesMeta(ctx context.Context) error {
-	a, _, err := l.arrayAttrs(ctx, "vertices")
+// valueArray reads the attributes of array, a per-vertex array, and its
+// value type (float32 when the attributes name none).
+func (l *Level) valueArray(ctx context.Context, array string) (*zvArrayAttrs, zarr.DataType, error) {
+	a, _, err := l.arrayAttrs(ctx, array)
 	if err != nil {
-		return err
+		return nil, zarr.DataType{}, err
 	}
 	dtName := a.DType
 	if dtName == "" {
@@ -281,7 +283,15 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 	}
 	dt, err := numpyDType(dtName)
 	if err != nil {
-		return l.s.errf(ErrUnsupported, l.n, "vertices", "", "%v", err)
+		return nil, zarr.DataType{}, l.s.errf(ErrUnsupported, l.n, array, "", "%v", err)
+	}
+	return a, dt, nil
+}
+
+func (l *Level) readVerticesMeta(ctx context.Context) error {
+	a, dt, err := l.valueArray(ctx, "vertices")
+	if err != nil {
+		return err
 	}
 	// Coarse levels are float32 even over float64 data: each level keeps
 	// its own type; the store's is level 0's (set by Open, since levels
@@ -315,17 +325,9 @@ func (l *Level) readAttributes(ctx context.Context) error {
 		return err
 	}
 	for _, name := range names {
-		a, _, err := l.arrayAttrs(ctx, "vertex_attributes/"+name)
+		a, dt, err := l.valueArray(ctx, "vertex_attributes/"+name)
 		if err != nil {
 			return err
-		}
-		dtName := a.DType
-		if dtName == "" {
-			dtName = "float32"
-		}
-		dt, err := numpyDType(dtName)
-		if err != nil {
-			return l.s.errf(ErrUnsupported, l.n, "vertex_attributes/"+name, "", "%v", err)
 		}
 		m := &attrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: 1}, dt: dt}
 		if len(a.ChannelNames) > 0 {
