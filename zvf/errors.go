@@ -46,6 +46,21 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Location() + ": " + e.Err.Error() }
 
+// storageFailures says, in order of precedence, what a client is told of
+// a storage error of each kind (Detail).
+var storageFailures = [...]struct {
+	kind error
+	msg  string
+}{
+	{storage.ErrTooLarge, "the stored object is larger than its metadata allows"},
+	{storage.ErrNotRegular, "the stored object is not a regular file"},
+	{storage.ErrOutside, "the stored object is a link that leads outside the store"},
+	{storage.ErrNotFound, "the stored object is missing"},
+	{storage.ErrChanged, "the stored object changed while it was read"},
+	{storage.ErrUnavailable, "the storage backend could not be reached"},
+	{storage.ErrPermission, "the server is not permitted to read the stored object"},
+}
+
 // Detail is the error as a client may see it: where it is, and what went
 // wrong — except that what a storage backend said is replaced by the kind
 // of failure, since it may carry sizes, paths or backend text (those go to
@@ -56,23 +71,15 @@ func (e *Error) Detail() string {
 		return e.Error()
 	}
 	msg := "the stored object could not be read"
-	switch {
-	case se.Op == "walk" && errors.Is(se, storage.ErrTooLarge):
+	if se.Op == "walk" && errors.Is(se, storage.ErrTooLarge) {
 		msg = "the store's folders hold more entries than a listing may visit in its bounds"
-	case errors.Is(se, storage.ErrTooLarge):
-		msg = "the stored object is larger than its metadata allows"
-	case errors.Is(se, storage.ErrNotRegular):
-		msg = "the stored object is not a regular file"
-	case errors.Is(se, storage.ErrOutside):
-		msg = "the stored object is a link that leads outside the store"
-	case errors.Is(se, storage.ErrNotFound):
-		msg = "the stored object is missing"
-	case errors.Is(se, storage.ErrChanged):
-		msg = "the stored object changed while it was read"
-	case errors.Is(se, storage.ErrUnavailable):
-		msg = "the storage backend could not be reached"
-	case errors.Is(se, storage.ErrPermission):
-		msg = "the server is not permitted to read the stored object"
+	} else {
+		for _, k := range storageFailures {
+			if errors.Is(se, k.kind) {
+				msg = k.msg
+				break
+			}
+		}
 	}
 	return e.Location() + ": " + msg
 }
