@@ -86,47 +86,47 @@ func writeFlat(b *strings.Builder, v any, itemSep, keySep string) {
 }
 
 func writeIndent(b *strings.Builder, v any, depth int) {
-	nl := func(d int) {
-		b.WriteByte('\n')
-		for range d {
-			b.WriteString("  ")
-		}
-	}
 	switch t := v.(type) {
 	case obj:
-		if len(t) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		b.WriteByte('{')
-		for i, e := range t {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			nl(depth + 1)
-			writeString(b, e.k)
+		writeBlock(b, '{', '}', len(t), depth, func(i int) {
+			writeString(b, t[i].k)
 			b.WriteString(": ")
-			writeIndent(b, e.v, depth+1)
-		}
-		nl(depth)
-		b.WriteByte('}')
+			writeIndent(b, t[i].v, depth+1)
+		})
 	case []any:
-		if len(t) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		b.WriteByte('[')
-		for i, e := range t {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			nl(depth + 1)
-			writeIndent(b, e, depth+1)
-		}
-		nl(depth)
-		b.WriteByte(']')
+		writeBlock(b, '[', ']', len(t), depth, func(i int) {
+			writeIndent(b, t[i], depth+1)
+		})
 	default:
 		writeScalar(b, v)
+	}
+}
+
+// writeBlock writes n items (item(i) writes the i-th) between open and
+// closing, each on its own line one step deeper than depth, as
+// json.dumps(indent=2) does; an empty block stays on one line.
+func writeBlock(b *strings.Builder, open, closing byte, n, depth int, item func(i int)) {
+	b.WriteByte(open)
+	if n == 0 {
+		b.WriteByte(closing)
+		return
+	}
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		newline(b, depth+1)
+		item(i)
+	}
+	newline(b, depth)
+	b.WriteByte(closing)
+}
+
+// newline starts a line indented depth steps of two spaces.
+func newline(b *strings.Builder, depth int) {
+	b.WriteByte('\n')
+	for range depth {
+		b.WriteString("  ")
 	}
 }
 
