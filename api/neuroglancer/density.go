@@ -123,12 +123,9 @@ func extent(st *zvf.Store, li zvf.LevelInfo) (lo, hi []float64, ok bool) {
 
 func (s *Server) densityInfo(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, err := s.source(r, "density")
-	if err != nil {
+	st, done, err := s.sourceRequest(w, r, "density")
+	if err != nil || done {
 		return err
-	}
-	if s.notModified(w, r, st) {
-		return nil
 	}
 	dims, notes := dimensions(st.Info().Axes)
 	nm := nanometresPer(dims)
@@ -228,7 +225,7 @@ func (s *Server) densityChunk(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ckey := "density\x00" + key + "\x00" + name
-	body, err := s.cachedBytes(r.Context(), st, ckey, func(ctx context.Context) ([]byte, error) {
+	return s.sendCached(w, r, st, ckey, mediaBinary, start, func(ctx context.Context) ([]byte, error) {
 		counts, err := l.Voxels(ctx, q)
 		if err != nil {
 			return nil, err
@@ -239,10 +236,6 @@ func (s *Server) densityChunk(w http.ResponseWriter, r *http.Request) error {
 		}
 		return out, nil
 	})
-	if err != nil {
-		return err
-	}
-	return s.send(w, r, st, ckey, mediaBinary, body, start)
 }
 
 // parseVoxelRange reads a chunk name x0-x1_y0-y1_z0-z1.

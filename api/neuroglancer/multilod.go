@@ -516,12 +516,9 @@ func (s *nearestSearch) visit(lo, hi, axis int) {
 
 func (s *Server) multilodInfo(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
-	st, err := s.source(r, "multilod")
-	if err != nil {
+	st, done, err := s.sourceRequest(w, r, "multilod")
+	if err != nil || done {
 		return err
-	}
-	if s.notModified(w, r, st) {
-		return nil
 	}
 	levels, err := multilodLevels(st)
 	if err != nil {

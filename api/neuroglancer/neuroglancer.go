@@ -255,6 +255,16 @@ func (s *Server) coding(r *http.Request) string {
 // minCompressed is the smallest answer worth compressing.
 const minCompressed = 512
 
+// sendCached sends the store's answer under key, built by build when the
+// cache does not hold it.
+func (s *Server) sendCached(w http.ResponseWriter, r *http.Request, st *zvf.Store, key, contentType string, start time.Time, build func(ctx context.Context) ([]byte, error)) error {
+	body, err := s.cachedBytes(r.Context(), st, key, build)
+	if err != nil {
+		return err
+	}
+	return s.send(w, r, st, key, contentType, body, start)
+}
+
 // send writes an answer: a Range request gets the bytes it names (206,
 // never encoded); otherwise the answer is compressed with zstd or gzip
 // when the client takes it (each encoding made once and cached).
@@ -349,12 +359,9 @@ func parseID(r *http.Request) (int64, error) {
 func (s *Server) annotationInfo(route string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		start := s.o.Now()
-		st, err := s.source(r, route)
-		if err != nil {
+		st, done, err := s.sourceRequest(w, r, route)
+		if err != nil || done {
 			return err
-		}
-		if s.notModified(w, r, st) {
-			return nil
 		}
 		k := kindOf(st, route)
 		p, err := s.plan(r.Context(), st, k)
@@ -369,11 +376,7 @@ func (s *Server) annotationInfo(route string) func(http.ResponseWriter, *http.Re
 		if sh != nil {
 			key += "\x00sharded" // a cache may be shared by servers of both modes
 		}
-		body, err := s.cachedBytes(r.Context(), st, key, func(context.Context) ([]byte, error) { return p.infoJSON(st, sh) })
-		if err != nil {
-			return err
-		}
-		return s.send(w, r, st, key, mediaJSON, body, start)
+		return s.sendCached(w, r, st, key, mediaJSON, start, func(context.Context) ([]byte, error) { return p.infoJSON(st, sh) })
 	}
 }
 
@@ -429,11 +432,7 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 			return nil
 		}
 		ckey := fmt.Sprintf("cell\x00%s\x00%d\x00%s", k.annotationType(), n, key)
-		body, err := s.cachedBytes(r.Context(), st, ckey, func(ctx context.Context) ([]byte, error) { return p.cellBytes(ctx, n, key) })
-		if err != nil {
-			return err
-		}
-		return s.send(w, r, st, ckey, mediaBinary, body, start)
+		return s.sendCached(w, r, st, ckey, mediaBinary, start, func(ctx context.Context) ([]byte, error) { return p.cellBytes(ctx, n, key) })
 	}
 }
 
@@ -493,11 +492,7 @@ func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) 
 			return nil
 		}
 		key := fmt.Sprintf("object\x00%s\x00%d", k.annotationType(), id)
-		body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) { return p.objectBytes(ctx, id, s.o.MaxAnnotations) })
-		if err != nil {
-			return err
-		}
-		return s.send(w, r, st, key, mediaBinary, body, start)
+		return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) { return p.objectBytes(ctx, id, s.o.MaxAnnotations) })
 	}
 }
 
@@ -527,13 +522,9 @@ func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := fmt.Sprintf("skeleton\x00%d", id)
-	body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
+	return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) {
 		return newSkeletonSpec(st, l0).skeletonBytes(ctx, st.Name(), l0, id, s.o.MaxAnnotations)
 	})
-	if err != nil {
-		return err
-	}
-	return s.send(w, r, st, key, mediaBinary, body, start)
 }
 
 // skeletonShardFile answers a shard file of the skeleton source.
@@ -560,16 +551,23 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 // source (its info): the store behind the route and level 0; done when the
 // client's copy is current.
 func (s *Server) levelRequest(w http.ResponseWriter, r *http.Request, route string) (st *zvf.Store, l0 *zvf.Level, done bool, err error) {
-	if st, err = s.source(r, route); err != nil {
-		return nil, nil, false, err
-	}
-	if s.notModified(w, r, st) {
-		return nil, nil, true, nil
+	if st, done, err = s.sourceRequest(w, r, route); err != nil || done {
+		return nil, nil, done, err
 	}
 	if l0, err = st.Level(0); err != nil {
 		return nil, nil, false, err
 	}
 	return st, l0, false, nil
+}
+
+// sourceRequest is the prologue of the routes that answer from a source's
+// store without level 0: the store behind the route; done when the
+// client's copy is current.
+func (s *Server) sourceRequest(w http.ResponseWriter, r *http.Request, route string) (st *zvf.Store, done bool, err error) {
+	if st, err = s.source(r, route); err != nil {
+		return nil, false, err
+	}
+	return st, s.notModified(w, r, st), nil
 }
 
 // objectRequest is the prologue of the routes that answer one object: the
@@ -609,11 +607,7 @@ func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request)
 			return nil
 		}
 		key := "seg_props"
-		body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) { return segmentProperties(ctx, l0) })
-		if err != nil {
-			return err
-		}
-		return s.send(w, r, st, key, mediaJSON, body, start)
+		return s.sendCached(w, r, st, key, mediaJSON, start, func(ctx context.Context) ([]byte, error) { return segmentProperties(ctx, l0) })
 	}
 }
 
@@ -672,11 +666,7 @@ func (s *Server) meshFragment(w http.ResponseWriter, r *http.Request) error {
 	}
 	dims, _ := dimensions(st.Info().Axes)
 	key := fmt.Sprintf("mesh\x00%d", id)
-	body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
+	return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) {
 		return meshBytes(ctx, st.Name(), l0, nanometresPer(dims), id, s.o.MaxAnnotations)
 	})
-	if err != nil {
-		return err
-	}
-	return s.send(w, r, st, key, mediaBinary, body, start)
 }

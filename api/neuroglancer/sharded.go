@@ -227,7 +227,7 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 		return nil
 	}
 	key := fmt.Sprintf("shard\x00%s\x00%d", source, n)
-	body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
+	return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) {
 		b := &shardBuild{spec: spec, shard: n, store: st.Name(), source: source, limit: s.o.MaxShardBytes}
 		if b.limit <= 0 {
 			b.limit = DefaultMaxShardBytes
@@ -237,10 +237,6 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 		}
 		return b.finish()
 	})
-	if err != nil {
-		return err
-	}
-	return s.send(w, r, st, key, mediaBinary, body, start)
 }
 
 // shardBuild gathers one shard's chunks, safe for concurrent adds, and
