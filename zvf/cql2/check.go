@@ -125,11 +125,14 @@ type leaf struct {
 	grp  []int64 // sorted group ids
 }
 
-// Closed intervals of the three numeric domains, sorted and disjoint.
+// interval is a closed interval of one of the three numeric domains; a
+// leaf's intervals are sorted and disjoint.
+type interval[T float64 | int64 | uint64] struct{ lo, hi T }
+
 type (
-	fInterval struct{ lo, hi float64 }
-	iInterval struct{ lo, hi int64 }
-	uInterval struct{ lo, hi uint64 }
+	fInterval = interval[float64]
+	iInterval = interval[int64]
+	uInterval = interval[uint64]
 )
 
 type checker struct {

@@ -578,7 +578,7 @@ func floatKernel(dst []uint8, vals []float64, iv []fInterval, nb uint8) {
 		return
 	}
 	for i, v := range vals {
-		t := (b2u(inFloat(v, iv)) ^ nb) * vTrue
+		t := (b2u(inIntervals(v, iv)) ^ nb) * vTrue
 		fin := b2u(math.Abs(v) <= math.MaxFloat64)
 		dst[i] = t&(fin*vTrue) | (fin ^ 1)
 	}
@@ -614,9 +614,11 @@ func floatKernel64(dst []uint8, data []byte, stride, off int, rows []int32, iv f
 	}
 }
 
-func inFloat(v float64, iv []fInterval) bool {
+// inIntervals reports whether v lies in one of iv (sorted and disjoint):
+// a binary search over many intervals, a scan over a few.
+func inIntervals[T float64 | int64 | uint64](v T, iv []interval[T]) bool {
 	if len(iv) > 8 {
-		i, _ := slices.BinarySearchFunc(iv, v, func(x fInterval, v float64) int {
+		i, _ := slices.BinarySearchFunc(iv, v, func(x interval[T], v T) int {
 			if x.hi < v {
 				return -1
 			}
@@ -644,29 +646,8 @@ func intKernel(dst []uint8, vals []int64, iv []iInterval, nb uint8) {
 		return
 	}
 	for i, v := range vals {
-		dst[i] = (b2u(inInt(v, iv)) ^ nb) * vTrue
+		dst[i] = (b2u(inIntervals(v, iv)) ^ nb) * vTrue
 	}
-}
-
-func inInt(v int64, iv []iInterval) bool {
-	if len(iv) > 8 {
-		i, _ := slices.BinarySearchFunc(iv, v, func(x iInterval, v int64) int {
-			if x.hi < v {
-				return -1
-			}
-			if x.lo > v {
-				return 1
-			}
-			return 0
-		})
-		return i < len(iv) && iv[i].lo <= v && v <= iv[i].hi
-	}
-	for _, x := range iv {
-		if v >= x.lo && v <= x.hi {
-			return true
-		}
-	}
-	return false
 }
 
 func uintKernel(dst []uint8, vals []uint64, iv []uInterval, nb uint8) {
@@ -678,27 +659,7 @@ func uintKernel(dst []uint8, vals []uint64, iv []uInterval, nb uint8) {
 		return
 	}
 	for i, v := range vals {
-		in := false
-		if len(iv) > 8 {
-			j, _ := slices.BinarySearchFunc(iv, v, func(x uInterval, v uint64) int {
-				if x.hi < v {
-					return -1
-				}
-				if x.lo > v {
-					return 1
-				}
-				return 0
-			})
-			in = j < len(iv) && iv[j].lo <= v && v <= iv[j].hi
-		} else {
-			for _, x := range iv {
-				if v >= x.lo && v <= x.hi {
-					in = true
-					break
-				}
-			}
-		}
-		dst[i] = (b2u(in) ^ nb) * vTrue
+		dst[i] = (b2u(inIntervals(v, iv)) ^ nb) * vTrue
 	}
 }
 
@@ -711,7 +672,7 @@ func (e *Evaluator) objectKernel(l *leaf, rows []int32, dst []uint8, nb uint8) {
 			dst[i] = vUnknown
 			continue
 		}
-		dst[i] = (b2u(inInt(id, l.iiv)) ^ nb) * vTrue
+		dst[i] = (b2u(inIntervals(id, l.iiv)) ^ nb) * vTrue
 	}
 }
 
