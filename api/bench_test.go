@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime/metrics"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -21,6 +19,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
 
 const benchPoints = 2_000_000
@@ -81,14 +80,14 @@ func benchServe(b *testing.B, req *http.Request) *discard {
 	h.ServeHTTP(w, req) // warm
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime(b)
+	m := benchtest.Start(b)
 	for b.Loop() {
 		w.n = 0
 		clear(w.h)
 		h.ServeHTTP(w, req)
 	}
 	// On a loaded machine wall time measures the wait for a core too.
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	m.ReportCPU()
 	b.SetBytes(w.n)
 	return w
 }
@@ -325,24 +324,13 @@ func benchLinePages(b *testing.B, limit int) {
 	walk() // warm
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime(b)
+	m := benchtest.Start(b)
 	for b.Loop() {
 		walk()
 	}
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	m.ReportCPU()
 	b.SetBytes(int64(bytes))
 	b.ReportMetric(float64(pages), "pages/op")
-}
-
-// cpuTime is the process's user and system CPU time in nanoseconds: on a
-// loaded machine the time a request costs, where wall time mostly
-// measures the wait for a core.
-func cpuTime(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // BenchmarkBBoxLines50k: the box in one page (the reference for the paged
@@ -415,7 +403,7 @@ func benchParallel(b *testing.B, srv *api.Server, warm, urls []string) {
 		}
 	}
 	b.ReportAllocs()
-	w0, cpu0 := mutexWait(), cpuTime(b)
+	m := benchtest.Start(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		reqs := make([]*http.Request, len(urls))
@@ -434,14 +422,6 @@ func benchParallel(b *testing.B, srv *api.Server, warm, urls []string) {
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(mutexWait()-w0)/float64(b.N), "mutex-wait-ns/op")
-}
-
-// mutexWait is the time goroutines have spent blocked on sync.Mutex and
-// sync.RWMutex (and the runtime's own locks), in nanoseconds.
-func mutexWait() int64 {
-	s := []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Float64() * 1e9)
+	m.ReportCPU()
+	m.ReportMutexWait()
 }

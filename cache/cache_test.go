@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -411,7 +411,7 @@ func BenchmarkPeekHit(b *testing.B) {
 		}
 	}
 	b.ReportAllocs()
-	w0, cpu0 := mutexWait(), cpuTime(b)
+	m := benchtest.Start(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
@@ -423,27 +423,8 @@ func BenchmarkPeekHit(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(mutexWait()-w0)/float64(b.N), "mutex-wait-ns/op")
-}
-
-// mutexWait is the time goroutines have spent blocked on sync.Mutex and
-// sync.RWMutex (and the runtime's own locks), in nanoseconds.
-func mutexWait() int64 {
-	s := []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Float64() * 1e9)
-}
-
-// cpuTime is the process's user and system CPU time in nanoseconds: on a
-// loaded machine what an operation costs, where wall time mostly measures
-// the wait for a core.
-func cpuTime(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	m.ReportCPU()
+	m.ReportMutexWait()
 }
 
 // lockFree runs f on another goroutine while the test holds c.mu, and

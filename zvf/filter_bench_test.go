@@ -2,23 +2,13 @@ package zvf_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/cql2"
 	"github.com/zvfserve/zvfserve/zvf/synth"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
-
-// cpuNanos is the process's user and system CPU time: on a loaded machine
-// what a query costs, where wall time mostly measures the wait for a core.
-func cpuNanos(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
 
 // timed runs f b.N times after one warming call, reporting CPU time per
 // call beside wall time.
@@ -26,11 +16,11 @@ func timed(b *testing.B, f func()) {
 	f()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuNanos(b)
+	m := benchtest.Start(b)
 	for b.Loop() {
 		f()
 	}
-	b.ReportMetric(float64(cpuNanos(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	m.ReportCPU()
 }
 
 // BenchmarkFilter: a filter keeping 10 % of a warm 500,000-vertex box

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
 
 // TestStatic: static answers every box from both sides, in memory (over
@@ -119,12 +119,16 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 		// the store: a count that holds on a loaded machine.
 		reads := new(readCounter)
 		counted := metered.Wrap(st, reads)
+		// Server and client run in this process, so the CPU time across a
+		// query is all it cost, which holds up under load better than its
+		// wall time (though the runtime's own work, GC, falls where it
+		// falls).
 		var total, cpu time.Duration
 		var queryReads int64
 		for b.Loop() {
 			var c0 time.Duration
-			d, n, _, opened, err := serverColdCounted(ctx, client, counted, lo, hi, bufs, reads, func() { c0 = processCPU(b) })
-			cpu += processCPU(b) - c0
+			d, n, _, opened, err := serverColdCounted(ctx, client, counted, lo, hi, bufs, reads, func() { c0 = benchtest.CPU(b) })
+			cpu += benchtest.CPU(b) - c0
 			if err != nil || n == 0 {
 				b.Fatal(n, err)
 			}
@@ -149,9 +153,9 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 		}
 		var total, cpu time.Duration
 		for b.Loop() {
-			c0 := processCPU(b)
+			c0 := benchtest.CPU(b)
 			d, n, _, _, err := staticCold(ctx, client, files, lay, lo, hi, bufs)
-			cpu += processCPU(b) - c0
+			cpu += benchtest.CPU(b) - c0
 			if err != nil || n == 0 {
 				b.Fatal(n, err)
 			}
@@ -160,19 +164,6 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
 	})
-}
-
-// processCPU is the CPU time (user and system) the process has used: both
-// sides of a query run in it, server and client, so the difference
-// across a query is its CPU cost, which holds up under load better than
-// its wall time (though the runtime's own work, GC, falls where it
-// falls).
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // readCounter counts the store's reads (metered.Observer).
