@@ -2,12 +2,10 @@ package neuroglancer_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/bits"
 	"net/http"
 	"net/http/httptest"
@@ -21,104 +19,25 @@ import (
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
+	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding/shardingtest"
 	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
-// An independent client of sharded sources, written from Neuroglancer's
-// sharded.md and sharing nothing with package sharding or the server: it
-// reads the info's "sharding" as a generic map, hashes with its own
-// MurmurHash3, and reads a key as Neuroglancer does, with three Range
-// requests (shard index entry, minishard index, chunk), each of which
-// must be a 206 with the Content-Range asked for.
-
-type ngSharding struct {
-	preshift, minishardBits, shardBits uint
-	murmur, gzipIndex, gzipData        bool
-}
-
-func parseSharding(raw json.RawMessage) (*ngSharding, error) {
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	if m["@type"] != "neuroglancer_uint64_sharded_v1" {
-		return nil, fmt.Errorf("@type %v", m["@type"])
-	}
-	num := func(k string, most uint) (uint, error) {
-		v, ok := m[k].(float64)
-		if !ok || v < 0 || v > float64(most) || v != float64(uint(v)) {
-			return 0, fmt.Errorf("%s: %v", k, m[k])
-		}
-		return uint(v), nil
-	}
-	var s ngSharding
-	var err error
-	if s.preshift, err = num("preshift_bits", 64); err != nil {
-		return nil, err
-	}
-	// The limits the contract promises: minishard_bits ≤ 20, shard_bits ≤ 10.
-	if s.minishardBits, err = num("minishard_bits", 20); err != nil {
-		return nil, err
-	}
-	if s.shardBits, err = num("shard_bits", 10); err != nil {
-		return nil, err
-	}
-	switch m["hash"] {
-	case "identity":
-	case "murmurhash3_x86_128":
-		s.murmur = true
-	default:
-		return nil, fmt.Errorf("hash %v", m["hash"])
-	}
-	for k, dst := range map[string]*bool{"minishard_index_encoding": &s.gzipIndex, "data_encoding": &s.gzipData} {
-		switch m[k] {
-		case nil, "raw":
-		case "gzip":
-			*dst = true
-		default:
-			return nil, fmt.Errorf("%s: %v", k, m[k])
-		}
-	}
-	return &s, nil
-}
-
-// murmur64 is MurmurHash3_x86_128, seed 0, of the 8 little-endian bytes
-// of x: h1 | h2<<32 of the result.
-func murmur64(x uint64) uint64 {
-	rotl := func(v uint32, r uint) uint32 { return v<<r | v>>(32-r) }
-	fmix := func(h uint32) uint32 {
-		h ^= h >> 16
-		h *= 0x85ebca6b
-		h ^= h >> 13
-		h *= 0xc2b2ae35
-		return h ^ h>>16
-	}
-	const c1, c2, c3 = 0x239b961b, 0xab0e9789, 0x38b34ae5
-	var h1, h2, h3, h4 uint32
-	// An 8-byte key is all tail: k2 (bytes 4..7) then k1 (bytes 0..3).
-	h2 ^= rotl(uint32(x>>32)*c2, 16) * c3
-	h1 ^= rotl(uint32(x)*c1, 15) * c2
-	h1, h2, h3, h4 = h1^8, h2^8, h3^8, h4^8
-	h1 += h2 + h3 + h4
-	h2 += h1
-	h3 += h1
-	h4 += h1
-	h1, h2, h3, h4 = fmix(h1), fmix(h2), fmix(h3), fmix(h4)
-	h1 += h2 + h3 + h4
-	h2 += h1
-	return uint64(h1) | uint64(h2)<<32
-}
+// An independent client of sharded sources (shardingtest's reader): it
+// reads a key as Neuroglancer does, with three Range requests (shard
+// index entry, minishard index, chunk), each of which must be a 206 with
+// the Content-Range asked for.
 
 // shardClient reads keys of one sharded source at dir (a path on ts).
 type shardClient struct {
 	t     testing.TB
 	ts    *httptest.Server
 	dir   string
-	s     *ngSharding
+	s     shardingtest.Spec
 	mu    sync.Mutex
-	mini  map[[2]uint64][][3]uint64 // (shard, minishard) → key, offset, size
+	mini  map[[2]uint64][]shardingtest.Entry // by (shard, minishard)
 	files map[string][]byte
 	// rangesOnly reads as Neuroglancer does, every read a Range request,
 	// no file fetched whole.
@@ -138,14 +57,6 @@ func (c *shardClient) rangeGet(path string, lo, hi uint64) []byte {
 		c.t.Fatalf("%s bytes %d-%d: %d, Content-Range %q, %d bytes: %.200s", path, lo, hi-1, resp.StatusCode, cr, len(body), body)
 	}
 	return body
-}
-
-func gunzipAll(b []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(zr)
 }
 
 // file returns a shard file (nil: missing), fetched whole once; each read
@@ -189,27 +100,15 @@ func (c *shardClient) read(path string, file []byte, lo, hi uint64, ranged bool)
 func (c *shardClient) get(key uint64) (data []byte, ok bool) {
 	c.t.Helper()
 	s := c.s
-	h := uint64(0)
-	if s.preshift < 64 {
-		h = key >> s.preshift
-	}
-	if s.murmur {
-		h = murmur64(h)
-	}
-	minishard := h & (1<<s.minishardBits - 1)
-	shard := h >> s.minishardBits & (1<<s.shardBits - 1)
-	name := strconv.FormatUint(shard, 16)
-	if d := int(s.shardBits+3) / 4; len(name) < d {
-		name = strings.Repeat("0", d-len(name)) + name
-	}
-	path := c.dir + "/" + name + ".shard"
+	shard, name, minishard := s.Locate(key)
+	path := c.dir + "/" + name
 	var file []byte
 	if !c.rangesOnly {
 		if file = c.file(path); file == nil {
 			return nil, false // a missing shard is an empty one
 		}
 	}
-	indexEnd := uint64(16) << s.minishardBits
+	indexEnd := s.IndexEnd()
 	c.mu.Lock()
 	entries, seen := c.mini[[2]uint64{shard, minishard}]
 	c.mu.Unlock()
@@ -221,25 +120,9 @@ func (c *shardClient) get(key uint64) (data []byte, ok bool) {
 		}
 		start, end := binary.LittleEndian.Uint64(pair), binary.LittleEndian.Uint64(pair[8:])
 		if start < end {
-			idx := c.read(path, file, indexEnd+start, indexEnd+end, true)
-			if s.gzipIndex {
-				var err error
-				if idx, err = gunzipAll(idx); err != nil {
-					c.t.Fatalf("%s: minishard %d index: %v", path, minishard, err)
-				}
-			}
-			if len(idx)%24 != 0 {
-				c.t.Fatalf("%s: minishard %d index of %d bytes", path, minishard, len(idx))
-			}
-			n := len(idx) / 24
-			var k uint64
-			pos := indexEnd
-			for i := range n {
-				k += binary.LittleEndian.Uint64(idx[8*i:])
-				pos += binary.LittleEndian.Uint64(idx[8*(n+i):])
-				size := binary.LittleEndian.Uint64(idx[8*(2*n+i):])
-				entries = append(entries, [3]uint64{k, pos, size})
-				pos += size
+			var err error
+			if entries, err = s.Minishard(c.read(path, file, indexEnd+start, indexEnd+end, true)); err != nil {
+				c.t.Fatalf("%s: minishard %d index: %v", path, minishard, err)
 			}
 		}
 		c.mu.Lock()
@@ -247,15 +130,12 @@ func (c *shardClient) get(key uint64) (data []byte, ok bool) {
 		c.mu.Unlock()
 	}
 	for _, e := range entries {
-		if e[0] != key {
+		if e.Key != key {
 			continue
 		}
-		data = c.read(path, file, e[1], e[1]+e[2], first)
-		if s.gzipData {
-			var err error
-			if data, err = gunzipAll(data); err != nil {
-				c.t.Fatalf("%s: key %d: %v", path, key, err)
-			}
+		data, err := s.Chunk(c.read(path, file, e.Start, e.Start+e.Size, first))
+		if err != nil {
+			c.t.Fatalf("%s: key %d: %v", path, key, err)
 		}
 		return data, true
 	}
@@ -275,11 +155,11 @@ func (c *shardClient) shardFiles() int {
 
 func newShardClient(t testing.TB, ts *httptest.Server, dir string, raw json.RawMessage) *shardClient {
 	t.Helper()
-	s, err := parseSharding(raw)
+	s, err := shardingtest.ParseSpec(raw)
 	if err != nil {
 		t.Fatalf("%s: sharding %s: %v", dir, raw, err)
 	}
-	return &shardClient{t: t, ts: ts, dir: dir, s: s, mini: map[[2]uint64][][3]uint64{}, files: map[string][]byte{}}
+	return &shardClient{t: t, ts: ts, dir: dir, s: s, mini: map[[2]uint64][]shardingtest.Entry{}, files: map[string][]byte{}}
 }
 
 // zOrder is Neuroglancer's compressed Morton code of grid position pos

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding/shardingtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -62,8 +64,8 @@ func TestHashKeyGolden(t *testing.T) {
 		if got := s.HashKey(v.key); got != v.want {
 			t.Errorf("HashKey(%#x) = %#016x, want %#016x", v.key, got, v.want)
 		}
-		if got := murmur8(v.key); got != v.want {
-			t.Errorf("the independent murmur8(%#x) = %#016x, want %#016x", v.key, got, v.want)
+		if got := shardingtest.Murmur8(v.key); got != v.want {
+			t.Errorf("the independent Murmur8(%#x) = %#016x, want %#016x", v.key, got, v.want)
 		}
 	}
 }
@@ -275,7 +277,7 @@ func specName(s Spec) string {
 
 // TestShardsDecode builds the shards of random chunks under every kind of
 // spec and reads every key back twice: through the independent reader
-// (specGet, from the spec alone) and through Reader. Keys not added are
+// (shardingtest.Get, from the spec alone) and through Reader. Keys not added are
 // found by neither; every file written is a shard some key is placed in.
 func TestShardsDecode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 2))
@@ -332,7 +334,7 @@ func TestShardsDecode(t *testing.T) {
 			}
 
 			for k, data := range chunks {
-				got, ok, err := specGet(sj, files, k)
+				got, ok, err := shardingtest.Get(sj, files, k)
 				if err != nil || !ok || !bytes.Equal(got, data) {
 					t.Fatalf("independent reader, key %d: %q, %v, %v; want %q", k, got, ok, err, data)
 				}
@@ -347,7 +349,7 @@ func TestShardsDecode(t *testing.T) {
 				if _, added := chunks[k]; added {
 					continue
 				}
-				if got, ok, err := specGet(sj, files, k); ok || err != nil {
+				if got, ok, err := shardingtest.Get(sj, files, k); ok || err != nil {
 					t.Fatalf("independent reader finds absent key %d: %q, %v", k, got, err)
 				}
 				sh, _ := spec.Locate(k)
@@ -610,7 +612,7 @@ func FuzzBuildRead(f *testing.F) {
 			t.Fatal(err)
 		}
 		for k, want := range chunks {
-			got, ok, err := specGet(sj, files, k)
+			got, ok, err := shardingtest.Get(sj, files, k)
 			if err != nil || !ok || !bytes.Equal(got, want) {
 				t.Fatalf("independent reader, key %d: %q, %v, %v; want %q", k, got, ok, err, want)
 			}
