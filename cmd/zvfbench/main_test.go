@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli/clitest"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -115,19 +116,9 @@ func TestHelp(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
 			help := out + errs
-			if !strings.Contains(help, "Usage: zvfbench "+name) || !strings.Contains(help, "Flags:\n  -") {
-				t.Errorf("no usage line or flags:\n%s", help)
-			}
-			// A description: at least one line of prose besides the usage
-			// line and the flag list.
-			prose := 0
-			for _, l := range strings.Split(help, "\n") {
-				if len(l) > 40 && !strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "Usage:") {
-					prose++
-				}
-			}
-			if prose == 0 {
-				t.Errorf("no description:\n%s", help)
+			clitest.CheckHelp(t, help, "zvfbench "+name)
+			if !strings.Contains(help, "Flags:\n  -") {
+				t.Errorf("no flags:\n%s", help)
 			}
 		})
 	}

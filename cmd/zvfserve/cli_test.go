@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cmd/internal/cli/clitest"
 )
 
 // TestUnknownCommand: a first argument that is neither a command nor
@@ -81,21 +82,7 @@ func TestCommandHelp(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			help := out + errs
-			if !strings.Contains(help, "Usage: zvfserve "+name) {
-				t.Errorf("no usage line:\n%s", help)
-			}
-			// A description: at least one line of prose besides the usage
-			// line and the flag list.
-			prose := 0
-			for _, l := range strings.Split(help, "\n") {
-				if len(l) > 40 && !strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "Usage:") {
-					prose++
-				}
-			}
-			if prose == 0 {
-				t.Errorf("no description:\n%s", help)
-			}
+			clitest.CheckHelp(t, out+errs, "zvfserve "+name)
 		})
 	}
 }
