@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // The Arrow answers as browsers read them: npm apache-arrow in Node, the
@@ -34,7 +35,7 @@ const apacheArrowVersion = "21.2.0"
 
 func skipOrFailArrow(t *testing.T, msg string) {
 	t.Helper()
-	skipOrFail(t, "ZVFSERVE_REQUIRE_ARROW", msg)
+	zvftest.SkipOrFail(t, "ZVFSERVE_REQUIRE_ARROW", msg)
 }
 
 // nodeArrow is a folder whose node_modules holds apache-arrow, for
@@ -42,13 +43,10 @@ func skipOrFailArrow(t *testing.T, msg string) {
 // script), and the node binary.
 func nodeArrow(t *testing.T) (dir, node string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skipOrFailArrow(t, "node is not installed")
-	}
+	node = zvftest.Tool(t, "ZVFSERVE_REQUIRE_ARROW", "node is not installed", "node")
 	mods := os.Getenv("ZVFSERVE_APACHE_ARROW")
 	if mods == "" {
-		mods = filepath.Join(ciCache(t), "apache-arrow-"+apacheArrowVersion, "node_modules")
+		mods = filepath.Join(zvftest.CICache(t), "apache-arrow-"+apacheArrowVersion, "node_modules")
 	}
 	if _, err := os.Stat(filepath.Join(mods, "apache-arrow", "package.json")); err != nil {
 		skipOrFailArrow(t, fmt.Sprintf("npm apache-arrow is not installed in %s (npm install --prefix %s apache-arrow@%s)", mods, filepath.Dir(mods), apacheArrowVersion))

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // The domain exports are read by the field's own tools: nibabel (TRK,
@@ -29,33 +30,9 @@ import (
 // installs the same.
 const gltfValidatorVersion = "2.0.0-dev.3.10"
 
-// skipOrFail skips t for want of an outside tool (msg says which), or
-// fails it when the environment variable require is set (CI sets them).
-func skipOrFail(t *testing.T, require, msg string) {
-	t.Helper()
-	if os.Getenv(require) != "" {
-		t.Fatal(require + " is set but " + msg)
-	}
-	t.Skip(msg)
-}
-
 func skipOrFailTools(t *testing.T, msg string) {
 	t.Helper()
-	skipOrFail(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", msg)
-}
-
-// ciCache is the folder .ci/run installs the npm packages into, outside
-// the checkout: $ZVFSERVE_CI_CACHE, else ~/.cache/zvfserve-ci.
-func ciCache(t *testing.T) string {
-	t.Helper()
-	if root := os.Getenv("ZVFSERVE_CI_CACHE"); root != "" {
-		return root
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(home, ".cache", "zvfserve-ci")
+	zvftest.SkipOrFail(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", msg)
 }
 
 // exportPython is a Python that imports modules: $ZVFSERVE_PYTHON, else
@@ -208,10 +185,7 @@ func assimpCounts(t *testing.T, bin, file string) (vertices, faces int) {
 // included), and converts them.
 func TestExportAssimp(t *testing.T) {
 	t.Parallel()
-	bin, err := exec.LookPath("assimp")
-	if err != nil {
-		skipOrFailTools(t, "assimp is not on PATH")
-	}
+	bin := zvftest.Tool(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", "assimp is not on PATH", "assimp")
 	h := exportServer(t, api.Options{}).Handler()
 	dir := t.TempDir()
 	for i, path := range []string{"/api/v1/stores/meshes/objects/1", "/api/v1/stores/quads/objects/0", "/api/v1/stores/meshes/bbox?min=0,0,0&max=700,700,400"} {
@@ -263,16 +237,13 @@ func TestExportGLTFValidator(t *testing.T) {
 	t.Parallel()
 	dirV := os.Getenv("ZVFSERVE_GLTF_VALIDATOR")
 	if dirV == "" {
-		dirV = filepath.Join(ciCache(t), "gltf-validator-"+gltfValidatorVersion)
+		dirV = filepath.Join(zvftest.CICache(t), "gltf-validator-"+gltfValidatorVersion)
 	}
 	mod := filepath.Join(dirV, "node_modules", "gltf-validator")
 	if _, err := os.Stat(filepath.Join(mod, "index.js")); err != nil {
 		skipOrFailTools(t, "npm gltf-validator@"+gltfValidatorVersion+" is not installed in "+dirV)
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skipOrFailTools(t, "node is not on PATH")
-	}
+	node := zvftest.Tool(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", "node is not on PATH", "node")
 	h := exportServer(t, api.Options{}).Handler()
 	v0 := getJSON(t, h, "/api/v1/stores/meshes/objects/1").Vertices[0]
 	point := fmt.Sprintf("%s,%s,%s", v0[0], v0[1], v0[2])

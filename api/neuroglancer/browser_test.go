@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -33,6 +32,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // The browser test runs Neuroglancer, built from npm by .ci/build-neuroglancer
@@ -61,15 +61,7 @@ func neuroglancerDist(t *testing.T) string {
 		}
 		h.Write(b)
 	}
-	root := os.Getenv("ZVFSERVE_CI_CACHE")
-	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		root = filepath.Join(home, ".cache", "zvfserve-ci")
-	}
-	dist := filepath.Join(root, "neuroglancer-"+hex.EncodeToString(h.Sum(nil))[:12], "dist")
+	dist := filepath.Join(zvftest.CICache(t), "neuroglancer-"+hex.EncodeToString(h.Sum(nil))[:12], "dist")
 	if _, err := os.Stat(filepath.Join(dist, "index.html")); err != nil {
 		msg := fmt.Sprintf("Neuroglancer is not built at %s: run .ci/build-neuroglancer (npm install and vite build, about a minute)", dist)
 		if requireNeuroglancer() {
@@ -82,16 +74,8 @@ func neuroglancerDist(t *testing.T) string {
 
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if requireNeuroglancer() {
-		t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but no Chromium is on PATH (apt-get install chromium)")
-	}
-	t.Skip("Chromium is not installed (apt-get install chromium): the Neuroglancer browser test needs it")
-	return ""
+	return zvftest.Tool(t, "ZVFSERVE_REQUIRE_NEUROGLANCER", "Chromium is not installed (apt-get install chromium): the Neuroglancer browser test needs it",
+		"chromium", "chromium-browser", "google-chrome")
 }
 
 // requestLog records what zvfserve answered, and the body bytes it sent

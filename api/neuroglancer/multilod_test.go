@@ -598,13 +598,7 @@ func TestMultilodProblems(t *testing.T) {
 // Without the tool the test is skipped, unless ZVFSERVE_REQUIRE_DRACO is
 // set (CI sets it): then it fails.
 func TestDracoDecoderDecodesEveryFragment(t *testing.T) {
-	bin, err := exec.LookPath("draco_decoder")
-	if err != nil {
-		if os.Getenv("ZVFSERVE_REQUIRE_DRACO") != "" {
-			t.Fatal("ZVFSERVE_REQUIRE_DRACO is set but draco_decoder is not on PATH (apt-get install draco)")
-		}
-		t.Skip("draco_decoder is not on PATH (apt-get install draco)")
-	}
+	bin := zvftest.Tool(t, "ZVFSERVE_REQUIRE_DRACO", "draco_decoder is not on PATH (apt-get install draco)", "draco_decoder")
 	ctx := context.Background()
 	dir := t.TempDir()
 	n := 0

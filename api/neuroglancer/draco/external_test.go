@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api/neuroglancer/draco/dracotest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // Draco's own decoders check every encoding: draco_decoder (Debian's draco
@@ -29,14 +30,9 @@ import (
 // draco3dVersion is the npm draco3d the tests run; .ci/run installs the same.
 const draco3dVersion = "1.5.7"
 
-func requireDraco() bool { return os.Getenv("ZVFSERVE_REQUIRE_DRACO") != "" }
-
 func skipOrFail(t *testing.T, msg string) {
 	t.Helper()
-	if requireDraco() {
-		t.Fatal("ZVFSERVE_REQUIRE_DRACO is set but " + msg)
-	}
-	t.Skip(msg)
+	zvftest.SkipOrFail(t, "ZVFSERVE_REQUIRE_DRACO", msg)
 }
 
 // nodeResult is one line of the node decoders' output.
@@ -57,10 +53,7 @@ type nodeResult struct {
 // in turn; check runs as a subtest per file.
 func runNode(t *testing.T, files []string, check func(t *testing.T, i int, r nodeResult), args ...string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skipOrFail(t, "node is not on PATH")
-	}
+	node := zvftest.Tool(t, "ZVFSERVE_REQUIRE_DRACO", "node is not on PATH", "node")
 	cmd := exec.Command(node, append(args, files...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -118,10 +111,7 @@ func encodedCases(t *testing.T) ([]string, []Mesh) {
 }
 
 func TestDracoDecoderDecodesEveryCase(t *testing.T) {
-	bin, err := exec.LookPath("draco_decoder")
-	if err != nil {
-		skipOrFail(t, "draco_decoder is not on PATH (apt-get install draco)")
-	}
+	bin := zvftest.Tool(t, "ZVFSERVE_REQUIRE_DRACO", "draco_decoder is not on PATH (apt-get install draco)", "draco_decoder")
 	files, meshes := encodedCases(t)
 	for i, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -149,15 +139,7 @@ func draco3dDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("ZVFSERVE_DRACO3D")
 	if dir == "" {
-		root := os.Getenv("ZVFSERVE_CI_CACHE")
-		if root == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			root = filepath.Join(home, ".cache", "zvfserve-ci")
-		}
-		dir = filepath.Join(root, "draco3d-"+draco3dVersion, "node_modules", "draco3d")
+		dir = filepath.Join(zvftest.CICache(t), "draco3d-"+draco3dVersion, "node_modules", "draco3d")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "draco3d.js")); err != nil {
 		skipOrFail(t, fmt.Sprintf("npm draco3d is not installed in %s (npm install --prefix %s draco3d@%s)",
@@ -184,26 +166,12 @@ func TestDraco3dDecodesEveryCase(t *testing.T) {
 	}, filepath.Join("testdata", "draco3d_decode.js"), dir)
 }
 
-// neuroglancerDracoWasm finds neuroglancer_draco.wasm in the npm
-// neuroglancer package .ci/build-neuroglancer installs beside the page it
-// builds, ZVFSERVE_NEUROGLANCER_DIST (.ci/run exports it; locally:
-// export ZVFSERVE_NEUROGLANCER_DIST=$(.ci/build-neuroglancer)).
+// neuroglancerDracoWasm is neuroglancer_draco.wasm in the npm
+// neuroglancer package .ci/build-neuroglancer installs.
 func neuroglancerDracoWasm(t *testing.T) string {
 	t.Helper()
-	msg := "ZVFSERVE_NEUROGLANCER_DIST is not set: export ZVFSERVE_NEUROGLANCER_DIST=$(.ci/build-neuroglancer)"
-	var wasm string
-	if dist := os.Getenv("ZVFSERVE_NEUROGLANCER_DIST"); dist != "" {
-		wasm = filepath.Join(filepath.Dir(dist), "node_modules", "neuroglancer", "lib", "mesh", "draco", "neuroglancer_draco.wasm")
-		if _, err := os.Stat(wasm); err == nil {
-			return wasm
-		}
-		msg = fmt.Sprintf("Neuroglancer's Draco decoder is not at %s: run .ci/build-neuroglancer", wasm)
-	}
-	if os.Getenv("ZVFSERVE_REQUIRE_NEUROGLANCER") != "" {
-		t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but " + msg)
-	}
-	t.Skip(msg)
-	return ""
+	wasm := filepath.Join("mesh", "draco", "neuroglancer_draco.wasm")
+	return filepath.Join(zvftest.NeuroglancerLib(t, wasm), wasm)
 }
 
 // TestNeuroglancerDecodesEveryCase runs the decoder Neuroglancer runs on

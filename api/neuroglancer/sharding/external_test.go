@@ -4,37 +4,21 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-// neuroglancerLib finds the lib folder of the npm neuroglancer package
-// .ci/build-neuroglancer installs beside the page it builds,
-// ZVFSERVE_NEUROGLANCER_DIST (.ci/run exports it; locally:
-// export ZVFSERVE_NEUROGLANCER_DIST=$(.ci/build-neuroglancer)). Without it,
-// or without node, the test is skipped, unless ZVFSERVE_REQUIRE_NEUROGLANCER
-// is set (CI sets it).
+// neuroglancerLib is the lib folder of the npm neuroglancer package
+// .ci/build-neuroglancer installs; the test needs node too.
 func neuroglancerLib(t *testing.T) string {
 	t.Helper()
-	msg := "ZVFSERVE_NEUROGLANCER_DIST is not set: export ZVFSERVE_NEUROGLANCER_DIST=$(.ci/build-neuroglancer)"
-	if dist := os.Getenv("ZVFSERVE_NEUROGLANCER_DIST"); dist != "" {
-		lib := filepath.Join(filepath.Dir(dist), "node_modules", "neuroglancer", "lib")
-		_, err := os.Stat(filepath.Join(lib, "util", "hash.js"))
-		_, nerr := exec.LookPath("node")
-		if err == nil && nerr == nil {
-			return lib
-		}
-		msg = fmt.Sprintf("Neuroglancer's npm package is not at %s or node is missing: run .ci/build-neuroglancer", lib)
-	}
-	if os.Getenv("ZVFSERVE_REQUIRE_NEUROGLANCER") != "" {
-		t.Fatal("ZVFSERVE_REQUIRE_NEUROGLANCER is set but " + msg)
-	}
-	t.Skip(msg)
-	return ""
+	zvftest.Tool(t, "ZVFSERVE_REQUIRE_NEUROGLANCER", "node is not on PATH", "node")
+	return zvftest.NeuroglancerLib(t, filepath.Join("util", "hash.js"))
 }
 
 // TestHashMatchesNeuroglancer hashes random keys with Neuroglancer's own
