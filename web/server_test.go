@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/web"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -200,28 +201,6 @@ func (l *logged) release() {
 	}
 }
 
-type countingWriter struct {
-	http.ResponseWriter
-	n, status int
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.ResponseWriter.Write(b)
-	c.n += n
-	return n, err
-}
-
-func (c *countingWriter) WriteHeader(code int) {
-	c.status = code
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *countingWriter) Flush() {
-	if f, ok := c.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
 func (l *logged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	gate := l.gate
@@ -237,14 +216,14 @@ func (l *logged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	cw := &countingWriter{ResponseWriter: w, status: 200}
+	cw := apitest.NewCountingWriter(w)
 	// Identity on the wire, so the bytes the server writes are the bytes
 	// the page counts (the browser decodes zstd and gzip before the page
 	// sees a body; the api tests cover the codings).
 	r.Header.Del("Accept-Encoding")
 	l.h.ServeHTTP(cw, r)
 	l.mu.Lock()
-	l.log = append(l.log, served{r.URL.RequestURI(), cw.n})
+	l.log = append(l.log, served{r.URL.RequestURI(), int(cw.N)})
 	l.note()
 	l.mu.Unlock()
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/zvfserve/zvfserve/api/apitest"
 )
 
 // TestTokenLeavesViewerOpen: with --token the viewer's static files load
@@ -64,14 +66,14 @@ func TestViewerTokenInBrowser(t *testing.T) {
 	seen := map[string]int{} // "path status auth-ok"
 	h := newDemo(t, false).handler(t, token)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &countingWriter{ResponseWriter: w, status: 200}
+		sw := apitest.NewCountingWriter(w)
 		h.ServeHTTP(sw, r)
 		kind := "static"
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			kind = "api"
 		}
 		mu.Lock()
-		seen[fmt.Sprintf("%s %d %v", kind, sw.status, r.Header.Get("Authorization") == "Bearer "+token)]++
+		seen[fmt.Sprintf("%s %d %v", kind, sw.Status, r.Header.Get("Authorization") == "Bearer "+token)]++
 		mu.Unlock()
 	}))
 	t.Cleanup(ts.Close)

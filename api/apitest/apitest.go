@@ -1,7 +1,8 @@
 // Package apitest holds what the tests of the HTTP API share (api,
-// api/neuroglancer, the commands): stores opened from fixture folders, an
-// API server over them, and requests that return the whole answer. Tests
-// only: no binary links it.
+// api/neuroglancer, web, the commands): stores opened from fixture
+// folders, an API server over them, requests that return the whole answer
+// and a writer that counts what a server answered. Tests only: no binary
+// links it.
 package apitest
 
 import (
@@ -98,4 +99,36 @@ func MustGet(tb testing.TB, ts *httptest.Server, path string, hdr ...string) []b
 		tb.Fatalf("GET %s: %d %.300s", path, resp.StatusCode, b)
 	}
 	return b
+}
+
+// A CountingWriter passes an answer through to the client and counts
+// what it was: its status and its body's bytes (for tests that log what a
+// server answered).
+type CountingWriter struct {
+	http.ResponseWriter
+	Status int // 200 until WriteHeader
+	N      int64
+}
+
+// NewCountingWriter counts what is written to w.
+func NewCountingWriter(w http.ResponseWriter) *CountingWriter {
+	return &CountingWriter{ResponseWriter: w, Status: http.StatusOK}
+}
+
+func (c *CountingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.N += int64(n)
+	return n, err
+}
+
+func (c *CountingWriter) WriteHeader(code int) {
+	c.Status = code
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// Flush flushes the client's writer, for streamed answers.
+func (c *CountingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

@@ -224,9 +224,9 @@ func BenchmarkAnnotationView1M(b *testing.B) {
 				var requests, sent atomic.Int64
 				ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					requests.Add(1)
-					sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+					sw := apitest.NewCountingWriter(w)
 					h.ServeHTTP(sw, r)
-					sent.Add(sw.n)
+					sent.Add(sw.N)
 				}))
 				b.Cleanup(ts.Close)
 				fresh()

@@ -88,14 +88,14 @@ type requestLog struct {
 
 func (l *requestLog) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		sw := apitest.NewCountingWriter(w)
 		h.ServeHTTP(sw, r)
 		l.mu.Lock()
-		l.seen = append(l.seen, fmt.Sprintf("%d %s %s", sw.status, r.Method, r.URL.Path))
+		l.seen = append(l.seen, fmt.Sprintf("%d %s %s", sw.Status, r.Method, r.URL.Path))
 		if l.bytes == nil {
 			l.bytes = map[string]int64{}
 		}
-		l.bytes[r.URL.Path] += sw.n
+		l.bytes[r.URL.Path] += sw.N
 		l.mu.Unlock()
 	})
 }
@@ -108,29 +108,6 @@ func (l *requestLog) take() ([]string, map[string]int64) {
 	out, n := l.seen, l.bytes
 	l.seen, l.bytes = nil, nil
 	return out, n
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	n      int64
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	w.n += int64(n)
-	return n, err
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
 }
 
 // demoStores are the demo scene's stores (a pyramid of three levels each).
