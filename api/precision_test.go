@@ -139,27 +139,14 @@ func sameButQuantized(t *testing.T, what string, exact, quant []byte, p float64)
 		if meta.DType != "float32" {
 			t.Fatalf("%s: vertex type %s", what, meta.DType)
 		}
-		w := int(q.aux) / 8
-		if (q.aux != 8 && q.aux != 16 && q.aux != 32) || len(q.payload) != 16*dims+n*dims*w {
-			t.Fatalf("%s: block %d: %d bits, %d bytes for %d rows", what, i, q.aux, len(q.payload), n)
+		got, err := api.Dequantize(q.payload, int(q.aux), n, dims)
+		if err != nil {
+			t.Fatalf("%s: block %d: %v", what, i, err)
 		}
-		for a := range dims {
-			off := math.Float64frombits(binary.LittleEndian.Uint64(q.payload[8*a:]))
-			scale := math.Float64frombits(binary.LittleEndian.Uint64(q.payload[8*(dims+a):]))
-			plane := q.payload[16*dims+a*n*w:]
-			for r := range n {
-				var k uint32
-				switch w {
-				case 1:
-					k = uint32(plane[r])
-				case 2:
-					k = uint32(binary.LittleEndian.Uint16(plane[2*r:]))
-				default:
-					k = binary.LittleEndian.Uint32(plane[4*r:])
-				}
-				got := off + float64(float64(k)*scale)
+		for r := range n {
+			for a := range dims {
 				want := float64(math.Float32frombits(binary.LittleEndian.Uint32(e.payload[4*(r*dims+a):])))
-				if !(math.Abs(got-want) <= p) {
+				if got := got[r*dims+a]; !(math.Abs(got-want) <= p) {
 					t.Fatalf("%s: block %d row %d axis %d: %v decodes to %v, over %g away", what, i, r, a, want, got, p)
 				}
 			}

@@ -11,6 +11,9 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
+// Dequantize is dequantize for the external tests (precision_test.go).
+var Dequantize = dequantize
+
 // dequantize decodes a kind 6 payload as a client does: offset + q ×
 // scale in float64, the product rounded before the sum (float64(…) keeps
 // Go from fusing them), planar: all rows of axis 0, then axis 1, ….
