@@ -79,23 +79,11 @@ func (z *quantizer) bounds(col *zvf.Column, rows, dims, a int) (lo, hi float64, 
 	if rows == 0 {
 		return 0, 0, true
 	}
-	// A NaN fails every comparison: nan counts them (x != x), and ±Inf
-	// leaves lo or hi infinite.
-	lo, hi = math.Inf(1), math.Inf(-1)
-	nan := 0
+	r := extent{lo: math.Inf(1), hi: math.Inf(-1)}
 	if col.DType == "float32" {
 		d := col.Data
 		for i := range rows {
-			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*(i*dims+a):])))
-			if x < lo {
-				lo = x
-			}
-			if x > hi {
-				hi = x
-			}
-			if x != x {
-				nan++
-			}
+			r.add(float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*(i*dims+a):]))))
 		}
 	} else {
 		v, ok := z.decode(col, rows, dims, a)
@@ -103,18 +91,30 @@ func (z *quantizer) bounds(col *zvf.Column, rows, dims, a int) (lo, hi float64, 
 			return 0, 0, false
 		}
 		for _, x := range v {
-			if x < lo {
-				lo = x
-			}
-			if x > hi {
-				hi = x
-			}
-			if x != x {
-				nan++
-			}
+			r.add(x)
 		}
 	}
-	return lo, hi, nan == 0 && lo-lo == 0 && hi-hi == 0
+	return r.lo, r.hi, r.nan == 0 && r.lo-r.lo == 0 && r.hi-r.hi == 0
+}
+
+// extent gathers the smallest and largest of values. A NaN fails every
+// comparison: nan counts them (x != x), and ±Inf leaves lo or hi
+// infinite.
+type extent struct {
+	lo, hi float64
+	nan    int
+}
+
+func (r *extent) add(x float64) {
+	if x < r.lo {
+		r.lo = x
+	}
+	if x > r.hi {
+		r.hi = x
+	}
+	if x != x {
+		r.nan++
+	}
 }
 
 // build is one try at step s.
