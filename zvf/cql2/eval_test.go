@@ -76,18 +76,28 @@ func newSemanticsChunk() semanticsChunk {
 	}
 }
 
-// selectAll runs f over every row of the chunk and returns the rows it
-// passes, checking that Eval, EvalRange, Select and SelectRange agree.
-func (c semanticsChunk) selectAll(t *testing.T, f *Filter) []int32 {
-	t.Helper()
+// evaluator is an evaluator of f with the chunk's columns, object ids and
+// groups bound.
+func (c semanticsChunk) evaluator(f *Filter) (*Evaluator, error) {
 	ev := f.NewEvaluator()
 	for _, name := range f.Attributes() {
 		if err := ev.Bind(name, c.cols[name]); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	ev.BindObjectIDs(c.ids, -1)
 	ev.BindGroups(c.groups)
+	return ev, nil
+}
+
+// selectAll runs f over every row of the chunk and returns the rows it
+// passes, checking that Eval, EvalRange, Select and SelectRange agree.
+func (c semanticsChunk) selectAll(t *testing.T, f *Filter) []int32 {
+	t.Helper()
+	ev, err := c.evaluator(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rows := []int32{0, 1, 2, 3, 4, 5, 6, 7}
 	sel, err := ev.SelectRange(nil, 0, 8)
 	if err != nil {
@@ -434,14 +444,10 @@ func TestAttributes(t *testing.T) {
 func TestEvalNoAlloc(t *testing.T) {
 	c := newSemanticsChunk()
 	f := mustCheck(t, `size > 1 AND cell_type LIKE 'p%' OR name = 'x' OR group = 1 OR embedding[2] < 40`, c.schema)
-	ev := f.NewEvaluator()
-	for _, name := range f.Attributes() {
-		if err := ev.Bind(name, c.cols[name]); err != nil {
-			t.Fatal(err)
-		}
+	ev, err := c.evaluator(f)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ev.BindObjectIDs(c.ids, -1)
-	ev.BindGroups(c.groups)
 	rows := []int32{0, 1, 2, 3, 4, 5, 6, 7}
 	out := make([]bool, 8)
 	dst := make([]int32, 0, 8)
@@ -530,15 +536,11 @@ func TestConcurrentEvaluators(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			ev := f.NewEvaluator()
-			for _, name := range f.Attributes() {
-				if err := ev.Bind(name, c.cols[name]); err != nil {
-					errs <- err
-					return
-				}
+			ev, err := c.evaluator(f)
+			if err != nil {
+				errs <- err
+				return
 			}
-			ev.BindObjectIDs(c.ids, -1)
-			ev.BindGroups(c.groups)
 			for range 100 {
 				got, err := ev.SelectRange(nil, 0, 8)
 				if err != nil || !slices.Equal(got, want) {
