@@ -65,7 +65,13 @@ func (d *discard) Write(p []byte) (int, error) { d.n += int64(len(p)); return le
 
 func benchBBox(b *testing.B, want int, format string) {
 	min, max := synth.BoxFor(benchPoints, want, 301)
-	benchURL(b, fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=%s&connectivity=false", min[0], min[1], min[2], max[0], max[1], max[2], format))
+	benchURL(b, bboxPath("points", min, max, "f="+format+"&connectivity=false"))
+}
+
+// bboxPath is the bbox request of store for the box [min, max] with query
+// (the parameters after the box).
+func bboxPath(store string, min, max []float64, query string) string {
+	return fmt.Sprintf("/api/v1/stores/%s/bbox?min=%g,%g,%g&max=%g,%g,%g&%s", store, min[0], min[1], min[2], max[0], max[1], max[2], query)
 }
 
 func benchURL(b *testing.B, url string) {
@@ -106,7 +112,7 @@ func BenchmarkBBoxNDJSON50k(b *testing.B) { benchBBox(b, 50_000, "ndjson") }
 // attributes, which it holds until the vertices are out.
 func BenchmarkBBoxJSONAttributes50k(b *testing.B) {
 	min, max := synth.BoxFor(benchPoints, 50_000, 301)
-	benchURL(b, fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=json&attributes=*&connectivity=false", min[0], min[1], min[2], max[0], max[1], max[2]))
+	benchURL(b, bboxPath("points", min, max, "f=json&attributes=*&connectivity=false"))
 }
 
 func BenchmarkBBoxBinary500k(b *testing.B) { benchBBox(b, 500_000, "bin") }
@@ -124,7 +130,7 @@ func BenchmarkBBoxArrow500k(b *testing.B) { benchBBox(b, 500_000, "arrow") }
 // that fits 100,000 vertices.
 func BenchmarkBBoxAuto(b *testing.B) {
 	min, max := synth.BoxFor(benchPoints, 500_000, 50)
-	benchURL(b, fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin&level=auto&limit=100000", min[0], min[1], min[2], max[0], max[1], max[2]))
+	benchURL(b, bboxPath("points", min, max, "f=bin&level=auto&limit=100000"))
 }
 
 // BenchmarkBBoxJSON500k: a large JSON answer, formatted on every core the
@@ -163,7 +169,7 @@ func TestBBoxBinaryAllocsConstant(t *testing.T) {
 	allocs := map[int]float64{}
 	for _, want := range []int{1_000, 50_000} {
 		min, max := synth.BoxFor(200_000, want, 301)
-		url := fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin", min[0], min[1], min[2], max[0], max[1], max[2])
+		url := bboxPath("points", min, max, "f=bin")
 		req := httptest.NewRequest(http.MethodGet, url, nil)
 		w := &discard{h: http.Header{}}
 		run := func() {
@@ -225,8 +231,7 @@ func BenchmarkBBoxBinaryWire(b *testing.B) {
 			{"P=extent/4096", "&precision=" + strconv.FormatFloat(synth.Side/4096, 'g', -1, 64)}} {
 			for _, enc := range []string{"identity", "zstd", "gzip"} {
 				b.Run(box.name+"/"+p.name+"/"+enc, func(b *testing.B) {
-					url := fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000%s",
-						lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], p.query)
+					url := bboxPath("points", lo, hi, "level=0&f=bin&limit=2000000"+p.query)
 					req := httptest.NewRequest(http.MethodGet, url, nil)
 					req.Header.Set("Accept-Encoding", enc)
 					benchRequest(b, req)
@@ -297,7 +302,7 @@ func benchLinePages(b *testing.B, limit int) {
 	}
 	h := srv.Handler()
 	min, max := synth.BoxFor(benchLineVertices, 50_000, 301)
-	base := fmt.Sprintf("/api/v1/stores/streamlines/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin", min[0], min[1], min[2], max[0], max[1], max[2])
+	base := bboxPath("streamlines", min, max, "f=bin")
 	if limit > 0 {
 		base += fmt.Sprintf("&limit=%d", limit)
 	}
@@ -355,13 +360,13 @@ func BenchmarkBBoxLines50kPaged997(b *testing.B) { benchLinePages(b, 997) }
 // with a 100,000 budget over ~500k-vertex boxes, after level 0 is cached.
 func BenchmarkBBoxAutoParallel(b *testing.B) {
 	srv := benchServer(b)
-	benchParallel(b, srv, pointURLs(500_000, 50, "&level=0&f=bin"), pointURLs(500_000, 50, "&level=auto&f=bin&limit=100000"))
+	benchParallel(b, srv, pointURLs(500_000, 50, "level=0&f=bin"), pointURLs(500_000, 50, "level=auto&f=bin&limit=100000"))
 }
 
 // BenchmarkBBoxBinary50kParallel: ~50k-vertex boxes at level 0, binary.
 func BenchmarkBBoxBinary50kParallel(b *testing.B) {
 	srv := benchServer(b)
-	urls := pointURLs(50_000, 301, "&f=bin")
+	urls := pointURLs(50_000, 301, "f=bin")
 	benchParallel(b, srv, urls, urls)
 }
 
@@ -375,7 +380,7 @@ func BenchmarkBBoxLines50kParallel(b *testing.B) {
 	var urls []string
 	for i := range 4 {
 		min, max := synth.BoxFor(benchLineVertices, 50_000, 301+float64(i)*7)
-		urls = append(urls, fmt.Sprintf("/api/v1/stores/streamlines/bbox?min=%g,%g,%g&max=%g,%g,%g&f=bin", min[0], min[1], min[2], max[0], max[1], max[2]))
+		urls = append(urls, bboxPath("streamlines", min, max, "f=bin"))
 	}
 	benchParallel(b, srv, urls, urls)
 }
@@ -386,7 +391,7 @@ func pointURLs(want int, offset float64, query string) []string {
 	urls := make([]string, 4)
 	for i := range urls {
 		min, max := synth.BoxFor(benchPoints, want, offset+float64(i)*7)
-		urls[i] = fmt.Sprintf("/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g%s", min[0], min[1], min[2], max[0], max[1], max[2], query)
+		urls[i] = bboxPath("points", min, max, query)
 	}
 	return urls
 }
