@@ -3,6 +3,7 @@ package zvf_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/cql2"
@@ -64,7 +65,7 @@ func BenchmarkFilter(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
-		var cpu int64
+		var cpu time.Duration
 		var n int64
 		for b.Loop() {
 			b.StopTimer()
@@ -72,12 +73,12 @@ func BenchmarkFilter(b *testing.B) {
 				b.Fatal("no selection was cached")
 			}
 			b.StartTimer()
-			c0 := cpuNanos(b)
+			c0 := benchtest.CPU(b)
 			res, err := l.BBox(context.Background(), q, emit)
 			if err != nil {
 				b.Fatal(err)
 			}
-			cpu += cpuNanos(b) - c0
+			cpu += benchtest.CPU(b) - c0
 			n = res.Count
 		}
 		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
