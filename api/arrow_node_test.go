@@ -33,23 +33,21 @@ import (
 // installs the same.
 const apacheArrowVersion = "21.2.0"
 
-func skipOrFailArrow(t *testing.T, msg string) {
-	t.Helper()
-	zvftest.SkipOrFail(t, "ZVFSERVE_REQUIRE_ARROW", msg)
-}
+// requireArrow, set, makes a missing Node or package a failure.
+const requireArrow = "ZVFSERVE_REQUIRE_ARROW"
 
 // nodeArrow is a folder whose node_modules holds apache-arrow, for
 // scripts put there (ES modules find packages by walking up from the
 // script), and the node binary.
 func nodeArrow(t *testing.T) (dir, node string) {
 	t.Helper()
-	node = zvftest.Tool(t, "ZVFSERVE_REQUIRE_ARROW", "node is not installed", "node")
+	node = zvftest.Tool(t, requireArrow, "node is not installed", "node")
 	mods := os.Getenv("ZVFSERVE_APACHE_ARROW")
 	if mods == "" {
 		mods = filepath.Join(zvftest.CICache(t), "apache-arrow-"+apacheArrowVersion, "node_modules")
 	}
 	if _, err := os.Stat(filepath.Join(mods, "apache-arrow", "package.json")); err != nil {
-		skipOrFailArrow(t, fmt.Sprintf("npm apache-arrow is not installed in %s (npm install --prefix %s apache-arrow@%s)", mods, filepath.Dir(mods), apacheArrowVersion))
+		zvftest.SkipOrFail(t, requireArrow, fmt.Sprintf("npm apache-arrow is not installed in %s (npm install --prefix %s apache-arrow@%s)", mods, filepath.Dir(mods), apacheArrowVersion))
 	}
 	dir = t.TempDir()
 	if err := os.Symlink(mods, filepath.Join(dir, "node_modules")); err != nil {

@@ -30,10 +30,8 @@ import (
 // installs the same.
 const gltfValidatorVersion = "2.0.0-dev.3.10"
 
-func skipOrFailTools(t *testing.T, msg string) {
-	t.Helper()
-	zvftest.SkipOrFail(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", msg)
-}
+// requireTools, set, makes a missing tool a failure.
+const requireTools = "ZVFSERVE_REQUIRE_EXPORT_TOOLS"
 
 // exportPython is a Python that imports modules: $ZVFSERVE_PYTHON, else
 // Debian's /usr/bin/python3 (where the python3-* packages install), else
@@ -56,7 +54,7 @@ func exportPython(t *testing.T, modules ...string) string {
 			return p
 		}
 	}
-	skipOrFailTools(t, "no python3 imports "+strings.Join(modules, ", "))
+	zvftest.SkipOrFail(t, requireTools, "no python3 imports "+strings.Join(modules, ", "))
 	return ""
 }
 
@@ -185,7 +183,7 @@ func assimpCounts(t *testing.T, bin, file string) (vertices, faces int) {
 // included), and converts them.
 func TestExportAssimp(t *testing.T) {
 	t.Parallel()
-	bin := zvftest.Tool(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", "assimp is not on PATH", "assimp")
+	bin := zvftest.Tool(t, requireTools, "assimp is not on PATH", "assimp")
 	h := exportServer(t, api.Options{}).Handler()
 	dir := t.TempDir()
 	for i, path := range []string{"/api/v1/stores/meshes/objects/1", "/api/v1/stores/quads/objects/0", "/api/v1/stores/meshes/bbox?min=0,0,0&max=700,700,400"} {
@@ -241,9 +239,9 @@ func TestExportGLTFValidator(t *testing.T) {
 	}
 	mod := filepath.Join(dirV, "node_modules", "gltf-validator")
 	if _, err := os.Stat(filepath.Join(mod, "index.js")); err != nil {
-		skipOrFailTools(t, "npm gltf-validator@"+gltfValidatorVersion+" is not installed in "+dirV)
+		zvftest.SkipOrFail(t, requireTools, "npm gltf-validator@"+gltfValidatorVersion+" is not installed in "+dirV)
 	}
-	node := zvftest.Tool(t, "ZVFSERVE_REQUIRE_EXPORT_TOOLS", "node is not on PATH", "node")
+	node := zvftest.Tool(t, requireTools, "node is not on PATH", "node")
 	h := exportServer(t, api.Options{}).Handler()
 	v0 := getJSON(t, h, "/api/v1/stores/meshes/objects/1").Vertices[0]
 	point := fmt.Sprintf("%s,%s,%s", v0[0], v0[1], v0[2])

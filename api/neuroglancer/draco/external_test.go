@@ -30,10 +30,8 @@ import (
 // draco3dVersion is the npm draco3d the tests run; .ci/run installs the same.
 const draco3dVersion = "1.5.7"
 
-func skipOrFail(t *testing.T, msg string) {
-	t.Helper()
-	zvftest.SkipOrFail(t, "ZVFSERVE_REQUIRE_DRACO", msg)
-}
+// requireDraco, set, makes a missing decoder a failure.
+const requireDraco = "ZVFSERVE_REQUIRE_DRACO"
 
 // nodeResult is one line of the node decoders' output.
 type nodeResult struct {
@@ -53,7 +51,7 @@ type nodeResult struct {
 // in turn; check runs as a subtest per file.
 func runNode(t *testing.T, files []string, check func(t *testing.T, i int, r nodeResult), args ...string) {
 	t.Helper()
-	node := zvftest.Tool(t, "ZVFSERVE_REQUIRE_DRACO", "node is not on PATH", "node")
+	node := zvftest.Tool(t, requireDraco, "node is not on PATH", "node")
 	cmd := exec.Command(node, append(args, files...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -111,7 +109,7 @@ func encodedCases(t *testing.T) ([]string, []Mesh) {
 }
 
 func TestDracoDecoderDecodesEveryCase(t *testing.T) {
-	bin := zvftest.Tool(t, "ZVFSERVE_REQUIRE_DRACO", "draco_decoder is not on PATH (apt-get install draco)", "draco_decoder")
+	bin := zvftest.Tool(t, requireDraco, "draco_decoder is not on PATH (apt-get install draco)", "draco_decoder")
 	files, meshes := encodedCases(t)
 	for i, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -142,7 +140,7 @@ func draco3dDir(t *testing.T) string {
 		dir = filepath.Join(zvftest.CICache(t), "draco3d-"+draco3dVersion, "node_modules", "draco3d")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "draco3d.js")); err != nil {
-		skipOrFail(t, fmt.Sprintf("npm draco3d is not installed in %s (npm install --prefix %s draco3d@%s)",
+		zvftest.SkipOrFail(t, requireDraco, fmt.Sprintf("npm draco3d is not installed in %s (npm install --prefix %s draco3d@%s)",
 			dir, filepath.Dir(filepath.Dir(dir)), draco3dVersion))
 	}
 	return dir
