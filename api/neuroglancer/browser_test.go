@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -462,28 +463,28 @@ func slicesContainsFunc(s []string, f func(string) bool) bool {
 // the panel's controls.
 func litPixels(t *testing.T, b []byte) (int, int) {
 	t.Helper()
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	r := img.Bounds()
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			if y-r.Min.Y < 160 && (x-r.Min.X < 240 || r.Max.X-x < 48) {
-				continue
-			}
-			if cr, cg, cb, _ := img.At(x, y).RGBA(); cr>>8 > 24 || cg>>8 > 24 || cb>>8 > 24 {
-				n++
-			}
+	return countPixels(t, b, func(x, y int, r image.Rectangle, cr, cg, cb uint32) bool {
+		if y-r.Min.Y < 160 && (x-r.Min.X < 240 || r.Max.X-x < 48) {
+			return false
 		}
-	}
-	return n, r.Dx() * r.Dy()
+		return cr > 24 || cg > 24 || cb > 24
+	})
 }
 
 // colouredPixels counts the pixels whose channels differ (a colour map's
 // colours, not the grey around a volume or the black of an empty panel).
 func colouredPixels(t *testing.T, b []byte) int {
+	t.Helper()
+	n, _ := countPixels(t, b, func(_, _ int, _ image.Rectangle, cr, cg, cb uint32) bool {
+		return max(cr, cg, cb)-min(cr, cg, cb) > 40
+	})
+	return n
+}
+
+// countPixels counts the pixels of a PNG screenshot that count holds, given
+// their place in the image's bounds and their 8-bit channels, and the
+// pixels in all.
+func countPixels(t *testing.T, b []byte, count func(x, y int, r image.Rectangle, cr, cg, cb uint32) bool) (int, int) {
 	t.Helper()
 	img, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
@@ -493,13 +494,12 @@ func colouredPixels(t *testing.T, b []byte) int {
 	r := img.Bounds()
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
-			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if max(cr, cg, cb)>>8-min(cr, cg, cb)>>8 > 40 {
+			if cr, cg, cb, _ := img.At(x, y).RGBA(); count(x, y, r, cr>>8, cg>>8, cb>>8) {
 				n++
 			}
 		}
 	}
-	return n
+	return n, r.Dx() * r.Dy()
 }
 
 // saveShot keeps a screenshot under ZVFSERVE_ARTIFACTS (else the test's
