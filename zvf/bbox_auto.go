@@ -14,8 +14,8 @@ import (
 //
 // It reads nothing: a level's count is estimated from its metadata (its
 // vertex count spread evenly over its non-empty chunks, times the share of
-// each chunk's cell the box covers), and counted exactly only from chunks
-// already in the cache. The answer itself is still limited to budget and
+// each chunk's cell the box covers), and counted exactly from chunks read
+// before (see fitsInBox). The answer itself is still limited to budget and
 // paged, so an estimate off by a factor costs a page, not correctness.
 func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int64, attrs []string, sel Selection) (int, error) {
 	levels := make([]*Level, 0, len(s.levels))
@@ -50,49 +50,108 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 	sc := s.getScratch()
 	defer s.putScratch(sc)
 	for _, l := range levels[:len(levels)-1] {
-		stop := float64(budget) / share
-		if l.estimateInBox(sc, min, max, stop) <= stop {
+		if l.fitsInBox(sc, min, max, float64(budget)/share) {
 			return l.n, nil
 		}
 	}
 	return levels[len(levels)-1].n, nil
 }
 
-// estimateInBox is the level's vertex count in the closed box as far as
-// the metadata and the cache tell: cached chunks are matched exactly, the
-// others count their share of the level's mean vertices per chunk by the
-// fraction of their cell inside the box. Once the count passes stop it
-// is returned as it stands: every chunk adds, so the level cannot fit,
-// and a large box at a fine level is not matched row by row to learn it.
-func (l *Level) estimateInBox(sc *bboxScratch, lo, hi []float64, stop float64) float64 {
+// chunkSeen packs what a chunk's decoded vertices say for counting:
+// rows<<2 | inCell<<1 | 1, so 0 means not seen. A level belongs to one
+// version of its store, so this stays true after the chunk leaves the
+// cache.
+func chunkSeen(cv *chunkVerts) uint64 {
+	v := uint64(cv.rows)<<2 | 1
+	if cv.inCell {
+		v |= 2
+	}
+	return v
+}
+
+// noteSeen records a freshly decoded chunk for level=auto, so that the
+// warm path finds its count without a cache lookup.
+func (l *Level) noteSeen(ks string, cv *chunkVerts) {
+	if i, ok := l.keySet[ks]; ok {
+		l.seen[i].Store(chunkSeen(cv))
+	}
+}
+
+// fitsInBox reports whether the level's vertex count in the closed box,
+// as far as what was read and the metadata tell, is at most stop.
+//
+// A chunk seen before (l.seen) whose cell the box covers and whose rows
+// all lie in that cell counts its rows, exactly, without a cache lookup.
+// A chunk never seen counts the level's mean vertices per chunk times the
+// share of its cell inside the box (a peek first: it may have been read
+// since). A seen chunk the box cuts is matched row by row only when
+// the rest leaves the answer open (the rest alone passes stop, or the
+// rest plus all its rows stays within it, decides without), and then from
+// the cache, or as its rows times the share of its cell when it has been
+// evicted. Warm, a request costs a pass over the candidates.
+func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool {
 	if len(l.keys) == 0 {
-		return 0
+		return 0 <= stop
 	}
 	mean := float64(l.meta.VertexCount) / float64(len(l.keys))
-	d, off := l.s.dims, l.keyArity-l.s.dims
 	sc.cand = l.candidates(sc.cand[:0], lo, hi)
-	var m chunkMatch
-	est := 0.0
+	edges := sc.cand[:0] // the cut chunks, compacted in place
+	est, cut := 0.0, 0.0
 	for _, i := range sc.cand {
+		seen := l.seen[i].Load()
+		if seen == 0 {
+			if v, ok := l.s.peek(l.vkeys[i]); ok {
+				seen = chunkSeen(v.(*chunkVerts))
+				l.seen[i].Store(seen)
+			}
+		}
+		frac, covered := l.cellShare(i, lo, hi)
+		switch {
+		case seen == 0:
+			est += frac * mean
+		case covered && seen&2 != 0:
+			est += float64(seen >> 2)
+		default:
+			cut += float64(seen >> 2)
+			edges = append(edges, i)
+		}
+		if est > stop {
+			return false
+		}
+	}
+	if est+cut <= stop {
+		return true
+	}
+	var m chunkMatch
+	for _, i := range edges {
 		if v, ok := l.s.peek(l.vkeys[i]); ok {
 			m.rows = m.rows[:0]
 			l.matchVerts(l.keys[i], v.(*chunkVerts), lo, hi, &m)
 			est += float64(m.count())
-			if est > stop {
-				return est
-			}
-			continue
+		} else {
+			frac, _ := l.cellShare(i, lo, hi)
+			est += frac * float64(l.seen[i].Load()>>2)
 		}
-		frac := 1.0
-		for a := 0; a < d; a++ {
-			cs := l.chunkShape[a]
-			c := float64(l.keys[i][off+a]) * cs
-			frac *= max(0, math.Min(hi[a], c+cs)-math.Max(lo[a], c)) / cs
-		}
-		est += frac * mean
 		if est > stop {
-			return est
+			return false
 		}
 	}
-	return est
+	return true
+}
+
+// cellShare is the share of chunk l.keys[i]'s cell inside the box, and
+// whether the box covers the cell whole (matchVerts' test: a covered
+// cell's rows all match when they lie in it).
+func (l *Level) cellShare(i int32, lo, hi []float64) (frac float64, covered bool) {
+	d, off := l.s.dims, l.keyArity-l.s.dims
+	frac, covered = 1.0, true
+	for a := 0; a < d; a++ {
+		cs := l.chunkShape[a]
+		c := float64(l.keys[i][off+a]) * cs
+		frac *= max(0, math.Min(hi[a], c+cs)-math.Max(lo[a], c)) / cs
+		if !(lo[a] <= c && c+cs <= hi[a]) {
+			covered = false
+		}
+	}
+	return frac, covered
 }

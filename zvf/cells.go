@@ -119,7 +119,12 @@ func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 // cannot be; the vertices are then read straight from the layout and
 // held by this entry alone (box matching is what reads a chunk of such a
 // level), not cached apart as well.
-func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned bool) (any, int64, error) {
+func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned bool) (v any, size int64, err error) {
+	defer func() {
+		if err == nil {
+			l.noteSeen(ks, v.(*chunkVerts))
+		}
+	}()
 	if binned {
 		data, err := l.lay.cell(ctx, "vertices", key, ks)
 		if err != nil {
@@ -159,7 +164,7 @@ func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned boo
 	if err != nil {
 		return nil, 0, err
 	}
-	size, err := l.indexed(key, ks, cv, frag.b, frag.err)
+	size, err = l.indexed(key, ks, cv, frag.b, frag.err)
 	return cv, size, err
 }
 

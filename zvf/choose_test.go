@@ -104,3 +104,94 @@ func exactCount(t *testing.T, mem storage.Store, n int, min, max []float64) int6
 	}
 	return res.Count
 }
+
+// peekCounter counts cache peeks: the warm path's per-chunk cost.
+type peekCounter struct {
+	zvf.Cache
+	n atomic.Int64
+}
+
+func (c *peekCounter) Peek(key string) (any, bool) {
+	c.n.Add(1)
+	return c.Cache.Peek(key)
+}
+
+// TestChooseLevelWarm: once a level's chunks have been read, level=auto
+// counts them from what it learnt then — rows per chunk, and whether
+// they all lie in their cell — not by looking each candidate up in the
+// cache and matching its rows again on every request (issue 25: half a
+// warm request's CPU). The choice stays exact: with every chunk read, it
+// is the finest level whose exact count fits, also at a budget of exactly
+// that count and one less, which only matching the edge chunks decides.
+func TestChooseLevelWarm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := synth.Points(ctx, 200_000, 3, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	pc := &peekCounter{Cache: cache.New(256 << 20)}
+	s, err := zvf.Open(ctx, storage.Sub(mem, "points"), zvf.Options{Name: "points", Cache: pc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(level int, min, max []float64) int64 {
+		l, _ := s.Level(level)
+		res, err := l.BBox(ctx, zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Count
+	}
+	everything := [2][]float64{{-1e6, -1e6, -1e6}, {1e6, 1e6, 1e6}}
+	for _, n := range s.Levels() {
+		count(n, everything[0], everything[1])
+	}
+
+	// Every chunk lies inside this box: known counts decide alone.
+	n0 := count(0, everything[0], everything[1])
+	for _, budget := range []int64{1, n0 / 3, n0 - 1, n0} {
+		before := pc.n.Load()
+		if _, err := s.ChooseLevel(ctx, everything[0], everything[1], budget, nil, zvf.Selection{}); err != nil {
+			t.Fatal(err)
+		}
+		if peeks := pc.n.Load() - before; peeks != 0 {
+			t.Errorf("budget %d: %d cache lookups to choose a level among chunks already counted", budget, peeks)
+		}
+	}
+
+	boxes := [][2][]float64{
+		{{0, 0, 0}, {1000, 1000, 1000}},
+		{{100, 100, 100}, {600, 450, 900}},
+		{{0, 0, 0}, {130, 130, 130}},
+		{{333, 17, 512}, {334.5, 999, 700}},
+	}
+	for _, b := range boxes {
+		var counts []int64
+		for _, n := range s.Levels() {
+			counts = append(counts, count(n, b[0], b[1]))
+		}
+		for i, c := range counts[:len(counts)-1] {
+			for _, budget := range []int64{c, c - 1} {
+				if budget < 0 {
+					continue
+				}
+				want := len(counts) - 1
+				for j, c := range counts {
+					if c <= budget {
+						want = j
+						break
+					}
+				}
+				got, err := s.ChooseLevel(ctx, b[0], b[1], budget, nil, zvf.Selection{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Levels()[want] != got {
+					t.Errorf("box %v budget %d (level %d's count): level %d, want %d (counts %v)", b, budget, i, got, s.Levels()[want], counts)
+				}
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zvfserve/zvfserve/zvf/cql2"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -18,17 +19,20 @@ import (
 
 // Level is one resolution level of a store.
 type Level struct {
-	s            *Store
-	n            int
-	path         string
-	meta         levelMeta
-	info         LevelInfo
-	chunkShape   []float64
-	binShape     []float64
-	keyArity     int // dims, or dims+1 on attribute-chunked levels
-	keys         []Key
-	keySet       map[string]int // key string -> index into keys
-	vkeys        []string       // cache key of each chunk's vertices, built once
+	s          *Store
+	n          int
+	path       string
+	meta       levelMeta
+	info       LevelInfo
+	chunkShape []float64
+	binShape   []float64
+	keyArity   int // dims, or dims+1 on attribute-chunked levels
+	keys       []Key
+	keySet     map[string]int // key string -> index into keys
+	vkeys      []string       // cache key of each chunk's vertices, built once
+	// seen is what level=auto learnt of each chunk once its vertices were
+	// in the cache (see chunkSeen); 0 until then.
+	seen         []atomic.Uint64
 	draco        bool
 	vattrs       []*attrMeta
 	oattrs       []*objAttrMeta
@@ -308,6 +312,7 @@ func (l *Level) setKeys(keys []Key) {
 	l.keys = keys
 	l.keySet = make(map[string]int, len(l.keys))
 	l.vkeys = make([]string, len(l.keys))
+	l.seen = make([]atomic.Uint64, len(l.keys))
 	kind := "verts"
 	if l.binPrefilter {
 		kind = "vbins"
