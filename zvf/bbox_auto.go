@@ -105,11 +105,11 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 				l.seen[i].Store(seen)
 			}
 		}
-		frac, covered := l.cellShare(i, lo, hi)
 		switch {
 		case seen == 0:
+			frac, _ := l.cellShare(i, lo, hi)
 			est += frac * mean
-		case covered && seen&2 != 0:
+		case seen&2 != 0 && l.covers(i, lo, hi):
 			est += float64(seen >> 2)
 		default:
 			cut += float64(seen >> 2)
@@ -133,6 +133,19 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 			est += frac * float64(l.seen[i].Load()>>2)
 		}
 		if est > stop {
+			return false
+		}
+	}
+	return true
+}
+
+// covers is cellShare's second answer alone, without a division.
+func (l *Level) covers(i int32, lo, hi []float64) bool {
+	d, off := l.s.dims, l.keyArity-l.s.dims
+	for a := 0; a < d; a++ {
+		cs := l.chunkShape[a]
+		c := float64(l.keys[i][off+a]) * cs
+		if !(lo[a] <= c && c+cs <= hi[a]) {
 			return false
 		}
 	}
