@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -135,22 +136,47 @@ func formatNames(cs []codec) []string {
 // cannot is a 406 saying why; Accept only considers those that can).
 func (s *Server) negotiateAnswer(r *http.Request, st *zvf.Store, kind string) (representation, error) {
 	sh := shape{kind: kind, geom: geometryOf(st), dims: st.Info().Dims}
-	all := answerCodecs(&s.text)
-	fits := make([]codec, 0, len(all))
-	for _, c := range all {
-		fc, ok := c.(fileCodec)
-		if !ok {
-			fits = append(fits, c)
-			continue
-		}
-		err := fc.holds(sh)
-		if err == nil {
-			fits = append(fits, c)
-		} else if query(r).Get("f") == c.format() {
-			return representation{}, err
+	fits := s.answerFits(sh)
+	if f := query(r).Get("f"); f != "" && !slices.ContainsFunc(fits, func(c codec) bool { return c.format() == f }) {
+		for _, c := range answerCodecs(&s.text) {
+			if fc, ok := c.(fileCodec); ok && c.format() == f {
+				if err := fc.holds(sh); err != nil {
+					return representation{}, err
+				}
+			}
 		}
 	}
 	return negotiate(r, fits)
+}
+
+// answerFits are the answer formats that can hold answers of shape sh,
+// worked out once per shape: a request only needs the reason a format
+// cannot when its f= names one. The map is replaced, never changed (a
+// server sees a handful of shapes), so a lookup takes no lock.
+func (s *Server) answerFits(sh shape) []codec {
+	for {
+		old := s.fits.Load()
+		if old != nil {
+			if fits, ok := (*old)[sh]; ok {
+				return fits
+			}
+		}
+		all := answerCodecs(&s.text)
+		fits := make([]codec, 0, len(all))
+		for _, c := range all {
+			if fc, ok := c.(fileCodec); !ok || fc.holds(sh) == nil {
+				fits = append(fits, c)
+			}
+		}
+		m := make(map[shape][]codec, 1)
+		if old != nil {
+			maps.Copy(m, *old)
+		}
+		m[sh] = fits
+		if s.fits.CompareAndSwap(old, &m) {
+			return fits
+		}
+	}
 }
 
 // cannotHold is the 406 of a format that cannot hold a geometry.

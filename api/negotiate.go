@@ -91,14 +91,14 @@ func withPrecision(r *http.Request, rep representation) (representation, error) 
 func contentCoding(header string) string {
 	q := map[string]float64{}
 	star := -1.0
-	for _, part := range strings.Split(header, ",") {
+	for part := range strings.SplitSeq(header, ",") {
 		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		name = strings.ToLower(strings.TrimSpace(name))
 		if name == "" {
 			continue
 		}
 		v := 1.0
-		for _, p := range strings.Split(params, ";") {
+		for p := range strings.SplitSeq(params, ";") {
 			k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
 			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
 				f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)

@@ -90,6 +90,8 @@ type Server struct {
 	text    batchers               // the text formats' row buffers
 	params  map[string][]paramSpec // every route's query parameters
 	reqs    atomic.Uint64          // request ids
+
+	fits atomic.Pointer[map[shape][]codec] // see answerFits
 }
 
 var storeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
