@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -171,6 +172,31 @@ func (e *binaryEncoder) end(t *trailer) error {
 			return err
 		}
 	}
+	b, err := appendTrailer(e.buf[:0], t)
+	if err != nil {
+		return err
+	}
+	e.buf = b
+	return e.writeBlock(blockTrailer, 0, b)
+}
+
+// appendTrailer appends the trailer block's JSON: count, next (null on
+// the last page) and any extra members, keys sorted as encoding/json
+// sorts a map's. Without extra members, the common answer, it is
+// written directly rather than through a map and reflection.
+func appendTrailer(dst []byte, t *trailer) ([]byte, error) {
+	if len(t.Extra) == 0 {
+		dst = strconv.AppendInt(append(dst, `{"count":`...), t.Count, 10)
+		dst = append(dst, `,"next":`...)
+		if t.Next == "" {
+			return append(dst, "null}"...), nil
+		}
+		s, err := json.Marshal(t.Next)
+		if err != nil {
+			return nil, err
+		}
+		return append(append(dst, s...), '}'), nil
+	}
 	m := map[string]any{"count": t.Count, "next": nil}
 	if t.Next != "" {
 		m["next"] = t.Next
@@ -180,7 +206,7 @@ func (e *binaryEncoder) end(t *trailer) error {
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return e.writeBlock(blockTrailer, 0, b)
+	return append(dst, b...), nil
 }

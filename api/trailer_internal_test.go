@@ -1,0 +1,46 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestTrailerJSON: the binary trailer is the JSON of its map, key for
+// key and byte for byte, also where it is written without encoding/json
+// (no extra members: the warm path), and appending it allocates nothing
+// then (issue 25: ~10 allocations of a warm binary answer).
+func TestTrailerJSON(t *testing.T) {
+	for _, tr := range []trailer{
+		{},
+		{Count: 2048},
+		{Count: -1},
+		{Count: 1 << 62, Next: "eyJ2IjoxfQ"},
+		{Count: 7, Next: "a<b>&c\"d\\e\u2028\xff"},
+		{Count: 3, Extra: map[string]any{"matched": int64(9), "a": "x"}},
+		{Count: 3, Next: "n", Extra: map[string]any{"zz": []int{1}}},
+	} {
+		m := map[string]any{"count": tr.Count, "next": nil}
+		if tr.Next != "" {
+			m["next"] = tr.Next
+		}
+		for k, v := range tr.Extra {
+			m[k] = v
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendTrailer(nil, &tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%+v: %s, want %s", tr, got, want)
+		}
+	}
+	buf := make([]byte, 0, 64)
+	tr := trailer{Count: 123456}
+	if a := testing.AllocsPerRun(20, func() { buf, _ = appendTrailer(buf[:0], &tr) }); a != 0 {
+		t.Errorf("%.0f allocations for a trailer without extra members", a)
+	}
+}
