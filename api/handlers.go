@@ -167,17 +167,18 @@ func parseCorner(v string, dims int, name string) ([]float64, error) {
 	if v == "" {
 		return nil, badRequest(fmt.Sprintf("%s is required: %d comma-separated numbers", name, dims))
 	}
-	parts := strings.Split(v, ",")
-	if len(parts) != dims {
-		return nil, badRequest(fmt.Sprintf("%s needs %d numbers (one per axis), got %d", name, dims, len(parts)))
+	if n := strings.Count(v, ",") + 1; n != dims {
+		return nil, badRequest(fmt.Sprintf("%s needs %d numbers (one per axis), got %d", name, dims, n))
 	}
 	out := make([]float64, dims)
-	for i, p := range parts {
+	i := 0
+	for p := range strings.SplitSeq(v, ",") {
 		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e300 {
 			return nil, badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number", name, i, p))
 		}
 		out[i] = f
+		i++
 	}
 	return out, nil
 }

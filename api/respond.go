@@ -62,7 +62,7 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 	// "*" is not answered here: it matches only a resource that exists,
 	// which the handler finds out later (statusWriter turns its 200 into
 	// the 304).
-	for _, tag := range strings.Split(r.Header.Get("If-None-Match"), ",") {
+	for tag := range strings.SplitSeq(r.Header.Get("If-None-Match"), ",") {
 		if t := strings.TrimSpace(tag); t == etag || strings.TrimPrefix(t, "W/") == etag {
 			w.WriteHeader(http.StatusNotModified)
 			return true
