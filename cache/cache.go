@@ -161,36 +161,36 @@ func New(budget int64) *Cache {
 
 // lookup finds key without a lock when the read index has it, and
 // otherwise, when keys were stored since it was built, under c.mu.
-func (c *Cache) lookup(key string) (any, bool) {
+func (c *Cache) lookup(key string) (any, *entry, bool) {
 	r := c.read.Load()
 	if e := r.m[key]; e != nil {
 		if p := e.val.Load(); p != nil {
 			c.touch(e)
-			return *p, true
+			return *p, e, true
 		}
 	}
 	if !r.amended {
-		return nil, false
+		return nil, nil, false
 	}
 	c.mu.Lock()
-	v, ok := c.lockedLookup(key)
+	v, e, ok := c.lockedLookup(key)
 	c.mu.Unlock()
-	return v, ok
+	return v, e, ok
 }
 
 // lockedLookup looks key up in the LRU, which holds every value, and
 // rebuilds the read index once such lookups have cost enough; c.mu is
 // held.
-func (c *Cache) lockedLookup(key string) (any, bool) {
+func (c *Cache) lockedLookup(key string) (any, *entry, bool) {
 	e, ok := c.lru.Peek(key)
 	if c.slow++; c.slow > c.lru.Len()/4+16 {
 		c.rebuild()
 	}
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	c.touch(e)
-	return *e.val.Load(), true
+	return *e.val.Load(), e, true
 }
 
 // rebuild publishes a read index of every value held; c.mu is held. Its
@@ -214,11 +214,11 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 		v, _, err := safeLoad(ctx, load)
 		return v, err
 	}
-	if v, ok := c.lookup(key); ok {
+	if v, _, ok := c.lookup(key); ok {
 		return v, nil
 	}
 	c.mu.Lock()
-	if v, ok := c.lockedLookup(key); ok { // stored since the lookup
+	if v, _, ok := c.lockedLookup(key); ok { // stored since the lookup
 		c.mu.Unlock()
 		return v, nil
 	}
@@ -390,7 +390,41 @@ func (c *Cache) Peek(key string) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
-	return c.lookup(key)
+	v, _, ok := c.lookup(key)
+	return v, ok
+}
+
+// Ref names one cached value, so that a hot path that looks the same key
+// up on every request finds it again without hashing the key (see
+// Deref). It keeps no value alive: once the value leaves the cache, the
+// Ref names nothing, and a later Peek of the key gives a new one.
+type Ref struct{ e *entry }
+
+// PeekRef is Peek that also returns a Ref to the value found (nil when
+// none is).
+func (c *Cache) PeekRef(key string) (any, *Ref, bool) {
+	if c == nil {
+		return nil, nil, false
+	}
+	v, e, ok := c.lookup(key)
+	if !ok {
+		return nil, nil, false
+	}
+	return v, &Ref{e: e}, true
+}
+
+// Deref returns the value r names while it is still cached, counting a
+// hit as Peek does; r may be nil.
+func (c *Cache) Deref(r *Ref) (any, bool) {
+	if c == nil || r == nil {
+		return nil, false
+	}
+	p := r.e.val.Load()
+	if p == nil {
+		return nil, false
+	}
+	c.touch(r.e)
+	return *p, true
 }
 
 // RemovePrefix drops every key that starts with prefix and reports how

@@ -619,3 +619,66 @@ func TestConcurrentChurn(t *testing.T) {
 		t.Fatalf("stats %+v, values held sum to %d", st, sum)
 	}
 }
+
+// TestRef: a Ref finds its value again without the key while the value
+// is cached, counting hits as Peek does; once the value is evicted,
+// removed or purged it names nothing (and holds nothing), also after the
+// key is stored again.
+func TestRef(t *testing.T) {
+	ctx := context.Background()
+	c := New(100)
+	load := func(v string, size int64) func(context.Context) (any, int64, error) {
+		return func(context.Context) (any, int64, error) { return v, size, nil }
+	}
+	if _, r, ok := c.PeekRef("a"); ok || r != nil {
+		t.Fatalf("PeekRef of a missing key: %v, %v", r, ok)
+	}
+	if v, ok := c.Deref(nil); ok || v != nil {
+		t.Fatalf("Deref(nil) = %v, %v", v, ok)
+	}
+	if _, err := c.Get(ctx, "a", load("one", 60)); err != nil {
+		t.Fatal(err)
+	}
+	v, r, ok := c.PeekRef("a")
+	if !ok || v != "one" || r == nil {
+		t.Fatalf("PeekRef = %v, %v, %v", v, r, ok)
+	}
+	hits := c.Stats().Hits
+	if v, ok := c.Deref(r); !ok || v != "one" {
+		t.Fatalf("Deref = %v, %v", v, ok)
+	}
+	if got := c.Stats().Hits; got != hits+1 {
+		t.Errorf("Deref counted %d hits, want 1", got-hits)
+	}
+
+	// Evicted by a value that needs the room.
+	if _, err := c.Get(ctx, "b", load("two", 60)); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := c.Deref(r); ok {
+		t.Fatalf("Deref of an evicted value = %v", v)
+	}
+	// Stored again: the old Ref still names nothing, a new one the value.
+	if _, err := c.Get(ctx, "a", load("three", 60)); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := c.Deref(r); ok {
+		t.Fatalf("Deref of a Ref from before the key was stored again = %v", v)
+	}
+	_, r, _ = c.PeekRef("a")
+	if v, ok := c.Deref(r); !ok || v != "three" {
+		t.Fatalf("Deref of the new Ref = %v, %v", v, ok)
+	}
+	c.Remove("a")
+	if v, ok := c.Deref(r); ok {
+		t.Fatalf("Deref after Remove = %v", v)
+	}
+	if _, err := c.Get(ctx, "a", load("four", 10)); err != nil {
+		t.Fatal(err)
+	}
+	_, r, _ = c.PeekRef("a")
+	c.Purge()
+	if v, ok := c.Deref(r); ok {
+		t.Fatalf("Deref after Purge = %v", v)
+	}
+}

@@ -100,7 +100,7 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 	for _, i := range sc.cand {
 		seen := l.seen[i].Load()
 		if seen == 0 {
-			if v, ok := l.s.peek(l.vkeys[i]); ok {
+			if v, ok := l.peekVerts(i); ok {
 				seen = chunkSeen(v.(*chunkVerts))
 				l.seen[i].Store(seen)
 			}
@@ -124,7 +124,7 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 	}
 	var m chunkMatch
 	for _, i := range edges {
-		if v, ok := l.s.peek(l.vkeys[i]); ok {
+		if v, ok := l.peekVerts(i); ok {
 			m.rows = m.rows[:0]
 			l.matchVerts(l.keys[i], v.(*chunkVerts), lo, hi, &m)
 			est += float64(m.count())

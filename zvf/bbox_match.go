@@ -468,7 +468,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		missing := 0
 		for j, i := range cand[start:end] {
 			res[j] = nil
-			if v, ok := l.s.peek(l.vkeys[i]); ok && rf.cachedAt(i) {
+			if v, ok := l.peekVerts(i); ok && rf.cachedAt(i) {
 				m := &sc.ms[j]
 				if err := l.matchChunk(ctx, i, v.(*chunkVerts), min, max, m, rf, rf.mainEvaluator()); err != nil {
 					return err

@@ -69,13 +69,32 @@ type chunkVerts struct {
 	prep atomic.Pointer[prepSlot]
 }
 
+// peekVerts is chunk l.keys[i]'s entry under l.vkeys[i] when cached,
+// found through the Ref kept from the last time it was (a pointer load,
+// where the key's lookup hashes and compares it: on a warm request, one
+// per candidate chunk).
+func (l *Level) peekVerts(i int32) (any, bool) {
+	rc := l.s.refs
+	if rc == nil {
+		return l.s.peek(l.vkeys[i])
+	}
+	if v, ok := rc.Deref(l.vrefs[i].Load()); ok {
+		return v, true
+	}
+	v, r, ok := rc.PeekRef(l.vkeys[i])
+	if ok {
+		l.vrefs[i].Store(r)
+	}
+	return v, ok
+}
+
 // verticesAt is the chunk l.keys[i] as box matching reads it; a cached
 // chunk costs a map lookup and nothing else. On a bin-prefiltered level
 // the fragment index is read only for a chunk whose bins its rows do not
 // tell (see deriveBins): matching needs nothing else of it, and it would
 // be a second array (two more files) read for every chunk.
 func (l *Level) verticesAt(ctx context.Context, i int32) (*chunkVerts, error) {
-	if v, ok := l.s.peek(l.vkeys[i]); ok {
+	if v, ok := l.peekVerts(int32(i)); ok {
 		return v.(*chunkVerts), nil
 	}
 	if !l.binPrefilter || l.draco {
@@ -96,7 +115,7 @@ func (l *Level) verticesAt(ctx context.Context, i int32) (*chunkVerts, error) {
 func (l *Level) vertices(ctx context.Context, key Key) (*chunkVerts, error) {
 	var buf [96]byte
 	if i, ok := l.keySet[string(key.appendTo(buf[:0]))]; ok && !l.draco && !l.binPrefilter { // no allocation for the lookup
-		if v, ok := l.s.peek(l.vkeys[i]); ok {
+		if v, ok := l.peekVerts(int32(i)); ok {
 			return v.(*chunkVerts), nil
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf/cql2"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -32,7 +33,10 @@ type Level struct {
 	vkeys      []string       // cache key of each chunk's vertices, built once
 	// seen is what level=auto learnt of each chunk once its vertices were
 	// in the cache (see chunkSeen); 0 until then.
-	seen         []atomic.Uint64
+	seen []atomic.Uint64
+	// vrefs find each chunk's cached vertices again without hashing its
+	// vkeys entry (peekVerts); nil until found.
+	vrefs        []atomic.Pointer[cache.Ref]
 	draco        bool
 	vattrs       []*attrMeta
 	oattrs       []*objAttrMeta
@@ -313,6 +317,7 @@ func (l *Level) setKeys(keys []Key) {
 	l.keySet = make(map[string]int, len(l.keys))
 	l.vkeys = make([]string, len(l.keys))
 	l.seen = make([]atomic.Uint64, len(l.keys))
+	l.vrefs = make([]atomic.Pointer[cache.Ref], len(l.keys))
 	kind := "verts"
 	if l.binPrefilter {
 		kind = "vbins"

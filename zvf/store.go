@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
@@ -41,6 +42,7 @@ type Store struct {
 	name   string
 	st     storage.Store
 	cache  Cache
+	refs   refCache // cache, when it hands out refs; else nil
 	codecs *zarr.Codecs
 	conc   int
 	log    *slog.Logger
@@ -68,11 +70,21 @@ func (s *Store) peek(key string) (any, bool) {
 	return s.cache.Peek(key)
 }
 
+// refCache is a Cache that also hands out refs (cache.Cache does): the
+// warm path finds a chunk it found before without hashing its key.
+type refCache interface {
+	PeekRef(key string) (any, *cache.Ref, bool)
+	Deref(r *cache.Ref) (any, bool)
+}
+
 // Open reads the store's metadata: root, every level, chunk listings and
 // shard indexes.
 func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 	s := &Store{name: o.Name, st: st, cache: o.Cache, codecs: o.Codecs, conc: o.Concurrency, log: o.Logger, watched: o.watched,
 		cachePrefix: o.Name + "\x00" + strconv.FormatUint(o.gen, 10) + "\x00"}
+	if rc, ok := o.Cache.(refCache); ok {
+		s.refs = rc
+	}
 	if s.codecs == nil {
 		s.codecs = zarr.NewCodecs()
 	}
