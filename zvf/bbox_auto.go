@@ -107,9 +107,9 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 		}
 		switch {
 		case seen == 0:
-			frac, _ := l.cellShare(i, lo, hi)
+			frac := l.cellShare(i, lo, hi)
 			est += frac * mean
-		case seen&2 != 0 && l.covers(i, lo, hi):
+		case seen&2 != 0 && l.covers(l.keys[i], lo, hi):
 			est += float64(seen >> 2)
 		default:
 			cut += float64(seen >> 2)
@@ -125,11 +125,10 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 	var m chunkMatch
 	for _, i := range edges {
 		if v, ok := l.peekVerts(i); ok {
-			m.rows = m.rows[:0]
 			l.matchVerts(l.keys[i], v.(*chunkVerts), lo, hi, &m)
 			est += float64(m.count())
 		} else {
-			frac, _ := l.cellShare(i, lo, hi)
+			frac := l.cellShare(i, lo, hi)
 			est += frac * float64(l.seen[i].Load()>>2)
 		}
 		if est > stop {
@@ -139,32 +138,14 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 	return true
 }
 
-// covers is cellShare's second answer alone, without a division.
-func (l *Level) covers(i int32, lo, hi []float64) bool {
+// cellShare is the share of chunk l.keys[i]'s cell inside the box.
+func (l *Level) cellShare(i int32, lo, hi []float64) float64 {
 	d, off := l.s.dims, l.keyArity-l.s.dims
-	for a := 0; a < d; a++ {
-		cs := l.chunkShape[a]
-		c := float64(l.keys[i][off+a]) * cs
-		if !(lo[a] <= c && c+cs <= hi[a]) {
-			return false
-		}
-	}
-	return true
-}
-
-// cellShare is the share of chunk l.keys[i]'s cell inside the box, and
-// whether the box covers the cell whole (matchVerts' test: a covered
-// cell's rows all match when they lie in it).
-func (l *Level) cellShare(i int32, lo, hi []float64) (frac float64, covered bool) {
-	d, off := l.s.dims, l.keyArity-l.s.dims
-	frac, covered = 1.0, true
+	frac := 1.0
 	for a := 0; a < d; a++ {
 		cs := l.chunkShape[a]
 		c := float64(l.keys[i][off+a]) * cs
 		frac *= max(0, math.Min(hi[a], c+cs)-math.Max(lo[a], c)) / cs
-		if !(lo[a] <= c && c+cs <= hi[a]) {
-			covered = false
-		}
 	}
-	return frac, covered
+	return frac
 }
