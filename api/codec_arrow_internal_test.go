@@ -144,7 +144,7 @@ func isKind(err error, k problem.Kind) bool {
 func demoCells(t *testing.T, o demo.Options) *zvf.Store {
 	t.Helper()
 	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}

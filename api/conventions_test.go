@@ -32,9 +32,9 @@ var demoStores = sync.OnceValues(func() ([]*zvf.Store, error) {
 
 // buildDemo writes the demo scene of o into a memory bucket and opens its
 // stores, which share one cache.
-func buildDemo(o demo.Options) (*blobstore.Store, []*zvf.Store, *cache.Cache, error) {
+func buildDemo(o demo.Options) (storage.Writer, []*zvf.Store, *cache.Cache, error) {
 	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, nil, nil, err
 	}

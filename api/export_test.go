@@ -44,7 +44,7 @@ var obliqueAffine = []float64{
 
 var exportStores = sync.OnceValues(func() ([]*zvf.Store, error) {
 	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ const (
 )
 
 // widePoints is the wide store, written once per test binary.
-var widePoints = sync.OnceValues(func() (*blobstore.Store, error) {
+var widePoints = sync.OnceValues(func() (storage.Writer, error) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(5, 11))
 	pos := make([]float32, 3*wideRows)
@@ -48,7 +48,7 @@ var widePoints = sync.OnceValues(func() (*blobstore.Store, error) {
 	for i := range ids {
 		ids[i] = int64(i / 10)
 	}
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err == nil {
 		_, err = writer.WritePoints(ctx, st, "wide", &writer.PointCloud{Positions: pos, ObjectIDs: ids,
 			Attributes: []writer.Attribute{writer.Float32Attribute("embedding", wideChannels, emb)}},

@@ -33,7 +33,7 @@ func TestReadyz(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			ch := cache.New(64 << 20)
-			bucket, err := blobstore.OpenBucket(ctx, "mem://")
+			bucket, err := blobstore.Open(ctx, "mem://")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -294,7 +294,7 @@ var pagingStores = sync.OnceValues(func() ([]*zvf.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	m09, err := blobstore.OpenBucket(ctx, "mem://")
+	m09, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
@@ -34,7 +33,7 @@ const (
 )
 
 // streamStore is the points store, written once per test binary.
-var streamStore = sync.OnceValues(func() (*blobstore.Store, error) {
+var streamStore = sync.OnceValues(func() (storage.Writer, error) {
 	return synth.Points(context.Background(), streamPoints, 1, writer.CodecNone)
 })
 

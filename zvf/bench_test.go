@@ -80,7 +80,7 @@ func BenchmarkBBox50kLayout(b *testing.B) {
 	s07, _ := stores(b)
 	benchPoints09.once.Do(func() {
 		ctx := context.Background()
-		dst, err := blobstore.OpenBucket(ctx, "mem://")
+		dst, err := blobstore.Open(ctx, "mem://")
 		if err != nil {
 			benchPoints09.err = err
 			return
@@ -157,7 +157,7 @@ func TestBBoxWarmAllocationFree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st09, err := blobstore.OpenBucket(ctx, "mem://")
+	st09, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -800,7 +800,7 @@ var typesStores = sync.OnceValues(func() (map[string]*zvf.Store, error) {
 			}
 		}
 	}
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}

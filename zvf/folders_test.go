@@ -42,7 +42,7 @@ func TestEmptyChunkFolders(t *testing.T) {
 			t.Parallel()
 			want, _ := ref07.open(t, name)
 			dir := copyFixture(t, name)
-			mem, err := blobstore.OpenBucket(ctx, "mem://")
+			mem, err := blobstore.Open(ctx, "mem://")
 			if err != nil {
 				t.Fatal(err)
 			}

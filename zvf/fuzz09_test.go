@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
@@ -32,9 +33,9 @@ var fuzzTargets09 = []fuzzTarget{
 }
 
 // memFixture09 copies a 0.9 fixture into a mem:// bucket.
-func memFixture09(f *testing.F, name string) *blobstore.Store {
+func memFixture09(f *testing.F, name string) storage.Writer {
 	ctx := context.Background()
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func memFixture09(f *testing.F, name string) *blobstore.Store {
 // panic or an allocation sized by the hostile bytes (zarr.Limits).
 func FuzzLayout09(f *testing.F) {
 	ctx := context.Background()
-	stores := map[string]*blobstore.Store{}
+	stores := map[string]storage.Writer{}
 	orig := make([][]byte, len(fuzzTargets09))
 	for i, tg := range fuzzTargets09 {
 		if stores[tg.store] == nil {

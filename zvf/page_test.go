@@ -222,7 +222,7 @@ func sameAnswer(t *testing.T, what string, got, want *flat) {
 // reference graph, which the demo does not have.
 var pageStores = sync.OnceValues(func() (map[string]*zvf.Store, error) {
 	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ var pageStores = sync.OnceValues(func() (map[string]*zvf.Store, error) {
 			name string
 			o    zvftest.To09Options
 		}{{"v09", zvftest.To09Options{}}, {"v09dup", zvftest.To09Options{Duplicate: true}}} {
-			dst, err := blobstore.OpenBucket(ctx, "mem://")
+			dst, err := blobstore.Open(ctx, "mem://")
 			if err != nil {
 				return nil, err
 			}

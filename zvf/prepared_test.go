@@ -43,7 +43,7 @@ func TestLineAnswerMemoryFollowsTheAnswer(t *testing.T) {
 		}
 		offsets = append(offsets, len(pos)/3)
 	}
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func answerBytes(t *testing.T, l *zvf.Level, q zvf.BBoxQuery, limit int64) strin
 func TestPreparedChunksAnswerAsTheWalk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestPreparedChunksAnswerAsTheWalk(t *testing.T) {
 	if _, err := demo.Build(ctx, st, demo.Options{Seed: 3, Scale: 0.1}); err != nil {
 		t.Fatal(err)
 	}
-	v09, err := blobstore.OpenBucket(ctx, "mem://")
+	v09, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func (c *clockStore) Walk(ctx context.Context, prefix string, fn func(string, st
 func sceneObjects(t *testing.T, seed int64, scale float64) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}

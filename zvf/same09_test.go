@@ -28,7 +28,7 @@ func to09(t testing.TB, name string, o zvftest.To09Options) storage.Store {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	dst, err := blobstore.OpenBucket(ctx, "mem://")
+	dst, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}

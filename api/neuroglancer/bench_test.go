@@ -39,7 +39,7 @@ func pointStore(b *testing.B, n int, chunk float64, pyramid bool) storage.Store 
 		inten[i] = float32(r.NormFloat64())
 		kinds[i] = []string{"a", "b", "c"}[r.IntN(3)]
 	}
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,9 +23,9 @@ import (
 // benchStores returns the points and streamlines stores: built in memory,
 // or under dir (written once, then reused).
 func benchStores(ctx context.Context, dir string, points, streamlines int) (map[string]storage.Store, error) {
-	build := map[string]func() (*blobstore.Store, error){
-		"points":      func() (*blobstore.Store, error) { return synth.Points(ctx, points, 1, writer.CodecNone) },
-		"streamlines": func() (*blobstore.Store, error) { return synth.Streamlines(ctx, streamlines, 1) },
+	build := map[string]func() (storage.Writer, error){
+		"points":      func() (storage.Writer, error) { return synth.Points(ctx, points, 1, writer.CodecNone) },
+		"streamlines": func() (storage.Writer, error) { return synth.Streamlines(ctx, streamlines, 1) },
 	}
 	out := map[string]storage.Store{}
 	closeAll := func() { closeStores(out) }

@@ -98,7 +98,7 @@ func TestStatic(t *testing.T) {
 func BenchmarkColdBBoxHTTP(b *testing.B) {
 	ctx := context.Background()
 	stores := filepath.Join(os.TempDir(), "zvfserve-bench-coldquery-v1")
-	if err := synth.OnDisk(ctx, stores, "points", func() (*blobstore.Store, error) {
+	if err := synth.OnDisk(ctx, stores, "points", func() (storage.Writer, error) {
 		return synth.Points(ctx, 2_000_000, 1, writer.CodecNone)
 	}); err != nil {
 		b.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
@@ -95,7 +95,7 @@ func runSweep(ctx context.Context, sweepChunks []float64, points, runs int, stor
 	for i, edge := range sweepChunks {
 		sub := filepath.Join(dir, "sweep-"+strconv.FormatFloat(edge, 'g', -1, 64))
 		t0 := time.Now()
-		if err := synth.OnDisk(ctx, sub, "points", func() (*blobstore.Store, error) {
+		if err := synth.OnDisk(ctx, sub, "points", func() (storage.Writer, error) {
 			return synth.PointsChunked(ctx, points, 1, writer.CodecNone, edge)
 		}); err != nil {
 			return err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
@@ -127,10 +128,10 @@ func runWhole(ctx context.Context, w *wholeConfig, stdout, stderr io.Writer) err
 	}
 	defer cleanup()
 	t0 := time.Now()
-	name, build := "points", func() (*blobstore.Store, error) { return synth.Points(ctx, w.points, 1, writer.CodecNone) }
+	name, build := "points", func() (storage.Writer, error) { return synth.Points(ctx, w.points, 1, writer.CodecNone) }
 	if w.channels > 0 {
 		name = fmt.Sprintf("points-c%d", w.channels)
-		build = func() (*blobstore.Store, error) { return widePoints(ctx, w.points, w.channels, name) }
+		build = func() (storage.Writer, error) { return widePoints(ctx, w.points, w.channels, name) }
 	}
 	if err := synth.OnDisk(ctx, dir, name, build); err != nil {
 		return err
@@ -337,7 +338,7 @@ func pullPage(ctx context.Context, c *http.Client, url, encoding string) (wireN,
 // widePoints writes n uniform points with one attribute of channels
 // float32 values ("embedding", normal noise) into a fresh mem:// store
 // under prefix name, one level, chunk 125.
-func widePoints(ctx context.Context, n, channels int, name string) (*blobstore.Store, error) {
+func widePoints(ctx context.Context, n, channels int, name string) (storage.Writer, error) {
 	r := rand.New(rand.NewPCG(1, 13))
 	pos := make([]float32, 3*n)
 	for i := range pos {
@@ -347,7 +348,7 @@ func widePoints(ctx context.Context, n, channels int, name string) (*blobstore.S
 	for i := range emb {
 		emb[i] = float32(r.NormFloat64())
 	}
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}

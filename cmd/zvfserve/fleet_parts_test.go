@@ -389,7 +389,7 @@ type storeObjects map[string][]byte
 func demoObjects(t *testing.T, o demo.Options, names ...string) map[string]storeObjects {
 	t.Helper()
 	ctx := context.Background()
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
@@ -18,7 +18,7 @@ import (
 func coldStoreDir(b *testing.B) string {
 	ctx := context.Background()
 	dir := filepath.Join(os.TempDir(), "zvfserve-bench-coldquery-v1")
-	if err := synth.OnDisk(ctx, dir, "points", func() (*blobstore.Store, error) {
+	if err := synth.OnDisk(ctx, dir, "points", func() (storage.Writer, error) {
 		return synth.Points(ctx, 2_000_000, 1, writer.CodecNone)
 	}); err != nil {
 		b.Fatal(err)

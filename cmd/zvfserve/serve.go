@@ -186,7 +186,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	}
 	if len(args) == 0 {
 		start := time.Now()
-		mem, err := blobstore.OpenBucket(ctx, "mem://")
+		mem, err := blobstore.Open(ctx, "mem://")
 		if err != nil {
 			return nil, nil, err
 		}

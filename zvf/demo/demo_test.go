@@ -4,18 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"maps"
 	"slices"
 	"sync"
 	"testing"
 
-	"gocloud.dev/blob/memblob"
-
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 )
 
-// built is a demo written into a gocloud mem bucket, keys read back, and
+// built is a demo written into a memory store (as the server builds it), keys read back, and
 // what Build said of its stores.
 type built struct {
 	m     map[string][]byte
@@ -46,29 +44,23 @@ func sharedSeed7(t *testing.T) (*built, []StoreInfo) {
 
 func buildInMemory(o Options) (_ *built, err error) {
 	ctx := context.Background()
-	bucket := memblob.OpenBucket(nil)
+	st := memstore.New()
 	defer func() {
-		if cerr := bucket.Close(); err == nil {
+		if cerr := st.Close(); err == nil {
 			err = cerr
 		}
 	}()
-	infos, err := Build(ctx, blobstore.New(bucket), o)
+	infos, err := Build(ctx, st, o)
 	if err != nil {
 		return nil, err
 	}
 	out := &built{m: map[string][]byte{}, infos: infos}
-	it := bucket.List(nil)
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if out.m[obj.Key], err = bucket.ReadAll(ctx, obj.Key); err != nil {
-			return nil, err
-		}
+	err = st.Walk(ctx, "", func(key string, a storage.Attrs) (err error) {
+		out.m[key], err = storage.ReadAll(ctx, st, key, max(a.Size, 1))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -148,7 +140,7 @@ func TestBuildStores(t *testing.T) {
 
 func TestBuildRejectsScale(t *testing.T) {
 	for _, s := range []float64{-1, 1e9} {
-		if _, err := Build(context.Background(), blobstore.New(memblob.OpenBucket(nil)), Options{Scale: s}); err == nil {
+		if _, err := Build(context.Background(), memstore.New(), Options{Scale: s}); err == nil {
 			t.Errorf("scale %v accepted", s)
 		}
 	}

@@ -8,27 +8,25 @@ import (
 	"slices"
 	"testing"
 
-	"gocloud.dev/blob/memblob"
-
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-// TestDemoRoundTrip builds the demo into a gocloud mem bucket (the way the
+// TestDemoRoundTrip builds the demo into a memory store (the way the
 // server does at start-up), opens every store at its prefix (storage.Sub)
 // with the zvf reader and checks objects against the generated scene.
 func TestDemoRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	bucket := memblob.OpenBucket(nil)
+	bucket := memstore.New()
 	defer func() {
 		if err := bucket.Close(); err != nil {
 			t.Error(err)
 		}
 	}()
 	o := Options{Seed: 11, Scale: 0.08}
-	infos, err := Build(ctx, blobstore.New(bucket), o)
+	infos, err := Build(ctx, bucket, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +36,7 @@ func TestDemoRoundTrip(t *testing.T) {
 	}
 	open := func(name string) *zvf.Level {
 		t.Helper()
-		st, err := zvf.Open(ctx, storage.Sub(blobstore.New(bucket), name), zvf.Options{Name: name})
+		st, err := zvf.Open(ctx, storage.Sub(bucket, name), zvf.Options{Name: name})
 		if err != nil {
 			t.Fatalf("open %s: %v", name, err)
 		}

@@ -18,7 +18,7 @@ import (
 // its final name and renamed into place, so an interrupted write never
 // looks like a store to reuse; a folder dir/name that holds no store is an
 // error rather than something to overwrite.
-func OnDisk(ctx context.Context, dir, name string, build func() (*blobstore.Store, error)) error {
+func OnDisk(ctx context.Context, dir, name string, build func() (storage.Writer, error)) error {
 	final := filepath.Join(dir, name)
 	if _, err := os.Stat(filepath.Join(final, "zarr.json")); err == nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 )
@@ -20,7 +21,7 @@ func TestOnDiskReuse(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	builds := 0
-	build := func() (*blobstore.Store, error) {
+	build := func() (storage.Writer, error) {
 		builds++
 		return synth.Streamlines(ctx, 2000, 1)
 	}
@@ -54,7 +55,7 @@ func TestOnDiskReuse(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err = synth.OnDisk(ctx, dir, "points", func() (*blobstore.Store, error) { t.Fatal("built over a folder"); return nil, nil })
+	err = synth.OnDisk(ctx, dir, "points", func() (storage.Writer, error) { t.Fatal("built over a folder"); return nil, nil })
 	if err == nil || !strings.Contains(err.Error(), "holds no store") {
 		t.Errorf("folder without a store: %v", err)
 	}

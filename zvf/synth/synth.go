@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
@@ -27,13 +28,13 @@ func BoxFor(n, want int, offset float64) (min, max []float64) {
 // Points writes n uniform points with intensity, snr and depth attributes
 // (chunk 125, bins 25) and two pyramid levels into a fresh mem:// store
 // under prefix "points", and returns the store.
-func Points(ctx context.Context, n int, seed uint64, codec writer.Codec) (*blobstore.Store, error) {
+func Points(ctx context.Context, n int, seed uint64, codec writer.Codec) (storage.Writer, error) {
 	return PointsChunked(ctx, n, seed, codec, 125)
 }
 
 // PointsChunked is Points with chunks of edge chunk (bins of chunk/5):
 // the same points in more, smaller chunks make a store of more files.
-func PointsChunked(ctx context.Context, n int, seed uint64, codec writer.Codec, chunk float64) (*blobstore.Store, error) {
+func PointsChunked(ctx context.Context, n int, seed uint64, codec writer.Codec, chunk float64) (storage.Writer, error) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	pos := make([]float32, 3*n)
 	inten := make([]float32, n)
@@ -47,7 +48,7 @@ func PointsChunked(ctx context.Context, n int, seed uint64, codec writer.Codec, 
 		snr[i] = float32(r.Float64() * 30)
 		depth[i] = int32(pos[3*i+2])
 	}
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func PointsChunked(ctx context.Context, n int, seed uint64, codec writer.Codec, 
 
 // Objects writes objects × perObject points, each object a compact blob,
 // under prefix "objects" in a fresh mem:// store.
-func Objects(ctx context.Context, objects, perObject int, seed uint64) (*blobstore.Store, error) {
+func Objects(ctx context.Context, objects, perObject int, seed uint64) (storage.Writer, error) {
 	r := rand.New(rand.NewPCG(seed, 9))
 	n := objects * perObject
 	pos := make([]float32, 3*n)
@@ -81,7 +82,7 @@ func Objects(ctx context.Context, objects, perObject int, seed uint64) (*blobsto
 			}
 		}
 	}
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func Objects(ctx context.Context, objects, perObject int, seed uint64) (*blobsto
 // of 200 vertices, 2 units a step, filling the same cube as Points — with
 // a per-vertex "fa" attribute (chunk 125, bins 25) and two pyramid levels, under prefix
 // "streamlines" in a fresh mem:// store.
-func Streamlines(ctx context.Context, n int, seed uint64) (*blobstore.Store, error) {
+func Streamlines(ctx context.Context, n int, seed uint64) (storage.Writer, error) {
 	const perLine, step = 200, 2.0
 	r := rand.New(rand.NewPCG(seed, 11))
 	lines := max(1, n/perLine)
@@ -128,7 +129,7 @@ func Streamlines(ctx context.Context, n int, seed uint64) (*blobstore.Store, err
 		}
 		offsets = append(offsets, len(fa))
 	}
-	st, err := blobstore.OpenBucket(ctx, "mem://")
+	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 // Package blobstore implements storage.Writer on gocloud.dev/blob, so one
-// code path reads mem://, s3:// (including S3-compatible servers via
+// code path reads s3:// (including S3-compatible servers via
 // endpoint=, use_path_style=, region=, and anonymous=true for public
 // buckets), gs:// and azblob:// URLs. Open also takes local paths and
-// file:// URLs, which it hands to localfs.
+// file:// URLs, which it hands to localfs, and mem:// URLs, which it hands
+// to memstore (gocloud's in-memory bucket sorts every key it holds on each
+// listing).
 package blobstore
 
 import (
@@ -20,10 +22,9 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	_ "gocloud.dev/blob/memblob" // mem://; the cloud drivers are in driver_*.go
-
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 )
 
 // Store is a storage.Writer over one gocloud bucket.
@@ -35,7 +36,9 @@ type Store struct {
 }
 
 // Open opens a gocloud URL, or a local path (absolute or relative, or a
-// file:// URL), which localfs serves. A URL path inside the bucket
+// file:// URL), which localfs serves, or mem://, a fresh empty store in
+// memory (each call its own; the rest of the URL is ignored), which
+// memstore serves. A URL path inside the bucket
 // (s3://bucket/a/b.zarrvectors) roots the store at that prefix.
 func Open(ctx context.Context, urlOrPath string) (storage.Writer, error) {
 	return OpenWith(ctx, urlOrPath, localfs.Options{})
@@ -50,24 +53,26 @@ func OpenWith(ctx context.Context, urlOrPath string, lo localfs.Options) (storag
 	if err != nil {
 		return nil, fmt.Errorf("store URL %q: %w", redact(urlOrPath), err)
 	}
-	if u.Scheme == "file" {
+	switch u.Scheme {
+	case "file":
 		return localfs.Open(u.Path, lo)
+	case "mem":
+		return memstore.New(), nil
 	}
 	return OpenBucket(ctx, urlOrPath)
 }
 
-// OpenBucket opens a gocloud URL (not a local path).
+// OpenBucket opens a cloud bucket's URL (not a local path, nor mem://,
+// which Open serves).
 func OpenBucket(ctx context.Context, rawURL string) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("store URL %q: %w", redact(rawURL), err)
 	}
-	prefix := strings.Trim(u.Path, "/")
-	if u.Scheme == "mem" {
-		// mem://name has no bucket to address; the host is part of the prefix
-		// so distinct mem URLs stay distinct within one bucket.
-		prefix = strings.Trim(u.Host+"/"+prefix, "/")
+	if u.Scheme == "mem" || u.Scheme == "file" || u.Scheme == "" {
+		return nil, fmt.Errorf("open store %q: not a cloud bucket (blobstore.Open serves it)", redact(rawURL))
 	}
+	prefix := strings.Trim(u.Path, "/")
 	u.Path = ""
 	if tag, ok := omittedDrivers()[u.Scheme]; ok {
 		return nil, fmt.Errorf("open store %q: %s:// support is not in this build (it was built with -tags %s)", redact(rawURL), u.Scheme, tag)
@@ -86,15 +91,12 @@ func OpenBucket(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	// Cloud stores stamp objects in whole seconds (S3's and Azure's
 	// Last-Modified are HTTP dates; GCS's milliseconds are a finer case of
-	// the same); the in-memory bucket keeps the exact time.
-	tick := time.Second
-	if u.Scheme == "mem" {
-		tick = 0
-	}
-	return &Store{b: b, tick: tick}, nil
+	// the same).
+	return &Store{b: b, tick: time.Second}, nil
 }
 
-// New wraps an already-open bucket (tests, embedders).
+// New wraps an already-open bucket (tests, embedders) whose stamps are
+// exact (gocloud's in-memory bucket).
 func New(b *blob.Bucket) *Store { return &Store{b: b} }
 
 // redact drops query parameters (which may carry credentials) from errors.
