@@ -208,8 +208,17 @@ func TestNowMatchesStamps(t *testing.T) {
 // not hold zarr.json; one flat listing finds the folders that do.
 func TestFolderMarkers(t *testing.T) {
 	t.Parallel()
+	for _, target := range []string{gocloudMem, "mem://"} {
+		t.Run(target, func(t *testing.T) { checkFolderMarkers(t, target) })
+	}
+}
+
+func checkFolderMarkers(t *testing.T, target string) {
 	ctx := context.Background()
-	st := blobstore.New(memblob.OpenBucket(nil))
+	st, err := open(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer st.Close()
 	for k, v := range map[string]string{
 		"v/":                "",
@@ -241,7 +250,7 @@ func TestFolderMarkers(t *testing.T) {
 	if want := []string{"v/1.0.0/c/0", "v/1.0.0/zarr.json", "v/3.0.0/c/0", "v/4.0.0/zarr.json", "v/zarr.json"}; !reflect.DeepEqual(walked, want) {
 		t.Errorf("Walk = %q, want %q", walked, want)
 	}
-	got, err := st.FoldersHolding(ctx, "v/", "zarr.json")
+	got, err := storage.FoldersHolding(ctx, st, "v/", "zarr.json")
 	if want := []string{"v/1.0.0/", "v/4.0.0/"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("FoldersHolding = %q, %v; want %q", got, err, want)
 	}

@@ -87,18 +87,26 @@ func check(ctx context.Context, op, key string) error {
 
 // validKey accepts what a local folder or an object store can hold
 // without escaping the root: relative, slash-separated, no "." or ".."
-// segment, no empty segment, no NUL.
+// segment, no empty segment, no NUL; or such a key and a "/", a folder
+// marker (see marker).
 func validKey(key string) error {
-	if key == "" || strings.ContainsRune(key, 0) || strings.Contains(key, "\\") {
+	k := strings.TrimSuffix(key, "/")
+	if k == "" || strings.ContainsRune(k, 0) || strings.Contains(k, "\\") {
 		return fmt.Errorf("invalid key %q", key)
 	}
-	for seg := range strings.SplitSeq(key, "/") {
+	for seg := range strings.SplitSeq(k, "/") {
 		if seg == "" || seg == "." || seg == ".." {
 			return fmt.Errorf("invalid key %q", key)
 		}
 	}
 	return nil
 }
+
+// marker reports whether key is a "folder/" marker: the empty object that
+// object stores' consoles and sync tools create so that a folder shows.
+// Stored as they do it, it makes its folder show in its parent's listing,
+// and is otherwise no object (blobstore treats them alike).
+func marker(key string) bool { return strings.HasSuffix(key, "/") }
 
 // checkPrefix validates a listing's prefix: "" or a key ending in "/".
 func checkPrefix(ctx context.Context, op, prefix string) error {
@@ -108,7 +116,7 @@ func checkPrefix(ctx context.Context, op, prefix string) error {
 	if prefix == "" {
 		return nil
 	}
-	if !strings.HasSuffix(prefix, "/") || validKey(strings.TrimSuffix(prefix, "/")) != nil {
+	if !strings.HasSuffix(prefix, "/") || validKey(prefix) != nil {
 		return &storage.Error{Op: op, Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
 	}
 	return nil
@@ -201,8 +209,12 @@ func under(keys []string, prefix string) []string {
 
 // children calls fn for each direct child of prefix in keys (sorted, all
 // under prefix): an object's key, or a folder's prefix (ending in "/")
-// once, skipping the rest of the folder by binary search.
+// once, skipping the rest of the folder by binary search. The marker of
+// prefix itself is no child.
 func children(keys []string, prefix string, fn func(key string, folder bool)) {
+	if len(keys) > 0 && keys[0] == prefix {
+		keys = keys[1:]
+	}
 	for len(keys) > 0 {
 		k := keys[0]
 		i := strings.IndexByte(k[len(prefix):], '/')
@@ -261,7 +273,7 @@ func (s *Store) FoldersHolding(ctx context.Context, prefix, name string) ([]stri
 }
 
 // Walk implements storage.Store. It calls fn, in key order, on the
-// objects present when it started, outside the store's lock (so fn may
+// objects (not the markers) present when it started, outside the store's lock (so fn may
 // read or write the store).
 func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage.Attrs) error) error {
 	if err := checkPrefix(ctx, "walk", prefix); err != nil {
@@ -272,12 +284,14 @@ func (s *Store) Walk(ctx context.Context, prefix string, fn func(string, storage
 		s.mu.Unlock()
 		return &storage.Error{Op: "walk", Key: prefix, Err: errClosed}
 	}
-	keys := under(s.index(), prefix)
-	attrs := make([]storage.Attrs, len(keys))
-	for i, k := range keys {
-		attrs[i] = s.objs[k].attrs
+	var keys []string
+	var attrs []storage.Attrs
+	for _, k := range under(s.index(), prefix) {
+		if !marker(k) {
+			keys = append(keys, k)
+			attrs = append(attrs, s.objs[k].attrs)
+		}
 	}
-	keys = slices.Clone(keys)
 	s.mu.Unlock()
 	for i, k := range keys {
 		if err := ctx.Err(); err != nil {
