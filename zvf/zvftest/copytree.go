@@ -38,8 +38,12 @@ func CopyInto(tb testing.TB, src, dst string) {
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
-			return err
+		// A folder's files come after the folder, made above; only a
+		// lone file needs its parent made (a stat per file saved).
+		if rel == "." {
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
 		}
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
