@@ -81,7 +81,7 @@ func TestDensityBinsMatchBruteForce(t *testing.T) {
 			}
 		}
 	}
-	mem, err := blobstore.OpenBucket(ctx, "mem://")
+	mem, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}

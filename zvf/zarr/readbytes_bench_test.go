@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"gocloud.dev/blob/memblob"
-
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
@@ -38,7 +36,7 @@ func BenchmarkReadBytes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			st := blobstore.New(memblob.OpenBucket(nil))
+			st := memstore.New()
 			defer func() {
 				if err := st.Close(); err != nil {
 					b.Error(err)
