@@ -7,9 +7,6 @@ import (
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/synth"
-	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
 // keyCounter is a cache.Cache that counts lookups by key.
@@ -36,16 +33,8 @@ func (c *keyCounter) PeekRef(key string) (any, *cache.Ref, bool) {
 func TestWarmBBoxFindsChunksByRef(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mem, err := synth.Points(ctx, 50_000, 2, writer.CodecNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
 	kc := &keyCounter{Cache: cache.New(256 << 20)}
-	s, err := zvf.Open(ctx, storage.Sub(mem, "points"), zvf.Options{Name: "points", Cache: kc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := synthPoints(t, 50_000, 2, nil, kc)
 	l, _ := s.Level(0)
 	q := zvf.BBoxQuery{Min: []float64{100, 100, 100}, Max: []float64{700, 650, 900}}
 	answer := func() (int64, int64) {

@@ -31,24 +31,11 @@ func (c *readCounter) Get(ctx context.Context, key string, o storage.ReadOptions
 func TestChooseLevelReadsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mem, err := synth.Points(ctx, 200_000, 3, writer.CodecNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	rc := &readCounter{Store: storage.Sub(mem, "points")}
-	s, err := zvf.Open(ctx, rc, zvf.Options{Name: "points", Cache: cache.New(256 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	exact := func(level int, min, max []float64) int64 {
-		l, _ := s.Level(level)
-		res, err := l.BBox(ctx, zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Count
-	}
+	var rc *readCounter
+	mem, s := synthPoints(t, 200_000, 3, func(st storage.Store) storage.Store {
+		rc = &readCounter{Store: st}
+		return rc
+	}, cache.New(256<<20))
 	boxes := [][2][]float64{
 		{{0, 0, 0}, {1000, 1000, 1000}},
 		{{100, 100, 100}, {600, 450, 900}},
@@ -84,25 +71,53 @@ func TestChooseLevelReadsNothing(t *testing.T) {
 	}
 	// Chunks in the cache are counted exactly.
 	whole := boxes[0]
-	n0 := exact(0, whole[0], whole[1])
+	n0 := boxCount(t, s, 0, whole[0], whole[1])
 	if got, _ := s.ChooseLevel(ctx, whole[0], whole[1], n0, nil, zvf.Selection{}); got != 0 {
 		t.Errorf("a budget equal to the cached level-0 count chose level %d", got)
 	}
 }
 
-// exactCount counts level n's vertices in the box through a store of its own.
-func exactCount(t *testing.T, mem storage.Store, n int, min, max []float64) int64 {
+// synthPoints writes n synthetic points (seed seed) into memory
+// and opens them as "points" through wrap (nil: the store itself) with
+// cache ch (nil: none); it returns the store's bucket too.
+func synthPoints(t *testing.T, n int, seed uint64, wrap func(storage.Store) storage.Store, ch zvf.Cache) (storage.Store, *zvf.Store) {
 	t.Helper()
-	s, err := zvf.Open(context.Background(), storage.Sub(mem, "points"), zvf.Options{Name: "exact"})
+	mem, err := synth.Points(context.Background(), n, seed, writer.CodecNone)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = mem.Close() })
+	var st storage.Store = storage.Sub(mem, "points")
+	if wrap != nil {
+		st = wrap(st)
+	}
+	s, err := zvf.Open(context.Background(), st, zvf.Options{Name: "points", Cache: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem, s
+}
+
+// boxCount is the number of level n's vertices in the box, as s answers.
+func boxCount(t *testing.T, s *zvf.Store, n int, min, max []float64) int64 {
+	t.Helper()
 	l, _ := s.Level(n)
 	res, err := l.BBox(context.Background(), zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res.Count
+}
+
+// exactCount counts level n's vertices in the box through a store of its
+// own, so the cache under test stays cold.
+func exactCount(t *testing.T, mem storage.Store, n int, min, max []float64) int64 {
+	t.Helper()
+	s, err := zvf.Open(context.Background(), storage.Sub(mem, "points"), zvf.Options{Name: "exact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return boxCount(t, s, n, min, max)
 }
 
 // peekCounter counts cache peeks: the warm path's per-chunk cost.
@@ -126,31 +141,15 @@ func (c *peekCounter) Peek(key string) (any, bool) {
 func TestChooseLevelWarm(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mem, err := synth.Points(ctx, 200_000, 3, writer.CodecNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
 	pc := &peekCounter{Cache: cache.New(256 << 20)}
-	s, err := zvf.Open(ctx, storage.Sub(mem, "points"), zvf.Options{Name: "points", Cache: pc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := func(level int, min, max []float64) int64 {
-		l, _ := s.Level(level)
-		res, err := l.BBox(ctx, zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Count
-	}
+	_, s := synthPoints(t, 200_000, 3, nil, pc)
 	everything := [2][]float64{{-1e6, -1e6, -1e6}, {1e6, 1e6, 1e6}}
 	for _, n := range s.Levels() {
-		count(n, everything[0], everything[1])
+		boxCount(t, s, n, everything[0], everything[1])
 	}
 
 	// Every chunk lies inside this box: known counts decide alone.
-	n0 := count(0, everything[0], everything[1])
+	n0 := boxCount(t, s, 0, everything[0], everything[1])
 	for _, budget := range []int64{1, n0 / 3, n0 - 1, n0} {
 		before := pc.n.Load()
 		if _, err := s.ChooseLevel(ctx, everything[0], everything[1], budget, nil, zvf.Selection{}); err != nil {
@@ -170,7 +169,7 @@ func TestChooseLevelWarm(t *testing.T) {
 	for _, b := range boxes {
 		var counts []int64
 		for _, n := range s.Levels() {
-			counts = append(counts, count(n, b[0], b[1]))
+			counts = append(counts, boxCount(t, s, n, b[0], b[1]))
 		}
 		for i, c := range counts[:len(counts)-1] {
 			for _, budget := range []int64{c, c - 1} {
