@@ -179,6 +179,24 @@ type meshView struct {
 	projectionScale float64
 }
 
+// readyView is the view a store descriptor's ready state opens on.
+type readyView struct {
+	Dimensions      map[string][2]any `json:"dimensions"`
+	Position        []float64         `json:"position"`
+	ProjectionScale float64           `json:"projectionScale"`
+}
+
+// decodeReadyView reads the ready state's view from a store descriptor.
+func decodeReadyView(descriptor []byte) (readyView, error) {
+	var d struct {
+		Neuroglancer struct {
+			State readyView `json:"state"`
+		} `json:"neuroglancer"`
+	}
+	err := json.Unmarshal(descriptor, &d)
+	return d.Neuroglancer.State, err
+}
+
 // stateMeshView is the view the ready state of store name (as h serves
 // its descriptor) opens on, with Neuroglancer's perspective panel; its
 // axes must share one unit, so the state's units are store units.
@@ -187,19 +205,10 @@ func stateMeshView(t testing.TB, h http.Handler, name string) meshView {
 	req := httptest.NewRequest(http.MethodGet, "http://x/api/v1/stores/"+name, nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
-	var d struct {
-		Neuroglancer struct {
-			State struct {
-				Dimensions      map[string][2]any `json:"dimensions"`
-				Position        []float64         `json:"position"`
-				ProjectionScale float64           `json:"projectionScale"`
-			} `json:"state"`
-		} `json:"neuroglancer"`
-	}
-	if err := json.Unmarshal(w.Body.Bytes(), &d); err != nil {
+	s, err := decodeReadyView(w.Body.Bytes())
+	if err != nil {
 		t.Fatalf("descriptor of %s: %d %v", name, w.Code, err)
 	}
-	s := d.Neuroglancer.State
 	if len(s.Position) != 3 || !(s.ProjectionScale > 0) || s.Dimensions["x"] != s.Dimensions["y"] || s.Dimensions["x"] != s.Dimensions["z"] {
 		t.Fatalf("store %s's state opens on no view of one unit: %+v", name, s)
 	}

@@ -712,19 +712,10 @@ func TestMeshStateOpensOnTheStore(t *testing.T) {
 	} {
 		t.Run(tc.st.Name(), func(t *testing.T) {
 			_, ts := newServer(t, api.Options{Stores: []*zvf.Store{tc.st}})
-			var d struct {
-				Neuroglancer struct {
-					State struct {
-						Dimensions      map[string][2]any `json:"dimensions"`
-						Position        []float64         `json:"position"`
-						ProjectionScale float64           `json:"projectionScale"`
-					} `json:"state"`
-				} `json:"neuroglancer"`
-			}
-			if err := json.Unmarshal(apitest.MustGet(t, ts, "/api/v1/stores/"+tc.st.Name()), &d); err != nil {
+			s, err := decodeReadyView(apitest.MustGet(t, ts, "/api/v1/stores/"+tc.st.Name()))
+			if err != nil {
 				t.Fatal(err)
 			}
-			s := d.Neuroglancer.State
 			want := tc.position
 			if want == nil {
 				b := tc.st.Info().Bounds
