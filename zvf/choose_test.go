@@ -120,17 +120,6 @@ func exactCount(t *testing.T, mem storage.Store, n int, min, max []float64) int6
 	return boxCount(t, s, n, min, max)
 }
 
-// peekCounter counts cache peeks: the warm path's per-chunk cost.
-type peekCounter struct {
-	zvf.Cache
-	n atomic.Int64
-}
-
-func (c *peekCounter) Peek(key string) (any, bool) {
-	c.n.Add(1)
-	return c.Cache.Peek(key)
-}
-
 // TestChooseLevelWarm: once a level's chunks have been read, level=auto
 // counts them from what it learnt then — rows per chunk, and whether
 // they all lie in their cell — not by looking each candidate up in the
@@ -141,7 +130,7 @@ func (c *peekCounter) Peek(key string) (any, bool) {
 func TestChooseLevelWarm(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pc := &peekCounter{Cache: cache.New(256 << 20)}
+	pc := &keyCounter{Cache: cache.New(256 << 20)}
 	_, s := synthPoints(t, 200_000, 3, nil, pc)
 	everything := [2][]float64{{-1e6, -1e6, -1e6}, {1e6, 1e6, 1e6}}
 	for _, n := range s.Levels() {
@@ -151,11 +140,11 @@ func TestChooseLevelWarm(t *testing.T) {
 	// Every chunk lies inside this box: known counts decide alone.
 	n0 := boxCount(t, s, 0, everything[0], everything[1])
 	for _, budget := range []int64{1, n0 / 3, n0 - 1, n0} {
-		before := pc.n.Load()
+		before := pc.keyed.Load()
 		if _, err := s.ChooseLevel(ctx, everything[0], everything[1], budget, nil, zvf.Selection{}); err != nil {
 			t.Fatal(err)
 		}
-		if peeks := pc.n.Load() - before; peeks != 0 {
+		if peeks := pc.keyed.Load() - before; peeks != 0 {
 			t.Errorf("budget %d: %d cache lookups to choose a level among chunks already counted", budget, peeks)
 		}
 	}
