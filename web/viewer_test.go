@@ -553,6 +553,25 @@ func testFindObject(t *testing.T, e *viewerEnv) {
 	if x0 < 0 || y0 < 0 || x1 > cam.Width || y1 > cam.Height || (x1-x0 < cam.Width/3 && y1-y0 < cam.Height/3) {
 		t.Errorf("object 3 projects to %.0f,%.0f..%.0f,%.0f in a %.0fx%.0f view; want it framed", x0, y0, x1, y1, cam.Width, cam.Height)
 	}
+	// Fetched quantized, as its level's tiles are (precision=), and drawn
+	// within that precision of the stored vertices, never further.
+	var prec float64
+	b.value(`+(new URL(__zvf.requests.filter((r) => r.kind === 'object').at(-1).url, location.href).searchParams.get('precision') || 0)`, &prec)
+	if prec <= 0 {
+		t.Errorf("the object was fetched without a precision")
+	}
+	ax := e.sc.Axons
+	lo, hi := [3]float64{math.Inf(1), math.Inf(1), math.Inf(1)}, [3]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1)}
+	for i := ax.Offsets[3] * 3; i < ax.Offsets[4]*3; i++ {
+		lo[i%3], hi[i%3] = math.Min(lo[i%3], float64(ax.Positions[i])), math.Max(hi[i%3], float64(ax.Positions[i]))
+	}
+	for a := 0; a < 3; a++ {
+		tol := prec + 1e-4*math.Max(math.Abs(lo[a]), math.Abs(hi[a]))
+		if math.Abs(box[0][a]-lo[a]) > tol || math.Abs(box[1][a]-hi[a]) > tol {
+			t.Errorf("object 3 framed on %v; its vertices span %v..%v (precision %g)", box, lo, hi, prec)
+			break
+		}
+	}
 	b.page("viewer-object-page.png")
 	shot := b.shot("viewer-object.png")
 	if n := near(t, shot, [3]int{255, 77, 224}, 60); n < 200 {

@@ -11,9 +11,13 @@ export const PAGE_LIMIT = 1000000;
 export const catalogURL = () => 'api/v1/stores';
 export const storeURL = (store) => `api/v1/stores/${enc(store)}`;
 
-// objectURL: an object's vertices (part ''), '/levels' or '/manifest'.
-export function objectURL(store, id, part = '', { level } = {}) {
-  return `${storeURL(store)}/objects/${id}${part}${level !== undefined ? `?level=${level}` : ''}`;
+// objectURL: an object's vertices (part ''), '/levels' or '/manifest';
+// precision (store units, vertices only) asks for quantized coordinates.
+export function objectURL(store, id, part = '', { level, precision } = {}) {
+  const p = [];
+  if (level !== undefined) p.push(`level=${level}`);
+  if (precision > 0) p.push(`precision=${enc(String(precision))}`);
+  return `${storeURL(store)}/objects/${id}${part}${p.length ? `?${p.join('&')}` : ''}`;
 }
 
 // bboxURL is a box query: q = {min, max, dims, level, limit, attributes,

@@ -45,7 +45,8 @@ export class FindTool {
       if (!lv.levels.length) throw new Error(`object ${id} is in no level of ${l.name}`);
       const level = lv.levels.includes(0) ? 0 : Math.min(...lv.levels);
       const [res, man] = await Promise.all([
-        app.net.binary(objectURL(l.name, id, '', { level }), { kind: 'object', layer: l.name, level }),
+        // Drawn as a tile of its level is: within what a pixel shows there.
+        app.net.binary(objectURL(l.name, id, '', { level, precision: l.precision(level) }), { kind: 'object', layer: l.name, level }),
         app.net.json(objectURL(l.name, id, '/manifest', { level }), { kind: 'manifest', layer: l.name, level })]);
       await app.gpu;
       if (seq !== this.seq) return;
