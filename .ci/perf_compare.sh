@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Side-by-side: the reference Python reader versus zvfserve, cold process
 # (median of 5) and warm server (median of 7), on the 2,000,000-point store that the reference's own
-# gen_perf.py writes. Needs ../shared/tools/refwriter set up (see its README):
+# gen_perf.py writes. The warm server is timed twice: curl on a new
+# connection per request (warm_ms: connect, accept and a first request on
+# the connection included), and on one kept-alive connection, as a viewer
+# asks (warm_ka_ms: the 7 requests after the first of 8 on one curl).
+# Needs ../shared/tools/refwriter set up (see its README):
 #
 #   .ci/perf_compare.sh [STORE] [REFWRITER_DIR]
 #
@@ -33,7 +37,7 @@ SRV=$!
 trap 'kill $SRV 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 
-printf '%-15s %9s %12s %14s %10s %10s\n' box vertices python_s zvf_cold_s zvf_warm_ms speedups
+printf '%-15s %9s %12s %14s %10s %10s %10s\n' box vertices python_s zvf_cold_s warm_ms warm_ka_ms speedups
 echo "$REFOUT" | while read -r line; do
   q=$(echo "$line" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["query"])')
   [ "$q" = level2_all ] && continue
@@ -54,6 +58,10 @@ print(statistics.median(walls))' "$BIN" query "$STORE" --level 0 --bbox "$lo,$hi
   url="http://127.0.0.1:$PORT/api/v1/stores/perf/bbox?min=$lo&max=$hi&f=bin&limit=2000000"
   curl -sf -o /dev/null "$url"
   warm=$(for _ in 1 2 3 4 5 6 7; do curl -sf -o /dev/null -w '%{time_total}\n' "$url"; done | median)
-  printf '%-15s %9s %12s %14.3f %10.2f   cold %.0fx, warm %.0fx\n' "$q" "$n" "$py" "$cold" "$(echo "$warm*1000" | bc -l)" \
-    "$(echo "$py/$cold" | bc -l)" "$(echo "$py/$warm" | bc -l)"
+  ka=()
+  for _ in 1 2 3 4 5 6 7 8; do ka+=(-o /dev/null "$url"); done
+  warmka=$(curl -sf -w '%{time_total}\n' "${ka[@]}" | tail -n 7 | median)
+  printf '%-15s %9s %12s %14.3f %10.2f %10.2f   cold %.0fx, warm %.0fx, warm kept-alive %.0fx\n' "$q" "$n" "$py" "$cold" \
+    "$(echo "$warm*1000" | bc -l)" "$(echo "$warmka*1000" | bc -l)" \
+    "$(echo "$py/$cold" | bc -l)" "$(echo "$py/$warm" | bc -l)" "$(echo "$py/$warmka" | bc -l)"
 done
