@@ -105,6 +105,37 @@ func BenchmarkBBoxBinary50k(b *testing.B) { benchBBox(b, 50_000, "bin") }
 // BenchmarkBBoxJSON50k: the same answer as JSON; MB/s is output per core.
 func BenchmarkBBoxJSON50k(b *testing.B) { benchBBox(b, 50_000, "json") }
 
+// BenchmarkBBoxJSON50kClients: the 50,000-vertex JSON answer to 8
+// requests a core at once (16 on two cores, as the load benchmark's
+// clients), where formatting one answer on several cores has no idle core
+// to gain; compare cpu-ns/op, the CPU one answer costs.
+func BenchmarkBBoxJSON50kClients(b *testing.B) {
+	min, max := synth.BoxFor(benchPoints, 50_000, 301)
+	h := benchServer(b).Handler()
+	url := bboxPath("points", min, max, "f=json&connectivity=false")
+	first := &discard{h: http.Header{}}
+	h.ServeHTTP(first, httptest.NewRequest(http.MethodGet, url, nil)) // warm
+	b.SetBytes(first.n)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	m := benchtest.Start(b)
+	b.RunParallel(func(pb *testing.PB) {
+		req := httptest.NewRequest(http.MethodGet, url, nil)
+		w := &discard{h: http.Header{}}
+		for pb.Next() {
+			w.n = 0
+			clear(w.h)
+			h.ServeHTTP(w, req)
+			if w.n != first.n {
+				b.Errorf("answer of %d bytes, want %d", w.n, first.n)
+				return
+			}
+		}
+	})
+	m.ReportCPU()
+}
+
 // BenchmarkBBoxNDJSON50k: and as NDJSON.
 func BenchmarkBBoxNDJSON50k(b *testing.B) { benchBBox(b, 50_000, "ndjson") }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf"
@@ -40,8 +41,29 @@ func segRows(width int) int    { return min(maxSegRows, max(1, segBytes/max(widt
 func minSegRows(width int) int { return min(maxSegRows, max(1, minSegBytes/max(width, 1))) }
 
 type rowFormatter struct {
-	workers int      // cores to use; 1 formats on the caller's goroutine
+	workers int      // cores to use at most; 1 formats on the caller's goroutine
 	segs    [][]byte // one buffer per worker, reused across rounds
+	// busy counts the server's answers formatting rows at this moment
+	// (nil: none other). Splitting a round pays only with an idle core:
+	// with as many answers formatting as cores, the fork and join and
+	// gathering rows into rounds are cost without gain (16 clients on
+	// two cores, BenchmarkBBoxJSON50kClients), so each answer then
+	// formats on its own goroutine.
+	busy   *atomic.Int32
+	active bool // counted in busy
+}
+
+// share is the workers worth using now: the cores that no other answer
+// is formatting on, and at least one.
+func (f *rowFormatter) share() int {
+	if f.busy == nil || f.workers <= 1 {
+		return max(f.workers, 1)
+	}
+	others := int(f.busy.Load())
+	if f.active {
+		others--
+	}
+	return max(1, min(f.workers, f.workers-others))
 }
 
 // format writes rows [0, rows) of a batch, each at most width bytes of
@@ -52,10 +74,19 @@ func (f *rowFormatter) format(w *bufio.Writer, rows, width int, each func(dst []
 	if len(f.segs) < max(f.workers, 1) {
 		f.segs = append(f.segs, make([][]byte, max(f.workers, 1)-len(f.segs))...)
 	}
+	if f.busy != nil && !f.active {
+		f.active = true
+		f.busy.Add(1)
+		defer func() {
+			f.active = false
+			f.busy.Add(-1)
+		}()
+	}
 	per, least := segRows(width), minSegRows(width)
 	for start := 0; start < rows; {
-		n := min(rows-start, max(f.workers, 1)*per)
-		k := max(1, min(f.workers, n/least)) // segments this round
+		workers := f.share()
+		n := min(rows-start, workers*per)
+		k := max(1, min(workers, n/least)) // segments this round
 		if k == 1 {
 			f.segs[0] = each(f.segs[0][:0], start, start+n)
 		} else {
@@ -103,10 +134,6 @@ func (f *rowFormatter) fork(start, n, k int, each func(dst []byte, lo, hi int) [
 	}
 }
 
-// round is the rows of width bytes of text worth formatting at once on
-// f's workers.
-func (f *rowFormatter) round(width int) int { return f.workers * segRows(width) }
-
 // batchRun concatenates consecutive batches into one. A batch's slices are
 // only valid during the reader's emit call, so rows are copied: 12 bytes
 // a vertex, far less than the ~100 ns formatting one costs.
@@ -145,7 +172,7 @@ func (r *batchRun) add(b *zvf.Batch) {
 
 // batcher feeds an encoder's write with batches of at least a round's
 // rows when it formats on several cores, and with each batch as it comes
-// otherwise.
+// otherwise (one core, or every core busy formatting other answers).
 type batcher struct {
 	rows  rowFormatter
 	run   batchRun
@@ -166,6 +193,7 @@ type batchers struct {
 	pool     sync.Pool
 	now      func() time.Time // the server's clock
 	pageHold int64            // the JSON page bound (Options.JSONPageBytes); 0: jsonPageHold
+	busy     atomic.Int32     // answers formatting rows now (rowFormatter.busy)
 }
 
 // get returns a batcher using every core.
@@ -177,7 +205,7 @@ func (p *batchers) get() *batcher {
 	if now == nil {
 		now = time.Now
 	}
-	return &batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0)}, now: now}
+	return &batcher{rows: rowFormatter{workers: runtime.GOMAXPROCS(0), busy: &p.busy}, now: now}
 }
 
 // put keeps t for the next answer unless an unusual answer grew its
@@ -208,8 +236,9 @@ func (t *batcher) size() int64 {
 // bytes (so that it starts streaming at once), then twice as many each
 // time up to a round — or has waited holdMax.
 func (t *batcher) batch(b *zvf.Batch, write func(*zvf.Batch) error) error {
-	want := min(max(t.sent, minSegRows(t.width)*t.rows.workers), t.rows.round(t.width))
-	if t.rows.workers <= 1 || (t.run.b.Rows == 0 && b.Rows >= want) {
+	workers := t.rows.share()
+	want := min(max(t.sent, minSegRows(t.width)*workers), workers*segRows(t.width))
+	if t.run.b.Rows == 0 && (workers <= 1 || b.Rows >= want) {
 		t.sent += b.Rows
 		return write(b)
 	}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,6 +187,74 @@ func TestTextBoundsInBytes(t *testing.T) {
 	} {
 		if w := textWidth(tc.a); w < len(tc.v)+1 {
 			t.Errorf("%s: width %d, but %q takes %d with its comma", tc.a.DType, w, tc.v, len(tc.v)+1)
+		}
+	}
+}
+
+// TestFormattingYieldsToBusyCores: with as many other answers formatting
+// as there are cores, an answer formats each round on its own goroutine
+// (one segment a round) and passes batches through without gathering
+// them, with the same bytes; with idle cores it splits rounds as before.
+// Its own count in busy is taken back when it is done.
+func TestFormattingYieldsToBusyCores(t *testing.T) {
+	const width = 51
+	rows := segRows(width) // one round: two segments of half, or one
+	letters := func(dst []byte, lo, hi int) []byte {
+		for i := lo; i < hi; i++ {
+			dst = append(dst, byte('a'+i%26))
+		}
+		return dst
+	}
+	var outs [2]bytes.Buffer
+	for k, others := range []int32{2, 0} {
+		var busy atomic.Int32
+		busy.Store(others)
+		f := rowFormatter{workers: 2, busy: &busy}
+		segs := 0
+		w := bufio.NewWriter(&outs[k])
+		var mu sync.Mutex
+		err := f.format(w, rows, width, func(dst []byte, lo, hi int) []byte {
+			mu.Lock()
+			segs++
+			mu.Unlock()
+			return letters(dst, lo, hi)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		want := 2 // the round split between the two cores
+		if others > 0 {
+			want = 1
+		}
+		if segs != want {
+			t.Errorf("%d other answers formatting: %d segments, want %d", others, segs, want)
+		}
+		if got := busy.Load(); got != others {
+			t.Errorf("busy is %d after formatting, was %d", got, others)
+		}
+	}
+	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) || outs[0].Len() != rows {
+		t.Fatalf("%d bytes with busy cores, %d with idle ones, want %d the same", outs[0].Len(), outs[1].Len(), rows)
+	}
+
+	// A batcher gathers small batches into rounds only with an idle core.
+	for _, others := range []int32{2, 0} {
+		var busy atomic.Int32
+		busy.Store(others)
+		b := &batcher{rows: rowFormatter{workers: 2, busy: &busy}, now: time.Now}
+		in := &zvf.Batch{Rows: 100, Vertices: zvf.Column{DType: "float32", Channels: 3, Data: make([]byte, 100*12)}}
+		var got []*zvf.Batch
+		if err := b.batch(in, func(x *zvf.Batch) error { got = append(got, x); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case others == 2 && (len(got) != 1 || got[0] != in):
+			t.Errorf("busy cores: a 100-row batch was not passed through (%d writes)", len(got))
+		case others == 0 && (len(got) != 0 || b.run.b.Rows != 100):
+			t.Errorf("idle core: a 100-row batch was not held for a round (%d writes, %d rows held)", len(got), b.run.b.Rows)
 		}
 	}
 }
