@@ -121,6 +121,12 @@ type jsonEncoder struct {
 	par  *batcher
 	buf  []byte
 	vb   zvf.Batch // a batch's vertices, on their way to par
+	// cur is the batch write is formatting, and rowsOf, made once, formats
+	// its rows: a closure per write would be an allocation per chunk
+	// once batches go out as they come (rowFormatter.busy).
+	cur    *zvf.Batch
+	lead   bool // a comma before cur's first row
+	rowsOf func(dst []byte, lo, hi int) []byte
 	ids  []int64
 	cols []zvf.Column // each attribute as its batches describe it; Data: its held rows
 }
@@ -172,18 +178,26 @@ func (e *jsonEncoder) account() {
 
 // write formats a batch's vertex rows.
 func (e *jsonEncoder) write(b *zvf.Batch) error {
-	lead := e.n > 0 // a comma before the batch's first row
-	err := e.par.rows.format(e.w, b.Rows, e.par.width, func(dst []byte, lo, hi int) []byte {
-		for i := lo; i < hi; i++ {
-			if lead || i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendRow(dst, &b.Vertices, i)
-		}
-		return dst
-	})
+	if e.rowsOf == nil {
+		e.rowsOf = e.vertexRows
+	}
+	e.cur, e.lead = b, e.n > 0
+	err := e.par.rows.format(e.w, b.Rows, e.par.width, e.rowsOf)
+	e.cur = nil
 	e.n += int64(b.Rows)
 	return err
+}
+
+// vertexRows appends rows lo … hi-1 of the batch being written.
+func (e *jsonEncoder) vertexRows(dst []byte, lo, hi int) []byte {
+	b := e.cur
+	for i := lo; i < hi; i++ {
+		if e.lead || i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendRow(dst, &b.Vertices, i)
+	}
+	return dst
 }
 
 func (e *jsonEncoder) end(t *trailer) error {
