@@ -10,7 +10,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestBBoxMisfiledRow: a corrupt store files a row outside its chunk's
@@ -45,15 +45,11 @@ func TestBBoxMisfiledRow(t *testing.T) {
 				binary.LittleEndian.PutUint32(b[8:], math.Float32bits(float32(lo[2]+1)))
 				return b
 			})
-			st, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := zvftest.Store(t, dir)
 			s, err := zvf.Open(ctx, st, zvf.Options{Name: tc.fixture, Cache: cache.New(64 << 20)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer st.Close()
 			l, _ := s.Level(0)
 			// Every row with its chunk, through a box that covers all.
 			type row struct {

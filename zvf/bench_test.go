@@ -157,10 +157,7 @@ func TestBBoxWarmAllocationFree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st09, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st09 := zvftest.Store(t, "mem://")
 	if err := zvftest.To09(ctx, storage.Sub(st, "points"), st09, zvftest.To09Options{}); err != nil {
 		t.Fatal(err)
 	}

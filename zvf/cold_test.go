@@ -11,7 +11,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // boxRows is every row of the level inside the closed box, chunk by chunk
@@ -62,11 +62,7 @@ func TestColdBBoxReadsNoFragmentIndex(t *testing.T) {
 		t.Run(fixture, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(fixtures, fixture+".zarrvectors")
-			bs, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer bs.Close()
+			bs := zvftest.Store(t, dir)
 			ref, err := zvf.Open(ctx, bs, zvf.Options{Name: fixture})
 			if err != nil {
 				t.Fatal(err)
@@ -119,11 +115,7 @@ func TestColdBBoxReadsNoFragmentIndex(t *testing.T) {
 			copy(b[n-12:], first[:])
 			return b
 		})
-		bs, err := blobstore.Open(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer bs.Close()
+		bs := zvftest.Store(t, dir)
 		log := &readLog{Store: bs, reads: map[string][]int{}}
 		s, err := zvf.Open(ctx, log, zvf.Options{Name: "points_bins", Cache: cache.New(64 << 20)})
 		if err != nil {

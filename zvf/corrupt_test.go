@@ -76,11 +76,7 @@ func TestCorruptChunks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mutate(t, filepath.Join(dir, tc.file), tc.f)
-			st, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := zvftest.Store(t, dir)
 			s, err := zvf.Open(ctx, st, zvf.Options{Name: "graph"})
 			if err != nil {
 				t.Fatal(err)
@@ -275,11 +271,7 @@ func TestCorruptCells09(t *testing.T) {
 					} else {
 						mutate(t, path, func(b []byte) []byte { return tc.f(t, b) })
 					}
-					st, err := blobstore.Open(ctx, dir)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer st.Close()
+					st := zvftest.Store(t, dir)
 					var ze *zvf.Error
 					s, err := zvf.Open(ctx, st, zvf.Options{Name: sc.name})
 					if strings.HasSuffix(tc.file, "zarr.json") {

@@ -11,8 +11,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // gridOracle counts positions (float32 × 3) in the cells of a grid with
@@ -81,10 +81,7 @@ func TestDensityBinsMatchBruteForce(t *testing.T) {
 			}
 		}
 	}
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem := zvftest.Store(t, "mem://")
 	o := writer.Options{ChunkShape: []float64{100, 100, 100}, BinShape: []float64{20, 20, 20}}
 	if _, err := writer.WritePoints(ctx, mem, "lattice", &writer.PointCloud{Positions: pos}, o); err != nil {
 		t.Fatal(err)

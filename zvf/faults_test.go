@@ -14,8 +14,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // putAll writes every object of objs in key order.
@@ -224,11 +224,7 @@ func TestSyncAtMostOncePerSecond(t *testing.T) {
 func TestOwnersRetriedAfterAFailure(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := zvftest.Store(t, filepath.Join(fixtures, "graph.zarrvectors"))
 	fs := faultstore.New(st, nil)
 	s, err := zvf.Open(ctx, fs, zvf.Options{Name: "graph"})
 	if err != nil {

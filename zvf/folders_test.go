@@ -13,7 +13,6 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -42,11 +41,7 @@ func TestEmptyChunkFolders(t *testing.T) {
 			t.Parallel()
 			want, _ := ref07.open(t, name)
 			dir := copyFixture(t, name)
-			mem, err := blobstore.Open(ctx, "mem://")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = mem.Close() })
+			mem := zvftest.Store(t, "mem://")
 			upload(t, mem, dir)
 			for _, n := range want.Levels() {
 				v := filepath.Join(dir, strconv.Itoa(n), "vertices")

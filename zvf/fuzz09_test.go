@@ -10,7 +10,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // fuzzTarget is one object of a 0.9 fixture that FuzzLayout09 replaces.
@@ -35,13 +35,9 @@ var fuzzTargets09 = []fuzzTarget{
 // memFixture09 copies a 0.9 fixture into a mem:// bucket.
 func memFixture09(f *testing.F, name string) storage.Writer {
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = st.Close() })
+	st := zvftest.Store(f, "mem://")
 	root := filepath.Join(fixtures09, name+".zarrvectors")
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

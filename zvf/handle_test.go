@@ -9,8 +9,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestHandleKeepsServingWhenTheCheckFails: a refresh whose listing fails
@@ -20,10 +20,7 @@ import (
 func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := zvftest.Store(t, filepath.Join(fixtures, "graph.zarrvectors"))
 	fs := faultstore.New(st, nil)
 	down := &faultstore.Rule{Fault: faultstore.Fault{Err: storage.ErrUnavailable}}
 	fs.Add(down)
@@ -31,7 +28,6 @@ func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	if _, err := h.Current(); !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("backend down at open: %v", err)
 	}
@@ -69,11 +65,7 @@ func TestHandleKeepsServingWhenTheCheckFails(t *testing.T) {
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	w, err := blobstore.Open(ctx, "mem://fp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := zvftest.Store(t, "mem://fp")
 	fp := func() string {
 		t.Helper()
 		s, err := zvf.Fingerprint(ctx, w)

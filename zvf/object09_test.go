@@ -10,7 +10,6 @@ import (
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -121,11 +120,7 @@ func withObjectIDs(t *testing.T, name string, ids []int64) *zvf.Level {
 	ctx := context.Background()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
 	zvftest.WriteObjectIDs(t, dir, ids)
-	st, err := blobstore.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := zvftest.Store(t, dir)
 	s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -43,11 +42,7 @@ func TestLineAnswerMemoryFollowsTheAnswer(t *testing.T) {
 		}
 		offsets = append(offsets, len(pos)/3)
 	}
-	st, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := zvftest.Store(t, "mem://")
 	if _, err := writer.WritePolylines(ctx, st, "lines", &writer.Polylines{Positions: pos, Offsets: offsets},
 		writer.Options{ChunkShape: []float64{500, 500, 500}, BinShape: []float64{100, 100, 100}}); err != nil {
 		t.Fatal(err)
@@ -118,11 +113,7 @@ func answerBytes(t *testing.T, l *zvf.Level, q zvf.BBoxQuery, limit int64) strin
 func TestPreparedChunksAnswerAsTheWalk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := zvftest.Store(t, "mem://")
 	r := rand.New(rand.NewPCG(11, 3))
 	pos := make([]float32, 0, 3*300*60)
 	offsets := []int{0}
@@ -143,11 +134,7 @@ func TestPreparedChunksAnswerAsTheWalk(t *testing.T) {
 	if _, err := demo.Build(ctx, st, demo.Options{Seed: 3, Scale: 0.1}); err != nil {
 		t.Fatal(err)
 	}
-	v09, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v09.Close()
+	v09 := zvftest.Store(t, "mem://")
 	if err := zvftest.To09(ctx, storage.Sub(st, "axons"), v09, zvftest.To09Options{}); err != nil {
 		t.Fatal(err)
 	}

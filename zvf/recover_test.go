@@ -15,7 +15,7 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // panicStore panics in List for matching prefixes while armed: a stand-in
@@ -113,12 +113,9 @@ func TestGoroutinePanics(t *testing.T) {
 		{"open level", never, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bs, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			bs := zvftest.Store(t, filepath.Join(fixtures, "graph.zarrvectors"))
 			st := &panicStore{Store: bs, match: func(p string) bool { return tc.open && p == "0/vertices/" }}
-			defer st.Close()
+			var err error
 			pc := &panicCache{inner: cache.New(64 << 20), match: tc.key, inLoad: tc.inLoad}
 			var logs syncBuffer
 			o := zvf.Options{Name: "graph", Cache: pc, Logger: slog.New(slog.NewTextHandler(&logs, nil))}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // A fixture set is a folder of stores, each beside the answers the
@@ -158,11 +158,7 @@ type expectedLevel struct {
 func (set fixtureSet) open(t testing.TB, name string) (*zvf.Store, *expected) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, filepath.Join(set.dir, name+".zarrvectors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := zvftest.Store(t, filepath.Join(set.dir, name+".zarrvectors"))
 	s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(256 << 20)})
 	if err != nil {
 		t.Fatal(err)

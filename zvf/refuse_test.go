@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -98,12 +97,8 @@ func TestRefused09(t *testing.T) {
 			t.Parallel()
 			dir := zvftest.CopyTree(t, filepath.Join(fixtures09, tc.store+".zarrvectors"))
 			tc.change(t, dir)
-			st, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			_, err = zvf.Open(ctx, st, zvf.Options{Name: tc.store})
+			st := zvftest.Store(t, dir)
+			_, err := zvf.Open(ctx, st, zvf.Options{Name: tc.store})
 			var ze *zvf.Error
 			if !errors.As(err, &ze) || !errors.Is(err, zvf.ErrUnsupported) {
 				t.Fatalf("err = %v, want a *zvf.Error of kind unsupported", err)
@@ -140,12 +135,8 @@ func TestOpenZarrV2(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st, err := blobstore.Open(context.Background(), dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			_, err = zvf.Open(context.Background(), st, zvf.Options{Name: "old"})
+			st := zvftest.Store(t, dir)
+			_, err := zvf.Open(context.Background(), st, zvf.Options{Name: "old"})
 			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want a %v error saying %q", err, tc.kind, tc.want)
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // clockStore is a store with a clock the test moves: every object carries
@@ -26,11 +26,7 @@ type clockStore struct {
 }
 
 func newClockStore(t *testing.T) *clockStore {
-	w, err := blobstore.Open(context.Background(), "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
+	w := zvftest.Store(t, "mem://")
 	return &clockStore{Writer: w, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), mod: map[string]time.Time{}}
 }
 
@@ -82,11 +78,7 @@ func (c *clockStore) Walk(ctx context.Context, prefix string, fn func(string, st
 func sceneObjects(t *testing.T, seed int64, scale float64) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	mem := zvftest.Store(t, "mem://")
 	infos, err := demo.Build(ctx, mem, demo.Options{Seed: seed, Scale: scale})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -23,16 +22,8 @@ var unpacked07 = []string{"points_bins", "points_bins_zstd", "points_bins_blosc"
 func to09(t testing.TB, name string, o zvftest.To09Options) storage.Store {
 	t.Helper()
 	ctx := context.Background()
-	src, err := blobstore.Open(ctx, filepath.Join(fixtures, name+".zarrvectors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dst.Close() })
+	src := zvftest.Store(t, filepath.Join(fixtures, name+".zarrvectors"))
+	dst := zvftest.Store(t, "mem://")
 	if err := zvftest.To09(ctx, src, dst, o); err != nil {
 		t.Fatal(err)
 	}

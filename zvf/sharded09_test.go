@@ -10,7 +10,7 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // readLog records every read a store serves: key and bytes returned.
@@ -45,11 +45,7 @@ func TestSharded09ReadsRanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(fixtures09, "mesh_sharded_v09.zarrvectors")
-	st, err := blobstore.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := zvftest.Store(t, dir)
 	log := &readLog{Store: st, reads: map[string][]int{}}
 	s, err := zvf.Open(ctx, log, zvf.Options{Name: "mesh_sharded_v09", Cache: cache.New(64 << 20)})
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/metered"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
@@ -104,11 +103,7 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := filepath.Join(stores, "points")
-	st, err := blobstore.Open(ctx, dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := zvftest.Store(b, dir)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	lo, hi := synth.BoxFor(2_000_000, 500_000, 50)

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 func TestStoreNameFor(t *testing.T) {
@@ -40,11 +40,7 @@ func TestStoreNameFor(t *testing.T) {
 func TestDiscoverStores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	mem := zvftest.Store(t, "mem://")
 	deep := "deep/1/2/3/4/5/6/7/8/9/s.zarrvectors/zarr.json"
 	for _, k := range []string{
 		"cells/zarr.json", "cells/0/zarr.json", "cells/0/vertices/zarr.json",

@@ -25,7 +25,6 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -389,11 +388,7 @@ type storeObjects map[string][]byte
 func demoObjects(t *testing.T, o demo.Options, names ...string) map[string]storeObjects {
 	t.Helper()
 	ctx := context.Background()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	mem := zvftest.Store(t, "mem://")
 	infos, err := demo.Build(ctx, mem, o)
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/zvfserve/zvfserve/zvf/demo"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // Fleet settings: short checks so that the test sees a replacement through
@@ -71,21 +71,13 @@ func TestFleet(t *testing.T) {
 	stores := map[string]string{}
 	for _, name := range []string{"cells", "axons"} {
 		u := "s3://" + bucket + "/" + prefix + "/" + name + env.s3Query()
-		w, err := blobstore.Open(ctx, u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
+		w := zvftest.Store(t, u)
 		if err := upload(ctx, w, v1[name], nil, 16); err != nil {
 			t.Fatal(err)
 		}
 		stores[name] = u
 	}
-	cellsW, err := blobstore.Open(ctx, stores["cells"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cellsW.Close()
+	cellsW := zvftest.Store(t, stores["cells"])
 	// S3 stamps whole seconds: a replica that opened a store in the second
 	// of its last write cannot tell that write from a later one, refuses
 	// it and reopens, naming the version by its listing instead of its

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -167,15 +166,11 @@ func TestServeReadinessAny(t *testing.T) {
 func graphBoxCount(t *testing.T) int64 {
 	t.Helper()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, graphStore)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := zvftest.Store(t, graphStore)
 	s, err := zvf.Open(ctx, st, zvf.Options{Name: "graph"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	l, err := s.Level(0)
 	if err != nil {
 		t.Fatal(err)

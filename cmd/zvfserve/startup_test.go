@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -54,11 +53,7 @@ func TestServeLinkLoops09(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "loops.zarrvectors")
-	src, err := blobstore.Open(ctx, graphStore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := zvftest.Store(t, graphStore)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestSinceLargerReplacement: an object replaced after t by one larger
@@ -21,11 +21,7 @@ func TestSinceLargerReplacement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := blobstore.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := zvftest.Store(t, dir)
 	if err := st.Put(ctx, "old", make([]byte, 100)); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestOnDiskReuse: a store is written once (built, copied into a hidden
@@ -40,11 +40,7 @@ func TestOnDiskReuse(t *testing.T) {
 	if len(ents) != 1 || ents[0].Name() != "streamlines" {
 		t.Errorf("folder holds %v, want only streamlines/", ents)
 	}
-	disk, err := blobstore.Open(ctx, filepath.Join(dir, "streamlines"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer disk.Close()
+	disk := zvftest.Store(t, filepath.Join(dir, "streamlines"))
 	st, err := zvf.Open(ctx, disk, zvf.Options{Name: "streamlines"})
 	if err != nil {
 		t.Fatal(err)

@@ -5,17 +5,14 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 )
 
 // A string array through zarrs.vlen with zstd on the data and crc32c on
 // the index, index at the end: written and read back through the pipeline.
 func TestZarrsVlenArray(t *testing.T) {
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	meta := []byte(`{"zarr_format":3,"node_type":"array","shape":[5],"data_type":"string",
 	 "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[3]}},

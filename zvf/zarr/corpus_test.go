@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 const corpus = "../../testdata/zarr-codecs"
@@ -63,11 +63,7 @@ func TestCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := filepath.Join(corpus, c.Path)
-			st, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := zvftest.Store(t, dir)
 			a, err := zarr.OpenArray(ctx, st, "", cs)
 			if err == nil {
 				var got *zarr.Chunk

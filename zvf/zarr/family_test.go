@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 )
 
 // chunkDoc is a 0.7 per-chunk array document as the reference writes it.
@@ -97,10 +97,7 @@ func sameAsParseNode(t *testing.T, f *Family, doc []byte) {
 func TestFamilyOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, "mem://family")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	for i, n := range []int{3, 5, 8} {
 		p := "f/" + string(rune('a'+i))
@@ -166,10 +163,7 @@ func FuzzFamily(f *testing.F) {
 func TestFamilyReadBytes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, "mem://family-read")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	put := func(k string, b []byte) {
 		t.Helper()

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // arrayJSON is a zarr.json with the given shape, type, chunk shape and
@@ -24,11 +24,7 @@ func arrayJSON(shape, dtype, chunks, fill, codecs string) string {
 func memStore(t *testing.T, files map[string]string) storage.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := zvftest.Store(t, "mem://")
 	for k, v := range files {
 		if err := st.Put(ctx, k, []byte(v)); err != nil {
 			t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // countingStore counts the bytes the reader fetches.
@@ -34,10 +34,7 @@ func TestReadInnerChunk(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join(corpus, "sharding", "*.zarr"))
 	tested := 0
 	for _, p := range paths {
-		st, err := blobstore.Open(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := zvftest.Store(t, p)
 		cs := &countingStore{Store: st}
 		a, err := zarr.OpenArray(ctx, cs, "", nil)
 		if err != nil {
@@ -80,7 +77,6 @@ func TestReadInnerChunk(t *testing.T) {
 			}
 		}
 		tested++
-		_ = st.Close()
 	}
 	if tested < 5 {
 		t.Fatalf("only %d sharded arrays tested", tested)

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestShardedVlen: a sharding_indexed array of variable_length_bytes
@@ -20,11 +20,7 @@ import (
 // raw_cell_examples (0/vertices cell 1.1.1).
 func TestShardedVlen(t *testing.T) {
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, filepath.Join("../../testdata/zvf-0.9/mesh_sharded_v09.zarrvectors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := zvftest.Store(t, filepath.Join("../../testdata/zvf-0.9/mesh_sharded_v09.zarrvectors"))
 	a, err := zarr.OpenArray(ctx, st, "0/vertices", nil)
 	if err != nil {
 		t.Fatal(err)

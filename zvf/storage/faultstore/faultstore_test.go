@@ -7,16 +7,13 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 func TestFaults(t *testing.T) {
 	ctx := context.Background()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem := zvftest.Store(t, "mem://")
 	if err := mem.Put(ctx, "a/b", []byte("0123456789")); err != nil {
 		t.Fatal(err)
 	}
