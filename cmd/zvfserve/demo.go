@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -22,24 +20,20 @@ func demoCommand() cli.Command {
 	return cli.Command{Summary: "write the synthetic demo stores (cells, axons, skeletons, meshes) into OUT", Run: runDemo}
 }
 
+const demoUsage = `Usage: zvfserve demo [--seed S] [--scale N] [--codec none|zstd|blosc] [--truth FILE] OUT
+
+Writes one ZVF store per geometry family into OUT (a folder, file://, mem://, s3://, gs:// or azblob:// URL).
+OUT must not be inside a store (a folder with Zarr metadata, or one below it), nor a store itself.
+`
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: zvfserve demo [--seed S] [--scale N] [--codec none|zstd|blosc] [--truth FILE] OUT")
-		fmt.Fprintln(stderr, "\nWrites one ZVF store per geometry family into OUT (a folder, file://, mem://, s3://, gs:// or azblob:// URL).")
-		fmt.Fprintln(stderr, "OUT must not be inside a store (a folder with Zarr metadata, or one below it), nor a store itself.")
-		fs.PrintDefaults()
-	}
+	fs := cli.NewFlagSet("demo", demoUsage, stderr)
 	seed := fs.Int64("seed", 1, "random seed of the scene")
 	scale := fs.Float64("scale", 1, "multiplies object counts (1 is about 0.17 million vertices, 10 about 1.7 million)")
 	codecName := fs.String("codec", "none", "blob codec of level 0: none, zstd or blosc")
 	truthPath := fs.String("truth", "", "also write the scene's geometry as JSON to this file (for .ci/check_reference.sh)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -16,7 +16,8 @@ func TestDemoCommand(t *testing.T) {
 	out := filepath.Join(dir, "demo")
 	truth := filepath.Join(dir, "truth.json")
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"demo", "--seed", "3", "--scale", "0.05", "--codec", "zstd", "--truth", truth, out}, &stdout, &stderr)
+	// Flags may follow OUT, as with every other command.
+	code := run(context.Background(), []string{"demo", "--seed", "3", "--scale", "0.05", out, "--codec", "zstd", "--truth", truth}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}

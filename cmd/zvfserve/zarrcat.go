@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -39,17 +37,16 @@ func splitArrayTarget(target string) (root, key string) {
 	return target[:i] + q, target[i+1:]
 }
 
+const zarrCatUsage = `Usage: zvfserve zarr-cat ARRAY
+
+Prints any Zarr v3 array as JSON: shape, data type, fill value and every value in C order.
+ARRAY is a local path or URL (file://, mem://, s3://…) of a Zarr v3 array node.
+`
+
 func runZarrCat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("zarr-cat", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: zvfserve zarr-cat ARRAY\n\nPrints any Zarr v3 array as JSON: shape, data type, fill value and every value in C order.\nARRAY is a local path or URL (file://, mem://, s3://…) of a Zarr v3 array node.")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	fs := cli.NewFlagSet("zarr-cat", zarrCatUsage, stderr)
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
