@@ -61,8 +61,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("%w: %s takes no arguments, only flags (got %q)", cli.ErrUsage, fs.Name(), fs.Args())
+		return cli.Misuse(fs, "%s takes no arguments, only flags (got %q)", fs.Name(), fs.Args())
 	}
 	return nil
 }

@@ -36,8 +36,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("%w: need exactly one OUT argument", cli.ErrUsage)
+		return cli.Misuse(fs, "need exactly one OUT argument")
 	}
 	codec, err := writer.ParseCodec(*codecName)
 	if err != nil {

@@ -31,8 +31,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("%w: need one STORE", cli.ErrUsage)
+		return cli.Misuse(fs, "need one STORE")
 	}
 	s, closeStore, err := openOne(ctx, fs.Arg(0))
 	if err != nil {

@@ -69,8 +69,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 || (*bbox == "") == (*object < 0) {
-		fs.Usage()
-		return fmt.Errorf("%w: need one STORE and exactly one of --bbox or --object", cli.ErrUsage)
+		return cli.Misuse(fs, "need one STORE and exactly one of --bbox or --object")
 	}
 	if *bbox == "" && (*cursor != "" || *all) {
 		return fmt.Errorf("%w: --cursor and --all page bbox answers; an object comes whole", cli.ErrUsage)

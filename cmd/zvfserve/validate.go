@@ -39,8 +39,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 || *level < 1 || *level > 5 {
-		fs.Usage()
-		return fmt.Errorf("%w: need one STORE and --level between 1 and 5", cli.ErrUsage)
+		return cli.Misuse(fs, "need one STORE and --level between 1 and 5")
 	}
 	name, target := storeArg(fs.Arg(0))
 	st, err := blobstore.Open(ctx, target)

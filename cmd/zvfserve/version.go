@@ -27,8 +27,7 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("%w: version takes no arguments", cli.ErrUsage)
+		return cli.Misuse(fs, "version takes no arguments")
 	}
 	_, err := fmt.Fprintln(stdout, api.ReadBuild())
 	return err

@@ -49,8 +49,7 @@ func runZarrCat(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err // flag.ErrHelp, after the usage, exits 0
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("%w: need one ARRAY", cli.ErrUsage)
+		return cli.Misuse(fs, "need one ARRAY")
 	}
 	root, key := splitArrayTarget(fs.Arg(0))
 	st, err := blobstore.Open(ctx, root)

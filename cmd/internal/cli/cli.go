@@ -81,6 +81,13 @@ func NewFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// Misuse prints fs's usage and returns a command-line mistake (ErrUsage)
+// saying what is wrong: the answer to arguments that parse but do not fit.
+func Misuse(fs *flag.FlagSet, format string, a ...any) error {
+	fs.Usage()
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
+}
+
 // ParseFlags parses args with flags and positional arguments in any order
 // ("query STORE --level 1" as "query --level 1 STORE"). A flag that takes
 // a value takes the next argument whatever it looks like, so "--bbox

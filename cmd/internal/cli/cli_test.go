@@ -45,3 +45,21 @@ func TestNewFlagSetUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestMisuse: arguments that parse but do not fit print the usage and are
+// an ErrUsage (exit 2) that says what is wrong.
+func TestMisuse(t *testing.T) {
+	t.Parallel()
+	var stderr strings.Builder
+	fs := NewFlagSet("x", "Usage: x ARG\n", &stderr)
+	err := Misuse(fs, "need one ARG, got %d", 2)
+	if !errors.Is(err, ErrUsage) || err.Error() != ErrUsage.Error()+": need one ARG, got 2" {
+		t.Fatalf("error %v", err)
+	}
+	if got := stderr.String(); got != "Usage: x ARG\n" {
+		t.Errorf("printed %q", got)
+	}
+	if code := Exit(&strings.Builder{}, "prog", "x", err); code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+}
