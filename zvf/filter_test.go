@@ -22,6 +22,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
 // The selection tests compare the reader's filtered, sampled, counted and
@@ -57,26 +58,6 @@ type table struct {
 	verts  []byte
 }
 
-func halfBits(h uint16) float64 {
-	exp, frac := int(h>>10)&0x1f, float64(h&0x3ff)
-	var f float64
-	switch exp {
-	case 0:
-		f = frac / (1 << 24)
-	case 0x1f:
-		if frac != 0 {
-			return math.NaN()
-		}
-		f = math.Inf(1)
-	default:
-		f = (1024 + frac) * math.Pow(2, float64(exp-25))
-	}
-	if h&0x8000 != 0 {
-		f = -f
-	}
-	return f
-}
-
 // tableOf reads the unfiltered answer f of level l (all attributes).
 func tableOf(t *testing.T, l *zvf.Level, f *flat) *table {
 	t.Helper()
@@ -91,8 +72,11 @@ func tableOf(t *testing.T, l *zvf.Level, f *flat) *table {
 		if k < len(f.attrs) {
 			data = f.attrs[k] // an answer without rows has no columns
 		}
-		size := map[string]int{"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2,
-			"int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8}[a.DType]
+		dt, err := zarr.ParseDataType(a.DType)
+		if err != nil {
+			t.Fatalf("attribute %s: %v", a.Name, err)
+		}
+		size := dt.Size
 		ch := max(a.Channels, 1)
 		if len(data) != tb.n*ch*size {
 			t.Fatalf("attribute %s: %d bytes for %d rows × %d × %d", a.Name, len(data), tb.n, ch, size)
@@ -108,51 +92,21 @@ func tableOf(t *testing.T, l *zvf.Level, f *flat) *table {
 			}
 			col := make([]tval, tb.n)
 			for r := 0; r < tb.n; r++ {
-				b := data[(r*ch+c)*size:]
+				// Bytes to numbers through zarr's one decoder, not cql2's
+				// gathers: the oracle stays independent of the evaluator.
 				var v tval
-				switch a.DType {
-				case "float16", "float32", "float64":
-					var x float64
-					switch a.DType {
-					case "float16":
-						x = halfBits(binary.LittleEndian.Uint16(b))
-					case "float32":
-						x = float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
-					default:
-						x = math.Float64frombits(binary.LittleEndian.Uint64(b))
-					}
-					if math.IsNaN(x) || math.IsInf(x, 0) {
+				switch x := dt.At(data, r*ch+c); x.Kind {
+				case zarr.KindFloat:
+					if math.IsNaN(x.F) || math.IsInf(x.F, 0) {
 						v.null = true
 					} else {
-						v.num = new(big.Float).SetFloat64(x)
+						v.num = new(big.Float).SetFloat64(x.F)
 					}
-				case "int8", "int16", "int32", "int64":
-					var x int64
-					switch size {
-					case 1:
-						x = int64(int8(b[0]))
-					case 2:
-						x = int64(int16(binary.LittleEndian.Uint16(b)))
-					case 4:
-						x = int64(int32(binary.LittleEndian.Uint32(b)))
-					default:
-						x = int64(binary.LittleEndian.Uint64(b))
-					}
-					v.num = new(big.Float).SetInt64(x)
+				case zarr.KindInt:
+					v.num = new(big.Float).SetInt64(x.I)
 					p.isInt = true
 				default:
-					var x uint64
-					switch size {
-					case 1:
-						x = uint64(b[0])
-					case 2:
-						x = uint64(binary.LittleEndian.Uint16(b))
-					case 4:
-						x = uint64(binary.LittleEndian.Uint32(b))
-					default:
-						x = binary.LittleEndian.Uint64(b)
-					}
-					v.num = new(big.Float).SetUint64(x)
+					v.num = new(big.Float).SetUint64(x.U)
 					p.isInt = true
 				}
 				if a.Categories != nil {
