@@ -10,7 +10,6 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -19,12 +18,7 @@ import (
 // with the zvf reader and checks objects against the generated scene.
 func TestDemoRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	bucket := memstore.New()
-	defer func() {
-		if err := bucket.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	bucket := zvftest.Store(t, "mem://")
 	o := Options{Seed: 11, Scale: 0.08}
 	infos, err := Build(ctx, bucket, o)
 	if err != nil {
