@@ -46,11 +46,7 @@ func TestBBoxMisfiledRow(t *testing.T) {
 				return b
 			})
 			st := zvftest.Store(t, dir)
-			s, err := zvf.Open(ctx, st, zvf.Options{Name: tc.fixture, Cache: cache.New(64 << 20)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, _ := s.Level(0)
+			l := zvftest.OpenLevel(t, st, zvf.Options{Name: tc.fixture, Cache: cache.New(64 << 20)}, 0)
 			// Every row with its chunk, through a box that covers all.
 			type row struct {
 				chunk zvf.Key

@@ -247,11 +247,7 @@ func BenchmarkColdBBoxLatency(b *testing.B) {
 	for _, conc := range []int{8, 32} {
 		b.Run(fmt.Sprintf("concurrency%d", conc), func(b *testing.B) {
 			ch := cache.New(1 << 30)
-			s, err := zvf.Open(ctx, slow, zvf.Options{Name: "points", Cache: ch, Concurrency: conc})
-			if err != nil {
-				b.Fatal(err)
-			}
-			l, _ := s.Level(0)
+			l := zvftest.OpenLevel(b, slow, zvf.Options{Name: "points", Cache: ch, Concurrency: conc}, 0)
 			for b.Loop() {
 				b.StopTimer()
 				ch.Purge()
@@ -286,15 +282,7 @@ func BenchmarkFirstBBoxObjects(b *testing.B) {
 	}
 	ctx := context.Background()
 	open := func() *zvf.Level {
-		s, err := zvf.Open(ctx, benchFirst.st, zvf.Options{Name: "streamlines", Cache: cache.New(1 << 30)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		l, err := s.Level(0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return l
+		return zvftest.OpenLevel(b, benchFirst.st, zvf.Options{Name: "streamlines", Cache: cache.New(1 << 30)}, 0)
 	}
 	b.Run("bbox", func(b *testing.B) {
 		min, max := synth.BoxFor(n, 1_000, 301)

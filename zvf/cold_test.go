@@ -63,17 +63,9 @@ func TestColdBBoxReadsNoFragmentIndex(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(fixtures, fixture+".zarrvectors")
 			bs := zvftest.Store(t, dir)
-			ref, err := zvf.Open(ctx, bs, zvf.Options{Name: fixture})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rl, _ := ref.Level(0)
+			rl := zvftest.OpenLevel(t, bs, zvf.Options{Name: fixture}, 0)
 			log := &readLog{Store: bs, reads: map[string][]int{}}
-			s, err := zvf.Open(ctx, log, zvf.Options{Name: fixture, Cache: cache.New(64 << 20)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, _ := s.Level(0)
+			l := zvftest.OpenLevel(t, log, zvf.Options{Name: fixture, Cache: cache.New(64 << 20)}, 0)
 			log.take()
 			for bi, bx := range boxes {
 				want := boxRows(t, rl, bx[0], bx[1])
@@ -117,11 +109,7 @@ func TestColdBBoxReadsNoFragmentIndex(t *testing.T) {
 		})
 		bs := zvftest.Store(t, dir)
 		log := &readLog{Store: bs, reads: map[string][]int{}}
-		s, err := zvf.Open(ctx, log, zvf.Options{Name: "points_bins", Cache: cache.New(64 << 20)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, _ := s.Level(0)
+		l := zvftest.OpenLevel(t, log, zvf.Options{Name: "points_bins", Cache: cache.New(64 << 20)}, 0)
 		log.take()
 		bx := [2][3]float64{{240, 240, 240}, {510, 510, 510}}
 		var answers [2][]byte

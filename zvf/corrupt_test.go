@@ -77,13 +77,9 @@ func TestCorruptChunks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mutate(t, filepath.Join(dir, tc.file), tc.f)
 			st := zvftest.Store(t, dir)
-			s, err := zvf.Open(ctx, st, zvf.Options{Name: "graph"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, _ := s.Level(0)
+			l := zvftest.OpenLevel(t, st, zvf.Options{Name: "graph"}, 0)
 			// chunk 3.4.2 spans [300,400)×[400,500)×[200,300)
-			_, err = l.BBox(ctx, zvf.BBoxQuery{Min: []float64{300, 400, 200}, Max: []float64{399, 499, 299}, Connectivity: true}, func(*zvf.Batch) error { return nil })
+			_, err := l.BBox(ctx, zvf.BBoxQuery{Min: []float64{300, 400, 200}, Max: []float64{399, 499, 299}, Connectivity: true}, func(*zvf.Batch) error { return nil })
 			var ze *zvf.Error
 			if !errors.As(err, &ze) || !errors.Is(err, tc.kind) {
 				t.Fatalf("err = %v, want a *zvf.Error of kind %v", err, tc.kind)
@@ -139,11 +135,7 @@ func TestManifestNamesMissingChunk(t *testing.T) {
 	}
 	st, _ := blobstore.Open(ctx, dir)
 	defer st.Close()
-	s, err := zvf.Open(ctx, st, zvf.Options{Name: "graph"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, _ := s.Level(0)
+	l := zvftest.OpenLevel(t, st, zvf.Options{Name: "graph"}, 0)
 	if _, err := l.Object(ctx, 0, nil); !errors.Is(err, zvf.ErrCorrupt) || !strings.Contains(err.Error(), "3.4.2") {
 		t.Fatalf("object 0: %v", err)
 	}

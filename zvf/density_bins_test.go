@@ -86,14 +86,7 @@ func TestDensityBinsMatchBruteForce(t *testing.T) {
 	if _, err := writer.WritePoints(ctx, mem, "lattice", &writer.PointCloud{Positions: pos}, o); err != nil {
 		t.Fatal(err)
 	}
-	s, err := zvf.Open(ctx, storage.Sub(mem, "lattice"), zvf.Options{Name: "lattice", Cache: cache.New(64 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := zvftest.OpenLevel(t, storage.Sub(mem, "lattice"), zvf.Options{Name: "lattice", Cache: cache.New(64 << 20)}, 0)
 	for _, c := range []struct {
 		min, max []float64
 		shape    []int

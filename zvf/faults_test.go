@@ -226,14 +226,7 @@ func TestOwnersRetriedAfterAFailure(t *testing.T) {
 	ctx := context.Background()
 	st := zvftest.Store(t, filepath.Join(fixtures, "graph.zarrvectors"))
 	fs := faultstore.New(st, nil)
-	s, err := zvf.Open(ctx, fs, zvf.Options{Name: "graph"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := zvftest.OpenLevel(t, fs, zvf.Options{Name: "graph"}, 0)
 	box := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}}
 	owned := func() (int, error) {
 		n := 0

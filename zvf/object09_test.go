@@ -117,17 +117,7 @@ func TestObjectIndexV2(t *testing.T) {
 // have ids (object_index/object_ids).
 func withObjectIDs(t *testing.T, name string, ids []int64) *zvf.Level {
 	t.Helper()
-	ctx := context.Background()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
 	zvftest.WriteObjectIDs(t, dir, ids)
-	st := zvftest.Store(t, dir)
-	s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return zvftest.OpenLevel(t, zvftest.Store(t, dir), zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
 }

@@ -47,13 +47,10 @@ func TestLineAnswerMemoryFollowsTheAnswer(t *testing.T) {
 		writer.Options{ChunkShape: []float64{500, 500, 500}, BinShape: []float64{100, 100, 100}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := zvf.Open(ctx, storage.Sub(st, "lines"), zvf.Options{Name: "lines", Cache: cache.New(1 << 30)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, _ := s.Level(0)
+	l := zvftest.OpenLevel(t, storage.Sub(st, "lines"), zvf.Options{Name: "lines", Cache: cache.New(1 << 30)}, 0)
 	q := zvf.BBoxQuery{Min: []float64{400, 400, 400}, Max: []float64{600, 600, 600}, Connectivity: true}
 	var res zvf.BBoxResult
+	var err error
 	ids := 0
 	run := func() {
 		ids = 0

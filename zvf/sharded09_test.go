@@ -47,11 +47,7 @@ func TestSharded09ReadsRanges(t *testing.T) {
 	dir := filepath.Join(fixtures09, "mesh_sharded_v09.zarrvectors")
 	st := zvftest.Store(t, dir)
 	log := &readLog{Store: st, reads: map[string][]int{}}
-	s, err := zvf.Open(ctx, log, zvf.Options{Name: "mesh_sharded_v09", Cache: cache.New(64 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, _ := s.Level(0)
+	l := zvftest.OpenLevel(t, log, zvf.Options{Name: "mesh_sharded_v09", Cache: cache.New(64 << 20)}, 0)
 	// Chunks 2.2.2 and then 1.1.1, both in shard 0/0/0.
 	for _, round := range []struct {
 		name     string

@@ -54,14 +54,7 @@ func TestValidateGroupsOneBrokenChunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := zvf.Open(ctx, st, zvf.Options{Name: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l0, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l0 := zvftest.OpenLevel(t, st, zvf.Options{Name: "p"}, 0)
 	objects := map[string]map[int64]bool{}
 	for id := range l0.Info().ObjectCount {
 		m, err := l0.Manifest(ctx, id)

@@ -167,14 +167,7 @@ func graphBoxCount(t *testing.T) int64 {
 	t.Helper()
 	ctx := context.Background()
 	st := zvftest.Store(t, graphStore)
-	s, err := zvf.Open(ctx, st, zvf.Options{Name: "graph"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := zvftest.OpenLevel(t, st, zvf.Options{Name: "graph"}, 0)
 	res, err := l.BBox(ctx, zvf.BBoxQuery{Min: []float64{390, 223, 585}, Max: []float64{480, 313, 675}}, func(*zvf.Batch) error { return nil })
 	if err != nil || res.Count == 0 {
 		t.Fatalf("reader: %d vertices, %v", res.Count, err)
