@@ -50,15 +50,8 @@ func WriteGraph(ctx context.Context, w storage.Writer, prefix string, gr *Graph,
 	if err := checkAttrs("Graph.LinkAttributes", gr.LinkAttributes, len(gr.Edges)/2); err != nil {
 		return nil, err
 	}
-	ids := gr.ObjectIDs
-	if ids == nil {
-		ids = make([]int64, n)
-	}
-	nobj, err := checkObjectIDs("Graph.ObjectIDs", ids, n)
+	ids, nobj, err := graphObjects("Graph.ObjectIDs", gr.ObjectIDs, n, gr.ObjectAttributes)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkObjectSide(gr.ObjectAttributes, nil, nil, nobj); err != nil {
 		return nil, err
 	}
 	pos, edges, attrs := gr.Positions, gr.Edges, gr.Attributes

@@ -150,22 +150,11 @@ func (s *storeWriter) writeChunk(ctx context.Context, l *level, lp string, c *ch
 	if err != nil {
 		return err
 	}
-	frag, err := rangeFragments(c.frags)
-	if err != nil {
-		return &WriteError{Key: s.prefix + lp + "/vertex_fragments/" + key, Err: err}
-	}
-	if err := s.blob(ctx, l.codec, lp+"/vertex_fragments", key, frag); err != nil {
+	if err := s.fragmentBlob(ctx, l.codec, lp+"/vertex_fragments", key, c.frags); err != nil {
 		return err
 	}
 	for i := range l.vattrs {
-		a := &l.vattrs[i]
-		rs := a.rowSize()
-		err := s.rawBlob(ctx, l.codec, lp+"/vertex_attributes/"+a.Name, key, rs*len(c.rows), func(b []byte) {
-			for j, r := range c.rows {
-				copy(b[j*rs:], a.Data[int(r)*rs:int(r)*rs+rs])
-			}
-		})
-		if err != nil {
+		if err := s.attributeBlob(ctx, l.codec, lp+"/vertex_attributes/"+l.vattrs[i].Name, key, &l.vattrs[i], c.rows); err != nil {
 			return err
 		}
 	}
@@ -176,27 +165,35 @@ func (s *storeWriter) writeChunk(ctx context.Context, l *level, lp string, c *ch
 	if err := s.blob(ctx, l.codec, lp+"/links/0", key, links); err != nil {
 		return err
 	}
-	nl := int64(len(c.links) / l.linkWidth)
-	lf, err := rangeFragments([]int64{nl})
-	if err != nil {
-		return &WriteError{Key: s.prefix + lp + "/link_fragments/" + key, Err: err}
-	}
-	if err := s.blob(ctx, l.codec, lp+"/link_fragments", key, lf); err != nil {
+	if err := s.fragmentBlob(ctx, l.codec, lp+"/link_fragments", key, []int64{int64(len(c.links) / l.linkWidth)}); err != nil {
 		return err
 	}
 	for i := range l.lattrs {
-		a := &l.lattrs[i]
-		rs := a.rowSize()
-		err := s.rawBlob(ctx, l.codec, lp+"/link_attributes/"+a.Name+"/0", key, rs*len(c.linkSrc), func(b []byte) {
-			for j, r := range c.linkSrc {
-				copy(b[j*rs:], a.Data[int(r)*rs:int(r)*rs+rs])
-			}
-		})
-		if err != nil {
+		if err := s.attributeBlob(ctx, l.codec, lp+"/link_attributes/"+l.lattrs[i].Name+"/0", key, &l.lattrs[i], c.linkSrc); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fragmentBlob writes a chunk's fragment ranges (one per count, in order).
+func (s *storeWriter) fragmentBlob(ctx context.Context, codec *blobCodec, array, key string, counts []int64) error {
+	b, err := rangeFragments(counts)
+	if err != nil {
+		return &WriteError{Key: s.prefix + array + "/" + key, Err: err}
+	}
+	return s.blob(ctx, codec, array, key, b)
+}
+
+// attributeBlob writes the rows of a (vertex or link) attribute that a
+// chunk holds, in the chunk's order.
+func (s *storeWriter) attributeBlob(ctx context.Context, codec *blobCodec, array, key string, a *Attribute, rows []uint32) error {
+	rs := a.rowSize()
+	return s.rawBlob(ctx, codec, array, key, rs*len(rows), func(b []byte) {
+		for j, r := range rows {
+			copy(b[j*rs:], a.Data[int(r)*rs:int(r)*rs+rs])
+		}
+	})
 }
 
 // writeCCL writes cross_chunk_links/<delta>: the group and, when there are

@@ -49,15 +49,8 @@ func WriteMesh(ctx context.Context, w storage.Writer, prefix string, m *Mesh, o 
 	if err := checkAttrs("Mesh.Attributes", m.Attributes, n); err != nil {
 		return nil, err
 	}
-	ids := m.ObjectIDs
-	if ids == nil {
-		ids = make([]int64, n)
-	}
-	nobj, err := checkObjectIDs("Mesh.ObjectIDs", ids, n)
+	ids, nobj, err := graphObjects("Mesh.ObjectIDs", m.ObjectIDs, n, m.ObjectAttributes)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkObjectSide(m.ObjectAttributes, nil, nil, nobj); err != nil {
 		return nil, err
 	}
 	l := &level{d: d, pos: m.Positions, vattrs: m.Attributes, hasObjects: true, linkWidth: fw, cclGroup: true,

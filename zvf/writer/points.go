@@ -86,6 +86,20 @@ func checkObjectIDs(field string, ids []int64, n int) (int, error) {
 	return int(maxID + 1), nil
 }
 
+// graphObjects checks the per-vertex object ids of a graph or mesh (nil:
+// every vertex in object 0) and the object attributes, and returns the ids
+// and the number of objects.
+func graphObjects(field string, ids []int64, n int, oattrs []Attribute) ([]int64, int, error) {
+	if ids == nil {
+		ids = make([]int64, n)
+	}
+	nobj, err := checkObjectIDs(field, ids, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ids, nobj, checkObjectSide(oattrs, nil, nil, nobj)
+}
+
 // checkObjectSide validates object attributes, groups and group attributes
 // against the object count.
 func checkObjectSide(oattrs []Attribute, groups [][]int64, gattrs []Attribute, nobj int) error {

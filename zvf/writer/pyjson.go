@@ -173,25 +173,22 @@ func normalise(v any) any {
 		}
 		return out
 	case []float64:
-		out := make([]any, len(t))
-		for i, f := range t {
-			out[i] = f
-		}
-		return out
+		return anys(t)
 	case []int64:
-		out := make([]any, len(t))
-		for i, f := range t {
-			out[i] = f
-		}
-		return out
+		return anys(t)
 	case []string:
-		out := make([]any, len(t))
-		for i, f := range t {
-			out[i] = f
-		}
-		return out
+		return anys(t)
 	}
 	return v
+}
+
+// anys is s as a []any.
+func anys[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, e := range s {
+		out[i] = e
+	}
+	return out
 }
 
 // pyFloat formats f like Python's float.__repr__ (what json.dumps uses):
