@@ -217,53 +217,51 @@ func (p *parser) next() error {
 // backslash is an ordinary character here (LIKE gives it its meaning), so
 // every string can be written.
 func (p *parser) lexString() error {
-	src, start := p.src, p.off
-	var b strings.Builder
-	i := start + 1
-	for {
-		j := strings.IndexByte(src[i:], '\'')
-		if j < 0 {
-			return p.errAt(start, "unterminated string starting at position %d", charPos(src, start))
-		}
-		b.WriteString(src[i : i+j])
-		i += j + 1
-		if i < len(src) && src[i] == '\'' {
-			b.WriteByte('\'')
-			i++
-			continue
-		}
-		break
+	text, err := p.lexQuoted('\'', "string")
+	if err != nil {
+		return err
 	}
-	p.off = i
-	p.tok.kind, p.tok.text, p.tok.end = tString, b.String(), i
+	p.tok.kind, p.tok.text, p.tok.end = tString, text, p.off
 	return nil
 }
 
 // lexQuotedName reads "…" with "" for a double quote.
 func (p *parser) lexQuotedName() error {
+	start := p.off
+	text, err := p.lexQuoted('"', "property name")
+	if err != nil {
+		return err
+	}
+	if text == "" {
+		return p.errAt(start, "empty property name at position %d", charPos(p.src, start))
+	}
+	p.tok.kind, p.tok.text, p.tok.end, p.tok.quoted = tIdent, text, p.off, true
+	return nil
+}
+
+// lexQuoted reads the text between quote characters q from p.off, a quote
+// inside written twice, and moves p.off past the closing quote; what names
+// the token in the error when it is not closed.
+func (p *parser) lexQuoted(q byte, what string) (string, error) {
 	src, start := p.src, p.off
 	var b strings.Builder
 	i := start + 1
 	for {
-		j := strings.IndexByte(src[i:], '"')
+		j := strings.IndexByte(src[i:], q)
 		if j < 0 {
-			return p.errAt(start, "unterminated property name starting at position %d", charPos(src, start))
+			return "", p.errAt(start, "unterminated %s starting at position %d", what, charPos(src, start))
 		}
 		b.WriteString(src[i : i+j])
 		i += j + 1
-		if i < len(src) && src[i] == '"' {
-			b.WriteByte('"')
+		if i < len(src) && src[i] == q {
+			b.WriteByte(q)
 			i++
 			continue
 		}
 		break
 	}
-	if b.Len() == 0 {
-		return p.errAt(start, "empty property name at position %d", charPos(src, start))
-	}
 	p.off = i
-	p.tok.kind, p.tok.text, p.tok.end, p.tok.quoted = tIdent, b.String(), i, true
-	return nil
+	return b.String(), nil
 }
 
 // lexNumber reads [sign] digits [. [digits]] | [sign] . digits, then an
