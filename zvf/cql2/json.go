@@ -162,6 +162,14 @@ func jsonOp(m map[string]any, depth int) (Expr, error) {
 		}
 		return nil
 	}
+	// operand checks the argument count and converts the first argument,
+	// the value each comparison-like operator tests.
+	operand := func(want int) (Scalar, error) {
+		if err := nargs(want); err != nil {
+			return nil, err
+		}
+		return jsonScalar(args[0], op)
+	}
 	switch op {
 	case "and", "or":
 		if len(args) < 2 {
@@ -189,10 +197,7 @@ func jsonOp(m map[string]any, depth int) (Expr, error) {
 		}
 		return &Not{Arg: e}, nil
 	case "=", "<>", "<", "<=", ">", ">=":
-		if err := nargs(2); err != nil {
-			return nil, err
-		}
-		l, err := jsonScalar(args[0], op)
+		l, err := operand(2)
 		if err != nil {
 			return nil, err
 		}
@@ -215,10 +220,7 @@ func jsonOp(m map[string]any, depth int) (Expr, error) {
 		}
 		return &Between{Value: s[0], Low: s[1], High: s[2]}, nil
 	case "in":
-		if err := nargs(2); err != nil {
-			return nil, err
-		}
-		val, err := jsonScalar(args[0], op)
+		val, err := operand(2)
 		if err != nil {
 			return nil, err
 		}
@@ -236,10 +238,7 @@ func jsonOp(m map[string]any, depth int) (Expr, error) {
 		}
 		return &In{Value: val, List: list}, nil
 	case "like":
-		if err := nargs(2); err != nil {
-			return nil, err
-		}
-		val, err := jsonScalar(args[0], op)
+		val, err := operand(2)
 		if err != nil {
 			return nil, err
 		}
@@ -252,10 +251,7 @@ func jsonOp(m map[string]any, depth int) (Expr, error) {
 		}
 		return &Like{Value: val, Pattern: pat}, nil
 	case "isNull":
-		if err := nargs(1); err != nil {
-			return nil, err
-		}
-		val, err := jsonScalar(args[0], op)
+		val, err := operand(1)
 		if err != nil {
 			return nil, err
 		}
