@@ -79,13 +79,7 @@ func FuzzParseText(f *testing.F) {
 			t.Fatalf("%d bytes allocated for %d bytes of filter", n, len(src))
 		}
 		if err != nil {
-			var fe *Error
-			if !errors.As(err, &fe) {
-				t.Fatalf("ParseText(%q): %v is not an *Error", src, err)
-			}
-			if fe.Pos < -1 || fe.Pos > utf8.RuneCountInString(src) {
-				t.Fatalf("ParseText(%q): position %d outside the input", src, fe.Pos)
-			}
+			checkParseError(t, "ParseText", src, err)
 			return
 		}
 		text := e.String()
@@ -100,6 +94,19 @@ func FuzzParseText(f *testing.F) {
 		}
 		fuzzEval(t, e)
 	})
+}
+
+// checkParseError fails the test unless err, parse's answer to src, is an
+// *Error whose position is inside src (or -1: none).
+func checkParseError(t *testing.T, parse, src string, err error) {
+	t.Helper()
+	var fe *Error
+	if !errors.As(err, &fe) {
+		t.Fatalf("%s(%q): %v is not an *Error", parse, src, err)
+	}
+	if fe.Pos < -1 || fe.Pos > utf8.RuneCountInString(src) {
+		t.Fatalf("%s(%q): position %d outside the input", parse, src, fe.Pos)
+	}
 }
 
 // FuzzParseJSON is FuzzParseText for cql2-json.
@@ -122,13 +129,7 @@ func FuzzParseJSON(f *testing.F) {
 			t.Fatalf("%d bytes allocated for %d bytes of filter", n, len(src))
 		}
 		if err != nil {
-			var fe *Error
-			if !errors.As(err, &fe) {
-				t.Fatalf("ParseJSON(%q): %v is not an *Error", src, err)
-			}
-			if fe.Pos < -1 || fe.Pos > utf8.RuneCount(src) {
-				t.Fatalf("ParseJSON(%q): position %d outside the input", src, fe.Pos)
-			}
+			checkParseError(t, "ParseJSON", string(src), err)
 			return
 		}
 		js := FormatJSON(e)

@@ -353,47 +353,35 @@ func parseNumber(s string) (NumberLit, string) {
 //	not     = NOT not | primary
 //	primary = "(" or ")" | TRUE | FALSE | predicate
 func (p *parser) parseOr() (Expr, error) {
-	first, err := p.parseAnd()
-	if err != nil {
-		return nil, err
-	}
-	if !p.isKeyword("OR") {
-		return first, nil
-	}
-	args := []Expr{first}
-	for p.isKeyword("OR") {
-		if err := p.next(); err != nil {
-			return nil, err
-		}
-		e, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, e)
-	}
-	return &Or{Args: args}, nil
+	return p.parseList("OR", p.parseAnd, func(args []Expr) Expr { return &Or{Args: args} })
 }
 
 func (p *parser) parseAnd() (Expr, error) {
-	first, err := p.parseNot()
+	return p.parseList("AND", p.parseNot, func(args []Expr) Expr { return &And{Args: args} })
+}
+
+// parseList parses operands joined by keyword kw, each with operand, into
+// list (the operand itself when there is one).
+func (p *parser) parseList(kw string, operand func() (Expr, error), list func([]Expr) Expr) (Expr, error) {
+	first, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	if !p.isKeyword("AND") {
+	if !p.isKeyword(kw) {
 		return first, nil
 	}
 	args := []Expr{first}
-	for p.isKeyword("AND") {
+	for p.isKeyword(kw) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
-		e, err := p.parseNot()
+		e, err := operand()
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, e)
 	}
-	return &And{Args: args}, nil
+	return list(args), nil
 }
 
 func (p *parser) isKeyword(k string) bool { return p.tok.kind == tKeyword && p.tok.text == k }
