@@ -6,14 +6,34 @@ import (
 	"testing"
 )
 
+// errorCase is a filter that does not parse, the message of its error
+// and the position it names (-1: none).
+type errorCase struct {
+	src, msg string
+	pos      int
+}
+
+// checkErrors parses each case's filter and checks its *Error.
+func checkErrors(t *testing.T, name string, parse func(string) (Expr, error), cases []errorCase) {
+	t.Helper()
+	for _, tc := range cases {
+		_, err := parse(tc.src)
+		var fe *Error
+		if !errors.As(err, &fe) {
+			t.Errorf("%s(%q) = %v, want an *Error", name, tc.src, err)
+			continue
+		}
+		if fe.Error() != "filter: "+tc.msg || fe.Pos != tc.pos {
+			t.Errorf("%s(%q):\n got %q (pos %d)\nwant %q (pos %d)", name, tc.src, fe.Error(), fe.Pos, "filter: "+tc.msg, tc.pos)
+		}
+	}
+}
+
 // TestTextErrors: each syntax error names the token and its 0-based
 // character position.
 func TestTextErrors(t *testing.T) {
 	deep := strings.Repeat("(", MaxDepth+1) + "x = 1" + strings.Repeat(")", MaxDepth+1)
-	for _, tc := range []struct {
-		src, msg string
-		pos      int
-	}{
+	checkErrors(t, "ParseText", ParseText, []errorCase{
 		{`cell_type = 'pyramidal' AND (volume > 25`, `expected ')' at position 40 (end of input)`, 40},
 		{`x = `, `expected a property or a literal at position 4 (end of input)`, 4},
 		{`x 5`, `expected an operator after x at position 2 (found 5)`, 2},
@@ -56,17 +76,7 @@ func TestTextErrors(t *testing.T) {
 		{strings.Repeat("NOT ", MaxDepth+1) + "x = 1", `filter nested deeper than 64 at position 256`, 256},
 		{`x = '` + strings.Repeat("a", 50) + `' y`, `expected AND, OR or the end of the filter at position 57 (found y)`, 57},
 		{`x = 1 AND ` + strings.Repeat("b", 50), `expected an operator after ` + strings.Repeat("b", 40) + `… at position 60 (end of input)`, 60},
-	} {
-		_, err := ParseText(tc.src)
-		var fe *Error
-		if !errors.As(err, &fe) {
-			t.Errorf("ParseText(%q) = %v, want an *Error", tc.src, err)
-			continue
-		}
-		if fe.Error() != "filter: "+tc.msg || fe.Pos != tc.pos {
-			t.Errorf("ParseText(%q):\n got %q (pos %d)\nwant %q (pos %d)", tc.src, fe.Error(), fe.Pos, "filter: "+tc.msg, tc.pos)
-		}
-	}
+	})
 	long := "x IN (" + strings.Repeat("1,", MaxLength/2) + "1)"
 	if _, err := ParseText(long); err == nil || !strings.Contains(err.Error(), "the most accepted is 65536") {
 		t.Errorf("over-long filter: %v", err)
@@ -80,10 +90,7 @@ func TestTextErrors(t *testing.T) {
 
 func TestJSONErrors(t *testing.T) {
 	deep := strings.Repeat(`{"op":"not","args":[`, MaxDepth+1) + `true` + strings.Repeat(`]}`, MaxDepth+1)
-	for _, tc := range []struct {
-		src, msg string
-		pos      int
-	}{
+	checkErrors(t, "ParseJSON", func(src string) (Expr, error) { return ParseJSON([]byte(src)) }, []errorCase{
 		{`{"op":"between","args":[{"property":"x"},1]}`, `"between" takes 3 arguments, got 2`, -1},
 		{`{"op":"and","args":[true]}`, `"and" takes at least 2 arguments, got 1`, -1},
 		{`{"op":"not","args":[true,false]}`, `"not" takes 1 argument, got 2`, -1},
@@ -114,17 +121,7 @@ func TestJSONErrors(t *testing.T) {
 		{``, `empty filter`, 0},
 		{deep, `filter nested deeper than 64`, -1},
 		{strings.Repeat("[", 200), `filter nested deeper than 64 at position 132`, 132},
-	} {
-		_, err := ParseJSON([]byte(tc.src))
-		var fe *Error
-		if !errors.As(err, &fe) {
-			t.Errorf("ParseJSON(%s) = %v, want an *Error", tc.src, err)
-			continue
-		}
-		if fe.Error() != "filter: "+tc.msg || fe.Pos != tc.pos {
-			t.Errorf("ParseJSON(%s):\n got %q (pos %d)\nwant %q (pos %d)", tc.src, fe.Error(), fe.Pos, "filter: "+tc.msg, tc.pos)
-		}
-	}
+	})
 }
 
 // testSchema has one queryable of each kind.
