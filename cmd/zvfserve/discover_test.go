@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
@@ -124,24 +123,9 @@ func TestServeFolderOfStores(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "linked")); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errs syncBuffer
-	done, exited := make(chan int, 1), make(chan struct{})
-	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", dir}, &out, &errs)
-		close(exited)
-	}()
-	defer func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d: %s", code, errs.String())
-		}
-	}()
-	m := out.await(listening, 20*time.Second, exited)
-	if m == nil {
-		t.Fatalf("server did not start: %s %s", out.String(), errs.String())
-	}
-	base := m[1]
+	s := startServe(t, dir)
+	s.exitsClean(t)
+	base := s.base
 	resp, err := http.Get(base + "/api/v1/stores")
 	if err != nil {
 		t.Fatal(err)

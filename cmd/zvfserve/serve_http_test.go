@@ -34,6 +34,24 @@ type served struct {
 	out, errs   *syncBuffer
 	cancel      context.CancelFunc // what SIGTERM does in main
 	done        chan int
+	exited      chan struct{} // closed when serve has returned
+}
+
+// exitsClean fails the test unless serve, cancelled when the test ends,
+// returns without an error.
+func (s *served) exitsClean(t *testing.T) {
+	t.Cleanup(func() {
+		s.cancel()
+		select {
+		case code := <-s.done:
+			s.done <- code
+			if code != 0 {
+				t.Errorf("serve exited %d: %s", code, s.errs.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not return")
+		}
+	})
 }
 
 // startServe runs serve with args (plus a loopback --addr) and waits until
@@ -46,10 +64,9 @@ func startServe(t *testing.T, args ...string) *served {
 func startServeWith(t *testing.T, hooks serveHooks, args ...string) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &served{out: &syncBuffer{}, errs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
-	exited := make(chan struct{})
+	s := &served{out: &syncBuffer{}, errs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1), exited: make(chan struct{})}
 	go func() {
-		defer close(exited)
+		defer close(s.exited)
 		code := 0
 		if err := serve(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), s.out, s.errs, hooks); err != nil {
 			s.errs.Write([]byte("zvfserve serve: " + err.Error() + "\n"))
@@ -65,10 +82,10 @@ func startServeWith(t *testing.T, hooks serveHooks, args ...string) *served {
 			t.Error("serve did not return")
 		}
 	})
-	m := s.out.await(listening, 10*time.Second, exited)
+	m := s.out.await(listening, 20*time.Second, s.exited)
 	if m == nil {
 		select {
-		case <-exited:
+		case <-s.exited:
 			t.Fatalf("serve exited: %s", s.errs.String())
 		default:
 		}

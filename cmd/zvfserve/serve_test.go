@@ -85,24 +85,9 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	if err := os.WriteFile(root, []byte(strings.Replace(string(orig), `"0.7.0"`, `"1.0.0"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errs syncBuffer
-	done, exited := make(chan int, 1), make(chan struct{})
-	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--revalidate", "50ms", "good=" + good, "bad=" + bad}, &out, &errs)
-		close(exited)
-	}()
-	defer func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d: %s", code, errs.String())
-		}
-	}()
-	m := out.await(listening, 10*time.Second, exited)
-	if m == nil {
-		t.Fatalf("server did not start: %s %s", out.String(), errs.String())
-	}
-	base := m[1]
+	s := startServe(t, "--revalidate", "50ms", "good="+good, "bad="+bad)
+	s.exitsClean(t)
+	base, errs := s.base, s.errs
 	get := func(path string) (int, string) {
 		resp, err := http.Get(base + path)
 		if err != nil {
@@ -132,7 +117,7 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	if err := os.WriteFile(root, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if errs.await(regexp.MustCompile(`reopened with a fresh cache" store=bad`), 10*time.Second, exited) == nil {
+	if errs.await(regexp.MustCompile(`reopened with a fresh cache" store=bad`), 10*time.Second, s.exited) == nil {
 		t.Fatalf("the fixed store was not picked up: %s", errs.String())
 	}
 	if code, body := get("/api/v1/stores/bad" + q); code != 200 || body != want {
