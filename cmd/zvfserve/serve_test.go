@@ -70,21 +70,29 @@ func (s *syncBuffer) await(re *regexp.Regexp, within time.Duration, stop <-chan 
 // listening matches the line serve prints once it listens.
 var listening = regexp.MustCompile(`on (http://[^/\s]+)/`)
 
+// unknownVersionCopy is a copy of the 0.7 store src that claims ZVF 1.0.0,
+// a version no server knows: a store that does not open.
+func unknownVersionCopy(t *testing.T, src string) string {
+	t.Helper()
+	dir := zvftest.CopyTree(t, src)
+	root := filepath.Join(dir, "zarr.json")
+	b, err := os.ReadFile(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root, []byte(strings.Replace(string(b), `"0.7.0"`, `"1.0.0"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // TestServeBadStoreBesideGood: serve starts with a store that does not
 // open, serves it as a problem beside a healthy one, and picks it up by
 // itself (--revalidate) once it is fixed.
 func TestServeBadStoreBesideGood(t *testing.T) {
 	t.Parallel()
 	good := "../../testdata/zvf-reference/graph.zarrvectors"
-	bad := zvftest.CopyTree(t, good)
-	root := filepath.Join(bad, "zarr.json")
-	orig, err := os.ReadFile(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(root, []byte(strings.Replace(string(orig), `"0.7.0"`, `"1.0.0"`, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bad := unknownVersionCopy(t, good)
 	s := startServe(t, "--revalidate", "50ms", "good="+good, "bad="+bad)
 	s.exitsClean(t)
 	base, errs := s.base, s.errs
@@ -114,9 +122,7 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || body != "1 of 2 stores not serving: bad\n" {
 		t.Fatalf("/readyz with a store that does not open: %d %q", code, body)
 	}
-	if err := os.WriteFile(root, orig, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	zvftest.CopyInto(t, filepath.Join(good, "zarr.json"), filepath.Join(bad, "zarr.json"))
 	if errs.await(regexp.MustCompile(`reopened with a fresh cache" store=bad`), 10*time.Second, s.exited) == nil {
 		t.Fatalf("the fixed store was not picked up: %s", errs.String())
 	}

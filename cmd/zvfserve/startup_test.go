@@ -19,15 +19,7 @@ import (
 // Before, serve exited with the store's error.
 func TestServeBadStoreWithoutRevalidate(t *testing.T) {
 	t.Parallel()
-	bad := zvftest.CopyTree(t, graphStore)
-	root := filepath.Join(bad, "zarr.json")
-	b, err := os.ReadFile(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(root, []byte(strings.Replace(string(b), `"0.7.0"`, `"1.0.0"`, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bad := unknownVersionCopy(t, graphStore)
 	s := startServe(t, "--revalidate", "0", "good="+graphStore, "bad="+bad)
 	const q = "/bbox?min=390,223,585&max=480,313,675&limit=1"
 	if code, body, _ := httpGet(t, s.base+"/api/v1/stores/good"+q); code != http.StatusOK || !strings.Contains(body, `"count":1`) {
