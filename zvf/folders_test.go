@@ -3,7 +3,6 @@ package zvf_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,7 +41,7 @@ func TestEmptyChunkFolders(t *testing.T) {
 			want, _ := ref07.open(t, name)
 			dir := copyFixture(t, name)
 			mem := zvftest.Store(t, "mem://")
-			upload(t, mem, dir)
+			zvftest.Upload(t, mem, dir)
 			for _, n := range want.Levels() {
 				v := filepath.Join(dir, strconv.Itoa(n), "vertices")
 				for _, f := range strayFolders {
@@ -131,28 +130,6 @@ func sameAsFixture(t *testing.T, backend string, want, got *zvf.Store) {
 		if err != nil || a != b {
 			t.Fatalf("%s: ChooseLevel(budget %d) = %d, %v; want %d", backend, budget, b, err, a)
 		}
-	}
-}
-
-// upload copies the folder dir into w.
-func upload(t *testing.T, w storage.Writer, dir string) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return w.Put(context.Background(), filepath.ToSlash(rel), b)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

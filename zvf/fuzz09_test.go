@@ -3,7 +3,6 @@ package zvf_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,23 +33,8 @@ var fuzzTargets09 = []fuzzTarget{
 
 // memFixture09 copies a 0.9 fixture into a mem:// bucket.
 func memFixture09(f *testing.F, name string) storage.Writer {
-	ctx := context.Background()
 	st := zvftest.Store(f, "mem://")
-	root := filepath.Join(fixtures09, name+".zarrvectors")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		return st.Put(ctx, filepath.ToSlash(rel), b)
-	})
-	if err != nil {
-		f.Fatal(err)
-	}
+	zvftest.Upload(f, st, filepath.Join(fixtures09, name+".zarrvectors"))
 	return st
 }
 

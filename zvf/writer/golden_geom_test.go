@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 var refBounds = &[2][]float64{{0, 0, 0}, {1000, 1000, 1000}}
@@ -36,7 +38,7 @@ func storedChunks(t *testing.T, files map[string][]byte, attrs ...string) map[co
 
 func TestGoldenPolylines(t *testing.T) {
 	t.Parallel()
-	want := loadDir(t, refDir+"polylines.zarrvectors")
+	want := zvftest.ReadTree(t, refDir+"polylines.zarrvectors")
 	chunks := storedChunks(t, want, "fa")
 	pl := &Polylines{Offsets: []int{0}}
 	var fa []byte
@@ -114,7 +116,7 @@ func TestGoldenGraphs(t *testing.T) {
 		skeleton bool
 	}{{"graph", false}, {"skeleton", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := loadDir(t, refDir+tc.name+".zarrvectors")
+			want := zvftest.ReadTree(t, refDir+tc.name+".zarrvectors")
 			gr := loadInput(t, tc.name)
 			gr.Skeleton = tc.skeleton
 			o := Options{ChunkShape: []float64{100, 100, 100}, Bounds: refBounds}
@@ -173,7 +175,7 @@ func TestGoldenGraphs(t *testing.T) {
 // chunk order, intra faces then cross faces) and expects the same store.
 func TestGoldenMesh(t *testing.T) {
 	t.Parallel()
-	want := loadDir(t, refDir+"mesh.zarrvectors")
+	want := zvftest.ReadTree(t, refDir+"mesh.zarrvectors")
 	chunks := storedChunks(t, want, "height")
 	m := &Mesh{FaceWidth: 3}
 	var height []byte

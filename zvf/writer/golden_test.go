@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 const refDir = "../../testdata/zvf-reference/"
@@ -101,7 +103,7 @@ func TestGoldenPointsBins(t *testing.T) {
 		{"points_bins_blosc", CodecBlosc},
 	} {
 		t.Run(tc.store, func(t *testing.T) {
-			want := loadDir(t, refDir+tc.store+".zarrvectors")
+			want := zvftest.ReadTree(t, refDir+tc.store+".zarrvectors")
 			pc := level0Points(t, want, []Attribute{
 				{Name: "intensity", DType: "float32", Channels: 1},
 				{Name: "label", DType: "int32", Channels: 1},
@@ -165,7 +167,7 @@ func TestGoldenPointsObjects(t *testing.T) {
 		{"quirk_points_objects_bins", []float64{50, 50, 50}, nil},
 	} {
 		t.Run(tc.store, func(t *testing.T) {
-			want := loadDir(t, refDir+tc.store+".zarrvectors")
+			want := zvftest.ReadTree(t, refDir+tc.store+".zarrvectors")
 			pc := level0Points(t, want, []Attribute{
 				{Name: "intensity", DType: "float32", Channels: 1},
 				{Name: "label", DType: "int32", Channels: 1},

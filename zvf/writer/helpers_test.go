@@ -5,10 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,28 +142,6 @@ func (s *memStore) files(prefix string) map[string][]byte {
 		if strings.HasPrefix(k, prefix) {
 			out[k[len(prefix):]] = v
 		}
-	}
-	return out
-}
-
-// loadDir reads a reference store directory into key -> bytes.
-func loadDir(t testing.TB, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = b
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -2,6 +2,9 @@ package zvftest
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -24,4 +27,41 @@ func Store(tb testing.TB, urlOrPath string) storage.Writer {
 		}
 	})
 	return st
+}
+
+// ReadTree reads every file below the folder dir, by its slash-separated
+// path relative to dir.
+func ReadTree(tb testing.TB, dir string) map[string][]byte {
+	tb.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// Upload copies the files below the folder dir into w, keyed as ReadTree
+// names them.
+func Upload(tb testing.TB, w storage.Writer, dir string) {
+	tb.Helper()
+	for k, b := range ReadTree(tb, dir) {
+		if err := w.Put(context.Background(), k, b); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
