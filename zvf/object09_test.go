@@ -49,10 +49,7 @@ func TestObjectIndexV2(t *testing.T) {
 				t.Fatal("a cancelled request found an object")
 			}
 			for row, id := range tc.ids {
-				a, err := l1.Object(ctx, int64(row), []string{"*"})
-				if err != nil {
-					t.Fatal(err)
-				}
+				a := zvftest.Object(t, l1, int64(row), []string{"*"})
 				b, err := l.Object(ctx, id, []string{"*"})
 				if err != nil {
 					t.Fatalf("object %d (row %d): %v", id, row, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestChunkObjects: every chunk's row owners are the object ids a bbox over
@@ -62,10 +63,7 @@ func TestObjectAttributes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o, err := l.Object(ctx, id, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := zvftest.Object(t, l, id, nil)
 			if len(got) != len(o.ObjectAttributes) || len(got) == 0 {
 				t.Fatalf("level %d object %d: %d columns, Object has %d", n, id, len(got), len(o.ObjectAttributes))
 			}

@@ -53,10 +53,7 @@ func TestDemoRoundTrip(t *testing.T) {
 		l := open("cells")
 		c := sc.Cells
 		for oid := int64(0); oid < int64(len(c.ObjectAttributes[0].Data)/4); oid += 7 {
-			ob, err := l.Object(ctx, oid, []string{"cell_type"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			ob := zvftest.Object(t, l, oid, []string{"cell_type"})
 			var want []float32
 			var types []byte
 			for i, id := range c.ObjectIDs {
@@ -78,10 +75,7 @@ func TestDemoRoundTrip(t *testing.T) {
 		l := open("axons")
 		a := sc.Axons
 		for p := range len(a.Offsets) - 1 {
-			ob, err := l.Object(ctx, int64(p), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ob := zvftest.Object(t, l, int64(p), nil)
 			if !bytes.Equal(ob.Vertices.Data, f32b(a.Positions[3*a.Offsets[p]:3*a.Offsets[p+1]])) {
 				t.Fatalf("axon %d differs", p)
 			}
@@ -92,10 +86,7 @@ func TestDemoRoundTrip(t *testing.T) {
 		g := sc.Skeletons
 		pos := f32b(g.Positions)
 		for oid := int64(0); oid <= g.ObjectIDs[len(g.ObjectIDs)-1]; oid++ {
-			ob, err := l.Object(ctx, oid, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ob := zvftest.Object(t, l, oid, nil)
 			var want []int64
 			for e := 0; e < len(g.Edges); e += 2 {
 				if g.ObjectIDs[g.Edges[e]] == oid {
@@ -112,10 +103,7 @@ func TestDemoRoundTrip(t *testing.T) {
 		m := sc.Meshes
 		pos := f32b(m.Positions)
 		for oid := int64(0); oid <= m.ObjectIDs[len(m.ObjectIDs)-1]; oid++ {
-			ob, err := l.Object(ctx, oid, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ob := zvftest.Object(t, l, oid, nil)
 			var want []int64
 			for f := 0; f < len(m.Faces); f += 3 {
 				if m.ObjectIDs[m.Faces[f]] == oid {

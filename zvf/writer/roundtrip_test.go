@@ -166,10 +166,7 @@ func TestRoundTripPoints(t *testing.T) {
 					return
 				}
 				for oid := int64(0); oid < 25; oid += 3 {
-					o, err := l0.Object(ctx, oid, []string{"*"})
-					if err != nil {
-						t.Fatal(err)
-					}
+					o := zvftest.Object(t, l0, oid, []string{"*"})
 					var wv []float32
 					var wa [3][]byte
 					for i, id := range ids {
@@ -241,10 +238,7 @@ func TestRoundTripPolylines(t *testing.T) {
 	st := openStore(t, ms)
 	l0 := readLevel(t, st, 0)
 	for p := range len(pl.Offsets) - 1 {
-		o, err := l0.Object(ctx, int64(p), []string{"fa"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := zvftest.Object(t, l0, int64(p), []string{"fa"})
 		a, b := pl.Offsets[p], pl.Offsets[p+1]
 		if !bytes.Equal(o.Vertices.Data, f32bytes(pl.Positions[3*a:3*b])) {
 			t.Fatalf("polyline %d: vertices differ", p)
@@ -311,10 +305,7 @@ func TestRoundTripGraphs(t *testing.T) {
 			l0 := readLevel(t, openStore(t, ms), 0)
 			pos := f32bytes(g.Positions)
 			for oid := range int64(6) {
-				o, err := l0.Object(ctx, oid, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				o := zvftest.Object(t, l0, oid, nil)
 				var wantV []string
 				var wantE []int64
 				for i, id := range g.ObjectIDs {
@@ -367,10 +358,7 @@ func TestRoundTripMesh(t *testing.T) {
 	l0 := readLevel(t, openStore(t, ms), 0)
 	pos := f32bytes(m.Positions)
 	for oid := range int64(2) {
-		o, err := l0.Object(ctx, oid, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := zvftest.Object(t, l0, oid, nil)
 		if o.Count != 144 {
 			t.Fatalf("object %d: %d vertices, want 144", oid, o.Count)
 		}

@@ -22,3 +22,14 @@ func OpenLevel(tb testing.TB, st storage.Store, o zvf.Options, n int) *zvf.Level
 	}
 	return l
 }
+
+// Object reads object id of l with the attributes named, stopping the
+// test on an error.
+func Object(tb testing.TB, l *zvf.Level, id int64, attrs []string) *zvf.Object {
+	tb.Helper()
+	o, err := l.Object(context.Background(), id, attrs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o
+}
