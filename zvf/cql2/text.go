@@ -386,13 +386,14 @@ func (p *parser) parseList(kw string, operand func() (Expr, error), list func([]
 
 func (p *parser) isKeyword(k string) bool { return p.tok.kind == tKeyword && p.tok.text == k }
 
-// enter counts one level of nesting.
+// enter counts one level of nesting and moves past the token that opens
+// it (NOT or '(').
 func (p *parser) enter() error {
 	p.depth++
 	if p.depth > MaxDepth {
 		return p.errAt(p.tok.pos, "filter nested deeper than %d at position %d", MaxDepth, charPos(p.src, p.tok.pos))
 	}
-	return nil
+	return p.next()
 }
 
 func (p *parser) parseNot() (Expr, error) {
@@ -400,9 +401,6 @@ func (p *parser) parseNot() (Expr, error) {
 		return p.parsePrimary()
 	}
 	if err := p.enter(); err != nil {
-		return nil, err
-	}
-	if err := p.next(); err != nil {
 		return nil, err
 	}
 	e, err := p.parseNot()
@@ -416,9 +414,6 @@ func (p *parser) parseNot() (Expr, error) {
 func (p *parser) parsePrimary() (Expr, error) {
 	if p.tok.kind == tLParen {
 		if err := p.enter(); err != nil {
-			return nil, err
-		}
-		if err := p.next(); err != nil {
 			return nil, err
 		}
 		e, err := p.parseOr()
