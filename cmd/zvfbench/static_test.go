@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,13 +94,10 @@ func TestStatic(t *testing.T) {
 // reused by later runs.
 func BenchmarkColdBBoxHTTP(b *testing.B) {
 	ctx := context.Background()
-	stores := filepath.Join(os.TempDir(), "zvfserve-bench-coldquery-v1")
-	if err := synth.OnDisk(ctx, stores, "points", func() (storage.Writer, error) {
-		return synth.Points(ctx, 2_000_000, 1, writer.CodecNone)
-	}); err != nil {
+	dir, err := synth.ColdPoints(ctx)
+	if err != nil {
 		b.Fatal(err)
 	}
-	dir := filepath.Join(stores, "points")
 	st := zvftest.Store(b, dir)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	defer client.CloseIdleConnections()

@@ -4,34 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
-	"github.com/zvfserve/zvfserve/zvf/writer"
 )
-
-// coldStoreDir writes the 2,000,000-point benchmark store to a folder on
-// local disk once, and reuses it in later runs (like zvfbench --store).
-func coldStoreDir(b *testing.B) string {
-	ctx := context.Background()
-	dir := filepath.Join(os.TempDir(), "zvfserve-bench-coldquery-v1")
-	if err := synth.OnDisk(ctx, dir, "points", func() (storage.Writer, error) {
-		return synth.Points(ctx, 2_000_000, 1, writer.CodecNone)
-	}); err != nil {
-		b.Fatal(err)
-	}
-	return filepath.Join(dir, "points")
-}
 
 // BenchmarkQueryCold: zvfserve query on a store on local disk (page cache
 // warm, nothing else cached): open the store, read the box's chunks and
 // stream the answer — what a fresh process does after its start-up.
 // Small: ≈10,000 vertices in binary; large: ≈540,000 vertices in JSON.
 func BenchmarkQueryCold(b *testing.B) {
-	dir := coldStoreDir(b)
+	dir, err := synth.ColdPoints(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		want int

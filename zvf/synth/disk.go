@@ -10,6 +10,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
 // OnDisk writes the store build makes (under prefix name, as every builder
@@ -76,4 +77,17 @@ func copyStore(ctx context.Context, from storage.Store, to storage.Writer) error
 		})
 	}
 	return g.Wait()
+}
+
+// ColdPoints writes, once, the 2,000,000-point store that the cold-read
+// benchmarks of zvfserve and zvfbench share to a folder under the system's
+// temporary folder (OnDisk), and returns the store's folder.
+func ColdPoints(ctx context.Context) (string, error) {
+	dir := filepath.Join(os.TempDir(), "zvfserve-bench-coldquery-v1")
+	if err := OnDisk(ctx, dir, "points", func() (storage.Writer, error) {
+		return Points(ctx, 2_000_000, 1, writer.CodecNone)
+	}); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "points"), nil
 }
