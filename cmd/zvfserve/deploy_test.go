@@ -33,6 +33,12 @@ type manifests struct {
 	pdb        *policyv1.PodDisruptionBudget
 }
 
+// fresh points *p at a new zero T and returns it, for decoding into.
+func fresh[T any](p **T) any {
+	*p = new(T)
+	return *p
+}
+
 // decodeManifests decodes each document strictly (an unknown or misspelt
 // field is an error, as kubectl apply --validate=strict makes it) into the
 // type its apiVersion and kind name.
@@ -49,20 +55,15 @@ func decodeManifests(b []byte) (manifests, error) {
 		var into any
 		switch tm.APIVersion + " " + tm.Kind {
 		case "apps/v1 Deployment":
-			m.deployment = &appsv1.Deployment{}
-			into = m.deployment
+			into = fresh(&m.deployment)
 		case "v1 Service":
-			m.service = &corev1.Service{}
-			into = m.service
+			into = fresh(&m.service)
 		case "networking.k8s.io/v1 Ingress":
-			m.ingress = &networkingv1.Ingress{}
-			into = m.ingress
+			into = fresh(&m.ingress)
 		case "autoscaling/v2 HorizontalPodAutoscaler":
-			m.hpa = &autoscalingv2.HorizontalPodAutoscaler{}
-			into = m.hpa
+			into = fresh(&m.hpa)
 		case "policy/v1 PodDisruptionBudget":
-			m.pdb = &policyv1.PodDisruptionBudget{}
-			into = m.pdb
+			into = fresh(&m.pdb)
 		default:
 			return m, fmt.Errorf("document %d: unexpected %s %s", i, tm.APIVersion, tm.Kind)
 		}
