@@ -57,13 +57,7 @@ func TestChooseLevelReadsNothing(t *testing.T) {
 			if reads := rc.n.Load() - before; reads != 0 {
 				t.Fatalf("ChooseLevel read %d objects", reads)
 			}
-			want := len(counts) - 1
-			for i, c := range counts {
-				if c <= budget {
-					want = i
-					break
-				}
-			}
+			want := finestWithin(counts, budget)
 			if s.Levels()[want] != got {
 				t.Errorf("box %v budget %d: level %d, want %d (counts %v)", b, budget, got, s.Levels()[want], counts)
 			}
@@ -165,13 +159,7 @@ func TestChooseLevelWarm(t *testing.T) {
 				if budget < 0 {
 					continue
 				}
-				want := len(counts) - 1
-				for j, c := range counts {
-					if c <= budget {
-						want = j
-						break
-					}
-				}
+				want := finestWithin(counts, budget)
 				got, err := s.ChooseLevel(ctx, b[0], b[1], budget, nil, zvf.Selection{})
 				if err != nil {
 					t.Fatal(err)
@@ -182,4 +170,16 @@ func TestChooseLevelWarm(t *testing.T) {
 			}
 		}
 	}
+}
+
+// finestWithin is the index of the first (finest) level whose count is at
+// most budget, or the last (coarsest) level when none is: the level
+// level=auto must choose.
+func finestWithin(counts []int64, budget int64) int {
+	for i, c := range counts {
+		if c <= budget {
+			return i
+		}
+	}
+	return len(counts) - 1
 }
