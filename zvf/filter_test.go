@@ -835,10 +835,7 @@ func TestSelectionMatchesBruteForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := pageStores()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := mustPageStores(t)
 	stores := map[string]*zvf.Store{"types": ts["types"], "plain": ts["plain"]}
 	for _, name := range []string{"cells", "axons", "skeletons", "meshes", "axons-v09"} {
 		stores[name] = ps[name]
@@ -935,10 +932,7 @@ func TestSelectionKeepsSomeAndLeavesSome(t *testing.T) {
 // levels that lack a property.
 func TestFilterErrors(t *testing.T) {
 	t.Parallel()
-	ps, err := pageStores()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := mustPageStores(t)
 	s := ps["cells"]
 	ctx := context.Background()
 	box := boxes(s)[0]
@@ -992,10 +986,7 @@ func TestFilterErrors(t *testing.T) {
 // box; sample=1 is the unsampled answer.
 func TestSampleIsTheSameEverywhere(t *testing.T) {
 	t.Parallel()
-	ps, err := pageStores()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := mustPageStores(t)
 	s := ps["axons"]
 	sel := zvf.Selection{Sample: 0.25}
 	kept := map[int64]bool{}

@@ -217,6 +217,17 @@ func sameAnswer(t *testing.T, what string, got, want *flat) {
 	}
 }
 
+// mustPageStores is pageStores, stopping the test if they could not be
+// built.
+func mustPageStores(t *testing.T) map[string]*zvf.Store {
+	t.Helper()
+	stores, err := pageStores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stores
+}
+
 // pageStores are the stores the paging property runs over: the demo
 // scene (all four geometries, every level) in both layouts, and the
 // reference graph, which the demo does not have.
@@ -313,10 +324,7 @@ func boxes(s *zvf.Store) [][2][]float64 {
 // resumed by offset alone.
 func TestPagesJoinToTheWholeAnswer(t *testing.T) {
 	t.Parallel()
-	stores, err := pageStores()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores := mustPageStores(t)
 	fixed := func(n int64) func(*rand.Rand) int64 { return func(*rand.Rand) int64 { return n } }
 	pagers := []pager{
 		{name: "limit 1", limit: fixed(1), budget: -1},
@@ -389,10 +397,7 @@ func TestPagesJoinToTheWholeAnswer(t *testing.T) {
 // indices local to a page dropped every connection across a boundary).
 func TestPagesHaveConnectionsToJoin(t *testing.T) {
 	t.Parallel()
-	stores, err := pageStores()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores := mustPageStores(t)
 	for _, name := range []string{"axons", "skeletons", "meshes", "ref-graph"} {
 		l, _ := stores[name].Level(0)
 		box := boxes(stores[name])[0]
@@ -408,10 +413,7 @@ func TestPagesHaveConnectionsToJoin(t *testing.T) {
 // a decodable position that does not fit the answer is refused by BBox.
 func TestResumeRejectsForgeries(t *testing.T) {
 	t.Parallel()
-	stores, err := pageStores()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores := mustPageStores(t)
 	l, _ := stores["axons"].Level(0)
 	box := boxes(stores["axons"])[0]
 	q := zvf.BBoxQuery{Min: box[0], Max: box[1], Limit: 1000, Connectivity: true}
