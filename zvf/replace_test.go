@@ -96,6 +96,25 @@ func sceneObjects(t *testing.T, seed int64, scale float64) map[string][]byte {
 	return out
 }
 
+// watchedCells opens the cells store in st as a watched handle and returns
+// it, the version it serves and that version's whole box.
+func watchedCells(t *testing.T, st storage.Store, settle time.Duration) (*zvf.Handle, *zvf.Store, []byte) {
+	t.Helper()
+	h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: "cells"}, zvf.Watch{Enabled: true, Settle: settle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := wholeBox(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, s, whole
+}
+
 // wholeBox is every vertex of every level of s, or the first error.
 func wholeBox(ctx context.Context, s *zvf.Store) ([]byte, error) {
 	var out bytes.Buffer
@@ -141,18 +160,7 @@ func TestReplacementOpensOnlyWhenWhole(t *testing.T) {
 		}
 	}
 	st.advance(time.Minute)
-	h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "cells"}, zvf.Watch{Enabled: true, Settle: settle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1, err := h.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want1, err := wholeBox(ctx, s1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, s1, want1 := watchedCells(t, st, settle)
 	var stale []string
 	for k := range v1 {
 		if _, ok := v2[k]; !ok {
@@ -224,18 +232,7 @@ func TestReplacementOpensOnlyWhenWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "cells"}, zvf.Watch{Enabled: true, Settle: settle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s3, err := fresh.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want2, err := wholeBox(ctx, s3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s3, want2 := watchedCells(t, st, settle)
 	if !bytes.Equal(got, want2) || bytes.Equal(want1, want2) {
 		t.Fatal("the version opened after the replacement does not answer like the new store")
 	}
