@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,6 +160,7 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 			var total, cpu time.Duration
 			var fetched int64
 			for b.Loop() {
+				runtime.GC() // as serverColdHook does before zvfserve's query
 				c0 := benchtest.CPU(b)
 				d, n, chunks, _, err := staticCold(ctx, client, files, lay, lo, hi, bufs)
 				cpu += benchtest.CPU(b) - c0
