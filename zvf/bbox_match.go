@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -524,14 +525,14 @@ type matchWindow struct {
 // startWindow matches the chunks of cand in the cache at once and starts
 // reading the others (at most l.s.conc at a time), without waiting for
 // them, in w.
-func (l *Level) startWindow(ctx context.Context, w *matchWindow, cand []int32, ms []chunkMatch, res []*chunkMatch, min, max []float64, rf *rowFilter) error {
+func (l *Level) startWindow(ctx context.Context, w *matchWindow, cand []int32, ms []chunkMatch, res []*chunkMatch, lo, hi []float64, rf *rowFilter) error {
 	*w = matchWindow{ms: ms[:len(cand)], res: res[:len(cand)]}
 	missing := 0
 	for j, i := range cand {
 		w.res[j] = nil
 		if v, ok := l.peekVerts(i); ok && rf.cachedAt(i) {
 			m := &w.ms[j]
-			if err := l.matchChunk(ctx, i, v.(*chunkVerts), min, max, m, rf, rf.mainEvaluator()); err != nil {
+			if err := l.matchChunk(ctx, i, v.(*chunkVerts), lo, hi, m, rf, rf.mainEvaluator()); err != nil {
 				return err
 			}
 			w.res[j] = m
@@ -545,29 +546,36 @@ func (l *Level) startWindow(ctx context.Context, w *matchWindow, cand []int32, m
 	wctx, cancel := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(wctx)
 	w.g, w.cancel = g, cancel
-	// A slot a read: every goroutine of the window starts now (at most
-	// 2 × conc), so starting a window never waits for its reads.
-	slots := make(chan struct{}, l.s.conc)
-	for j, i := range cand {
-		if w.res[j] != nil {
-			continue
+	// At most conc readers, each taking the window's next unread chunk
+	// until none is left; they start now, so starting a window never
+	// waits for its reads.
+	todo := make([]int32, 0, missing)
+	for j := range cand {
+		if w.res[j] == nil {
+			todo = append(todo, int32(j))
 		}
-		m := &w.ms[j]
+	}
+	var taken atomic.Int32
+	read := w.ms // the goroutines hold the matches, not w (which stays on the caller's stack)
+	for range min(l.s.conc, missing) {
 		g.Go(func() (err error) {
 			defer l.s.recoverInto(&err, "bbox chunk")
-			select {
-			case slots <- struct{}{}:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-			defer func() { <-slots }()
-			cv, err := l.verticesAt(gctx, i)
-			if err != nil {
-				return err
-			}
 			ev := rf.evaluator()
 			defer rf.release(ev)
-			return l.matchChunk(gctx, i, cv, min, max, m, rf, ev)
+			for {
+				t := int(taken.Add(1)) - 1
+				if t >= len(todo) {
+					return nil
+				}
+				j := todo[t]
+				cv, err := l.verticesAt(gctx, cand[j])
+				if err != nil {
+					return err
+				}
+				if err := l.matchChunk(gctx, cand[j], cv, lo, hi, &read[j], rf, ev); err != nil {
+					return err
+				}
+			}
 		})
 	}
 	return nil
