@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -441,7 +442,9 @@ func b2i(b bool) int {
 
 // matches runs match over the candidate chunks, calling fn in key order.
 // Chunks already in the cache are matched in place; the others are read
-// concurrently (bounded). Only a window of chunks is held at once; the
+// concurrently (bounded). Only two windows of chunks are held at once:
+// while fn takes one window's matches, the next window is read, so reads
+// do not wait for the answer's writes nor the writes for the reads. The
 // *chunkMatch handed to fn is reused after fn returns. The query's
 // selection (sc.rf) narrows every chunk's rows the same way wherever it
 // is matched: for the page, for the earlier chunks a page reaches back
@@ -452,59 +455,55 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		return nil // no row of the level can pass: nothing is read
 	}
 	win := 2 * l.s.conc
-	if len(sc.ms) < win {
-		sc.ms = make([]chunkMatch, win)
-		sc.res = make([]*chunkMatch, win)
+	if len(sc.ms) < 2*win {
+		sc.ms = make([]chunkMatch, 2*win)
+		sc.res = make([]*chunkMatch, 2*win)
 	}
-	for start := 0; start < len(cand); start += win {
+	// Window k uses half k%2 of sc.ms and sc.res.
+	half := func(k int) ([]chunkMatch, []*chunkMatch) {
+		return sc.ms[k%2*win : k%2*win+win], sc.res[k%2*win : k%2*win+win]
+	}
+	var wins [2]matchWindow // window k is wins[k%2]: nothing allocated while warm
+	var next *matchWindow
+	defer func() {
+		if next != nil {
+			next.abandon() // fn stopped or failed: the window read ahead is not needed
+		}
+	}()
+	start := func(k int) error {
+		lo := k * win
+		if lo >= len(cand) {
+			next = nil
+			return nil
+		}
+		hi := lo + win
+		if hi > len(cand) {
+			hi = len(cand)
+		}
+		ms, res := half(k)
+		next = &wins[k%2]
+		if err := l.startWindow(ctx, next, cand[lo:hi], ms, res, min, max, rf); err != nil {
+			next = nil
+			return err
+		}
+		return nil
+	}
+	if err := start(0); err != nil {
+		return err
+	}
+	for k := 0; next != nil; k++ {
 		if err := ctx.Err(); err != nil {
 			return err // a long answer from the cache still stops when its request does
 		}
-		end := start + win
-		if end > len(cand) {
-			end = len(cand)
+		cur := next
+		next = nil
+		if err := cur.wait(); err != nil {
+			return err
 		}
-		res := sc.res[:end-start]
-		missing := 0
-		for j, i := range cand[start:end] {
-			res[j] = nil
-			if v, ok := l.peekVerts(i); ok && rf.cachedAt(i) {
-				m := &sc.ms[j]
-				if err := l.matchChunk(ctx, i, v.(*chunkVerts), min, max, m, rf, rf.mainEvaluator()); err != nil {
-					return err
-				}
-				res[j] = m
-			} else {
-				missing++
-			}
+		if err := start(k + 1); err != nil {
+			return err
 		}
-		if missing > 0 {
-			g, gctx := errgroup.WithContext(ctx)
-			g.SetLimit(l.s.conc)
-			for j, i := range cand[start:end] {
-				if res[j] != nil {
-					continue
-				}
-				m := &sc.ms[j]
-				g.Go(func() (err error) {
-					defer l.s.recoverInto(&err, "bbox chunk")
-					cv, err := l.verticesAt(gctx, i)
-					if err != nil {
-						return err
-					}
-					ev := rf.evaluator()
-					defer rf.release(ev)
-					return l.matchChunk(gctx, i, cv, min, max, m, rf, ev)
-				})
-			}
-			if err := g.Wait(); err != nil {
-				return err
-			}
-			for j := range res {
-				res[j] = &sc.ms[j]
-			}
-		}
-		for _, m := range res {
+		for _, m := range cur.res {
 			stop, err := fn(m)
 			if err != nil || stop {
 				return err
@@ -512,4 +511,99 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		}
 	}
 	return nil
+}
+
+// matchWindow is a window of candidate chunks being matched: those cached
+// were matched in place, the others are read and matched by goroutines.
+type matchWindow struct {
+	ms     []chunkMatch
+	res    []*chunkMatch // the window's matches once wait returns
+	g      *errgroup.Group
+	cancel context.CancelFunc
+}
+
+// startWindow matches the chunks of cand in the cache at once and starts
+// reading the others (at most l.s.conc at a time), without waiting for
+// them, in w.
+func (l *Level) startWindow(ctx context.Context, w *matchWindow, cand []int32, ms []chunkMatch, res []*chunkMatch, lo, hi []float64, rf *rowFilter) error {
+	*w = matchWindow{ms: ms[:len(cand)], res: res[:len(cand)]}
+	missing := 0
+	for j, i := range cand {
+		w.res[j] = nil
+		if v, ok := l.peekVerts(i); ok && rf.cachedAt(i) {
+			m := &w.ms[j]
+			if err := l.matchChunk(ctx, i, v.(*chunkVerts), lo, hi, m, rf, rf.mainEvaluator()); err != nil {
+				return err
+			}
+			w.res[j] = m
+		} else {
+			missing++
+		}
+	}
+	if missing == 0 {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	g, gctx := errgroup.WithContext(wctx)
+	w.g, w.cancel = g, cancel
+	// At most conc readers, each taking the window's next unread chunk
+	// until none is left; they start now, so starting a window never
+	// waits for its reads.
+	todo := make([]int32, 0, missing)
+	for j := range cand {
+		if w.res[j] == nil {
+			todo = append(todo, int32(j))
+		}
+	}
+	var taken atomic.Int32
+	read := w.ms // the goroutines hold the matches, not w (which stays on the caller's stack)
+	for range min(l.s.conc, missing) {
+		g.Go(func() (err error) {
+			defer l.s.recoverInto(&err, "bbox chunk")
+			ev := rf.evaluator()
+			defer rf.release(ev)
+			for {
+				t := int(taken.Add(1)) - 1
+				if t >= len(todo) {
+					return nil
+				}
+				j := todo[t]
+				cv, err := l.verticesAt(gctx, cand[j])
+				if err != nil {
+					return err
+				}
+				if err := l.matchChunk(gctx, cand[j], cv, lo, hi, &read[j], rf, ev); err != nil {
+					return err
+				}
+			}
+		})
+	}
+	return nil
+}
+
+// wait waits for the window's reads; then res holds every chunk's match.
+func (w *matchWindow) wait() error {
+	if w.g == nil {
+		return nil
+	}
+	err := w.g.Wait()
+	w.cancel()
+	w.g = nil
+	if err != nil {
+		return err
+	}
+	for j := range w.res {
+		w.res[j] = &w.ms[j]
+	}
+	return nil
+}
+
+// abandon stops the window's reads and waits for its goroutines.
+func (w *matchWindow) abandon() {
+	if w.g == nil {
+		return
+	}
+	w.cancel()
+	_ = w.g.Wait()
+	w.g = nil
 }

@@ -7,10 +7,14 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -137,4 +141,97 @@ func TestColdBBoxReadsNoFragmentIndex(t *testing.T) {
 			t.Errorf("cold and warm answers differ: %d and %d bytes", len(answers[0]), len(answers[1]))
 		}
 	})
+}
+
+// gateReads is a store that tells when a read of a key containing one of
+// the strings in want has begun.
+type gateReads struct {
+	storage.Store
+	want  []string
+	begun chan struct{}
+	once  sync.Once
+}
+
+func (g *gateReads) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	for _, w := range g.want {
+		if strings.Contains(key, w) {
+			g.once.Do(func() { close(g.begun) })
+		}
+	}
+	return g.Store.Get(ctx, key, o)
+}
+
+// TestColdReadsOverlapAnswer: a cold box reads the next window of chunks
+// while the answer takes the rows of the window read before it — reads do
+// not wait for the answer's writes, nor the writes for the reads — and
+// still answers what a test of every row answers, in the same order; a
+// page that stops in the first window answers its rows.
+func TestColdReadsOverlapAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(fixtures, "points_bins.zarrvectors")
+	bs, err := blobstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bs.Close()
+	ref, err := zvf.Open(ctx, bs, zvf.Options{Name: "points_bins"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, _ := ref.Level(0)
+	keys := rl.Keys()
+	// One read at a time: a window is two chunks, and the box below
+	// covers every chunk, so keys[2:] are the windows after the first.
+	var later []string
+	for _, k := range keys[2:] {
+		later = append(later, "/vertices/"+k.String()+"/")
+	}
+	all := [2][3]float64{{-1e9, -1e9, -1e9}, {1e9, 1e9, 1e9}}
+	want := boxRows(t, rl, all[0], all[1])
+	gate := &gateReads{Store: bs, want: later, begun: make(chan struct{})}
+	s, err := zvf.Open(ctx, gate, zvf.Options{Name: "points_bins", Cache: cache.New(64 << 20), Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Level(0)
+	var got []byte
+	overlapped := false
+	res, err := l.BBox(ctx, zvf.BBoxQuery{Min: all[0][:], Max: all[1][:]}, func(b *zvf.Batch) error {
+		if got == nil {
+			// The answer's first rows: the next window's reads are
+			// under way (or never start: the test fails, it does not hang).
+			select {
+			case <-gate.begun:
+				overlapped = true
+			case <-time.After(5 * time.Second):
+			}
+		}
+		got = append(got, b.Vertices.Data...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !overlapped {
+		t.Error("no chunk after the first window was read while the answer took the first window's rows")
+	}
+	if !bytes.Equal(got, want) || res.Count != int64(len(want)/12) {
+		t.Errorf("%d rows, a test of every row finds %d (or in another order)", len(got)/12, len(want)/12)
+	}
+
+	// A page that ends in the first window, while the next is read.
+	s2, err := zvf.Open(ctx, bs, zvf.Options{Name: "points_bins", Cache: cache.New(64 << 20), Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, _ := s2.Level(0)
+	var page []byte
+	res2, err := l2.BBox(ctx, zvf.BBoxQuery{Min: all[0][:], Max: all[1][:], Limit: 3}, func(b *zvf.Batch) error {
+		page = append(page, b.Vertices.Data...)
+		return nil
+	})
+	if err != nil || !res2.More || !bytes.Equal(page, want[:36]) {
+		t.Fatalf("page of 3: %d rows, more %v, %v", len(page)/12, res2.More, err)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -87,11 +88,11 @@ func TestStatic(t *testing.T) {
 	}
 }
 
-// BenchmarkColdBBoxHTTP: one cold 500k-vertex binary bbox over HTTP from a
-// fresh server (store opened, cache empty), beside the static-file client
-// of zvfbench static fetching and filtering the same box's vertex files.
-// The 2,000,000-point store is written to a folder on local disk once and
-// reused by later runs.
+// BenchmarkColdBBoxHTTP: one cold binary bbox over HTTP from a fresh
+// server (store opened, cache empty), beside the static-file client of
+// zvfbench static fetching and filtering the same box's vertex files, for
+// the 50k and 500k boxes of zvfbench static. The 2,000,000-point store is
+// written to a folder on local disk once and reused by later runs.
 func BenchmarkColdBBoxHTTP(b *testing.B) {
 	ctx := context.Background()
 	dir, err := synth.ColdPoints(ctx)
@@ -101,59 +102,69 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 	st := zvftest.Store(b, dir)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	defer client.CloseIdleConnections()
-	lo, hi := synth.BoxFor(2_000_000, 500_000, 50)
 	bufs := new(staticBuffers)
-	b.Run("zvfserve", func(b *testing.B) {
-		// Every read of the store is counted (on local disk, one file
-		// opened each), those of the request apart from those of opening
-		// the store: a count that holds on a loaded machine.
-		reads := new(readCounter)
-		counted := metered.Wrap(st, reads)
-		// Server and client run in this process, so the CPU time across a
-		// query is all it cost, which holds up under load better than its
-		// wall time (though the runtime's own work, GC, falls where it
-		// falls).
-		var total, cpu time.Duration
-		var queryReads int64
-		for b.Loop() {
-			var c0 time.Duration
-			d, n, _, opened, err := serverColdCounted(ctx, client, counted, lo, hi, bufs, reads, func() { c0 = benchtest.CPU(b) })
-			cpu += benchtest.CPU(b) - c0
-			if err != nil || n == 0 {
-				b.Fatal(n, err)
+	for _, box := range []struct {
+		name   string
+		want   int
+		offset float64
+	}{{"50k", 50_000, 301}, {"500k", 500_000, 50}} {
+		lo, hi := synth.BoxFor(2_000_000, box.want, box.offset)
+		b.Run(box.name+"/zvfserve", func(b *testing.B) {
+			// Every read of the store is counted (on local disk, one file
+			// opened each), those of the request apart from those of
+			// opening the store: a count that holds on a loaded machine.
+			reads := new(readCounter)
+			counted := metered.Wrap(st, reads)
+			// Server and client run in this process, so the CPU time
+			// across a query is all it cost, which holds up under load
+			// better than its wall time (though the runtime's own work,
+			// GC, falls where it falls).
+			var total, cpu time.Duration
+			var queryReads int64
+			for b.Loop() {
+				var c0 time.Duration
+				d, n, _, opened, err := serverColdCounted(ctx, client, counted, lo, hi, bufs, reads, func() { c0 = benchtest.CPU(b) })
+				cpu += benchtest.CPU(b) - c0
+				if err != nil || n == 0 {
+					b.Fatal(n, err)
+				}
+				total += d
+				queryReads += opened
 			}
-			total += d
-			queryReads += opened
-		}
-		// ns/op includes opening the store and starting the server;
-		// this is the request alone.
-		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
-		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
-		b.ReportMetric(float64(queryReads)/float64(b.N), "files-read/op")
-	})
-	b.Run("static", func(b *testing.B) {
-		files, stop, err := serveObjects(st, dir, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer stop()
-		lay, err := staticOpen(ctx, client, files)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var total, cpu time.Duration
-		for b.Loop() {
-			c0 := benchtest.CPU(b)
-			d, n, _, _, err := staticCold(ctx, client, files, lay, lo, hi, bufs)
-			cpu += benchtest.CPU(b) - c0
-			if err != nil || n == 0 {
-				b.Fatal(n, err)
+			// ns/op includes opening the store and starting the server;
+			// this is the request alone.
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
+			b.ReportMetric(float64(queryReads)/float64(b.N), "files-read/op")
+		})
+		b.Run(box.name+"/static", func(b *testing.B) {
+			files, stop, err := serveObjects(st, dir, nil)
+			if err != nil {
+				b.Fatal(err)
 			}
-			total += d
-		}
-		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
-		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
-	})
+			defer stop()
+			lay, err := staticOpen(ctx, client, files)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var total, cpu time.Duration
+			var fetched int64
+			for b.Loop() {
+				runtime.GC() // as serverColdHook does before zvfserve's query
+				c0 := benchtest.CPU(b)
+				d, n, chunks, _, err := staticCold(ctx, client, files, lay, lo, hi, bufs)
+				cpu += benchtest.CPU(b) - c0
+				if err != nil || n == 0 {
+					b.Fatal(n, err)
+				}
+				total += d
+				fetched += int64(chunks)
+			}
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
+			b.ReportMetric(float64(fetched)/float64(b.N), "files-read/op")
+		})
+	}
 }
 
 // readCounter counts the store's reads (metered.Observer).

@@ -59,9 +59,10 @@ func (f *Family) Open(ctx context.Context, p string) (*Array, error) {
 }
 
 // ReadBytes opens the array at p and returns its bytes, as Open and
-// Array.ReadBytes would. Once an array of the family has opened, the
-// chunk is read where that one stored it while zarr.json is read: on an
-// object store, one round trip instead of two. The early read is used
+// Array.ReadBytes would. The chunk is read while zarr.json is, where the
+// family's arrays store it (once one has opened; before, where 0.7
+// writers do): on an object store one round trip instead of two, on a
+// local disk two files at once. The early read is used
 // only if the array's own metadata puts its one chunk there and allows
 // its size; otherwise the chunk is read again as the metadata says.
 func (f *Family) ReadBytes(ctx context.Context, p string) ([]byte, error) {
@@ -70,11 +71,13 @@ func (f *Family) ReadBytes(ctx context.Context, p string) ([]byte, error) {
 	ra := f.ahead
 	f.mu.Unlock()
 	if ra == nil {
-		a, err := f.Open(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return a.ReadBytes(ctx)
+		// No array has opened yet (a cold query opens several at once):
+		// guess where 0.7 writers put a one-chunk array's chunk, the
+		// default key encoding's c/0, within the family's limit. The
+		// array's own metadata still decides (see below), so a wrong
+		// guess costs a read, never an answer.
+		max := f.cs.lim.MaxChunkBytes
+		ra = &readAhead{key: "c/0", bound: max + compressSlack(max)}
 	}
 	type fetched struct {
 		b   []byte

@@ -218,6 +218,59 @@ func TestFamilyReadBytes(t *testing.T) {
 	}
 }
 
+// TestFamilyFirstReadBytesReadsAhead: a family's first arrays, before any
+// has opened (a cold query starts several at once), read their chunk
+// alongside zarr.json too, where 0.7 writers store a one-chunk array's
+// chunk (c/0), and answer as OpenArray and ReadBytes do when the chunk is
+// elsewhere (v2 keys), larger than the metadata allows, or missing.
+func TestFamilyFirstReadBytesReadsAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, "mem://family-first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	put := func(k string, b []byte) {
+		t.Helper()
+		if err := st.Put(ctx, k, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc := func(n int) []byte { return []byte(strings.ReplaceAll(chunkDoc, "46728", strconv.Itoa(n))) }
+	put("f/plain/zarr.json", doc(5))
+	put("f/plain/c/0", []byte{5, 6, 7, 8, 9})
+	put("f/dotted/zarr.json", []byte(strings.Replace(string(doc(3)), `"name":"default","configuration":{"separator":"/"}`, `"name":"v2","configuration":{"separator":"."}`, 1)))
+	put("f/dotted/0", []byte{7, 7, 7})
+	put("f/dotted/c/0", []byte{9, 9, 9}) // not this array's chunk
+	put("f/big/zarr.json", doc(3))
+	put("f/big/c/0", make([]byte, 100))
+	put("f/nochunk/zarr.json", doc(3))
+	for _, p := range []string{"f/plain", "f/dotted", "f/big", "f/nochunk", "f/missing"} {
+		got, gerr := NewFamily(st, nil).ReadBytes(ctx, p) // each the family's first
+		var want []byte
+		a, werr := OpenArray(ctx, st, p, nil)
+		if werr == nil {
+			want, werr = a.ReadBytes(ctx)
+		}
+		if !bytes.Equal(got, want) || (gerr == nil) != (werr == nil) ||
+			(werr != nil && (errors.Is(gerr, storage.ErrTooLarge) != errors.Is(werr, storage.ErrTooLarge) ||
+				errors.Is(gerr, storage.ErrNotFound) != errors.Is(werr, storage.ErrNotFound))) {
+			t.Errorf("%s: family %v, %v; OpenArray %v, %v", p, got, gerr, want, werr)
+		}
+	}
+	started := make(chan struct{})
+	gate := &gateStore{Store: st, chunk: "f/plain/c/0", meta: "f/plain/zarr.json", started: started}
+	gate.armed.Store(true)
+	b, err := NewFamily(gate, nil).ReadBytes(ctx, "f/plain")
+	if err != nil || !bytes.Equal(b, []byte{5, 6, 7, 8, 9}) {
+		t.Fatalf("%v %v", b, err)
+	}
+	if gate.waited.Load() {
+		t.Fatal("a fresh family read zarr.json before its chunk's read began: the two reads are one after the other")
+	}
+}
+
 // gateStore holds a read of meta, once armed, until a read of chunk has
 // begun (or a second has passed, which it records).
 type gateStore struct {

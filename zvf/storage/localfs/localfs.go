@@ -286,13 +286,12 @@ func (s *Store) read(ctx context.Context, key string, o storage.ReadOptions) (st
 	if err != nil {
 		return storage.Object{}, err
 	}
-	// One byte more than the file held when opened tells a file that grew
-	// under the read from one that did not.
-	extra := int64(0)
-	if o.Len < 0 {
-		extra = 1
-	}
-	buf := make([]byte, n+extra)
+	// Exactly what fstat said, in one read call for a file below
+	// readPiece: a file that grew, shrank or was rewritten under the read
+	// has another size or time in the fstat after it, so a read that
+	// would meet the end of the file tells nothing more (and costs a
+	// system call a file, two a cold chunk).
+	buf := make([]byte, n)
 	got := int64(0)
 	for got < int64(len(buf)) {
 		if err := ctx.Err(); err != nil {
