@@ -127,8 +127,8 @@ type jsonEncoder struct {
 	cur    *zvf.Batch
 	lead   bool // a comma before cur's first row
 	rowsOf func(dst []byte, lo, hi int) []byte
-	ids  []int64
-	cols []zvf.Column // each attribute as its batches describe it; Data: its held rows
+	ids    []int64
+	cols   []zvf.Column // each attribute as its batches describe it; Data: its held rows
 }
 
 func (e *jsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
