@@ -226,10 +226,7 @@ func TestFamilyReadBytes(t *testing.T) {
 func TestFamilyFirstReadBytesReadsAhead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, "mem://family-first")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memstore.New()
 	defer st.Close()
 	put := func(k string, b []byte) {
 		t.Helper()
