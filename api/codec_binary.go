@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf"
@@ -81,11 +82,14 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 		return err
 	}
 	if e.m.ObjectIDs && b.ObjectIDs != nil {
-		e.buf = e.buf[:0]
-		for _, id := range b.ObjectIDs {
-			e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(id))
+		// Into a local, stored once: a store to e.buf per id would take
+		// a write barrier each while the GC runs.
+		buf := slices.Grow(e.buf[:0], 8*len(b.ObjectIDs))[:8*len(b.ObjectIDs)]
+		for i, id := range b.ObjectIDs {
+			binary.LittleEndian.PutUint64(buf[8*i:], uint64(id))
 		}
-		if err := e.writeBlock(blockObjectIDs, uint32(b.Rows), e.buf); err != nil {
+		e.buf = buf
+		if err := e.writeBlock(blockObjectIDs, uint32(b.Rows), buf); err != nil {
 			return err
 		}
 	}

@@ -109,16 +109,39 @@ func (p *chunkPrep) frag(r int32, f int) int {
 	return i - 1
 }
 
-// ownerIDs fills ids with the owners of m's rows [first, last).
+// ownerIDs fills ids with the owners of m's rows [first, last): a fill
+// per fragment when the box covers the chunk, else one step along the
+// fragments per row (rows ascend, so the fragment only moves forward).
 func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, first, last int) []int64 {
 	ids = slices.Grow(ids[:0], last-first)[:last-first]
-	f := 0
-	for i := first; i < last; i++ {
-		r := int32(m.row(i))
-		f = p.frag(r, f)
-		ids[i-first] = p.owner[f]
+	if first >= last {
+		return ids
+	}
+	if m.all {
+		for i, f := first, p.frag(int32(first), 0); i < last; f++ {
+			e := min(int(p.bounds[f+1]), last)
+			fill(ids[i-first:e-first], p.owner[f])
+			i = e
+		}
+		return ids
+	}
+	rows := m.rows[first:last]
+	bounds := p.bounds
+	f := p.frag(rows[0], 0)
+	for j, r := range rows {
+		for r >= bounds[f+1] {
+			f++
+		}
+		ids[j] = p.owner[f]
 	}
 	return ids
+}
+
+// fill sets every element of s to v.
+func fill(s []int64, v int64) {
+	for i := range s {
+		s[i] = v
+	}
 }
 
 // lineEdges appends the edges of page chunk c — consecutive rows of a
@@ -126,41 +149,97 @@ func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, first, last int) []int6
 // continues it — whose later end lies in [from, to), in the order the
 // full walk of polylineEdges gives them (fragment, then row: the same,
 // as fragments are consecutive ranges). Only c's matching rows are
-// visited.
+// visited; a chunk the box covers is walked a fragment at a time.
 func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci *chunkInverse) []int64 {
 	from, to := ai.from, ai.to
 	n := int64(c.count())
 	lo, hi := max(0, from-c.start), min(n, to-c.start)
-	f := 0
-	row := func(i int64) int32 {
-		if c.all {
-			return int32(i)
-		}
-		return c.rows[i]
+	if lo >= hi {
+		return edges
 	}
+	// At most one edge ends at each row of [lo, hi), plus the
+	// continuations (one a fragment).
+	edges = slices.Grow(edges, 2*int(hi-lo))
+	bounds := p.bounds
+	var memo lastChunk
+	if c.all {
+		// Row i is answer index c.start+i.
+		for f := p.frag(int32(lo), 0); f < len(bounds)-1 && int64(bounds[f]) < hi; f++ {
+			s, e := int64(bounds[f]), int64(bounds[f+1])
+			a := c.start + max(s+1, lo)
+			for end := c.start + min(e, hi); a < end; a++ {
+				edges = append(edges, a-1, a)
+			}
+			if e-1 >= lo && e-1 < hi {
+				edges = p.continuation(edges, ai, &memo, ci, f, c.start+e-1)
+			}
+		}
+		return edges
+	}
+	rows := c.rows
+	f := p.frag(rows[lo], 0)
 	for i := lo; i < hi; i++ {
-		r := row(i)
+		r := rows[i]
+		for r >= bounds[f+1] {
+			f++
+		}
 		a := c.start + i
-		f = p.frag(r, f)
-		if r > p.bounds[f] && i > 0 && row(i-1) == r-1 {
+		if r > bounds[f] && i > 0 && rows[i-1] == r-1 {
 			edges = append(edges, a-1, a)
 		}
-		if r != p.bounds[f+1]-1 || ci == nil || p.entry == nil || p.entry[f] < 0 {
-			continue
-		}
-		nx := ci.next[p.entry[f]]
-		if nx.ks == "" {
-			continue
-		}
-		d := ai.chunk(nx.ks)
-		if d == nil {
-			continue
-		}
-		if r2, ok := fragFirst(d.cv, int(nx.frag)); ok {
-			if b := d.at(r2); b >= 0 && b < to {
-				edges = append(edges, a, b)
-			}
+		if r == bounds[f+1]-1 {
+			edges = p.continuation(edges, ai, &memo, ci, f, a)
 		}
 	}
 	return edges
+}
+
+// continuation appends the edge from fragment f's last row, answer index
+// a, to the first row of the fragment that continues it in another chunk,
+// when that row is in the answer before the page's end.
+func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, memo *lastChunk, ci *chunkInverse, f int, a int64) []int64 {
+	if ci == nil || p.entry == nil || p.entry[f] < 0 {
+		return edges
+	}
+	nx := ci.next[p.entry[f]]
+	if nx.ks == "" {
+		return edges
+	}
+	d := memo.chunk(ai, nx.ks)
+	if d == nil {
+		return edges
+	}
+	// The continuing fragment's first row: from its chunk's preparation
+	// when it has one (every chunk of the page does), else its index.
+	r2, ok := int64(0), false
+	if dp := d.cv.prep.Load(); dp != nil && dp.p != nil {
+		if g := int(nx.frag); g >= 0 && g < len(dp.p.bounds)-1 {
+			r2, ok = int64(dp.p.bounds[g]), dp.p.bounds[g+1] > dp.p.bounds[g]
+		}
+	} else {
+		r2, ok = fragFirst(d.cv, int(nx.frag))
+	}
+	if ok {
+		if b := d.at(r2); b >= 0 && b < ai.to {
+			edges = append(edges, a, b)
+		}
+	}
+	return edges
+}
+
+// lastChunk remembers the chunk a fragment's continuation was last found
+// in: a chunk's consecutive fragments often continue into the same
+// neighbour, and the inverse map's references to one chunk share one
+// key string, so a repeat costs a pointer comparison, not a map lookup.
+type lastChunk struct {
+	ks string
+	d  *rankedChunk
+}
+
+func (m *lastChunk) chunk(ai *answerIndex, ks string) *rankedChunk {
+	if m.d != nil && ks == m.ks {
+		return m.d
+	}
+	m.ks, m.d = ks, ai.chunk(ks)
+	return m.d
 }
