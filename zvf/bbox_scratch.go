@@ -17,6 +17,7 @@ type bboxScratch struct {
 	// (the next page's cursor and connectivity start from them).
 	counts []int64
 	ai     answerIndex
+	next   nextChunks // a page chunk's continuation chunks (lineEdges)
 	// rf is the query's selection (nil: every row in the box).
 	rf *rowFilter
 }

@@ -161,7 +161,9 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci
 	// continuations (one a fragment).
 	edges = slices.Grow(edges, 2*int(hi-lo))
 	bounds := p.bounds
-	var memo lastChunk
+	next := &ai.sc.next
+	next.reset(ai, ci)
+	defer next.release()
 	if c.all {
 		// Row i is answer index c.start+i.
 		for f := p.frag(int32(lo), 0); f < len(bounds)-1 && int64(bounds[f]) < hi; f++ {
@@ -171,7 +173,7 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci
 				edges = append(edges, a-1, a)
 			}
 			if e-1 >= lo && e-1 < hi {
-				edges = p.continuation(edges, ai, &memo, ci, f, c.start+e-1)
+				edges = p.continuation(edges, ai, next, ci, f, c.start+e-1)
 			}
 		}
 		return edges
@@ -188,7 +190,7 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci
 			edges = append(edges, a-1, a)
 		}
 		if r == bounds[f+1]-1 {
-			edges = p.continuation(edges, ai, &memo, ci, f, a)
+			edges = p.continuation(edges, ai, next, ci, f, a)
 		}
 	}
 	return edges
@@ -197,15 +199,17 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci
 // continuation appends the edge from fragment f's last row, answer index
 // a, to the first row of the fragment that continues it in another chunk,
 // when that row is in the answer before the page's end.
-func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, memo *lastChunk, ci *chunkInverse, f int, a int64) []int64 {
+func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunks, ci *chunkInverse, f int, a int64) []int64 {
 	if ci == nil || p.entry == nil || p.entry[f] < 0 {
 		return edges
 	}
-	nx := ci.next[p.entry[f]]
-	if nx.ks == "" {
+	e := p.entry[f]
+	k := ci.nextIn[e]
+	if k < 0 {
 		return edges
 	}
-	d := memo.chunk(ai, nx.ks)
+	nx := ci.next[e]
+	d := next.of(k)
 	if d == nil {
 		return edges
 	}
@@ -227,19 +231,38 @@ func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, memo *lastChunk
 	return edges
 }
 
-// lastChunk remembers the chunk a fragment's continuation was last found
-// in: a chunk's consecutive fragments often continue into the same
-// neighbour, and the inverse map's references to one chunk share one
-// key string, so a repeat costs a pointer comparison, not a map lookup.
-type lastChunk struct {
-	ks string
-	d  *rankedChunk
+// nextChunks resolves, once per page chunk, the chunks its fragments'
+// continuations lie in (ci.nextChunks), as the answer index knows them.
+type nextChunks struct {
+	ai   *answerIndex
+	ci   *chunkInverse
+	d    []*rankedChunk
+	done []bool
 }
 
-func (m *lastChunk) chunk(ai *answerIndex, ks string) *rankedChunk {
-	if m.d != nil && ks == m.ks {
-		return m.d
+func (n *nextChunks) reset(ai *answerIndex, ci *chunkInverse) {
+	n.ai, n.ci = ai, ci
+	if ci == nil {
+		return
 	}
-	m.ks, m.d = ks, ai.chunk(ks)
-	return m.d
+	k := len(ci.nextChunks)
+	n.d = slices.Grow(n.d[:0], k)[:k]
+	n.done = slices.Grow(n.done[:0], k)[:k]
+	clear(n.d)
+	clear(n.done)
+}
+
+// release drops what the pooled scratch would otherwise keep alive.
+func (n *nextChunks) release() {
+	clear(n.d)
+	n.ai, n.ci = nil, nil
+}
+
+// of returns the ranked chunk of ci's neighbour k, nil when the answer
+// index has none.
+func (n *nextChunks) of(k int32) *rankedChunk {
+	if !n.done[k] {
+		n.d[k], n.done[k] = n.ai.chunk(n.ci.nextChunks[k]), true
+	}
+	return n.d[k]
 }
