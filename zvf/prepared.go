@@ -262,7 +262,7 @@ func (n *nextChunks) release() {
 // index has none.
 func (n *nextChunks) of(k int32) *rankedChunk {
 	if !n.done[k] {
-		n.d[k], n.done[k] = n.ai.chunk(n.ci.nextChunks[k]), true
+		n.d[k], n.done[k] = n.ai.chunkAt(n.ci.nextKey[k]), true
 	}
 	return n.d[k]
 }
