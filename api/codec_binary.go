@@ -138,9 +138,16 @@ const indexPiece = 8192
 // writeIndices writes a block of connectivity indices as uint32 (see
 // appendIndices), converted piece by piece.
 func (e *binaryEncoder) writeIndices(kind, aux uint32, v []int64) error {
-	for _, x := range v { // checked first: an error must come before the block starts
-		if x < 0 || x > math.MaxUint32 {
-			return indexError(x)
+	// Checked first: an error must come before the block starts. One OR
+	// over all (an index below 0 or past uint32 sets a high bit), and a
+	// search only when some index is out.
+	var high uint64
+	for _, x := range v {
+		high |= uint64(x)
+	}
+	if high > math.MaxUint32 {
+		if _, err := appendIndices(nil, v); err != nil {
+			return err
 		}
 	}
 	n := 4 * len(v)
@@ -150,14 +157,19 @@ func (e *binaryEncoder) writeIndices(kind, aux uint32, v []int64) error {
 	if _, err := e.w.Write(e.hdr[:]); err != nil {
 		return err
 	}
+	buf := slices.Grow(e.buf[:0], 4*min(len(v), indexPiece))
 	for len(v) > 0 {
 		k := min(len(v), indexPiece)
-		e.buf, _ = appendIndices(e.buf[:0], v[:k])
-		if _, err := e.w.Write(e.buf); err != nil {
+		buf = buf[:4*k]
+		for i, x := range v[:k] {
+			binary.LittleEndian.PutUint32(buf[4*i:], uint32(x))
+		}
+		if _, err := e.w.Write(buf); err != nil {
 			return err
 		}
 		v = v[k:]
 	}
+	e.buf = buf
 	if pad := (8 - n%8) % 8; pad > 0 {
 		_, err := e.w.Write(e.pad[:pad])
 		return err
