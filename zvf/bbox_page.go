@@ -139,6 +139,9 @@ type rankedChunk struct {
 	all   bool    // every row matches
 	rows  []int32 // matching rows, ascending (when !all)
 	ranks []int32 // per chunk row: rank among the matching rows + 1, 0 outside; nil until dense
+	// fragRank: per fragment, the rank of its first row among the
+	// matching rows (or of the next matching row); nil until fragStart.
+	fragRank []int32
 }
 
 // rankedBlock is how many ranked chunks a block of the scratch holds.

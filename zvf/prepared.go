@@ -213,22 +213,49 @@ func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunk
 	if d == nil {
 		return edges
 	}
-	// The continuing fragment's first row: from its chunk's preparation
-	// when it has one (every chunk of the page does), else its index.
-	r2, ok := int64(0), false
+	// The continuing fragment's first row and its place in the answer:
+	// from its chunk's preparation when it has one (every chunk of the
+	// page does), else from its index.
+	b := int64(-1)
 	if dp := d.cv.prep.Load(); dp != nil && dp.p != nil {
-		if g := int(nx.frag); g >= 0 && g < len(dp.p.bounds)-1 {
-			r2, ok = int64(dp.p.bounds[g]), dp.p.bounds[g+1] > dp.p.bounds[g]
+		if g := int(nx.frag); g >= 0 && g < len(dp.p.bounds)-1 && dp.p.bounds[g+1] > dp.p.bounds[g] {
+			b = d.fragStart(ai.sc, dp.p.bounds, g)
 		}
-	} else {
-		r2, ok = fragFirst(d.cv, int(nx.frag))
+	} else if r2, ok := fragFirst(d.cv, int(nx.frag)); ok {
+		b = d.at(r2)
 	}
-	if ok {
-		if b := d.at(r2); b >= 0 && b < ai.to {
-			edges = append(edges, a, b)
-		}
+	if b >= 0 && b < ai.to {
+		edges = append(edges, a, b)
 	}
 	return edges
+}
+
+// fragStart returns the answer index of the first row of fragment g
+// (bounds: c's preparation's), -1 when that row is not in the answer.
+// A cut chunk learns, on the first call, the rank of each fragment's
+// first row among its matching rows (one walk of both), so each
+// continuation into it costs a look-up, not a search.
+func (c *rankedChunk) fragStart(sc *bboxScratch, bounds []int32, g int) int64 {
+	if c.all {
+		return c.start + int64(bounds[g])
+	}
+	if c.fragRank == nil {
+		n, k := len(sc.rowArena), len(bounds)
+		sc.rowArena = slices.Grow(sc.rowArena, k)[:n+k]
+		fr := sc.rowArena[n : n+k : n+k]
+		i := 0
+		for f, b := range bounds {
+			for i < len(c.rows) && c.rows[i] < b {
+				i++
+			}
+			fr[f] = int32(i)
+		}
+		c.fragRank = fr
+	}
+	if i := c.fragRank[g]; int(i) < len(c.rows) && c.rows[i] == bounds[g] {
+		return c.start + int64(i)
+	}
+	return -1
 }
 
 // nextChunks resolves, once per page chunk, the chunks its fragments'
