@@ -81,7 +81,12 @@ func benchURL(b *testing.B, url string) {
 // benchServe times the warm benchmark server answering req, in CPU time
 // per answer too, and returns what the last answer wrote.
 func benchServe(b *testing.B, req *http.Request) *discard {
-	h := benchServer(b).Handler()
+	return benchServeOn(b, benchServer(b), req)
+}
+
+// benchServeOn is benchServe against srv.
+func benchServeOn(b *testing.B, srv *api.Server, req *http.Request) *discard {
+	h := srv.Handler()
 	w := &discard{h: http.Header{}}
 	h.ServeHTTP(w, req) // warm
 	b.ReportAllocs()
@@ -378,6 +383,35 @@ func BenchmarkBBoxLines50kPaged5000(b *testing.B) { benchLinePages(b, 5000) }
 
 // BenchmarkBBoxLines50kPaged997: and in pages of 997.
 func BenchmarkBBoxLines50kPaged997(b *testing.B) { benchLinePages(b, 997) }
+
+// benchLineURL times the warm streamline server answering one bbox of
+// about want vertices (offset: synth.BoxFor's) with query, the answer
+// written to a discarding writer as benchServe does.
+func benchLineURL(b *testing.B, want int, offset float64, query string) {
+	srv, err := benchLines()
+	if err != nil {
+		b.Fatal(err)
+	}
+	min, max := synth.BoxFor(benchLineVertices, want, offset)
+	w := benchServeOn(b, srv, httptest.NewRequest(http.MethodGet, bboxPath("streamlines", min, max, query), nil))
+	if w.h.Get("X-Vertex-Count") == "" && w.n == 0 {
+		b.Fatal("empty answer")
+	}
+}
+
+// BenchmarkBBoxLinesBinary50k: zvfbench load's "streamlines 50k bin" — a
+// warm box of about 50,000 streamline vertices, binary, with their edges
+// and object ids, in one page.
+func BenchmarkBBoxLinesBinary50k(b *testing.B) {
+	benchLineURL(b, 50_000, 301, "level=0&f=bin&limit=2000000")
+}
+
+// BenchmarkBBoxLinesAuto: zvfbench load's "streamlines auto ≤100k bin" —
+// a box of about 150,000 level-0 vertices at level=auto with a 100,000
+// budget.
+func BenchmarkBBoxLinesAuto(b *testing.B) {
+	benchLineURL(b, 150_000, 50, "level=auto&f=bin&limit=100000")
+}
 
 // The warm read path from every core (issue 25, item 1): the same handler
 // as the benchmarks above, served from as many goroutines as -cpu allows,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf"
@@ -81,11 +82,14 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 		return err
 	}
 	if e.m.ObjectIDs && b.ObjectIDs != nil {
-		e.buf = e.buf[:0]
-		for _, id := range b.ObjectIDs {
-			e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(id))
+		// Into a local, stored once: a store to e.buf per id would take
+		// a write barrier each while the GC runs.
+		buf := slices.Grow(e.buf[:0], 8*len(b.ObjectIDs))[:8*len(b.ObjectIDs)]
+		for i, id := range b.ObjectIDs {
+			binary.LittleEndian.PutUint64(buf[8*i:], uint64(id))
 		}
-		if err := e.writeBlock(blockObjectIDs, uint32(b.Rows), e.buf); err != nil {
+		e.buf = buf
+		if err := e.writeBlock(blockObjectIDs, uint32(b.Rows), buf); err != nil {
 			return err
 		}
 	}
@@ -134,9 +138,16 @@ const indexPiece = 8192
 // writeIndices writes a block of connectivity indices as uint32 (see
 // appendIndices), converted piece by piece.
 func (e *binaryEncoder) writeIndices(kind, aux uint32, v []int64) error {
-	for _, x := range v { // checked first: an error must come before the block starts
-		if x < 0 || x > math.MaxUint32 {
-			return indexError(x)
+	// Checked first: an error must come before the block starts. One OR
+	// over all (an index below 0 or past uint32 sets a high bit), and a
+	// search only when some index is out.
+	var high uint64
+	for _, x := range v {
+		high |= uint64(x)
+	}
+	if high > math.MaxUint32 {
+		if _, err := appendIndices(nil, v); err != nil {
+			return err
 		}
 	}
 	n := 4 * len(v)
@@ -146,14 +157,19 @@ func (e *binaryEncoder) writeIndices(kind, aux uint32, v []int64) error {
 	if _, err := e.w.Write(e.hdr[:]); err != nil {
 		return err
 	}
+	buf := slices.Grow(e.buf[:0], 4*min(len(v), indexPiece))
 	for len(v) > 0 {
 		k := min(len(v), indexPiece)
-		e.buf, _ = appendIndices(e.buf[:0], v[:k])
-		if _, err := e.w.Write(e.buf); err != nil {
+		buf = buf[:4*k]
+		for i, x := range v[:k] {
+			binary.LittleEndian.PutUint32(buf[4*i:], uint32(x))
+		}
+		if _, err := e.w.Write(buf); err != nil {
 			return err
 		}
 		v = v[k:]
 	}
+	e.buf = buf
 	if pad := (8 - n%8) % 8; pad > 0 {
 		_, err := e.w.Write(e.pad[:pad])
 		return err

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 )
 
@@ -26,6 +29,57 @@ func TestAppendIndicesRefusesWideIndex(t *testing.T) {
 			if got := int64(binary.LittleEndian.Uint32(b[4*i:])); got != tc.in[i] {
 				t.Errorf("%v: index %d written as %d", tc.in, i, got)
 			}
+		}
+	}
+}
+
+// TestWriteIndicesAsAppend: a connectivity block written piece by piece
+// holds appendIndices' bytes, across piece seams, and a wide or negative
+// index anywhere is refused before the block's first byte.
+func TestWriteIndicesAsAppend(t *testing.T) {
+	t.Parallel()
+	long := make([]int64, 2*indexPiece+5)
+	for i := range long {
+		long[i] = int64(i)*65_537 + 3 // high bytes set: byte order shows
+	}
+	wideLate := append(slices.Clone(long), 1<<32)
+	negative := append([]int64{-1}, long[:10]...)
+	for _, tc := range []struct {
+		name string
+		in   []int64
+		ok   bool
+	}{
+		{"empty", nil, true},
+		{"odd", []int64{7}, true},
+		{"pieces", long, true},
+		{"wide late", wideLate, false},
+		{"negative", negative, false},
+		{"max", []int64{1<<32 - 1, 0}, true},
+	} {
+		var out bytes.Buffer
+		e := &binaryEncoder{w: bufio.NewWriter(&out)}
+		err := e.writeIndices(blockEdges, 2, tc.in)
+		if ferr := e.w.Flush(); ferr != nil {
+			t.Fatal(ferr)
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: error %v", tc.name, err)
+			continue
+		}
+		if !tc.ok {
+			if out.Len() != 0 {
+				t.Errorf("%s: %d bytes written before the error", tc.name, out.Len())
+			}
+			continue
+		}
+		payload, _ := appendIndices(nil, tc.in)
+		want := binary.LittleEndian.AppendUint32(nil, blockEdges)
+		want = binary.LittleEndian.AppendUint32(want, 2)
+		want = binary.LittleEndian.AppendUint64(want, uint64(len(payload)))
+		want = append(want, payload...)
+		want = append(want, make([]byte, (8-len(payload)%8)%8)...)
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Errorf("%s: %d bytes differ from appendIndices' %d", tc.name, out.Len(), len(want))
 		}
 	}
 }

@@ -56,7 +56,9 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	sc.ai = answerIndex{l: l, sc: sc, min: q.Min, max: q.Max, cand: sc.cand, from: from, ps: -1, seenLo: p0, seen: sc.counts[:0]}
 	ai := &sc.ai // in the scratch: a query without connectivity allocates nothing for it
 	if wantConn {
-		ai.chunks = map[string]*rankedChunk{}
+		sc.byPos = slices.Grow(sc.byPos[:0], len(sc.cand))[:len(sc.cand)]
+		clear(sc.byPos)
+		ai.byPos = sc.byPos
 	}
 	stopRank := 0 // with More: the rank in chunk pageEnd where the next page starts
 	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
@@ -97,8 +99,8 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		if wantConn {
 			// m is reused by the next window: connectivity keeps the key,
 			// the vertices and each row's rank.
-			rc := newRankedChunk(m, m.key.String(), pos, from+res.Count-int64(first))
-			ai.chunks[rc.ks] = rc
+			rc := sc.ranked(m, pos, from+res.Count-int64(first))
+			ai.add(rc)
 			ai.page = append(ai.page, rc)
 		}
 		res.Count += int64(last - first)

@@ -133,20 +133,37 @@ func ParseResume(b []byte) (*Resume, error) {
 // is built only for the connectivity that walks whole chunks (dense).
 type rankedChunk struct {
 	key   Key
-	ks    string
 	cv    *chunkVerts
 	pos   int     // place among the box's candidate chunks
 	start int64   // answer index of the chunk's first matching row
 	all   bool    // every row matches
 	rows  []int32 // matching rows, ascending (when !all)
 	ranks []int32 // per chunk row: rank among the matching rows + 1, 0 outside; nil until dense
+	// fragRank: per fragment, the rank of its first row among the
+	// matching rows (or of the next matching row); nil until fragStart.
+	fragRank []int32
 }
 
-// newRankedChunk keeps what at needs of m (whose row list is scratch).
-func newRankedChunk(m *chunkMatch, ks string, pos int, start int64) *rankedChunk {
-	rc := &rankedChunk{key: m.key, ks: ks, cv: m.cv, pos: pos, start: start, all: m.all}
+// rankedBlock is how many ranked chunks a block of the scratch holds.
+const rankedBlock = 64
+
+// ranked keeps what at needs of m (whose row list is scratch), in sc's
+// memory: blocks of ranked chunks and one arena of their rows, reused by
+// the next query, so connectivity allocates nothing per chunk.
+func (sc *bboxScratch) ranked(m *chunkMatch, pos int, start int64) *rankedChunk {
+	b, i := sc.rcUsed/rankedBlock, sc.rcUsed%rankedBlock
+	if b == len(sc.rcs) {
+		sc.rcs = append(sc.rcs, make([]rankedChunk, rankedBlock))
+	}
+	sc.rcUsed++
+	rc := &sc.rcs[b][i]
+	*rc = rankedChunk{key: m.key, cv: m.cv, pos: pos, start: start, all: m.all}
 	if !m.all {
-		rc.rows = slices.Clone(m.rows)
+		// A grown arena leaves the rows of earlier chunks where they
+		// were: still theirs until the query ends.
+		n := len(sc.rowArena)
+		sc.rowArena = append(sc.rowArena, m.rows...)
+		rc.rows = sc.rowArena[n:len(sc.rowArena):len(sc.rowArena)]
 	}
 	return rc
 }
@@ -218,9 +235,12 @@ type answerIndex struct {
 	// seenLo on (ps and after, and in offset mode everything skipped).
 	seenLo int
 	seen   []int64
-	chunks map[string]*rankedChunk // the page's chunks and the earlier ones resolved
-	page   []*rankedChunk          // the page's chunks, in order
-	later  map[int]int64           // counts of positions after the page, matched for link sources
+	// byPos holds, by candidate position, the page's chunks and the
+	// earlier ones resolved (nil elsewhere; nil slice without
+	// connectivity): found by position, no string map per query.
+	byPos []*rankedChunk
+	page  []*rankedChunk // the page's chunks, in order
+	later map[int]int64  // counts of positions after the page, matched for link sources
 }
 
 // position returns key's place among the candidate chunks, or -1.
@@ -253,7 +273,26 @@ func (ai *answerIndex) pageEnd() int { return ai.seenLo + len(ai.seen) - 1 }
 
 // chunk returns the ranked chunk of ks when the page emitted it or it was
 // resolved.
-func (ai *answerIndex) chunk(ks string) *rankedChunk { return ai.chunks[ks] }
+func (ai *answerIndex) chunk(ks string) *rankedChunk {
+	if p := ai.position(ks); p >= 0 {
+		return ai.byPos[p]
+	}
+	return nil
+}
+
+// chunkAt is chunk for the level's key index ki (-1: none).
+func (ai *answerIndex) chunkAt(ki int32) *rankedChunk {
+	if ki < 0 {
+		return nil
+	}
+	if p, ok := slices.BinarySearch(ai.cand, ki); ok {
+		return ai.byPos[p]
+	}
+	return nil
+}
+
+// add makes rc available through chunk.
+func (ai *answerIndex) add(rc *rankedChunk) { ai.byPos[rc.pos] = rc }
 
 // resolve makes every chunk of earlier that lies before the page's first
 // chunk available through chunk, and learns the count of every chunk of
@@ -266,7 +305,7 @@ func (ai *answerIndex) resolve(ctx context.Context, earlier, later []string) err
 	var counts []int         // positions whose counts alone are wanted
 	lowest := ai.ps
 	for _, ks := range earlier {
-		if p := ai.position(ks); p >= 0 && p < ai.ps && ai.chunks[ks] == nil {
+		if p := ai.position(ks); p >= 0 && p < ai.ps && ai.byPos[p] == nil {
 			want[p] = ks
 			lowest = min(lowest, p)
 		}
@@ -305,8 +344,8 @@ func (ai *answerIndex) resolve(ctx context.Context, earlier, later []string) err
 		p := ps[i]
 		i++
 		got[p] = int64(m.count())
-		if ks, ok := want[p]; ok {
-			ranked = append(ranked, newRankedChunk(m, ks, p, 0))
+		if _, ok := want[p]; ok {
+			ranked = append(ranked, ai.sc.ranked(m, p, 0))
 		}
 		return false, nil
 	})
@@ -327,7 +366,7 @@ func (ai *answerIndex) resolve(ctx context.Context, earlier, later []string) err
 		if rc.start < 0 {
 			return ai.l.s.errf(ErrBadQuery, ai.l.n, "", "", "cursor does not fit this answer")
 		}
-		ai.chunks[rc.ks] = rc
+		ai.add(rc)
 	}
 	for _, p := range counts {
 		if ai.later == nil {

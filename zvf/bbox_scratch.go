@@ -17,6 +17,13 @@ type bboxScratch struct {
 	// (the next page's cursor and connectivity start from them).
 	counts []int64
 	ai     answerIndex
+	next   nextChunks     // a page chunk's continuation chunks (lineEdges)
+	byPos  []*rankedChunk // ai.byPos's memory
+	// The query's ranked chunks (ranked): rcUsed of the blocks rcs, their
+	// rows in rowArena.
+	rcs      [][]rankedChunk
+	rcUsed   int
+	rowArena []int32
 	// rf is the query's selection (nil: every row in the box).
 	rf *rowFilter
 }
@@ -55,6 +62,14 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		sc.ms[i].cv = nil
 	}
 	clear(sc.res)
+	clear(sc.byPos)
+	for b := 0; b*rankedBlock < sc.rcUsed; b++ { // what they point to is the GC's again
+		clear(sc.rcs[b])
+	}
+	sc.rcUsed, sc.rowArena = 0, sc.rowArena[:0]
+	if len(sc.rcs) > 64 || cap(sc.rowArena) > 1<<20 {
+		sc.rcs, sc.rowArena = nil, nil
+	}
 	sc.batch = Batch{}
 	sc.ai = answerIndex{}
 	sc.rf = nil

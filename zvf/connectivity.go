@@ -358,7 +358,7 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answe
 				fl = append(fl, c.cv.frags.AppendRows(nil, f))
 			}
 		}
-		frags[c.ks] = fl
+		frags[c.key.String()] = fl
 	}
 	scope := connScope{keys: keys, lookup: lookup, frags: frags, from: ai.from}
 	if ai.paged {
@@ -389,7 +389,11 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answe
 func (l *Level) pageCross(ctx context.Context, ai *answerIndex, scope *connScope) error {
 	var buf [96]byte
 	inPage := func(k []int64) bool {
-		c := ai.chunks[string(Key(k).appendTo(buf[:0]))]
+		i, ok := ai.l.keySet[string(Key(k).appendTo(buf[:0]))]
+		if !ok {
+			return false
+		}
+		c := ai.chunkAt(int32(i))
 		return c != nil && c.pos >= ai.ps
 	}
 	var recs [][]ragged.Endpoint

@@ -37,6 +37,13 @@ type chunkInverse struct {
 	frags []int64   // fragment numbers, ascending
 	owner []int64   // first object naming frags[i]
 	next  []fragRef // the fragment after frags[i] in that path; ks "" when none
+	// nextChunks lists the chunks the next references name, each once in
+	// the order first named, and nextIn[i] is next[i]'s among them (-1
+	// when none): a bbox resolves each neighbour once per chunk, not once
+	// per fragment.
+	nextChunks []string
+	nextKey    []int32 // nextChunks' indices among the level's keys, -1 when not one
+	nextIn     []int32
 	// The fragments whose next is frags[i]: prev[prevAt[i]:prevAt[i+1]]
 	// (line geometries only; a page needs the continuations that reach
 	// back into it).
@@ -161,6 +168,7 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 			ci.next = append(ci.next, next)
 			i = j
 		}
+		ci.indexNext(l.keySet)
 		inv.chunks[keys[c]] = ci
 	}
 	switch l.geometry() {
@@ -168,6 +176,30 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 		inv.linkPrevs(keys)
 	}
 	return inv, nil
+}
+
+// indexNext fills nextChunks and nextIn from next. The references to a
+// chunk share its key string, so a repeat is found by a pointer
+// comparison (at most a few dozen neighbours: a linear scan).
+func (ci *chunkInverse) indexNext(keySet map[string]int) {
+	ci.nextIn = make([]int32, len(ci.next))
+	for e, nx := range ci.next {
+		ci.nextIn[e] = -1
+		if nx.ks == "" {
+			continue
+		}
+		k := slices.Index(ci.nextChunks, nx.ks)
+		if k < 0 {
+			k = len(ci.nextChunks)
+			ci.nextChunks = append(ci.nextChunks, nx.ks)
+			ki, ok := keySet[nx.ks]
+			if !ok {
+				ki = -1
+			}
+			ci.nextKey = append(ci.nextKey, int32(ki))
+		}
+		ci.nextIn[e] = int32(k)
+	}
 }
 
 // linkPrevs fills every entry's prev list from the next links, visiting

@@ -109,16 +109,39 @@ func (p *chunkPrep) frag(r int32, f int) int {
 	return i - 1
 }
 
-// ownerIDs fills ids with the owners of m's rows [first, last).
+// ownerIDs fills ids with the owners of m's rows [first, last): a fill
+// per fragment when the box covers the chunk, else one step along the
+// fragments per row (rows ascend, so the fragment only moves forward).
 func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, first, last int) []int64 {
 	ids = slices.Grow(ids[:0], last-first)[:last-first]
-	f := 0
-	for i := first; i < last; i++ {
-		r := int32(m.row(i))
-		f = p.frag(r, f)
-		ids[i-first] = p.owner[f]
+	if first >= last {
+		return ids
+	}
+	if m.all {
+		for i, f := first, p.frag(int32(first), 0); i < last; f++ {
+			e := min(int(p.bounds[f+1]), last)
+			fill(ids[i-first:e-first], p.owner[f])
+			i = e
+		}
+		return ids
+	}
+	rows := m.rows[first:last]
+	bounds := p.bounds
+	f := p.frag(rows[0], 0)
+	for j, r := range rows {
+		for r >= bounds[f+1] {
+			f++
+		}
+		ids[j] = p.owner[f]
 	}
 	return ids
+}
+
+// fill sets every element of s to v.
+func fill(s []int64, v int64) {
+	for i := range s {
+		s[i] = v
+	}
 }
 
 // lineEdges appends the edges of page chunk c — consecutive rows of a
@@ -126,41 +149,147 @@ func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, first, last int) []int6
 // continues it — whose later end lies in [from, to), in the order the
 // full walk of polylineEdges gives them (fragment, then row: the same,
 // as fragments are consecutive ranges). Only c's matching rows are
-// visited.
+// visited; a chunk the box covers is walked a fragment at a time.
 func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci *chunkInverse) []int64 {
 	from, to := ai.from, ai.to
 	n := int64(c.count())
 	lo, hi := max(0, from-c.start), min(n, to-c.start)
-	f := 0
-	row := func(i int64) int32 {
-		if c.all {
-			return int32(i)
-		}
-		return c.rows[i]
+	if lo >= hi {
+		return edges
 	}
+	// At most one edge ends at each row of [lo, hi), plus the
+	// continuations (one a fragment).
+	edges = slices.Grow(edges, 2*int(hi-lo))
+	bounds := p.bounds
+	next := &ai.sc.next
+	next.reset(ai, ci)
+	defer next.release()
+	if c.all {
+		// Row i is answer index c.start+i.
+		for f := p.frag(int32(lo), 0); f < len(bounds)-1 && int64(bounds[f]) < hi; f++ {
+			s, e := int64(bounds[f]), int64(bounds[f+1])
+			a := c.start + max(s+1, lo)
+			for end := c.start + min(e, hi); a < end; a++ {
+				edges = append(edges, a-1, a)
+			}
+			if e-1 >= lo && e-1 < hi {
+				edges = p.continuation(edges, ai, next, ci, f, c.start+e-1)
+			}
+		}
+		return edges
+	}
+	rows := c.rows
+	f := p.frag(rows[lo], 0)
 	for i := lo; i < hi; i++ {
-		r := row(i)
+		r := rows[i]
+		for r >= bounds[f+1] {
+			f++
+		}
 		a := c.start + i
-		f = p.frag(r, f)
-		if r > p.bounds[f] && i > 0 && row(i-1) == r-1 {
+		if r > bounds[f] && i > 0 && rows[i-1] == r-1 {
 			edges = append(edges, a-1, a)
 		}
-		if r != p.bounds[f+1]-1 || ci == nil || p.entry == nil || p.entry[f] < 0 {
-			continue
-		}
-		nx := ci.next[p.entry[f]]
-		if nx.ks == "" {
-			continue
-		}
-		d := ai.chunk(nx.ks)
-		if d == nil {
-			continue
-		}
-		if r2, ok := fragFirst(d.cv, int(nx.frag)); ok {
-			if b := d.at(r2); b >= 0 && b < to {
-				edges = append(edges, a, b)
-			}
+		if r == bounds[f+1]-1 {
+			edges = p.continuation(edges, ai, next, ci, f, a)
 		}
 	}
 	return edges
+}
+
+// continuation appends the edge from fragment f's last row, answer index
+// a, to the first row of the fragment that continues it in another chunk,
+// when that row is in the answer before the page's end.
+func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunks, ci *chunkInverse, f int, a int64) []int64 {
+	if ci == nil || p.entry == nil || p.entry[f] < 0 {
+		return edges
+	}
+	e := p.entry[f]
+	k := ci.nextIn[e]
+	if k < 0 {
+		return edges
+	}
+	nx := ci.next[e]
+	d := next.of(k)
+	if d == nil {
+		return edges
+	}
+	// The continuing fragment's first row and its place in the answer:
+	// from its chunk's preparation when it has one (every chunk of the
+	// page does), else from its index.
+	b := int64(-1)
+	if dp := d.cv.prep.Load(); dp != nil && dp.p != nil {
+		if g := int(nx.frag); g >= 0 && g < len(dp.p.bounds)-1 && dp.p.bounds[g+1] > dp.p.bounds[g] {
+			b = d.fragStart(ai.sc, dp.p.bounds, g)
+		}
+	} else if r2, ok := fragFirst(d.cv, int(nx.frag)); ok {
+		b = d.at(r2)
+	}
+	if b >= 0 && b < ai.to {
+		edges = append(edges, a, b)
+	}
+	return edges
+}
+
+// fragStart returns the answer index of the first row of fragment g
+// (bounds: c's preparation's), -1 when that row is not in the answer.
+// A cut chunk learns, on the first call, the rank of each fragment's
+// first row among its matching rows (one walk of both), so each
+// continuation into it costs a look-up, not a search.
+func (c *rankedChunk) fragStart(sc *bboxScratch, bounds []int32, g int) int64 {
+	if c.all {
+		return c.start + int64(bounds[g])
+	}
+	if c.fragRank == nil {
+		n, k := len(sc.rowArena), len(bounds)
+		sc.rowArena = slices.Grow(sc.rowArena, k)[:n+k]
+		fr := sc.rowArena[n : n+k : n+k]
+		i := 0
+		for f, b := range bounds {
+			for i < len(c.rows) && c.rows[i] < b {
+				i++
+			}
+			fr[f] = int32(i)
+		}
+		c.fragRank = fr
+	}
+	if i := c.fragRank[g]; int(i) < len(c.rows) && c.rows[i] == bounds[g] {
+		return c.start + int64(i)
+	}
+	return -1
+}
+
+// nextChunks resolves, once per page chunk, the chunks its fragments'
+// continuations lie in (ci.nextChunks), as the answer index knows them.
+type nextChunks struct {
+	ai   *answerIndex
+	ci   *chunkInverse
+	d    []*rankedChunk
+	done []bool
+}
+
+func (n *nextChunks) reset(ai *answerIndex, ci *chunkInverse) {
+	n.ai, n.ci = ai, ci
+	if ci == nil {
+		return
+	}
+	k := len(ci.nextChunks)
+	n.d = slices.Grow(n.d[:0], k)[:k]
+	n.done = slices.Grow(n.done[:0], k)[:k]
+	clear(n.d)
+	clear(n.done)
+}
+
+// release drops what the pooled scratch would otherwise keep alive.
+func (n *nextChunks) release() {
+	clear(n.d)
+	n.ai, n.ci = nil, nil
+}
+
+// of returns the ranked chunk of ci's neighbour k, nil when the answer
+// index has none.
+func (n *nextChunks) of(k int32) *rankedChunk {
+	if !n.done[k] {
+		n.d[k], n.done[k] = n.ai.chunkAt(n.ci.nextKey[k]), true
+	}
+	return n.d[k]
 }
