@@ -1,9 +1,13 @@
 package neuroglancer_test
 
 import (
+	"context"
+	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -12,12 +16,28 @@ import (
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/klauspost/compress/zstd.(*blockDec).startDecoder"),
+	goleak.VerifyTestMain(largeIDsRemoved{m}, goleak.IgnoreTopFunction("github.com/klauspost/compress/zstd.(*blockDec).startDecoder"),
 		goleak.IgnoreAnyFunction("github.com/klauspost/compress/zstd.(*Decoder).startStreamDecoder"))
+}
+
+// largeIDsRemoved runs the tests, then removes the folders largeIDDirs
+// built for all of them.
+type largeIDsRemoved struct{ m *testing.M }
+
+func (r largeIDsRemoved) Run() int {
+	code := r.m.Run()
+	if dir, err := largeIDDirs(); err == nil {
+		if err := os.RemoveAll(filepath.Dir(dir[0])); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return max(code, 1)
+		}
+	}
+	return code
 }
 
 const fixtures = "../../testdata/zvf-reference"
@@ -42,20 +62,64 @@ func fixtureStores(t testing.TB) []*zvf.Store {
 // annotation kind, renamed big_<fixture>.
 func largeIDStores(t testing.TB) []*zvf.Store {
 	t.Helper()
+	dirs, err := largeIDDirs()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ch := cache.New(64 << 20)
 	var out []*zvf.Store
-	for _, f := range []string{"points_pyramid_v09", "streamlines_v09", "graph_v09"} {
+	for i, f := range largeIDFixtures {
+		out = append(out, apitest.Open(t, dirs[i], "big_"+strings.TrimSuffix(f, "_v09"), ch))
+	}
+	return out
+}
+
+var largeIDFixtures = []string{"points_pyramid_v09", "streamlines_v09", "graph_v09"}
+
+// largeIDDirs builds the folders of largeIDStores once for the package's
+// tests, which only read them (copying the fixtures cost more than the
+// tests reading them).
+var largeIDDirs = sync.OnceValues(func() ([]string, error) {
+	base, err := os.MkdirTemp("", "largeid")
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, f := range largeIDFixtures {
 		src := filepath.Join("../../testdata/zvf-0.9", f+".zarrvectors")
-		n := apitest.Open(t, src, "src", cache.New(8<<20)).Info().Levels[0].ObjectCount
+		n, err := objectCount(src)
+		if err != nil {
+			return nil, err
+		}
 		ids := make([]int64, n)
 		for row := range ids {
 			ids[row] = largeID(n - 1 - int64(row))
 		}
-		dir := zvftest.CopyTree(t, src)
-		zvftest.WriteObjectIDs(t, dir, ids)
-		out = append(out, apitest.Open(t, dir, "big_"+strings.TrimSuffix(f, "_v09"), ch))
+		dir := filepath.Join(base, filepath.Base(src))
+		if err := zvftest.CopyDir(src, dir); err != nil {
+			return nil, err
+		}
+		if err := zvftest.WriteObjectIDsTo(dir, ids); err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, dir)
 	}
-	return out
+	return dirs, nil
+})
+
+// objectCount is the number of objects of level 0 of the store at dir.
+func objectCount(dir string) (int64, error) {
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, dir)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	s, err := zvf.Open(ctx, st, zvf.Options{Cache: cache.New(8 << 20)})
+	if err != nil {
+		return 0, err
+	}
+	return s.Info().Levels[0].ObjectCount, nil
 }
 
 // largeID is the id of the i-th object of a largeIDStores store.

@@ -23,7 +23,15 @@ func CopyTree(tb testing.TB, src string) string {
 // it), writable, creating the folders it needs.
 func CopyInto(tb testing.TB, src, dst string) {
 	tb.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	if err := CopyDir(src, dst); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// CopyDir is CopyInto for a caller with no test at hand (a fixture built
+// once for a package's tests).
+func CopyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -47,7 +55,4 @@ func CopyInto(tb testing.TB, src, dst string) {
 		}
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 }
