@@ -807,12 +807,18 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 		{"chunk data file", "graph", []string{"0/vertices/3.4.2/c/0"}, "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9"},
 		{"link cell data file", "mesh", []string{"0/links/0/1.1.1/c/0"}, "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9"},
 	}, impliedCases...)
+	// The cases of a fixture share one copy in turn, what a case deleted
+	// put back when it ends: copying a store cost more than a case.
+	copies := map[string]*storeCopy{}
 	for _, tc := range cases {
+		sc, ok := copies[tc.fixture]
+		if !ok {
+			sc = copyStore(t, tc.fixture)
+			copies[tc.fixture] = sc
+		}
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			ctx := context.Background()
-			src := fixtureDir(tc.fixture)
-			dir := zvftest.CopyTree(t, src)
+			dir := sc.dir
 			st, err := blobstore.Open(ctx, dir)
 			if err != nil {
 				t.Fatal(err)
@@ -827,9 +833,7 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 			etag := hdr.Get("ETag")
 			settled(t, st) // the delete comes after the open by the folder's clock
 			for _, p := range tc.deleted {
-				if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
-					t.Fatal(err)
-				}
+				sc.change(t, remove(p))
 			}
 			// A server that opens the folder after the delete answers as
 			// the new version should.
