@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"sync/atomic"
 
@@ -219,30 +220,39 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 	for b := first[z]; b <= last[z]; b++ {
 		zCovered = zCovered && b < 64 && covers[z][b]
 	}
-	runStart, runEnd, taken := int64(0), int64(0), false
+	// A bin whose rows lie in its cell need only be tested on the axes
+	// where the box cuts it (most cut bins are on a face of the box: one
+	// axis); other rows are tested on every axis.
+	all := uint8(1)<<d - 1
+	bt := newBoxTest(l.vdt, d, min, max)
+	runStart, runEnd, taken, runAxes := int64(0), int64(0), false, all
 	flush := func() {
 		if taken {
 			out = appendRun(out, int32(runStart), int(runEnd-runStart))
 		} else if runEnd > runStart {
-			out = appendMatches(out, data, l.vdt, d, int(runStart), int(runEnd), min, max)
+			out = bt.appendMatches(out, data, int(runStart), int(runEnd), runAxes)
 		}
 	}
-	add := func(start, end int64, take bool) {
+	add := func(start, end int64, take bool, axes uint8) {
 		if start == end {
 			return
 		}
-		if take == taken && start == runEnd {
+		if take == taken && start == runEnd && (take || axes == runAxes) {
 			runEnd = end
 			return
 		}
 		flush()
-		runStart, runEnd, taken = start, end, take
+		runStart, runEnd, taken, runAxes = start, end, take, axes
 	}
 	for {
-		base, outer := int64(0), true
+		base, outer, lineAxes := int64(0), true, uint8(0)
 		for i := 0; i < z; i++ {
 			base = base*l.bpc[i] + idx[i]
-			outer = outer && idx[i] < 64 && covers[i][idx[i]]
+			in := idx[i] < 64 && covers[i][idx[i]]
+			outer = outer && in
+			if !in {
+				lineAxes |= 1 << i
+			}
 		}
 		base *= l.bpc[z]
 		f0, f1 := base+first[z], base+last[z]
@@ -251,9 +261,9 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 		// where the box cuts it on another axis, taken whole where the
 		// box covers it and its rows were found in their bins.
 		case starts != nil && !outer:
-			add(int64(starts[f0]), int64(starts[f1+1]), false)
+			add(int64(starts[f0]), int64(starts[f1+1]), false, all)
 		case starts != nil && zCovered && cv.binsInside(int(f0), int(f1)):
-			add(int64(starts[f0]), int64(starts[f1+1]), true)
+			add(int64(starts[f0]), int64(starts[f1+1]), true, all)
 		default:
 			for b := first[z]; b <= last[z]; b++ {
 				f := base + b
@@ -266,8 +276,17 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 				// A covered bin takes all its rows when they were found
 				// in their bin's cell at decode time (otherwise they are
 				// tested).
-				take := count > 0 && outer && b < 64 && covers[z][b] && (cv.binInside(int(f)) || l.rowsWithin(data, min, max, int(start), int(start+count)))
-				add(start, start+count, take)
+				zIn := b < 64 && covers[z][b]
+				inside := count > 0 && cv.binInside(int(f))
+				take := count > 0 && outer && zIn && (inside || l.rowsWithin(data, min, max, int(start), int(start+count)))
+				axes := all
+				if inside && starts == nil {
+					axes = lineAxes
+					if !zIn {
+						axes |= 1 << z
+					}
+				}
+				add(start, start+count, take, axes)
 			}
 		}
 		// Next line of the sub-grid.
@@ -606,4 +625,79 @@ func (w *matchWindow) abandon() {
 	w.cancel()
 	_ = w.g.Wait()
 	w.g = nil
+}
+
+// boxTest tests rows against a closed box. float32 × 3 rows are compared
+// in float32 against bounds that give the same verdict as the float64
+// comparison (see f32Bounds), one axis alone where the caller knows the
+// others hold.
+type boxTest struct {
+	dt       zarr.DataType
+	d        int
+	min, max []float64
+	f32      bool
+	lo, hi   [3]float32
+}
+
+func newBoxTest(dt zarr.DataType, d int, min, max []float64) boxTest {
+	t := boxTest{dt: dt, d: d, min: min, max: max, f32: dt.Name == "float32" && d == 3}
+	if t.f32 {
+		for i := range 3 {
+			t.lo[i], t.hi[i] = f32Bounds(min[i], max[i])
+		}
+	}
+	return t
+}
+
+// f32Bounds returns the float32 bounds lo, hi such that, for every
+// float32 x, lo <= x <= hi exactly when min <= float64(x) <= max: lo is
+// the least float32 not below min, hi the greatest not above max (±Inf
+// where none is finite). NaN rows fail both comparisons either way.
+func f32Bounds(min, max float64) (lo, hi float32) {
+	lo = float32(min) // nearest; step up while below min
+	for float64(lo) < min {
+		lo = math.Nextafter32(lo, float32(math.Inf(1)))
+	}
+	for p := math.Nextafter32(lo, float32(math.Inf(-1))); p != lo && float64(p) >= min; p = math.Nextafter32(lo, float32(math.Inf(-1))) {
+		lo = p
+	}
+	hi = float32(max)
+	for float64(hi) > max {
+		hi = math.Nextafter32(hi, float32(math.Inf(-1)))
+	}
+	for p := math.Nextafter32(hi, float32(math.Inf(1))); p != hi && float64(p) <= max; p = math.Nextafter32(hi, float32(math.Inf(1))) {
+		hi = p
+	}
+	return lo, hi
+}
+
+// appendMatches appends the rows in [a, b) inside the box, tested on the
+// axes set in axes (the caller knows the rows hold on the others).
+func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) []int32 {
+	if !t.f32 {
+		return appendMatches(out, data, t.dt, t.d, a, b, t.min, t.max)
+	}
+	n := len(out)
+	out = slices.Grow(out, b-a)[:n+b-a]
+	if axes != 0 && axes&(axes-1) == 0 { // one axis: one value a row
+		i := bits.TrailingZeros8(axes)
+		lo, hi := t.lo[i], t.hi[i]
+		for r := a; r < b; r++ {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(data[12*r+4*i:]))
+			out[n] = int32(r)
+			n += b2i(v >= lo) & b2i(v <= hi)
+		}
+		return out[:n]
+	}
+	// Branch-free as appendMatches: rows near the faces match at random.
+	x0, y0, z0, x1, y1, z1 := t.lo[0], t.lo[1], t.lo[2], t.hi[0], t.hi[1], t.hi[2]
+	for r := a; r < b; r++ {
+		p := data[12*r : 12*r+12 : 12*r+12]
+		x := math.Float32frombits(binary.LittleEndian.Uint32(p))
+		y := math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
+		z := math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))
+		out[n] = int32(r)
+		n += b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1)
+	}
+	return out[:n]
 }
