@@ -213,6 +213,9 @@ func appendTrailer(dst []byte, t *trailer) ([]byte, error) {
 		}
 		return append(append(dst, s...), '}'), nil
 	}
+	if b, ok := appendTrailerInts(dst, t); ok {
+		return b, nil
+	}
 	m := map[string]any{"count": t.Count, "next": nil}
 	if t.Next != "" {
 		m["next"] = t.Next
@@ -225,4 +228,79 @@ func appendTrailer(dst []byte, t *trailer) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst, b...), nil
+}
+
+// appendTrailerInts is appendTrailer for the common extra members —
+// integers under plain names (offset, number_matched) — written in
+// encoding/json's sorted key order without a map or reflection. ok is
+// false, and dst untouched, for any other member.
+func appendTrailerInts(dst []byte, t *trailer) ([]byte, bool) {
+	var mem [8]string
+	keys := append(mem[:0], "count", "next")
+	if len(t.Extra) > len(mem)-len(keys) {
+		return dst, false
+	}
+	for k, v := range t.Extra {
+		switch v.(type) {
+		case int64, int:
+		default:
+			return dst, false
+		}
+		if k == "count" || k == "next" || !plainKey(k) {
+			return dst, false
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(append(append(dst, '"'), k...), `":`...)
+		switch k {
+		case "count":
+			dst = strconv.AppendInt(dst, t.Count, 10)
+		case "next":
+			if t.Next == "" {
+				dst = append(dst, "null"...)
+				continue
+			}
+			if !plainString(t.Next) {
+				return nil, false
+			}
+			dst = append(append(append(dst, '"'), t.Next...), '"')
+		default:
+			switch v := t.Extra[k].(type) {
+			case int64:
+				dst = strconv.AppendInt(dst, v, 10)
+			case int:
+				dst = strconv.AppendInt(dst, int64(v), 10)
+			}
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// plainKey reports whether encoding/json writes k as is between quotes.
+func plainKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return k != ""
+}
+
+// plainString is plainKey for a cursor: URL-safe base64 and the like,
+// nothing encoding/json would escape.
+func plainString(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c == '_' || c == '-' || c == '.' || c == '=' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }

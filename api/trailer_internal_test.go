@@ -18,6 +18,12 @@ func TestTrailerJSON(t *testing.T) {
 		{Count: 7, Next: "a<b>&c\"d\\e\u2028\xff"},
 		{Count: 3, Extra: map[string]any{"matched": int64(9), "a": "x"}},
 		{Count: 3, Next: "n", Extra: map[string]any{"zz": []int{1}}},
+		{Count: 5, Extra: map[string]any{"offset": int64(0), "number_matched": int64(5)}},
+		{Count: 5, Next: "eyJ2IjoxfQ", Extra: map[string]any{"offset": int64(-3), "number_matched": 1 << 40, "a_1": int64(1)}},
+		{Count: 5, Next: "a<b>", Extra: map[string]any{"offset": int64(0)}},
+		{Count: 5, Extra: map[string]any{"count": int64(9), "next": int64(1)}},
+		{Count: 5, Extra: map[string]any{"a b": int64(1), "é": int64(2), "": int64(3)}},
+		{Count: 5, Extra: map[string]any{"offset": int32(1)}},
 	} {
 		m := map[string]any{"count": tr.Count, "next": nil}
 		if tr.Next != "" {
@@ -42,5 +48,10 @@ func TestTrailerJSON(t *testing.T) {
 	tr := trailer{Count: 123456}
 	if a := testing.AllocsPerRun(20, func() { buf, _ = appendTrailer(buf[:0], &tr) }); a != 0 {
 		t.Errorf("%.0f allocations for a trailer without extra members", a)
+	}
+	// A bbox page's trailer: its offset and the count matched.
+	tr = trailer{Count: 123456, Extra: map[string]any{"offset": int64(0), "number_matched": int64(123456)}}
+	if a := testing.AllocsPerRun(20, func() { buf, _ = appendTrailer(buf[:0], &tr) }); a != 0 {
+		t.Errorf("%.0f allocations for a page's trailer", a)
 	}
 }
