@@ -495,3 +495,11 @@ func benchParallel(b *testing.B, srv *api.Server, warm, urls []string) {
 	m.ReportCPU()
 	m.ReportMutexWait()
 }
+
+// BenchmarkBBoxBinary1k: a warm 1,000-vertex bbox in binary, where the
+// answer is small and per-request overhead is what costs (bench's
+// "1k bin").
+func BenchmarkBBoxBinary1k(b *testing.B) {
+	min, max := synth.BoxFor(benchPoints, 1_000, 101)
+	benchURL(b, bboxPath("points", min, max, "level=0&f=bin&limit=2000000"))
+}
