@@ -61,6 +61,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		ai.byPos = sc.byPos
 	}
 	stopRank := 0 // with More: the rank in chunk pageEnd where the next page starts
+	sc.copy = true
 	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
 		pos := p0 + len(ai.seen)
 		res.Chunks++
@@ -110,7 +111,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		stopRank = last
 		return res.More, nil
 	})
-	sc.counts = ai.seen
+	sc.counts, sc.copy = ai.seen, false // later matching counts rows or finds connectivity
 	if err != nil {
 		return res, err
 	}

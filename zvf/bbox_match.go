@@ -33,6 +33,12 @@ type chunkMatch struct {
 	// selection that reads objects found them.
 	owner []int64
 	owned bool
+	// copy asks matchVerts to copy the matching rows' float32 × 3
+	// vertices into vown as it finds them (vdata then): the test has
+	// the row in hand, so the answer needs no second pass to gather
+	// it. Set by the caller, kept (as vown) from chunk to chunk.
+	copy bool
+	vown []byte
 }
 
 func (m *chunkMatch) count() int {
@@ -111,16 +117,27 @@ func (l *Level) matchChunk(ctx context.Context, i int32, cv *chunkVerts, min, ma
 
 func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunkMatch) {
 	rows := m.buf[:0]
-	*m = chunkMatch{key: key, cv: cv, owner: m.owner[:0], pbuf: m.pbuf}
+	*m = chunkMatch{key: key, cv: cv, owner: m.owner[:0], pbuf: m.pbuf, copy: m.copy, vown: m.vown}
 	d := l.s.dims
 	if l.covers(key, min, max) && (cv.inCell || l.rowsWithin(cv.data, min, max, 0, cv.rows)) {
 		m.all, m.rows, m.buf = true, rows, rows
 		return
 	}
+	var vout *[]byte
+	if m.copy && l.vdt.Name == "float32" && d == 3 {
+		m.vown = m.vown[:0]
+		vout = &m.vown
+	}
 	if l.binsUsable(cv) {
-		m.rows = l.matchBins(rows, cv, key, min, max, cv.data, nil)
+		m.rows = l.matchBinsInto(rows, vout, cv, key, min, max, cv.data, nil)
+	} else if vout != nil {
+		bt := newBoxTest(l.vdt, d, min, max)
+		m.rows, m.vown = bt.appendMatchesCopy(rows, m.vown, cv.data, 0, cv.rows, 1<<d-1)
 	} else {
 		m.rows = appendMatches(rows, cv.data, l.vdt, d, 0, cv.rows, min, max)
+	}
+	if vout != nil {
+		m.vdata = m.vown
 	}
 	m.buf = m.rows // the grown buffer is kept for the next chunk
 }
@@ -184,6 +201,12 @@ func prod(v []int64) int64 {
 // chunk's (starts nil: bin f's rows are its fragment's), or a selection's
 // vertices, bin f's at positions starts[f] … starts[f+1]-1.
 func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
+	return l.matchBinsInto(out, nil, cv, key, min, max, data, starts)
+}
+
+// matchBinsInto is matchBins that also appends the matching rows' bytes
+// to *vout when vout is set (float32 × 3 rows only).
+func (l *Level) matchBinsInto(out []int32, vout *[]byte, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
 	d := l.s.dims
 	// Per axis, the run of bins the box overlaps and which of those it
 	// covers, with the same arithmetic as binBox; then only the bins in
@@ -227,9 +250,15 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 	bt := newBoxTest(l.vdt, d, min, max)
 	runStart, runEnd, taken, runAxes := int64(0), int64(0), false, all
 	flush := func() {
-		if taken {
+		switch {
+		case taken && vout != nil:
+			*vout = append(*vout, data[12*runStart:12*runEnd]...)
+			fallthrough
+		case taken:
 			out = appendRun(out, int32(runStart), int(runEnd-runStart))
-		} else if runEnd > runStart {
+		case runEnd > runStart && vout != nil:
+			out, *vout = bt.appendMatchesCopy(out, *vout, data, int(runStart), int(runEnd), runAxes)
+		case runEnd > runStart:
 			out = bt.appendMatches(out, data, int(runStart), int(runEnd), runAxes)
 		}
 	}
@@ -478,6 +507,9 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		sc.ms = make([]chunkMatch, 2*win)
 		sc.res = make([]*chunkMatch, 2*win)
 	}
+	for j := range sc.ms {
+		sc.ms[j].copy = sc.copy && rf == nil
+	}
 	// Window k uses half k%2 of sc.ms and sc.res.
 	half := func(k int) ([]chunkMatch, []*chunkMatch) {
 		return sc.ms[k%2*win : k%2*win+win], sc.res[k%2*win : k%2*win+win]
@@ -700,4 +732,40 @@ func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) 
 		n += b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1)
 	}
 	return out[:n]
+}
+
+// appendMatchesCopy is appendMatches for float32 × 3 rows that also
+// appends each matching row's 12 bytes to vout: every tested row is
+// written and the ends advance only for a match, as the rows do.
+func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, axes uint8) ([]int32, []byte) {
+	n, v := len(out), len(vout)
+	out = slices.Grow(out, b-a)[:n+b-a]
+	vout = slices.Grow(vout, 12*(b-a))[:v+12*(b-a)]
+	if axes != 0 && axes&(axes-1) == 0 {
+		i := bits.TrailingZeros8(axes)
+		lo, hi := t.lo[i], t.hi[i]
+		for r := a; r < b; r++ {
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+			*(*[12]byte)(vout[v : v+12]) = [12]byte(p)
+			out[n] = int32(r)
+			k := b2i(x >= lo) & b2i(x <= hi)
+			n += k
+			v += 12 * k
+		}
+		return out[:n], vout[:v]
+	}
+	x0, y0, z0, x1, y1, z1 := t.lo[0], t.lo[1], t.lo[2], t.hi[0], t.hi[1], t.hi[2]
+	for r := a; r < b; r++ {
+		p := data[12*r : 12*r+12 : 12*r+12]
+		x := math.Float32frombits(binary.LittleEndian.Uint32(p))
+		y := math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
+		z := math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))
+		*(*[12]byte)(vout[v : v+12]) = [12]byte(p)
+		out[n] = int32(r)
+		k := b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1)
+		n += k
+		v += 12 * k
+	}
+	return out[:n], vout[:v]
 }

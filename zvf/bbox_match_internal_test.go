@@ -12,7 +12,8 @@ import (
 // FuzzBoxTest: the float32 comparisons of boxTest give, row for row, the
 // verdict of the float64 test of every row (appendMatches), on every axis
 // and on one axis alone, for any row bits (NaN, ±Inf, subnormals) and any
-// box (bounds between float32 values, beyond their range, infinite).
+// box (bounds between float32 values, beyond their range, infinite); and
+// copying rows as they are found copies exactly the rows found.
 func FuzzBoxTest(f *testing.F) {
 	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64}, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0)                               // a row on the box
 	f.Add([]byte{205, 204, 204, 61, 0, 0, 0, 0, 0, 0, 0, 0}, 0.1, 0.0, 0.0, 0.1, 0.0, 0.0)                              // 0.1 is no float32
@@ -30,6 +31,13 @@ func FuzzBoxTest(f *testing.F) {
 		got := bt.appendMatches(nil, data, 0, rows, 7)
 		if want := appendMatches(nil, data, dt, 3, 0, rows, min, max); !slices.Equal(got, want) {
 			t.Fatalf("every axis: rows %v, float64 test %v", got, want)
+		}
+		for axes := uint8(1); axes <= 7; axes++ { // and with the rows' bytes copied as they are found
+			rs := bt.appendMatches(nil, data, 0, rows, axes)
+			gotRows, gotBytes := bt.appendMatchesCopy([]int32{-1}, []byte("pre"), data, 0, rows, axes)
+			if !slices.Equal(gotRows[1:], rs) || string(gotBytes[:3]) != "pre" || !slices.Equal(gotBytes[3:], gather(nil, data, rs, 12)) {
+				t.Fatalf("axes %b: copying finds rows %v and bytes %x, not %v", axes, gotRows[1:], gotBytes[3:], rs)
+			}
 		}
 		for i := range 3 {
 			got := bt.appendMatches(nil, data, 0, rows, 1<<i)

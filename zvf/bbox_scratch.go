@@ -26,6 +26,9 @@ type bboxScratch struct {
 	rowArena []int32
 	// rf is the query's selection (nil: every row in the box).
 	rf *rowFilter
+	// copy: matching copies the rows' vertices as it finds them (for
+	// the page; not when it only counts).
+	copy bool
 }
 
 func (s *Store) getScratch() *bboxScratch {
@@ -59,6 +62,10 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		if cap(sc.ms[i].owner) > 1<<18 {
 			sc.ms[i].owner = nil
 		}
+		if cap(sc.ms[i].vown) > 4<<20 {
+			sc.ms[i].vown = nil
+		}
+		sc.ms[i].vdata = nil
 		sc.ms[i].cv = nil
 	}
 	clear(sc.res)
@@ -72,7 +79,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	}
 	sc.batch = Batch{}
 	sc.ai = answerIndex{}
-	sc.rf = nil
+	sc.rf, sc.copy = nil, false
 	clear(sc.cols)
 	s.scratch.Put(sc)
 }
