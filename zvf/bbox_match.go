@@ -39,6 +39,9 @@ type chunkMatch struct {
 	// it. Set by the caller, kept (as vown) from chunk to chunk.
 	copy bool
 	vown []byte
+	// bt is the query box's test, made once per matching pass (nil:
+	// matchVerts makes it).
+	bt *boxTest
 }
 
 func (m *chunkMatch) count() int {
@@ -117,7 +120,7 @@ func (l *Level) matchChunk(ctx context.Context, i int32, cv *chunkVerts, min, ma
 
 func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunkMatch) {
 	rows := m.buf[:0]
-	*m = chunkMatch{key: key, cv: cv, owner: m.owner[:0], pbuf: m.pbuf, copy: m.copy, vown: m.vown}
+	*m = chunkMatch{key: key, cv: cv, owner: m.owner[:0], pbuf: m.pbuf, copy: m.copy, vown: m.vown, bt: m.bt}
 	d := l.s.dims
 	if l.covers(key, min, max) && (cv.inCell || l.rowsWithin(cv.data, min, max, 0, cv.rows)) {
 		m.all, m.rows, m.buf = true, rows, rows
@@ -128,10 +131,14 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 		m.vown = m.vown[:0]
 		vout = &m.vown
 	}
+	bt := m.bt
+	if bt == nil {
+		bt = &boxTest{}
+		*bt = newBoxTest(l.vdt, d, min, max)
+	}
 	if l.binsUsable(cv) {
-		m.rows = l.matchBinsInto(rows, vout, cv, key, min, max, cv.data, nil)
+		m.rows = l.matchBinsInto(rows, vout, bt, cv, key, min, max, cv.data, nil)
 	} else if vout != nil {
-		bt := newBoxTest(l.vdt, d, min, max)
 		m.rows, m.vown = bt.appendMatchesCopy(rows, m.vown, cv.data, 0, cv.rows, 1<<d-1)
 	} else {
 		m.rows = appendMatches(rows, cv.data, l.vdt, d, 0, cv.rows, min, max)
@@ -201,12 +208,13 @@ func prod(v []int64) int64 {
 // chunk's (starts nil: bin f's rows are its fragment's), or a selection's
 // vertices, bin f's at positions starts[f] … starts[f+1]-1.
 func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
-	return l.matchBinsInto(out, nil, cv, key, min, max, data, starts)
+	bt := newBoxTest(l.vdt, l.s.dims, min, max)
+	return l.matchBinsInto(out, nil, &bt, cv, key, min, max, data, starts)
 }
 
 // matchBinsInto is matchBins that also appends the matching rows' bytes
-// to *vout when vout is set (float32 × 3 rows only).
-func (l *Level) matchBinsInto(out []int32, vout *[]byte, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
+// to *vout when vout is set (float32 × 3 rows only); bt is the box's test.
+func (l *Level) matchBinsInto(out []int32, vout *[]byte, bt *boxTest, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
 	d := l.s.dims
 	// Per axis, the run of bins the box overlaps and which of those it
 	// covers, with the same arithmetic as binBox; then only the bins in
@@ -247,7 +255,6 @@ func (l *Level) matchBinsInto(out []int32, vout *[]byte, cv *chunkVerts, key Key
 	// where the box cuts it (most cut bins are on a face of the box: one
 	// axis); other rows are tested on every axis.
 	all := uint8(1)<<d - 1
-	bt := newBoxTest(l.vdt, d, min, max)
 	runStart, runEnd, taken, runAxes := int64(0), int64(0), false, all
 	flush := func() {
 		switch {
@@ -507,8 +514,9 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		sc.ms = make([]chunkMatch, 2*win)
 		sc.res = make([]*chunkMatch, 2*win)
 	}
+	sc.bt = newBoxTest(l.vdt, l.s.dims, min, max)
 	for j := range sc.ms {
-		sc.ms[j].copy = sc.copy && rf == nil
+		sc.ms[j].copy, sc.ms[j].bt = sc.copy && rf == nil, &sc.bt
 	}
 	// Window k uses half k%2 of sc.ms and sc.res.
 	half := func(k int) ([]chunkMatch, []*chunkMatch) {

@@ -29,6 +29,7 @@ type bboxScratch struct {
 	// copy: matching copies the rows' vertices as it finds them (for
 	// the page; not when it only counts).
 	copy bool
+	bt   boxTest // the box's test of the current matching pass
 }
 
 func (s *Store) getScratch() *bboxScratch {
@@ -65,7 +66,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		if cap(sc.ms[i].vown) > 4<<20 {
 			sc.ms[i].vown = nil
 		}
-		sc.ms[i].vdata = nil
+		sc.ms[i].vdata, sc.ms[i].bt = nil, nil
 		sc.ms[i].cv = nil
 	}
 	clear(sc.res)
@@ -79,7 +80,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	}
 	sc.batch = Batch{}
 	sc.ai = answerIndex{}
-	sc.rf, sc.copy = nil, false
+	sc.rf, sc.copy, sc.bt = nil, false, boxTest{}
 	clear(sc.cols)
 	s.scratch.Put(sc)
 }
