@@ -38,7 +38,8 @@ budget, and streamline boxes. Each query kind runs cold (a fresh server and cach
 and p99 latency, requests/s, vertices/s, MB/s and errors; then the warm cache hit ratio, peak RSS and
 allocations per request. --trivial adds, after each warm binary query kind, the same bursts against a
 trivial server that holds the same answers and only writes them, and prints zvfserve's share of its
-MB/s. --json also writes the report as JSON. Client and server share this machine's cores. What
+MB/s, and the same share in this process's CPU per MB (in process: client and server; it holds up
+better than MB/s on a loaded machine). --json also writes the report as JSON. Client and server share this machine's cores. What
 the numbers mean and what bounds them: docs/performance.md.
 
 Examples:
@@ -100,6 +101,10 @@ type benchResult struct {
 	MBPerS    float64 `json:"mb_per_s"`
 	Vertices  int64   `json:"vertices_per_request"`
 	Errors    int     `json:"errors"`
+	// CPUPerMB: this process's CPU seconds (client, and the server when
+	// in process) per MB answered; 0 when unknown. On a loaded machine
+	// it holds up better than MB/s, which measures the wait for a core.
+	CPUPerMB float64 `json:"cpu_s_per_mb,omitempty"`
 }
 
 type benchReport struct {
@@ -294,6 +299,7 @@ func benchRounds(ctx context.Context, c *http.Client, base string, q benchQuery,
 	var bytes, verts int64
 	errs := 0
 	t0 := time.Now()
+	cpu0, cpuOK := processCPU()
 	for r := 0; r < n; r++ {
 		res, err := benchBurst(ctx, c, base, q, burst, points)
 		if err != nil {
@@ -309,10 +315,15 @@ func benchRounds(ctx context.Context, c *http.Client, base string, q benchQuery,
 		}
 	}
 	wall := time.Since(t0).Seconds()
+	cpu1, cpu1OK := processCPU()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	return benchResult{Query: q.name, Requests: len(lat), Errors: errs,
+	res := benchResult{Query: q.name, Requests: len(lat), Errors: errs,
 		P50ms: ms(lat[len(lat)/2]), P99ms: ms(lat[(len(lat)*99)/100]), ReqPerSec: float64(len(lat)) / wall,
-		VertPerS: float64(verts) / wall, MBPerS: float64(bytes) / wall / 1e6, Vertices: verts / int64(len(lat))}, nil
+		VertPerS: float64(verts) / wall, MBPerS: float64(bytes) / wall / 1e6, Vertices: verts / int64(len(lat))}
+	if cpuOK && cpu1OK && bytes > 0 {
+		res.CPUPerMB = (cpu1 - cpu0) / (float64(bytes) / 1e6)
+	}
+	return res, nil
 }
 
 // benchSizes returns the level-0 vertex count of every store the server at
@@ -416,20 +427,29 @@ func printBench(w io.Writer, r *benchReport, inProcess bool) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.1f\t%.0f\t%d\t\n", x.Phase, x.Query, x.Requests, x.Vertices, x.P50ms, x.P99ms, x.ReqPerSec, x.VertPerS/1e6, x.MBPerS, x.Errors)
 	}
 	_ = tw.Flush()
-	warm := map[string]float64{}
-	var shares []string
+	warm, warmCPU := map[string]float64{}, map[string]float64{}
+	var shares, cpuShares []string
 	for _, x := range r.Results {
 		switch x.Phase {
 		case "warm":
-			warm[x.Query] = x.MBPerS
+			warm[x.Query], warmCPU[x.Query] = x.MBPerS, x.CPUPerMB
 		case "trivial":
 			if x.MBPerS > 0 {
 				shares = append(shares, fmt.Sprintf("%s %.2f", x.Query, warm[x.Query]/x.MBPerS))
+			}
+			if c := warmCPU[x.Query]; inProcess && c > 0 && x.CPUPerMB > 0 {
+				cpuShares = append(cpuShares, fmt.Sprintf("%s %.2f", x.Query, x.CPUPerMB/c))
 			}
 		}
 	}
 	if len(shares) > 0 {
 		fmt.Fprintf(w, "\nwarm MB/s as a share of the trivial server's: %s\n", strings.Join(shares, " · "))
+	}
+	if len(cpuShares) > 0 {
+		// What MB/s would say on cores of its own: the trivial server's
+		// CPU per MB (its client's included, as zvfserve's is) over
+		// zvfserve's.
+		fmt.Fprintf(w, "the same in CPU per MB (trivial's over zvfserve's, client included): %s\n", strings.Join(cpuShares, " · "))
 	}
 	fmt.Fprintf(w, "\ncache hit ratio (warm) %.3f · peak RSS %.0f MB", r.CacheHitRatio, r.PeakRSSMB)
 	if inProcess && r.AllocsPerReq > 0 {

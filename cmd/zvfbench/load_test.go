@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -53,9 +54,14 @@ func TestLoadSmall(t *testing.T) {
 		if !ok || !strings.HasSuffix(r.Query, " bin") || r.Vertices != w.Vertices || r.Requests != w.Requests {
 			t.Errorf("trivial %+v, warm %+v", r, w)
 		}
+		// In process, both phases' CPU per MB is known (Unix).
+		if runtime.GOOS != "windows" && (r.CPUPerMB <= 0 || w.CPUPerMB <= 0) {
+			t.Errorf("%s: CPU per MB %g trivial, %g warm", r.Query, r.CPUPerMB, w.CPUPerMB)
+		}
 	}
 	// 1k, 50k, 500k and auto of points; 50k and auto of streamlines.
-	if trivial != warmBin || trivial < 6 || !strings.Contains(stdout, "share of the trivial server's: 1k bin") {
+	if trivial != warmBin || trivial < 6 || !strings.Contains(stdout, "share of the trivial server's: 1k bin") ||
+		runtime.GOOS != "windows" && !strings.Contains(stdout, "the same in CPU per MB (trivial's over zvfserve's, client included): 1k bin") {
 		t.Errorf("%d trivial rows for %d warm binary kinds: %s", trivial, warmBin, stdout)
 	}
 }
