@@ -61,7 +61,10 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		ai.byPos = sc.byPos
 	}
 	stopRank := 0 // with More: the rank in chunk pageEnd where the next page starts
-	sc.copy = true
+	// Copying rows as they are found is for point answers: an answer
+	// with connectivity keeps every page chunk's rows for ranking too,
+	// and its memory is held to what the answer holds.
+	sc.copy = !wantConn
 	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
 		pos := p0 + len(ai.seen)
 		res.Chunks++
