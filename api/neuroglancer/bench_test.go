@@ -132,12 +132,7 @@ func BenchmarkInfoCold2M(b *testing.B) {
 // BenchmarkSkeletonWarm: one of the demo's neuron skeletons, warm.
 func BenchmarkSkeletonWarm(b *testing.B) {
 	ch := cache.New(256 << 20)
-	var s *zvf.Store
-	for _, st := range demoStores(b, ch) {
-		if st.Name() == "skeletons" {
-			s = st
-		}
-	}
+	s := storeNamed(b, demoStores(b, ch), "skeletons")
 	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	if err != nil {
 		b.Fatal(err)
@@ -155,12 +150,7 @@ func BenchmarkSkeletonWarm(b *testing.B) {
 // it: half a screen pixel, see meshView.pixel).
 func BenchmarkMultilodBytes(b *testing.B) {
 	ch := cache.New(256 << 20)
-	var demoMeshes *zvf.Store
-	for _, s := range demoStores(b, ch) {
-		if s.Name() == "meshes" {
-			demoMeshes = s
-		}
-	}
+	demoMeshes := storeNamed(b, demoStores(b, ch), "meshes")
 	for _, sc := range []struct {
 		st  *zvf.Store
 		pxs []float64
