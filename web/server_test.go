@@ -22,6 +22,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 func demoServer(t *testing.T, token string) *httptest.Server {
@@ -317,9 +318,7 @@ func unboundedStore(t *testing.T) (s *zvf.Store, n int) {
 	if err := mem.Put(ctx, "unbounded/zarr.json", b); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = zvf.Open(ctx, storage.Sub(mem, "unbounded"), zvf.Options{Name: "unbounded"}); err != nil {
-		t.Fatal(err)
-	}
+	s = zvftest.OpenSub(t, mem, "unbounded", nil)
 	if bd := s.Info().Bounds; bd[0] != nil || bd[1] != nil {
 		t.Fatalf("the store still declares bounds %v", bd)
 	}
