@@ -192,19 +192,12 @@ func faultServer(t *testing.T, b *faultBackend, o api.Options) (*zvf.Handle, *ap
 	t.Helper()
 	settled(t, b.w)
 	ch := cache.New(64 << 20)
-	h, err := zvf.OpenHandle(context.Background(), b.st, zvf.Options{Name: "s", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-	if err != nil {
+	o.Cache = ch
+	hs, srv := watchedServer(t, map[string]storage.Store{"s": b.st}, ch, o)
+	if _, err := hs["s"].Current(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Current(); err != nil {
-		t.Fatal(err)
-	}
-	o.Handles, o.Cache = []*zvf.Handle{h}, ch
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, srv, ch
+	return hs["s"], srv, ch
 }
 
 const (
@@ -385,22 +378,8 @@ func TestFaultOtherStoresStillChecked(t *testing.T) {
 	defer local.Close()
 	settled(t, b.w)
 	ch := cache.New(64 << 20)
-	var hs []*zvf.Handle
-	for name, st := range map[string]storage.Store{"remote": b.st, "local": local} {
-		h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: name, Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
-	}
-	srv, err := api.New(api.Options{Handles: hs, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl := hs[1]
-	if hl.Name() != "local" {
-		hl = hs[0]
-	}
+	hs, srv := watchedServer(t, map[string]storage.Store{"remote": b.st, "local": local}, ch, api.Options{Cache: ch})
+	hl := hs["local"]
 	before, _ := hl.Current()
 	b.stallChecks()
 	b.stallReads()

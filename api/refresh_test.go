@@ -126,15 +126,9 @@ func checkReplacedObjects(t *testing.T, target string) {
 	// its last write cannot tell that write from a later one, and waits.
 	settled(t, w)
 	ch := cache.New(64 << 20)
-	h, err := zvf.OpenHandle(ctx, w, zvf.Options{Name: "graph", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs, remote := watchedServer(t, map[string]storage.Store{"graph": w}, ch, api.Options{Cache: ch})
+	h := hs["graph"]
 	if _, err := h.Current(); err != nil {
-		t.Fatal(err)
-	}
-	remote, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Cache: ch})
-	if err != nil {
 		t.Fatal(err)
 	}
 	paths := []string{

@@ -62,21 +62,35 @@ func (h *hookStore) Pin(ctx context.Context) (storage.Store, string, error) {
 	return h, "", nil
 }
 
-// watched serves the folder dir as store name through a watching handle.
+// watched serves st as store name through a watching handle, opened.
 func watched(t *testing.T, name string, st storage.Store) (*zvf.Handle, *api.Server) {
 	t.Helper()
-	h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: name, Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: true, Settle: settleTime})
+	hs, srv := watchedServer(t, map[string]storage.Store{name: st}, cache.New(64<<20), api.Options{})
+	if _, err := hs[name].Current(); err != nil {
+		t.Fatal(err)
+	}
+	return hs[name], srv
+}
+
+// watchedServer serves each store of sts as its name through a watching
+// handle reading through ch, with the other options of o, and returns the
+// handles by name.
+func watchedServer(t *testing.T, sts map[string]storage.Store, ch *cache.Cache, o api.Options) (map[string]*zvf.Handle, *api.Server) {
+	t.Helper()
+	hs := make(map[string]*zvf.Handle, len(sts))
+	for name, st := range sts {
+		h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: name, Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs[name] = h
+		o.Handles = append(o.Handles, h)
+	}
+	srv, err := api.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Current(); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, srv
+	return hs, srv
 }
 
 // rewriteInPlace replaces the store in dir by the one in src, file by file
@@ -548,22 +562,8 @@ func TestChecksRunPerStore(t *testing.T) {
 	stA := open(dirA)
 	stB := &hangingStat{Store: open(zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))), entered: make(chan struct{}, 1)}
 	ch := cache.New(64 << 20)
-	var handles []*zvf.Handle
-	for name, st := range map[string]storage.Store{"a": stA, "b": stB} {
-		h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: name, Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-		if err != nil {
-			t.Fatal(err)
-		}
-		handles = append(handles, h)
-	}
-	srv, err := api.New(api.Options{Handles: handles, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hA := handles[0]
-	if hA.Name() != "a" {
-		hA = handles[1]
-	}
+	hs, srv := watchedServer(t, map[string]storage.Store{"a": stA, "b": stB}, ch, api.Options{Cache: ch})
+	hA := hs["a"]
 	before, err := hA.Current()
 	if err != nil {
 		t.Fatal(err)
