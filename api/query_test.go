@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // answer is a bbox JSON answer (all pages joined) as the tests read it.
@@ -256,29 +257,19 @@ func corners(box string) (lo, hi []float64) {
 	return parse(a), parse(b)
 }
 
-// bin is the density rule by scanning: on each axis the last cell whose
-// lower boundary min + i·w the coordinate reaches.
+// bin counts verts (as float32) by the density rule by scanning.
 func bin(verts [][]float64, lo, hi []float64, shape []int) []uint32 {
 	n := 1
 	for _, s := range shape {
 		n *= s
 	}
 	out := make([]uint32, n)
+	p := make([]float64, len(shape))
 	for _, v := range verts {
-		idx, stride := 0, 1
-		for a := range shape {
-			x := jsonF32(v[a])
-			w := (hi[a] - lo[a]) / float64(shape[a])
-			c := 0
-			for i := 0; i < shape[a]; i++ {
-				if lo[a]+float64(i)*w <= x {
-					c = i
-				}
-			}
-			idx += c * stride
-			stride *= shape[a]
+		for a := range p {
+			p[a] = jsonF32(v[a])
 		}
-		out[idx]++
+		out[zvftest.DensityCell(p, lo, hi, shape)]++
 	}
 	return out
 }
