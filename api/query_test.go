@@ -92,22 +92,9 @@ func keepRows(a *answer, keep func(i int) bool) *answer {
 			out.Attributes[k] = append(out.Attributes[k], v[i])
 		}
 	}
-	re := func(in [][]int64) [][]int64 {
-		var res [][]int64
-	next:
-		for _, c := range in {
-			n := make([]int64, len(c))
-			for j, v := range c {
-				if n[j] = idx[v]; n[j] < 0 {
-					continue next
-				}
-			}
-			res = append(res, n)
-		}
-		slices.SortFunc(res, slices.Compare)
-		return res
-	}
-	out.Edges, out.Faces = re(a.Edges), re(a.Faces)
+	out.Edges, out.Faces = zvftest.Reindex(a.Edges, idx), zvftest.Reindex(a.Faces, idx)
+	slices.SortFunc(out.Edges, slices.Compare)
+	slices.SortFunc(out.Faces, slices.Compare)
 	out.Count = int64(len(out.Vertices))
 	return out
 }

@@ -619,21 +619,7 @@ func restrict(f *flat, tb *table, keep []bool) *flat {
 			out.attrs[k] = []byte{}
 		}
 	}
-	reindex := func(in [][]int64) [][]int64 {
-		var res [][]int64
-	next:
-		for _, c := range in {
-			n := make([]int64, len(c))
-			for i, v := range c {
-				if n[i] = newIdx[v]; n[i] < 0 {
-					continue next
-				}
-			}
-			res = append(res, n)
-		}
-		return res
-	}
-	out.edges, out.faces = reindex(f.edges), reindex(f.faces)
+	out.edges, out.faces = zvftest.Reindex(f.edges, newIdx), zvftest.Reindex(f.faces, newIdx)
 	out.sort()
 	return out
 }
