@@ -23,6 +23,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // uploadTree copies a local store folder into w, then deletes every object
@@ -109,11 +110,7 @@ func localServer(t *testing.T, name, dir string) *api.Server {
 // answer for the new content, and that ETags changed.
 func checkReplacedObjects(t *testing.T, target string) {
 	ctx := context.Background()
-	w, err := blobstore.Open(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
+	w := zvftest.OpenStorage(t, target)
 	upload := func(t *testing.T, w storage.Writer, dir string) {
 		t.Helper()
 		uploadTree(t, w, dir)

@@ -19,7 +19,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
@@ -46,11 +45,7 @@ type demoStores struct {
 // memStorage is an in-memory bucket, closed when the test ends.
 func memStorage(t *testing.T) storage.Writer {
 	t.Helper()
-	mem, err := blobstore.Open(context.Background(), "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mem.Close() })
+	mem := zvftest.OpenStorage(t, "mem://")
 	return mem
 }
 

@@ -18,8 +18,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // pointStore writes n uniform points with a float and a categorical
@@ -39,11 +39,7 @@ func pointStore(b *testing.B, n int, chunk float64, pyramid bool) storage.Store 
 		inten[i] = float32(r.NormFloat64())
 		kinds[i] = []string{"a", "b", "c"}[r.IntN(3)]
 	}
-	st, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
+	st := zvftest.OpenStorage(b, "mem://")
 	o := writer.Options{ChunkShape: []float64{chunk, chunk, chunk}, BinShape: []float64{chunk / 5, chunk / 5, chunk / 5}}
 	if pyramid {
 		o.Pyramid = []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}

@@ -32,7 +32,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -115,11 +114,7 @@ func (l *requestLog) take() ([]string, map[string]int64) {
 func demoStores(t testing.TB, ch *cache.Cache) []*zvf.Store {
 	t.Helper()
 	ctx := context.Background()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mem.Close() })
+	mem := zvftest.OpenStorage(t, "mem://")
 	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 1, Scale: 1})
 	if err != nil {
 		t.Fatal(err)
