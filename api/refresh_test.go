@@ -96,10 +96,7 @@ func pruneEmptyDirs(t *testing.T, root string) {
 // localServer serves the folder dir under the store name.
 func localServer(t *testing.T, name, dir string) *api.Server {
 	t.Helper()
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{apitest.Open(t, dir, name, cache.New(16<<20))}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{apitest.Open(t, dir, name, cache.New(16<<20))}})
 	return srv
 }
 

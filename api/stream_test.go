@@ -115,10 +115,7 @@ func pointsServer(t *testing.T, o api.Options, rules ...*faultstore.Rule) (*api.
 	logs := &logBuffer{}
 	o.Stores = []*zvf.Store{s}
 	o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, o)
 	return srv, fs, logs
 }
 

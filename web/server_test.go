@@ -126,10 +126,7 @@ func newDemo(t *testing.T, extra bool) *demoStores {
 
 func (d *demoStores) handler(t *testing.T, token string) http.Handler {
 	t.Helper()
-	srv, err := api.New(api.Options{Stores: d.stores, Handles: d.handles, Cache: d.cache, UI: web.Handler(), Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: d.stores, Handles: d.handles, Cache: d.cache, UI: web.Handler(), Token: token})
 	return srv.Handler()
 }
 

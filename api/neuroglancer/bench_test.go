@@ -61,10 +61,7 @@ func handlerFor(b *testing.B, st storage.Store, name string, ch *cache.Cache) ht
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := apitest.New(b, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	return srv.Handler()
 }
 
@@ -129,10 +126,7 @@ func BenchmarkInfoCold2M(b *testing.B) {
 func BenchmarkSkeletonWarm(b *testing.B) {
 	ch := cache.New(256 << 20)
 	s := storeNamed(b, demoStores(b, ch), "skeletons")
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := apitest.New(b, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	serveTimes(b, srv.Handler(), "/ng/skeletons/skeletons/1", nil)
 }
 
@@ -154,10 +148,7 @@ func BenchmarkMultilodBytes(b *testing.B) {
 		{demoMeshes, []float64{0.75, 8, 64, 256}},
 		{connectomeStore(b, ch), []float64{25, 50, 100, 200, 400}},
 	} {
-		srv, err := api.New(api.Options{Stores: []*zvf.Store{sc.st}, Cache: ch})
-		if err != nil {
-			b.Fatal(err)
-		}
+		srv := apitest.New(b, api.Options{Stores: []*zvf.Store{sc.st}, Cache: ch})
 		h := srv.Handler()
 		views := []meshView{stateMeshView(b, h, sc.st.Name())}
 		for _, px := range sc.pxs {
@@ -201,10 +192,7 @@ func BenchmarkAnnotationView1M(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch, NGSharded: mode})
-					if err != nil {
-						b.Fatal(err)
-					}
+					srv := apitest.New(b, api.Options{Stores: []*zvf.Store{s}, Cache: ch, NGSharded: mode})
 					h = srv.Handler()
 				}
 				var requests, sent atomic.Int64

@@ -151,18 +151,12 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	// Without --public-url the descriptor's sources are absolute URLs on
 	// the address the request came to: the states below are opened as the
 	// descriptor gives them.
-	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
 	var log requestLog
 	data := httptest.NewServer(log.wrap(srv.Handler()))
 	t.Cleanup(data.Close)
 	// The same stores with every annotation and skeleton source sharded.
-	shardedSrv, err := api.New(api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shardedSrv := apitest.New(t, api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardAlways})
 	shardedData := httptest.NewServer(log.wrap(shardedSrv.Handler()))
 	t.Cleanup(shardedData.Close)
 	page := httptest.NewServer(http.FileServer(http.Dir(dist)))
