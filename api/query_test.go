@@ -462,14 +462,21 @@ func TestLevelAutoWithAFilter(t *testing.T) {
 	}
 }
 
-// densityJSON is the JSON density answer of path.
-func densityJSON(t *testing.T, h http.Handler, path string) (d struct{ Counts []uint32 }) {
+// densityAnswers is the demo server's density answer to path: its counts
+// as JSON, and the Content-Type and body of it in format f.
+func densityAnswers(t *testing.T, path, f string) ([]uint32, string, []byte) {
 	t.Helper()
+	h := demoServer(t, api.Options{}).Handler()
+	var d struct{ Counts []uint32 }
 	code, _, b := serve(t, h, path)
 	if code != 200 || json.Unmarshal(b, &d) != nil {
 		t.Fatalf("%s: %d %.300s", path, code, b)
 	}
-	return d
+	code, ct, b := serve(t, h, path+"&f="+f)
+	if code != 200 {
+		t.Fatalf("%s as %s: %d %s: %.300s", path, f, code, ct, b)
+	}
+	return d.Counts, ct, b
 }
 
 // TestDensityBinary: the binary density is the container of
@@ -477,12 +484,9 @@ func densityJSON(t *testing.T, h http.Handler, path string) (d struct{ Counts []
 // (x fastest, as JSON), the trailer with the total.
 func TestDensityBinary(t *testing.T) {
 	t.Parallel()
-	srv := demoServer(t, api.Options{})
-	const p = "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3"
-	d := densityJSON(t, srv.Handler(), p)
-	code, ct, b := serve(t, srv.Handler(), p+"&f=bin")
-	if code != 200 || ct != "application/vnd.zvf.v1+octet-stream" || string(b[:8]) != "ZVFBIN\x00\x01" {
-		t.Fatalf("%d %s", code, ct)
+	counts, ct, b := densityAnswers(t, "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3", "bin")
+	if ct != "application/vnd.zvf.v1+octet-stream" || string(b[:8]) != "ZVFBIN\x00\x01" {
+		t.Fatalf("%s %q", ct, b[:8])
 	}
 	hl := int(binary.LittleEndian.Uint64(b[8:]))
 	var h struct {
@@ -499,10 +503,10 @@ func TestDensityBinary(t *testing.T) {
 		t.Fatalf("block %d aux %d, %d bytes", kind, aux, n)
 	}
 	var total uint64
-	for i := range d.Counts {
+	for i := range counts {
 		c := binary.LittleEndian.Uint32(b[at+16+4*i:])
-		if c != d.Counts[i] {
-			t.Fatalf("cell %d: %d, JSON %d", i, c, d.Counts[i])
+		if c != counts[i] {
+			t.Fatalf("cell %d: %d, JSON %d", i, c, counts[i])
 		}
 		total += uint64(c)
 	}
@@ -517,12 +521,9 @@ func TestDensityBinary(t *testing.T) {
 // schema's zvf:density metadata.
 func TestDensityArrow(t *testing.T) {
 	t.Parallel()
-	srv := demoServer(t, api.Options{})
-	const p = "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3&filter=object_id%3C%3E2"
-	d := densityJSON(t, srv.Handler(), p)
-	code, ct, b := serve(t, srv.Handler(), p+"&f=arrow")
-	if code != 200 || ct != "application/vnd.apache.arrow.stream" {
-		t.Fatalf("%d %s: %s", code, ct, b)
+	counts, ct, b := densityAnswers(t, "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3&filter=object_id%3C%3E2", "arrow")
+	if ct != "application/vnd.apache.arrow.stream" {
+		t.Fatalf("%s: %s", ct, b)
 	}
 	r, err := ipc.NewReader(bytes.NewReader(b))
 	if err != nil {
@@ -557,8 +558,8 @@ func TestDensityArrow(t *testing.T) {
 	for _, c := range got {
 		total += uint64(c)
 	}
-	if !slices.Equal(got, d.Counts) || total != h.Count || total == 0 {
-		t.Fatalf("arrow cells %v (total %d, metadata %d), JSON %v", got, total, h.Count, d.Counts)
+	if !slices.Equal(got, counts) || total != h.Count || total == 0 {
+		t.Fatalf("arrow cells %v (total %d, metadata %d), JSON %v", got, total, h.Count, counts)
 	}
 }
 
