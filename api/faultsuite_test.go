@@ -105,7 +105,7 @@ func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 	createBucket(t, endpoint, faultBucket)
 	prefix := fmt.Sprintf("%s-%d-%d", fixture, time.Now().UnixNano(), faultPrefixes.Add(1))
 	q := "&use_path_style=true&region=us-east-1"
-	w := zvftest.OpenStorage(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(endpoint)+q)
+	w := zvftest.Store(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(endpoint)+q)
 	uploadTree(t, w, filepath.Join(fixtures, fixture+".zarrvectors"))
 	p, err := faultstore.NewProxy(endpoint)
 	if err != nil {
@@ -114,7 +114,7 @@ func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 	t.Cleanup(p.Close)
 	// A short header timeout, so that a stall before headers fails a read
 	// long before a check's deadline (the SDK retries it twice).
-	st := zvftest.OpenStorage(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(p.URL)+q+"&header_timeout=2s")
+	st := zvftest.Store(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(p.URL)+q+"&header_timeout=2s")
 	chunk := "/" + prefix + "/0/vertices/"
 	one := func(f faultstore.HTTPFault) func() {
 		return func() { p.Add(&faultstore.HTTPRule{Method: http.MethodGet, Path: chunk, Nth: 1, Fault: f}) }
@@ -138,7 +138,7 @@ func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 func localFaultBackend(t *testing.T, fixture string) *faultBackend {
 	t.Helper()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, fixture+".zarrvectors"))
-	w := zvftest.OpenStorage(t, dir)
+	w := zvftest.Store(t, dir)
 	fs := faultstore.New(w, nil)
 	// What blobstore makes of a body cut short: the backend failing.
 	cut := fmt.Errorf("%w: %w", storage.ErrUnavailable, io.ErrUnexpectedEOF)
@@ -357,7 +357,7 @@ func TestFaultOtherStoresStillChecked(t *testing.T) {
 	b := s3FaultBackend(t, "graph")
 	ctx := context.Background()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
-	local := zvftest.OpenStorage(t, dir)
+	local := zvftest.Store(t, dir)
 	settled(t, b.w)
 	ch := cache.New(64 << 20)
 	hs, srv := watchedServer(t, map[string]storage.Store{"remote": b.st, "local": local}, ch, api.Options{Cache: ch})

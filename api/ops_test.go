@@ -33,7 +33,7 @@ func TestReadyz(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			ch := cache.New(64 << 20)
-			bucket := zvftest.OpenStorage(t, "mem://")
+			bucket := zvftest.Store(t, "mem://")
 			// Nothing there yet: the open fails, and the handle keeps
 			// the error (and retries on Refresh).
 			late, err := zvf.OpenHandle(ctx, bucket, zvf.Options{Name: "late", Cache: ch}, zvf.Watch{Enabled: true})

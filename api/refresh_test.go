@@ -107,7 +107,7 @@ func localServer(t *testing.T, name, dir string) *api.Server {
 // answer for the new content, and that ETags changed.
 func checkReplacedObjects(t *testing.T, target string) {
 	ctx := context.Background()
-	w := zvftest.OpenStorage(t, target)
+	w := zvftest.Store(t, target)
 	upload := func(t *testing.T, w storage.Writer, dir string) {
 		t.Helper()
 		uploadTree(t, w, dir)

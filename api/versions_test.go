@@ -199,7 +199,7 @@ func reverseRows(t *testing.T, dir string) {
 func TestStaleCursor(t *testing.T) {
 	t.Parallel()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
-	base := zvftest.OpenStorage(t, dir)
+	base := zvftest.Store(t, dir)
 	_, srv := watched(t, "s", base)
 	code, hdr, body := serveFull(t, srv.Handler(), "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&limit=10")
 	next := hdr.Get("X-Next-Cursor")
@@ -229,7 +229,7 @@ func TestStaleCursor(t *testing.T) {
 func TestLinkedRootRepointed(t *testing.T) {
 	t.Parallel()
 	base, v1, v2, cur := linkedVersions(t)
-	st := zvftest.OpenStorage(t, cur)
+	st := zvftest.Store(t, cur)
 	_, srv := watched(t, "s", st)
 	paths := []string{"/api/v1/stores/s", "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*", "/api/v1/stores/s/levels/0/chunks"}
 	compare := func(step, dir string) map[string]string {
@@ -297,7 +297,7 @@ func TestDataOnlyChange(t *testing.T) {
 	dir := sc.dir
 	for _, how := range []string{"read", "walk"} {
 		t.Run(how, func(t *testing.T) {
-			base := zvftest.OpenStorage(t, dir)
+			base := zvftest.Store(t, dir)
 			_, srv := watched(t, "g", base)
 			_, hdr0, _ := serveFull(t, srv.Handler(), descPath)
 			_, _, body0 := serveFull(t, localServer(t, "g", dir).Handler(), chunkPath)
@@ -353,7 +353,7 @@ func TestRevalidationCost(t *testing.T) {
 	ctx := context.Background()
 	calls := map[string]map[string]int64{}
 	for _, name := range []string{"points_bins", "points_pyramid", "graph"} {
-		base := zvftest.OpenStorage(t, filepath.Join(fixtures, name+".zarrvectors"))
+		base := zvftest.Store(t, filepath.Join(fixtures, name+".zarrvectors"))
 		fs := &countingStore{Store: base, n: map[string]int64{}}
 		h, err := zvf.OpenHandle(ctx, fs, zvf.Options{Name: name}, zvf.Watch{Enabled: true})
 		if err != nil {
@@ -444,7 +444,7 @@ func TestCursorFromNewerReplica(t *testing.T) {
 	src := filepath.Join(fixtures, "points_bins.zarrvectors")
 	dir := zvftest.CopyTree(t, src)
 	open := func() storage.Store {
-		st := zvftest.OpenStorage(t, dir)
+		st := zvftest.Store(t, dir)
 		return st
 	}
 	stA, stB := open(), open()
@@ -531,7 +531,7 @@ func TestChecksRunPerStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	open := func(dir string) storage.Store {
-		st := zvftest.OpenStorage(t, dir)
+		st := zvftest.Store(t, dir)
 		return st
 	}
 	dirA := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
@@ -577,7 +577,7 @@ func TestChecksRunPerStore(t *testing.T) {
 func TestForgedCursorsCostOneCheckASecond(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base := zvftest.OpenStorage(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	base := zvftest.Store(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
 	cs := &countingStore{Store: base, n: map[string]int64{}}
 	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h, err := zvf.OpenHandle(ctx, cs, zvf.Options{Name: "s"}, zvf.Watch{Enabled: true, Now: func() time.Time { return frozen }})
@@ -722,7 +722,7 @@ func TestDeletedObjectIsNeverAbsent(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			src := fixtureDir(tc.fixture)
-			w := zvftest.OpenStorage(t, "mem://")
+			w := zvftest.Store(t, "mem://")
 			uploadTree(t, w, src)
 			settled(t, w)
 			// The clock that spaces checks: a check a second after the last.
@@ -780,7 +780,7 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 			t.Parallel()
 			src := fixtureDir(tc.fixture)
 			dir := zvftest.CopyTree(t, src)
-			st := zvftest.OpenStorage(t, dir)
+			st := zvftest.Store(t, dir)
 			settled(t, st)
 			srv, ch := watchedCached(t, st, nil)
 			code, hdr, body := serveFull(t, srv.Handler(), tc.path)
@@ -819,7 +819,7 @@ func TestBlueGreenFlip(t *testing.T) {
 	t.Parallel()
 	base, v1, v2, cur := linkedVersions(t)
 	for _, watch := range []bool{true, false} {
-		st := zvftest.OpenStorage(t, cur)
+		st := zvftest.Store(t, cur)
 		settled(t, st)
 		h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: "s", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: watch, Settle: settleTime})
 		if err != nil {

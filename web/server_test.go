@@ -45,7 +45,7 @@ type demoStores struct {
 // memStorage is an in-memory bucket, closed when the test ends.
 func memStorage(t *testing.T) storage.Writer {
 	t.Helper()
-	mem := zvftest.OpenStorage(t, "mem://")
+	mem := zvftest.Store(t, "mem://")
 	return mem
 }
 

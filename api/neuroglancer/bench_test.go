@@ -39,7 +39,7 @@ func pointStore(b *testing.B, n int, chunk float64, pyramid bool) storage.Store 
 		inten[i] = float32(r.NormFloat64())
 		kinds[i] = []string{"a", "b", "c"}[r.IntN(3)]
 	}
-	st := zvftest.OpenStorage(b, "mem://")
+	st := zvftest.Store(b, "mem://")
 	o := writer.Options{ChunkShape: []float64{chunk, chunk, chunk}, BinShape: []float64{chunk / 5, chunk / 5, chunk / 5}}
 	if pyramid {
 		o.Pyramid = []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}

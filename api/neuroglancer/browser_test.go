@@ -114,7 +114,7 @@ func (l *requestLog) take() ([]string, map[string]int64) {
 func demoStores(t testing.TB, ch *cache.Cache) []*zvf.Store {
 	t.Helper()
 	ctx := context.Background()
-	mem := zvftest.OpenStorage(t, "mem://")
+	mem := zvftest.Store(t, "mem://")
 	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 1, Scale: 1})
 	if err != nil {
 		t.Fatal(err)
