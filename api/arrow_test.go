@@ -217,70 +217,65 @@ func serveOK(t testing.TB, h http.Handler, path string) (http.Header, []byte) {
 // page's connectivity: the same global indices.
 func TestArrowPagesMatchJSON(t *testing.T) {
 	t.Parallel()
-	stores, whole := pagingServer(t, 1<<40)
-	_, capped := pagingServer(t, 1300)
-	for _, s := range stores {
-		t.Run(s.Name(), func(t *testing.T) {
-			t.Parallel()
-			geom := s.Info().GeometryTypes[0]
-			table := map[string]string{"mesh": "faces", "point_cloud": ""}[geom]
-			if _, ok := map[string]bool{"mesh": true, "point_cloud": true}[geom]; !ok {
-				table = "edges"
-			}
-			for _, n := range s.Levels() {
-				for bi, box := range pagingBoxes {
-					for _, c := range []struct {
-						name  string
-						h     http.Handler
-						limit string
-					}{{"unpaged", whole.Handler(), ""}, {"limit 997", whole.Handler(), "&limit=997"}, {"--max-vertices", capped.Handler(), ""}} {
-						path := fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&attributes=*%s", s.Name(), box, n, c.limit)
-						jsonPages := fetchPages(t, c.h, path, "json")
-						cur := ""
-						for i, want := range jsonPages {
-							what := fmt.Sprintf("level %d box %d %s page %d", n, bi, c.name, i)
-							u := path + "&f=arrow"
-							if cur != "" {
-								u += "&cursor=" + url.QueryEscape(cur)
-							}
-							hdr, body := serveOK(t, c.h, u)
-							if ct := hdr.Get("Content-Type"); ct != "application/vnd.apache.arrow.stream" {
-								t.Fatalf("%s: Content-Type %q", what, ct)
-							}
-							got := arrowPage(t, body)
-							if got.next != want.next || hdr.Get("X-Next-Cursor") != want.next {
-								t.Fatalf("%s: zvf:next %q, X-Next-Cursor %q, JSON next %q", what, got.next, hdr.Get("X-Next-Cursor"), want.next)
-							}
-							if got.count != want.count || got.numberMatched != want.numberMatched {
-								t.Fatalf("%s: count %d number_matched %d, JSON %d %d", what, got.count, got.numberMatched, want.count, want.numberMatched)
-							}
-							want.edges, want.faces, want.width = nil, nil, 0
-							sameJoined(t, what, got, want)
-							if table != "" {
-								_, body := serveOK(t, c.h, strings.Replace(u, "&f=arrow", "&f=arrow&table="+table, 1))
-								j := jsonPages[i]
-								wantIdx, width := j.edges, 2
-								if table == "faces" {
-									wantIdx, width = j.faces, max(j.width, 3)
-								}
-								idx, md := arrowIndices(t, body, width)
-								if !slices.EqualFunc(idx, wantIdx, slices.Equal) {
-									t.Fatalf("%s: table=%s has %d rows, JSON %d (or they differ)", what, table, len(idx), len(wantIdx))
-								}
-								if md["zvf:next"] != want.next || md["zvf:"+table] != strconv.Itoa(len(wantIdx)) {
-									t.Fatalf("%s: table=%s closes with %v", what, table, md)
-								}
-							}
-							cur = got.next
+	eachPagingStore(t, func(t *testing.T, s *zvf.Store, whole, capped http.Handler) {
+		geom := s.Info().GeometryTypes[0]
+		table := map[string]string{"mesh": "faces", "point_cloud": ""}[geom]
+		if _, ok := map[string]bool{"mesh": true, "point_cloud": true}[geom]; !ok {
+			table = "edges"
+		}
+		for _, n := range s.Levels() {
+			for bi, box := range pagingBoxes {
+				for _, c := range []struct {
+					name  string
+					h     http.Handler
+					limit string
+				}{{"unpaged", whole, ""}, {"limit 997", whole, "&limit=997"}, {"--max-vertices", capped, ""}} {
+					path := fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&attributes=*%s", s.Name(), box, n, c.limit)
+					jsonPages := fetchPages(t, c.h, path, "json")
+					cur := ""
+					for i, want := range jsonPages {
+						what := fmt.Sprintf("level %d box %d %s page %d", n, bi, c.name, i)
+						u := path + "&f=arrow"
+						if cur != "" {
+							u += "&cursor=" + url.QueryEscape(cur)
 						}
-						if bi == 0 && n == 0 && c.name == "unpaged" && table != "" && len(jsonPages[0].edges)+len(jsonPages[0].faces) < 100 {
-							t.Fatalf("%s: too little connectivity to test", s.Name())
+						hdr, body := serveOK(t, c.h, u)
+						if ct := hdr.Get("Content-Type"); ct != "application/vnd.apache.arrow.stream" {
+							t.Fatalf("%s: Content-Type %q", what, ct)
 						}
+						got := arrowPage(t, body)
+						if got.next != want.next || hdr.Get("X-Next-Cursor") != want.next {
+							t.Fatalf("%s: zvf:next %q, X-Next-Cursor %q, JSON next %q", what, got.next, hdr.Get("X-Next-Cursor"), want.next)
+						}
+						if got.count != want.count || got.numberMatched != want.numberMatched {
+							t.Fatalf("%s: count %d number_matched %d, JSON %d %d", what, got.count, got.numberMatched, want.count, want.numberMatched)
+						}
+						want.edges, want.faces, want.width = nil, nil, 0
+						sameJoined(t, what, got, want)
+						if table != "" {
+							_, body := serveOK(t, c.h, strings.Replace(u, "&f=arrow", "&f=arrow&table="+table, 1))
+							j := jsonPages[i]
+							wantIdx, width := j.edges, 2
+							if table == "faces" {
+								wantIdx, width = j.faces, max(j.width, 3)
+							}
+							idx, md := arrowIndices(t, body, width)
+							if !slices.EqualFunc(idx, wantIdx, slices.Equal) {
+								t.Fatalf("%s: table=%s has %d rows, JSON %d (or they differ)", what, table, len(idx), len(wantIdx))
+							}
+							if md["zvf:next"] != want.next || md["zvf:"+table] != strconv.Itoa(len(wantIdx)) {
+								t.Fatalf("%s: table=%s closes with %v", what, table, md)
+							}
+						}
+						cur = got.next
+					}
+					if bi == 0 && n == 0 && c.name == "unpaged" && table != "" && len(jsonPages[0].edges)+len(jsonPages[0].faces) < 100 {
+						t.Fatalf("%s: too little connectivity to test", s.Name())
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestArrowObjectAndChunkMatchJSON: the object and chunk routes in Arrow

@@ -19,6 +19,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
 
@@ -193,10 +194,7 @@ func TestBBoxBinaryAllocsConstant(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := cache.New(1 << 30)
-	s, err := zvf.Open(ctx, storage.Sub(st, "points"), zvf.Options{Name: "points", Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := zvftest.OpenSub(t, st, "points", ch)
 	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	if err != nil {
 		t.Fatal(err)

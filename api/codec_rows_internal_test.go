@@ -11,8 +11,8 @@ import (
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // streamlinesLevel is level 0 of a synthetic store of n streamline
@@ -24,11 +24,7 @@ func streamlinesLevel(t *testing.T, n int, seed uint64, cacheBytes int64) *zvf.L
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: cache.New(cacheBytes)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
+	l, err := zvftest.OpenSub(t, st, "streamlines", cache.New(cacheBytes)).Level(0)
 	if err != nil {
 		t.Fatal(err)
 	}

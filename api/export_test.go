@@ -565,19 +565,25 @@ func TestSWCCycleIs422(t *testing.T) {
 	}
 }
 
+// ptsAnswers is the pts store's box with every kind of attribute as JSON
+// and as format f, which must be answered.
+func ptsAnswers(t *testing.T, h http.Handler, f string) (jsonAnswer, []byte) {
+	t.Helper()
+	const path = "/api/v1/stores/pts/bbox?min=0,0,0&max=100,100,100&attributes=value,rgb,big,kind"
+	code, _, body := serve(t, h, path+"&f="+f)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	return getJSON(t, h, path), body
+}
+
 // TestCSVMatchesJSON: CSV's header is the axes, object_id and the
 // attributes (multi-channel name_i), and each field is the JSON answer's
 // value: float32-exact, int64 exact, categorical labels quoted as
 // needed, NaN empty, infinities inf and -inf.
 func TestCSVMatchesJSON(t *testing.T) {
 	t.Parallel()
-	h := exportServer(t, api.Options{}).Handler()
-	const path = "/api/v1/stores/pts/bbox?min=0,0,0&max=100,100,100&attributes=value,rgb,big,kind"
-	a := getJSON(t, h, path)
-	code, _, body := serve(t, h, path+"&f=csv")
-	if code != 200 {
-		t.Fatalf("%d %s", code, body)
-	}
+	a, body := ptsAnswers(t, exportServer(t, api.Options{}).Handler(), "csv")
 	recs, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
@@ -643,12 +649,7 @@ func plyHeader(t *testing.T, b []byte) ([]string, []byte) {
 func TestPLYMatchesJSON(t *testing.T) {
 	t.Parallel()
 	h := exportServer(t, api.Options{}).Handler()
-	const path = "/api/v1/stores/pts/bbox?min=0,0,0&max=100,100,100&attributes=value,rgb,big,kind"
-	a := getJSON(t, h, path)
-	code, _, b := serve(t, h, path+"&f=ply")
-	if code != 200 {
-		t.Fatalf("%d %s", code, b)
-	}
+	a, b := ptsAnswers(t, h, "ply")
 	lines, body := plyHeader(t, b)
 	want := []string{"ply", "format binary_little_endian 1.0", "", `comment categories kind ["a, b","plain","q\"uote"]`, "element vertex 40",
 		"property float x", "property float y", "property float z", "property int object_id", "property float value",

@@ -35,7 +35,6 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -103,15 +102,10 @@ var faultPrefixes atomic.Int64
 func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 	t.Helper()
 	endpoint := s3Endpoint(t)
-	ctx := context.Background()
 	createBucket(t, endpoint, faultBucket)
 	prefix := fmt.Sprintf("%s-%d-%d", fixture, time.Now().UnixNano(), faultPrefixes.Add(1))
 	q := "&use_path_style=true&region=us-east-1"
-	w, err := blobstore.Open(ctx, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(endpoint)+q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
+	w := zvftest.Store(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(endpoint)+q)
 	uploadTree(t, w, filepath.Join(fixtures, fixture+".zarrvectors"))
 	p, err := faultstore.NewProxy(endpoint)
 	if err != nil {
@@ -120,11 +114,7 @@ func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 	t.Cleanup(p.Close)
 	// A short header timeout, so that a stall before headers fails a read
 	// long before a check's deadline (the SDK retries it twice).
-	st, err := blobstore.Open(ctx, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(p.URL)+q+"&header_timeout=2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := zvftest.Store(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(p.URL)+q+"&header_timeout=2s")
 	chunk := "/" + prefix + "/0/vertices/"
 	one := func(f faultstore.HTTPFault) func() {
 		return func() { p.Add(&faultstore.HTTPRule{Method: http.MethodGet, Path: chunk, Nth: 1, Fault: f}) }
@@ -148,11 +138,7 @@ func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 func localFaultBackend(t *testing.T, fixture string) *faultBackend {
 	t.Helper()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, fixture+".zarrvectors"))
-	w, err := blobstore.Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
+	w := zvftest.Store(t, dir)
 	fs := faultstore.New(w, nil)
 	// What blobstore makes of a body cut short: the backend failing.
 	cut := fmt.Errorf("%w: %w", storage.ErrUnavailable, io.ErrUnexpectedEOF)
@@ -192,19 +178,12 @@ func faultServer(t *testing.T, b *faultBackend, o api.Options) (*zvf.Handle, *ap
 	t.Helper()
 	settled(t, b.w)
 	ch := cache.New(64 << 20)
-	h, err := zvf.OpenHandle(context.Background(), b.st, zvf.Options{Name: "s", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-	if err != nil {
+	o.Cache = ch
+	hs, srv := watchedServer(t, map[string]storage.Store{"s": b.st}, ch, o)
+	if _, err := hs["s"].Current(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Current(); err != nil {
-		t.Fatal(err)
-	}
-	o.Handles, o.Cache = []*zvf.Handle{h}, ch
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, srv, ch
+	return hs["s"], srv, ch
 }
 
 const (
@@ -378,29 +357,11 @@ func TestFaultOtherStoresStillChecked(t *testing.T) {
 	b := s3FaultBackend(t, "graph")
 	ctx := context.Background()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
-	local, err := blobstore.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
+	local := zvftest.Store(t, dir)
 	settled(t, b.w)
 	ch := cache.New(64 << 20)
-	var hs []*zvf.Handle
-	for name, st := range map[string]storage.Store{"remote": b.st, "local": local} {
-		h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: name, Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
-	}
-	srv, err := api.New(api.Options{Handles: hs, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl := hs[1]
-	if hl.Name() != "local" {
-		hl = hs[0]
-	}
+	hs, srv := watchedServer(t, map[string]storage.Store{"remote": b.st, "local": local}, ch, api.Options{Cache: ch})
+	hl := hs["local"]
 	before, _ := hl.Current()
 	b.stallChecks()
 	b.stallReads()

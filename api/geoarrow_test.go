@@ -313,10 +313,7 @@ func geoServer(t *testing.T, maxVertices int64) http.Handler {
 		t.Fatal(err)
 	}
 	stores = append(stores, openStores(t, "points_bins")...)
-	srv, err := api.New(api.Options{Stores: stores, MaxVertices: maxVertices})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: stores, MaxVertices: maxVertices})
 	return srv.Handler()
 }
 

@@ -76,10 +76,7 @@ func wideServer(t *testing.T, o api.Options) (*api.Server, *cache.Cache) {
 		t.Fatal(err)
 	}
 	o.Stores = []*zvf.Store{s}
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, o)
 	return srv, o.Cache
 }
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestNegotiateAnswerAllocs: which formats can hold a store's answers
@@ -25,10 +25,7 @@ func TestNegotiateAnswerAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	st, err := zvf.Open(ctx, storage.Sub(mem, "points"), zvf.Options{Name: "points"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := zvftest.OpenSub(t, mem, "points", nil)
 	s, err := New(Options{Stores: []*zvf.Store{st}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestReadyz: /readyz is 503 while a configured store does not serve (its
@@ -33,11 +33,7 @@ func TestReadyz(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			ch := cache.New(64 << 20)
-			bucket, err := blobstore.Open(ctx, "mem://")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = bucket.Close() })
+			bucket := zvftest.Store(t, "mem://")
 			// Nothing there yet: the open fails, and the handle keeps
 			// the error (and retries on Refresh).
 			late, err := zvf.OpenHandle(ctx, bucket, zvf.Options{Name: "late", Cache: ch}, zvf.Watch{Enabled: true})

@@ -254,6 +254,21 @@ func pagingServer(t *testing.T, maxVertices int64) ([]*zvf.Store, *api.Server) {
 	return stores, srv
 }
 
+// eachPagingStore runs check in a parallel subtest for each paging store,
+// served whole (every answer in one page) and capped at 1,300 vertices an
+// answer.
+func eachPagingStore(t *testing.T, check func(t *testing.T, s *zvf.Store, whole, capped http.Handler)) {
+	t.Helper()
+	stores, whole := pagingServer(t, 1<<40)
+	_, capped := pagingServer(t, 1300)
+	for _, s := range stores {
+		t.Run(s.Name(), func(t *testing.T) {
+			t.Parallel()
+			check(t, s, whole.Handler(), capped.Handler())
+		})
+	}
+}
+
 // checkGolden compares got, one "hash path" line an answer, with the
 // golden file, line by line; with update it rewrites the file instead.
 func checkGolden(t *testing.T, golden, got string, update bool) {
@@ -312,46 +327,41 @@ var pagingStores = sync.OnceValues(func() ([]*zvf.Store, error) {
 // once, with indices into the whole answer.
 func TestPagedAnswersJoinInEveryFormat(t *testing.T) {
 	t.Parallel()
-	stores, whole := pagingServer(t, 1<<40)
-	_, capped := pagingServer(t, 1300)
-	for _, s := range stores {
-		t.Run(s.Name(), func(t *testing.T) {
-			t.Parallel()
-			for _, n := range s.Levels() {
-				for bi, box := range pagingBoxes {
-					path := fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&attributes=*", s.Name(), box, n)
-					for _, format := range []string{"json", "ndjson", "bin"} {
-						want := join(t, fetchPages(t, whole.Handler(), path, format))
-						if format == "json" && bi == 0 && n == 0 && s.Info().GeometryTypes[0] != "point_cloud" && len(want.edges)+len(want.faces) < 100 {
-							t.Fatalf("%d edges, %d faces: too few to test", len(want.edges), len(want.faces))
+	eachPagingStore(t, func(t *testing.T, s *zvf.Store, whole, capped http.Handler) {
+		for _, n := range s.Levels() {
+			for bi, box := range pagingBoxes {
+				path := fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&attributes=*", s.Name(), box, n)
+				for _, format := range []string{"json", "ndjson", "bin"} {
+					want := join(t, fetchPages(t, whole, path, format))
+					if format == "json" && bi == 0 && n == 0 && s.Info().GeometryTypes[0] != "point_cloud" && len(want.edges)+len(want.faces) < 100 {
+						t.Fatalf("%d edges, %d faces: too few to test", len(want.edges), len(want.faces))
+					}
+					for _, c := range []struct {
+						name  string
+						h     http.Handler
+						limit string
+					}{
+						{"limit 1", whole, "1"},
+						{"limit 997", whole, "997"},
+						{"limit 5000", whole, "5000"},
+						{"--max-vertices", capped, ""},
+					} {
+						if c.limit == "1" && want.count > 300 {
+							continue // a page a row: the coarse levels suffice
 						}
-						for _, c := range []struct {
-							name  string
-							h     http.Handler
-							limit string
-						}{
-							{"limit 1", whole.Handler(), "1"},
-							{"limit 997", whole.Handler(), "997"},
-							{"limit 5000", whole.Handler(), "5000"},
-							{"--max-vertices", capped.Handler(), ""},
-						} {
-							if c.limit == "1" && want.count > 300 {
-								continue // a page a row: the coarse levels suffice
-							}
-							p := path
-							if c.limit != "" {
-								p += "&limit=" + c.limit
-							}
-							pages := fetchPages(t, c.h, p, format)
-							got := join(t, pages)
-							what := fmt.Sprintf("level %d box %d %s %s (%d pages)", n, bi, format, c.name, len(pages))
-							sameJoined(t, what, got, want)
+						p := path
+						if c.limit != "" {
+							p += "&limit=" + c.limit
 						}
+						pages := fetchPages(t, c.h, p, format)
+						got := join(t, pages)
+						what := fmt.Sprintf("level %d box %d %s %s (%d pages)", n, bi, format, c.name, len(pages))
+						sameJoined(t, what, got, want)
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 func sameJoined(t *testing.T, what string, got, want page) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/zvfserve/zvfserve/api/suggest"
 )
 
 // Every route's query parameters, from the route table (routes.go):
@@ -104,40 +106,5 @@ func closest(u string, valid []string) string {
 	if s, ok := synonyms[u]; ok && slices.Contains(valid, s) {
 		return s
 	}
-	best, bestD := "", 3
-	for _, v := range valid {
-		if d := editDistance(u, v); d < bestD {
-			best, bestD = v, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Damerau–Levenshtein distance (adjacent swaps count
-// one), small strings only.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
+	return suggest.Nearest(u, valid)
 }

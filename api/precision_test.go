@@ -20,9 +20,9 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 var updateUnquantized = flag.Bool("update-unquantized", false, "rewrite testdata/unquantized-bin.sha256 from this code's answers")
@@ -315,10 +315,7 @@ func TestQuantizedAnswersCompress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	st, err := zvf.Open(ctx, storage.Sub(mem, "points"), zvf.Options{Name: "points"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := zvftest.OpenSub(t, mem, "points", nil)
 	srv, err := api.New(api.Options{Stores: []*zvf.Store{st}})
 	if err != nil {
 		t.Fatal(err)

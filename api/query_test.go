@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // answer is a bbox JSON answer (all pages joined) as the tests read it.
@@ -92,22 +93,9 @@ func keepRows(a *answer, keep func(i int) bool) *answer {
 			out.Attributes[k] = append(out.Attributes[k], v[i])
 		}
 	}
-	re := func(in [][]int64) [][]int64 {
-		var res [][]int64
-	next:
-		for _, c := range in {
-			n := make([]int64, len(c))
-			for j, v := range c {
-				if n[j] = idx[v]; n[j] < 0 {
-					continue next
-				}
-			}
-			res = append(res, n)
-		}
-		slices.SortFunc(res, slices.Compare)
-		return res
-	}
-	out.Edges, out.Faces = re(a.Edges), re(a.Faces)
+	out.Edges, out.Faces = zvftest.Reindex(a.Edges, idx), zvftest.Reindex(a.Faces, idx)
+	slices.SortFunc(out.Edges, slices.Compare)
+	slices.SortFunc(out.Faces, slices.Compare)
 	out.Count = int64(len(out.Vertices))
 	return out
 }
@@ -290,29 +278,19 @@ func corners(box string) (lo, hi []float64) {
 	return parse(a), parse(b)
 }
 
-// bin is the density rule by scanning: on each axis the last cell whose
-// lower boundary min + i·w the coordinate reaches.
+// bin counts verts (as float32) by the density rule by scanning.
 func bin(verts [][]float64, lo, hi []float64, shape []int) []uint32 {
 	n := 1
 	for _, s := range shape {
 		n *= s
 	}
 	out := make([]uint32, n)
+	p := make([]float64, len(shape))
 	for _, v := range verts {
-		idx, stride := 0, 1
-		for a := range shape {
-			x := jsonF32(v[a])
-			w := (hi[a] - lo[a]) / float64(shape[a])
-			c := 0
-			for i := 0; i < shape[a]; i++ {
-				if lo[a]+float64(i)*w <= x {
-					c = i
-				}
-			}
-			idx += c * stride
-			stride *= shape[a]
+		for a := range p {
+			p[a] = jsonF32(v[a])
 		}
-		out[idx]++
+		out[zvftest.DensityCell(p, lo, hi, shape)]++
 	}
 	return out
 }
@@ -518,14 +496,21 @@ func TestLevelAutoWithAFilter(t *testing.T) {
 	}
 }
 
-// densityJSON is the JSON density answer of path.
-func densityJSON(t *testing.T, h http.Handler, path string) (d struct{ Counts []uint32 }) {
+// densityAnswers is the demo server's density answer to path: its counts
+// as JSON, and the Content-Type and body of it in format f.
+func densityAnswers(t *testing.T, path, f string) ([]uint32, string, []byte) {
 	t.Helper()
+	h := demoServer(t, api.Options{}).Handler()
+	var d struct{ Counts []uint32 }
 	code, _, b := serve(t, h, path)
 	if code != 200 || json.Unmarshal(b, &d) != nil {
 		t.Fatalf("%s: %d %.300s", path, code, b)
 	}
-	return d
+	code, ct, b := serve(t, h, path+"&f="+f)
+	if code != 200 {
+		t.Fatalf("%s as %s: %d %s: %.300s", path, f, code, ct, b)
+	}
+	return d.Counts, ct, b
 }
 
 // TestDensityBinary: the binary density is the container of
@@ -533,12 +518,9 @@ func densityJSON(t *testing.T, h http.Handler, path string) (d struct{ Counts []
 // (x fastest, as JSON), the trailer with the total.
 func TestDensityBinary(t *testing.T) {
 	t.Parallel()
-	srv := demoServer(t, api.Options{})
-	const p = "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3"
-	d := densityJSON(t, srv.Handler(), p)
-	code, ct, b := serve(t, srv.Handler(), p+"&f=bin")
-	if code != 200 || ct != "application/vnd.zvf.v1+octet-stream" || string(b[:8]) != "ZVFBIN\x00\x01" {
-		t.Fatalf("%d %s", code, ct)
+	counts, ct, b := densityAnswers(t, "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3", "bin")
+	if ct != "application/vnd.zvf.v1+octet-stream" || string(b[:8]) != "ZVFBIN\x00\x01" {
+		t.Fatalf("%s %q", ct, b[:8])
 	}
 	hl := int(binary.LittleEndian.Uint64(b[8:]))
 	var h struct {
@@ -555,10 +537,10 @@ func TestDensityBinary(t *testing.T) {
 		t.Fatalf("block %d aux %d, %d bytes", kind, aux, n)
 	}
 	var total uint64
-	for i := range d.Counts {
+	for i := range counts {
 		c := binary.LittleEndian.Uint32(b[at+16+4*i:])
-		if c != d.Counts[i] {
-			t.Fatalf("cell %d: %d, JSON %d", i, c, d.Counts[i])
+		if c != counts[i] {
+			t.Fatalf("cell %d: %d, JSON %d", i, c, counts[i])
 		}
 		total += uint64(c)
 	}
@@ -573,12 +555,9 @@ func TestDensityBinary(t *testing.T) {
 // schema's zvf:density metadata.
 func TestDensityArrow(t *testing.T) {
 	t.Parallel()
-	srv := demoServer(t, api.Options{})
-	const p = "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3&filter=object_id%3C%3E2"
-	d := densityJSON(t, srv.Handler(), p)
-	code, ct, b := serve(t, srv.Handler(), p+"&f=arrow")
-	if code != 200 || ct != "application/vnd.apache.arrow.stream" {
-		t.Fatalf("%d %s: %s", code, ct, b)
+	counts, ct, b := densityAnswers(t, "/api/v1/stores/axons/density?min=0,0,0&max=1000,1000,600&shape=5,4,3&filter=object_id%3C%3E2", "arrow")
+	if ct != "application/vnd.apache.arrow.stream" {
+		t.Fatalf("%s: %s", ct, b)
 	}
 	r, err := ipc.NewReader(bytes.NewReader(b))
 	if err != nil {
@@ -613,8 +592,8 @@ func TestDensityArrow(t *testing.T) {
 	for _, c := range got {
 		total += uint64(c)
 	}
-	if !slices.Equal(got, d.Counts) || total != h.Count || total == 0 {
-		t.Fatalf("arrow cells %v (total %d, metadata %d), JSON %v", got, total, h.Count, d.Counts)
+	if !slices.Equal(got, counts) || total != h.Count || total == 0 {
+		t.Fatalf("arrow cells %v (total %d, metadata %d), JSON %v", got, total, h.Count, counts)
 	}
 }
 

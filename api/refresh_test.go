@@ -23,6 +23,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // uploadTree copies a local store folder into w, then deletes every object
@@ -95,10 +96,7 @@ func pruneEmptyDirs(t *testing.T, root string) {
 // localServer serves the folder dir under the store name.
 func localServer(t *testing.T, name, dir string) *api.Server {
 	t.Helper()
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{apitest.Open(t, dir, name, cache.New(16<<20))}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{apitest.Open(t, dir, name, cache.New(16<<20))}})
 	return srv
 }
 
@@ -109,11 +107,7 @@ func localServer(t *testing.T, name, dir string) *api.Server {
 // answer for the new content, and that ETags changed.
 func checkReplacedObjects(t *testing.T, target string) {
 	ctx := context.Background()
-	w, err := blobstore.Open(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
+	w := zvftest.Store(t, target)
 	upload := func(t *testing.T, w storage.Writer, dir string) {
 		t.Helper()
 		uploadTree(t, w, dir)
@@ -126,15 +120,9 @@ func checkReplacedObjects(t *testing.T, target string) {
 	// its last write cannot tell that write from a later one, and waits.
 	settled(t, w)
 	ch := cache.New(64 << 20)
-	h, err := zvf.OpenHandle(ctx, w, zvf.Options{Name: "graph", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs, remote := watchedServer(t, map[string]storage.Store{"graph": w}, ch, api.Options{Cache: ch})
+	h := hs["graph"]
 	if _, err := h.Current(); err != nil {
-		t.Fatal(err)
-	}
-	remote, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Cache: ch})
-	if err != nil {
 		t.Fatal(err)
 	}
 	paths := []string{

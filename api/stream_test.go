@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -47,28 +48,14 @@ func sharedPoints(t *testing.T) storage.Store {
 }
 
 // logBuffer collects the server's JSON log lines; a test waits for them
-// with awaitRequests, which wakes on each write (no polling).
-type logBuffer struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
-	more chan struct{} // closed by the next write
-}
+// with awaitRequests.
+type logBuffer struct{ apitest.Buffer }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.more != nil {
-		close(l.more)
-		l.more = nil
-	}
-	return l.b.Write(p)
-}
-
-// parse returns the access-log lines ("msg":"request"); the caller holds mu.
-func (l *logBuffer) parse(t *testing.T) []map[string]any {
+// requests returns the access-log lines ("msg":"request") of text.
+func requests(t *testing.T, text string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		if line == "" {
 			continue
 		}
@@ -88,30 +75,19 @@ func (l *logBuffer) parse(t *testing.T) []map[string]any {
 // its line is), failing t if that takes 10 s.
 func (l *logBuffer) awaitRequests(t *testing.T, n int, route string) []map[string]any {
 	t.Helper()
-	timeout := time.NewTimer(10 * time.Second)
-	defer timeout.Stop()
-	for {
-		l.mu.Lock()
-		var lines []map[string]any
-		for _, m := range l.parse(t) {
+	var lines []map[string]any
+	if !l.Await(10*time.Second, nil, func(text string) bool {
+		lines = lines[:0]
+		for _, m := range requests(t, text) {
 			if route == "" || m["route"] == route {
 				lines = append(lines, m)
 			}
 		}
-		if l.more == nil {
-			l.more = make(chan struct{})
-		}
-		more := l.more
-		l.mu.Unlock()
-		if len(lines) >= n {
-			return lines
-		}
-		select {
-		case <-more:
-		case <-timeout.C:
-			t.Fatalf("%d access-log lines after 10 s, want %d", len(lines), n)
-		}
+		return len(lines) >= n
+	}) {
+		t.Fatalf("%d access-log lines after 10 s, want %d", len(lines), n)
 	}
+	return lines
 }
 
 // streamServer serves the points store (read one chunk at a time, cold
@@ -139,10 +115,7 @@ func pointsServer(t *testing.T, o api.Options, rules ...*faultstore.Rule) (*api.
 	logs := &logBuffer{}
 	o.Stores = []*zvf.Store{s}
 	o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, o)
 	return srv, fs, logs
 }
 

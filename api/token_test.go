@@ -86,10 +86,7 @@ func TestAdminCmdlineHidesSecrets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Args = tc.args
-			srv, err := api.New(api.Options{Token: "s3cret", Stores: openStores(t, "graph")})
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv := apitest.New(t, api.Options{Token: "s3cret", Stores: openStores(t, "graph")})
 			admin := httptest.NewServer(srv.AdminHandler())
 			defer admin.Close()
 			resp, err := http.Get(admin.URL + "/debug/pprof/cmdline")

@@ -62,21 +62,35 @@ func (h *hookStore) Pin(ctx context.Context) (storage.Store, string, error) {
 	return h, "", nil
 }
 
-// watched serves the folder dir as store name through a watching handle.
+// watched serves st as store name through a watching handle, opened.
 func watched(t *testing.T, name string, st storage.Store) (*zvf.Handle, *api.Server) {
 	t.Helper()
-	h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: name, Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: true, Settle: settleTime})
+	hs, srv := watchedServer(t, map[string]storage.Store{name: st}, cache.New(64<<20), api.Options{})
+	if _, err := hs[name].Current(); err != nil {
+		t.Fatal(err)
+	}
+	return hs[name], srv
+}
+
+// watchedServer serves each store of sts as its name through a watching
+// handle reading through ch, with the other options of o, and returns the
+// handles by name.
+func watchedServer(t *testing.T, sts map[string]storage.Store, ch *cache.Cache, o api.Options) (map[string]*zvf.Handle, *api.Server) {
+	t.Helper()
+	hs := make(map[string]*zvf.Handle, len(sts))
+	for name, st := range sts {
+		h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: name, Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs[name] = h
+		o.Handles = append(o.Handles, h)
+	}
+	srv, err := api.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Current(); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, srv
+	return hs, srv
 }
 
 // rewriteInPlace replaces the store in dir by the one in src, file by file
@@ -185,11 +199,7 @@ func reverseRows(t *testing.T, dir string) {
 func TestStaleCursor(t *testing.T) {
 	t.Parallel()
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
-	base, err := blobstore.Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
+	base := zvftest.Store(t, dir)
 	_, srv := watched(t, "s", base)
 	code, hdr, body := serveFull(t, srv.Handler(), "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&limit=10")
 	next := hdr.Get("X-Next-Cursor")
@@ -219,11 +229,7 @@ func TestStaleCursor(t *testing.T) {
 func TestLinkedRootRepointed(t *testing.T) {
 	t.Parallel()
 	base, v1, v2, cur := linkedVersions(t)
-	st, err := blobstore.Open(context.Background(), cur)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := zvftest.Store(t, cur)
 	_, srv := watched(t, "s", st)
 	paths := []string{"/api/v1/stores/s", "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*", "/api/v1/stores/s/levels/0/chunks"}
 	compare := func(step, dir string) map[string]string {
@@ -291,11 +297,7 @@ func TestDataOnlyChange(t *testing.T) {
 	dir := sc.dir
 	for _, how := range []string{"read", "walk"} {
 		t.Run(how, func(t *testing.T) {
-			base, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer base.Close()
+			base := zvftest.Store(t, dir)
 			_, srv := watched(t, "g", base)
 			_, hdr0, _ := serveFull(t, srv.Handler(), descPath)
 			_, _, body0 := serveFull(t, localServer(t, "g", dir).Handler(), chunkPath)
@@ -351,11 +353,7 @@ func TestRevalidationCost(t *testing.T) {
 	ctx := context.Background()
 	calls := map[string]map[string]int64{}
 	for _, name := range []string{"points_bins", "points_pyramid", "graph"} {
-		base, err := blobstore.Open(ctx, filepath.Join(fixtures, name+".zarrvectors"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer base.Close()
+		base := zvftest.Store(t, filepath.Join(fixtures, name+".zarrvectors"))
 		fs := &countingStore{Store: base, n: map[string]int64{}}
 		h, err := zvf.OpenHandle(ctx, fs, zvf.Options{Name: name}, zvf.Watch{Enabled: true})
 		if err != nil {
@@ -446,11 +444,7 @@ func TestCursorFromNewerReplica(t *testing.T) {
 	src := filepath.Join(fixtures, "points_bins.zarrvectors")
 	dir := zvftest.CopyTree(t, src)
 	open := func() storage.Store {
-		st, err := blobstore.Open(context.Background(), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
+		st := zvftest.Store(t, dir)
 		return st
 	}
 	stA, stB := open(), open()
@@ -537,33 +531,15 @@ func TestChecksRunPerStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	open := func(dir string) storage.Store {
-		st, err := blobstore.Open(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
+		st := zvftest.Store(t, dir)
 		return st
 	}
 	dirA := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
 	stA := open(dirA)
 	stB := &hangingStat{Store: open(zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))), entered: make(chan struct{}, 1)}
 	ch := cache.New(64 << 20)
-	var handles []*zvf.Handle
-	for name, st := range map[string]storage.Store{"a": stA, "b": stB} {
-		h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: name, Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime})
-		if err != nil {
-			t.Fatal(err)
-		}
-		handles = append(handles, h)
-	}
-	srv, err := api.New(api.Options{Handles: handles, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hA := handles[0]
-	if hA.Name() != "a" {
-		hA = handles[1]
-	}
+	hs, srv := watchedServer(t, map[string]storage.Store{"a": stA, "b": stB}, ch, api.Options{Cache: ch})
+	hA := hs["a"]
 	before, err := hA.Current()
 	if err != nil {
 		t.Fatal(err)
@@ -601,11 +577,7 @@ func TestChecksRunPerStore(t *testing.T) {
 func TestForgedCursorsCostOneCheckASecond(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base, err := blobstore.Open(ctx, filepath.Join(fixtures, "points_bins.zarrvectors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
+	base := zvftest.Store(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
 	cs := &countingStore{Store: base, n: map[string]int64{}}
 	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h, err := zvf.OpenHandle(ctx, cs, zvf.Options{Name: "s"}, zvf.Watch{Enabled: true, Now: func() time.Time { return frozen }})
@@ -750,11 +722,7 @@ func TestDeletedObjectIsNeverAbsent(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			src := fixtureDir(tc.fixture)
-			w, err := blobstore.Open(ctx, "mem://")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
+			w := zvftest.Store(t, "mem://")
 			uploadTree(t, w, src)
 			settled(t, w)
 			// The clock that spaces checks: a check a second after the last.
@@ -817,13 +785,8 @@ func TestLocalDeleteIsAChange(t *testing.T) {
 			copies[tc.fixture] = sc
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			dir := sc.dir
-			st, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := zvftest.Store(t, dir)
 			settled(t, st)
 			srv, ch := watchedCached(t, st, nil)
 			code, hdr, body := serveFull(t, srv.Handler(), tc.path)
@@ -860,11 +823,7 @@ func TestBlueGreenFlip(t *testing.T) {
 	t.Parallel()
 	base, v1, v2, cur := linkedVersions(t)
 	for _, watch := range []bool{true, false} {
-		st, err := blobstore.Open(context.Background(), cur)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := zvftest.Store(t, cur)
 		settled(t, st)
 		h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: "s", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: watch, Settle: settleTime})
 		if err != nil {

@@ -19,9 +19,9 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 func demoServer(t *testing.T, token string) *httptest.Server {
@@ -45,11 +45,7 @@ type demoStores struct {
 // memStorage is an in-memory bucket, closed when the test ends.
 func memStorage(t *testing.T) storage.Writer {
 	t.Helper()
-	mem, err := blobstore.Open(context.Background(), "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mem.Close() })
+	mem := zvftest.Store(t, "mem://")
 	return mem
 }
 
@@ -130,10 +126,7 @@ func newDemo(t *testing.T, extra bool) *demoStores {
 
 func (d *demoStores) handler(t *testing.T, token string) http.Handler {
 	t.Helper()
-	srv, err := api.New(api.Options{Stores: d.stores, Handles: d.handles, Cache: d.cache, UI: web.Handler(), Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: d.stores, Handles: d.handles, Cache: d.cache, UI: web.Handler(), Token: token})
 	return srv.Handler()
 }
 
@@ -317,9 +310,7 @@ func unboundedStore(t *testing.T) (s *zvf.Store, n int) {
 	if err := mem.Put(ctx, "unbounded/zarr.json", b); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = zvf.Open(ctx, storage.Sub(mem, "unbounded"), zvf.Options{Name: "unbounded"}); err != nil {
-		t.Fatal(err)
-	}
+	s = zvftest.OpenSub(t, mem, "unbounded", nil)
 	if bd := s.Info().Bounds; bd[0] != nil || bd[1] != nil {
 		t.Fatalf("the store still declares bounds %v", bd)
 	}

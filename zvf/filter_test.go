@@ -23,6 +23,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // The selection tests compare the reader's filtered, sampled, counted and
@@ -618,21 +619,7 @@ func restrict(f *flat, tb *table, keep []bool) *flat {
 			out.attrs[k] = []byte{}
 		}
 	}
-	reindex := func(in [][]int64) [][]int64 {
-		var res [][]int64
-	next:
-		for _, c := range in {
-			n := make([]int64, len(c))
-			for i, v := range c {
-				if n[i] = newIdx[v]; n[i] < 0 {
-					continue next
-				}
-			}
-			res = append(res, n)
-		}
-		return res
-	}
-	out.edges, out.faces = reindex(f.edges), reindex(f.faces)
+	out.edges, out.faces = zvftest.Reindex(f.edges, newIdx), zvftest.Reindex(f.faces, newIdx)
 	out.sort()
 	return out
 }
@@ -654,24 +641,15 @@ func densityOracle(tb *table, keep []bool, min, max []float64, shape []int) []ui
 		cells *= n
 	}
 	out := make([]uint32, cells)
+	p := make([]float64, tb.dims)
 	for r := 0; r < tb.n; r++ {
 		if !keep[r] {
 			continue
 		}
-		idx, stride := 0, 1
-		for a := 0; a < tb.dims; a++ {
-			v := float64(math.Float32frombits(binary.LittleEndian.Uint32(tb.verts[4*(r*tb.dims+a):])))
-			w := (max[a] - min[a]) / float64(shape[a])
-			i := 0
-			for c := 0; c < shape[a]; c++ {
-				if min[a]+float64(c)*w <= v {
-					i = c
-				}
-			}
-			idx += i * stride
-			stride *= shape[a]
+		for a := range p {
+			p[a] = float64(math.Float32frombits(binary.LittleEndian.Uint32(tb.verts[4*(r*tb.dims+a):])))
 		}
-		out[idx]++
+		out[zvftest.DensityCell(p, min, max, shape)]++
 	}
 	return out
 }

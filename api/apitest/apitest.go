@@ -48,14 +48,21 @@ func OpenFixtures(tb testing.TB, dir string, names ...string) []*zvf.Store {
 	return out
 }
 
-// Serve starts an API server with options o behind an httptest server;
-// both end when tb does.
-func Serve(tb testing.TB, o api.Options) (*api.Server, *httptest.Server) {
+// New is an API server with options o.
+func New(tb testing.TB, o api.Options) *api.Server {
 	tb.Helper()
 	srv, err := api.New(o)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return srv
+}
+
+// Serve starts an API server with options o behind an httptest server;
+// both end when tb does.
+func Serve(tb testing.TB, o api.Options) (*api.Server, *httptest.Server) {
+	tb.Helper()
+	srv := New(tb, o)
 	ts := httptest.NewServer(srv.Handler())
 	tb.Cleanup(ts.Close)
 	// Go's client would ask for gzip on every request and inflate every

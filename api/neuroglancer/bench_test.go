@@ -18,8 +18,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // pointStore writes n uniform points with a float and a categorical
@@ -39,11 +39,7 @@ func pointStore(b *testing.B, n int, chunk float64, pyramid bool) storage.Store 
 		inten[i] = float32(r.NormFloat64())
 		kinds[i] = []string{"a", "b", "c"}[r.IntN(3)]
 	}
-	st, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
+	st := zvftest.Store(b, "mem://")
 	o := writer.Options{ChunkShape: []float64{chunk, chunk, chunk}, BinShape: []float64{chunk / 5, chunk / 5, chunk / 5}}
 	if pyramid {
 		o.Pyramid = []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 8}}
@@ -65,10 +61,7 @@ func handlerFor(b *testing.B, st storage.Store, name string, ch *cache.Cache) ht
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := apitest.New(b, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	return srv.Handler()
 }
 
@@ -132,16 +125,8 @@ func BenchmarkInfoCold2M(b *testing.B) {
 // BenchmarkSkeletonWarm: one of the demo's neuron skeletons, warm.
 func BenchmarkSkeletonWarm(b *testing.B) {
 	ch := cache.New(256 << 20)
-	var s *zvf.Store
-	for _, st := range demoStores(b, ch) {
-		if st.Name() == "skeletons" {
-			s = st
-		}
-	}
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := storeNamed(b, demoStores(b, ch), "skeletons")
+	srv := apitest.New(b, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	serveTimes(b, srv.Handler(), "/ng/skeletons/skeletons/1", nil)
 }
 
@@ -155,12 +140,7 @@ func BenchmarkSkeletonWarm(b *testing.B) {
 // it: half a screen pixel, see meshView.pixel).
 func BenchmarkMultilodBytes(b *testing.B) {
 	ch := cache.New(256 << 20)
-	var demoMeshes *zvf.Store
-	for _, s := range demoStores(b, ch) {
-		if s.Name() == "meshes" {
-			demoMeshes = s
-		}
-	}
+	demoMeshes := storeNamed(b, demoStores(b, ch), "meshes")
 	for _, sc := range []struct {
 		st  *zvf.Store
 		pxs []float64
@@ -168,10 +148,7 @@ func BenchmarkMultilodBytes(b *testing.B) {
 		{demoMeshes, []float64{0.75, 8, 64, 256}},
 		{connectomeStore(b, ch), []float64{25, 50, 100, 200, 400}},
 	} {
-		srv, err := api.New(api.Options{Stores: []*zvf.Store{sc.st}, Cache: ch})
-		if err != nil {
-			b.Fatal(err)
-		}
+		srv := apitest.New(b, api.Options{Stores: []*zvf.Store{sc.st}, Cache: ch})
 		h := srv.Handler()
 		views := []meshView{stateMeshView(b, h, sc.st.Name())}
 		for _, px := range sc.pxs {
@@ -215,10 +192,7 @@ func BenchmarkAnnotationView1M(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch, NGSharded: mode})
-					if err != nil {
-						b.Fatal(err)
-					}
+					srv := apitest.New(b, api.Options{Stores: []*zvf.Store{s}, Cache: ch, NGSharded: mode})
 					h = srv.Handler()
 				}
 				var requests, sent atomic.Int64

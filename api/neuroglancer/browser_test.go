@@ -32,7 +32,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -115,11 +114,7 @@ func (l *requestLog) take() ([]string, map[string]int64) {
 func demoStores(t testing.TB, ch *cache.Cache) []*zvf.Store {
 	t.Helper()
 	ctx := context.Background()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mem.Close() })
+	mem := zvftest.Store(t, "mem://")
 	infos, err := demo.Build(ctx, mem, demo.Options{Seed: 1, Scale: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -156,18 +151,12 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	// Without --public-url the descriptor's sources are absolute URLs on
 	// the address the request came to: the states below are opened as the
 	// descriptor gives them.
-	srv, err := api.New(api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
 	var log requestLog
 	data := httptest.NewServer(log.wrap(srv.Handler()))
 	t.Cleanup(data.Close)
 	// The same stores with every annotation and skeleton source sharded.
-	shardedSrv, err := api.New(api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shardedSrv := apitest.New(t, api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardAlways})
 	shardedData := httptest.NewServer(log.wrap(shardedSrv.Handler()))
 	t.Cleanup(shardedData.Close)
 	page := httptest.NewServer(http.FileServer(http.Dir(dist)))

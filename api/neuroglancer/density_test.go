@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -159,21 +158,11 @@ func TestDensityProblems(t *testing.T) {
 	end := func(a int) int64 { return sc.VoxelOffset[a] + min(sc.Size[a], 64) }
 	good := fmt.Sprintf("%d-%d_%d-%d_%d-%d", sc.VoxelOffset[0], end(0), sc.VoxelOffset[1], end(1), sc.VoxelOffset[2], end(2))
 	apitest.MustGet(t, ts, "/ng/points_pyramid/density/0/"+good)
-	for _, tc := range []struct {
-		path     string
-		status   int
-		contains string
-	}{
+	wantProblems(t, ts, []problemCase{
 		{"/ng/points_pyramid/density/9/" + good, 404, "no scale \"9\""},
 		{fmt.Sprintf("/ng/points_pyramid/density/0/%d-%d_%d-%d_%d-%d", sc.VoxelOffset[0]+1, end(0), sc.VoxelOffset[1], end(1), sc.VoxelOffset[2], end(2)), 404, "no chunk"},
 		{"/ng/points_pyramid/density/0/0-1_0-1", 400, "x0-x1_y0-y1_z0-z1"},
 		{"/ng/points_pyramid/density/0/1-0_0-1_0-1", 400, "not a voxel range"},
 		{"/ng/points_pyramid/density/0/a-b_0-1_0-1", 400, "not a voxel range"},
-	} {
-		resp, body := apitest.Get(t, ts, tc.path)
-		var p api.Problem
-		if resp.StatusCode != tc.status || json.Unmarshal(body, &p) != nil || !strings.Contains(p.Detail, tc.contains) {
-			t.Errorf("%s: %d %s, want %d with %q", tc.path, resp.StatusCode, body, tc.status, tc.contains)
-		}
-	}
+	})
 }

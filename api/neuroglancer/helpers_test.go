@@ -2,6 +2,7 @@ package neuroglancer_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -143,4 +144,25 @@ func newServer(t testing.TB, o api.Options) (*api.Server, *httptest.Server) {
 		o.Cache = cache.New(256 << 20)
 	}
 	return apitest.Serve(t, o)
+}
+
+// A problemCase is a request and the problem it must be answered with.
+type problemCase struct {
+	path     string
+	status   int
+	contains string // in the problem's detail
+}
+
+// wantProblems GETs each case's path and checks that the answer is a
+// problem+json of the case's status whose detail names what is wrong.
+func wantProblems(t *testing.T, ts *httptest.Server, cases []problemCase) {
+	t.Helper()
+	for _, tc := range cases {
+		resp, body := apitest.Get(t, ts, tc.path)
+		var p api.Problem
+		if resp.StatusCode != tc.status || json.Unmarshal(body, &p) != nil || resp.Header.Get("Content-Type") != "application/problem+json" ||
+			!strings.Contains(p.Detail, tc.contains) {
+			t.Errorf("%s: %d %s, want %d with %q", tc.path, resp.StatusCode, body, tc.status, tc.contains)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package neuroglancer_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -132,11 +131,7 @@ func TestCORSAndRanges(t *testing.T) {
 func TestProblems(t *testing.T) {
 	t.Parallel()
 	_, ts := newServer(t, api.Options{Stores: fixtureStores(t)})
-	for _, tc := range []struct {
-		path     string
-		status   int
-		contains string
-	}{
+	wantProblems(t, ts, []problemCase{
 		{"/ng/mesh/annotations/info", 404, "/ng/mesh/meshes"},
 		{"/ng/points_pyramid/skeletons/info", 404, "/ng/points_pyramid/annotations"},
 		{"/ng/points_pyramid/lines/info", 404, "these Neuroglancer sources: /ng/points_pyramid/annotations"},
@@ -152,14 +147,7 @@ func TestProblems(t *testing.T) {
 		{"/ng/points_pyramid/annotations/spatial1/0_01_0", 400, `"01" is not an integer`},
 		{"/ng/points_pyramid/annotations/spatial1/-1_0_0", 404, "outside the grid"},
 		{"/ng/skeleton/skeletons/x1", 400, "not a decimal integer"},
-	} {
-		resp, body := apitest.Get(t, ts, tc.path)
-		var p api.Problem
-		if resp.StatusCode != tc.status || json.Unmarshal(body, &p) != nil || resp.Header.Get("Content-Type") != "application/problem+json" ||
-			!strings.Contains(p.Detail, tc.contains) {
-			t.Errorf("%s: %d %s, want %d with %q", tc.path, resp.StatusCode, body, tc.status, tc.contains)
-		}
-	}
+	})
 	// The graph's grid has cells no chunk is in: an empty list, not 404
 	// (which Neuroglancer would log as an error).
 	empty := 0

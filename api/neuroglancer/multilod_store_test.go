@@ -16,6 +16,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // The connectome store is a mesh store at the scale multilod is for:
@@ -156,11 +157,7 @@ func connectomeStore(t testing.TB, ch *cache.Cache) *zvf.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := zvf.Open(context.Background(), storage.Sub(mem, "connectome"), zvf.Options{Name: "connectome", Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return zvftest.OpenSub(t, mem, "connectome", ch)
 }
 
 // ngPanel is the size in CSS pixels of the 3-D panel of the browser

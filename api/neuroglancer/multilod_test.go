@@ -570,11 +570,7 @@ func TestMultilodBuiltOncePerSegment(t *testing.T) {
 func TestMultilodProblems(t *testing.T) {
 	stores := fixtureStores(t)
 	_, ts := newServer(t, api.Options{Stores: stores, MaxVertices: 100})
-	for _, tc := range []struct {
-		path     string
-		status   int
-		contains string
-	}{
+	wantProblems(t, ts, []problemCase{
 		{"/ng/points_pyramid/multilod/info", 404, "these Neuroglancer sources: /ng/points_pyramid/annotations"},
 		{"/ng/mesh/multilod/99.index", 404, "no object 99"},
 		{"/ng/mesh/multilod/99", 404, "no object 99"},
@@ -582,13 +578,7 @@ func TestMultilodProblems(t *testing.T) {
 		{"/ng/mesh/multilod/01", 400, "not a decimal integer"},
 		{"/ng/mesh/multilod/1.index", 413, "more than this server's 100"},
 		{"/ng/mesh/multilod/1", 413, "more than this server's 100"},
-	} {
-		resp, body := apitest.Get(t, ts, tc.path)
-		var p api.Problem
-		if resp.StatusCode != tc.status || json.Unmarshal(body, &p) != nil || !strings.Contains(p.Detail, tc.contains) {
-			t.Errorf("%s: %d %s, want %d with %q", tc.path, resp.StatusCode, body, tc.status, tc.contains)
-		}
-	}
+	})
 	if resp, body := apitest.Get(t, ts, "/ng/mesh/multilod/seg_props/info"); resp.StatusCode != 200 || !strings.Contains(string(body), "neuroglancer_segment_properties") {
 		t.Errorf("seg_props: %d %.200s", resp.StatusCode, body)
 	}

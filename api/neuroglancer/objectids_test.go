@@ -2,7 +2,6 @@ package neuroglancer_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -25,7 +23,6 @@ import (
 // are then no object at all.
 func TestObjectsByID09(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	for _, tc := range []struct {
 		fixture string
 		objects int
@@ -45,24 +42,8 @@ func TestObjectsByID09(t *testing.T) {
 				ids[row] = 5000 - 3*int64(row) // descending: no row is its own id
 			}
 			zvftest.WriteObjectIDs(t, dir, ids)
-			bs, err := blobstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = bs.Close() })
-			s, err := zvf.Open(ctx, bs, zvf.Options{Name: "s", Cache: cache.New(64 << 20)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			orig, err := blobstore.Open(ctx, filepath.Join("../../testdata/zvf-0.9", tc.fixture+".zarrvectors"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = orig.Close() })
-			o, err := zvf.Open(ctx, orig, zvf.Options{Name: "o", Cache: cache.New(64 << 20)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := apitest.Open(t, dir, "s", cache.New(64<<20))
+			o := apitest.Open(t, filepath.Join("../../testdata/zvf-0.9", tc.fixture+".zarrvectors"), "o", cache.New(64<<20))
 			_, ts := newServer(t, api.Options{Stores: []*zvf.Store{s, o}})
 			if tc.fixture == "skeleton_v09" {
 				var props struct {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/zvfserve/zvfserve/api/suggest"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 )
 
@@ -42,38 +43,5 @@ func nearest(cmds map[string]cli.Command, s string) string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Damerau–Levenshtein distance with adjacent
-// transpositions (so "inspcet" is one edit from "inspect").
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
+	return suggest.Nearest(s, names)
 }

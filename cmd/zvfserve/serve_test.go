@@ -9,62 +9,26 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-// syncBuffer collects output written by the server goroutine; a test
-// waits for a line with await, which wakes on each write (no polling).
-type syncBuffer struct {
-	mu   sync.Mutex
-	b    strings.Builder
-	more chan struct{} // closed by the next write
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.more != nil {
-		close(s.more)
-		s.more = nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects output written by the server goroutine.
+type syncBuffer struct{ apitest.Buffer }
 
 // await returns the submatches of re in the output as soon as it matches;
 // nil if stop is closed (the writer is gone) or within passes first.
 func (s *syncBuffer) await(re *regexp.Regexp, within time.Duration, stop <-chan struct{}) []string {
-	timeout := time.NewTimer(within)
-	defer timeout.Stop()
-	for {
-		s.mu.Lock()
-		m := re.FindStringSubmatch(s.b.String())
-		if s.more == nil {
-			s.more = make(chan struct{})
-		}
-		more := s.more
-		s.mu.Unlock()
-		if m != nil {
-			return m
-		}
-		select {
-		case <-more:
-		case <-stop:
-			return re.FindStringSubmatch(s.String())
-		case <-timeout.C:
-			return nil
-		}
-	}
+	var m []string
+	s.Await(within, stop, func(text string) bool {
+		m = re.FindStringSubmatch(text)
+		return m != nil
+	})
+	return m
 }
 
 // listening matches the line serve prints once it listens.

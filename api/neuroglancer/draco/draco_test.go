@@ -6,12 +6,12 @@ import (
 	"flag"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api/neuroglancer/draco/dracotest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -299,19 +299,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "tetra.drc")
-	if *update {
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(b, want) {
-		t.Fatalf("encoding changed:\n got % x\nwant % x", b, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "tetra.drc"), b, *update)
 }
 
 var tetra = Mesh{

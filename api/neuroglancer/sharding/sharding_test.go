@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding/shardingtest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -448,19 +449,7 @@ func TestGoldenShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "identity-2minishards-raw.shard")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("shard changed:\n got % x\nwant % x", got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "identity-2minishards-raw.shard"), got, *update)
 	u := func(v ...uint64) []byte {
 		var out []byte
 		for _, x := range v {
@@ -473,8 +462,8 @@ func TestGoldenShard(t *testing.T) {
 	spelled = append(spelled, "bbtenaccccccccccccc"...)
 	spelled = append(spelled, u(2, 8, 0, 0, 2, 3)...)
 	spelled = append(spelled, u(1, 2, 5, 0, 1, 13)...)
-	if !bytes.Equal(want, spelled) {
-		t.Fatalf("the golden file is not the layout spelled out above:\n file % x\n text % x", want, spelled)
+	if !bytes.Equal(got, spelled) {
+		t.Fatalf("the shard (the golden file) is not the layout spelled out above:\n file % x\n text % x", got, spelled)
 	}
 }
 
