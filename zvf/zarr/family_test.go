@@ -155,6 +155,28 @@ func FuzzFamily(f *testing.F) {
 	})
 }
 
+// familyStore is an in-memory store for a family test, closed when the
+// test ends, and put, which writes one object of it or stops the test.
+func familyStore(t *testing.T) (*memstore.Store, func(k string, b []byte)) {
+	st := memstore.New()
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st, func(k string, b []byte) {
+		t.Helper()
+		if err := st.Put(context.Background(), k, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// chunkDocOf is chunkDoc for an array of n bytes.
+func chunkDocOf(n int) []byte {
+	return []byte(strings.ReplaceAll(chunkDoc, "46728", strconv.Itoa(n)))
+}
+
 // TestFamilyReadBytes: once a family has opened an array, ReadBytes reads
 // the next one's chunk alongside its zarr.json, and answers exactly as
 // OpenArray and ReadBytes do — also when the early read is of no use: a
@@ -163,25 +185,17 @@ func FuzzFamily(f *testing.F) {
 func TestFamilyReadBytes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := memstore.New()
-	defer st.Close()
-	put := func(k string, b []byte) {
-		t.Helper()
-		if err := st.Put(ctx, k, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	doc := func(n int) []byte { return []byte(strings.ReplaceAll(chunkDoc, "46728", strconv.Itoa(n))) }
-	put("f/first/zarr.json", doc(4))
+	st, put := familyStore(t)
+	put("f/first/zarr.json", chunkDocOf(4))
 	put("f/first/c/0", []byte{1, 2, 3, 4})
-	put("f/plain/zarr.json", doc(5))
+	put("f/plain/zarr.json", chunkDocOf(5))
 	put("f/plain/c/0", []byte{5, 6, 7, 8, 9})
-	put("f/dotted/zarr.json", []byte(strings.Replace(string(doc(3)), `"name":"default","configuration":{"separator":"/"}`, `"name":"v2","configuration":{"separator":"."}`, 1)))
+	put("f/dotted/zarr.json", []byte(strings.Replace(string(chunkDocOf(3)), `"name":"default","configuration":{"separator":"/"}`, `"name":"v2","configuration":{"separator":"."}`, 1)))
 	put("f/dotted/0", []byte{7, 7, 7})
 	put("f/dotted/c/0", []byte{9, 9, 9}) // where the template's chunks are, not this array's
-	put("f/big/zarr.json", doc(3))
+	put("f/big/zarr.json", chunkDocOf(3))
 	put("f/big/c/0", make([]byte, 100))
-	put("f/nochunk/zarr.json", doc(3))
+	put("f/nochunk/zarr.json", chunkDocOf(3))
 	f := NewFamily(st, nil)
 	if _, err := f.ReadBytes(ctx, "f/first"); err != nil {
 		t.Fatal(err)
@@ -226,23 +240,15 @@ func TestFamilyReadBytes(t *testing.T) {
 func TestFamilyFirstReadBytesReadsAhead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := memstore.New()
-	defer st.Close()
-	put := func(k string, b []byte) {
-		t.Helper()
-		if err := st.Put(ctx, k, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	doc := func(n int) []byte { return []byte(strings.ReplaceAll(chunkDoc, "46728", strconv.Itoa(n))) }
-	put("f/plain/zarr.json", doc(5))
+	st, put := familyStore(t)
+	put("f/plain/zarr.json", chunkDocOf(5))
 	put("f/plain/c/0", []byte{5, 6, 7, 8, 9})
-	put("f/dotted/zarr.json", []byte(strings.Replace(string(doc(3)), `"name":"default","configuration":{"separator":"/"}`, `"name":"v2","configuration":{"separator":"."}`, 1)))
+	put("f/dotted/zarr.json", []byte(strings.Replace(string(chunkDocOf(3)), `"name":"default","configuration":{"separator":"/"}`, `"name":"v2","configuration":{"separator":"."}`, 1)))
 	put("f/dotted/0", []byte{7, 7, 7})
 	put("f/dotted/c/0", []byte{9, 9, 9}) // not this array's chunk
-	put("f/big/zarr.json", doc(3))
+	put("f/big/zarr.json", chunkDocOf(3))
 	put("f/big/c/0", make([]byte, 100))
-	put("f/nochunk/zarr.json", doc(3))
+	put("f/nochunk/zarr.json", chunkDocOf(3))
 	for _, p := range []string{"f/plain", "f/dotted", "f/big", "f/nochunk", "f/missing"} {
 		got, gerr := NewFamily(st, nil).ReadBytes(ctx, p) // each the family's first
 		var want []byte
