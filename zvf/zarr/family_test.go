@@ -172,6 +172,26 @@ func familyStore(t *testing.T) (*memstore.Store, func(k string, b []byte)) {
 	}
 }
 
+// readsAsOpenArray: read answers each array's bytes, or fails, as
+// OpenArray and ReadBytes do.
+func readsAsOpenArray(t *testing.T, st storage.Store, read func(context.Context, string) ([]byte, error), paths ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, p := range paths {
+		got, gerr := read(ctx, p)
+		var want []byte
+		a, werr := OpenArray(ctx, st, p, nil)
+		if werr == nil {
+			want, werr = a.ReadBytes(ctx)
+		}
+		if !bytes.Equal(got, want) || (gerr == nil) != (werr == nil) ||
+			(werr != nil && (errors.Is(gerr, storage.ErrTooLarge) != errors.Is(werr, storage.ErrTooLarge) ||
+				errors.Is(gerr, storage.ErrNotFound) != errors.Is(werr, storage.ErrNotFound))) {
+			t.Errorf("%s: family %v, %v; OpenArray %v, %v", p, got, gerr, want, werr)
+		}
+	}
+}
+
 // chunkDocOf is chunkDoc for an array of n bytes.
 func chunkDocOf(n int) []byte {
 	return []byte(strings.ReplaceAll(chunkDoc, "46728", strconv.Itoa(n)))
@@ -200,19 +220,7 @@ func TestFamilyReadBytes(t *testing.T) {
 	if _, err := f.ReadBytes(ctx, "f/first"); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"f/plain", "f/dotted", "f/big", "f/nochunk", "f/missing"} {
-		got, gerr := f.ReadBytes(ctx, p)
-		var want []byte
-		a, werr := OpenArray(ctx, st, p, nil)
-		if werr == nil {
-			want, werr = a.ReadBytes(ctx)
-		}
-		if !bytes.Equal(got, want) || (gerr == nil) != (werr == nil) ||
-			(werr != nil && (errors.Is(gerr, storage.ErrTooLarge) != errors.Is(werr, storage.ErrTooLarge) ||
-				errors.Is(gerr, storage.ErrNotFound) != errors.Is(werr, storage.ErrNotFound))) {
-			t.Errorf("%s: family %v, %v; OpenArray %v, %v", p, got, gerr, want, werr)
-		}
-	}
+	readsAsOpenArray(t, st, f.ReadBytes, "f/plain", "f/dotted", "f/big", "f/nochunk", "f/missing")
 
 	// The chunk read is in flight while zarr.json is: a zarr.json read that
 	// waits for its chunk's read to begin returns.
@@ -249,19 +257,8 @@ func TestFamilyFirstReadBytesReadsAhead(t *testing.T) {
 	put("f/big/zarr.json", chunkDocOf(3))
 	put("f/big/c/0", make([]byte, 100))
 	put("f/nochunk/zarr.json", chunkDocOf(3))
-	for _, p := range []string{"f/plain", "f/dotted", "f/big", "f/nochunk", "f/missing"} {
-		got, gerr := NewFamily(st, nil).ReadBytes(ctx, p) // each the family's first
-		var want []byte
-		a, werr := OpenArray(ctx, st, p, nil)
-		if werr == nil {
-			want, werr = a.ReadBytes(ctx)
-		}
-		if !bytes.Equal(got, want) || (gerr == nil) != (werr == nil) ||
-			(werr != nil && (errors.Is(gerr, storage.ErrTooLarge) != errors.Is(werr, storage.ErrTooLarge) ||
-				errors.Is(gerr, storage.ErrNotFound) != errors.Is(werr, storage.ErrNotFound))) {
-			t.Errorf("%s: family %v, %v; OpenArray %v, %v", p, got, gerr, want, werr)
-		}
-	}
+	first := func(ctx context.Context, p string) ([]byte, error) { return NewFamily(st, nil).ReadBytes(ctx, p) }
+	readsAsOpenArray(t, st, first, "f/plain", "f/dotted", "f/big", "f/nochunk", "f/missing")
 	started := make(chan struct{})
 	gate := &gateStore{Store: st, chunk: "f/plain/c/0", meta: "f/plain/zarr.json", started: started}
 	gate.armed.Store(true)
