@@ -14,7 +14,6 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -170,11 +169,7 @@ func TestColdReadsOverlapAnswer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(fixtures, "points_bins.zarrvectors")
-	bs, err := blobstore.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bs.Close()
+	bs := zvftest.Store(t, dir)
 	ref, err := zvf.Open(ctx, bs, zvf.Options{Name: "points_bins"})
 	if err != nil {
 		t.Fatal(err)
