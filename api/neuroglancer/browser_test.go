@@ -265,17 +265,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				if err := chromedp.Do(tctx, chromedp.Navigate(data.URL+"/#store="+tc.viewer)); err != nil {
 					t.Fatal(err)
 				}
-				// A poll can land in the execution context of the page the
-				// navigation replaced ("Cannot find context", -32000, seen
-				// under load): poll again in the new one.
-				var href string
-				var err error
-				for try := 0; try < 3; try++ {
-					href, err = chromedp.Run(tctx, chromedp.Poll[string](`(() => { const a = document.querySelector('.layer a.ng'); return a && !a.hidden && a.href.includes('#!') ? a.href : ''; })()`))
-					if err == nil || !strings.Contains(err.Error(), "-32000") {
-						break
-					}
-				}
+				href, err := pollNavigated[string](tctx, `(() => { const a = document.querySelector('.layer a.ng'); return a && !a.hidden && a.href.includes('#!') ? a.href : ''; })()`)
 				if err != nil {
 					t.Fatalf("the viewer shows no Neuroglancer link: %v", err)
 				}
@@ -348,7 +338,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			if err := chromedp.Do(tctx, chromedp.Navigate(page.URL+"/index.html"+fragment)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := chromedp.Run(tctx, chromedp.Poll[bool]("typeof window.zvfWhenLoaded === 'function'")); err != nil {
+			if _, err := pollNavigated[bool](tctx, "typeof window.zvfWhenLoaded === 'function'"); err != nil {
 				t.Fatal(err)
 			}
 			st, err := chromedp.Run(tctx, chromedp.Evaluate[map[string]any]("window.zvfWhenLoaded(120000)", chromedp.EvalAwaitPromise))
@@ -505,4 +495,20 @@ func saveShot(t *testing.T, name string, b []byte) {
 	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pollNavigated is chromedp.Poll on a page just navigated to. A poll can
+// land in the execution context of the page the navigation replaced
+// ("Cannot find context", -32000, seen under load, after either of the
+// test's navigations): it polls again, in the new one.
+func pollNavigated[T any](ctx context.Context, expr string) (T, error) {
+	var v T
+	var err error
+	for try := 0; try < 3; try++ {
+		v, err = chromedp.Run(ctx, chromedp.Poll[T](expr))
+		if err == nil || !strings.Contains(err.Error(), "-32000") {
+			break
+		}
+	}
+	return v, err
 }
