@@ -89,17 +89,11 @@ func benchServe(b *testing.B, req *http.Request) *discard {
 func benchServeOn(b *testing.B, srv *api.Server, req *http.Request) *discard {
 	h := srv.Handler()
 	w := &discard{h: http.Header{}}
-	h.ServeHTTP(w, req) // warm
-	b.ReportAllocs()
-	b.ResetTimer()
-	m := benchtest.Start(b)
-	for b.Loop() {
+	benchtest.Loop(b, func() {
 		w.n = 0
 		clear(w.h)
 		h.ServeHTTP(w, req)
-	}
-	// On a loaded machine wall time measures the wait for a core too.
-	m.ReportCPU()
+	})
 	b.SetBytes(w.n)
 	return w
 }
@@ -360,14 +354,7 @@ func benchLinePages(b *testing.B, limit int) {
 			}
 		}
 	}
-	walk() // warm
-	b.ReportAllocs()
-	b.ResetTimer()
-	m := benchtest.Start(b)
-	for b.Loop() {
-		walk()
-	}
-	m.ReportCPU()
+	benchtest.Loop(b, walk)
 	b.SetBytes(int64(bytes))
 	b.ReportMetric(float64(pages), "pages/op")
 }

@@ -118,14 +118,7 @@ func warmBBox(b *testing.B, s *zvf.Store, want int, offset float64) {
 		}
 		n = res.Count
 	}
-	run() // warm the cache
-	b.ReportAllocs()
-	b.ResetTimer()
-	m := benchtest.Start(b)
-	for b.Loop() {
-		run()
-	}
-	m.ReportCPU() // on a loaded machine wall time measures the wait for a core too
+	benchtest.Loop(b, run)
 	b.ReportMetric(float64(n), "vertices/op")
 }
 
@@ -228,14 +221,7 @@ func BenchmarkBBoxStreamlines50k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	run()
-	b.ReportAllocs()
-	b.ResetTimer()
-	m := benchtest.Start(b)
-	for b.Loop() {
-		run()
-	}
-	m.ReportCPU() // on a loaded machine wall time measures the wait for a core too
+	benchtest.Loop(b, run)
 	b.ReportMetric(float64(res.Count), "vertices/op")
 	b.ReportMetric(float64(len(res.Edges)/2), "edges/op")
 }

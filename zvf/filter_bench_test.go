@@ -11,19 +11,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
 
-// timed runs f b.N times after one warming call, reporting CPU time per
-// call beside wall time.
-func timed(b *testing.B, f func()) {
-	f()
-	b.ReportAllocs()
-	b.ResetTimer()
-	m := benchtest.Start(b)
-	for b.Loop() {
-		f()
-	}
-	m.ReportCPU()
-}
-
 // BenchmarkFilter: a filter keeping 10 % of a warm 500,000-vertex box
 // (snr is uniform on [0, 30): snr < 3) against the unfiltered warm box of
 // about 50,000 vertices, side by side (issue 27: the filtered box within
@@ -37,7 +24,7 @@ func BenchmarkFilter(b *testing.B) {
 	}
 	run := func(b *testing.B, q zvf.BBoxQuery) {
 		var n int64
-		timed(b, func() {
+		benchtest.Loop(b, func() {
 			res, err := l.BBox(context.Background(), q, func(*zvf.Batch) error { return nil })
 			if err != nil {
 				b.Fatal(err)
@@ -97,7 +84,7 @@ func BenchmarkCountWhole(b *testing.B) {
 	l, _ := s.Level(0)
 	q := zvf.CountQuery{Min: []float64{-1, -1, -1}, Max: []float64{synth.Side + 1, synth.Side + 1, synth.Side + 1}}
 	var n int64
-	timed(b, func() {
+	benchtest.Loop(b, func() {
 		var err error
 		if n, err = l.Count(context.Background(), q); err != nil {
 			b.Fatal(err)
@@ -114,7 +101,7 @@ func BenchmarkDensity64(b *testing.B) {
 	s, _ := stores(b)
 	l, _ := s.Level(0)
 	q := zvf.DensityQuery{Min: []float64{0, 0, 0}, Max: []float64{synth.Side, synth.Side, synth.Side}, Shape: []int{64, 64, 64}}
-	timed(b, func() {
+	benchtest.Loop(b, func() {
 		if _, err := l.Density(context.Background(), q); err != nil {
 			b.Fatal(err)
 		}

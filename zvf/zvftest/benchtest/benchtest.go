@@ -52,3 +52,17 @@ func (m Meter) ReportCPU() {
 func (m Meter) ReportMutexWait() {
 	m.b.ReportMetric(float64(MutexWait()-m.wait)/float64(m.b.N), "mutex-wait-ns/op")
 }
+
+// Loop calls f once to warm what it reads (caches, pools), then runs it
+// in b's loop, reporting allocations and CPU time per call beside wall
+// time: the shape of every warm benchmark here.
+func Loop(b *testing.B, f func()) {
+	f()
+	b.ReportAllocs()
+	b.ResetTimer()
+	m := Start(b)
+	for b.Loop() {
+		f()
+	}
+	m.ReportCPU()
+}
