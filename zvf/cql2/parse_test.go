@@ -170,6 +170,29 @@ func TestPrint(t *testing.T) {
 	}
 }
 
+// TestPrintJSON pins the cql2-json form of every operator: the op and its
+// args in order, lists nested, no white space.
+func TestPrintJSON(t *testing.T) {
+	t.Parallel()
+	x, y := prop("x"), prop("y")
+	for _, tc := range []struct {
+		e    Expr
+		want string
+	}{
+		{and(cmp(x, Eq, integer(1)), or(cmp(y, Gt, decimal(2.5)), BoolLit{true})),
+			`{"op":"and","args":[{"op":"=","args":[{"property":"x"},1]},{"op":"or","args":[{"op":">","args":[{"property":"y"},2.5]},true]}]}`},
+		{not(&IsNull{x}), `{"op":"not","args":[{"op":"isNull","args":[{"property":"x"}]}]}`},
+		{&Between{x, integer(-1), decimal(3)}, `{"op":"between","args":[{"property":"x"},-1,3.0]}`},
+		{&In{x, []Scalar{str("a"), integer(2)}}, `{"op":"in","args":[{"property":"x"},["a",2]]}`},
+		{&In{x, nil}, `{"op":"in","args":[{"property":"x"},[]]}`},
+		{&Like{prop("n"), "a%"}, `{"op":"like","args":[{"property":"n"},"a%"]}`},
+	} {
+		if got := FormatJSON(tc.e); got != tc.want {
+			t.Errorf("FormatJSON(%s) =\n%s\nwant\n%s", tc.e, got, tc.want)
+		}
+	}
+}
+
 func TestParseLang(t *testing.T) {
 	for _, lang := range []string{LangText, LangJSON} {
 		src := `x = 1`
