@@ -264,57 +264,49 @@ func (v BoolLit) appendText(b []byte) []byte {
 	return append(b, "FALSE"...)
 }
 
-func appendJSONOp(b []byte, op string, args ...func([]byte) []byte) []byte {
+// jsonArg writes one argument of an operator: an operand's appendJSON or
+// a list.
+type jsonArg func([]byte) []byte
+
+func (f jsonArg) appendJSON(b []byte) []byte { return f(b) }
+
+// appendJSONOp writes an operator as cql2-json does: {"op": op, "args":
+// [...]}.
+func appendJSONOp[T interface{ appendJSON([]byte) []byte }](b []byte, op string, args []T) []byte {
 	b = append(b, `{"op":`...)
 	b = strconv.AppendQuote(b, op)
-	b = append(b, `,"args":[`...)
-	for i, a := range args {
+	b = append(b, `,"args":`...)
+	b = appendJSONArray(b, args)
+	return append(b, '}')
+}
+
+func appendJSONArray[T interface{ appendJSON([]byte) []byte }](b []byte, items []T) []byte {
+	b = append(b, '[')
+	for i, v := range items {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = a(b)
+		b = v.appendJSON(b)
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
-func appendJSONList(b []byte, op string, args []Expr) []byte {
-	b = append(b, `{"op":`...)
-	b = strconv.AppendQuote(b, op)
-	b = append(b, `,"args":[`...)
-	for i, a := range args {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = a.appendJSON(b)
-	}
-	return append(b, "]}"...)
-}
-
-func (e *And) appendJSON(b []byte) []byte { return appendJSONList(b, "and", e.Args) }
-func (e *Or) appendJSON(b []byte) []byte  { return appendJSONList(b, "or", e.Args) }
-func (e *Not) appendJSON(b []byte) []byte { return appendJSONOp(b, "not", e.Arg.appendJSON) }
+func (e *And) appendJSON(b []byte) []byte { return appendJSONOp(b, "and", e.Args) }
+func (e *Or) appendJSON(b []byte) []byte  { return appendJSONOp(b, "or", e.Args) }
+func (e *Not) appendJSON(b []byte) []byte { return appendJSONOp(b, "not", []Expr{e.Arg}) }
 func (e *Compare) appendJSON(b []byte) []byte {
-	return appendJSONOp(b, string(e.Op), e.Left.appendJSON, e.Right.appendJSON)
+	return appendJSONOp(b, string(e.Op), []Scalar{e.Left, e.Right})
 }
 func (e *Between) appendJSON(b []byte) []byte {
-	return appendJSONOp(b, "between", e.Value.appendJSON, e.Low.appendJSON, e.High.appendJSON)
+	return appendJSONOp(b, "between", []Scalar{e.Value, e.Low, e.High})
 }
 func (e *In) appendJSON(b []byte) []byte {
-	return appendJSONOp(b, "in", e.Value.appendJSON, func(b []byte) []byte {
-		b = append(b, '[')
-		for i, v := range e.List {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = v.appendJSON(b)
-		}
-		return append(b, ']')
-	})
+	return appendJSONOp(b, "in", []jsonArg{e.Value.appendJSON, func(b []byte) []byte { return appendJSONArray(b, e.List) }})
 }
 func (e *Like) appendJSON(b []byte) []byte {
-	return appendJSONOp(b, "like", e.Value.appendJSON, StringLit{e.Pattern}.appendJSON)
+	return appendJSONOp(b, "like", []Scalar{e.Value, StringLit{e.Pattern}})
 }
-func (e *IsNull) appendJSON(b []byte) []byte { return appendJSONOp(b, "isNull", e.Value.appendJSON) }
+func (e *IsNull) appendJSON(b []byte) []byte { return appendJSONOp(b, "isNull", []Scalar{e.Value}) }
 
 func (p Property) appendJSON(b []byte) []byte {
 	b = append(b, `{"property":`...)
