@@ -234,19 +234,26 @@ func equalStrings(a, b []string) bool {
 }
 
 func normalize(v any) any {
-	switch x := v.(type) {
-	case float64:
-		return float32(x)
-	case []any:
-		return normalizeAll(x)
-	}
-	return v
+	return mapLeaves(v, func(v any) any {
+		if f, ok := v.(float64); ok {
+			return float32(f)
+		}
+		return v
+	})
 }
 
-func normalizeAll(v []any) []any {
-	out := make([]any, len(v))
-	for i := range v {
-		out[i] = normalize(v[i])
+func normalizeAll(v []any) []any { return normalize(v).([]any) }
+
+// mapLeaves returns v with f applied to every value that is not a list,
+// through lists of lists.
+func mapLeaves(v any, f func(any) any) any {
+	x, ok := v.([]any)
+	if !ok {
+		return f(v)
+	}
+	out := make([]any, len(x))
+	for i := range x {
+		out[i] = mapLeaves(x[i], f)
 	}
 	return out
 }
@@ -284,18 +291,13 @@ func checkAttrs(t *testing.T, got, want map[string][]any) {
 // number turns the fixtures' json.Number values into float64 (as
 // decodeColumn gives them).
 func number(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		f, _ := x.Float64()
-		return f
-	case []any:
-		out := make([]any, len(x))
-		for i := range x {
-			out[i] = number(x[i])
+	return mapLeaves(v, func(v any) any {
+		if n, ok := v.(json.Number); ok {
+			f, _ := n.Float64()
+			return f
 		}
-		return out
-	}
-	return v
+		return v
+	})
 }
 
 func checkObjectAttr(t *testing.T, o *zvf.Object, name string, want json.Number) {
@@ -392,23 +394,13 @@ func pyRow(r [3]float32) []any {
 // channel of a multi-channel value).
 func attrSHA(vals []any, dtype string) string {
 	integer := strings.HasPrefix(dtype, "int") || strings.HasPrefix(dtype, "uint")
-	var asInts func(v any) any
-	asInts = func(v any) any {
-		switch x := v.(type) {
-		case float64:
-			if integer {
-				return int64(x)
-			}
-		case []any:
-			out := make([]any, len(x))
-			for i := range x {
-				out[i] = asInts(x[i])
-			}
-			return out
+	asInts := func(v any) any {
+		if f, ok := v.(float64); ok && integer {
+			return int64(f)
 		}
 		return v
 	}
-	h := sha256.Sum256([]byte(pyJSON(asInts(vals))))
+	h := sha256.Sum256([]byte(pyJSON(mapLeaves(vals, asInts))))
 	return hex.EncodeToString(h[:])
 }
 
