@@ -20,6 +20,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
 
@@ -176,9 +177,7 @@ func BenchmarkBBoxNDJSON500k(b *testing.B) { benchBBox(b, 500_000, "ndjson") }
 // the same for 1,000 and 50,000 vertices: gather and encoding allocate
 // nothing per chunk or per vertex.
 func TestBBoxBinaryAllocsConstant(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are meaningless under the race detector")
-	}
+	alloctest.SkipUnderRace(t)
 	if testing.Short() {
 		t.Skip("builds a 200k-point store")
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 // A 60,000-point store (512 level-0 chunks of ~117 points): its whole-box
@@ -200,7 +201,7 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 	// beside other packages), so there every duration is four times as
 	// long.
 	scale := time.Duration(1)
-	if raceEnabled {
+	if alloctest.Race {
 		scale = 4
 	}
 	slow := func() []*faultstore.Rule {

@@ -15,6 +15,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
 
@@ -146,9 +147,7 @@ func BenchmarkObject1k(b *testing.B) {
 // rewritten by zvftest.To09). (The issue asks for an allocation-free
 // steady state on the gather path; this keeps it so.)
 func TestBBoxWarmAllocationFree(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are meaningless under the race detector")
-	}
+	alloctest.SkipUnderRace(t)
 	if testing.Short() {
 		t.Skip("builds a 200k-point store")
 	}

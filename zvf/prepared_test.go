@@ -15,6 +15,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 // TestLineAnswerMemoryFollowsTheAnswer: a warm bbox of a few streamline
@@ -24,9 +25,7 @@ import (
 // of every chunk it touched, and rebuild every row's object). The box
 // sits where eight chunks of about 5,000 rows meet.
 func TestLineAnswerMemoryFollowsTheAnswer(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are meaningless under the race detector")
-	}
+	alloctest.SkipUnderRace(t)
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(5, 5))
 	const lines, perLine = 1000, 40

@@ -4,7 +4,10 @@
 // zvfserve, so the leaf packages' internal tests can use it.
 package alloctest
 
-import "runtime"
+import (
+	"runtime"
+	"testing"
+)
 
 // Bytes is the bytes f allocates (the growth of TotalAlloc). It counts
 // every goroutine's allocations, so a test that uses it must not run in
@@ -15,4 +18,13 @@ func Bytes(f func()) uint64 {
 	f()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+// SkipUnderRace skips a test that counts allocations when the race
+// detector is on.
+func SkipUnderRace(tb testing.TB) {
+	tb.Helper()
+	if Race {
+		tb.Skip("allocation counts are meaningless under the race detector")
+	}
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package zvf_test
-
-const raceEnabled = false
