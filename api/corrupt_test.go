@@ -336,18 +336,12 @@ func checkCorruptStore(t *testing.T, dir string, healthy *zvf.Store, healthyAnsw
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, zvf.Watch{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer st.Close()
+	h, srv := handleServer(t, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, zvf.Watch{},
+		api.Options{Stores: []*zvf.Store{healthy}, RequestTimeout: 10 * time.Second})
 	bad, openErr := h.Current()
 	if openErr != nil && !errors.Is(openErr, zvf.ErrCorrupt) && !errors.Is(openErr, zvf.ErrUnsupported) {
 		t.Fatalf("open failed with an untyped error: %v", openErr)
-	}
-	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Stores: []*zvf.Store{healthy}, RequestTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
 	}
 	hd := srv.Handler()
 	routes := []string{"/api/v1/stores/bad", "/api/v1/stores/bad/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*",

@@ -84,15 +84,9 @@ func TestHostileFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, zvf.Watch{Enabled: true})
-			if err != nil {
-				t.Fatal(err)
-			}
 			defer st.Close()
-			srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Stores: []*zvf.Store{healthy}, RequestTimeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, srv := handleServer(t, st, zvf.Options{Name: "bad", Cache: cache.New(32 << 20)}, zvf.Watch{Enabled: true},
+				api.Options{Stores: []*zvf.Store{healthy}, RequestTimeout: 10 * time.Second})
 			var ms0, ms1 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
 			start := time.Now()
@@ -170,15 +164,8 @@ func TestStrayFoldersDoNotBreakAStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "graph", Cache: cache.New(32 << 20)}, zvf.Watch{Enabled: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer st.Close()
-	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, srv := handleServer(t, st, zvf.Options{Name: "graph", Cache: cache.New(32 << 20)}, zvf.Watch{Enabled: true}, api.Options{})
 	want := graphBoxAnswer(t, openStores(t, "graph")[0])
 	check := func(step string) {
 		t.Helper()

@@ -93,6 +93,22 @@ func watchedServer(t *testing.T, sts map[string]storage.Store, ch *cache.Cache, 
 	return hs, srv
 }
 
+// handleServer serves st through one handle (zo names it; w says how it
+// checks for changes) on a server with the options so.
+func handleServer(t *testing.T, st storage.Store, zo zvf.Options, w zvf.Watch, so api.Options) (*zvf.Handle, *api.Server) {
+	t.Helper()
+	h, err := zvf.OpenHandle(context.Background(), st, zo, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	so.Handles = append(so.Handles, h)
+	srv, err := api.New(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, srv
+}
+
 // rewriteInPlace replaces the store in dir by the one in src, file by file
 // (each renamed into place), then removes what src does not have.
 func rewriteInPlace(t *testing.T, dir, src string) {
@@ -576,18 +592,10 @@ func TestChecksRunPerStore(t *testing.T) {
 // each), queued on the store's lock.
 func TestForgedCursorsCostOneCheckASecond(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	base := zvftest.Store(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
 	cs := &countingStore{Store: base, n: map[string]int64{}}
 	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	h, err := zvf.OpenHandle(ctx, cs, zvf.Options{Name: "s"}, zvf.Watch{Enabled: true, Now: func() time.Time { return frozen }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, srv := handleServer(t, cs, zvf.Options{Name: "s"}, zvf.Watch{Enabled: true, Now: func() time.Time { return frozen }}, api.Options{})
 	const box = "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&limit=10"
 	_, hdr, _ := serveFull(t, srv.Handler(), box)
 	forged := forgeCursor(t, hdr.Get("X-Next-Cursor"), "0123456789abcdef")
@@ -684,14 +692,7 @@ func wantProblem(t *testing.T, what string, code int, body []byte, kinds ...stri
 func watchedCached(t *testing.T, st storage.Store, now func() time.Time) (*api.Server, *cache.Cache) {
 	t.Helper()
 	ch := cache.New(64 << 20)
-	h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: "s", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, srv := handleServer(t, st, zvf.Options{Name: "s", Cache: ch}, zvf.Watch{Enabled: true, Settle: settleTime, Now: now}, api.Options{Cache: ch})
 	return srv, ch
 }
 
@@ -825,14 +826,7 @@ func TestBlueGreenFlip(t *testing.T) {
 	for _, watch := range []bool{true, false} {
 		st := zvftest.Store(t, cur)
 		settled(t, st)
-		h, err := zvf.OpenHandle(context.Background(), st, zvf.Options{Name: "s", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: watch, Settle: settleTime})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := api.New(api.Options{Handles: []*zvf.Handle{h}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, srv := handleServer(t, st, zvf.Options{Name: "s", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: watch, Settle: settleTime}, api.Options{})
 		if watch {
 			defer func() { flipped(t, srv, st, v2) }()
 		} else {
