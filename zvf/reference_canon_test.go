@@ -221,18 +221,6 @@ func canonFaces(rows [][3]float32, faces []int64, w int) []string {
 	return out
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func normalize(v any) any {
 	return mapLeaves(v, func(v any) any {
 		if f, ok := v.(float64); ok {

@@ -262,16 +262,16 @@ func (c *levelCheck) whole(t *testing.T) *answer {
 		}
 		switch {
 		case c.e.Geometry == "graph" && c.set.edgesFromInput:
-			if got, want := canonEdges(all.rows, all.edges, false), canonEdges(listRows(ra.Positions), pairs(ra.Edges), false); !equalStrings(got, want) {
+			if got, want := canonEdges(all.rows, all.edges, false), canonEdges(listRows(ra.Positions), pairs(ra.Edges), false); !slices.Equal(got, want) {
 				t.Errorf("%d edges differ from the reference's %d", len(got), len(want))
 			}
 		case c.e.Geometry == "graph":
 			got := canonEdges(all.rows, all.edges, false)
-			if !equalStrings(got, coordPairs(ra.EdgesCanon, false)) || pySHA(edgeLists(all.rows, all.edges, false)) != ra.EdgesCanonSHA {
+			if !slices.Equal(got, coordPairs(ra.EdgesCanon, false)) || pySHA(edgeLists(all.rows, all.edges, false)) != ra.EdgesCanonSHA {
 				t.Errorf("%d edges differ from the expected %d", len(got), len(ra.EdgesCanon))
 			}
 		case c.e.Geometry == "skeleton" && c.set.edgesFromInput:
-			if got, want := canonEdges(all.rows, all.edges, true), canonEdges(listRows(c.e.Input.Positions), pairs(c.e.Input.Edges), true); !equalStrings(got, want) {
+			if got, want := canonEdges(all.rows, all.edges, true), canonEdges(listRows(c.e.Input.Positions), pairs(c.e.Input.Edges), true); !slices.Equal(got, want) {
 				t.Errorf("%d (child, parent) edges, the input has %d; they differ", len(got), len(want))
 			}
 		case c.e.Geometry == "skeleton":
@@ -289,7 +289,7 @@ func (c *levelCheck) whole(t *testing.T) *answer {
 				for _, f := range ra.Faces {
 					faces = append(faces, ints(f)...)
 				}
-				if !equalStrings(canonFaces(all.rows, all.faces, all.fw), canonFaces(listRows(ra.Vertices), faces, w)) {
+				if !slices.Equal(canonFaces(all.rows, all.faces, all.fw), canonFaces(listRows(ra.Vertices), faces, w)) {
 					t.Errorf("%d faces differ from the reference's %d", len(all.faces)/max(all.fw, 1), len(ra.Faces))
 				}
 			}
@@ -340,15 +340,15 @@ func (c *levelCheck) boxes(t *testing.T, all *answer) {
 			switch {
 			case (c.e.Geometry == "graph" || c.e.Geometry == "skeleton") && c.set.edgesFromInput:
 				truth := truthEdges(c.e, q.BBox.Min, q.BBox.Max)
-				if g := canonEdges(got.rows, got.edges, c.e.Geometry == "skeleton"); !equalStrings(g, truth) {
+				if g := canonEdges(got.rows, got.edges, c.e.Geometry == "skeleton"); !slices.Equal(g, truth) {
 					t.Fatalf("%d edges, truth (input edges with both ends inside) has %d", len(g), len(truth))
 				}
 			case c.e.Geometry == "graph":
-				if g, w := canonEdges(got.rows, got.edges, false), coordPairs(q.EdgesCanon, false); !equalStrings(g, w) {
+				if g, w := canonEdges(got.rows, got.edges, false), coordPairs(q.EdgesCanon, false); !slices.Equal(g, w) {
 					t.Fatalf("%d edges, want %d", len(g), len(w))
 				}
 			case c.e.Geometry == "skeleton" || (c.e.Geometry == "streamline" && q.EdgesDirected != nil):
-				if g, w := canonEdges(got.rows, got.edges, true), coordPairs(q.EdgesDirected, true); !equalStrings(g, w) {
+				if g, w := canonEdges(got.rows, got.edges, true), coordPairs(q.EdgesDirected, true); !slices.Equal(g, w) {
 					t.Fatalf("%d directed edges, want %d:\n got %v\nwant %v", len(g), len(w), g, w)
 				}
 			case c.e.Geometry == "streamline":
@@ -358,7 +358,7 @@ func (c *levelCheck) boxes(t *testing.T, all *answer) {
 					}
 				}
 			case c.e.Geometry == "mesh":
-				if g, w := canonFaces(got.rows, got.faces, got.fw), coordFaces(q.FacesCanon); !equalStrings(g, w) {
+				if g, w := canonFaces(got.rows, got.faces, got.fw), coordFaces(q.FacesCanon); !slices.Equal(g, w) {
 					t.Fatalf("%d faces, want %d", len(g), len(w))
 				}
 			}
@@ -410,20 +410,20 @@ func (c *levelCheck) objects(t *testing.T) {
 			for _, r := range q.Manifest {
 				wantRefs = append(wantRefs, fmt.Sprint(zvf.Key(r.Chunk).String(), "/", r.Fragment))
 			}
-			if q.Manifest != nil && !equalStrings(refs, wantRefs) {
+			if q.Manifest != nil && !slices.Equal(refs, wantRefs) {
 				t.Fatalf("manifest %v, want %v", refs, wantRefs)
 			}
 			switch {
 			case q.EdgesCanon != nil:
-				if g, w := canonEdges(rows, o.Edges, false), coordPairs(q.EdgesCanon, false); !equalStrings(g, w) {
+				if g, w := canonEdges(rows, o.Edges, false), coordPairs(q.EdgesCanon, false); !slices.Equal(g, w) {
 					t.Fatalf("%d edges, want %d", len(g), len(w))
 				}
 			case q.EdgesDirected != nil:
-				if g, w := canonEdges(rows, o.Edges, true), coordPairs(q.EdgesDirected, true); !equalStrings(g, w) {
+				if g, w := canonEdges(rows, o.Edges, true), coordPairs(q.EdgesDirected, true); !slices.Equal(g, w) {
 					t.Fatalf("%d (child, parent) edges, want %d", len(g), len(w))
 				}
 			case q.FacesCanon != nil:
-				if g, w := canonFaces(rows, o.Faces, o.FaceWidth), coordFaces(q.FacesCanon); !equalStrings(g, w) {
+				if g, w := canonFaces(rows, o.Faces, o.FaceWidth), coordFaces(q.FacesCanon); !slices.Equal(g, w) {
 					t.Fatalf("%d faces, want %d", len(g), len(w))
 				}
 			}

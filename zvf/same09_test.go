@@ -136,8 +136,8 @@ func sameLevel(t *testing.T, a, b *zvf.Level) {
 		if !sameRowBits(x.rows, y.rows) || !slices.Equal(x.ids, y.ids) || !sameAttrs(x.attrs, y.attrs) {
 			t.Fatalf("level %d box %v: %d rows, 0.9 %d", a.N(), box, len(x.rows), len(y.rows))
 		}
-		if !equalStrings(canonEdges(x.rows, x.edges, true), canonEdges(y.rows, y.edges, true)) || x.fw != y.fw ||
-			!equalStrings(canonFaces(x.rows, x.faces, x.fw), canonFaces(y.rows, y.faces, y.fw)) {
+		if !slices.Equal(canonEdges(x.rows, x.edges, true), canonEdges(y.rows, y.edges, true)) || x.fw != y.fw ||
+			!slices.Equal(canonFaces(x.rows, x.faces, x.fw), canonFaces(y.rows, y.faces, y.fw)) {
 			t.Fatalf("level %d box %v: %d edges, %d faces; 0.9 %d, %d", a.N(), box, len(x.edges)/2, len(x.faces), len(y.edges)/2, len(y.faces))
 		}
 	}
@@ -152,8 +152,8 @@ func sameLevel(t *testing.T, a, b *zvf.Level) {
 		}
 		ra, rb := f32rows(oa.Vertices.Data), f32rows(ob.Vertices.Data)
 		if !sameRowBits(ra, rb) || fmt.Sprint(oa.FragmentCounts) != fmt.Sprint(ob.FragmentCounts) ||
-			!equalStrings(canonEdges(ra, oa.Edges, true), canonEdges(rb, ob.Edges, true)) ||
-			!equalStrings(canonFaces(ra, oa.Faces, max(oa.FaceWidth, 1)), canonFaces(rb, ob.Faces, max(ob.FaceWidth, 1))) {
+			!slices.Equal(canonEdges(ra, oa.Edges, true), canonEdges(rb, ob.Edges, true)) ||
+			!slices.Equal(canonFaces(ra, oa.Faces, max(oa.FaceWidth, 1)), canonFaces(rb, ob.Faces, max(ob.FaceWidth, 1))) {
 			t.Fatalf("object %d differs: %d vertices, %d edges, %d faces; 0.9 %d, %d, %d", id, len(ra), len(oa.Edges), len(oa.Faces), len(rb), len(ob.Edges), len(ob.Faces))
 		}
 		if len(oa.Attributes) != len(ob.Attributes) || len(oa.ObjectAttributes) != len(ob.ObjectAttributes) {

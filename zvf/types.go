@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -58,17 +59,7 @@ func ParseKey(s string) (Key, error) {
 	return k, nil
 }
 
-func (k Key) equal(o Key) bool {
-	if len(k) != len(o) {
-		return false
-	}
-	for i := range k {
-		if k[i] != o[i] {
-			return false
-		}
-	}
-	return true
-}
+func (k Key) equal(o Key) bool { return slices.Equal(k, o) }
 
 func compareKeys(a, b Key) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
