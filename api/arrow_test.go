@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 )
@@ -398,10 +399,7 @@ func TestArrowCategoricalIsDictionary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Options{Stores: stores})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: stores})
 	_, desc := serveOK(t, srv.Handler(), "/api/v1/stores/cells")
 	var d struct {
 		Levels []zvf.LevelInfo `json:"levels"`

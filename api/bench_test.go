@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -188,10 +189,7 @@ func TestBBoxBinaryAllocsConstant(t *testing.T) {
 	}
 	ch := cache.New(1 << 30)
 	s := zvftest.OpenSub(t, st, "points", ch)
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	h := srv.Handler()
 	allocs := map[int]float64{}
 	for _, want := range []int{1_000, 50_000} {

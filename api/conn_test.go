@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 )
 
 // smallBuffers makes the kernel hold little of a response, so a client
@@ -365,10 +366,7 @@ func (c *testClock) advance(d time.Duration) { c.off.Add(int64(d)) }
 func capServer(t *testing.T, o api.Options) (*api.Server, *httptest.Server, <-chan http.ConnState) {
 	t.Helper()
 	o.Stores = openStores(t, "graph")
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, o)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
@@ -61,10 +62,7 @@ func demoServer(t *testing.T, o api.Options) *api.Server {
 		t.Fatal(err)
 	}
 	o.Stores = stores
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, o)
 	return srv
 }
 

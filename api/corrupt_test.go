@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
@@ -412,10 +413,7 @@ func checkCorruptStore(t *testing.T, dir string, healthy *zvf.Store, healthyAnsw
 // alone; its count must be the reader's for the same box.
 func graphBoxAnswer(t *testing.T, s *zvf.Store) []byte {
 	t.Helper()
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}})
 	rows, _ := readerAnswer(t, s, 0, []float64{390, 223, 585}, []float64{480, 313, 675})
 	code, _, body := serve(t, srv.Handler(), graphBox)
 	if code != 200 || len(rows) == 0 || !bytes.Contains(body, fmt.Appendf(nil, `"count":%d,`, len(rows))) {
@@ -497,10 +495,7 @@ func TestEmptyChunkFoldersAnswer(t *testing.T) {
 	}
 	stray := localServer(t, "points_pyramid", dir)
 	stores := openStores(t, "points_pyramid")
-	clean, err := api.New(api.Options{Stores: stores})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clean := apitest.New(t, api.Options{Stores: stores})
 	b := stores[0].Info().Bounds // the same metadata as the stray copy's
 	box := "/api/v1/stores/points_pyramid/bbox?min=" + corner(b[0]) + "&max=" + corner(b[1])
 	for _, q := range []string{"&level=0", "&level=1", "&level=auto&limit=5", "&level=auto&limit=100", "&level=auto&limit=100000"} {

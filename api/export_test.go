@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -171,10 +172,7 @@ func exportServer(t testing.TB, o api.Options) *api.Server {
 		t.Fatal(err)
 	}
 	o.Stores = append(slices.Clone(demo), mine...)
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, o)
 	return srv
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -42,10 +43,7 @@ func faultyServer(t *testing.T, o api.Options) (*faultstore.Store, http.Handler)
 	}
 	t.Cleanup(func() { _ = fs.Close() })
 	o.Stores = []*zvf.Store{s}
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, o)
 	return fs, srv.Handler()
 }
 

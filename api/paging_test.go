@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -247,10 +248,7 @@ func pagingServer(t *testing.T, maxVertices int64) ([]*zvf.Store, *api.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Options{Stores: stores, MaxVertices: maxVertices})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: stores, MaxVertices: maxVertices})
 	return stores, srv
 }
 

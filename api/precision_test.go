@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
@@ -316,10 +317,7 @@ func TestQuantizedAnswersCompress(t *testing.T) {
 	}
 	defer mem.Close()
 	st := zvftest.OpenSub(t, mem, "points", nil)
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{st}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{st}})
 	path := "/api/v1/stores/points/bbox?min=0,0,0&max=1000,1000,1000&level=0&f=bin&precision=" + strconv.FormatFloat(synth.Side/65536, 'g', -1, 64)
 	plain, _ := io.ReadAll(do(t, srv.Handler(), http.MethodGet, path, "Accept-Encoding", "identity").Body)
 	resp := do(t, srv.Handler(), http.MethodGet, path, "Accept-Encoding", "zstd")

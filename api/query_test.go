@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -601,10 +602,7 @@ func TestDensityArrow(t *testing.T) {
 // request carries, bbox, count and density answer 200 or a 400 problem
 // (bad-filter or bad-parameter), never a failure of the server.
 func FuzzQuestions(f *testing.F) {
-	srv, err := api.New(api.Options{Stores: openStores(f, "points_pyramid", "polylines")})
-	if err != nil {
-		f.Fatal(err)
-	}
+	srv := apitest.New(f, api.Options{Stores: openStores(f, "points_pyramid", "polylines")})
 	for _, s := range [][4]string{
 		{"cell_type = 'neuron' AND intensity > 3", "", "", "2,2,2"},
 		{`{"op":"in","args":[{"property":"label"},[1,2,3]]}`, "cql2-json", "0.5", "1,1,1"},

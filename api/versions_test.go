@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -86,10 +87,7 @@ func watchedServer(t *testing.T, sts map[string]storage.Store, ch *cache.Cache, 
 		hs[name] = h
 		o.Handles = append(o.Handles, h)
 	}
-	srv, err := api.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, o)
 	return hs, srv
 }
 
@@ -102,10 +100,7 @@ func handleServer(t *testing.T, st storage.Store, zo zvf.Options, w zvf.Watch, s
 		t.Fatal(err)
 	}
 	so.Handles = append(so.Handles, h)
-	srv, err := api.New(so)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, so)
 	return h, srv
 }
 
@@ -747,10 +742,7 @@ func TestDeletedObjectIsNeverAbsent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			oracle, err := api.New(api.Options{Stores: []*zvf.Store{fresh}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			oracle := apitest.New(t, api.Options{Stores: []*zvf.Store{fresh}})
 			wantCode, _, want := serveFull(t, oracle.Handler(), tc.path)
 			code, _, body = serveSettling(t, srv.Handler(), w, tc.path, "while the new version settles")
 			if code != wantCode || (code == 200 && !bytes.Equal(body, want)) {

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/web"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
@@ -849,10 +850,7 @@ func testRequestLog(t *testing.T, e *viewerEnv) {
 // than that level, and then drawn whole.
 func testMeasuredBounds(t *testing.T, e *viewerEnv) {
 	s, n := unboundedStore(t)
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, UI: web.Handler(), MaxVertices: 2000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, UI: web.Handler(), MaxVertices: 2000})
 	lg := newLogged(srv.Handler())
 	ts := httptest.NewServer(lg)
 	t.Cleanup(ts.Close)

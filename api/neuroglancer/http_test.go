@@ -204,10 +204,7 @@ func FuzzRequests(f *testing.F) {
 	stores := fixtureStores(f)
 	var handlers []http.Handler // unsharded, and sharded (shard file names then mean something)
 	for _, mode := range []neuroglancer.ShardMode{neuroglancer.ShardAuto, neuroglancer.ShardAlways} {
-		srv, err := api.New(api.Options{Stores: stores, Cache: cache.New(64 << 20), NGSharded: mode})
-		if err != nil {
-			f.Fatal(err)
-		}
+		srv := apitest.New(f, api.Options{Stores: stores, Cache: cache.New(64 << 20), NGSharded: mode})
 		handlers = append(handlers, srv.Handler())
 	}
 	for _, s := range [][3]string{
