@@ -160,12 +160,7 @@ func TestStrayFoldersDoNotBreakAStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = r.Close()
-	st, err := blobstore.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	_, srv := handleServer(t, st, zvf.Options{Name: "graph", Cache: cache.New(32 << 20)}, zvf.Watch{Enabled: true}, api.Options{})
+	_, srv := handleServer(t, zvftest.Store(t, dir), zvf.Options{Name: "graph", Cache: cache.New(32 << 20)}, zvf.Watch{Enabled: true}, api.Options{})
 	want := graphBoxAnswer(t, openStores(t, "graph")[0])
 	check := func(step string) {
 		t.Helper()
