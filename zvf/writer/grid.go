@@ -50,6 +50,12 @@ func cellOf(p []float32, cell []float64) coords {
 	return c
 }
 
+// byCell groups the rows of pos (d coordinates a row) by the grid cell
+// (floor(p/cell)) each falls in.
+func byCell(pos []float32, d int, cell []float64) buckets {
+	return groupBy(len(pos)/d, func(i int) coords { return cellOf(pos[i*d:i*d+d], cell) })
+}
+
 // floorDiv is Python's // on integers.
 func floorDiv(a, b int64) int64 {
 	q := a / b

@@ -94,8 +94,7 @@ func (l *level) addFaces(faces []int64, fw int) {
 // chunkWhole is the reference mesh layout: one fragment holding the whole
 // chunk (rows in input order), named by every object present in it.
 func chunkWhole(g *geom, pos []float32, ids []int64, nobj int) ([]chunkData, [][]fragRef) {
-	d := g.d
-	bk := groupBy(len(pos)/d, func(i int) coords { return cellOf(pos[i*d:i*d+d], g.chunk) })
+	bk := byCell(pos, g.d, g.chunk)
 	chunks := make([]chunkData, len(bk.keys))
 	manifests := make([][]fragRef, nobj)
 	for ci, k := range bk.keys {

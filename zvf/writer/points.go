@@ -159,8 +159,7 @@ func chunkByBin(g *geom, pos []float32, p int) []chunkData {
 // inside a fragment. manifests[oid] lists the object's fragments in chunk
 // order.
 func chunkByObject(g *geom, pos []float32, ids []int64, nobj int) ([]chunkData, [][]fragRef) {
-	d := g.d
-	bk := groupBy(len(pos)/d, func(i int) coords { return cellOf(pos[i*d:i*d+d], g.chunk) })
+	bk := byCell(pos, g.d, g.chunk)
 	chunks := make([]chunkData, len(bk.keys))
 	manifests := make([][]fragRef, nobj)
 	for ci, k := range bk.keys {

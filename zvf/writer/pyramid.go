@@ -86,7 +86,7 @@ func (p *pyramid) next(i int) (*level, error) {
 	sums = nil
 
 	// Chunk the metavertices; each is a one-row fragment.
-	bk := groupBy(m, func(j int) coords { return cellOf(pos[j*d:j*d+d], chunk) })
+	bk := byCell(pos, d, chunk)
 	nl := &level{index: src.index + 1, d: d, pos: pos, codec: p.s.zstd, style: stylePretty,
 		auxCodec: p.s.zstd, auxStyle: stylePretty}
 	where := make([]fragRef, m) // by rank
