@@ -33,9 +33,10 @@ import (
 // the bench's points store (0.7, uncompressed float32 vertices, chunk
 // cells named i.j.k). It fetches only the level-0 vertex files of the
 // chunks the box touches, six at a time as a browser would, and filters
-// them itself. zvfserve answers the same box from a fresh server (empty
-// cache); both have the box's vertices in memory at the end, and both
-// must count the same vertices.
+// them itself. zvfserve answers the same box cold: from a server that is
+// up, its cache emptied before each run (or, with --fresh-server, from a
+// new server each run); both have the box's vertices in memory at the
+// end, and both must count the same vertices.
 
 // staticRow is one box: both sides' times over the runs.
 type staticRow struct {
@@ -61,7 +62,7 @@ type staticRow struct {
 const staticParallel = 6
 
 // runStatic compares the two on st (in folder dir, "" when in memory).
-func runStatic(ctx context.Context, st storage.Store, dir string, points, runs int, only string, prec float64, via *link, stdout io.Writer) ([]staticRow, error) {
+func runStatic(ctx context.Context, st storage.Store, dir string, points, runs int, only string, prec float64, fresh bool, via *link, stdout io.Writer) ([]staticRow, error) {
 	files, stopFiles, err := serveObjects(st, dir, via)
 	if err != nil {
 		return nil, err
@@ -72,6 +73,8 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 	if err != nil {
 		return nil, err
 	}
+	zs := &zvfSide{st: st, via: via, fresh: fresh}
+	defer zs.close()
 	var rows []staticRow
 	bufs := new(staticBuffers)
 	for _, q := range []struct {
@@ -84,13 +87,18 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 		}
 		min, max := synth.BoxFor(points, q.want, q.offset)
 		row := staticRow{Query: q.name + " bin", Precision: prec}
-		for r := 0; r < runs; r++ {
+		// One untimed run of each side first: what is timed is a cold
+		// answer (data read from the files), not either process's first
+		// touch of its buffers, pools and connections code.
+		for r := -1; r < runs; r++ {
 			// Alternate which side goes first, so neither always runs
 			// on a machine the other has just warmed or loaded.
 			sides := []func() error{
 				func() error {
-					d, n, size, err := serverCold(ctx, client, st, min, max, prec, via, bufs)
-					row.ServerMs = append(row.ServerMs, ms(d))
+					d, n, size, err := zs.cold(ctx, client, min, max, prec, bufs, nil)
+					if r >= 0 {
+						row.ServerMs = append(row.ServerMs, ms(d))
+					}
 					row.ServerMB = float64(size) / 1e6
 					if n > 0 {
 						row.WireBPV = float64(size) / float64(n)
@@ -100,12 +108,14 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 				func() error {
 					runtime.GC() // as before zvfserve's query: each side starts from a collected heap
 					d, n, chunks, size, err := staticCold(ctx, client, files, lay, min, max, bufs)
-					row.StaticMs = append(row.StaticMs, ms(d))
+					if r >= 0 {
+						row.StaticMs = append(row.StaticMs, ms(d))
+					}
 					row.Chunks, row.StaticMB = chunks, float64(size)/1e6
 					return row.check(n, err, "static client")
 				},
 			}
-			if r%2 == 1 {
+			if r%2 != 0 {
 				sides[0], sides[1] = sides[1], sides[0]
 			}
 			for _, f := range sides {
@@ -118,7 +128,7 @@ func runStatic(ctx context.Context, st storage.Store, dir string, points, runs i
 		row.SpeedUp = row.Static[0] / row.Server[0]
 		rows = append(rows, row)
 	}
-	printStatic(stdout, rows, points, runs, via)
+	printStatic(stdout, rows, points, runs, fresh, via)
 	return rows, nil
 }
 
@@ -148,31 +158,64 @@ type staticBuffers struct {
 	rows    [staticParallel][]float32
 }
 
-// serverCold answers the box from a fresh zvfserve (store opened, cache
-// empty); the client decodes the binary answer's vertex blocks into
-// float32 slices, as a viewer would. With prec > 0 it asks for
-// precision=prec and accepts zstd, as the viewer does, and its time
-// includes the decompression and the dequantization; the size returned is
-// what came over the wire.
-func serverCold(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, prec float64, via *link, bufs *staticBuffers) (time.Duration, int64, int64, error) {
-	return serverColdHook(ctx, c, st, lo, hi, prec, via, bufs, nil)
+// zvfSide is the zvfserve side of the comparison: one server kept up
+// across runs, its cache emptied before each (a cold answer from a
+// server that has been serving, as the static client's file server and
+// buffers have), or with fresh a new server for every run (store opened
+// anew: the answer then also pays the new process state's first use).
+type zvfSide struct {
+	st    storage.Store
+	via   *link
+	fresh bool
+
+	base  string
+	stop  func()
+	cache *cache.Cache
 }
 
-// serverColdHook is serverCold calling started (when not nil) once the
-// server is up, just before the request.
-func serverColdHook(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, prec float64, via *link, bufs *staticBuffers, started func()) (time.Duration, int64, int64, error) {
-	base, stop, err := benchServeVia(ctx, map[string]storage.Store{"points": st}, cache.New(1<<30), via)
-	if err != nil {
-		return 0, 0, 0, err
+// cold answers the box cold (see zvfSide), calling started (when not nil)
+// just before the request: the client decodes the binary answer's vertex
+// blocks into float32 slices, as a viewer would. With prec > 0 it asks
+// for precision=prec and accepts zstd, as the viewer does, and its time
+// includes the decompression and the dequantization; the size returned is
+// what came over the wire.
+func (z *zvfSide) cold(ctx context.Context, c *http.Client, lo, hi []float64, prec float64, bufs *staticBuffers, started func()) (time.Duration, int64, int64, error) {
+	if z.fresh {
+		z.close()
 	}
-	defer stop()
-	// The store's open (above, untimed, as the static client's is) leaves
-	// its garbage on the heap; a collection now keeps its cost out of the
-	// query's time, as on a server opened long before its first query.
+	if z.stop == nil {
+		z.cache = cache.New(1 << 30)
+		base, stop, err := benchServeVia(ctx, map[string]storage.Store{"points": z.st}, z.cache, z.via)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		z.base, z.stop = base, stop
+	}
+	// Nothing of the box is held (the static client's file server holds
+	// nothing either), and the answer comes on a new connection, as the
+	// static client's requests do.
+	z.cache.Purge()
+	c.CloseIdleConnections()
+	// The store's open and the runs before leave garbage on the heap; a
+	// collection now keeps its cost out of the query's time, as on a
+	// server opened long before its first query.
 	runtime.GC()
 	if started != nil {
 		started()
 	}
+	return serverQuery(ctx, c, z.base, lo, hi, prec, bufs)
+}
+
+func (z *zvfSide) close() {
+	if z.stop != nil {
+		z.stop()
+		z.stop = nil
+	}
+}
+
+// serverQuery asks the zvfserve at base for the box in binary and decodes
+// it (see zvfSide.cold).
+func serverQuery(ctx context.Context, c *http.Client, base string, lo, hi []float64, prec float64, bufs *staticBuffers) (time.Duration, int64, int64, error) {
 	url := fmt.Sprintf("%s/api/v1/stores/points/bbox?min=%g,%g,%g&max=%g,%g,%g&level=0&f=bin&limit=2000000",
 		base, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
 	header := http.Header{}
@@ -389,8 +432,13 @@ func staticOpen(ctx context.Context, c *http.Client, base string) (staticLayout,
 	return out, nil
 }
 
-func printStatic(w io.Writer, rows []staticRow, points, runs int, via *link) {
+func printStatic(w io.Writer, rows []staticRow, points, runs int, fresh bool, via *link) {
 	fmt.Fprintf(w, "zvfbench static: %d points, one query at a time, cold, %d runs each (median, min–max), over %s\n", points, runs, via)
+	if fresh {
+		fmt.Fprintln(w, "zvfserve: a new server for every run (--fresh-server)")
+	} else {
+		fmt.Fprintln(w, "zvfserve: one server, its cache emptied before every run")
+	}
 	if len(rows) > 0 && rows[0].Precision > 0 {
 		fmt.Fprintf(w, "zvfserve asked for precision=%g with Accept-Encoding: zstd\n", rows[0].Precision)
 	}
@@ -408,15 +456,17 @@ func staticCommand() cli.Command {
 	return cli.Command{Summary: "cold zvfserve against a static-file client that fetches a box's vertex files and filters them itself", Run: runStaticCommand}
 }
 
-const staticUsage = `Usage: zvfbench static [--runs N] [--points N] [--store DIR] [--only TEXT] [--precision VALUE|auto] [--rtt D] [--mbps N] [--json FILE]
+const staticUsage = `Usage: zvfbench static [--runs N] [--points N] [--store DIR] [--only TEXT] [--precision VALUE|auto] [--fresh-server] [--rtt D] [--mbps N] [--json FILE]
 
 Compares zvfserve with the lean alternative to a server, one cold query at a time:
 the store's files behind a plain file server, and a client that knows the layout, fetches the level-0
 vertex files of the chunks a box touches (six at a time, as a browser would) and filters them itself.
-Both start cold (a fresh zvfserve and cache; a fresh connection pool; a collected heap, so that the
-untimed store open's garbage is not collected in zvfserve's time), both end with the box's vertices
-in memory and must count the same; it prints the median and spread of each and the ratio. --rtt and
---mbps put an emulated network between the clients and both servers (loopback has none).
+Both answer cold (zvfserve's cache emptied, nothing of the box held by either server; new
+connections; a collected heap) after one untimed run of each, so that neither process's first use of
+its buffers is timed; both end with the box's vertices in memory and must count the same; it prints
+the median and spread of each and the ratio. --fresh-server starts a new zvfserve (store opened anew)
+for every run instead, so its time also holds that new server's first use. --rtt and --mbps put an
+emulated network between the clients and both servers (loopback has none).
 --precision asks zvfserve for coordinates within VALUE (store units; auto: the viewer's choice for a
 4,096-pixel view of the whole level, its extent / 4,096) and accepts zstd, as the viewer does; its
 time then includes decompressing and dequantizing, and bytes/vertex is what came over the wire.
@@ -439,6 +489,7 @@ func runStaticCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.DurationVar(&via.RTT, "rtt", 0, "an emulated network between clients and both servers: the round trip each request waits for before its answer starts")
 	fs.Float64Var(&via.Mbps, "mbps", 0, "the emulated network's bandwidth in Mbit/s, shared by each server's connections (0: unlimited)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	fresh := fs.Bool("fresh-server", false, "a new zvfserve (store opened anew, empty cache) for every run, rather than one server whose cache is emptied before each")
 	precision := fs.String("precision", "", "ask zvfserve for coordinates within this many store units (precision=), with Accept-Encoding: zstd; auto: the store's extent / 4,096, a 4k-pixel view's pixel (default: exact float32, no content coding)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -459,7 +510,7 @@ func runStaticCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *storeDir != "" {
 		dir = filepath.Join(*storeDir, "points")
 	}
-	rows, err := runStatic(ctx, stores["points"], dir, *points, *runs, *only, prec, &via, stdout)
+	rows, err := runStatic(ctx, stores["points"], dir, *points, *runs, *only, prec, *fresh, &via, stdout)
 	if err != nil {
 		return err
 	}

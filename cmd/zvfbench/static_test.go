@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -109,34 +110,49 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 		offset float64
 	}{{"50k", 50_000, 301}, {"500k", 500_000, 50}} {
 		lo, hi := synth.BoxFor(2_000_000, box.want, box.offset)
-		b.Run(box.name+"/zvfserve", func(b *testing.B) {
-			// Every read of the store is counted (on local disk, one file
-			// opened each), those of the request apart from those of
-			// opening the store: a count that holds on a loaded machine.
-			reads := new(readCounter)
-			counted := metered.Wrap(st, reads)
-			// Server and client run in this process, so the CPU time
-			// across a query is all it cost, which holds up under load
-			// better than its wall time (though the runtime's own work,
-			// GC, falls where it falls).
-			var total, cpu time.Duration
-			var queryReads int64
-			for b.Loop() {
-				var c0 time.Duration
-				d, n, _, opened, err := serverColdCounted(ctx, client, counted, lo, hi, bufs, reads, func() { c0 = benchtest.CPU(b) })
-				cpu += benchtest.CPU(b) - c0
-				if err != nil || n == 0 {
+		for _, side := range []struct {
+			name  string
+			fresh bool
+		}{{"zvfserve", false}, {"zvfserve-fresh", true}} {
+			b.Run(box.name+"/"+side.name, func(b *testing.B) {
+				// Every read of the store is counted (on local disk, one
+				// file opened each), those of the request apart from those
+				// of opening the store: a count that holds on a loaded
+				// machine; so are the goroutines the query started.
+				reads := new(readCounter)
+				z := &zvfSide{st: metered.Wrap(st, reads), fresh: side.fresh}
+				defer z.close()
+				// One untimed query first, as zvfbench static runs.
+				if _, n, _, err := z.cold(ctx, client, lo, hi, 0, bufs, nil); err != nil || n == 0 {
 					b.Fatal(n, err)
 				}
-				total += d
-				queryReads += opened
-			}
-			// ns/op includes opening the store and starting the server;
-			// this is the request alone.
-			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
-			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
-			b.ReportMetric(float64(queryReads)/float64(b.N), "files-read/op")
-		})
+				// Server and client run in this process, so the CPU time
+				// across a query is all it cost, which holds up under load
+				// better than its wall time (though the runtime's own
+				// work, GC, falls where it falls).
+				var total, cpu time.Duration
+				var queryReads, started int64
+				for b.Loop() {
+					var c0 time.Duration
+					var g0 int64
+					d, n, _, opened, err := serverColdCounted(ctx, client, z, lo, hi, bufs, reads, func() { g0 = goroutinesCreated(); c0 = benchtest.CPU(b) })
+					cpu += benchtest.CPU(b) - c0
+					started += goroutinesCreated() - g0
+					if err != nil || n == 0 {
+						b.Fatal(n, err)
+					}
+					total += d
+					queryReads += opened
+				}
+				// ns/op includes emptying the cache (with --fresh, opening
+				// the store and starting the server); this is the request
+				// alone.
+				b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "query-ms")
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
+				b.ReportMetric(float64(queryReads)/float64(b.N), "files-read/op")
+				b.ReportMetric(float64(started)/float64(b.N), "goroutines/op")
+			})
+		}
 		b.Run(box.name+"/static", func(b *testing.B) {
 			files, stop, err := serveObjects(st, dir, nil)
 			if err != nil {
@@ -150,7 +166,7 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 			var total, cpu time.Duration
 			var fetched int64
 			for b.Loop() {
-				runtime.GC() // as serverColdHook does before zvfserve's query
+				runtime.GC() // as zvfSide.cold does before zvfserve's query
 				c0 := benchtest.CPU(b)
 				d, n, chunks, _, err := staticCold(ctx, client, files, lay, lo, hi, bufs)
 				cpu += benchtest.CPU(b) - c0
@@ -167,16 +183,23 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 	}
 }
 
+// goroutinesCreated is how many goroutines the process has started.
+func goroutinesCreated() int64 {
+	m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(m)
+	return int64(m[0].Value.Uint64())
+}
+
 // readCounter counts the store's reads (metered.Observer).
 type readCounter struct{ n atomic.Int64 }
 
 func (c *readCounter) ObserveRead(int, time.Duration) { c.n.Add(1) }
 
-// serverColdCounted is serverCold on st, with the reads the query made
-// (after the store opened): the open's own reads are counted before the
-// request starts, so the difference is the request's.
-func serverColdCounted(ctx context.Context, c *http.Client, st storage.Store, lo, hi []float64, bufs *staticBuffers, reads *readCounter, started func()) (time.Duration, int64, int64, int64, error) {
+// serverColdCounted is z.cold, with the reads the query made (after the
+// store opened): the open's own reads are counted before the request
+// starts, so the difference is the request's.
+func serverColdCounted(ctx context.Context, c *http.Client, z *zvfSide, lo, hi []float64, bufs *staticBuffers, reads *readCounter, started func()) (time.Duration, int64, int64, int64, error) {
 	var before int64
-	d, n, size, err := serverColdHook(ctx, c, st, lo, hi, 0, nil, bufs, func() { before = reads.n.Load(); started() })
+	d, n, size, err := z.cold(ctx, c, lo, hi, 0, bufs, func() { before = reads.n.Load(); started() })
 	return d, n, size, reads.n.Load() - before, err
 }
