@@ -92,11 +92,13 @@ func TestStatic(t *testing.T) {
 	}
 }
 
-// BenchmarkColdBBoxHTTP: one cold binary bbox over HTTP from a fresh
-// server (store opened, cache empty), beside the static-file client of
-// zvfbench static fetching and filtering the same box's vertex files, for
-// the 50k and 500k boxes of zvfbench static. The 2,000,000-point store is
-// written to a folder on local disk once and reused by later runs.
+// BenchmarkColdBBoxHTTP: one cold binary bbox over HTTP, from a running
+// server with its cache emptied (zvfserve) or from a new server
+// (zvfserve-fresh: store opened, cache empty), beside the static-file
+// client of zvfbench static fetching and filtering the same box's vertex
+// files, for the 50k and 500k boxes of zvfbench static. The
+// 2,000,000-point store is written to a folder on local disk once and
+// reused by later runs.
 func BenchmarkColdBBoxHTTP(b *testing.B) {
 	ctx := context.Background()
 	dir, err := synth.ColdPoints(ctx)
