@@ -208,3 +208,44 @@ func serverColdCounted(ctx context.Context, c *http.Client, z *zvfSide, lo, hi [
 	d, n, size, err := z.cold(ctx, c, lo, hi, 0, bufs, func() { before = reads.n.Load(); started() })
 	return d, n, size, reads.n.Load() - before, err
 }
+
+// TestColdRunsReadEveryFile: the runs zvfbench static times read the
+// same files whichever way zvfserve's side is cold: a running server whose
+// cache was emptied holds nothing of the box (every run reads what a new
+// server reads), and the first run is no different from the next.
+func TestColdRunsReadEveryFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := synth.Points(ctx, 20000, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	lo, hi := synth.BoxFor(20000, 5000, 50)
+	counts := map[bool][]int64{}
+	for _, fresh := range []bool{false, true} {
+		reads := new(readCounter)
+		z := &zvfSide{st: metered.Wrap(storage.Sub(mem, "points"), reads), fresh: fresh}
+		for range 3 {
+			_, n, _, opened, err := serverColdCounted(ctx, client, z, lo, hi, new(staticBuffers), reads, func() {})
+			if err != nil || n == 0 {
+				t.Fatal(n, err)
+			}
+			counts[fresh] = append(counts[fresh], opened)
+		}
+		z.close()
+	}
+	want := counts[true][0]
+	if want == 0 {
+		t.Fatal("a new server's cold answer read no file")
+	}
+	for fresh, c := range counts {
+		for i, n := range c {
+			if n != want {
+				t.Errorf("fresh=%v run %d read %d files, a new server's first run %d", fresh, i, n, want)
+			}
+		}
+	}
+}
