@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 )
@@ -30,14 +29,7 @@ type Family struct {
 	// bound of reading it, once an array has opened through the family
 	// (see ReadBytes).
 	ahead *readAhead
-	// early runs ReadBytes' early reads: a cold query reads many arrays
-	// of a family at once, a few goroutines serve them all.
-	early *storage.Workers
 }
-
-// earlyLinger is how long a goroutine that read a chunk early waits for
-// the next (see storage.Workers).
-const earlyLinger = 5 * time.Millisecond
 
 type readAhead struct {
 	key   string // the chunk key of a one-chunk array, relative to it
@@ -49,7 +41,7 @@ func NewFamily(st storage.Store, cs *Codecs) *Family {
 	if cs == nil {
 		cs = NewCodecs()
 	}
-	return &Family{st: st, cs: cs, early: storage.NewWorkers(earlyLinger)}
+	return &Family{st: st, cs: cs}
 }
 
 // Open reads and parses <p>/zarr.json, as OpenArray does.
@@ -93,7 +85,7 @@ func (f *Family) ReadBytes(ctx context.Context, p string) ([]byte, error) {
 	}
 	key := join(p, ra.key)
 	done := make(chan fetched, 1)
-	f.early.Go(func() {
+	go func() {
 		var r fetched
 		defer func() {
 			if v := recover(); v != nil {
@@ -102,7 +94,7 @@ func (f *Family) ReadBytes(ctx context.Context, p string) ([]byte, error) {
 			done <- r
 		}()
 		r.b, r.err = storage.ReadAll(ctx, f.st, key, ra.bound)
-	})
+	}()
 	a, err := f.Open(ctx, p)
 	r := <-done // always waited for: no read outlives the call
 	if err != nil {

@@ -56,15 +56,7 @@ type Store struct {
 	dir string // as given, made absolute
 	o   Options
 	t   *tree // what dir resolved to when this Store was made
-	// calls runs reads' system calls off their callers' goroutines (see
-	// async), shared by the views Pin makes.
-	calls *storage.Workers
 }
-
-// callLinger is how long a goroutine that ran a read waits for the next:
-// a cold query's reads come microseconds apart, so a few goroutines run
-// them all.
-const callLinger = 5 * time.Millisecond
 
 // tree is one resolution of the store's root.
 type tree struct {
@@ -91,7 +83,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{dir: abs, o: o, t: t, calls: storage.NewWorkers(callLinger)}, nil
+	return &Store{dir: abs, o: o, t: t}, nil
 }
 
 func resolve(abs string) (*tree, error) {
@@ -145,7 +137,7 @@ func (s *Store) Pin(context.Context) (storage.Store, string, error) {
 	}
 	// The previous tree stays open for whoever still reads it; its files
 	// close when it becomes unreachable.
-	return &Store{dir: s.dir, o: s.o, t: t, calls: s.calls}, t.id, nil
+	return &Store{dir: s.dir, o: s.o, t: t}, t.id, nil
 }
 
 // errno strips an error down to its system error, dropping paths.
@@ -232,11 +224,6 @@ func (a fileInfo) same(b fileInfo) bool {
 // as soon as ctx ends: a system call that blocks (a hung network file
 // system) then holds only that goroutine, never the caller.
 func async[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	return asyncOn(ctx, nil, f)
-}
-
-// asyncOn is async on one of w's goroutines (a new one if w is nil).
-func asyncOn[T any](ctx context.Context, w *storage.Workers, f func() (T, error)) (T, error) {
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, err
@@ -246,15 +233,10 @@ func asyncOn[T any](ctx context.Context, w *storage.Workers, f func() (T, error)
 		err error
 	}
 	c := make(chan result, 1)
-	call := func() {
+	go func() {
 		v, err := f()
 		c <- result{v, err}
-	}
-	if w == nil {
-		go call()
-	} else {
-		w.Go(call)
-	}
+	}()
 	select {
 	case r := <-c:
 		return r.v, r.err
@@ -276,7 +258,7 @@ func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (sto
 	if err := storage.CheckBound(o); err != nil {
 		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
 	}
-	obj, err := asyncOn(ctx, s.calls, func() (storage.Object, error) { return s.read(ctx, key, o) })
+	obj, err := async(ctx, func() (storage.Object, error) { return s.read(ctx, key, o) })
 	if err != nil {
 		return storage.Object{}, s.missing("get", key, classify("get", key, err))
 	}
@@ -341,7 +323,7 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 	if err := validKey(key); err != nil {
 		return storage.Attrs{}, &storage.Error{Op: "stat", Key: key, Err: err}
 	}
-	a, err := asyncOn(ctx, s.calls, func() (storage.Attrs, error) {
+	a, err := async(ctx, func() (storage.Attrs, error) {
 		f, err := s.t.openPath(key, s.o.FollowSymlinks)
 		if err != nil {
 			return storage.Attrs{}, err
