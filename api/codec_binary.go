@@ -35,8 +35,9 @@ type binaryEncoder struct {
 	precision float64
 	quant     quantizer
 	hdr       [16]byte
-	buf       []byte  // one block's payload being built (ids, edges, faces)
-	pad       [8]byte // zeros to pad a block to 8 bytes (a field: a local escapes to the writer)
+	buf       []byte    // one block's payload being built (ids, edges, faces)
+	pad       [8]byte   // zeros to pad a block to 8 bytes (a field: a local escapes to the writer)
+	small     [256]byte // backs buf for the trailer of an answer that needed no larger block
 }
 
 func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
@@ -188,7 +189,11 @@ func (e *binaryEncoder) end(t *trailer) error {
 			return err
 		}
 	}
-	b, err := appendTrailer(e.buf[:0], t)
+	dst := e.buf[:0]
+	if cap(dst) < len(e.small) {
+		dst = e.small[:0]
+	}
+	b, err := appendTrailer(dst, t)
 	if err != nil {
 		return err
 	}

@@ -363,9 +363,9 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 		// The last page knows, and the first when counting the rest is
 		// cheap (zvf.BBoxResult.MatchedKnown).
 		t.Extra["number_matched"] = res.Matched
-		h.Set("X-Number-Matched", strconv.FormatInt(res.Matched, 10))
+		setHeader(w, "X-Number-Matched", strconv.FormatInt(res.Matched, 10))
 	}
-	h.Set("X-Vertex-Count", strconv.FormatInt(res.Count, 10))
+	setHeader(w, "X-Vertex-Count", strconv.FormatInt(res.Count, 10))
 	return t
 }
 
@@ -392,7 +392,7 @@ func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start 
 	if err := enc.end(t); err != nil {
 		return err
 	}
-	return body.finish(s, start)
+	return body.finish()
 }
 
 // attrInfos describes the attribute columns a query returns, in order.

@@ -35,14 +35,6 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) requestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := fmt.Sprintf("%x-%x", s.o.Now().UnixNano()&0xffffffff, s.reqs.Add(1))
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
-	})
-}
-
 func (s *Server) methods(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
@@ -139,30 +131,10 @@ func (s *Server) limits(next http.Handler) http.Handler {
 // answers were admitted with (see newBody), never the slots others need.
 func (s *Server) throttle(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := time.NewTimer(s.o.QueueWait)
-		defer t.Stop()
-		// Room in the memory budget first, then a slot: a request waiting
-		// for memory must not hold a slot an answer already admitted needs
-		// to go on (and give its memory back).
-		for room := s.o.Cache.Room(s.mem); room != nil; room = s.o.Cache.Room(s.mem) {
-			select {
-			case <-room:
-			case <-t.C:
-				s.m.rejected.Inc()
-				writeProblem(w, r, overloaded())
-				return
-			case <-r.Context().Done():
+		if !s.takeSlot() {
+			if !s.waitSlot(w, r) {
 				return
 			}
-		}
-		select {
-		case s.slots <- struct{}{}:
-		case <-t.C:
-			s.m.rejected.Inc()
-			writeProblem(w, r, overloaded())
-			return
-		case <-r.Context().Done():
-			return
 		}
 		s.m.inFlight.Inc()
 		sw, _ := w.(*statusWriter)
@@ -179,6 +151,51 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// takeSlot takes a work slot if one is free and the memory budget has
+// room, without waiting: the common case, which needs no timer.
+func (s *Server) takeSlot() bool {
+	if s.o.Cache.Room(s.mem) != nil {
+		return false
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitSlot waits up to QueueWait for room and a slot; false when it
+// gave up (then the 503 is written) or the client went.
+func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request) bool {
+	t := time.NewTimer(s.o.QueueWait)
+	defer t.Stop()
+	// Room in the memory budget first, then a slot: a request waiting
+	// for memory must not hold a slot an answer already admitted needs
+	// to go on (and give its memory back).
+	for room := s.o.Cache.Room(s.mem); room != nil; room = s.o.Cache.Room(s.mem) {
+		select {
+		case <-room:
+		case <-t.C:
+			s.m.rejected.Inc()
+			writeProblem(w, r, overloaded())
+			return false
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		s.m.rejected.Inc()
+		writeProblem(w, r, overloaded())
+		return false
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // slot is a request's hold on one of the MaxConcurrent work slots, which
@@ -225,7 +242,14 @@ var errSlotWait = errors.New("the request ended while its answer waited for a wo
 func (s *Server) timeout(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx := newRequestCtx(r.Context(), start.Add(s.o.RequestTimeout))
+		var ctx *requestCtx
+		st := stateOf(r.Context())
+		if st != nil && st.ctx.done == nil {
+			ctx = &st.ctx // the request's state holds it: no allocation of its own
+			ctx.init(r.Context(), start.Add(s.o.RequestTimeout))
+		} else {
+			ctx = newRequestCtx(r.Context(), start.Add(s.o.RequestTimeout))
+		}
 		defer ctx.release()
 		if sw, ok := w.(*statusWriter); ok {
 			if sw.slot != nil {
@@ -233,21 +257,26 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 				// expiry cuts the response, then ends ctx).
 				sw.slot.done = ctx.Done()
 			}
-			sw.onStart = func() { ctx.extend(start.Add(s.o.StreamTimeout)) }
+			sw.clock, sw.streamEnd = ctx, start.Add(s.o.StreamTimeout)
 			// Once streaming, the handler may be blocked in a write to a
 			// client reading slowly but steadily: the cap cuts that too.
-			ctx.setOnExpire(sw.cut)
+			ctx.setCut(sw)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// observe records metrics and an access log line per request, with how
-// the response ended: complete, or cut (see statusWriter.outcome).
+// observe gives the request its id (X-Request-Id) and its state (see
+// reqState), and records metrics and an access log line per request, with
+// how the response ended: complete, or cut (see statusWriter.outcome).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.o.Now()
-		sw := newStatusWriter(w, r, s.o.StallTimeout, s.o.Token != "")
+		st := newReqState(start, s.reqs.Add(1))
+		r = r.WithContext(context.WithValue(r.Context(), reqStateKey, st))
+		sw := &st.sw
+		sw.init(w, &st.rc, r, s.o.StallTimeout, s.o.Token != "")
+		setHeader(sw, "X-Request-Id", st.id)
 		if r.ContentLength != 0 {
 			// No handler reads a body, and the server discards it after the
 			// answer; a client that never sends it must not hold the
@@ -268,8 +297,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if outcome != outcomeComplete {
 				level = slog.LevelWarn
 			}
-			s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", pattern, "status", sw.status,
-				"outcome", outcome, "bytes", sw.bytes, "duration_ms", float64(d.Microseconds())/1000, "request_id", requestID(r.Context()))
+			// Attributes, not key-value pairs: those box every number,
+			// and a disabled level builds nothing.
+			if s.log.Enabled(r.Context(), level) {
+				s.log.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+					slog.String("route", pattern), slog.Int("status", sw.status), slog.String("outcome", outcome),
+					slog.Int64("bytes", sw.bytes), slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", st.id))
+			}
 			if v != nil {
 				panic(v)
 			}

@@ -146,7 +146,7 @@ func (s *Server) density(w http.ResponseWriter, r *http.Request) error {
 	if err := writeDensity(body.Writer, br.rep.codec.format(), &h, counts); err != nil {
 		return err
 	}
-	return body.finish(s, start)
+	return body.finish()
 }
 
 // parseShape reads shape=nx,ny,…: one positive count per axis, at most
@@ -413,5 +413,5 @@ func (s *Server) queryables(w http.ResponseWriter, r *http.Request) error {
 	if err := json.NewEncoder(body).Encode(&doc); err != nil {
 		return err
 	}
-	return body.finish(s, start)
+	return body.finish()
 }

@@ -2,29 +2,59 @@ package api
 
 import (
 	"context"
+	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
 
 // The values a request's context carries, each under a key of its own type
-// (two keys of one integer type once collided): the request id, the mark of
-// a connection whose write deadlines are progress deadlines (a
-// limitedConn), and wrap's attempt.
+// (two keys of one integer type once collided): the request's state (its
+// id among it), the mark of a connection whose write deadlines are
+// progress deadlines (a limitedConn), and wrap's attempt.
 type (
-	requestIDKeyType    struct{}
+	reqStateKeyType     struct{}
 	progressConnKeyType struct{}
 	attemptKeyType      struct{}
 )
 
 var (
-	requestIDKey    requestIDKeyType
+	reqStateKey     reqStateKeyType
 	progressConnKey progressConnKeyType
 	attemptKey      attemptKeyType
 )
 
+// reqState is what the middleware keeps for one request, in one
+// allocation rather than one per layer: the id, the outermost writer and
+// the request's clock. observe makes it and puts it in the context once.
+type reqState struct {
+	id  string
+	sw  statusWriter
+	rc  http.ResponseController
+	ctx requestCtx // set up by timeout (init); unused on routes without it
+}
+
+// newReqState makes a request's state; seq numbers the request.
+func newReqState(now time.Time, seq uint64) *reqState {
+	st := &reqState{}
+	// The same text fmt's "%x-%x" gave, without its boxing.
+	var b [40]byte
+	id := strconv.AppendUint(b[:0], uint64(now.UnixNano())&0xffffffff, 16)
+	id = strconv.AppendUint(append(id, '-'), seq, 16)
+	st.id = string(id)
+	return st
+}
+
+func stateOf(ctx context.Context) *reqState {
+	st, _ := ctx.Value(reqStateKey).(*reqState)
+	return st
+}
+
 func requestID(ctx context.Context) string {
-	v, _ := ctx.Value(requestIDKey).(string)
-	return v
+	if st := stateOf(ctx); st != nil {
+		return st.id
+	}
+	return ""
 }
 
 // requestCtx is a request's context with a deadline that moves once, when
@@ -38,7 +68,10 @@ type requestCtx struct {
 	done            chan struct{}
 	stopParent      func() bool
 	timer           *time.Timer
-	onExpire        func() // set (setOnExpire) before the handler runs; called once, if the deadline passes
+	// cut is the response the clock cuts if the deadline passes (set by
+	// setCut before the handler runs; a pointer, not a method value, so
+	// that setting it costs no allocation).
+	cut *statusWriter
 
 	mu       sync.Mutex
 	err      error
@@ -47,11 +80,19 @@ type requestCtx struct {
 }
 
 func newRequestCtx(parent context.Context, deadline time.Time) *requestCtx {
-	c := &requestCtx{Context: parent, done: make(chan struct{}), deadline: deadline}
-	c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
-	c.timer = time.AfterFunc(time.Until(deadline), c.expire)
+	c := &requestCtx{}
+	c.init(parent, deadline)
 	return c
 }
+
+// init sets up a zero requestCtx (one that lives inside a reqState).
+func (c *requestCtx) init(parent context.Context, deadline time.Time) {
+	c.Context, c.done, c.deadline = parent, make(chan struct{}), deadline
+	c.stopParent = context.AfterFunc(parent, c.parentDone)
+	c.timer = time.AfterFunc(time.Until(deadline), c.expire)
+}
+
+func (c *requestCtx) parentDone() { c.cancel(c.Context.Err()) }
 
 // Deadline reports the parent's: this context's own deadline moves, and a
 // caller that planned by the earlier one would cut work short.
@@ -97,17 +138,17 @@ func (c *requestCtx) extend(deadline time.Time) {
 	}
 }
 
-// setOnExpire sets onExpire under mu: the timer runs from newRequestCtx
-// on, so an unguarded write would race with expire (the race detector saw
-// it on every request that reached its deadline).
-func (c *requestCtx) setOnExpire(f func()) {
+// setCut sets cut under mu: the timer runs from init on, so an unguarded
+// write would race with expire (the race detector saw it on every request
+// that reached its deadline).
+func (c *requestCtx) setCut(w *statusWriter) {
 	c.mu.Lock()
-	c.onExpire = f
+	c.cut = w
 	c.mu.Unlock()
 }
 
 // expire runs on the timer. It holds mu throughout, so that once release
-// has returned onExpire can no longer touch the response.
+// has returned the clock can no longer touch the response.
 func (c *requestCtx) expire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,8 +156,8 @@ func (c *requestCtx) expire() {
 	if c.err != nil || time.Now().Before(c.deadline) {
 		return
 	}
-	if c.onExpire != nil {
-		c.onExpire()
+	if c.cut != nil {
+		c.cut.cut()
 	}
 	c.cancelLocked(context.DeadlineExceeded)
 }

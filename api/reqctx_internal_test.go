@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,10 +26,10 @@ func TestRequestCtx(t *testing.T) {
 	t.Parallel()
 	t.Run("deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var expired atomic.Int32
+			var sw statusWriter // what the clock cuts: a zero one records only that it was
 			start := time.Now()
 			c := newRequestCtx(context.Background(), start.Add(20*time.Millisecond))
-			c.onExpire = func() { expired.Add(1) }
+			c.setCut(&sw)
 			defer c.release()
 			child, cancel := context.WithCancel(c)
 			defer cancel()
@@ -41,8 +40,8 @@ func TestRequestCtx(t *testing.T) {
 			if took := time.Since(start); took != 20*time.Millisecond {
 				t.Fatalf("ended after %v, not at its deadline", took)
 			}
-			if !errors.Is(c.Err(), context.DeadlineExceeded) || !errors.Is(child.Err(), context.DeadlineExceeded) || expired.Load() != 1 {
-				t.Fatalf("err %v, child %v, expired %d", c.Err(), child.Err(), expired.Load())
+			if !errors.Is(c.Err(), context.DeadlineExceeded) || !errors.Is(child.Err(), context.DeadlineExceeded) || !sw.expired.Load() {
+				t.Fatalf("err %v, child %v, cut %v", c.Err(), child.Err(), sw.expired.Load())
 			}
 		})
 	})
@@ -76,29 +75,30 @@ func TestRequestCtx(t *testing.T) {
 	})
 	t.Run("released", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var expired atomic.Int32
+			var sw statusWriter
 			c := newRequestCtx(context.Background(), time.Now().Add(10*time.Millisecond))
-			c.onExpire = func() { expired.Add(1) }
+			c.setCut(&sw)
 			c.release()
 			if !errors.Is(c.Err(), context.Canceled) {
 				t.Fatalf("err %v", c.Err())
 			}
 			c.expire() // a timer run that raced with release
-			if expired.Load() != 0 || !errors.Is(c.Err(), context.Canceled) {
-				t.Fatalf("after release: expired %d, err %v", expired.Load(), c.Err())
+			if sw.expired.Load() || !errors.Is(c.Err(), context.Canceled) {
+				t.Fatalf("after release: cut %v, err %v", sw.expired.Load(), c.Err())
 			}
 		})
 	})
 }
 
 // TestContextKeysAreDistinct: the values the server keeps in a request's
-// context (the request id, the connection's progress-deadline mark, wrap's
-// attempt) never shadow one another, whatever order they are set in. Two
-// of them once shared one key, so the mark read false after wrap ran.
+// context (the request's state, the connection's progress-deadline mark,
+// wrap's attempt) never shadow one another, whatever order they are set
+// in. Two of them once shared one key, so the mark read false after wrap
+// ran.
 func TestContextKeysAreDistinct(t *testing.T) {
 	t.Parallel()
 	ctx := context.WithValue(context.Background(), progressConnKey, true)
-	ctx = context.WithValue(ctx, requestIDKey, "id-1")
+	ctx = context.WithValue(ctx, reqStateKey, &reqState{id: "id-1"})
 	ctx = context.WithValue(ctx, attemptKey, &attempt{})
 	if v, ok := ctx.Value(progressConnKey).(bool); !ok || !v {
 		t.Errorf("progress mark after the attempt was stored: %v (%T)", ctx.Value(progressConnKey), ctx.Value(progressConnKey))

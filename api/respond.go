@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -48,19 +47,13 @@ func (s *Server) etagOf(st *zvf.Store, r *http.Request, rep representation, vari
 // is current (then a 304 has been written).
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string) bool {
 	h := w.Header()
-	h.Set("ETag", etag)
-	// With a token, answers are for the token's holders only: browsers may
-	// keep them, shared caches may not (and must key on Authorization).
-	scope, vary := "public", "Accept, Accept-Encoding"
-	if s.o.Token != "" {
-		scope, vary = "private", "Accept, Accept-Encoding, Authorization"
-	}
-	if s.o.MaxAge > 0 {
-		h.Set("Cache-Control", scope+", max-age="+strconv.Itoa(int(s.o.MaxAge.Seconds())))
+	setHeader(w, "ETag", etag)
+	setHeader(w, "Cache-Control", s.cacheControl)
+	if len(h["Vary"]) == 0 {
+		setHeader(w, "Vary", s.vary)
 	} else {
-		h.Set("Cache-Control", "no-cache")
+		h.Add("Vary", s.vary)
 	}
-	h.Add("Vary", vary)
 	// "*" is not answered here: it matches only a resource that exists,
 	// which the handler finds out later (statusWriter turns its 200 into
 	// the 304).
@@ -81,7 +74,11 @@ type lazyWriter struct {
 	buf       []byte
 	limit     int
 	committed bool
-	onCommit  func()
+	// timing: at commit, Server-Timing says how long since start the
+	// first byte took (streamed), or the whole answer (whole).
+	timing bool
+	now    func() time.Time
+	start  time.Time
 	// trailers are headers known only at the end (a count, the next
 	// cursor): sent as headers when the answer fits the buffer, else
 	// declared at commit and sent as HTTP trailers.
@@ -111,8 +108,18 @@ func (l *lazyWriter) commit(whole bool) error {
 		return nil
 	}
 	l.committed = true
-	if l.onCommit != nil {
-		l.onCommit()
+	if l.timing {
+		name := "first-byte;dur="
+		if whole {
+			name = "total;dur="
+		}
+		// strconv's 'f' with 3 digits is fmt's %.3f, without the boxing.
+		var b [48]byte
+		t := strconv.AppendFloat(append(b[:0], name...), float64(l.now().Sub(l.start).Microseconds())/1000, 'f', 3, 64)
+		setHeader(l.w, "Server-Timing", string(t))
+		if whole {
+			setHeader(l.w, "Content-Length", strconv.Itoa(len(l.buf)))
+		}
 	}
 	var late []string
 	for _, k := range l.trailers {
@@ -136,10 +143,11 @@ func (l *lazyWriter) commit(whole bool) error {
 // the encoder writing through it holds.
 type bodyWriter struct {
 	*bufio.Writer
-	lazy    *lazyWriter
+	lazy    lazyWriter
 	comp    io.WriteCloser
-	dense   bool   // comp came from the zstdDense pool
-	lazyBuf []byte // the pooled buffer behind lazy.buf
+	dense   bool    // comp came from the zstdDense pool
+	lazyBuf []byte  // the pooled buffer behind lazy.buf
+	lazyBox *[]byte // what the pool handed it out in, put back in release (a new box would be an allocation)
 	s       *Server
 	mem     answerMem
 }
@@ -154,8 +162,7 @@ type bodyPools struct {
 const lazyLimit = 256 << 10
 
 func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.Time) (*bodyWriter, error) {
-	h := w.Header()
-	h.Set("Content-Type", rep.codec.contentType())
+	setHeader(w, "Content-Type", rep.codec.contentType())
 	b := &bodyWriter{s: s, mem: answerMem{c: s.o.Cache}}
 	fixed := int64(bodyBufferBytes)
 	dense := rep.encoding == "zstd" && denseCoding(rep)
@@ -167,15 +174,12 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 	}
 	b.mem.reserve(fixed)
 	if p, ok := s.pools.lazy.Get().(*[]byte); ok {
-		b.lazyBuf = (*p)[:0]
+		b.lazyBuf, b.lazyBox = (*p)[:0], p
 	} else {
 		b.lazyBuf = make([]byte, 0, lazyLimit)
 	}
-	lw := &lazyWriter{w: w, limit: lazyLimit, buf: b.lazyBuf}
-	lw.onCommit = func() {
-		h.Set("Server-Timing", fmt.Sprintf("first-byte;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000))
-	}
-	b.lazy = lw
+	b.lazy = lazyWriter{w: w, limit: lazyLimit, buf: b.lazyBuf, timing: true, now: s.o.Now, start: start}
+	lw := &b.lazy
 	var sink io.Writer = lw
 	switch rep.encoding {
 	case "zstd":
@@ -197,7 +201,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 				return nil, err
 			}
 		}
-		h.Set("Content-Encoding", "zstd")
+		setHeader(w, "Content-Encoding", "zstd")
 		b.comp, sink, b.dense = zw, zw, dense
 	case "gzip":
 		gw, ok := s.pools.gzip.Get().(*gzip.Writer)
@@ -210,7 +214,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 				return nil, err
 			}
 		}
-		h.Set("Content-Encoding", "gzip")
+		setHeader(w, "Content-Encoding", "gzip")
 		b.comp, sink = gw, gw
 	}
 	if bw, ok := s.pools.bufw.Get().(*bufio.Writer); ok {
@@ -230,8 +234,12 @@ func (b *bodyWriter) release() {
 	b.Writer.Reset(nil)
 	p.bufw.Put(b.Writer)
 	if cap(b.lazyBuf) == lazyLimit {
-		buf := b.lazyBuf[:0]
-		p.lazy.Put(&buf)
+		box := b.lazyBox
+		if box == nil {
+			box = new([]byte)
+		}
+		*box = b.lazyBuf[:0]
+		p.lazy.Put(box)
 	}
 	switch c := b.comp.(type) {
 	case *zstd.Encoder:
@@ -250,7 +258,7 @@ func (b *bodyWriter) release() {
 
 // finish flushes everything; Server-Timing reports the total when the
 // response was small enough to hold until now.
-func (b *bodyWriter) finish(s *Server, start time.Time) error {
+func (b *bodyWriter) finish() error {
 	if err := b.Flush(); err != nil {
 		return err
 	}
@@ -259,14 +267,7 @@ func (b *bodyWriter) finish(s *Server, start time.Time) error {
 			return err
 		}
 	}
-	whole := !b.lazy.committed
-	if whole {
-		b.lazy.onCommit = func() {
-			b.lazy.w.Header().Set("Server-Timing", fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000))
-			b.lazy.w.Header().Set("Content-Length", strconv.Itoa(len(b.lazy.buf)))
-		}
-	}
-	return b.lazy.commit(whole)
+	return b.lazy.commit(!b.lazy.committed)
 }
 
 // writeJSON sends a small JSON document with ETag support.
@@ -294,7 +295,7 @@ func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return body.finish(s, start)
+	return body.finish()
 }
 
 // denseCoding reports whether an answer's zstd should spend more CPU for

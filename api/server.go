@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,10 @@ type Server struct {
 	reqs    atomic.Uint64          // request ids
 
 	fits atomic.Pointer[map[shape][]codec] // see answerFits
+
+	// What every data answer's Cache-Control and Vary say (see
+	// notModified), worked out once.
+	cacheControl, vary string
 }
 
 // ValidStoreName reports whether s can name a store in URLs: a letter or
@@ -161,6 +166,17 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, log: o.Logger, stores: map[string]*zvf.Handle{}, m: o.Metrics,
 		slots: make(chan struct{}, o.MaxConcurrent), mem: o.AnswerBytes, params: routeParams(), text: batchers{now: o.Now, pageHold: o.JSONPageBytes}}
+	// With a token, answers are for the token's holders only: browsers may
+	// keep them, shared caches may not (and must key on Authorization).
+	scope := "public"
+	s.vary = "Accept, Accept-Encoding"
+	if o.Token != "" {
+		scope, s.vary = "private", "Accept, Accept-Encoding, Authorization"
+	}
+	s.cacheControl = "no-cache"
+	if o.MaxAge > 0 {
+		s.cacheControl = scope + ", max-age=" + strconv.Itoa(int(o.MaxAge.Seconds()))
+	}
 	handles := append([]*zvf.Handle(nil), o.Handles...)
 	for _, st := range o.Stores {
 		handles = append(handles, zvf.StaticHandle(st))
@@ -306,7 +322,7 @@ func (s *Server) routes() http.Handler {
 	}
 	// observe sits outside recoverer so that a response cut by a panic is
 	// still logged and counted, as what it was.
-	r.Use(s.requestID, s.observe, s.recoverer, s.methods, s.cors, s.limits)
+	r.Use(s.observe, s.recoverer, s.methods, s.cors, s.limits)
 	get(r, "/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -46,7 +47,10 @@ type statusWriter struct {
 	deadlines bool // the writer below takes deadlines (a test recorder does not)
 	sliced    bool // ... but not as progress deadlines
 	private   bool // token mode: no response may be stored by a shared cache
-	onStart   func()
+	// clock is the request's clock (see timeout), moved to streamEnd as
+	// the answer starts; nil outside timeout.
+	clock     *requestCtx
+	streamEnd time.Time
 	// slot is the request's work slot (see throttle), given back while a
 	// write waits on the client; nil outside throttle. It points to work,
 	// so that holding one costs no allocation.
@@ -67,22 +71,29 @@ type statusWriter struct {
 	werr    error // the first failed write
 	stalled bool  // it failed at its stall deadline
 
+	// vals back the header values set through setHeader: one slice each
+	// from here rather than a fresh []string per header.
+	vals  [12]string // a bbox answer sets nine
+	nvals int
+
 	// Set from the request clock's goroutine.
 	streaming atomic.Bool // started, as the clock sees it
 	expired   atomic.Bool // the request's time ran out
 	cutting   atomic.Bool // ... while it streamed: no more writes
 }
 
-func newStatusWriter(w http.ResponseWriter, r *http.Request, stall time.Duration, private bool) *statusWriter {
-	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, private: private, status: http.StatusOK,
-		star: (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesAny(r.Header.Get("If-None-Match"))}
+// init sets up a zero statusWriter over w; rc is where it keeps w's
+// ResponseController (both live in the request's reqState).
+func (sw *statusWriter) init(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, stall time.Duration, private bool) {
+	*rc = *http.NewResponseController(w)
+	sw.ResponseWriter, sw.rc, sw.stall, sw.private, sw.status = w, rc, stall, private, http.StatusOK
+	sw.star = (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesAny(r.Header.Get("If-None-Match"))
 	// Clear whatever deadline the server set (its WriteTimeout, or the
 	// previous request's on this connection): on HTTP/2 it would reset the
 	// stream when it fired, writing or not.
 	sw.deadlines = sw.rc.SetWriteDeadline(time.Time{}) == nil
 	progress, _ := r.Context().Value(progressConnKey).(bool)
 	sw.sliced = sw.deadlines && (!progress || r.ProtoMajor >= 2)
-	return sw
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -124,8 +135,8 @@ func (w *statusWriter) start(code int) {
 		addVary(w.Header(), v)
 	}
 	w.streaming.Store(true)
-	if w.onStart != nil {
-		w.onStart()
+	if w.clock != nil {
+		w.clock.extend(w.streamEnd)
 	}
 }
 
@@ -278,6 +289,24 @@ func (w *statusWriter) Flush() {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// setHeader is w.Header().Set(key, v), with the value's slice taken from
+// the request's statusWriter when there is one. Each is a full slice (an
+// Add to it copies), never handed out twice.
+func setHeader(w http.ResponseWriter, key, v string) {
+	sw, ok := w.(*statusWriter)
+	if !ok || sw.nvals == len(sw.vals) {
+		w.Header().Set(key, v)
+		return
+	}
+	// As Set keys it ("ETag" is "Etag"); a key already canonical, or a
+	// common one, costs no allocation.
+	key = textproto.CanonicalMIMEHeaderKey(key)
+	i := sw.nvals
+	sw.nvals++
+	sw.vals[i] = v
+	w.Header()[key] = sw.vals[i : i+1 : i+1]
+}
 
 // makePrivate keeps a response out of shared caches whatever the handler
 // that made it chose (the viewer's files, metrics, data): an authorized

@@ -1,0 +1,86 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/synth"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// maxWarmRequestAllocs is what a warm binary bbox request may allocate,
+// the whole handler chain included (request state, clock, routing,
+// query, headers, body, encoder). It was 81 before the request's
+// middleware state became one allocation and header values stopped
+// costing one each; raise it only for a reason worth an allocation on
+// every request. Two of them are this test's writer (it has no write
+// deadlines: http.ResponseController's "not supported" error).
+const maxWarmRequestAllocs = 45
+
+// TestWarmRequestAllocs pins the allocations of a warm request through the
+// whole handler, and that the headers set without per-header slices are
+// there, readable by their canonical names, and the body whole.
+func TestWarmRequestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	ctx := context.Background()
+	const n = 20_000
+	st, err := synth.Points(ctx, n, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := cache.New(256 << 20)
+	s := zvftest.OpenSub(t, st, "points", ch)
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	lo, hi := synth.BoxFor(n, 1_000, 101)
+	req := httptest.NewRequest(http.MethodGet, bboxPath("points", lo, hi, "f=bin"), nil)
+
+	// The answer as a recorder sees it: headers by canonical name, body.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	body := rec.Body.Bytes()
+	if !bytes.HasPrefix(body, []byte("ZVFBIN\x00\x01")) {
+		t.Fatalf("body starts %q", body[:min(len(body), 16)])
+	}
+	hdr := rec.Result().Header
+	if got := hdr.Get("Content-Length"); got != strconv.Itoa(len(body)) {
+		t.Errorf("Content-Length %q for %d bytes", got, len(body))
+	}
+	for _, k := range []string{"ETag", "X-Request-Id", "Cache-Control", "Vary", "Content-Type", "X-Vertex-Count", "Server-Timing"} {
+		if len(hdr.Values(k)) != 1 || hdr.Get(k) == "" {
+			t.Errorf("%s: %q", k, hdr.Values(k))
+		}
+	}
+
+	w := &discard{h: http.Header{}}
+	run := func() {
+		w.n = 0
+		clear(w.h)
+		h.ServeHTTP(w, req)
+	}
+	run()
+	if w.n != int64(len(body)) {
+		t.Fatalf("wrote %d bytes, the recorder got %d", w.n, len(body))
+	}
+	if a := testing.AllocsPerRun(50, run); a > maxWarmRequestAllocs {
+		t.Fatalf("a warm 1k binary bbox request allocates %.0f times, more than %d", a, maxWarmRequestAllocs)
+	} else {
+		t.Logf("allocations per request: %.0f", a)
+	}
+}
