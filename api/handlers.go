@@ -325,6 +325,12 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if am != nil && am.table == tableVertices && am.geo == nil {
 		zq.Connectivity = false // the vertex table has no place for it
 	}
+	var edges *[]int64 // the pooled list the answer's edges are built in
+	if zq.Connectivity {
+		edges = s.pools.edges.get()
+		zq.EdgeBuf = *edges
+		defer s.pools.edges.put(edges) // after streamPayload: the encoder has written them
+	}
 	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
 	if meta.Attributes, err = attrInfos(l, attrs); err != nil {
 		return err
@@ -340,6 +346,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		res, err := l.BBox(r.Context(), zq, enc.batch)
 		if err != nil {
 			return nil, err
+		}
+		if edges != nil && cap(res.Edges) > cap(*edges) {
+			*edges = res.Edges // grown: the larger array goes back to the pool
 		}
 		return s.pageEnd(w, r, st, l, cur, hash, res), nil
 	})

@@ -157,6 +157,32 @@ type bodyWriter struct {
 type bodyPools struct {
 	bufw, lazy, zstd, gzip sync.Pool
 	zstdDense              sync.Pool // zstd encoders for quantized answers (see denseCoding)
+	edges                  edgePool
+}
+
+// edgePool recycles line answers' edge lists (zvf.BBoxQuery.EdgeBuf): a
+// 50,000-vertex streamline box's is 800 kB, which each request otherwise
+// allocated and zeroed.
+type edgePool struct{ p sync.Pool }
+
+// maxPooledEdges: a list longer than this (a whole-store answer's) is left
+// to the collector rather than kept for the next small one.
+const maxPooledEdges = 4 << 20
+
+func (e *edgePool) get() *[]int64 {
+	if b, ok := e.p.Get().(*[]int64); ok {
+		return b
+	}
+	return new([]int64)
+}
+
+// put gives b back once nothing reads the answer's edges any more.
+func (e *edgePool) put(b *[]int64) {
+	if cap(*b) > maxPooledEdges {
+		return
+	}
+	*b = (*b)[:0]
+	e.p.Put(b)
 }
 
 const lazyLimit = 256 << 10

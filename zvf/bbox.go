@@ -150,7 +150,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			}
 			ai.before = append(ai.before, back...)
 		}
-		if err := l.bboxConnectivity(ctx, &res, ai, inv); err != nil {
+		if err := l.bboxConnectivity(ctx, &res, ai, inv, q.EdgeBuf); err != nil {
 			return res, err
 		}
 	}

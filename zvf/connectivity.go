@@ -319,7 +319,8 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 	return nil
 }
 
-func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answerIndex, inv *inverse) error {
+// edgeBuf is the query's EdgeBuf (see BBoxQuery).
+func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answerIndex, inv *inverse, edgeBuf []int64) error {
 	// Empty, not absent: a client can tell "no edges here" from "this
 	// geometry has none".
 	if l.geometry() == "mesh" {
@@ -329,7 +330,9 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answe
 	}
 	switch l.geometry() {
 	case "polyline", "streamline", "line":
-		res.Edges = make([]int64, 0, 2*res.Count) // about one edge a vertex
+		if edges := slices.Grow(edgeBuf[:0], int(2*res.Count)); edges != nil { // about one edge a vertex
+			res.Edges = edges
+		}
 		return l.polylineEdges(ctx, res, ai, inv)
 	}
 	to := ai.to

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,26 +28,7 @@ import (
 func TestLineAnswerMemoryFollowsTheAnswer(t *testing.T) {
 	alloctest.SkipUnderRace(t)
 	ctx := context.Background()
-	r := rand.New(rand.NewPCG(5, 5))
-	const lines, perLine = 1000, 40
-	pos := make([]float32, 0, 3*lines*perLine)
-	offsets := []int{0}
-	for range lines {
-		p := [3]float64{r.Float64() * 1000, r.Float64() * 1000, r.Float64() * 1000}
-		for range perLine {
-			for k := range p {
-				p[k] = min(999.9, max(0, p[k]+r.NormFloat64()*4))
-				pos = append(pos, float32(p[k]))
-			}
-		}
-		offsets = append(offsets, len(pos)/3)
-	}
-	st := zvftest.Store(t, "mem://")
-	if _, err := writer.WritePolylines(ctx, st, "lines", &writer.Polylines{Positions: pos, Offsets: offsets},
-		writer.Options{ChunkShape: []float64{500, 500, 500}, BinShape: []float64{100, 100, 100}}); err != nil {
-		t.Fatal(err)
-	}
-	l := zvftest.OpenLevel(t, storage.Sub(st, "lines"), zvf.Options{Name: "lines", Cache: cache.New(1 << 30)}, 0)
+	l := walkLines(t)
 	q := zvf.BBoxQuery{Min: []float64{400, 400, 400}, Max: []float64{600, 600, 600}, Connectivity: true}
 	var res zvf.BBoxResult
 	var err error
@@ -75,6 +57,91 @@ func TestLineAnswerMemoryFollowsTheAnswer(t *testing.T) {
 	t.Logf("%d vertices, %d edges from %d chunks: %.0f bytes allocated per query (limit %.0f)", res.Count, len(res.Edges)/2, res.Chunks, per, limit)
 	if per > limit {
 		t.Fatalf("%.0f bytes allocated per query for %d vertices, want at most %.0f", per, res.Count, limit)
+	}
+}
+
+// walkLines is level 0 of a store of 1,000 random walks of 40 vertices in
+// a 1,000-unit cube, in chunks of 500 (about 5,000 rows each).
+func walkLines(t *testing.T) *zvf.Level {
+	t.Helper()
+	r := rand.New(rand.NewPCG(5, 5))
+	const lines, perLine = 1000, 40
+	pos := make([]float32, 0, 3*lines*perLine)
+	offsets := []int{0}
+	for range lines {
+		p := [3]float64{r.Float64() * 1000, r.Float64() * 1000, r.Float64() * 1000}
+		for range perLine {
+			for k := range p {
+				p[k] = min(999.9, max(0, p[k]+r.NormFloat64()*4))
+				pos = append(pos, float32(p[k]))
+			}
+		}
+		offsets = append(offsets, len(pos)/3)
+	}
+	st := zvftest.Store(t, "mem://")
+	if _, err := writer.WritePolylines(context.Background(), st, "lines", &writer.Polylines{Positions: pos, Offsets: offsets},
+		writer.Options{ChunkShape: []float64{500, 500, 500}, BinShape: []float64{100, 100, 100}}); err != nil {
+		t.Fatal(err)
+	}
+	return zvftest.OpenLevel(t, storage.Sub(st, "lines"), zvf.Options{Name: "lines", Cache: cache.New(1 << 30)}, 0)
+}
+
+// TestEdgeBuf: a line answer built in the caller's EdgeBuf has the edges
+// it has without one, in the buffer's array (whatever the buffer held
+// before), allocates nothing for them, and an empty answer still has an
+// empty, not absent, edge list.
+func TestEdgeBuf(t *testing.T) {
+	ctx := context.Background()
+	l := walkLines(t)
+	q := zvf.BBoxQuery{Min: []float64{400, 400, 400}, Max: []float64{600, 600, 600}, Connectivity: true}
+	none := func(*zvf.Batch) error { return nil }
+	want, err := l.BBox(ctx, q, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Edges) == 0 {
+		t.Fatal("the box has no edges")
+	}
+	buf := make([]int64, 7, 4*len(want.Edges))
+	for i := range buf {
+		buf[i] = -1
+	}
+	q.EdgeBuf = buf
+	got, err := l.BBox(ctx, q, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Edges, want.Edges) {
+		t.Fatalf("with EdgeBuf: %d indices %v..., without: %d %v...", len(got.Edges), got.Edges[:min(8, len(got.Edges))], len(want.Edges), want.Edges[:8])
+	}
+	if &got.Edges[0] != &buf[:1][0] {
+		t.Error("the edges were not built in EdgeBuf's array")
+	}
+	if !raceEnabled {
+		with := testing.AllocsPerRun(20, func() { _, _ = l.BBox(ctx, q, none) })
+		per := func(q zvf.BBoxQuery) float64 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range 20 {
+				_, _ = l.BBox(ctx, q, none)
+			}
+			runtime.ReadMemStats(&after)
+			return float64(after.TotalAlloc-before.TotalAlloc) / 20
+		}
+		withBytes, withoutBytes := per(q), per(zvf.BBoxQuery{Min: q.Min, Max: q.Max, Connectivity: true})
+		t.Logf("%d edges: %.0f bytes a query with EdgeBuf (%.0f allocations), %.0f without", len(want.Edges)/2, withBytes, with, withoutBytes)
+		if edges := float64(8 * len(want.Edges)); withBytes > withoutBytes-edges {
+			t.Errorf("%.0f bytes a query with EdgeBuf, %.0f without: the %.0f of the edges are still allocated", withBytes, withoutBytes, edges)
+		}
+	}
+	q.Min, q.Max = []float64{2000, 2000, 2000}, []float64{2001, 2001, 2001}
+	q.EdgeBuf = nil
+	empty, err := l.BBox(ctx, q, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if empty.Count != 0 || empty.Edges == nil || len(empty.Edges) != 0 {
+		t.Errorf("outside the store: %d rows, edges %#v; want none, and an empty list", empty.Count, empty.Edges)
 	}
 }
 

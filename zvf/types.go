@@ -201,6 +201,11 @@ type BBoxQuery struct {
 	// into the selected answer. Limit, Resume and Offset count selected
 	// rows.
 	Selection
+	// EdgeBuf, when not nil, is where a line answer's Edges are built
+	// (from its start; its capacity reused): a server answering many
+	// boxes keeps one rather than allocating and zeroing it per answer.
+	// The result's Edges may share its array.
+	EdgeBuf []int64
 }
 
 // BBoxResult closes a streamed answer.
