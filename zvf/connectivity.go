@@ -196,7 +196,7 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 		// The chunks before the page that its continuations reach.
 		var need []string
 		for _, c := range ai.page {
-			ci := inv.of(c.key)
+			ci := inv.ofChunk(ai, c)
 			if ci == nil {
 				continue
 			}
@@ -220,7 +220,7 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 	for _, c := range ai.page {
 		var ci *chunkInverse
 		if inv != nil {
-			ci = inv.of(c.key)
+			ci = inv.ofChunk(ai, c)
 		}
 		if p := c.cv.prepared(c.key, inv); p != nil {
 			res.Edges = p.lineEdges(res.Edges, ai, c, ci)
@@ -286,7 +286,7 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 	// Continuations from a fragment that ended on an earlier page into
 	// one of this page's.
 	for _, c := range ai.page {
-		ci := inv.of(c.key)
+		ci := inv.ofChunk(ai, c)
 		if ci == nil {
 			continue
 		}

@@ -31,6 +31,10 @@ type fragRef struct {
 // chunk's own fragments instead of looking each one up.
 type inverse struct {
 	chunks map[string]*chunkInverse
+	// byKey is chunks by the level's key index (nil where no manifest
+	// names the chunk): a bbox finds a page chunk's entries by its
+	// candidate's index, without building and hashing its key string.
+	byKey []*chunkInverse
 }
 
 type chunkInverse struct {
@@ -64,6 +68,17 @@ func (ci *chunkInverse) prevs(e int) []fragRef {
 func (inv *inverse) of(key Key) *chunkInverse {
 	var buf [96]byte
 	return inv.chunks[string(key.appendTo(buf[:0]))]
+}
+
+// ofChunk is of for a chunk of a bbox answer, found by its candidate's key
+// index.
+func (inv *inverse) ofChunk(ai *answerIndex, c *rankedChunk) *chunkInverse {
+	if c.pos >= 0 && c.pos < len(ai.cand) {
+		if ki := int(ai.cand[c.pos]); ki >= 0 && ki < len(inv.byKey) {
+			return inv.byKey[ki]
+		}
+	}
+	return inv.of(c.key)
 }
 
 func (l *Level) inverseMap(ctx context.Context) (*inverse, error) {
@@ -147,7 +162,7 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 			}
 		}
 	}
-	inv := &inverse{chunks: make(map[string]*chunkInverse, len(keys))}
+	inv := &inverse{chunks: make(map[string]*chunkInverse, len(keys)), byKey: make([]*chunkInverse, len(l.keys))}
 	for c, list := range lists {
 		slices.SortStableFunc(list, func(a, b invEntry) int { return cmp.Compare(a.frag, b.frag) })
 		ci := &chunkInverse{frags: make([]int64, 0, len(list)), owner: make([]int64, 0, len(list)), next: make([]fragRef, 0, len(list))}
@@ -170,6 +185,9 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 		}
 		ci.indexNext(l.keySet)
 		inv.chunks[keys[c]] = ci
+		if ki, ok := l.keySet[keys[c]]; ok {
+			inv.byKey[ki] = ci
+		}
 	}
 	switch l.geometry() {
 	case "polyline", "streamline", "line":
