@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -39,20 +38,7 @@ type binaryEncoder struct {
 	buf       []byte    // one block's payload being built (ids, edges, faces)
 	pad       [8]byte   // zeros to pad a block to 8 bytes (a field: a local escapes to the writer)
 	small     [256]byte // backs buf for the trailer of an answer that needed no larger block
-	// direct, when set (an answer without content coding), is what the
-	// body's buffer writes to: a large block's payload goes there as it
-	// is, not copied through the buffer first (see writeDirect).
-	direct io.Writer
 }
-
-// directBlock is the smallest payload written past the body's buffer: a
-// flush of what the buffer holds costs a write call of its own, which a
-// copy of a smaller payload costs less than.
-const directBlock = 32 << 10
-
-// writeDirect makes e write large payloads to w, where its buffered
-// writer's bytes go: answers without content coding.
-func (e *binaryEncoder) writeDirect(w io.Writer) { e.direct = w }
 
 func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 	binary.LittleEndian.PutUint32(e.hdr[0:], kind)
@@ -61,16 +47,7 @@ func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 	if _, err := e.w.Write(e.hdr[:]); err != nil {
 		return err
 	}
-	if e.direct != nil && len(payload) >= directBlock {
-		// What the buffer holds first, then the payload itself: the
-		// same bytes in the same order, without the copy.
-		if err := e.w.Flush(); err != nil {
-			return err
-		}
-		if _, err := e.direct.Write(payload); err != nil {
-			return err
-		}
-	} else if _, err := e.w.Write(payload); err != nil {
+	if _, err := e.w.Write(payload); err != nil {
 		return err
 	}
 	if pad := (8 - len(payload)%8) % 8; pad > 0 {

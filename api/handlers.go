@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -392,9 +391,6 @@ func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start 
 	}
 	defer body.release()
 	body.lazy.trailers = trailers
-	if d, ok := enc.(interface{ writeDirect(io.Writer) }); ok && body.comp == nil {
-		d.writeDirect(&body.lazy) // large blocks skip the buffer (see binaryEncoder.direct)
-	}
 	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
 	}
