@@ -14,6 +14,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 // maxWarmRequestAllocs is what a warm binary bbox request may allocate,
@@ -29,9 +30,7 @@ const maxWarmRequestAllocs = 45
 // whole handler, and that the headers set without per-header slices are
 // there, readable by their canonical names, and the body whole.
 func TestWarmRequestAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are meaningless under the race detector")
-	}
+	alloctest.SkipUnderRace(t)
 	ctx := context.Background()
 	const n = 20_000
 	st, err := synth.Points(ctx, n, 1, writer.CodecNone)

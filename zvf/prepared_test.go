@@ -117,7 +117,7 @@ func TestEdgeBuf(t *testing.T) {
 	if &got.Edges[0] != &buf[:1][0] {
 		t.Error("the edges were not built in EdgeBuf's array")
 	}
-	if !raceEnabled {
+	if !alloctest.Race {
 		with := testing.AllocsPerRun(20, func() { _, _ = l.BBox(ctx, q, none) })
 		per := func(q zvf.BBoxQuery) float64 {
 			var before, after runtime.MemStats
