@@ -95,8 +95,10 @@ func (d Drivers) Open(ctx context.Context, urlOrPath string, lo localfs.Options)
 func (d Drivers) known() []string {
 	k := []string{"file://", "mem://"}
 	var cloud []string
-	for s := range d {
-		cloud = append(cloud, s+"://")
+	for s, open := range d {
+		if open != nil {
+			cloud = append(cloud, s+"://")
+		}
 	}
 	sort.Strings(cloud)
 	return append(k, cloud...)
