@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -32,15 +31,13 @@ type NoDriverError struct {
 	// Tag is the build tag that left the scheme's driver out ("nos3"), if
 	// that is why.
 	Tag string
-	// Known lists the schemes that could be opened, for the message.
-	Known []string
 }
 
 func (e *NoDriverError) Error() string {
 	if e.Tag != "" {
 		return fmt.Sprintf("%s:// support is not in this build (it was built with -tags %s)", e.Scheme, e.Tag)
 	}
-	return fmt.Sprintf("no driver opens %s:// URLs in this program (it opens local paths, %s)", e.Scheme, strings.Join(e.Known, ", "))
+	return fmt.Sprintf("no driver opens %s:// URLs in this program", e.Scheme)
 }
 
 // Omitted is the Opener of a scheme whose driver the build tag tag left
@@ -82,26 +79,13 @@ func (d Drivers) Open(ctx context.Context, urlOrPath string, lo localfs.Options)
 	}
 	open := d[u.Scheme]
 	if open == nil {
-		return nil, fmt.Errorf("open store %q: %w", redact(urlOrPath), &NoDriverError{Scheme: u.Scheme, Known: d.known()})
+		return nil, fmt.Errorf("open store %q: %w", redact(urlOrPath), &NoDriverError{Scheme: u.Scheme})
 	}
 	st, err := open(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w", redact(urlOrPath), err)
 	}
 	return st, nil
-}
-
-// known lists the URL forms d opens besides local paths.
-func (d Drivers) known() []string {
-	k := []string{"file://", "mem://"}
-	var cloud []string
-	for s, open := range d {
-		if open != nil {
-			cloud = append(cloud, s+"://")
-		}
-	}
-	sort.Strings(cloud)
-	return append(k, cloud...)
 }
 
 // redact drops query parameters (which may carry credentials) from errors.
