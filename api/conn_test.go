@@ -59,6 +59,9 @@ func TestStalledClientsAreCut(t *testing.T) {
 	const slots = 4
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 		t.Run(proto, func(t *testing.T) {
+			// Each protocol has its own server: their stall timeouts run
+			// side by side.
+			t.Parallel()
 			srv, _, logs := pointsServer(t, api.Options{MaxConcurrent: slots, StallTimeout: time.Second, QueueWait: 10 * time.Second})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {

@@ -35,6 +35,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/s3store"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -93,6 +95,10 @@ func createBucket(t *testing.T, endpoint, bucket string) {
 	}
 }
 
+// s3Drivers opens s3:// URLs: the tests against MinIO are the api tests
+// that link the S3 driver.
+func s3Drivers() blobstore.Drivers { return blobstore.Drivers{s3store.Scheme: s3store.Open} }
+
 const faultBucket = "zvf-faults"
 
 var faultPrefixes atomic.Int64
@@ -105,7 +111,7 @@ func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 	createBucket(t, endpoint, faultBucket)
 	prefix := fmt.Sprintf("%s-%d-%d", fixture, time.Now().UnixNano(), faultPrefixes.Add(1))
 	q := "&use_path_style=true&region=us-east-1"
-	w := zvftest.Store(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(endpoint)+q)
+	w := zvftest.StoreWith(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(endpoint)+q, s3Drivers())
 	uploadTree(t, w, filepath.Join(fixtures, fixture+".zarrvectors"))
 	p, err := faultstore.NewProxy(endpoint)
 	if err != nil {
@@ -114,7 +120,7 @@ func s3FaultBackend(t *testing.T, fixture string) *faultBackend {
 	t.Cleanup(p.Close)
 	// A short header timeout, so that a stall before headers fails a read
 	// long before a check's deadline (the SDK retries it twice).
-	st := zvftest.Store(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(p.URL)+q+"&header_timeout=2s")
+	st := zvftest.StoreWith(t, "s3://"+faultBucket+"/"+prefix+"?endpoint="+url.QueryEscape(p.URL)+q+"&header_timeout=2s", s3Drivers())
 	chunk := "/" + prefix + "/0/vertices/"
 	one := func(f faultstore.HTTPFault) func() {
 		return func() { p.Add(&faultstore.HTTPRule{Method: http.MethodGet, Path: chunk, Nth: 1, Fault: f}) }

@@ -22,7 +22,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/s3store"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -107,7 +108,7 @@ func localServer(t *testing.T, name, dir string) *api.Server {
 // answer for the new content, and that ETags changed.
 func checkReplacedObjects(t *testing.T, target string) {
 	ctx := context.Background()
-	w := zvftest.Store(t, target)
+	w := zvftest.StoreWith(t, target, s3Drivers())
 	upload := func(t *testing.T, w storage.Writer, dir string) {
 		t.Helper()
 		uploadTree(t, w, dir)
@@ -260,7 +261,7 @@ func TestS3MatchesLocal(t *testing.T) {
 	var s3Stores, localStores []*zvf.Store
 	for _, n := range names {
 		src := filepath.Join(fixtures, n+".zarrvectors")
-		up, err := blobstore.Open(ctx, "s3://"+bucket+"/"+n+".zarrvectors"+q)
+		up, err := s3Drivers().Open(ctx, "s3://"+bucket+"/"+n+".zarrvectors"+q, localfs.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +341,7 @@ func checkRequestsPerCheck(t *testing.T, endpoint, bucket string, names []string
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := blobstore.New(b)
+	all := s3store.Wrap(b)
 	defer all.Close()
 	for _, n := range names {
 		objects := 0

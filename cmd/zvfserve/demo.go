@@ -10,7 +10,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/demo"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
@@ -71,7 +71,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 			return fmt.Errorf("create %s: %w", out, err)
 		}
 	}
-	w, err := blobstore.Open(ctx, out)
+	w, err := openStore(ctx, out, localfs.Options{})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", out, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 )
 
 func inspectCommand() cli.Command {
@@ -38,7 +38,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// Pointed at a folder of stores, say so rather than what is
 		// missing from it as a store.
 		_, target := storeArg(fs.Arg(0))
-		if st, oerr := blobstore.Open(ctx, target); oerr == nil {
+		if st, oerr := openStore(ctx, target, localfs.Options{}); oerr == nil {
 			ferr := folderOfStores(ctx, st, fs.Arg(0), "inspect")
 			_ = st.Close()
 			if ferr != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 )
 
 func queryCommand() cli.Command {
@@ -30,7 +30,7 @@ func openOne(ctx context.Context, target string) (s *zvf.Store, close func() err
 	if !api.ValidStoreName(name) {
 		name = "store"
 	}
-	st, err := blobstore.Open(ctx, t)
+	st, err := openStore(ctx, t, localfs.Options{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -211,7 +211,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			closeAll()
 			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
 		}
-		st, err := blobstore.OpenWith(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name)})
+		st, err := openStore(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name)})
 		if err != nil {
 			closeAll()
 			return nil, nil, err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 )
 
 func validateCommand() cli.Command {
@@ -42,7 +42,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return cli.Misuse(fs, "need one STORE and --level between 1 and 5")
 	}
 	name, target := storeArg(fs.Arg(0))
-	st, err := blobstore.Open(ctx, target)
+	st, err := openStore(ctx, target, localfs.Options{})
 	if err != nil {
 		return err
 	}

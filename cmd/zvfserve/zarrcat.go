@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
@@ -52,7 +52,7 @@ func runZarrCat(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return cli.Misuse(fs, "need one ARRAY")
 	}
 	root, key := splitArrayTarget(fs.Arg(0))
-	st, err := blobstore.Open(ctx, root)
+	st, err := openStore(ctx, root, localfs.Options{})
 	if err != nil {
 		return err
 	}

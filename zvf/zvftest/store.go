@@ -9,15 +9,24 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 )
 
-// Store opens urlOrPath as blobstore.Open does (a folder, mem:// for a
-// fresh store in memory, or a bucket URL) and closes it when tb ends: the
-// open, check and close that most store tests begin with. A failure to
-// open stops the test; a failure to close fails it.
+// Store opens urlOrPath as blobstore.Open does (a folder, or mem:// for a
+// fresh store in memory) and closes it when tb ends: the open, check and
+// close that most store tests begin with. A failure to open stops the
+// test; a failure to close fails it.
 func Store(tb testing.TB, urlOrPath string) storage.Writer {
 	tb.Helper()
-	st, err := blobstore.Open(context.Background(), urlOrPath)
+	return StoreWith(tb, urlOrPath, nil)
+}
+
+// StoreWith is Store that also opens the bucket URLs of d's schemes: a
+// test that exercises a cloud driver names it, so that no other test
+// links that driver's SDK.
+func StoreWith(tb testing.TB, urlOrPath string, d blobstore.Drivers) storage.Writer {
+	tb.Helper()
+	st, err := d.Open(context.Background(), urlOrPath, localfs.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/bucket"
 	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 )
 
@@ -307,7 +307,7 @@ func BenchmarkList(b *testing.B) {
 		st   storage.Writer
 	}{
 		{"memstore", memstore.New()},
-		{"gocloud", blobstore.New(memblob.OpenBucket(nil))},
+		{"gocloud", bucket.New(memblob.OpenBucket(nil), nil)},
 	}
 	for _, s := range stores {
 		fill(b, s.st, 100_000)

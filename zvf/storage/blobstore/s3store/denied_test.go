@@ -1,6 +1,4 @@
-//go:build !nos3
-
-package blobstore_test
+package s3store_test
 
 import (
 	"context"
@@ -12,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 )
 
 // TestAccessDenied: an object store that refuses the server's
@@ -31,7 +28,7 @@ func TestAccessDenied(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	st, err := blobstore.OpenBucket(ctx, "s3://bucket/store?endpoint="+srv.URL+"&use_path_style=true&region=us-east-1&anonymous=true")
+	st, err := open(ctx, "s3://bucket/store?endpoint="+srv.URL+"&use_path_style=true&region=us-east-1&anonymous=true")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-//go:build !nos3
-
-package blobstore
+// Package s3store opens s3:// buckets (AWS and S3-compatible servers via
+// endpoint=, use_path_style=, region=, and anonymous=true for public
+// buckets) with the AWS SDK, and pins ranged reads to one version with
+// S3's ETag and If-Match.
+package s3store
 
 import (
 	"context"
@@ -18,6 +20,9 @@ import (
 	gcaws "gocloud.dev/aws"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/bucket"
 )
 
 // S3 client timeouts. The SDK's client has none for a server that
@@ -33,11 +38,23 @@ const (
 	idleConnTimeout      = 50 * time.Second
 )
 
-// openS3 opens an s3:// URL as gocloud's s3blob opener does (the same
-// query parameters), with an HTTP client that has response-header and
-// idle-connection timeouts. header_timeout=D (a Go duration) sets the
-// first for servers that are slow to answer.
-func openS3(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+// Open opens an s3:// URL (a blobstore.Opener) as gocloud's s3blob opener
+// does (the same query parameters), with an HTTP client that has
+// response-header and idle-connection timeouts. header_timeout=D (a Go
+// duration) sets the first for servers that are slow to answer.
+func Open(ctx context.Context, u *url.URL) (storage.Writer, error) {
+	st, err := bucket.Open(ctx, u, openBucket, Versions{})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Wrap is a store over a bucket already opened with s3blob (tests that
+// count requests with their own client).
+func Wrap(b *blob.Bucket) *bucket.Store { return bucket.New(b, Versions{}) }
+
+func openBucket(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
 	q := u.Query()
 	take := func(k string) string {
 		v := q.Get(k)
@@ -96,17 +113,22 @@ func openS3(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
 	return s3blob.OpenBucket(ctx, s3.NewFromConfig(cfg, so...), u.Host, &bo)
 }
 
-// pinS3Read asks S3 to serve only the version etag (If-Match), so a read
-// in pieces cannot mix two versions of one object.
-func pinS3Read(as func(any) bool, etag string) {
+// Versions reads S3's ETags and pins reads with If-Match.
+type Versions struct{}
+
+var _ bucket.Versions = Versions{}
+
+// PinRead asks S3 to serve only the version etag (If-Match), so a read in
+// pieces cannot mix two versions of one object.
+func (Versions) PinRead(as func(any) bool, etag string) {
 	var in *s3.GetObjectInput
 	if as(&in) {
 		in.IfMatch = aws.String(etag)
 	}
 }
 
-// s3ReadETag is S3's ETag of the object a reader reads, or "".
-func s3ReadETag(as func(any) bool) string {
+// ReadETag is S3's ETag of the object a reader reads, or "".
+func (Versions) ReadETag(as func(any) bool) string {
 	var out s3.GetObjectOutput
 	if as(&out) && out.ETag != nil {
 		return *out.ETag
@@ -114,8 +136,8 @@ func s3ReadETag(as func(any) bool) string {
 	return ""
 }
 
-// s3StatETag is S3's ETag of an object's attributes, or "".
-func s3StatETag(as func(any) bool) string {
+// StatETag is S3's ETag of an object's attributes, or "".
+func (Versions) StatETag(as func(any) bool) string {
 	var out s3.HeadObjectOutput
 	if as(&out) && out.ETag != nil {
 		return *out.ETag
@@ -123,5 +145,5 @@ func s3StatETag(as func(any) bool) string {
 	return ""
 }
 
-// hasS3: this build reads s3 stores.
-const hasS3 = true
+// Scheme is the URL scheme Open opens.
+const Scheme = s3blob.Scheme

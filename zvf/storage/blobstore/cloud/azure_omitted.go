@@ -1,0 +1,7 @@
+//go:build noazblob
+
+package cloud
+
+import "github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+
+func addAzure(d blobstore.Drivers) { d["azblob"] = blobstore.Omitted("azblob", "noazblob") }

@@ -1,0 +1,10 @@
+//go:build !nogcs
+
+package cloud
+
+import (
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/gcsstore"
+)
+
+func addGCS(d blobstore.Drivers) { d[gcsstore.Scheme] = gcsstore.Open }

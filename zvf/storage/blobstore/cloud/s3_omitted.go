@@ -1,0 +1,7 @@
+//go:build nos3
+
+package cloud
+
+import "github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+
+func addS3(d blobstore.Drivers) { d["s3"] = blobstore.Omitted("s3", "nos3") }

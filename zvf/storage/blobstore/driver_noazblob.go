@@ -1,5 +1,0 @@
-//go:build noazblob
-
-package blobstore
-
-const hasAzblob = false

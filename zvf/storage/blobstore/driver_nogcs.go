@@ -1,5 +1,0 @@
-//go:build nogcs
-
-package blobstore
-
-const hasGCS = false
