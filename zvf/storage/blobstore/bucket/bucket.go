@@ -65,6 +65,17 @@ func Open(ctx context.Context, u *url.URL, open func(context.Context, *url.URL) 
 	return &Store{b: b, v: v, tick: time.Second}, nil
 }
 
+// OpenRegistered opens a cloud URL with the gocloud driver registered for
+// its scheme (the driver package's import registers it), as a
+// storage.Writer: a nil *Store never becomes a non-nil interface.
+func OpenRegistered(ctx context.Context, u *url.URL) (storage.Writer, error) {
+	st, err := Open(ctx, u, blob.DefaultURLMux().OpenBucketURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // New wraps an already-open bucket (tests, embedders) whose stamps are
 // exact (gocloud's in-memory bucket); v may be nil.
 func New(b *blob.Bucket, v Versions) *Store { return &Store{b: b, v: v} }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"net/url"
 
-	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -19,13 +18,7 @@ import (
 // Open opens a gs:// URL (a blobstore.Opener); its query parameters are
 // gcsblob's.
 func Open(ctx context.Context, u *url.URL) (storage.Writer, error) {
-	st, err := bucket.Open(ctx, u, func(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
-		return blob.DefaultURLMux().OpenBucketURL(ctx, u)
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
+	return bucket.OpenRegistered(ctx, u)
 }
 
 // Scheme is the URL scheme Open opens.
