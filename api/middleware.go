@@ -174,10 +174,18 @@ func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request) bool {
 	defer t.Stop()
 	// Room in the memory budget first, then a slot: a request waiting
 	// for memory must not hold a slot an answer already admitted needs
-	// to go on (and give its memory back).
-	for room := s.o.Cache.Room(s.mem); room != nil; room = s.o.Cache.Room(s.mem) {
+	// to go on (and give its memory back). One select serves both waits:
+	// a nil channel's case never fires, so only the wait at hand is live.
+	for {
+		room := s.o.Cache.Room(s.mem)
+		var slots chan struct{}
+		if room == nil {
+			slots = s.slots
+		}
 		select {
 		case <-room:
+		case slots <- struct{}{}:
+			return true
 		case <-t.C:
 			s.m.rejected.Inc()
 			writeProblem(w, r, overloaded())
@@ -185,16 +193,6 @@ func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request) bool {
 		case <-r.Context().Done():
 			return false
 		}
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	case <-t.C:
-		s.m.rejected.Inc()
-		writeProblem(w, r, overloaded())
-		return false
-	case <-r.Context().Done():
-		return false
 	}
 }
 
