@@ -68,11 +68,7 @@ func TestWarmRequestAllocs(t *testing.T) {
 	}
 
 	w := &discard{h: http.Header{}}
-	run := func() {
-		w.n = 0
-		clear(w.h)
-		h.ServeHTTP(w, req)
-	}
+	run := func() { w.serve(h, req) }
 	run()
 	if w.n != int64(len(body)) {
 		t.Fatalf("wrote %d bytes, the recorder got %d", w.n, len(body))
