@@ -8,8 +8,6 @@ import (
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/synth"
-	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
 // TestLoadSmall runs the load benchmark on small in-memory stores, with
@@ -72,12 +70,8 @@ func TestLoadSmall(t *testing.T) {
 func TestLoadTargetWithoutStreamlines(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mem, err := synth.Points(ctx, 20000, 1, writer.CodecNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	base, stop, err := benchServe(ctx, map[string]storage.Store{"points": storage.Sub(mem, "points")}, cache.New(64<<20))
+	points := points20k(t)
+	base, stop, err := benchServe(ctx, map[string]storage.Store{"points": points}, cache.New(64<<20))
 	if err != nil {
 		t.Fatal(err)
 	}

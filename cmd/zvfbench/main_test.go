@@ -14,6 +14,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli/clitest"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/synth"
+	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -145,4 +148,20 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errs, tc.want)
 		}
 	}
+}
+
+// points20k is the 20,000-point synthetic store the benchmarks' tests
+// answer from (its points store below "points"), closed at cleanup.
+func points20k(t *testing.T) storage.Store {
+	t.Helper()
+	mem, err := synth.Points(context.Background(), 20000, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := mem.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return storage.Sub(mem, "points")
 }

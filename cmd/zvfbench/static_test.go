@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/metered"
 	"github.com/zvfserve/zvfserve/zvf/synth"
-	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
@@ -49,12 +47,8 @@ func TestStatic(t *testing.T) {
 			if len(rows) != 3 {
 				t.Fatalf("%d rows: %s", len(rows), b)
 			}
-			mem, err := synth.Points(context.Background(), 20000, 1, writer.CodecNone)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer mem.Close()
-			st, err := zvf.Open(context.Background(), storage.Sub(mem, "points"), zvf.Options{Name: "points"})
+			points := points20k(t)
+			st, err := zvf.Open(context.Background(), points, zvf.Options{Name: "points"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,18 +210,14 @@ func serverColdCounted(ctx context.Context, c *http.Client, z *zvfSide, lo, hi [
 func TestColdRunsReadEveryFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mem, err := synth.Points(ctx, 20000, 1, writer.CodecNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	points := points20k(t)
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	lo, hi := synth.BoxFor(20000, 5000, 50)
 	counts := map[bool][]int64{}
 	for _, fresh := range []bool{false, true} {
 		reads := new(readCounter)
-		z := &zvfSide{st: metered.Wrap(storage.Sub(mem, "points"), reads), fresh: fresh}
+		z := &zvfSide{st: metered.Wrap(points, reads), fresh: fresh}
 		for range 3 {
 			_, n, _, opened, err := serverColdCounted(ctx, client, z, lo, hi, new(staticBuffers), reads, func() {})
 			if err != nil || n == 0 {
