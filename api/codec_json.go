@@ -160,6 +160,15 @@ func (e *jsonEncoder) batch(b *zvf.Batch) error {
 		e.cols[k].Data = append(held, c.Data[:b.Rows*c.RowBytes()]...)
 	}
 	e.account()
+	if t := preparedText(b); t != nil {
+		// The rows held back go first: the answer keeps its order.
+		if err := e.par.flush(e.write); err != nil {
+			return err
+		}
+		err := t.writeJSON(e.w, sourceRows(b.Source), e.n > 0)
+		e.n += int64(b.Rows)
+		return err
+	}
 	e.vb = zvf.Batch{Chunk: b.Chunk, First: b.First, Rows: b.Rows, Vertices: b.Vertices}
 	return e.par.batch(&e.vb, e.write)
 }

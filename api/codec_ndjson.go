@@ -17,6 +17,7 @@ type ndjsonEncoder struct {
 	mem  *answerMem
 	text *batchers
 	par  *batcher
+	buf  []byte // lines written from prepared text, before they go to w
 }
 
 func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
@@ -42,6 +43,17 @@ func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) e
 }
 
 func (e *ndjsonEncoder) batch(b *zvf.Batch) error {
+	if len(b.Attributes) == 0 {
+		// A line without attributes is mostly its vertex: copied from
+		// the chunk's prepared text when it has one. (Attributes are
+		// formatted per row, on every core the answer may use.)
+		if t := preparedText(b); t != nil {
+			if err := e.par.flush(e.write); err != nil {
+				return err
+			}
+			return e.writeText(t, b)
+		}
+	}
 	err := e.par.batch(b, e.write)
 	e.mem.hold(e.par.size())
 	return err
@@ -72,6 +84,30 @@ func (e *ndjsonEncoder) write(b *zvf.Batch) error {
 		}
 		return buf
 	})
+}
+
+// writeText writes b's lines (b has no attributes) with each vertex's
+// text taken from t.
+func (e *ndjsonEncoder) writeText(t *rowText, b *zvf.Batch) error {
+	buf, sel := e.buf[:0], sourceRows(b.Source)
+	for i := range b.Rows {
+		buf = append(buf, `{"v":`...)
+		buf = append(buf, t.row(sel, i)...)
+		if e.m.ObjectIDs && i < len(b.ObjectIDs) {
+			buf = append(buf, `,"id":`...)
+			buf = strconv.AppendInt(buf, b.ObjectIDs[i], 10)
+		}
+		buf = append(buf, "}\n"...)
+		if len(buf) >= 32<<10 {
+			if _, err := e.w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	e.buf = buf[:0]
+	_, err := e.w.Write(buf)
+	return err
 }
 
 func (e *ndjsonEncoder) end(t *trailer) error {

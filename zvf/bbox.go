@@ -166,6 +166,11 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 	batch := &sc.batch
 	*batch = Batch{Chunk: m.key, Rows: last - first, First: offset, Attributes: sc.cols[:0]}
 	batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}
+	sc.src = ChunkRows{l: l, key: m.key, cv: m.cv, all: m.all, first: first, n: last - first}
+	if !m.all {
+		sc.src.rows = m.rows[first:last]
+	}
+	batch.Source = &sc.src
 	switch {
 	case m.all:
 		batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]

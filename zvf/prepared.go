@@ -1,6 +1,11 @@
 package zvf
 
-import "slices"
+import (
+	"context"
+	"slices"
+
+	"github.com/zvfserve/zvfserve/cache"
+)
 
 // chunkPrep is what every bbox of a cached chunk would otherwise rebuild
 // from its fragment index and the level's inverse map, prepared once per
@@ -292,4 +297,78 @@ func (n *nextChunks) of(k int32) *rankedChunk {
 		n.d[k], n.done[k] = n.ai.chunkAt(n.ci.nextKey[k]), true
 	}
 	return n.d[k]
+}
+
+// ChunkRows says which rows of a cached chunk a batch holds (Batch.Source),
+// so that an encoder which turns a chunk's rows into the same bytes on
+// every request (JSON's coordinate text) can make them once per cached
+// chunk (Prepared) and copy them per answer.
+type ChunkRows struct {
+	l   *Level
+	key Key
+	cv  *chunkVerts
+	// all: the batch holds the chunk's rows [first, first+n); else rows.
+	all      bool
+	first, n int
+	rows     []int32
+}
+
+// Span returns the chunk rows [lo, hi) the batch holds when they are
+// consecutive (the box covers the chunk); ok is false otherwise, and
+// Rows lists them.
+func (s *ChunkRows) Span() (lo, hi int, ok bool) { return s.first, s.first + s.n, s.all }
+
+// Rows returns the chunk rows the batch holds, ascending, when Span's are
+// not consecutive (read only).
+func (s *ChunkRows) Rows() []int32 { return s.rows }
+
+// preparedRef remembers where a chunk's prepared value was last found, so
+// a warm answer finds it with a pointer load instead of hashing its key.
+type preparedRef struct {
+	name string
+	ref  *cache.Ref
+}
+
+// Prepared returns what build makes of the whole chunk's vertex column
+// (every row), made at most once while it stays cached: it is kept in the
+// store's cache under the chunk's key and name (name tells encoders'
+// values apart; build must be a function of the column alone), and its
+// size, build's second result, is charged to the cache's budget like any
+// cached value, so it is evicted on its own when the budget is short and
+// dropped with the store's version. ok is false when the store's cache
+// cannot keep it (no cache, or one that hands out no refs): the caller
+// then works from the batch's own rows.
+func (s *ChunkRows) Prepared(ctx context.Context, name string, build func(vertices Column) (any, int64)) (any, bool) {
+	l := s.l
+	rc := l.s.refs
+	if rc == nil || l.s.cache == nil {
+		return nil, false
+	}
+	if p := s.cv.text.Load(); p != nil && p.name == name {
+		if v, ok := rc.Deref(p.ref); ok {
+			return v, true
+		}
+	}
+	kind := "verts"
+	if l.binPrefilter {
+		kind = "vbins"
+	}
+	key := l.cacheKey(kind, s.key.String(), "prepared", name)
+	v, ref, ok := rc.PeekRef(key)
+	if !ok {
+		var err error
+		v, err = l.cached(ctx, key, func(context.Context) (any, int64, error) {
+			col := Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims, Data: s.cv.data}
+			v, n := build(col)
+			return v, n, nil
+		})
+		if err != nil {
+			return nil, false
+		}
+		if _, ref, ok = rc.PeekRef(key); !ok {
+			return v, true // evicted at once (a budget too small): used this once
+		}
+	}
+	s.cv.text.Store(&preparedRef{name: name, ref: ref})
+	return v, true
 }
