@@ -17,7 +17,6 @@ type ndjsonEncoder struct {
 	mem  *answerMem
 	text *batchers
 	par  *batcher
-	buf  []byte // lines written from prepared text, before they go to w
 }
 
 func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
@@ -51,7 +50,9 @@ func (e *ndjsonEncoder) batch(b *zvf.Batch) error {
 			if err := e.par.flush(e.write); err != nil {
 				return err
 			}
-			return e.writeText(t, b)
+			err := e.writeText(t, b)
+			e.mem.hold(e.par.size())
+			return err
 		}
 	}
 	err := e.par.batch(b, e.write)
@@ -89,7 +90,7 @@ func (e *ndjsonEncoder) write(b *zvf.Batch) error {
 // writeText writes b's lines (b has no attributes) with each vertex's
 // text taken from t.
 func (e *ndjsonEncoder) writeText(t *rowText, b *zvf.Batch) error {
-	buf, sel := e.buf[:0], sourceRows(b.Source)
+	buf, sel := e.par.lines[:0], sourceRows(b.Source)
 	for i := range b.Rows {
 		buf = append(buf, `{"v":`...)
 		buf = append(buf, t.row(sel, i)...)
@@ -105,7 +106,7 @@ func (e *ndjsonEncoder) writeText(t *rowText, b *zvf.Batch) error {
 			buf = buf[:0]
 		}
 	}
-	e.buf = buf[:0]
+	e.par.lines = buf[:0]
 	_, err := e.w.Write(buf)
 	return err
 }
