@@ -53,9 +53,9 @@ func textStores(t *testing.T, ch *cache.Cache) (*api.Server, []*zvf.Store) {
 // rows are copied from each cached chunk's prepared text are the bytes of
 // a server without a cache, which formats every row: for every demo
 // geometry and the point cloud, every level, boxes that cover and cut
-// chunks, with and without attributes, paged, sampled; on the request
-// that prepares the text and on the next, which only copies it; and with a
-// cache too small to keep the text.
+// chunks, with and without attributes, paged, sampled; on the first
+// request (which formats), the second (which prepares the text) and the
+// third (which only copies it); and with a cache too small to keep it.
 func TestPreparedTextAnswersAsFormatted(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -80,7 +80,7 @@ func TestPreparedTextAnswersAsFormatted(t *testing.T) {
 						path := fmt.Sprintf("/api/v1/stores/%s/bbox?%s&level=%d&f=%s%s", s.Name(), box, n, format, extra)
 						want := body(t, direct.Handler(), path)
 						before := ch.Stats().Bytes
-						for i, h := range []http.Handler{prepared.Handler(), prepared.Handler(), tiny.Handler()} {
+						for i, h := range []http.Handler{prepared.Handler(), prepared.Handler(), prepared.Handler(), tiny.Handler(), tiny.Handler()} {
 							if got := body(t, h, path); !bytes.Equal(got, want) {
 								t.Fatalf("%s (server %d): answers %d bytes, formatted %d:\n%.300s\nwant\n%.300s", path, i, len(got), len(want), got, want)
 							}
@@ -108,9 +108,11 @@ func body(t *testing.T, h http.Handler, path string) []byte {
 	return b
 }
 
-// TestPreparedTextCharged: a JSON answer's prepared text is charged to
-// the cache's budget, once: the answer after a binary one of the same box
-// grows the cache by the text of its chunks, a repeat by nothing. It
+// TestPreparedTextCharged: a chunk's text is prepared for the second JSON
+// answer that asks for it, not the first (a one-off answer formats its
+// rows), and charged to the cache's budget once: after a binary answer of
+// the same box, the first JSON answer grows the cache by nothing, the
+// second by the text of its chunks, a third by nothing. It
 // logs the text's bytes per vertex (random float32 coordinates in
 // [0, 1000): the bench store's).
 func TestPreparedTextCharged(t *testing.T) {
@@ -121,6 +123,10 @@ func TestPreparedTextCharged(t *testing.T) {
 	path := "/api/v1/stores/points/bbox?min=-1,-1,-1&max=1001,1001,1001&level=0&connectivity=false&f="
 	body(t, h, path+"bin")
 	bin := ch.Stats().Bytes
+	body(t, h, path+"json")
+	if grew := ch.Stats().Bytes - bin; grew != 0 {
+		t.Fatalf("the first JSON answer prepared %d bytes", grew)
+	}
 	body(t, h, path+"json")
 	text := ch.Stats().Bytes - bin
 	body(t, h, path+"json")

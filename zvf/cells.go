@@ -68,8 +68,9 @@ type chunkVerts struct {
 	// until the first needs it.
 	prep atomic.Pointer[prepSlot]
 	// text is where the value ChunkRows.Prepared keeps for this chunk
-	// was last found in the cache.
-	text atomic.Pointer[preparedRef]
+	// was last found in the cache; asked, that one was asked for.
+	text  atomic.Pointer[preparedRef]
+	asked atomic.Bool
 }
 
 // peekVerts is chunk l.keys[i]'s entry under l.vkeys[i] when cached,

@@ -330,7 +330,10 @@ type preparedRef struct {
 }
 
 // Prepared returns what build makes of the whole chunk's vertex column
-// (every row), made at most once while it stays cached: it is kept in the
+// (every row), made at most once while it stays cached, and only when a
+// second answer asks for it: a one-off answer (the query command, a cold
+// box) would pay for every row of each chunk it cuts and keep memory it
+// never uses again, so the first ask gets ok false. The value is kept in the
 // store's cache under the chunk's key and name (name tells encoders'
 // values apart; build must be a function of the column alone), and its
 // size, build's second result, is charged to the cache's budget like any
@@ -356,6 +359,9 @@ func (s *ChunkRows) Prepared(ctx context.Context, name string, build func(vertic
 	key := l.cacheKey(kind, s.key.String(), "prepared", name)
 	v, ref, ok := rc.PeekRef(key)
 	if !ok {
+		if s.cv.asked.CompareAndSwap(false, true) {
+			return nil, false
+		}
 		var err error
 		v, err = l.cached(ctx, key, func(context.Context) (any, int64, error) {
 			col := Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims, Data: s.cv.data}
