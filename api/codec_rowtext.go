@@ -24,9 +24,18 @@ type rowText struct {
 // what appendRow writes must change it.
 const rowTextName = "json-rows/1"
 
+// cellTextName names the text of an attribute column's rows (appendCell).
+const cellTextName = "json-cells/1"
+
 // buildRowText formats every row of a chunk's vertices; nil (and no
 // size) when its text would not fit 32-bit offsets.
-func buildRowText(c zvf.Column) (any, int64) {
+func buildRowText(c zvf.Column) (any, int64) { return buildText(c, appendRow) }
+
+// buildCellText formats every row of a chunk's attribute column as the
+// JSON encoder's attribute members do.
+func buildCellText(c zvf.Column) (any, int64) { return buildText(c, appendCell) }
+
+func buildText(c zvf.Column, appendOne func(dst []byte, c *zvf.Column, row int) []byte) (any, int64) {
 	rb := c.RowBytes()
 	if rb <= 0 {
 		return (*rowText)(nil), 0
@@ -39,7 +48,7 @@ func buildRowText(c zvf.Column) (any, int64) {
 			return (*rowText)(nil), 0
 		}
 		off[i] = uint32(len(text))
-		text = appendRow(text, &c, i)
+		text = appendOne(text, &c, i)
 		text = append(text, ',')
 	}
 	off[n] = uint32(len(text))
@@ -60,13 +69,27 @@ func vertexTextWidth(dims int) int { return 2 + 10*max(dims, 1) }
 // chunk whose text the cache keeps (built now if it is not there yet),
 // else nil: the encoder then formats b's rows itself.
 func preparedText(b *zvf.Batch) *rowText {
-	s := b.Source
-	if s == nil {
+	if b.Source == nil {
 		return nil
 	}
 	// The build does no I/O and always ends, so waiting for another
 	// answer's build of the same chunk cannot hang.
-	v, ok := s.Prepared(context.Background(), rowTextName, buildRowText)
+	v, ok := b.Source.Prepared(context.Background(), rowTextName, buildRowText)
+	return checkedText(b, v, ok)
+}
+
+// preparedCells is preparedText for b's attribute k.
+func preparedCells(b *zvf.Batch, k int) *rowText {
+	if b.Source == nil {
+		return nil
+	}
+	v, ok := b.Source.PreparedAttribute(context.Background(), k, cellTextName, buildCellText)
+	return checkedText(b, v, ok)
+}
+
+// checkedText is v as b's rows' text, nil when it is none or does not
+// hold b's rows.
+func checkedText(b *zvf.Batch, v any, ok bool) *rowText {
 	if !ok {
 		return nil
 	}
@@ -74,6 +97,7 @@ func preparedText(b *zvf.Batch) *rowText {
 	if t == nil {
 		return nil
 	}
+	s := b.Source
 	n := len(t.off) - 1
 	if lo, hi, all := s.Span(); all {
 		if lo < 0 || hi > n || hi-lo != b.Rows {

@@ -112,7 +112,8 @@ func body(t *testing.T, h http.Handler, path string) []byte {
 // answer that asks for it, not the first (a one-off answer formats its
 // rows), and charged to the cache's budget once: after a binary answer of
 // the same box, the first JSON answer grows the cache by nothing, the
-// second by the text of its chunks, a third by nothing. It
+// second by the text of its chunks, a third by nothing; the same for the
+// attributes' text. It
 // logs the text's bytes per vertex (random float32 coordinates in
 // [0, 1000): the bench store's).
 func TestPreparedTextCharged(t *testing.T) {
@@ -138,4 +139,13 @@ func TestPreparedTextCharged(t *testing.T) {
 		t.Fatalf("prepared text charged %d bytes for 30,000 vertices", text)
 	}
 	t.Logf("prepared text: %.1f bytes a vertex (12 of float32 vertices)", float64(text)/30_000)
+	// Attributes are prepared beside vertices that are, on their first
+	// ask, and charged once too.
+	body(t, h, path+"json&attributes=*")
+	cells := ch.Stats().Bytes - bin - text
+	body(t, h, path+"json&attributes=*")
+	if again := ch.Stats().Bytes - bin - text; again != cells || cells < 3*5*30_000 {
+		t.Fatalf("attribute text charged %d bytes, then %d more (3 attributes, 30,000 rows)", cells, again-cells)
+	}
+	t.Logf("attribute text: %.1f bytes a row (3 attributes of 4 bytes)", float64(cells)/30_000)
 }

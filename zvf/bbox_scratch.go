@@ -79,7 +79,8 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	if len(sc.rcs) > 64 || cap(sc.rowArena) > 1<<20 {
 		sc.rcs, sc.rowArena = nil, nil
 	}
-	sc.batch, sc.src = Batch{}, ChunkRows{}
+	clear(sc.src.attrs)
+	sc.batch, sc.src = Batch{}, ChunkRows{attrs: sc.src.attrs[:0]}
 	sc.ai = answerIndex{}
 	sc.rf, sc.copy, sc.bt = nil, false, boxTest{}
 	clear(sc.cols)

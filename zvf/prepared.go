@@ -311,6 +311,8 @@ type ChunkRows struct {
 	all      bool
 	first, n int
 	rows     []int32
+	// attrs: the batch's attribute columns, every row of the chunk.
+	attrs []Column
 }
 
 // Span returns the chunk rows [lo, hi) the batch holds when they are
@@ -357,24 +359,47 @@ func (s *ChunkRows) Prepared(ctx context.Context, name string, build func(vertic
 		kind = "vbins"
 	}
 	key := l.cacheKey(kind, s.key.String(), "prepared", name)
-	v, ref, ok := rc.PeekRef(key)
-	if !ok {
-		if s.cv.asked.CompareAndSwap(false, true) {
-			return nil, false
-		}
-		var err error
-		v, err = l.cached(ctx, key, func(context.Context) (any, int64, error) {
-			col := Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims, Data: s.cv.data}
-			v, n := build(col)
-			return v, n, nil
-		})
-		if err != nil {
-			return nil, false
-		}
-		if _, ref, ok = rc.PeekRef(key); !ok {
-			return v, true // evicted at once (a budget too small): used this once
-		}
+	if _, ok := l.s.cache.Peek(key); !ok && s.cv.asked.CompareAndSwap(false, true) {
+		return nil, false
 	}
-	s.cv.text.Store(&preparedRef{name: name, ref: ref})
-	return v, true
+	col := Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims, Data: s.cv.data}
+	v, ref, ok := s.prepare(ctx, key, col, build)
+	if ref != nil {
+		s.cv.text.Store(&preparedRef{name: name, ref: ref})
+	}
+	return v, ok
+}
+
+// PreparedAttribute is Prepared for the batch's attribute k (every row of
+// the chunk), made once the chunk's vertices have a prepared value: an
+// answer that wants one wants both, and the vertices' says a second
+// answer asked.
+func (s *ChunkRows) PreparedAttribute(ctx context.Context, k int, name string, build func(attribute Column) (any, int64)) (any, bool) {
+	if s.l.s.refs == nil || s.l.s.cache == nil || k < 0 || k >= len(s.attrs) {
+		return nil, false
+	}
+	if s.cv.text.Load() == nil {
+		return nil, false
+	}
+	col := s.attrs[k]
+	v, _, ok := s.prepare(ctx, s.l.cacheKey("vertex_attributes/"+col.Name, s.key.String(), "prepared", name), col, build)
+	return v, ok
+}
+
+// prepare returns the value cached under key, building it from col when
+// it is not there, and a ref to it (nil when it did not stay cached).
+func (s *ChunkRows) prepare(ctx context.Context, key string, col Column, build func(Column) (any, int64)) (any, *cache.Ref, bool) {
+	rc := s.l.s.refs
+	if v, ref, ok := rc.PeekRef(key); ok {
+		return v, ref, true
+	}
+	v, err := s.l.cached(ctx, key, func(context.Context) (any, int64, error) {
+		v, n := build(col)
+		return v, n, nil
+	})
+	if err != nil {
+		return nil, nil, false
+	}
+	_, ref, _ := rc.PeekRef(key) // nil when evicted at once (a budget too small): used this once
+	return v, ref, true
 }
