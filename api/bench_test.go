@@ -154,6 +154,13 @@ func BenchmarkBBoxJSONAttributes50k(b *testing.B) {
 	benchURL(b, bboxPath("points", min, max, "f=json&attributes=*&connectivity=false"))
 }
 
+// BenchmarkBBoxNDJSONAttributes50k: and as NDJSON, each line with its
+// attributes.
+func BenchmarkBBoxNDJSONAttributes50k(b *testing.B) {
+	min, max := synth.BoxFor(benchPoints, 50_000, 301)
+	benchURL(b, bboxPath("points", min, max, "f=ndjson&attributes=*&connectivity=false"))
+}
+
 func BenchmarkBBoxBinary500k(b *testing.B) { benchBBox(b, 500_000, "bin") }
 
 // BenchmarkBBoxArrow50k: the 50,000-vertex box as an Arrow IPC stream.

@@ -17,6 +17,11 @@ type ndjsonEncoder struct {
 	mem  *answerMem
 	text *batchers
 	par  *batcher
+	// cells: the batch's attributes' prepared text; names and ends: their
+	// members' starts (see writeText).
+	cells []*rowText
+	names []byte
+	ends  []int
 }
 
 func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
@@ -42,18 +47,28 @@ func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) e
 }
 
 func (e *ndjsonEncoder) batch(b *zvf.Batch) error {
-	if len(b.Attributes) == 0 {
-		// A line without attributes is mostly its vertex: copied from
-		// the chunk's prepared text when it has one. (Attributes are
-		// formatted per row, on every core the answer may use.)
-		if t := preparedText(b); t != nil {
+	// A line's vertex and attribute values are copied from the chunk's
+	// prepared text when it has text for all of them.
+	if t := preparedText(b); t != nil {
+		cells := e.cells[:0]
+		for k := range b.Attributes {
+			c := preparedCells(b, k)
+			if c == nil {
+				break
+			}
+			cells = append(cells, c)
+		}
+		e.cells = cells
+		if len(cells) == len(b.Attributes) {
 			if err := e.par.flush(e.write); err != nil {
 				return err
 			}
-			err := e.writeText(t, b)
+			err := e.writeText(t, cells, b)
+			clear(cells)
 			e.mem.hold(e.par.size())
 			return err
 		}
+		clear(cells)
 	}
 	err := e.par.batch(b, e.write)
 	e.mem.hold(e.par.size())
@@ -87,16 +102,38 @@ func (e *ndjsonEncoder) write(b *zvf.Batch) error {
 	})
 }
 
-// writeText writes b's lines (b has no attributes) with each vertex's
-// text taken from t.
-func (e *ndjsonEncoder) writeText(t *rowText, b *zvf.Batch) error {
+// writeText writes b's lines with each vertex's text taken from t and
+// attribute k's from cells[k].
+func (e *ndjsonEncoder) writeText(t *rowText, cells []*rowText, b *zvf.Batch) error {
 	buf, sel := e.par.lines[:0], sourceRows(b.Source)
+	// Each attribute's member start (`,"name":`, no comma for the first),
+	// once a batch: names[ends[k-1]:ends[k]].
+	names, ends := e.names[:0], e.ends[:0]
+	for k := range b.Attributes {
+		if k > 0 {
+			names = append(names, ',')
+		}
+		names = appendString(names, b.Attributes[k].Name)
+		names = append(names, ':')
+		ends = append(ends, len(names))
+	}
+	e.names, e.ends = names, ends
 	for i := range b.Rows {
 		buf = append(buf, `{"v":`...)
 		buf = append(buf, t.row(sel, i)...)
 		if e.m.ObjectIDs && i < len(b.ObjectIDs) {
 			buf = append(buf, `,"id":`...)
 			buf = strconv.AppendInt(buf, b.ObjectIDs[i], 10)
+		}
+		if len(cells) > 0 {
+			buf = append(buf, `,"a":{`...)
+			at := 0
+			for k, c := range cells {
+				buf = append(buf, names[at:ends[k]]...)
+				buf = append(buf, c.row(sel, i)...)
+				at = ends[k]
+			}
+			buf = append(buf, '}')
 		}
 		buf = append(buf, "}\n"...)
 		if len(buf) >= 32<<10 {
