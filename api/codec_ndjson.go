@@ -76,6 +76,7 @@ func (e *ndjsonEncoder) batch(b *zvf.Batch) error {
 }
 
 func (e *ndjsonEncoder) write(b *zvf.Batch) error {
+	names, ends := e.memberStarts(b)
 	return e.par.rows.format(e.w, b.Rows, e.par.width, func(buf []byte, lo, hi int) []byte {
 		for i := lo; i < hi; i++ {
 			buf = append(buf, `{"v":`...)
@@ -86,13 +87,11 @@ func (e *ndjsonEncoder) write(b *zvf.Batch) error {
 			}
 			if len(b.Attributes) > 0 {
 				buf = append(buf, `,"a":{`...)
+				at := 0
 				for k := range b.Attributes {
-					if k > 0 {
-						buf = append(buf, ',')
-					}
-					buf = appendString(buf, b.Attributes[k].Name)
-					buf = append(buf, ':')
+					buf = append(buf, names[at:ends[k]]...)
 					buf = appendCell(buf, &b.Attributes[k], i)
+					at = ends[k]
 				}
 				buf = append(buf, '}')
 			}
@@ -102,13 +101,11 @@ func (e *ndjsonEncoder) write(b *zvf.Batch) error {
 	})
 }
 
-// writeText writes b's lines with each vertex's text taken from t and
-// attribute k's from cells[k].
-func (e *ndjsonEncoder) writeText(t *rowText, cells []*rowText, b *zvf.Batch) error {
-	buf, sel := e.par.lines[:0], sourceRows(b.Source)
-	// Each attribute's member start (`,"name":`, no comma for the first),
-	// once a batch: names[ends[k-1]:ends[k]].
-	names, ends := e.names[:0], e.ends[:0]
+// memberStarts returns each of b's attributes' member start in a line's
+// "a" object (`,"name":`, no comma for the first), quoted once a batch
+// rather than once a row: attribute k's is names[ends[k-1]:ends[k]].
+func (e *ndjsonEncoder) memberStarts(b *zvf.Batch) (names []byte, ends []int) {
+	names, ends = e.names[:0], e.ends[:0]
 	for k := range b.Attributes {
 		if k > 0 {
 			names = append(names, ',')
@@ -118,6 +115,14 @@ func (e *ndjsonEncoder) writeText(t *rowText, cells []*rowText, b *zvf.Batch) er
 		ends = append(ends, len(names))
 	}
 	e.names, e.ends = names, ends
+	return names, ends
+}
+
+// writeText writes b's lines with each vertex's text taken from t and
+// attribute k's from cells[k].
+func (e *ndjsonEncoder) writeText(t *rowText, cells []*rowText, b *zvf.Batch) error {
+	buf, sel := e.par.lines[:0], sourceRows(b.Source)
+	names, ends := e.memberStarts(b)
 	for i := range b.Rows {
 		buf = append(buf, `{"v":`...)
 		buf = append(buf, t.row(sel, i)...)
