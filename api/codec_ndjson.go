@@ -17,11 +17,12 @@ type ndjsonEncoder struct {
 	mem  *answerMem
 	text *batchers
 	par  *batcher
-	// cells: the batch's attributes' prepared text; names and ends: their
-	// members' starts (see writeText).
+	// cells: the batch's attributes' prepared text; names and ends: the
+	// members' starts of the attributes of (see memberStarts).
 	cells []*rowText
 	names []byte
 	ends  []int
+	of    []string
 }
 
 func (e *ndjsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
@@ -103,8 +104,22 @@ func (e *ndjsonEncoder) write(b *zvf.Batch) error {
 
 // memberStarts returns each of b's attributes' member start in a line's
 // "a" object (`,"name":`, no comma for the first), quoted once a batch
-// rather than once a row: attribute k's is names[ends[k-1]:ends[k]].
+// rather than once a row (and kept while batches name the same
+// attributes): attribute k's is names[ends[k-1]:ends[k]].
 func (e *ndjsonEncoder) memberStarts(b *zvf.Batch) (names []byte, ends []int) {
+	if len(e.of) == len(b.Attributes) {
+		same := true
+		for k := range b.Attributes {
+			same = same && e.of[k] == b.Attributes[k].Name
+		}
+		if same {
+			return e.names, e.ends
+		}
+	}
+	e.of = e.of[:0]
+	for k := range b.Attributes {
+		e.of = append(e.of, b.Attributes[k].Name)
+	}
 	names, ends = e.names[:0], e.ends[:0]
 	for k := range b.Attributes {
 		if k > 0 {

@@ -68,9 +68,11 @@ type chunkVerts struct {
 	// until the first needs it.
 	prep atomic.Pointer[prepSlot]
 	// text is where the value ChunkRows.Prepared keeps for this chunk
-	// was last found in the cache; asked, that one was asked for.
-	text  atomic.Pointer[preparedRef]
-	asked atomic.Bool
+	// was last found in the cache, attrText those of PreparedAttribute;
+	// asked, that one was asked for.
+	text     atomic.Pointer[preparedRef]
+	attrText atomic.Pointer[[]preparedRef]
+	asked    atomic.Bool
 }
 
 // peekVerts is chunk l.keys[i]'s entry under l.vkeys[i] when cached,

@@ -325,10 +325,11 @@ func (s *ChunkRows) Span() (lo, hi int, ok bool) { return s.first, s.first + s.n
 func (s *ChunkRows) Rows() []int32 { return s.rows }
 
 // preparedRef remembers where a chunk's prepared value was last found, so
-// a warm answer finds it with a pointer load instead of hashing its key.
+// a warm answer finds it with a pointer load instead of building and
+// hashing its key. attr names the attribute (PreparedAttribute).
 type preparedRef struct {
-	name string
-	ref  *cache.Ref
+	name, attr string
+	ref        *cache.Ref
 }
 
 // Prepared returns what build makes of the whole chunk's vertex column
@@ -382,7 +383,31 @@ func (s *ChunkRows) PreparedAttribute(ctx context.Context, k int, name string, b
 		return nil, false
 	}
 	col := s.attrs[k]
-	v, _, ok := s.prepare(ctx, s.l.cacheKey("vertex_attributes/"+col.Name, s.key.String(), "prepared", name), col, build)
+	refs := s.cv.attrText.Load()
+	if refs != nil {
+		for _, p := range *refs {
+			if p.attr == col.Name && p.name == name {
+				if v, ok := s.l.s.refs.Deref(p.ref); ok {
+					return v, true
+				}
+			}
+		}
+	}
+	v, ref, ok := s.prepare(ctx, s.l.cacheKey("vertex_attributes/"+col.Name, s.key.String(), "prepared", name), col, build)
+	if ref != nil {
+		// A new list with this ref in place of any stale one for the
+		// attribute; a concurrent store may lose it, to be found again.
+		var next []preparedRef
+		if refs != nil {
+			for _, p := range *refs {
+				if p.attr != col.Name || p.name != name {
+					next = append(next, p)
+				}
+			}
+		}
+		next = append(next, preparedRef{name: name, attr: col.Name, ref: ref})
+		s.cv.attrText.Store(&next)
+	}
 	return v, ok
 }
 
