@@ -110,8 +110,10 @@ func appendInts(dst []byte, v []int64) []byte {
 // object ids and attribute values are separate members after the vertex
 // list, so they are held as stored (8 bytes an id, an attribute's bytes a
 // row: a fraction of their text) and formatted at the end, a round at a
-// time. What they hold is bounded by the page size (jsonCodec.pageRows)
-// and counted in the answer's memory.
+// time; a batch whose chunk has prepared text (rowText) holds which of
+// the chunk's rows it had instead, and its attributes are copied from
+// their text at the end. What they hold is bounded by the page size
+// (jsonCodec.pageRows) and counted in the answer's memory.
 type jsonEncoder struct {
 	w    *bufio.Writer
 	m    *payloadMeta
@@ -129,6 +131,29 @@ type jsonEncoder struct {
 	rowsOf func(dst []byte, lo, hi int) []byte
 	ids    []int64
 	cols   []zvf.Column // each attribute as its batches describe it; Data: its held rows
+	// pieces: one per batch with attributes, in order; where a piece's
+	// attribute k is prepared text (texts[p.texts+k] != nil), its rows
+	// are not in cols[k].Data. sel holds the chunk rows of cut pieces.
+	pieces []attrPiece
+	texts  []*rowText
+	sel    []int32
+}
+
+// attrPiece is one batch's rows of the attribute members.
+type attrPiece struct {
+	rows  int
+	all   bool // the chunk's rows [lo, lo+rows), else sel[at : at+rows]
+	lo    int
+	at    int
+	texts int // -1: every attribute's rows are held as bytes
+}
+
+// of is the chunk rows p holds.
+func (p *attrPiece) of(sel []int32) textRows {
+	if p.all {
+		return textRows{all: true, lo: p.lo, hi: p.lo + p.rows}
+	}
+	return textRows{rows: sel[p.at : p.at+p.rows]}
 }
 
 func (e *jsonEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
@@ -148,9 +173,42 @@ func (e *jsonEncoder) batch(b *zvf.Batch) error {
 	if e.m.ObjectIDs {
 		e.ids = append(e.ids, b.ObjectIDs...)
 	}
+	t := preparedText(b)
+	if len(e.cols) > 0 {
+		e.holdAttributes(b, t != nil)
+	}
+	e.account()
+	if t != nil {
+		// The rows held back go first: the answer keeps its order.
+		if err := e.par.flush(e.write); err != nil {
+			return err
+		}
+		err := t.writeJSON(e.w, sourceRows(b.Source), e.n > 0)
+		e.n += int64(b.Rows)
+		return err
+	}
+	e.vb = zvf.Batch{Chunk: b.Chunk, First: b.First, Rows: b.Rows, Vertices: b.Vertices}
+	return e.par.batch(&e.vb, e.write)
+}
+
+// holdAttributes keeps b's attribute rows for the end: their chunk's
+// prepared text and which rows (prepared: b's vertices have text), or
+// else their bytes.
+func (e *jsonEncoder) holdAttributes(b *zvf.Batch, prepared bool) {
+	p := attrPiece{rows: b.Rows, texts: -1}
 	for k := range b.Attributes {
 		if k >= len(e.cols) {
 			break
+		}
+		if prepared {
+			if t := preparedCells(b, k); t != nil {
+				if p.texts < 0 {
+					p.texts = len(e.texts)
+					e.texts = append(e.texts, make([]*rowText, len(e.cols))...)
+				}
+				e.texts[p.texts+k] = t
+				continue
+			}
 		}
 		c := &b.Attributes[k]
 		held := e.cols[k].Data
@@ -159,9 +217,14 @@ func (e *jsonEncoder) batch(b *zvf.Batch) error {
 		}
 		e.cols[k].Data = append(held, c.Data[:b.Rows*c.RowBytes()]...)
 	}
-	e.account()
-	e.vb = zvf.Batch{Chunk: b.Chunk, First: b.First, Rows: b.Rows, Vertices: b.Vertices}
-	return e.par.batch(&e.vb, e.write)
+	if p.texts >= 0 {
+		sel := sourceRows(b.Source)
+		if p.all, p.lo = sel.all, sel.lo; !sel.all {
+			p.at = len(e.sel)
+			e.sel = append(e.sel, sel.rows...)
+		}
+	}
+	e.pieces = append(e.pieces, p)
 }
 
 // account counts what the encoder holds in the answer's memory.
@@ -169,7 +232,7 @@ func (e *jsonEncoder) account() {
 	if e.mem == nil {
 		return
 	}
-	n := 8*int64(cap(e.ids)) + e.par.size()
+	n := 8*int64(cap(e.ids)) + e.par.size() + 48*int64(cap(e.pieces)) + 8*int64(cap(e.texts)) + 4*int64(cap(e.sel))
 	for k := range e.cols {
 		n += int64(cap(e.cols[k].Data))
 	}
@@ -230,28 +293,14 @@ func (e *jsonEncoder) end(t *trailer) error {
 		}
 		_, _ = w.Write(appendString(e.buf[:0], a.Name))
 		_, _ = w.WriteString(":[")
-		c := &e.cols[k]
-		n := 0
-		if rb := c.RowBytes(); rb > 0 {
-			n = len(c.Data) / rb
-		}
-		err := rows.format(w, n, textWidth(a), func(dst []byte, lo, hi int) []byte {
-			for i := lo; i < hi; i++ {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = appendCell(dst, c, i)
-			}
-			return dst
-		})
-		if err != nil {
+		if err := e.writeAttribute(k, textWidth(a)); err != nil {
 			return err
 		}
 		_ = w.WriteByte(']')
 	}
 	e.text.put(e.par)
 	e.par = nil
-	e.ids, e.cols = nil, nil
+	e.ids, e.cols, e.pieces, e.texts, e.sel = nil, nil, nil, nil, nil
 	e.mem.hold(0)
 	buf := e.buf[:0]
 	buf = append(buf, '}')
@@ -290,6 +339,53 @@ func (e *jsonEncoder) end(t *trailer) error {
 	buf = append(buf, "}\n"...)
 	_, err := e.w.Write(buf)
 	return err
+}
+
+// writeAttribute writes attribute k's rows, in answer order: runs of
+// held rows formatted (on the cores the answer may use), prepared pieces
+// copied from their text.
+func (e *jsonEncoder) writeAttribute(k, width int) error {
+	w, c := e.w, &e.cols[k]
+	n := 0
+	if rb := c.RowBytes(); rb > 0 {
+		n = len(c.Data) / rb
+	}
+	written, from := 0, 0 // rows written; the first held row not yet written
+	held := func(upTo int) error {
+		upTo = min(upTo, n)
+		if upTo <= from {
+			return nil
+		}
+		lead, start := written > 0, from
+		err := e.par.rows.format(w, upTo-from, width, func(dst []byte, lo, hi int) []byte {
+			for i := lo; i < hi; i++ {
+				if lead || i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendCell(dst, c, start+i)
+			}
+			return dst
+		})
+		written += upTo - from
+		from = upTo
+		return err
+	}
+	at := 0 // held rows up to the current piece
+	for i := range e.pieces {
+		p := &e.pieces[i]
+		if p.texts < 0 || e.texts[p.texts+k] == nil {
+			at += p.rows
+			continue
+		}
+		if err := held(at); err != nil {
+			return err
+		}
+		if err := e.texts[p.texts+k].writeJSON(w, p.of(e.sel), written > 0); err != nil {
+			return err
+		}
+		written += p.rows
+	}
+	return held(n)
 }
 
 func appendPairs(buf []byte, v []int64, w int) []byte {

@@ -180,6 +180,7 @@ type batcher struct {
 	sent  int // rows of this answer written so far
 	now   func() time.Time
 	held  time.Time // when the run's first rows came
+	lines []byte    // NDJSON lines made from prepared text on their way out
 }
 
 // holdMax is how long rows wait for a round to fill: from slow storage,
@@ -221,7 +222,7 @@ func (p *batchers) put(t *batcher) {
 
 // size is the memory t's buffers hold, in bytes.
 func (t *batcher) size() int64 {
-	n := cap(t.run.vdata) + 8*cap(t.run.ids)
+	n := cap(t.run.vdata) + 8*cap(t.run.ids) + cap(t.lines)
 	for _, b := range t.run.adata {
 		n += cap(b)
 	}

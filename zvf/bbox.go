@@ -166,6 +166,11 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 	batch := &sc.batch
 	*batch = Batch{Chunk: m.key, Rows: last - first, First: offset, Attributes: sc.cols[:0]}
 	batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}
+	sc.src = ChunkRows{l: l, key: m.key, cv: m.cv, all: m.all, first: first, n: last - first, attrs: sc.src.attrs[:0]}
+	if !m.all {
+		sc.src.rows = m.rows[first:last]
+	}
+	batch.Source = &sc.src
 	switch {
 	case m.all:
 		batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
@@ -193,6 +198,9 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 		}
 		w := ch * a.dt.Size
 		col := Column{Name: a.Name, DType: a.dt.Name, typ: a.dt, Channels: ch, Categories: a.Categories, NullCode: a.nullCode}
+		whole := col
+		whole.Data = data
+		sc.src.attrs = append(sc.src.attrs, whole)
 		if m.all {
 			col.Data = data[first*w : last*w]
 		} else {

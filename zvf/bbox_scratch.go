@@ -13,6 +13,7 @@ type bboxScratch struct {
 	ids   []int64 // the batch's object ids
 	cols  []Column
 	batch Batch
+	src   ChunkRows // batch.Source
 	// counts: matching rows of each candidate chunk the page passed
 	// (the next page's cursor and connectivity start from them).
 	counts []int64
@@ -78,7 +79,8 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	if len(sc.rcs) > 64 || cap(sc.rowArena) > 1<<20 {
 		sc.rcs, sc.rowArena = nil, nil
 	}
-	sc.batch = Batch{}
+	clear(sc.src.attrs)
+	sc.batch, sc.src = Batch{}, ChunkRows{attrs: sc.src.attrs[:0]}
 	sc.ai = answerIndex{}
 	sc.rf, sc.copy, sc.bt = nil, false, boxTest{}
 	clear(sc.cols)

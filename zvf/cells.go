@@ -67,6 +67,12 @@ type chunkVerts struct {
 	// prep is what bboxes of this chunk share (see chunkPrep); nil
 	// until the first needs it.
 	prep atomic.Pointer[prepSlot]
+	// text is where the value ChunkRows.Prepared keeps for this chunk
+	// was last found in the cache, attrText those of PreparedAttribute;
+	// asked, that one was asked for.
+	text     atomic.Pointer[preparedRef]
+	attrText atomic.Pointer[[]preparedRef]
+	asked    atomic.Bool
 }
 
 // peekVerts is chunk l.keys[i]'s entry under l.vkeys[i] when cached,

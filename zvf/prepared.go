@@ -1,6 +1,11 @@
 package zvf
 
-import "slices"
+import (
+	"context"
+	"slices"
+
+	"github.com/zvfserve/zvfserve/cache"
+)
 
 // chunkPrep is what every bbox of a cached chunk would otherwise rebuild
 // from its fragment index and the level's inverse map, prepared once per
@@ -292,4 +297,134 @@ func (n *nextChunks) of(k int32) *rankedChunk {
 		n.d[k], n.done[k] = n.ai.chunkAt(n.ci.nextKey[k]), true
 	}
 	return n.d[k]
+}
+
+// ChunkRows says which rows of a cached chunk a batch holds (Batch.Source),
+// so that an encoder which turns a chunk's rows into the same bytes on
+// every request (JSON's coordinate text) can make them once per cached
+// chunk (Prepared) and copy them per answer.
+type ChunkRows struct {
+	l   *Level
+	key Key
+	cv  *chunkVerts
+	// all: the batch holds the chunk's rows [first, first+n); else rows.
+	all      bool
+	first, n int
+	rows     []int32
+	// attrs: the batch's attribute columns, every row of the chunk.
+	attrs []Column
+}
+
+// Span returns the chunk rows [lo, hi) the batch holds when they are
+// consecutive (the box covers the chunk); ok is false otherwise, and
+// Rows lists them.
+func (s *ChunkRows) Span() (lo, hi int, ok bool) { return s.first, s.first + s.n, s.all }
+
+// Rows returns the chunk rows the batch holds, ascending, when Span's are
+// not consecutive (read only).
+func (s *ChunkRows) Rows() []int32 { return s.rows }
+
+// preparedRef remembers where a chunk's prepared value was last found, so
+// a warm answer finds it with a pointer load instead of building and
+// hashing its key. attr names the attribute (PreparedAttribute).
+type preparedRef struct {
+	name, attr string
+	ref        *cache.Ref
+}
+
+// Prepared returns what build makes of the whole chunk's vertex column
+// (every row), made at most once while it stays cached, and only when a
+// second answer asks for it: a one-off answer (the query command, a cold
+// box) would pay for every row of each chunk it cuts and keep memory it
+// never uses again, so the first ask gets ok false. The value is kept in the
+// store's cache under the chunk's key and name (name tells encoders'
+// values apart; build must be a function of the column alone), and its
+// size, build's second result, is charged to the cache's budget like any
+// cached value, so it is evicted on its own when the budget is short and
+// dropped with the store's version. ok is false when the store's cache
+// cannot keep it (no cache, or one that hands out no refs): the caller
+// then works from the batch's own rows.
+func (s *ChunkRows) Prepared(ctx context.Context, name string, build func(vertices Column) (any, int64)) (any, bool) {
+	l := s.l
+	rc := l.s.refs
+	if rc == nil || l.s.cache == nil {
+		return nil, false
+	}
+	if p := s.cv.text.Load(); p != nil && p.name == name {
+		if v, ok := rc.Deref(p.ref); ok {
+			return v, true
+		}
+	}
+	kind := "verts"
+	if l.binPrefilter {
+		kind = "vbins"
+	}
+	key := l.cacheKey(kind, s.key.String(), "prepared", name)
+	if _, ok := l.s.cache.Peek(key); !ok && s.cv.asked.CompareAndSwap(false, true) {
+		return nil, false
+	}
+	col := Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims, Data: s.cv.data}
+	v, ref, ok := s.prepare(ctx, key, col, build)
+	if ref != nil {
+		s.cv.text.Store(&preparedRef{name: name, ref: ref})
+	}
+	return v, ok
+}
+
+// PreparedAttribute is Prepared for the batch's attribute k (every row of
+// the chunk), made once the chunk's vertices have a prepared value: an
+// answer that wants one wants both, and the vertices' says a second
+// answer asked.
+func (s *ChunkRows) PreparedAttribute(ctx context.Context, k int, name string, build func(attribute Column) (any, int64)) (any, bool) {
+	if s.l.s.refs == nil || s.l.s.cache == nil || k < 0 || k >= len(s.attrs) {
+		return nil, false
+	}
+	if s.cv.text.Load() == nil {
+		return nil, false
+	}
+	col := s.attrs[k]
+	refs := s.cv.attrText.Load()
+	if refs != nil {
+		for _, p := range *refs {
+			if p.attr == col.Name && p.name == name {
+				if v, ok := s.l.s.refs.Deref(p.ref); ok {
+					return v, true
+				}
+			}
+		}
+	}
+	v, ref, ok := s.prepare(ctx, s.l.cacheKey("vertex_attributes/"+col.Name, s.key.String(), "prepared", name), col, build)
+	if ref != nil {
+		// A new list with this ref in place of any stale one for the
+		// attribute; a concurrent store may lose it, to be found again.
+		var next []preparedRef
+		if refs != nil {
+			for _, p := range *refs {
+				if p.attr != col.Name || p.name != name {
+					next = append(next, p)
+				}
+			}
+		}
+		next = append(next, preparedRef{name: name, attr: col.Name, ref: ref})
+		s.cv.attrText.Store(&next)
+	}
+	return v, ok
+}
+
+// prepare returns the value cached under key, building it from col when
+// it is not there, and a ref to it (nil when it did not stay cached).
+func (s *ChunkRows) prepare(ctx context.Context, key string, col Column, build func(Column) (any, int64)) (any, *cache.Ref, bool) {
+	rc := s.l.s.refs
+	if v, ref, ok := rc.PeekRef(key); ok {
+		return v, ref, true
+	}
+	v, err := s.l.cached(ctx, key, func(context.Context) (any, int64, error) {
+		v, n := build(col)
+		return v, n, nil
+	})
+	if err != nil {
+		return nil, nil, false
+	}
+	_, ref, _ := rc.PeekRef(key) // nil when evicted at once (a budget too small): used this once
+	return v, ref, true
 }

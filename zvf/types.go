@@ -179,6 +179,10 @@ type Batch struct {
 	Attributes []Column
 	// First is the index of this batch's first row in the whole answer.
 	First int64
+	// Source, when set, names the cached chunk rows the batch holds (an
+	// encoder may prepare per chunk what it writes of them); nil for
+	// rows read from elsewhere.
+	Source *ChunkRows
 }
 
 // BBoxQuery selects the vertices inside a closed box at one level.
