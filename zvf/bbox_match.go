@@ -3,12 +3,11 @@ package zvf
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/bits"
 	"slices"
-	"sync/atomic"
-
-	"golang.org/x/sync/errgroup"
+	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf/cql2"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -497,174 +496,172 @@ func b2i(b bool) int {
 
 // matches runs match over the candidate chunks, calling fn in key order.
 // Chunks already in the cache are matched in place; the others are read
-// concurrently (bounded). Only two windows of chunks are held at once:
-// while fn takes one window's matches, the next window is read, so reads
-// do not wait for the answer's writes nor the writes for the reads. The
-// *chunkMatch handed to fn is reused after fn returns. The query's
-// selection (sc.rf) narrows every chunk's rows the same way wherever it
-// is matched: for the page, for the earlier chunks a page reaches back
-// to, for counts.
+// concurrently (at most l.s.conc at a time), in key order, up to a ring
+// of 4·conc chunks ahead of fn. fn takes each chunk's match as soon as
+// that chunk and every one before it are matched, so an answer's first
+// rows leave while later chunks are still read, and reads do not wait for
+// the answer's writes (only for room in the ring). The *chunkMatch handed
+// to fn is reused after fn returns. The query's selection (sc.rf) narrows
+// every chunk's rows the same way wherever it is matched: for the page,
+// for the earlier chunks a page reaches back to, for counts.
 func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min, max []float64, fn func(*chunkMatch) (stop bool, err error)) error {
 	rf := sc.rf
 	if rf != nil && rf.none {
 		return nil // no row of the level can pass: nothing is read
 	}
-	win := 2 * l.s.conc
-	if len(sc.ms) < 2*win {
-		sc.ms = make([]chunkMatch, 2*win)
-		sc.res = make([]*chunkMatch, 2*win)
+	ring := 4 * l.s.conc
+	if len(sc.ms) < ring {
+		sc.ms = make([]chunkMatch, ring)
+		sc.slots = make([]matchSlot, ring)
 	}
+	ms, slots := sc.ms[:ring], sc.slots[:ring]
 	sc.bt = newBoxTest(l.vdt, l.s.dims, min, max)
-	for j := range sc.ms {
-		sc.ms[j].copy, sc.ms[j].bt = sc.copy && rf == nil, &sc.bt
+	for j := range ms {
+		ms[j].copy, ms[j].bt = sc.copy && rf == nil, &sc.bt
 	}
-	// Window k uses half k%2 of sc.ms and sc.res.
-	half := func(k int) ([]chunkMatch, []*chunkMatch) {
-		return sc.ms[k%2*win : k%2*win+win], sc.res[k%2*win : k%2*win+win]
-	}
-	var wins [2]matchWindow // window k is wins[k%2]: nothing allocated while warm
-	var next *matchWindow
-	defer func() {
-		if next != nil {
-			next.abandon() // fn stopped or failed: the window read ahead is not needed
+	// The readers start at the first chunk not in the cache (a warm
+	// answer starts none); stop ends their reads and waits for them. They
+	// live in the scratch, so a warm answer allocates nothing for them.
+	rd := &sc.rd
+	*rd = chunkReaders{l: l, cand: cand, ms: ms, slots: slots, min: min, max: max, rf: rf}
+	defer rd.stop()
+	issued := 0
+	for c := range cand {
+		// Chunks c … c+ring-1 are cached (and held) or being read.
+		for ; issued < len(cand) && issued < c+ring; issued++ {
+			s := &slots[issued%ring]
+			i := cand[issued]
+			if v, ok := l.peekVerts(i); ok && rf.cachedAt(i) {
+				*s = matchSlot{cv: v.(*chunkVerts)}
+				continue
+			}
+			*s = matchSlot{done: make(chan struct{})}
+			rd.read(ctx, issued)
 		}
-	}()
-	start := func(k int) error {
-		lo := k * win
-		if lo >= len(cand) {
-			next = nil
-			return nil
+		if c%ring == 0 {
+			if err := ctx.Err(); err != nil {
+				return err // a long answer from the cache still stops when its request does
+			}
 		}
-		hi := lo + win
-		if hi > len(cand) {
-			hi = len(cand)
+		s, m := &slots[c%ring], &ms[c%ring]
+		if s.done == nil {
+			err := l.matchChunk(ctx, cand[c], s.cv, min, max, m, rf, rf.mainEvaluator())
+			s.cv = nil
+			if err != nil {
+				return err
+			}
+		} else {
+			<-s.done // a reader always closes it, even cancelled
+			if s.err != nil {
+				return rd.cause(ctx, s.err)
+			}
 		}
-		ms, res := half(k)
-		next = &wins[k%2]
-		if err := l.startWindow(ctx, next, cand[lo:hi], ms, res, min, max, rf); err != nil {
-			next = nil
+		stop, err := fn(m)
+		if err != nil || stop {
 			return err
 		}
-		return nil
 	}
-	if err := start(0); err != nil {
+	return nil
+}
+
+// matchSlot is one place of matches' ring: a chunk found in the cache
+// (cv), or one a reader reads and matches (done closed when it has, with
+// err its failure).
+type matchSlot struct {
+	cv   *chunkVerts
+	done chan struct{}
+	err  error
+}
+
+// chunkReaders read and match the chunks matches hands them, in the
+// order handed, each into its ring slot.
+type chunkReaders struct {
+	l        *Level
+	cand     []int32
+	ms       []chunkMatch
+	slots    []matchSlot
+	min, max []float64
+	rf       *rowFilter
+
+	jobs   chan int // positions in cand; room for a whole ring, so handing one never waits
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	first  error // the first read to fail (under mu): the others were cancelled for it
+	mu     sync.Mutex
+}
+
+// read hands position c to the readers, starting them at the first.
+func (rd *chunkReaders) read(ctx context.Context, c int) {
+	if rd.jobs == nil {
+		var rctx context.Context
+		rctx, rd.cancel = context.WithCancel(ctx)
+		rd.jobs = make(chan int, len(rd.slots))
+		n := min(rd.l.s.conc, len(rd.cand)-c)
+		rd.wg.Add(n)
+		for range n {
+			go rd.run(rctx)
+		}
+	}
+	rd.jobs <- c
+}
+
+func (rd *chunkReaders) run(ctx context.Context) {
+	defer rd.wg.Done()
+	ev := rd.rf.evaluator()
+	defer rd.rf.release(ev)
+	ring := len(rd.slots)
+	for c := range rd.jobs {
+		s := &rd.slots[c%ring]
+		s.err = rd.one(ctx, c, ev)
+		if s.err != nil {
+			rd.mu.Lock()
+			if rd.first == nil {
+				rd.first = s.err
+				rd.cancel() // the answer fails: the reads ahead are not needed
+			}
+			rd.mu.Unlock()
+		}
+		close(s.done)
+	}
+}
+
+// one reads and matches chunk cand[c].
+func (rd *chunkReaders) one(ctx context.Context, c int, ev *cql2.Evaluator) (err error) {
+	defer rd.l.s.recoverInto(&err, "bbox chunk")
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for k := 0; next != nil; k++ {
-		if err := ctx.Err(); err != nil {
-			return err // a long answer from the cache still stops when its request does
-		}
-		cur := next
-		next = nil
-		if err := cur.wait(); err != nil {
-			return err
-		}
-		if err := start(k + 1); err != nil {
-			return err
-		}
-		for _, m := range cur.res {
-			stop, err := fn(m)
-			if err != nil || stop {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// matchWindow is a window of candidate chunks being matched: those cached
-// were matched in place, the others are read and matched by goroutines.
-type matchWindow struct {
-	ms     []chunkMatch
-	res    []*chunkMatch // the window's matches once wait returns
-	g      *errgroup.Group
-	cancel context.CancelFunc
-}
-
-// startWindow matches the chunks of cand in the cache at once and starts
-// reading the others (at most l.s.conc at a time), without waiting for
-// them, in w.
-func (l *Level) startWindow(ctx context.Context, w *matchWindow, cand []int32, ms []chunkMatch, res []*chunkMatch, lo, hi []float64, rf *rowFilter) error {
-	*w = matchWindow{ms: ms[:len(cand)], res: res[:len(cand)]}
-	missing := 0
-	for j, i := range cand {
-		w.res[j] = nil
-		if v, ok := l.peekVerts(i); ok && rf.cachedAt(i) {
-			m := &w.ms[j]
-			if err := l.matchChunk(ctx, i, v.(*chunkVerts), lo, hi, m, rf, rf.mainEvaluator()); err != nil {
-				return err
-			}
-			w.res[j] = m
-		} else {
-			missing++
-		}
-	}
-	if missing == 0 {
-		return nil
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	g, gctx := errgroup.WithContext(wctx)
-	w.g, w.cancel = g, cancel
-	// At most conc readers, each taking the window's next unread chunk
-	// until none is left; they start now, so starting a window never
-	// waits for its reads.
-	todo := make([]int32, 0, missing)
-	for j := range cand {
-		if w.res[j] == nil {
-			todo = append(todo, int32(j))
-		}
-	}
-	var taken atomic.Int32
-	read := w.ms // the goroutines hold the matches, not w (which stays on the caller's stack)
-	for range min(l.s.conc, missing) {
-		g.Go(func() (err error) {
-			defer l.s.recoverInto(&err, "bbox chunk")
-			ev := rf.evaluator()
-			defer rf.release(ev)
-			for {
-				t := int(taken.Add(1)) - 1
-				if t >= len(todo) {
-					return nil
-				}
-				j := todo[t]
-				cv, err := l.verticesAt(gctx, cand[j])
-				if err != nil {
-					return err
-				}
-				if err := l.matchChunk(gctx, cand[j], cv, lo, hi, &read[j], rf, ev); err != nil {
-					return err
-				}
-			}
-		})
-	}
-	return nil
-}
-
-// wait waits for the window's reads; then res holds every chunk's match.
-func (w *matchWindow) wait() error {
-	if w.g == nil {
-		return nil
-	}
-	err := w.g.Wait()
-	w.cancel()
-	w.g = nil
+	i := rd.cand[c]
+	cv, err := rd.l.verticesAt(ctx, i)
 	if err != nil {
 		return err
 	}
-	for j := range w.res {
-		w.res[j] = &w.ms[j]
-	}
-	return nil
+	return rd.l.matchChunk(ctx, i, cv, rd.min, rd.max, &rd.ms[c%len(rd.ms)], rd.rf, ev)
 }
 
-// abandon stops the window's reads and waits for its goroutines.
-func (w *matchWindow) abandon() {
-	if w.g == nil {
-		return
+// cause is the error an answer fails with when chunk c's read failed with
+// err: the read that failed first, when c's was cancelled for it (as an
+// errgroup answers), else err.
+func (rd *chunkReaders) cause(ctx context.Context, err error) error {
+	rd.mu.Lock()
+	first := rd.first
+	rd.mu.Unlock()
+	if first != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		return first
 	}
-	w.cancel()
-	_ = w.g.Wait()
-	w.g = nil
+	return err
+}
+
+// stop ends the reads not yet taken or under way and waits for the
+// readers, so none outlives its answer; then it lets go of the answer's
+// memory.
+func (rd *chunkReaders) stop() {
+	if rd.jobs != nil {
+		rd.cancel()
+		close(rd.jobs)
+		rd.wg.Wait()
+	}
+	*rd = chunkReaders{}
 }
 
 // boxTest tests rows against a closed box. float32 × 3 rows are compared

@@ -5,7 +5,8 @@ package zvf
 // per store, so a warm query allocates nothing per chunk or per vertex.
 type bboxScratch struct {
 	cand  []int32
-	res   []*chunkMatch
+	slots []matchSlot  // matches' ring, beside ms
+	rd    chunkReaders // matches' readers of chunks not cached
 	ms    []chunkMatch
 	vbuf  []byte
 	abufs [][]byte
@@ -70,7 +71,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		sc.ms[i].vdata, sc.ms[i].bt = nil, nil
 		sc.ms[i].cv = nil
 	}
-	clear(sc.res)
+	clear(sc.slots)
 	clear(sc.byPos)
 	for b := 0; b*rankedBlock < sc.rcUsed; b++ { // what they point to is the GC's again
 		clear(sc.rcs[b])
