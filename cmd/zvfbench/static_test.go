@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"runtime"
 	"runtime/metrics"
@@ -100,7 +101,8 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	st := zvftest.Store(b, dir)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	tt := &timedTransport{base: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	client := &http.Client{Transport: tt}
 	defer client.CloseIdleConnections()
 	bufs := new(staticBuffers)
 	for _, box := range []struct {
@@ -129,13 +131,16 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 				// across a query is all it cost, which holds up under load
 				// better than its wall time (though the runtime's own
 				// work, GC, falls where it falls).
-				var total, cpu time.Duration
+				var total, cpu, first, last time.Duration
 				var queryReads, started int64
 				for b.Loop() {
 					var c0 time.Duration
 					var g0 int64
-					d, n, _, opened, err := serverColdCounted(ctx, client, z, lo, hi, bufs, reads, func() { g0 = goroutinesCreated(); c0 = benchtest.CPU(b) })
+					var t0 time.Time
+					d, n, _, opened, err := serverColdCounted(ctx, client, z, lo, hi, bufs, reads, func() { g0 = goroutinesCreated(); c0 = benchtest.CPU(b); t0 = time.Now() })
 					cpu += benchtest.CPU(b) - c0
+					first += tt.first.Sub(t0)
+					last += tt.last.Sub(t0)
 					started += goroutinesCreated() - g0
 					if err != nil || n == 0 {
 						b.Fatal(n, err)
@@ -150,6 +155,10 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
 				b.ReportMetric(float64(queryReads)/float64(b.N), "files-read/op")
 				b.ReportMetric(float64(started)/float64(b.N), "goroutines/op")
+				// When the answer's first byte (its headers) and its last
+				// byte reached the client, from the request's start.
+				b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-byte-ms")
+				b.ReportMetric(float64(last.Microseconds())/1000/float64(b.N), "last-byte-ms")
 			})
 		}
 		b.Run(box.name+"/static", func(b *testing.B) {
@@ -180,6 +189,38 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 			b.ReportMetric(float64(fetched)/float64(b.N), "files-read/op")
 		})
 	}
+}
+
+// timedTransport notes when the last response's headers arrived (first)
+// and when its body's end was read (last). One request at a time.
+type timedTransport struct {
+	base        *http.Transport
+	first, last time.Time
+}
+
+func (t *timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	t.first = time.Now()
+	resp.Body = &timedBody{ReadCloser: resp.Body, t: t}
+	return resp, nil
+}
+
+func (t *timedTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+type timedBody struct {
+	io.ReadCloser
+	t *timedTransport
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.t.last = time.Now()
+	}
+	return n, err
 }
 
 // goroutinesCreated is how many goroutines the process has started.
