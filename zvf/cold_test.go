@@ -160,11 +160,11 @@ func (g *gateReads) Get(ctx context.Context, key string, o storage.ReadOptions) 
 	return g.Store.Get(ctx, key, o)
 }
 
-// TestColdReadsOverlapAnswer: a cold box reads the next window of chunks
-// while the answer takes the rows of the window read before it — reads do
+// TestColdReadsOverlapAnswer: a cold box reads later chunks while the
+// answer takes the rows of those read before them — reads do
 // not wait for the answer's writes, nor the writes for the reads — and
 // still answers what a test of every row answers, in the same order; a
-// page that stops in the first window answers its rows.
+// page that stops in the first chunks answers their rows.
 func TestColdReadsOverlapAnswer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -176,8 +176,9 @@ func TestColdReadsOverlapAnswer(t *testing.T) {
 	}
 	rl, _ := ref.Level(0)
 	keys := rl.Keys()
-	// One read at a time: a window is two chunks, and the box below
-	// covers every chunk, so keys[2:] are the windows after the first.
+	// One read at a time, up to four chunks ahead of the answer, and the
+	// box below covers every chunk: keys[2:] are read while the answer
+	// takes the first rows.
 	var later []string
 	for _, k := range keys[2:] {
 		later = append(later, "/vertices/"+k.String()+"/")
@@ -194,8 +195,8 @@ func TestColdReadsOverlapAnswer(t *testing.T) {
 	overlapped := false
 	res, err := l.BBox(ctx, zvf.BBoxQuery{Min: all[0][:], Max: all[1][:]}, func(b *zvf.Batch) error {
 		if got == nil {
-			// The answer's first rows: the next window's reads are
-			// under way (or never start: the test fails, it does not hang).
+			// The answer's first rows: later chunks' reads are under
+			// way (or never start: the test fails, it does not hang).
 			select {
 			case <-gate.begun:
 				overlapped = true
@@ -209,13 +210,13 @@ func TestColdReadsOverlapAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !overlapped {
-		t.Error("no chunk after the first window was read while the answer took the first window's rows")
+		t.Error("no later chunk was read while the answer took the first rows")
 	}
 	if !bytes.Equal(got, want) || res.Count != int64(len(want)/12) {
 		t.Errorf("%d rows, a test of every row finds %d (or in another order)", len(got)/12, len(want)/12)
 	}
 
-	// A page that ends in the first window, while the next is read.
+	// A page that ends in the first chunk, while later ones are read.
 	s2, err := zvf.Open(ctx, bs, zvf.Options{Name: "points_bins", Cache: cache.New(64 << 20), Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
