@@ -227,7 +227,8 @@ func BenchmarkBBoxStreamlines50k(b *testing.B) {
 
 // BenchmarkColdBBoxLatency: a 50,000-vertex bbox with an empty cache over
 // storage that answers every read after 2 ms (an object store's round
-// trip, scaled down), at several read concurrencies.
+// trip, scaled down), at several read concurrencies; first-rows-ms is how
+// long its first rows took.
 func BenchmarkColdBBoxLatency(b *testing.B) {
 	ctx := context.Background()
 	const n = 200_000
@@ -242,14 +243,23 @@ func BenchmarkColdBBoxLatency(b *testing.B) {
 		b.Run(fmt.Sprintf("concurrency%d", conc), func(b *testing.B) {
 			ch := cache.New(1 << 30)
 			l := zvftest.OpenLevel(b, slow, zvf.Options{Name: "points", Cache: ch, Concurrency: conc}, 0)
+			var first time.Duration // until the answer's first rows, which an answer can send on
 			for b.Loop() {
 				b.StopTimer()
 				ch.Purge()
 				b.StartTimer()
-				if _, err := l.BBox(ctx, zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error { return nil }); err != nil {
+				t0, seen := time.Now(), false
+				if _, err := l.BBox(ctx, zvf.BBoxQuery{Min: min, Max: max}, func(*zvf.Batch) error {
+					if !seen {
+						first += time.Since(t0)
+						seen = true
+					}
+					return nil
+				}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-rows-ms")
 		})
 	}
 }
