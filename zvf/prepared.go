@@ -2,6 +2,7 @@ package zvf
 
 import (
 	"context"
+	"math"
 	"slices"
 
 	"github.com/zvfserve/zvfserve/cache"
@@ -20,11 +21,23 @@ type chunkPrep struct {
 	// bounds: fragment f holds rows [bounds[f], bounds[f+1]).
 	bounds []int32
 	// owner: per fragment, the first object naming it, -1 when none (nil
-	// when the level has no objects); entry: its index in the chunk's
-	// inverse entries, -1 when none.
+	// when the level has no objects).
 	owner []int64
-	entry []int32
+	// contIn and contFrag: per fragment, the fragment that continues its
+	// streamline — contFrag in this chunk when contIn is contSelf, in the
+	// chunk's inverse entry's neighbour contIn (an index of nextChunks)
+	// when it is 0 or more; contIn is contNone when nothing continues it.
+	// Taken from the inverse map once, so a request follows a
+	// continuation with two loads instead of a walk of the map's entries.
+	contIn   []int32
+	contFrag []int32
 }
+
+// contIn's values that are not neighbour indices.
+const (
+	contNone = -1
+	contSelf = -2
+)
 
 // prepBytes is what a chunk's preparation may hold, counted with its
 // vertices when they are cached (the preparation is built later, on the
@@ -83,15 +96,28 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 		return p
 	}
 	p.owner = make([]int64, nf)
-	p.entry = make([]int32, nf)
-	ci := inv.of(key)
+	p.contIn = make([]int32, nf)
+	p.contFrag = make([]int32, nf)
+	var buf [96]byte
+	self := key.appendTo(buf[:0])
+	ci := inv.chunks[string(self)]
 	for f := range nf {
-		p.owner[f], p.entry[f] = -1, -1
+		p.owner[f], p.contIn[f] = -1, contNone
 		if ci == nil {
 			continue
 		}
-		if e, ok := slices.BinarySearch(ci.frags, int64(f)); ok {
-			p.owner[f], p.entry[f] = ci.owner[e], int32(e)
+		e, ok := slices.BinarySearch(ci.frags, int64(f))
+		if !ok {
+			continue
+		}
+		p.owner[f] = ci.owner[e]
+		nx, k := ci.next[e], ci.nextIn[e]
+		if k < 0 || nx.frag < 0 || nx.frag > math.MaxInt32 {
+			continue // a fragment number past int32 names none the chunk has
+		}
+		p.contIn[f], p.contFrag[f] = k, int32(nx.frag)
+		if nx.ks == string(self) {
+			p.contIn[f] = contSelf
 		}
 	}
 	return p
@@ -178,7 +204,7 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci
 				edges = append(edges, a-1, a)
 			}
 			if e-1 >= lo && e-1 < hi {
-				edges = p.continuation(edges, ai, next, ci, f, c.start+e-1)
+				edges = p.continuation(edges, ai, next, c, f, c.start+e-1)
 			}
 		}
 		return edges
@@ -195,39 +221,49 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci
 			edges = append(edges, a-1, a)
 		}
 		if r == bounds[f+1]-1 {
-			edges = p.continuation(edges, ai, next, ci, f, a)
+			edges = p.continuation(edges, ai, next, c, f, a)
 		}
 	}
 	return edges
 }
 
 // continuation appends the edge from fragment f's last row, answer index
-// a, to the first row of the fragment that continues it in another chunk,
-// when that row is in the answer before the page's end.
-func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunks, ci *chunkInverse, f int, a int64) []int64 {
-	if ci == nil || p.entry == nil || p.entry[f] < 0 {
+// a, to the first row of the fragment that continues it (in c itself or
+// in another chunk), when that row is in the answer before the page's
+// end.
+func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunks, c *rankedChunk, f int, a int64) []int64 {
+	if p.contIn == nil || next.ci == nil { // no inverse map: no continuations
 		return edges
 	}
-	e := p.entry[f]
-	k := ci.nextIn[e]
-	if k < 0 {
+	k := p.contIn[f]
+	if k == contNone {
 		return edges
 	}
-	nx := ci.next[e]
-	d := next.of(k)
-	if d == nil {
-		return edges
-	}
-	// The continuing fragment's first row and its place in the answer:
-	// from its chunk's preparation when it has one (every chunk of the
-	// page does), else from its index.
+	g := int(p.contFrag[f])
 	b := int64(-1)
-	if dp := d.cv.prep.Load(); dp != nil && dp.p != nil {
-		if g := int(nx.frag); g >= 0 && g < len(dp.p.bounds)-1 && dp.p.bounds[g+1] > dp.p.bounds[g] {
-			b = d.fragStart(ai.sc, dp.p.bounds, g)
+	if k == contSelf {
+		// Within the chunk (a fragment split at a cell's edge): its own
+		// preparation says where g starts.
+		if g < len(p.bounds)-1 && p.bounds[g+1] > p.bounds[g] {
+			b = c.fragStart(ai.sc, p.bounds, g)
 		}
-	} else if r2, ok := fragFirst(d.cv, int(nx.frag)); ok {
-		b = d.at(r2)
+	} else {
+		d, bounds := next.of(k)
+		switch {
+		case d == nil:
+			return edges
+		case bounds != nil:
+			// The continuing fragment's first row and its place in the
+			// answer from its chunk's preparation (every chunk of the
+			// page has one), else from its index.
+			if g < len(bounds)-1 && bounds[g+1] > bounds[g] {
+				b = d.fragStart(ai.sc, bounds, g)
+			}
+		default:
+			if r2, ok := fragFirst(d.cv, g); ok {
+				b = d.at(r2)
+			}
+		}
 	}
 	if b >= 0 && b < ai.to {
 		edges = append(edges, a, b)
@@ -264,12 +300,14 @@ func (c *rankedChunk) fragStart(sc *bboxScratch, bounds []int32, g int) int64 {
 }
 
 // nextChunks resolves, once per page chunk, the chunks its fragments'
-// continuations lie in (ci.nextChunks), as the answer index knows them.
+// continuations lie in (ci.nextChunks), as the answer index knows them,
+// with their preparations' fragment bounds.
 type nextChunks struct {
-	ai   *answerIndex
-	ci   *chunkInverse
-	d    []*rankedChunk
-	done []bool
+	ai     *answerIndex
+	ci     *chunkInverse
+	d      []*rankedChunk
+	bounds [][]int32
+	done   []bool
 }
 
 func (n *nextChunks) reset(ai *answerIndex, ci *chunkInverse) {
@@ -279,24 +317,34 @@ func (n *nextChunks) reset(ai *answerIndex, ci *chunkInverse) {
 	}
 	k := len(ci.nextChunks)
 	n.d = slices.Grow(n.d[:0], k)[:k]
+	n.bounds = slices.Grow(n.bounds[:0], k)[:k]
 	n.done = slices.Grow(n.done[:0], k)[:k]
 	clear(n.d)
+	clear(n.bounds)
 	clear(n.done)
 }
 
 // release drops what the pooled scratch would otherwise keep alive.
 func (n *nextChunks) release() {
 	clear(n.d)
+	clear(n.bounds)
 	n.ai, n.ci = nil, nil
 }
 
 // of returns the ranked chunk of ci's neighbour k, nil when the answer
-// index has none.
-func (n *nextChunks) of(k int32) *rankedChunk {
+// index has none, and its preparation's fragment bounds, nil when it has
+// none (yet).
+func (n *nextChunks) of(k int32) (*rankedChunk, []int32) {
 	if !n.done[k] {
-		n.d[k], n.done[k] = n.ai.chunkAt(n.ci.nextKey[k]), true
+		d := n.ai.chunkAt(n.ci.nextKey[k])
+		n.d[k], n.done[k] = d, true
+		if d != nil {
+			if dp := d.cv.prep.Load(); dp != nil && dp.p != nil {
+				n.bounds[k] = dp.p.bounds
+			}
+		}
 	}
-	return n.d[k]
+	return n.d[k], n.bounds[k]
 }
 
 // ChunkRows says which rows of a cached chunk a batch holds (Batch.Source),
