@@ -217,6 +217,10 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 		}
 	}
 	from, to := ai.from, ai.to
+	if inv != nil {
+		ai.sc.next.index(ai)
+		defer ai.sc.next.unindex(ai)
+	}
 	for _, c := range ai.page {
 		var ci *chunkInverse
 		if inv != nil {

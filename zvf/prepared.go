@@ -308,6 +308,34 @@ type nextChunks struct {
 	d      []*rankedChunk
 	bounds [][]int32
 	done   []bool
+	// keyPos maps the level's key indices to the answer's candidate
+	// positions (-1: not a candidate) while an answer's edges are built,
+	// so a neighbour is found with a load, not a search of the
+	// candidates. Between answers every entry is -1: index sets only
+	// the candidates' entries and unindex resets them, so an answer pays
+	// for its candidates, not for the level's keys (but once).
+	keyPos []int32
+}
+
+// index fills keyPos for ai's candidates; unindex must follow.
+func (n *nextChunks) index(ai *answerIndex) {
+	if k := len(ai.l.keys); len(n.keyPos) < k {
+		m := len(n.keyPos)
+		n.keyPos = slices.Grow(n.keyPos, k-m)[:k]
+		for i := m; i < k; i++ {
+			n.keyPos[i] = -1
+		}
+	}
+	for p, ki := range ai.cand {
+		n.keyPos[ki] = int32(p)
+	}
+}
+
+// unindex resets the entries index set.
+func (n *nextChunks) unindex(ai *answerIndex) {
+	for _, ki := range ai.cand {
+		n.keyPos[ki] = -1
+	}
 }
 
 func (n *nextChunks) reset(ai *answerIndex, ci *chunkInverse) {
@@ -336,7 +364,12 @@ func (n *nextChunks) release() {
 // none (yet).
 func (n *nextChunks) of(k int32) (*rankedChunk, []int32) {
 	if !n.done[k] {
-		d := n.ai.chunkAt(n.ci.nextKey[k])
+		var d *rankedChunk
+		if ki := n.ci.nextKey[k]; ki >= 0 && int(ki) < len(n.keyPos) {
+			if p := n.keyPos[ki]; p >= 0 {
+				d = n.ai.byPos[p]
+			}
+		}
 		n.d[k], n.done[k] = d, true
 		if d != nil {
 			if dp := d.cv.prep.Load(); dp != nil && dp.p != nil {
