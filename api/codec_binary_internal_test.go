@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"io"
 	"slices"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest/benchtest"
 )
 
 // TestAppendIndicesRefusesWideIndex: connectivity indices count the whole
@@ -51,6 +54,7 @@ func TestWriteIndicesAsAppend(t *testing.T) {
 	}{
 		{"empty", nil, true},
 		{"odd", []int64{7}, true},
+		{"three", []int64{1, 70_000, 1<<32 - 2}, true},
 		{"pieces", long, true},
 		{"wide late", wideLate, false},
 		{"negative", negative, false},
@@ -82,4 +86,20 @@ func TestWriteIndicesAsAppend(t *testing.T) {
 			t.Errorf("%s: %d bytes differ from appendIndices' %d", tc.name, out.Len(), len(want))
 		}
 	}
+}
+
+// BenchmarkWriteIndices: a 50k-vertex line answer's edges block (about
+// 100,000 indices) narrowed to uint32 and written.
+func BenchmarkWriteIndices(b *testing.B) {
+	v := make([]int64, 100_000)
+	for i := range v {
+		v[i] = int64(i/2 + i%2)
+	}
+	e := &binaryEncoder{w: bufio.NewWriterSize(io.Discard, 64<<10)}
+	b.SetBytes(int64(4 * len(v)))
+	benchtest.Loop(b, func() {
+		if err := e.writeIndices(blockEdges, 2, v); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
