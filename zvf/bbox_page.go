@@ -142,6 +142,10 @@ type rankedChunk struct {
 	// fragRank: per fragment, the rank of its first row among the
 	// matching rows (or of the next matching row); nil until fragStart.
 	fragRank []int32
+	// bounds: the fragment bounds of cv's preparation, nil when none;
+	// read once an answer (lineBounds).
+	bounds     []int32
+	boundsRead bool
 }
 
 // rankedBlock is how many ranked chunks a block of the scratch holds.

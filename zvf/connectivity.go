@@ -222,13 +222,13 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 		defer ai.sc.next.unindex(ai)
 	}
 	for _, c := range ai.page {
+		if p := c.cv.prepared(c.key, inv); p != nil {
+			res.Edges = p.lineEdges(res.Edges, ai, c)
+			continue
+		}
 		var ci *chunkInverse
 		if inv != nil {
 			ci = inv.ofChunk(ai, c)
-		}
-		if p := c.cv.prepared(c.key, inv); p != nil {
-			res.Edges = p.lineEdges(res.Edges, ai, c, ci)
-			continue
 		}
 		c.dense()
 		fi := c.cv.frags

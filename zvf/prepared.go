@@ -25,10 +25,11 @@ type chunkPrep struct {
 	owner []int64
 	// contIn and contFrag: per fragment, the fragment that continues its
 	// streamline — contFrag in this chunk when contIn is contSelf, in the
-	// chunk's inverse entry's neighbour contIn (an index of nextChunks)
-	// when it is 0 or more; contIn is contNone when nothing continues it.
-	// Taken from the inverse map once, so a request follows a
-	// continuation with two loads instead of a walk of the map's entries.
+	// chunk of the level's key index contIn when it is 0 or more; contIn
+	// is contNone when nothing continues it (or the chunk named is none
+	// of the level's). Taken from the inverse map once, so a request
+	// follows a continuation with a few loads instead of a walk of the
+	// map's entries and a search of its candidates.
 	contIn   []int32
 	contFrag []int32
 }
@@ -112,10 +113,10 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 		}
 		p.owner[f] = ci.owner[e]
 		nx, k := ci.next[e], ci.nextIn[e]
-		if k < 0 || nx.frag < 0 || nx.frag > math.MaxInt32 {
+		if k < 0 || ci.nextKey[k] < 0 || nx.frag < 0 || nx.frag > math.MaxInt32 {
 			continue // a fragment number past int32 names none the chunk has
 		}
-		p.contIn[f], p.contFrag[f] = k, int32(nx.frag)
+		p.contIn[f], p.contFrag[f] = ci.nextKey[k], int32(nx.frag)
 		if nx.ks == string(self) {
 			p.contIn[f] = contSelf
 		}
@@ -181,7 +182,7 @@ func fill(s []int64, v int64) {
 // full walk of polylineEdges gives them (fragment, then row: the same,
 // as fragments are consecutive ranges). Only c's matching rows are
 // visited; a chunk the box covers is walked a fragment at a time.
-func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci *chunkInverse) []int64 {
+func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk) []int64 {
 	from, to := ai.from, ai.to
 	n := int64(c.count())
 	lo, hi := max(0, from-c.start), min(n, to-c.start)
@@ -193,8 +194,6 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci
 	edges = slices.Grow(edges, 2*int(hi-lo))
 	bounds := p.bounds
 	next := &ai.sc.next
-	next.reset(ai, ci)
-	defer next.release()
 	if c.all {
 		// Row i is answer index c.start+i.
 		for f := p.frag(int32(lo), 0); f < len(bounds)-1 && int64(bounds[f]) < hi; f++ {
@@ -232,7 +231,7 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk, ci
 // in another chunk), when that row is in the answer before the page's
 // end.
 func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunks, c *rankedChunk, f int, a int64) []int64 {
-	if p.contIn == nil || next.ci == nil { // no inverse map: no continuations
+	if p.contIn == nil { // no inverse map: no continuations
 		return edges
 	}
 	k := p.contIn[f]
@@ -248,7 +247,11 @@ func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunk
 			b = c.fragStart(ai.sc, p.bounds, g)
 		}
 	} else {
-		d, bounds := next.of(k)
+		d := next.of(k)
+		var bounds []int32
+		if d != nil {
+			bounds = d.lineBounds()
+		}
 		switch {
 		case d == nil:
 			return edges
@@ -299,26 +302,21 @@ func (c *rankedChunk) fragStart(sc *bboxScratch, bounds []int32, g int) int64 {
 	return -1
 }
 
-// nextChunks resolves, once per page chunk, the chunks its fragments'
-// continuations lie in (ci.nextChunks), as the answer index knows them,
-// with their preparations' fragment bounds.
+// nextChunks finds the chunks continuations lie in by their key index:
+// keyPos maps the level's key indices to the answer's candidate
+// positions (-1: not a candidate) while an answer's edges are built, so
+// a neighbour is found with a load, not a search of the candidates.
+// Between answers every entry is -1: index sets only the candidates'
+// entries and unindex resets them, so an answer pays for its candidates,
+// not for the level's keys (but once).
 type nextChunks struct {
 	ai     *answerIndex
-	ci     *chunkInverse
-	d      []*rankedChunk
-	bounds [][]int32
-	done   []bool
-	// keyPos maps the level's key indices to the answer's candidate
-	// positions (-1: not a candidate) while an answer's edges are built,
-	// so a neighbour is found with a load, not a search of the
-	// candidates. Between answers every entry is -1: index sets only
-	// the candidates' entries and unindex resets them, so an answer pays
-	// for its candidates, not for the level's keys (but once).
 	keyPos []int32
 }
 
 // index fills keyPos for ai's candidates; unindex must follow.
 func (n *nextChunks) index(ai *answerIndex) {
+	n.ai = ai
 	if k := len(ai.l.keys); len(n.keyPos) < k {
 		m := len(n.keyPos)
 		n.keyPos = slices.Grow(n.keyPos, k-m)[:k]
@@ -336,48 +334,32 @@ func (n *nextChunks) unindex(ai *answerIndex) {
 	for _, ki := range ai.cand {
 		n.keyPos[ki] = -1
 	}
+	n.ai = nil // the pooled scratch keeps no answer alive
 }
 
-func (n *nextChunks) reset(ai *answerIndex, ci *chunkInverse) {
-	n.ai, n.ci = ai, ci
-	if ci == nil {
-		return
+// of returns the ranked chunk of the level's key index ki, nil when the
+// answer index has none.
+func (n *nextChunks) of(ki int32) *rankedChunk {
+	if ki < 0 || int(ki) >= len(n.keyPos) || n.ai == nil {
+		return nil
 	}
-	k := len(ci.nextChunks)
-	n.d = slices.Grow(n.d[:0], k)[:k]
-	n.bounds = slices.Grow(n.bounds[:0], k)[:k]
-	n.done = slices.Grow(n.done[:0], k)[:k]
-	clear(n.d)
-	clear(n.bounds)
-	clear(n.done)
-}
-
-// release drops what the pooled scratch would otherwise keep alive.
-func (n *nextChunks) release() {
-	clear(n.d)
-	clear(n.bounds)
-	n.ai, n.ci = nil, nil
-}
-
-// of returns the ranked chunk of ci's neighbour k, nil when the answer
-// index has none, and its preparation's fragment bounds, nil when it has
-// none (yet).
-func (n *nextChunks) of(k int32) (*rankedChunk, []int32) {
-	if !n.done[k] {
-		var d *rankedChunk
-		if ki := n.ci.nextKey[k]; ki >= 0 && int(ki) < len(n.keyPos) {
-			if p := n.keyPos[ki]; p >= 0 {
-				d = n.ai.byPos[p]
-			}
-		}
-		n.d[k], n.done[k] = d, true
-		if d != nil {
-			if dp := d.cv.prep.Load(); dp != nil && dp.p != nil {
-				n.bounds[k] = dp.p.bounds
-			}
-		}
+	if p := n.keyPos[ki]; p >= 0 {
+		return n.ai.byPos[p]
 	}
-	return n.d[k], n.bounds[k]
+	return nil
+}
+
+// lineBounds returns the fragment bounds of c's preparation, nil when it
+// has none (yet); looked up once per answer, however many continuations
+// reach c.
+func (c *rankedChunk) lineBounds() []int32 {
+	if !c.boundsRead {
+		if dp := c.cv.prep.Load(); dp != nil && dp.p != nil {
+			c.bounds = dp.p.bounds
+		}
+		c.boundsRead = true
+	}
+	return c.bounds
 }
 
 // ChunkRows says which rows of a cached chunk a batch holds (Batch.Source),

@@ -2,10 +2,11 @@ package zvf
 
 import "testing"
 
-// TestNextChunksKeyPos: the key-index → candidate table finds a
-// neighbour among the candidates (and none outside them), and is all -1
-// again after each answer, also when a later answer's level has fewer or
-// more keys — a stale entry would join an edge to the wrong chunk.
+// TestNextChunksKeyPos: the key-index → candidate table finds a chunk
+// among the candidates (and none outside them, nor for a key index that
+// is none of the level's), and is all -1 again after each answer, also
+// when a later answer's level has fewer or more keys — a stale entry
+// would join an edge to the wrong chunk.
 func TestNextChunksKeyPos(t *testing.T) {
 	var n nextChunks
 	for _, tc := range []struct {
@@ -21,34 +22,30 @@ func TestNextChunksKeyPos(t *testing.T) {
 		for p := range ai.byPos {
 			ai.byPos[p] = &rankedChunk{pos: p, cv: &chunkVerts{}}
 		}
-		ci := &chunkInverse{nextChunks: make([]string, tc.keys+1), nextKey: make([]int32, tc.keys+1)}
-		for k := range ci.nextKey {
-			ci.nextKey[k] = int32(k)
-		}
-		ci.nextKey[tc.keys] = -1 // a neighbour that is not one of the level's keys
 		n.index(ai)
-		n.reset(ai, ci)
-		for k := range ci.nextKey {
-			d, _ := n.of(int32(k))
+		for ki := int32(-1); ki <= int32(tc.keys)+20; ki++ {
+			d := n.of(ki)
 			want := -1
-			for p, ki := range tc.cand {
-				if int(ki) == k {
+			for p, c := range tc.cand {
+				if c == ki {
 					want = p
 				}
 			}
 			switch {
 			case want < 0 && d != nil:
-				t.Errorf("keys %d: key %d is no candidate, found at position %d", tc.keys, k, d.pos)
+				t.Errorf("keys %d: key %d is no candidate, found at position %d", tc.keys, ki, d.pos)
 			case want >= 0 && (d == nil || d.pos != want):
-				t.Errorf("keys %d: key %d: got %v, want position %d", tc.keys, k, d, want)
+				t.Errorf("keys %d: key %d: got %v, want position %d", tc.keys, ki, d, want)
 			}
 		}
-		n.release()
 		n.unindex(ai)
 		for ki, p := range n.keyPos {
 			if p != -1 {
 				t.Fatalf("after an answer over %d keys: keyPos[%d] = %d, want -1", tc.keys, ki, p)
 			}
+		}
+		if len(tc.cand) > 0 && n.of(tc.cand[0]) != nil {
+			t.Errorf("keys %d: a chunk found after the answer", tc.keys)
 		}
 	}
 }
