@@ -48,7 +48,7 @@ func prepBytes(cv *chunkVerts) int64 {
 	if cv.frags != nil {
 		nf = cv.frags.Len()
 	}
-	return 64 + 16*int64(nf+1)
+	return 64 + 20*int64(nf+1) // bounds, owner, contIn, contFrag
 }
 
 // prepared returns cv's preparation, building it on first use; nil when
