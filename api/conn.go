@@ -180,8 +180,10 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 		}
 		if victim == nil {
 			l.mu.Unlock()
-			_ = c.Close()
+			// Counted before the close: a client that sees the close and
+			// then reads the metric must find it counted.
 			l.m.connRefuse.Inc()
+			_ = c.Close()
 			return nil
 		}
 		l.forget(victim)
@@ -191,12 +193,12 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 		// Idle keep-alive connections may be closed at any time; clients
 		// reconnect. A silent one has asked for nothing. Closing it counts
 		// it out before the new one counts in.
-		_ = victim.Close()
 		if silent {
 			l.m.connSilent.Inc()
 		} else {
 			l.m.connIdle.Inc()
 		}
+		_ = victim.Close()
 	}
 	lc := &limitedConn{Conn: c, l: l}
 	l.mu.Lock()
