@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/zvfserve/zvfserve/zvf/demo"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/cloud"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -71,13 +72,13 @@ func TestFleet(t *testing.T) {
 	stores := map[string]string{}
 	for _, name := range []string{"cells", "axons"} {
 		u := "s3://" + bucket + "/" + prefix + "/" + name + env.s3Query()
-		w := zvftest.Store(t, u)
+		w := zvftest.StoreWith(t, u, cloud.Drivers())
 		if err := upload(ctx, w, v1[name], nil, 16); err != nil {
 			t.Fatal(err)
 		}
 		stores[name] = u
 	}
-	cellsW := zvftest.Store(t, stores["cells"])
+	cellsW := zvftest.StoreWith(t, stores["cells"], cloud.Drivers())
 	// S3 stamps whole seconds: a replica that opened a store in the second
 	// of its last write cannot tell that write from a later one, refuses
 	// it and reopens, naming the version by its listing instead of its
