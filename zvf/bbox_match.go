@@ -83,6 +83,9 @@ func (l *Level) candidates(out []int32, min, max []float64) []int32 {
 		lo[i] = math.Floor(min[i] / l.chunkShape[i])
 		hi[i] = math.Floor(max[i] / l.chunkShape[i])
 	}
+	if l.grid != nil {
+		return l.grid.appendIn(out, d, &lo, &hi)
+	}
 	off := l.keyArity - d
 	for j, k := range l.keys {
 		in := true

@@ -30,6 +30,7 @@ type Level struct {
 	keyArity   int // dims, or dims+1 on attribute-chunked levels
 	keys       []Key
 	keySet     map[string]int // key string -> index into keys
+	grid       *keyGrid       // keys by cell (candidates); nil: scan keys
 	vkeys      []string       // cache key of each chunk's vertices, built once
 	// seen is what level=auto learnt of each chunk once its vertices were
 	// in the cache (see chunkSeen); 0 until then.
@@ -315,6 +316,7 @@ func (l *Level) readVerticesMeta(ctx context.Context) error {
 func (l *Level) setKeys(keys []Key) {
 	l.keys = keys
 	l.keySet = make(map[string]int, len(l.keys))
+	l.grid = newKeyGrid(l.keys, l.keyArity, l.s.dims)
 	l.vkeys = make([]string, len(l.keys))
 	l.seen = make([]atomic.Uint64, len(l.keys))
 	l.vrefs = make([]atomic.Pointer[cache.Ref], len(l.keys))
