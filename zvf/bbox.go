@@ -7,7 +7,8 @@ import (
 
 // BBox streams the vertices inside the closed box, one Batch per chunk in
 // key order, from q.Resume (or q.Offset) and up to q.Limit rows. The Batch
-// and its slices are only valid during the emit call. When rows remain,
+// and its slices are only valid during the emit call, and are not emit's
+// to change (the next batch reuses what it shares). When rows remain,
 // the result's Next says where the next page starts.
 func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) (BBoxResult, error) {
 	var res BBoxResult
@@ -65,6 +66,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	// with connectivity keeps every page chunk's rows for ranking too,
 	// and its memory is held to what the answer holds.
 	sc.copy = !wantConn
+	l.startBatches(sc)
 	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
 		pos := p0 + len(ai.seen)
 		res.Chunks++
@@ -157,20 +159,30 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	return res, nil
 }
 
+// startBatches readies sc.batch for fillBatch: what every batch of the
+// level's answer shares.
+func (l *Level) startBatches(sc *bboxScratch) {
+	sc.batch = Batch{Vertices: Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}, Source: &sc.src}
+	sc.src = ChunkRows{l: l, attrs: sc.src.attrs[:0]}
+}
+
 // fillBatch makes sc.batch the rows [first, last) of a matched chunk:
 // vertices, object ids and the selected attributes, sliced from the
 // cached chunk when the box covers it, else gathered into sc's buffers.
 // offset is the answer's row number of its first row.
 func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, first, last int, offset int64, sel []*attrMeta, inv *inverse) error {
 	rowBytes := l.vdt.Size * l.s.dims
+	// The batch's and its source's constant fields were set once for the
+	// query (startBatches): an answer at a coarse level is many chunks of
+	// few rows, and rebuilding both structs per chunk cost more than
+	// their rows did.
 	batch := &sc.batch
-	*batch = Batch{Chunk: m.key, Rows: last - first, First: offset, Attributes: sc.cols[:0]}
-	batch.Vertices = Column{Name: "vertices", DType: l.vdt.Name, typ: l.vdt, Channels: l.s.dims}
-	sc.src = ChunkRows{l: l, key: m.key, cv: m.cv, all: m.all, first: first, n: last - first, attrs: sc.src.attrs[:0]}
+	batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs = m.key, last-first, offset, sc.cols[:0], nil
+	src := &sc.src
+	src.key, src.cv, src.all, src.first, src.n, src.rows, src.attrs = m.key, m.cv, m.all, first, last-first, nil, src.attrs[:0]
 	if !m.all {
-		sc.src.rows = m.rows[first:last]
+		src.rows = m.rows[first:last]
 	}
-	batch.Source = &sc.src
 	switch {
 	case m.all:
 		batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]

@@ -43,6 +43,15 @@ type chunkMatch struct {
 	bt *boxTest
 }
 
+// reset makes m the match of chunk key (vertices cv) before any row is
+// found, keeping the buffers and the pass's settings (copy, bt): field by
+// field, as a coarse level's answer resets it for every few rows.
+func (m *chunkMatch) reset(key Key, cv *chunkVerts) {
+	m.key, m.cv, m.all, m.rows, m.buf = key, cv, false, nil, nil
+	m.vdata, m.vpos = nil, nil
+	m.owner, m.owned = m.owner[:0], false
+}
+
 func (m *chunkMatch) count() int {
 	if m.all {
 		return m.cv.rows
@@ -122,7 +131,7 @@ func (l *Level) matchChunk(ctx context.Context, i int32, cv *chunkVerts, min, ma
 
 func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunkMatch) {
 	rows := m.buf[:0]
-	*m = chunkMatch{key: key, cv: cv, owner: m.owner[:0], pbuf: m.pbuf, copy: m.copy, vown: m.vown, bt: m.bt}
+	m.reset(key, cv)
 	d := l.s.dims
 	if l.covers(key, min, max) && (cv.inCell || l.rowsWithin(cv.data, min, max, 0, cv.rows)) {
 		m.all, m.rows, m.buf = true, rows, rows
@@ -528,13 +537,15 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	rd := &sc.rd
 	*rd = chunkReaders{l: l, cand: cand, ms: ms, slots: slots, min: min, max: max, rf: rf}
 	defer rd.stop()
+	hits := 0
+	defer func() { l.s.countHits(hits) }()
 	issued := 0
 	for c := range cand {
 		// Chunks c … c+ring-1 are cached (and held) or being read.
 		for ; issued < len(cand) && issued < c+ring; issued++ {
 			s := &slots[issued%ring]
 			i := cand[issued]
-			if v, ok := l.peekVerts(i); ok && rf.cachedAt(i) {
+			if v, ok := l.peekVertsTally(i, &hits); ok && rf.cachedAt(i) {
 				*s = matchSlot{cv: v.(*chunkVerts)}
 				continue
 			}
