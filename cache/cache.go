@@ -137,10 +137,15 @@ type call struct {
 // the epoch's first reads c.epoch, e.used and a counter stripe, and
 // writes only the stripe.
 func (c *Cache) touch(e *entry) {
+	c.stamp(e)
+	c.hits[rand.Uint32()%hitStripes].n.Add(1)
+}
+
+// stamp is touch without counting the hit.
+func (c *Cache) stamp(e *entry) {
 	if t := c.epoch.Load(); e.used.Load() != t {
 		e.used.Store(t)
 	}
-	c.hits[rand.Uint32()%hitStripes].n.Add(1)
 }
 
 // New returns a cache holding at most budget bytes of values.
@@ -425,6 +430,29 @@ func (c *Cache) Deref(r *Ref) (any, bool) {
 	}
 	c.touch(r.e)
 	return *p, true
+}
+
+// DerefUncounted is Deref that leaves the hit for the caller to count
+// (CountHits): a request finding hundreds of small chunks pays for one
+// counter write, not one per chunk. Recency is stamped as Deref does.
+func (c *Cache) DerefUncounted(r *Ref) (any, bool) {
+	if c == nil || r == nil {
+		return nil, false
+	}
+	p := r.e.val.Load()
+	if p == nil {
+		return nil, false
+	}
+	c.stamp(r.e)
+	return *p, true
+}
+
+// CountHits counts n hits that DerefUncounted found.
+func (c *Cache) CountHits(n int) {
+	if c == nil || n <= 0 {
+		return
+	}
+	c.hits[rand.Uint32()%hitStripes].n.Add(int64(n))
 }
 
 // RemovePrefix drops every key that starts with prefix and reports how

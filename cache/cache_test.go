@@ -650,6 +650,21 @@ func TestRef(t *testing.T) {
 	if got := c.Stats().Hits; got != hits+1 {
 		t.Errorf("Deref counted %d hits, want 1", got-hits)
 	}
+	// Uncounted: the caller counts its hits at once.
+	if v, ok := c.DerefUncounted(r); !ok || v != "one" {
+		t.Fatalf("DerefUncounted = %v, %v", v, ok)
+	}
+	if got := c.Stats().Hits; got != hits+1 {
+		t.Errorf("DerefUncounted counted %d hits, want none", got-hits-1)
+	}
+	c.CountHits(3)
+	c.CountHits(0)
+	if got := c.Stats().Hits; got != hits+4 {
+		t.Errorf("CountHits(3) counted %d hits", got-hits-1)
+	}
+	if v, ok := c.DerefUncounted(nil); ok || v != nil {
+		t.Fatalf("DerefUncounted(nil) = %v, %v", v, ok)
+	}
 
 	// Evicted by a value that needs the room.
 	if _, err := c.Get(ctx, "b", load("two", 60)); err != nil {
@@ -672,6 +687,9 @@ func TestRef(t *testing.T) {
 	c.Remove("a")
 	if v, ok := c.Deref(r); ok {
 		t.Fatalf("Deref after Remove = %v", v)
+	}
+	if v, ok := c.DerefUncounted(r); ok {
+		t.Fatalf("DerefUncounted after Remove = %v", v)
 	}
 	if _, err := c.Get(ctx, "a", load("four", 10)); err != nil {
 		t.Fatal(err)

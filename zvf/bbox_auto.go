@@ -97,10 +97,12 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 	sc.cand = l.candidates(sc.cand[:0], lo, hi)
 	edges := sc.cand[:0] // the cut chunks, compacted in place
 	est, cut := 0.0, 0.0
+	hits := 0
+	defer func() { l.s.countHits(hits) }()
 	for _, i := range sc.cand {
 		seen := l.seen[i].Load()
 		if seen == 0 {
-			if v, ok := l.peekVerts(i); ok {
+			if v, ok := l.peekVertsTally(i, &hits); ok {
 				seen = chunkSeen(v.(*chunkVerts))
 				l.seen[i].Store(seen)
 			}
@@ -124,7 +126,7 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 	}
 	var m chunkMatch
 	for _, i := range edges {
-		if v, ok := l.peekVerts(i); ok {
+		if v, ok := l.peekVertsTally(i, &hits); ok {
 			l.matchVerts(l.keys[i], v.(*chunkVerts), lo, hi, &m)
 			est += float64(m.count())
 		} else {

@@ -75,6 +75,15 @@ func (s *Store) peek(key string) (any, bool) {
 type refCache interface {
 	PeekRef(key string) (any, *cache.Ref, bool)
 	Deref(r *cache.Ref) (any, bool)
+	DerefUncounted(r *cache.Ref) (any, bool)
+	CountHits(n int)
+}
+
+// countHits counts the hits peekVertsTally left to count.
+func (s *Store) countHits(n int) {
+	if s.refs != nil {
+		s.refs.CountHits(n)
+	}
 }
 
 // Open reads the store's metadata: root, every level, chunk listings and
