@@ -133,9 +133,16 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	rows := m.buf[:0]
 	m.reset(key, cv)
 	d := l.s.dims
-	if l.covers(key, min, max) && (cv.inCell || l.rowsWithin(cv.data, min, max, 0, cv.rows)) {
+	cut := l.cutAxes(key, min, max)
+	if cut == 0 && (cv.inCell || l.rowsWithin(cv.data, min, max, 0, cv.rows)) {
 		m.all, m.rows, m.buf = true, rows, rows
 		return
+	}
+	// Rows that lie in their cell need only be tested on the axes where
+	// the box cuts it: most chunks a box cuts are on one of its faces.
+	axes := uint8(1)<<d - 1
+	if cv.inCell && d == 3 {
+		axes = uint8(cut)
 	}
 	var vout *[]byte
 	if m.copy && l.vdt.Name == "float32" && d == 3 {
@@ -150,9 +157,9 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if l.binsUsable(cv) {
 		m.rows = l.matchBinsInto(rows, vout, bt, cv, key, min, max, cv.data, nil)
 	} else if vout != nil {
-		m.rows, m.vown = bt.appendMatchesCopy(rows, m.vown, cv.data, 0, cv.rows, 1<<d-1)
+		m.rows, m.vown = bt.appendMatchesCopy(rows, m.vown, cv.data, 0, cv.rows, axes)
 	} else {
-		m.rows = appendMatches(rows, cv.data, l.vdt, d, 0, cv.rows, min, max)
+		m.rows = bt.appendMatches(rows, cv.data, 0, cv.rows, axes)
 	}
 	if vout != nil {
 		m.vdata = m.vown
@@ -175,6 +182,22 @@ func (l *Level) covers(key Key, min, max []float64) bool {
 		}
 	}
 	return true
+}
+
+// cutAxes has bit i set for each axis i on which the box does not cover
+// chunk key's cell (covers' test, axis by axis): 0 when it covers it.
+func (l *Level) cutAxes(key Key, min, max []float64) uint16 {
+	d := l.s.dims
+	off := l.keyArity - d
+	var cut uint16
+	for i := 0; i < d; i++ {
+		c0 := float64(key[off+i]) * l.chunkShape[i]
+		c1 := c0 + l.chunkShape[i]
+		if !(min[i] <= c0 && c1 <= max[i]) {
+			cut |= 1 << i
+		}
+	}
+	return cut
 }
 
 // rowsWithin confirms rows [a, b) are all inside, stopping at the first
