@@ -60,10 +60,10 @@ func (c cursor) encode() string {
 // decodeCursor checks a paging token against the query and store version
 // it must belong to; "" is the first page.
 func decodeCursor(v, hash, version string) (cursor, error) {
-	var cur cursor
 	if v == "" {
-		return cur, nil
+		return cursor{}, nil
 	}
+	var cur cursor // after the first page's return: it escapes (Unmarshal)
 	bad := badRequest("cursor is not valid for this query")
 	if len(v) > maxCursor {
 		return cur, bad

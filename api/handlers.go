@@ -337,8 +337,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Headers the answer's end decides go out as headers when the answer
 	// was held back whole, else as the trailers declared when it started.
-	trailers := []string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched"}
-	return s.streamPayload(w, rep, start, meta, trailers, func(enc encoder) (*trailer, error) {
+	return s.streamPayload(w, rep, start, meta, bboxTrailers[:], func(enc encoder) (*trailer, error) {
 		// A page is bounded by what its encoder must hold, in bytes, too.
 		if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
 			zq.Limit = n
@@ -377,6 +376,10 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 	setHeader(w, "X-Vertex-Count", strconv.FormatInt(res.Count, 10))
 	return t
 }
+
+// bboxTrailers are the headers a bbox answer's end decides (read only:
+// one array for every answer, not a slice allocated per request).
+var bboxTrailers = [...]string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Number-Matched"}
 
 // streamPayload writes a payload answer (bbox, object, chunk) in rep's
 // format: the body, the encoder begun with meta, the batches fill emits,
