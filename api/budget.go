@@ -20,7 +20,7 @@ import "github.com/zvfserve/zvfserve/cache"
 const minAnswerLimit = 256 << 20
 
 // Per-answer memory that does not depend on its rows: the write buffer
-// and the hold-back buffer (see newBody), and a compressor's state (zstd
+// and the hold-back buffer, or a write buffer of both's size (see newBody), and a compressor's state (zstd
 // with its 256 KiB window: about 1.2 MB; gzip less; zstd at the level
 // quantized answers get, about 4.7 MB).
 const (

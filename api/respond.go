@@ -69,11 +69,23 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 // lazyWriter holds the first bytes of a response so that an error found
 // early (the common case: a bad chunk in the first window) can still
 // become a problem response; past the threshold it commits and streams.
+// It copies only what it must hold: bytes it is handed past the
+// threshold, or as the answer's last (final), go out as they are.
 type lazyWriter struct {
 	w         http.ResponseWriter
 	buf       []byte
 	limit     int
 	committed bool
+	// final: the next write is the answer's last (the body's buffer
+	// flushed by finish, with nothing between it and this writer), so
+	// it is sent with what is held rather than added to it.
+	final bool
+	// pool, when set, gives the hold-back buffer at its first use (an
+	// answer that never holds anything takes none): mem is that buffer,
+	// box what the pool handed it out in; release puts them back.
+	pool *sync.Pool
+	mem  []byte
+	box  *[]byte
 	// timing: at commit, Server-Timing says how long since start the
 	// first byte took (streamed), or the whole answer (whole).
 	timing bool
@@ -89,23 +101,56 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 	if l.committed {
 		return l.w.Write(p)
 	}
-	if len(l.buf)+len(p) <= l.limit {
+	n := len(l.buf) + len(p)
+	if l.final {
+		return l.commit(n <= l.limit, p)
+	}
+	if n <= l.limit {
+		if l.buf == nil {
+			l.takeBuffer()
+		}
 		l.buf = append(l.buf, p...)
 		return len(p), nil
 	}
-	if err := l.commit(false); err != nil {
-		return 0, err
-	}
-	return l.w.Write(p)
+	return l.commit(false, p)
 }
 
-// commit sends the status, the headers and what is held. whole: the
-// answer is complete (sent with its Content-Length), so every header its
-// end decides is known, and one not set is not sent at all: no trailers
-// are declared.
-func (l *lazyWriter) commit(whole bool) error {
+func (l *lazyWriter) takeBuffer() {
+	if l.pool != nil {
+		if b, ok := l.pool.Get().(*[]byte); ok {
+			l.box, l.mem = b, (*b)[:0]
+		}
+	}
+	if l.mem == nil {
+		l.mem = make([]byte, 0, l.limit)
+	}
+	l.buf = l.mem
+}
+
+// release gives the hold-back buffer back to the pool.
+func (l *lazyWriter) release() {
+	if l.pool == nil || cap(l.mem) != l.limit {
+		return
+	}
+	box := l.box
+	if box == nil {
+		box = new([]byte)
+	}
+	*box = l.mem[:0]
+	l.pool.Put(box)
+}
+
+// commit sends the status, the headers, what is held and then tail (a
+// write that did not fit, or the answer's last), returning what tail's
+// write returned. whole: the answer is complete (sent with its
+// Content-Length), so every header its end decides is known, and one not
+// set is not sent at all: no trailers are declared.
+func (l *lazyWriter) commit(whole bool, tail []byte) (int, error) {
 	if l.committed {
-		return nil
+		if len(tail) == 0 {
+			return 0, nil
+		}
+		return l.w.Write(tail)
 	}
 	l.committed = true
 	if l.timing {
@@ -118,7 +163,7 @@ func (l *lazyWriter) commit(whole bool) error {
 		t := strconv.AppendFloat(append(b[:0], name...), float64(l.now().Sub(l.start).Microseconds())/1000, 'f', 3, 64)
 		setHeader(l.w, "Server-Timing", string(t))
 		if whole {
-			setHeader(l.w, "Content-Length", strconv.Itoa(len(l.buf)))
+			setHeader(l.w, "Content-Length", strconv.Itoa(len(l.buf)+len(tail)))
 		}
 	}
 	var late []string
@@ -131,9 +176,17 @@ func (l *lazyWriter) commit(whole bool) error {
 		l.w.Header().Set("Trailer", strings.Join(late, ", "))
 	}
 	l.w.WriteHeader(http.StatusOK)
-	_, err := l.w.Write(l.buf)
+	held := l.buf
 	l.buf = nil
-	return err
+	if len(held) > 0 || len(tail) == 0 {
+		if _, err := l.w.Write(held); err != nil {
+			return 0, err
+		}
+	}
+	if len(tail) == 0 {
+		return 0, nil
+	}
+	return l.w.Write(tail)
 }
 
 // bodyWriter assembles the response writer chain: bufio → (compression)
@@ -143,21 +196,23 @@ func (l *lazyWriter) commit(whole bool) error {
 // the encoder writing through it holds.
 type bodyWriter struct {
 	*bufio.Writer
-	lazy    lazyWriter
-	comp    io.WriteCloser
-	dense   bool    // comp came from the zstdDense pool
-	lazyBuf []byte  // the pooled buffer behind lazy.buf
-	lazyBox *[]byte // what the pool handed it out in, put back in release (a new box would be an allocation)
-	s       *Server
-	mem     answerMem
+	lazy  lazyWriter
+	comp  io.WriteCloser
+	dense bool // comp came from the zstdDense pool
+	wide  bool // the bufio.Writer came from the bufwWide pool
+	s     *Server
+	mem   answerMem
 }
 
 // bodyPools recycle what every streamed response needs, so that a warm
 // request allocates a constant, small amount however large its answer.
 type bodyPools struct {
 	bufw, lazy, zstd, gzip sync.Pool
-	zstdDense              sync.Pool // zstd encoders for quantized answers (see denseCoding)
-	edges                  edgePool
+	// bufwWide: the body buffers of uncompressed answers, twice the
+	// hold-back's size (see newBody).
+	bufwWide  sync.Pool
+	zstdDense sync.Pool // zstd encoders for quantized answers (see denseCoding)
+	edges     edgePool
 }
 
 // edgePool recycles line answers' edge lists (zvf.BBoxQuery.EdgeBuf): a
@@ -199,12 +254,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 		fixed += compressorBytes
 	}
 	b.mem.reserve(fixed)
-	if p, ok := s.pools.lazy.Get().(*[]byte); ok {
-		b.lazyBuf, b.lazyBox = (*p)[:0], p
-	} else {
-		b.lazyBuf = make([]byte, 0, lazyLimit)
-	}
-	b.lazy = lazyWriter{w: w, limit: lazyLimit, buf: b.lazyBuf, timing: true, now: s.o.Now, start: start}
+	b.lazy = lazyWriter{w: w, limit: lazyLimit, pool: &s.pools.lazy, timing: true, now: s.o.Now, start: start}
 	lw := &b.lazy
 	var sink io.Writer = lw
 	switch rep.encoding {
@@ -243,11 +293,22 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 		setHeader(w, "Content-Encoding", "gzip")
 		b.comp, sink = gw, gw
 	}
-	if bw, ok := s.pools.bufw.Get().(*bufio.Writer); ok {
+	// An uncompressed answer's body buffer is twice the hold-back: its
+	// first flush is either the whole answer (finish) or more than the
+	// hold-back keeps, so the lazyWriter passes it on uncopied and needs
+	// no buffer of its own. (The answer streams from the same point as
+	// when the hold-back copied the first of two 256 KiB flushes, with
+	// the same headers.) A compressor's output comes in pieces, which
+	// the hold-back gathers.
+	pool, size := &s.pools.bufw, lazyLimit
+	if b.comp == nil {
+		pool, size, b.wide = &s.pools.bufwWide, 2*lazyLimit, true
+	}
+	if bw, ok := pool.Get().(*bufio.Writer); ok {
 		bw.Reset(sink)
 		b.Writer = bw
 	} else {
-		b.Writer = bufio.NewWriterSize(sink, 256<<10)
+		b.Writer = bufio.NewWriterSize(sink, size)
 	}
 	return b, nil
 }
@@ -258,15 +319,12 @@ func (b *bodyWriter) release() {
 	b.mem.release()
 	p := &b.s.pools
 	b.Writer.Reset(nil)
-	p.bufw.Put(b.Writer)
-	if cap(b.lazyBuf) == lazyLimit {
-		box := b.lazyBox
-		if box == nil {
-			box = new([]byte)
-		}
-		*box = b.lazyBuf[:0]
-		p.lazy.Put(box)
+	if b.wide {
+		p.bufwWide.Put(b.Writer)
+	} else {
+		p.bufw.Put(b.Writer)
 	}
+	b.lazy.release()
 	switch c := b.comp.(type) {
 	case *zstd.Encoder:
 		c.Reset(nil)
@@ -285,6 +343,9 @@ func (b *bodyWriter) release() {
 // finish flushes everything; Server-Timing reports the total when the
 // response was small enough to hold until now.
 func (b *bodyWriter) finish() error {
+	// Without a compressor, the flush is the lazyWriter's last write
+	// (a compressor writes its end in pieces, at Close).
+	b.lazy.final = b.comp == nil
 	if err := b.Flush(); err != nil {
 		return err
 	}
@@ -293,7 +354,8 @@ func (b *bodyWriter) finish() error {
 			return err
 		}
 	}
-	return b.lazy.commit(!b.lazy.committed)
+	_, err := b.lazy.commit(!b.lazy.committed, nil)
+	return err
 }
 
 // writeJSON sends a small JSON document with ETag support.

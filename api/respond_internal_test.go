@@ -1,0 +1,139 @@
+package api
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// sliceWriter is a ResponseWriter that records each write's slice as
+// given (not a copy), to tell a write passed through from a copied one.
+type sliceWriter struct {
+	*httptest.ResponseRecorder
+	writes [][]byte
+}
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, p)
+	return w.ResponseRecorder.Write(p)
+}
+
+// passed reports whether p reached w as the slice given.
+func (w *sliceWriter) passed(p []byte) bool {
+	for _, q := range w.writes {
+		if len(q) > 0 && len(p) > 0 && &q[0] == &p[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLazyWriterHoldBack: the hold-back buffer copies only what it must
+// hold, a write that may still be followed by an error within the limit.
+// A write past the limit, or the answer's last (final), goes out as it is;
+// the answer streams from where it did when every write was copied (past
+// the limit), with the same headers; one that ends within the limit,
+// exactly at it too, is sent whole with its length; the bytes are the
+// writes', in order.
+func TestLazyWriterHoldBack(t *testing.T) {
+	const limit = 64
+	fill := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+	for _, tc := range []struct {
+		name   string
+		writes [][]byte
+		final  int // the write finish makes (-1: none; the compressed path)
+		// direct: which writes reach the ResponseWriter as the slice
+		// given (not through the hold-back).
+		direct []bool
+		whole  bool // sent whole, with Content-Length
+	}{
+		{"small answer, its end uncopied", [][]byte{fill(10, 'a'), fill(20, 'b')}, 1, []bool{false, true}, true},
+		{"small answer, compressed", [][]byte{fill(10, 'a'), fill(20, 'b')}, -1, []bool{false, false}, true},
+		{"exactly the limit, at its end", [][]byte{fill(limit, 'a')}, 0, []bool{true}, true},
+		{"one flush past the limit streams uncopied", [][]byte{fill(limit+1, 'a'), fill(5, 'b'), fill(3, 'c')}, 2, []bool{true, true, true}, false},
+		{"held, then past the limit", [][]byte{fill(10, 'a'), fill(limit, 'b')}, -1, []bool{false, true}, false},
+		{"exactly the limit held, then its end", [][]byte{fill(limit, 'a'), fill(1, 'b')}, 1, []bool{false, true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &sliceWriter{ResponseRecorder: httptest.NewRecorder()}
+			l := lazyWriter{w: rec, limit: limit, timing: true, trailers: []string{"X-Late"},
+				now: func() time.Time { return time.Unix(0, 0) }, start: time.Unix(0, 0)}
+			var want []byte
+			for i, p := range tc.writes {
+				l.final = i == tc.final
+				if n, err := l.Write(p); err != nil || n != len(p) {
+					t.Fatalf("Write: %d, %v", n, err)
+				}
+				want = append(want, p...)
+			}
+			if _, err := l.commit(!l.committed, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(rec.Body.Bytes(), want) {
+				t.Fatalf("body %q, want %q", rec.Body.Bytes(), want)
+			}
+			for i, p := range tc.writes {
+				if got := rec.passed(p); got != tc.direct[i] {
+					t.Errorf("write %d (%d bytes): passed through uncopied %v, want %v", i, len(p), got, tc.direct[i])
+				}
+			}
+			h := rec.Header()
+			if tc.whole {
+				if h.Get("Content-Length") != strconv.Itoa(len(want)) || h.Get("Trailer") != "" || h.Get("Server-Timing") != "total;dur=0.000" {
+					t.Errorf("whole answer of %d bytes: headers %v", len(want), h)
+				}
+			} else if h.Get("Content-Length") != "" || h.Get("Trailer") != "X-Late" || h.Get("Server-Timing") != "first-byte;dur=0.000" {
+				t.Errorf("streamed answer: headers %v", h)
+			}
+			if rec.Code != http.StatusOK {
+				t.Errorf("status %d", rec.Code)
+			}
+			if held := l.mem != nil; held != !tc.direct[0] {
+				t.Errorf("hold-back buffer taken %v, with the first write held %v", held, !tc.direct[0])
+			}
+		})
+	}
+}
+
+// TestBodyWriterUncompressedHoldsNothing: an uncompressed answer larger
+// than the hold-back reaches the ResponseWriter without a copy in the
+// hold-back (the body's buffer is passed on as it is), and takes no
+// hold-back buffer; its bytes are the encoder's.
+func TestBodyWriterUncompressedHoldsNothing(t *testing.T) {
+	s := &Server{}
+	s.o.Now = time.Now
+	for _, size := range []int{100, lazyLimit, lazyLimit + 1, 3*lazyLimit + 7} {
+		rec := &sliceWriter{ResponseRecorder: httptest.NewRecorder()}
+		b, err := s.newBody(rec, representation{codec: binaryCodec{}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i * 7)
+		}
+		// In 1000-byte writes, as an encoder's blocks come.
+		for p := want; len(p) > 0; p = p[min(len(p), 1000):] {
+			if _, err := b.Write(p[:min(len(p), 1000)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.finish(); err != nil {
+			t.Fatal(err)
+		}
+		if b.lazy.mem != nil {
+			t.Errorf("%d bytes: the hold-back buffer was used", size)
+		}
+		if !bytes.Equal(rec.Body.Bytes(), want) {
+			t.Fatalf("%d bytes: the body differs", size)
+		}
+		whole := rec.Header().Get("Content-Length") == strconv.Itoa(size)
+		if whole != (size <= lazyLimit) {
+			t.Errorf("%d bytes: sent whole %v", size, whole)
+		}
+		b.release()
+	}
+}
