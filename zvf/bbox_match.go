@@ -250,31 +250,17 @@ func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float
 // to *vout when vout is set (float32 × 3 rows only); bt is the box's test.
 func (l *Level) matchBinsInto(out []int32, vout *[]byte, bt *boxTest, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
 	d := l.s.dims
-	// Per axis, the run of bins the box overlaps and which of those it
-	// covers, with the same arithmetic as binBox; then only the bins in
-	// that sub-grid are visited.
-	var first, last, idx [maxDims]int64
-	var covers [maxDims][64]bool
+	// Only the bins in the sub-grid the box overlaps are visited. A
+	// chunk's own rows (starts nil: a selection's are tested as they
+	// are) skip the bins the box only touches when none of its rows lies
+	// on a face of its bin.
+	sp, ok := l.boxBins(key, min, max, starts == nil && l.faceFree(key, cv))
+	if !ok {
+		return out
+	}
+	first, last, covers := &sp.first, &sp.last, &sp.covers
+	var idx [maxDims]int64
 	for i := 0; i < d; i++ {
-		first[i], last[i] = -1, -2
-		n := l.bpc[i]
-		for b := int64(0); b < n; b++ {
-			b0 := float64(key[i]*n+b) * l.binShape[i]
-			b1 := b0 + l.binShape[i]
-			if b1 < min[i] || b0 > max[i] {
-				continue
-			}
-			if first[i] < 0 {
-				first[i] = b
-			}
-			last[i] = b
-			if b < 64 {
-				covers[i][b] = min[i] <= b0 && b1 <= max[i]
-			}
-		}
-		if first[i] < 0 {
-			return out
-		}
 		idx[i] = first[i]
 	}
 	// The bins of one line along the last axis are visited in a tight
@@ -373,6 +359,98 @@ func (l *Level) matchBinsInto(out []int32, vout *[]byte, bt *boxTest, cv *chunkV
 			return out
 		}
 	}
+}
+
+// boxBins is, per axis, the run of a chunk's bins a box overlaps
+// (first … last) and which of those it covers (bins past the 64th count
+// as cut).
+type boxBins struct {
+	first, last [maxDims]int64
+	covers      [maxDims][64]bool
+}
+
+// boxBins finds the bins of chunk key the closed box [min, max] overlaps,
+// with the same arithmetic as binBox; ok is false when it overlaps none.
+// open: no row lies on a face of its bin's cell (see faceFree), so a bin
+// the box only touches, at a face, holds no row in the box and is left
+// out (a tile-aligned box otherwise tests the whole layer of bins beyond
+// each of its faces, to keep none of their rows).
+func (l *Level) boxBins(key Key, min, max []float64, open bool) (sp boxBins, ok bool) {
+	for i := 0; i < l.s.dims; i++ {
+		sp.first[i], sp.last[i] = -1, -2
+		n := l.bpc[i]
+		for b := int64(0); b < n; b++ {
+			b0 := float64(key[i]*n+b) * l.binShape[i]
+			b1 := b0 + l.binShape[i]
+			if b1 < min[i] || b0 > max[i] || open && (b1 == min[i] || b0 == max[i]) {
+				continue
+			}
+			if sp.first[i] < 0 {
+				sp.first[i] = b
+			}
+			sp.last[i] = b
+			if b < 64 {
+				sp.covers[i][b] = min[i] <= b0 && b1 <= max[i]
+			}
+		}
+		if sp.first[i] < 0 {
+			return sp, false
+		}
+	}
+	return sp, true
+}
+
+// faceFree reports whether every row of cv lies strictly inside its
+// bin's cell on every axis (float32 × 3 rows, every bin's rows in its
+// closed cell): found once per cached chunk, in one pass over its rows.
+// Rows of uniform data never lie on a face; rows on a grid (integer
+// coordinates, bins of whole units) may, and are then matched as before.
+func (l *Level) faceFree(key Key, cv *chunkVerts) bool {
+	switch cv.faces.Load() {
+	case facesFree:
+		return true
+	case facesTouched:
+		return false
+	}
+	v := int32(facesTouched)
+	if l.findFaceFree(key, cv) {
+		v = facesFree
+	}
+	cv.faces.Store(v) // racing finders find the same
+	return v == facesFree
+}
+
+// chunkVerts.faces: not yet known (0), or what faceFree found.
+const (
+	facesFree    = 1
+	facesTouched = 2
+)
+
+func (l *Level) findFaceFree(key Key, cv *chunkVerts) bool {
+	if l.vdt.Name != "float32" || l.s.dims != 3 || len(key) != 3 {
+		return false
+	}
+	var lo, hi [3]float64
+	for f := 0; f < int(prod(l.bpc)); f++ {
+		if !cv.binInside(f) {
+			return false
+		}
+		start, count := cv.binRange(f)
+		if count == 0 {
+			continue
+		}
+		l.binBox(key, f, lo[:], hi[:])
+		for r := start; r < start+count; r++ {
+			p := cv.data[12*r : 12*r+12 : 12*r+12]
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+			z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+			if x == lo[0] || x == hi[0] || y == lo[1] || y == hi[1] || z == lo[2] || z == hi[2] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // appendRun appends the row numbers start … start+n-1.

@@ -35,9 +35,11 @@ func FuzzDeriveBins(f *testing.F) {
 		return b
 	}
 	f.Add(slices.Concat(row(260, 510, 10), row(260, 510, 60), row(300, 560, 10)), 240.0, 500.0, 0.0, 320.0, 540.0, 40.0)
-	f.Add(slices.Concat(row(300, 550, 50), row(300, 550, 100), row(500, 750, 250)), 300.0, 550.0, 50.0, 300.0, 550.0, 50.0) // on faces
-	f.Add(slices.Concat(row(260, 510, 60), row(260, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                                // out of order
-	f.Add(slices.Concat(row(260, 510, 10), row(249, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                                // outside the chunk
+	f.Add(slices.Concat(row(300, 550, 50), row(300, 550, 100), row(500, 750, 250)), 300.0, 550.0, 50.0, 300.0, 550.0, 50.0)              // on faces
+	f.Add(slices.Concat(row(260, 510, 10), row(300, 510, 10), row(300, 549, 49), row(310, 560, 60)), 300.0, 0.0, 0.0, 1e9, 1e9, 1e9)     // a box touching bins at their faces
+	f.Add(slices.Concat(row(260, 510, 10), row(299, 510, 10), row(301, 549, 49), row(310, 560, 60)), 300.0, 550.0, 0.0, 400.0, 1e9, 1e9) // touching, no row on a face
+	f.Add(slices.Concat(row(260, 510, 60), row(260, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                                             // out of order
+	f.Add(slices.Concat(row(260, 510, 10), row(249, 510, 10)), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)                                             // outside the chunk
 	f.Add(row(float32(math.NaN()), 510, 10), 0.0, 0.0, 0.0, 1e9, 1e9, 1e9)
 	f.Add([]byte{}, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0)
 	f.Fuzz(func(t *testing.T, data []byte, x0, y0, z0, x1, y1, z1 float64) {
@@ -78,6 +80,13 @@ func FuzzDeriveBins(f *testing.F) {
 		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("box %v: rows %v, a test of every row finds %v", box, got, want)
 		}
+		// Copying the rows as they are found (a point answer) copies
+		// exactly those.
+		mc := chunkMatch{copy: true}
+		l.matchVerts(key, cv, box[0], box[1], &mc)
+		if !mc.all && (len(mc.rows) != len(want) || len(want) > 0 && (!slices.Equal(mc.rows, want) || !slices.Equal(mc.vdata, gather(nil, data, want, 12)))) {
+			t.Fatalf("box %v, copying: rows %v, bytes %x; a test of every row finds %v", box, mc.rows, mc.vdata, want)
+		}
 	})
 }
 
@@ -104,5 +113,62 @@ func BenchmarkDeriveBins(b *testing.B) {
 		if !l.deriveBins(key, cv) || !cv.inCell {
 			b.Fatal("bins not derived")
 		}
+	}
+}
+
+// TestTouchingBinsSkipped: a box whose faces lie on bin faces (a tile
+// grid's) visits only the bins it overlaps with some thickness when no
+// row lies on a bin face, not the layer of bins beyond each face that
+// it only touches (whose rows it tested to keep none); with a row on a
+// face it visits them, and keeps that row. Either way it finds what a
+// test of every row finds.
+func TestTouchingBinsSkipped(t *testing.T) {
+	row := func(x, y, z float32) []byte {
+		b := make([]byte, 12)
+		binary.LittleEndian.PutUint32(b, math.Float32bits(x))
+		binary.LittleEndian.PutUint32(b[4:], math.Float32bits(y))
+		binary.LittleEndian.PutUint32(b[8:], math.Float32bits(z))
+		return b
+	}
+	key := Key{1, 2, 0} // x 250…500 (bins of 50), y 500…750, z 0…250
+	min, max := []float64{300, 550, 0}, []float64{400, 650, 250}
+	for _, tc := range []struct {
+		name       string
+		rows       [][]byte
+		free       bool
+		xBins      [2]int64 // the bins visited along x (1: 300…350)
+		yBins      [2]int64
+		wantInside int
+	}{
+		{"no row on a face", [][]byte{row(260, 510, 10), row(299.5, 549, 10), row(310, 560, 60), row(399, 640, 60), row(401, 660, 60)}, true, [2]int64{1, 2}, [2]int64{1, 2}, 2},
+		{"a row on a face", [][]byte{row(260, 510, 10), row(299.5, 549, 10), row(300, 560, 60), row(310, 560, 60), row(401, 660, 60)}, false, [2]int64{0, 3}, [2]int64{0, 3}, 2},
+		{"a row on the box's face, in the bin beyond", [][]byte{row(260, 510, 10), row(310, 560, 60), row(400, 650, 60), row(401, 660, 60)}, false, [2]int64{0, 3}, [2]int64{0, 3}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := binLevel(t, "float32")
+			data := slices.Concat(tc.rows...)
+			cv := &chunkVerts{data: data, rows: len(tc.rows)}
+			if !l.deriveBins(key, cv) {
+				t.Fatal("bins not derived")
+			}
+			if got := l.faceFree(key, cv); got != tc.free {
+				t.Fatalf("faceFree %v, want %v", got, tc.free)
+			}
+			sp, ok := l.boxBins(key, min, max, l.faceFree(key, cv))
+			if !ok || [2]int64{sp.first[0], sp.last[0]} != tc.xBins || [2]int64{sp.first[1], sp.last[1]} != tc.yBins {
+				t.Fatalf("bins x %d…%d, y %d…%d (%v); want x %v, y %v", sp.first[0], sp.last[0], sp.first[1], sp.last[1], ok, tc.xBins, tc.yBins)
+			}
+			want := appendMatches(nil, data, l.vdt, 3, 0, cv.rows, min, max)
+			if len(want) != tc.wantInside {
+				t.Fatalf("the test's rows: %d inside, want %d", len(want), tc.wantInside)
+			}
+			for _, copy := range []bool{false, true} {
+				m := chunkMatch{copy: copy}
+				l.matchVerts(key, cv, min, max, &m)
+				if !slices.Equal(m.rows, want) || copy && !slices.Equal(m.vdata, gather(nil, data, want, 12)) {
+					t.Fatalf("copy %v: rows %v, a test of every row finds %v", copy, m.rows, want)
+				}
+			}
+		})
 	}
 }

@@ -64,6 +64,9 @@ type chunkVerts struct {
 	// still gets tested.
 	inCell bool
 	binIn  []uint64
+	// faces says, once a box has asked, whether no row lies on a face of
+	// its bin's cell (see faceFree).
+	faces atomic.Int32
 	// prep is what bboxes of this chunk share (see chunkPrep); nil
 	// until the first needs it.
 	prep atomic.Pointer[prepSlot]
