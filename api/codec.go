@@ -164,9 +164,13 @@ type payloadMeta struct {
 // trailer closes it: counts, paging and connectivity, plus kind-specific
 // fields (Extra) such as an object's id or a chunk's fragments.
 type trailer struct {
-	Count     int64
-	Next      string
-	Edges     []int64
+	Count int64
+	Next  string
+	Edges []int64
+	// WireEdges, from a bbox answer whose query asked for the wire form
+	// (only the binary encoder's), replaces Edges: little-endian uint32
+	// pairs, written as they are.
+	WireEdges []byte
 	Faces     []int64
 	FaceWidth int
 	Extra     map[string]any

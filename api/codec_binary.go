@@ -82,7 +82,11 @@ func (e *binaryEncoder) batch(b *zvf.Batch) error {
 	if err := e.vertices(b); err != nil {
 		return err
 	}
-	if e.m.ObjectIDs && b.ObjectIDs != nil {
+	if e.m.ObjectIDs && b.WireIDs != nil {
+		if err := e.writeBlock(blockObjectIDs, uint32(b.Rows), b.WireIDs); err != nil {
+			return err
+		}
+	} else if e.m.ObjectIDs && b.ObjectIDs != nil {
 		// Into a local, stored once: a store to e.buf per id would take
 		// a write barrier each while the GC runs.
 		buf := slices.Grow(e.buf[:0], 8*len(b.ObjectIDs))[:8*len(b.ObjectIDs)]
@@ -191,7 +195,11 @@ func narrow(dst []byte, v []int64) {
 }
 
 func (e *binaryEncoder) end(t *trailer) error {
-	if t.Edges != nil {
+	if t.WireEdges != nil {
+		if err := e.writeBlock(blockEdges, 2, t.WireEdges); err != nil {
+			return err
+		}
+	} else if t.Edges != nil {
 		if err := e.writeIndices(blockEdges, 2, t.Edges); err != nil {
 			return err
 		}

@@ -325,12 +325,15 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if am != nil && am.table == tableVertices && am.geo == nil {
 		zq.Connectivity = false // the vertex table has no place for it
 	}
-	var edges *[]int64 // the pooled list the answer's edges are built in
+	var edges *edgeBufs // the pooled lists the answer's edges are built in
 	if zq.Connectivity {
 		edges = s.pools.edges.get()
-		zq.EdgeBuf = *edges
+		zq.EdgeBuf, zq.WireBuf = edges.i64, edges.wire
 		defer s.pools.edges.put(edges) // after streamPayload: the encoder has written them
 	}
+	// The binary encoder writes edges and ids in their wire form as they
+	// come.
+	_, zq.Wire = rep.codec.(binaryCodec)
 	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
 	if meta.Attributes, err = attrInfos(l, attrs); err != nil {
 		return err
@@ -346,8 +349,11 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, err
 		}
-		if edges != nil && cap(res.Edges) > cap(*edges) {
-			*edges = res.Edges // grown: the larger array goes back to the pool
+		if edges != nil && cap(res.Edges) > cap(edges.i64) {
+			edges.i64 = res.Edges // grown: the larger array goes back to the pool
+		}
+		if edges != nil && cap(res.WireEdges) > cap(edges.wire) {
+			edges.wire = res.WireEdges
 		}
 		return s.pageEnd(w, r, st, l, cur, hash, res), nil
 	})
@@ -357,7 +363,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 // next page's cursor (Link, X-Next-Cursor), the whole answer's count when
 // it is known (OGC numberMatched) and this page's.
 func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, l *zvf.Level, cur cursor, hash string, res zvf.BBoxResult) *trailer {
-	t := &trailer{Count: res.Count, Edges: res.Edges, Faces: res.Faces, FaceWidth: res.FaceWidth,
+	t := &trailer{Count: res.Count, Edges: res.Edges, WireEdges: res.WireEdges, Faces: res.Faces, FaceWidth: res.FaceWidth,
 		Extra: map[string]any{"offset": cur.Offset}}
 	h := w.Header()
 	if res.More {

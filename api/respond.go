@@ -215,28 +215,39 @@ type bodyPools struct {
 	edges     edgePool
 }
 
-// edgePool recycles line answers' edge lists (zvf.BBoxQuery.EdgeBuf): a
-// 50,000-vertex streamline box's is 800 kB, which each request otherwise
-// allocated and zeroed.
+// edgePool recycles line answers' edge lists (zvf.BBoxQuery.EdgeBuf and
+// WireBuf): a 50,000-vertex streamline box's is 800 kB as int64 (400 kB
+// in the wire's uint32), which each request otherwise allocated and
+// zeroed.
 type edgePool struct{ p sync.Pool }
 
-// maxPooledEdges: a list longer than this (a whole-store answer's) is left
-// to the collector rather than kept for the next small one.
-const maxPooledEdges = 4 << 20
+// edgeBufs are the two forms of a line answer's edge list.
+type edgeBufs struct {
+	i64  []int64
+	wire []byte
+}
 
-func (e *edgePool) get() *[]int64 {
-	if b, ok := e.p.Get().(*[]int64); ok {
+// maxPooledEdges: a list longer than this many bytes (a whole-store
+// answer's) is left to the collector rather than kept for the next small
+// one.
+const maxPooledEdges = 32 << 20
+
+func (e *edgePool) get() *edgeBufs {
+	if b, ok := e.p.Get().(*edgeBufs); ok {
 		return b
 	}
-	return new([]int64)
+	return new(edgeBufs)
 }
 
 // put gives b back once nothing reads the answer's edges any more.
-func (e *edgePool) put(b *[]int64) {
-	if cap(*b) > maxPooledEdges {
-		return
+func (e *edgePool) put(b *edgeBufs) {
+	if 8*cap(b.i64) > maxPooledEdges {
+		b.i64 = nil
 	}
-	*b = (*b)[:0]
+	if cap(b.wire) > maxPooledEdges {
+		b.wire = nil
+	}
+	b.i64, b.wire = b.i64[:0], b.wire[:0]
 	e.p.Put(b)
 }
 

@@ -38,7 +38,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)
-	sc.rf = rf
+	sc.rf, sc.wire = rf, q.Wire
 	if len(sc.abufs) < len(sel) {
 		sc.abufs = append(sc.abufs, make([][]byte, len(sel)-len(sc.abufs))...)
 	}
@@ -152,7 +152,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 			}
 			ai.before = append(ai.before, back...)
 		}
-		if err := l.bboxConnectivity(ctx, &res, ai, inv, q.EdgeBuf); err != nil {
+		if err := l.bboxConnectivity(ctx, &res, ai, inv, &q); err != nil {
 			return res, err
 		}
 	}
@@ -196,12 +196,17 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 		batch.Vertices.Data = sc.vbuf
 	}
 	if inv != nil {
-		if p := m.cv.prepared(m.key, inv); p != nil {
+		switch p := m.cv.prepared(m.key, inv); {
+		case p != nil && sc.wire:
+			sc.wireIDs = p.wireIDs(sc.wireIDs, m, first, last)
+			batch.WireIDs = sc.wireIDs
+		case p != nil:
 			sc.ids = p.ownerIDs(sc.ids, m, first, last)
-		} else {
+			batch.ObjectIDs = sc.ids
+		default:
 			sc.owner, sc.ids = l.rowOwners(sc.owner, sc.ids, m, inv, first, last)
+			batch.ObjectIDs = sc.ids
 		}
-		batch.ObjectIDs = sc.ids
 	}
 	for k, a := range sel {
 		data, ch, err := l.attribute(ctx, a, m.key, m.cv.rows)

@@ -12,9 +12,13 @@ type bboxScratch struct {
 	abufs [][]byte
 	owner []int64 // row owners of the current chunk
 	ids   []int64 // the batch's object ids
-	cols  []Column
-	batch Batch
-	src   ChunkRows // batch.Source
+	// wire: the query asked for the binary format's wire form
+	// (BBoxQuery.Wire); the batch's ids are then in wireIDs.
+	wire    bool
+	wireIDs []byte
+	cols    []Column
+	batch   Batch
+	src     ChunkRows // batch.Source
 	// counts: matching rows of each candidate chunk the page passed
 	// (the next page's cursor and connectivity start from them).
 	counts []int64
@@ -52,6 +56,9 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	}
 	if cap(sc.owner) > 1<<20 || cap(sc.ids) > 1<<20 {
 		sc.owner, sc.ids = nil, nil
+	}
+	if cap(sc.wireIDs) > 8<<20 {
+		sc.wireIDs = nil
 	}
 	for i := range sc.abufs {
 		if cap(sc.abufs[i]) > 16<<20 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/zvfserve/zvfserve/zvf/ragged"
@@ -191,7 +192,7 @@ func (l *Level) links0(ctx context.Context, key Key) ([]int64, error) {
 // answer and the later one is in the page. Edges come out in chunk,
 // fragment, row order (then, on a later page, the continuations that
 // reach back to an earlier one), so equal requests give equal bytes.
-func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIndex, inv *inverse) error {
+func (l *Level) polylineEdges(ctx context.Context, o *lineOut, ai *answerIndex, inv *inverse) error {
 	if ai.paged && inv != nil {
 		// The chunks before the page that its continuations reach.
 		var need []string
@@ -223,7 +224,7 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 	}
 	for _, c := range ai.page {
 		if p := c.cv.prepared(c.key, inv); p != nil {
-			res.Edges = p.lineEdges(res.Edges, ai, c)
+			p.lineEdges(o, ai, c)
 			continue
 		}
 		var ci *chunkInverse
@@ -242,7 +243,7 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 			step := func(r int64) {
 				a := c.at(r)
 				if prev >= 0 && a >= 0 && max(prev, a) >= from && max(prev, a) < to {
-					res.Edges = append(res.Edges, prev, a)
+					o.add(prev, a)
 				}
 				prev = a
 			}
@@ -280,7 +281,7 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 				continue
 			}
 			if b := d.at(r); b >= 0 && b < to {
-				res.Edges = append(res.Edges, prev, b)
+				o.add(prev, b)
 			}
 		}
 	}
@@ -314,7 +315,7 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 				}
 				if r, ok := fragLast(d.cv, int(pv.frag)); ok {
 					if a := d.at(r); a >= 0 && a < from {
-						res.Edges = append(res.Edges, a, b)
+						o.add(a, b)
 					}
 				}
 			}
@@ -323,8 +324,9 @@ func (l *Level) polylineEdges(ctx context.Context, res *BBoxResult, ai *answerIn
 	return nil
 }
 
-// edgeBuf is the query's EdgeBuf (see BBoxQuery).
-func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answerIndex, inv *inverse, edgeBuf []int64) error {
+// q's EdgeBuf, Wire and WireBuf say where a line answer's edges go (see
+// BBoxQuery).
+func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answerIndex, inv *inverse, q *BBoxQuery) error {
 	// Empty, not absent: a client can tell "no edges here" from "this
 	// geometry has none".
 	if l.geometry() == "mesh" {
@@ -334,10 +336,24 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answe
 	}
 	switch l.geometry() {
 	case "polyline", "streamline", "line":
-		if edges := slices.Grow(edgeBuf[:0], int(2*res.Count)); edges != nil { // about one edge a vertex
-			res.Edges = edges
+		// Every index is below ai.to: the wire's uint32 holds them all
+		// when it is at most 2^32.
+		o := lineOut{wire: q.Wire && ai.to <= math.MaxUint32+1}
+		if o.wire {
+			o.w = slices.Grow(q.WireBuf[:0], int(8*res.Count)) // about one edge a vertex
+		} else if o.e = slices.Grow(q.EdgeBuf[:0], int(2*res.Count)); o.e == nil {
+			o.e = res.Edges
 		}
-		return l.polylineEdges(ctx, res, ai, inv)
+		err := l.polylineEdges(ctx, &o, ai, inv)
+		if o.wire {
+			res.Edges, res.WireEdges = nil, o.w
+			if o.w == nil {
+				res.WireEdges = []byte{}
+			}
+		} else {
+			res.Edges = o.e
+		}
+		return err
 	}
 	to := ai.to
 	lookup := func(ks string, row int64) (int64, bool) {

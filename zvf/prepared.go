@@ -2,6 +2,7 @@ package zvf
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"slices"
 
@@ -169,6 +170,41 @@ func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, first, last int) []int6
 	return ids
 }
 
+// wireIDs is ownerIDs in the binary format's form, little-endian int64
+// bytes, so the encoder writes them as they are.
+func (p *chunkPrep) wireIDs(dst []byte, m *chunkMatch, first, last int) []byte {
+	n := 8 * (last - first)
+	dst = slices.Grow(dst[:0], n)[:n]
+	if first >= last {
+		return dst
+	}
+	if m.all {
+		for i, f := first, p.frag(int32(first), 0); i < last; f++ {
+			e := min(int(p.bounds[f+1]), last)
+			v := uint64(p.owner[f])
+			for o := 8 * (i - first); o < 8*(e-first); o += 8 {
+				binary.LittleEndian.PutUint64(dst[o:], v)
+			}
+			i = e
+		}
+		return dst
+	}
+	rows := m.rows[first:last]
+	bounds := p.bounds
+	f := p.frag(rows[0], 0)
+	v := uint64(p.owner[f])
+	for j, r := range rows {
+		if r >= bounds[f+1] {
+			for r >= bounds[f+1] {
+				f++
+			}
+			v = uint64(p.owner[f])
+		}
+		binary.LittleEndian.PutUint64(dst[8*j:], v)
+	}
+	return dst
+}
+
 // fill sets every element of s to v.
 func fill(s []int64, v int64) {
 	for i := range s {
@@ -176,37 +212,86 @@ func fill(s []int64, v int64) {
 	}
 }
 
-// lineEdges appends the edges of page chunk c — consecutive rows of a
-// fragment, and a fragment's last row to the first of the fragment that
-// continues it — whose later end lies in [from, to), in the order the
-// full walk of polylineEdges gives them (fragment, then row: the same,
-// as fragments are consecutive ranges). Only c's matching rows are
+// lineOut collects a line answer's edges: as the binary format's
+// little-endian uint32 pairs when wire (the query asked for them and
+// every index of the answer fits), else as int64 pairs.
+type lineOut struct {
+	wire bool
+	w    []byte
+	e    []int64
+}
+
+// add appends the edge (a, b).
+func (o *lineOut) add(a, b int64) {
+	if o.wire {
+		o.w = binary.LittleEndian.AppendUint64(o.w, uint64(uint32(a))|uint64(uint32(b))<<32)
+		return
+	}
+	o.e = append(o.e, a, b)
+}
+
+// grow makes room for n more edges.
+func (o *lineOut) grow(n int) {
+	if o.wire {
+		o.w = slices.Grow(o.w, 8*n)
+	} else {
+		o.e = slices.Grow(o.e, 2*n)
+	}
+}
+
+// run appends the edges (a-1, a) for a in [a0, end): consecutive rows
+// of one fragment.
+func (o *lineOut) run(a0, end int64) {
+	if a0 >= end {
+		return
+	}
+	if !o.wire {
+		for a := a0; a < end; a++ {
+			o.e = append(o.e, a-1, a)
+		}
+		return
+	}
+	n := len(o.w)
+	k := 8 * int(end-a0)
+	o.w = slices.Grow(o.w, k)[:n+k]
+	dst := o.w[n:]
+	// The answer's indices fit uint32 (wire): each pair is one store.
+	v := uint64(uint32(a0-1)) | uint64(uint32(a0))<<32
+	const step = 1 | 1<<32
+	for i := 0; i+8 <= len(dst); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], v)
+		v += step
+	}
+}
+
+// lineEdges appends to o the edges of page chunk c — consecutive rows of
+// a fragment, and a fragment's last row to the first of the fragment
+// that continues it — whose later end lies in [from, to), in the order
+// the full walk of polylineEdges gives them (fragment, then row: the
+// same, as fragments are consecutive ranges). Only c's matching rows are
 // visited; a chunk the box covers is walked a fragment at a time.
-func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk) []int64 {
+func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 	from, to := ai.from, ai.to
 	n := int64(c.count())
 	lo, hi := max(0, from-c.start), min(n, to-c.start)
 	if lo >= hi {
-		return edges
+		return
 	}
 	// At most one edge ends at each row of [lo, hi), plus the
 	// continuations (one a fragment).
-	edges = slices.Grow(edges, 2*int(hi-lo))
+	o.grow(int(hi - lo))
 	bounds := p.bounds
 	next := &ai.sc.next
 	if c.all {
 		// Row i is answer index c.start+i.
 		for f := p.frag(int32(lo), 0); f < len(bounds)-1 && int64(bounds[f]) < hi; f++ {
 			s, e := int64(bounds[f]), int64(bounds[f+1])
-			a := c.start + max(s+1, lo)
-			for end := c.start + min(e, hi); a < end; a++ {
-				edges = append(edges, a-1, a)
-			}
+			o.run(c.start+max(s+1, lo), c.start+min(e, hi))
 			if e-1 >= lo && e-1 < hi {
-				edges = p.continuation(edges, ai, next, c, f, c.start+e-1)
+				p.continuation(o, ai, next, c, f, c.start+e-1)
 			}
 		}
-		return edges
+		return
 	}
 	rows := c.rows
 	f := p.frag(rows[lo], 0)
@@ -217,26 +302,25 @@ func (p *chunkPrep) lineEdges(edges []int64, ai *answerIndex, c *rankedChunk) []
 		}
 		a := c.start + i
 		if r > bounds[f] && i > 0 && rows[i-1] == r-1 {
-			edges = append(edges, a-1, a)
+			o.add(a-1, a)
 		}
 		if r == bounds[f+1]-1 {
-			edges = p.continuation(edges, ai, next, c, f, a)
+			p.continuation(o, ai, next, c, f, a)
 		}
 	}
-	return edges
 }
 
 // continuation appends the edge from fragment f's last row, answer index
 // a, to the first row of the fragment that continues it (in c itself or
 // in another chunk), when that row is in the answer before the page's
 // end.
-func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunks, c *rankedChunk, f int, a int64) []int64 {
+func (p *chunkPrep) continuation(o *lineOut, ai *answerIndex, next *nextChunks, c *rankedChunk, f int, a int64) {
 	if p.contIn == nil { // no inverse map: no continuations
-		return edges
+		return
 	}
 	k := p.contIn[f]
 	if k == contNone {
-		return edges
+		return
 	}
 	g := int(p.contFrag[f])
 	b := int64(-1)
@@ -254,7 +338,7 @@ func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunk
 		}
 		switch {
 		case d == nil:
-			return edges
+			return
 		case bounds != nil:
 			// The continuing fragment's first row and its place in the
 			// answer from its chunk's preparation (every chunk of the
@@ -269,9 +353,8 @@ func (p *chunkPrep) continuation(edges []int64, ai *answerIndex, next *nextChunk
 		}
 	}
 	if b >= 0 && b < ai.to {
-		edges = append(edges, a, b)
+		o.add(a, b)
 	}
-	return edges
 }
 
 // fragStart returns the answer index of the first row of fragment g

@@ -3,6 +3,7 @@ package zvf_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -232,5 +233,74 @@ func TestPreparedChunksAnswerAsTheWalk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWireForm: a line answer asked for in the binary format's wire form
+// (BBoxQuery.Wire) carries the edges and object ids it carries without
+// it, as little-endian uint32 pairs and int64, on boxes that cover, cut
+// or miss chunks and on every page of a paged answer; the edges are
+// built in WireBuf's array.
+func TestWireForm(t *testing.T) {
+	ctx := context.Background()
+	l := walkLines(t)
+	boxes := [][2][]float64{
+		{{400, 400, 400}, {600, 600, 600}},  // eight cut chunks
+		{{0, 0, 0}, {499.99, 999.9, 999.9}}, // covered chunks
+		{{0, 0, 0}, {1000, 1000, 1000}},     // the whole level
+		{{123, 7, 300}, {777, 512, 901}},
+		{{2000, 2000, 2000}, {2001, 2001, 2001}}, // empty
+	}
+	for _, box := range boxes {
+		for _, limit := range []int64{0, 997, 5000} {
+			t.Run(fmt.Sprintf("%v-%v/limit=%d", box[0], box[1], limit), func(t *testing.T) {
+				q := zvf.BBoxQuery{Min: box[0], Max: box[1], Connectivity: true, Limit: limit}
+				w := q
+				w.Wire = true
+				w.WireBuf = make([]byte, 3, 1<<20)
+				for page := 0; ; page++ {
+					var ids, wids []byte
+					want, err := l.BBox(ctx, q, func(b *zvf.Batch) error {
+						if b.WireIDs != nil {
+							t.Fatal("WireIDs without Wire")
+						}
+						for _, id := range b.ObjectIDs {
+							ids = binary.LittleEndian.AppendUint64(ids, uint64(id))
+						}
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := l.BBox(ctx, w, func(b *zvf.Batch) error {
+						if b.ObjectIDs != nil || len(b.WireIDs) != 8*b.Rows {
+							t.Fatalf("a batch of %d rows with %d ids and %d wire bytes", b.Rows, len(b.ObjectIDs), len(b.WireIDs))
+						}
+						wids = append(wids, b.WireIDs...)
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var edges []byte
+					for _, v := range want.Edges {
+						edges = binary.LittleEndian.AppendUint32(edges, uint32(v))
+					}
+					if got.Edges != nil || got.WireEdges == nil || !bytes.Equal(got.WireEdges, edges) {
+						t.Fatalf("page %d: wire edges %d bytes (int64 list %v), want %d bytes", page, len(got.WireEdges), got.Edges != nil, len(edges))
+					}
+					if len(edges) > 0 && &got.WireEdges[0] != &w.WireBuf[:1][0] {
+						t.Error("the wire edges were not built in WireBuf's array")
+					}
+					if !bytes.Equal(wids, ids) || got.Count != want.Count || got.More != want.More {
+						t.Fatalf("page %d: %d rows, %d id bytes; want %d rows, %d", page, got.Count, len(wids), want.Count, len(ids))
+					}
+					if !want.More {
+						break
+					}
+					q.Resume, w.Resume = want.Next, got.Next
+				}
+			})
+		}
 	}
 }

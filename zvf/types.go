@@ -172,10 +172,13 @@ func (c *Column) ItemBytes() int { return c.typ.Size }
 
 // Batch is the rows one chunk contributes to an answer, in chunk row order.
 type Batch struct {
-	Chunk      Key
-	Rows       int
-	Vertices   Column  // Channels = Dims
-	ObjectIDs  []int64 // nil when the level has no object index
+	Chunk     Key
+	Rows      int
+	Vertices  Column  // Channels = Dims
+	ObjectIDs []int64 // nil when the level has no object index
+	// WireIDs, for a query that asked for the wire form (BBoxQuery.Wire),
+	// holds the object ids as little-endian int64 instead of ObjectIDs.
+	WireIDs    []byte
 	Attributes []Column
 	// First is the index of this batch's first row in the whole answer.
 	First int64
@@ -210,6 +213,14 @@ type BBoxQuery struct {
 	// boxes keeps one rather than allocating and zeroing it per answer.
 	// The result's Edges may share its array.
 	EdgeBuf []int64
+	// Wire asks for the binary format's wire form: a line answer's edges
+	// as little-endian uint32 pairs in the result's WireEdges (built in
+	// WireBuf, as EdgeBuf) when every index of the answer fits uint32,
+	// and each batch's object ids in WireIDs. An encoder that writes them
+	// as they are skips a conversion a request, and the edges take half
+	// the memory.
+	Wire    bool
+	WireBuf []byte
 }
 
 // BBoxResult closes a streamed answer.
@@ -224,7 +235,11 @@ type BBoxResult struct {
 	// carries the connections whose last vertex (largest index) it
 	// emitted, so every connection of the answer is in exactly one page,
 	// and every vertex it names has been emitted by then.
-	Edges     []int64
+	Edges []int64
+	// WireEdges replaces Edges (then nil) when the query asked for the
+	// wire form and the answer's indices fit it: little-endian uint32,
+	// two an edge, never nil.
+	WireEdges []byte
 	Faces     []int64
 	FaceWidth int
 	Chunks    int // chunks read
