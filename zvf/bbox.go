@@ -177,12 +177,13 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 	// few rows, and rebuilding both structs per chunk cost more than
 	// their rows did.
 	batch := &sc.batch
-	batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs = m.key, last-first, offset, sc.cols[:0], nil
+	batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs, batch.WireIDs = m.key, last-first, offset, sc.cols[:0], nil, nil
 	src := &sc.src
 	src.key, src.cv, src.all, src.first, src.n, src.rows, src.attrs = m.key, m.cv, m.all, first, last-first, nil, src.attrs[:0]
 	if !m.all {
 		src.rows = m.rows[first:last]
 	}
+	sc.fr = nil
 	switch {
 	case m.all:
 		batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
@@ -196,12 +197,16 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 		batch.Vertices.Data = sc.vbuf
 	}
 	if inv != nil {
-		switch p := m.cv.prepared(m.key, inv); {
+		p := m.cv.prepared(m.key, inv)
+		if p != nil && !m.all {
+			sc.fr = fragRanks(sc, p.bounds, m.rows) // the ranked chunk keeps them for its edges
+		}
+		switch {
 		case p != nil && sc.wire:
-			sc.wireIDs = p.wireIDs(sc.wireIDs, m, first, last)
+			sc.wireIDs = p.wireIDs(sc.wireIDs, m, sc.fr, first, last)
 			batch.WireIDs = sc.wireIDs
 		case p != nil:
-			sc.ids = p.ownerIDs(sc.ids, m, first, last)
+			sc.ids = p.ownerIDs(sc.ids, m, sc.fr, first, last)
 			batch.ObjectIDs = sc.ids
 		default:
 			sc.owner, sc.ids = l.rowOwners(sc.owner, sc.ids, m, inv, first, last)

@@ -169,6 +169,12 @@ func (sc *bboxScratch) ranked(m *chunkMatch, pos int, start int64) *rankedChunk 
 		sc.rowArena = append(sc.rowArena, m.rows...)
 		rc.rows = sc.rowArena[n:len(sc.rowArena):len(sc.rowArena)]
 	}
+	// The fragment ranks fillBatch made of m's rows, if it made any just
+	// before; taken, so that no later chunk takes them.
+	rc.fragRank, sc.fr = sc.fr, nil
+	if m.all {
+		rc.fragRank = nil
+	}
 	return rc
 }
 

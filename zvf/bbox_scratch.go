@@ -16,9 +16,12 @@ type bboxScratch struct {
 	// (BBoxQuery.Wire); the batch's ids are then in wireIDs.
 	wire    bool
 	wireIDs []byte
-	cols    []Column
-	batch   Batch
-	src     ChunkRows // batch.Source
+	// fr: the current batch's fragment ranks (fragRanks) when its chunk
+	// is cut and prepared, for its ranked chunk to keep (ranked).
+	fr    []int32
+	cols  []Column
+	batch Batch
+	src   ChunkRows // batch.Source
 	// counts: matching rows of each candidate chunk the page passed
 	// (the next page's cursor and connectivity start from them).
 	counts []int64
@@ -57,6 +60,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	if cap(sc.owner) > 1<<20 || cap(sc.ids) > 1<<20 {
 		sc.owner, sc.ids = nil, nil
 	}
+	sc.fr = nil // in the arena, reused by the next query
 	if cap(sc.wireIDs) > 8<<20 {
 		sc.wireIDs = nil
 	}

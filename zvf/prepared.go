@@ -142,10 +142,10 @@ func (p *chunkPrep) frag(r int32, f int) int {
 	return i - 1
 }
 
-// ownerIDs fills ids with the owners of m's rows [first, last): a fill
-// per fragment when the box covers the chunk, else one step along the
-// fragments per row (rows ascend, so the fragment only moves forward).
-func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, first, last int) []int64 {
+// ownerIDs fills ids with the owners of m's rows [first, last), a fill
+// per fragment: of its rows when the box covers the chunk, else of its
+// matching rows, which fr (fragRanks of m's rows) delimits.
+func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, fr []int32, first, last int) []int64 {
 	ids = slices.Grow(ids[:0], last-first)[:last-first]
 	if first >= last {
 		return ids
@@ -158,21 +158,18 @@ func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, first, last int) []int6
 		}
 		return ids
 	}
-	rows := m.rows[first:last]
-	bounds := p.bounds
-	f := p.frag(rows[0], 0)
-	for j, r := range rows {
-		for r >= bounds[f+1] {
-			f++
-		}
-		ids[j] = p.owner[f]
+	// A cut chunk: a fill per fragment's matching rows too.
+	for i, f := first, p.frag(m.rows[first], 0); i < last; f++ {
+		e := min(int(fr[f+1]), last)
+		fill(ids[i-first:e-first], p.owner[f])
+		i = max(i, e)
 	}
 	return ids
 }
 
 // wireIDs is ownerIDs in the binary format's form, little-endian int64
 // bytes, so the encoder writes them as they are.
-func (p *chunkPrep) wireIDs(dst []byte, m *chunkMatch, first, last int) []byte {
+func (p *chunkPrep) wireIDs(dst []byte, m *chunkMatch, fr []int32, first, last int) []byte {
 	n := 8 * (last - first)
 	dst = slices.Grow(dst[:0], n)[:n]
 	if first >= last {
@@ -189,18 +186,13 @@ func (p *chunkPrep) wireIDs(dst []byte, m *chunkMatch, first, last int) []byte {
 		}
 		return dst
 	}
-	rows := m.rows[first:last]
-	bounds := p.bounds
-	f := p.frag(rows[0], 0)
-	v := uint64(p.owner[f])
-	for j, r := range rows {
-		if r >= bounds[f+1] {
-			for r >= bounds[f+1] {
-				f++
-			}
-			v = uint64(p.owner[f])
+	for i, f := first, p.frag(m.rows[first], 0); i < last; f++ {
+		e := min(int(fr[f+1]), last)
+		v := uint64(p.owner[f])
+		for o := 8 * (i - first); o < 8*(e-first); o += 8 {
+			binary.LittleEndian.PutUint64(dst[o:], v)
 		}
-		binary.LittleEndian.PutUint64(dst[8*j:], v)
+		i = max(i, e)
 	}
 	return dst
 }
@@ -293,19 +285,23 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 		}
 		return
 	}
+	// A cut chunk, a fragment at a time: f's matching rows are
+	// rows[fr[f]:fr[f+1]], joined where they are consecutive rows, and
+	// its last row continues when it is the fragment's last.
 	rows := c.rows
-	f := p.frag(rows[lo], 0)
-	for i := lo; i < hi; i++ {
-		r := rows[i]
-		for r >= bounds[f+1] {
-			f++
+	fr := c.fragRanks(ai.sc, bounds)
+	for f := p.frag(rows[lo], 0); f < len(bounds)-1; f++ {
+		s, e := int64(fr[f]), int64(fr[f+1])
+		if s >= hi {
+			break
 		}
-		a := c.start + i
-		if r > bounds[f] && i > 0 && rows[i-1] == r-1 {
-			o.add(a-1, a)
+		for i := max(s+1, lo); i < min(e, hi); i++ {
+			if rows[i] == rows[i-1]+1 {
+				o.add(c.start+i-1, c.start+i)
+			}
 		}
-		if r == bounds[f+1]-1 {
-			p.continuation(o, ai, next, c, f, a)
+		if e > s && e-1 >= lo && e-1 < hi && rows[e-1] == bounds[f+1]-1 {
+			p.continuation(o, ai, next, c, f, c.start+e-1)
 		}
 	}
 }
@@ -359,30 +355,44 @@ func (p *chunkPrep) continuation(o *lineOut, ai *answerIndex, next *nextChunks, 
 
 // fragStart returns the answer index of the first row of fragment g
 // (bounds: c's preparation's), -1 when that row is not in the answer.
-// A cut chunk learns, on the first call, the rank of each fragment's
-// first row among its matching rows (one walk of both), so each
-// continuation into it costs a look-up, not a search.
 func (c *rankedChunk) fragStart(sc *bboxScratch, bounds []int32, g int) int64 {
 	if c.all {
 		return c.start + int64(bounds[g])
 	}
-	if c.fragRank == nil {
-		n, k := len(sc.rowArena), len(bounds)
-		sc.rowArena = slices.Grow(sc.rowArena, k)[:n+k]
-		fr := sc.rowArena[n : n+k : n+k]
-		i := 0
-		for f, b := range bounds {
-			for i < len(c.rows) && c.rows[i] < b {
-				i++
-			}
-			fr[f] = int32(i)
-		}
-		c.fragRank = fr
-	}
-	if i := c.fragRank[g]; int(i) < len(c.rows) && c.rows[i] == bounds[g] {
+	if i := c.fragRanks(sc, bounds)[g]; int(i) < len(c.rows) && c.rows[i] == bounds[g] {
 		return c.start + int64(i)
 	}
 	return -1
+}
+
+// fragRanks returns c's fragment ranks (see fragRanks), learnt on the
+// first call (or when the batch's ids did, handed over by ranked), so a
+// continuation into c costs a look-up, not a search.
+func (c *rankedChunk) fragRanks(sc *bboxScratch, bounds []int32) []int32 {
+	if c.fragRank == nil {
+		c.fragRank = fragRanks(sc, bounds, c.rows)
+	}
+	return c.fragRank
+}
+
+// fragRanks returns, for each fragment f of bounds (and one past the
+// last), the rank among rows (a cut chunk's matching rows, ascending) of
+// the first at or after f's first row: f's matching rows are
+// rows[fr[f]:fr[f+1]]. One walk of both lists, kept in sc's arena until
+// the query ends; with it ids, edges and continuations into the chunk
+// work a fragment at a time, not a row at a time.
+func fragRanks(sc *bboxScratch, bounds, rows []int32) []int32 {
+	n, k := len(sc.rowArena), len(bounds)
+	sc.rowArena = slices.Grow(sc.rowArena, k)[:n+k]
+	fr := sc.rowArena[n : n+k : n+k]
+	i := 0
+	for f, b := range bounds {
+		for i < len(rows) && rows[i] < b {
+			i++
+		}
+		fr[f] = int32(i)
+	}
+	return fr
 }
 
 // nextChunks finds the chunks continuations lie in by their key index:
