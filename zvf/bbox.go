@@ -197,15 +197,16 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 		batch.Vertices.Data = sc.vbuf
 	}
 	if inv != nil {
-		p := m.cv.prepared(m.key, inv)
-		if p != nil && !m.all {
-			sc.fr = fragRanks(sc, p.bounds, m.rows) // the ranked chunk keeps them for its edges
-		}
-		switch {
+		switch p := m.cv.prepared(m.key, inv); {
 		case p != nil && sc.wire:
-			sc.wireIDs = p.wireIDs(sc.wireIDs, m, sc.fr, first, last)
-			batch.WireIDs = sc.wireIDs
+			batch.WireIDs = p.wireIDs(sc.wireIDs, m, first, last)
+			if !m.all {
+				sc.wireIDs = batch.WireIDs
+			}
 		case p != nil:
+			if !m.all {
+				sc.fr = fragRanks(sc, p.bounds, m.rows) // the ranked chunk keeps them for its edges
+			}
 			sc.ids = p.ownerIDs(sc.ids, m, sc.fr, first, last)
 			batch.ObjectIDs = sc.ids
 		default:

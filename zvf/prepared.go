@@ -33,6 +33,10 @@ type chunkPrep struct {
 	// map's entries and a search of its candidates.
 	contIn   []int32
 	contFrag []int32
+	// ids: every row's owner as the binary format writes it (little-
+	// endian int64; nil without owners), so a covered chunk's ids are a
+	// slice of it and a cut chunk's a gather of its rows.
+	ids []byte
 }
 
 // contIn's values that are not neighbour indices.
@@ -43,13 +47,18 @@ const (
 
 // prepBytes is what a chunk's preparation may hold, counted with its
 // vertices when they are cached (the preparation is built later, on the
-// first bbox that needs it).
-func prepBytes(cv *chunkVerts) int64 {
+// first bbox that needs it); objects: the level has an object index (its
+// chunks' preparations then hold every row's owner).
+func prepBytes(cv *chunkVerts, objects bool) int64 {
 	nf := 1
 	if cv.frags != nil {
 		nf = cv.frags.Len()
 	}
-	return 64 + 20*int64(nf+1) // bounds, owner, contIn, contFrag
+	n := 64 + 20*int64(nf+1) // bounds, owner, contIn, contFrag
+	if objects {
+		n += 8 * int64(cv.rows) // ids
+	}
+	return n
 }
 
 // prepared returns cv's preparation, building it on first use; nil when
@@ -122,6 +131,12 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 			p.contIn[f] = contSelf
 		}
 	}
+	p.ids = make([]byte, 8*cv.rows)
+	for f, id := range p.owner {
+		for o := 8 * int(p.bounds[f]); o < 8*int(p.bounds[f+1]); o += 8 {
+			binary.LittleEndian.PutUint64(p.ids[o:], uint64(id))
+		}
+	}
 	return p
 }
 
@@ -168,33 +183,13 @@ func (p *chunkPrep) ownerIDs(ids []int64, m *chunkMatch, fr []int32, first, last
 }
 
 // wireIDs is ownerIDs in the binary format's form, little-endian int64
-// bytes, so the encoder writes them as they are.
-func (p *chunkPrep) wireIDs(dst []byte, m *chunkMatch, fr []int32, first, last int) []byte {
-	n := 8 * (last - first)
-	dst = slices.Grow(dst[:0], n)[:n]
-	if first >= last {
-		return dst
-	}
+// bytes: a slice of the prepared column when the box covers the chunk (no
+// copy; read only), else its matching rows gathered into dst.
+func (p *chunkPrep) wireIDs(dst []byte, m *chunkMatch, first, last int) []byte {
 	if m.all {
-		for i, f := first, p.frag(int32(first), 0); i < last; f++ {
-			e := min(int(p.bounds[f+1]), last)
-			v := uint64(p.owner[f])
-			for o := 8 * (i - first); o < 8*(e-first); o += 8 {
-				binary.LittleEndian.PutUint64(dst[o:], v)
-			}
-			i = e
-		}
-		return dst
+		return p.ids[8*first : 8*last : 8*last]
 	}
-	for i, f := first, p.frag(m.rows[first], 0); i < last; f++ {
-		e := min(int(fr[f+1]), last)
-		v := uint64(p.owner[f])
-		for o := 8 * (i - first); o < 8*(e-first); o += 8 {
-			binary.LittleEndian.PutUint64(dst[o:], v)
-		}
-		i = max(i, e)
-	}
-	return dst
+	return gather(dst[:0], p.ids, m.rows[first:last], 8)
 }
 
 // fill sets every element of s to v.
