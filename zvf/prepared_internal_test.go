@@ -49,3 +49,26 @@ func TestNextChunksKeyPos(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepBytesCoverThePreparation: what a chunk's preparation holds —
+// its per-fragment tables and, on a level with objects, every row's id
+// in the wire's form — is within what prepBytes charged the cache's
+// budget for it when its vertices were cached.
+func TestPrepBytesCoverThePreparation(t *testing.T) {
+	for _, rows := range []int{0, 1, 100, 5000} {
+		cv := &chunkVerts{rows: rows}
+		key := Key{0, 0, 0}
+		inv := &inverse{chunks: map[string]*chunkInverse{key.String(): {frags: []int64{0}, owner: []int64{42}, next: []fragRef{{}}, nextIn: []int32{-1}}}}
+		p := buildPrep(cv, key, inv)
+		if p == nil {
+			t.Fatalf("%d rows: no preparation", rows)
+		}
+		held := 4*len(p.bounds) + 8*len(p.owner) + 4*len(p.contIn) + 4*len(p.contFrag) + len(p.ids)
+		if charged := prepBytes(cv, true); int64(held) > charged {
+			t.Errorf("%d rows: the preparation holds %d bytes, %d charged", rows, held, charged)
+		}
+		if len(p.ids) != 8*rows || rows > 0 && p.ids[8*rows-8] != 42 {
+			t.Errorf("%d rows: %d id bytes", rows, len(p.ids))
+		}
+	}
+}
