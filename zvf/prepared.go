@@ -285,14 +285,32 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 	// its last row continues when it is the fragment's last.
 	rows := c.rows
 	fr := c.fragRanks(ai.sc, bounds)
+	if o.wire {
+		// Each row ends at most one edge of its fragment and starts at
+		// most one continuation: with room for both, each candidate
+		// pair is stored and kept (n advanced) without a branch.
+		o.w = slices.Grow(o.w, 16*int(hi-lo))
+	}
 	for f := p.frag(rows[lo], 0); f < len(bounds)-1; f++ {
 		s, e := int64(fr[f]), int64(fr[f+1])
 		if s >= hi {
 			break
 		}
-		for i := max(s+1, lo); i < min(e, hi); i++ {
-			if rows[i] == rows[i-1]+1 {
-				o.add(c.start+i-1, c.start+i)
+		if o.wire {
+			w, n := o.w[:cap(o.w)], len(o.w)
+			for i := max(s+1, lo); i < min(e, hi); i++ {
+				a := uint64(uint32(c.start + i))
+				binary.LittleEndian.PutUint64(w[n:], a-1|a<<32)
+				if rows[i] == rows[i-1]+1 {
+					n += 8
+				}
+			}
+			o.w = w[:n]
+		} else {
+			for i := max(s+1, lo); i < min(e, hi); i++ {
+				if rows[i] == rows[i-1]+1 {
+					o.e = append(o.e, c.start+i-1, c.start+i)
+				}
 			}
 		}
 		if e > s && e-1 >= lo && e-1 < hi && rows[e-1] == bounds[f+1]-1 {
@@ -377,15 +395,33 @@ func (c *rankedChunk) fragRanks(sc *bboxScratch, bounds []int32) []int32 {
 // the query ends; with it ids, edges and continuations into the chunk
 // work a fragment at a time, not a row at a time.
 func fragRanks(sc *bboxScratch, bounds, rows []int32) []int32 {
-	n, k := len(sc.rowArena), len(bounds)
-	sc.rowArena = slices.Grow(sc.rowArena, k)[:n+k]
-	fr := sc.rowArena[n : n+k : n+k]
-	i := 0
-	for f, b := range bounds {
-		for i < len(rows) && rows[i] < b {
-			i++
-		}
+	at, k := len(sc.rowArena), len(bounds)
+	sc.rowArena = slices.Grow(sc.rowArena, k)[:at+k]
+	fr := sc.rowArena[at : at+k : at+k]
+	n := len(rows)
+	if n == 0 {
+		clear(fr)
+		return fr
+	}
+	// Fragments that start at or before the first row have rank 0, those
+	// after the last row n; between, one merge step a row or fragment,
+	// chosen without a branch (which rows of a cut chunk match is as
+	// good as random to a branch predictor).
+	f1, _ := slices.BinarySearch(bounds, rows[0]+1)
+	f2, _ := slices.BinarySearch(bounds, rows[n-1]+1)
+	clear(fr[:f1])
+	for f := f2; f < k; f++ {
+		fr[f] = int32(n)
+	}
+	// For f < f2 a row at or after bounds[f] exists: i stays below n.
+	for i, f := 0, f1; f < f2; {
 		fr[f] = int32(i)
+		c := 0
+		if rows[i] < bounds[f] {
+			c = 1
+		}
+		i += c
+		f += 1 - c
 	}
 	return fr
 }

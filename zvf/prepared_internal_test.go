@@ -1,6 +1,10 @@
 package zvf
 
-import "testing"
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
 
 // TestNextChunksKeyPos: the key-index → candidate table finds a chunk
 // among the candidates (and none outside them, nor for a key index that
@@ -69,6 +73,39 @@ func TestPrepBytesCoverThePreparation(t *testing.T) {
 		}
 		if len(p.ids) != 8*rows || rows > 0 && p.ids[8*rows-8] != 42 {
 			t.Errorf("%d rows: %d id bytes", rows, len(p.ids))
+		}
+	}
+}
+
+// TestFragRanks: the branch-free merge gives each fragment the rank of
+// the first row at or after its start, as the plain walk does, with
+// empty fragments, rows before the first fragment's end, after the last
+// and none at all.
+func TestFragRanks(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 2000 {
+		nf := r.IntN(12)
+		bounds := make([]int32, nf+1)
+		for f := 1; f <= nf; f++ {
+			bounds[f] = bounds[f-1] + int32(r.IntN(5)) // 0: an empty fragment
+		}
+		var rows []int32
+		for row := range bounds[nf] {
+			if r.IntN(3) == 0 {
+				rows = append(rows, row)
+			}
+		}
+		want := make([]int32, len(bounds))
+		i := 0
+		for f, b := range bounds {
+			for i < len(rows) && rows[i] < b {
+				i++
+			}
+			want[f] = int32(i)
+		}
+		sc := &bboxScratch{rowArena: []int32{-7}}
+		if got := fragRanks(sc, bounds, rows); !slices.Equal(got, want) {
+			t.Fatalf("trial %d: bounds %v rows %v: %v, want %v", trial, bounds, rows, got, want)
 		}
 	}
 }
