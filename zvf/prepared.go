@@ -391,37 +391,33 @@ func (c *rankedChunk) fragRanks(sc *bboxScratch, bounds []int32) []int32 {
 // fragRanks returns, for each fragment f of bounds (and one past the
 // last), the rank among rows (a cut chunk's matching rows, ascending) of
 // the first at or after f's first row: f's matching rows are
-// rows[fr[f]:fr[f+1]]. One walk of both lists, kept in sc's arena until
-// the query ends; with it ids, edges and continuations into the chunk
-// work a fragment at a time, not a row at a time.
+// rows[fr[f]:fr[f+1]]. Kept in sc's arena until the query ends; with it
+// ids, edges and continuations into the chunk work a fragment at a time,
+// not a row at a time.
 func fragRanks(sc *bboxScratch, bounds, rows []int32) []int32 {
 	at, k := len(sc.rowArena), len(bounds)
 	sc.rowArena = slices.Grow(sc.rowArena, k)[:at+k]
 	fr := sc.rowArena[at : at+k : at+k]
-	n := len(rows)
-	if n == 0 {
-		clear(fr)
-		return fr
-	}
-	// Fragments that start at or before the first row have rank 0, those
-	// after the last row n; between, one merge step a row or fragment,
-	// chosen without a branch (which rows of a cut chunk match is as
-	// good as random to a branch predictor).
-	f1, _ := slices.BinarySearch(bounds, rows[0]+1)
-	f2, _ := slices.BinarySearch(bounds, rows[n-1]+1)
-	clear(fr[:f1])
-	for f := f2; f < k; f++ {
-		fr[f] = int32(n)
-	}
-	// For f < f2 a row at or after bounds[f] exists: i stays below n.
-	for i, f := 0, f1; f < f2; {
-		fr[f] = int32(i)
-		c := 0
-		if rows[i] < bounds[f] {
-			c = 1
+	// A search a fragment, from the previous one's rank, of halving
+	// steps without a branch: fragments hold tens of rows, so this takes
+	// fewer steps than a walk of the rows (and a branch-free merge, one
+	// step a row or fragment, is a chain of dependent loads: 4-5× slower
+	// than either on BenchmarkFragRanks).
+	i := 0
+	for f, b := range bounds {
+		base, n := i, len(rows)-i
+		for n > 1 {
+			half := n / 2
+			if rows[base+half-1] < b {
+				base += half
+			}
+			n -= half
 		}
-		i += c
-		f += 1 - c
+		if n == 1 && rows[base] < b {
+			base++
+		}
+		i = base
+		fr[f] = int32(i)
 	}
 	return fr
 }
