@@ -175,6 +175,12 @@ func (sc *bboxScratch) ranked(m *chunkMatch, pos int, start int64) *rankedChunk 
 	if m.all {
 		rc.fragRank = nil
 	}
+	// The preparation's bounds, while m's chunk is in cache: a
+	// continuation into it then reads them from the ranked chunk it
+	// loads anyway (lineBounds).
+	if dp := m.cv.prep.Load(); dp != nil && dp.p != nil {
+		rc.bounds, rc.boundsRead = dp.p.bounds, true
+	}
 	return rc
 }
 
