@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/zvfserve/zvfserve/cache"
 )
@@ -33,6 +34,13 @@ type chunkPrep struct {
 	// map's entries and a search of its candidates.
 	contIn   []int32
 	contFrag []int32
+	// contRow: per fragment continued in another chunk, the continuing
+	// fragment's first row there — contRowUnknown until an answer that
+	// holds that chunk has looked it up in its preparation, -1 when that
+	// fragment is empty — so a later answer finds the row without
+	// loading the other chunk's bounds (a cache miss a continuation).
+	// Every answer that fills an entry stores the same value.
+	contRow []atomic.Int32
 	// ids: every row's owner as the binary format writes it (little-
 	// endian int64; nil without owners), so a covered chunk's ids are a
 	// slice of it and a cut chunk's a gather of its rows.
@@ -45,6 +53,9 @@ const (
 	contSelf = -2
 )
 
+// contRowUnknown: a contRow entry not looked up yet.
+const contRowUnknown = -3
+
 // prepBytes is what a chunk's preparation may hold, counted with its
 // vertices when they are cached (the preparation is built later, on the
 // first bbox that needs it); objects: the level has an object index (its
@@ -54,7 +65,7 @@ func prepBytes(cv *chunkVerts, objects bool) int64 {
 	if cv.frags != nil {
 		nf = cv.frags.Len()
 	}
-	n := 64 + 20*int64(nf+1) // bounds, owner, contIn, contFrag
+	n := 64 + 24*int64(nf+1) // bounds, owner, contIn, contFrag, contRow
 	if objects {
 		n += 8 * int64(cv.rows) // ids
 	}
@@ -109,6 +120,10 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 	p.owner = make([]int64, nf)
 	p.contIn = make([]int32, nf)
 	p.contFrag = make([]int32, nf)
+	p.contRow = make([]atomic.Int32, nf)
+	for f := range p.contRow {
+		p.contRow[f].Store(contRowUnknown)
+	}
 	var buf [96]byte
 	self := key.appendTo(buf[:0])
 	ci := inv.chunks[string(self)]
@@ -341,23 +356,38 @@ func (p *chunkPrep) continuation(o *lineOut, ai *answerIndex, next *nextChunks, 
 		}
 	} else {
 		d := next.of(k)
-		var bounds []int32
-		if d != nil {
-			bounds = d.lineBounds()
+		if d == nil {
+			return
+		}
+		// The continuing fragment's first row: known from an earlier
+		// answer, else from its chunk's preparation (every chunk of the
+		// page has one), else from its index.
+		row := p.contRow[f].Load()
+		if row == contRowUnknown {
+			if bounds := d.lineBounds(); bounds != nil {
+				row = -1
+				if g < len(bounds)-1 && bounds[g+1] > bounds[g] {
+					row = bounds[g]
+				}
+				p.contRow[f].Store(row)
+			} else if r2, ok := fragFirst(d.cv, g); ok {
+				b = d.at(r2)
+			}
 		}
 		switch {
-		case d == nil:
-			return
-		case bounds != nil:
-			// The continuing fragment's first row and its place in the
-			// answer from its chunk's preparation (every chunk of the
-			// page has one), else from its index.
-			if g < len(bounds)-1 && bounds[g+1] > bounds[g] {
-				b = d.fragStart(ai.sc, bounds, g)
-			}
+		case row < 0:
+		case d.all:
+			b = d.start + int64(row)
 		default:
-			if r2, ok := fragFirst(d.cv, g); ok {
-				b = d.at(r2)
+			// Its place among the cut chunk's matching rows, from its
+			// fragment ranks (or, when this answer holds the chunk
+			// without a preparation, its index).
+			if bounds := d.lineBounds(); g < len(bounds)-1 {
+				if i := d.fragRanks(ai.sc, bounds)[g]; int(i) < len(d.rows) && d.rows[i] == row {
+					b = d.start + int64(i)
+				}
+			} else {
+				b = d.at(int64(row))
 			}
 		}
 	}
