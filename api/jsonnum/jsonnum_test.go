@@ -18,13 +18,15 @@ import (
 
 func want(v float32) string { return strconv.FormatFloat(float64(v), 'g', -1, 32) }
 
-// check compares AppendFloat32 with strconv for v.
+// check compares AppendFloat32 with strconv for v. It marks itself a
+// helper only on failure: TestRandom calls it millions of times, and
+// t.Helper (a stack walk) cost more than the two formattings.
 func check(t testing.TB, v float32) {
-	t.Helper()
 	var buf [32]byte
 	got := AppendFloat32(buf[:0], v)
 	w := strconv.AppendFloat(buf[16:16], float64(v), 'g', -1, 32)
 	if !bytes.Equal(got, w) {
+		t.Helper()
 		t.Fatalf("%#08x (%v): got %q, strconv %q", math.Float32bits(v), v, got, w)
 	}
 }
