@@ -73,9 +73,9 @@ type nodeTable struct {
 }
 
 // nodeValue writes a value Node printed as the JSON encoder writes the
-// value of Arrow type typ.
+// value of Arrow type typ. Called per value, it calls t.Helper (a stack
+// walk) only on failure.
 func nodeValue(t *testing.T, typ arrow.DataType, raw json.RawMessage) string {
-	t.Helper()
 	if string(raw) == "null" {
 		return "null"
 	}
@@ -84,6 +84,7 @@ func nodeValue(t *testing.T, typ arrow.DataType, raw json.RawMessage) string {
 		elem := tt.(arrow.ListLikeType).Elem()
 		var vs []json.RawMessage
 		if err := json.Unmarshal(raw, &vs); err != nil {
+			t.Helper()
 			t.Fatalf("%s value %s: %v", typ, raw, err)
 		}
 		parts := make([]string, len(vs))
@@ -102,6 +103,7 @@ func nodeValue(t *testing.T, typ arrow.DataType, raw json.RawMessage) string {
 	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
+			t.Helper()
 			t.Fatalf("%s value %s: %v", typ, raw, err)
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {

@@ -86,9 +86,9 @@ func (s *arrowStream) column(t testing.TB, name string) []string {
 	return out
 }
 
-// arrowJSON appends value i of arr as the JSON encoder writes it.
+// arrowJSON appends value i of arr as the JSON encoder writes it. Called
+// per value, it calls t.Helper (a stack walk) only on failure.
 func arrowJSON(t testing.TB, dst []byte, arr arrow.Array, i int) []byte {
-	t.Helper()
 	if arr.IsNull(i) {
 		return append(dst, "null"...)
 	}
@@ -133,6 +133,7 @@ func arrowJSON(t testing.TB, dst []byte, arr arrow.Array, i int) []byte {
 		}
 		return append(dst, ']')
 	}
+	t.Helper()
 	t.Fatalf("no JSON for Arrow %s", arr.DataType())
 	return nil
 }

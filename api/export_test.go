@@ -204,11 +204,12 @@ func getJSON(t *testing.T, h http.Handler, path string) jsonAnswer {
 }
 
 // asF32 parses a number as float32 (the stores are float32: the JSON text
-// and a file's text must read back to the same float32).
+// and a file's text must read back to the same float32). Called per
+// value, it calls t.Helper (a stack walk) only on failure.
 func asF32(t *testing.T, s string) float32 {
-	t.Helper()
 	v, err := strconv.ParseFloat(s, 32)
 	if err != nil {
+		t.Helper()
 		t.Fatalf("%q: %v", s, err)
 	}
 	return float32(v)

@@ -52,16 +52,18 @@ func coordText(v []float64) string {
 }
 
 // jsonCoord is a JSON vertex ("[x,y,z]" of a float32 store) as coordText.
+// Called per vertex, it calls t.Helper (a stack walk) only on failure.
 func jsonCoord(t testing.TB, raw string, bits int) string {
-	t.Helper()
 	var vs []json.Number
 	if err := json.Unmarshal([]byte(raw), &vs); err != nil {
+		t.Helper()
 		t.Fatal(err)
 	}
 	out := make([]float64, len(vs))
 	for i, v := range vs {
 		f, err := strconv.ParseFloat(string(v), bits)
 		if err != nil {
+			t.Helper()
 			t.Fatal(err)
 		}
 		out[i] = f

@@ -62,7 +62,6 @@ func (c *shardClient) rangeGet(path string, lo, hi uint64) []byte {
 // file returns a shard file (nil: missing), fetched whole once; each read
 // of it below is checked once per minishard against a Range request.
 func (c *shardClient) file(path string) []byte {
-	c.t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b, ok := c.files[path]; ok {
@@ -74,6 +73,7 @@ func (c *shardClient) file(path string) []byte {
 	case http.StatusNotFound:
 		body = nil
 	default:
+		c.t.Helper()
 		c.t.Fatalf("%s: %d %.200s", path, resp.StatusCode, body)
 	}
 	c.files[path] = body
@@ -83,22 +83,24 @@ func (c *shardClient) file(path string) []byte {
 // read is [lo, hi) of a shard file, which must be there; ranged, it is
 // also fetched by a Range request, which must give the same bytes.
 func (c *shardClient) read(path string, file []byte, lo, hi uint64, ranged bool) []byte {
-	c.t.Helper()
 	if c.rangesOnly {
 		return c.rangeGet(path, lo, hi)
 	}
 	if lo > hi || hi > uint64(len(file)) {
+		c.t.Helper()
 		c.t.Fatalf("%s: [%d, %d) of a %d-byte file", path, lo, hi, len(file))
 	}
 	if ranged && !bytes.Equal(c.rangeGet(path, lo, hi), file[lo:hi]) {
+		c.t.Helper()
 		c.t.Fatalf("%s: a Range request of [%d, %d) differs from the file's bytes", path, lo, hi)
 	}
 	return file[lo:hi]
 }
 
 // get returns key's chunk, or ok=false when the source has no such key.
+// get, read and file run per chunk: they call t.Helper (a stack walk)
+// only on failure.
 func (c *shardClient) get(key uint64) (data []byte, ok bool) {
-	c.t.Helper()
 	s := c.s
 	shard, name, minishard := s.Locate(key)
 	path := c.dir + "/" + name
@@ -122,6 +124,7 @@ func (c *shardClient) get(key uint64) (data []byte, ok bool) {
 		if start < end {
 			var err error
 			if entries, err = s.Minishard(c.read(path, file, indexEnd+start, indexEnd+end, true)); err != nil {
+				c.t.Helper()
 				c.t.Fatalf("%s: minishard %d index: %v", path, minishard, err)
 			}
 		}
@@ -135,6 +138,7 @@ func (c *shardClient) get(key uint64) (data []byte, ok bool) {
 		}
 		data, err := s.Chunk(c.read(path, file, e.Start, e.Start+e.Size, first))
 		if err != nil {
+			c.t.Helper()
 			c.t.Fatalf("%s: key %d: %v", path, key, err)
 		}
 		return data, true
