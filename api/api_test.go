@@ -26,9 +26,13 @@ import (
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, ignoredGoroutines()...) }
+func TestMain(m *testing.M) {
+	zvftest.CollectLess()
+	goleak.VerifyTestMain(m, ignoredGoroutines()...)
+}
 
 // ignoredGoroutines are the goroutines that outlive a test on purpose.
 func ignoredGoroutines() []goleak.Option {

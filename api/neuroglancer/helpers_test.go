@@ -22,6 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	zvftest.CollectLess()
 	goleak.VerifyTestMain(largeIDsRemoved{m}, goleak.IgnoreTopFunction("github.com/klauspost/compress/zstd.(*blockDec).startDecoder"),
 		goleak.IgnoreAnyFunction("github.com/klauspost/compress/zstd.(*Decoder).startStreamDecoder"))
 }
