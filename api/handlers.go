@@ -459,7 +459,11 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if am != nil && am.geo != nil {
 		am.geo.objectID = id
 	}
-	o, err := l.Object(r.Context(), id, attrs)
+	object := l.Object
+	if _, bin := rep.codec.(binaryCodec); bin {
+		object = l.WireObject // a line's edges as the encoder writes them
+	}
+	o, err := object(r.Context(), id, attrs)
 	if err != nil {
 		return err
 	}
@@ -476,7 +480,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		for _, c := range o.ObjectAttributes {
 			oattrs[c.Name] = json.RawMessage(appendCell(nil, &c, 0))
 		}
-		return &trailer{Count: o.Count, Edges: o.Edges, Faces: o.Faces, FaceWidth: o.FaceWidth,
+		return &trailer{Count: o.Count, Edges: o.Edges, WireEdges: o.WireEdges, Faces: o.Faces, FaceWidth: o.FaceWidth,
 			Extra: map[string]any{"object_id": id, "fragment_counts": nonNilInts(o.FragmentCounts), "object_attributes": oattrs}}, nil
 	})
 }

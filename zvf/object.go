@@ -2,6 +2,7 @@ package zvf
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -299,6 +300,18 @@ type rowRef struct {
 // Object returns one object: vertices in manifest order, the requested
 // vertex attributes, connectivity and object attributes.
 func (l *Level) Object(ctx context.Context, id int64, attrs []string) (*Object, error) {
+	return l.object(ctx, id, attrs, false)
+}
+
+// WireObject is Object for the binary format's encoder: a line's edges
+// come in the wire's form (Object.WireEdges, Edges nil), built as they
+// go out instead of as an int64 list the encoder narrows. Other
+// geometries' edges and faces come as Object's.
+func (l *Level) WireObject(ctx context.Context, id int64, attrs []string) (*Object, error) {
+	return l.object(ctx, id, attrs, true)
+}
+
+func (l *Level) object(ctx context.Context, id int64, attrs []string, wire bool) (*Object, error) {
 	sel, err := l.selectAttrs(attrs)
 	if err != nil {
 		return nil, err
@@ -349,6 +362,12 @@ func (l *Level) Object(ctx context.Context, id int64, attrs []string) (*Object, 
 	}
 	switch l.geometry() {
 	case "polyline", "streamline", "line":
+		// One line through the rows: none when there are fewer than two
+		// (no edges block, as before the wire form).
+		if wire && o.Count > 1 && o.Count <= math.MaxUint32+1 {
+			o.WireEdges = lineWireEdges(o.Count)
+			break
+		}
 		for i := int64(1); i < o.Count; i++ {
 			o.Edges = append(o.Edges, i-1, i)
 		}
@@ -365,6 +384,17 @@ func (l *Level) Object(ctx context.Context, id int64, attrs []string) (*Object, 
 	}
 	o.ObjectAttributes = oa
 	return o, nil
+}
+
+// lineWireEdges is the wire form (little-endian uint32 pairs) of the
+// edges (i-1, i) of a line through n rows, 1 < n <= 2^32: one 8-byte
+// store an edge.
+func lineWireEdges(n int64) []byte {
+	w := make([]byte, 8*(n-1))
+	for i := range n - 1 {
+		binary.LittleEndian.PutUint64(w[8*i:], uint64(uint32(i))|uint64(uint32(i+1))<<32)
+	}
+	return w
 }
 
 func (l *Level) geometry() string {

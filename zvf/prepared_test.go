@@ -304,3 +304,32 @@ func TestWireForm(t *testing.T) {
 		}
 	}
 }
+
+// TestWireObject: WireObject is Object with a line's edges in the wire's
+// form: the same vertices and attributes, and WireEdges the little-endian
+// uint32 pairs of Object's edges (none for a one-row line), Edges nil.
+func TestWireObject(t *testing.T) {
+	ctx := context.Background()
+	l := walkLines(t)
+	for _, id := range []int64{0, 1, 500, 999} {
+		want, err := l.Object(ctx, id, []string{"*"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.WireObject(ctx, id, []string{"*"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wire []byte
+		for _, e := range want.Edges {
+			wire = binary.LittleEndian.AppendUint32(wire, uint32(e))
+		}
+		if len(want.Edges) == 0 || want.WireEdges != nil || got.Edges != nil || !bytes.Equal(got.WireEdges, wire) {
+			t.Fatalf("object %d: Object has %d edges (wire %d bytes), WireObject %d edges and %d wire bytes, want %d",
+				id, len(want.Edges)/2, len(want.WireEdges), len(got.Edges)/2, len(got.WireEdges), len(wire))
+		}
+		if got.Count != want.Count || !bytes.Equal(got.Vertices.Data, want.Vertices.Data) || len(got.Attributes) != len(want.Attributes) {
+			t.Fatalf("object %d: WireObject's %d rows are not Object's %d", id, got.Count, want.Count)
+		}
+	}
+}

@@ -260,7 +260,11 @@ type Object struct {
 	Attributes []Column
 	// Edges index into Vertices rows: polyline order, graph edges, skeleton
 	// (child, parent) edges. Faces: FaceWidth indices per face.
-	Edges     []int64
+	Edges []int64
+	// WireEdges replaces Edges (then nil) for a line's answer from
+	// WireObject: the edges as the binary format's little-endian uint32
+	// pairs.
+	WireEdges []byte
 	Faces     []int64
 	FaceWidth int
 	// FragmentCounts: rows per manifest fragment, in manifest order.
