@@ -25,29 +25,34 @@ type chunkPrep struct {
 	// owner: per fragment, the first object naming it, -1 when none (nil
 	// when the level has no objects).
 	owner []int64
-	// contIn and contFrag: per fragment, the fragment that continues its
-	// streamline — contFrag in this chunk when contIn is contSelf, in the
-	// chunk of the level's key index contIn when it is 0 or more; contIn
-	// is contNone when nothing continues it (or the chunk named is none
-	// of the level's). Taken from the inverse map once, so a request
-	// follows a continuation with a few loads instead of a walk of the
-	// map's entries and a search of its candidates.
-	contIn   []int32
-	contFrag []int32
-	// contRow: per fragment continued in another chunk, the continuing
-	// fragment's first row there — contRowUnknown until an answer that
-	// holds that chunk has looked it up in its preparation, -1 when that
-	// fragment is empty — so a later answer finds the row without
-	// loading the other chunk's bounds (a cache miss a continuation).
-	// Every answer that fills an entry stores the same value.
-	contRow []atomic.Int32
+	// cont: per fragment, what continues its streamline (see contEntry);
+	// nil without an inverse map. One entry a fragment, not three
+	// tables: a continuation is one cache line of the preparation.
+	cont []contEntry
 	// ids: every row's owner as the binary format writes it (little-
 	// endian int64; nil without owners), so a covered chunk's ids are a
 	// slice of it and a cut chunk's a gather of its rows.
 	ids []byte
 }
 
-// contIn's values that are not neighbour indices.
+// contEntry says which fragment continues a fragment's streamline:
+// frag in this chunk when in is contSelf, in the chunk of the level's key
+// index in when it is 0 or more; in is contNone when nothing continues it
+// (or the chunk named is none of the level's). Taken from the inverse map
+// once, so a request follows a continuation with a few loads instead of
+// a walk of the map's entries and a search of its candidates. row, for a
+// fragment continued in another chunk: the continuing fragment's first
+// row there — contRowUnknown until an answer that holds that chunk has
+// looked it up in its preparation, -1 when that fragment is empty — so a
+// later answer finds the row without loading the other chunk's bounds (a
+// cache miss a continuation). Every answer that fills it stores the same
+// value.
+type contEntry struct {
+	in, frag int32
+	row      atomic.Int32
+}
+
+// contEntry.in's values that are not neighbour indices.
 const (
 	contNone = -1
 	contSelf = -2
@@ -65,7 +70,7 @@ func prepBytes(cv *chunkVerts, objects bool) int64 {
 	if cv.frags != nil {
 		nf = cv.frags.Len()
 	}
-	n := 64 + 24*int64(nf+1) // bounds, owner, contIn, contFrag, contRow
+	n := 64 + 24*int64(nf+1) // bounds, owner, cont
 	if objects {
 		n += 8 * int64(cv.rows) // ids
 	}
@@ -118,17 +123,16 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 		return p
 	}
 	p.owner = make([]int64, nf)
-	p.contIn = make([]int32, nf)
-	p.contFrag = make([]int32, nf)
-	p.contRow = make([]atomic.Int32, nf)
-	for f := range p.contRow {
-		p.contRow[f].Store(contRowUnknown)
+	p.cont = make([]contEntry, nf)
+	for f := range p.cont {
+		p.cont[f].in = contNone
+		p.cont[f].row.Store(contRowUnknown)
 	}
 	var buf [96]byte
 	self := key.appendTo(buf[:0])
 	ci := inv.chunks[string(self)]
 	for f := range nf {
-		p.owner[f], p.contIn[f] = -1, contNone
+		p.owner[f] = -1
 		if ci == nil {
 			continue
 		}
@@ -141,9 +145,9 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 		if k < 0 || ci.nextKey[k] < 0 || nx.frag < 0 || nx.frag > math.MaxInt32 {
 			continue // a fragment number past int32 names none the chunk has
 		}
-		p.contIn[f], p.contFrag[f] = ci.nextKey[k], int32(nx.frag)
+		p.cont[f].in, p.cont[f].frag = ci.nextKey[k], int32(nx.frag)
 		if nx.ks == string(self) {
-			p.contIn[f] = contSelf
+			p.cont[f].in = contSelf
 		}
 	}
 	p.ids = make([]byte, 8*cv.rows)
@@ -339,14 +343,15 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 // in another chunk), when that row is in the answer before the page's
 // end.
 func (p *chunkPrep) continuation(o *lineOut, ai *answerIndex, next *nextChunks, c *rankedChunk, f int, a int64) {
-	if p.contIn == nil { // no inverse map: no continuations
+	if p.cont == nil { // no inverse map: no continuations
 		return
 	}
-	k := p.contIn[f]
+	ce := &p.cont[f]
+	k := ce.in
 	if k == contNone {
 		return
 	}
-	g := int(p.contFrag[f])
+	g := int(ce.frag)
 	b := int64(-1)
 	if k == contSelf {
 		// Within the chunk (a fragment split at a cell's edge): its own
@@ -362,14 +367,14 @@ func (p *chunkPrep) continuation(o *lineOut, ai *answerIndex, next *nextChunks, 
 		// The continuing fragment's first row: known from an earlier
 		// answer, else from its chunk's preparation (every chunk of the
 		// page has one), else from its index.
-		row := p.contRow[f].Load()
+		row := ce.row.Load()
 		if row == contRowUnknown {
 			if bounds := d.lineBounds(); bounds != nil {
 				row = -1
 				if g < len(bounds)-1 && bounds[g+1] > bounds[g] {
 					row = bounds[g]
 				}
-				p.contRow[f].Store(row)
+				ce.row.Store(row)
 			} else if r2, ok := fragFirst(d.cv, g); ok {
 				b = d.at(r2)
 			}
