@@ -58,7 +58,7 @@ const (
 	contSelf = -2
 )
 
-// contRowUnknown: a contRow entry not looked up yet.
+// contRowUnknown: a contEntry.row not looked up yet.
 const contRowUnknown = -3
 
 // prepBytes is what a chunk's preparation may hold, counted with its
