@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -38,7 +39,14 @@ func uploadTree(t *testing.T, w storage.Writer, dir string) {
 // each of skipped (slash-separated, relative to dir).
 func uploadTreeWithout(t *testing.T, w storage.Writer, dir string, skipped []string) {
 	t.Helper()
-	ctx := context.Background()
+	if err := syncTree(context.Background(), w, dir, skipped); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncTree is uploadTreeWithout returning its error, for a writer that
+// runs outside the test's goroutine (where t.Fatal must not be called).
+func syncTree(ctx context.Context, w storage.Writer, dir string, skipped []string) error {
 	keep := map[string]bool{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -59,7 +67,7 @@ func uploadTreeWithout(t *testing.T, w storage.Writer, dir string, skipped []str
 		return w.Put(ctx, filepath.ToSlash(rel), b)
 	})
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("upload %s: %w", dir, err)
 	}
 	var stale []string
 	if err := w.Walk(ctx, "", func(k string, _ storage.Attrs) error {
@@ -68,20 +76,20 @@ func uploadTreeWithout(t *testing.T, w storage.Writer, dir string, skipped []str
 		}
 		return nil
 	}); err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("list after uploading %s: %w", dir, err)
 	}
 	for _, k := range stale {
 		if err := w.Delete(ctx, k); err != nil {
-			t.Fatal(err)
+			return fmt.Errorf("delete stale %s: %w", k, err)
 		}
 	}
+	return nil
 }
 
 // pruneEmptyDirs removes the folders a local rewrite emptied, as a
 // pipeline that rewrites a store on disk would (object stores have no
 // empty "folders" to leave behind).
-func pruneEmptyDirs(t *testing.T, root string) {
-	t.Helper()
+func pruneEmptyDirs(root string) {
 	var dirs []string
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() && p != root {
@@ -113,7 +121,7 @@ func checkReplacedObjects(t *testing.T, target string) {
 		t.Helper()
 		uploadTree(t, w, dir)
 		if filepath.IsAbs(target) {
-			pruneEmptyDirs(t, target)
+			pruneEmptyDirs(target)
 		}
 	}
 	upload(t, w, filepath.Join(fixtures, "graph.zarrvectors"))

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -108,14 +110,21 @@ func handleServer(t *testing.T, st storage.Store, zo zvf.Options, w zvf.Watch, s
 // (each renamed into place), then removes what src does not have.
 func rewriteInPlace(t *testing.T, dir, src string) {
 	t.Helper()
+	if err := rewrite(dir, src); err != nil {
+		t.Error(err)
+	}
+}
+
+// rewrite is rewriteInPlace returning its error, for a writer running
+// outside the test's goroutine.
+func rewrite(dir, src string) error {
 	w, err := blobstore.Open(context.Background(), dir)
 	if err != nil {
-		t.Error(err)
-		return
+		return err
 	}
-	defer w.Close()
-	uploadTree(t, w, src)
-	pruneEmptyDirs(t, dir)
+	err = syncTree(context.Background(), w, src, nil)
+	pruneEmptyDirs(dir)
+	return errors.Join(err, w.Close())
 }
 
 // getAfterSettling is a client that honours 503 store-changing: it asks
@@ -165,14 +174,32 @@ func TestRewriteDuringAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := newHookStore(base, "/vertices/", after, func() { rewriteInPlace(t, dir, to) })
+		// The hook runs in whichever goroutine reads that chunk: a cache
+		// load the answer need not wait for (it may fail 503 first and
+		// leave it writing). So the writer reports back here, and the
+		// client asks again only once it has finished, as one that honours
+		// Retry-After would after a real writer.
+		src, wrote := to, make(chan error, 1)
+		hs := newHookStore(base, "/vertices/", after, func() { wrote <- rewrite(dir, src) })
 		_, srv := watched(t, "s", hs)
 		hs.armed.Store(true)
-		first, final, code, _ := getAfterSettling(t, srv.Handler(), base, box)
-		if code == 200 && !bytes.Equal(first, want0) && !bytes.Equal(first, want1) {
+		code, _, first := serveFull(t, srv.Handler(), box)
+		switch {
+		case code == 200 && !bytes.Equal(first, want0) && !bytes.Equal(first, want1):
 			t.Fatalf("rewrite at read %d: a 200 answer of neither version (%d bytes; versions %d and %d)", after, len(first), len(want0), len(want1))
+		case code != 200:
+			wantProblem(t, fmt.Sprintf("rewrite at read %d", after), code, first, "store-changing")
 		}
-		if want := map[string][]byte{oldDir: want0, newCopy: want1}[to]; !bytes.Equal(final, want) {
+		select {
+		case err := <-wrote:
+			if err != nil {
+				t.Fatalf("rewrite at read %d: %v", after, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("rewrite at read %d: the hook never ran (or never finished)", after)
+		}
+		_, final, _, _ := getAfterSettling(t, srv.Handler(), base, box)
+		if want := map[string][]byte{oldDir: want0, newCopy: want1}[src]; !bytes.Equal(final, want) {
 			t.Fatalf("rewrite at read %d: after settling the answer is not the new version's", after)
 		}
 		_ = base.Close()
