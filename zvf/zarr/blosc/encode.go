@@ -167,3 +167,12 @@ func compress(code byte, o Options, zenc *zstd.Encoder, in []byte) ([]byte, erro
 	}
 	return zenc.EncodeAll(in, nil), nil
 }
+
+// Encoder encodes frames with one set of Options.
+type Encoder struct{ o Options }
+
+// NewEncoder checks o and returns an encoder for it.
+func NewEncoder(o Options) (*Encoder, error) { return &Encoder{o: o}, nil }
+
+// Encode compresses src into one frame (appended to dst[:0]).
+func (e *Encoder) Encode(dst, src []byte) ([]byte, error) { return Encode(dst, src, e.o) }
