@@ -122,3 +122,24 @@ func BenchmarkEncodeZlibSmall(b *testing.B) { benchEncode(b, "zlib", 4<<10) }
 func BenchmarkEncodeZlibLarge(b *testing.B) { benchEncode(b, "zlib", 1<<20) }
 func BenchmarkEncodeLZ4Small(b *testing.B)  { benchEncode(b, "lz4", 4<<10) }
 func BenchmarkEncodeLZ4Large(b *testing.B)  { benchEncode(b, "lz4", 1<<20) }
+
+// TestEncoderReusesCompressors: a warmed Encoder writes a frame of several
+// blocks without making a compressor (zstd's tables are ~1 MB, zlib's
+// ~300 KB) or an output buffer per block or frame; it did both for every
+// blob of every store the writer wrote.
+func TestEncoderReusesCompressors(t *testing.T) {
+	in := floats(1 << 18) // 1 MiB: four blocks
+	for _, codec := range []string{"lz4", "lz4hc", "zlib", "zstd"} {
+		enc, err := NewEncoder(Options{Codec: codec, Level: 5, Shuffle: BitShuffle, TypeSize: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dst []byte
+		if dst, err = enc.Encode(dst, in); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(3, func() { dst, _ = enc.Encode(dst, in) }); n > 1 {
+			t.Errorf("%s: %.0f allocations a frame", codec, n)
+		}
+	}
+}
