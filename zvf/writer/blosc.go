@@ -6,11 +6,15 @@ import "github.com/zvfserve/zvfserve/zvf/zarr/blosc"
 // shuffle on 4-byte items, configuration keys in the order zarr writes them.
 // Like the reference (zarr's encoder path), all-zero blobs get no c/0.
 func bloscCodec() (*blobCodec, error) {
-	o := blosc.Options{Codec: "zstd", Level: 5, Shuffle: blosc.BitShuffle, TypeSize: 4}
+	// One encoder for the store: it keeps its zstd tables between blobs.
+	enc, err := blosc.NewEncoder(blosc.Options{Codec: "zstd", Level: 5, Shuffle: blosc.BitShuffle, TypeSize: 4})
+	if err != nil {
+		return nil, err
+	}
 	return &blobCodec{
 		codecs: []any{obj{{"name", "bytes"}}, obj{{"name", "blosc"}, {"configuration", obj{
 			{"typesize", 4}, {"cname", "zstd"}, {"clevel", 5}, {"shuffle", "bitshuffle"}, {"blocksize", 0}}}}},
 		skipZero: true,
-		encode:   func(src []byte) ([]byte, error) { return blosc.Encode(nil, src, o) },
+		encode:   func(src []byte) ([]byte, error) { return enc.Encode(nil, src) },
 	}, nil
 }

@@ -2,6 +2,7 @@ package zarr
 
 import (
 	"encoding/json"
+	"sync"
 
 	"github.com/zvfserve/zvfserve/zvf/zarr/blosc"
 )
@@ -32,12 +33,15 @@ func makeBlosc(cs *Codecs, s CodecSpec, in rep) (resolved, error) {
 	if cfg.Typesize == 0 {
 		cfg.Typesize = max(in.typ.Size, 1)
 	}
-	return resolved{bb: &bloscCodec{cs: cs, opts: blosc.Options{Codec: cfg.Cname, Level: cfg.Clevel, Shuffle: sh, TypeSize: cfg.Typesize, BlockSize: cfg.Blocksize}}}, nil
+	opts := blosc.Options{Codec: cfg.Cname, Level: cfg.Clevel, Shuffle: sh, TypeSize: cfg.Typesize, BlockSize: cfg.Blocksize}
+	return resolved{bb: &bloscCodec{cs: cs, enc: sync.OnceValues(func() (*blosc.Encoder, error) { return blosc.NewEncoder(opts) })}}, nil
 }
 
 type bloscCodec struct {
-	cs   *Codecs
-	opts blosc.Options
+	cs *Codecs
+	// enc is made on the first write and reused by every chunk after it;
+	// not at open, where a read-only compressor (blosclz) must not fail.
+	enc func() (*blosc.Encoder, error)
 }
 
 func (*bloscCodec) name() string { return "blosc" }
@@ -57,4 +61,10 @@ func (c *bloscCodec) decode(b []byte, size outSize) ([]byte, error) {
 	return corruptIf(c.cs.blosc.DecodeLimit(nil, b, int(min(size.max, 1<<31-1))))
 }
 
-func (c *bloscCodec) encode(b []byte) ([]byte, error) { return blosc.Encode(nil, b, c.opts) }
+func (c *bloscCodec) encode(b []byte) ([]byte, error) {
+	enc, err := c.enc()
+	if err != nil {
+		return nil, err
+	}
+	return enc.Encode(nil, b)
+}

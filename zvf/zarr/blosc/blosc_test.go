@@ -27,8 +27,7 @@ func floats(n int) []byte {
 func TestRoundTrip(t *testing.T) {
 	// floats and zeros are just over 64 KiB (lz4's window): each of the 36
 	// shuffle/typesize/blocksize settings splits them into 1 to 80 blocks;
-	// larger inputs only add blocks of the same kind (zlib's encoder is
-	// made per block: most of the package's time).
+	// larger inputs only add blocks of the same kind.
 	inputs := map[string][]byte{
 		"floats": floats(20000),
 		"odd":    floats(1001)[:4003],

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
@@ -39,25 +40,92 @@ func ParseShuffle(s string) (int, error) {
 	return 0, fmt.Errorf("blosc: unknown shuffle %q", s)
 }
 
-// Encode compresses src into one frame (appended to dst[:0]). Blocks are
-// not split (flag 0x10), which every C-Blosc1 reader accepts.
+// Encode compresses src into one frame (appended to dst[:0]) with a
+// one-off Encoder; callers encoding many frames keep an Encoder instead.
 func Encode(dst, src []byte, o Options) ([]byte, error) {
+	e, err := NewEncoder(o)
+	if err != nil {
+		return nil, err
+	}
+	return e.Encode(dst, src)
+}
+
+// Encoder writes frames with one set of Options, reusing its compressors
+// (a zstd encoder's tables are about a megabyte, a zlib writer's a few
+// hundred kilobytes) and buffers across blocks and frames. It is safe for
+// concurrent use: each Encode takes an idle state or makes one, so it
+// holds as many as ran at once.
+type Encoder struct {
+	o     Options
+	code  byte
+	flags byte
+
+	mu   sync.Mutex
+	idle []*encState // kept, not in a sync.Pool: a collection would drop the tables reuse exists to keep
+}
+
+// encState is what one Encode call uses; the compressors are made on first
+// use. zenc is only used through EncodeAll, which starts no goroutine, so
+// it needs no Close.
+type encState struct {
+	tmp  []byte // a shuffled block
+	out  []byte // a compressed block
+	zbuf bytes.Buffer
+	zw   *zlib.Writer
+	zenc *zstd.Encoder
+	lz4  lz4.Compressor
+	lzhc lz4.CompressorHC
+}
+
+// NewEncoder checks o and returns an encoder for it.
+func NewEncoder(o Options) (*Encoder, error) {
 	if o.TypeSize < 1 || o.TypeSize > 255 {
 		return nil, fmt.Errorf("blosc: typesize %d", o.TypeSize)
 	}
-	if len(src) > 1<<31-1-headerSize {
-		return nil, fmt.Errorf("blosc: %d bytes exceed a frame", len(src))
-	}
-	var code byte
+	e := &Encoder{o: o}
 	switch o.Codec {
 	case "lz4", "lz4hc":
-		code = codeLZ4
+		e.code = codeLZ4
 	case "zlib":
-		code = codeZlib
+		e.code = codeZlib
 	case "zstd":
-		code = codeZstd
+		e.code = codeZstd
 	default:
 		return nil, fmt.Errorf("blosc: cannot encode with %q", o.Codec)
+	}
+	e.flags = byte(flagDontSplit) | e.code<<5
+	switch o.Shuffle {
+	case Shuffle:
+		e.flags |= flagShuffle
+	case BitShuffle:
+		e.flags |= flagBitShuffle
+	}
+	return e, nil
+}
+
+func (e *Encoder) get() *encState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := len(e.idle); n > 0 {
+		st := e.idle[n-1]
+		e.idle = e.idle[:n-1]
+		return st
+	}
+	return &encState{}
+}
+
+func (e *Encoder) put(st *encState) {
+	e.mu.Lock()
+	e.idle = append(e.idle, st)
+	e.mu.Unlock()
+}
+
+// Encode compresses src into one frame (appended to dst[:0]). Blocks are
+// not split (flag 0x10), which every C-Blosc1 reader accepts.
+func (e *Encoder) Encode(dst, src []byte) ([]byte, error) {
+	o := e.o
+	if len(src) > 1<<31-1-headerSize {
+		return nil, fmt.Errorf("blosc: %d bytes exceed a frame", len(src))
 	}
 	bs := o.BlockSize
 	if bs <= 0 {
@@ -69,33 +137,23 @@ func Encode(dst, src []byte, o Options) ([]byte, error) {
 	if bs < 1 {
 		bs = 1
 	}
-	flags := byte(flagDontSplit) | code<<5
-	switch o.Shuffle {
-	case Shuffle:
-		flags |= flagShuffle
-	case BitShuffle:
-		flags |= flagBitShuffle
-	}
 	memcpy := func() []byte {
 		out := append(dst[:0], make([]byte, headerSize)...)
 		out = append(out, src...)
-		putHeader(out, flags|flagMemcpy, o.TypeSize, len(src), bs)
+		putHeader(out, e.flags|flagMemcpy, o.TypeSize, len(src), bs)
 		return out
 	}
 	if o.Level == 0 || len(src) == 0 {
 		return memcpy(), nil
 	}
+	st := e.get()
+	defer e.put(st)
 	nblocks := (len(src) + bs - 1) / bs
 	out := append(dst[:0], make([]byte, headerSize+4*nblocks)...)
-	tmp := make([]byte, bs)
-	var zenc *zstd.Encoder
-	if code == codeZstd {
-		var err error
-		if zenc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(o.Level)), zstd.WithEncoderConcurrency(1)); err != nil {
-			return nil, err
-		}
-		defer zenc.Close()
+	if cap(st.tmp) < bs {
+		st.tmp = make([]byte, bs)
 	}
+	tmp := st.tmp[:bs]
 	for b := 0; b < nblocks; b++ {
 		block := src[b*bs : min((b+1)*bs, len(src))]
 		in := block
@@ -108,7 +166,7 @@ func Encode(dst, src []byte, o Options) ([]byte, error) {
 			in = tmp[:len(block)]
 		}
 		binary.LittleEndian.PutUint32(out[headerSize+4*b:], uint32(len(out)))
-		c, err := compress(code, o, zenc, in)
+		c, err := e.compress(st, in)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +179,7 @@ func Encode(dst, src []byte, o Options) ([]byte, error) {
 	if len(out) >= len(src)+headerSize {
 		return memcpy(), nil
 	}
-	putHeader(out, flags, o.TypeSize, len(src), bs)
+	putHeader(out, e.flags, o.TypeSize, len(src), bs)
 	return out, nil
 }
 
@@ -132,17 +190,23 @@ func putHeader(out []byte, flags byte, ts, nbytes, bs int) {
 	binary.LittleEndian.PutUint32(out[12:], uint32(len(out)))
 }
 
-func compress(code byte, o Options, zenc *zstd.Encoder, in []byte) ([]byte, error) {
-	switch code {
+// compress returns in's compressed stream, in st's buffers (valid until the
+// next call), or in itself when it does not compress.
+func (e *Encoder) compress(st *encState, in []byte) ([]byte, error) {
+	o := e.o
+	switch e.code {
 	case codeLZ4:
-		buf := make([]byte, lz4.CompressBlockBound(len(in)))
+		if n := lz4.CompressBlockBound(len(in)); cap(st.out) < n {
+			st.out = make([]byte, n)
+		}
+		buf := st.out[:lz4.CompressBlockBound(len(in))]
 		var n int
 		var err error
 		if o.Codec == "lz4hc" {
-			n, err = lz4.CompressBlockHC(in, buf, lz4.CompressionLevel(1<<(8+min(o.Level, 9))), nil, nil)
+			st.lzhc.Level = lz4.CompressionLevel(1 << (8 + min(o.Level, 9)))
+			n, err = st.lzhc.CompressBlock(in, buf)
 		} else {
-			var c lz4.Compressor
-			n, err = c.CompressBlock(in, buf)
+			n, err = st.lz4.CompressBlock(in, buf)
 		}
 		if err != nil {
 			return nil, err
@@ -152,18 +216,29 @@ func compress(code byte, o Options, zenc *zstd.Encoder, in []byte) ([]byte, erro
 		}
 		return buf[:n], nil
 	case codeZlib:
-		var b bytes.Buffer
-		w, err := zlib.NewWriterLevel(&b, min(o.Level, 9))
-		if err != nil {
+		st.zbuf.Reset()
+		if st.zw == nil {
+			var err error
+			if st.zw, err = zlib.NewWriterLevel(&st.zbuf, min(o.Level, 9)); err != nil {
+				return nil, err
+			}
+		} else {
+			st.zw.Reset(&st.zbuf)
+		}
+		if _, err := st.zw.Write(in); err != nil {
 			return nil, err
 		}
-		if _, err := w.Write(in); err != nil {
+		if err := st.zw.Close(); err != nil {
 			return nil, err
 		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
+		return st.zbuf.Bytes(), nil
 	}
-	return zenc.EncodeAll(in, nil), nil
+	if st.zenc == nil {
+		var err error
+		if st.zenc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(o.Level)), zstd.WithEncoderConcurrency(1)); err != nil {
+			return nil, err
+		}
+	}
+	st.out = st.zenc.EncodeAll(in, st.out[:0])
+	return st.out, nil
 }
