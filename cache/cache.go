@@ -421,15 +421,11 @@ func (c *Cache) PeekRef(key string) (any, *Ref, bool) {
 // Deref returns the value r names while it is still cached, counting a
 // hit as Peek does; r may be nil.
 func (c *Cache) Deref(r *Ref) (any, bool) {
-	if c == nil || r == nil {
-		return nil, false
+	v, ok := c.DerefUncounted(r)
+	if ok {
+		c.CountHits(1)
 	}
-	p := r.e.val.Load()
-	if p == nil {
-		return nil, false
-	}
-	c.touch(r.e)
-	return *p, true
+	return v, ok
 }
 
 // DerefUncounted is Deref that leaves the hit for the caller to count
