@@ -20,6 +20,15 @@ func binLevel(t testing.TB, dtype string) *Level {
 		binShape: []float64{50, 50, 50}, bpc: []int64{5, 5, 5}, binPrefilter: true}
 }
 
+// row is one float32 vertex row's bytes.
+func row(x, y, z float32) []byte {
+	b := make([]byte, 12)
+	binary.LittleEndian.PutUint32(b, math.Float32bits(x))
+	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(y))
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(z))
+	return b
+}
+
 // FuzzDeriveBins: for any rows of chunk 1.2.0, bins found from the rows
 // say exactly what matching needs — each bin's rows lie in its closed
 // cell, bins follow one another through every row — and so matching a
@@ -27,13 +36,6 @@ func binLevel(t testing.TB, dtype string) *Level {
 // rows that cannot be told (outside the chunk, out of bin order) are
 // refused, never misplaced.
 func FuzzDeriveBins(f *testing.F) {
-	row := func(x, y, z float32) []byte {
-		b := make([]byte, 12)
-		binary.LittleEndian.PutUint32(b, math.Float32bits(x))
-		binary.LittleEndian.PutUint32(b[4:], math.Float32bits(y))
-		binary.LittleEndian.PutUint32(b[8:], math.Float32bits(z))
-		return b
-	}
 	f.Add(slices.Concat(row(260, 510, 10), row(260, 510, 60), row(300, 560, 10)), 240.0, 500.0, 0.0, 320.0, 540.0, 40.0)
 	f.Add(slices.Concat(row(300, 550, 50), row(300, 550, 100), row(500, 750, 250)), 300.0, 550.0, 50.0, 300.0, 550.0, 50.0)              // on faces
 	f.Add(slices.Concat(row(260, 510, 10), row(300, 510, 10), row(300, 549, 49), row(310, 560, 60)), 300.0, 0.0, 0.0, 1e9, 1e9, 1e9)     // a box touching bins at their faces
@@ -123,13 +125,6 @@ func BenchmarkDeriveBins(b *testing.B) {
 // face it visits them, and keeps that row. Either way it finds what a
 // test of every row finds.
 func TestTouchingBinsSkipped(t *testing.T) {
-	row := func(x, y, z float32) []byte {
-		b := make([]byte, 12)
-		binary.LittleEndian.PutUint32(b, math.Float32bits(x))
-		binary.LittleEndian.PutUint32(b[4:], math.Float32bits(y))
-		binary.LittleEndian.PutUint32(b[8:], math.Float32bits(z))
-		return b
-	}
 	key := Key{1, 2, 0} // x 250…500 (bins of 50), y 500…750, z 0…250
 	min, max := []float64{300, 550, 0}, []float64{400, 650, 250}
 	for _, tc := range []struct {

@@ -83,14 +83,10 @@ type chunkVerts struct {
 // where the key's lookup hashes and compares it: on a warm request, one
 // per candidate chunk).
 func (l *Level) peekVerts(i int32) (any, bool) {
-	rc := l.s.refs
-	if rc == nil {
-		return l.s.peek(l.vkeys[i])
-	}
-	if v, ok := rc.Deref(l.vrefs[i].Load()); ok {
-		return v, true
-	}
-	return l.peekVertsKey(i)
+	hits := 0
+	v, ok := l.peekVertsTally(i, &hits)
+	l.s.countHits(hits)
+	return v, ok
 }
 
 // peekVertsTally is peekVerts that leaves a hit through a Ref for the
