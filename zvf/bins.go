@@ -16,7 +16,10 @@ import (
 // the fragment index, whose ranges could only say the same of a
 // well-formed chunk, need not be read. Otherwise (a row outside its
 // chunk, rows out of bin order) it reports false and leaves cv alone:
-// the chunk is then read with its fragment index.
+// the chunk is then read with its fragment index. For float32 × 3 rows
+// the same pass finds whether a row lies on a face of its bin's cell and
+// sets cv.faces, so no box makes a second pass over a cold chunk's rows
+// to ask (see faceFree).
 func (l *Level) deriveBins(key Key, cv *chunkVerts) bool {
 	d := l.s.dims
 	if d > maxDims || len(key) != d || cv.rows > math.MaxInt32 {
@@ -47,12 +50,14 @@ func (l *Level) deriveBins(key Key, cv *chunkVerts) bool {
 		return true
 	}
 	inCell, curInChunk := true, binInChunk()
+	onFace := false  // a row lies on a face of its bin's cell (float32 × 3)
 	last := int64(0) // the previous row's bin
 	var v [maxDims]float64
 	for r := 0; r < cv.rows; r++ {
 		if f32 && d == 3 {
 			if curInChunk {
-				// The rows that follow in the same bin, in registers.
+				// The rows that follow strictly inside the same bin, in
+				// registers; a row on a face is placed below.
 				r = sameBin3(cv.data, r, cv.rows, curLo[0], curLo[1], curLo[2], curHi[0], curHi[1], curHi[2])
 				if r == cv.rows {
 					break
@@ -63,6 +68,7 @@ func (l *Level) deriveBins(key Key, cv *chunkVerts) bool {
 			v[1] = float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
 			v[2] = float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
 			if v[0] >= curLo[0] && v[0] <= curHi[0] && v[1] >= curLo[1] && v[1] <= curHi[1] && v[2] >= curLo[2] && v[2] <= curHi[2] {
+				onFace = onFace || onCellFace(v[:3], curLo[:3], curHi[:3])
 				if !curInChunk {
 					inCell = inCell && inBox(v[:3], cellLo[:3], cellHi[:3])
 				}
@@ -88,6 +94,9 @@ func (l *Level) deriveBins(key Key, cv *chunkVerts) bool {
 			cur[i] = b
 			curLo[i], curHi[i] = l.binCell(base[i], b, i)
 		}
+		if f32 && d == 3 {
+			onFace = onFace || onCellFace(v[:3], curLo[:3], curHi[:3])
+		}
 		curInChunk = binInChunk()
 		if !curInChunk {
 			inCell = inCell && inBox(v[:d], cellLo[:d], cellHi[:d])
@@ -107,7 +116,25 @@ func (l *Level) deriveBins(key Key, cv *chunkVerts) bool {
 		bins[last+1] = int32(cv.rows)
 	}
 	cv.bins, cv.inCell = bins, inCell
+	if f32 && d == 3 {
+		faces := int32(facesFree)
+		if onFace {
+			faces = facesTouched
+		}
+		cv.faces.Store(faces)
+	}
 	return true
+}
+
+// onCellFace reports whether v, in the closed box [lo, hi], lies on one
+// of its faces.
+func onCellFace(v, lo, hi []float64) bool {
+	for i := range v {
+		if v[i] == lo[i] || v[i] == hi[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // binCell is the closed extent on axis i of bin b of a chunk whose first
@@ -147,15 +174,15 @@ func inBox(v, lo, hi []float64) bool {
 	return true
 }
 
-// sameBin3 is the first row from r on of float32 × 3 rows that lies
-// outside the closed box (x0, y0, z0)–(x1, y1, z1), or n.
+// sameBin3 is the first row from r on of float32 × 3 rows that does not
+// lie strictly inside the box (x0, y0, z0)–(x1, y1, z1), or n.
 func sameBin3(data []byte, r, n int, x0, y0, z0, x1, y1, z1 float64) int {
 	for ; r < n; r++ {
 		p := data[12*r : 12*r+12 : 12*r+12]
 		x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
 		y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
 		z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
-		if !(x >= x0 && x <= x1 && y >= y0 && y <= y1 && z >= z0 && z <= z1) {
+		if !(x > x0 && x < x1 && y > y0 && y < y1 && z > z0 && z < z1) {
 			return r
 		}
 	}

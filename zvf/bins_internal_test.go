@@ -71,6 +71,15 @@ func FuzzDeriveBins(f *testing.F) {
 		if want := l.rowsWithin(cv.data, []float64{250, 500, 0}, []float64{500, 750, 250}, 0, cv.rows); cv.inCell != want {
 			t.Fatalf("inCell %v, every row tested says %v", cv.inCell, want)
 		}
+		// The same pass found whether a row lies on a face of its bin's
+		// cell, as a pass of its own over the rows would.
+		wantFaces := int32(facesTouched)
+		if l.findFaceFree(key, cv) {
+			wantFaces = facesFree
+		}
+		if got := cv.faces.Load(); got != wantFaces {
+			t.Fatalf("faces %d after deriving the bins, a pass over the rows finds %d", got, wantFaces)
+		}
 		box := [2][]float64{{x0, y0, z0}, {x1, y1, z1}}
 		var m chunkMatch
 		l.matchVerts(key, cv, box[0], box[1], &m)
@@ -115,6 +124,44 @@ func BenchmarkDeriveBins(b *testing.B) {
 		if !l.deriveBins(key, cv) || !cv.inCell {
 			b.Fatal("bins not derived")
 		}
+	}
+}
+
+// TestDeriveBinsFindsFaces: the pass that finds a cold chunk's bins also
+// finds whether a row lies on a face of its bin's cell (on each axis, on
+// either face, in a chunk's first bin or a later one), so no box makes a
+// second pass over the rows to ask.
+func TestDeriveBinsFindsFaces(t *testing.T) {
+	l := binLevel(t, "float32")
+	key := Key{1, 2, 0} // x 250…500 (bins of 50), y 500…750, z 0…250
+	for _, tc := range []struct {
+		name string
+		rows [][]byte
+		free bool
+	}{
+		{"inside", [][]byte{row(260, 510, 10), row(299.5, 549, 10), row(310, 560, 60)}, true},
+		{"low x face, first row", [][]byte{row(250, 510, 10), row(260, 510, 20)}, false},
+		{"high z face, a later row of the bin", [][]byte{row(260, 510, 10), row(260, 510, 50)}, false},
+		{"high y face, a later bin", [][]byte{row(260, 510, 10), row(310, 600, 60)}, false},
+		{"low y face, a row after a bin's first", [][]byte{row(310, 560, 60), row(320, 550, 70)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := slices.Concat(tc.rows...)
+			cv := &chunkVerts{data: data, rows: len(data) / 12}
+			if !l.deriveBins(key, cv) {
+				t.Fatal("bins not derived")
+			}
+			want := int32(facesTouched)
+			if tc.free {
+				want = facesFree
+			}
+			if got := cv.faces.Load(); got != want {
+				t.Fatalf("faces %d, want %d", got, want)
+			}
+			if got := l.faceFree(key, cv); got != tc.free || l.findFaceFree(key, cv) != tc.free {
+				t.Fatalf("faceFree %v, want %v", got, tc.free)
+			}
+		})
 	}
 }
 
