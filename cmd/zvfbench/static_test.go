@@ -280,3 +280,80 @@ func TestColdRunsReadEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// meter counts the store's reads and their bytes (metered.Observer).
+type meter struct{ files, bytes atomic.Int64 }
+
+func (m *meter) ObserveRead(n int, _ time.Duration) { m.files.Add(1); m.bytes.Add(int64(n)) }
+
+// TestColdCounts: what one cold answer reads and starts, in counts that
+// hold on any machine, beside what the static client fetches for the
+// same box: files opened (each store read opens one file on local disk,
+// read in one read call: localfs's TestWholeReadIsOneReadCall), bytes
+// read and goroutines started. The boxes are zvfbench static's 1k and 50k
+// boxes scaled to a 20,000-point store of the same chunks (8 and 27
+// chunks). zvfserve reads each chunk's vertices and their zarr.json and
+// nothing else: no level or family metadata (read when the store
+// opened), no fragment index (the bins come from the rows). Not
+// parallel: goroutines are counted process-wide.
+func TestColdCounts(t *testing.T) {
+	ctx := context.Background()
+	points := points20k(t)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	m := new(meter)
+	z := &zvfSide{st: metered.Wrap(points, m)}
+	defer z.close()
+	files, stop, err := serveObjects(points, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	lay, err := staticOpen(ctx, client, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := new(staticBuffers)
+	for _, box := range []struct {
+		name   string
+		want   int
+		offset float64
+		chunks int
+	}{{"1k", 10, 101, 8}, {"50k", 500, 301, 27}} {
+		t.Run(box.name, func(t *testing.T) {
+			lo, hi := synth.BoxFor(20000, box.want, box.offset)
+			var f0, b0, g0 int64
+			_, n, _, err := z.cold(ctx, client, lo, hi, 0, bufs, func() { f0, b0, g0 = m.files.Load(), m.bytes.Load(), goroutinesCreated() })
+			zg := goroutinesCreated() - g0
+			zf, zb := m.files.Load()-f0, m.bytes.Load()-b0
+			if err != nil || n == 0 {
+				t.Fatal(n, err)
+			}
+			_, sn, sf, sb, err := staticCold(ctx, client, files, lay, lo, hi, bufs)
+			if err != nil || sn != n {
+				t.Fatalf("the static client found %d vertices, zvfserve %d (%v)", sn, n, err)
+			}
+			t.Logf("%s: zvfserve %d files, %d bytes, %d goroutines; static client %d files, %d bytes", box.name, zf, zb, zg, sf, sb)
+			if sf != box.chunks {
+				t.Fatalf("the static client fetched %d files, want the box's %d chunks", sf, box.chunks)
+			}
+			// Two files a chunk: its vertices and their zarr.json (a 0.7
+			// chunk's own metadata decides how its bytes decode).
+			if zf != int64(2*sf) {
+				t.Errorf("zvfserve read %d files for %d chunks, want 2 a chunk", zf, sf)
+			}
+			// The same vertex bytes, and each chunk's zarr.json (under
+			// 1 KiB) beside them.
+			if zb < sb || zb > sb+int64(sf)<<10 {
+				t.Errorf("zvfserve read %d bytes, the static client %d: want its vertex bytes and at most 1 KiB a chunk more", zb, sb)
+			}
+			// A goroutine a chunk for its load and one for the early read
+			// of its vertices beside its zarr.json, and the answer's
+			// readers, connection and request: not one a row, nor a file
+			// read.
+			if max := 2*int64(sf) + 16; zg > max {
+				t.Errorf("zvfserve started %d goroutines for %d chunks, want at most %d", zg, sf, max)
+			}
+		})
+	}
+}
