@@ -44,6 +44,21 @@ func (s *since) absent(ctx context.Context, key, op string, err error) error {
 
 func (s *since) Get(ctx context.Context, key string, o ReadOptions) (Object, error) {
 	obj, err := s.st.Get(ctx, key, o)
+	return s.got(ctx, key, obj, err)
+}
+
+// Start implements Starter: the read starts in st, and is checked as Get
+// checks it when it is collected.
+func (s *since) Start(ctx context.Context, key string, o ReadOptions) func() (Object, error) {
+	w := Start(ctx, s.st, key, o)
+	return func() (Object, error) {
+		obj, err := w()
+		return s.got(ctx, key, obj, err)
+	}
+}
+
+// got is what Get answers for st's answer obj, err.
+func (s *since) got(ctx context.Context, key string, obj Object, err error) (Object, error) {
 	if errors.Is(err, ErrNotFound) {
 		return obj, s.absent(ctx, key, "get", err)
 	}

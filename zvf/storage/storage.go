@@ -194,6 +194,44 @@ func ReadAll(ctx context.Context, st Store, key string, max int64) ([]byte, erro
 	return obj.Data, err
 }
 
+// Starter is a Store that starts a read and lets its caller collect the
+// outcome later, without the caller giving the read a goroutine of its
+// own: a local folder's reads run on one already (see localfs), a memory
+// store's never block. Decorators forward it.
+type Starter interface {
+	// Start starts reading key as Get would; wait, called exactly once,
+	// returns what Get would have. It returns when ctx ends, as Get does.
+	Start(ctx context.Context, key string, o ReadOptions) (wait func() (Object, error))
+}
+
+// Start starts reading key from st: through st's own Start when it is a
+// Starter, else by a Get on a goroutine of its own (a panic in it becomes
+// the read's error). The caller must call wait exactly once.
+func Start(ctx context.Context, st Store, key string, o ReadOptions) (wait func() (Object, error)) {
+	if s, ok := st.(Starter); ok {
+		return s.Start(ctx, key, o)
+	}
+	type result struct {
+		obj Object
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if v := recover(); v != nil {
+				r = result{err: &Error{Op: "get", Key: key, Err: fmt.Errorf("read panicked: %v", v)}}
+			}
+			done <- r
+		}()
+		r.obj, r.err = st.Get(ctx, key, o)
+	}()
+	return func() (Object, error) {
+		r := <-done
+		return r.obj, r.err
+	}
+}
+
 // Pinner is a Store whose root can be re-pointed while it is served (a
 // local folder reached through a symbolic link): Pin returns a view bound
 // to what the root resolves to now, and an identity of that root that

@@ -26,6 +26,11 @@ func (s *sub) Get(ctx context.Context, key string, o ReadOptions) (Object, error
 	return s.st.Get(ctx, s.p+key, o)
 }
 
+// Start implements Starter.
+func (s *sub) Start(ctx context.Context, key string, o ReadOptions) func() (Object, error) {
+	return Start(ctx, s.st, s.p+key, o)
+}
+
 func (s *sub) Stat(ctx context.Context, key string) (Attrs, error) { return s.st.Stat(ctx, s.p+key) }
 
 func (s *sub) List(ctx context.Context, prefix string) (Listing, error) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -79,33 +78,21 @@ func (f *Family) ReadBytes(ctx context.Context, p string) ([]byte, error) {
 		max := f.cs.lim.MaxChunkBytes
 		ra = &readAhead{key: "c/0", bound: max + compressSlack(max)}
 	}
-	type fetched struct {
-		b   []byte
-		err error
-	}
 	key := join(p, ra.key)
-	done := make(chan fetched, 1)
-	go func() {
-		var r fetched
-		defer func() {
-			if v := recover(); v != nil {
-				r = fetched{err: fmt.Errorf("read of %s panicked: %v", key, v)}
-			}
-			done <- r
-		}()
-		r.b, r.err = storage.ReadAll(ctx, f.st, key, ra.bound)
-	}()
+	// Started, not given a goroutine here: a local folder's read runs on
+	// its own already (storage.Starter).
+	wait := storage.Start(ctx, f.st, key, storage.Whole(ra.bound))
 	a, err := f.Open(ctx, p)
-	r := <-done // always waited for: no read outlives the call
+	obj, rerr := wait() // always waited for: no read outlives the call
 	if err != nil {
 		return nil, err
 	}
-	if errors.Is(r.err, storage.ErrTooLarge) {
+	if errors.Is(rerr, storage.ErrTooLarge) {
 		return a.ReadBytes(ctx) // refused by the family's bound: the array's own decides
 	}
 	// Any other outcome of the early read (a missing chunk, a change, an
 	// unreachable store) is what reading it now would have met.
-	return a.ReadBytesFetched(ctx, key, r.b, r.err)
+	return a.ReadBytesFetched(ctx, key, obj.Data, rerr)
 }
 
 // parse is ParseNode for an array document, through the template.

@@ -224,9 +224,17 @@ func (a fileInfo) same(b fileInfo) bool {
 // as soon as ctx ends: a system call that blocks (a hung network file
 // system) then holds only that goroutine, never the caller.
 func async[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	return start(ctx, f)()
+}
+
+// start runs f in its own goroutine at once and returns a wait for its
+// result (or ctx's error as soon as ctx ends), as async does.
+func start[T any](ctx context.Context, f func() (T, error)) (wait func() (T, error)) {
 	if err := ctx.Err(); err != nil {
-		var zero T
-		return zero, err
+		return func() (T, error) {
+			var zero T
+			return zero, err
+		}
 	}
 	type result struct {
 		v   T
@@ -237,12 +245,14 @@ func async[T any](ctx context.Context, f func() (T, error)) (T, error) {
 		v, err := f()
 		c <- result{v, err}
 	}()
-	select {
-	case r := <-c:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
+	return func() (T, error) {
+		select {
+		case r := <-c:
+			return r.v, r.err
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		}
 	}
 }
 
@@ -252,17 +262,31 @@ const readPiece = 8 << 20
 
 // Get implements storage.Store.
 func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	return s.Start(ctx, key, o)()
+}
+
+// Start implements storage.Starter: the read's system calls run on their
+// own goroutine (see async) from the call on, so a caller that starts two
+// reads at once gives neither a goroutine of its own.
+func (s *Store) Start(ctx context.Context, key string, o storage.ReadOptions) (wait func() (storage.Object, error)) {
 	if err := validKey(key); err != nil {
-		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
+		return failed(&storage.Error{Op: "get", Key: key, Err: err})
 	}
 	if err := storage.CheckBound(o); err != nil {
-		return storage.Object{}, &storage.Error{Op: "get", Key: key, Err: err}
+		return failed(&storage.Error{Op: "get", Key: key, Err: err})
 	}
-	obj, err := async(ctx, func() (storage.Object, error) { return s.read(ctx, key, o) })
-	if err != nil {
-		return storage.Object{}, s.missing("get", key, classify("get", key, err))
+	w := start(ctx, func() (storage.Object, error) { return s.read(ctx, key, o) })
+	return func() (storage.Object, error) {
+		obj, err := w()
+		if err != nil {
+			return storage.Object{}, s.missing("get", key, classify("get", key, err))
+		}
+		return obj, nil
 	}
-	return obj, nil
+}
+
+func failed(err error) func() (storage.Object, error) {
+	return func() (storage.Object, error) { return storage.Object{}, err }
 }
 
 func (s *Store) read(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
@@ -555,5 +579,6 @@ func (s *Store) Close() error {
 
 var (
 	_ storage.Writer       = (*Store)(nil)
+	_ storage.Starter      = (*Store)(nil)
 	_ storage.FolderLister = (*Store)(nil)
 )

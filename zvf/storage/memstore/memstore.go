@@ -122,6 +122,13 @@ func checkPrefix(ctx context.Context, op, prefix string) error {
 	return nil
 }
 
+// Start implements storage.Starter: a read of memory never blocks, so it
+// is done at once, on the caller's goroutine.
+func (s *Store) Start(ctx context.Context, key string, o storage.ReadOptions) func() (storage.Object, error) {
+	obj, err := s.Get(ctx, key, o)
+	return func() (storage.Object, error) { return obj, err }
+}
+
 // Get implements storage.Store. The bytes are a copy: callers may keep
 // or change them.
 func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
@@ -361,4 +368,5 @@ func (s *Store) Close() error {
 var (
 	_ storage.Writer       = (*Store)(nil)
 	_ storage.FolderLister = (*Store)(nil)
+	_ storage.Starter      = (*Store)(nil)
 )

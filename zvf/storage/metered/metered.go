@@ -1,8 +1,8 @@
 // Package metered wraps a storage.Store so that every read is reported to
 // an Observer (bytes and latency), for metrics. It keeps the wrapped
 // store's ability to re-resolve its root (storage.Pinner), its folder
-// listings (storage.FolderLister) and its dating of an absence
-// (storage.AbsenceDater).
+// listings (storage.FolderLister), its dating of an absence
+// (storage.AbsenceDater) and its started reads (storage.Starter).
 package metered
 
 import (
@@ -30,6 +30,18 @@ func (s *store) Get(ctx context.Context, key string, ro storage.ReadOptions) (st
 	obj, err := s.Store.Get(ctx, key, ro)
 	s.o.ObserveRead(len(obj.Data), time.Since(t))
 	return obj, err
+}
+
+// Start implements storage.Starter: the read is reported when it is
+// collected, with the time from its start.
+func (s *store) Start(ctx context.Context, key string, ro storage.ReadOptions) func() (storage.Object, error) {
+	t := time.Now()
+	w := storage.Start(ctx, s.Store, key, ro)
+	return func() (storage.Object, error) {
+		obj, err := w()
+		s.o.ObserveRead(len(obj.Data), time.Since(t))
+		return obj, err
+	}
 }
 
 // FoldersHolding implements storage.FolderLister: a listing, not a read.
