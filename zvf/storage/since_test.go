@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/metered"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -49,3 +50,77 @@ func TestSinceLargerReplacement(t *testing.T) {
 		t.Errorf("an object too large before the mark: %v, want ErrTooLarge", err)
 	}
 }
+
+// panicky is a Store whose reads panic.
+type panicky struct{ storage.Store }
+
+func (panicky) Get(context.Context, string, storage.ReadOptions) (storage.Object, error) {
+	panic("read")
+}
+
+// TestStartIsGet: a read started (storage.Start) and collected answers
+// what Get answers, through every view that forwards it (Sub, Since,
+// metered) and through a store that is no Starter (a goroutine of its
+// own): the same bytes and version, a missing key, a link out of the
+// store refused, an object written after a Since view's moment a change.
+// A read that panics is an error, not a crash.
+func TestStartIsGet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, outside := t.TempDir(), t.TempDir()
+	st := zvftest.Store(t, dir)
+	for _, k := range []string{"p/a", "p/old"} {
+		if err := st.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "p", "escape")); err != nil {
+		t.Fatal(err)
+	}
+	mark := st.Now().Add(time.Millisecond)
+	later := mark.Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "p", "a"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	views := map[string]storage.Store{
+		"localfs":       st,
+		"sub":           storage.Sub(st, "p"),
+		"since":         storage.Since(storage.Sub(st, "p"), mark),
+		"metered":       metered.Wrap(storage.Sub(st, "p"), nopObserver{}),
+		"not a starter": struct{ storage.Store }{storage.Sub(st, "p")},
+	}
+	for name, v := range views {
+		prefix := ""
+		if name == "localfs" {
+			prefix = "p/"
+		}
+		if _, ok := v.(storage.Starter); ok == (name == "not a starter") {
+			t.Fatalf("%s: Starter %v", name, ok)
+		}
+		for _, key := range []string{"a", "old", "missing", "escape"} {
+			want, werr := v.Get(ctx, prefix+key, storage.Whole(100))
+			got, gerr := storage.Start(ctx, v, prefix+key, storage.Whole(100))()
+			if string(got.Data) != string(want.Data) || got.Attrs != want.Attrs || (gerr == nil) != (werr == nil) ||
+				gerr != nil && gerr.Error() != werr.Error() {
+				t.Errorf("%s %s: started %q %v %v; Get %q %v %v", name, key, got.Data, got.Attrs, gerr, want.Data, want.Attrs, werr)
+			}
+			switch {
+			case key == "missing" && !errors.Is(gerr, storage.ErrNotFound),
+				key == "escape" && !errors.Is(gerr, storage.ErrOutside),
+				key == "a" && (name == "since") != errors.Is(gerr, storage.ErrChanged),
+				key == "old" && gerr != nil:
+				t.Errorf("%s %s: %v", name, key, gerr)
+			}
+		}
+	}
+	if _, err := storage.Start(ctx, panicky{st}, "p/a", storage.Whole(100))(); err == nil {
+		t.Error("a read that panicked: no error")
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveRead(int, time.Duration) {}
