@@ -352,7 +352,7 @@ func TestColdCounts(t *testing.T) {
 			// given a goroutine: storage.Starter), and the answer's
 			// readers, connection and request: not one a row, nor a file
 			// read.
-			if max := int64(sf) + 16; zg > max {
+			if max := int64(sf) + 20; zg > max {
 				t.Errorf("zvfserve started %d goroutines for %d chunks, want at most %d", zg, sf, max)
 			}
 		})
