@@ -57,6 +57,20 @@ func (s *since) Start(ctx context.Context, key string, o ReadOptions) func() (Ob
 	}
 }
 
+// StartAll implements BatchStarter: each read is checked as Get checks
+// it when it is collected.
+func (s *since) StartAll(ctx context.Context, rs []Read) []func() (Object, error) {
+	waits := StartAll(ctx, s.st, rs)
+	for i, w := range waits {
+		key := rs[i].Key
+		waits[i] = func() (Object, error) {
+			obj, err := w()
+			return s.got(ctx, key, obj, err)
+		}
+	}
+	return waits
+}
+
 // got is what Get answers for st's answer obj, err.
 func (s *since) got(ctx context.Context, key string, obj Object, err error) (Object, error) {
 	if errors.Is(err, ErrNotFound) {

@@ -58,8 +58,8 @@ func (panicky) Get(context.Context, string, storage.ReadOptions) (storage.Object
 	panic("read")
 }
 
-// TestStartIsGet: a read started (storage.Start) and collected answers
-// what Get answers, through every view that forwards it (Sub, Since,
+// TestStartIsGet: a read started (storage.Start, or with others in
+// order: storage.StartAll) and collected answers what Get answers, through every view that forwards it (Sub, Since,
 // metered) and through a store that is no Starter (a goroutine of its
 // own): the same bytes and version, a missing key, a link out of the
 // store refused, an object written after a Since view's moment a change.
@@ -100,18 +100,29 @@ func TestStartIsGet(t *testing.T) {
 		if _, ok := v.(storage.Starter); ok == (name == "not a starter") {
 			t.Fatalf("%s: Starter %v", name, ok)
 		}
-		for _, key := range []string{"a", "old", "missing", "escape"} {
+		keys := []string{"a", "old", "missing", "escape", "../up"}
+		var rs []storage.Read
+		for _, key := range keys {
+			rs = append(rs, storage.Read{Key: prefix + key, Opt: storage.Whole(100)})
+		}
+		all := storage.StartAll(ctx, v, rs)
+		for i, key := range keys {
 			want, werr := v.Get(ctx, prefix+key, storage.Whole(100))
-			got, gerr := storage.Start(ctx, v, prefix+key, storage.Whole(100))()
-			if string(got.Data) != string(want.Data) || got.Attrs != want.Attrs || (gerr == nil) != (werr == nil) ||
-				gerr != nil && gerr.Error() != werr.Error() {
-				t.Errorf("%s %s: started %q %v %v; Get %q %v %v", name, key, got.Data, got.Attrs, gerr, want.Data, want.Attrs, werr)
+			for how, wait := range map[string]func() (storage.Object, error){
+				"started": storage.Start(ctx, v, prefix+key, storage.Whole(100)), "started with the others": all[i]} {
+				got, gerr := wait()
+				if string(got.Data) != string(want.Data) || got.Attrs != want.Attrs || (gerr == nil) != (werr == nil) ||
+					gerr != nil && gerr.Error() != werr.Error() {
+					t.Errorf("%s %s %s: %q %v %v; Get %q %v %v", name, key, how, got.Data, got.Attrs, gerr, want.Data, want.Attrs, werr)
+				}
 			}
+			gerr := werr
 			switch {
 			case key == "missing" && !errors.Is(gerr, storage.ErrNotFound),
 				key == "escape" && !errors.Is(gerr, storage.ErrOutside),
 				key == "a" && (name == "since") != errors.Is(gerr, storage.ErrChanged),
-				key == "old" && gerr != nil:
+				key == "old" && gerr != nil,
+				key == "../up" && gerr == nil:
 				t.Errorf("%s %s: %v", name, key, gerr)
 			}
 		}

@@ -204,6 +204,42 @@ type Starter interface {
 	Start(ctx context.Context, key string, o ReadOptions) (wait func() (Object, error))
 }
 
+// Read is one read of StartAll.
+type Read struct {
+	Key string
+	Opt ReadOptions
+}
+
+// BatchStarter is a Starter that starts several reads at once on one
+// goroutine of its own, made one after the other in order (a local
+// folder's: one goroutine, not one a file). Decorators forward it.
+type BatchStarter interface {
+	Starter
+	// StartAll starts the reads rs; waits[i], called exactly once,
+	// returns what Get of rs[i] would have, as Start's wait does.
+	StartAll(ctx context.Context, rs []Read) (waits []func() (Object, error))
+}
+
+// StartAll starts the reads rs from st, in order: through st's own
+// StartAll when it is a BatchStarter; else all but the first as Start
+// starts them, and the first is read by a Get when its wait is called,
+// on the caller's goroutine (which would otherwise only wait). The
+// caller must call each wait exactly once.
+func StartAll(ctx context.Context, st Store, rs []Read) (waits []func() (Object, error)) {
+	if b, ok := st.(BatchStarter); ok {
+		return b.StartAll(ctx, rs)
+	}
+	waits = make([]func() (Object, error), len(rs))
+	for i, r := range rs {
+		if i == 0 {
+			waits[i] = func() (Object, error) { return st.Get(ctx, r.Key, r.Opt) }
+			continue
+		}
+		waits[i] = Start(ctx, st, r.Key, r.Opt)
+	}
+	return waits
+}
+
 // Start starts reading key from st: through st's own Start when it is a
 // Starter, else by a Get on a goroutine of its own (a panic in it becomes
 // the read's error). The caller must call wait exactly once.

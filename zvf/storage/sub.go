@@ -31,6 +31,15 @@ func (s *sub) Start(ctx context.Context, key string, o ReadOptions) func() (Obje
 	return Start(ctx, s.st, s.p+key, o)
 }
 
+// StartAll implements BatchStarter.
+func (s *sub) StartAll(ctx context.Context, rs []Read) []func() (Object, error) {
+	in := make([]Read, len(rs))
+	for i, r := range rs {
+		in[i] = Read{Key: s.p + r.Key, Opt: r.Opt}
+	}
+	return StartAll(ctx, s.st, in)
+}
+
 func (s *sub) Stat(ctx context.Context, key string) (Attrs, error) { return s.st.Stat(ctx, s.p+key) }
 
 func (s *sub) List(ctx context.Context, prefix string) (Listing, error) {

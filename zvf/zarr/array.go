@@ -30,6 +30,12 @@ func OpenArray(ctx context.Context, st storage.Store, p string, cs *Codecs) (*Ar
 func openArray(ctx context.Context, st storage.Store, p string, cs *Codecs, parse func([]byte) (*ArrayMeta, error)) (*Array, error) {
 	p = strings.Trim(p, "/")
 	b, err := storage.ReadAll(ctx, st, join(p, "zarr.json"), MaxMetadataBytes)
+	return openFetched(st, p, cs, parse, b, err)
+}
+
+// openFetched is openArray with <p>/zarr.json read already (b, or err
+// from reading it).
+func openFetched(st storage.Store, p string, cs *Codecs, parse func([]byte) (*ArrayMeta, error), b []byte, err error) (*Array, error) {
 	if err != nil {
 		return nil, &Error{Path: p, Err: err}
 	}

@@ -45,7 +45,11 @@ func NewFamily(st storage.Store, cs *Codecs) *Family {
 
 // Open reads and parses <p>/zarr.json, as OpenArray does.
 func (f *Family) Open(ctx context.Context, p string) (*Array, error) {
-	a, err := openArray(ctx, f.st, p, f.cs, f.parse)
+	return f.opened(openArray(ctx, f.st, p, f.cs, f.parse))
+}
+
+// opened notes where a's chunk is, for the family's next early reads.
+func (f *Family) opened(a *Array, err error) (*Array, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +83,16 @@ func (f *Family) ReadBytes(ctx context.Context, p string) ([]byte, error) {
 		ra = &readAhead{key: "c/0", bound: max + compressSlack(max)}
 	}
 	key := join(p, ra.key)
-	// Started, not given a goroutine here: a local folder's read runs on
-	// its own already (storage.Starter).
-	wait := storage.Start(ctx, f.st, key, storage.Whole(ra.bound))
-	a, err := f.Open(ctx, p)
-	obj, rerr := wait() // always waited for: no read outlives the call
+	// Both reads start at once, not on a goroutine of this call's: a
+	// local folder reads the two files one after the other on one of its
+	// own (storage.BatchStarter), zarr.json first.
+	waits := storage.StartAll(ctx, f.st, []storage.Read{
+		{Key: join(p, "zarr.json"), Opt: storage.Whole(MaxMetadataBytes)},
+		{Key: key, Opt: storage.Whole(ra.bound)},
+	})
+	meta, merr := waits[0]()
+	a, err := f.opened(openFetched(f.st, p, f.cs, f.parse, meta.Data, merr))
+	obj, rerr := waits[1]() // always waited for: no read outlives the call
 	if err != nil {
 		return nil, err
 	}

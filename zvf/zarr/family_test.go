@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 )
 
@@ -296,4 +298,49 @@ func (g *gateStore) Get(ctx context.Context, key string, o storage.ReadOptions) 
 		}
 	}
 	return g.Store.Get(ctx, key, o)
+}
+
+// TestFamilyReadBytesOneGoroutineLocally: a chunk of a 0.7 family on a
+// local folder (its zarr.json and its bytes) is read on one goroutine
+// started for both files, not one a file nor one more for the early read,
+// with the same bytes as an array opened and read. Not parallel:
+// goroutines are counted process-wide.
+func TestFamilyReadBytesOneGoroutineLocally(t *testing.T) {
+	ctx := context.Background()
+	st, err := localfs.Open(t.TempDir(), localfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, k := range []string{"f/a", "f/b"} {
+		if err := st.Put(ctx, k+"/zarr.json", chunkDocOf(5)); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, k+"/c/0", []byte{5, 6, 7, 8, 9}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fam := NewFamily(st, nil)
+	for _, p := range []string{"f/a", "f/b"} { // before and after the family's first array opened
+		g0 := goroutinesCreated()
+		b, err := fam.ReadBytes(ctx, p)
+		started := goroutinesCreated() - g0
+		if err != nil || !bytes.Equal(b, []byte{5, 6, 7, 8, 9}) {
+			t.Fatalf("%s: %v %v", p, b, err)
+		}
+		if started != 1 {
+			t.Errorf("%s: %d goroutines started for one chunk, want 1", p, started)
+		}
+	}
+}
+
+// goroutinesCreated is how many goroutines the process has started.
+func goroutinesCreated() int64 {
+	m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(m)
+	return int64(m[0].Value.Uint64())
 }

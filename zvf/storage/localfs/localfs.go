@@ -285,6 +285,64 @@ func (s *Store) Start(ctx context.Context, key string, o storage.ReadOptions) (w
 	}
 }
 
+// StartAll implements storage.BatchStarter: the reads run one after the
+// other on one goroutine of their own (a chunk's zarr.json and its bytes:
+// one goroutine, not two), each collected as soon as it is done.
+func (s *Store) StartAll(ctx context.Context, rs []storage.Read) []func() (storage.Object, error) {
+	waits := make([]func() (storage.Object, error), len(rs))
+	type result struct {
+		obj storage.Object
+		err error
+	}
+	cs := make([]chan result, len(rs))
+	started := false
+	for i, r := range rs {
+		if err := validKey(r.Key); err != nil {
+			waits[i] = failed(&storage.Error{Op: "get", Key: r.Key, Err: err})
+			continue
+		}
+		if err := storage.CheckBound(r.Opt); err != nil {
+			waits[i] = failed(&storage.Error{Op: "get", Key: r.Key, Err: err})
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			waits[i] = failed(s.missing("get", r.Key, classify("get", r.Key, err)))
+			continue
+		}
+		cs[i] = make(chan result, 1)
+		started = true
+		key, c := r.Key, cs[i]
+		waits[i] = func() (storage.Object, error) {
+			var r result
+			select {
+			case r = <-c:
+			case <-ctx.Done():
+				r.err = ctx.Err()
+			}
+			if r.err != nil {
+				return storage.Object{}, s.missing("get", key, classify("get", key, r.err))
+			}
+			return r.obj, nil
+		}
+	}
+	if !started {
+		return waits
+	}
+	go func() {
+		for i, r := range rs {
+			if cs[i] == nil {
+				continue
+			}
+			var res result
+			if res.err = ctx.Err(); res.err == nil {
+				res.obj, res.err = s.read(ctx, r.Key, r.Opt)
+			}
+			cs[i] <- res
+		}
+	}()
+	return waits
+}
+
 func failed(err error) func() (storage.Object, error) {
 	return func() (storage.Object, error) { return storage.Object{}, err }
 }
@@ -579,6 +637,6 @@ func (s *Store) Close() error {
 
 var (
 	_ storage.Writer       = (*Store)(nil)
-	_ storage.Starter      = (*Store)(nil)
+	_ storage.BatchStarter = (*Store)(nil)
 	_ storage.FolderLister = (*Store)(nil)
 )

@@ -129,6 +129,15 @@ func (s *Store) Start(ctx context.Context, key string, o storage.ReadOptions) fu
 	return func() (storage.Object, error) { return obj, err }
 }
 
+// StartAll implements storage.BatchStarter: each read is done at once.
+func (s *Store) StartAll(ctx context.Context, rs []storage.Read) []func() (storage.Object, error) {
+	waits := make([]func() (storage.Object, error), len(rs))
+	for i, r := range rs {
+		waits[i] = s.Start(ctx, r.Key, r.Opt)
+	}
+	return waits
+}
+
 // Get implements storage.Store. The bytes are a copy: callers may keep
 // or change them.
 func (s *Store) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
@@ -368,5 +377,5 @@ func (s *Store) Close() error {
 var (
 	_ storage.Writer       = (*Store)(nil)
 	_ storage.FolderLister = (*Store)(nil)
-	_ storage.Starter      = (*Store)(nil)
+	_ storage.BatchStarter = (*Store)(nil)
 )

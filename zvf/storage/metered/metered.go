@@ -44,6 +44,21 @@ func (s *store) Start(ctx context.Context, key string, ro storage.ReadOptions) f
 	}
 }
 
+// StartAll implements storage.BatchStarter: each read is reported when
+// it is collected, with the time from the start of all.
+func (s *store) StartAll(ctx context.Context, rs []storage.Read) []func() (storage.Object, error) {
+	t := time.Now()
+	waits := storage.StartAll(ctx, s.Store, rs)
+	for i, w := range waits {
+		waits[i] = func() (storage.Object, error) {
+			obj, err := w()
+			s.o.ObserveRead(len(obj.Data), time.Since(t))
+			return obj, err
+		}
+	}
+	return waits
+}
+
 // FoldersHolding implements storage.FolderLister: a listing, not a read.
 func (s *store) FoldersHolding(ctx context.Context, prefix, name string) ([]string, error) {
 	return storage.FoldersHolding(ctx, s.Store, prefix, name)
