@@ -41,11 +41,19 @@ type chunkMatch struct {
 	// bt is the query box's test, made once per matching pass (nil:
 	// matchVerts makes it).
 	bt *boxTest
+	// cnt, when set (tests), counts the work matching does.
+	cnt *matchCount
+}
+
+// matchCount is what matching a box cost: the rows its row kernels
+// tested one by one (rows taken or skipped a bin at a time are not).
+type matchCount struct {
+	tested int
 }
 
 // reset makes m the match of chunk key (vertices cv) before any row is
-// found, keeping the buffers and the pass's settings (copy, bt): field by
-// field, as a coarse level's answer resets it for every few rows.
+// found, keeping the buffers and the pass's settings (copy, bt, cnt):
+// field by field, as a coarse level's answer resets it for every few rows.
 func (m *chunkMatch) reset(key Key, cv *chunkVerts) {
 	m.key, m.cv, m.all, m.rows, m.buf = key, cv, false, nil, nil
 	m.vdata, m.vpos = nil, nil
@@ -154,8 +162,11 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 		bt = &boxTest{}
 		*bt = newBoxTest(l.vdt, d, min, max)
 	}
+	if m.cnt != nil && !l.binsUsable(cv) {
+		m.cnt.tested += cv.rows
+	}
 	if l.binsUsable(cv) {
-		m.rows = l.matchBinsInto(rows, vout, bt, cv, key, min, max, cv.data, nil)
+		m.rows = l.matchBinsInto(rows, vout, bt, cv, key, min, max, cv.data, nil, m.cnt)
 	} else if vout != nil {
 		m.rows, m.vown = bt.appendMatchesCopy(rows, m.vown, cv.data, 0, cv.rows, axes)
 	} else {
@@ -243,12 +254,13 @@ func prod(v []int64) int64 {
 // vertices, bin f's at positions starts[f] … starts[f+1]-1.
 func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
 	bt := newBoxTest(l.vdt, l.s.dims, min, max)
-	return l.matchBinsInto(out, nil, &bt, cv, key, min, max, data, starts)
+	return l.matchBinsInto(out, nil, &bt, cv, key, min, max, data, starts, nil)
 }
 
 // matchBinsInto is matchBins that also appends the matching rows' bytes
-// to *vout when vout is set (float32 × 3 rows only); bt is the box's test.
-func (l *Level) matchBinsInto(out []int32, vout *[]byte, bt *boxTest, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
+// to *vout when vout is set (float32 × 3 rows only); bt is the box's test,
+// cnt (nil: none) counts the work.
+func (l *Level) matchBinsInto(out []int32, vout *[]byte, bt *boxTest, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32, cnt *matchCount) []int32 {
 	d := l.s.dims
 	// Only the bins in the sub-grid the box overlaps are visited. A
 	// chunk's own rows (starts nil: a selection's are tested as they
@@ -277,6 +289,9 @@ func (l *Level) matchBinsInto(out []int32, vout *[]byte, bt *boxTest, cv *chunkV
 	all := uint8(1)<<d - 1
 	runStart, runEnd, taken, runAxes := int64(0), int64(0), false, all
 	flush := func() {
+		if cnt != nil && !taken {
+			cnt.tested += int(runEnd - runStart)
+		}
 		switch {
 		case taken && vout != nil:
 			*vout = append(*vout, data[12*runStart:12*runEnd]...)
