@@ -90,7 +90,8 @@ func TestMatchCountTested(t *testing.T) {
 // the rows found are those a test of every row finds, in the same order,
 // with the same bytes, in chunks whose bins hold many rows (each input
 // row repeated in place: long runs kept or dropped, NaN among them), as
-// FuzzDeriveBins's few rows a bin rarely are.
+// FuzzDeriveBins's few rows a bin rarely are; and when only the rows'
+// bytes are asked for, the same count and bytes.
 func FuzzMatchManyABin(f *testing.F) {
 	f.Add(slices.Concat(row(260, 510, 10), row(261, 511, 11), row(260, 510, 10)), uint8(20), 260.0, 500.0, 0.0, 260.5, 600.0, 40.0)
 	f.Add(slices.Concat(row(300, 550, 50), row(300, 550, 50), row(310, 560, 60)), uint8(70), 300.0, 550.0, 50.0, 305.0, 555.0, 55.0)
@@ -126,6 +127,13 @@ func FuzzMatchManyABin(f *testing.F) {
 				t.Fatalf("copy %v, box %v %v: rows %v, a test of every row finds %v", copy, min, max, got, want)
 			}
 		}
+		// Only the bytes (a binary answer of vertices): the same count
+		// and bytes, no row numbered.
+		m := chunkMatch{copy: true, bytesOnly: true, buf: make([]int32, 0, 8)}
+		l.matchVerts(key, cv, min, max, &m)
+		if m.count() != len(want) || !m.all && (!m.noRows || m.rows != nil || cap(m.buf) != 8 || !slices.Equal(m.vdata, gather(nil, rows, want, 12))) {
+			t.Fatalf("bytes only, box %v %v: %d rows (noRows %v, rows %v), bytes %x; a test of every row finds %v", min, max, m.count(), m.noRows, m.rows, m.vdata, want)
+		}
 	})
 }
 
@@ -133,7 +141,8 @@ func FuzzMatchManyABin(f *testing.F) {
 // on its store (2,000,000 uniform points, chunks 125, bins 25), level 0,
 // warm: rows tested one by one and rows answered (deterministic counts),
 // and the CPU a match of them costs (the chunks' rows found and copied,
-// as a binary answer's are; no HTTP, no encoding).
+// as an answer's are; no HTTP, no encoding): numbered as a text answer's
+// rows are, or only their bytes, as a binary answer of vertices takes.
 func BenchmarkRowsTested(b *testing.B) {
 	ctx := context.Background()
 	st, err := synth.Points(ctx, 2_000_000, 1, writer.CodecNone)
@@ -153,24 +162,98 @@ func BenchmarkRowsTested(b *testing.B) {
 		off  float64
 	}{{50_000, 301}, {50_000, 308}, {50_000, 315}, {50_000, 322}, {500_000, 50}, {500_000, 57}, {500_000, 64}, {500_000, 71}, {1_000, 101}} {
 		min, max := synth.BoxFor(2_000_000, q.want, q.off)
-		b.Run(fmt.Sprintf("%d@%g", q.want, q.off), func(b *testing.B) {
-			var cnt matchCount
-			m := chunkMatch{copy: true, cnt: &cnt}
-			cand := l.candidates(nil, min, max)
-			rows := 0
-			benchtest.Loop(b, func() { // the first call reads the chunks
-				cnt, rows = matchCount{}, 0
-				for _, i := range cand {
-					cv, err := l.verticesAt(ctx, i)
-					if err != nil {
-						b.Fatal(err)
+		for _, bytesOnly := range []bool{false, true} {
+			name := fmt.Sprintf("%d@%g/numbered", q.want, q.off)
+			if bytesOnly {
+				name = fmt.Sprintf("%d@%g/bytes", q.want, q.off)
+			}
+			b.Run(name, func(b *testing.B) {
+				var cnt matchCount
+				m := chunkMatch{copy: true, bytesOnly: bytesOnly, cnt: &cnt}
+				cand := l.candidates(nil, min, max)
+				rows := 0
+				benchtest.Loop(b, func() { // the first call reads the chunks
+					cnt, rows = matchCount{}, 0
+					for _, i := range cand {
+						cv, err := l.verticesAt(ctx, i)
+						if err != nil {
+							b.Fatal(err)
+						}
+						l.matchVerts(l.keys[i], cv, min, max, &m)
+						rows += m.count()
 					}
-					l.matchVerts(l.keys[i], cv, min, max, &m)
-					rows += m.count()
-				}
+				})
+				b.ReportMetric(float64(cnt.tested), "tested")
+				b.ReportMetric(float64(rows), "rows")
 			})
-			b.ReportMetric(float64(cnt.tested), "tested")
-			b.ReportMetric(float64(rows), "rows")
+		}
+	}
+}
+
+// TestBytesOnlyAnswersSame: a binary answer of vertices (Wire, no
+// attribute, id or filter), whose rows are not numbered, holds the same
+// batches — chunks, first rows, counts, vertex bytes — and the same
+// result (count, more, next page) as the answer that numbers them, for
+// boxes across chunks and bins, whole, limited and offset.
+func TestBytesOnlyAnswersSame(t *testing.T) {
+	ctx := context.Background()
+	st, err := synth.Points(ctx, 40_000, 5, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, storage.Sub(st, "points"), Options{Name: "points", Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type batch struct {
+		chunk        string
+		first        int64
+		rows         int
+		verts        string
+		rowsNumbered bool
+	}
+	answer := func(q BBoxQuery) ([]batch, BBoxResult) {
+		var got []batch
+		res, err := l.BBox(ctx, q, func(b *Batch) error {
+			src := b.Source
+			got = append(got, batch{b.Chunk.String(), b.First, b.Rows, string(b.Vertices.Data), src.rows != nil || src.all})
+			return nil
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, res
+	}
+	unnumbered := 0
+	for _, box := range [][2][]float64{
+		{{301, 301, 301}, {593.4, 593.4, 593.4}},
+		{{0, 0, 0}, {1000, 1000, 1000}},
+		{{110, 240, 255.5}, {130.2, 760, 262}},
+		{{50, 50, 50}, {250, 250, 250}}, // faces on chunk and bin faces
+	} {
+		for _, page := range []struct{ offset, limit int64 }{{0, 0}, {0, 700}, {350, 900}} {
+			q := BBoxQuery{Min: box[0], Max: box[1], Offset: page.offset, Limit: page.limit}
+			want, wantRes := answer(q)
+			q.Wire = true
+			got, gotRes := answer(q)
+			if len(got) != len(want) || gotRes.Count != wantRes.Count || gotRes.More != wantRes.More || (gotRes.Next == nil) != (wantRes.Next == nil) {
+				t.Fatalf("box %v, page %+v: %d batches, %d rows, more %v; numbered: %d, %d, %v", box, page, len(got), gotRes.Count, gotRes.More, len(want), wantRes.Count, wantRes.More)
+			}
+			for i := range got {
+				if got[i].chunk != want[i].chunk || got[i].first != want[i].first || got[i].rows != want[i].rows || got[i].verts != want[i].verts {
+					t.Fatalf("box %v, page %+v, batch %d: %s first %d, %d rows; numbered: %s first %d, %d rows (or other bytes)", box, page, i, got[i].chunk, got[i].first, got[i].rows, want[i].chunk, want[i].first, want[i].rows)
+				}
+				if !got[i].rowsNumbered {
+					unnumbered++
+				}
+			}
+		}
+	}
+	if unnumbered == 0 {
+		t.Fatal("no batch of a Wire answer went without row numbers: the test tests nothing")
 	}
 }
