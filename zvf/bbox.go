@@ -66,6 +66,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	// with connectivity keeps every page chunk's rows for ranking too,
 	// and its memory is held to what the answer holds.
 	sc.copy = !wantConn
+	sc.bytesOnly = !wantConn && q.Wire && len(sel) == 0 && inv == nil
 	l.startBatches(sc)
 	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
 		pos := p0 + len(ai.seen)
@@ -116,7 +117,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		stopRank = last
 		return res.More, nil
 	})
-	sc.counts, sc.copy = ai.seen, false // later matching counts rows or finds connectivity
+	sc.counts, sc.copy, sc.bytesOnly = ai.seen, false, false // later matching counts rows or finds connectivity
 	if err != nil {
 		return res, err
 	}
@@ -180,7 +181,7 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 	batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs, batch.WireIDs = m.key, last-first, offset, sc.cols[:0], nil, nil
 	src := &sc.src
 	src.key, src.cv, src.all, src.first, src.n, src.rows, src.attrs = m.key, m.cv, m.all, first, last-first, nil, src.attrs[:0]
-	if !m.all {
+	if !m.all && !m.noRows { // noRows: a binary answer, which reads no row number
 		src.rows = m.rows[first:last]
 	}
 	sc.fr = nil

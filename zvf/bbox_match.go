@@ -38,23 +38,41 @@ type chunkMatch struct {
 	// it. Set by the caller, kept (as vown) from chunk to chunk.
 	copy bool
 	vown []byte
+	// bytesOnly (with copy) says the answer needs the matching rows'
+	// vertex bytes and nothing else of them: a binary answer with no
+	// attribute, object id, filter or connectivity. Rows copied as they
+	// are found are then not also numbered (the numbers of a 50k answer
+	// are 200 KB written for nothing); noRows says this match's were not,
+	// and its count is its bytes'.
+	bytesOnly, noRows bool
 	// bt is the query box's test, made once per matching pass (nil:
 	// matchVerts makes it).
 	bt *boxTest
+	// cnt, when set (tests), counts the work matching does.
+	cnt *matchCount
+}
+
+// matchCount is what matching a box cost: the rows its row kernels
+// tested one by one (rows taken or skipped a bin at a time are not).
+type matchCount struct {
+	tested int
 }
 
 // reset makes m the match of chunk key (vertices cv) before any row is
-// found, keeping the buffers and the pass's settings (copy, bt): field by
-// field, as a coarse level's answer resets it for every few rows.
+// found, keeping the buffers and the pass's settings (copy, bt, cnt):
+// field by field, as a coarse level's answer resets it for every few rows.
 func (m *chunkMatch) reset(key Key, cv *chunkVerts) {
 	m.key, m.cv, m.all, m.rows, m.buf = key, cv, false, nil, nil
 	m.vdata, m.vpos = nil, nil
-	m.owner, m.owned = m.owner[:0], false
+	m.owner, m.owned, m.noRows = m.owner[:0], false, false
 }
 
 func (m *chunkMatch) count() int {
-	if m.all {
+	switch {
+	case m.all:
 		return m.cv.rows
+	case m.noRows:
+		return len(m.vdata) / 12
 	}
 	return len(m.rows)
 }
@@ -154,8 +172,14 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 		bt = &boxTest{}
 		*bt = newBoxTest(l.vdt, d, min, max)
 	}
+	if m.cnt != nil && !l.binsUsable(cv) {
+		m.cnt.tested += cv.rows
+	}
+	m.noRows = vout != nil && m.bytesOnly
 	if l.binsUsable(cv) {
-		m.rows = l.matchBinsInto(rows, vout, bt, cv, key, min, max, cv.data, nil)
+		m.rows = l.matchBinsInto(rows, vout, m.noRows, bt, cv, key, min, max, cv.data, nil, m.cnt)
+	} else if m.noRows {
+		m.vown = bt.appendCopy(m.vown, cv.data, 0, cv.rows, axes)
 	} else if vout != nil {
 		m.rows, m.vown = bt.appendMatchesCopy(rows, m.vown, cv.data, 0, cv.rows, axes)
 	} else {
@@ -164,7 +188,11 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if vout != nil {
 		m.vdata = m.vown
 	}
-	m.buf = m.rows // the grown buffer is kept for the next chunk
+	if m.noRows {
+		m.rows, m.buf = nil, rows // rows' buffer, untouched, is kept for the next chunk
+	} else {
+		m.buf = m.rows // the grown buffer is kept for the next chunk
+	}
 }
 
 // covers reports whether the box covers chunk key's cell. The chunk spans
@@ -243,13 +271,16 @@ func prod(v []int64) int64 {
 // vertices, bin f's at positions starts[f] … starts[f+1]-1.
 func (l *Level) matchBins(out []int32, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
 	bt := newBoxTest(l.vdt, l.s.dims, min, max)
-	return l.matchBinsInto(out, nil, &bt, cv, key, min, max, data, starts)
+	return l.matchBinsInto(out, nil, false, &bt, cv, key, min, max, data, starts, nil)
 }
 
 // matchBinsInto is matchBins that also appends the matching rows' bytes
-// to *vout when vout is set (float32 × 3 rows only); bt is the box's test.
-func (l *Level) matchBinsInto(out []int32, vout *[]byte, bt *boxTest, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32) []int32 {
+// to *vout when vout is set (float32 × 3 rows only; with bytesOnly, only
+// the bytes: the rows are not numbered); bt is the box's test, cnt (nil:
+// none) counts the work.
+func (l *Level) matchBinsInto(out []int32, vout *[]byte, bytesOnly bool, bt *boxTest, cv *chunkVerts, key Key, min, max []float64, data []byte, starts []int32, cnt *matchCount) []int32 {
 	d := l.s.dims
+	bytesOnly = bytesOnly && vout != nil
 	// Only the bins in the sub-grid the box overlaps are visited. A
 	// chunk's own rows (starts nil: a selection's are tested as they
 	// are) skip the bins the box only touches when none of its rows lies
@@ -277,7 +308,14 @@ func (l *Level) matchBinsInto(out []int32, vout *[]byte, bt *boxTest, cv *chunkV
 	all := uint8(1)<<d - 1
 	runStart, runEnd, taken, runAxes := int64(0), int64(0), false, all
 	flush := func() {
+		if cnt != nil && !taken {
+			cnt.tested += int(runEnd - runStart)
+		}
 		switch {
+		case taken && bytesOnly:
+			*vout = append(*vout, data[12*runStart:12*runEnd]...)
+		case runEnd > runStart && bytesOnly:
+			*vout = bt.appendCopy(*vout, data, int(runStart), int(runEnd), runAxes)
 		case taken && vout != nil:
 			*vout = append(*vout, data[12*runStart:12*runEnd]...)
 			fallthrough
@@ -630,7 +668,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	ms, slots := sc.ms[:ring], sc.slots[:ring]
 	sc.bt = newBoxTest(l.vdt, l.s.dims, min, max)
 	for j := range ms {
-		ms[j].copy, ms[j].bt = sc.copy && rf == nil, &sc.bt
+		ms[j].copy, ms[j].bytesOnly, ms[j].bt = sc.copy && rf == nil, sc.bytesOnly && rf == nil, &sc.bt
 	}
 	// The readers start at the first chunk not in the cache (a warm
 	// answer starts none); stop ends their reads and waits for them. They
@@ -888,4 +926,32 @@ func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, ax
 		v += 12 * k
 	}
 	return out[:n], vout[:v]
+}
+
+// appendCopy is appendMatchesCopy without the row numbers: it appends
+// the 12 bytes of each row of [a, b) inside the box to vout.
+func (t *boxTest) appendCopy(vout, data []byte, a, b int, axes uint8) []byte {
+	v := len(vout)
+	vout = slices.Grow(vout, 12*(b-a))[:v+12*(b-a)]
+	if axes != 0 && axes&(axes-1) == 0 {
+		i := bits.TrailingZeros8(axes)
+		lo, hi := t.lo[i], t.hi[i]
+		for r := a; r < b; r++ {
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+			*(*[12]byte)(vout[v : v+12]) = [12]byte(p)
+			v += 12 * (b2i(x >= lo) & b2i(x <= hi))
+		}
+		return vout[:v]
+	}
+	x0, y0, z0, x1, y1, z1 := t.lo[0], t.lo[1], t.lo[2], t.hi[0], t.hi[1], t.hi[2]
+	for r := a; r < b; r++ {
+		p := data[12*r : 12*r+12 : 12*r+12]
+		x := math.Float32frombits(binary.LittleEndian.Uint32(p))
+		y := math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
+		z := math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))
+		*(*[12]byte)(vout[v : v+12]) = [12]byte(p)
+		v += 12 * (b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1))
+	}
+	return vout[:v]
 }

@@ -36,9 +36,10 @@ type bboxScratch struct {
 	// rf is the query's selection (nil: every row in the box).
 	rf *rowFilter
 	// copy: matching copies the rows' vertices as it finds them (for
-	// the page; not when it only counts).
-	copy bool
-	bt   boxTest // the box's test of the current matching pass
+	// the page; not when it only counts). bytesOnly: and the page needs
+	// nothing else of its rows (see chunkMatch.bytesOnly).
+	copy, bytesOnly bool
+	bt              boxTest // the box's test of the current matching pass
 }
 
 func (s *Store) getScratch() *bboxScratch {
@@ -94,7 +95,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	clear(sc.src.attrs)
 	sc.batch, sc.src = Batch{}, ChunkRows{attrs: sc.src.attrs[:0]}
 	sc.ai = answerIndex{}
-	sc.rf, sc.copy, sc.bt = nil, false, boxTest{}
+	sc.rf, sc.copy, sc.bytesOnly, sc.bt = nil, false, false, boxTest{}
 	clear(sc.cols)
 	s.scratch.Put(sc)
 }
