@@ -273,7 +273,12 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 			limit = s.o.MaxVertices
 		}
 	}
-	hash := queryHash(st.Name(), q)
+	// The query's hash is worked out when a cursor is read or written
+	// (pageEnd): an answer of one page needs none.
+	var hash string
+	if q.Get("cursor") != "" {
+		hash = queryHash(st.Name(), q)
+	}
 	cur, err := decodeCursor(q.Get("cursor"), hash, st.Revision())
 	if errors.Is(err, errCursorVersion) {
 		return cursorVersion(r, st)
@@ -367,6 +372,9 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 		Extra: map[string]any{"offset": cur.Offset}}
 	h := w.Header()
 	if res.More {
+		if hash == "" {
+			hash = queryHash(st.Name(), query(r))
+		}
 		t.Next = cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Revision(), Resume: res.Next}.encode()
 		nq := r.URL.Query()
 		nq.Set("cursor", t.Next)

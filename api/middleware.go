@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -271,7 +270,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.o.Now()
 		st := newReqState(start, s.reqs.Add(1))
-		r = r.WithContext(context.WithValue(r.Context(), reqStateKey, st))
+		st.base.Context = r.Context()
+		r = r.WithContext(&st.base)
 		sw := &st.sw
 		sw.init(w, &st.rc, r, s.o.StallTimeout, s.o.Token != "")
 		setHeader(sw, "X-Request-Id", st.id)

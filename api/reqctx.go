@@ -25,18 +25,47 @@ var (
 )
 
 // reqState is what the middleware keeps for one request, in one
-// allocation rather than one per layer: the id, the outermost writer and
-// the request's clock. observe makes it and puts it in the context once.
+// allocation rather than one per layer: the id, the outermost writer, the
+// request's clock and wrap's attempt. observe makes it and puts it in the
+// context once, as base.
 type reqState struct {
 	id  string
 	sw  statusWriter
 	rc  http.ResponseController
 	ctx requestCtx // set up by timeout (init); unused on routes without it
+	// base is the request's context from observe on: the server's, with
+	// this state as its value (no context of its own to allocate).
+	base stateCtx
+	// att is wrap's attempt, found through base rather than a context
+	// value of its own (which cost a context and a request copy per
+	// request); wrapped says wrap has taken it.
+	att     attempt
+	wrapped bool
+}
+
+// stateCtx is a context that carries a request's state (reqStateKey) and,
+// once wrap has taken it, its attempt (attemptKey).
+type stateCtx struct {
+	context.Context
+	st *reqState
+}
+
+func (c *stateCtx) Value(key any) any {
+	switch key.(type) {
+	case reqStateKeyType:
+		return c.st
+	case attemptKeyType:
+		if c.st.wrapped {
+			return &c.st.att
+		}
+	}
+	return c.Context.Value(key)
 }
 
 // newReqState makes a request's state; seq numbers the request.
 func newReqState(now time.Time, seq uint64) *reqState {
 	st := &reqState{}
+	st.base.st = st
 	// The same text fmt's "%x-%x" gave, without its boxing.
 	var b [40]byte
 	id := strconv.AppendUint(b[:0], uint64(now.UnixNano())&0xffffffff, 16)

@@ -57,12 +57,26 @@ const maxAttempts = 3
 
 func (s *Server) wrap(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		a := &attempt{q: r.URL.Query()}
+		// The attempt lives in the request's state when it has one not
+		// yet taken (observe made it): found through the context observe
+		// set, it needs no context or request copy of its own.
+		st := stateOf(r.Context())
+		var a *attempt
+		if st != nil && !st.wrapped {
+			a = &st.att
+		} else {
+			a = new(attempt)
+		}
+		a.q = r.URL.Query()
 		if err := checkParams(s.params, r, a.q); err != nil {
 			writeProblem(w, r, classify(err))
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
+		if st != nil && a == &st.att {
+			st.wrapped = true
+		} else {
+			r = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
+		}
 		var err error
 		for i := 1; ; i++ {
 			a.pin(s, r)
