@@ -108,3 +108,45 @@ func closest(u string, valid []string) string {
 	}
 	return suggest.Nearest(u, valid)
 }
+
+// sharedParams is how many settings parseQuery gives one array of values;
+// a longer query is url.ParseQuery's.
+const sharedParams = 64
+
+// parseQuery is url.ParseQuery without its error (which URL.Query drops
+// too), in fewer allocations: the values of the keys a query gives share
+// one array, each key's slice of it full (an Add copies it), rather than
+// one slice per key.
+func parseQuery(raw string) url.Values {
+	n := strings.Count(raw, "&") + 1
+	if n > sharedParams {
+		q, _ := url.ParseQuery(raw)
+		return q
+	}
+	q := make(url.Values, n)
+	vals := make([]string, n)
+	i := 0
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		if kv == "" || strings.Contains(kv, ";") {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil {
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			continue
+		}
+		if old, ok := q[k]; ok {
+			q[k] = append(old, v)
+			continue
+		}
+		vals[i] = v
+		q[k] = vals[i : i+1 : i+1]
+		i++
+	}
+	return q
+}

@@ -67,7 +67,7 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		} else {
 			a = new(attempt)
 		}
-		a.q = r.URL.Query()
+		a.q = parseQuery(r.URL.RawQuery)
 		if err := checkParams(s.params, r, a.q); err != nil {
 			writeProblem(w, r, classify(err))
 			return
