@@ -59,7 +59,7 @@ func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 
 func (e *binaryEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) error {
 	e.w, e.m, e.mem = w, m, mem
-	b, err := json.Marshal(m)
+	b, err := appendMeta(e.small[:0], m) // small is free until the trailer
 	if err != nil {
 		return err
 	}
