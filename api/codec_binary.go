@@ -66,9 +66,9 @@ func (e *binaryEncoder) begin(w *bufio.Writer, m *payloadMeta, mem *answerMem) e
 	if _, err := w.WriteString(binaryMagic); err != nil {
 		return err
 	}
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
-	if _, err := w.Write(n[:]); err != nil {
+	// The length in hdr, not a local: a local escapes to the writer.
+	binary.LittleEndian.PutUint64(e.hdr[:8], uint64(len(b)))
+	if _, err := w.Write(e.hdr[:8]); err != nil {
 		return err
 	}
 	if _, err := w.Write(b); err != nil {
