@@ -149,10 +149,13 @@ func parseAttrs(q url.Values) ([]string, error) {
 
 // parseBox reads the closed box min=…&max=… of a store with dims axes.
 func parseBox(q url.Values, dims int) (min, max []float64, err error) {
-	if min, err = parseCorner(q.Get("min"), dims, "min"); err != nil {
+	// Both corners in one array, each a full slice of it.
+	both := make([]float64, 2*dims)
+	min, max = both[:dims:dims], both[dims:]
+	if err = parseCorner(min, q.Get("min"), "min"); err != nil {
 		return nil, nil, err
 	}
-	if max, err = parseCorner(q.Get("max"), dims, "max"); err != nil {
+	if err = parseCorner(max, q.Get("max"), "max"); err != nil {
 		return nil, nil, err
 	}
 	for i := range min {
@@ -163,24 +166,25 @@ func parseBox(q url.Values, dims int) (min, max []float64, err error) {
 	return min, max, nil
 }
 
-func parseCorner(v string, dims int, name string) ([]float64, error) {
+// parseCorner reads the corner v (one number per axis) into out.
+func parseCorner(out []float64, v string, name string) error {
+	dims := len(out)
 	if v == "" {
-		return nil, badRequest(fmt.Sprintf("%s is required: %d comma-separated numbers", name, dims))
+		return badRequest(fmt.Sprintf("%s is required: %d comma-separated numbers", name, dims))
 	}
 	if n := strings.Count(v, ",") + 1; n != dims {
-		return nil, badRequest(fmt.Sprintf("%s needs %d numbers (one per axis), got %d", name, dims, n))
+		return badRequest(fmt.Sprintf("%s needs %d numbers (one per axis), got %d", name, dims, n))
 	}
-	out := make([]float64, dims)
 	i := 0
 	for p := range strings.SplitSeq(v, ",") {
 		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e300 {
-			return nil, badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number", name, i, p))
+			return badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number", name, i, p))
 		}
 		out[i] = f
 		i++
 	}
-	return out, nil
+	return nil
 }
 
 // ---- catalog and descriptor ----
