@@ -239,13 +239,15 @@ var errSlotWait = errors.New("the request ended while its answer waited for a wo
 func (s *Server) timeout(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		var ctx *requestCtx
-		st := stateOf(r.Context())
-		if st != nil && st.ctx.done == nil {
-			ctx = &st.ctx // the request's state holds it: no allocation of its own
-			ctx.init(r.Context(), start.Add(s.o.RequestTimeout))
+		// The clock is the one observe made the request's context, when
+		// it still is (nothing derived another) and has none yet: armed,
+		// it needs no context or request copy of its own.
+		ctx, ok := r.Context().(*requestCtx)
+		if ok && ctx.st != nil && ctx.timer == nil {
+			ctx.arm(start.Add(s.o.RequestTimeout))
 		} else {
 			ctx = newRequestCtx(r.Context(), start.Add(s.o.RequestTimeout))
+			r = r.WithContext(ctx)
 		}
 		defer ctx.release()
 		if sw, ok := w.(*statusWriter); ok {
@@ -259,7 +261,7 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 			// client reading slowly but steadily: the cap cuts that too.
 			ctx.setCut(sw)
 		}
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -270,8 +272,12 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.o.Now()
 		st := newReqState(start, s.reqs.Add(1))
-		st.base.Context = r.Context()
-		r = r.WithContext(&st.base)
+		// The request's context from here on is the one in its state (its
+		// clock, armed by timeout on the routes that have one); parent is
+		// the server's, which says whether the client went.
+		parent := r.Context()
+		st.ctx.start(parent)
+		r = r.WithContext(&st.ctx)
 		sw := &st.sw
 		sw.init(w, &st.rc, r, s.o.StallTimeout, s.o.Token != "")
 		setHeader(sw, "X-Request-Id", st.id)
@@ -288,7 +294,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if route != nil && route.RoutePattern() != "" {
 				pattern = route.RoutePattern()
 			}
-			outcome := sw.outcome(r.Context(), v != nil)
+			outcome := sw.outcome(parent, v != nil)
 			d := s.o.Now().Sub(start)
 			s.m.observe(pattern, sw.status, outcome, d)
 			level := slog.LevelInfo
@@ -302,6 +308,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					slog.String("route", pattern), slog.Int("status", sw.status), slog.String("outcome", outcome),
 					slog.Int64("bytes", sw.bytes), slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", st.id))
 			}
+			st.ctx.release()
 			if v != nil {
 				panic(v)
 			}

@@ -26,46 +26,24 @@ var (
 
 // reqState is what the middleware keeps for one request, in one
 // allocation rather than one per layer: the id, the outermost writer, the
-// request's clock and wrap's attempt. observe makes it and puts it in the
-// context once, as base.
+// request's context and clock, and wrap's attempt. observe makes it and
+// makes ctx the request's context, once.
 type reqState struct {
 	id  string
 	sw  statusWriter
 	rc  http.ResponseController
-	ctx requestCtx // set up by timeout (init); unused on routes without it
-	// base is the request's context from observe on: the server's, with
-	// this state as its value (no context of its own to allocate).
-	base stateCtx
-	// att is wrap's attempt, found through base rather than a context
+	ctx requestCtx // started by observe; its clock armed by timeout (routes without it have none)
+	// att is wrap's attempt, found through ctx rather than a context
 	// value of its own (which cost a context and a request copy per
 	// request); wrapped says wrap has taken it.
 	att     attempt
 	wrapped bool
 }
 
-// stateCtx is a context that carries a request's state (reqStateKey) and,
-// once wrap has taken it, its attempt (attemptKey).
-type stateCtx struct {
-	context.Context
-	st *reqState
-}
-
-func (c *stateCtx) Value(key any) any {
-	switch key.(type) {
-	case reqStateKeyType:
-		return c.st
-	case attemptKeyType:
-		if c.st.wrapped {
-			return &c.st.att
-		}
-	}
-	return c.Context.Value(key)
-}
-
 // newReqState makes a request's state; seq numbers the request.
 func newReqState(now time.Time, seq uint64) *reqState {
 	st := &reqState{}
-	st.base.st = st
+	st.ctx.st = st
 	// The same text fmt's "%x-%x" gave, without its boxing.
 	var b [40]byte
 	id := strconv.AppendUint(b[:0], uint64(now.UnixNano())&0xffffffff, 16)
@@ -101,6 +79,11 @@ type requestCtx struct {
 	// setCut before the handler runs; a pointer, not a method value, so
 	// that setting it costs no allocation).
 	cut *statusWriter
+	// st is the request state this context is part of (nil for one of
+	// its own): the context answers its values (reqStateKey, and
+	// attemptKey once wrap has taken the attempt), with no
+	// context.WithValue for each.
+	st *reqState
 
 	mu       sync.Mutex
 	err      error
@@ -110,15 +93,39 @@ type requestCtx struct {
 
 func newRequestCtx(parent context.Context, deadline time.Time) *requestCtx {
 	c := &requestCtx{}
-	c.init(parent, deadline)
+	c.start(parent)
+	c.arm(deadline)
 	return c
 }
 
-// init sets up a zero requestCtx (one that lives inside a reqState).
-func (c *requestCtx) init(parent context.Context, deadline time.Time) {
-	c.Context, c.done, c.deadline = parent, make(chan struct{}), deadline
+// start sets up a zero requestCtx (one that lives inside a reqState) on
+// parent, without a clock: it ends when parent does, or at release.
+func (c *requestCtx) start(parent context.Context) {
+	c.Context, c.done = parent, make(chan struct{})
 	c.stopParent = context.AfterFunc(parent, c.parentDone)
+}
+
+// arm starts the clock: the context ends at deadline (until extend moves
+// it). Once only, before the handler runs.
+func (c *requestCtx) arm(deadline time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = deadline
 	c.timer = time.AfterFunc(time.Until(deadline), c.expire)
+}
+
+func (c *requestCtx) Value(key any) any {
+	if c.st != nil {
+		switch key.(type) {
+		case reqStateKeyType:
+			return c.st
+		case attemptKeyType:
+			if c.st.wrapped {
+				return &c.st.att
+			}
+		}
+	}
+	return c.Context.Value(key)
 }
 
 func (c *requestCtx) parentDone() { c.cancel(c.Context.Err()) }
@@ -212,7 +219,11 @@ func (c *requestCtx) cancelLocked(err error) {
 // release ends the context when the handler returns (as a CancelFunc
 // would), so that nothing started for the request outlives it.
 func (c *requestCtx) release() {
-	c.timer.Stop()
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
 	c.stopParent()
 	c.cancel(context.Canceled)
 }

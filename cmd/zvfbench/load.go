@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +57,7 @@ type loadConfig struct {
 	storeDir, target    string
 	burst, rounds       int
 	only, jsonOut       string
+	cpuProfile          string
 	trivial             bool
 }
 
@@ -70,6 +73,7 @@ func runLoadCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.IntVar(&c.rounds, "rounds", 5, "warm bursts per query kind")
 	fs.BoolVar(&c.trivial, "trivial", false, "after each warm binary query kind, replay its bursts against a trivial server that holds the same answers and only writes them (rows of phase 'trivial'; zvfserve's share of it is printed)")
 	fs.StringVar(&c.jsonOut, "json", "", "also write the report as JSON to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the warm bursts (client, in-process server and trivial server alike) to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -250,7 +254,7 @@ func (l *loadRun) cold(ctx context.Context, queries []benchQuery) error {
 // each query kind (and, with --trivial, the same bursts against the
 // trivial server); then the allocations per request and the cache's hit
 // ratio.
-func (l *loadRun) warm(ctx context.Context, queries []benchQuery) error {
+func (l *loadRun) warm(ctx context.Context, queries []benchQuery) (err error) {
 	base, stop, ch, err := l.server(ctx)
 	if err != nil {
 		return err
@@ -258,6 +262,17 @@ func (l *loadRun) warm(ctx context.Context, queries []benchQuery) error {
 	defer stop()
 	for _, q := range queries {
 		_, _ = benchBurst(ctx, l.client, base, q, l.cfg.burst, l.total[q.store])
+	}
+	if l.cfg.cpuProfile != "" {
+		var stopProfile func() error
+		if stopProfile, err = startCPUProfile(l.cfg.cpuProfile); err != nil {
+			return err
+		}
+		defer func() { // the profile's error is the run's if it had none
+			if perr := stopProfile(); err == nil {
+				err = perr
+			}
+		}()
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -291,6 +306,26 @@ func (l *loadRun) warm(ctx context.Context, queries []benchQuery) error {
 		}
 	}
 	return nil
+}
+
+// startCPUProfile profiles this process's CPU into the file path until
+// the function it returns is called.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // benchRounds runs n bursts of q against base and sums them up.
