@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,23 @@ type Metrics struct {
 	readBytes  prometheus.Counter
 	readLat    prometheus.Histogram
 	cacheSet   atomic.Bool
+	// series are the request series by seriesKey, looked up once each:
+	// the vectors' own lookup hashes the label values and formats the
+	// code on every request.
+	series sync.Map // seriesKey -> *requestSeries
+}
+
+// seriesKey names one request series: a request's route, code and outcome.
+type seriesKey struct {
+	route   string
+	code    int
+	outcome string
+}
+
+// requestSeries are the series one request is counted in.
+type requestSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // NewMetrics makes the metric set (and its registry).
@@ -63,8 +81,16 @@ func (m *Metrics) handler() http.Handler {
 }
 
 func (m *Metrics) observe(route string, code int, outcome string, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(code), outcome).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	k := seriesKey{route, code, outcome}
+	v, ok := m.series.Load(k)
+	if !ok {
+		// Routes, codes and outcomes are few: the map stays small.
+		v, _ = m.series.LoadOrStore(k, &requestSeries{requests: m.requests.WithLabelValues(route, strconv.Itoa(code), outcome),
+			latency: m.latency.WithLabelValues(route)})
+	}
+	rs := v.(*requestSeries)
+	rs.requests.Inc()
+	rs.latency.Observe(d.Seconds())
 }
 
 func (m *Metrics) watchCache(c *cache.Cache) {
