@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -95,5 +100,34 @@ func TestLoadTargetWithoutStreamlines(t *testing.T) {
 		if len(f) > 4 && (f[0] == "cold" || f[0] == "warm") && (f[len(f)-1] != "0" || f[len(f)-7] == "0") {
 			t.Errorf("errors or no vertices: %s", line)
 		}
+	}
+}
+
+// TestLoadCPUProfile: --cpuprofile writes a CPU profile of the warm
+// bursts (a gzipped protobuf, as pprof reads), and an unwritable path is
+// an error, not a silent run without one.
+func TestLoadCPUProfile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "warm.prof")
+	stdout, stderr, code := runCmd(t, "load", "--points", "20000", "--streamlines", "0", "--rounds", "2", "--burst", "2", "--only", "1k bin", "--cpuprofile", path)
+	if code != 0 {
+		t.Fatalf("load: exit %d: %s %s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A profile is a gzipped protobuf that starts with its sample types.
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("profile of %d bytes: %v", len(b), err)
+	}
+	if pb, err := io.ReadAll(zr); err != nil || len(pb) == 0 || !bytes.Contains(pb, []byte("nanoseconds")) {
+		t.Errorf("profile: %d bytes unzipped, %v", len(pb), err)
+	}
+	_, stderr, code = runCmd(t, "load", "--points", "20000", "--streamlines", "0", "--rounds", "1", "--burst", "2", "--only", "1k bin",
+		"--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "p"))
+	if code == 0 || !strings.Contains(stderr, "cpu profile") {
+		t.Errorf("unwritable profile path: exit %d, %q", code, stderr)
 	}
 }
