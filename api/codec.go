@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"maps"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -174,4 +175,27 @@ type trailer struct {
 	Faces     []int64
 	FaceWidth int
 	Extra     map[string]any
+	// Page: the trailer is a bbox page's, whose extra members "offset"
+	// and, when MatchedKnown, "number_matched" are Offset and Matched,
+	// held as numbers (in Extra they cost every page a map). extra gives
+	// them with Extra's as one map.
+	Page         bool
+	Offset       int64
+	Matched      int64
+	MatchedKnown bool
+}
+
+// extra returns the trailer's extra members: Extra's, and a page's
+// numbers (in a new map, Extra untouched).
+func (t *trailer) extra() map[string]any {
+	if !t.Page {
+		return t.Extra
+	}
+	m := make(map[string]any, len(t.Extra)+2)
+	maps.Copy(m, t.Extra)
+	m["offset"] = t.Offset
+	if t.MatchedKnown {
+		m["number_matched"] = t.Matched
+	}
+	return m
 }

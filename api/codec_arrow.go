@@ -440,7 +440,7 @@ func closingMetadata(t *trailer) (map[string]string, error) {
 	if t.Next != "" {
 		md["zvf:next"] = t.Next
 	}
-	for k, v := range t.Extra {
+	for k, v := range t.extra() {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, err

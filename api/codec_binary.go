@@ -226,7 +226,22 @@ func (e *binaryEncoder) end(t *trailer) error {
 // sorts a map's. Without extra members, the common answer, it is
 // written directly rather than through a map and reflection.
 func appendTrailer(dst []byte, t *trailer) ([]byte, error) {
-	if len(t.Extra) == 0 {
+	if t.Page && len(t.Extra) == 0 && plainString(t.Next) {
+		// A bbox page's: its members in encoding/json's key order.
+		dst = strconv.AppendInt(append(dst, `{"count":`...), t.Count, 10)
+		if t.Next == "" {
+			dst = append(dst, `,"next":null`...)
+		} else {
+			dst = append(append(append(dst, `,"next":"`...), t.Next...), '"')
+		}
+		if t.MatchedKnown {
+			dst = strconv.AppendInt(append(dst, `,"number_matched":`...), t.Matched, 10)
+		}
+		dst = strconv.AppendInt(append(dst, `,"offset":`...), t.Offset, 10)
+		return append(dst, '}'), nil
+	}
+	extra := t.extra()
+	if len(extra) == 0 {
 		dst = strconv.AppendInt(append(dst, `{"count":`...), t.Count, 10)
 		dst = append(dst, `,"next":`...)
 		if t.Next == "" {
@@ -238,14 +253,14 @@ func appendTrailer(dst []byte, t *trailer) ([]byte, error) {
 		}
 		return append(append(dst, s...), '}'), nil
 	}
-	if b, ok := appendTrailerInts(dst, t); ok {
+	if b, ok := appendTrailerInts(dst, t, extra); ok {
 		return b, nil
 	}
 	m := map[string]any{"count": t.Count, "next": nil}
 	if t.Next != "" {
 		m["next"] = t.Next
 	}
-	for k, v := range t.Extra {
+	for k, v := range extra {
 		m[k] = v
 	}
 	b, err := json.Marshal(m)
@@ -258,14 +273,15 @@ func appendTrailer(dst []byte, t *trailer) ([]byte, error) {
 // appendTrailerInts is appendTrailer for the common extra members —
 // integers under plain names (offset, number_matched) — written in
 // encoding/json's sorted key order without a map or reflection. ok is
-// false, and dst untouched, for any other member.
-func appendTrailerInts(dst []byte, t *trailer) ([]byte, bool) {
+// false, and dst untouched, for any other member. extra is t's extra
+// members (trailer.extra).
+func appendTrailerInts(dst []byte, t *trailer, extra map[string]any) ([]byte, bool) {
 	var mem [8]string
 	keys := append(mem[:0], "count", "next")
-	if len(t.Extra) > len(mem)-len(keys) {
+	if len(extra) > len(mem)-len(keys) {
 		return dst, false
 	}
-	for k, v := range t.Extra {
+	for k, v := range extra {
 		switch v.(type) {
 		case int64, int:
 		default:
@@ -296,7 +312,7 @@ func appendTrailerInts(dst []byte, t *trailer) ([]byte, bool) {
 			}
 			dst = append(append(append(dst, '"'), t.Next...), '"')
 		default:
-			switch v := t.Extra[k].(type) {
+			switch v := extra[k].(type) {
 			case int64:
 				dst = strconv.AppendInt(dst, v, 10)
 			case int:

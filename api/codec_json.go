@@ -313,13 +313,14 @@ func (e *jsonEncoder) end(t *trailer) error {
 		buf = appendPairs(buf, t.Faces, t.FaceWidth)
 	}
 	// Sorted, so equal requests give equal bytes (strong ETags).
-	keys := make([]string, 0, len(t.Extra))
-	for k := range t.Extra {
+	extra := t.extra()
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		b, err := json.Marshal(t.Extra[k])
+		b, err := json.Marshal(extra[k])
 		if err != nil {
 			return err
 		}

@@ -185,7 +185,7 @@ func (e *ndjsonEncoder) end(t *trailer) error {
 	if t.Faces != nil {
 		m["faces"] = pairs(t.Faces, t.FaceWidth)
 	}
-	for k, v := range t.Extra {
+	for k, v := range t.extra() {
 		m[k] = v
 	}
 	b, err := json.Marshal(m)

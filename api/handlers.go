@@ -373,7 +373,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 // it is known (OGC numberMatched) and this page's.
 func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, l *zvf.Level, cur cursor, hash string, res zvf.BBoxResult) *trailer {
 	t := &trailer{Count: res.Count, Edges: res.Edges, WireEdges: res.WireEdges, Faces: res.Faces, FaceWidth: res.FaceWidth,
-		Extra: map[string]any{"offset": cur.Offset}}
+		Page: true, Offset: cur.Offset}
 	h := w.Header()
 	if res.More {
 		if hash == "" {
@@ -388,7 +388,7 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 	if res.MatchedKnown {
 		// The last page knows, and the first when counting the rest is
 		// cheap (zvf.BBoxResult.MatchedKnown).
-		t.Extra["number_matched"] = res.Matched
+		t.Matched, t.MatchedKnown = res.Matched, true
 		setHeader(w, "X-Number-Matched", strconv.FormatInt(res.Matched, 10))
 	}
 	setHeader(w, "X-Vertex-Count", strconv.FormatInt(res.Count, 10))

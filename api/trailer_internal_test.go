@@ -1,6 +1,9 @@
 package api
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // TestTrailerJSON: the binary trailer is the JSON of its map, key for
 // key and byte for byte, also where it is written without encoding/json
@@ -24,6 +27,14 @@ func TestTrailerJSON(t *testing.T) {
 		{trailer{Count: 5, Extra: map[string]any{"count": int64(9), "next": int64(1)}}, `{"count":9,"next":1}`},
 		{trailer{Count: 5, Extra: map[string]any{"a b": int64(1), "é": int64(2), "": int64(3)}}, `{"":3,"a b":1,"count":5,"next":null,"é":2}`},
 		{trailer{Count: 5, Extra: map[string]any{"offset": int32(1)}}, `{"count":5,"next":null,"offset":1}`},
+		// A bbox page's members, held as numbers (Page), write as the
+		// same members in the map did.
+		{trailer{Count: 5, Page: true, Matched: 5, MatchedKnown: true}, `{"count":5,"next":null,"number_matched":5,"offset":0}`},
+		{trailer{Count: 5, Next: "eyJ2IjoxfQ", Page: true, Offset: -3, Matched: 1 << 40, MatchedKnown: true, Extra: map[string]any{"a_1": int64(1)}},
+			`{"a_1":1,"count":5,"next":"eyJ2IjoxfQ","number_matched":1099511627776,"offset":-3}`},
+		{trailer{Count: 5, Next: "a<b>", Page: true}, `{"count":5,"next":"a\u003cb\u003e","offset":0}`},
+		{trailer{Count: 5, Next: "eyJ2IjoxfQ", Page: true, Offset: 1 << 40, Matched: 7}, `{"count":5,"next":"eyJ2IjoxfQ","offset":1099511627776}`},
+		{trailer{Count: 5, Page: true, Offset: 2, Extra: map[string]any{"zz": []int{1}}}, `{"count":5,"next":null,"offset":2,"zz":[1]}`},
 	} {
 		got, err := appendTrailer(nil, &tc.tr)
 		if err != nil {
@@ -42,5 +53,29 @@ func TestTrailerJSON(t *testing.T) {
 	tr = trailer{Count: 123456, Extra: map[string]any{"offset": int64(0), "number_matched": int64(123456)}}
 	if a := testing.AllocsPerRun(20, func() { buf, _ = appendTrailer(buf[:0], &tr) }); a != 0 {
 		t.Errorf("%.0f allocations for a page's trailer", a)
+	}
+	tr = trailer{Count: 123456, Next: "eyJ2IjoxfQ", Page: true, Offset: 99, Matched: 123456, MatchedKnown: true}
+	if a := testing.AllocsPerRun(20, func() { buf, _ = appendTrailer(buf[:0], &tr) }); a != 0 {
+		t.Errorf("%.0f allocations for a page's trailer (Page)", a)
+	}
+}
+
+// TestTrailerExtra: the extra members the formats that range over them
+// see are Extra's and, for a bbox page, its offset and (when known) the
+// count matched.
+func TestTrailerExtra(t *testing.T) {
+	for _, tc := range []struct {
+		tr   trailer
+		want map[string]any
+	}{
+		{trailer{}, nil},
+		{trailer{Extra: map[string]any{"a": 1}}, map[string]any{"a": 1}},
+		{trailer{Page: true}, map[string]any{"offset": int64(0)}},
+		{trailer{Page: true, Offset: 4, Matched: 9, MatchedKnown: true, Extra: map[string]any{"a": 1}},
+			map[string]any{"a": 1, "offset": int64(4), "number_matched": int64(9)}},
+	} {
+		if got := tc.tr.extra(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v: %v, want %v", tc.tr, got, tc.want)
+		}
 	}
 }
