@@ -93,7 +93,8 @@ type lazyWriter struct {
 	start  time.Time
 	// trailers are headers known only at the end (a count, the next
 	// cursor): sent as headers when the answer fits the buffer, else
-	// declared at commit and sent as HTTP trailers.
+	// declared at commit and sent as HTTP trailers. Canonical names: they
+	// are looked up as they are.
 	trailers []string
 }
 
@@ -167,8 +168,9 @@ func (l *lazyWriter) commit(whole bool, tail []byte) (int, error) {
 		}
 	}
 	var late []string
+	h := l.w.Header()
 	for _, k := range l.trailers {
-		if l.w.Header().Get(k) == "" { // already known: sent as a header
+		if v := h[k]; len(v) == 0 || v[0] == "" { // already known: sent as a header
 			late = append(late, k)
 		}
 	}
