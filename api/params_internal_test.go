@@ -71,3 +71,24 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseQuery: a 1k bbox request's query, parsed as wrap parses
+// it (compare url.ParseQuery with -bench ParseQuery).
+func BenchmarkParseQuery(b *testing.B) {
+	raw := parseQueryCases[1]
+	b.ReportAllocs()
+	for b.Loop() {
+		querySink = parseQuery(raw)
+	}
+}
+
+func BenchmarkParseQueryURL(b *testing.B) {
+	raw := parseQueryCases[1]
+	b.ReportAllocs()
+	for b.Loop() {
+		querySink, _ = url.ParseQuery(raw)
+	}
+}
+
+// querySink keeps a benchmark's answer on the heap, as a request's is.
+var querySink url.Values
