@@ -128,7 +128,7 @@ type benchReport struct {
 // --target), the server they are served from, and the report it fills.
 type loadRun struct {
 	cfg    *loadConfig
-	client *http.Client
+	client *benchClient
 	stores map[string]storage.Store
 	target string         // the --target's base URL, "" for in-process servers
 	total  map[string]int // vertices of each store, as its server lists them
@@ -138,7 +138,7 @@ type loadRun struct {
 func runLoad(ctx context.Context, cfg *loadConfig, stdout, stderr io.Writer) error {
 	start := time.Now()
 	l := &loadRun{cfg: cfg, target: strings.TrimRight(cfg.target, "/"),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}},
+		client: &benchClient{Client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}}},
 		rep:    benchReport{Points: cfg.points, Streamlines: cfg.streamlines, Burst: cfg.burst, GoMaxProcs: runtime.GOMAXPROCS(0)}}
 	if l.target == "" {
 		t0 := time.Now()
@@ -179,7 +179,7 @@ func (l *loadRun) queries(ctx context.Context, stderr io.Writer) ([]benchQuery, 
 		{"streamlines 50k bin", 50_000, "0", "bin", 301, "streamlines"}, {"streamlines 50k json", 50_000, "0", "json", 301, "streamlines"},
 		{"streamlines auto ≤100k bin", 150_000, "auto", "bin", 50, "streamlines"},
 	}
-	total, err := benchSizes(ctx, l.client, l.target, l.stores)
+	total, err := benchSizes(ctx, l.client.Client, l.target, l.stores)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func startCPUProfile(path string) (stop func() error, err error) {
 }
 
 // benchRounds runs n bursts of q against base and sums them up.
-func benchRounds(ctx context.Context, c *http.Client, base string, q benchQuery, n, burst, points int) (benchResult, error) {
+func benchRounds(ctx context.Context, c *benchClient, base string, q benchQuery, n, burst, points int) (benchResult, error) {
 	var lat []time.Duration
 	var bytes, verts int64
 	errs := 0
@@ -426,7 +426,7 @@ func burstPath(q benchQuery, i, points int) string {
 		q.store, min[0], min[1], min[2], max[0], max[1], max[2], q.level, q.format, limit)
 }
 
-func benchBurst(ctx context.Context, c *http.Client, base string, q benchQuery, burst, points int) ([]benchSample, error) {
+func benchBurst(ctx context.Context, c *benchClient, base string, q benchQuery, burst, points int) ([]benchSample, error) {
 	out := make([]benchSample, burst)
 	var wg sync.WaitGroup
 	for i := 0; i < burst; i++ {
@@ -444,9 +444,11 @@ func benchBurst(ctx context.Context, c *http.Client, base string, q benchQuery, 
 			// Stream the body away, keeping only its tail (where the count is),
 			// so 64 clients pulling large answers do not inflate the RSS
 			// being measured.
-			n, tail, err := drain(resp.Body)
+			d := c.drainer()
+			n, tail, err := d.drain(resp.Body)
 			_ = resp.Body.Close()
 			out[i] = benchSample{d: time.Since(t0), bytes: n, verts: countVertices(tail), err: err != nil || resp.StatusCode != 200}
+			c.drainers.Put(d)
 		}(i)
 	}
 	wg.Wait()

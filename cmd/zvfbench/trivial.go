@@ -9,14 +9,14 @@ import (
 // benchTrivial fetches the answers of q's burst from base once, then
 // runs n bursts of q against a server that holds them and writes each in
 // one call, with its length: no query, no encoding, no cache.
-func benchTrivial(ctx context.Context, c *http.Client, base string, q benchQuery, n, burst, points int) (benchResult, error) {
+func benchTrivial(ctx context.Context, c *benchClient, base string, q benchQuery, n, burst, points int) (benchResult, error) {
 	bodies := map[string][]byte{}
 	for i := 0; i < burst; i++ {
 		p := burstPath(q, i, points)
 		if bodies[p] != nil {
 			continue
 		}
-		b, err := get(ctx, c, base+p)
+		b, err := get(ctx, c.Client, base+p)
 		if err != nil {
 			return benchResult{}, err
 		}

@@ -321,7 +321,7 @@ func pullPage(ctx context.Context, c *http.Client, url, encoding string) (wireN,
 		defer zr.Close()
 		body = zr
 	}
-	n, tail, err := drain(body)
+	n, tail, err := newDrainer().drain(body)
 	if err != nil {
 		// The server cut the answer: the client sees a transport error.
 		return wire.n, n, 0, "", fmt.Errorf("cut: %v", err)
