@@ -230,7 +230,7 @@ func (l *Level) indexed(key Key, ks string, cv *chunkVerts, fb []byte, err error
 		cv.frags = fi
 	}
 	l.markContainment(key, cv)
-	size := 8*int64(len(cv.binIn)) + prepBytes(cv, l.objects != nil)
+	size := 8*int64(len(cv.binIn)) + prepBytes(cv, l.objects != nil, l.lines())
 	if cv.frags != nil {
 		size += cv.frags.SizeBytes()
 	}

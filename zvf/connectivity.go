@@ -324,6 +324,16 @@ func (l *Level) polylineEdges(ctx context.Context, o *lineOut, ai *answerIndex, 
 	return nil
 }
 
+// lines reports whether the level's rows are streamlines' or polylines'
+// vertices, joined along each fragment.
+func (l *Level) lines() bool {
+	switch l.geometry() {
+	case "polyline", "streamline", "line":
+		return true
+	}
+	return false
+}
+
 // q's EdgeBuf, Wire and WireBuf say where a line answer's edges go (see
 // BBoxQuery).
 func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answerIndex, inv *inverse, q *BBoxQuery) error {

@@ -30,6 +30,9 @@ type fragRef struct {
 // Per chunk, fragments are kept sorted so a bbox walks them alongside the
 // chunk's own fragments instead of looking each one up.
 type inverse struct {
+	// lines: the level's geometry is a line's (its chunks' preparations
+	// then hold their edges, see chunkPrep.edges).
+	lines  bool
 	chunks map[string]*chunkInverse
 	// byKey is chunks by the level's key index (nil where no manifest
 	// names the chunk): a bbox finds a page chunk's entries by its
@@ -162,7 +165,7 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 			}
 		}
 	}
-	inv := &inverse{chunks: make(map[string]*chunkInverse, len(keys)), byKey: make([]*chunkInverse, len(l.keys))}
+	inv := &inverse{lines: l.lines(), chunks: make(map[string]*chunkInverse, len(keys)), byKey: make([]*chunkInverse, len(l.keys))}
 	for c, list := range lists {
 		slices.SortStableFunc(list, func(a, b invEntry) int { return cmp.Compare(a.frag, b.frag) })
 		ci := &chunkInverse{frags: make([]int64, 0, len(list)), owner: make([]int64, 0, len(list)), next: make([]fragRef, 0, len(list))}

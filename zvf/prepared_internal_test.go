@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/zvfserve/zvfserve/fragindex"
 )
 
 // TestNextChunksKeyPos: the key-index → candidate table finds a chunk
@@ -57,20 +59,25 @@ func TestNextChunksKeyPos(t *testing.T) {
 
 // TestPrepBytesCoverThePreparation: what a chunk's preparation holds —
 // its per-fragment tables and, on a level with objects, every row's id
-// in the wire's form — is within what prepBytes charged the cache's
-// budget for it when its vertices were cached.
+// in the wire's form and a line level's edges — is within what
+// prepBytes charged the cache's budget for it when its vertices were
+// cached.
 func TestPrepBytesCoverThePreparation(t *testing.T) {
 	for _, rows := range []int{0, 1, 100, 5000} {
 		cv := &chunkVerts{rows: rows}
 		key := Key{0, 0, 0}
-		inv := &inverse{chunks: map[string]*chunkInverse{key.String(): {frags: []int64{0}, owner: []int64{42}, next: []fragRef{{}}, nextIn: []int32{-1}}}}
+		inv := &inverse{lines: true, chunks: map[string]*chunkInverse{key.String(): {frags: []int64{0}, owner: []int64{42}, next: []fragRef{{}}, nextIn: []int32{-1}}}}
 		p := buildPrep(cv, key, inv)
 		if p == nil {
 			t.Fatalf("%d rows: no preparation", rows)
 		}
-		held := 4*len(p.bounds) + 8*len(p.owner) + int(unsafe.Sizeof(contEntry{}))*len(p.cont) + len(p.ids)
-		if charged := prepBytes(cv, true); int64(held) > charged {
+		held := 4*len(p.bounds) + 8*len(p.owner) + int(unsafe.Sizeof(contEntry{}))*len(p.cont) + len(p.ids) +
+			8*cap(p.edges) + int(unsafe.Sizeof(edgeHole{}))*cap(p.holes)
+		if charged := prepBytes(cv, true, true); int64(held) > charged {
 			t.Errorf("%d rows: the preparation holds %d bytes, %d charged", rows, held, charged)
+		}
+		if len(p.edges) != max(rows-1, 0) {
+			t.Errorf("%d rows in one fragment: %d prepared edges", rows, len(p.edges))
 		}
 		if len(p.ids) != 8*rows || rows > 0 && p.ids[8*rows-8] != 42 {
 			t.Errorf("%d rows: %d id bytes", rows, len(p.ids))
@@ -134,5 +141,83 @@ func BenchmarkFragRanks(b *testing.B) {
 	for b.Loop() {
 		sc.rowArena = sc.rowArena[:0]
 		fragRanks(sc, bounds, rows)
+	}
+}
+
+// TestWholeEdgesAsTheWalk: a covered chunk that a page holds whole gets
+// the same wire edges from its prepared edges (copies with its first
+// answer index added, continuations to other chunks at their holes) as
+// from the walk a fragment, with empty fragments first, between and
+// last, and continuations in the chunk, into another and to nothing.
+func TestWholeEdgesAsTheWalk(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	self, other := Key{0, 0, 0}, Key{0, 0, 1}
+	for trial := range 500 {
+		nf := 1 + r.IntN(12)
+		frags := make([]fragindex.Fragment, nf)
+		bounds := make([]int64, nf+1)
+		for f := range nf {
+			n := int64(r.IntN(5)) // 0: an empty fragment
+			frags[f] = fragindex.RangeFragment(bounds[f], n)
+			bounds[f+1] = bounds[f] + n
+		}
+		if bounds[nf] == 0 {
+			continue
+		}
+		b, err := fragindex.Encode(frags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := fragindex.Decode(b, bounds[nf])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := &chunkVerts{rows: int(bounds[nf]), frags: fi}
+		ci := &chunkInverse{nextChunks: []string{self.String(), other.String()}, nextKey: []int32{0, 1}}
+		for f := range nf {
+			var nx fragRef
+			in := int32(-1)
+			switch r.IntN(4) {
+			case 0:
+				continue // named by no object
+			case 1:
+				nx, in = fragRef{ks: self.String(), frag: int64(r.IntN(nf + 1))}, 0 // nf: none of the chunk's
+			case 2:
+				nx, in = fragRef{ks: other.String(), frag: int64(r.IntN(4))}, 1
+			}
+			ci.frags = append(ci.frags, int64(f))
+			ci.owner = append(ci.owner, int64(f))
+			ci.next = append(ci.next, nx)
+			ci.nextIn = append(ci.nextIn, in)
+		}
+		p := buildPrep(cv, self, &inverse{lines: true, chunks: map[string]*chunkInverse{self.String(): ci}})
+		if p == nil || p.edges == nil {
+			t.Fatalf("trial %d: no prepared edges", trial)
+		}
+		walk := *p
+		walk.edges, walk.holes = nil, nil
+		// The other chunk: covered, before this one in the answer, its
+		// fragment g holding rows [2g, 2g+2) but the empty fragment 1.
+		d := &rankedChunk{all: true, start: 3, cv: &chunkVerts{rows: 6}, bounds: []int32{0, 2, 2, 4, 6}, boundsRead: true}
+		answer := func(p *chunkPrep) []byte {
+			for f := range p.cont {
+				p.cont[f].row.Store(contRowUnknown) // each answer looks the rows up again
+			}
+			c := &rankedChunk{all: true, start: 9 + int64(r.IntN(3)), cv: cv}
+			sc := &bboxScratch{}
+			ai := &answerIndex{l: &Level{keys: []Key{self, other}}, sc: sc, cand: []int32{1, 0}, byPos: []*rankedChunk{d, c}, to: 1 << 20}
+			sc.next.index(ai)
+			defer sc.next.unindex(ai)
+			o := lineOut{wire: true, w: []byte{0xee}}
+			p.lineEdges(&o, ai, c)
+			return o.w
+		}
+		seed := r.Uint64()
+		r = rand.New(rand.NewPCG(seed, 1))
+		got := answer(p)
+		r = rand.New(rand.NewPCG(seed, 1))
+		if want := answer(&walk); !slices.Equal(got, want) {
+			t.Fatalf("trial %d: bounds %v, inverse %+v:\nprepared %v\nwalk     %v", trial, bounds, ci, got, want)
+		}
 	}
 }
