@@ -220,7 +220,9 @@ func (p *chunkPrep) wholeEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 	add := uint64(uint32(c.start)) * (1 | 1<<32) // indices fit uint32 (wire): no carry between the halves
 	next, at := &ai.sc.next, 0
 	for _, h := range p.holes {
-		o.w = addEdges(o.w, p.edges[at:h.at], add)
+		if int(h.at) > at {
+			o.w = addEdges(o.w, p.edges[at:h.at], add)
+		}
 		at = int(h.at)
 		p.continuation(o, ai, next, c, int(h.f), c.start+int64(p.bounds[h.f+1])-1)
 	}
@@ -230,7 +232,10 @@ func (p *chunkPrep) wholeEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 // addEdges appends edges to w with add added to each.
 func addEdges(w []byte, edges []uint64, add uint64) []byte {
 	n := len(w)
-	w = slices.Grow(w, 8*len(edges))[:n+8*len(edges)]
+	if cap(w)-n < 8*len(edges) { // wholeEdges made room: a test, not a call a hole
+		w = slices.Grow(w, 8*len(edges))
+	}
+	w = w[:n+8*len(edges)]
 	dst := w[n:]
 	for i, e := range edges {
 		binary.LittleEndian.PutUint64(dst[8*i:], e+add)
