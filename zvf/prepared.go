@@ -404,15 +404,9 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 			break
 		}
 		if o.wire {
-			w, n := o.w[:cap(o.w)], len(o.w)
-			for i := max(s+1, lo); i < min(e, hi); i++ {
-				a := uint64(uint32(c.start + i))
-				binary.LittleEndian.PutUint64(w[n:], a-1|a<<32)
-				if rows[i] == rows[i-1]+1 {
-					n += 8
-				}
+			if i0, end := max(s+1, lo), min(e, hi); i0 < end {
+				o.w = cutRun(o.w, rows[i0-1:end], uint32(c.start+i0-1))
 			}
-			o.w = w[:n]
 		} else {
 			for i := max(s+1, lo); i < min(e, hi); i++ {
 				if rows[i] == rows[i-1]+1 {
@@ -424,6 +418,27 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 			p.continuation(o, ai, next, c, f, c.start+e-1)
 		}
 	}
+}
+
+// cutRun appends to w (with room for them) the edges ending at rows[k],
+// k ≥ 1, of a cut chunk's matching rows within one fragment (answer
+// index a+k): one where rows[k-1] is the row before. Each pair is stored
+// and kept (n advanced) without a branch, which rows match being random
+// to the predictor. A leaf of its own, so that its loop's values stay in
+// registers (in lineEdges' loop they were reloaded every row).
+//
+//go:noinline
+func cutRun(w []byte, rows []int32, a uint32) []byte {
+	n := len(w)
+	w = w[:cap(w)]
+	for k := 1; k < len(rows); k++ {
+		a++
+		binary.LittleEndian.PutUint64(w[n:], uint64(a-1)|uint64(a)<<32)
+		if rows[k] == rows[k-1]+1 {
+			n += 8
+		}
+	}
+	return w[:n]
 }
 
 // continuation appends the edge from fragment f's last row, answer index
