@@ -185,7 +185,14 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 // indices), every edge to another chunk left as a hole.
 func (p *chunkPrep) buildEdges() {
 	nf := len(p.bounds) - 1
-	p.edges = make([]uint64, 0, p.bounds[nf])
+	p.edges = make([]uint64, 0, p.bounds[nf]) // an edge a row at most: a run a fragment, then its continuation
+	nh := 0
+	for f := range p.cont {
+		if p.cont[f].in >= 0 { // into another chunk
+			nh++
+		}
+	}
+	p.holes = make([]edgeHole, 0, nh) // sized as charged, not as append would grow it
 	for f := range nf {
 		s, e := p.bounds[f], p.bounds[f+1]
 		if s >= p.bounds[nf] {

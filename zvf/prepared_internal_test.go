@@ -194,6 +194,11 @@ func TestWholeEdgesAsTheWalk(t *testing.T) {
 		if p == nil || p.edges == nil {
 			t.Fatalf("trial %d: no prepared edges", trial)
 		}
+		held := 4*len(p.bounds) + 8*len(p.owner) + int(unsafe.Sizeof(contEntry{}))*len(p.cont) + len(p.ids) +
+			8*cap(p.edges) + int(unsafe.Sizeof(edgeHole{}))*cap(p.holes)
+		if charged := prepBytes(cv, true, true); int64(held) > charged {
+			t.Fatalf("trial %d: the preparation holds %d bytes, %d charged", trial, held, charged)
+		}
 		walk := *p
 		walk.edges, walk.holes = nil, nil
 		// The other chunk: covered, before this one in the answer, its
