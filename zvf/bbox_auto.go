@@ -72,7 +72,15 @@ func chunkSeen(cv *chunkVerts) uint64 {
 // warm path finds its count without a cache lookup.
 func (l *Level) noteSeen(ks string, cv *chunkVerts) {
 	if i, ok := l.keySet[ks]; ok {
-		l.seen[i].Store(chunkSeen(cv))
+		l.noteSeenAt(int32(i), chunkSeen(cv))
+	}
+}
+
+// noteSeenAt records chunk i's seen value, counting a change in seenGen
+// (a chunk's value changes once at most: from 0 to what its rows say).
+func (l *Level) noteSeenAt(i int32, v uint64) {
+	if l.seen[i].Swap(v) != v {
+		l.seenGen.Add(1)
 	}
 }
 
@@ -87,12 +95,23 @@ func (l *Level) noteSeen(ks string, cv *chunkVerts) {
 // the rest leaves the answer open (the rest alone passes stop, or the
 // rest plus all its rows stays within it, decides without), and then from
 // the cache, or as its rows times the share of its cell when it has been
-// evicted. Warm, a request costs a pass over the candidates.
+// evicted. When every candidate has been seen, the level's seenSums
+// give the pass's answer without the pass whenever it needs no cut chunk
+// matched: warm, a request costs a few table reads per level.
 func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool {
 	if len(l.keys) == 0 {
 		return 0 <= stop
 	}
+	if fits, decided := l.fitsFromSums(lo, hi, stop); decided {
+		return fits
+	}
+	return l.fitsByPass(sc, lo, hi, stop)
+}
+
+// fitsByPass is fitsInBox by a pass over the box's candidate chunks.
+func (l *Level) fitsByPass(sc *bboxScratch, lo, hi []float64, stop float64) bool {
 	mean := float64(l.meta.VertexCount) / float64(len(l.keys))
+	sc.choiceScans++
 	sc.cand = l.candidates(sc.cand[:0], lo, hi)
 	edges := sc.cand[:0] // the cut chunks, compacted in place
 	est, cut := 0.0, 0.0
@@ -103,7 +122,7 @@ func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool 
 		if seen == 0 {
 			if v, ok := l.peekVertsTally(i, &hits); ok {
 				seen = chunkSeen(v.(*chunkVerts))
-				l.seen[i].Store(seen)
+				l.noteSeenAt(i, seen)
 			}
 		}
 		switch {

@@ -40,6 +40,9 @@ type bboxScratch struct {
 	// nothing else of its rows (see chunkMatch.bytesOnly).
 	copy, bytesOnly bool
 	bt              boxTest // the box's test of the current matching pass
+	// choiceScans counts the level choices that passed over their
+	// candidate chunks (seenSums did not decide); tests read it.
+	choiceScans int
 }
 
 func (s *Store) getScratch() *bboxScratch {

@@ -35,6 +35,10 @@ type Level struct {
 	// seen is what level=auto learnt of each chunk once its vertices were
 	// in the cache (see chunkSeen); 0 until then.
 	seen []atomic.Uint64
+	// seenGen counts the changes to seen; sums is seen summed over the key
+	// grid as of one generation (see seenSums), nil until level=auto asks.
+	seenGen atomic.Uint64
+	sums    atomic.Pointer[seenSums]
 	// vrefs find each chunk's cached vertices again without hashing its
 	// vkeys entry (peekVerts); nil until found.
 	vrefs        []atomic.Pointer[cache.Ref]
