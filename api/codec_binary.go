@@ -41,6 +41,20 @@ type binaryEncoder struct {
 }
 
 func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
+	pad := (8 - len(payload)%8) % 8
+	if 16+len(payload)+pad <= e.w.Available() {
+		// One write of header, payload and padding: an answer at a
+		// coarse level is many blocks of a few rows each, and three
+		// writes cost more than the rows.
+		b := e.w.AvailableBuffer()
+		b = binary.LittleEndian.AppendUint32(b, kind)
+		b = binary.LittleEndian.AppendUint32(b, aux)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(payload)))
+		b = append(b, payload...)
+		b = append(b, e.pad[:pad]...)
+		_, err := e.w.Write(b)
+		return err
+	}
 	binary.LittleEndian.PutUint32(e.hdr[0:], kind)
 	binary.LittleEndian.PutUint32(e.hdr[4:], aux)
 	binary.LittleEndian.PutUint64(e.hdr[8:], uint64(len(payload)))
@@ -50,7 +64,7 @@ func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 	if _, err := e.w.Write(payload); err != nil {
 		return err
 	}
-	if pad := (8 - len(payload)%8) % 8; pad > 0 {
+	if pad > 0 {
 		_, err := e.w.Write(e.pad[:pad])
 		return err
 	}

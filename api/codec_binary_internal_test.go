@@ -103,3 +103,40 @@ func BenchmarkWriteIndices(b *testing.B) {
 		}
 	})
 }
+
+// TestWriteBlockFraming: a block is its 16-byte header (kind, aux, payload
+// length), the payload and zeros to 8 bytes, whether it fits the writer's
+// free space (one write) or not (header, payload and padding apart).
+func TestWriteBlockFraming(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int{16, 24, 64, 4096} { // the writer's buffer
+		for n := range 41 { // payload bytes
+			payload := make([]byte, n)
+			for i := range payload {
+				payload[i] = byte(i + 1)
+			}
+			var out bytes.Buffer
+			e := &binaryEncoder{w: bufio.NewWriterSize(&out, size)}
+			// Three blocks: the later ones start with the buffer part full.
+			for b := range 3 {
+				if err := e.writeBlock(uint32(b+1), 7, payload); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			var want []byte
+			for b := range 3 {
+				want = binary.LittleEndian.AppendUint32(want, uint32(b+1))
+				want = binary.LittleEndian.AppendUint32(want, 7)
+				want = binary.LittleEndian.AppendUint64(want, uint64(n))
+				want = append(want, payload...)
+				want = append(want, make([]byte, (8-n%8)%8)...)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Fatalf("buffer %d, payload %d: % x, want % x", size, n, out.Bytes(), want)
+			}
+		}
+	}
+}
