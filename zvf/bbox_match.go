@@ -678,11 +678,13 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	defer rd.stop()
 	hits := 0
 	defer func() { l.s.countHits(hits) }()
-	issued := 0
+	// at and issuedAt are c%ring and issued%ring, kept by wrapping: a
+	// division each per chunk cost as much as a coarse chunk's rows.
+	issued, issuedAt, at := 0, 0, 0
 	for c := range cand {
 		// Chunks c … c+ring-1 are cached (and held) or being read.
-		for ; issued < len(cand) && issued < c+ring; issued++ {
-			s := &slots[issued%ring]
+		for ; issued < len(cand) && issued < c+ring; issued, issuedAt = issued+1, ringNext(issuedAt, ring) {
+			s := &slots[issuedAt]
 			i := cand[issued]
 			if v, ok := l.peekVertsTally(i, &hits); ok && rf.cachedAt(i) {
 				*s = matchSlot{cv: v.(*chunkVerts)}
@@ -691,12 +693,13 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 			*s = matchSlot{done: make(chan struct{})}
 			rd.read(ctx, issued)
 		}
-		if c%ring == 0 {
+		if at == 0 {
 			if err := ctx.Err(); err != nil {
 				return err // a long answer from the cache still stops when its request does
 			}
 		}
-		s, m := &slots[c%ring], &ms[c%ring]
+		s, m := &slots[at], &ms[at]
+		at = ringNext(at, ring)
 		if s.done == nil {
 			err := l.matchChunk(ctx, cand[c], s.cv, min, max, m, rf, rf.mainEvaluator())
 			s.cv = nil
@@ -715,6 +718,14 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		}
 	}
 	return nil
+}
+
+// ringNext is the ring position after i in a ring of n.
+func ringNext(i, n int) int {
+	if i++; i == n {
+		return 0
+	}
+	return i
 }
 
 // matchSlot is one place of matches' ring: a chunk found in the cache
