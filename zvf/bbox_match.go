@@ -151,7 +151,12 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	rows := m.buf[:0]
 	m.reset(key, cv)
 	d := l.s.dims
-	cut := l.cutAxes(key, min, max)
+	var cut uint16
+	if m.bt != nil && m.bt.cover {
+		cut = m.bt.cutOf(key)
+	} else {
+		cut = l.cutAxes(key, min, max)
+	}
 	if cut == 0 && (cv.inCell || l.rowsWithin(cv.data, min, max, 0, cv.rows)) {
 		m.all, m.rows, m.buf = true, rows, rows
 		return
@@ -667,6 +672,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	}
 	ms, slots := sc.ms[:ring], sc.slots[:ring]
 	sc.bt = newBoxTest(l.vdt, l.s.dims, min, max)
+	sc.bt.setCover(l)
 	for j := range ms {
 		ms[j].copy, ms[j].bytesOnly, ms[j].bt = sc.copy && rf == nil, sc.bytesOnly && rf == nil, &sc.bt
 	}
@@ -838,6 +844,68 @@ type boxTest struct {
 	min, max []float64
 	f32      bool
 	lo, hi   [3]float32
+	// cover, when set (setCover), holds per axis the run of chunk
+	// coordinates whose cells the box covers, so a chunk's cut axes are
+	// integer compares instead of cutAxes' float arithmetic per chunk.
+	cover    bool
+	cLo, cHi [3]int64
+}
+
+// setCover fills t's cover runs for level l's chunks (d ≤ 3 axes), or
+// leaves cover false when an axis's bound is not a finite number
+// cutAxes can be matched on.
+func (t *boxTest) setCover(l *Level) {
+	t.cover = false
+	d := l.s.dims
+	if d > 3 || l.keyArity != d {
+		return
+	}
+	for i := 0; i < d; i++ {
+		a, b, ok := coverRun(l.chunkShape[i], t.min[i], t.max[i])
+		if !ok {
+			return
+		}
+		t.cLo[i], t.cHi[i] = a, b
+	}
+	t.cover = true
+}
+
+// coverRun is the run [a, b] of chunk coordinates c whose cells [c·cs,
+// c·cs+cs] lie in [lo, hi] by cutAxes' own float64 test; both halves of
+// the test are monotone in c, so the cells covered are a run, found from
+// an estimate by stepping until the test flips. ok is false for bounds
+// beyond exact float64 integers (or NaN), which keep cutAxes.
+func coverRun(cs, lo, hi float64) (a, b int64, ok bool) {
+	const exact = 1 << 52
+	fa, fb := math.Ceil(lo/cs), math.Floor(hi/cs)-1
+	if !(cs > 0 && math.Abs(fa) < exact && math.Abs(fb) < exact) {
+		return 0, 0, false
+	}
+	a, b = int64(fa), int64(fb)
+	for lo <= float64(a-1)*cs {
+		a--
+	}
+	for !(lo <= float64(a)*cs) {
+		a++
+	}
+	for float64(b+1)*cs+cs <= hi {
+		b++
+	}
+	for !(float64(b)*cs+cs <= hi) {
+		b--
+	}
+	return a, b, true
+}
+
+// cutOf is cutAxes from t's cover runs (t.cover set).
+func (t *boxTest) cutOf(key Key) uint16 {
+	var cut uint16
+	for i := 0; i < t.d; i++ {
+		if c := key[i]; c < t.cLo[i] || c > t.cHi[i] {
+			cut |= 1 << i
+		}
+	}
+	return cut
 }
 
 func newBoxTest(dt zarr.DataType, d int, min, max []float64) boxTest {
