@@ -1015,21 +1015,21 @@ func (t *boxTest) appendCopy(vout, data []byte, a, b int, axes uint8) []byte {
 	if axes != 0 && axes&(axes-1) == 0 {
 		i := bits.TrailingZeros8(axes)
 		lo, hi := t.lo[i], t.hi[i]
-		for r := a; r < b; r++ {
-			p := data[12*r : 12*r+12 : 12*r+12]
-			x := math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
-			*(*[12]byte)(vout[v : v+12]) = [12]byte(p)
+		// Rows walked as the rest of the slice, so a row's bounds are
+		// checked by the loop's own length test (not per row as well).
+		for rows := data[12*a : 12*b]; len(rows) >= 12; rows = rows[12:] {
+			x := math.Float32frombits(binary.LittleEndian.Uint32(rows[4*i:]))
+			*(*[12]byte)(vout[v : v+12]) = [12]byte(rows[:12])
 			v += 12 * (b2i(x >= lo) & b2i(x <= hi))
 		}
 		return vout[:v]
 	}
 	x0, y0, z0, x1, y1, z1 := t.lo[0], t.lo[1], t.lo[2], t.hi[0], t.hi[1], t.hi[2]
-	for r := a; r < b; r++ {
-		p := data[12*r : 12*r+12 : 12*r+12]
-		x := math.Float32frombits(binary.LittleEndian.Uint32(p))
-		y := math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
-		z := math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))
-		*(*[12]byte)(vout[v : v+12]) = [12]byte(p)
+	for rows := data[12*a : 12*b]; len(rows) >= 12; rows = rows[12:] {
+		x := math.Float32frombits(binary.LittleEndian.Uint32(rows))
+		y := math.Float32frombits(binary.LittleEndian.Uint32(rows[4:]))
+		z := math.Float32frombits(binary.LittleEndian.Uint32(rows[8:]))
+		*(*[12]byte)(vout[v : v+12]) = [12]byte(rows[:12])
 		v += 12 * (b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1))
 	}
 	return vout[:v]
