@@ -18,9 +18,10 @@ type seenSums struct {
 	inCell  []int64
 }
 
-// maxSumCells bounds the grids summed (four int64 tables per cell): a
-// larger level keeps the pass over its candidates.
-const maxSumCells = 1 << 18
+// maxSumCells bounds the grids summed (four int64 tables per cell, about
+// 2 MB at the bound, held for the level's life and rebuilt whenever a
+// chunk is first seen): a larger level keeps the pass over its candidates.
+const maxSumCells = 1 << 16
 
 // seenSumsFor is the level's sums as of its current generation, built
 // when seen changed since the last; nil when the level has no key grid of
