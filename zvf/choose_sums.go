@@ -19,9 +19,11 @@ type seenSums struct {
 }
 
 // maxSumCells bounds the grids summed (four int64 tables per cell, about
-// 2 MB at the bound, held for the level's life and rebuilt whenever a
-// chunk is first seen): a larger level keeps the pass over its candidates.
-const maxSumCells = 1 << 16
+// 512 KB at the bound, held for the level's life and rebuilt whenever a
+// chunk is first seen — while a viewer browses a cold store, at about
+// every request, so the bound keeps that rebuild well under a cold
+// chunk's read): a larger level keeps the pass over its candidates.
+const maxSumCells = 1 << 14
 
 // seenSumsFor is the level's sums as of its current generation, built
 // when seen changed since the last; nil when the level has no key grid of
