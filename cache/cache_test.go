@@ -308,8 +308,8 @@ func TestCancelledFirstAskerKeepsLoad(t *testing.T) {
 // TestPanickingLoader: a loader that panics fails every caller waiting on
 // it with a *PanicError (matching ErrPanic, carrying the value and the
 // stack), caches nothing, and leaves the cache working; no goroutine is
-// left behind. Without the recover the panic would kill the process from
-// the cache's own goroutine, where no caller can catch it.
+// left behind. Without the recover the panic would reach only the caller
+// whose goroutine ran the load, and the others would never be told.
 func TestPanickingLoader(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, tc := range []struct {
