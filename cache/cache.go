@@ -236,6 +236,10 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 		c.deduped.Add(1)
 		return c.wait(ctx, key, cl)
 	}
+	if err := ctx.Err(); err != nil {
+		c.mu.Unlock()
+		return nil, err // nobody would wait for the load
+	}
 	c.misses.Add(1)
 	// The load runs on this goroutine (a goroutine of its own would be a
 	// hand-off each way, each waiting for a core), detached from this
@@ -247,9 +251,11 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 	c.mu.Unlock()
 	left := context.AfterFunc(ctx, func() { c.leave(key, cl) })
 	c.finish(key, cl, lctx, load)
-	if !left() && cl.err != nil {
-		// This caller left while the load ran: its error may be the
-		// cancellation it caused.
+	if !left() {
+		// This caller left while the load ran, as a waiter whose ctx
+		// ends does: its answer is ctx's error (a value found after a
+		// cancellation would be an answer the caller's reads should not
+		// have reached).
 		return nil, ctx.Err()
 	}
 	return cl.v, cl.err

@@ -256,6 +256,21 @@ func TestAbandonedLoadNotJoined(t *testing.T) {
 	})
 }
 
+// TestCancelledCallerLoadsNothing: a caller whose ctx has already ended
+// gets its error, and no load starts for it.
+func TestCancelledCallerLoadsNothing(t *testing.T) {
+	c := New(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Get(ctx, "k", func(context.Context) (any, int64, error) { return 1, 8, nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the caller's cancellation", err)
+	}
+	if _, ok := c.Peek("k"); ok {
+		t.Fatal("a load ran for a caller that had left")
+	}
+}
+
 // TestCancelledFirstAskerKeepsLoad: the load runs on its first caller's
 // goroutine; when that caller's ctx ends while another waits, the load
 // goes on with its ctx alive and the other gets its value (and the value
@@ -293,8 +308,8 @@ func TestCancelledFirstAskerKeepsLoad(t *testing.T) {
 		if v := <-second; v != 7 {
 			t.Fatalf("the waiter got %v, want the load's 7", v)
 		}
-		if err := <-first; err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatal(err)
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled first asker got %v", err)
 		}
 		if v, ok := c.Peek("k"); !ok || v != 7 {
 			t.Fatalf("not cached: %v %v", v, ok)
