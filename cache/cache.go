@@ -31,8 +31,8 @@ import (
 var ErrPanic = errors.New("panic")
 
 // PanicError is what the callers of a load that panicked get: the load runs
-// on the cache's own goroutine, where a panic would kill the process, so it
-// is recovered there and delivered like any other load error.
+// for every caller waiting on it, so its panic is recovered and delivered
+// to each like any other load error.
 type PanicError struct {
 	Value any    // what the load panicked with
 	Stack []byte // the panicking goroutine's stack, for the log
@@ -212,8 +212,11 @@ func (c *Cache) rebuild() {
 }
 
 // Get returns the value for key, loading it with load on a miss. Concurrent
-// Gets of one key share a single load. A caller whose ctx ends stops
-// waiting at once; the load is cancelled when no caller waits any more.
+// Gets of one key share a single load, which runs on the first caller's
+// goroutine. A later caller whose ctx ends stops waiting at once; the
+// first, whose goroutine runs the load, stops waiting for it at once but
+// returns when the load does (so a load should honour its ctx); the load
+// is cancelled when no caller waits any more.
 func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error) {
 	if c == nil {
 		v, _, err := safeLoad(ctx, load)
@@ -233,29 +236,46 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 		c.deduped.Add(1)
 		return c.wait(ctx, key, cl)
 	}
+	if err := ctx.Err(); err != nil {
+		c.mu.Unlock()
+		return nil, err // nobody would wait for the load
+	}
 	c.misses.Add(1)
-	// The load runs detached from the first caller's cancellation so that
-	// other waiters are not failed by it; it is cancelled when the last
-	// waiter leaves.
+	// The load runs on this goroutine (a goroutine of its own would be a
+	// hand-off each way, each waiting for a core), detached from this
+	// caller's cancellation so that other waiters are not failed by it;
+	// it is cancelled when the last waiter leaves.
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cl := &call{done: make(chan struct{}), waiters: 1, cancel: cancel}
 	c.inflight[key] = cl
 	c.mu.Unlock()
-	go func() {
-		v, size, err := safeLoad(lctx, load)
-		cancel()
-		c.mu.Lock()
-		if c.inflight[key] == cl {
-			delete(c.inflight, key)
-		}
-		if err == nil && size <= c.budget-c.reserved.Load() {
-			c.store(key, v, size)
-		}
-		cl.v, cl.err = v, err
-		c.mu.Unlock()
-		close(cl.done)
-	}()
-	return c.wait(ctx, key, cl)
+	left := context.AfterFunc(ctx, func() { c.leave(key, cl) })
+	c.finish(key, cl, lctx, load)
+	if !left() {
+		// This caller left while the load ran, as a waiter whose ctx
+		// ends does: its answer is ctx's error (a value found after a
+		// cancellation would be an answer the caller's reads should not
+		// have reached).
+		return nil, ctx.Err()
+	}
+	return cl.v, cl.err
+}
+
+// finish runs the first asker's load, stores its value and hands it to
+// every waiter.
+func (c *Cache) finish(key string, cl *call, lctx context.Context, load func(ctx context.Context) (any, int64, error)) {
+	v, size, err := safeLoad(lctx, load)
+	cl.cancel()
+	c.mu.Lock()
+	if c.inflight[key] == cl {
+		delete(c.inflight, key)
+	}
+	if err == nil && size <= c.budget-c.reserved.Load() {
+		c.store(key, v, size)
+	}
+	cl.v, cl.err = v, err
+	c.mu.Unlock()
+	close(cl.done)
 }
 
 // store adds a loaded value at the front of the order, in a new epoch,
@@ -274,8 +294,8 @@ func (c *Cache) store(key string, v any, size int64) {
 	c.bytes.Add(size)
 }
 
-// safeLoad runs load, turning a panic into a *PanicError: on the cache's
-// goroutine nothing else could recover it, and every waiter must be told.
+// safeLoad runs load, turning a panic into a *PanicError: every waiter
+// must be told, not only the caller that ran it.
 func safeLoad(ctx context.Context, load func(ctx context.Context) (any, int64, error)) (v any, size int64, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -290,19 +310,24 @@ func (c *Cache) wait(ctx context.Context, key string, cl *call) (any, error) {
 	case <-cl.done:
 		return cl.v, cl.err
 	case <-ctx.Done():
-		c.mu.Lock()
-		cl.waiters--
-		if cl.waiters == 0 {
-			// Nobody waits any more: stop the load, and let the next caller
-			// start a fresh one instead of joining a cancelled load.
-			cl.cancel()
-			if c.inflight[key] == cl {
-				delete(c.inflight, key)
-			}
-		}
-		c.mu.Unlock()
+		c.leave(key, cl)
 		return nil, ctx.Err()
 	}
+}
+
+// leave stops a caller waiting for cl: when it was the last, the load is
+// cancelled and the next caller starts a fresh one instead of joining a
+// cancelled load.
+func (c *Cache) leave(key string, cl *call) {
+	c.mu.Lock()
+	cl.waiters--
+	if cl.waiters == 0 {
+		cl.cancel()
+		if c.inflight[key] == cl {
+			delete(c.inflight, key)
+		}
+	}
+	c.mu.Unlock()
 }
 
 // fit evicts the oldest values until they, need more bytes and the

@@ -222,35 +222,109 @@ func BenchmarkGetHit(b *testing.B) {
 }
 
 // A load abandoned by every waiter must not be joined by later callers:
-// they start a fresh load and get a value, not the cancellation.
+// they start a fresh load and get a value, not the cancellation. The
+// abandoned load runs on its first caller's goroutine, which returns when
+// the load does.
 func TestAbandonedLoadNotJoined(t *testing.T) {
-	c := New(1 << 20)
-	started, release := make(chan struct{}), make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-started; cancel() }()
-	_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
-		close(started)
-		<-release // ignores its context for a while, like a slow read
-		return nil, 0, lctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		c := New(1 << 20)
+		started, release := make(chan struct{}), make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() {
+			_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
+				close(started)
+				<-release // ignores its context for a while, like a slow read
+				return nil, 0, lctx.Err()
+			})
+			first <- err
+		}()
+		<-started
+		cancel()
+		synctest.Wait() // the first caller has left the load
+		v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return 42, 8, nil })
+		close(release)
+		if err != nil || v != 42 {
+			t.Fatalf("second caller: %v %v", v, err)
+		}
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		if st := c.Stats(); st.Misses != 2 || st.Deduped != 0 {
+			t.Fatalf("the second caller joined the abandoned load: %+v", st)
+		}
 	})
+}
+
+// TestCancelledCallerLoadsNothing: a caller whose ctx has already ended
+// gets its error, and no load starts for it.
+func TestCancelledCallerLoadsNothing(t *testing.T) {
+	c := New(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Get(ctx, "k", func(context.Context) (any, int64, error) { return 1, 8, nil })
 	if !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
+		t.Fatalf("got %v, want the caller's cancellation", err)
 	}
-	v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return 42, 8, nil })
-	close(release)
-	if err != nil || v != 42 {
-		t.Fatalf("second caller: %v %v", v, err)
+	if _, ok := c.Peek("k"); ok {
+		t.Fatal("a load ran for a caller that had left")
 	}
-	if st := c.Stats(); st.Misses != 2 || st.Deduped != 0 {
-		t.Fatalf("the second caller joined the abandoned load: %+v", st)
-	}
+}
+
+// TestCancelledFirstAskerKeepsLoad: the load runs on its first caller's
+// goroutine; when that caller's ctx ends while another waits, the load
+// goes on with its ctx alive and the other gets its value (and the value
+// is cached).
+func TestCancelledFirstAskerKeepsLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(1 << 20)
+		started, release := make(chan struct{}), make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() {
+			_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
+				close(started)
+				<-release
+				if err := lctx.Err(); err != nil {
+					return nil, 0, err
+				}
+				return 7, 8, nil
+			})
+			first <- err
+		}()
+		<-started
+		second := make(chan any, 1)
+		go func() {
+			v, err := c.Get(context.Background(), "k", nil)
+			if err != nil {
+				v = err
+			}
+			second <- v
+		}()
+		synctest.Wait() // the second caller waits on the load
+		cancel()
+		synctest.Wait()
+		close(release)
+		if v := <-second; v != 7 {
+			t.Fatalf("the waiter got %v, want the load's 7", v)
+		}
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled first asker got %v", err)
+		}
+		if v, ok := c.Peek("k"); !ok || v != 7 {
+			t.Fatalf("not cached: %v %v", v, ok)
+		}
+		if st := c.Stats(); st.Misses != 1 || st.Deduped != 1 {
+			t.Fatalf("%+v", st)
+		}
+	})
 }
 
 // TestPanickingLoader: a loader that panics fails every caller waiting on
 // it with a *PanicError (matching ErrPanic, carrying the value and the
 // stack), caches nothing, and leaves the cache working; no goroutine is
-// left behind. Without the recover the panic would kill the process from
-// the cache's own goroutine, where no caller can catch it.
+// left behind. Without the recover the panic would reach only the caller
+// whose goroutine ran the load, and the others would never be told.
 func TestPanickingLoader(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, tc := range []struct {

@@ -30,8 +30,8 @@ func (s *Store) logPanic(pe *cache.PanicError, where string) {
 	}
 }
 
-// logCachePanic logs the panic behind a cache load's error (recovered on
-// the cache's goroutine, which cannot log).
+// logCachePanic logs the panic behind a cache load's error (recovered in
+// the cache, which cannot log, and handed to every waiter).
 func (s *Store) logCachePanic(err error) {
 	var pe *cache.PanicError
 	if errors.As(err, &pe) {

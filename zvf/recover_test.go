@@ -35,7 +35,7 @@ func (p *panicStore) List(ctx context.Context, prefix string) (storage.Listing, 
 
 // panicCache is a zvf.Cache that, while armed, panics for matching keys:
 // on the calling goroutine (one the reader started) or, inLoad, inside
-// the load on the cache's own goroutine.
+// the load the cache runs.
 type panicCache struct {
 	inner  *cache.Cache
 	match  func(key string) bool
