@@ -221,6 +221,24 @@ func BenchmarkGetHit(b *testing.B) {
 	})
 }
 
+// firstAsker starts a Get of "k" with ctx on a goroutine of its own and
+// returns once its load has started; the load then waits for release to
+// close and answers end(its ctx). The Get's error arrives on first.
+func firstAsker(ctx context.Context, c *Cache, end func(context.Context) (any, int64, error)) (release chan struct{}, first chan error) {
+	started := make(chan struct{})
+	release, first = make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
+			close(started)
+			<-release
+			return end(lctx)
+		})
+		first <- err
+	}()
+	<-started
+	return release, first
+}
+
 // A load abandoned by every waiter must not be joined by later callers:
 // they start a fresh load and get a value, not the cancellation. The
 // abandoned load runs on its first caller's goroutine, which returns when
@@ -228,18 +246,9 @@ func BenchmarkGetHit(b *testing.B) {
 func TestAbandonedLoadNotJoined(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New(1 << 20)
-		started, release := make(chan struct{}), make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
-		first := make(chan error, 1)
-		go func() {
-			_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
-				close(started)
-				<-release // ignores its context for a while, like a slow read
-				return nil, 0, lctx.Err()
-			})
-			first <- err
-		}()
-		<-started
+		// The load ignores its context for a while, like a slow read.
+		release, first := firstAsker(ctx, c, func(lctx context.Context) (any, int64, error) { return nil, 0, lctx.Err() })
 		cancel()
 		synctest.Wait() // the first caller has left the load
 		v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return 42, 8, nil })
@@ -278,21 +287,13 @@ func TestCancelledCallerLoadsNothing(t *testing.T) {
 func TestCancelledFirstAskerKeepsLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New(1 << 20)
-		started, release := make(chan struct{}), make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
-		first := make(chan error, 1)
-		go func() {
-			_, err := c.Get(ctx, "k", func(lctx context.Context) (any, int64, error) {
-				close(started)
-				<-release
-				if err := lctx.Err(); err != nil {
-					return nil, 0, err
-				}
-				return 7, 8, nil
-			})
-			first <- err
-		}()
-		<-started
+		release, first := firstAsker(ctx, c, func(lctx context.Context) (any, int64, error) {
+			if err := lctx.Err(); err != nil {
+				return nil, 0, err
+			}
+			return 7, 8, nil
+		})
 		second := make(chan any, 1)
 		go func() {
 			v, err := c.Get(context.Background(), "k", nil)
