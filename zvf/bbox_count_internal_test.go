@@ -149,14 +149,7 @@ func BenchmarkRowsTested(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := Open(ctx, storage.Sub(st, "points"), Options{Name: "points", Cache: cache.New(2 << 30)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := pointsLevel0(b, st, 2<<30)
 	for _, q := range []struct {
 		want int
 		off  float64
@@ -201,14 +194,7 @@ func TestBytesOnlyAnswersSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(ctx, storage.Sub(st, "points"), Options{Name: "points", Cache: cache.New(64 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := pointsLevel0(t, st, 64<<20)
 	type batch struct {
 		chunk        string
 		first        int64
@@ -256,4 +242,25 @@ func TestBytesOnlyAnswersSame(t *testing.T) {
 	if unnumbered == 0 {
 		t.Fatal("no batch of a Wire answer went without row numbers: the test tests nothing")
 	}
+}
+
+// openPoints opens the "points" store of st (as zvf/synth writes it) with a
+// cache of budget bytes.
+func openPoints(tb testing.TB, st storage.Store, budget int64) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), storage.Sub(st, "points"), Options{Name: "points", Cache: cache.New(budget)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// pointsLevel0 is level 0 of openPoints' store.
+func pointsLevel0(tb testing.TB, st storage.Store, budget int64) *Level {
+	tb.Helper()
+	l, err := openPoints(tb, st, budget).Level(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
 }

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
@@ -22,10 +20,7 @@ func TestFitsFromSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(ctx, storage.Sub(st, "points"), Options{Name: "points", Cache: cache.New(256 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openPoints(t, st, 256<<20)
 	everything := BBoxQuery{Min: []float64{-1e6, -1e6, -1e6}, Max: []float64{1e6, 1e6, 1e6}}
 	rng := rand.New(rand.NewPCG(1, 2))
 	sc := &bboxScratch{}
@@ -94,14 +89,7 @@ func TestWarmChoiceScansNoChunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(ctx, storage.Sub(st, "points"), Options{Name: "points", Cache: cache.New(256 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Level(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := pointsLevel0(t, st, 256<<20)
 	lo, hi := []float64{100, 100, 100}, []float64{700, 700, 700}
 	res, err := l.BBox(ctx, BBoxQuery{Min: lo, Max: hi}, func(*Batch) error { return nil })
 	if err != nil {
