@@ -395,6 +395,20 @@ func (s *Server) annotationSource(r *http.Request, route string) (*zvf.Store, ki
 	return st, k, p, nil
 }
 
+// annotationOf is annotationSource for a route naming one object id; the
+// id is checked first, so a malformed one is a 400 whatever the store.
+func (s *Server) annotationOf(r *http.Request, route string) (*zvf.Store, kind, *plan, int64, error) {
+	id, err := parseID(r)
+	if err != nil {
+		return nil, 0, nil, 0, err
+	}
+	st, k, p, err := s.annotationSource(r, route)
+	if err != nil {
+		return nil, 0, nil, 0, err
+	}
+	return st, k, p, id, nil
+}
+
 func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		start := s.o.Now()
@@ -453,11 +467,7 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 			}
 			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, p.byIDShard)
 		}
-		id, err := parseID(r)
-		if err != nil {
-			return err
-		}
-		st, k, p, err := s.annotationSource(r, route)
+		st, k, p, id, err := s.annotationOf(r, route)
 		if err != nil {
 			return err
 		}
@@ -477,11 +487,7 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		start := s.o.Now()
-		id, err := parseID(r)
-		if err != nil {
-			return err
-		}
-		st, k, p, err := s.annotationSource(r, route)
+		st, k, p, id, err := s.annotationOf(r, route)
 		if err != nil {
 			return err
 		}
