@@ -194,15 +194,7 @@ func (a *Array) Read(ctx context.Context) (*Chunk, error) {
 			return nil, err
 		}
 		copyChunkInto(out, c, coords, m)
-		i := rank - 1
-		for ; i >= 0; i-- {
-			coords[i]++
-			if coords[i] < grid[i] {
-				break
-			}
-			coords[i] = 0
-		}
-		if i < 0 {
+		if !advance(coords, grid) {
 			break
 		}
 		if err := ctx.Err(); err != nil {
@@ -247,18 +239,24 @@ func copyChunkInto(out, c *Chunk, coords []int64, m *ArrayMeta) {
 		} else {
 			copy(out.Data[dst*size:(dst+rowLen)*size], c.Data[src*size:(src+rowLen)*size])
 		}
-		i := rank - 2
-		for ; i >= 0; i-- {
-			idx[i]++
-			if idx[i] < ext[i] {
-				break
-			}
-			idx[i] = 0
-		}
-		if i < 0 {
+		if !advance(idx[:rank-1], ext[:rank-1]) {
 			return
 		}
 	}
+}
+
+// advance steps idx to the next position of a grid of shape lim in C
+// order (the last axis fastest); false once it has passed the last one
+// (idx is then all zeros).
+func advance(idx, lim []int64) bool {
+	for i := len(idx) - 1; i >= 0; i-- {
+		idx[i]++
+		if idx[i] < lim[i] {
+			return true
+		}
+		idx[i] = 0
+	}
+	return false
 }
 
 // ReadBytes returns the whole content of a 1-D uint8 array — the layout of
