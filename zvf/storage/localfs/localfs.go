@@ -347,18 +347,25 @@ func failed(err error) func() (storage.Object, error) {
 	return func() (storage.Object, error) { return storage.Object{}, err }
 }
 
+// regularStat is f's fstat, or ErrNotRegular when f is not a regular
+// file (a folder, a device, a socket: no object to read).
+func regularStat(f *rawFile) (fileInfo, error) {
+	fi, err := f.stat()
+	if err == nil && !fi.regular {
+		err = storage.ErrNotRegular
+	}
+	return fi, err
+}
+
 func (s *Store) read(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
 	f, err := s.t.openFile(key, s.o.FollowSymlinks)
 	if err != nil {
 		return storage.Object{}, err
 	}
 	defer f.close()
-	fi, err := f.stat()
+	fi, err := regularStat(f)
 	if err != nil {
 		return storage.Object{}, err
-	}
-	if !fi.regular {
-		return storage.Object{}, storage.ErrNotRegular
 	}
 	a := attrsOf(&fi)
 	if o.IfMatch != "" && o.IfMatch != a.ETag {
@@ -411,12 +418,9 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 			return storage.Attrs{}, err
 		}
 		defer f.close()
-		fi, err := f.stat()
+		fi, err := regularStat(f)
 		if err != nil {
 			return storage.Attrs{}, err
-		}
-		if !fi.regular {
-			return storage.Attrs{}, storage.ErrNotRegular
 		}
 		return attrsOf(&fi), nil
 	})
