@@ -87,12 +87,7 @@ func TestDemoRoundTrip(t *testing.T) {
 		pos := f32b(g.Positions)
 		for oid := int64(0); oid <= g.ObjectIDs[len(g.ObjectIDs)-1]; oid++ {
 			ob := zvftest.Object(t, l, oid, nil)
-			var want []int64
-			for e := 0; e < len(g.Edges); e += 2 {
-				if g.ObjectIDs[g.Edges[e]] == oid {
-					want = append(want, g.Edges[e], g.Edges[e+1])
-				}
-			}
+			want := linksOf(g.Edges, 2, g.ObjectIDs, oid)
 			if got, w := zvftest.EdgeSet(ob.Vertices.Data, ob.Edges), zvftest.EdgeSet(pos, want); !slices.Equal(got, w) {
 				t.Fatalf("skeleton %d: %d edges read, %d generated", oid, len(got), len(w))
 			}
@@ -104,17 +99,24 @@ func TestDemoRoundTrip(t *testing.T) {
 		pos := f32b(m.Positions)
 		for oid := int64(0); oid <= m.ObjectIDs[len(m.ObjectIDs)-1]; oid++ {
 			ob := zvftest.Object(t, l, oid, nil)
-			var want []int64
-			for f := 0; f < len(m.Faces); f += 3 {
-				if m.ObjectIDs[m.Faces[f]] == oid {
-					want = append(want, m.Faces[f:f+3]...)
-				}
-			}
+			want := linksOf(m.Faces, 3, m.ObjectIDs, oid)
 			if got, w := zvftest.FaceSet(ob.Vertices.Data, ob.Faces, 3), zvftest.FaceSet(pos, want, 3); !slices.Equal(got, w) {
 				t.Fatalf("mesh %d: %d faces read, %d generated", oid, len(got), len(w))
 			}
 		}
 	})
+}
+
+// linksOf is the links (edges: width 2, faces: 3) whose first vertex
+// belongs to object oid, as the generator wrote them.
+func linksOf(links []int64, width int, objectIDs []int64, oid int64) []int64 {
+	var out []int64
+	for i := 0; i < len(links); i += width {
+		if objectIDs[links[i]] == oid {
+			out = append(out, links[i:i+width]...)
+		}
+	}
+	return out
 }
 
 func f32b(v []float32) []byte {
