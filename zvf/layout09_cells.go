@@ -215,7 +215,7 @@ func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
 			if ix.Present(in) {
 				g.addBlock(c, g.chunk, in)
 			}
-			if !next(in, shardGrid(g.chunk, g.inner)) {
+			if !zarr.Advance(in, shardGrid(g.chunk, g.inner)) {
 				break
 			}
 		}
@@ -247,7 +247,7 @@ func (g *gridArray) addBlock(c, chunk, in []int64) {
 		if inside {
 			g.add(key)
 		}
-		if !next(at, span) {
+		if !zarr.Advance(at, span) {
 			return
 		}
 	}
@@ -259,19 +259,6 @@ func shardGrid(chunk, inner []int64) []int64 {
 		out[i] = chunk[i] / inner[i]
 	}
 	return out
-}
-
-// next advances coords through the box [0, shape) in C order; false once
-// it wraps.
-func next(coords, shape []int64) bool {
-	for d := len(coords) - 1; d >= 0; d-- {
-		coords[d]++
-		if coords[d] < shape[d] {
-			return true
-		}
-		coords[d] = 0
-	}
-	return false
 }
 
 // parseChunkKey reverses a key encoding: "c/1/2/3" (default, "/"),

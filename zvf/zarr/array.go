@@ -194,7 +194,7 @@ func (a *Array) Read(ctx context.Context) (*Chunk, error) {
 			return nil, err
 		}
 		copyChunkInto(out, c, coords, m)
-		if !advance(coords, grid) {
+		if !Advance(coords, grid) {
 			break
 		}
 		if err := ctx.Err(); err != nil {
@@ -239,16 +239,16 @@ func copyChunkInto(out, c *Chunk, coords []int64, m *ArrayMeta) {
 		} else {
 			copy(out.Data[dst*size:(dst+rowLen)*size], c.Data[src*size:(src+rowLen)*size])
 		}
-		if !advance(idx[:rank-1], ext[:rank-1]) {
+		if !Advance(idx[:rank-1], ext[:rank-1]) {
 			return
 		}
 	}
 }
 
-// advance steps idx to the next position of a grid of shape lim in C
+// Advance steps idx to the next position of a grid of shape lim in C
 // order (the last axis fastest); false once it has passed the last one
-// (idx is then all zeros).
-func advance(idx, lim []int64) bool {
+// (idx is then all zeros). It walks chunk grids and the rows of a chunk.
+func Advance(idx, lim []int64) bool {
 	for i := len(idx) - 1; i >= 0; i-- {
 		idx[i]++
 		if idx[i] < lim[i] {

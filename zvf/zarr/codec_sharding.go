@@ -128,7 +128,7 @@ func (s *shardingCodec) decode(b []byte, r rep) (*Chunk, error) {
 		off := binary.LittleEndian.Uint64(idx[16*i:])
 		n := binary.LittleEndian.Uint64(idx[16*i+8:])
 		if off == ^uint64(0) && n == ^uint64(0) {
-			s.next(coords)
+			Advance(coords, s.grid)
 			continue
 		}
 		if off > uint64(len(b)) || n > uint64(len(b))-off {
@@ -139,19 +139,9 @@ func (s *shardingCodec) decode(b []byte, r rep) (*Chunk, error) {
 			return nil, err
 		}
 		copyChunkInto(out, c, coords, m)
-		s.next(coords)
+		Advance(coords, s.grid)
 	}
 	return out, nil
-}
-
-func (s *shardingCodec) next(coords []int64) {
-	for d := len(coords) - 1; d >= 0; d-- {
-		coords[d]++
-		if coords[d] < s.grid[d] {
-			return
-		}
-		coords[d] = 0
-	}
 }
 
 func (s *shardingCodec) encode(c *Chunk, r rep) ([]byte, error) {

@@ -125,12 +125,6 @@ func permute(dst, src []byte, srcShape []int64, order []int, size int, toEnc boo
 		} else {
 			copy(dst[d*int64(size):(d+1)*int64(size)], src[e*int64(size):(e+1)*int64(size)])
 		}
-		for a := n - 1; a >= 0; a-- {
-			idx[a]++
-			if idx[a] < decShape[a] {
-				break
-			}
-			idx[a] = 0
-		}
+		Advance(idx, decShape)
 	}
 }
