@@ -3,8 +3,6 @@ package demo
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"math"
 	"slices"
 	"testing"
 
@@ -62,7 +60,7 @@ func TestDemoRoundTrip(t *testing.T) {
 					types = append(types, c.Attributes[0].Data[i])
 				}
 			}
-			if !slices.Equal(sortedRows(ob.Vertices.Data), sortedRows(f32b(want))) {
+			if !slices.Equal(sortedRows(ob.Vertices.Data), sortedRows(zvftest.Float32LE(want))) {
 				t.Fatalf("cell %d: %d rows read, %d generated", oid, ob.Count, len(want)/3)
 			}
 			got := ob.Attributes[0]
@@ -76,7 +74,7 @@ func TestDemoRoundTrip(t *testing.T) {
 		a := sc.Axons
 		for p := range len(a.Offsets) - 1 {
 			ob := zvftest.Object(t, l, int64(p), nil)
-			if !bytes.Equal(ob.Vertices.Data, f32b(a.Positions[3*a.Offsets[p]:3*a.Offsets[p+1]])) {
+			if !bytes.Equal(ob.Vertices.Data, zvftest.Float32LE(a.Positions[3*a.Offsets[p]:3*a.Offsets[p+1]])) {
 				t.Fatalf("axon %d differs", p)
 			}
 		}
@@ -84,7 +82,7 @@ func TestDemoRoundTrip(t *testing.T) {
 	t.Run("skeletons", func(t *testing.T) {
 		l := open("skeletons")
 		g := sc.Skeletons
-		pos := f32b(g.Positions)
+		pos := zvftest.Float32LE(g.Positions)
 		for oid := int64(0); oid <= g.ObjectIDs[len(g.ObjectIDs)-1]; oid++ {
 			ob := zvftest.Object(t, l, oid, nil)
 			want := linksOf(g.Edges, 2, g.ObjectIDs, oid)
@@ -96,7 +94,7 @@ func TestDemoRoundTrip(t *testing.T) {
 	t.Run("meshes", func(t *testing.T) {
 		l := open("meshes")
 		m := sc.Meshes
-		pos := f32b(m.Positions)
+		pos := zvftest.Float32LE(m.Positions)
 		for oid := int64(0); oid <= m.ObjectIDs[len(m.ObjectIDs)-1]; oid++ {
 			ob := zvftest.Object(t, l, oid, nil)
 			want := linksOf(m.Faces, 3, m.ObjectIDs, oid)
@@ -117,14 +115,6 @@ func linksOf(links []int64, width int, objectIDs []int64, oid int64) []int64 {
 		}
 	}
 	return out
-}
-
-func f32b(v []float32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-	}
-	return b
 }
 
 func sortedRows(b []byte) []string {

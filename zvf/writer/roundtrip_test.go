@@ -3,9 +3,7 @@ package writer
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -51,14 +49,6 @@ func rowKeys(vertices []byte, attrs [][]byte, rowSizes []int) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func f32bytes(v []float32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-	}
-	return b
 }
 
 // sceneRand makes a small scattered input with negative coordinates and
@@ -132,7 +122,7 @@ func TestRoundTripPoints(t *testing.T) {
 					t.Fatal(err)
 				}
 				sizes := []int{4, 3, 1}
-				want := rowKeys(f32bytes(pos), [][]byte{attrs[0].Data, attrs[1].Data, attrs[2].Data}, sizes)
+				want := rowKeys(zvftest.Float32LE(pos), [][]byte{attrs[0].Data, attrs[1].Data, attrs[2].Data}, sizes)
 				if got := rowKeys(gotV, gotA, sizes); res.Count != int64(n) || !slices.Equal(got, want) {
 					t.Fatalf("bbox read %d rows, want %d (rows equal: %v)", res.Count, n, slices.Equal(got, want))
 				}
@@ -184,10 +174,10 @@ func TestRoundTripPoints(t *testing.T) {
 							t.Fatalf("categories %v", c.Categories)
 						}
 					}
-					if !slices.Equal(rowKeys(o.Vertices.Data, ga, sizes), rowKeys(f32bytes(wv), wa[:], sizes)) {
+					if !slices.Equal(rowKeys(o.Vertices.Data, ga, sizes), rowKeys(zvftest.Float32LE(wv), wa[:], sizes)) {
 						t.Fatalf("object %d: rows differ (%d vs %d)", oid, o.Count, len(wv)/3)
 					}
-					if len(o.ObjectAttributes) != 1 || !bytes.Equal(o.ObjectAttributes[0].Data, f32bytes(volume[oid:oid+1])) {
+					if len(o.ObjectAttributes) != 1 || !bytes.Equal(o.ObjectAttributes[0].Data, zvftest.Float32LE(volume[oid:oid+1])) {
 						t.Fatalf("object %d attributes %+v", oid, o.ObjectAttributes)
 					}
 					// Coarse levels keep every object (sparsity 1).
@@ -240,7 +230,7 @@ func TestRoundTripPolylines(t *testing.T) {
 	for p := range len(pl.Offsets) - 1 {
 		o := zvftest.Object(t, l0, int64(p), []string{"fa"})
 		a, b := pl.Offsets[p], pl.Offsets[p+1]
-		if !bytes.Equal(o.Vertices.Data, f32bytes(pl.Positions[3*a:3*b])) {
+		if !bytes.Equal(o.Vertices.Data, zvftest.Float32LE(pl.Positions[3*a:3*b])) {
 			t.Fatalf("polyline %d: vertices differ", p)
 		}
 		if !bytes.Equal(o.Attributes[0].Data, pl.Attributes[0].Data[4*a:4*b]) {
@@ -303,7 +293,7 @@ func TestRoundTripGraphs(t *testing.T) {
 				t.Fatal(err)
 			}
 			l0 := readLevel(t, openStore(t, ms), 0)
-			pos := f32bytes(g.Positions)
+			pos := zvftest.Float32LE(g.Positions)
 			for oid := range int64(6) {
 				o := zvftest.Object(t, l0, oid, nil)
 				var wantV []string
@@ -356,7 +346,7 @@ func TestRoundTripMesh(t *testing.T) {
 		t.Fatal(err)
 	}
 	l0 := readLevel(t, openStore(t, ms), 0)
-	pos := f32bytes(m.Positions)
+	pos := zvftest.Float32LE(m.Positions)
 	for oid := range int64(2) {
 		o := zvftest.Object(t, l0, oid, nil)
 		if o.Count != 144 {
