@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
@@ -42,10 +43,7 @@ func textStores(t *testing.T, ch *cache.Cache) (*api.Server, []*zvf.Store) {
 		}
 		stores = append(stores, s)
 	}
-	srv, err := api.New(api.Options{Stores: stores, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: stores, Cache: ch})
 	return srv, stores
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/synth"
@@ -31,10 +32,7 @@ func TestWarmLineAnswerBytes(t *testing.T) {
 	}
 	ch := cache.New(256 << 20)
 	s := zvftest.OpenSub(t, st, "streamlines", ch)
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	h := srv.Handler()
 	lo, hi := synth.BoxFor(n, 20_000, 301)
 	req := httptest.NewRequest(http.MethodGet, bboxPath("streamlines", lo, hi, "level=0&f=bin"), nil)

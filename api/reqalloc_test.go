@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/synth"
@@ -47,10 +48,7 @@ func TestWarmRequestAllocs(t *testing.T) {
 	}
 	ch := cache.New(256 << 20)
 	s := zvftest.OpenSub(t, st, "points", ch)
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	h := srv.Handler()
 	lo, hi := synth.BoxFor(n, 1_000, 101)
 	req := httptest.NewRequest(http.MethodGet, bboxPath("points", lo, hi, "f=bin"), nil)
