@@ -74,6 +74,14 @@ func (d *discard) serve(h http.Handler, r *http.Request) {
 	h.ServeHTTP(d, r)
 }
 
+// storeHandler serves the store at prefix name of st alone, with a
+// cache of cacheBytes (large enough, the answers stay warm).
+func storeHandler(t testing.TB, st storage.Store, name string, cacheBytes int64) http.Handler {
+	ch := cache.New(cacheBytes)
+	s := zvftest.OpenSub(t, st, name, ch)
+	return apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: ch}).Handler()
+}
+
 func benchBBox(b *testing.B, want int, format string) {
 	min, max := synth.BoxFor(benchPoints, want, 301)
 	benchURL(b, bboxPath("points", min, max, "f="+format+"&connectivity=false"))
@@ -204,10 +212,7 @@ func TestBBoxBinaryAllocsConstant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := cache.New(1 << 30)
-	s := zvftest.OpenSub(t, st, "points", ch)
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	h := srv.Handler()
+	h := storeHandler(t, st, "points", 1<<30)
 	allocs := map[int]float64{}
 	for _, want := range []int{1_000, 50_000} {
 		min, max := synth.BoxFor(200_000, want, 301)

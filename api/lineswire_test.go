@@ -7,12 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/api/apitest"
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/synth"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
@@ -30,10 +25,7 @@ func TestWarmLineAnswerBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := cache.New(256 << 20)
-	s := zvftest.OpenSub(t, st, "streamlines", ch)
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	h := srv.Handler()
+	h := storeHandler(t, st, "streamlines", 256<<20)
 	lo, hi := synth.BoxFor(n, 20_000, 301)
 	req := httptest.NewRequest(http.MethodGet, bboxPath("streamlines", lo, hi, "level=0&f=bin"), nil)
 	w := &discard{h: http.Header{}}

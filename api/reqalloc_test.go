@@ -8,13 +8,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/api/apitest"
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
@@ -46,10 +41,7 @@ func TestWarmRequestAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := cache.New(256 << 20)
-	s := zvftest.OpenSub(t, st, "points", ch)
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-	h := srv.Handler()
+	h := storeHandler(t, st, "points", 256<<20)
 	lo, hi := synth.BoxFor(n, 1_000, 101)
 	req := httptest.NewRequest(http.MethodGet, bboxPath("points", lo, hi, "f=bin"), nil)
 
