@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/ragged"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -243,28 +244,10 @@ func (c *conv) readLevel(n int) error {
 	return nil
 }
 
+// parseKey is zvf.ParseKey of a key of d coordinates.
 func parseKey(s string, d int) ([]int64, bool) {
-	parts := strings.Split(s, ".")
-	if len(parts) != d {
-		return nil, false
-	}
-	k := make([]int64, d)
-	for i, p := range parts {
-		v, err := strconv.ParseInt(p, 10, 64)
-		if err != nil {
-			return nil, false
-		}
-		k[i] = v
-	}
-	return k, true
-}
-
-func keyString(k []int64) string {
-	s := make([]string, len(k))
-	for i, v := range k {
-		s[i] = strconv.FormatInt(v, 10)
-	}
-	return strings.Join(s, ".")
+	k, err := zvf.ParseKey(s)
+	return k, err == nil && len(k) == d
 }
 
 func mustJSON(v any) []byte {
@@ -550,7 +533,7 @@ func (c *conv) place(l *convLevel, f *linkFam, rec []ragged.Endpoint, directed b
 	case c.o.Duplicate:
 		var seen []string
 		for i, ep := range rec {
-			ks := keyString(ep.Chunk)
+			ks := zvf.Key(ep.Chunk).String()
 			if slices.Contains(seen, ks) {
 				continue
 			}
@@ -606,7 +589,7 @@ func (c *conv) place(l *convLevel, f *linkFam, rec []ragged.Endpoint, directed b
 		if w == 1 {
 			seg = "self"
 		}
-		ks := keyString(src)
+		ks := zvf.Key(src).String()
 		if f.cells[seg] == nil {
 			f.cells[seg], f.perms[seg] = map[string][]int64{}, map[string][]int64{}
 		}
