@@ -451,64 +451,96 @@ func cutRun(w []byte, rows []int32, a uint32) []byte {
 // continuation appends the edge from fragment f's last row, answer index
 // a, to the first row of the fragment that continues it (in c itself or
 // in another chunk), when that row is in the answer before the page's
-// end.
+// end. The cases every answer meets — a continuation in c, or into a
+// chunk the box covers or whose fragment ranks are known, at a row an
+// earlier answer looked up — take a few loads here; the rest are
+// nextRow's and nextIndex's.
 func (p *chunkPrep) continuation(o *lineOut, ai *answerIndex, next *nextChunks, c *rankedChunk, f int, a int64) {
-	if p.cont == nil { // no inverse map: no continuations
+	if f >= len(p.cont) { // no inverse map: no continuations
 		return
 	}
 	ce := &p.cont[f]
-	k := ce.in
-	if k == contNone {
-		return
-	}
 	g := int(ce.frag)
-	b := int64(-1)
-	if k == contSelf {
+	var d *rankedChunk
+	var row int32
+	switch k := ce.in; {
+	case k == contSelf:
 		// Within the chunk (a fragment split at a cell's edge): its own
 		// preparation says where g starts.
-		if g < len(p.bounds)-1 && p.bounds[g+1] > p.bounds[g] {
-			b = c.fragStart(ai.sc, p.bounds, g)
-		}
-	} else {
-		d := next.of(k)
-		if d == nil {
+		if g >= len(p.bounds)-1 || p.bounds[g+1] <= p.bounds[g] {
 			return
 		}
-		// The continuing fragment's first row: known from an earlier
-		// answer, else from its chunk's preparation (every chunk of the
-		// page has one), else from its index.
-		row := ce.row.Load()
-		if row == contRowUnknown {
-			if bounds := d.lineBounds(); bounds != nil {
-				row = -1
-				if g < len(bounds)-1 && bounds[g+1] > bounds[g] {
-					row = bounds[g]
+		d, row = c, p.bounds[g]
+	case uint(k) < uint(len(next.keyPos)) && next.keyPos[k] >= 0: // contNone is negative
+		if d = ai.byPos[next.keyPos[k]]; d == nil {
+			return
+		}
+		if row = ce.row.Load(); row == contRowUnknown {
+			var b int64
+			if row, b = ce.nextRow(d, g); row == contRowUnknown {
+				if b >= 0 && b < ai.to {
+					o.add(a, b)
 				}
-				ce.row.Store(row)
-			} else if r2, ok := fragFirst(d.cv, g); ok {
-				b = d.at(r2)
+				return
 			}
 		}
-		switch {
-		case row < 0:
-		case d.all:
-			b = d.start + int64(row)
-		default:
-			// Its place among the cut chunk's matching rows, from its
-			// fragment ranks (or, when this answer holds the chunk
-			// without a preparation, its index).
-			if bounds := d.lineBounds(); g < len(bounds)-1 {
-				if i := d.fragRanks(ai.sc, bounds)[g]; int(i) < len(d.rows) && d.rows[i] == row {
-					b = d.start + int64(i)
-				}
-			} else {
-				b = d.at(int64(row))
-			}
+		if row < 0 { // an empty fragment
+			return
 		}
+	default:
+		return
+	}
+	var b int64
+	switch fr := d.fragRank; {
+	case d.all:
+		b = d.start + int64(row)
+	case g < len(fr)-1:
+		// A cut chunk ranked already: row's place among its matching
+		// rows, if it is one.
+		i := fr[g]
+		if int(i) >= len(d.rows) || d.rows[i] != row {
+			return
+		}
+		b = d.start + int64(i)
+	default:
+		b = d.nextIndex(ai.sc, g, row)
 	}
 	if b >= 0 && b < ai.to {
 		o.add(a, b)
 	}
+}
+
+// nextRow looks up, for a continuation into chunk d's fragment g, the
+// first row of g (-1 when g is empty) in d's preparation and keeps it in
+// ce for later answers. Without a preparation it returns contRowUnknown
+// and b, the answer index of g's first row from d's index (-1: none).
+func (ce *contEntry) nextRow(d *rankedChunk, g int) (row int32, b int64) {
+	if bounds := d.lineBounds(); bounds != nil {
+		row = -1
+		if g < len(bounds)-1 && bounds[g+1] > bounds[g] {
+			row = bounds[g]
+		}
+		ce.row.Store(row)
+		return row, -1
+	}
+	if r, ok := fragFirst(d.cv, g); ok {
+		return contRowUnknown, d.at(r)
+	}
+	return contRowUnknown, -1
+}
+
+// nextIndex returns the answer index of row, the first of fragment g of
+// cut chunk d, -1 when it is not a matching row: from d's fragment ranks
+// (made now), or, when this answer holds d without a preparation, its
+// index.
+func (d *rankedChunk) nextIndex(sc *bboxScratch, g int, row int32) int64 {
+	if bounds := d.lineBounds(); g < len(bounds)-1 {
+		if i := d.fragRanks(sc, bounds)[g]; int(i) < len(d.rows) && d.rows[i] == row {
+			return d.start + int64(i)
+		}
+		return -1
+	}
+	return d.at(int64(row))
 }
 
 // fragStart returns the answer index of the first row of fragment g

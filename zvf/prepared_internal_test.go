@@ -204,9 +204,11 @@ func TestWholeEdgesAsTheWalk(t *testing.T) {
 		// The other chunk: covered, before this one in the answer, its
 		// fragment g holding rows [2g, 2g+2) but the empty fragment 1.
 		d := &rankedChunk{all: true, start: 3, cv: &chunkVerts{rows: 6}, bounds: []int32{0, 2, 2, 4, 6}, boundsRead: true}
-		answer := func(p *chunkPrep) []byte {
-			for f := range p.cont {
-				p.cont[f].row.Store(contRowUnknown) // each answer looks the rows up again
+		answer := func(p *chunkPrep, known bool) []byte {
+			if !known {
+				for f := range p.cont {
+					p.cont[f].row.Store(contRowUnknown) // each answer looks the rows up again
+				}
 			}
 			c := &rankedChunk{all: true, start: 9 + int64(r.IntN(3)), cv: cv}
 			sc := &bboxScratch{}
@@ -217,12 +219,16 @@ func TestWholeEdgesAsTheWalk(t *testing.T) {
 			p.lineEdges(&o, ai, c)
 			return o.w
 		}
+		// Each twice: first looking the continuing rows up, then with
+		// the rows the first answer kept (coveredNext's case).
 		seed := r.Uint64()
-		r = rand.New(rand.NewPCG(seed, 1))
-		got := answer(p)
-		r = rand.New(rand.NewPCG(seed, 1))
-		if want := answer(&walk); !slices.Equal(got, want) {
-			t.Fatalf("trial %d: bounds %v, inverse %+v:\nprepared %v\nwalk     %v", trial, bounds, ci, got, want)
+		for _, known := range []bool{false, true} {
+			r = rand.New(rand.NewPCG(seed, 1))
+			got := answer(p, known)
+			r = rand.New(rand.NewPCG(seed, 1))
+			if want := answer(&walk, known); !slices.Equal(got, want) {
+				t.Fatalf("trial %d (rows known: %v): bounds %v, inverse %+v:\nprepared %v\nwalk     %v", trial, known, bounds, ci, got, want)
+			}
 		}
 	}
 }
