@@ -405,10 +405,17 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 		// pair is stored and kept (n advanced) without a branch.
 		o.w = slices.Grow(o.w, 16*int(hi-lo))
 	}
-	for f := p.frag(rows[lo], 0); f < len(bounds)-1; f++ {
+	nf := len(bounds) - 1
+	fr = fr[:nf+1]
+	for f := p.frag(rows[lo], 0); f < nf; f++ {
 		s, e := int64(fr[f]), int64(fr[f+1])
 		if s >= hi {
 			break
+		}
+		if e == s {
+			// No matching row: most fragments of a chunk a coarse
+			// level's box cuts (a row or two a fragment).
+			continue
 		}
 		if o.wire {
 			if i0, end := max(s+1, lo), min(e, hi); i0 < end {
