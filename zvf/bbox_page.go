@@ -140,7 +140,7 @@ type rankedChunk struct {
 	rows  []int32 // matching rows, ascending (when !all)
 	ranks []int32 // per chunk row: rank among the matching rows + 1, 0 outside; nil until dense
 	// fragRank: per fragment, the rank of its first row among the
-	// matching rows (or of the next matching row); nil until fragStart.
+	// matching rows (or of the next matching row); nil until fragRanks.
 	fragRank []int32
 	// bounds: the fragment bounds of cv's preparation, nil when none;
 	// read once an answer (lineBounds).

@@ -478,8 +478,8 @@ func (p *chunkPrep) continuation(o *lineOut, ai *answerIndex, next *nextChunks, 
 			return
 		}
 		d, row = c, p.bounds[g]
-	case uint(k) < uint(len(next.keyPos)) && next.keyPos[k] >= 0: // contNone is negative
-		if d = ai.byPos[next.keyPos[k]]; d == nil {
+	case k >= 0: // contNone is negative
+		if d = next.of(k); d == nil {
 			return
 		}
 		if row = ce.row.Load(); row == contRowUnknown {
@@ -548,18 +548,6 @@ func (d *rankedChunk) nextIndex(sc *bboxScratch, g int, row int32) int64 {
 		return -1
 	}
 	return d.at(int64(row))
-}
-
-// fragStart returns the answer index of the first row of fragment g
-// (bounds: c's preparation's), -1 when that row is not in the answer.
-func (c *rankedChunk) fragStart(sc *bboxScratch, bounds []int32, g int) int64 {
-	if c.all {
-		return c.start + int64(bounds[g])
-	}
-	if i := c.fragRanks(sc, bounds)[g]; int(i) < len(c.rows) && c.rows[i] == bounds[g] {
-		return c.start + int64(i)
-	}
-	return -1
 }
 
 // fragRanks returns c's fragment ranks (see fragRanks), learnt on the
