@@ -844,6 +844,7 @@ type boxTest struct {
 	min, max []float64
 	f32      bool
 	lo, hi   [3]float32
+	bits     rowBits // lo, hi as runs of bits, where they are (f32)
 	// cover, when set (setCover), holds per axis the run of chunk
 	// coordinates whose cells the box covers, so a chunk's cut axes are
 	// integer compares instead of cutAxes' float arithmetic per chunk.
@@ -914,6 +915,7 @@ func newBoxTest(dt zarr.DataType, d int, min, max []float64) boxTest {
 		for i := range 3 {
 			t.lo[i], t.hi[i] = f32Bounds(min[i], max[i])
 		}
+		t.bits = newRowBits(t.lo, t.hi)
 	}
 	return t
 }
@@ -940,11 +942,31 @@ func f32Bounds(min, max float64) (lo, hi float32) {
 	return lo, hi
 }
 
+// bitsFor says whether the rows can be tested on axes (0: every axis)
+// as bits (see rowBits), and how: the one axis tested (or -1) and the
+// runs the kernels take.
+func (t *boxTest) bitsFor(axes uint8) (ok bool, axis int, runs [6]uint32) {
+	if axes == 0 {
+		axes = 7
+	}
+	if !t.f32 || axes&t.bits.ok != axes {
+		return false, 0, runs
+	}
+	axis = -1
+	if axes&(axes-1) == 0 {
+		axis = bits.TrailingZeros8(axes)
+	}
+	return true, axis, t.bits.axes3(axes)
+}
+
 // appendMatches appends the rows in [a, b) inside the box, tested on the
 // axes set in axes (the caller knows the rows hold on the others).
 func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) []int32 {
 	if !t.f32 {
 		return appendMatches(out, data, t.dt, t.d, a, b, t.min, t.max)
+	}
+	if ok, axis, runs := t.bitsFor(axes); ok {
+		return matchBits(out, nil, data[12*a:12*b], int32(a), axis, &runs)
 	}
 	n := len(out)
 	out = slices.Grow(out, b-a)[:n+b-a]
@@ -975,6 +997,10 @@ func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) 
 // appends each matching row's 12 bytes to vout: every tested row is
 // written and the ends advance only for a match, as the rows do.
 func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, axes uint8) ([]int32, []byte) {
+	if ok, axis, runs := t.bitsFor(axes); ok {
+		out = matchBits(out, &vout, data[12*a:12*b], int32(a), axis, &runs)
+		return out, vout
+	}
 	n, v := len(out), len(vout)
 	out = slices.Grow(out, b-a)[:n+b-a]
 	vout = slices.Grow(vout, 12*(b-a))[:v+12*(b-a)]
@@ -1010,6 +1036,9 @@ func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, ax
 // appendCopy is appendMatchesCopy without the row numbers: it appends
 // the 12 bytes of each row of [a, b) inside the box to vout.
 func (t *boxTest) appendCopy(vout, data []byte, a, b int, axes uint8) []byte {
+	if ok, axis, runs := t.bitsFor(axes); ok {
+		return copyBits(vout, data[12*a:12*b], axis, &runs)
+	}
 	v := len(vout)
 	vout = slices.Grow(vout, 12*(b-a))[:v+12*(b-a)]
 	if axes != 0 && axes&(axes-1) == 0 {

@@ -9,47 +9,79 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
-// FuzzBoxTest: the float32 comparisons of boxTest give, row for row, the
-// verdict of the float64 test of every row (appendMatches), on every axis
-// and on one axis alone, for any row bits (NaN, ±Inf, subnormals) and any
-// box (bounds between float32 values, beyond their range, infinite); and
-// copying rows as they are found copies exactly the rows found.
+// FuzzBoxTest: every row kernel of boxTest (row numbers, numbers and
+// bytes, bytes alone; on every axis, on one, on two) gives, row for row,
+// the verdict of the plain float64 test of the axes it tests, for any row
+// bits (NaN, ±Inf, -0, subnormals) and any box (bounds between float32
+// values, beyond their range, infinite, around zero, empty), from any
+// first row; the bits kernels (rowBits) and the float ones alike.
 func FuzzBoxTest(f *testing.F) {
-	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64}, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0)                               // a row on the box
-	f.Add([]byte{205, 204, 204, 61, 0, 0, 0, 0, 0, 0, 0, 0}, 0.1, 0.0, 0.0, 0.1, 0.0, 0.0)                              // 0.1 is no float32
-	f.Add([]byte{255, 255, 127, 127, 0, 0, 128, 127, 0, 0, 192, 127}, -1e300, -1e300, -1e300, 1e300, math.Inf(1), 1e39) // max, +Inf, NaN
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 128, 0, 0, 128, 255}, 0.0, math.Inf(-1), math.Inf(-1), 1e-45, 0.0, 0.0)           // subnormal, -0, -Inf
+	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64}, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0, uint8(0))                               // a row on the box
+	f.Add([]byte{205, 204, 204, 61, 0, 0, 0, 0, 0, 0, 0, 0}, 0.1, 0.0, 0.0, 0.1, 0.0, 0.0, uint8(0))                              // 0.1 is no float32
+	f.Add([]byte{255, 255, 127, 127, 0, 0, 128, 127, 0, 0, 192, 127}, -1e300, -1e300, -1e300, 1e300, math.Inf(1), 1e39, uint8(0)) // max, +Inf, NaN
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 128, 0, 0, 128, 255}, 0.0, math.Inf(-1), math.Inf(-1), 1e-45, 0.0, 0.0, uint8(0))           // subnormal, -0, -Inf
+	// Rows tested as bits: ranges above zero and below it, bounds
+	// between float32 values, subnormal, infinite; -0, NaN of either
+	// sign and rows of the other sign among the rows; a first row past 0.
+	rows := slices.Concat(row(1, 2, 3), row(-1, -2, -3), row(float32(math.Copysign(0, -1)), 0, 1e-45),
+		row(float32(math.NaN()), 2, 3), row(-float32(math.NaN()), -2, -3), row(float32(math.Inf(1)), float32(math.Inf(-1)), 0.1),
+		row(1.5, 2.5, 3.5), row(-1e-45, -0.1, 3e38), row(0.1, 0.2, 0.3))
+	f.Add(rows, 0.5, 1.0, 0.1, 2.0, 3.0, 4.0, uint8(2))
+	f.Add(rows, -2.0, -3.0, -4.0, -0.5, -1.5, -1e-45, uint8(1))
+	f.Add(rows, 1e-45, 0.1, 1e-46, math.Inf(1), 0.30000001, 3e38, uint8(0))
+	f.Add(rows, math.Inf(-1), -0.1, -3.0, -1e-45, -0.1, -2.9999999, uint8(3))
+	f.Add(rows, 0.0, -2.0, -1e-46, 2.0, 0.0, 4.0, uint8(0)) // ranges from zero, to zero, around it
+	f.Add(rows, math.Copysign(0, -1), -1e-46, math.Inf(-1), 1e-46, math.Copysign(0, -1), math.Inf(1), uint8(1))
 	dt, err := zarr.ParseDataType("float32")
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, data []byte, x0, y0, z0, x1, y1, z1 float64) {
+	f.Fuzz(func(t *testing.T, data []byte, x0, y0, z0, x1, y1, z1 float64, first uint8) {
 		data = data[:len(data)/12*12]
 		rows := len(data) / 12
+		a := min(int(first), rows)
 		min, max := []float64{x0, y0, z0}, []float64{x1, y1, z1}
 		bt := newBoxTest(dt, 3, min, max)
-		got := bt.appendMatches(nil, data, 0, rows, 7)
-		if want := appendMatches(nil, data, dt, 3, 0, rows, min, max); !slices.Equal(got, want) {
+		if got, want := bt.appendMatches(nil, data, a, rows, 7), appendMatches(nil, data, dt, 3, a, rows, min, max); !slices.Equal(got, want) {
 			t.Fatalf("every axis: rows %v, float64 test %v", got, want)
 		}
-		for axes := uint8(1); axes <= 7; axes++ { // and with the rows' bytes copied as they are found
-			rs := bt.appendMatches(nil, data, 0, rows, axes)
-			gotRows, gotBytes := bt.appendMatchesCopy([]int32{-1}, []byte("pre"), data, 0, rows, axes)
-			if !slices.Equal(gotRows[1:], rs) || string(gotBytes[:3]) != "pre" || !slices.Equal(gotBytes[3:], gather(nil, data, rs, 12)) {
-				t.Fatalf("axes %b: copying finds rows %v and bytes %x, not %v", axes, gotRows[1:], gotBytes[3:], rs)
-			}
-		}
-		for i := range 3 {
-			got := bt.appendMatches(nil, data, 0, rows, 1<<i)
-			var want []int32
-			for r := range rows {
+		inAxes := func(r int, axes uint8) bool { // the float64 test of a row on axes
+			for i := range 3 {
 				v := float64(math.Float32frombits(binary.LittleEndian.Uint32(data[12*r+4*i:])))
-				if v >= min[i] && v <= max[i] {
-					want = append(want, int32(r))
+				if axes&(1<<i) != 0 && !(v >= min[i] && v <= max[i]) {
+					return false
 				}
 			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("axis %d: rows %v, float64 test %v", i, got, want)
+			return true
+		}
+		for axes := uint8(0); axes <= 7; axes++ {
+			// A kernel may test more axes than asked (the caller knows
+			// the rows hold on them): the rows it is given hold there.
+			tested := axes
+			if tested == 0 {
+				tested = 7
+			}
+			sub := slices.Clone(data[:12*a])
+			var want []int32
+			for r := a; r < rows; r++ {
+				if !inAxes(r, 7&^tested) {
+					continue
+				}
+				if inAxes(r, tested) {
+					want = append(want, int32(len(sub)/12))
+				}
+				sub = append(sub, data[12*r:12*r+12]...)
+			}
+			data, rows := sub, len(sub)/12
+			wantBytes := gather([]byte("pre"), data, want, 12)
+			if got := bt.appendMatches([]int32{-1}, data, a, rows, axes); !slices.Equal(got[1:], want) {
+				t.Fatalf("axes %03b: rows %v, float64 test %v", axes, got[1:], want)
+			}
+			if got, gotBytes := bt.appendMatchesCopy([]int32{-1}, []byte("pre"), data, a, rows, axes); !slices.Equal(got[1:], want) || !slices.Equal(gotBytes, wantBytes) {
+				t.Fatalf("axes %03b: copying finds rows %v and bytes %x, float64 test %v", axes, got[1:], gotBytes, want)
+			}
+			if got := bt.appendCopy([]byte("pre"), data, a, rows, axes); !slices.Equal(got, wantBytes) {
+				t.Fatalf("axes %03b: copying bytes alone finds %x, float64 test %x", axes, got, wantBytes)
 			}
 		}
 	})
