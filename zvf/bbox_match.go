@@ -945,7 +945,7 @@ func f32Bounds(min, max float64) (lo, hi float32) {
 // bitsFor says whether the rows can be tested on axes (0: every axis)
 // as bits (see rowBits), and how: the one axis tested (or -1) and the
 // runs the kernels take.
-func (t *boxTest) bitsFor(axes uint8) (ok bool, axis int, runs [6]uint32) {
+func (t *boxTest) bitsFor(axes uint8) (ok bool, axis int, runs bitRuns) {
 	if axes == 0 {
 		axes = 7
 	}
@@ -956,7 +956,7 @@ func (t *boxTest) bitsFor(axes uint8) (ok bool, axis int, runs [6]uint32) {
 	if axes&(axes-1) == 0 {
 		axis = bits.TrailingZeros8(axes)
 	}
-	return true, axis, t.bits.axes3(axes)
+	return true, axis, t.bits.runs(axes)
 }
 
 // appendMatches appends the rows in [a, b) inside the box, tested on the

@@ -126,3 +126,51 @@ func BenchmarkAppendMatchesCopy(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBoxTestKernels: the cut bins' row kernels — bytes alone (a
+// binary answer of vertices), numbers and bytes, numbers — on 4,096
+// uniform rows, half of them kept, tested on one axis (a bin on a face of
+// the box) or on three; the box's ranges above zero (tested as bits) or
+// around it (tested as floats). ns per row tested.
+func BenchmarkBoxTestKernels(b *testing.B) {
+	dt, err := zarr.ParseDataType("float32")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const rows = 4096
+	for _, at := range []struct {
+		name string
+		base float32 // rows uniform in [base, base+1)
+	}{{"above-zero", 1}, {"around-zero", -0.5}} {
+		data := make([]byte, 12*rows)
+		seed := uint32(1)
+		for i := 0; i < 3*rows; i++ {
+			seed = seed*1664525 + 1013904223
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(at.base+float32(seed>>8)/float32(1<<24)))
+		}
+		lo, hi := float64(at.base), float64(at.base)+1
+		bt := newBoxTest(dt, 3, []float64{lo + 0.5, lo, lo}, []float64{hi, hi, hi})
+		out, vout := make([]int32, 0, rows), make([]byte, 0, 12*rows)
+		for _, axes := range []uint8{1, 7} {
+			name := at.name + "/one-axis"
+			if axes == 7 {
+				name = at.name + "/three-axes"
+			}
+			for _, k := range []struct {
+				name string
+				run  func()
+			}{
+				{"bytes", func() { vout = bt.appendCopy(vout[:0], data, 0, rows, axes) }},
+				{"numbered-bytes", func() { out, vout = bt.appendMatchesCopy(out[:0], vout[:0], data, 0, rows, axes) }},
+				{"numbered", func() { out = bt.appendMatches(out[:0], data, 0, rows, axes) }},
+			} {
+				b.Run(name+"/"+k.name, func(b *testing.B) {
+					for b.Loop() {
+						k.run()
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
+				})
+			}
+		}
+	}
+}

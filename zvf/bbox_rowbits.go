@@ -9,19 +9,19 @@ import (
 // Rows tested as bits. A float32 range [lo, hi] that lies wholly above
 // zero (lo > 0) or wholly below it (hi < 0) is a run of the values' bit
 // patterns read as unsigned integers: positive floats order as their
-// bits, negative ones in reverse. So a row's value is inside exactly
-// when bits-l <= w (uint32, wrapping) for l the run's first pattern and
-// w its width: one subtraction and one unsigned compare an axis, no
-// float compare. Patterns outside the run are rejected whatever they
-// are: the other sign, -0 and +0 (the run holds no zero), NaN (beyond
-// ±Inf's pattern on its side). A range that holds a zero would be two
-// runs (-0's and +0's), and an empty one none: those axes keep the float
-// test (rowBits' ok lacks them).
+// bits, negative ones in reverse. So a row's value x is inside exactly
+// when x-l < w+1 for l the run's first pattern and w its width (x-l a
+// uint32, wrapping; the compare in int64, so its sign is the verdict and
+// three axes' verdicts are one AND): no float compare. Patterns outside
+// the run are rejected whatever they are: the other sign, -0 and +0 (the
+// run holds no zero), NaN (beyond ±Inf's pattern on its side). A range
+// that holds a zero would be two runs (-0's and +0's), and an empty one
+// none: those axes keep the float test (rowBits' ok lacks them).
 //
-// The kernels below test four rows a step: each row is written (its
-// number, its bytes) and the ends advance only for a row inside, as the
-// float kernels do; a step's offsets are sums of masked bits the
-// compiler bounds, so its writes into a fixed-size view need no check.
+// The kernels test four rows a step: each row is written (its number,
+// its bytes) and the ends advance only for a row inside, as the float
+// kernels do; a step's offsets are sums of bits the compiler bounds, so
+// its writes into a fixed-size view need no check.
 
 // rowBits are a box's float32 bounds as runs of bits, per axis: l, w
 // where the axis's bit in ok is set.
@@ -48,140 +48,183 @@ func newRowBits(lo, hi [3]float32) rowBits {
 	return b
 }
 
-// axes3 is the runs of the axes in axes, every pattern on the others
-// (the caller knows the rows hold there), as the kernels take them.
-func (b *rowBits) axes3(axes uint8) (runs [6]uint32) {
+// bitRuns are the runs the kernels take: per axis its first pattern l
+// and its width plus one, l at 2i and w+1 at 2i+1.
+type bitRuns [6]int64
+
+// runs is the runs of the axes in axes, and every pattern on the others
+// (the caller knows the rows hold there).
+func (b *rowBits) runs(axes uint8) (r bitRuns) {
 	for i := range 3 {
-		runs[2*i], runs[2*i+1] = 0, math.MaxUint32
+		r[2*i], r[2*i+1] = 0, 1<<32
 		if axes&(1<<i) != 0 {
-			runs[2*i], runs[2*i+1] = b.l[i], b.w[i]
+			r[2*i], r[2*i+1] = int64(b.l[i]), int64(b.w[i])+1
 		}
 	}
-	return runs
+	return r
 }
 
-// outBits is negative exactly when x is outside the run (l, w).
-func outBits(x, l, w uint32) int64 { return int64(w) - int64(x-l) }
+// The helpers below are flat expressions: an inlined call that calls
+// another leaves a marker instruction in the loop.
 
-// out3 is negative exactly when row p is outside the runs on some axis.
-func out3(p *[12]byte, lx, wx, ly, wy, lz, wz uint32) int64 {
-	return outBits(binary.LittleEndian.Uint32(p[0:]), lx, wx) |
-		outBits(binary.LittleEndian.Uint32(p[4:]), ly, wy) |
-		outBits(binary.LittleEndian.Uint32(p[8:]), lz, wz)
+// keep1 is 1 when x lies in the run (l, w1 = w+1), else 0; keep12 is 12
+// then.
+func keep1(x, l uint32, w1 int64) uint  { return uint(int64(x-l)-w1) >> 63 }
+func keep12(x, l uint32, w1 int64) uint { return uint((int64(x-l)-w1)>>63) & 12 }
+
+// keep3 is 1 when row p lies in the runs on every axis, else 0; keep312
+// is 12 then.
+func keep3(p *[12]byte, lx, ly, lz uint32, wx, wy, wz int64) uint {
+	return uint((int64(binary.LittleEndian.Uint32(p[0:])-lx)-wx)&
+		(int64(binary.LittleEndian.Uint32(p[4:])-ly)-wy)&
+		(int64(binary.LittleEndian.Uint32(p[8:])-lz)-wz)) >> 63
+}
+func keep312(p *[12]byte, lx, ly, lz uint32, wx, wy, wz int64) uint {
+	return uint(((int64(binary.LittleEndian.Uint32(p[0:])-lx)-wx)&
+		(int64(binary.LittleEndian.Uint32(p[4:])-ly)-wy)&
+		(int64(binary.LittleEndian.Uint32(p[8:])-lz)-wz))>>63) & 12
 }
 
-// in1 is 1 when o (outBits') says inside, else 0; in12 is 12 then.
-func in1(o int64) uint  { return uint(^o) >> 63 }
-func in12(o int64) uint { return uint(^(o >> 63)) & 12 }
+// axisOff is the offset of axis (0, 1 or 2) in a row, bounded so the
+// compiler knows a value read there lies in the row.
+func axisOff(axis int) uint {
+	x := uint(4 * axis)
+	if x > 8 {
+		x = 8
+	}
+	return x
+}
+
+// rowKeep is keep1 of one row on the runs, for the kernels' last rows
+// (axis as theirs).
+func rowKeep(p *[12]byte, axis int, runs *bitRuns) uint {
+	if axis >= 0 {
+		return keep1(binary.LittleEndian.Uint32(p[axisOff(axis):]), uint32(runs[2*axis]), runs[2*axis+1])
+	}
+	return keep3(p, uint32(runs[0]), uint32(runs[2]), uint32(runs[4]), runs[1], runs[3], runs[5])
+}
 
 // copyBits appends to vout the 12 bytes of each row of src inside the
 // runs (axis is the one axis tested, or -1 for runs of every axis).
-func copyBits(vout, src []byte, axis int, runs *[6]uint32) []byte {
+func copyBits(vout, src []byte, axis int, runs *bitRuns) []byte {
 	v := len(vout)
 	vout = slices.Grow(vout, len(src))[:v+len(src)]
 	dst := vout[v:]
 	var n uint
-	i := 48
 	if axis >= 0 {
-		l, w := runs[2*axis], runs[2*axis+1]
-		off := 4 * axis
-		for ; i <= len(src); i += 48 {
-			s := (*[48]byte)(src[i-48 : i])
-			x := (*[40]byte)(src[i-48+off : i-8+off]) // the axis's values at 0, 12, 24, 36
-			d := (*[48]byte)(dst[n : n+48])
+		x, l, w := axisOff(axis), uint32(runs[2*axis]), runs[2*axis+1]
+		for ; len(src) >= 48; src = src[48:] {
+			s, d := (*[48]byte)(src), (*[48]byte)(dst[n:n+48])
 			*(*[12]byte)(d[0:12]) = [12]byte(s[0:12])
-			o := in12(outBits(binary.LittleEndian.Uint32(x[0:]), l, w))
+			o := keep12(binary.LittleEndian.Uint32(s[x:]), l, w)
 			*(*[12]byte)(d[o : o+12]) = [12]byte(s[12:24])
-			o += in12(outBits(binary.LittleEndian.Uint32(x[12:]), l, w))
+			o += keep12(binary.LittleEndian.Uint32(s[12+x:]), l, w)
 			*(*[12]byte)(d[o : o+12]) = [12]byte(s[24:36])
-			o += in12(outBits(binary.LittleEndian.Uint32(x[24:]), l, w))
+			o += keep12(binary.LittleEndian.Uint32(s[24+x:]), l, w)
 			*(*[12]byte)(d[o : o+12]) = [12]byte(s[36:48])
-			o += in12(outBits(binary.LittleEndian.Uint32(x[36:]), l, w))
-			n += o
+			n += o + keep12(binary.LittleEndian.Uint32(s[36+x:]), l, w)
 		}
 	} else {
-		lx, wx, ly, wy, lz, wz := runs[0], runs[1], runs[2], runs[3], runs[4], runs[5]
-		for ; i <= len(src); i += 48 {
-			s := (*[48]byte)(src[i-48 : i])
-			d := (*[48]byte)(dst[n : n+48])
+		lx, ly, lz, wx, wy, wz := uint32(runs[0]), uint32(runs[2]), uint32(runs[4]), runs[1], runs[3], runs[5]
+		for ; len(src) >= 48; src = src[48:] {
+			s, d := (*[48]byte)(src), (*[48]byte)(dst[n:n+48])
 			*(*[12]byte)(d[0:12]) = [12]byte(s[0:12])
-			o := in12(out3((*[12]byte)(s[0:12]), lx, wx, ly, wy, lz, wz))
+			o := keep312((*[12]byte)(s[0:12]), lx, ly, lz, wx, wy, wz)
 			*(*[12]byte)(d[o : o+12]) = [12]byte(s[12:24])
-			o += in12(out3((*[12]byte)(s[12:24]), lx, wx, ly, wy, lz, wz))
+			o += keep312((*[12]byte)(s[12:24]), lx, ly, lz, wx, wy, wz)
 			*(*[12]byte)(d[o : o+12]) = [12]byte(s[24:36])
-			o += in12(out3((*[12]byte)(s[24:36]), lx, wx, ly, wy, lz, wz))
+			o += keep312((*[12]byte)(s[24:36]), lx, ly, lz, wx, wy, wz)
 			*(*[12]byte)(d[o : o+12]) = [12]byte(s[36:48])
-			o += in12(out3((*[12]byte)(s[36:48]), lx, wx, ly, wy, lz, wz))
-			n += o
+			n += o + keep312((*[12]byte)(s[36:48]), lx, ly, lz, wx, wy, wz)
 		}
 	}
 	// The last rows, fewer than four, one at a time.
-	for r := i - 48; r+12 <= len(src); r += 12 {
-		p := (*[12]byte)(src[r : r+12])
+	for ; len(src) >= 12; src = src[12:] {
+		p := (*[12]byte)(src)
 		*(*[12]byte)(dst[n : n+12]) = *p
-		n += in12(rowOut(p, axis, runs))
+		n += 12 * rowKeep(p, axis, runs)
 	}
 	return vout[:v+int(n)]
-}
-
-// rowOut is out3 of one row for copyBits' and matchBits' last rows.
-func rowOut(p *[12]byte, axis int, runs *[6]uint32) int64 {
-	if axis >= 0 {
-		return outBits(binary.LittleEndian.Uint32(p[4*axis:]), runs[2*axis], runs[2*axis+1])
-	}
-	return out3(p, runs[0], runs[1], runs[2], runs[3], runs[4], runs[5])
 }
 
 // matchBits appends to out the numbers of the rows of src inside the
 // runs (src's first row is row r), and, when vout is not nil, their 12
 // bytes to *vout; axis as copyBits'.
-func matchBits(out []int32, vout *[]byte, src []byte, r int32, axis int, runs *[6]uint32) []int32 {
-	k := len(out)
-	rows := len(src) / 12
+func matchBits(out []int32, vout *[]byte, src []byte, r int32, axis int, runs *bitRuns) []int32 {
+	k, rows := len(out), len(src)/12
 	out = slices.Grow(out, rows)[:k+rows]
 	nums := out[k:]
+	var dst []byte // the bytes' room (vout set)
+	v := 0
 	if vout != nil {
-		// Numbers and bytes in one pass would keep twice the ends in
-		// registers; the bytes are copied by the same test first.
-		*vout = copyBits(*vout, src, axis, runs)
+		v = len(*vout)
+		*vout = slices.Grow(*vout, len(src))[:v+len(src)]
+		dst = (*vout)[v:]
 	}
 	var n uint
-	i := 48
-	if axis >= 0 {
-		l, w := runs[2*axis], runs[2*axis+1]
-		off := 4 * axis
-		for ; i <= len(src); i, r = i+48, r+4 {
-			x := (*[40]byte)(src[i-48+off : i-8+off])
-			d := (*[4]int32)(nums[n : n+4])
-			d[0] = r
-			o := in1(outBits(binary.LittleEndian.Uint32(x[0:]), l, w))
-			d[o] = r + 1
-			o += in1(outBits(binary.LittleEndian.Uint32(x[12:]), l, w))
-			d[o] = r + 2
-			o += in1(outBits(binary.LittleEndian.Uint32(x[24:]), l, w))
-			d[o] = r + 3
-			o += in1(outBits(binary.LittleEndian.Uint32(x[36:]), l, w))
-			n += o
+	x, l, w := axisOff(max(axis, 0)), uint32(runs[2*max(axis, 0)]), runs[2*max(axis, 0)+1]
+	lx, ly, lz, wx, wy, wz := uint32(runs[0]), uint32(runs[2]), uint32(runs[4]), runs[1], runs[3], runs[5]
+	switch {
+	case vout != nil && axis >= 0:
+		// Numbers and bytes: each row's test is made once for both.
+		for ; len(src) >= 48; src, r = src[48:], r+4 {
+			s, d, dv := (*[48]byte)(src), (*[4]int32)(nums[n:n+4]), (*[48]byte)(dst[12*n:12*n+48])
+			d[0], *(*[12]byte)(dv[0:12]) = r, [12]byte(s[0:12])
+			o := keep1(binary.LittleEndian.Uint32(s[x:]), l, w)
+			d[o], *(*[12]byte)(dv[12*o : 12*o+12]) = r+1, [12]byte(s[12:24])
+			o += keep1(binary.LittleEndian.Uint32(s[12+x:]), l, w)
+			d[o], *(*[12]byte)(dv[12*o : 12*o+12]) = r+2, [12]byte(s[24:36])
+			o += keep1(binary.LittleEndian.Uint32(s[24+x:]), l, w)
+			d[o], *(*[12]byte)(dv[12*o : 12*o+12]) = r+3, [12]byte(s[36:48])
+			n += o + keep1(binary.LittleEndian.Uint32(s[36+x:]), l, w)
 		}
-	} else {
-		lx, wx, ly, wy, lz, wz := runs[0], runs[1], runs[2], runs[3], runs[4], runs[5]
-		for ; i <= len(src); i, r = i+48, r+4 {
-			s := (*[48]byte)(src[i-48 : i])
-			d := (*[4]int32)(nums[n : n+4])
+	case vout != nil:
+		for ; len(src) >= 48; src, r = src[48:], r+4 {
+			s, d, dv := (*[48]byte)(src), (*[4]int32)(nums[n:n+4]), (*[48]byte)(dst[12*n:12*n+48])
+			d[0], *(*[12]byte)(dv[0:12]) = r, [12]byte(s[0:12])
+			o := keep3((*[12]byte)(s[0:12]), lx, ly, lz, wx, wy, wz)
+			d[o], *(*[12]byte)(dv[12*o : 12*o+12]) = r+1, [12]byte(s[12:24])
+			o += keep3((*[12]byte)(s[12:24]), lx, ly, lz, wx, wy, wz)
+			d[o], *(*[12]byte)(dv[12*o : 12*o+12]) = r+2, [12]byte(s[24:36])
+			o += keep3((*[12]byte)(s[24:36]), lx, ly, lz, wx, wy, wz)
+			d[o], *(*[12]byte)(dv[12*o : 12*o+12]) = r+3, [12]byte(s[36:48])
+			n += o + keep3((*[12]byte)(s[36:48]), lx, ly, lz, wx, wy, wz)
+		}
+	case axis >= 0:
+		for ; len(src) >= 48; src, r = src[48:], r+4 {
+			s, d := (*[48]byte)(src), (*[4]int32)(nums[n:n+4])
 			d[0] = r
-			o := in1(out3((*[12]byte)(s[0:12]), lx, wx, ly, wy, lz, wz))
+			o := keep1(binary.LittleEndian.Uint32(s[x:]), l, w)
 			d[o] = r + 1
-			o += in1(out3((*[12]byte)(s[12:24]), lx, wx, ly, wy, lz, wz))
+			o += keep1(binary.LittleEndian.Uint32(s[12+x:]), l, w)
 			d[o] = r + 2
-			o += in1(out3((*[12]byte)(s[24:36]), lx, wx, ly, wy, lz, wz))
+			o += keep1(binary.LittleEndian.Uint32(s[24+x:]), l, w)
 			d[o] = r + 3
-			o += in1(out3((*[12]byte)(s[36:48]), lx, wx, ly, wy, lz, wz))
-			n += o
+			n += o + keep1(binary.LittleEndian.Uint32(s[36+x:]), l, w)
+		}
+	default:
+		for ; len(src) >= 48; src, r = src[48:], r+4 {
+			s, d := (*[48]byte)(src), (*[4]int32)(nums[n:n+4])
+			d[0] = r
+			o := keep3((*[12]byte)(s[0:12]), lx, ly, lz, wx, wy, wz)
+			d[o] = r + 1
+			o += keep3((*[12]byte)(s[12:24]), lx, ly, lz, wx, wy, wz)
+			d[o] = r + 2
+			o += keep3((*[12]byte)(s[24:36]), lx, ly, lz, wx, wy, wz)
+			d[o] = r + 3
+			n += o + keep3((*[12]byte)(s[36:48]), lx, ly, lz, wx, wy, wz)
 		}
 	}
-	for j := i - 48; j+12 <= len(src); j, r = j+12, r+1 {
+	for ; len(src) >= 12; src, r = src[12:], r+1 {
+		p := (*[12]byte)(src)
 		nums[n] = r
-		n += in1(rowOut((*[12]byte)(src[j:j+12]), axis, runs))
+		if vout != nil {
+			*(*[12]byte)(dst[12*n : 12*n+12]) = *p
+		}
+		n += rowKeep(p, axis, runs)
+	}
+	if vout != nil {
+		*vout = (*vout)[:v+12*int(n)]
 	}
 	return out[:k+int(n)]
 }
