@@ -837,7 +837,8 @@ func (rd *chunkReaders) stop() {
 // boxTest tests rows against a closed box. float32 × 3 rows are compared
 // in float32 against bounds that give the same verdict as the float64
 // comparison (see f32Bounds), one axis alone where the caller knows the
-// others hold.
+// others hold; as integers where those bounds are runs of bits (see
+// rowBits: every axis tested lies above zero or below it).
 type boxTest struct {
 	dt       zarr.DataType
 	d        int
