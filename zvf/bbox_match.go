@@ -944,13 +944,13 @@ func f32Bounds(min, max float64) (lo, hi float32) {
 }
 
 // bitsFor says whether the rows can be tested on axes (0: every axis)
-// by the kernels of one run an axis (see rowBits), and how: the one axis
-// tested (or -1) and the runs they take; else wideBits tests them.
+// as bits (see rowBits), and how: the one axis tested (or -1) and the
+// runs the kernels take.
 func (t *boxTest) bitsFor(axes uint8) (ok bool, axis int, runs bitRuns) {
 	if axes == 0 {
 		axes = 7
 	}
-	if axes&t.bits.two != 0 {
+	if !t.f32 || axes&t.bits.ok != axes {
 		return false, 0, runs
 	}
 	axis = -1
@@ -969,19 +969,69 @@ func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) 
 	if ok, axis, runs := t.bitsFor(axes); ok {
 		return matchBits(out, nil, data[12*a:12*b], int32(a), axis, &runs)
 	}
-	wideBits(&out, nil, data[12*a:12*b], int32(a), &t.bits, axes)
-	return out
+	n := len(out)
+	out = slices.Grow(out, b-a)[:n+b-a]
+	if axes != 0 && axes&(axes-1) == 0 { // one axis: one value a row
+		i := bits.TrailingZeros8(axes)
+		lo, hi := t.lo[i], t.hi[i]
+		for r := a; r < b; r++ {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(data[12*r+4*i:]))
+			out[n] = int32(r)
+			n += b2i(v >= lo) & b2i(v <= hi)
+		}
+		return out[:n]
+	}
+	// Branch-free as appendMatches: rows near the faces match at random.
+	x0, y0, z0, x1, y1, z1 := t.lo[0], t.lo[1], t.lo[2], t.hi[0], t.hi[1], t.hi[2]
+	for r := a; r < b; r++ {
+		p := data[12*r : 12*r+12 : 12*r+12]
+		x := math.Float32frombits(binary.LittleEndian.Uint32(p))
+		y := math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
+		z := math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))
+		out[n] = int32(r)
+		n += b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1)
+	}
+	return out[:n]
 }
 
 // appendMatchesCopy is appendMatches for float32 × 3 rows that also
-// appends each matching row's 12 bytes to vout, in the same pass.
+// appends each matching row's 12 bytes to vout: every tested row is
+// written and the ends advance only for a match, as the rows do.
 func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, axes uint8) ([]int32, []byte) {
 	if ok, axis, runs := t.bitsFor(axes); ok {
 		out = matchBits(out, &vout, data[12*a:12*b], int32(a), axis, &runs)
 		return out, vout
 	}
-	wideBits(&out, &vout, data[12*a:12*b], int32(a), &t.bits, axes)
-	return out, vout
+	n, v := len(out), len(vout)
+	out = slices.Grow(out, b-a)[:n+b-a]
+	vout = slices.Grow(vout, 12*(b-a))[:v+12*(b-a)]
+	if axes != 0 && axes&(axes-1) == 0 {
+		i := bits.TrailingZeros8(axes)
+		lo, hi := t.lo[i], t.hi[i]
+		for r := a; r < b; r++ {
+			p := data[12*r : 12*r+12 : 12*r+12]
+			x := math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+			*(*[12]byte)(vout[v : v+12]) = [12]byte(p)
+			out[n] = int32(r)
+			k := b2i(x >= lo) & b2i(x <= hi)
+			n += k
+			v += 12 * k
+		}
+		return out[:n], vout[:v]
+	}
+	x0, y0, z0, x1, y1, z1 := t.lo[0], t.lo[1], t.lo[2], t.hi[0], t.hi[1], t.hi[2]
+	for r := a; r < b; r++ {
+		p := data[12*r : 12*r+12 : 12*r+12]
+		x := math.Float32frombits(binary.LittleEndian.Uint32(p))
+		y := math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
+		z := math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))
+		*(*[12]byte)(vout[v : v+12]) = [12]byte(p)
+		out[n] = int32(r)
+		k := b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1)
+		n += k
+		v += 12 * k
+	}
+	return out[:n], vout[:v]
 }
 
 // appendCopy is appendMatchesCopy without the row numbers: it appends
@@ -990,6 +1040,27 @@ func (t *boxTest) appendCopy(vout, data []byte, a, b int, axes uint8) []byte {
 	if ok, axis, runs := t.bitsFor(axes); ok {
 		return copyBits(vout, data[12*a:12*b], axis, &runs)
 	}
-	wideBits(nil, &vout, data[12*a:12*b], int32(a), &t.bits, axes)
-	return vout
+	v := len(vout)
+	vout = slices.Grow(vout, 12*(b-a))[:v+12*(b-a)]
+	if axes != 0 && axes&(axes-1) == 0 {
+		i := bits.TrailingZeros8(axes)
+		lo, hi := t.lo[i], t.hi[i]
+		// Rows walked as the rest of the slice, so a row's bounds are
+		// checked by the loop's own length test (not per row as well).
+		for rows := data[12*a : 12*b]; len(rows) >= 12; rows = rows[12:] {
+			x := math.Float32frombits(binary.LittleEndian.Uint32(rows[4*i:]))
+			*(*[12]byte)(vout[v : v+12]) = [12]byte(rows[:12])
+			v += 12 * (b2i(x >= lo) & b2i(x <= hi))
+		}
+		return vout[:v]
+	}
+	x0, y0, z0, x1, y1, z1 := t.lo[0], t.lo[1], t.lo[2], t.hi[0], t.hi[1], t.hi[2]
+	for rows := data[12*a : 12*b]; len(rows) >= 12; rows = rows[12:] {
+		x := math.Float32frombits(binary.LittleEndian.Uint32(rows))
+		y := math.Float32frombits(binary.LittleEndian.Uint32(rows[4:]))
+		z := math.Float32frombits(binary.LittleEndian.Uint32(rows[8:]))
+		*(*[12]byte)(vout[v : v+12]) = [12]byte(rows[:12])
+		v += 12 * (b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1))
+	}
+	return vout[:v]
 }

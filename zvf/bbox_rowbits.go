@@ -13,25 +13,21 @@ import (
 // when x-l < w+1 for l the run's first pattern and w its width (x-l a
 // uint32, wrapping; the compare in int64, so its sign is the verdict and
 // three axes' verdicts are one AND): no float compare. Patterns outside
-// the run are rejected whatever they are: the other sign, NaN (beyond
-// ±Inf's pattern on its side). A range that holds zero is two runs, from
-// +0's pattern up to hi's and from -0's up to lo's (so -0 is inside
-// exactly when +0 is); an empty range (lo > hi, NaN bounds) is one run of
-// width -1, which holds nothing.
+// the run are rejected whatever they are: the other sign, -0 and +0 (the
+// run holds no zero), NaN (beyond ±Inf's pattern on its side). A range
+// that holds a zero would be two runs (-0's and +0's), and an empty one
+// none: those axes keep the float test (rowBits' ok lacks them).
 //
-// The kernels for one run an axis test four rows a step: each row is
-// written (its number, its bytes) and the ends advance only for a row
-// inside, as the float kernels do; a step's offsets are sums of bits the
-// compiler bounds, so its writes into a fixed-size view need no check.
-// Boxes with an axis of two runs take a plainer kernel (wideBits).
+// The kernels test four rows a step: each row is written (its number,
+// its bytes) and the ends advance only for a row inside, as the float
+// kernels do; a step's offsets are sums of bits the compiler bounds, so
+// its writes into a fixed-size view need no check.
 
-// rowBits are a box's float32 bounds as runs of bits: per run and axis
-// the first pattern l and the width plus one w1 (0: no row inside); two
-// has the axes whose second run is not empty.
+// rowBits are a box's float32 bounds as runs of bits, per axis: l, w
+// where the axis's bit in ok is set.
 type rowBits struct {
-	l   [2][3]uint32
-	w1  [2][3]int64
-	two uint8
+	l, w [3]uint32
+	ok   uint8
 }
 
 // newRowBits finds the runs of the float32 bounds lo, hi (f32Bounds').
@@ -40,16 +36,14 @@ func newRowBits(lo, hi [3]float32) rowBits {
 	for i := range 3 {
 		bl, bh := math.Float32bits(lo[i]), math.Float32bits(hi[i])
 		switch {
-		case !(lo[i] <= hi[i]): // empty: w1 0
-		case lo[i] > 0:
-			b.l[0][i], b.w1[0][i] = bl, int64(bh-bl)+1
-		case hi[i] < 0:
-			b.l[0][i], b.w1[0][i] = bh, int64(bl-bh)+1
-		default: // lo <= ±0 <= hi
-			b.l[0][i], b.w1[0][i] = 0, int64(bh&^(1<<31))+1
-			b.l[1][i], b.w1[1][i] = 1<<31, int64(bl&^(1<<31))+1
-			b.two |= 1 << i
+		case lo[i] > 0 && lo[i] <= hi[i]:
+			b.l[i], b.w[i] = bl, bh-bl
+		case hi[i] < 0 && lo[i] <= hi[i]:
+			b.l[i], b.w[i] = bh, bl-bh
+		default:
+			continue
 		}
+		b.ok |= 1 << i
 	}
 	return b
 }
@@ -64,7 +58,7 @@ func (b *rowBits) runs(axes uint8) (r bitRuns) {
 	for i := range 3 {
 		r[2*i], r[2*i+1] = 0, 1<<32
 		if axes&(1<<i) != 0 {
-			r[2*i], r[2*i+1] = int64(b.l[0][i]), b.w1[0][i]
+			r[2*i], r[2*i+1] = int64(b.l[i]), int64(b.w[i])+1
 		}
 	}
 	return r
@@ -233,57 +227,4 @@ func matchBits(out []int32, vout *[]byte, src []byte, r int32, axis int, runs *b
 		*vout = (*vout)[:v+12*int(n)]
 	}
 	return out[:k+int(n)]
-}
-
-// wideBits appends to *out (when set) the numbers of the rows of src
-// inside the box's runs b on axes (0: every axis), src's first row being
-// row r, and to *vout (when set) their 12 bytes: any box, one row at a
-// time, for boxes with an axis of two runs.
-func wideBits(out *[]int32, vout *[]byte, src []byte, r int32, b *rowBits, axes uint8) {
-	if axes == 0 {
-		axes = 7
-	}
-	var l1, l2 [3]uint32
-	var w1, w2 [3]int64
-	for i := range 3 {
-		l1[i], w1[i], l2[i], w2[i] = 0, 1<<32, 0, 0 // every pattern
-		if axes&(1<<i) != 0 {
-			l1[i], w1[i], l2[i], w2[i] = b.l[0][i], b.w1[0][i], b.l[1][i], b.w1[1][i]
-		}
-	}
-	rows := len(src) / 12
-	var nums []int32
-	var dst []byte
-	k, v := 0, 0
-	if out != nil {
-		k = len(*out)
-		*out = slices.Grow(*out, rows)[:k+rows]
-		nums = (*out)[k:]
-	}
-	if vout != nil {
-		v = len(*vout)
-		*vout = slices.Grow(*vout, len(src))[:v+len(src)]
-		dst = (*vout)[v:]
-	}
-	var n uint
-	for ; len(src) >= 12; src, r = src[12:], r+1 {
-		p := (*[12]byte)(src)
-		x, y, z := binary.LittleEndian.Uint32(p[0:]), binary.LittleEndian.Uint32(p[4:]), binary.LittleEndian.Uint32(p[8:])
-		in := ((int64(x-l1[0]) - w1[0]) | (int64(x-l2[0]) - w2[0])) &
-			((int64(y-l1[1]) - w1[1]) | (int64(y-l2[1]) - w2[1])) &
-			((int64(z-l1[2]) - w1[2]) | (int64(z-l2[2]) - w2[2]))
-		if nums != nil {
-			nums[n] = r
-		}
-		if dst != nil {
-			*(*[12]byte)(dst[12*n : 12*n+12]) = *p
-		}
-		n += uint(in) >> 63
-	}
-	if out != nil {
-		*out = (*out)[:k+int(n)]
-	}
-	if vout != nil {
-		*vout = (*vout)[:v+12*int(n)]
-	}
 }
