@@ -33,6 +33,10 @@ func FuzzBoxTest(f *testing.F) {
 	f.Add(rows, math.Inf(-1), -0.1, -3.0, -1e-45, -0.1, -2.9999999, uint8(3))
 	f.Add(rows, 0.0, -2.0, -1e-46, 2.0, 0.0, 4.0, uint8(0)) // ranges from zero, to zero, around it
 	f.Add(rows, math.Copysign(0, -1), -1e-46, math.Inf(-1), 1e-46, math.Copysign(0, -1), math.Inf(1), uint8(1))
+	f.Add(rows, -2.0, -3.0, -4.0, 2.0, 3.0, 4.0, uint8(0))        // around zero on every axis
+	f.Add(rows, math.NaN(), -3.0, -4.0, 2.0, 3.0, 4.0, uint8(0))  // no row inside: a NaN bound,
+	f.Add(rows, -2.0, -3.0, -4.0, 2.0, math.NaN(), 4.0, uint8(0)) // the other,
+	f.Add(rows, -2.0, -3.0, 5.0, 2.0, 3.0, 4.0, uint8(0))         // min > max
 	dt, err := zarr.ParseDataType("float32")
 	if err != nil {
 		f.Fatal(err)
