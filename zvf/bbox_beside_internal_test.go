@@ -16,8 +16,9 @@ import (
 // TestBesideMatch: a warm box through dense chunks — every chunk cut, each
 // of more than besideRows rows — has every other one matched by a reader
 // beside the request's goroutine when there is a second core (on one,
-// none), and matching finds, and copies, what a test of every row finds,
-// chunk by chunk in key order, however it was shared.
+// none; nor while other answers match beside on half the cores), and
+// matching finds, and copies, what a test of every row finds, chunk by
+// chunk in key order, however it was shared.
 func TestBesideMatch(t *testing.T) {
 	ctx := context.Background()
 	const side, perChunk = 100.0, besideRows + 1000
@@ -44,10 +45,12 @@ func TestBesideMatch(t *testing.T) {
 		min, max []float64
 		copy     bool // rows copied as found (a point answer), or numbered
 		bytes    bool // and not numbered (a binary answer)
+		busy     bool // other answers match beside on half the cores
 	}{
-		{"binary", []float64{21, 22, 23}, []float64{77, 78, 79}, true, true},
-		{"rows", []float64{21, 22, 23}, []float64{77, 78, 79}, false, false},
-		{"copied rows", []float64{1.5, 20, 30}, []float64{99, 61, 62}, true, false},
+		{"binary", []float64{21, 22, 23}, []float64{77, 78, 79}, true, true, false},
+		{"rows", []float64{21, 22, 23}, []float64{77, 78, 79}, false, false, false},
+		{"copied rows", []float64{1.5, 20, 30}, []float64{99, 61, 62}, true, false, false},
+		{"busy", []float64{21, 22, 23}, []float64{77, 78, 79}, true, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := s.getScratch()
@@ -62,6 +65,11 @@ func TestBesideMatch(t *testing.T) {
 				}
 			}
 			sc.copy, sc.bytesOnly = tc.copy, tc.bytes
+			others := int32(0)
+			if tc.busy {
+				others = int32(max(1, runtime.GOMAXPROCS(0)/2))
+			}
+			s.beside.Store(others)
 			ring, pos, beside := 4*s.conc, 0, 0
 			err := l.matches(ctx, sc, sc.cand, tc.min, tc.max, func(m *chunkMatch) (bool, error) {
 				if sc.slots[pos%ring].done != nil {
@@ -95,8 +103,15 @@ func TestBesideMatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := 4 * min(1, runtime.GOMAXPROCS(0)-1); beside != want {
+			want := 4 * min(1, runtime.GOMAXPROCS(0)-1)
+			if tc.busy {
+				want = 0
+			}
+			if beside != want {
 				t.Errorf("%d of 8 dense chunks matched beside, want %d (GOMAXPROCS %d)", beside, want, runtime.GOMAXPROCS(0))
+			}
+			if n := s.beside.Load(); n != others {
+				t.Errorf("%d answers counted matching beside after the pass, want %d", n, others)
 			}
 		})
 	}

@@ -683,13 +683,21 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	rd := &sc.rd
 	*rd = chunkReaders{l: l, cand: cand, ms: ms, slots: slots, min: min, max: max, rf: rf}
 	defer rd.stop()
-	hits := 0
-	defer func() { l.s.countHits(hits) }()
 	// Of the cached chunks the box cuts through many rows, every other
 	// one is matched by a reader beside the one matched here: with a
-	// second core a dense box's answer is ready in about half the time
-	// (and with one there is no one to match beside).
-	beside, alt := l.s.conc > 1 && runtime.GOMAXPROCS(0) > 1, false
+	// second core a dense box's answer is ready in about half the time.
+	// Not with one core, nor while other answers do it on at least half
+	// the cores (then the others are busy, and handing over only adds
+	// the hand-over); decided at the first such chunk, so other answers
+	// touch no shared counter.
+	beside, alt := 0, false // beside: 0 undecided, 1 yes (counted in l.s.beside), -1 no
+	hits := 0
+	defer func() {
+		l.s.countHits(hits)
+		if beside > 0 {
+			l.s.beside.Add(-1)
+		}
+	}()
 	// at and issuedAt are c%ring and issued%ring, kept by wrapping: a
 	// division each per chunk cost as much as a coarse chunk's rows.
 	issued, issuedAt, at := 0, 0, 0
@@ -700,8 +708,11 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 			i := cand[issued]
 			if v, ok := l.peekVertsTally(i, &hits); ok && rf.cachedAt(i) {
 				cv := v.(*chunkVerts)
-				if beside && cv.rows >= besideRows && l.cuts(&sc.bt, i, min, max) {
-					if alt = !alt; !alt {
+				if beside >= 0 && cv.rows >= besideRows && l.cuts(&sc.bt, i, min, max) {
+					if beside == 0 {
+						beside = l.s.joinBeside()
+					}
+					if alt = !alt; !alt && beside > 0 {
 						*s = matchSlot{cv: cv, done: make(chan struct{})}
 						rd.read(ctx, issued)
 						continue
@@ -748,6 +759,21 @@ func (l *Level) cuts(bt *boxTest, i int32, min, max []float64) bool {
 		return bt.cutOf(l.keys[i]) != 0
 	}
 	return l.cutAxes(l.keys[i], min, max) != 0
+}
+
+// joinBeside says whether an answer may match chunks beside its
+// request's goroutine now: 1 (and it is counted until its matching pass
+// ends) or -1.
+func (s *Store) joinBeside() int {
+	procs := runtime.GOMAXPROCS(0)
+	if s.conc < 2 || procs < 2 {
+		return -1
+	}
+	if int(s.beside.Add(1)) > procs/2 {
+		s.beside.Add(-1)
+		return -1
+	}
+	return 1
 }
 
 // besideRows is how many rows a cached chunk the box cuts must hold for
