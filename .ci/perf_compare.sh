@@ -12,6 +12,10 @@
 # STORE defaults to /tmp/zvf-perf/perf_points.zarrvectors (written with
 # gen_perf.py if missing). Prints one line per box with the medians and the
 # speed-ups, as docs/performance.md reports them.
+#
+# ZVF_BIN=/path/to/zvfserve times that binary instead of building this tree
+# (to compare an older build in the same run); ZVF_PORT picks the warm
+# server's port (default 18931) so that two runs can share a machine.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REF=${2:-$ROOT/../shared/tools/refwriter}
@@ -22,16 +26,20 @@ if [ ! -f "$STORE/zarr.json" ]; then
   mkdir -p "$(dirname "$STORE")"
   "$PY" "$REF/gen_perf.py" "$(dirname "$STORE")" 2000000 >&2
 fi
-BIN=$(mktemp -d)/zvfserve
-# ZVF_BUILD_TAGS=nogcs,noazblob measures the lean build (README).
-(cd "$ROOT" && go build -tags "${ZVF_BUILD_TAGS:-}" -o "$BIN" ./cmd/zvfserve)
+if [ -n "${ZVF_BIN:-}" ]; then
+  BIN=$ZVF_BIN
+else
+  BIN=$(mktemp -d)/zvfserve
+  # ZVF_BUILD_TAGS=nogcs,noazblob measures the lean build (README).
+  (cd "$ROOT" && go build -tags "${ZVF_BUILD_TAGS:-}" -o "$BIN" ./cmd/zvfserve)
+fi
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "reference: perf_reference.py (3 runs each)" >&2
 REFOUT=$("$PY" "$REF/perf_reference.py" "$STORE" --runs 3)
 
-PORT=18931
+PORT=${ZVF_PORT:-18931}
 "$BIN" serve --addr 127.0.0.1:$PORT --log-level warn --max-vertices 2000000 "perf=$STORE" >/dev/null 2>&1 &
 SRV=$!
 trap 'kill $SRV 2>/dev/null || true' EXIT

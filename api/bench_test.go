@@ -501,3 +501,37 @@ func BenchmarkBBoxBinary1k(b *testing.B) {
 	min, max := synth.BoxFor(benchPoints, 1_000, 101)
 	benchURL(b, bboxPath("points", min, max, "level=0&f=bin&limit=2000000"))
 }
+
+var benchCluster struct {
+	once sync.Once
+	srv  *api.Server
+	err  error
+}
+
+// BenchmarkBBoxBinaryCluster: a warm box of about 49,000 vertices in a
+// dense cluster (the reference benchmark's medium_cluster: eight chunks
+// of 100, every one cut through its bins of 25), binary, as perf_compare
+// asks it.
+func BenchmarkBBoxBinaryCluster(b *testing.B) {
+	benchCluster.once.Do(func() {
+		ctx := context.Background()
+		st, err := synth.Clustered(ctx, benchPoints, 1)
+		if err != nil {
+			benchCluster.err = err
+			return
+		}
+		ch := cache.New(1 << 30)
+		s, err := zvf.Open(ctx, storage.Sub(st, "points"), zvf.Options{Name: "points", Cache: ch})
+		if err != nil {
+			benchCluster.err = err
+			return
+		}
+		benchCluster.srv, benchCluster.err = api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+	})
+	if benchCluster.err != nil {
+		b.Fatal(benchCluster.err)
+	}
+	min, max := synth.ClusterBox[0], synth.ClusterBox[1]
+	w := benchServeOn(b, benchCluster.srv, httptest.NewRequest(http.MethodGet, bboxPath("points", min, max, "f=bin&limit=2000000"), nil))
+	b.ReportMetric(float64(w.n)/12, "bytes/12/op")
+}

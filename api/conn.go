@@ -40,12 +40,28 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 				c = tc.NetConn()
 			}
 			if _, ok := c.(*limitedConn); ok {
-				ctx = context.WithValue(ctx, progressConnKey, true)
+				return lim.progressCtx(ctx)
 			}
 			return ctx
 		},
 	}
 	return hs, lim
+}
+
+// connCtx is a connection context made from parent.
+type connCtx struct{ parent, ctx context.Context }
+
+// progressCtx is parent marked as the context of a connection whose write
+// deadlines are progress deadlines. http.Server derives every connection's
+// context from the one it made for its listener, so the marked one is made
+// once, not once a connection.
+func (l *connLimiter) progressCtx(parent context.Context) context.Context {
+	if p := l.progress.Load(); p != nil && p.parent == parent {
+		return p.ctx
+	}
+	p := &connCtx{parent: parent, ctx: context.WithValue(parent, progressConnKey, true)}
+	l.progress.Store(p)
+	return p.ctx
 }
 
 // silentAfter is how long a new connection may send nothing before it may
@@ -60,6 +76,9 @@ type connLimiter struct {
 	max int
 	m   *Metrics
 	now func() time.Time // the server's clock
+
+	// progress is the context of its connections (see progressCtx).
+	progress atomic.Pointer[connCtx]
 
 	mu     sync.Mutex
 	open   int
