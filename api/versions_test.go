@@ -303,13 +303,14 @@ func TestLinkedRootRepointed(t *testing.T) {
 }
 
 // linkedVersions lays out a store served through a link: base/v1 (the
-// graph fixture) and base/v2 (points_pyramid), and base/current -> v1.
+// graph fixture) and base/v2 (skeleton, the smallest: copies cost a
+// write a file), and base/current -> v1.
 func linkedVersions(t *testing.T) (base, v1, v2, cur string) {
 	t.Helper()
 	base = t.TempDir()
 	v1, v2, cur = filepath.Join(base, "v1"), filepath.Join(base, "v2"), filepath.Join(base, "current")
 	zvftest.CopyInto(t, filepath.Join(fixtures, "graph.zarrvectors"), v1)
-	zvftest.CopyInto(t, filepath.Join(fixtures, "points_pyramid.zarrvectors"), v2)
+	zvftest.CopyInto(t, filepath.Join(fixtures, "skeleton.zarrvectors"), v2)
 	if err := os.Symlink("v1", cur); err != nil {
 		t.Fatal(err)
 	}
