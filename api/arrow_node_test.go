@@ -434,6 +434,56 @@ func jsRecipes(t *testing.T) map[string]string {
 	return out
 }
 
+// recipeRun is what one recipe logged, and the error it threw.
+type recipeRun struct {
+	Out   string `json:"out"`
+	Error string `json:"error"`
+}
+
+// runRecipes runs the recipes (name to code) in one Node process through
+// testdata/recipes_run.mjs, each its own module in dir, with ZVFSERVE set
+// to base: Node with apache-arrow took half a CPU-second to start, once
+// a recipe.
+func runRecipes(t *testing.T, node, dir, base string, recipes map[string]string) map[string]recipeRun {
+	t.Helper()
+	runner, err := os.ReadFile(filepath.Join("testdata", "recipes_run.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{filepath.Join(dir, "recipes_run.mjs")}
+	if err := os.WriteFile(args[0], runner, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, code := range recipes {
+		f := filepath.Join(dir, name+".mjs")
+		if err := os.WriteFile(f, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, f)
+	}
+	cmd := exec.Command(node, args...)
+	cmd.Env = append(os.Environ(), "ZVFSERVE="+base)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s%s", err, out, stderr.Bytes())
+	}
+	var byFile map[string]recipeRun
+	if err := json.Unmarshal(out, &byFile); err != nil {
+		t.Fatalf("recipes_run.mjs: %v\n%s%s", err, out, stderr.Bytes())
+	}
+	ran := map[string]recipeRun{}
+	for name := range recipes {
+		r, ok := byFile[filepath.Join(dir, name+".mjs")]
+		if !ok {
+			t.Fatalf("recipe %s did not run: %s%s", name, out, stderr.Bytes())
+		}
+		ran[name] = r
+	}
+	return ran
+}
+
 // TestArrowRecipes runs every JavaScript recipe of docs/arrow.md in Node
 // with apache-arrow against a server with the demo stores, and checks
 // what it prints against the JSON answer of the same request.
@@ -478,23 +528,19 @@ func TestArrowRecipes(t *testing.T) {
 			cur = *j.Next
 		}
 	}
-	for name, code := range recipes {
+	ran := runRecipes(t, node, dir, ts.URL, recipes)
+	for name := range recipes {
 		t.Run(name, func(t *testing.T) {
 			want, ok := recipeOutputs[name]
 			if !ok {
 				t.Fatalf("recipe %s has no expected output", name)
 			}
-			f := filepath.Join(dir, name+".mjs")
-			if err := os.WriteFile(f, []byte(code), 0o644); err != nil {
-				t.Fatal(err)
+			r := ran[name]
+			if r.Error != "" {
+				t.Fatalf("%s\n%s", r.Error, r.Out)
 			}
-			cmd := exec.Command(node, f)
-			cmd.Env = append(os.Environ(), "ZVFSERVE="+ts.URL)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			m := want.FindStringSubmatch(string(out))
+			out := r.Out
+			m := want.FindStringSubmatch(out)
 			if m == nil {
 				t.Fatalf("printed %q, want %s", out, want)
 			}
@@ -506,7 +552,7 @@ func TestArrowRecipes(t *testing.T) {
 				}
 			case "table":
 				total := count("/api/v1/stores/cells/bbox?min=0,0,0&max=500,500,300&f=json")
-				if !strings.HasPrefix(string(out), "rows "+strconv.FormatInt(total, 10)+",") {
+				if !strings.HasPrefix(out, "rows "+strconv.FormatInt(total, 10)+",") {
 					t.Fatalf("%s: JSON has %d rows", out, total)
 				}
 			case "geoarrow":

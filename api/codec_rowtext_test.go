@@ -17,9 +17,14 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
-// textStores opens the demo scene and a bin-prefiltered point cloud with
-// the cache ch (nil: none), each as one server.
-func textStores(t *testing.T, ch *cache.Cache) (*api.Server, []*zvf.Store) {
+// textScene is the demo scene and a bin-prefiltered point cloud in one
+// memory store, with the stores' names and prefixes.
+type textScene struct {
+	mem   storage.Store
+	infos []demo.StoreInfo
+}
+
+func newTextScene(t *testing.T) textScene {
 	t.Helper()
 	ctx := context.Background()
 	mem, err := synth.Points(ctx, 30_000, 7, writer.CodecNone)
@@ -30,7 +35,22 @@ func textStores(t *testing.T, ch *cache.Cache) (*api.Server, []*zvf.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos = append(infos, demo.StoreInfo{Name: "points", Prefix: "points"})
+	return textScene{mem, append(infos, demo.StoreInfo{Name: "points", Prefix: "points"})}
+}
+
+// textStores opens a new text scene's stores with the cache ch (nil:
+// none), as one server.
+func textStores(t *testing.T, ch *cache.Cache) (*api.Server, []*zvf.Store) {
+	t.Helper()
+	return newTextScene(t).open(t, ch)
+}
+
+// open opens the scene's stores with the cache ch (nil: none), as one
+// server; servers opened on one scene share only its storage.
+func (sc textScene) open(t *testing.T, ch *cache.Cache) (*api.Server, []*zvf.Store) {
+	t.Helper()
+	ctx := context.Background()
+	mem, infos := sc.mem, sc.infos
 	var stores []*zvf.Store
 	for _, in := range infos {
 		o := zvf.Options{Name: in.Name}
@@ -57,12 +77,15 @@ func textStores(t *testing.T, ch *cache.Cache) (*api.Server, []*zvf.Store) {
 func TestPreparedTextAnswersAsFormatted(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("builds the demo scene three times")
+		t.Skip("serves the demo scene from three servers")
 	}
-	direct, stores := textStores(t, nil)
+	// One scene (building it was a fifth of the test), three servers
+	// with their own stores and caches.
+	scene := newTextScene(t)
+	direct, stores := scene.open(t, nil)
 	ch := cache.New(1 << 30)
-	prepared, _ := textStores(t, ch)
-	tiny, _ := textStores(t, cache.New(64<<10))
+	prepared, _ := scene.open(t, ch)
+	tiny, _ := scene.open(t, cache.New(64<<10))
 	pmin, pmax := synth.BoxFor(30_000, 3_000, 301)
 	boxes := []string{
 		"min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9",

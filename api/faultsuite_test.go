@@ -362,7 +362,7 @@ func TestFaultOtherStoresStillChecked(t *testing.T) {
 	t.Parallel()
 	b := s3FaultBackend(t, "graph")
 	ctx := context.Background()
-	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures, rewrittenFixture))
 	local := zvftest.Store(t, dir)
 	settled(t, b.w)
 	ch := cache.New(64 << 20)
@@ -379,13 +379,13 @@ func TestFaultOtherStoresStillChecked(t *testing.T) {
 	}()
 	defer func() { stop(); <-done }()
 	waitFor(t, "the remote store's check reached its stalled backend", func() bool { return b.inFlight() > 0 })
-	rewriteInPlace(t, dir, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	rewriteInPlace(t, dir, filepath.Join(fixtures, rewrittenFixture))
 	waitFor(t, "the local store's new version served while the remote one hangs", func() bool {
 		s, err := hl.Current()
 		return err == nil && s != before
 	})
 	const box = "/api/v1/stores/local/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9"
-	_, _, want := serveFull(t, localServer(t, "local", filepath.Join(fixtures, "points_bins.zarrvectors")).Handler(), box)
+	_, _, want := serveFull(t, localServer(t, "local", filepath.Join(fixtures, rewrittenFixture)).Handler(), box)
 	if code, _, body := serveFull(t, srv.Handler(), box); code != 200 || !bytes.Equal(body, want) {
 		t.Fatalf("local store after its change: %d %.200s", code, body)
 	}

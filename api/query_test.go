@@ -216,52 +216,57 @@ func TestFiltersThroughHTTP(t *testing.T) {
 			`{"op":"and","args":[{"op":"<","args":[{"property":"radius"},15]},{"op":"not","args":[{"op":"isNull","args":[{"property":"object_id"}]}]}]}`,
 			func(a *answer, i int) bool { return jsonF32(a.Attributes["radius"][i]) < 15 }},
 	} {
-		base := "/api/v1/stores/" + c.store
-		box := "min=" + c.box
-		all := fetchAll(t, srv, base+"/bbox?"+box+"&attributes=*")
-		want := keepRows(all, func(i int) bool { return c.keep(all, i) })
-		if len(want.Vertices) == 0 || len(want.Vertices) == len(all.Vertices) {
-			t.Fatalf("%s: keeps %d of %d rows; choose a filter that keeps some", c.text, len(want.Vertices), len(all.Vertices))
-		}
-		for _, enc := range []string{"filter=" + url.QueryEscape(c.text), "filter-lang=cql2-json&filter=" + url.QueryEscape(c.json)} {
-			what := c.store + " " + enc
-			got := fetchAll(t, srv, base+"/bbox?"+box+"&attributes=*&"+enc)
-			sameRows(t, what, got, want)
-			if got.NumberMatched == nil || *got.NumberMatched != int64(len(want.Vertices)) {
-				t.Fatalf("%s: number_matched %v, want %d", what, got.NumberMatched, len(want.Vertices))
+		// A case pages through its store some thirty times: the cases
+		// run in parallel on the one server.
+		t.Run(c.store+" "+c.text, func(t *testing.T) {
+			t.Parallel()
+			base := "/api/v1/stores/" + c.store
+			box := "min=" + c.box
+			all := fetchAll(t, srv, base+"/bbox?"+box+"&attributes=*")
+			want := keepRows(all, func(i int) bool { return c.keep(all, i) })
+			if len(want.Vertices) == 0 || len(want.Vertices) == len(all.Vertices) {
+				t.Fatalf("%s: keeps %d of %d rows; choose a filter that keeps some", c.text, len(want.Vertices), len(all.Vertices))
 			}
-			// Paged by cursors, with a limit that cuts chunks.
-			paged := fetchAll(t, srv, base+"/bbox?"+box+"&attributes=*&limit=997&"+enc)
-			sameRows(t, what+" paged", paged, want)
-			// Sampled after the filter: the kept objects' rows.
-			sampled := fetchAll(t, srv, base+"/bbox?"+box+"&attributes=*&sample=0.3&"+enc)
-			kept := map[int64]bool{}
-			for _, id := range sampled.ObjectIDs {
-				kept[id] = true
+			for _, enc := range []string{"filter=" + url.QueryEscape(c.text), "filter-lang=cql2-json&filter=" + url.QueryEscape(c.json)} {
+				what := c.store + " " + enc
+				got := fetchAll(t, srv, base+"/bbox?"+box+"&attributes=*&"+enc)
+				sameRows(t, what, got, want)
+				if got.NumberMatched == nil || *got.NumberMatched != int64(len(want.Vertices)) {
+					t.Fatalf("%s: number_matched %v, want %d", what, got.NumberMatched, len(want.Vertices))
+				}
+				// Paged by cursors, with a limit that cuts chunks.
+				paged := fetchAll(t, srv, base+"/bbox?"+box+"&attributes=*&limit=997&"+enc)
+				sameRows(t, what+" paged", paged, want)
+				// Sampled after the filter: the kept objects' rows.
+				sampled := fetchAll(t, srv, base+"/bbox?"+box+"&attributes=*&sample=0.3&"+enc)
+				kept := map[int64]bool{}
+				for _, id := range sampled.ObjectIDs {
+					kept[id] = true
+				}
+				sameRows(t, what+" sampled", sampled, keepRows(want, func(i int) bool { return kept[want.ObjectIDs[i]] }))
+				if len(kept) == 0 {
+					t.Fatalf("%s: the sample kept nothing", what)
+				}
+				code, _, body := serve(t, srv.Handler(), base+"/count?"+box+"&"+enc)
+				var n struct{ Count int64 }
+				if code != 200 || json.Unmarshal(body, &n) != nil || n.Count != int64(len(want.Vertices)) {
+					t.Fatalf("%s: count %d %s, want %d", what, code, body, len(want.Vertices))
+				}
+				lo, hi := corners(c.box)
+				shape := []int{4, 3, 2}
+				code, _, body = serve(t, srv.Handler(), fmt.Sprintf("%s/density?%s&shape=4,3,2&%s", base, box, enc))
+				var d struct {
+					Shape  []int    `json:"shape"`
+					Counts []uint32 `json:"counts"`
+				}
+				if code != 200 || json.Unmarshal(body, &d) != nil || !slices.Equal(d.Shape, shape) {
+					t.Fatalf("%s: density %d %.200s", what, code, body)
+				}
+				if wd := bin(want.Vertices, lo, hi, shape); !slices.Equal(d.Counts, wd) {
+					t.Fatalf("%s: density %v, want %v", what, d.Counts, wd)
+				}
 			}
-			sameRows(t, what+" sampled", sampled, keepRows(want, func(i int) bool { return kept[want.ObjectIDs[i]] }))
-			if len(kept) == 0 {
-				t.Fatalf("%s: the sample kept nothing", what)
-			}
-			code, _, body := serve(t, srv.Handler(), base+"/count?"+box+"&"+enc)
-			var n struct{ Count int64 }
-			if code != 200 || json.Unmarshal(body, &n) != nil || n.Count != int64(len(want.Vertices)) {
-				t.Fatalf("%s: count %d %s, want %d", what, code, body, len(want.Vertices))
-			}
-			lo, hi := corners(c.box)
-			shape := []int{4, 3, 2}
-			code, _, body = serve(t, srv.Handler(), fmt.Sprintf("%s/density?%s&shape=4,3,2&%s", base, box, enc))
-			var d struct {
-				Shape  []int    `json:"shape"`
-				Counts []uint32 `json:"counts"`
-			}
-			if code != 200 || json.Unmarshal(body, &d) != nil || !slices.Equal(d.Shape, shape) {
-				t.Fatalf("%s: density %d %.200s", what, code, body)
-			}
-			if wd := bin(want.Vertices, lo, hi, shape); !slices.Equal(d.Counts, wd) {
-				t.Fatalf("%s: density %v, want %v", what, d.Counts, wd)
-			}
-		}
+		})
 	}
 }
 

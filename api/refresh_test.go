@@ -183,13 +183,14 @@ func checkReplacedObjects(t *testing.T, target string) {
 		t.Fatal("ETag unchanged after the store's objects changed")
 	}
 
-	// The whole store replaced by another.
-	upload(t, w, filepath.Join(fixtures, "points_pyramid.zarrvectors"))
+	// The whole store replaced by another (the smallest fixture: an
+	// upload costs a write a file).
+	upload(t, w, filepath.Join(fixtures, "skeleton.zarrvectors"))
 	settled(t, w)
 	if changed, err := h.Refresh(ctx); !changed || err != nil {
 		t.Fatalf("Refresh after a replacement: changed=%v err=%v", changed, err)
 	}
-	compare("store replaced", localServer(t, "graph", filepath.Join(fixtures, "points_pyramid.zarrvectors")))
+	compare("store replaced", localServer(t, "graph", filepath.Join(fixtures, "skeleton.zarrvectors")))
 
 	// Replaced by something that does not open: the check says why, and
 	// the version that works keeps answering (from its cache, and the
@@ -201,7 +202,7 @@ func checkReplacedObjects(t *testing.T, target string) {
 	if changed, err := h.Refresh(ctx); changed || !errors.Is(err, zvf.ErrUnsupported) {
 		t.Fatalf("Refresh to a broken store: changed=%v err=%v, want the open's error and the old version kept", changed, err)
 	}
-	compare("broken replacement, old version kept", localServer(t, "graph", filepath.Join(fixtures, "points_pyramid.zarrvectors")))
+	compare("broken replacement, old version kept", localServer(t, "graph", filepath.Join(fixtures, "skeleton.zarrvectors")))
 	code, _, body := serveFull(t, remote.Handler(), "/api/v1/stores")
 	var cat struct {
 		Stores []struct {

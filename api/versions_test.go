@@ -106,6 +106,13 @@ func handleServer(t *testing.T, st storage.Store, zo zvf.Options, w zvf.Watch, s
 	return h, srv
 }
 
+// rewrittenFixture is the store the version tests copy and rewrite in
+// place, every file each time: the smallest reference store with
+// uncompressed vertex chunks (skeleton: 223 files, 23 vertex chunks;
+// points_bins has 1,174 and 128), since a rewrite costs a syscall or ten
+// a file and shows the same thing.
+const rewrittenFixture = "skeleton.zarrvectors"
+
 // rewriteInPlace replaces the store in dir by the one in src, file by file
 // (each renamed into place), then removes what src does not have.
 func rewriteInPlace(t *testing.T, dir, src string) {
@@ -155,7 +162,7 @@ func getAfterSettling(t *testing.T, h http.Handler, st storage.Store, path strin
 func TestRewriteDuringAnswer(t *testing.T) {
 	t.Parallel()
 	const box = "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*"
-	oldDir := filepath.Join(fixtures, "points_bins.zarrvectors")
+	oldDir := filepath.Join(fixtures, rewrittenFixture)
 	// The two versions differ in every vertex chunk: the new one is the old
 	// one with each chunk's rows in reverse order.
 	newCopy := zvftest.CopyTree(t, oldDir)
@@ -236,7 +243,7 @@ func reverseRows(t *testing.T, dir string) {
 // version's rows.
 func TestStaleCursor(t *testing.T) {
 	t.Parallel()
-	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures, rewrittenFixture))
 	base := zvftest.Store(t, dir)
 	_, srv := watched(t, "s", base)
 	code, hdr, body := serveFull(t, srv.Handler(), "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&limit=10")
@@ -248,7 +255,7 @@ func TestStaleCursor(t *testing.T) {
 	if code, _, body := serveFull(t, srv.Handler(), page2); code != 200 {
 		t.Fatalf("second page, same version: %d %.200s", code, body)
 	}
-	rewriteInPlace(t, dir, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	rewriteInPlace(t, dir, filepath.Join(fixtures, rewrittenFixture))
 	settled(t, base)
 	if err := srv.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
@@ -296,13 +303,14 @@ func TestLinkedRootRepointed(t *testing.T) {
 }
 
 // linkedVersions lays out a store served through a link: base/v1 (the
-// graph fixture) and base/v2 (points_pyramid), and base/current -> v1.
+// graph fixture) and base/v2 (skeleton, the smallest: copies cost a
+// write a file), and base/current -> v1.
 func linkedVersions(t *testing.T) (base, v1, v2, cur string) {
 	t.Helper()
 	base = t.TempDir()
 	v1, v2, cur = filepath.Join(base, "v1"), filepath.Join(base, "v2"), filepath.Join(base, "current")
 	zvftest.CopyInto(t, filepath.Join(fixtures, "graph.zarrvectors"), v1)
-	zvftest.CopyInto(t, filepath.Join(fixtures, "points_pyramid.zarrvectors"), v2)
+	zvftest.CopyInto(t, filepath.Join(fixtures, "skeleton.zarrvectors"), v2)
 	if err := os.Symlink("v1", cur); err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +487,7 @@ func (c *countingStore) Walk(ctx context.Context, p string, fn func(string, stor
 // that never existed is still 409.
 func TestCursorFromNewerReplica(t *testing.T) {
 	t.Parallel()
-	src := filepath.Join(fixtures, "points_bins.zarrvectors")
+	src := filepath.Join(fixtures, rewrittenFixture)
 	dir := zvftest.CopyTree(t, src)
 	open := func() storage.Store {
 		st := zvftest.Store(t, dir)
@@ -572,7 +580,7 @@ func TestChecksRunPerStore(t *testing.T) {
 		st := zvftest.Store(t, dir)
 		return st
 	}
-	dirA := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	dirA := zvftest.CopyTree(t, filepath.Join(fixtures, rewrittenFixture))
 	stA := open(dirA)
 	stB := &hangingStat{Store: open(zvftest.CopyTree(t, filepath.Join(fixtures, "graph.zarrvectors"))), entered: make(chan struct{}, 1)}
 	ch := cache.New(64 << 20)
@@ -594,7 +602,7 @@ func TestChecksRunPerStore(t *testing.T) {
 	const box = "/api/v1/stores/a/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&attributes=*"
 	_, oldHdr, want := serveFull(t, srv.Handler(), box)
 	// Every object rewritten (the same bytes): a new version, nothing pruned.
-	rewriteInPlace(t, dirA, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	rewriteInPlace(t, dirA, filepath.Join(fixtures, rewrittenFixture))
 	waitFor(t, "a's new version served while b's backend hangs", func() bool {
 		s, err := hA.Current()
 		return err == nil && s != before

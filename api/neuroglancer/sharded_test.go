@@ -247,30 +247,40 @@ func TestShardedSourcesMatchUnsharded(t *testing.T) {
 	// Both sharded servers are read in one walk of each source, so that
 	// each unsharded answer is fetched once.
 	servers := map[string]*httptest.Server{"one shard": sharded, "many shards": many}
+	var mu sync.Mutex
 	checked := map[string]int{}
-	for _, st := range stores {
-		for _, route := range neuroglancer.RoutesOf(st) {
-			base := "/ng/" + st.Name() + "/" + route
-			var n int
-			var files map[string]int
-			switch route {
-			case "annotations", "lines":
-				t.Run(st.Name()+"/"+route, func(t *testing.T) {
-					n, files = checkShardedAnnotations(t, plain, auto, servers, base)
-					checked["cells"] += n
-					checked["sources"]++
-				})
-			case "skeletons":
-				t.Run(st.Name()+"/"+route, func(t *testing.T) {
-					n, files = checkShardedSkeletons(t, st, plain, servers, base)
-					checked["skeletons"] += n
-				})
-			}
-			for name, f := range files {
-				checked[name+" files"] += f
-			}
+	count := func(what string, n int, files map[string]int) {
+		mu.Lock()
+		defer mu.Unlock()
+		checked[what] += n
+		for name, f := range files {
+			checked[name+" files"] += f
 		}
 	}
+	// The sources run in parallel (one after another they were
+	// neuroglancer's longest test); the group ends when all have.
+	t.Run("sources", func(t *testing.T) {
+		for _, st := range stores {
+			for _, route := range neuroglancer.RoutesOf(st) {
+				base := "/ng/" + st.Name() + "/" + route
+				switch route {
+				case "annotations", "lines":
+					t.Run(st.Name()+"/"+route, func(t *testing.T) {
+						t.Parallel()
+						n, files := checkShardedAnnotations(t, plain, auto, servers, base)
+						count("cells", n, files)
+						count("sources", 1, nil)
+					})
+				case "skeletons":
+					t.Run(st.Name()+"/"+route, func(t *testing.T) {
+						t.Parallel()
+						n, files := checkShardedSkeletons(t, st, plain, servers, base)
+						count("skeletons", n, files)
+					})
+				}
+			}
+		}
+	})
 	t.Logf("checked %v", checked)
 	if checked["sources"] < 12 || checked["cells"] == 0 || checked["skeletons"] == 0 || checked["many shards files"] < 2*checked["one shard files"] {
 		t.Fatalf("too little checked: %v", checked)

@@ -22,7 +22,6 @@ import (
 
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
-	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // graphStore is a reference fixture.
@@ -344,14 +343,24 @@ func TestServeEnvironment(t *testing.T) {
 // own wiring (metrics wrapper and all), which must keep the local store's
 // ability to re-resolve its root.
 func TestServeLinkedRootRepointed(t *testing.T) {
+	// The link points at the committed fixtures (relative, as ln -s v1
+	// current makes it), which serve only reads: copying them was most
+	// of this serial test.
 	base := t.TempDir()
-	for name, src := range map[string]string{"v1": graphStore, "v2": "../../testdata/zvf-reference/points_pyramid.zarrvectors"} {
-		if err := os.Rename(zvftest.CopyTree(t, src), filepath.Join(base, name)); err != nil {
+	target := func(fixture string) string {
+		abs, err := filepath.Abs(fixture)
+		if err != nil {
 			t.Fatal(err)
 		}
+		rel, err := filepath.Rel(base, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rel
 	}
+	v1, v2 := target(graphStore), target("../../testdata/zvf-reference/points_pyramid.zarrvectors")
 	cur := filepath.Join(base, "current")
-	if err := os.Symlink("v1", cur); err != nil {
+	if err := os.Symlink(v1, cur); err != nil {
 		t.Fatal(err)
 	}
 	s := startServe(t, "--revalidate", "20ms", "s="+cur)
@@ -367,7 +376,7 @@ func TestServeLinkedRootRepointed(t *testing.T) {
 		t.Fatalf("v1 serves %q", g)
 	}
 	next := filepath.Join(base, "next")
-	if err := os.Symlink("v2", next); err != nil {
+	if err := os.Symlink(v2, next); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(next, cur); err != nil {
