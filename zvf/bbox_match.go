@@ -898,8 +898,9 @@ func (rd *chunkReaders) stop() {
 // boxTest tests rows against a closed box. float32 × 3 rows are compared
 // in float32 against bounds that give the same verdict as the float64
 // comparison (see f32Bounds), one axis alone where the caller knows the
-// others hold; as integers where those bounds are runs of bits (see
-// rowBits: every axis tested lies above zero or below it).
+// others hold; as integers where those bounds are runs (see rowBits: of
+// bits where every axis tested lies above zero or below it, else of
+// keys), so as floats only for empty bounds or NaN ones.
 type boxTest struct {
 	dt       zarr.DataType
 	d        int
@@ -1005,20 +1006,22 @@ func f32Bounds(min, max float64) (lo, hi float32) {
 }
 
 // bitsFor says whether the rows can be tested on axes (0: every axis)
-// as bits (see rowBits), and how: the one axis tested (or -1) and the
-// runs the kernels take.
-func (t *boxTest) bitsFor(axes uint8) (ok bool, axis int, runs bitRuns) {
+// as bits or keys (see rowBits), and how: the one axis tested (or -1),
+// the runs the kernels take, and whether they are of keys (bits where
+// both apply: the cheaper test).
+func (t *boxTest) bitsFor(axes uint8) (ok bool, axis int, runs bitRuns, keyed bool) {
 	if axes == 0 {
 		axes = 7
 	}
-	if !t.f32 || axes&t.bits.ok != axes {
-		return false, 0, runs
+	if !t.f32 || axes&t.bits.okKey != axes {
+		return false, 0, runs, false
 	}
+	keyed = axes&t.bits.ok != axes
 	axis = -1
 	if axes&(axes-1) == 0 {
 		axis = bits.TrailingZeros8(axes)
 	}
-	return true, axis, t.bits.runs(axes)
+	return true, axis, t.bits.runs(axes, keyed), keyed
 }
 
 // appendMatches appends the rows in [a, b) inside the box, tested on the
@@ -1027,8 +1030,8 @@ func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) 
 	if !t.f32 {
 		return appendMatches(out, data, t.dt, t.d, a, b, t.min, t.max)
 	}
-	if ok, axis, runs := t.bitsFor(axes); ok {
-		return matchBits(out, nil, data[12*a:12*b], int32(a), axis, &runs)
+	if ok, axis, runs, keyed := t.bitsFor(axes); ok {
+		return matchBits(out, nil, data[12*a:12*b], int32(a), axis, &runs, keyed)
 	}
 	n := len(out)
 	out = slices.Grow(out, b-a)[:n+b-a]
@@ -1059,8 +1062,8 @@ func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) 
 // appends each matching row's 12 bytes to vout: every tested row is
 // written and the ends advance only for a match, as the rows do.
 func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, axes uint8) ([]int32, []byte) {
-	if ok, axis, runs := t.bitsFor(axes); ok {
-		out = matchBits(out, &vout, data[12*a:12*b], int32(a), axis, &runs)
+	if ok, axis, runs, keyed := t.bitsFor(axes); ok {
+		out = matchBits(out, &vout, data[12*a:12*b], int32(a), axis, &runs, keyed)
 		return out, vout
 	}
 	n, v := len(out), len(vout)
@@ -1098,8 +1101,8 @@ func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, ax
 // appendCopy is appendMatchesCopy without the row numbers: it appends
 // the 12 bytes of each row of [a, b) inside the box to vout.
 func (t *boxTest) appendCopy(vout, data []byte, a, b int, axes uint8) []byte {
-	if ok, axis, runs := t.bitsFor(axes); ok {
-		return copyBits(vout, data[12*a:12*b], axis, &runs)
+	if ok, axis, runs, keyed := t.bitsFor(axes); ok {
+		return copyBits(vout, data[12*a:12*b], axis, &runs, keyed)
 	}
 	v := len(vout)
 	vout = slices.Grow(vout, 12*(b-a))[:v+12*(b-a)]
