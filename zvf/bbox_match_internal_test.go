@@ -37,6 +37,19 @@ func FuzzBoxTest(f *testing.F) {
 	f.Add(rows, math.NaN(), -3.0, -4.0, 2.0, 3.0, 4.0, uint8(0))  // no row inside: a NaN bound,
 	f.Add(rows, -2.0, -3.0, -4.0, 2.0, math.NaN(), 4.0, uint8(0)) // the other,
 	f.Add(rows, -2.0, -3.0, 5.0, 2.0, 3.0, 4.0, uint8(0))         // min > max
+	// Rows tested as keys (rowKey): bounds exactly -0 or +0, ranges from
+	// and to zero, and rows of -0, +0 and their neighbours in every place
+	// of a four-row step; -0 and +0 are inside together or not at all.
+	nz := float32(math.Copysign(0, -1))
+	zeros := slices.Concat(row(nz, 0, nz), row(0, nz, 0), row(1e-45, -1e-45, nz), row(-1e-45, 1e-45, 0),
+		row(nz, nz, nz), row(0, 0, 0), row(float32(math.NaN()), nz, 0), row(-float32(math.NaN()), 0, nz),
+		row(float32(math.Inf(1)), float32(math.Inf(-1)), nz), row(0.5, -0.5, 0))
+	negZero := math.Copysign(0, -1)
+	f.Add(zeros, negZero, negZero, negZero, 0.0, 0.0, 0.0, uint8(0))                // [-0, +0]: both zeros, nothing else
+	f.Add(zeros, 0.0, 0.0, 0.0, negZero, negZero, negZero, uint8(0))                // [+0, -0]: the same
+	f.Add(zeros, 0.0, negZero, 0.0, 1.0, 1.0, 1.0, uint8(0))                        // from zero up
+	f.Add(zeros, -1.0, -1.0, -1.0, negZero, 0.0, negZero, uint8(1))                 // down to zero
+	f.Add(zeros, -1e-45, -1e-46, math.Inf(-1), 1e-45, 1e-46, math.Inf(1), uint8(0)) // around zero, tightly
 	dt, err := zarr.ParseDataType("float32")
 	if err != nil {
 		f.Fatal(err)
