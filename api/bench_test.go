@@ -121,6 +121,13 @@ func benchServeOn(b *testing.B, srv *api.Server, req *http.Request) *discard {
 // binary format (issue target: under 3 ms).
 func BenchmarkBBoxBinary50k(b *testing.B) { benchBBox(b, 50_000, "bin") }
 
+// BenchmarkBBoxBinary50kFromZero: the 50,000-vertex binary bbox from 0
+// on every axis (its cut bins' rows tested as keys, not bits).
+func BenchmarkBBoxBinary50kFromZero(b *testing.B) {
+	min, max := synth.BoxFor(benchPoints, 50_000, 0)
+	benchURL(b, bboxPath("points", min, max, "f=bin&connectivity=false"))
+}
+
 // BenchmarkBBoxJSON50k: the same answer as JSON; MB/s is output per core.
 func BenchmarkBBoxJSON50k(b *testing.B) { benchBBox(b, 50_000, "json") }
 
