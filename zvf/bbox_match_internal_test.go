@@ -15,7 +15,7 @@ import (
 // the verdict of the plain float64 test of the axes it tests, for any row
 // bits (NaN, ±Inf, -0, subnormals) and any box (bounds between float32
 // values, beyond their range, infinite, around zero, empty), from any
-// first row; the bits kernels (rowBits) and the float ones alike.
+// first row; the bits and key kernels (rowBits) and the float ones alike.
 func FuzzBoxTest(f *testing.F) {
 	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64}, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0, uint8(0))                               // a row on the box
 	f.Add([]byte{205, 204, 204, 61, 0, 0, 0, 0, 0, 0, 0, 0}, 0.1, 0.0, 0.0, 0.1, 0.0, 0.0, uint8(0))                              // 0.1 is no float32
