@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"math/bits"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -683,21 +682,8 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	rd := &sc.rd
 	*rd = chunkReaders{l: l, cand: cand, ms: ms, slots: slots, min: min, max: max, rf: rf}
 	defer rd.stop()
-	// Of the cached chunks the box cuts through many rows, every other
-	// one is matched by a reader beside the one matched here: with a
-	// second core a dense box's answer is ready in about half the time.
-	// Not with one core, nor while other answers do it on at least half
-	// the cores (then the others are busy, and handing over only adds
-	// the hand-over); decided at the first such chunk, so other answers
-	// touch no shared counter.
-	beside, alt := 0, false // beside: 0 undecided, 1 yes (counted in l.s.beside), -1 no
 	hits := 0
-	defer func() {
-		l.s.countHits(hits)
-		if beside > 0 {
-			l.s.beside.Add(-1)
-		}
-	}()
+	defer func() { l.s.countHits(hits) }()
 	// at and issuedAt are c%ring and issued%ring, kept by wrapping: a
 	// division each per chunk cost as much as a coarse chunk's rows.
 	issued, issuedAt, at := 0, 0, 0
@@ -707,18 +693,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 			s := &slots[issuedAt]
 			i := cand[issued]
 			if v, ok := l.peekVertsTally(i, &hits); ok && rf.cachedAt(i) {
-				cv := v.(*chunkVerts)
-				if beside >= 0 && cv.rows >= besideRows && l.cuts(&sc.bt, i, min, max) {
-					if beside == 0 {
-						beside = l.s.joinBeside()
-					}
-					if alt = !alt; !alt && beside > 0 {
-						*s = matchSlot{cv: cv, done: make(chan struct{})}
-						rd.read(ctx, issued)
-						continue
-					}
-				}
-				*s = matchSlot{cv: cv}
+				*s = matchSlot{cv: v.(*chunkVerts)}
 				continue
 			}
 			*s = matchSlot{done: make(chan struct{})}
@@ -739,7 +714,6 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 			}
 		} else {
 			<-s.done // a reader always closes it, even cancelled
-			s.cv = nil
 			if s.err != nil {
 				return rd.cause(ctx, s.err)
 			}
@@ -752,35 +726,6 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	return nil
 }
 
-// cuts reports whether the box (bt's) cuts chunk i's cell, as matchVerts
-// finds it.
-func (l *Level) cuts(bt *boxTest, i int32, min, max []float64) bool {
-	if bt.cover {
-		return bt.cutOf(l.keys[i]) != 0
-	}
-	return l.cutAxes(l.keys[i], min, max) != 0
-}
-
-// joinBeside says whether an answer may match chunks beside its
-// request's goroutine now: 1 (and it is counted until its matching pass
-// ends) or -1.
-func (s *Store) joinBeside() int {
-	procs := runtime.GOMAXPROCS(0)
-	if s.conc < 2 || procs < 2 {
-		return -1
-	}
-	if int(s.beside.Add(1)) > procs/2 {
-		s.beside.Add(-1)
-		return -1
-	}
-	return 1
-}
-
-// besideRows is how many rows a cached chunk the box cuts must hold for
-// its match to be worth handing to a reader (a goroutine's start and
-// hand-over cost about what testing a few hundred rows does).
-const besideRows = 4096
-
 // ringNext is the ring position after i in a ring of n.
 func ringNext(i, n int) int {
 	if i++; i == n {
@@ -790,8 +735,8 @@ func ringNext(i, n int) int {
 }
 
 // matchSlot is one place of matches' ring: a chunk found in the cache
-// (cv), or one a reader reads (or, cached, takes from cv) and matches
-// (done closed when it has, with err its failure).
+// (cv), or one a reader reads and matches (done closed when it has, with
+// err its failure).
 type matchSlot struct {
 	cv   *chunkVerts
 	done chan struct{}
@@ -809,27 +754,23 @@ type chunkReaders struct {
 	rf       *rowFilter
 
 	jobs   chan int // positions in cand; room for a whole ring, so handing one never waits
-	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	n      int   // readers started: one per job handed, up to the store's concurrency
 	first  error // the first read to fail (under mu): the others were cancelled for it
 	mu     sync.Mutex
 }
 
-// read hands position c to the readers, starting one more with each job
-// until there are as many as the store reads at once (a warm answer that
-// hands a few cached chunks over starts no more readers than it has
-// jobs).
+// read hands position c to the readers, starting them at the first.
 func (rd *chunkReaders) read(ctx context.Context, c int) {
 	if rd.jobs == nil {
-		rd.ctx, rd.cancel = context.WithCancel(ctx)
+		var rctx context.Context
+		rctx, rd.cancel = context.WithCancel(ctx)
 		rd.jobs = make(chan int, len(rd.slots))
-	}
-	if rd.n < rd.l.s.conc {
-		rd.n++
-		rd.wg.Add(1)
-		go rd.run(rd.ctx)
+		n := min(rd.l.s.conc, len(rd.cand)-c)
+		rd.wg.Add(n)
+		for range n {
+			go rd.run(rctx)
+		}
 	}
 	rd.jobs <- c
 }
@@ -861,11 +802,9 @@ func (rd *chunkReaders) one(ctx context.Context, c int, ev *cql2.Evaluator) (err
 		return err
 	}
 	i := rd.cand[c]
-	cv := rd.slots[c%len(rd.slots)].cv // a cached chunk handed over
-	if cv == nil {
-		if cv, err = rd.l.verticesAt(ctx, i); err != nil {
-			return err
-		}
+	cv, err := rd.l.verticesAt(ctx, i)
+	if err != nil {
+		return err
 	}
 	return rd.l.matchChunk(ctx, i, cv, rd.min, rd.max, &rd.ms[c%len(rd.ms)], rd.rf, ev)
 }

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -46,9 +45,6 @@ type Store struct {
 	refs   refCache // cache, when it hands out refs; else nil
 	codecs *zarr.Codecs
 	conc   int
-	// beside counts the answers matching chunks beside their request's
-	// goroutine now (see matches): on a busy server the cores are taken.
-	beside atomic.Int32
 	log    *slog.Logger
 	info   Info
 	dtype  zarr.DataType
