@@ -27,32 +27,44 @@ import (
 
 const benchPoints = 2_000_000
 
-var bench struct {
+var bench, benchCluster onceServer
+
+// onceServer is a benchmark server over one synthetic points store, built
+// at its first use and shared by the benchmarks after it.
+type onceServer struct {
 	once sync.Once
 	srv  *api.Server
 	err  error
 }
 
-func benchServer(b *testing.B) *api.Server {
-	bench.once.Do(func() {
+// get builds the server the first time (synthesize writes the store; the
+// cache holds budget bytes) and fails b if that failed.
+func (o *onceServer) get(b *testing.B, budget int64, synthesize func(context.Context) (storage.Writer, error)) *api.Server {
+	o.once.Do(func() {
 		ctx := context.Background()
-		st, err := synth.Points(ctx, benchPoints, 1, writer.CodecNone)
+		st, err := synthesize(ctx)
 		if err != nil {
-			bench.err = err
+			o.err = err
 			return
 		}
-		ch := cache.New(2 << 30)
+		ch := cache.New(budget)
 		s, err := zvf.Open(ctx, storage.Sub(st, "points"), zvf.Options{Name: "points", Cache: ch})
 		if err != nil {
-			bench.err = err
+			o.err = err
 			return
 		}
-		bench.srv, bench.err = api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+		o.srv, o.err = api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
 	})
-	if bench.err != nil {
-		b.Fatal(bench.err)
+	if o.err != nil {
+		b.Fatal(o.err)
 	}
-	return bench.srv
+	return o.srv
+}
+
+func benchServer(b *testing.B) *api.Server {
+	return bench.get(b, 2<<30, func(ctx context.Context) (storage.Writer, error) {
+		return synth.Points(ctx, benchPoints, 1, writer.CodecNone)
+	})
 }
 
 // discard is a ResponseWriter that keeps nothing, so the benchmark measures
@@ -509,36 +521,15 @@ func BenchmarkBBoxBinary1k(b *testing.B) {
 	benchURL(b, bboxPath("points", min, max, "level=0&f=bin&limit=2000000"))
 }
 
-var benchCluster struct {
-	once sync.Once
-	srv  *api.Server
-	err  error
-}
-
 // BenchmarkBBoxBinaryCluster: a warm box of about 49,000 vertices in a
 // dense cluster (the reference benchmark's medium_cluster: eight chunks
 // of 100, every one cut through its bins of 25), binary, as perf_compare
 // asks it.
 func BenchmarkBBoxBinaryCluster(b *testing.B) {
-	benchCluster.once.Do(func() {
-		ctx := context.Background()
-		st, err := synth.Clustered(ctx, benchPoints, 1)
-		if err != nil {
-			benchCluster.err = err
-			return
-		}
-		ch := cache.New(1 << 30)
-		s, err := zvf.Open(ctx, storage.Sub(st, "points"), zvf.Options{Name: "points", Cache: ch})
-		if err != nil {
-			benchCluster.err = err
-			return
-		}
-		benchCluster.srv, benchCluster.err = api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+	srv := benchCluster.get(b, 1<<30, func(ctx context.Context) (storage.Writer, error) {
+		return synth.Clustered(ctx, benchPoints, 1)
 	})
-	if benchCluster.err != nil {
-		b.Fatal(benchCluster.err)
-	}
 	min, max := synth.ClusterBox[0], synth.ClusterBox[1]
-	w := benchServeOn(b, benchCluster.srv, httptest.NewRequest(http.MethodGet, bboxPath("points", min, max, "f=bin&limit=2000000"), nil))
+	w := benchServeOn(b, srv, httptest.NewRequest(http.MethodGet, bboxPath("points", min, max, "f=bin&limit=2000000"), nil))
 	b.ReportMetric(float64(w.n)/12, "bytes/12/op")
 }
