@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zvfserve/zvfserve/zvf/cql2"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -652,11 +653,16 @@ func b2i(b bool) int {
 
 // matches runs match over the candidate chunks, calling fn in key order.
 // Chunks already in the cache are matched in place; the others are read
-// concurrently (at most l.s.conc at a time), in key order, up to a ring
-// of 4·conc chunks ahead of fn. fn takes each chunk's match as soon as
-// that chunk and every one before it are matched, so an answer's first
-// rows leave while later chunks are still read, and reads do not wait for
-// the answer's writes (only for room in the ring). The *chunkMatch handed
+// concurrently (by at most l.s.conc readers, and the answer's own
+// goroutine), in key order, up to a ring of 4·conc chunks ahead of fn. fn
+// takes each chunk's match as soon as that chunk and every one before it
+// are matched, so an answer's first rows leave while later chunks are
+// still read, and reads do not wait for the answer's writes (only for
+// room in the ring). A reader takes the first chunk no one has taken when
+// it runs, not when it was woken, and the answer reads and matches its
+// next chunk itself when no reader has taken it: on a busy core the
+// answer would otherwise wait for a reader that waits for the core
+// (chunkReaders). The *chunkMatch handed
 // to fn is reused after fn returns. The query's selection (sc.rf) narrows
 // every chunk's rows the same way wherever it is matched: for the page,
 // for the earlier chunks a page reaches back to, for counts.
@@ -680,7 +686,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	// answer starts none); stop ends their reads and waits for them. They
 	// live in the scratch, so a warm answer allocates nothing for them.
 	rd := &sc.rd
-	*rd = chunkReaders{l: l, cand: cand, ms: ms, slots: slots, min: min, max: max, rf: rf}
+	*rd = chunkReaders{l: l, cand: cand, ms: ms, slots: slots, min: min, max: max, rf: rf, pos: rd.pos}
 	defer rd.stop()
 	hits := 0
 	defer func() { l.s.countHits(hits) }()
@@ -696,7 +702,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 				*s = matchSlot{cv: v.(*chunkVerts)}
 				continue
 			}
-			*s = matchSlot{done: make(chan struct{})}
+			*s = matchSlot{done: make(chan struct{}), ord: int(rd.handed.Load())}
 			rd.read(ctx, issued)
 		}
 		if at == 0 {
@@ -713,7 +719,10 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 				return err
 			}
 		} else {
-			<-s.done // a reader always closes it, even cancelled
+			if rd.take(s.ord) {
+				rd.do(rd.ctx, s.ord, rf.mainEvaluator()) // no reader took it: read it here
+			}
+			<-s.done // its reader always closes it, even cancelled
 			if s.err != nil {
 				return rd.cause(ctx, s.err)
 			}
@@ -741,10 +750,19 @@ type matchSlot struct {
 	cv   *chunkVerts
 	done chan struct{}
 	err  error
+	ord  int // which chunk to read this is (chunkReaders.pos)
 }
 
-// chunkReaders read and match the chunks matches hands them, in the
-// order handed, each into its ring slot.
+// chunkReaders read and match the chunks matches hands them, each into
+// its ring slot. Chunks are taken in the order handed, by whoever runs
+// first: a reader takes the first chunk not yet taken when it runs (a
+// reader woken for chunk n may find n taken and take a later one), and
+// the answer takes its next chunk itself when no one has (take). Handed
+// through a channel, a chunk was bound to the reader woken for it, and a
+// reader woken later may run first: the answer then waited for a chunk
+// whose reader waited for a core while later chunks' readers ran (a cold
+// 50k answer at two cores was ready but not running for half its time,
+// seven readers ready beside it whenever it waited for a chunk).
 type chunkReaders struct {
 	l        *Level
 	cand     []int32
@@ -753,7 +771,17 @@ type chunkReaders struct {
 	min, max []float64
 	rf       *rowFilter
 
-	jobs   chan int // positions in cand; room for a whole ring, so handing one never waits
+	// pos holds, at the i-th read handed (mod the ring), its position in
+	// cand; handed counts the reads handed and next the reads taken.
+	// Read i's pos is written before it is counted handed and is not
+	// rewritten until read i has been matched (the ring holds no more
+	// than it), so whoever takes i reads its own position.
+	pos    []int
+	handed atomic.Int64
+	next   atomic.Int64
+	ctx    context.Context // the readers' (cancelled by stop and by a failed read)
+
+	jobs   chan struct{} // one a read handed; room for a whole ring, so handing one never waits
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	first  error // the first read to fail (under mu): the others were cancelled for it
@@ -762,37 +790,61 @@ type chunkReaders struct {
 
 // read hands position c to the readers, starting them at the first.
 func (rd *chunkReaders) read(ctx context.Context, c int) {
+	ring := len(rd.slots)
 	if rd.jobs == nil {
-		var rctx context.Context
-		rctx, rd.cancel = context.WithCancel(ctx)
-		rd.jobs = make(chan int, len(rd.slots))
+		rd.ctx, rd.cancel = context.WithCancel(ctx)
+		rd.jobs = make(chan struct{}, ring)
+		if len(rd.pos) < ring {
+			rd.pos = make([]int, ring)
+		}
 		n := min(rd.l.s.conc, len(rd.cand)-c)
 		rd.wg.Add(n)
 		for range n {
-			go rd.run(rctx)
+			go rd.run(rd.ctx)
 		}
 	}
-	rd.jobs <- c
+	n := rd.handed.Load()
+	rd.pos[n%int64(ring)] = c
+	rd.handed.Store(n + 1)
+	rd.jobs <- struct{}{}
+}
+
+// take claims read i for its caller, if no one has taken it. Reads are
+// taken in order: once i is taken, every read before it is.
+func (rd *chunkReaders) take(i int) bool {
+	return rd.next.CompareAndSwap(int64(i), int64(i)+1)
 }
 
 func (rd *chunkReaders) run(ctx context.Context) {
 	defer rd.wg.Done()
 	ev := rd.rf.evaluator()
 	defer rd.rf.release(ev)
-	ring := len(rd.slots)
-	for c := range rd.jobs {
-		s := &rd.slots[c%ring]
-		s.err = rd.one(ctx, c, ev)
-		if s.err != nil {
-			rd.mu.Lock()
-			if rd.first == nil {
-				rd.first = s.err
-				rd.cancel() // the answer fails: the reads ahead are not needed
+	for range rd.jobs {
+		// Every read up to the last handed may be taken; the jobs
+		// received count them, so a reader never takes one not yet
+		// handed (its pos unwritten).
+		for i := rd.next.Load(); i < rd.handed.Load(); i = rd.next.Load() {
+			if rd.next.CompareAndSwap(i, i+1) {
+				rd.do(ctx, int(i), ev)
 			}
-			rd.mu.Unlock()
 		}
-		close(s.done)
 	}
+}
+
+// do reads and matches read i into its slot, and tells the answer.
+func (rd *chunkReaders) do(ctx context.Context, i int, ev *cql2.Evaluator) {
+	c := rd.pos[i%len(rd.pos)]
+	s := &rd.slots[c%len(rd.slots)]
+	s.err = rd.one(ctx, c, ev)
+	if s.err != nil {
+		rd.mu.Lock()
+		if rd.first == nil {
+			rd.first = s.err
+			rd.cancel() // the answer fails: the reads ahead are not needed
+		}
+		rd.mu.Unlock()
+	}
+	close(s.done)
 }
 
 // one reads and matches chunk cand[c].
@@ -831,7 +883,7 @@ func (rd *chunkReaders) stop() {
 		close(rd.jobs)
 		rd.wg.Wait()
 	}
-	*rd = chunkReaders{}
+	*rd = chunkReaders{pos: rd.pos} // pos is a ring of ints, kept for the next cold answer
 }
 
 // boxTest tests rows against a closed box. float32 × 3 rows are compared

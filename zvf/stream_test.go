@@ -149,3 +149,67 @@ func TestColdAnswerStopLeavesNoRead(t *testing.T) {
 		}
 	}
 }
+
+// waitForRead is a store whose reads of a key containing first wait until
+// a read of a key containing then has ended (or ten seconds pass).
+type waitForRead struct {
+	storage.Store
+	first, then string
+	done        chan struct{}
+	once        sync.Once
+}
+
+func (w *waitForRead) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	if strings.Contains(key, w.first) {
+		select {
+		case <-w.done:
+		case <-time.After(10 * time.Second):
+			return storage.Object{}, errors.New("read of " + w.then + " never came")
+		case <-ctx.Done():
+			return storage.Object{}, ctx.Err()
+		}
+	}
+	obj, err := w.Store.Get(ctx, key, o)
+	if strings.Contains(key, w.then) {
+		w.once.Do(func() { close(w.done) })
+	}
+	return obj, err
+}
+
+// TestColdAnswerReadsWhatNoReaderTook: a cold answer whose next chunk no
+// reader has taken reads it itself instead of waiting for a reader: with
+// one reader held on the first chunk until the second has been read, the
+// second is read (by the answer's goroutine or the reader, whichever took
+// the first one), so the answer completes, every row in key order. Before,
+// the one reader took the chunks in the order handed and the answer only
+// waited: the second chunk was read only after the first.
+func TestColdAnswerReadsWhatNoReaderTook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bs := zvftest.Store(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	ref, err := zvf.Open(ctx, bs, zvf.Options{Name: "points_bins"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, _ := ref.Level(0)
+	keys := rl.Keys()
+	all := [2][3]float64{{-1e9, -1e9, -1e9}, {1e9, 1e9, 1e9}}
+	want := boxRows(t, rl, all[0], all[1])
+	w := &waitForRead{Store: bs, first: "/vertices/" + keys[0].String() + "/c", then: "/vertices/" + keys[1].String() + "/c", done: make(chan struct{})}
+	s, err := zvf.Open(ctx, w, zvf.Options{Name: "points_bins", Cache: cache.New(64 << 20), Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Level(0)
+	var got []byte
+	res, err := l.BBox(ctx, zvf.BBoxQuery{Min: all[0][:], Max: all[1][:]}, func(b *zvf.Batch) error {
+		got = append(got, b.Vertices.Data...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) || res.Count != int64(len(want)/12) {
+		t.Errorf("%d rows, a test of every row finds %d (or in another order)", len(got)/12, len(want)/12)
+	}
+}
