@@ -653,8 +653,8 @@ func b2i(b bool) int {
 
 // matches runs match over the candidate chunks, calling fn in key order.
 // Chunks already in the cache are matched in place; the others are read
-// concurrently (by at most l.s.conc readers, and the answer's own
-// goroutine), in key order, up to a ring of 4·conc chunks ahead of fn. fn
+// concurrently (by l.s.conc-1 readers, one if conc is 1, and the
+// answer's own goroutine: conc reads at once), in key order, up to a ring of 4·conc chunks ahead of fn. fn
 // takes each chunk's match as soon as that chunk and every one before it
 // are matched, so an answer's first rows leave while later chunks are
 // still read, and reads do not wait for the answer's writes (only for
@@ -797,7 +797,9 @@ func (rd *chunkReaders) read(ctx context.Context, c int) {
 		if len(rd.pos) < ring {
 			rd.pos = make([]int, ring)
 		}
-		n := min(rd.l.s.conc, len(rd.cand)-c)
+		// The answer's goroutine reads too (take), so conc-1 readers
+		// make conc reads at once.
+		n := min(max(rd.l.s.conc-1, 1), len(rd.cand)-c)
 		rd.wg.Add(n)
 		for range n {
 			go rd.run(rd.ctx)
