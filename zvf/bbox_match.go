@@ -781,7 +781,7 @@ type chunkReaders struct {
 	next   atomic.Int64
 	ctx    context.Context // the readers' (cancelled by stop and by a failed read)
 
-	jobs   chan struct{} // one a read handed; room for a whole ring, so handing one never waits
+	jobs   chan struct{} // wakes readers: a token a read handed, unless the ring's worth are waiting
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	first  error // the first read to fail (under mu): the others were cancelled for it
@@ -808,7 +808,14 @@ func (rd *chunkReaders) read(ctx context.Context, c int) {
 	n := rd.handed.Load()
 	rd.pos[n%int64(ring)] = c
 	rd.handed.Store(n + 1)
-	rd.jobs <- struct{}{}
+	// Readers that run on take reads without a token, so tokens may
+	// pile up; a full buffer means no reader waits for one (each will
+	// look at handed again when it takes the next), and the answer must
+	// not wait to hand a read.
+	select {
+	case rd.jobs <- struct{}{}:
+	default:
+	}
 }
 
 // take claims read i for its caller, if no one has taken it. Reads are
