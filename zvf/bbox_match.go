@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/zvfserve/zvfserve/zvf/cql2"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -653,16 +652,11 @@ func b2i(b bool) int {
 
 // matches runs match over the candidate chunks, calling fn in key order.
 // Chunks already in the cache are matched in place; the others are read
-// concurrently (by l.s.conc-1 readers, one if conc is 1, and the
-// answer's own goroutine: conc reads at once), in key order, up to a ring of 4·conc chunks ahead of fn. fn
-// takes each chunk's match as soon as that chunk and every one before it
-// are matched, so an answer's first rows leave while later chunks are
-// still read, and reads do not wait for the answer's writes (only for
-// room in the ring). A reader takes the first chunk no one has taken when
-// it runs, not when it was woken, and the answer reads and matches its
-// next chunk itself when no reader has taken it: on a busy core the
-// answer would otherwise wait for a reader that waits for the core
-// (chunkReaders). The *chunkMatch handed
+// concurrently (at most l.s.conc at a time), in key order, up to a ring
+// of 4·conc chunks ahead of fn. fn takes each chunk's match as soon as
+// that chunk and every one before it are matched, so an answer's first
+// rows leave while later chunks are still read, and reads do not wait for
+// the answer's writes (only for room in the ring). The *chunkMatch handed
 // to fn is reused after fn returns. The query's selection (sc.rf) narrows
 // every chunk's rows the same way wherever it is matched: for the page,
 // for the earlier chunks a page reaches back to, for counts.
@@ -686,7 +680,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	// answer starts none); stop ends their reads and waits for them. They
 	// live in the scratch, so a warm answer allocates nothing for them.
 	rd := &sc.rd
-	*rd = chunkReaders{l: l, cand: cand, ms: ms, slots: slots, min: min, max: max, rf: rf, pos: rd.pos}
+	*rd = chunkReaders{l: l, cand: cand, ms: ms, slots: slots, min: min, max: max, rf: rf}
 	defer rd.stop()
 	hits := 0
 	defer func() { l.s.countHits(hits) }()
@@ -702,7 +696,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 				*s = matchSlot{cv: v.(*chunkVerts)}
 				continue
 			}
-			*s = matchSlot{done: make(chan struct{}), ord: int(rd.handed.Load())}
+			*s = matchSlot{done: make(chan struct{})}
 			rd.read(ctx, issued)
 		}
 		if at == 0 {
@@ -719,10 +713,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 				return err
 			}
 		} else {
-			if rd.take(s.ord) {
-				rd.do(rd.ctx, s.ord, rf.mainEvaluator()) // no reader took it: read it here
-			}
-			<-s.done // its reader always closes it, even cancelled
+			<-s.done // a reader always closes it, even cancelled
 			if s.err != nil {
 				return rd.cause(ctx, s.err)
 			}
@@ -750,19 +741,10 @@ type matchSlot struct {
 	cv   *chunkVerts
 	done chan struct{}
 	err  error
-	ord  int // which chunk to read this is (chunkReaders.pos)
 }
 
-// chunkReaders read and match the chunks matches hands them, each into
-// its ring slot. Chunks are taken in the order handed, by whoever runs
-// first: a reader takes the first chunk not yet taken when it runs (a
-// reader woken for chunk n may find n taken and take a later one), and
-// the answer takes its next chunk itself when no one has (take). Handed
-// through a channel, a chunk was bound to the reader woken for it, and a
-// reader woken later may run first: the answer then waited for a chunk
-// whose reader waited for a core while later chunks' readers ran (a cold
-// 50k answer at two cores was ready but not running for half its time,
-// seven readers ready beside it whenever it waited for a chunk).
+// chunkReaders read and match the chunks matches hands them, in the
+// order handed, each into its ring slot.
 type chunkReaders struct {
 	l        *Level
 	cand     []int32
@@ -771,17 +753,7 @@ type chunkReaders struct {
 	min, max []float64
 	rf       *rowFilter
 
-	// pos holds, at the i-th read handed (mod the ring), its position in
-	// cand; handed counts the reads handed and next the reads taken.
-	// Read i's pos is written before it is counted handed and is not
-	// rewritten until read i has been matched (the ring holds no more
-	// than it), so whoever takes i reads its own position.
-	pos    []int
-	handed atomic.Int64
-	next   atomic.Int64
-	ctx    context.Context // the readers' (cancelled by stop and by a failed read)
-
-	jobs   chan struct{} // wakes readers: a token a read handed, unless the ring's worth are waiting
+	jobs   chan int // positions in cand; room for a whole ring, so handing one never waits
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	first  error // the first read to fail (under mu): the others were cancelled for it
@@ -790,70 +762,37 @@ type chunkReaders struct {
 
 // read hands position c to the readers, starting them at the first.
 func (rd *chunkReaders) read(ctx context.Context, c int) {
-	ring := len(rd.slots)
 	if rd.jobs == nil {
-		rd.ctx, rd.cancel = context.WithCancel(ctx)
-		rd.jobs = make(chan struct{}, ring)
-		if len(rd.pos) < ring {
-			rd.pos = make([]int, ring)
-		}
-		// The answer's goroutine reads too (take), so conc-1 readers
-		// make conc reads at once.
-		n := min(max(rd.l.s.conc-1, 1), len(rd.cand)-c)
+		var rctx context.Context
+		rctx, rd.cancel = context.WithCancel(ctx)
+		rd.jobs = make(chan int, len(rd.slots))
+		n := min(rd.l.s.conc, len(rd.cand)-c)
 		rd.wg.Add(n)
 		for range n {
-			go rd.run(rd.ctx)
+			go rd.run(rctx)
 		}
 	}
-	n := rd.handed.Load()
-	rd.pos[n%int64(ring)] = c
-	rd.handed.Store(n + 1)
-	// Readers that run on take reads without a token, so tokens may
-	// pile up; a full buffer means no reader waits for one (each will
-	// look at handed again when it takes the next), and the answer must
-	// not wait to hand a read.
-	select {
-	case rd.jobs <- struct{}{}:
-	default:
-	}
-}
-
-// take claims read i for its caller, if no one has taken it. Reads are
-// taken in order: once i is taken, every read before it is.
-func (rd *chunkReaders) take(i int) bool {
-	return rd.next.CompareAndSwap(int64(i), int64(i)+1)
+	rd.jobs <- c
 }
 
 func (rd *chunkReaders) run(ctx context.Context) {
 	defer rd.wg.Done()
 	ev := rd.rf.evaluator()
 	defer rd.rf.release(ev)
-	for range rd.jobs {
-		// Every read up to the last handed may be taken; the jobs
-		// received count them, so a reader never takes one not yet
-		// handed (its pos unwritten).
-		for i := rd.next.Load(); i < rd.handed.Load(); i = rd.next.Load() {
-			if rd.next.CompareAndSwap(i, i+1) {
-				rd.do(ctx, int(i), ev)
+	ring := len(rd.slots)
+	for c := range rd.jobs {
+		s := &rd.slots[c%ring]
+		s.err = rd.one(ctx, c, ev)
+		if s.err != nil {
+			rd.mu.Lock()
+			if rd.first == nil {
+				rd.first = s.err
+				rd.cancel() // the answer fails: the reads ahead are not needed
 			}
+			rd.mu.Unlock()
 		}
+		close(s.done)
 	}
-}
-
-// do reads and matches read i into its slot, and tells the answer.
-func (rd *chunkReaders) do(ctx context.Context, i int, ev *cql2.Evaluator) {
-	c := rd.pos[i%len(rd.pos)]
-	s := &rd.slots[c%len(rd.slots)]
-	s.err = rd.one(ctx, c, ev)
-	if s.err != nil {
-		rd.mu.Lock()
-		if rd.first == nil {
-			rd.first = s.err
-			rd.cancel() // the answer fails: the reads ahead are not needed
-		}
-		rd.mu.Unlock()
-	}
-	close(s.done)
 }
 
 // one reads and matches chunk cand[c].
@@ -892,7 +831,7 @@ func (rd *chunkReaders) stop() {
 		close(rd.jobs)
 		rd.wg.Wait()
 	}
-	*rd = chunkReaders{pos: rd.pos} // pos is a ring of ints, kept for the next cold answer
+	*rd = chunkReaders{}
 }
 
 // boxTest tests rows against a closed box. float32 × 3 rows are compared
