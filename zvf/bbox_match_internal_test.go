@@ -177,6 +177,21 @@ func TestRowKernels(t *testing.T) {
 			checkBoxTest(t, dt, data, b.min, b.max, first, rows%4)
 		}
 	}
+	// Every pattern of kept rows in a step (so every lane mask the
+	// vector steps pack by), a row outside on one axis in turn, in two
+	// steps and a tail, tested as bits and as keys.
+	for m := range 256 {
+		var data []byte
+		for i := range 17 {
+			in := [3]float32{1, 2, 3}
+			if m>>(i%8)&1 == 0 {
+				in[(i+m)%3] = 5
+			}
+			data = append(data, row(in[0], in[1], in[2])...)
+		}
+		checkBoxTest(t, dt, data, boxes[0].min, boxes[0].max, 0, m%4)
+		checkBoxTest(t, dt, data, []float64{-2, -2, -4}, []float64{2, 3, 4}, 0, m%4)
+	}
 }
 
 // BenchmarkAppendMatchesCopy: the cut bins' row kernels, rows tested on

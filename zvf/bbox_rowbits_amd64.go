@@ -5,13 +5,13 @@ package zvf
 import "golang.org/x/sys/cpu"
 
 // The row kernels' steps of 8 rows in AVX2 (bbox_rowbits_amd64.s). Each
-// takes the rows of src while at least 9 remain (a step's 16-byte row
-// moves reach 4 bytes past it) and returns the bytes of src it took and
-// the rows it kept; the caller's Go kernel takes the rest. dst has src's
-// length, nums its rows.
+// takes src's rows 8 at a time and returns the bytes of src it took and
+// the rows it kept (copyRowsAVX2: the bytes it wrote); the caller's Go
+// kernel takes the rest. dst has src's length, nums its rows: a step
+// stores whole vectors, into the room of the rows it took.
 
 //go:noescape
-func copyRowsAVX2(dst, src []byte, runs *bitRuns, keyed bool) (done, kept int)
+func copyRowsAVX2(dst, src []byte, runs *bitRuns, keyed bool) (done, n int)
 
 //go:noescape
 func matchRowsAVX2(nums []int32, src []byte, r int32, runs *bitRuns, keyed bool) (done, kept int)
@@ -20,14 +20,16 @@ func matchRowsAVX2(nums []int32, src []byte, r int32, runs *bitRuns, keyed bool)
 func matchCopyRowsAVX2(nums []int32, dst, src []byte, r int32, runs *bitRuns, keyed bool) (done, kept int)
 
 // simdRows says whether the kernels have a vector path here.
-func simdRows() bool { return cpu.X86.HasAVX2 }
+func simdRows() bool { return cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT }
 
-// copyRowsSIMD is copyRowsAVX2 (len(dst) >= len(src)).
+// copyRowsSIMD is copyRowsAVX2 (len(dst) >= len(src)), its kept rows
+// counted.
 func copyRowsSIMD(dst, src []byte, runs *bitRuns, keyed bool) (done, kept int) {
 	if len(dst) < len(src) {
 		panic("zvf: copyRowsSIMD: dst shorter than src")
 	}
-	return copyRowsAVX2(dst, src, runs, keyed)
+	done, n := copyRowsAVX2(dst, src, runs, keyed)
+	return done, n / 12
 }
 
 // matchRowsSIMD is matchRowsAVX2, or matchCopyRowsAVX2 when dst is not
