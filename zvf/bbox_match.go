@@ -852,6 +852,9 @@ type boxTest struct {
 	// integer compares instead of cutAxes' float arithmetic per chunk.
 	cover    bool
 	cLo, cHi [3]int64
+	// goRows keeps the row kernels in Go (tests compare them with the
+	// vector ones).
+	goRows bool
 }
 
 // setCover fills t's cover runs for level l's chunks (d ≤ 3 axes), or
@@ -970,7 +973,7 @@ func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) 
 		return appendMatches(out, data, t.dt, t.d, a, b, t.min, t.max)
 	}
 	if ok, axis, runs, keyed := t.bitsFor(axes); ok {
-		return matchBits(out, nil, data[12*a:12*b], int32(a), axis, &runs, keyed)
+		return matchBits(out, nil, data[12*a:12*b], int32(a), axis, &runs, keyed, t.goRows)
 	}
 	n := len(out)
 	out = slices.Grow(out, b-a)[:n+b-a]
@@ -1002,7 +1005,7 @@ func (t *boxTest) appendMatches(out []int32, data []byte, a, b int, axes uint8) 
 // written and the ends advance only for a match, as the rows do.
 func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, axes uint8) ([]int32, []byte) {
 	if ok, axis, runs, keyed := t.bitsFor(axes); ok {
-		out = matchBits(out, &vout, data[12*a:12*b], int32(a), axis, &runs, keyed)
+		out = matchBits(out, &vout, data[12*a:12*b], int32(a), axis, &runs, keyed, t.goRows)
 		return out, vout
 	}
 	n, v := len(out), len(vout)
@@ -1041,7 +1044,7 @@ func (t *boxTest) appendMatchesCopy(out []int32, vout, data []byte, a, b int, ax
 // the 12 bytes of each row of [a, b) inside the box to vout.
 func (t *boxTest) appendCopy(vout, data []byte, a, b int, axes uint8) []byte {
 	if ok, axis, runs, keyed := t.bitsFor(axes); ok {
-		return copyBits(vout, data[12*a:12*b], axis, &runs, keyed)
+		return copyBits(vout, data[12*a:12*b], axis, &runs, keyed, t.goRows)
 	}
 	v := len(vout)
 	vout = slices.Grow(vout, 12*(b-a))[:v+12*(b-a)]

@@ -55,13 +55,26 @@ func FuzzBoxTest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, x0, y0, z0, x1, y1, z1 float64, first uint8) {
-		data = data[:len(data)/12*12]
-		rows := len(data) / 12
-		a := min(int(first), rows)
-		min, max := []float64{x0, y0, z0}, []float64{x1, y1, z1}
+		checkBoxTest(t, dt, data, []float64{x0, y0, z0}, []float64{x1, y1, z1}, int(first), int(first)%4)
+	})
+}
+
+// checkBoxTest is FuzzBoxTest's check of the rows of data (whole rows)
+// from row first, held off bytes past a word (unaligned), with the
+// vector kernels (where simdRows) and the Go ones alike.
+func checkBoxTest(t *testing.T, dt zarr.DataType, data []byte, min, max []float64, first, off int) {
+	t.Helper()
+	data = unaligned(data[:len(data)/12*12], off)
+	rows := len(data) / 12
+	a := first
+	if a > rows {
+		a = rows
+	}
+	for _, goRows := range []bool{false, true} {
 		bt := newBoxTest(dt, 3, min, max)
+		bt.goRows = goRows
 		if got, want := bt.appendMatches(nil, data, a, rows, 7), appendMatches(nil, data, dt, 3, a, rows, min, max); !slices.Equal(got, want) {
-			t.Fatalf("every axis: rows %v, float64 test %v", got, want)
+			t.Fatalf("Go alone %v, every axis: rows %v, float64 test %v", goRows, got, want)
 		}
 		inAxes := func(r int, axes uint8) bool { // the float64 test of a row on axes
 			for i := range 3 {
@@ -90,19 +103,95 @@ func FuzzBoxTest(f *testing.F) {
 				}
 				sub = append(sub, data[12*r:12*r+12]...)
 			}
-			data, rows := sub, len(sub)/12
+			data, rows := unaligned(sub, off), len(sub)/12
 			wantBytes := gather([]byte("pre"), data, want, 12)
 			if got := bt.appendMatches([]int32{-1}, data, a, rows, axes); !slices.Equal(got[1:], want) {
-				t.Fatalf("axes %03b: rows %v, float64 test %v", axes, got[1:], want)
+				t.Fatalf("Go alone %v, axes %03b: rows %v, float64 test %v", goRows, axes, got[1:], want)
 			}
 			if got, gotBytes := bt.appendMatchesCopy([]int32{-1}, []byte("pre"), data, a, rows, axes); !slices.Equal(got[1:], want) || !slices.Equal(gotBytes, wantBytes) {
-				t.Fatalf("axes %03b: copying finds rows %v and bytes %x, float64 test %v", axes, got[1:], gotBytes, want)
+				t.Fatalf("Go alone %v, axes %03b: copying finds rows %v and bytes %x, float64 test %v", goRows, axes, got[1:], gotBytes, want)
 			}
 			if got := bt.appendCopy([]byte("pre"), data, a, rows, axes); !slices.Equal(got, wantBytes) {
-				t.Fatalf("axes %03b: copying bytes alone finds %x, float64 test %x", axes, got, wantBytes)
+				t.Fatalf("Go alone %v, axes %03b: copying bytes alone finds %x, float64 test %x", goRows, axes, got, wantBytes)
 			}
 		}
-	})
+	}
+}
+
+// unaligned is a copy of b starting off bytes into its allocation.
+func unaligned(b []byte, off int) []byte {
+	return append(make([]byte, off, off+len(b)), b...)[off:]
+}
+
+// TestRowKernels: FuzzBoxTest's check on rows of awkward values (NaN of
+// either sign, ±Inf, ±0, subnormals, float32 neighbours of the bounds),
+// 0 to 40 of them so every tail after the vector steps occurs, from
+// several first rows and byte offsets, on boxes tested as bits (above
+// zero, below it), as keys (around zero, from and to ±0) and as floats.
+func TestRowKernels(t *testing.T) {
+	dt, err := zarr.ParseDataType("float32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nz := math.Copysign(0, -1)
+	boxes := []struct{ min, max []float64 }{
+		{[]float64{0.5, 1, 0.25}, []float64{2, 3, 4}},
+		{[]float64{-2, -3, -4}, []float64{-0.5, -1e-45, -0.25}},
+		{[]float64{-2, -1, -3}, []float64{2, 0.5, 3}},
+		{[]float64{nz, 0, nz}, []float64{1, 0, 1}},
+		{[]float64{-1, -1, 0}, []float64{nz, 0, nz}},
+		{[]float64{1e-45, math.Inf(-1), 1.5}, []float64{math.Inf(1), math.Inf(1), 1.5}},
+		{[]float64{0.1, 0.2, 0.3}, []float64{0.30000001, 0.7, 1e39}},
+		{[]float64{3, 0, 0}, []float64{2, 1, 1}}, // empty: the float test
+	}
+	var pool []float32 // the values a row takes, around each box's bounds
+	for _, v := range []float64{math.NaN(), -math.NaN(), math.Inf(1), math.Inf(-1), 0, nz, 1e-45, -1e-45, 0.1, 0.5, 1.5, -1, 2, 3, 4, -4} {
+		pool = append(pool, float32(v))
+	}
+	for _, b := range boxes {
+		for i := range 3 {
+			lo, hi := f32Bounds(b.min[i], b.max[i])
+			for _, v := range []float32{lo, hi} {
+				pool = append(pool, v, math.Nextafter32(v, float32(math.Inf(1))), math.Nextafter32(v, float32(math.Inf(-1))))
+			}
+		}
+	}
+	seed := uint32(7)
+	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 8 }
+	for rows := 0; rows <= 40; rows++ {
+		for _, b := range boxes {
+			data := make([]byte, 12*rows)
+			for i := 0; i < 3*rows; i++ {
+				// Runs of rows wholly inside and outside among random
+				// ones, so the steps kept and skipped whole occur too.
+				v := pool[next()%uint32(len(pool))]
+				switch i / 24 % 3 {
+				case 1:
+					v = float32(b.max[i%3])
+				case 2:
+					v = float32(math.NaN())
+				}
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+			}
+			first := int(next() % 3)
+			checkBoxTest(t, dt, data, b.min, b.max, first, rows%4)
+		}
+	}
+	// Every pattern of kept rows in a step (so every lane mask the
+	// vector steps pack by), a row outside on one axis in turn, in two
+	// steps and a tail, tested as bits and as keys.
+	for m := range 256 {
+		var data []byte
+		for i := range 17 {
+			in := [3]float32{1, 2, 3}
+			if m>>(i%8)&1 == 0 {
+				in[(i+m)%3] = 5
+			}
+			data = append(data, row(in[0], in[1], in[2])...)
+		}
+		checkBoxTest(t, dt, data, boxes[0].min, boxes[0].max, 0, m%4)
+		checkBoxTest(t, dt, data, []float64{-2, -2, -4}, []float64{2, 3, 4}, 0, m%4)
+	}
 }
 
 // BenchmarkAppendMatchesCopy: the cut bins' row kernels, rows tested on
@@ -149,7 +238,8 @@ func BenchmarkAppendMatchesCopy(b *testing.B) {
 // binary answer of vertices), numbers and bytes, numbers — on 4,096
 // uniform rows, half of them kept, tested on one axis (a bin on a face of
 // the box) or on three; the box's ranges above zero (tested as bits) or
-// around it (tested as floats). CPU ns per row tested.
+// around it (tested as keys). CPU ns per row tested; "-go" the Go
+// kernels where the vector steps would take the rows (simdRows).
 func BenchmarkBoxTestKernels(b *testing.B) {
 	dt, err := zarr.ParseDataType("float32")
 	if err != nil {
@@ -167,26 +257,33 @@ func BenchmarkBoxTestKernels(b *testing.B) {
 			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(at.base+float32(seed>>8)/float32(1<<24)))
 		}
 		lo, hi := float64(at.base), float64(at.base)+1
-		bt := newBoxTest(dt, 3, []float64{lo + 0.5, lo, lo}, []float64{hi, hi, hi})
 		out, vout := make([]int32, 0, rows), make([]byte, 0, 12*rows)
 		for _, axes := range []uint8{1, 7} {
 			name := at.name + "/one-axis"
 			if axes == 7 {
 				name = at.name + "/three-axes"
 			}
-			for _, k := range []struct {
-				name string
-				run  func()
-			}{
-				{"bytes", func() { vout = bt.appendCopy(vout[:0], data, 0, rows, axes) }},
-				{"numbered-bytes", func() { out, vout = bt.appendMatchesCopy(out[:0], vout[:0], data, 0, rows, axes) }},
-				{"numbered", func() { out = bt.appendMatches(out[:0], data, 0, rows, axes) }},
-			} {
-				b.Run(name+"/"+k.name, func(b *testing.B) {
-					cpu := benchtest.CPU(b) // and one call Loop makes first, to warm
-					benchtest.Loop(b, k.run)
-					b.ReportMetric(float64(benchtest.CPU(b)-cpu)/float64(b.N)/rows, "cpu-ns/row")
-				})
+			for _, goRows := range []bool{false, true} {
+				bt := newBoxTest(dt, 3, []float64{lo + 0.5, lo, lo}, []float64{hi, hi, hi})
+				bt.goRows = goRows
+				suffix := ""
+				if goRows {
+					suffix = "-go"
+				}
+				for _, k := range []struct {
+					name string
+					run  func()
+				}{
+					{"bytes", func() { vout = bt.appendCopy(vout[:0], data, 0, rows, axes) }},
+					{"numbered-bytes", func() { out, vout = bt.appendMatchesCopy(out[:0], vout[:0], data, 0, rows, axes) }},
+					{"numbered", func() { out = bt.appendMatches(out[:0], data, 0, rows, axes) }},
+				} {
+					b.Run(name+"/"+k.name+suffix, func(b *testing.B) {
+						cpu := benchtest.CPU(b) // and one call Loop makes first, to warm
+						benchtest.Loop(b, k.run)
+						b.ReportMetric(float64(benchtest.CPU(b)-cpu)/float64(b.N)/rows, "cpu-ns/row")
+					})
+				}
 			}
 		}
 	}

@@ -146,8 +146,15 @@ func rowKeep[K runKey](p *[12]byte, axis int, runs *bitRuns) uint {
 
 // copyBits appends to vout the 12 bytes of each row of src inside the
 // runs, of keys when keyed (axis is the one axis tested, or -1 for runs of
-// every axis).
-func copyBits(vout, src []byte, axis int, runs *bitRuns, keyed bool) []byte {
+// every axis). The vector steps (simdRows) take the rows first unless
+// goOnly (a test's hook to compare the two); the Go kernels the rest.
+func copyBits(vout, src []byte, axis int, runs *bitRuns, keyed, goOnly bool) []byte {
+	if !goOnly && simdRows() {
+		v := len(vout)
+		vout = slices.Grow(vout, len(src))
+		done, kept := copyRowsSIMD(vout[v:v+len(src)], src, runs, keyed)
+		vout, src = vout[:v+12*kept], src[done:]
+	}
 	if keyed {
 		return copyRuns[int32](vout, src, axis, runs)
 	}
@@ -198,8 +205,23 @@ func copyRuns[K runKey](vout, src []byte, axis int, runs *bitRuns) []byte {
 
 // matchBits appends to out the numbers of the rows of src inside the
 // runs (src's first row is row r), and, when vout is not nil, their 12
-// bytes to *vout; axis and keyed as copyBits'.
-func matchBits(out []int32, vout *[]byte, src []byte, r int32, axis int, runs *bitRuns, keyed bool) []int32 {
+// bytes to *vout; axis, keyed and goOnly as copyBits'.
+func matchBits(out []int32, vout *[]byte, src []byte, r int32, axis int, runs *bitRuns, keyed, goOnly bool) []int32 {
+	if !goOnly && simdRows() {
+		k, rows := len(out), len(src)/12
+		out = slices.Grow(out, rows)
+		var dst []byte
+		if vout != nil {
+			v := len(*vout)
+			*vout = slices.Grow(*vout, len(src))
+			dst = (*vout)[v : v+len(src)]
+		}
+		done, kept := matchRowsSIMD(out[k:k+rows], dst, src, r, runs, keyed)
+		out, src, r = out[:k+kept], src[done:], r+int32(done/12)
+		if vout != nil {
+			*vout = (*vout)[:len(*vout)+12*kept]
+		}
+	}
 	if keyed {
 		return matchRuns[int32](out, vout, src, r, axis, runs)
 	}
