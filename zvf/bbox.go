@@ -271,6 +271,9 @@ func gather(dst, src []byte, rows []int32, w int) []byte {
 		if k == j+1 && w == 12 { // a lone float32 × 3 row: copied inline
 			*(*[12]byte)(out[o : o+12]) = [12]byte(src[12*r : 12*r+12])
 			o += 12
+		} else if k == j+1 && w == 8 { // a lone id (wire form): copied inline
+			*(*[8]byte)(out[o : o+8]) = [8]byte(src[8*r : 8*r+8])
+			o += 8
 		} else { // a run of consecutive rows: one copy
 			c := (k - j) * w
 			copy(out[o:o+c], src[r*w:r*w+c])

@@ -28,7 +28,7 @@ func TestGather(t *testing.T) {
 	t.Parallel()
 	for _, runs := range []bool{false, true} {
 		src, rows := gatherCase(runs)
-		for _, w := range []int{12, 4, 8} { // the inline 12-byte path and the general one
+		for _, w := range []int{12, 4, 8} { // the inline 12- and 8-byte paths and the general one
 			got := gather([]byte("prefix"), src, rows, w)
 			want := []byte("prefix")
 			for _, r := range rows {
