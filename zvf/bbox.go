@@ -60,6 +60,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		sc.byPos = slices.Grow(sc.byPos[:0], len(sc.cand))[:len(sc.cand)]
 		clear(sc.byPos)
 		ai.byPos = sc.byPos
+		ai.page = sc.page[:0]
 	}
 	stopRank := 0 // with More: the rank in chunk pageEnd where the next page starts
 	// Copying rows as they are found is for point answers: an answer
@@ -118,6 +119,9 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		return res.More, nil
 	})
 	sc.counts, sc.copy, sc.bytesOnly = ai.seen, false, false // later matching counts rows or finds connectivity
+	if wantConn {
+		sc.page = ai.page // the grown list, for the next answer
+	}
 	if err != nil {
 		return res, err
 	}

@@ -28,6 +28,7 @@ type bboxScratch struct {
 	ai     answerIndex
 	next   nextChunks     // a page chunk's continuation chunks (lineEdges)
 	byPos  []*rankedChunk // ai.byPos's memory
+	page   []*rankedChunk // ai.page's memory (it grew from nil every answer)
 	// The query's ranked chunks (ranked): rcUsed of the blocks rcs, their
 	// rows in rowArena.
 	rcs      [][]rankedChunk
@@ -88,6 +89,11 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	}
 	clear(sc.slots)
 	clear(sc.byPos)
+	clear(sc.page)
+	sc.page = sc.page[:0]
+	if cap(sc.page) > 1<<16 {
+		sc.page = nil
+	}
 	for b := 0; b*rankedBlock < sc.rcUsed; b++ { // what they point to is the GC's again
 		clear(sc.rcs[b])
 	}

@@ -61,9 +61,54 @@ func TestLineAnswerMemoryFollowsTheAnswer(t *testing.T) {
 	}
 }
 
+// TestWarmLineAllocsFollowNoChunkCount: a warm streamline bbox in the
+// binary format's form (edges and ids as the wire takes them, the
+// server's reused edge buffer) allocates as much for a box of a hundred
+// chunks as for a box inside one: its per-chunk memory (ranked chunks,
+// their rows, the page's chunk list) is the pooled scratch's. The page's
+// chunk list grew by append from nil on every answer (9 kB and about ten
+// allocations a request of the bench's level=auto box, 310 chunks).
+func TestWarmLineAllocsFollowNoChunkCount(t *testing.T) {
+	alloctest.SkipUnderRace(t)
+	ctx := context.Background()
+	l := walkLinesIn(t, 100) // chunks of 100 units: 1,000 of them
+	allocs := func(lo, hi float64) (float64, int) {
+		q := zvf.BBoxQuery{Min: []float64{lo, lo, lo}, Max: []float64{hi, hi, hi}, Connectivity: true, Wire: true}
+		var res zvf.BBoxResult
+		run := func() {
+			var err error
+			if res, err = l.BBox(ctx, q, func(*zvf.Batch) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			q.WireBuf = res.WireEdges[:0] // as the server's pool gives it back
+		}
+		run() // warm: the chunks cached and prepared, the buffers grown
+		run()
+		if res.Count == 0 || len(res.WireEdges) == 0 {
+			t.Fatalf("box [%g, %g]: %d vertices, %d edge bytes", lo, hi, res.Count, len(res.WireEdges))
+		}
+		return testing.AllocsPerRun(20, run), res.Chunks
+	}
+	one, c1 := allocs(420, 480)
+	many, cm := allocs(200, 700)
+	t.Logf("%d chunk(s): %.1f allocations; %d chunks: %.1f", c1, one, cm, many)
+	if c1 != 1 || cm < 100 {
+		t.Fatalf("the boxes hold %d and %d chunks, want 1 and at least 100", c1, cm)
+	}
+	if many > one {
+		t.Fatalf("a warm answer of %d chunks allocates %.1f times, one of a single chunk %.1f: per-chunk allocations", cm, many, one)
+	}
+}
+
 // walkLines is level 0 of a store of 1,000 random walks of 40 vertices in
 // a 1,000-unit cube, in chunks of 500 (about 5,000 rows each).
 func walkLines(t *testing.T) *zvf.Level {
+	t.Helper()
+	return walkLinesIn(t, 500)
+}
+
+// walkLinesIn is walkLines in chunks of the given edge.
+func walkLinesIn(t *testing.T, chunk float64) *zvf.Level {
 	t.Helper()
 	r := rand.New(rand.NewPCG(5, 5))
 	const lines, perLine = 1000, 40
@@ -81,7 +126,7 @@ func walkLines(t *testing.T) *zvf.Level {
 	}
 	st := zvftest.Store(t, "mem://")
 	if _, err := writer.WritePolylines(context.Background(), st, "lines", &writer.Polylines{Positions: pos, Offsets: offsets},
-		writer.Options{ChunkShape: []float64{500, 500, 500}, BinShape: []float64{100, 100, 100}}); err != nil {
+		writer.Options{ChunkShape: []float64{chunk, chunk, chunk}, BinShape: []float64{chunk / 5, chunk / 5, chunk / 5}}); err != nil {
 		t.Fatal(err)
 	}
 	return zvftest.OpenLevel(t, storage.Sub(st, "lines"), zvf.Options{Name: "lines", Cache: cache.New(1 << 30)}, 0)
