@@ -53,3 +53,35 @@ func TestChunkMatchReset(t *testing.T) {
 		t.Errorf("key %v cv %p, want %v %p", m.key, m.cv, key, cv)
 	}
 }
+
+// TestRankedChunksZeroBetweenQueries: ranked stores only the fields it
+// knows of a chunk, so every ranked chunk a query used must be zero
+// again when its scratch goes back to the pool; a field another step
+// set (dense ranks, fragment ranks, bounds) must not reach the next
+// query's chunk in that place.
+func TestRankedChunksZeroBetweenQueries(t *testing.T) {
+	var s Store
+	sc := &bboxScratch{}
+	cv := &chunkVerts{rows: 9}
+	for q := range 2 {
+		for i := range rankedBlock + 3 { // past a block
+			m := chunkMatch{key: Key{int64(i)}, cv: cv, rows: []int32{1, 4}}
+			sc.fr = []int32{0, 1, 2}
+			rc := sc.ranked(&m, i, int64(10*i))
+			want := rankedChunk{key: m.key, cv: cv, pos: i, start: int64(10 * i), rows: rc.rows, fragRank: sc.rcs[i/rankedBlock][i%rankedBlock].fragRank}
+			if !reflect.DeepEqual(*rc, want) || len(rc.fragRank) != 3 || !reflect.DeepEqual(rc.rows, []int32{1, 4}) {
+				t.Fatalf("query %d, chunk %d: %+v, want only what ranked knows", q, i, *rc)
+			}
+			// What later steps of the answer set.
+			rc.ranks, rc.bounds, rc.boundsRead = []int32{1}, []int32{0, 9}, true
+		}
+		s.putScratch(sc)
+		for b := range sc.rcs {
+			for i := range sc.rcs[b] {
+				if !reflect.ValueOf(sc.rcs[b][i]).IsZero() {
+					t.Fatalf("after query %d, ranked chunk %d of block %d not zero: %+v", q, i, b, sc.rcs[b][i])
+				}
+			}
+		}
+	}
+}
