@@ -146,6 +146,10 @@ type rankedChunk struct {
 	// read once an answer (lineBounds).
 	bounds     []int32
 	boundsRead bool
+	// prep: cv's preparation when ranked found one (nil: none yet, or
+	// none possible), so the answer's edges need not load it again from
+	// the chunk (two loads of cold memory a chunk).
+	prep *chunkPrep
 }
 
 // rankedBlock is how many ranked chunks a block of the scratch holds.
@@ -182,7 +186,7 @@ func (sc *bboxScratch) ranked(m *chunkMatch, pos int, start int64) *rankedChunk 
 	// continuation into it then reads them from the ranked chunk it
 	// loads anyway (lineBounds).
 	if dp := m.cv.prep.Load(); dp != nil && dp.p != nil {
-		rc.bounds, rc.boundsRead = dp.p.bounds, true
+		rc.bounds, rc.boundsRead, rc.prep = dp.p.bounds, true, dp.p
 	}
 	return rc
 }

@@ -223,7 +223,11 @@ func (l *Level) polylineEdges(ctx context.Context, o *lineOut, ai *answerIndex, 
 		defer ai.sc.next.unindex(ai)
 	}
 	for _, c := range ai.page {
-		if p := c.cv.prepared(c.key, inv); p != nil {
+		p := c.prep // what ranked found; else built now, or none
+		if p == nil {
+			p = c.cv.prepared(c.key, inv)
+		}
+		if p != nil {
 			p.lineEdges(o, ai, c)
 			continue
 		}
