@@ -68,6 +68,9 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	// and its memory is held to what the answer holds.
 	sc.copy = !wantConn
 	sc.bytesOnly = !wantConn && q.Wire && len(sel) == 0 && inv == nil
+	if sc.bytesOnly && rf == nil {
+		sc.dst = q.VertexDst
+	}
 	l.startBatches(sc)
 	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
 		pos := p0 + len(ai.seen)
@@ -118,7 +121,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		stopRank = last
 		return res.More, nil
 	})
-	sc.counts, sc.copy, sc.bytesOnly = ai.seen, false, false // later matching counts rows or finds connectivity
+	sc.counts, sc.copy, sc.bytesOnly, sc.dst = ai.seen, false, false, nil // later matching counts rows or finds connectivity
 	if wantConn {
 		sc.page = ai.page // the grown list, for the next answer
 	}

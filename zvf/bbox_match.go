@@ -38,6 +38,13 @@ type chunkMatch struct {
 	// it. Set by the caller, kept (as vown) from chunk to chunk.
 	copy bool
 	vown []byte
+	// dst, set only while the request's own goroutine matches a cached
+	// chunk right before emitting it (matches), lends a bytes-only match
+	// the encoder's free space (BBoxQuery.VertexDst); lent is that space
+	// while the match fills it. A reader matching ahead never has one:
+	// the space is only free until the batches before it are written.
+	dst  VertexDst
+	lent []byte
 	// bytesOnly (with copy) says the answer needs the matching rows'
 	// vertex bytes and nothing else of them: a binary answer with no
 	// attribute, object id, filter or connectivity. Rows copied as they
@@ -171,6 +178,14 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if m.copy && l.vdt.Name == "float32" && d == 3 {
 		m.vown = m.vown[:0]
 		vout = &m.vown
+		// The chunk's rows bound what a box keeps of them: with that much
+		// room lent, no append outgrows it.
+		if m.bytesOnly && m.dst != nil {
+			if sp := m.dst.VertexSpace(12 * cv.rows); sp != nil {
+				m.lent = sp[:0]
+				vout = &m.lent
+			}
+		}
 	}
 	bt := m.bt
 	if bt == nil {
@@ -184,15 +199,16 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if l.binsUsable(cv) {
 		m.rows = l.matchBinsInto(rows, vout, m.noRows, bt, cv, key, min, max, cv.data, nil, m.cnt)
 	} else if m.noRows {
-		m.vown = bt.appendCopy(m.vown, cv.data, 0, cv.rows, axes)
+		*vout = bt.appendCopy(*vout, cv.data, 0, cv.rows, axes)
 	} else if vout != nil {
-		m.rows, m.vown = bt.appendMatchesCopy(rows, m.vown, cv.data, 0, cv.rows, axes)
+		m.rows, *vout = bt.appendMatchesCopy(rows, *vout, cv.data, 0, cv.rows, axes)
 	} else {
 		m.rows = bt.appendMatches(rows, cv.data, 0, cv.rows, axes)
 	}
 	if vout != nil {
-		m.vdata = m.vown
+		m.vdata = *vout
 	}
+	m.lent = nil // the encoder's: never kept past this chunk's batch
 	if m.noRows {
 		m.rows, m.buf = nil, rows // rows' buffer, untouched, is kept for the next chunk
 	} else {
@@ -707,8 +723,9 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		s, m := &slots[at], &ms[at]
 		at = ringNext(at, ring)
 		if s.done == nil {
+			m.dst = sc.dst // fn emits this chunk next: the encoder's free space is its
 			err := l.matchChunk(ctx, cand[c], s.cv, min, max, m, rf, rf.mainEvaluator())
-			s.cv = nil
+			s.cv, m.dst = nil, nil
 			if err != nil {
 				return err
 			}

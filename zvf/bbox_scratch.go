@@ -40,7 +40,10 @@ type bboxScratch struct {
 	// the page; not when it only counts). bytesOnly: and the page needs
 	// nothing else of its rows (see chunkMatch.bytesOnly).
 	copy, bytesOnly bool
-	bt              boxTest // the box's test of the current matching pass
+	// dst lends the page's matching the encoder's free space
+	// (BBoxQuery.VertexDst; with bytesOnly only).
+	dst VertexDst
+	bt  boxTest // the box's test of the current matching pass
 	// choiceScans counts the level choices that passed over their
 	// candidate chunks (seenSums did not decide); tests read it.
 	choiceScans int
@@ -84,7 +87,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		if cap(sc.ms[i].vown) > 4<<20 {
 			sc.ms[i].vown = nil
 		}
-		sc.ms[i].vdata, sc.ms[i].bt = nil, nil
+		sc.ms[i].vdata, sc.ms[i].bt, sc.ms[i].dst, sc.ms[i].lent = nil, nil, nil, nil
 		sc.ms[i].cv = nil
 	}
 	clear(sc.slots)
@@ -104,7 +107,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	clear(sc.src.attrs)
 	sc.batch, sc.src = Batch{}, ChunkRows{attrs: sc.src.attrs[:0]}
 	sc.ai = answerIndex{}
-	sc.rf, sc.copy, sc.bytesOnly, sc.bt = nil, false, false, boxTest{}
+	sc.rf, sc.copy, sc.bytesOnly, sc.bt, sc.dst = nil, false, false, boxTest{}, nil
 	clear(sc.cols)
 	s.scratch.Put(sc)
 }

@@ -221,6 +221,23 @@ type BBoxQuery struct {
 	// the memory.
 	Wire    bool
 	WireBuf []byte
+	// VertexDst, with Wire, is where a point answer's matching may put
+	// the vertex bytes of a chunk it cuts (see VertexDst); nil: in the
+	// reader's own buffers.
+	VertexDst VertexDst
+}
+
+// VertexDst lends a binary point answer's matching the memory its bytes
+// are written from (an encoder's free body buffer), so the rows of a chunk
+// the box cuts are copied once, from the cached chunk to the body, rather
+// than into a buffer of the reader and from there to the body.
+type VertexDst interface {
+	// VertexSpace returns room for at least n bytes (length 0), valid
+	// until the next batch is emitted, or nil when there is none at hand.
+	// A batch whose Vertices.Data starts the space handed out last holds
+	// its bytes there already; an encoder that finds them there writes
+	// them in place.
+	VertexSpace(n int) []byte
 }
 
 // BBoxResult closes a streamed answer.
