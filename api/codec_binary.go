@@ -38,15 +38,42 @@ type binaryEncoder struct {
 	buf       []byte    // one block's payload being built (ids, edges, faces)
 	pad       [8]byte   // zeros to pad a block to 8 bytes (a field: a local escapes to the writer)
 	small     [256]byte // backs buf for the trailer of an answer that needed no larger block
+	// inPlace counts the payload bytes written where they already lay
+	// (VertexSpace), which no copy moved into the body; tests read it.
+	inPlace int64
+}
+
+// VertexSpace lends the reader the body buffer's free space past a
+// block header (zvf.VertexDst): the rows of a chunk the box cuts are
+// matched straight into the body, and writeBlock writes them there, not
+// from a buffer of the reader. nil when the space is short (the batch is
+// then written as before) or the answer quantizes its vertices.
+func (e *binaryEncoder) VertexSpace(n int) []byte {
+	if e.precision > 0 || e.w.Available() < 16+n+7 {
+		return nil
+	}
+	return e.w.AvailableBuffer()[16:16]
 }
 
 func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 	pad := (8 - len(payload)%8) % 8
 	if 16+len(payload)+pad <= e.w.Available() {
+		b := e.w.AvailableBuffer()
+		if len(payload) > 0 && &b[:17][16] == &payload[0] {
+			// The payload lies past the header's place already (lent by
+			// VertexSpace): the header and the padding go around it.
+			b = b[:16+len(payload)+pad]
+			binary.LittleEndian.PutUint32(b[0:], kind)
+			binary.LittleEndian.PutUint32(b[4:], aux)
+			binary.LittleEndian.PutUint64(b[8:], uint64(len(payload)))
+			copy(b[16+len(payload):], e.pad[:pad])
+			e.inPlace += int64(len(payload))
+			_, err := e.w.Write(b)
+			return err
+		}
 		// One write of header, payload and padding: an answer at a
 		// coarse level is many blocks of a few rows each, and three
 		// writes cost more than the rows.
-		b := e.w.AvailableBuffer()
 		b = binary.LittleEndian.AppendUint32(b, kind)
 		b = binary.LittleEndian.AppendUint32(b, aux)
 		b = binary.LittleEndian.AppendUint64(b, uint64(len(payload)))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"slices"
 	"testing"
@@ -138,5 +139,60 @@ func TestWriteBlockFraming(t *testing.T) {
 				t.Fatalf("buffer %d, payload %d: % x, want % x", size, n, out.Bytes(), want)
 			}
 		}
+	}
+}
+
+// TestWriteBlockInPlace: a payload matched into the space VertexSpace
+// lent (past a block header's place in the body buffer) is written where
+// it lies — no copy — with the same framing as a payload from elsewhere,
+// its padding zeros whatever the space held; VertexSpace lends nothing
+// when the room is short or the answer quantizes.
+func TestWriteBlockInPlace(t *testing.T) {
+	t.Parallel()
+	for n := range 41 { // payload bytes
+		payload := make([]byte, n)
+		for i := range payload {
+			payload[i] = byte(i + 1)
+		}
+		var out, ref bytes.Buffer
+		e := &binaryEncoder{w: bufio.NewWriterSize(&out, 256)}
+		r := &binaryEncoder{w: bufio.NewWriterSize(&ref, 256)}
+		for b := range 3 { // later blocks start with the buffer part full
+			sp := e.VertexSpace(n)
+			if sp == nil {
+				t.Fatalf("payload %d, block %d: nothing lent with %d bytes free", n, b, e.w.Available())
+			}
+			sp = sp[:cap(sp)]
+			for i := range sp {
+				sp[i] = 0xa5 // what a kernel leaves past the rows it kept
+			}
+			lent := append(sp[:0], payload...)
+			if err := e.writeBlock(uint32(b+1), 7, lent); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.writeBlock(uint32(b+1), 7, payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := errors.Join(e.w.Flush(), r.w.Flush()); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), ref.Bytes()) {
+			t.Fatalf("payload %d: % x, want % x", n, out.Bytes(), ref.Bytes())
+		}
+		if e.inPlace != int64(3*n) || r.inPlace != 0 {
+			t.Fatalf("payload %d: %d / %d bytes written in place, want %d / 0", n, e.inPlace, r.inPlace, 3*n)
+		}
+	}
+	e := &binaryEncoder{w: bufio.NewWriterSize(io.Discard, 64)}
+	if sp := e.VertexSpace(64 - 16 - 7 + 1); sp != nil {
+		t.Fatalf("lent %d bytes past a 64-byte buffer's header and padding", cap(sp))
+	}
+	if sp := e.VertexSpace(64 - 16 - 7); sp == nil {
+		t.Fatal("nothing lent where the block fits")
+	}
+	e.precision = 0.5
+	if sp := e.VertexSpace(8); sp != nil {
+		t.Fatal("space lent to a quantized answer")
 	}
 }

@@ -354,6 +354,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
 			zq.Limit = n
 		}
+		if be, ok := enc.(*binaryEncoder); ok {
+			zq.VertexDst = be // cut chunks' rows matched into the body buffer
+		}
 		res, err := l.BBox(r.Context(), zq, enc.batch)
 		if err != nil {
 			return nil, err
