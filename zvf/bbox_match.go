@@ -178,10 +178,10 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if m.copy && l.vdt.Name == "float32" && d == 3 {
 		m.vown = m.vown[:0]
 		vout = &m.vown
-		// The chunk's rows bound what a box keeps of them: with that much
-		// room lent, no append outgrows it.
+		// The rows of the bins the box overlaps bound what it keeps of
+		// them: with that much room lent, no append outgrows it.
 		if m.bytesOnly && m.dst != nil {
-			if sp := m.dst.VertexSpace(12 * cv.rows); sp != nil {
+			if sp := m.dst.VertexSpace(12 * l.keepBound(key, cv, min, max)); sp != nil {
 				m.lent = sp[:0]
 				vout = &m.lent
 			}
@@ -416,6 +416,47 @@ func (l *Level) matchBinsInto(out []int32, vout *[]byte, bytesOnly bool, bt *box
 		if i < 0 {
 			flush()
 			return out
+		}
+	}
+}
+
+// keepBound is the most rows of chunk key (vertices cv) a match of the
+// box [min, max] can keep: the rows of the bins matchBinsInto visits when
+// the chunk's bins are known, else all of them. A box that cuts a dense
+// chunk on one face keeps a few of its bins' rows, so far less room is
+// asked of a lender (VertexDst) than the whole chunk's.
+func (l *Level) keepBound(key Key, cv *chunkVerts, min, max []float64) int {
+	if !l.binsUsable(cv) {
+		return cv.rows
+	}
+	sp, ok := l.boxBins(key, min, max, l.faceFree(key, cv))
+	if !ok {
+		return 0
+	}
+	d := l.s.dims
+	var idx [maxDims]int64
+	copy(idx[:d], sp.first[:d])
+	n := int64(0)
+	for {
+		f := int64(0)
+		for i := 0; i < d-1; i++ {
+			f = f*l.bpc[i] + idx[i]
+		}
+		f *= l.bpc[d-1]
+		for b := sp.first[d-1]; b <= sp.last[d-1]; b++ {
+			_, c := cv.binRange(int(f + b))
+			n += c
+		}
+		i := d - 2
+		for ; i >= 0; i-- {
+			if idx[i] < sp.last[i] {
+				idx[i]++
+				break
+			}
+			idx[i] = sp.first[i]
+		}
+		if i < 0 {
+			return int(n)
 		}
 	}
 }
