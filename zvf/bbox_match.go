@@ -66,11 +66,11 @@ type matchCount struct {
 }
 
 // reset makes m the match of chunk key (vertices cv) before any row is
-// found, keeping the buffers and the pass's settings (copy, bt, cnt):
+// found, keeping the buffers and the pass's settings (copy, bt, cnt, dst):
 // field by field, as a coarse level's answer resets it for every few rows.
 func (m *chunkMatch) reset(key Key, cv *chunkVerts) {
 	m.key, m.cv, m.all, m.rows, m.buf = key, cv, false, nil, nil
-	m.vdata, m.vpos = nil, nil
+	m.vdata, m.vpos, m.lent = nil, nil, nil
 	m.owner, m.owned, m.noRows = m.owner[:0], false, false
 }
 

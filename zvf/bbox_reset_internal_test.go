@@ -9,7 +9,7 @@ import (
 // match behind but the buffers and the pass's settings, and names every
 // field of chunkMatch (a field added later must be sorted here too).
 func TestChunkMatchReset(t *testing.T) {
-	kept := map[string]bool{"pbuf": true, "copy": true, "vown": true, "bt": true, "cnt": true, "bytesOnly": true}
+	kept := map[string]bool{"pbuf": true, "copy": true, "vown": true, "bt": true, "cnt": true, "bytesOnly": true, "dst": true}
 	emptied := map[string]bool{"owner": true} // its array kept, its length 0
 	set := map[string]bool{"key": true, "cv": true}
 	var m chunkMatch
@@ -24,6 +24,8 @@ func TestChunkMatchReset(t *testing.T) {
 			f.Set(reflect.MakeSlice(f.Type(), 3, 3))
 		case reflect.Pointer:
 			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Interface: // dst
+			f.Set(reflect.ValueOf(noSpace{}))
 		default:
 			t.Fatalf("field %s: a kind (%s) this test does not fill", name, f.Kind())
 		}
@@ -85,3 +87,8 @@ func TestRankedChunksZeroBetweenQueries(t *testing.T) {
 		}
 	}
 }
+
+// noSpace is a VertexDst that lends nothing.
+type noSpace struct{}
+
+func (noSpace) VertexSpace(int) []byte { return nil }
