@@ -178,10 +178,15 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if m.copy && l.vdt.Name == "float32" && d == 3 {
 		m.vown = m.vown[:0]
 		vout = &m.vown
-		// The rows of the bins the box overlaps bound what it keeps of
-		// them: with that much room lent, no append outgrows it.
+		// The chunk's rows, or failing room for them the rows of the bins
+		// the box overlaps, bound what it keeps: with that much room
+		// lent, no append outgrows it.
 		if m.bytesOnly && m.dst != nil {
-			if sp := m.dst.VertexSpace(12 * l.keepBound(key, cv, min, max)); sp != nil {
+			sp := m.dst.VertexSpace(12 * cv.rows)
+			if sp == nil {
+				sp = m.dst.VertexSpace(12 * l.keepBound(key, cv, min, max))
+			}
+			if sp != nil {
 				m.lent = sp[:0]
 				vout = &m.lent
 			}
@@ -443,9 +448,13 @@ func (l *Level) keepBound(key Key, cv *chunkVerts, min, max []float64) int {
 			f = f*l.bpc[i] + idx[i]
 		}
 		f *= l.bpc[d-1]
-		for b := sp.first[d-1]; b <= sp.last[d-1]; b++ {
-			_, c := cv.binRange(int(f + b))
-			n += c
+		if cv.bins != nil { // a line's bins' rows are one range
+			n += int64(cv.bins[f+sp.last[d-1]+1] - cv.bins[f+sp.first[d-1]])
+		} else {
+			for b := sp.first[d-1]; b <= sp.last[d-1]; b++ {
+				_, c := cv.binRange(int(f + b))
+				n += c
+			}
 		}
 		i := d - 2
 		for ; i >= 0; i-- {
