@@ -24,8 +24,8 @@ type lender struct {
 	none  bool // lend nothing
 	tight bool // refuse every other ask: a chunk's first, for all its rows
 	asks  int
-	size  int  // the body buffer's bytes (0: unbounded)
-	used  int  // of size, by the blocks written (wrote)
+	size  int // the body buffer's bytes (0: unbounded)
+	used  int // of size, by the blocks written (wrote)
 	last  []byte
 	lends int
 }
@@ -174,17 +174,27 @@ func BenchmarkVertexBytesCopied(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pl, err := zvftest.OpenSub(b, pts, "points", cache.New(2<<30)).Level(0)
+	box := func(want int, off float64) [2][]float64 {
+		min, max := synth.BoxFor(n, want, off)
+		return [2][]float64{min, max}
+	}
+	ps := zvftest.OpenSub(b, pts, "points", cache.New(2<<30))
+	pl, err := ps.Level(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	autoBox := box(500_000, 50) // BBoxAuto's: the level that fits 100,000 rows
+	an, err := ps.ChooseLevel(ctx, autoBox[0], autoBox[1], 100_000, nil, zvf.Selection{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	al, err := ps.Level(an)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cll, err := zvftest.OpenSub(b, cl, "points", cache.New(1<<30)).Level(0)
 	if err != nil {
 		b.Fatal(err)
-	}
-	box := func(want int, off float64) [2][]float64 {
-		min, max := synth.BoxFor(n, want, off)
-		return [2][]float64{min, max}
 	}
 	for _, bc := range []struct {
 		name string
@@ -194,6 +204,7 @@ func BenchmarkVertexBytesCopied(b *testing.B) {
 		{"50k", pl, box(50_000, 301)},
 		{"500k", pl, box(500_000, 50)},
 		{"1k", pl, box(1_000, 101)},
+		{"auto", al, autoBox},
 		{"cluster", cll, [2][]float64{synth.ClusterBox[0], synth.ClusterBox[1]}},
 	} {
 		for _, lend := range []bool{false, true} {
@@ -202,7 +213,7 @@ func BenchmarkVertexBytesCopied(b *testing.B) {
 				name = bc.name + "/lent"
 			}
 			b.Run(name, func(b *testing.B) {
-				q := zvf.BBoxQuery{Min: bc.box[0], Max: bc.box[1], Wire: true}
+				q := zvf.BBoxQuery{Min: bc.box[0], Max: bc.box[1], Wire: true, Limit: 2_000_000}
 				var c copies
 				for b.Loop() { // the first answer reads the chunks
 					var d *lender
@@ -213,6 +224,8 @@ func BenchmarkVertexBytesCopied(b *testing.B) {
 				}
 				b.ReportMetric(float64(len(c.body)), "answer-B/op")
 				b.ReportMetric(float64(c.copied), "copied-B/op")
+				b.ReportMetric(float64(c.cut), "cut-chunks/op")
+				b.ReportMetric(float64(c.inPlace), "in-place/op")
 			})
 		}
 	}
