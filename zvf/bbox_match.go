@@ -181,7 +181,7 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 		// The chunk's rows, or failing room for them the rows of the bins
 		// the box overlaps, bound what it keeps: with that much room
 		// lent, no append outgrows it.
-		if m.bytesOnly && m.dst != nil && cv.rows >= lendRows {
+		if m.bytesOnly && m.dst != nil { // chunks of lendRows or more
 			sp := m.dst.VertexSpace(12 * cv.rows)
 			if sp == nil {
 				sp = m.dst.VertexSpace(12 * l.keepBound(key, cv, min, max))
@@ -213,7 +213,9 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if vout != nil {
 		m.vdata = *vout
 	}
-	m.lent = nil // the encoder's: never kept past this chunk's batch
+	if vout == &m.lent {
+		m.lent = nil // the encoder's: never kept past this chunk's batch
+	}
 	if m.noRows {
 		m.rows, m.buf = nil, rows // rows' buffer, untouched, is kept for the next chunk
 	} else {
@@ -779,9 +781,18 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		s, m := &slots[at], &ms[at]
 		at = ringNext(at, ring)
 		if s.done == nil {
-			m.dst = sc.dst // fn emits this chunk next: the encoder's free space is its
+			// fn emits this chunk next: the encoder's free space is its
+			// (set only where lent: an auto answer's chunks are many, and
+			// each store costs).
+			lend := sc.dst != nil && s.cv.rows >= lendRows
+			if lend {
+				m.dst = sc.dst
+			}
 			err := l.matchChunk(ctx, cand[c], s.cv, min, max, m, rf, rf.mainEvaluator())
-			s.cv, m.dst = nil, nil
+			s.cv = nil
+			if lend {
+				m.dst = nil
+			}
 			if err != nil {
 				return err
 			}
