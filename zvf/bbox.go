@@ -12,14 +12,8 @@ import (
 // the result's Next says where the next page starts.
 func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) (BBoxResult, error) {
 	var res BBoxResult
-	if err := l.checkBox(q.Min, q.Max); err != nil {
+	if err := l.checkQuery(&q); err != nil {
 		return res, err
-	}
-	if q.Offset < 0 || q.Limit < 0 {
-		return res, l.s.errf(ErrBadQuery, l.n, "", "", "negative offset or limit")
-	}
-	if q.Resume != nil && q.Offset != 0 && q.Offset != q.Resume.Offset {
-		return res, l.s.errf(ErrBadQuery, l.n, "", "", "an offset and a page position that disagree")
 	}
 	sel, err := l.selectAttrs(q.Attributes)
 	if err != nil {
@@ -153,18 +147,27 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	if wantConn {
 		ai.to = from + res.Count
 		ai.paged = from > 0 || res.More
-		if ai.ps >= 0 {
-			ai.before = make([]int64, 0, ai.ps-p0+len(back))
-			for p := ai.ps - 1; p >= p0; p-- {
-				ai.before = append(ai.before, ai.seen[p-p0])
-			}
-			ai.before = append(ai.before, back...)
-		}
+		ai.setBefore(p0, back)
 		if err := l.bboxConnectivity(ctx, &res, ai, inv, &q); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// checkQuery refuses a query no answer can come from: a bad box, a
+// negative offset or limit, an offset its page position contradicts.
+func (l *Level) checkQuery(q *BBoxQuery) error {
+	if err := l.checkBox(q.Min, q.Max); err != nil {
+		return err
+	}
+	if q.Offset < 0 || q.Limit < 0 {
+		return l.s.errf(ErrBadQuery, l.n, "", "", "negative offset or limit")
+	}
+	if q.Resume != nil && q.Offset != 0 && q.Offset != q.Resume.Offset {
+		return l.s.errf(ErrBadQuery, l.n, "", "", "an offset and a page position that disagree")
+	}
+	return nil
 }
 
 // startBatches readies sc.batch for fillBatch: what every batch of the

@@ -406,3 +406,17 @@ func (ai *answerIndex) emittedInAnswer(p int) bool {
 	c, ok := ai.count(p)
 	return ok && c > 0
 }
+
+// setBefore notes the row counts of the chunks before the page's first
+// (from chunk p0 back, then the earlier pages' back): connectivity numbers
+// the page's rows after them.
+func (ai *answerIndex) setBefore(p0 int, back []int64) {
+	if ai.ps < 0 {
+		return
+	}
+	ai.before = make([]int64, 0, ai.ps-p0+len(back))
+	for p := ai.ps - 1; p >= p0; p-- {
+		ai.before = append(ai.before, ai.seen[p-p0])
+	}
+	ai.before = append(ai.before, back...)
+}
