@@ -936,9 +936,9 @@ type boxTest struct {
 	// integer compares instead of cutAxes' float arithmetic per chunk.
 	cover    bool
 	cLo, cHi [3]int64
-	// goRows keeps the row kernels in Go (tests compare them with the
-	// vector ones).
-	goRows bool
+	// goRows keeps the row kernels off their fastest path: in Go, or on
+	// the AVX2 steps (tests compare the paths).
+	goRows rowPath
 }
 
 // setCover fills t's cover runs for level l's chunks (d ≤ 3 axes), or

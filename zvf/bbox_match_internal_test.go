@@ -60,8 +60,9 @@ func FuzzBoxTest(f *testing.F) {
 }
 
 // checkBoxTest is FuzzBoxTest's check of the rows of data (whole rows)
-// from row first, held off bytes past a word (unaligned), with the
-// vector kernels (where simdRows) and the Go ones alike.
+// from row first, held off bytes past a word (unaligned), on every path
+// of the kernels: the fastest here (AVX-512 where the CPU has it), the
+// AVX2 steps (where it has those) and the Go kernels alone.
 func checkBoxTest(t *testing.T, dt zarr.DataType, data []byte, min, max []float64, first, off int) {
 	t.Helper()
 	data = unaligned(data[:len(data)/12*12], off)
@@ -70,11 +71,11 @@ func checkBoxTest(t *testing.T, dt zarr.DataType, data []byte, min, max []float6
 	if a > rows {
 		a = rows
 	}
-	for _, goRows := range []bool{false, true} {
+	for _, goRows := range rowPaths {
 		bt := newBoxTest(dt, 3, min, max)
 		bt.goRows = goRows
 		if got, want := bt.appendMatches(nil, data, a, rows, 7), appendMatches(nil, data, dt, 3, a, rows, min, max); !slices.Equal(got, want) {
-			t.Fatalf("Go alone %v, every axis: rows %v, float64 test %v", goRows, got, want)
+			t.Fatalf("path %v, every axis: rows %v, float64 test %v", goRows, got, want)
 		}
 		inAxes := func(r int, axes uint8) bool { // the float64 test of a row on axes
 			for i := range 3 {
@@ -106,17 +107,20 @@ func checkBoxTest(t *testing.T, dt zarr.DataType, data []byte, min, max []float6
 			data, rows := unaligned(sub, off), len(sub)/12
 			wantBytes := gather([]byte("pre"), data, want, 12)
 			if got := bt.appendMatches([]int32{-1}, data, a, rows, axes); !slices.Equal(got[1:], want) {
-				t.Fatalf("Go alone %v, axes %03b: rows %v, float64 test %v", goRows, axes, got[1:], want)
+				t.Fatalf("path %v, axes %03b: rows %v, float64 test %v", goRows, axes, got[1:], want)
 			}
 			if got, gotBytes := bt.appendMatchesCopy([]int32{-1}, []byte("pre"), data, a, rows, axes); !slices.Equal(got[1:], want) || !slices.Equal(gotBytes, wantBytes) {
-				t.Fatalf("Go alone %v, axes %03b: copying finds rows %v and bytes %x, float64 test %v", goRows, axes, got[1:], gotBytes, want)
+				t.Fatalf("path %v, axes %03b: copying finds rows %v and bytes %x, float64 test %v", goRows, axes, got[1:], gotBytes, want)
 			}
 			if got := bt.appendCopy([]byte("pre"), data, a, rows, axes); !slices.Equal(got, wantBytes) {
-				t.Fatalf("Go alone %v, axes %03b: copying bytes alone finds %x, float64 test %x", goRows, axes, got, wantBytes)
+				t.Fatalf("path %v, axes %03b: copying bytes alone finds %x, float64 test %x", goRows, axes, got, wantBytes)
 			}
 		}
 	}
 }
+
+// rowPaths are the row kernels' paths checkBoxTest compares.
+var rowPaths = []rowPath{rowsBest, rowsAVX2, rowsGo}
 
 // unaligned is a copy of b starting off bytes into its allocation.
 func unaligned(b []byte, off int) []byte {
@@ -239,7 +243,8 @@ func BenchmarkAppendMatchesCopy(b *testing.B) {
 // uniform rows, half of them kept, tested on one axis (a bin on a face of
 // the box) or on three; the box's ranges above zero (tested as bits) or
 // around it (tested as keys). CPU ns per row tested; "-go" the Go
-// kernels where the vector steps would take the rows (simdRows).
+// kernels where the vector steps would take the rows (simdRows), "-avx2"
+// the AVX2 steps where the AVX-512 ones would (avx512Rows).
 func BenchmarkBoxTestKernels(b *testing.B) {
 	dt, err := zarr.ParseDataType("float32")
 	if err != nil {
@@ -263,13 +268,10 @@ func BenchmarkBoxTestKernels(b *testing.B) {
 			if axes == 7 {
 				name = at.name + "/three-axes"
 			}
-			for _, goRows := range []bool{false, true} {
+			for _, goRows := range rowPaths {
 				bt := newBoxTest(dt, 3, []float64{lo + 0.5, lo, lo}, []float64{hi, hi, hi})
 				bt.goRows = goRows
-				suffix := ""
-				if goRows {
-					suffix = "-go"
-				}
+				suffix := [...]string{rowsBest: "", rowsAVX2: "-avx2", rowsGo: "-go"}[goRows]
 				for _, k := range []struct {
 					name string
 					run  func()

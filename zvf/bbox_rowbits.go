@@ -73,6 +73,18 @@ func newRowBits(lo, hi [3]float32) rowBits {
 // and NaNs lie beyond ±Inf on their sign's side.
 func rowKey(x uint32) uint32 { return x ^ uint32(int32(x)>>31)>>1 }
 
+// rowPath chooses the row kernels' path: the fastest here (rowsBest),
+// or, for tests and benchmarks comparing the paths, the Go kernels alone
+// (rowsGo) or the AVX2 steps (rowsAVX2: the Go kernels where there are
+// none).
+type rowPath uint8
+
+const (
+	rowsBest rowPath = iota
+	rowsGo
+	rowsAVX2
+)
+
 // bitRuns are the runs the kernels take: per axis its first pattern l
 // and its width plus one, l at 2i and w+1 at 2i+1.
 type bitRuns [6]int64
@@ -146,13 +158,13 @@ func rowKeep[K runKey](p *[12]byte, axis int, runs *bitRuns) uint {
 
 // copyBits appends to vout the 12 bytes of each row of src inside the
 // runs, of keys when keyed (axis is the one axis tested, or -1 for runs of
-// every axis). The vector steps (simdRows) take the rows first unless
-// goOnly (a test's hook to compare the two); the Go kernels the rest.
-func copyBits(vout, src []byte, axis int, runs *bitRuns, keyed, goOnly bool) []byte {
-	if !goOnly && simdRows() {
+// every axis). The vector steps of path (simdRows) take the rows first;
+// the Go kernels the rest.
+func copyBits(vout, src []byte, axis int, runs *bitRuns, keyed bool, path rowPath) []byte {
+	if simdRows(path) {
 		v := len(vout)
 		vout = slices.Grow(vout, len(src))
-		done, kept := copyRowsSIMD(vout[v:v+len(src)], src, runs, keyed)
+		done, kept := copyRowsSIMD(vout[v:v+len(src)], src, runs, keyed, path)
 		vout, src = vout[:v+12*kept], src[done:]
 	}
 	if keyed {
@@ -205,9 +217,9 @@ func copyRuns[K runKey](vout, src []byte, axis int, runs *bitRuns) []byte {
 
 // matchBits appends to out the numbers of the rows of src inside the
 // runs (src's first row is row r), and, when vout is not nil, their 12
-// bytes to *vout; axis, keyed and goOnly as copyBits'.
-func matchBits(out []int32, vout *[]byte, src []byte, r int32, axis int, runs *bitRuns, keyed, goOnly bool) []int32 {
-	if !goOnly && simdRows() {
+// bytes to *vout; axis, keyed and path as copyBits'.
+func matchBits(out []int32, vout *[]byte, src []byte, r int32, axis int, runs *bitRuns, keyed bool, path rowPath) []int32 {
+	if simdRows(path) {
 		k, rows := len(out), len(src)/12
 		out = slices.Grow(out, rows)
 		var dst []byte
@@ -216,7 +228,7 @@ func matchBits(out []int32, vout *[]byte, src []byte, r int32, axis int, runs *b
 			*vout = slices.Grow(*vout, len(src))
 			dst = (*vout)[v : v+len(src)]
 		}
-		done, kept := matchRowsSIMD(out[k:k+rows], dst, src, r, runs, keyed)
+		done, kept := matchRowsSIMD(out[k:k+rows], dst, src, r, runs, keyed, path)
 		out, src, r = out[:k+kept], src[done:], r+int32(done/12)
 		if vout != nil {
 			*vout = (*vout)[:len(*vout)+12*kept]

@@ -591,3 +591,302 @@ bothDone:
 	SHRQ $2, DX
 	MOVQ DX, kept+104(FP)
 	RET
+
+// The AVX-512 steps (AVX-512 F, VL, BW on YMM registers, and BMI2): the
+// same 8 rows a step and the same runs (LANES), but each lane's test is
+// one unsigned compare into a mask register (VPCMPUD, predicate 2: d <=
+// w), the three 8-bit masks are joined into m (KUNPCKBW, KUNPCKWD) and
+// read once; t = m & m>>1 & m>>2 as above (two SHRX/AND rounds: u = m &
+// m>>1, then u & u>>1), the lanes kept 7t, the row mask t's bits 3i
+// gathered by PEXT (fast wherever AVX-512 is). Each vector's kept lanes
+// are packed by VPCOMPRESSD into a register (no table) and stored whole:
+// a compress straight to memory is slow on some CPUs (AMD Zen 4); the
+// second and third vectors are stored after the lanes kept before them
+// (BZHI/POPCNT of 7t's low 8 and 16 bits), so, as in AVX2, a store
+// stays in the step's room. Each kernel has a loop for bits and one for
+// keys (no branch on keyed a step), counting CX down from len-96.
+//
+// Registers as the AVX2 steps', and: R9 1 (the SHRX count), R10 8 and
+// R11 16 (BZHI's), R13 0x249249 (a row's first lane); K1-K7 masks.
+
+// CONSTS512 sets R9, R10, R11, R13.
+#define CONSTS512 \
+	MOVL $1, R9; \
+	MOVL $8, R10; \
+	MOVL $16, R11; \
+	MOVL $0x249249, R13
+
+// TEST512: AX = m, the lanes' verdicts (lane 3i+j: row i's axis j).
+#define TEST512 \
+	VPCMPUD $2, Y6, Y9, K1; \
+	VPCMPUD $2, Y7, Y10, K2; \
+	VPCMPUD $2, Y8, Y11, K3; \
+	KUNPCKBW K1, K2, K4; \
+	KUNPCKWD K4, K3, K4; \
+	KMOVD K4, AX
+
+// ROWS512: AX = t, row i's verdict at bit 3i (only there); ZF when no
+// row is kept.
+#define ROWS512 \
+	SHRXL R9, AX, BX; \
+	ANDL BX, AX; \
+	SHRXL R9, AX, BX; \
+	ANDL BX, AX; \
+	ANDL R13, AX
+
+// PACKROWS512 stores the rows of the step (Y0-Y2) set in t (AX) at DI
+// and advances DI past them.
+#define PACKROWS512 \
+	IMUL3L $7, AX, R12; \
+	KMOVD R12, K5; \
+	KSHIFTRD $8, K5, K6; \
+	KSHIFTRD $16, K5, K7; \
+	VPCOMPRESSD.Z Y0, K5, Y9; \
+	VMOVDQU Y9, (DI); \
+	BZHIL R10, R12, BX; \
+	POPCNTL BX, BX; \
+	VPCOMPRESSD.Z Y1, K6, Y10; \
+	VMOVDQU Y10, (DI)(BX*4); \
+	BZHIL R11, R12, BX; \
+	POPCNTL BX, BX; \
+	VPCOMPRESSD.Z Y2, K7, Y11; \
+	VMOVDQU Y11, (DI)(BX*4); \
+	POPCNTL R12, R12; \
+	LEAQ (DI)(R12*4), DI
+
+// PACKNUMS512 stores the numbers (Y13) of the rows set in t (AX) at DX
+// and advances DX past them.
+#define PACKNUMS512 \
+	PEXTL R13, AX, BX; \
+	KMOVD BX, K1; \
+	VPCOMPRESSD.Z Y13, K1, Y12; \
+	VMOVDQU Y12, (DX); \
+	POPCNTL BX, BX; \
+	LEAQ (DX)(BX*4), DX
+
+// func copyRowsAVX512(dst, src []byte, runs *bitRuns, keyed bool) (done, n int)
+TEXT ·copyRowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	MOVQ runs+48(FP), R8
+	LANES(R8)
+	MOVBQZX keyed+56(FP), R8
+	CONSTS512
+	SUBQ $96, CX
+	JLT  copyRowsAVX512Done
+	TESTQ R8, R8
+	JNZ  copyRowsAVX512Keyed
+
+copyRowsAVX512Plain:
+	LOADSTEP
+	SUBPLAIN
+	TEST512
+	CMPL AX, $0xFFFFFF
+	JEQ  copyRowsAVX512PlainAll
+	ROWS512
+	JZ   copyRowsAVX512PlainNext
+	PACKROWS512
+copyRowsAVX512PlainNext:
+	ADDQ $96, SI
+	SUBQ $96, CX
+	JGE  copyRowsAVX512Plain
+	JMP  copyRowsAVX512Done
+
+copyRowsAVX512PlainAll:
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	ADDQ $96, DI
+	JMP  copyRowsAVX512PlainNext
+
+copyRowsAVX512Keyed:
+	LOADSTEP
+	SUBKEYED
+	TEST512
+	CMPL AX, $0xFFFFFF
+	JEQ  copyRowsAVX512KeyedAll
+	ROWS512
+	JZ   copyRowsAVX512KeyedNext
+	PACKROWS512
+copyRowsAVX512KeyedNext:
+	ADDQ $96, SI
+	SUBQ $96, CX
+	JGE  copyRowsAVX512Keyed
+	JMP  copyRowsAVX512Done
+
+copyRowsAVX512KeyedAll:
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	ADDQ $96, DI
+	JMP  copyRowsAVX512KeyedNext
+
+copyRowsAVX512Done:
+	VZEROUPPER
+	MOVQ src_len+32(FP), AX
+	SUBQ CX, AX
+	SUBQ $96, AX
+	MOVQ AX, done+64(FP)
+	SUBQ dst_base+0(FP), DI
+	MOVQ DI, n+72(FP)
+	RET
+
+// func matchRowsAVX512(nums []int32, src []byte, r int32, runs *bitRuns, keyed bool) (done, kept int)
+TEXT ·matchRowsAVX512(SB), NOSPLIT, $0-88
+	MOVQ nums_base+0(FP), DX
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	MOVQ runs+56(FP), R8
+	LANES(R8)
+	MOVBQZX keyed+64(FP), R8
+	MOVL r+48(FP), R12
+	VMOVD R12, X13
+	VPBROADCASTD X13, Y13
+	VPADDD iota<>(SB), Y13, Y13
+	MOVL $8, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	CONSTS512
+	SUBQ $96, CX
+	JLT  matchRowsAVX512Done
+	TESTQ R8, R8
+	JNZ  matchRowsAVX512Keyed
+
+matchRowsAVX512Plain:
+	LOADSTEP
+	SUBPLAIN
+	TEST512
+	CMPL AX, $0xFFFFFF
+	JEQ  matchRowsAVX512PlainAll
+	ROWS512
+	JZ   matchRowsAVX512PlainNext
+	PACKNUMS512
+matchRowsAVX512PlainNext:
+	VPADDD Y14, Y13, Y13
+	ADDQ $96, SI
+	SUBQ $96, CX
+	JGE  matchRowsAVX512Plain
+	JMP  matchRowsAVX512Done
+
+matchRowsAVX512PlainAll:
+	VMOVDQU Y13, (DX)
+	ADDQ $32, DX
+	JMP  matchRowsAVX512PlainNext
+
+matchRowsAVX512Keyed:
+	LOADSTEP
+	SUBKEYED
+	TEST512
+	CMPL AX, $0xFFFFFF
+	JEQ  matchRowsAVX512KeyedAll
+	ROWS512
+	JZ   matchRowsAVX512KeyedNext
+	PACKNUMS512
+matchRowsAVX512KeyedNext:
+	VPADDD Y14, Y13, Y13
+	ADDQ $96, SI
+	SUBQ $96, CX
+	JGE  matchRowsAVX512Keyed
+	JMP  matchRowsAVX512Done
+
+matchRowsAVX512KeyedAll:
+	VMOVDQU Y13, (DX)
+	ADDQ $32, DX
+	JMP  matchRowsAVX512KeyedNext
+
+matchRowsAVX512Done:
+	VZEROUPPER
+	MOVQ src_len+32(FP), AX
+	SUBQ CX, AX
+	SUBQ $96, AX
+	MOVQ AX, done+72(FP)
+	SUBQ nums_base+0(FP), DX
+	SHRQ $2, DX
+	MOVQ DX, kept+80(FP)
+	RET
+
+// func matchCopyRowsAVX512(nums []int32, dst, src []byte, r int32, runs *bitRuns, keyed bool) (done, kept int)
+TEXT ·matchCopyRowsAVX512(SB), NOSPLIT, $0-112
+	MOVQ nums_base+0(FP), DX
+	MOVQ dst_base+24(FP), DI
+	MOVQ src_base+48(FP), SI
+	MOVQ src_len+56(FP), CX
+	MOVQ runs+80(FP), R8
+	LANES(R8)
+	MOVBQZX keyed+88(FP), R8
+	MOVL r+72(FP), R12
+	VMOVD R12, X13
+	VPBROADCASTD X13, Y13
+	VPADDD iota<>(SB), Y13, Y13
+	MOVL $8, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	CONSTS512
+	SUBQ $96, CX
+	JLT  matchCopyRowsAVX512Done
+	TESTQ R8, R8
+	JNZ  matchCopyRowsAVX512Keyed
+
+matchCopyRowsAVX512Plain:
+	LOADSTEP
+	SUBPLAIN
+	TEST512
+	CMPL AX, $0xFFFFFF
+	JEQ  matchCopyRowsAVX512PlainAll
+	ROWS512
+	JZ   matchCopyRowsAVX512PlainNext
+	PACKNUMS512
+	PACKROWS512
+matchCopyRowsAVX512PlainNext:
+	VPADDD Y14, Y13, Y13
+	ADDQ $96, SI
+	SUBQ $96, CX
+	JGE  matchCopyRowsAVX512Plain
+	JMP  matchCopyRowsAVX512Done
+
+matchCopyRowsAVX512PlainAll:
+	VMOVDQU Y13, (DX)
+	ADDQ $32, DX
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	ADDQ $96, DI
+	JMP  matchCopyRowsAVX512PlainNext
+
+matchCopyRowsAVX512Keyed:
+	LOADSTEP
+	SUBKEYED
+	TEST512
+	CMPL AX, $0xFFFFFF
+	JEQ  matchCopyRowsAVX512KeyedAll
+	ROWS512
+	JZ   matchCopyRowsAVX512KeyedNext
+	PACKNUMS512
+	PACKROWS512
+matchCopyRowsAVX512KeyedNext:
+	VPADDD Y14, Y13, Y13
+	ADDQ $96, SI
+	SUBQ $96, CX
+	JGE  matchCopyRowsAVX512Keyed
+	JMP  matchCopyRowsAVX512Done
+
+matchCopyRowsAVX512KeyedAll:
+	VMOVDQU Y13, (DX)
+	ADDQ $32, DX
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	ADDQ $96, DI
+	JMP  matchCopyRowsAVX512KeyedNext
+
+matchCopyRowsAVX512Done:
+	VZEROUPPER
+	MOVQ src_len+56(FP), AX
+	SUBQ CX, AX
+	SUBQ $96, AX
+	MOVQ AX, done+96(FP)
+	SUBQ nums_base+0(FP), DX
+	SHRQ $2, DX
+	MOVQ DX, kept+104(FP)
+	RET
