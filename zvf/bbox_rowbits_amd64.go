@@ -34,10 +34,10 @@ func simdRows(path rowPath) bool {
 	return path != rowsGo && cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT
 }
 
-// avx512Rows says whether path takes the AVX-512 steps: 256-bit vectors
-// (VL) with mask registers (F; BW for their 32-bit moves and shifts),
-// and BMI2 for the masks' scalar part. x/sys/cpu's AVX-512 flags include
-// the OS's saving of the mask and upper registers.
+// avx512Rows says whether path takes the AVX-512 steps: 512- and 256-bit
+// vectors (F, VL) with mask registers (BW for their 32-bit moves, shifts
+// and joins), and BMI2 for the masks' scalar part. x/sys/cpu's AVX-512
+// flags include the OS's saving of the mask and upper registers.
 func avx512Rows(path rowPath) bool {
 	return path == rowsBest && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW &&
 		cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
