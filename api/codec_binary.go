@@ -41,6 +41,10 @@ type binaryEncoder struct {
 	// inPlace counts the payload bytes written where they already lay
 	// (VertexSpace), which no copy moved into the body; tests read it.
 	inPlace int64
+	// lent says VertexSpace lent space since the last block: only then
+	// may a payload lie in place (an auto answer's hundreds of small
+	// blocks are never lent, and skip the address test).
+	lent bool
 }
 
 // VertexSpace lends the reader the body buffer's free space past a
@@ -52,14 +56,22 @@ func (e *binaryEncoder) VertexSpace(n int) []byte {
 	if e.precision > 0 || e.w.Available() < 16+n+7 {
 		return nil
 	}
+	e.lent = true
 	return e.w.AvailableBuffer()[16:16]
+}
+
+// inPlaceAt reports whether payload lies past a block header's place in
+// b, the writer's free space (lent by VertexSpace), and ends the loan.
+func (e *binaryEncoder) inPlaceAt(b, payload []byte) bool {
+	e.lent = false
+	return len(payload) > 0 && &b[:17][16] == &payload[0]
 }
 
 func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 	pad := (8 - len(payload)%8) % 8
 	if 16+len(payload)+pad <= e.w.Available() {
 		b := e.w.AvailableBuffer()
-		if len(payload) > 0 && &b[:17][16] == &payload[0] {
+		if e.lent && e.inPlaceAt(b, payload) {
 			// The payload lies past the header's place already (lent by
 			// VertexSpace): the header and the padding go around it.
 			b = b[:16+len(payload)+pad]

@@ -38,11 +38,12 @@ type chunkMatch struct {
 	// it. Set by the caller, kept (as vown) from chunk to chunk.
 	copy bool
 	vown []byte
-	// dst, set only while the request's own goroutine matches a cached
-	// chunk right before emitting it (matches), lends a bytes-only match
-	// the encoder's free space (BBoxQuery.VertexDst); lent is that space
-	// while the match fills it. A reader matching ahead never has one:
-	// the space is only free until the batches before it are written.
+	// dst, the pass's lender in every ring slot the request's own
+	// goroutine matches (matches), lends a bytes-only match of a chunk
+	// of lendRows or more, right before it is emitted, the encoder's free
+	// space (BBoxQuery.VertexDst); lent is that space while the match
+	// fills it. A reader matching ahead drops it: the space is only free
+	// until the batches before its chunk are written.
 	dst  VertexDst
 	lent []byte
 	// bytesOnly (with copy) says the answer needs the matching rows'
@@ -181,7 +182,7 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 		// The chunk's rows, or failing room for them the rows of the bins
 		// the box overlaps, bound what it keeps: with that much room
 		// lent, no append outgrows it.
-		if m.bytesOnly && m.dst != nil { // chunks of lendRows or more
+		if m.bytesOnly && m.dst != nil && cv.rows >= lendRows {
 			sp := m.dst.VertexSpace(12 * cv.rows)
 			if sp == nil {
 				sp = m.dst.VertexSpace(12 * l.keepBound(key, cv, min, max))
@@ -747,8 +748,12 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	ms, slots := sc.ms[:ring], sc.slots[:ring]
 	sc.bt = newBoxTest(l.vdt, l.s.dims, min, max)
 	sc.bt.setCover(l)
+	// Every slot holds the pass's lender (sc.dst; set only when the
+	// answer's bytes alone are wanted): a slot a reader matches ahead
+	// drops it there (chunkReaders.one) and gets it back when the
+	// request takes that chunk, so a cached chunk pays no store for it.
 	for j := range ms {
-		ms[j].copy, ms[j].bytesOnly, ms[j].bt = sc.copy && rf == nil, sc.bytesOnly && rf == nil, &sc.bt
+		ms[j].copy, ms[j].bytesOnly, ms[j].bt, ms[j].dst = sc.copy && rf == nil, sc.bytesOnly && rf == nil, &sc.bt, sc.dst
 	}
 	// The readers start at the first chunk not in the cache (a warm
 	// answer starts none); stop ends their reads and waits for them. They
@@ -781,18 +786,10 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		s, m := &slots[at], &ms[at]
 		at = ringNext(at, ring)
 		if s.done == nil {
-			// fn emits this chunk next: the encoder's free space is its
-			// (set only where lent: an auto answer's chunks are many, and
-			// each store costs).
-			lend := sc.dst != nil && s.cv.rows >= lendRows
-			if lend {
-				m.dst = sc.dst
-			}
+			// fn emits this chunk next: the encoder's free space (m.dst)
+			// is its to match into.
 			err := l.matchChunk(ctx, cand[c], s.cv, min, max, m, rf, rf.mainEvaluator())
 			s.cv = nil
-			if lend {
-				m.dst = nil
-			}
 			if err != nil {
 				return err
 			}
@@ -801,6 +798,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 			if s.err != nil {
 				return rd.cause(ctx, s.err)
 			}
+			m.dst = sc.dst // the reader dropped it; the slot is the request's again
 		}
 		stop, err := fn(m)
 		if err != nil || stop {
@@ -890,7 +888,9 @@ func (rd *chunkReaders) one(ctx context.Context, c int, ev *cql2.Evaluator) (err
 	if err != nil {
 		return err
 	}
-	return rd.l.matchChunk(ctx, i, cv, rd.min, rd.max, &rd.ms[c%len(rd.ms)], rd.rf, ev)
+	m := &rd.ms[c%len(rd.ms)]
+	m.dst = nil // space lent is free only until the batches before this chunk are written
+	return rd.l.matchChunk(ctx, i, cv, rd.min, rd.max, m, rd.rf, ev)
 }
 
 // cause is the error an answer fails with when chunk c's read failed with
