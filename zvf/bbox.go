@@ -182,31 +182,27 @@ func (l *Level) startBatches(sc *bboxScratch) {
 // cached chunk when the box covers it, else gathered into sc's buffers.
 // offset is the answer's row number of its first row.
 func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, first, last int, offset int64, sel []*attrMeta, inv *inverse) error {
-	rowBytes := l.vdt.Size * l.s.dims
 	// The batch's and its source's constant fields were set once for the
 	// query (startBatches): an answer at a coarse level is many chunks of
 	// few rows, and rebuilding both structs per chunk cost more than
 	// their rows did.
-	batch := &sc.batch
-	batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs, batch.WireIDs = m.key, last-first, offset, sc.cols[:0], nil, nil
-	src := &sc.src
-	src.key, src.cv, src.all, src.first, src.n, src.rows, src.attrs = m.key, m.cv, m.all, first, last-first, nil, src.attrs[:0]
+	batch, src := &sc.batch, &sc.src
+	src.key, src.cv, src.all, src.first, src.n, src.rows = m.key, m.cv, m.all, first, last-first, nil
 	if !m.all && !m.noRows { // noRows: a binary answer, which reads no row number
 		src.rows = m.rows[first:last]
 	}
-	sc.fr = nil
-	switch {
-	case m.all:
-		batch.Vertices.Data = m.cv.data[first*rowBytes : last*rowBytes]
-	case m.vdata != nil && m.vpos == nil:
-		batch.Vertices.Data = m.vdata[first*rowBytes : last*rowBytes]
-	case m.vdata != nil:
-		sc.vbuf = gather(sc.vbuf[:0], m.vdata, m.vpos[first:last], rowBytes)
-		batch.Vertices.Data = sc.vbuf
-	default:
-		sc.vbuf = gather(sc.vbuf[:0], m.cv.data, m.rows[first:last], rowBytes)
-		batch.Vertices.Data = sc.vbuf
+	if sc.bytesOnly {
+		// Vertex bytes alone: no ids or columns to set (startBatches
+		// left them empty), which an auto answer's many small chunks
+		// would each pay for.
+		batch.Chunk, batch.Rows, batch.First = m.key, last-first, offset
+		batch.Vertices.Data = l.batchVertices(sc, m, first, last)
+		return nil
 	}
+	batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs, batch.WireIDs = m.key, last-first, offset, sc.cols[:0], nil, nil
+	src.attrs = src.attrs[:0]
+	sc.fr = nil
+	batch.Vertices.Data = l.batchVertices(sc, m, first, last)
 	if inv != nil {
 		switch p := m.cv.prepared(m.key, inv); {
 		case p != nil && sc.wire:
@@ -245,6 +241,24 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 	}
 	sc.cols = batch.Attributes // keep the grown slice for the next chunk
 	return nil
+}
+
+// batchVertices is the vertex bytes of rows [first, last) of match m:
+// sliced from the cached chunk or the match's copy, else gathered into
+// sc.vbuf.
+func (l *Level) batchVertices(sc *bboxScratch, m *chunkMatch, first, last int) []byte {
+	rowBytes := l.vdt.Size * l.s.dims
+	switch {
+	case m.all:
+		return m.cv.data[first*rowBytes : last*rowBytes]
+	case m.vdata != nil && m.vpos == nil:
+		return m.vdata[first*rowBytes : last*rowBytes]
+	case m.vdata != nil:
+		sc.vbuf = gather(sc.vbuf[:0], m.vdata, m.vpos[first:last], rowBytes)
+	default:
+		sc.vbuf = gather(sc.vbuf[:0], m.cv.data, m.rows[first:last], rowBytes)
+	}
+	return sc.vbuf
 }
 
 // nextResume says where the page after this one starts: in the last chunk
