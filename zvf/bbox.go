@@ -196,7 +196,12 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 		// left them empty), which an auto answer's many small chunks
 		// would each pay for.
 		batch.Chunk, batch.Rows, batch.First = m.key, last-first, offset
-		batch.Vertices.Data = l.batchVertices(sc, m, first, last)
+		rowBytes := l.vdt.Size * l.s.dims
+		if v, ok := vertexSlice(m, first, last, rowBytes); ok {
+			batch.Vertices.Data = v
+		} else {
+			batch.Vertices.Data = gatherVertices(sc, m, first, last, rowBytes)
+		}
 		return nil
 	}
 	batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs, batch.WireIDs = m.key, last-first, offset, sc.cols[:0], nil, nil
@@ -245,17 +250,34 @@ func (l *Level) fillBatch(ctx context.Context, sc *bboxScratch, m *chunkMatch, f
 
 // batchVertices is the vertex bytes of rows [first, last) of match m:
 // sliced from the cached chunk or the match's copy, else gathered into
-// sc.vbuf.
+// sc.vbuf. The slicing half inlines (vertexSlice): it runs for every
+// chunk of an answer.
 func (l *Level) batchVertices(sc *bboxScratch, m *chunkMatch, first, last int) []byte {
 	rowBytes := l.vdt.Size * l.s.dims
-	switch {
-	case m.all:
-		return m.cv.data[first*rowBytes : last*rowBytes]
-	case m.vdata != nil && m.vpos == nil:
-		return m.vdata[first*rowBytes : last*rowBytes]
-	case m.vdata != nil:
+	if v, ok := vertexSlice(m, first, last, rowBytes); ok {
+		return v
+	}
+	return gatherVertices(sc, m, first, last, rowBytes)
+}
+
+// vertexSlice is the vertex bytes of rows [first, last) of match m when
+// they lie one after another (in the cached chunk or the match's copy).
+func vertexSlice(m *chunkMatch, first, last, rowBytes int) ([]byte, bool) {
+	if m.all {
+		return m.cv.data[first*rowBytes : last*rowBytes], true
+	}
+	if m.vdata != nil && m.vpos == nil {
+		return m.vdata[first*rowBytes : last*rowBytes], true
+	}
+	return nil, false
+}
+
+// gatherVertices is the vertex bytes of rows [first, last) of match m
+// gathered into sc.vbuf.
+func gatherVertices(sc *bboxScratch, m *chunkMatch, first, last, rowBytes int) []byte {
+	if m.vdata != nil {
 		sc.vbuf = gather(sc.vbuf[:0], m.vdata, m.vpos[first:last], rowBytes)
-	default:
+	} else {
 		sc.vbuf = gather(sc.vbuf[:0], m.cv.data, m.rows[first:last], rowBytes)
 	}
 	return sc.vbuf
