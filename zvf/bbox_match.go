@@ -934,8 +934,13 @@ type boxTest struct {
 	// cover, when set (setCover), holds per axis the run of chunk
 	// coordinates whose cells the box covers, so a chunk's cut axes are
 	// integer compares instead of cutAxes' float arithmetic per chunk.
-	cover    bool
-	cLo, cHi [3]int64
+	// Per axis: cLo the run's first coordinate, cSpan its last less
+	// cLo (c is in the run when uint64(c-cLo) <= cSpan: one compare);
+	// cEmpty has the bits of axes whose run is empty (every chunk cut).
+	cover  bool
+	cLo    [3]int64
+	cSpan  [3]uint64
+	cEmpty uint16
 	// goRows keeps the row kernels off their fastest path: in Go, or on
 	// the AVX2 steps (tests compare the paths).
 	goRows rowPath
@@ -950,12 +955,16 @@ func (t *boxTest) setCover(l *Level) {
 	if d > 3 || l.keyArity != d {
 		return
 	}
+	t.cEmpty = 0
 	for i := 0; i < d; i++ {
 		a, b, ok := coverRun(l.chunkShape[i], t.min[i], t.max[i])
 		if !ok {
 			return
 		}
-		t.cLo[i], t.cHi[i] = a, b
+		t.cLo[i], t.cSpan[i] = a, uint64(b-a)
+		if b < a {
+			t.cLo[i], t.cSpan[i], t.cEmpty = 0, 0, t.cEmpty|1<<i
+		}
 	}
 	t.cover = true
 }
@@ -988,10 +997,24 @@ func coverRun(cs, lo, hi float64) (a, b int64, ok bool) {
 }
 
 // cutOf is cutAxes from t's cover runs (t.cover set).
+// Three axes unrolled: it runs for every chunk an answer matches, and
+// the loop's bounds checks cost more than its compares.
 func (t *boxTest) cutOf(key Key) uint16 {
-	var cut uint16
-	for i := 0; i < t.d; i++ {
-		if c := key[i]; c < t.cLo[i] || c > t.cHi[i] {
+	cut := t.cEmpty
+	if t.d == 3 && len(key) == 3 {
+		if uint64(key[0]-t.cLo[0]) > t.cSpan[0] {
+			cut |= 1
+		}
+		if uint64(key[1]-t.cLo[1]) > t.cSpan[1] {
+			cut |= 2
+		}
+		if uint64(key[2]-t.cLo[2]) > t.cSpan[2] {
+			cut |= 4
+		}
+		return cut
+	}
+	for i := 0; i < t.d && i < len(t.cLo); i++ {
+		if uint64(key[i]-t.cLo[i]) > t.cSpan[i] {
 			cut |= 1 << i
 		}
 	}
