@@ -53,7 +53,7 @@ type binaryEncoder struct {
 // from a buffer of the reader. nil when the space is short (the batch is
 // then written as before) or the answer quantizes its vertices.
 func (e *binaryEncoder) VertexSpace(n int) []byte {
-	if e.precision > 0 || e.w.Available() < 16+n+7 {
+	if e.precision > 0 || e.w.Available() < 16+n+8 { // writeBlock's room: header, payload, 8 bytes of padding
 		return nil
 	}
 	e.lent = true
@@ -69,29 +69,24 @@ func (e *binaryEncoder) inPlaceAt(b, payload []byte) bool {
 
 func (e *binaryEncoder) writeBlock(kind, aux uint32, payload []byte) error {
 	pad := (8 - len(payload)%8) % 8
-	if 16+len(payload)+pad <= e.w.Available() {
-		b := e.w.AvailableBuffer()
+	if n := 16 + len(payload); n+8 <= e.w.Available() {
+		// One write of header, payload and padding, put in place in the
+		// writer's free space: an answer at a coarse level is many
+		// blocks of a few rows each, and three writes (or appends, each
+		// checking room) cost more than the rows.
+		b := e.w.AvailableBuffer()[:n+8]
 		if e.lent && e.inPlaceAt(b, payload) {
 			// The payload lies past the header's place already (lent by
 			// VertexSpace): the header and the padding go around it.
-			b = b[:16+len(payload)+pad]
-			binary.LittleEndian.PutUint32(b[0:], kind)
-			binary.LittleEndian.PutUint32(b[4:], aux)
-			binary.LittleEndian.PutUint64(b[8:], uint64(len(payload)))
-			copy(b[16+len(payload):], e.pad[:pad])
 			e.inPlace += int64(len(payload))
-			_, err := e.w.Write(b)
-			return err
+		} else {
+			copy(b[16:n], payload)
 		}
-		// One write of header, payload and padding: an answer at a
-		// coarse level is many blocks of a few rows each, and three
-		// writes cost more than the rows.
-		b = binary.LittleEndian.AppendUint32(b, kind)
-		b = binary.LittleEndian.AppendUint32(b, aux)
-		b = binary.LittleEndian.AppendUint64(b, uint64(len(payload)))
-		b = append(b, payload...)
-		b = append(b, e.pad[:pad]...)
-		_, err := e.w.Write(b)
+		binary.LittleEndian.PutUint32(b[0:], kind)
+		binary.LittleEndian.PutUint32(b[4:], aux)
+		binary.LittleEndian.PutUint64(b[8:], uint64(len(payload)))
+		binary.LittleEndian.PutUint64(b[n:], 0) // the padding's zeros, and up to 7 bytes of free space
+		_, err := e.w.Write(b[:n+pad])
 		return err
 	}
 	binary.LittleEndian.PutUint32(e.hdr[0:], kind)

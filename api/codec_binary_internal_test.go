@@ -185,10 +185,10 @@ func TestWriteBlockInPlace(t *testing.T) {
 		}
 	}
 	e := &binaryEncoder{w: bufio.NewWriterSize(io.Discard, 64)}
-	if sp := e.VertexSpace(64 - 16 - 7 + 1); sp != nil {
+	if sp := e.VertexSpace(64 - 16 - 8 + 1); sp != nil {
 		t.Fatalf("lent %d bytes past a 64-byte buffer's header and padding", cap(sp))
 	}
-	if sp := e.VertexSpace(64 - 16 - 7); sp == nil {
+	if sp := e.VertexSpace(64 - 16 - 8); sp == nil {
 		t.Fatal("nothing lent where the block fits")
 	}
 	e.precision = 0.5
