@@ -771,7 +771,7 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		for ; issued < len(cand) && issued < c+ring; issued, issuedAt = issued+1, ringNext(issuedAt, ring) {
 			s := &slots[issuedAt]
 			i := cand[issued]
-			if v, ok := l.peekVertsTally(i, &hits); ok && rf.cachedAt(i) {
+			if v, ok := l.peekVertsTally(i, &hits); ok && (rf == nil || rf.cachedAt(i)) {
 				*s = matchSlot{cv: v.(*chunkVerts)}
 				continue
 			}
@@ -788,11 +788,12 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		if s.done == nil {
 			// fn emits this chunk next: the encoder's free space (m.dst)
 			// is its to match into.
-			err := l.matchChunk(ctx, cand[c], s.cv, min, max, m, rf, rf.mainEvaluator())
-			s.cv = nil
-			if err != nil {
+			if rf == nil { // matchChunk's first step, without its call
+				l.matchVerts(l.keys[cand[c]], s.cv, min, max, m)
+			} else if err := l.matchChunk(ctx, cand[c], s.cv, min, max, m, rf, rf.mainEvaluator()); err != nil {
 				return err
 			}
+			s.cv = nil
 		} else {
 			<-s.done // a reader always closes it, even cancelled
 			if s.err != nil {
