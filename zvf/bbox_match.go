@@ -176,7 +176,7 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 		axes = uint8(cut)
 	}
 	var vout *[]byte
-	if m.copy && l.vdt.Name == "float32" && d == 3 {
+	if m.copy && m.f32(l, d) {
 		m.vown = m.vown[:0]
 		vout = &m.vown
 		// The chunk's rows, or failing room for them the rows of the bins
@@ -198,11 +198,12 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 		bt = &boxTest{}
 		*bt = newBoxTest(l.vdt, d, min, max)
 	}
-	if m.cnt != nil && !l.binsUsable(cv) {
+	bins := l.binsUsable(cv)
+	if m.cnt != nil && !bins {
 		m.cnt.tested += cv.rows
 	}
 	m.noRows = vout != nil && m.bytesOnly
-	if l.binsUsable(cv) {
+	if bins {
 		m.rows = l.matchBinsInto(rows, vout, m.noRows, bt, cv, key, min, max, cv.data, nil, m.cnt)
 	} else if m.noRows {
 		*vout = bt.appendCopy(*vout, cv.data, 0, cv.rows, axes)
@@ -222,6 +223,16 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	} else {
 		m.buf = m.rows // the grown buffer is kept for the next chunk
 	}
+}
+
+// f32 reports whether level l's vertices are float32 × 3 (d axes): from
+// the pass's box test when set, which knew it once, not a string compare
+// a chunk.
+func (m *chunkMatch) f32(l *Level, d int) bool {
+	if m.bt != nil {
+		return m.bt.f32
+	}
+	return l.vdt.Name == "float32" && d == 3
 }
 
 // covers reports whether the box covers chunk key's cell. The chunk spans
