@@ -79,8 +79,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		return stop, err
 	})
 	res = pt.res
-	// With More: the rank in chunk pageEnd where the next page starts.
-	stopRank := pt.stopRank
+	stopRank := pt.stopRank // with More: the rank in chunk pageEnd where the next page starts
 	sc.counts, sc.copy, sc.bytesOnly, sc.dst = ai.seen, false, false, nil // later matching counts rows or finds connectivity
 	if wantConn {
 		sc.page = ai.page // the grown list, for the next answer
