@@ -56,6 +56,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		ai.byPos = sc.byPos
 		ai.page = sc.page[:0]
 	}
+	stopRank := 0 // with More: the rank in chunk pageEnd where the next page starts
 	// Copying rows as they are found is for point answers: an answer
 	// with connectivity keeps every page chunk's rows for ranking too,
 	// and its memory is held to what the answer holds.
@@ -65,21 +66,55 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		sc.dst = q.VertexDst
 	}
 	l.startBatches(sc)
-	// The page's state in one struct: the closure loads one pointer a
-	// chunk, not the dozen variables it would capture (an auto answer
-	// takes hundreds of chunks).
-	pt := pageTaker{l: l, sc: sc, ai: ai, resume: q.Resume != nil, limit: q.Limit, p0: p0, skip: skip, from: from, sel: sel, inv: inv, wantConn: wantConn}
 	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
-		batch, stop, err := pt.take(ctx, m)
-		if batch {
-			if err := emit(&sc.batch); err != nil {
-				return true, err
-			}
+		pos := p0 + len(ai.seen)
+		res.Chunks++
+		n := m.count()
+		ai.seen = append(ai.seen, int64(n))
+		if q.Resume != nil && skip > 0 && skip >= int64(n) {
+			return true, l.s.errf(ErrBadQuery, l.n, "", "", "cursor does not fit this answer") // its chunk holds no row of that rank
 		}
-		return stop, err
+		if n == 0 {
+			return false, nil
+		}
+		first := 0
+		if skip > 0 {
+			if skip >= int64(n) {
+				skip -= int64(n)
+				return false, nil
+			}
+			first = int(skip)
+			skip = 0
+		}
+		last := n
+		if q.Limit > 0 && res.Count+int64(last-first) > q.Limit {
+			last = first + int(q.Limit-res.Count)
+			res.More = true
+		}
+		if last <= first {
+			res.More, stopRank = true, first
+			return true, nil
+		}
+		if ai.ps < 0 {
+			ai.ps, ai.startPS = pos, from-int64(first)
+		}
+		if err := l.fillBatch(ctx, sc, m, first, last, from+res.Count, sel, inv); err != nil {
+			return false, err
+		}
+		if wantConn {
+			// m is reused by the next window: connectivity keeps the key,
+			// the vertices and each row's rank.
+			rc := sc.ranked(m, pos, from+res.Count-int64(first))
+			ai.add(rc)
+			ai.page = append(ai.page, rc)
+		}
+		res.Count += int64(last - first)
+		if err := emit(&sc.batch); err != nil {
+			return true, err
+		}
+		stopRank = last
+		return res.More, nil
 	})
-	res = pt.res
-	stopRank := pt.stopRank // with More: the rank in chunk pageEnd where the next page starts
 	sc.counts, sc.copy, sc.bytesOnly, sc.dst = ai.seen, false, false, nil // later matching counts rows or finds connectivity
 	if wantConn {
 		sc.page = ai.page // the grown list, for the next answer
@@ -118,75 +153,6 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 	}
 	return res, nil
-}
-
-// pageTaker takes a page's matched chunks into batches, in key order
-// (BBox's per-chunk step).
-type pageTaker struct {
-	l        *Level
-	sc       *bboxScratch
-	ai       *answerIndex
-	resume   bool  // the page starts at a Resume
-	limit    int64 // the query's Limit
-	res      BBoxResult
-	p0       int
-	skip     int64 // matching rows still to skip before the page's first
-	from     int64 // the answer's row number of the page's first row
-	stopRank int   // with More: the rank in chunk pageEnd where the next page starts
-	sel      []*attrMeta
-	inv      *inverse
-	wantConn bool
-}
-
-// take adds chunk match m to the page: batch says sc.batch holds rows
-// of it to emit; stop ends the page. (emit is the closure's: a function
-// value kept here would escape, and cost an allocation a request.)
-func (pt *pageTaker) take(ctx context.Context, m *chunkMatch) (batch, stop bool, err error) {
-	l, sc, ai, res := pt.l, pt.sc, pt.ai, &pt.res
-	pos := pt.p0 + len(ai.seen)
-	res.Chunks++
-	n := m.count()
-	ai.seen = append(ai.seen, int64(n))
-	if pt.resume && pt.skip > 0 && pt.skip >= int64(n) {
-		return false, true, l.s.errf(ErrBadQuery, l.n, "", "", "cursor does not fit this answer") // its chunk holds no row of that rank
-	}
-	if n == 0 {
-		return false, false, nil
-	}
-	first := 0
-	if pt.skip > 0 {
-		if pt.skip >= int64(n) {
-			pt.skip -= int64(n)
-			return false, false, nil
-		}
-		first = int(pt.skip)
-		pt.skip = 0
-	}
-	last := n
-	if pt.limit > 0 && res.Count+int64(last-first) > pt.limit {
-		last = first + int(pt.limit-res.Count)
-		res.More = true
-	}
-	if last <= first {
-		res.More, pt.stopRank = true, first
-		return false, true, nil
-	}
-	if ai.ps < 0 {
-		ai.ps, ai.startPS = pos, pt.from-int64(first)
-	}
-	if err := l.fillBatch(ctx, sc, m, first, last, pt.from+res.Count, pt.sel, pt.inv); err != nil {
-		return false, false, err
-	}
-	if pt.wantConn {
-		// m is reused by the next window: connectivity keeps the key,
-		// the vertices and each row's rank.
-		rc := sc.ranked(m, pos, pt.from+res.Count-int64(first))
-		ai.add(rc)
-		ai.page = append(ai.page, rc)
-	}
-	res.Count += int64(last - first)
-	pt.stopRank = last // unused if emit fails
-	return true, res.More, nil
 }
 
 // checkQuery refuses a query no answer can come from: a bad box, a
