@@ -757,6 +757,12 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		sc.slots = make([]matchSlot, ring)
 	}
 	ms, slots := sc.ms[:ring], sc.slots[:ring]
+	if n := len(cand); n > sc.msUsed {
+		sc.msUsed = n // at most ring: ms and slots hold that many
+		if n > ring {
+			sc.msUsed = ring
+		}
+	}
 	sc.bt = newBoxTest(l.vdt, l.s.dims, min, max)
 	sc.bt.setCover(l)
 	// Every slot holds the pass's lender (sc.dst; set only when the

@@ -8,10 +8,14 @@ type bboxScratch struct {
 	slots []matchSlot  // matches' ring, beside ms
 	rd    chunkReaders // matches' readers of chunks not cached
 	ms    []chunkMatch
-	vbuf  []byte
-	abufs [][]byte
-	owner []int64 // row owners of the current chunk
-	ids   []int64 // the batch's object ids
+	// msUsed bounds the ring positions matches used since the scratch
+	// was got (each pass starts at 0): putScratch resets only those, not
+	// the whole ring for a small answer's few chunks.
+	msUsed int
+	vbuf   []byte
+	abufs  [][]byte
+	owner  []int64 // row owners of the current chunk
+	ids    []int64 // the batch's object ids
 	// wire: the query asked for the binary format's wire form
 	// (BBoxQuery.Wire); the batch's ids are then in wireIDs.
 	wire    bool
@@ -77,7 +81,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 			sc.abufs[i] = nil
 		}
 	}
-	for i := range sc.ms {
+	for i := range sc.ms[:sc.msUsed] {
 		if cap(sc.ms[i].rows) > 1<<18 {
 			sc.ms[i].rows = nil
 		}
@@ -90,7 +94,8 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		sc.ms[i].vdata, sc.ms[i].bt, sc.ms[i].dst, sc.ms[i].lent = nil, nil, nil, nil
 		sc.ms[i].cv = nil
 	}
-	clear(sc.slots)
+	clear(sc.slots[:sc.msUsed])
+	sc.msUsed = 0
 	clear(sc.byPos)
 	clear(sc.page)
 	sc.page = sc.page[:0]
