@@ -46,16 +46,16 @@ func TestCoverRunAsCutAxes(t *testing.T) {
 			}
 			for k := range 24 {
 				key := Key{int64(rng.IntN(45) - 22), int64(rng.IntN(45) - 22), int64(rng.IntN(45) - 22)}
-				if k >= 20 { // coordinates where cutOf's unsigned difference wraps
+				if k >= 20 { // coordinates where cut3's unsigned difference wraps
 					key[rng.IntN(3)] = []int64{math.MinInt64, math.MaxInt64, math.MinInt64 + 1, math.MaxInt64 - 1}[k-20]
 				}
-				if got, want := bt.cutOf(key), l.cutAxes(key, lo[:], hi[:]); got != want {
+				if got, want := bt.cut3(key), l.cutAxes(key, lo[:], hi[:]); got != want {
 					t.Fatalf("chunk %v box %v–%v key %v: cut %03b, cutAxes %03b", cs, lo, hi, key, got, want)
 				}
 			}
 		}
 	}
-	// Two axes: cutOf's loop, not its three unrolled compares.
+	// Two axes: cutOfAxes' loop, not cut3's unrolled compares.
 	l2 := &Level{s: &Store{dims: 2}, keyArity: 2, chunkShape: []float64{10, 0.1}}
 	for range 2000 {
 		var lo, hi [2]float64
@@ -66,7 +66,7 @@ func TestCoverRunAsCutAxes(t *testing.T) {
 		bt := newBoxTest(f32, 2, lo[:], hi[:])
 		bt.setCover(l2)
 		key := Key{int64(rng.IntN(45) - 22), int64(rng.IntN(45) - 22)}
-		if got, want := bt.cutOf(key), l2.cutAxes(key, lo[:], hi[:]); !bt.cover || got != want {
+		if got, want := bt.cutOfAxes(key), l2.cutAxes(key, lo[:], hi[:]); !bt.cover || got != want {
 			t.Fatalf("2 axes, box %v–%v key %v: cut %02b (cover %v), cutAxes %02b", lo, hi, key, got, bt.cover, want)
 		}
 	}

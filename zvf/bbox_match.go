@@ -161,7 +161,11 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	d := l.s.dims
 	var cut uint16
 	if m.bt != nil && m.bt.cover {
-		cut = m.bt.cutOf(key)
+		if len(key) == 3 {
+			cut = m.bt.cut3(key) // inlined: every chunk a box touches
+		} else {
+			cut = m.bt.cutOfAxes(key)
+		}
 	} else {
 		cut = l.cutAxes(key, min, max)
 	}
@@ -1014,24 +1018,28 @@ func coverRun(cs, lo, hi float64) (a, b int64, ok bool) {
 	return a, b, true
 }
 
-// cutOf is cutAxes from t's cover runs (t.cover set).
-// Three axes unrolled: it runs for every chunk an answer matches, and
-// the loop's bounds checks cost more than its compares.
-func (t *boxTest) cutOf(key Key) uint16 {
+// cut3 is cutAxes from t's cover runs (t.cover set) for keys of three
+// axes, unrolled so that it inlines: it runs for every chunk an answer
+// matches, and a loop's bounds checks cost more than its compares.
+func (t *boxTest) cut3(key Key) uint16 {
+	k := key[:3]
 	cut := t.cEmpty
-	if t.d == 3 && len(key) == 3 {
-		if uint64(key[0]-t.cLo[0]) > t.cSpan[0] {
-			cut |= 1
-		}
-		if uint64(key[1]-t.cLo[1]) > t.cSpan[1] {
-			cut |= 2
-		}
-		if uint64(key[2]-t.cLo[2]) > t.cSpan[2] {
-			cut |= 4
-		}
-		return cut
+	if uint64(k[0]-t.cLo[0]) > t.cSpan[0] {
+		cut |= 1
 	}
-	for i := 0; i < t.d && i < len(t.cLo); i++ {
+	if uint64(k[1]-t.cLo[1]) > t.cSpan[1] {
+		cut |= 2
+	}
+	if uint64(k[2]-t.cLo[2]) > t.cSpan[2] {
+		cut |= 4
+	}
+	return cut
+}
+
+// cutOfAxes is cut3 for fewer than three axes.
+func (t *boxTest) cutOfAxes(key Key) uint16 {
+	cut := t.cEmpty
+	for i := 0; i < len(key) && i < len(t.cLo); i++ {
 		if uint64(key[i]-t.cLo[i]) > t.cSpan[i] {
 			cut |= 1 << i
 		}
