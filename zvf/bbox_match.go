@@ -761,11 +761,12 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 		sc.slots = make([]matchSlot, ring)
 	}
 	ms, slots := sc.ms[:ring], sc.slots[:ring]
-	if n := len(cand); n > sc.msUsed {
-		sc.msUsed = n // at most ring: ms and slots hold that many
-		if n > ring {
-			sc.msUsed = ring
-		}
+	used := len(cand) // the ring positions this pass takes
+	if used > ring {
+		used = ring
+	}
+	if used > sc.msUsed {
+		sc.msUsed = used
 	}
 	sc.bt = newBoxTest(l.vdt, l.s.dims, min, max)
 	sc.bt.setCover(l)
@@ -773,7 +774,9 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 	// answer's bytes alone are wanted): a slot a reader matches ahead
 	// drops it there (chunkReaders.one) and gets it back when the
 	// request takes that chunk, so a cached chunk pays no store for it.
-	for j := range ms {
+	// Only the positions this pass takes: putScratch clears those, so a
+	// pooled scratch keeps no lender (an encoder and its body buffer).
+	for j := range ms[:used] {
 		ms[j].copy, ms[j].bytesOnly, ms[j].bt, ms[j].dst = sc.copy && rf == nil, sc.bytesOnly && rf == nil, &sc.bt, sc.dst
 	}
 	// The readers start at the first chunk not in the cache (a warm

@@ -29,19 +29,23 @@ func matchRowsAVX512(nums []int32, src []byte, r int32, runs *bitRuns, keyed boo
 //go:noescape
 func matchCopyRowsAVX512(nums []int32, dst, src []byte, r int32, runs *bitRuns, keyed bool) (done, kept int)
 
-// simdRows says whether path has vector steps here.
-func simdRows(path rowPath) bool {
-	return path != rowsGo && cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT
-}
+// The vector steps this CPU runs, read once from x/sys/cpu (its flags
+// are fixed when the process starts; read per call they cost a dozen
+// instructions of every cut run). AVX-512 wants 512- and 256-bit vectors
+// (F, VL) with mask registers (BW for their 32-bit moves, shifts and
+// joins), and BMI2 for the masks' scalar part; x/sys/cpu's AVX-512 flags
+// include the OS's saving of the mask and upper registers.
+var (
+	cpuRowsAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT
+	cpuRowsAVX512 = cpuRowsAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW &&
+		cpu.X86.HasBMI2
+)
 
-// avx512Rows says whether path takes the AVX-512 steps: 512- and 256-bit
-// vectors (F, VL) with mask registers (BW for their 32-bit moves, shifts
-// and joins), and BMI2 for the masks' scalar part. x/sys/cpu's AVX-512
-// flags include the OS's saving of the mask and upper registers.
-func avx512Rows(path rowPath) bool {
-	return path == rowsBest && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW &&
-		cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
-}
+// simdRows says whether path has vector steps here.
+func simdRows(path rowPath) bool { return path != rowsGo && cpuRowsAVX2 }
+
+// avx512Rows says whether path takes the AVX-512 steps.
+func avx512Rows(path rowPath) bool { return path == rowsBest && cpuRowsAVX512 }
 
 // copyRowsSIMD is copyRowsAVX512 or copyRowsAVX2 (len(dst) >= len(src)),
 // its kept rows counted.
