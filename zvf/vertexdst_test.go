@@ -3,7 +3,9 @@ package zvf_test
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"testing"
+	"weak"
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -157,6 +159,55 @@ func TestVertexDstLent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPooledScratchKeepsNoLender: a query's scratch goes back to the
+// store's pool when the answer ends, and must not keep the space lender
+// (in api, a binary encoder and its 512 KiB body buffer) alive past it,
+// whatever ring positions the query's matching readied. One collection
+// moves the pool's scratch to its victim cache, still reachable, so a
+// lender the scratch kept would survive it.
+func TestPooledScratchKeepsNoLender(t *testing.T) {
+	ctx := context.Background()
+	const n = 60_000
+	st, err := synth.Points(ctx, n, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := zvftest.OpenSub(t, st, "points", cache.New(1<<30))
+	l, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int{12_000, 200, 12_000} { // many chunks, then few: fewer ring positions than before
+		min, max := synth.BoxFor(n, want, 301)
+		// Twice: cold (chunks matched by readers), then warm (matched
+		// into the lent space).
+		for _, pass := range []string{"cold", "warm"} {
+			w := lendOnce(t, l, zvf.BBoxQuery{Min: min, Max: max, Wire: true}, pass == "warm")
+			runtime.GC()
+			if w.Value() != nil {
+				t.Fatalf("box of about %d vertices, %s: the lender outlived its answer (kept by the pooled scratch)", want, pass)
+			}
+		}
+	}
+	runtime.KeepAlive(s)
+}
+
+// lendOnce answers q with a lender of its own (which must lend, when
+// mustLend: a warm answer's cut chunks) and returns only a weak pointer
+// to it: nothing of this frame keeps the lender alive.
+func lendOnce(t *testing.T, l *zvf.Level, q zvf.BBoxQuery, mustLend bool) weak.Pointer[lender] {
+	t.Helper()
+	d := &lender{}
+	q.VertexDst = d
+	if _, err := l.BBox(context.Background(), q, func(*zvf.Batch) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if mustLend && d.lends == 0 {
+		t.Fatal("nothing was lent: the test tests nothing")
+	}
+	return weak.Make(d)
 }
 
 // BenchmarkVertexBytesCopied reports what the api benchmarks' warm
