@@ -132,13 +132,18 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 				// better than its wall time (though the runtime's own
 				// work, GC, falls where it falls).
 				var total, cpu, first, last time.Duration
-				var queryReads, started int64
+				var queryReads, started, gcs int64
 				for b.Loop() {
 					var c0 time.Duration
-					var g0 int64
+					var g0, gc0 int64
 					var t0 time.Time
-					d, n, _, opened, err := serverColdCounted(ctx, client, z, lo, hi, bufs, reads, func() { g0 = goroutinesCreated(); c0 = benchtest.CPU(b); t0 = time.Now() })
+					d, n, _, opened, err := serverColdCounted(ctx, client, z, lo, hi, bufs, reads, func() {
+						g0, gc0 = goroutinesCreated(), gcCycles()
+						c0 = benchtest.CPU(b)
+						t0 = time.Now()
+					})
 					cpu += benchtest.CPU(b) - c0
+					gcs += gcCycles() - gc0
 					first += tt.first.Sub(t0)
 					last += tt.last.Sub(t0)
 					started += goroutinesCreated() - g0
@@ -155,6 +160,9 @@ func BenchmarkColdBBoxHTTP(b *testing.B) {
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "query-cpu-ms")
 				b.ReportMetric(float64(queryReads)/float64(b.N), "files-read/op")
 				b.ReportMetric(float64(started)/float64(b.N), "goroutines/op")
+				// Collections during the request (not the one cold runs
+				// before it): what its garbage cost, counted.
+				b.ReportMetric(float64(gcs)/float64(b.N), "gc/op")
 				// When the answer's first byte (its headers) and its last
 				// byte reached the client, from the request's start.
 				b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-byte-ms")
@@ -226,6 +234,13 @@ func (b *timedBody) Read(p []byte) (int, error) {
 // goroutinesCreated is how many goroutines the process has started.
 func goroutinesCreated() int64 {
 	m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(m)
+	return int64(m[0].Value.Uint64())
+}
+
+// gcCycles is how many collections the process has completed.
+func gcCycles() int64 {
+	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(m)
 	return int64(m[0].Value.Uint64())
 }
