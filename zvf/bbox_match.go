@@ -183,6 +183,12 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if m.copy && m.f32(l, d) {
 		m.vown = m.vown[:0]
 		vout = &m.vown
+		// Room for every row the box can keep, at once: grown by
+		// appending, a cold chunk's buffer (new on its reader's
+		// goroutine) was allocated three or four times over, doubling.
+		if cap(m.vown) < 12*cv.rows {
+			m.vown = l.ownRoom(m.vown, key, cv, min, max)
+		}
 		// The chunk's rows, or failing room for them the rows of the bins
 		// the box overlaps, bound what it keeps: with that much room
 		// lent, no append outgrows it.
@@ -227,6 +233,17 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	} else {
 		m.buf = m.rows // the grown buffer is kept for the next chunk
 	}
+}
+
+// ownRoom is buf, emptied, with room for the float32 × 3 vertices of
+// every row of chunk key (vertices cv) a match of the box [min, max] can
+// keep (keepBound): buf itself when it has it, else a new buffer of just
+// that size (what buf held is not needed: not copied).
+func (l *Level) ownRoom(buf []byte, key Key, cv *chunkVerts, min, max []float64) []byte {
+	if n := 12 * l.keepBound(key, cv, min, max); cap(buf) < n {
+		return make([]byte, 0, n)
+	}
+	return buf[:0]
 }
 
 // f32 reports whether level l's vertices are float32 × 3 (d axes): from
