@@ -53,15 +53,45 @@ type bboxScratch struct {
 	choiceScans int
 }
 
+// Scratches kept across collections (Store.scratch): at most
+// scratchesKept a store, each holding at most scratchKeepBytes of buffers
+// (heldBytes), so a store keeps 8 MiB at most beside the rings' few KiB
+// of structs. A cold 50k-vertex binary answer's scratch holds about
+// 0.7 MB (its chunks' matched vertices, one ring slot each). A larger
+// scratch goes back to the sync.Pool behind them, as before.
+const (
+	scratchesKept    = 2
+	scratchKeepBytes = 4 << 20
+)
+
 func (s *Store) getScratch() *bboxScratch {
-	if sc, ok := s.scratch.Get().(*bboxScratch); ok {
+	if sc, ok := s.scratch.Get(); ok {
 		return sc
 	}
 	return &bboxScratch{}
 }
 
-// putScratch returns sc to the pool unless it grew past what is worth
-// keeping (a 1M-vertex answer's buffers stay with the GC).
+// heldBytes is what sc's buffers hold (their capacity), the ring's
+// matches' included; not the structs themselves.
+func (sc *bboxScratch) heldBytes() int {
+	n := 4*cap(sc.cand) + cap(sc.vbuf) + 8*cap(sc.owner) + 8*cap(sc.ids) + cap(sc.wireIDs) + 8*cap(sc.counts) +
+		8*cap(sc.byPos) + 8*cap(sc.page) + 4*cap(sc.rowArena)
+	for _, b := range sc.abufs {
+		n += cap(b)
+	}
+	for b := range sc.rcs {
+		n += 64 * cap(sc.rcs[b]) // a rankedChunk is some 64 bytes (with its row slice)
+	}
+	for i := range sc.ms {
+		m := &sc.ms[i]
+		n += 4*cap(m.buf) + 4*cap(m.pbuf) + 8*cap(m.owner) + cap(m.vown)
+	}
+	return n
+}
+
+// putScratch returns sc for the next query: kept across collections when
+// small (see scratchesKept), else to the pool unless it grew past what is
+// worth keeping at all (a 1M-vertex answer's buffers stay with the GC).
 func (s *Store) putScratch(sc *bboxScratch) {
 	if cap(sc.vbuf) > 16<<20 {
 		sc.vbuf = nil
@@ -82,8 +112,8 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		}
 	}
 	for i := range sc.ms[:sc.msUsed] {
-		if cap(sc.ms[i].rows) > 1<<18 {
-			sc.ms[i].rows = nil
+		if cap(sc.ms[i].buf) > 1<<18 || cap(sc.ms[i].pbuf) > 1<<18 { // rows is buf, or a cached selection's
+			sc.ms[i].buf, sc.ms[i].pbuf = nil, nil
 		}
 		if cap(sc.ms[i].owner) > 1<<18 {
 			sc.ms[i].owner = nil
@@ -92,7 +122,7 @@ func (s *Store) putScratch(sc *bboxScratch) {
 			sc.ms[i].vown = nil
 		}
 		sc.ms[i].vdata, sc.ms[i].bt, sc.ms[i].dst, sc.ms[i].lent = nil, nil, nil, nil
-		sc.ms[i].cv = nil
+		sc.ms[i].cv, sc.ms[i].rows, sc.ms[i].vpos = nil, nil, nil // a cached selection's: not the scratch's to keep
 	}
 	clear(sc.slots[:sc.msUsed])
 	sc.msUsed = 0
@@ -114,5 +144,9 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	sc.ai = answerIndex{}
 	sc.rf, sc.copy, sc.bytesOnly, sc.bt, sc.dst = nil, false, false, boxTest{}, nil
 	clear(sc.cols)
+	if sc.heldBytes() > scratchKeepBytes {
+		s.scratch.PutPooled(sc)
+		return
+	}
 	s.scratch.Put(sc)
 }

@@ -12,11 +12,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/freelist"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
@@ -58,8 +58,8 @@ type Store struct {
 	// generation, so a reopened store never reads its predecessor's data.
 	cachePrefix string
 	revision    string
-	watched     bool      // see Options.watched
-	scratch     sync.Pool // *bboxScratch, reused across queries
+	watched     bool                        // see Options.watched
+	scratch     freelist.List[*bboxScratch] // reused across queries (see scratchesKept)
 }
 
 // peek looks key up in the cache without loading it.
@@ -100,6 +100,7 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 	if s.conc <= 0 {
 		s.conc = 8
 	}
+	s.scratch.Init(scratchesKept)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
