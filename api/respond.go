@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zvfserve/zvfserve/freelist"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -83,7 +84,7 @@ type lazyWriter struct {
 	// pool, when set, gives the hold-back buffer at its first use (an
 	// answer that never holds anything takes none): mem is that buffer,
 	// box what the pool handed it out in; release puts them back.
-	pool *sync.Pool
+	pool *freelist.List[*[]byte]
 	mem  []byte
 	box  *[]byte
 	// timing: at commit, Server-Timing says how long since start the
@@ -118,7 +119,7 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 
 func (l *lazyWriter) takeBuffer() {
 	if l.pool != nil {
-		if b, ok := l.pool.Get().(*[]byte); ok {
+		if b, ok := l.pool.Get(); ok {
 			l.box, l.mem = b, (*b)[:0]
 		}
 	}
@@ -208,12 +209,18 @@ type bodyWriter struct {
 
 // bodyPools recycle what every streamed response needs, so that a warm
 // request allocates a constant, small amount however large its answer.
+// They are free lists that keep a few of each across collections (see
+// init), so a server whose heap is small, which collects every query or
+// two, does not allocate them for each answer.
 type bodyPools struct {
-	bufw, lazy, zstd, gzip sync.Pool
+	bufw freelist.List[*bufio.Writer]
+	lazy freelist.List[*[]byte]
+	zstd freelist.List[*zstd.Encoder]
+	gzip freelist.List[*gzip.Writer]
 	// bufwWide: the body buffers of uncompressed answers, twice the
 	// hold-back's size (see newBody).
-	bufwWide  sync.Pool
-	zstdDense sync.Pool // zstd encoders for quantized answers (see denseCoding)
+	bufwWide  freelist.List[*bufio.Writer]
+	zstdDense freelist.List[*zstd.Encoder] // zstd encoders for quantized answers (see denseCoding)
 	edges     edgePool
 }
 
@@ -233,6 +240,29 @@ type edgeBufs struct {
 // answer's) is left to the collector rather than kept for the next small
 // one.
 const maxPooledEdges = 32 << 20
+
+// What bodyPools keep across collections, a server: bodyBuffersKept body
+// buffers of each size and hold-backs, at most 4 × 512 KiB (bufwWide) +
+// 4 × 256 KiB (bufw) + 4 × 256 KiB (lazy) = 4 MiB; compressorsKept zstd
+// and gzip encoders (about 1.2 MB and less each, see compressorBytes)
+// and one dense zstd encoder (about 4.7 MB): some 12 MiB in all. Each
+// has a fixed size (buffers of lazyLimit or twice that, encoders with
+// their fixed window), so none is too large to keep; more answers at
+// once than this take the rest from the sync.Pools behind them.
+const (
+	bodyBuffersKept = 4
+	compressorsKept = 2
+)
+
+// init makes the pools keep what they keep across collections.
+func (p *bodyPools) init() {
+	p.bufw.Init(bodyBuffersKept)
+	p.bufwWide.Init(bodyBuffersKept)
+	p.lazy.Init(bodyBuffersKept)
+	p.zstd.Init(compressorsKept)
+	p.gzip.Init(compressorsKept)
+	p.zstdDense.Init(1)
+}
 
 func (e *edgePool) get() *edgeBufs {
 	if b, ok := e.p.Get().(*edgeBufs); ok {
@@ -276,7 +306,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 		if dense {
 			pool, level = &s.pools.zstdDense, zstd.SpeedBetterCompression
 		}
-		zw, ok := pool.Get().(*zstd.Encoder)
+		zw, ok := pool.Get()
 		if ok {
 			zw.Reset(lw)
 		} else {
@@ -293,7 +323,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 		setHeader(w, "Content-Encoding", "zstd")
 		b.comp, sink, b.dense = zw, zw, dense
 	case "gzip":
-		gw, ok := s.pools.gzip.Get().(*gzip.Writer)
+		gw, ok := s.pools.gzip.Get()
 		if ok {
 			gw.Reset(lw)
 		} else {
@@ -317,7 +347,7 @@ func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.T
 	if b.comp == nil {
 		pool, size, b.wide = &s.pools.bufwWide, 2*lazyLimit, true
 	}
-	if bw, ok := pool.Get().(*bufio.Writer); ok {
+	if bw, ok := pool.Get(); ok {
 		bw.Reset(sink)
 		b.Writer = bw
 	} else {

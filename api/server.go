@@ -166,6 +166,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, log: o.Logger, stores: map[string]*zvf.Handle{}, m: o.Metrics,
 		slots: make(chan struct{}, o.MaxConcurrent), mem: o.AnswerBytes, params: routeParams(), text: batchers{now: o.Now, pageHold: o.JSONPageBytes}}
+	s.pools.init()
 	// With a token, answers are for the token's holders only: browsers may
 	// keep them, shared caches may not (and must key on Authorization).
 	scope := "public"
