@@ -46,6 +46,9 @@ type chunkMatch struct {
 	// until the batches before its chunk are written.
 	dst  VertexDst
 	lent []byte
+	// cold: the chunk was just read, and is matched on its reader's
+	// goroutine (chunkReaders.one).
+	cold bool
 	// bytesOnly (with copy) says the answer needs the matching rows'
 	// vertex bytes and nothing else of them: a binary answer with no
 	// attribute, object id, filter or connectivity. Rows copied as they
@@ -67,8 +70,9 @@ type matchCount struct {
 }
 
 // reset makes m the match of chunk key (vertices cv) before any row is
-// found, keeping the buffers and the pass's settings (copy, bt, cnt, dst):
-// field by field, as a coarse level's answer resets it for every few rows.
+// found, keeping the buffers and the settings of the pass and its caller
+// (copy, bt, cnt, dst, cold): field by field, as a coarse level's answer
+// resets it for every few rows.
 func (m *chunkMatch) reset(key Key, cv *chunkVerts) {
 	m.key, m.cv, m.all, m.rows, m.buf = key, cv, false, nil, nil
 	m.vdata, m.vpos, m.lent = nil, nil, nil
@@ -183,10 +187,12 @@ func (l *Level) matchVerts(key Key, cv *chunkVerts, min, max []float64, m *chunk
 	if m.copy && m.f32(l, d) {
 		m.vown = m.vown[:0]
 		vout = &m.vown
-		// Room for every row the box can keep, at once: grown by
-		// appending, a cold chunk's buffer (new on its reader's
-		// goroutine) was allocated three or four times over, doubling.
-		if cap(m.vown) < 12*cv.rows {
+		// A chunk just read: room for every row the box can keep, at
+		// once. Grown by appending, its buffer (new when the scratch is)
+		// was allocated three or four times over, doubling. (A cached
+		// chunk's match keeps appending: its slot's buffer has grown to
+		// fit before, and the bound would cost it a pass over its bins.)
+		if m.cold && cap(m.vown) < 12*cv.rows {
 			m.vown = l.ownRoom(m.vown, key, cv, min, max)
 		}
 		// The chunk's rows, or failing room for them the rows of the bins
@@ -932,7 +938,10 @@ func (rd *chunkReaders) one(ctx context.Context, c int, ev *cql2.Evaluator) (err
 	}
 	m := &rd.ms[c%len(rd.ms)]
 	m.dst = nil // space lent is free only until the batches before this chunk are written
-	return rd.l.matchChunk(ctx, i, cv, rd.min, rd.max, m, rd.rf, ev)
+	m.cold = true
+	err = rd.l.matchChunk(ctx, i, cv, rd.min, rd.max, m, rd.rf, ev)
+	m.cold = false
+	return err
 }
 
 // cause is the error an answer fails with when chunk c's read failed with

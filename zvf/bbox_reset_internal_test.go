@@ -9,7 +9,7 @@ import (
 // match behind but the buffers and the pass's settings, and names every
 // field of chunkMatch (a field added later must be sorted here too).
 func TestChunkMatchReset(t *testing.T) {
-	kept := map[string]bool{"pbuf": true, "copy": true, "vown": true, "bt": true, "cnt": true, "bytesOnly": true, "dst": true}
+	kept := map[string]bool{"pbuf": true, "copy": true, "vown": true, "bt": true, "cnt": true, "bytesOnly": true, "dst": true, "cold": true}
 	emptied := map[string]bool{"owner": true} // its array kept, its length 0
 	set := map[string]bool{"key": true, "cv": true}
 	var m chunkMatch
