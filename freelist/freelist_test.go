@@ -86,3 +86,25 @@ func TestListNeverShared(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkGetPut: a value got and put back, by a List and by a sync.Pool
+// alone (what each answer pays per buffer).
+func BenchmarkGetPut(b *testing.B) {
+	b.Run("list", func(b *testing.B) {
+		var l List[*[]byte]
+		l.Init(4)
+		l.Put(new([]byte))
+		for b.Loop() {
+			v, _ := l.Get()
+			l.Put(v)
+		}
+	})
+	b.Run("pool", func(b *testing.B) {
+		var p sync.Pool
+		p.Put(new([]byte))
+		for b.Loop() {
+			v := p.Get()
+			p.Put(v)
+		}
+	})
+}
