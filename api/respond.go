@@ -15,7 +15,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/zvfserve/zvfserve/freelist"
+	"github.com/zvfserve/zvfserve/cache/freelist"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 

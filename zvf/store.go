@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/freelist"
+	"github.com/zvfserve/zvfserve/cache/freelist"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
