@@ -55,13 +55,14 @@ type bboxScratch struct {
 
 // Scratches kept across collections (Store.scratch): at most
 // scratchesKept a store, each holding at most scratchKeepBytes of buffers
-// (heldBytes), so a store keeps 8 MiB at most beside the rings' few KiB
-// of structs. A cold 50k-vertex binary answer's scratch holds about
-// 0.7 MB (its chunks' matched vertices, one ring slot each). A larger
-// scratch goes back to the sync.Pool behind them, as before.
+// (heldBytes), so a server serving many stores keeps at most 1 MiB a
+// store beside the ring's few KiB of structs. A cold 50k-vertex binary
+// answer's scratch holds about 0.7 MB (its chunks' matched vertices, one
+// ring slot each). A larger scratch, or a second at once, goes back to
+// the sync.Pool behind, as before.
 const (
-	scratchesKept    = 2
-	scratchKeepBytes = 4 << 20
+	scratchesKept    = 1
+	scratchKeepBytes = 1 << 20
 )
 
 func (s *Store) getScratch() *bboxScratch {
