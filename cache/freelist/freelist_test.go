@@ -58,6 +58,28 @@ func TestListBounded(t *testing.T) {
 	}
 }
 
+// TestListLastInFirstOut: Get hands back the value put last (the one a
+// core used last), not the one kept longest.
+func TestListLastInFirstOut(t *testing.T) {
+	var l List[*[]byte]
+	l.Init(4)
+	a, b, c := new([]byte), new([]byte), new([]byte)
+	l.Put(a)
+	l.Put(b)
+	l.Put(c)
+	for i, want := range []*[]byte{c, b, a} {
+		if got, ok := l.Get(); !ok || got != want {
+			t.Fatalf("get %d: %p (ok %v), want %p: the last put", i, got, ok, want)
+		}
+		if i == 0 {
+			l.Put(c) // back on top
+			if got, _ := l.Get(); got != c {
+				t.Fatalf("after a put: %p, want %p again", got, c)
+			}
+		}
+	}
+}
+
 // TestListNeverShared: values got and put back by many goroutines at once
 // are never held by two of them.
 func TestListNeverShared(t *testing.T) {
