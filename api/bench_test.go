@@ -94,6 +94,17 @@ func storeHandler(t testing.TB, st storage.Store, name string, cacheBytes int64)
 	return apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: ch}).Handler()
 }
 
+// pointsHandler serves a synthetic store of n points, as "points",
+// uncompressed, with a cache of 256 MiB: what the allocation tests count.
+func pointsHandler(t testing.TB, n int) http.Handler {
+	t.Helper()
+	st, err := synth.Points(context.Background(), n, 1, writer.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return storeHandler(t, st, "points", 256<<20)
+}
+
 func benchBBox(b *testing.B, want int, format string) {
 	min, max := synth.BoxFor(benchPoints, want, 301)
 	benchURL(b, bboxPath("points", min, max, "f="+format+"&connectivity=false"))

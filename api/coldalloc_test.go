@@ -1,14 +1,12 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/synth"
-	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
@@ -25,13 +23,8 @@ const maxRequestBytesAfterGC = 64 << 10
 // counts the process's allocations.
 func TestRequestBuffersOutliveCollections(t *testing.T) {
 	alloctest.SkipUnderRace(t)
-	ctx := context.Background()
 	const n = 20_000
-	st, err := synth.Points(ctx, n, 1, writer.CodecNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := storeHandler(t, st, "points", 256<<20)
+	h := pointsHandler(t, n)
 	lo, hi := synth.BoxFor(n, 5_000, 101)
 	for _, tc := range []struct{ name, encoding string }{{"plain", ""}, {"gzip", "gzip"}, {"zstd", "zstd"}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,14 +2,12 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/synth"
-	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
@@ -35,13 +33,8 @@ const maxWarmRequestAllocs = 28
 // there, readable by their canonical names, and the body whole.
 func TestWarmRequestAllocs(t *testing.T) {
 	alloctest.SkipUnderRace(t)
-	ctx := context.Background()
 	const n = 20_000
-	st, err := synth.Points(ctx, n, 1, writer.CodecNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := storeHandler(t, st, "points", 256<<20)
+	h := pointsHandler(t, n)
 	lo, hi := synth.BoxFor(n, 1_000, 101)
 	req := httptest.NewRequest(http.MethodGet, bboxPath("points", lo, hi, "f=bin"), nil)
 
