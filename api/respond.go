@@ -383,6 +383,44 @@ func (b *bodyWriter) release() {
 	*b = bodyWriter{}
 }
 
+// sendHeldMin is the least sendHeld passes on once the answer streams:
+// an answer that waits for storage before each of its chunks then writes
+// tens of kilobytes at a time, not a system call a chunk.
+const sendHeldMin = 64 << 10
+
+// sendHeld passes what the body holds on to the client when the answer
+// is about to wait for storage (zvf.BBoxQuery.Waiting): a cold answer's
+// rows then travel while the rest of the box is read, not when the body's
+// buffer fills (BenchmarkColdBBoxSlowStore: from a store of 2 ms reads,
+// the first byte of a 420 kB answer at 59 ms instead of 101). Only an
+// answer bound to stream already, past the hold-back, so its headers are
+// those it would have had anyway, whatever was cached; and only
+// uncompressed: where a compressor is flushed would change its bytes,
+// which must not depend on the cache (the ETag is strong). An error is
+// left for the answer's next write, which meets it again.
+func (b *bodyWriter) sendHeld() {
+	if b.comp != nil {
+		return
+	}
+	n := b.Buffered()
+	if b.lazy.committed {
+		if n < sendHeldMin {
+			return
+		}
+	} else if n+len(b.lazy.buf) <= b.lazy.limit {
+		return
+	}
+	if b.Flush() != nil {
+		return
+	}
+	if f, ok := b.lazy.w.(http.Flusher); ok {
+		f.Flush() // past net/http's own buffers, onto the socket
+	}
+}
+
+// WaitingForStorage implements zvf.StorageWait: sendHeld.
+func (b *bodyWriter) WaitingForStorage() { b.sendHeld() }
+
 // finish flushes everything; Server-Timing reports the total when the
 // response was small enough to hold until now.
 func (b *bodyWriter) finish() error {

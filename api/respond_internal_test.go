@@ -137,3 +137,69 @@ func TestBodyWriterUncompressedHoldsNothing(t *testing.T) {
 		b.release()
 	}
 }
+
+// TestSendHeld: while an answer waits for storage, the body passes on
+// what it holds only when the answer streams anyway (past the hold-back:
+// a smaller answer keeps its Content-Length, however cold), at least
+// sendHeldMin at a time once it streams, and never through a compressor
+// (whose flush costs ratio). What is passed on reaches the client's
+// side of the ResponseWriter (Flush), and the body is the encoder's.
+func TestSendHeld(t *testing.T) {
+	s := &Server{}
+	s.o.Now = time.Now
+	for _, tc := range []struct {
+		name     string
+		encoding string
+		// steps: bytes written, then sendHeld; sent: the body bytes the
+		// ResponseWriter has after each step.
+		writes, sent []int
+		whole        bool
+	}{
+		{"within the hold-back", "", []int{100 << 10, 156 << 10}, []int{0, 0}, true},
+		{"past the hold-back", "", []int{200 << 10, 100 << 10}, []int{0, 300 << 10}, false},
+		{"then less than a flush", "", []int{300 << 10, sendHeldMin - 1}, []int{300 << 10, 300 << 10}, false},
+		{"then a flush", "", []int{300 << 10, sendHeldMin}, []int{300 << 10, 300<<10 + sendHeldMin}, false},
+		{"compressed (to less than the hold-back)", "gzip", []int{300 << 10, 100 << 10}, []int{-1, -1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			b, err := s.newBody(rec, representation{codec: binaryCodec{}, encoding: tc.encoding}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.release()
+			var want []byte
+			for i, n := range tc.writes {
+				p := make([]byte, n)
+				for j := range p {
+					p[j] = byte((len(want) + j) * 7)
+				}
+				want = append(want, p...)
+				for q := p; len(q) > 0; q = q[min(len(q), 1000):] { // as an encoder's blocks come
+					if _, err := b.Write(q[:min(len(q), 1000)]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				b.sendHeld()
+				switch got := rec.Body.Len(); {
+				case tc.sent[i] >= 0 && got != tc.sent[i]:
+					t.Fatalf("after %d bytes and sendHeld: %d sent, want %d", len(want), got, tc.sent[i])
+				case tc.sent[i] < 0 && rec.Flushed:
+					t.Fatalf("after %d bytes and sendHeld: a compressed answer flushed", len(want))
+				}
+				if tc.sent[i] > 0 && !rec.Flushed {
+					t.Fatalf("after %d bytes: passed on but not flushed to the client", len(want))
+				}
+			}
+			if err := b.finish(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.encoding == "" && !bytes.Equal(rec.Body.Bytes(), want) {
+				t.Fatal("the body differs from what was written")
+			}
+			if whole := rec.Header().Get("Content-Length") != ""; whole != tc.whole {
+				t.Errorf("sent whole (Content-Length) %v, want %v", whole, tc.whole)
+			}
+		})
+	}
+}

@@ -32,7 +32,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)
-	sc.rf, sc.wire = rf, q.Wire
+	sc.rf, sc.wire, sc.waiting = rf, q.Wire, q.Waiting
 	if len(sc.abufs) < len(sel) {
 		sc.abufs = append(sc.abufs, make([][]byte, len(sel)-len(sc.abufs))...)
 	}
@@ -115,7 +115,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		stopRank = last
 		return res.More, nil
 	})
-	sc.counts, sc.copy, sc.bytesOnly, sc.dst = ai.seen, false, false, nil // later matching counts rows or finds connectivity
+	sc.counts, sc.copy, sc.bytesOnly, sc.dst, sc.waiting = ai.seen, false, false, nil, nil // later matching counts rows or finds connectivity, and emits nothing
 	if wantConn {
 		sc.page = ai.page // the grown list, for the next answer
 	}

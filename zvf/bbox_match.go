@@ -842,6 +842,9 @@ func (l *Level) matches(ctx context.Context, sc *bboxScratch, cand []int32, min,
 			}
 			s.cv = nil
 		} else {
+			if sc.waiting != nil && !closed(s.done) {
+				sc.waiting.WaitingForStorage()
+			}
 			<-s.done // a reader always closes it, even cancelled
 			if s.err != nil {
 				return rd.cause(ctx, s.err)
@@ -1231,4 +1234,15 @@ func (t *boxTest) appendCopy(vout, data []byte, a, b int, axes uint8) []byte {
 		v += 12 * (b2i(x >= x0) & b2i(x <= x1) & b2i(y >= y0) & b2i(y <= y1) & b2i(z >= z0) & b2i(z <= z1))
 	}
 	return vout[:v]
+}
+
+// closed reports whether ch is closed (a read slot's done), without
+// waiting.
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

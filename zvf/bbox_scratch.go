@@ -40,6 +40,8 @@ type bboxScratch struct {
 	rowArena []int32
 	// rf is the query's selection (nil: every row in the box).
 	rf *rowFilter
+	// waiting: the query's BBoxQuery.Waiting.
+	waiting StorageWait
 	// copy: matching copies the rows' vertices as it finds them (for
 	// the page; not when it only counts). bytesOnly: and the page needs
 	// nothing else of its rows (see chunkMatch.bytesOnly).
@@ -103,7 +105,8 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	if cap(sc.owner) > 1<<20 || cap(sc.ids) > 1<<20 {
 		sc.owner, sc.ids = nil, nil
 	}
-	sc.fr = nil // in the arena, reused by the next query
+	sc.fr = nil      // in the arena, reused by the next query
+	sc.waiting = nil // an encoder's: not the scratch's to keep
 	if cap(sc.wireIDs) > 8<<20 {
 		sc.wireIDs = nil
 	}

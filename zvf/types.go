@@ -225,6 +225,19 @@ type BBoxQuery struct {
 	// the vertex bytes of a chunk it cuts (see VertexDst); nil: in the
 	// reader's own buffers.
 	VertexDst VertexDst
+	// Waiting, when set, is told on the answer's goroutine each time the
+	// answer is about to wait for a chunk still being read from storage
+	// (never for a cached one).
+	Waiting StorageWait
+}
+
+// StorageWait is told when an answer is about to wait for storage: an
+// encoder may pass on what it holds there, so a cold answer's rows
+// travel while the rest of the box is read rather than when its buffer
+// fills. (An interface, like VertexDst: a method value would cost the
+// request an allocation.)
+type StorageWait interface {
+	WaitingForStorage()
 }
 
 // VertexDst lends a binary point answer's matching the memory its bytes
