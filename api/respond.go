@@ -92,6 +92,8 @@ type lazyWriter struct {
 	timing bool
 	now    func() time.Time
 	start  time.Time
+	// sent counts the bytes written to w, for sendHeld.
+	sent int64
 	// trailers are headers known only at the end (a count, the next
 	// cursor): sent as headers when the answer fits the buffer, else
 	// declared at commit and sent as HTTP trailers. Canonical names: they
@@ -101,7 +103,7 @@ type lazyWriter struct {
 
 func (l *lazyWriter) Write(p []byte) (int, error) {
 	if l.committed {
-		return l.w.Write(p)
+		return l.send(p)
 	}
 	n := len(l.buf) + len(p)
 	if l.final {
@@ -115,6 +117,13 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return l.commit(false, p)
+}
+
+// send writes p to the ResponseWriter, counting it.
+func (l *lazyWriter) send(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	l.sent += int64(n)
+	return n, err
 }
 
 func (l *lazyWriter) takeBuffer() {
@@ -152,7 +161,7 @@ func (l *lazyWriter) commit(whole bool, tail []byte) (int, error) {
 		if len(tail) == 0 {
 			return 0, nil
 		}
-		return l.w.Write(tail)
+		return l.send(tail)
 	}
 	l.committed = true
 	if l.timing {
@@ -182,14 +191,14 @@ func (l *lazyWriter) commit(whole bool, tail []byte) (int, error) {
 	held := l.buf
 	l.buf = nil
 	if len(held) > 0 || len(tail) == 0 {
-		if _, err := l.w.Write(held); err != nil {
+		if _, err := l.send(held); err != nil {
 			return 0, err
 		}
 	}
 	if len(tail) == 0 {
 		return 0, nil
 	}
-	return l.w.Write(tail)
+	return l.send(tail)
 }
 
 // bodyWriter assembles the response writer chain: bufio → (compression)
@@ -203,8 +212,10 @@ type bodyWriter struct {
 	comp  io.WriteCloser
 	dense bool // comp came from the zstdDense pool
 	wide  bool // the bufio.Writer came from the bufwWide pool
-	s     *Server
-	mem   answerMem
+	// flushed: lazy.sent when sendHeld last flushed the ResponseWriter.
+	flushed int64
+	s       *Server
+	mem     answerMem
 }
 
 // bodyPools recycle what every streamed response needs, so that a warm
@@ -394,25 +405,31 @@ const sendHeldMin = 64 << 10
 // buffer fills (BenchmarkColdBBoxSlowStore: from a store of 2 ms reads,
 // the first byte of a 420 kB answer at 59 ms instead of 101). Only an
 // answer bound to stream already, past the hold-back, so its headers are
-// those it would have had anyway, whatever was cached; and only
-// uncompressed: where a compressor is flushed would change its bytes,
-// which must not depend on the cache (the ETag is strong). An error is
+// those it would have had anyway, whatever was cached; uncompressed, at
+// least sendHeldMin at a time. A compressor is fed what the body holds at
+// every wait (a few appends: it writes nothing until it has a block) but
+// never flushed: its output depends on its input alone, not on how that
+// was cut into writes, so the answer's bytes stay those of one that never
+// waited (the ETag is strong); the blocks it has made go on. An error is
 // left for the answer's next write, which meets it again.
 func (b *bodyWriter) sendHeld() {
-	if b.comp != nil {
-		return
-	}
 	n := b.Buffered()
-	if b.lazy.committed {
+	switch {
+	case b.comp != nil:
+		if n == 0 {
+			return
+		}
+	case b.lazy.committed:
 		if n < sendHeldMin {
 			return
 		}
-	} else if n+len(b.lazy.buf) <= b.lazy.limit {
-		return
+	case n+len(b.lazy.buf) <= b.lazy.limit:
+		return // within the hold-back: sent whole at the end, with its length
 	}
-	if b.Flush() != nil {
-		return
+	if b.Flush() != nil || !b.lazy.committed || b.lazy.sent == b.flushed {
+		return // (nothing new past the hold-back)
 	}
+	b.flushed = b.lazy.sent
 	if f, ok := b.lazy.w.(http.Flusher); ok {
 		f.Flush() // past net/http's own buffers, onto the socket
 	}

@@ -255,13 +255,15 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 // TestColdAnswerSendsRowsWhileStorageReads: a cold answer that streams
 // (larger than the 256 KiB hold-back) passes its rows on while it waits
 // for a chunk storage is still reading, not when its body buffer fills.
-// With the read of the box's last chunk held by the store, the client
-// already has every row before that chunk's (less at most one flush's
-// worth, 64 KiB, left for a later wait); once the read is let go, the
-// answer is byte for byte the one a server that never waited gives.
+// With the read of the box's last chunk held by the store, an
+// uncompressed client already has every row before that chunk's (less at
+// most one flush's worth, 64 KiB, left for a later wait), and a client
+// of a compressed answer what its compressor has made of them; once the
+// read is let go, the answer is byte for byte the one a server that never
+// waited gives, compressed ones too (the compressor is fed early, never
+// flushed: its bytes do not depend on what was cached).
 func TestColdAnswerSendsRowsWhileStorageReads(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	// About 35,000 of the 60,000 points (420 kB of binary: less than the
 	// body buffer, which before this answer sent nothing until its end).
 	min, max := synth.BoxFor(streamPoints, 35_000, 0)
@@ -269,114 +271,140 @@ func TestColdAnswerSendsRowsWhileStorageReads(t *testing.T) {
 	// The box's last chunk in key order (chunks of 125): its read is held.
 	k := int(max[0] / 125)
 	last := fmt.Sprintf("vertices/%d.%d.%d/c/0", k, k, k)
-
-	// The answer from a store that is never held, and where its last
-	// chunk's rows start.
 	_, _, _, plainURL, plainClient := streamServer(t, api.Options{}, false)
-	_, want, err := fetch(t, plainClient, plainURL+path)
+	for _, enc := range []string{"identity", "zstd", "gzip"} {
+		// The answer from a store that is never held, as sent (a client
+		// that names an encoding itself gets the bytes undecoded).
+		want := fetchEncoded(t, plainClient, plainURL+path, enc)
+		// What must have arrived while the last chunk is read: the rows
+		// before its own, less what a later wait would send; of a
+		// compressed answer, something.
+		before := 1
+		if enc == "identity" {
+			_, blocks := binBlocks(t, want)
+			lastRows := -1
+			for _, b := range blocks {
+				if b.kind == 1 {
+					lastRows = cap(want) - cap(b.payload) - 16
+				}
+			}
+			if lastRows < 300<<10 {
+				t.Fatalf("the rows before the last chunk's are %d bytes: the box no longer streams", lastRows)
+			}
+			before = lastRows - 64<<10
+		}
+		for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+			t.Run(enc+" "+proto, func(t *testing.T) {
+				got := heldAnswer(t, path, last, enc, proto == "HTTP/2.0", before)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("the answer (%d bytes) differs from the one never held (%d bytes)", len(got), len(want))
+				}
+			})
+		}
+	}
+}
+
+// fetchEncoded is fetch of url with Accept-Encoding enc, the body as sent.
+func fetchEncoded(t *testing.T, c *http.Client, url, enc string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept-Encoding", enc)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, blocks := binBlocks(t, want)
-	lastRows := -1
-	for _, b := range blocks {
-		if b.kind == 1 {
-			lastRows = cap(want) - cap(b.payload) - 16
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %s %v", url, resp.Status, err)
+	}
+	if got := resp.Header.Get("Content-Encoding"); got != strings.TrimPrefix(enc, "identity") {
+		t.Fatalf("asked for %s, sent %q", enc, got)
+	}
+	return b
+}
+
+// heldAnswer asks a fresh server over the points store for path with
+// Accept-Encoding enc while the store holds the read of key last; once at
+// least before body bytes have reached the client (failing t if they do
+// not in 10 s) it lets the read go and returns the whole body as sent.
+func heldAnswer(t *testing.T, path, last, enc string, h2 bool, before int) []byte {
+	t.Helper()
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	gate := func(ctx context.Context, _ time.Duration) error {
+		once.Do(func() { close(held) })
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	if lastRows < 300<<10 {
-		t.Fatalf("the rows before the last chunk's are %d bytes: the box no longer streams", lastRows)
+	fs := faultstore.New(sharedPoints(t), gate)
+	s, err := zvf.Open(context.Background(), fs, zvf.Options{Name: "points", Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	before := lastRows - 64<<10
-
-	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
-		t.Run(proto, func(t *testing.T) {
-			held, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			gate := func(ctx context.Context, _ time.Duration) error {
-				once.Do(func() { close(held) })
-				select {
-				case <-release:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+	fs.Add(&faultstore.Rule{Op: "get", Key: last, Fault: faultstore.Fault{Delay: time.Nanosecond, Times: 1}})
+	ts := startHTTP(t, apitest.New(t, api.Options{Stores: []*zvf.Store{s}}), h2)
+	var got atomic.Int64
+	type result struct {
+		body []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		req.Header.Set("Accept-Encoding", enc)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var body []byte
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			body = append(body, buf[:n]...)
+			got.Store(int64(len(body)))
+			if err == io.EOF {
+				done <- result{body: body}
+				return
 			}
-			fs := faultstore.New(sharedPoints(t), gate)
-			s, err := zvf.Open(ctx, fs, zvf.Options{Name: "points", Cache: cache.New(64 << 20)})
 			if err != nil {
-				t.Fatal(err)
+				done <- result{body: body, err: err}
+				return
 			}
-			fs.Add(&faultstore.Rule{Op: "get", Key: last, Fault: faultstore.Fault{Delay: time.Nanosecond, Times: 1}})
-			ts := startHTTP(t, apitest.New(t, api.Options{Stores: []*zvf.Store{s}}), proto == "HTTP/2.0")
-			var got atomic.Int64
-			type result struct {
-				body []byte
-				err  error
-			}
-			done := make(chan result, 1)
-			go func() {
-				// Uncompressed, as curl asks: a compressed answer's bytes
-				// must not depend on what was cached (its ETag is strong),
-				// so its compressor is never flushed early.
-				req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
-				req.Header.Set("Accept-Encoding", "identity")
-				resp, err := ts.Client().Do(req)
-				if err != nil {
-					done <- result{err: err}
-					return
-				}
-				defer resp.Body.Close()
-				var body []byte
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := resp.Body.Read(buf)
-					body = append(body, buf[:n]...)
-					got.Store(int64(len(body)))
-					if err == io.EOF {
-						done <- result{body: body}
-						return
-					}
-					if err != nil {
-						done <- result{body: body, err: err}
-						return
-					}
-				}
-			}()
-			defer func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			}()
-			<-held
-			deadline := time.Now().Add(10 * time.Second)
-			for got.Load() < int64(before) {
-				if time.Now().After(deadline) {
-					t.Fatalf("while the last chunk was read the client had %d bytes; the %d before its rows were ready", got.Load(), lastRows)
-				}
-				time.Sleep(time.Millisecond)
-			}
-			close(release)
-			r := <-done
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			if !bytes.Equal(r.body, want) {
-				t.Fatalf("the answer (%d bytes) differs from the one never held (%d bytes)", len(r.body), len(want))
-			}
-		})
+		}
+	}()
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	defer let()
+	<-held
+	deadline := time.Now().Add(10 * time.Second)
+	for got.Load() < int64(before) {
+		if time.Now().After(deadline) {
+			t.Fatalf("while the last chunk was read the client had %d bytes, want %d", got.Load(), before)
+		}
+		time.Sleep(time.Millisecond)
 	}
+	let()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.body
 }
 
 // BenchmarkColdBBoxSlowStore: a cold answer from a store whose every
 // read takes 2 ms (as an object store's do, or longer), about 35,000
-// vertices in 343 chunks, binary and uncompressed, over a real
-// connection: when its first and last bytes reach the client. The
-// answer passes its rows on while it waits for reads (sendHeld), so the
-// first byte comes once the hold-back is past, not when the body
-// buffer fills.
+// vertices in 343 chunks, binary, uncompressed and as zstd (as the viewer
+// asks), over a real connection: when its first and last bytes reach
+// the client. The answer passes what it holds on while it waits for reads
+// (sendHeld), so the first byte comes once the hold-back is past, not
+// when the body buffer fills.
 func BenchmarkColdBBoxSlowStore(b *testing.B) {
 	ctx := context.Background()
 	min, max := synth.BoxFor(streamPoints, 35_000, 0)
@@ -399,27 +427,31 @@ func BenchmarkColdBBoxSlowStore(b *testing.B) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	buf := make([]byte, 64<<10)
-	var first, last time.Duration
-	for b.Loop() {
-		ch.Purge()
-		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
-		req.Header.Set("Accept-Encoding", "identity")
-		t0 := time.Now()
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := resp.Body.Read(buf)
-		first += time.Since(t0)
-		for err == nil {
-			_, err = resp.Body.Read(buf)
-		}
-		last += time.Since(t0)
-		if err != io.EOF || n == 0 || resp.StatusCode != http.StatusOK {
-			b.Fatal(resp.Status, err)
-		}
-		resp.Body.Close()
+	for _, enc := range []string{"identity", "zstd", "gzip"} {
+		b.Run(enc, func(b *testing.B) {
+			var first, last time.Duration
+			for b.Loop() {
+				ch.Purge()
+				req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+				req.Header.Set("Accept-Encoding", enc)
+				t0 := time.Now()
+				resp, err := ts.Client().Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := resp.Body.Read(buf)
+				first += time.Since(t0)
+				for err == nil {
+					_, err = resp.Body.Read(buf)
+				}
+				last += time.Since(t0)
+				if err != io.EOF || n == 0 || resp.StatusCode != http.StatusOK {
+					b.Fatal(resp.Status, err)
+				}
+				resp.Body.Close()
+			}
+			b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-byte-ms")
+			b.ReportMetric(float64(last.Microseconds())/1000/float64(b.N), "last-byte-ms")
+		})
 	}
-	b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-byte-ms")
-	b.ReportMetric(float64(last.Microseconds())/1000/float64(b.N), "last-byte-ms")
 }
