@@ -349,7 +349,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Headers the answer's end decides go out as headers when the answer
 	// was held back whole, else as the trailers declared when it started.
-	return s.streamPayload(w, rep, start, meta, bboxTrailers[:], func(enc encoder, waiting zvf.StorageWait) (*trailer, error) {
+	return s.streamPayload(w, rep, start, meta, bboxTrailers[:], func(enc encoder, body *bodyWriter) (*trailer, error) {
 		// A page is bounded by what its encoder must hold, in bytes, too.
 		if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
 			zq.Limit = n
@@ -357,8 +357,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		if be, ok := enc.(*binaryEncoder); ok {
 			zq.VertexDst = be // cut chunks' rows matched into the body buffer
 		}
-		zq.Waiting = waiting
-		res, err := l.BBox(r.Context(), zq, enc.batch)
+		zq.Waiting = body
+		body.enc = enc
+		res, err := l.BBox(r.Context(), zq, body.emit)
 		if err != nil {
 			return nil, err
 		}
@@ -408,7 +409,7 @@ var bboxTrailers = [...]string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Num
 // the trailer it returns. trailers are the headers the answer's end
 // decides (sent as HTTP trailers when the answer streams).
 func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start time.Time, meta *payloadMeta, trailers []string,
-	fill func(enc encoder, waiting zvf.StorageWait) (*trailer, error)) error {
+	fill func(enc encoder, body *bodyWriter) (*trailer, error)) error {
 	enc := rep.codec.newEncoder()
 	body, err := s.newBody(w, rep, start)
 	if err != nil {
@@ -488,7 +489,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	}
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes),
 		Export: export, Arrow: am}
-	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ zvf.StorageWait) (*trailer, error) {
+	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
 		if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
 			return nil, err
 		}
@@ -584,7 +585,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes)}
-	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ zvf.StorageWait) (*trailer, error) {
+	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
 		if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {
 			return nil, err
 		}

@@ -140,11 +140,11 @@ func TestBodyWriterUncompressedHoldsNothing(t *testing.T) {
 }
 
 // TestSendHeld: while an answer waits for storage, the body passes on
-// what it holds only when the answer streams anyway (past the hold-back:
-// a smaller answer keeps its Content-Length, however cold), at least
-// sendHeldMin at a time once it streams; a compressor is fed and what it
-// made is passed on once past the hold-back, but it is never flushed:
-// the compressed bytes are those of an answer that never waited. What is
+// what it holds only once the answer has started (an answer not started
+// is framed at its end, or where emit starts it, whatever was cached):
+// uncompressed, at least sendHeldMin at a time; through a compressor,
+// what the compressor makes of it, the compressor never flushed, so the
+// compressed bytes are those of an answer that never waited. What is
 // passed on reaches the client's side of the ResponseWriter (Flush), and
 // the body is the encoder's.
 func TestSendHeld(t *testing.T) {
@@ -153,21 +153,24 @@ func TestSendHeld(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		encoding string
-		// steps: bytes written, then sendHeld; sent: the body bytes the
-		// ResponseWriter has after each step.
+		// start: the body is flushed after the first write (as emit does
+		// past the hold-back). steps: bytes written, then sendHeld; sent:
+		// the body bytes the ResponseWriter has after each step (at least,
+		// when compressed).
+		start        bool
 		writes, sent []int
 		whole        bool
 		// random: incompressible bytes (else a pattern that compresses
-		// to almost nothing); sent is then a least, -1 none.
+		// to almost nothing).
 		random bool
 	}{
-		{"within the hold-back", "", []int{100 << 10, 156 << 10}, []int{0, 0}, true, false},
-		{"past the hold-back", "", []int{200 << 10, 100 << 10}, []int{0, 300 << 10}, false, false},
-		{"then less than a flush", "", []int{300 << 10, sendHeldMin - 1}, []int{300 << 10, 300 << 10}, false, false},
-		{"then a flush", "", []int{300 << 10, sendHeldMin}, []int{300 << 10, 300<<10 + sendHeldMin}, false, false},
-		{"compressed to less than the hold-back", "gzip", []int{300 << 10, 100 << 10}, []int{0, 0}, true, false},
-		{"compressed past the hold-back", "gzip", []int{200 << 10, 100 << 10}, []int{0, 256 << 10}, false, true},
-		{"zstd past the hold-back", "zstd", []int{200 << 10, 100 << 10}, []int{0, 256 << 10}, false, true},
+		{"not started, within the hold-back", "", false, []int{100 << 10, 100 << 10}, []int{0, 0}, true, false},
+		{"not started, past the hold-back", "", false, []int{200 << 10, 100 << 10}, []int{0, 0}, false, false},
+		{"started, then less than a flush", "", true, []int{300 << 10, sendHeldMin - 1}, []int{300 << 10, 300 << 10}, false, false},
+		{"started, then a flush", "", true, []int{300 << 10, sendHeldMin}, []int{300 << 10, 300<<10 + sendHeldMin}, false, false},
+		{"compressed, not started", "gzip", false, []int{300 << 10, 100 << 10}, []int{0, 0}, true, false},
+		{"gzip, started", "gzip", true, []int{300 << 10, 100 << 10}, []int{256 << 10, 300 << 10}, false, true},
+		{"zstd, started", "zstd", true, []int{300 << 10, 100 << 10}, []int{256 << 10, 300 << 10}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
@@ -192,12 +195,17 @@ func TestSendHeld(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				if i == 0 && tc.start {
+					if err := b.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
 				b.sendHeld()
 				switch got := rec.Body.Len(); {
 				case tc.encoding == "" && got != tc.sent[i], tc.encoding != "" && (got < tc.sent[i] || tc.sent[i] == 0 && got > 0):
 					t.Fatalf("after %d bytes and sendHeld: %d sent, want %d", len(want), got, tc.sent[i])
 				}
-				if tc.sent[i] > 0 && !rec.Flushed {
+				if i > 0 && tc.sent[i] > tc.sent[i-1] && !rec.Flushed {
 					t.Fatalf("after %d bytes: passed on but not flushed to the client", len(want))
 				}
 			}

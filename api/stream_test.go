@@ -252,16 +252,16 @@ func TestRequestTimeoutBoundsTheWait(t *testing.T) {
 	}
 }
 
-// TestColdAnswerSendsRowsWhileStorageReads: a cold answer that streams
-// (larger than the 256 KiB hold-back) passes its rows on while it waits
+// TestColdAnswerSendsRowsWhileStorageReads: a cold answer that has
+// started (past the 256 KiB hold-back) passes its rows on while it waits
 // for a chunk storage is still reading, not when its body buffer fills.
 // With the read of the box's last chunk held by the store, an
 // uncompressed client already has every row before that chunk's (less at
-// most one flush's worth, 64 KiB, left for a later wait), and a client
-// of a compressed answer what its compressor has made of them; once the
-// read is let go, the answer is byte for byte the one a server that never
-// waited gives, compressed ones too (the compressor is fed early, never
-// flushed: its bytes do not depend on what was cached).
+// most one flush's worth, 64 KiB, left for a later wait). Once the read
+// is let go, every answer is the one a server that never waited gives:
+// the same bytes, compressed ones too (a compressor is fed early, never
+// flushed), and the same headers and trailers (where the counts go never
+// depends on what was cached).
 func TestColdAnswerSendsRowsWhileStorageReads(t *testing.T) {
 	t.Parallel()
 	// About 35,000 of the 60,000 points (420 kB of binary: less than the
@@ -275,11 +275,12 @@ func TestColdAnswerSendsRowsWhileStorageReads(t *testing.T) {
 	for _, enc := range []string{"identity", "zstd", "gzip"} {
 		// The answer from a store that is never held, as sent (a client
 		// that names an encoding itself gets the bytes undecoded).
-		want := fetchEncoded(t, plainClient, plainURL+path, enc)
+		wantResp, want := fetchEncoded(t, plainClient, plainURL+path, enc)
 		// What must have arrived while the last chunk is read: the rows
-		// before its own, less what a later wait would send; of a
-		// compressed answer, something.
-		before := 1
+		// before its own, less what a later wait would send. (A
+		// compressed answer starts when its compressor's output passes
+		// the hold-back, as it would warm: nothing is asked of it here.)
+		before := 0
 		if enc == "identity" {
 			_, blocks := binBlocks(t, want)
 			lastRows := -1
@@ -295,17 +296,26 @@ func TestColdAnswerSendsRowsWhileStorageReads(t *testing.T) {
 		}
 		for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 			t.Run(enc+" "+proto, func(t *testing.T) {
-				got := heldAnswer(t, path, last, enc, proto == "HTTP/2.0", before)
+				resp, got := heldAnswer(t, path, last, enc, proto == "HTTP/2.0", before)
 				if !bytes.Equal(got, want) {
 					t.Fatalf("the answer (%d bytes) differs from the one never held (%d bytes)", len(got), len(want))
+				}
+				for _, k := range []string{"Content-Length", "Content-Encoding", "Trailer", "Etag", "X-Vertex-Count", "X-Number-Matched"} {
+					if g, w := resp.Header.Get(k), wantResp.Header.Get(k); g != w {
+						t.Errorf("header %s: %q, never held %q", k, g, w)
+					}
+					if g, w := resp.Trailer.Get(k), wantResp.Trailer.Get(k); g != w {
+						t.Errorf("trailer %s: %q, never held %q", k, g, w)
+					}
 				}
 			})
 		}
 	}
 }
 
-// fetchEncoded is fetch of url with Accept-Encoding enc, the body as sent.
-func fetchEncoded(t *testing.T, c *http.Client, url, enc string) []byte {
+// fetchEncoded is fetch of url with Accept-Encoding enc, the body as sent
+// (the response's trailers read).
+func fetchEncoded(t *testing.T, c *http.Client, url, enc string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Accept-Encoding", enc)
@@ -321,14 +331,15 @@ func fetchEncoded(t *testing.T, c *http.Client, url, enc string) []byte {
 	if got := resp.Header.Get("Content-Encoding"); got != strings.TrimPrefix(enc, "identity") {
 		t.Fatalf("asked for %s, sent %q", enc, got)
 	}
-	return b
+	return resp, b
 }
 
 // heldAnswer asks a fresh server over the points store for path with
 // Accept-Encoding enc while the store holds the read of key last; once at
 // least before body bytes have reached the client (failing t if they do
-// not in 10 s) it lets the read go and returns the whole body as sent.
-func heldAnswer(t *testing.T, path, last, enc string, h2 bool, before int) []byte {
+// not in 10 s) it lets the read go and returns the response (its trailers
+// read) and the whole body as sent.
+func heldAnswer(t *testing.T, path, last, enc string, h2 bool, before int) (*http.Response, []byte) {
 	t.Helper()
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -350,6 +361,7 @@ func heldAnswer(t *testing.T, path, last, enc string, h2 bool, before int) []byt
 	ts := startHTTP(t, apitest.New(t, api.Options{Stores: []*zvf.Store{s}}), h2)
 	var got atomic.Int64
 	type result struct {
+		resp *http.Response
 		body []byte
 		err  error
 	}
@@ -370,7 +382,7 @@ func heldAnswer(t *testing.T, path, last, enc string, h2 bool, before int) []byt
 			body = append(body, buf[:n]...)
 			got.Store(int64(len(body)))
 			if err == io.EOF {
-				done <- result{body: body}
+				done <- result{resp: resp, body: body}
 				return
 			}
 			if err != nil {
@@ -395,7 +407,7 @@ func heldAnswer(t *testing.T, path, last, enc string, h2 bool, before int) []byt
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	return r.body
+	return r.resp, r.body
 }
 
 // BenchmarkColdBBoxSlowStore: a cold answer from a store whose every
