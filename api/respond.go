@@ -434,9 +434,8 @@ func (b *bodyWriter) sendHeld() {
 // counts, the next cursor) go out as trailers exactly when it is larger
 // than the hold-back, whatever was cached and however the body's buffer
 // fell (before, one that fit the buffer started at its end, the counts
-// known, and sent them as headers). A 600 kB answer over a new
-// connection: its first byte at 0.50 ms instead of 0.55–0.60, its last
-// at 0.72–0.79 instead of 0.79–0.82.
+// known, and sent them as headers). Under zvfbench load, 600 kB answers
+// went from 0.45–0.55 of the trivial server's MB/s to 0.54–0.61.
 func (b *bodyWriter) emit(batch *zvf.Batch) error {
 	if err := b.enc.batch(batch); err != nil {
 		return err
