@@ -358,7 +358,6 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 			zq.VertexDst = be // cut chunks' rows matched into the body buffer
 		}
 		zq.Waiting = body
-		body.enc = enc
 		res, err := l.BBox(r.Context(), zq, body.emit)
 		if err != nil {
 			return nil, err
@@ -416,7 +415,7 @@ func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start 
 		return err
 	}
 	defer body.release()
-	body.lazy.trailers = trailers
+	body.lazy.trailers, body.enc = trailers, enc
 	if err := enc.begin(body.Writer, meta, &body.mem); err != nil {
 		return err
 	}

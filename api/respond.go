@@ -212,8 +212,6 @@ type bodyWriter struct {
 	comp  io.WriteCloser
 	dense bool // comp came from the zstdDense pool
 	wide  bool // the bufio.Writer came from the bufwWide pool
-	// flushed: lazy.sent when sendHeld last flushed the ResponseWriter.
-	flushed int64
 	// enc writes the answer's batches through the body (see emit).
 	enc encoder
 	s   *Server
@@ -418,10 +416,10 @@ func (b *bodyWriter) sendHeld() {
 	if !b.lazy.committed || n == 0 || b.comp == nil && n < sendHeldMin {
 		return
 	}
-	if b.Flush() != nil || b.lazy.sent == b.flushed {
+	sent := b.lazy.sent
+	if b.Flush() != nil || b.lazy.sent == sent {
 		return // (a compressor that made nothing new)
 	}
-	b.flushed = b.lazy.sent
 	if f, ok := b.lazy.w.(http.Flusher); ok {
 		f.Flush() // past net/http's own buffers, onto the socket
 	}
