@@ -215,3 +215,111 @@ func TestTouchingBinsSkipped(t *testing.T) {
 		})
 	}
 }
+
+// TestSameBin3Steps: with vector steps, the first row not strictly inside
+// a bin's box is the one a test a row at a time finds, whichever of its
+// axes leaves the box, on which side, at any place in a step or after
+// whole steps; for bounds a float32 cannot hold (compared in float32, the
+// steps round them outward exactly); and for NaN, infinities and zeros.
+func TestSameBin3Steps(t *testing.T) {
+	type bounds struct{ lo, hi [3]float64 }
+	for _, tc := range []struct {
+		name string
+		b    bounds
+		bad  [3]float64 // the value put at one axis of one row
+		in   bool       // which lies inside the box after all
+	}{
+		{"on lo", bounds{[3]float64{0, 0, 0}, [3]float64{10, 10, 10}}, [3]float64{0, 0, 0}, false},
+		{"on hi", bounds{[3]float64{0, 0, 0}, [3]float64{10, 10, 10}}, [3]float64{10, 10, 10}, false},
+		{"past hi", bounds{[3]float64{0, 0, 0}, [3]float64{10, 10, 10}}, [3]float64{11, 12, 13}, false},
+		// 0.3 is no float32: float32(0.3) lies just above it, outside a
+		// box to 0.3; the float32 just below float32(0.1) lies below 0.1.
+		{"just above hi", bounds{[3]float64{0.1, 0.1, 0.1}, [3]float64{0.3, 0.3, 0.3}}, [3]float64{float64(float32(0.3)), float64(float32(0.3)), float64(float32(0.3))}, false},
+		// And float32(0.1) lies inside a box from 0.1, float32(9.9) (just
+		// below 9.9) inside one to 9.9: rounded to the nearest float32,
+		// the bounds would leave them out.
+		{"float32 above lo", bounds{[3]float64{0.1, 0.1, 0.1}, [3]float64{9.9, 9.9, 9.9}}, [3]float64{float64(float32(0.1)), float64(float32(0.1)), float64(float32(0.1))}, true},
+		{"float32 below hi", bounds{[3]float64{0.1, 0.1, 0.1}, [3]float64{9.9, 9.9, 9.9}}, [3]float64{float64(float32(9.9)), float64(float32(9.9)), float64(float32(9.9))}, true},
+		{"just below lo", bounds{[3]float64{0.1, 0.1, 0.1}, [3]float64{0.3, 0.3, 0.3}}, [3]float64{float64(math.Nextafter32(float32(0.1), 0)), float64(math.Nextafter32(float32(0.1), 0)), float64(math.Nextafter32(float32(0.1), 0))}, false},
+		{"NaN", bounds{[3]float64{0, 0, 0}, [3]float64{10, 10, 10}}, [3]float64{math.NaN(), math.NaN(), math.NaN()}, false},
+		{"+Inf", bounds{[3]float64{0, 0, 0}, [3]float64{10, 10, 10}}, [3]float64{math.Inf(1), math.Inf(1), math.Inf(1)}, false},
+		{"-Inf in a box past float32", bounds{[3]float64{-1e39, -1e39, -1e39}, [3]float64{1e39, 1e39, 1e39}}, [3]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1)}, false},
+		{"-0 on lo 0", bounds{[3]float64{0, 0, 0}, [3]float64{10, 10, 10}}, [3]float64{math.Copysign(0, -1), math.Copysign(0, -1), math.Copysign(0, -1)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const rows = 41 // five steps and a tail
+			for at := 0; at <= rows; at++ {
+				for axis := 0; axis < 3; axis++ {
+					data := make([]byte, 0, 12*rows)
+					for r := 0; r < rows; r++ {
+						v := [3]float64{}
+						for a := range v {
+							v[a] = (tc.b.lo[a] + tc.b.hi[a]) / 2
+							if math.IsInf(v[a], 0) || math.Abs(v[a]) > 1e30 || v[a] == 0 && tc.b.lo[a] < -1e30 {
+								v[a] = 1
+							}
+						}
+						if r == at {
+							v[axis] = tc.bad[axis]
+						}
+						data = append(data, row(float32(v[0]), float32(v[1]), float32(v[2]))...)
+					}
+					lo, hi := tc.b.lo, tc.b.hi
+					if simdRows(rowsBest) {
+						// The steps stop exactly at the case's row, and pass
+						// every row of a box's inside, on a bound a float32
+						// cannot hold too.
+						lohi := binBounds(lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
+						want := rows / binStep * binStep
+						if at < want && !tc.in {
+							want = at
+						}
+						if got := sameBinSIMD(data, &lohi); got != want {
+							t.Fatalf("value at row %d, axis %d: the steps pass %d rows, not %d", at, axis, got, want)
+						}
+					}
+					for from := 0; from < 3; from++ {
+						want := sameBin3Go(data, from, rows, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
+						lohi := binBounds(lo[0], lo[1], lo[2], hi[0], hi[1], hi[2])
+						got := sameBin3(data, from, rows, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], &lohi)
+						if got != want {
+							t.Fatalf("bad value at row %d, axis %d, from row %d: %d, a row at a time %d", at, axis, from, got, want)
+						}
+						stop := rows // the row the case's value stops a bin's run at
+						if at < rows && at >= from && !tc.in {
+							stop = at
+						}
+						if want != stop {
+							t.Fatalf("value at row %d, axis %d: a row at a time stops at %d, not %d", at, axis, want, stop)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// FuzzSameBin3: any rows and bounds, the vector steps stop where a test
+// a row at a time does.
+func FuzzSameBin3(f *testing.F) {
+	f.Add(slices.Repeat(row(1, 2, 3), 20), 0.0, 0.0, 0.0, 10.0, 10.0, 10.0, uint8(0))
+	f.Add(slices.Concat(slices.Repeat(row(1, 2, 3), 19), row(1, 2, 10)), 0.0, 0.0, 0.0, 10.0, 10.0, 10.0, uint8(3))
+	f.Add(slices.Repeat(row(float32(0.1), 2, 3), 33), 0.1, 0.0, 0.0, 10.0, 10.0, 10.0, uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, x0, y0, z0, x1, y1, z1 float64, from uint8) {
+		n := len(data) / 12
+		r := min(int(from), n)
+		want := sameBin3Go(data, r, n, x0, y0, z0, x1, y1, z1)
+		lohi := binBounds(x0, y0, z0, x1, y1, z1)
+		if got := sameBin3(data, r, n, x0, y0, z0, x1, y1, z1, &lohi); got != want {
+			t.Fatalf("from row %d of %d: %d, a row at a time %d", r, n, got, want)
+		}
+		if simdRows(rowsBest) {
+			// The steps alone: exactly the first row not inside, or all
+			// their rows.
+			got := sameBinSIMD(data[12*r:12*n], &lohi)
+			if want := min(want-r, (n-r)/binStep*binStep); got != want {
+				t.Fatalf("from row %d of %d: the steps pass %d rows, not %d", r, n, got, want)
+			}
+		}
+	})
+}
