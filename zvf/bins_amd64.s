@@ -44,25 +44,26 @@ GLOBL binLanes<>(SB), RODATA|NOPTR, $128
 // func sameBinAVX2(data []byte, lohi *[8]float32) (done int)
 //
 // Registers: SI the step's rows, CX bytes left, DX rows passed; Y3-Y5
-// the loads' lo patterns, Y6-Y8 their hi patterns.
+// the loads' lo patterns, Y6-Y8 their hi patterns, Y13 lohi. (Y15 is left
+// alone, as in the row kernels: Go's internal ABI keeps X15 zero.)
 TEXT ·sameBinAVX2(SB), NOSPLIT, $0-40
 	MOVQ data_base+0(FP), SI
 	MOVQ data_len+8(FP), CX
 	MOVQ lohi+24(FP), AX
-	VMOVUPS (AX), Y15
+	VMOVUPS (AX), Y13
 	VMOVDQU binLanes<>+96(SB), Y14 // four in every lane: lo's lanes to hi's
 	VMOVDQU binLanes<>+0(SB), Y0
 	VMOVDQU binLanes<>+32(SB), Y1
 	VMOVDQU binLanes<>+64(SB), Y2
-	VPERMPS Y15, Y0, Y3 // lo patterns of loads 0, 1, 2
-	VPERMPS Y15, Y1, Y4
-	VPERMPS Y15, Y2, Y5
+	VPERMPS Y13, Y0, Y3 // lo patterns of loads 0, 1, 2
+	VPERMPS Y13, Y1, Y4
+	VPERMPS Y13, Y2, Y5
 	VPADDD  Y14, Y0, Y0
 	VPADDD  Y14, Y1, Y1
 	VPADDD  Y14, Y2, Y2
-	VPERMPS Y15, Y0, Y6 // hi patterns
-	VPERMPS Y15, Y1, Y7
-	VPERMPS Y15, Y2, Y8
+	VPERMPS Y13, Y0, Y6 // hi patterns
+	VPERMPS Y13, Y1, Y7
+	VPERMPS Y13, Y2, Y8
 	XORQ    DX, DX
 
 step:
