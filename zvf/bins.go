@@ -190,12 +190,12 @@ func inBox(v, lo, hi []float64) bool {
 // row stops them; the rows after their whole steps are tested here.
 func sameBin3(data []byte, r, n int, x0, y0, z0, x1, y1, z1 float64, lohi *[8]float32) int {
 	if n-r >= 2*binStep {
-		steps := (n - r) / binStep * binStep
-		k := sameBinSIMD(data[12*r:12*n], lohi)
-		if k < steps {
-			return r + k // the steps found it
+		if k, ok := sameBinSIMD(data[12*r:12*n], lohi); ok {
+			if k < (n-r)/binStep*binStep {
+				return r + k // the steps found it
+			}
+			r += k
 		}
-		r += k
 	}
 	return sameBin3Go(data, r, n, x0, y0, z0, x1, y1, z1)
 }

@@ -11,11 +11,11 @@ package zvf
 //go:noescape
 func sameBinAVX2(data []byte, lohi *[8]float32) (done int)
 
-// sameBinSIMD is sameBinAVX2 where it runs, else 0 (the caller tests every
-// row).
-func sameBinSIMD(data []byte, lohi *[8]float32) int {
+// sameBinSIMD is sameBinAVX2 where it runs (ok), else nothing: the caller
+// tests every row.
+func sameBinSIMD(data []byte, lohi *[8]float32) (k int, ok bool) {
 	if !cpuRowsAVX2 {
-		return 0
+		return 0, false
 	}
-	return sameBinAVX2(data, lohi)
+	return sameBinAVX2(data, lohi), true
 }

@@ -274,7 +274,7 @@ func TestSameBin3Steps(t *testing.T) {
 						if at < want && !tc.in {
 							want = at
 						}
-						if got := sameBinSIMD(data, &lohi); got != want {
+						if got, _ := sameBinSIMD(data, &lohi); got != want {
 							t.Fatalf("value at row %d, axis %d: the steps pass %d rows, not %d", at, axis, got, want)
 						}
 					}
@@ -316,7 +316,7 @@ func FuzzSameBin3(f *testing.F) {
 		if simdRows(rowsBest) {
 			// The steps alone: exactly the first row not inside, or all
 			// their rows.
-			got := sameBinSIMD(data[12*r:12*n], &lohi)
+			got, _ := sameBinSIMD(data[12*r:12*n], &lohi)
 			if want := min(want-r, (n-r)/binStep*binStep); got != want {
 				t.Fatalf("from row %d of %d: the steps pass %d rows, not %d", r, n, got, want)
 			}
