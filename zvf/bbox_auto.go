@@ -89,15 +89,16 @@ func (l *Level) noteSeenAt(i int32, v uint64) {
 //
 // A chunk seen before (l.seen) whose cell the box covers and whose rows
 // all lie in that cell counts its rows, exactly, without a cache lookup.
-// A chunk never seen counts the level's mean vertices per chunk times the
-// share of its cell inside the box (a peek first: it may have been read
-// since). A seen chunk the box cuts is matched row by row only when
-// the rest leaves the answer open (the rest alone passes stop, or the
-// rest plus all its rows stays within it, decides without), and then from
-// the cache, or as its rows times the share of its cell when it has been
-// evicted. When every candidate has been seen, the level's seenSums
-// give the pass's answer without the pass whenever it needs no cut chunk
-// matched: warm, a request costs a few table reads per level.
+// A chunk never seen (so not cached) counts the level's mean vertices per
+// chunk times the share of its cell inside the box. A seen chunk the box
+// cuts is matched row by row only when the rest leaves the answer open
+// (the rest alone passes stop, or the rest plus all its rows stays within
+// it, decides without), and then from the cache, or as its rows times the
+// share of its cell when it has been evicted. The level's seenSums give
+// the pass's answer without the pass whenever it needs no cut chunk
+// matched and, with chunks never seen, whenever those the box covers
+// already pass stop (unseenPass): warm, a request costs a few table reads
+// per level.
 func (l *Level) fitsInBox(sc *bboxScratch, lo, hi []float64, stop float64) bool {
 	if len(l.keys) == 0 {
 		return 0 <= stop
@@ -118,13 +119,9 @@ func (l *Level) fitsByPass(sc *bboxScratch, lo, hi []float64, stop float64) bool
 	hits := 0
 	defer func() { l.s.countHits(hits) }()
 	for _, i := range sc.cand {
+		// A chunk not seen is not cached: the load that caches one notes
+		// it first (loadVertices), and seen never forgets.
 		seen := l.seen[i].Load()
-		if seen == 0 {
-			if v, ok := l.peekVertsTally(i, &hits); ok {
-				seen = chunkSeen(v.(*chunkVerts))
-				l.noteSeenAt(i, seen)
-			}
-		}
 		switch {
 		case seen == 0:
 			frac := l.cellShare(i, lo, hi)

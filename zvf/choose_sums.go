@@ -103,9 +103,9 @@ func (s *seenSums) sum(tab []int64, first, last *[3]int64) int64 {
 // pass then adds the rows of the covered chunks whose rows lie in their
 // cell (A) and fails once that passes stop, else sets the other seen
 // rows aside and succeeds when all of them (B) are within stop; whole
-// numbers, so float64 sums them exactly in any order. Any other case
-// (a chunk not seen: the pass peeks the cache for it; A ≤ stop < B: the
-// pass matches the cut chunks) is left to the pass (decided false).
+// numbers, so float64 sums them exactly in any order. With chunks not
+// seen, see unseenPass. Any other case (A ≤ stop < B: the pass matches
+// the cut chunks) is left to the pass (decided false).
 func (l *Level) fitsFromSums(lo, hi []float64, stop float64) (fits, decided bool) {
 	s := l.seenSumsFor()
 	if s == nil {
@@ -147,18 +147,79 @@ func (l *Level) fitsFromSums(lo, hi []float64, stop float64) (fits, decided bool
 	if s.sum(s.present, &first, &last) == 0 {
 		return true, true
 	}
-	if s.sum(s.unseen, &first, &last) != 0 {
-		return false, false
-	}
 	var in int64
 	if covered {
 		in = s.sum(s.inCell, &kFirst, &kLast)
+	}
+	if s.sum(s.unseen, &first, &last) != 0 {
+		return l.unseenPass(s, lo, hi, &first, &last, &kFirst, &kLast, covered, in, stop)
 	}
 	if float64(in) > stop {
 		return false, true
 	}
 	if float64(s.sum(s.rows, &first, &last)) <= stop {
 		return true, true
+	}
+	return false, false
+}
+
+// unseenPass decides what fitsFromSums can of a box whose candidates
+// include chunks never seen: the finer levels of a viewer's level=auto,
+// which no answer reads (without it, every request passed over their
+// candidates). The pass counts such a chunk at the level's mean times the
+// share of its cell in the box, and adds, never takes away: with no seen
+// chunk cut, it fits exactly when its final estimate is within stop.
+//
+//   - Every candidate present and unseen (a level never read): the
+//     estimate is the mean times the sum of the cells' shares, and a
+//     cell's share is the product of its shares along the axes (the
+//     pass's own expression, cellShare's), so the sum is the product of
+//     the axes' sums of shares. Computed in another order than the pass's
+//     sum of at most maxSumCells terms, it differs from it by less than
+//     1e-11 of itself: decided when farther from stop than 1e-8 of the
+//     larger and 1e-6.
+//   - Else, when the box covers cells: the unseen chunks it covers have a
+//     share of 1 but for rounding (below 2^-30 for cells within 2^20
+//     chunks of the origin); with the rows of the covered seen chunks
+//     (in), a lower bound of the estimate. Past stop by that margin, the
+//     pass fails.
+//
+// Anything else is the pass's (decided false).
+func (l *Level) unseenPass(s *seenSums, lo, hi []float64, first, last, kFirst, kLast *[3]int64, covered bool, in int64, stop float64) (fits, decided bool) {
+	g, d := l.grid, l.s.dims
+	mean := float64(l.meta.VertexCount) / float64(len(l.keys))
+	if cells := (last[0] - first[0] + 1) * (last[1] - first[1] + 1) * (last[2] - first[2] + 1); s.sum(s.unseen, first, last) == cells {
+		est := mean
+		for a := 0; a < d; a++ {
+			cs, share := l.chunkShape[a], 0.0
+			for c := first[a]; c <= last[a]; c++ {
+				c0 := float64(c+g.lo[a]) * cs
+				share += max(0, min(hi[a], c0+cs)-max(lo[a], c0)) / cs
+			}
+			est *= share
+		}
+		slack := 1e-8*max(est, math.Abs(stop)) + 1e-6
+		switch {
+		case est-slack > stop:
+			return false, true
+		case est+slack <= stop:
+			return true, true
+		}
+		return false, false
+	}
+	if !covered {
+		return false, false
+	}
+	for a := 0; a < d; a++ {
+		for _, c := range [2]int64{kFirst[a], kLast[a]} {
+			if math.Abs(float64(c+g.lo[a])) > 1<<20 {
+				return false, false
+			}
+		}
+	}
+	low := mean*float64(s.sum(s.unseen, kFirst, kLast)) + float64(in)
+	if low*(1-1e-8) > stop {
+		return false, true
 	}
 	return false, false
 }
