@@ -443,6 +443,45 @@ func BenchmarkBBoxLinesAuto(b *testing.B) {
 	benchLineURL(b, 150_000, 50, "level=auto&f=bin&limit=100000")
 }
 
+// BenchmarkBBoxLinesAutoAfterZoom: BenchmarkBBoxLinesAuto's request to a
+// server whose level 0 a viewer has read in one small box first (zoomed
+// in, then out): level 0, partly read, is turned down for the large box.
+func BenchmarkBBoxLinesAutoAfterZoom(b *testing.B) {
+	srv, err := benchLinesZoomed()
+	if err != nil {
+		b.Fatal(err)
+	}
+	min, max := synth.BoxFor(benchLineVertices, 150_000, 50)
+	benchServeOn(b, srv, httptest.NewRequest(http.MethodGet, bboxPath("streamlines", min, max, "level=auto&f=bin&limit=100000"), nil))
+}
+
+// benchLinesZoomed is benchLines' store behind a server of its own, whose
+// level 0 was read in a box of about 2,000 vertices inside
+// BenchmarkBBoxLinesAuto's.
+var benchLinesZoomed = sync.OnceValues(func() (*api.Server, error) {
+	ctx := context.Background()
+	st, err := synth.Streamlines(ctx, benchLineVertices, 1)
+	if err != nil {
+		return nil, err
+	}
+	ch := cache.New(1 << 30)
+	s, err := zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: ch})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+	if err != nil {
+		return nil, err
+	}
+	min, max := synth.BoxFor(benchLineVertices, 2_000, 150)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, bboxPath("streamlines", min, max, "level=0&f=bin"), nil))
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("zooming in: %d %s", rec.Code, rec.Body.Bytes())
+	}
+	return srv, nil
+})
+
 // The warm read path from every core (issue 25, item 1): the same handler
 // as the benchmarks above, served from as many goroutines as -cpu allows,
 // each asking for a viewport's neighbouring boxes as zvfbench load does.

@@ -178,6 +178,10 @@ func (l *Level) fitsFromSums(lo, hi []float64, stop float64) (fits, decided bool
 //     sum of at most maxSumCells terms, it differs from it by less than
 //     1e-11 of itself: decided when farther from stop than 1e-8 of the
 //     larger and 1e-6.
+//   - Every candidate present, some seen: the unseen chunks' shares are
+//     at least that sum less one a seen chunk; with the rows of the
+//     covered seen chunks (in), a lower bound of the estimate. Past stop
+//     by that margin, the pass fails.
 //   - Else, when the box covers cells: the unseen chunks it covers have a
 //     share of 1 but for rounding (below 2^-30 for cells within 2^20
 //     chunks of the origin); with the rows of the covered seen chunks
@@ -188,16 +192,10 @@ func (l *Level) fitsFromSums(lo, hi []float64, stop float64) (fits, decided bool
 func (l *Level) unseenPass(s *seenSums, lo, hi []float64, first, last, kFirst, kLast *[3]int64, covered bool, in int64, stop float64) (fits, decided bool) {
 	g, d := l.grid, l.s.dims
 	mean := float64(l.meta.VertexCount) / float64(len(l.keys))
-	if cells := (last[0] - first[0] + 1) * (last[1] - first[1] + 1) * (last[2] - first[2] + 1); s.sum(s.unseen, first, last) == cells {
-		est := mean
-		for a := 0; a < d; a++ {
-			cs, share := l.chunkShape[a], 0.0
-			for c := first[a]; c <= last[a]; c++ {
-				c0 := float64(c+g.lo[a]) * cs
-				share += max(0, min(hi[a], c0+cs)-max(lo[a], c0)) / cs
-			}
-			est *= share
-		}
+	cells := (last[0] - first[0] + 1) * (last[1] - first[1] + 1) * (last[2] - first[2] + 1)
+	unseen := s.sum(s.unseen, first, last)
+	if unseen == cells {
+		est := mean * l.axesShares(lo, hi, first, last)
 		slack := 1e-8*max(est, math.Abs(stop)) + 1e-6
 		switch {
 		case est-slack > stop:
@@ -206,6 +204,18 @@ func (l *Level) unseenPass(s *seenSums, lo, hi []float64, first, last, kFirst, k
 			return true, true
 		}
 		return false, false
+	}
+	if s.sum(s.present, first, last) == cells {
+		// Every candidate present, some seen: the unseen ones' shares are
+		// the sum over all (as above) less the seen ones', each at most 1
+		// (within rounding); with the covered seen rows, a lower bound.
+		// The margins are of the sum and of the seen count themselves, not
+		// of their difference, which may be small beside them.
+		sum := l.axesShares(lo, hi, first, last)
+		seen := float64(cells - unseen)
+		if low := mean*(sum*(1-1e-8)-seen*(1+1e-8)) + float64(in); low*(1-1e-8) > stop {
+			return false, true
+		}
 	}
 	if !covered {
 		return false, false
@@ -222,4 +232,20 @@ func (l *Level) unseenPass(s *seenSums, lo, hi []float64, first, last, kFirst, k
 		return false, true
 	}
 	return false, false
+}
+
+// axesShares is the sum of the shares of the cells first…last inside the
+// box (the product of the axes' sums: a share is the product of the
+// cell's shares along the axes, cellShare's expression).
+func (l *Level) axesShares(lo, hi []float64, first, last *[3]int64) float64 {
+	g, sum := l.grid, 1.0
+	for a := 0; a < l.s.dims; a++ {
+		cs, share := l.chunkShape[a], 0.0
+		for c := first[a]; c <= last[a]; c++ {
+			c0 := float64(c+g.lo[a]) * cs
+			share += max(0, min(hi[a], c0+cs)-max(lo[a], c0)) / cs
+		}
+		sum *= share
+	}
+	return sum
 }

@@ -58,6 +58,40 @@ func TestFitsFromSums(t *testing.T) {
 				}
 			}
 		}
+		// Partly read: a few small boxes' chunks seen.
+		for range 4 {
+			var lo, hi [3]float64
+			for a := range 3 {
+				lo[a] = rng.Float64() * 1000
+				hi[a] = lo[a] + 60
+			}
+			if _, err := l.BBox(ctx, BBoxQuery{Min: lo[:], Max: hi[:]}, func(*Batch) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 150 {
+			var lo, hi [3]float64
+			for a := range 3 {
+				x, y := rng.Float64()*1100-50, rng.Float64()*1100-50
+				lo[a], hi[a] = min(x, y), max(x, y)
+			}
+			est := 0.0
+			for _, i := range l.candidates(nil, lo[:], hi[:]) {
+				if l.seen[i].Load() == 0 {
+					est += l.cellShare(i, lo[:], hi[:]) * mean
+				}
+			}
+			for _, stop := range []float64{-1, 0, est, est * 0.99, est * 0.9, est / 2, 2 * est, float64(rng.IntN(30_000))} {
+				want := l.fitsByPass(sc, lo[:], hi[:], stop)
+				before := sc.choiceScans
+				if got := l.fitsInBox(sc, lo[:], hi[:], stop); got != want {
+					t.Fatalf("level %d partly read, box %v–%v stop %v: %v, the pass says %v", n, lo, hi, stop, got, want)
+				}
+				if sc.choiceScans == before {
+					decided++
+				}
+			}
+		}
 		if _, err := l.BBox(ctx, everything, func(*Batch) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -186,6 +220,9 @@ func TestUnseenChoiceScansNoChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(60*mean, false, false)
+	// And so do all the cells' shares at the mean, less one a seen chunk:
+	// past what the covered chunks alone say.
+	check(est*0.9, false, false)
 	check(est*2, true, true)
 }
 
