@@ -192,6 +192,9 @@ func (l *Level) fitsFromSums(lo, hi []float64, stop float64) (fits, decided bool
 func (l *Level) unseenPass(s *seenSums, lo, hi []float64, first, last, kFirst, kLast *[3]int64, covered bool, in int64, stop float64) (fits, decided bool) {
 	g, d := l.grid, l.s.dims
 	mean := float64(l.meta.VertexCount) / float64(len(l.keys))
+	if !(mean >= 0) {
+		return false, false // a store's negative vertex_count: the bounds assume none
+	}
 	cells := (last[0] - first[0] + 1) * (last[1] - first[1] + 1) * (last[2] - first[2] + 1)
 	unseen := s.sum(s.unseen, first, last)
 	if unseen == cells {

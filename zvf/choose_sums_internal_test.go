@@ -226,6 +226,39 @@ func TestUnseenChoiceScansNoChunk(t *testing.T) {
 	check(est*2, true, true)
 }
 
+// TestUnseenChoiceNegativeCount: a level whose metadata gives a negative
+// vertex_count (a corrupt store) is chosen as the pass chooses it, read or
+// not.
+func TestUnseenChoiceNegativeCount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := synth.PointsChunked(ctx, 30_000, 7, writer.CodecNone, 125)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := pointsLevel0(t, st, 256<<20)
+	l.meta.VertexCount = -l.meta.VertexCount
+	rng := rand.New(rand.NewPCG(5, 6))
+	sc := &bboxScratch{}
+	for round := range 200 {
+		if round == 100 {
+			if _, err := l.BBox(ctx, BBoxQuery{Min: []float64{300, 300, 300}, Max: []float64{700, 700, 700}}, func(*Batch) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var lo, hi [3]float64
+		for a := range 3 {
+			x, y := rng.Float64()*1100-50, rng.Float64()*1100-50
+			lo[a], hi[a] = min(x, y), max(x, y)
+		}
+		for _, stop := range []float64{-1e9, -1, 0, 1, 5_000, 30_000} {
+			if got, want := l.fitsInBox(sc, lo[:], hi[:], stop), l.fitsByPass(sc, lo[:], hi[:], stop); got != want {
+				t.Fatalf("box %v–%v stop %v: %v, the pass says %v", lo, hi, stop, got, want)
+			}
+		}
+	}
+}
+
 // TestUnseenChunksAreNotCached: what fitsByPass and unseenPass rely on —
 // a chunk a level never noted as seen is not in the cache under its key
 // — holds after every way of reading chunks: boxes with and without
