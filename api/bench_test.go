@@ -327,7 +327,11 @@ func benchRequest(b *testing.B, req *http.Request) {
 
 const benchLineVertices = 400_000
 
-var benchLines = sync.OnceValues(func() (*api.Server, error) {
+var benchLines = sync.OnceValues(linesServer)
+
+// linesServer is a server over a synthetic streamline store of
+// benchLineVertices vertices, with a cache of its own.
+func linesServer() (*api.Server, error) {
 	ctx := context.Background()
 	st, err := synth.Streamlines(ctx, benchLineVertices, 1)
 	if err != nil {
@@ -339,7 +343,7 @@ var benchLines = sync.OnceValues(func() (*api.Server, error) {
 		return nil, err
 	}
 	return api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
-})
+}
 
 // binaryNext is the next cursor in a binary answer's trailer block.
 func binaryNext(b *testing.B, body []byte) string {
@@ -459,17 +463,7 @@ func BenchmarkBBoxLinesAutoAfterZoom(b *testing.B) {
 // level 0 was read in a box of about 2,000 vertices inside
 // BenchmarkBBoxLinesAuto's.
 var benchLinesZoomed = sync.OnceValues(func() (*api.Server, error) {
-	ctx := context.Background()
-	st, err := synth.Streamlines(ctx, benchLineVertices, 1)
-	if err != nil {
-		return nil, err
-	}
-	ch := cache.New(1 << 30)
-	s, err := zvf.Open(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "streamlines", Cache: ch})
-	if err != nil {
-		return nil, err
-	}
-	srv, err := api.New(api.Options{Stores: []*zvf.Store{s}, Cache: ch})
+	srv, err := linesServer()
 	if err != nil {
 		return nil, err
 	}

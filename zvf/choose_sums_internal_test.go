@@ -15,9 +15,10 @@ import (
 )
 
 // TestFitsFromSums: the level choice from seenSums is the pass's over
-// random boxes and budgets around their counts, on levels wholly seen and
-// partly seen (chunks forgotten, so the sums must leave them to the
-// pass), and a warm choice that the sums decide scans no chunk.
+// random boxes and budgets around their counts, on levels never read,
+// partly read, wholly seen and partly forgotten (so the sums must leave
+// them to the pass), and a warm choice that the sums decide scans no
+// chunk.
 func TestFitsFromSums(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -30,36 +31,48 @@ func TestFitsFromSums(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	sc := &bboxScratch{}
 	decided := 0
+	box := func() (lo, hi [3]float64) {
+		for a := range 3 {
+			x, y := rng.Float64()*1100-50, rng.Float64()*1100-50
+			lo[a], hi[a] = min(x, y), max(x, y)
+		}
+		return lo, hi
+	}
+	// compare checks the choice against the pass for each stop.
+	compare := func(l *Level, phase string, lo, hi [3]float64, stops ...float64) {
+		t.Helper()
+		for _, stop := range stops {
+			want := l.fitsByPass(sc, lo[:], hi[:], stop)
+			before := sc.choiceScans
+			if got := l.fitsInBox(sc, lo[:], hi[:], stop); got != want {
+				t.Fatalf("level %d %s, box %v–%v stop %v: %v, the pass says %v", l.n, phase, lo, hi, stop, got, want)
+			}
+			if sc.choiceScans == before {
+				decided++
+			}
+		}
+	}
+	// estimate is the pass's estimate of the unseen chunks, as it sums it.
+	estimate := func(l *Level, lo, hi [3]float64) float64 {
+		mean, est := float64(l.meta.VertexCount)/float64(len(l.keys)), 0.0
+		for _, i := range l.candidates(nil, lo[:], hi[:]) {
+			if l.seen[i].Load() == 0 {
+				est += l.cellShare(i, lo[:], hi[:]) * mean
+			}
+		}
+		return est
+	}
 	for _, n := range s.Levels() {
 		l, err := s.Level(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Never read: every candidate unseen.
-		mean := float64(l.meta.VertexCount) / float64(len(l.keys))
 		for range 150 {
-			var lo, hi [3]float64
-			for a := range 3 {
-				x, y := rng.Float64()*1100-50, rng.Float64()*1100-50
-				lo[a], hi[a] = min(x, y), max(x, y)
-			}
-			est := 0.0
-			for _, i := range l.candidates(nil, lo[:], hi[:]) {
-				est += l.cellShare(i, lo[:], hi[:]) * mean
-			}
-			for _, stop := range []float64{-1, 0, est, math.Nextafter(est, 0), est * (1 + 1e-9), est - 1, est + 1, est / 2, 2 * est, float64(rng.IntN(30_000))} {
-				want := l.fitsByPass(sc, lo[:], hi[:], stop)
-				before := sc.choiceScans
-				if got := l.fitsInBox(sc, lo[:], hi[:], stop); got != want {
-					t.Fatalf("level %d never read, box %v–%v stop %v (estimate %v): %v, the pass says %v", n, lo, hi, stop, est, got, want)
-				}
-				if sc.choiceScans == before {
-					decided++
-				}
-			}
+			lo, hi := box()
+			est := estimate(l, lo, hi)
+			compare(l, "never read", lo, hi, -1, 0, est, math.Nextafter(est, 0), est*(1+1e-9), est-1, est+1, est/2, 2*est, float64(rng.IntN(30_000)))
 		}
-		// Partly read: a few small boxes' chunks seen.
-		for range 4 {
+		for range 4 { // a few small boxes' chunks seen
 			var lo, hi [3]float64
 			for a := range 3 {
 				lo[a] = rng.Float64() * 1000
@@ -70,27 +83,9 @@ func TestFitsFromSums(t *testing.T) {
 			}
 		}
 		for range 150 {
-			var lo, hi [3]float64
-			for a := range 3 {
-				x, y := rng.Float64()*1100-50, rng.Float64()*1100-50
-				lo[a], hi[a] = min(x, y), max(x, y)
-			}
-			est := 0.0
-			for _, i := range l.candidates(nil, lo[:], hi[:]) {
-				if l.seen[i].Load() == 0 {
-					est += l.cellShare(i, lo[:], hi[:]) * mean
-				}
-			}
-			for _, stop := range []float64{-1, 0, est, est * 0.99, est * 0.9, est / 2, 2 * est, float64(rng.IntN(30_000))} {
-				want := l.fitsByPass(sc, lo[:], hi[:], stop)
-				before := sc.choiceScans
-				if got := l.fitsInBox(sc, lo[:], hi[:], stop); got != want {
-					t.Fatalf("level %d partly read, box %v–%v stop %v: %v, the pass says %v", n, lo, hi, stop, got, want)
-				}
-				if sc.choiceScans == before {
-					decided++
-				}
-			}
+			lo, hi := box()
+			est := estimate(l, lo, hi)
+			compare(l, "partly read", lo, hi, -1, 0, est, est*0.99, est*0.9, est/2, 2*est, float64(rng.IntN(30_000)))
 		}
 		if _, err := l.BBox(ctx, everything, func(*Batch) error { return nil }); err != nil {
 			t.Fatal(err)
@@ -107,11 +102,7 @@ func TestFitsFromSums(t *testing.T) {
 				}
 				l.seenGen.Add(1)
 			}
-			var lo, hi [3]float64
-			for a := range 3 {
-				x, y := rng.Float64()*1100-50, rng.Float64()*1100-50
-				lo[a], hi[a] = min(x, y), max(x, y)
-			}
+			lo, hi := box()
 			if rng.IntN(8) == 0 { // on cell faces: covers' boundary cases
 				for a := range 3 {
 					lo[a], hi[a] = 125*float64(rng.IntN(4)), 125*float64(4+rng.IntN(5))
@@ -122,17 +113,7 @@ func TestFitsFromSums(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := float64(res.Count)
-			for _, stop := range []float64{-1, 0, c - 1, c, c + 1, c / 2, 2 * c, float64(rng.IntN(30_000))} {
-				want := l.fitsByPass(sc, lo[:], hi[:], stop)
-				before := sc.choiceScans
-				got := l.fitsInBox(sc, lo[:], hi[:], stop)
-				if got != want {
-					t.Fatalf("level %d box %v–%v stop %v: %v, the pass says %v", n, lo, hi, stop, got, want)
-				}
-				if sc.choiceScans == before {
-					decided++
-				}
-			}
+			compare(l, "read", lo, hi, -1, 0, c-1, c, c+1, c/2, 2*c, float64(rng.IntN(30_000)))
 		}
 	}
 	if decided == 0 {
