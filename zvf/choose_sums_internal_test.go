@@ -22,10 +22,7 @@ import (
 func TestFitsFromSums(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := synth.PointsChunked(ctx, 30_000, 7, writer.CodecNone, 125)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := choicePoints(t)
 	s := openPoints(t, st, 256<<20)
 	everything := BBoxQuery{Min: []float64{-1e6, -1e6, -1e6}, Max: []float64{1e6, 1e6, 1e6}}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -128,10 +125,7 @@ func TestFitsFromSums(t *testing.T) {
 func TestWarmChoiceScansNoChunk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := synth.PointsChunked(ctx, 30_000, 7, writer.CodecNone, 125)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := choicePoints(t)
 	l := pointsLevel0(t, st, 256<<20)
 	lo, hi := []float64{100, 100, 100}, []float64{700, 700, 700}
 	res, err := l.BBox(ctx, BBoxQuery{Min: lo, Max: hi}, func(*Batch) error { return nil })
@@ -161,10 +155,7 @@ func TestWarmChoiceScansNoChunk(t *testing.T) {
 func TestUnseenChoiceScansNoChunk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := synth.PointsChunked(ctx, 30_000, 7, writer.CodecNone, 125)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := choicePoints(t)
 	l := pointsLevel0(t, st, 256<<20)
 	lo, hi := []float64{100, 100, 100}, []float64{700, 700, 700} // covers the cells 125–625 on each axis: 64 chunks
 	mean := float64(l.meta.VertexCount) / float64(len(l.keys))
@@ -213,10 +204,7 @@ func TestUnseenChoiceScansNoChunk(t *testing.T) {
 func TestUnseenChoiceNegativeCount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := synth.PointsChunked(ctx, 30_000, 7, writer.CodecNone, 125)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := choicePoints(t)
 	l := pointsLevel0(t, st, 256<<20)
 	l.meta.VertexCount = -l.meta.VertexCount
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -319,4 +307,15 @@ func openLines(tb testing.TB, st storage.Store) *Store {
 		tb.Fatal(err)
 	}
 	return s
+}
+
+// choicePoints is the level-choice tests' store: 30,000 points in chunks
+// of 125 (8 a side), three levels.
+func choicePoints(t *testing.T) storage.Store {
+	t.Helper()
+	st, err := synth.PointsChunked(context.Background(), 30_000, 7, writer.CodecNone, 125)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
