@@ -236,10 +236,7 @@ func TestUnseenChoiceNegativeCount(t *testing.T) {
 func TestUnseenChunksAreNotCached(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pts, err := synth.PointsChunked(ctx, 30_000, 7, writer.CodecNone, 125)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pts := choicePoints(t)
 	lines, err := synth.Streamlines(ctx, 20_000, 3)
 	if err != nil {
 		t.Fatal(err)
