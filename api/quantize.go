@@ -39,6 +39,9 @@ type quantizer struct {
 	lo, hi   []float64 // each axis's smallest and largest value
 	k0, span []float64 // each axis's first cell and cells
 	out      []byte    // the payload being built
+	// axisByAxis: float32 × 3 batches too go through bounds and float32s
+	// an axis at a time, not bounds3 and cells3 (tests compare the two).
+	axisByAxis bool
 }
 
 // margins are the steps tried: 2P, then a millionth less (see above).
@@ -54,12 +57,18 @@ func (z *quantizer) quantize(col *zvf.Column, rows, dims int, p float64) (payloa
 	}
 	z.lo, z.hi = growFloats(z.lo, dims), growFloats(z.hi, dims)
 	z.k0, z.span = growFloats(z.k0, dims), growFloats(z.span, dims)
-	for a := range dims {
-		var lo, hi float64
-		if lo, hi, ok = z.bounds(col, rows, dims, a); !ok {
+	if col.DType == "float32" && dims == 3 && !z.axisByAxis {
+		if !bounds3(col.Data[:12*rows], z.lo, z.hi) {
 			return nil, 0, false
 		}
-		z.lo[a], z.hi[a] = lo, hi
+	} else {
+		for a := range dims {
+			var lo, hi float64
+			if lo, hi, ok = z.bounds(col, rows, dims, a); !ok {
+				return nil, 0, false
+			}
+			z.lo[a], z.hi[a] = lo, hi
+		}
 	}
 	for _, m := range quantMargins {
 		s := 2 * p * m
@@ -95,6 +104,54 @@ func (z *quantizer) bounds(col *zvf.Column, rows, dims, a int) (lo, hi float64, 
 		}
 	}
 	return r.lo, r.hi, r.nan == 0 && r.lo-r.lo == 0 && r.hi-r.hi == 0
+}
+
+// bounds3 is bounds for float32 × 3 rows, every axis in one pass over
+// the rows in order (bounds reads each axis apart, a value every 12
+// bytes): their smallest and largest values into lo and hi, or false when
+// one is not finite (exponent bits all set: NaN or ±Inf). Compared as
+// float32, which float64 widens exactly. With no rows all are 0.
+func bounds3(d []byte, lo, hi []float64) bool {
+	if len(d) == 0 {
+		lo[0], lo[1], lo[2], hi[0], hi[1], hi[2] = 0, 0, 0, 0, 0, 0
+		return true
+	}
+	const exp = 0x7f800000
+	bx, by, bz := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
+	x0, y0, z0 := math.Float32frombits(bx), math.Float32frombits(by), math.Float32frombits(bz)
+	x1, y1, z1 := x0, y0, z0
+	bad := bx&exp == exp || by&exp == exp || bz&exp == exp
+	for ; len(d) >= 12; d = d[12:] {
+		bx, by, bz = binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
+		// Non-finite values are found by their bits; the comparisons
+		// below then see only numbers.
+		if bx&exp == exp || by&exp == exp || bz&exp == exp {
+			bad = true
+			break
+		}
+		x, y, z := math.Float32frombits(bx), math.Float32frombits(by), math.Float32frombits(bz)
+		if x < x0 {
+			x0 = x
+		}
+		if x > x1 {
+			x1 = x
+		}
+		if y < y0 {
+			y0 = y
+		}
+		if y > y1 {
+			y1 = y
+		}
+		if z < z0 {
+			z0 = z
+		}
+		if z > z1 {
+			z1 = z
+		}
+	}
+	lo[0], lo[1], lo[2] = float64(x0), float64(y0), float64(z0)
+	hi[0], hi[1], hi[2] = float64(x1), float64(y1), float64(z1)
+	return !bad
 }
 
 // extent gathers the smallest and largest of values. A NaN fails every
@@ -150,13 +207,19 @@ func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte
 		binary.LittleEndian.PutUint64(out[8*a:], math.Float64bits((z.k0[a]+0.5)*s))
 		binary.LittleEndian.PutUint64(out[8*(dims+a):], math.Float64bits(s))
 	}
-	if cap(z.cells) < rows {
-		z.cells = make([]uint32, rows)
+	var rules [3]cellRule
+	fused := col.DType == "float32" && dims == 3 && !z.axisByAxis
+	if cap(z.cells) < rows*dims {
+		z.cells = make([]uint32, rows*dims)
 	}
-	qs := z.cells[:rows]
 	for a := range dims {
 		c := cellRule{s: s, inv: 1 / s, k0: z.k0[a], last: z.span[a] - 1, p: p,
 			off: math.Float64frombits(binary.LittleEndian.Uint64(out[8*a:]))}
+		if fused {
+			rules[a] = c
+			continue
+		}
+		qs := z.cells[:rows]
 		var ok bool
 		if col.DType == "float32" {
 			ok = c.float32s(qs, col.Data, dims, a)
@@ -167,23 +230,69 @@ func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte
 		if !ok {
 			return nil, 0, false
 		}
-		dst := out[16*dims+a*rows*w : 16*dims+(a+1)*rows*w]
-		switch w {
-		case 1:
-			for i, q := range qs {
-				dst[i] = byte(q)
-			}
-		case 2:
-			for i, q := range qs {
-				binary.LittleEndian.PutUint16(dst[2*i:], uint16(q))
-			}
-		default:
-			for i, q := range qs {
-				binary.LittleEndian.PutUint32(dst[4*i:], q)
-			}
+		putCells(out[16*dims+a*rows*w:16*dims+(a+1)*rows*w], qs, w)
+	}
+	if fused {
+		if !cells3(z.cells[:3*rows], col.Data[:12*rows], &rules) {
+			return nil, 0, false
+		}
+		for a := range 3 {
+			putCells(out[48+a*rows*w:48+(a+1)*rows*w], z.cells[a*rows:(a+1)*rows], w)
 		}
 	}
 	return out, bits, true
+}
+
+// put writes qs to dst as w-byte little-endian integers.
+func putCells(dst []byte, qs []uint32, w int) {
+	switch w {
+	case 1:
+		for i, q := range qs {
+			dst[i] = byte(q)
+		}
+	case 2:
+		for i, q := range qs {
+			binary.LittleEndian.PutUint16(dst[2*i:], uint16(q))
+		}
+	default:
+		for i, q := range qs {
+			binary.LittleEndian.PutUint32(dst[4*i:], q)
+		}
+	}
+}
+
+// cells3 is float32s for the three axes of float32 × 3 rows d in one pass
+// over the rows in order (float32s reads an axis a value every 12 bytes):
+// the cells of axis a into qs[a·rows:], by rules[a]. False as float32s.
+func cells3(qs []uint32, d []byte, rules *[3]cellRule) bool {
+	rows := len(d) / 12
+	if len(qs) < 3*rows {
+		return false
+	}
+	qx, qy, qz := qs[:rows], qs[rows:2*rows], qs[2*rows:3*rows]
+	for i := range qx {
+		p := d[12*i : 12*i+12 : 12*i+12]
+		for a, q := range [3]*uint32{&qx[i], &qy[i], &qz[i]} {
+			c := &rules[a]
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4*a:])))
+			t := x*c.inv - c.k0
+			if t < 0 {
+				t = 0
+			} else if t > c.last {
+				t = c.last
+			}
+			k := float64(int64(t))
+			if math.Abs(c.off+float64(k*c.s)-x) <= c.p {
+				*q = uint32(k)
+				continue
+			}
+			var ok bool
+			if *q, ok = c.cell(x); !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // cellRule puts one axis's values in their cells: the cell of x is

@@ -331,6 +331,8 @@ func FuzzQuantize(f *testing.F) {
 	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64}, uint8(0), uint8(3), 0.01)
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, uint8(9), uint8(1), 0.5)
 	f.Add([]byte{0, 0, 192, 127, 0, 0, 128, 127}, uint8(0), uint8(2), 1.0)
+	// float32 × 3 rows (dims 2 is three axes): bounds3 and cells3's path
+	f.Add(float32Rows([][3]float32{{1, 2, 3}, {-4.5, 5, 60}, {0.25, 7, 8}}), uint8(0), uint8(2), 0.01)
 	f.Fuzz(func(t *testing.T, data []byte, dt, dims uint8, p float64) {
 		dtype := quantDTypes[int(dt)%len(quantDTypes)]
 		d := 1 + int(dims)%4
@@ -345,6 +347,13 @@ func FuzzQuantize(f *testing.F) {
 		}
 		var z quantizer
 		payload, bits, ok := z.quantize(&c, rows, d, p)
+		// Float32 × 3 batches take one pass over the rows (bounds3,
+		// cells3): the same as the passes an axis at a time, byte for byte.
+		ref := quantizer{axisByAxis: true}
+		refPayload, refBits, refOK := ref.quantize(&c, rows, d, p)
+		if ok != refOK || bits != refBits || string(payload) != string(refPayload) {
+			t.Fatalf("%d rows of %d %s: %v, %d bits, %x; an axis at a time %v, %d bits, %x", rows, d, dtype, ok, bits, payload, refOK, refBits, refPayload)
+		}
 		if !ok {
 			return
 		}
@@ -370,6 +379,75 @@ func BenchmarkQuantize(b *testing.B) {
 	for b.Loop() {
 		if _, bits, ok := z.quantize(&col, rows, 3, 1000.0/65536); !ok || bits != 16 {
 			b.Fatal(bits, ok)
+		}
+	}
+}
+
+// TestBounds3: a float32 × 3 batch's bounds found in one pass over its
+// rows are bounds' axis by axis: the smallest and largest values (−0 and
+// +0 as met), and a refusal for a NaN or an infinity anywhere, first row
+// or last.
+func TestBounds3(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	negz := float32(math.Copysign(0, -1))
+	for _, rows := range [][][3]float32{
+		{},
+		{{1, 2, 3}},
+		{{1, 2, 3}, {-4, 5, -6}, {0.5, -7, 8}},
+		{{0, negz, 0}, {negz, 0, negz}},
+		{{nan, 1, 1}, {2, 2, 2}},
+		{{1, 1, 1}, {2, 2, nan}},
+		{{1, 1, 1}, {2, -inf, 2}},
+		{{inf, 1, 1}},
+		{{1, 1, 1}, {3, 3, 3}, {2, 2, inf}},
+	} {
+		checkBounds3(t, float32Rows(rows))
+	}
+}
+
+// FuzzBounds3: any bytes as float32 × 3 rows.
+func FuzzBounds3(f *testing.F) {
+	f.Add(float32Rows([][3]float32{{1, 2, 3}, {-4, 5, -6}}))
+	f.Add(float32Rows([][3]float32{{1, float32(math.NaN()), 3}}))
+	f.Fuzz(func(t *testing.T, d []byte) {
+		checkBounds3(t, d[:len(d)/12*12])
+	})
+}
+
+func float32Rows(rows [][3]float32) []byte {
+	var d []byte
+	for _, r := range rows {
+		for _, v := range r {
+			d = binary.LittleEndian.AppendUint32(d, math.Float32bits(v))
+		}
+	}
+	return d
+}
+
+// checkBounds3 compares bounds3 with bounds on d's rows.
+func checkBounds3(t *testing.T, d []byte) {
+	t.Helper()
+	rows := len(d) / 12
+	col := &zvf.Column{DType: "float32", Channels: 3, Data: d}
+	var z quantizer
+	wantOK := true
+	var wantLo, wantHi [3]float64
+	for a := range 3 {
+		lo, hi, ok := z.bounds(col, rows, 3, a)
+		wantOK = wantOK && ok
+		wantLo[a], wantHi[a] = lo, hi
+	}
+	lo, hi := make([]float64, 3), make([]float64, 3)
+	ok := bounds3(d, lo, hi)
+	if ok != wantOK {
+		t.Fatalf("rows %x: ok %v, axis by axis %v", d, ok, wantOK)
+	}
+	if !ok {
+		return
+	}
+	for a := range 3 {
+		if math.Float64bits(lo[a]) != math.Float64bits(wantLo[a]) || math.Float64bits(hi[a]) != math.Float64bits(wantHi[a]) {
+			t.Fatalf("rows %x axis %d: %v–%v, axis by axis %v–%v", d, a, lo[a], hi[a], wantLo[a], wantHi[a])
 		}
 	}
 }
