@@ -270,24 +270,23 @@ func cells3(qs []uint32, d []byte, rules *[3]cellRule) bool {
 		return false
 	}
 	qx, qy, qz := qs[:rows], qs[rows:2*rows], qs[2*rows:3*rows]
+	cx, cy, cz := rules[0], rules[1], rules[2]
 	for i := range qx {
 		p := d[12*i : 12*i+12 : 12*i+12]
-		for a, q := range [3]*uint32{&qx[i], &qy[i], &qz[i]} {
-			c := &rules[a]
-			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4*a:])))
-			t := x*c.inv - c.k0
-			if t < 0 {
-				t = 0
-			} else if t > c.last {
-				t = c.last
-			}
-			k := float64(int64(t))
-			if math.Abs(c.off+float64(k*c.s)-x) <= c.p {
-				*q = uint32(k)
-				continue
-			}
+		var ox, oy, oz bool
+		qx[i], ox = cx.first(float64(math.Float32frombits(binary.LittleEndian.Uint32(p))))
+		qy[i], oy = cy.first(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))))
+		qz[i], oz = cz.first(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))))
+		if !(ox && oy && oz) {
+			// A value by a cell's edge: cell tries the neighbours.
 			var ok bool
-			if *q, ok = c.cell(x); !ok {
+			if qx[i], ok = cx.cell(float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))); !ok {
+				return false
+			}
+			if qy[i], ok = cy.cell(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))); !ok {
+				return false
+			}
+			if qz[i], ok = cz.cell(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))); !ok {
 				return false
 			}
 		}
@@ -303,45 +302,44 @@ type cellRule struct{ s, inv, k0, last, p, off float64 }
 // keeps the compiler from fusing the multiply and add, as a client's
 // float64 arithmetic does not. x × (1/s) may round across a cell's edge:
 // the neighbouring cell is then the one within p (ok false if neither).
-// The loops below inline its first try and call it for the rest.
+// The loops below inline its first try (first) and call it for the rest.
 func (c *cellRule) cell(x float64) (uint32, bool) {
-	// Truncation is rounding down here: the clamp leaves t ≥ 0 (explicit
-	// comparisons: the min and max builtins' NaN rules cost a third).
+	q, ok := c.first(x)
+	if ok {
+		return q, true
+	}
+	switch k := float64(q); {
+	case k > 0 && math.Abs(c.off+float64((k-1)*c.s)-x) <= c.p:
+		return q - 1, true
+	case k < c.last && math.Abs(c.off+float64((k+1)*c.s)-x) <= c.p:
+		return q + 1, true
+	}
+	return 0, false
+}
+
+// first is cell's first try alone (small enough to inline): x's cell,
+// rounded down, and whether it decodes within p. Truncation is rounding
+// down here: the clamp leaves t ≥ 0 (explicit comparisons: the min and
+// max builtins' NaN rules cost a third).
+func (c *cellRule) first(x float64) (uint32, bool) {
 	t := x*c.inv - c.k0
 	if t < 0 {
 		t = 0
 	} else if t > c.last {
 		t = c.last
 	}
-	q := float64(int64(t))
-	switch {
-	case math.Abs(c.off+float64(q*c.s)-x) <= c.p:
-		return uint32(q), true
-	case q > 0 && math.Abs(c.off+float64((q-1)*c.s)-x) <= c.p:
-		return uint32(q - 1), true
-	case q < c.last && math.Abs(c.off+float64((q+1)*c.s)-x) <= c.p:
-		return uint32(q + 1), true
-	}
-	return 0, false
+	k := float64(int64(t))
+	return uint32(k), math.Abs(c.off+float64(k*c.s)-x) <= c.p
 }
 
 // float32s fills qs with the cells of axis a of d's float32 rows.
 func (c *cellRule) float32s(qs []uint32, d []byte, dims, a int) bool {
-	s, inv, k0, last, p, off := c.s, c.inv, c.k0, c.last, c.p, c.off
 	for i := range qs {
 		x := float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*(i*dims+a):])))
-		t := x*inv - k0
-		if t < 0 {
-			t = 0
-		} else if t > last {
-			t = last
-		}
-		q := float64(int64(t))
-		if math.Abs(off+float64(q*s)-x) <= p {
-			qs[i] = uint32(q)
+		var ok bool
+		if qs[i], ok = c.first(x); ok {
 			continue
 		}
-		var ok bool
 		if qs[i], ok = c.cell(x); !ok {
 			return false
 		}
