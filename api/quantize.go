@@ -120,8 +120,8 @@ func bounds3(d []byte, lo, hi []float64) bool {
 	bx, by, bz := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
 	x0, y0, z0 := math.Float32frombits(bx), math.Float32frombits(by), math.Float32frombits(bz)
 	x1, y1, z1 := x0, y0, z0
-	bad := bx&exp == exp || by&exp == exp || bz&exp == exp
-	for ; len(d) >= 12; d = d[12:] {
+	bad := false
+	for ; len(d) >= 12; d = d[12:] { // the first row again: its bits are checked here
 		bx, by, bz = binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
 		// Non-finite values are found by their bits; the comparisons
 		// below then see only numbers.
@@ -243,7 +243,7 @@ func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte
 	return out, bits, true
 }
 
-// put writes qs to dst as w-byte little-endian integers.
+// putCells writes qs to dst as w-byte little-endian integers.
 func putCells(dst []byte, qs []uint32, w int) {
 	switch w {
 	case 1:
