@@ -273,20 +273,23 @@ func cells3(qs []uint32, d []byte, rules *[3]cellRule) bool {
 	cx, cy, cz := rules[0], rules[1], rules[2]
 	for i := range qx {
 		p := d[12*i : 12*i+12 : 12*i+12]
+		x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+		y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+		z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
 		var ox, oy, oz bool
-		qx[i], ox = cx.first(float64(math.Float32frombits(binary.LittleEndian.Uint32(p))))
-		qy[i], oy = cy.first(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))))
-		qz[i], oz = cz.first(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:]))))
+		qx[i], ox = cx.first(x)
+		qy[i], oy = cy.first(y)
+		qz[i], oz = cz.first(z)
 		if !(ox && oy && oz) {
 			// A value by a cell's edge: cell tries the neighbours.
 			var ok bool
-			if qx[i], ok = cx.cell(float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))); !ok {
+			if qx[i], ok = cx.cell(x); !ok {
 				return false
 			}
-			if qy[i], ok = cy.cell(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))); !ok {
+			if qy[i], ok = cy.cell(y); !ok {
 				return false
 			}
-			if qz[i], ok = cz.cell(float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))); !ok {
+			if qz[i], ok = cz.cell(z); !ok {
 				return false
 			}
 		}
