@@ -408,3 +408,23 @@ func TestRouteTableIsWhatIsMounted(t *testing.T) {
 		}
 	}
 }
+
+// TestURITooLongSaysTheLimit: a query string or path past the server's
+// bound is refused with 414 and a problem whose detail says which part
+// and what the bound is (it had none; FuzzQuestions' corpus holds the
+// case that found it).
+func TestURITooLongSaysTheLimit(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, api.Options{})
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{"/api/v1/stores/cells/bbox?min=" + strings.Repeat("1", 5000), "query string of 5004 bytes; at most 4096"},
+		{"/api/v1/stores/" + strings.Repeat("c", 1100) + "/bbox", "path of 1120 bytes; at most 1024"},
+	} {
+		code, ct, body := serve(t, srv.Handler(), tc.path)
+		if p := problemOf(t, code, body); code != 414 || ct != "application/problem+json" || !strings.Contains(p.Detail, tc.want) {
+			t.Errorf("%.60s…: %d %s %s, want 414 saying %q", tc.path, code, ct, body, tc.want)
+		}
+	}
+}

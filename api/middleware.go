@@ -106,13 +106,22 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	})
 }
 
-// maxQuery bounds the raw query string.
-const maxQuery = 4096
+// maxQuery and maxPath bound the raw query string and the path.
+const (
+	maxQuery = 4096
+	maxPath  = 1024
+)
 
 func (s *Server) limits(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.URL.RawQuery) > maxQuery || len(r.URL.Path) > 1024 {
-			writeProblem(w, r, problem.New(problem.URITooLong, ""))
+		// The problem says which part is too long and the bound, as every
+		// other refusal says what to change.
+		if n := len(r.URL.RawQuery); n > maxQuery {
+			writeProblem(w, r, problem.New(problem.URITooLong, fmt.Sprintf("query string of %d bytes; at most %d", n, maxQuery)))
+			return
+		}
+		if n := len(r.URL.Path); n > maxPath {
+			writeProblem(w, r, problem.New(problem.URITooLong, fmt.Sprintf("path of %d bytes; at most %d", n, maxPath)))
 			return
 		}
 		next.ServeHTTP(w, r)
