@@ -221,6 +221,22 @@ func BenchmarkBBoxAuto(b *testing.B) {
 	benchURL(b, bboxPath("points", min, max, "f=bin&level=auto&limit=100000"))
 }
 
+// BenchmarkBBoxAutoViewer: BenchmarkBBoxAuto's box as the viewer asks
+// for it: quantized to what a pixel of a 4,096-pixel view shows
+// (precision= the extent / 4,096), uncompressed and in zstd, which
+// browsers accept.
+func BenchmarkBBoxAutoViewer(b *testing.B) {
+	min, max := synth.BoxFor(benchPoints, 500_000, 50)
+	url := bboxPath("points", min, max, "f=bin&level=auto&limit=100000&precision="+strconv.FormatFloat(synth.Side/4096, 'g', -1, 64))
+	for _, enc := range []string{"identity", "zstd"} {
+		b.Run(enc, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, url, nil)
+			req.Header.Set("Accept-Encoding", enc)
+			benchRequest(b, req)
+		})
+	}
+}
+
 // BenchmarkBBoxJSON500k: a large JSON answer, formatted on every core the
 // run allows (compare -cpu 1,2: MB/s is then per request, not per core).
 func BenchmarkBBoxJSON500k(b *testing.B) { benchBBox(b, 500_000, "json") }
