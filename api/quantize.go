@@ -35,7 +35,8 @@ import (
 // from batch to batch.
 type quantizer struct {
 	axis     []float64 // one axis of a batch, as float64 (types but float32)
-	cells    []uint32  // one axis's cell numbers
+	cells    []uint32  // one axis's cell numbers (types but float32 × 3)
+	consts   cellConsts
 	lo, hi   []float64 // each axis's smallest and largest value
 	k0, span []float64 // each axis's first cell and cells
 	out      []byte    // the payload being built
@@ -108,26 +109,48 @@ func (z *quantizer) bounds(col *zvf.Column, rows, dims, a int) (lo, hi float64, 
 
 // bounds3 is bounds for float32 × 3 rows, every axis in one pass over
 // the rows in order (bounds reads each axis apart, a value every 12
-// bytes): their smallest and largest values into lo and hi, or false when
-// one is not finite (exponent bits all set: NaN or ±Inf). Compared as
-// float32, which float64 widens exactly. With no rows all are 0.
+// bytes), 8 rows a step where the CPU has the steps (bounds3SIMD): their
+// smallest and largest values into lo and hi, or false when one is not
+// finite (exponent bits all set: NaN or ±Inf). Compared as float32, which
+// float64 widens exactly. Of a −0 and a +0 either may be the bound: the
+// payload is the same (k0 = ⌊±0/s⌋ decodes alike). With no rows all are 0.
 func bounds3(d []byte, lo, hi []float64) bool {
 	if len(d) == 0 {
 		lo[0], lo[1], lo[2], hi[0], hi[1], hi[2] = 0, 0, 0, 0, 0, 0
 		return true
 	}
 	const exp = 0x7f800000
-	bx, by, bz := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
-	x0, y0, z0 := math.Float32frombits(bx), math.Float32frombits(by), math.Float32frombits(bz)
-	x1, y1, z1 := x0, y0, z0
-	bad := false
-	for ; len(d) >= 12; d = d[12:] { // the first row again: its bits are checked here
-		bx, by, bz = binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
+	var acc [6][8]float32
+	steps, bad := bounds3SIMD(d, &acc)
+	if bad {
+		return false
+	}
+	var x0, y0, z0, x1, y1, z1 float32
+	if steps > 0 {
+		// Lane j of load v holds axis (8v+j)%3.
+		b := [6]float32{acc[0][0], acc[0][1], acc[0][2], acc[3][0], acc[3][1], acc[3][2]}
+		for v := range 3 {
+			for j, m := range acc[v] {
+				a := (8*v + j) % 3
+				b[a] = min(b[a], m)
+				b[3+a] = max(b[3+a], acc[3+v][j])
+			}
+		}
+		x0, y0, z0, x1, y1, z1 = b[0], b[1], b[2], b[3], b[4], b[5]
+		d = d[96*steps:]
+	} else {
+		// The first row's bits are checked by the loop below.
+		x0 = math.Float32frombits(binary.LittleEndian.Uint32(d))
+		y0 = math.Float32frombits(binary.LittleEndian.Uint32(d[4:]))
+		z0 = math.Float32frombits(binary.LittleEndian.Uint32(d[8:]))
+		x1, y1, z1 = x0, y0, z0
+	}
+	for ; len(d) >= 12; d = d[12:] {
+		bx, by, bz := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
 		// Non-finite values are found by their bits; the comparisons
 		// below then see only numbers.
 		if bx&exp == exp || by&exp == exp || bz&exp == exp {
-			bad = true
-			break
+			return false
 		}
 		x, y, z := math.Float32frombits(bx), math.Float32frombits(by), math.Float32frombits(bz)
 		if x < x0 {
@@ -151,7 +174,7 @@ func bounds3(d []byte, lo, hi []float64) bool {
 	}
 	lo[0], lo[1], lo[2] = float64(x0), float64(y0), float64(z0)
 	hi[0], hi[1], hi[2] = float64(x1), float64(y1), float64(z1)
-	return !bad
+	return true
 }
 
 // extent gathers the smallest and largest of values. A NaN fails every
@@ -209,14 +232,15 @@ func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte
 	}
 	var rules [3]cellRule
 	fused := col.DType == "float32" && dims == 3 && !z.axisByAxis
-	if cap(z.cells) < rows*dims {
-		z.cells = make([]uint32, rows*dims)
+	if !fused && cap(z.cells) < rows {
+		z.cells = make([]uint32, rows)
 	}
 	for a := range dims {
 		c := cellRule{s: s, inv: 1 / s, k0: z.k0[a], last: z.span[a] - 1, p: p,
 			off: math.Float64frombits(binary.LittleEndian.Uint64(out[8*a:]))}
 		if fused {
 			rules[a] = c
+			z.consts.set(a, &c)
 			continue
 		}
 		qs := z.cells[:rows]
@@ -232,13 +256,8 @@ func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte
 		}
 		putCells(out[16*dims+a*rows*w:16*dims+(a+1)*rows*w], qs, w)
 	}
-	if fused {
-		if !cells3(z.cells[:3*rows], col.Data[:12*rows], &rules) {
-			return nil, 0, false
-		}
-		for a := range 3 {
-			putCells(out[48+a*rows*w:48+(a+1)*rows*w], z.cells[a*rows:(a+1)*rows], w)
-		}
+	if fused && !cells3(out[48:], w, col.Data[:12*rows], &rules, &z.consts) {
+		return nil, 0, false
 	}
 	return out, bits, true
 }
@@ -262,39 +281,57 @@ func putCells(dst []byte, qs []uint32, w int) {
 }
 
 // cells3 is float32s for the three axes of float32 × 3 rows d in one pass
-// over the rows in order (float32s reads an axis a value every 12 bytes):
-// the cells of axis a into qs[a·rows:], by rules[a]. False as float32s.
-func cells3(qs []uint32, d []byte, rules *[3]cellRule) bool {
+// over the rows in order (float32s reads an axis a value every 12 bytes),
+// 8 rows a step where the CPU has the steps (cells3SIMD, rules as k) and a
+// row at a time around them: the cells of axis a into out's plane a
+// (out[a·rows·w:], w-byte little-endian integers). False as float32s.
+func cells3(out []byte, w int, d []byte, rules *[3]cellRule, k *cellConsts) bool {
 	rows := len(d) / 12
-	if len(qs) < 3*rows {
+	stride := rows * w
+	if len(out) < 3*stride {
 		return false
 	}
-	qx, qy, qz := qs[:rows], qs[rows:2*rows], qs[2*rows:3*rows]
-	cx, cy, cz := rules[0], rules[1], rules[2]
-	for i := range qx {
-		p := d[12*i : 12*i+12 : 12*i+12]
-		x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
-		y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
-		z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
-		var ox, oy, oz bool
-		qx[i], ox = cx.first(x)
-		qy[i], oy = cy.first(y)
-		qz[i], oz = cz.first(z)
-		if !(ox && oy && oz) {
-			// A value by a cell's edge: cell tries the neighbours.
-			var ok bool
-			if qx[i], ok = cx.cell(x); !ok {
-				return false
-			}
-			if qy[i], ok = cy.cell(y); !ok {
-				return false
-			}
-			if qz[i], ok = cz.cell(z); !ok {
-				return false
+	for i := 0; i < rows; {
+		end := rows
+		if n, ok := cells3SIMD(d[12*i:12*rows], out[i*w:], stride, w, k); ok {
+			// The steps stop at a step with a value by a cell's edge (or
+			// at the last rows): that step a row at a time, then steps.
+			i += n
+			end = min(rows, i+8)
+		}
+		for ; i < end; i++ {
+			for a := range 3 {
+				x := float64(math.Float32frombits(binary.LittleEndian.Uint32(d[12*i+4*a:])))
+				q, ok := rules[a].first(x)
+				if !ok {
+					// A value by a cell's edge: cell tries the neighbours.
+					if q, ok = rules[a].cell(x); !ok {
+						return false
+					}
+				}
+				switch o := out[a*stride+i*w:]; w {
+				case 1:
+					o[0] = byte(q)
+				case 2:
+					binary.LittleEndian.PutUint16(o, uint16(q))
+				default:
+					binary.LittleEndian.PutUint32(o, q)
+				}
 			}
 		}
 	}
 	return true
+}
+
+// cellConsts is three axes' cellRules for cells3's steps, each value in
+// four float64 lanes (the steps read them as vectors): per axis inv, k0,
+// last, s, off and p, as quantize_amd64.s's HALF reads them.
+type cellConsts [3][6][4]float64
+
+func (k *cellConsts) set(a int, c *cellRule) {
+	for i, v := range [6]float64{c.inv, c.k0, c.last, c.s, c.off, c.p} {
+		k[a][i] = [4]float64{v, v, v, v}
+	}
 }
 
 // cellRule puts one axis's values in their cells: the cell of x is
@@ -325,7 +362,7 @@ func (c *cellRule) cell(x float64) (uint32, bool) {
 // down here: the clamp leaves t ≥ 0 (explicit comparisons: the min and
 // max builtins' NaN rules cost a third).
 func (c *cellRule) first(x float64) (uint32, bool) {
-	t := x*c.inv - c.k0
+	t := float64(x*c.inv) - c.k0 // never fused: cells3's steps round the product too
 	if t < 0 {
 		t = 0
 	} else if t > c.last {

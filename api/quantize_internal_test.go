@@ -333,6 +333,12 @@ func FuzzQuantize(f *testing.F) {
 	f.Add([]byte{0, 0, 192, 127, 0, 0, 128, 127}, uint8(0), uint8(2), 1.0)
 	// float32 × 3 rows (dims 2 is three axes): bounds3 and cells3's path
 	f.Add(float32Rows([][3]float32{{1, 2, 3}, {-4.5, 5, 60}, {0.25, 7, 8}}), uint8(0), uint8(2), 0.01)
+	// 19 such rows: two vector steps of 8 and three rows after them
+	steps := make([][3]float32, 19)
+	for i := range steps {
+		steps[i] = [3]float32{float32(i) * 1.7, 100 - float32(i)*3.1, float32(i*i) * 0.3}
+	}
+	f.Add(float32Rows(steps), uint8(0), uint8(2), 0.05)
 	f.Fuzz(func(t *testing.T, data []byte, dt, dims uint8, p float64) {
 		dtype := quantDTypes[int(dt)%len(quantDTypes)]
 		d := 1 + int(dims)%4
@@ -384,9 +390,9 @@ func BenchmarkQuantize(b *testing.B) {
 }
 
 // TestBounds3: a float32 × 3 batch's bounds found in one pass over its
-// rows are bounds' axis by axis: the smallest and largest values (−0 and
-// +0 as met), and a refusal for a NaN or an infinity anywhere, first row
-// or last.
+// rows are bounds' axis by axis: the smallest and largest values, and a
+// refusal for a NaN or an infinity anywhere, first row or last, in the
+// vector steps or the rows after them.
 func TestBounds3(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	negz := float32(math.Copysign(0, -1))
@@ -446,8 +452,132 @@ func checkBounds3(t *testing.T, d []byte) {
 		return
 	}
 	for a := range 3 {
-		if math.Float64bits(lo[a]) != math.Float64bits(wantLo[a]) || math.Float64bits(hi[a]) != math.Float64bits(wantHi[a]) {
+		// Numbers, not bits: of a −0 and a +0 either may be the bound
+		// (FuzzQuantize checks that the payload does not tell).
+		if lo[a] != wantLo[a] || hi[a] != wantHi[a] {
 			t.Fatalf("rows %x axis %d: %v–%v, axis by axis %v–%v", d, a, lo[a], hi[a], wantLo[a], wantHi[a])
+		}
+	}
+}
+
+// TestQuantizeSteps: float32 × 3 batches, quantized 8 rows a step where
+// the CPU has the steps (quantize_amd64.s) and a row at a time around
+// them, are the payloads of an axis at a time, byte for byte: batches of
+// every length around a step's, at 8, 16 and 32 bits, with values on and
+// beside cell edges anywhere in a step (where the steps stop), at
+// precisions near float64's resolution (neighbour cells, the retry,
+// refusal), with zeros of both signs, and with a NaN or an infinity at
+// every place.
+func TestQuantizeSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	stops := 0
+	// same quantizes d both ways and requires one answer; it returns the
+	// quantizer that took the steps.
+	same := func(d []byte, p float64) *quantizer {
+		t.Helper()
+		rows := len(d) / 12
+		c, err := zvf.NewColumn("vertices", "float32", 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Data = d
+		var z quantizer
+		payload, bits, ok := z.quantize(&c, rows, 3, p)
+		ref := quantizer{axisByAxis: true}
+		refPayload, refBits, refOK := ref.quantize(&c, rows, 3, p)
+		if ok != refOK || bits != refBits || string(payload) != string(refPayload) {
+			t.Fatalf("%d rows at p %v: %v, %d bits; an axis at a time %v, %d bits (payloads equal: %v)\nrows %x",
+				rows, p, ok, bits, refOK, refBits, string(payload) == string(refPayload), d)
+		}
+		if ok {
+			if err := checkQuantized(&c, rows, 3, p, payload, bits); err != nil {
+				t.Fatal(err)
+			}
+			// Did the steps stop in this batch? (Counted to show the
+			// cases reach the rows done one at a time.)
+			if w := bits / 8; w <= 2 {
+				out := make([]byte, 3*rows*w)
+				if n, ran := cells3SIMD(d, out, rows*w, w, &z.consts); ran && n < rows/8*8 {
+					stops++
+				}
+			}
+		}
+		return &z
+	}
+	edges := []float64{0.1, 0.3, 1.0 / 3, 0.7, 2.5e-4, 1e-6}
+	for _, rows := range []int{1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 40, 100} {
+		for _, p := range []float64{0.5, 0.1, 1.0 / 3, 0.07, 1e-3, 2.5e-4, 1e-6, 1e-12, 3e-15} {
+			for range 6 {
+				v := make([][3]float32, rows)
+				for i := range v {
+					for a := range 3 {
+						x := 125 + 125*rng.Float64()
+						switch rng.IntN(4) {
+						case 0: // on an edge of a lattice near p's, as float32 rounds it
+							s := 2 * edges[rng.IntN(len(edges))]
+							x = math.Floor(x/s) * s
+						case 1: // one float32 beside such an edge
+							s := 2 * p
+							x = float64(math.Nextafter32(float32(math.Floor(x/s)*s), float32(rng.IntN(2))*1e9))
+						}
+						v[i][a] = float32(x)
+					}
+				}
+				same(float32Rows(v), p)
+			}
+		}
+	}
+	if quantAVX2 && stops == 0 {
+		t.Fatal("the steps never stopped: the rows around them were not tested")
+	}
+	t.Logf("%d batches where the steps stopped", stops)
+	// Values away from cell edges: the steps do nearly every row (a step
+	// that puts values in the wrong cells stops, and the rows done one at
+	// a time would hide it but for this).
+	if quantAVX2 {
+		const rows = 4000
+		v := make([][3]float32, rows)
+		for i := range v {
+			v[i] = [3]float32{float32(125 + 125*rng.Float64()), float32(125 + 125*rng.Float64()), float32(125 + 125*rng.Float64())}
+		}
+		d := float32Rows(v)
+		// Cells of 2p across the values' 125: 125 (8 bits), 625 and 62,500.
+		for _, c := range []struct {
+			p float64
+			w int
+		}{{0.5, 1}, {0.1, 2}, {1e-3, 2}} {
+			p, w := c.p, c.w
+			z := same(d, p)
+			out := make([]byte, 3*rows*w)
+			stepped := 0
+			for i := 0; i+8 <= rows; {
+				n, _ := cells3SIMD(d[12*i:], out[i*w:], rows*w, w, &z.consts)
+				stepped += n
+				i += n + 8
+			}
+			if stepped < rows*9/10 {
+				t.Fatalf("p %v: the steps did %d of %d rows", p, stepped, rows)
+			}
+		}
+	}
+	// Zeros of both signs, and a NaN or an infinity at every place.
+	negz := float32(math.Copysign(0, -1))
+	for _, rows := range []int{8, 9, 16, 17, 25} {
+		v := make([][3]float32, rows)
+		for i := range v {
+			for a := range 3 {
+				v[i][a] = [...]float32{0, negz, 1, -1}[rng.IntN(4)]
+			}
+		}
+		same(float32Rows(v), 0.01)
+		for at := range 3 * rows {
+			for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+				w := append([][3]float32(nil), v...)
+				w[at/3][at%3] = bad
+				d := float32Rows(w)
+				same(d, 0.01)
+				checkBounds3(t, d)
+			}
 		}
 	}
 }
