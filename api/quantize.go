@@ -34,12 +34,12 @@ import (
 // quantizer builds kind 6 payloads; one per answer, its buffers reused
 // from batch to batch.
 type quantizer struct {
-	axis     []float64 // one axis of a batch, as float64 (types but float32)
-	cells    []uint32  // one axis's cell numbers (types but float32 × 3)
-	consts   cellConsts
-	lo, hi   []float64 // each axis's smallest and largest value
-	k0, span []float64 // each axis's first cell and cells
-	out      []byte    // the payload being built
+	axis     []float64   // one axis of a batch, as float64 (types but float32)
+	cells    []uint32    // one axis's cell numbers (types but float32 × 3)
+	lo, hi   []float64   // each axis's smallest and largest value
+	k0, span []float64   // each axis's first cell and cells
+	out      []byte      // the payload being built
+	rules    [3]cellRule // a float32 × 3 batch's, for cells3
 	// axisByAxis: float32 × 3 batches too go through bounds and float32s
 	// an axis at a time, not bounds3 and cells3 (tests compare the two).
 	axisByAxis bool
@@ -120,25 +120,20 @@ func bounds3(d []byte, lo, hi []float64) bool {
 		return true
 	}
 	const exp = 0x7f800000
-	var acc [6][8]float32
-	steps, bad := bounds3SIMD(d, &acc)
-	if bad {
-		return false
-	}
 	var x0, y0, z0, x1, y1, z1 float32
-	if steps > 0 {
-		// Lane j of load v holds axis (8v+j)%3.
-		b := [6]float32{acc[0][0], acc[0][1], acc[0][2], acc[3][0], acc[3][1], acc[3][2]}
-		for v := range 3 {
-			for j, m := range acc[v] {
-				a := (8*v + j) % 3
-				b[a] = min(b[a], m)
-				b[3+a] = max(b[3+a], acc[3+v][j])
-			}
+	steps := 0
+	if len(d) >= 96 {
+		var b [6]float32
+		var bad bool
+		if steps, bad = bounds3SIMD(d, &b); bad {
+			return false
 		}
-		x0, y0, z0, x1, y1, z1 = b[0], b[1], b[2], b[3], b[4], b[5]
-		d = d[96*steps:]
-	} else {
+		if steps > 0 {
+			x0, y0, z0, x1, y1, z1 = b[0], b[1], b[2], b[3], b[4], b[5]
+			d = d[96*steps:]
+		}
+	}
+	if steps == 0 {
 		// The first row's bits are checked by the loop below.
 		x0 = math.Float32frombits(binary.LittleEndian.Uint32(d))
 		y0 = math.Float32frombits(binary.LittleEndian.Uint32(d[4:]))
@@ -226,23 +221,24 @@ func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte
 		z.out = make([]byte, n)
 	}
 	out := z.out[:n]
-	for a := range dims {
-		binary.LittleEndian.PutUint64(out[8*a:], math.Float64bits((z.k0[a]+0.5)*s))
-		binary.LittleEndian.PutUint64(out[8*(dims+a):], math.Float64bits(s))
-	}
-	var rules [3]cellRule
 	fused := col.DType == "float32" && dims == 3 && !z.axisByAxis
 	if !fused && cap(z.cells) < rows {
 		z.cells = make([]uint32, rows)
 	}
+	inv := 1 / s
 	for a := range dims {
-		c := cellRule{s: s, inv: 1 / s, k0: z.k0[a], last: z.span[a] - 1, p: p,
-			off: math.Float64frombits(binary.LittleEndian.Uint64(out[8*a:]))}
+		off := (z.k0[a] + 0.5) * s
+		binary.LittleEndian.PutUint64(out[8*a:], math.Float64bits(off))
+		binary.LittleEndian.PutUint64(out[8*(dims+a):], math.Float64bits(s))
 		if fused {
-			rules[a] = c
-			z.consts.set(a, &c)
+			// Field by field: a cellRule built whole and copied in costs
+			// its stores' forwarding to the copy's wider loads, about as
+			// much as a small batch's cells.
+			r := &z.rules[a]
+			r.s, r.inv, r.k0, r.last, r.p, r.off = s, inv, z.k0[a], z.span[a]-1, p, off
 			continue
 		}
+		c := cellRule{s: s, inv: inv, k0: z.k0[a], last: z.span[a] - 1, p: p, off: off}
 		qs := z.cells[:rows]
 		var ok bool
 		if col.DType == "float32" {
@@ -256,7 +252,7 @@ func (z *quantizer) build(col *zvf.Column, rows, dims int, s, p float64) ([]byte
 		}
 		putCells(out[16*dims+a*rows*w:16*dims+(a+1)*rows*w], qs, w)
 	}
-	if fused && !cells3(out[48:], w, col.Data[:12*rows], &rules, &z.consts) {
+	if fused && !cells3(out[48:], w, col.Data[:12*rows], &z.rules) {
 		return nil, 0, false
 	}
 	return out, bits, true
@@ -283,59 +279,69 @@ func putCells(dst []byte, qs []uint32, w int) {
 // cells3 is float32s for the three axes of float32 × 3 rows d in one pass
 // over the rows in order (float32s reads an axis a value every 12 bytes),
 // 8 rows a step where the CPU has the steps (cells3SIMD, rules as k) and a
-// row at a time around them: the cells of axis a into out's plane a
-// (out[a·rows·w:], w-byte little-endian integers). False as float32s.
-func cells3(out []byte, w int, d []byte, rules *[3]cellRule, k *cellConsts) bool {
+// row at a time around them and in batches of fewer rows: the cells of
+// axis a into out's plane a (out[a·rows·w:], w-byte little-endian
+// integers). False as float32s.
+func cells3(out []byte, w int, d []byte, rules *[3]cellRule) bool {
 	rows := len(d) / 12
 	stride := rows * w
 	if len(out) < 3*stride {
 		return false
 	}
+	px, py, pz := out[:stride], out[stride:2*stride], out[2*stride:3*stride]
+	cx, cy, cz := rules[0], rules[1], rules[2]
 	for i := 0; i < rows; {
 		end := rows
-		if n, ok := cells3SIMD(d[12*i:12*rows], out[i*w:], stride, w, k); ok {
-			// The steps stop at a step with a value by a cell's edge (or
-			// at the last rows): that step a row at a time, then steps.
-			i += n
-			end = min(rows, i+8)
+		if rows-i >= 8 {
+			if n, ok := cells3SIMD(d[12*i:12*rows], out[i*w:], stride, w, rules); ok {
+				// The steps stop at a step with a value by a cell's edge
+				// (or before the last rows): that step a row at a time,
+				// then steps again.
+				i += n
+				end = min(rows, i+8)
+			}
 		}
 		for ; i < end; i++ {
-			for a := range 3 {
-				x := float64(math.Float32frombits(binary.LittleEndian.Uint32(d[12*i+4*a:])))
-				q, ok := rules[a].first(x)
-				if !ok {
-					// A value by a cell's edge: cell tries the neighbours.
-					if q, ok = rules[a].cell(x); !ok {
-						return false
-					}
+			p := d[12*i : 12*i+12 : 12*i+12]
+			x := float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[4:])))
+			z := float64(math.Float32frombits(binary.LittleEndian.Uint32(p[8:])))
+			qx, ox := cx.first(x)
+			qy, oy := cy.first(y)
+			qz, oz := cz.first(z)
+			if !(ox && oy && oz) {
+				// A value by a cell's edge: cell tries the neighbours.
+				var ok bool
+				if qx, ok = cx.cell(x); !ok {
+					return false
 				}
-				switch o := out[a*stride+i*w:]; w {
-				case 1:
-					o[0] = byte(q)
-				case 2:
-					binary.LittleEndian.PutUint16(o, uint16(q))
-				default:
-					binary.LittleEndian.PutUint32(o, q)
+				if qy, ok = cy.cell(y); !ok {
+					return false
 				}
+				if qz, ok = cz.cell(z); !ok {
+					return false
+				}
+			}
+			switch w {
+			case 1:
+				px[i], py[i], pz[i] = byte(qx), byte(qy), byte(qz)
+			case 2:
+				binary.LittleEndian.PutUint16(px[2*i:], uint16(qx))
+				binary.LittleEndian.PutUint16(py[2*i:], uint16(qy))
+				binary.LittleEndian.PutUint16(pz[2*i:], uint16(qz))
+			default:
+				binary.LittleEndian.PutUint32(px[4*i:], qx)
+				binary.LittleEndian.PutUint32(py[4*i:], qy)
+				binary.LittleEndian.PutUint32(pz[4*i:], qz)
 			}
 		}
 	}
 	return true
 }
 
-// cellConsts is three axes' cellRules for cells3's steps, each value in
-// four float64 lanes (the steps read them as vectors): per axis inv, k0,
-// last, s, off and p, as quantize_amd64.s's HALF reads them.
-type cellConsts [3][6][4]float64
-
-func (k *cellConsts) set(a int, c *cellRule) {
-	for i, v := range [6]float64{c.inv, c.k0, c.last, c.s, c.off, c.p} {
-		k[a][i] = [4]float64{v, v, v, v}
-	}
-}
-
 // cellRule puts one axis's values in their cells: the cell of x is
 // x/s − k0 rounded down (within [0, last]), and decodes to off + q × s.
+// Its fields' order is quantize_amd64.s's (RULE).
 type cellRule struct{ s, inv, k0, last, p, off float64 }
 
 // cell is x's cell number, checked as a client decodes it: float64(q*s)

@@ -10,26 +10,26 @@ var quantAVX2 = cpu.X86.HasAVX2
 // cells3AVX2: see quantize_amd64.s.
 //
 //go:noescape
-func cells3AVX2(d, out []byte, stride, w int, k *cellConsts) (done int)
+func cells3AVX2(d, out []byte, stride, w int, r *[3]cellRule) (done int)
 
 // bounds3AVX2: see quantize_amd64.s.
 //
 //go:noescape
-func bounds3AVX2(d []byte, acc *[6][8]float32) (steps int, bad bool)
+func bounds3AVX2(d []byte, b *[6]float32) (steps int, bad bool)
 
 // cells3SIMD is cells3AVX2 where it runs and w is 1 or 2 (ok), else
 // nothing: the caller does every row. out must hold plane 2's rows.
-func cells3SIMD(d, out []byte, stride, w int, k *cellConsts) (done int, ok bool) {
+func cells3SIMD(d, out []byte, stride, w int, r *[3]cellRule) (done int, ok bool) {
 	if !quantAVX2 || (w != 1 && w != 2) || len(out) < 2*stride+len(d)/12*w {
 		return 0, false
 	}
-	return cells3AVX2(d, out, stride, w, k), true
+	return cells3AVX2(d, out, stride, w, r), true
 }
 
 // bounds3SIMD is bounds3AVX2 where it runs, else no steps.
-func bounds3SIMD(d []byte, acc *[6][8]float32) (steps int, bad bool) {
+func bounds3SIMD(d []byte, b *[6]float32) (steps int, bad bool) {
 	if !quantAVX2 {
 		return 0, false
 	}
-	return bounds3AVX2(d, acc)
+	return bounds3AVX2(d, b)
 }

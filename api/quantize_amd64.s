@@ -43,28 +43,27 @@ DATA quantLanes<>+144(SB)/8, $0x7fffffffffffffff
 DATA quantLanes<>+152(SB)/8, $0x7fffffffffffffff
 GLOBL quantLanes<>(SB), RODATA|NOPTR, $160
 
-// AXES: Y3, Y4, Y5 = the x, y and z values of the 8 rows at SI.
-#define AXES \
-	VMOVUPS  (SI), Y0; \
-	VMOVUPS  32(SI), Y1; \
-	VMOVUPS  64(SI), Y2; \
-	VBLENDPS $0x92, Y1, Y0, Y3; \
-	VBLENDPS $0x24, Y2, Y3, Y3; \
-	VBLENDPS $0x24, Y1, Y0, Y4; \
-	VBLENDPS $0x49, Y2, Y4, Y4; \
-	VBLENDPS $0x49, Y1, Y0, Y5; \
-	VBLENDPS $0x92, Y2, Y5, Y5; \
-	VMOVDQU  quantLanes<>+0(SB), Y0; \
-	VMOVDQU  quantLanes<>+32(SB), Y1; \
-	VMOVDQU  quantLanes<>+64(SB), Y2; \
-	VPERMPS  Y3, Y0, Y3; \
-	VPERMPS  Y4, Y1, Y4; \
-	VPERMPS  Y5, Y2, Y5
+// SPLIT: X, Y, Z = axes 0, 1 and 2 of the 8 rows whose 24 values A, B
+// and C hold (value e in lane e%8 of the (e/8)th), in row order; T is
+// scratch, A, B and C are kept.
+#define SPLIT(A, B, C, X, Y, Z, T) \
+	VBLENDPS $0x92, B, A, X; \
+	VBLENDPS $0x24, C, X, X; \
+	VBLENDPS $0x24, B, A, Y; \
+	VBLENDPS $0x49, C, Y, Y; \
+	VBLENDPS $0x49, B, A, Z; \
+	VBLENDPS $0x92, C, Z, Z; \
+	VMOVDQU  quantLanes<>+0(SB), T; \
+	VPERMPS  X, T, X; \
+	VMOVDQU  quantLanes<>+32(SB), T; \
+	VPERMPS  Y, T, Y; \
+	VMOVDQU  quantLanes<>+64(SB), T; \
+	VPERMPS  Z, T, Z
 
 // HALF: cellRule.first of the 4 float64 values in V by the rule at
-// K(DX) (cellConsts: inv, k0, last, s, off, p, 32 bytes each), the same
-// operations in the same order, none fused: t = x*inv - k0 clamped to
-// [0, last] and truncated is the cell k; |off + k*s - x| <= p says it
+// K(DX) (inv, k0, last, s, off, p, each in 4 lanes, 32 bytes apart), the
+// same operations in the same order, none fused: t = x*inv - k0 clamped
+// to [0, last] and truncated is the cell k; |off + k*s - x| <= p says it
 // decodes within p. The cells (int32) go to OUT, each lane's verdict is
 // ANDed into Y12.
 #define HALF(V, OUT, K) \
@@ -91,7 +90,23 @@ GLOBL quantLanes<>(SB), RODATA|NOPTR, $160
 	HALF(Y7, X11, K); \
 	VPACKUSDW    X11, X10, X10
 
-// func cells3AVX2(d, out []byte, stride, w int, k *cellConsts) (done int)
+// RULE: axis A's cellRule (s, inv, k0, last, p, off: 48 bytes at
+// A*48(AX)) broadcast into the frame at A*192(SP) in HALF's order.
+#define RULE(A) \
+	VBROADCASTSD (A*48+8)(AX), Y0; \
+	VMOVUPD      Y0, (A*192)(SP); \
+	VBROADCASTSD (A*48+16)(AX), Y0; \
+	VMOVUPD      Y0, (A*192+32)(SP); \
+	VBROADCASTSD (A*48+24)(AX), Y0; \
+	VMOVUPD      Y0, (A*192+64)(SP); \
+	VBROADCASTSD (A*48)(AX), Y0; \
+	VMOVUPD      Y0, (A*192+96)(SP); \
+	VBROADCASTSD (A*48+40)(AX), Y0; \
+	VMOVUPD      Y0, (A*192+128)(SP); \
+	VBROADCASTSD (A*48+32)(AX), Y0; \
+	VMOVUPD      Y0, (A*192+160)(SP)
+
+// func cells3AVX2(d, out []byte, stride, w int, r *[3]cellRule) (done int)
 //
 // The steps of cells3: 8 rows of d at a time, each axis's cells written
 // to its plane of out (axis a at out[a·stride+i·w:], w bytes a cell, 1 or
@@ -100,16 +115,20 @@ GLOBL quantLanes<>(SB), RODATA|NOPTR, $160
 // rows of the whole steps that passed.
 //
 // Registers: SI the step's rows, CX bytes left, DI plane 0 at the step,
-// R8 stride, R10 2·stride, R9 w, BX rows done; Y12 the step's verdicts,
-// Y13 zero, Y14 the magnitude mask. (Y15 is left alone: Go's internal ABI
-// keeps X15 zero.)
-TEXT ·cells3AVX2(SB), NOSPLIT, $0-80
+// R8 stride, R10 2·stride, R9 w, BX rows done, DX the rules in the frame;
+// Y12 the step's verdicts, Y13 zero, Y14 the magnitude mask. (Y15 is left
+// alone: Go's internal ABI keeps X15 zero.)
+TEXT ·cells3AVX2(SB), 0, $576-80
 	MOVQ d_base+0(FP), SI
 	MOVQ d_len+8(FP), CX
 	MOVQ out_base+24(FP), DI
 	MOVQ stride+48(FP), R8
 	MOVQ w+56(FP), R9
-	MOVQ k+64(FP), DX
+	MOVQ r+64(FP), AX
+	RULE(0)
+	RULE(1)
+	RULE(2)
+	LEAQ (SP), DX
 	LEAQ (R8)(R8*1), R10
 	XORQ BX, BX
 	VXORPD  Y13, Y13, Y13
@@ -120,7 +139,10 @@ TEXT ·cells3AVX2(SB), NOSPLIT, $0-80
 words:
 	CMPQ CX, $96
 	JB   done
-	AXES
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	SPLIT(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
 	VPCMPEQD Y12, Y12, Y12
 	CELLS(Y3, X3, 0)
 	VMOVDQU  X10, (DI)
@@ -140,7 +162,10 @@ words:
 bytes:
 	CMPQ CX, $96
 	JB   done
-	AXES
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	SPLIT(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
 	VPCMPEQD Y12, Y12, Y12
 	CELLS(Y3, X3, 0)
 	VPACKUSWB X10, X10, X10
@@ -165,17 +190,29 @@ done:
 	MOVQ BX, done+72(FP)
 	RET
 
-// func bounds3AVX2(d []byte, acc *[6][8]float32) (steps int, bad bool)
+// FOLD: the 8 lanes of V folded by OP (VMINPS or VMAXPS) into lane 0 of
+// XV; XT is scratch.
+#define FOLD(OP, V, XV, XT) \
+	VEXTRACTF128 $1, V, XT; \
+	OP           XT, XV, XV; \
+	VMOVHLPS     XV, XV, XT; \
+	OP           XT, XV, XV; \
+	VPSHUFD      $1, XV, XT; \
+	OP           XT, XV, XV
+
+// func bounds3AVX2(d []byte, b *[6]float32) (steps int, bad bool)
 //
-// The steps of bounds3: the lane-wise smallest values of d's whole steps
-// of 8 rows (three loads each: lane j of load v is axis (8v+j)%3) into
-// acc[0:3], the largest into acc[3:6], and whether any value's exponent
-// bits are all set (NaN, ±Inf). Steps: how many.
+// The steps of bounds3: the smallest values of each axis over d's whole
+// steps of 8 rows into b[0:3], the largest into b[3:6], and whether any
+// value's exponent bits are all set (NaN, ±Inf: then b is not written).
+// Steps: how many. The loop keeps each lane's bounds (value e of a step,
+// axis e%3, in lane e%8 of load e/8); SPLIT then sorts them by axis.
 TEXT ·bounds3AVX2(SB), NOSPLIT, $0-41
 	MOVQ d_base+0(FP), SI
 	MOVQ d_len+8(FP), CX
-	MOVQ acc+24(FP), DI
+	MOVQ b+24(FP), DI
 	XORQ BX, BX
+	MOVB $0, bad+40(FP)
 	CMPQ CX, $96
 	JB   none
 	VMOVUPS (SI), Y0
@@ -217,19 +254,32 @@ step:
 	JMP  step
 
 end:
-	VMOVUPS Y3, (DI)
-	VMOVUPS Y4, 32(DI)
-	VMOVUPS Y5, 64(DI)
-	VMOVUPS Y6, 96(DI)
-	VMOVUPS Y7, 128(DI)
-	VMOVUPS Y8, 160(DI)
-	VPTEST  Y9, Y9
-	SETNE   bad+40(FP)
+	VPTEST Y9, Y9
+	JNE    nonfinite
+	SPLIT(Y3, Y4, Y5, Y0, Y1, Y2, Y11)
+	FOLD(VMINPS, Y0, X0, X11)
+	FOLD(VMINPS, Y1, X1, X11)
+	FOLD(VMINPS, Y2, X2, X11)
+	VMOVSS X0, (DI)
+	VMOVSS X1, 4(DI)
+	VMOVSS X2, 8(DI)
+	SPLIT(Y6, Y7, Y8, Y0, Y1, Y2, Y11)
+	FOLD(VMAXPS, Y0, X0, X11)
+	FOLD(VMAXPS, Y1, X1, X11)
+	FOLD(VMAXPS, Y2, X2, X11)
+	VMOVSS X0, 12(DI)
+	VMOVSS X1, 16(DI)
+	VMOVSS X2, 20(DI)
+	VZEROUPPER
+	MOVQ BX, steps+32(FP)
+	RET
+
+nonfinite:
+	MOVB $1, bad+40(FP)
 	VZEROUPPER
 	MOVQ BX, steps+32(FP)
 	RET
 
 none:
 	MOVQ $0, steps+32(FP)
-	MOVB $0, bad+40(FP)
 	RET

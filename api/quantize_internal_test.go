@@ -497,7 +497,7 @@ func TestQuantizeSteps(t *testing.T) {
 			// cases reach the rows done one at a time.)
 			if w := bits / 8; w <= 2 {
 				out := make([]byte, 3*rows*w)
-				if n, ran := cells3SIMD(d, out, rows*w, w, &z.consts); ran && n < rows/8*8 {
+				if n, ran := cells3SIMD(d, out, rows*w, w, &z.rules); ran && n < rows/8*8 {
 					stops++
 				}
 			}
@@ -551,7 +551,7 @@ func TestQuantizeSteps(t *testing.T) {
 			out := make([]byte, 3*rows*w)
 			stepped := 0
 			for i := 0; i+8 <= rows; {
-				n, _ := cells3SIMD(d[12*i:], out[i*w:], rows*w, w, &z.consts)
+				n, _ := cells3SIMD(d[12*i:], out[i*w:], rows*w, w, &z.rules)
 				stepped += n
 				i += n + 8
 			}
