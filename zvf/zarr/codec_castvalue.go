@@ -3,6 +3,7 @@ package zarr
 import (
 	"encoding/json"
 	"math"
+	"math/big"
 )
 
 // The cast_value codec (zarr-extensions): each element converted to
@@ -87,18 +88,18 @@ func same(a, b num) bool {
 	return ra.Cmp(rb) == 0
 }
 
-func (c *castValue) convert(n num, to DataType, m [][2]num) (num, error) {
+func (c *castValue) convert(n num, to DataType, m [][2]num, r castRules) (num, error) {
 	for _, p := range m {
 		if same(n, p[0]) {
-			return cast(p[1], to, castRules{rounding: "nearest-even"})
+			return cast(p[1], to, castRules{rounding: "nearest-even", scratch: r.scratch})
 		}
 	}
-	return cast(n, to, c.rules)
+	return cast(n, to, r)
 }
 
 func (c *castValue) out(in rep) (rep, error) {
 	fill := make([]byte, c.to.Size)
-	v, err := c.convert(in.typ.At(in.fill, 0), c.to, c.enc)
+	v, err := c.convert(in.typ.At(in.fill, 0), c.to, c.enc, c.rules)
 	if err != nil {
 		return rep{}, metaErr("cast_value cannot cast the fill value: %v", err)
 	}
@@ -109,10 +110,19 @@ func (c *castValue) out(in rep) (rep, error) {
 func (c *castValue) run(data []byte, from, to DataType, m [][2]num) ([]byte, error) {
 	n := len(data) / from.Size
 	out := make([]byte, n*to.Size)
+	r := c.rules
+	r.scratch = new(big.Float)
 	for i := 0; i < n; i++ {
-		v, err := c.convert(from.At(data[i*from.Size:], 0), to, m)
-		if err != nil {
-			return nil, err
+		x := from.At(data[i*from.Size:], 0)
+		v, ok := num{}, false
+		if len(m) == 0 { // no scalar map: straight to cast's fast path
+			v, ok = castFast(x, to, r)
+		}
+		if !ok {
+			var err error
+			if v, err = c.convert(x, to, m, r); err != nil {
+				return nil, err
+			}
 		}
 		store(to, out[i*to.Size:], v)
 	}

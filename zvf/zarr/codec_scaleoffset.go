@@ -2,7 +2,9 @@ package zarr
 
 import (
 	"encoding/json"
+	"math"
 	"math/big"
+	"math/bits"
 )
 
 // The scale_offset codec (zarr-extensions): (x - offset) × scale, in the
@@ -87,6 +89,14 @@ func (s *scaleOffset) arith(a num, enc bool) (num, error) {
 		}
 		return num{Kind: KindFloat, F: r}, nil
 	}
+	if r, ok := s.arithInt(a, enc); ok {
+		return cast(r, s.typ, castRules{})
+	}
+	return s.arithExact(a, enc)
+}
+
+// arithExact is arith for an integer type in exact rational arithmetic.
+func (s *scaleOffset) arithExact(a num, enc bool) (num, error) {
 	x, _ := a.rat()
 	sc, _ := s.scale.rat()
 	of, _ := s.offset.rat()
@@ -99,7 +109,76 @@ func (s *scaleOffset) arith(a num, enc bool) (num, error) {
 	if !q.IsInt() {
 		return num{}, corrupt("scale_offset result %s is not an integer of %s", q.RatString(), s.typ.Name)
 	}
-	return cast(num{Kind: KindInt, I: q.Num().Int64()}, s.typ, castRules{})
+	switch z := q.Num(); {
+	case z.IsInt64():
+		return cast(num{Kind: KindInt, I: z.Int64()}, s.typ, castRules{})
+	case z.IsUint64():
+		return cast(num{Kind: KindUint, U: z.Uint64()}, s.typ, castRules{})
+	default:
+		return num{}, corrupt("%s is out of the range of %s", z, s.typ.Name)
+	}
+}
+
+// arithInt is arith for an integer type in machine arithmetic, ok false
+// where a step would overflow int64 or uint64 or a quotient is not whole
+// (arith's rational arithmetic then decides, with the same answer where
+// both apply: TestScaleOffsetIntFast). a, the scale and the offset are all
+// of the type's kind.
+func (s *scaleOffset) arithInt(a num, enc bool) (num, bool) {
+	if s.typ.Kind == KindInt {
+		x, sc, of := a.I, s.scale.I, s.offset.I
+		if enc {
+			d := x - of
+			if (x^of)&(x^d) < 0 { // x − of overflowed
+				return num{}, false
+			}
+			hi, lo := bits.Mul64(uint64(abs64(d)), uint64(abs64(sc)))
+			if hi != 0 || lo > math.MaxInt64 || d == math.MinInt64 || sc == math.MinInt64 {
+				return num{}, false
+			}
+			r := int64(lo)
+			if (d < 0) != (sc < 0) {
+				r = -r
+			}
+			return num{Kind: KindInt, I: r}, true
+		}
+		if sc == 0 || sc == -1 && x == math.MinInt64 || x%sc != 0 {
+			return num{}, false
+		}
+		q := x / sc
+		r := q + of
+		if (q^r)&(of^r) < 0 { // q + of overflowed
+			return num{}, false
+		}
+		return num{Kind: KindInt, I: r}, true
+	}
+	x, sc, of := a.U, s.scale.U, s.offset.U
+	if enc {
+		if x < of { // negative: out of the type's range, the exact path says so
+			return num{}, false
+		}
+		hi, lo := bits.Mul64(x-of, sc)
+		if hi != 0 {
+			return num{}, false
+		}
+		return num{Kind: KindUint, U: lo}, true
+	}
+	if sc == 0 || x%sc != 0 {
+		return num{}, false
+	}
+	r, carry := bits.Add64(x/sc, of, 0)
+	if carry != 0 {
+		return num{}, false
+	}
+	return num{Kind: KindUint, U: r}, true
+}
+
+// abs64 is |v|; math.MinInt64 stays itself (callers refuse it).
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 func (s *scaleOffset) out(in rep) (rep, error) {

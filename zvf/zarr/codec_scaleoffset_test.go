@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/big"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
@@ -131,6 +133,217 @@ func FuzzCastValue(f *testing.F) {
 		})
 		if bound := 2*16*uint64(len(data)) + 16<<10; a > bound {
 			t.Fatalf("%d bytes allocated %d, bound %d", len(data), a, bound)
+		}
+	})
+}
+
+// castNames are the types cast_value converts between.
+var castNames = []string{"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
+
+// checkCast requires cast, with its fast path, to answer as castExact
+// does: the same value (floats by their bits) or the same error.
+func checkCast(t *testing.T, n num, to DataType, r castRules) {
+	t.Helper()
+	got, err := cast(n, to, r)
+	want, werr := castExact(n, to, r)
+	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+		t.Fatalf("%+v to %s %+v: error %v, exactly %v", n, to.Name, r, err, werr)
+	}
+	if err == nil && (got.Kind != want.Kind || got.I != want.I || got.U != want.U || math.Float64bits(got.F) != math.Float64bits(want.F)) {
+		t.Fatalf("%+v to %s %+v: %+v, exactly %+v", n, to.Name, r, got, want)
+	}
+}
+
+// TestCastFastIsExact: cast's fast path gives castExact's answer for
+// values at and beside every type's range bounds, float32's and float64's
+// exact-integer bounds, halves and quarters (where the rounding modes
+// part), signed zeros, subnormals, the largest finite values, NaN and the
+// infinities, into every type, with every rounding mode and out_of_range
+// rule.
+func TestCastFastIsExact(t *testing.T) {
+	var vals []num
+	for _, b := range []uint{7, 8, 15, 16, 24, 31, 32, 53, 62, 63} {
+		for _, d := range []int64{-2, -1, 0, 1, 2} {
+			p := int64(1) << b
+			vals = append(vals, num{Kind: KindInt, I: p + d}, num{Kind: KindInt, I: -p + d})
+			vals = append(vals, num{Kind: KindUint, U: uint64(p + d)})
+			vals = append(vals, num{Kind: KindFloat, F: float64(p + d)}, num{Kind: KindFloat, F: -float64(p + d)})
+		}
+	}
+	vals = append(vals, num{Kind: KindInt, I: math.MinInt64}, num{Kind: KindInt, I: math.MaxInt64},
+		num{Kind: KindUint, U: math.MaxUint64}, num{Kind: KindUint, U: 1 << 63}, num{Kind: KindUint, U: 1<<63 + 1})
+	for _, f := range []float64{0, math.Copysign(0, -1), 0.25, 0.5, 0.75, 1.5, 2.5, -0.5, -1.5, -2.5, 127.5, 128.5, -128.5,
+		255.5, 32767.5, 1e-40, 1e-310, math.SmallestNonzeroFloat64, math.MaxFloat32, math.MaxFloat64, 65504, 65520, 1.0 / 3,
+		float64(math.Nextafter32(1, 2)), 1 + 0x1p-30, 0x1p63, 0x1p64, -0x1p63, 1e19, 1e20,
+		math.NaN(), math.Inf(1), math.Inf(-1)} {
+		vals = append(vals, num{Kind: KindFloat, F: f}, num{Kind: KindFloat, F: -f})
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for range 2000 {
+		vals = append(vals, num{Kind: KindInt, I: int64(rng.Uint64()) >> rng.IntN(64)},
+			num{Kind: KindUint, U: rng.Uint64() >> rng.IntN(64)},
+			num{Kind: KindFloat, F: math.Float64frombits(rng.Uint64())},
+			num{Kind: KindFloat, F: (rng.Float64() - 0.5) * math.Pow(2, float64(rng.IntN(80)))})
+	}
+	var z big.Float
+	for _, name := range castNames {
+		to := mustType(t, name)
+		for _, rounding := range []string{"", "nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away"} {
+			if to.Kind == KindFloat {
+				// roundFloat, reusing z, rounds as big.Rat's exact value
+				// does.
+				for _, n := range vals {
+					if n.Kind == KindFloat && (math.IsNaN(n.F) || math.IsInf(n.F, 0) || n.F == 0) {
+						continue // cast keeps these as they are, signed zeros too
+					}
+					got, err := roundFloat(n, to, rounding, &z)
+					want, werr := roundFloatRat(n, to, rounding)
+					if (err == nil) != (werr == nil) || math.Float64bits(got) != math.Float64bits(want) {
+						t.Fatalf("round %+v to %s %q: %v %v, from its rational %v %v", n, name, rounding, got, err, want, werr)
+					}
+				}
+			}
+			for _, oor := range []string{"", "clamp", "wrap"} {
+				if oor == "wrap" && to.Kind == KindFloat {
+					continue
+				}
+				for _, n := range vals {
+					checkCast(t, n, to, castRules{rounding: rounding, oor: oor})
+				}
+			}
+		}
+	}
+}
+
+// roundFloatRat is roundFloat from n's exact rational value, as it was
+// before it took a reusable big.Float.
+func roundFloatRat(n num, t DataType, mode string) (float64, error) {
+	q, _ := n.rat()
+	prec := map[int]uint{2: 11, 4: 24, 8: 53}[t.Size]
+	bm := map[string]big.RoundingMode{"towards-zero": big.ToZero, "towards-positive": big.ToPositiveInf,
+		"towards-negative": big.ToNegativeInf, "nearest-away": big.ToNearestAway}[mode] // nearest-even: 0
+	f, _ := new(big.Float).SetPrec(prec).SetMode(bm).SetRat(q).Float64()
+	switch t.Size {
+	case 4:
+		if f32 := float32(f); math.IsInf(float64(f32), 0) && !math.IsInf(f, 0) {
+			return 0, errors.New("overflow")
+		} else {
+			return float64(f32), nil
+		}
+	case 2:
+		if h := Float16Value(Float16Bits(f)); math.IsInf(h, 0) && !math.IsInf(f, 0) {
+			return 0, errors.New("overflow")
+		} else {
+			return h, nil
+		}
+	}
+	return f, nil
+}
+
+// FuzzCast: any value of any kind, into any type by any rules: cast's
+// fast path answers as castExact.
+func FuzzCast(f *testing.F) {
+	f.Add(uint8(0), uint64(1<<53+1), uint8(9), uint8(0))
+	f.Add(uint8(2), math.Float64bits(2.5), uint8(3), uint8(5))
+	f.Fuzz(func(t *testing.T, kind uint8, bits uint64, to, rules uint8) {
+		n := num{Kind: []Kind{KindInt, KindUint, KindFloat}[int(kind)%3]}
+		switch n.Kind {
+		case KindInt:
+			n.I = int64(bits)
+		case KindUint:
+			n.U = bits
+		default:
+			n.F = math.Float64frombits(bits)
+		}
+		dt := mustType(t, castNames[int(to)%len(castNames)])
+		r := castRules{rounding: []string{"", "nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away"}[int(rules)%6],
+			oor: []string{"", "clamp", "wrap"}[int(rules/6)%3]}
+		if r.oor == "wrap" && dt.Kind == KindFloat {
+			return
+		}
+		checkCast(t, n, dt, r)
+	})
+}
+
+// TestScaleOffsetIntFast: scale_offset on an integer type answers in
+// machine arithmetic as in exact rational arithmetic, for values, scales
+// and offsets at and beside the types' bounds and random ones, encoding
+// and decoding: the same value or the same error (overflow, a quotient
+// that is not whole, a result out of the type's range).
+func TestScaleOffsetIntFast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, name := range []string{"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"} {
+		typ := mustType(t, name)
+		bits := uint(8 * typ.Size)
+		var edges []num // values of the type: its bounds, ±1, 0 and randoms
+		for range 40 {
+			if typ.Kind == KindInt {
+				lo, hi := int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1)
+				for _, v := range []int64{lo, lo + 1, -2, -1, 0, 1, 2, 3, 7, hi - 1, hi, int64(rng.Uint64()) >> (64 - bits), int64(rng.IntN(201)) - 100} {
+					edges = append(edges, num{Kind: KindInt, I: v})
+				}
+			} else {
+				hi := uint64(1)<<bits - 1
+				if bits == 64 {
+					hi = math.MaxUint64
+				}
+				for _, v := range []uint64{0, 1, 2, 3, 7, hi - 1, hi, hi / 2, hi/2 + 1, rng.Uint64() >> (64 - bits), uint64(rng.IntN(100))} {
+					edges = append(edges, num{Kind: KindUint, U: v})
+				}
+			}
+		}
+		for range 3000 {
+			sc, of, x := edges[rng.IntN(len(edges))], edges[rng.IntN(len(edges))], edges[rng.IntN(len(edges))]
+			if sc.Float64() == 0 {
+				continue
+			}
+			s := &scaleOffset{typ: typ, scale: sc, offset: of}
+			for _, enc := range []bool{true, false} {
+				got, err := s.arith(x, enc)
+				want, werr := s.arithExact(x, enc)
+				if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || err == nil && got != want {
+					t.Fatalf("%s scale %+v offset %+v x %+v enc %v: %+v %v, exactly %+v %v", name, sc, of, x, enc, got, err, want, werr)
+				}
+			}
+		}
+	}
+	// A uint64 past int64's range comes back as itself (the exact path
+	// once read it through int64 and called it out of range).
+	s := &scaleOffset{typ: mustType(t, "uint64"), scale: num{Kind: KindUint, U: 2}, offset: num{Kind: KindUint, U: 1 << 62}}
+	x := num{Kind: KindUint, U: 1<<63 + 10}
+	if got, err := s.arithExact(x, false); err != nil || got.U != (1<<63+10)/2+1<<62 {
+		t.Fatalf("uint64 decode: %+v %v", got, err)
+	}
+}
+
+// FuzzScaleOffsetInt: scale_offset on any integer type, with any scale,
+// offset and value of it: machine arithmetic answers as exact rational
+// arithmetic.
+func FuzzScaleOffsetInt(f *testing.F) {
+	f.Add(uint8(3), uint64(1<<63), uint64(3), uint64(7))
+	f.Add(uint8(7), uint64(1<<63+10), uint64(2), uint64(1<<62))
+	names := []string{"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+	f.Fuzz(func(t *testing.T, which uint8, x, sc, of uint64) {
+		typ := mustType(t, names[int(which)%len(names)])
+		// Each as a value of the type: its low bits, sign-extended for
+		// the signed types.
+		val := func(u uint64) num {
+			shift := 64 - 8*uint(typ.Size)
+			if typ.Kind == KindInt {
+				return num{Kind: KindInt, I: int64(u<<shift) >> shift}
+			}
+			return num{Kind: KindUint, U: u << shift >> shift}
+		}
+		s := &scaleOffset{typ: typ, scale: val(sc), offset: val(of)}
+		if s.scale.Float64() == 0 {
+			return
+		}
+		for _, enc := range []bool{true, false} {
+			got, err := s.arith(val(x), enc)
+			want, werr := s.arithExact(val(x), enc)
+			if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || err == nil && got != want {
+				t.Fatalf("%s scale %+v offset %+v x %+v enc %v: %+v %v, exactly %+v %v", typ.Name, s.scale, s.offset, val(x), enc, got, err, want, werr)
+			}
 		}
 	})
 }

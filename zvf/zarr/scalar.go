@@ -108,19 +108,224 @@ func parseScalar(t DataType, raw json.RawMessage) (num, error) {
 
 type castRules struct {
 	rounding string
-	oor      string // "", "clamp", "wrap"
+	oor      string     // "", "clamp", "wrap"
+	scratch  *big.Float // roundFloat's, when not nil
 }
 
 // cast converts n to t: exact when representable, else by rounding and
-// out_of_range; otherwise an error.
+// out_of_range; otherwise an error. A value machine arithmetic converts
+// exactly takes castFast (a decoded chunk is millions of them); the rest,
+// castExact's rational arithmetic, which castFast always agrees with
+// (TestCastFastIsExact, FuzzCast).
 func cast(n num, t DataType, r castRules) (num, error) {
+	if v, ok := castFast(n, t, r); ok {
+		return v, nil
+	}
+	return castExact(n, t, r)
+}
+
+// castFast is cast where machine arithmetic gives the exact answer, ok
+// false elsewhere (castExact then decides):
+//   - to float64, float32 or float16, a value the type holds as it is (no
+//     rounding mode then applies); to float32 also any value of float32's
+//     normal range, rounded by the mode;
+//   - to an integer type, an integer or a float rounded by the mode (float64
+//     rounding to a whole number is exact), then within the type's range or
+//     brought into it by out_of_range.
+func castFast(n num, t DataType, r castRules) (num, bool) {
+	if t.Kind == KindFloat {
+		return castFastFloat(n, t, r.rounding)
+	}
+	var v int64 // n as an integer, when it is one of int64's
+	switch n.Kind {
+	case KindInt:
+		v = n.I
+	case KindUint:
+		if n.U > math.MaxInt64 {
+			switch {
+			case t.Kind == KindUint && t.Size == 8:
+				return num{Kind: KindUint, U: n.U}, true
+			case r.oor == "wrap":
+				return wrapInt(n.U, t), true
+			case r.oor == "clamp":
+				return intBound(t, true), true
+			}
+			return num{}, false
+		}
+		v = int64(n.U)
+	default:
+		f := n.F
+		if f != math.Trunc(f) { // also NaN: the exact path's error
+			switch r.rounding {
+			case "", "nearest-even":
+				f = math.RoundToEven(f)
+			case "towards-zero":
+				f = math.Trunc(f)
+			case "towards-negative":
+				f = math.Floor(f)
+			case "towards-positive":
+				f = math.Ceil(f)
+			case "nearest-away":
+				f = math.Round(f)
+			default:
+				return num{}, false
+			}
+		}
+		// f is whole now (or NaN, ±Inf: the exact path's errors).
+		switch {
+		case f >= -1<<63 && f < 1<<63:
+			v = int64(f)
+		case f >= 1<<63 && f < 1<<64:
+			return castFast(num{Kind: KindUint, U: uint64(f)}, t, r)
+		case math.IsInf(f, 0) || f != f:
+			return num{}, false
+		case r.oor == "clamp": // beyond every integer type's range
+			return intBound(t, f > 0), true
+		case r.oor == "wrap":
+			// |f| = m × 2^e, m of 53 bits, e ≥ 11: its low 64 bits.
+			mant, exp := math.Frexp(math.Abs(f))
+			m, e := uint64(mant*(1<<53)), exp-53
+			var u uint64
+			if e < 64 {
+				u = m << uint(e)
+			}
+			if f < 0 {
+				u = -u
+			}
+			return wrapInt(u, t), true
+		default:
+			return num{}, false
+		}
+	}
+	bits := uint(8 * t.Size)
+	var in bool
+	if t.Kind == KindInt {
+		in = bits == 64 || v >= -1<<(bits-1) && v <= 1<<(bits-1)-1
+	} else {
+		in = v >= 0 && (bits == 64 || uint64(v) <= 1<<bits-1)
+	}
+	switch {
+	case in && t.Kind == KindInt:
+		return num{Kind: KindInt, I: v}, true
+	case in:
+		return num{Kind: KindUint, U: uint64(v)}, true
+	case r.oor == "wrap":
+		return wrapInt(uint64(v), t), true
+	case r.oor == "clamp":
+		return intBound(t, v > 0), true
+	}
+	return num{}, false
+}
+
+// wrapInt is the integer whose two's complement bits are u's low ones, as
+// integer type t reads them: u modulo 2^bits, as out_of_range wrap takes it.
+func wrapInt(u uint64, t DataType) num {
+	shift := 64 - 8*uint(t.Size)
+	if t.Kind == KindInt {
+		return num{Kind: KindInt, I: int64(u<<shift) >> shift}
+	}
+	return num{Kind: KindUint, U: u << shift >> shift}
+}
+
+// intBound is integer type t's largest value (hi) or its smallest.
+func intBound(t DataType, hi bool) num {
+	bits := uint(8 * t.Size)
+	if t.Kind == KindInt {
+		if hi {
+			return num{Kind: KindInt, I: int64(uint64(1)<<(bits-1) - 1)}
+		}
+		return num{Kind: KindInt, I: -1 << (bits - 1)}
+	}
+	if hi {
+		return num{Kind: KindUint, U: math.MaxUint64 >> (64 - bits)}
+	}
+	return num{Kind: KindUint}
+}
+
+// castFastFloat is castFast to a float type.
+func castFastFloat(n num, t DataType, rounding string) (num, bool) {
+	var f float64
+	switch n.Kind {
+	case KindInt:
+		if n.I < -1<<53 || n.I > 1<<53 {
+			return num{}, false
+		}
+		f = float64(n.I)
+	case KindUint:
+		if n.U > 1<<53 {
+			return num{}, false
+		}
+		f = float64(n.U)
+	default:
+		f = n.F
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return num{}, false
+		}
+	}
+	switch t.Size {
+	case 8:
+		return num{Kind: KindFloat, F: f}, true
+	case 2:
+		if Float16Value(Float16Bits(f)) != f {
+			return num{}, false
+		}
+		return num{Kind: KindFloat, F: f}, true
+	case 4:
+	default:
+		return num{}, false
+	}
+	r := float32(f) // nearest, ties to even
+	if float64(r) == f {
+		return num{Kind: KindFloat, F: f}, true
+	}
+	// Rounded, within float32's normal range: the exact path rounds once
+	// there too (below it, twice: to 24 bits, then to the subnormal).
+	if a := math.Abs(f); a < 0x1p-126 || a > math.MaxFloat32 {
+		return num{}, false
+	}
+	up, down := float32(math.Inf(1)), float32(math.Inf(-1))
+	switch rounding {
+	case "", "nearest-even":
+	case "towards-zero":
+		if math.Abs(float64(r)) > math.Abs(f) {
+			r = math.Nextafter32(r, 0)
+		}
+	case "towards-negative":
+		if float64(r) > f {
+			r = math.Nextafter32(r, down)
+		}
+	case "towards-positive":
+		if float64(r) < f {
+			r = math.Nextafter32(r, up)
+		}
+	case "nearest-away":
+		// A tie went to the even neighbour; away from zero is the other
+		// when it is larger. The differences are exact (Sterbenz).
+		o := math.Nextafter32(r, up)
+		if float64(r) > f {
+			o = math.Nextafter32(r, down)
+		}
+		if f-float64(r) == float64(o)-f && math.Abs(float64(o)) > math.Abs(float64(r)) {
+			r = o
+		}
+	default:
+		return num{}, false
+	}
+	if math.IsInf(float64(r), 0) {
+		return num{}, false
+	}
+	return num{Kind: KindFloat, F: float64(r)}, true
+}
+
+// castExact is cast in exact rational arithmetic.
+func castExact(n num, t DataType, r castRules) (num, error) {
 	if t.Kind == KindFloat {
 		f := n.Float64()
 		// NaN, infinities and signed zeros carry over between IEEE types.
 		if n.Kind == KindFloat && (math.IsNaN(f) || math.IsInf(f, 0) || f == 0) {
 			return num{Kind: KindFloat, F: f}, nil
 		}
-		rf, err := roundFloat(n, t, r.rounding)
+		rf, err := roundFloat(n, t, r.rounding, r.scratch)
 		if err != nil {
 			return num{}, err
 		}
@@ -193,9 +398,12 @@ func roundRat(q *big.Rat, mode string) *big.Int {
 	return fl
 }
 
-// roundFloat rounds n to the float type t with the given mode.
-func roundFloat(n num, t DataType, mode string) (float64, error) {
-	q, _ := n.rat()
+// roundFloat rounds n to the float type t with the given mode, in z if
+// not nil (a chunk's values reuse one: nothing is allocated a value).
+func roundFloat(n num, t DataType, mode string, z *big.Float) (float64, error) {
+	if z == nil {
+		z = new(big.Float)
+	}
 	prec := uint(53)
 	switch t.Size {
 	case 4:
@@ -214,8 +422,17 @@ func roundFloat(n num, t DataType, mode string) (float64, error) {
 	case "nearest-away":
 		bm = big.ToNearestAway
 	}
-	bf := new(big.Float).SetPrec(prec).SetMode(bm).SetRat(q)
-	f, _ := bf.Float64()
+	// n exactly (precision 0 takes the value's own), then rounded once.
+	z.SetPrec(0)
+	switch n.Kind {
+	case KindInt:
+		z.SetInt64(n.I)
+	case KindUint:
+		z.SetUint64(n.U)
+	default:
+		z.SetFloat64(n.F)
+	}
+	f, _ := z.SetMode(bm).SetPrec(prec).Float64()
 	// Respect the target's exponent range (subnormals and overflow).
 	switch t.Size {
 	case 4:
