@@ -54,14 +54,16 @@ func BenchmarkGzipDecode(b *testing.B) {
 
 // BenchmarkCastValueDecode: a chunk of 262,144 float32 values stored as
 // uint16 through cast_value (as a scale_offset + cast_value pair stores
-// quantized floats), decoded; and int32 values stored as int16. MB/s is of
-// the stored bytes.
+// quantized floats), decoded, without and with a scalar map (NaN stored as
+// 65535); and int32 values stored as int16. MB/s is of the stored bytes.
 func BenchmarkCastValueDecode(b *testing.B) {
 	const n = 1 << 18
-	for _, c := range []struct{ name, in, to string }{{"uint16-to-float32", "float32", "uint16"}, {"int16-to-int32", "int32", "int16"}} {
+	for _, c := range []struct{ name, in, to, more string }{{"uint16-to-float32", "float32", "uint16", ""},
+		{"int16-to-int32", "int32", "int16", ""},
+		{"uint16-to-float32-nan-map", "float32", "uint16", `,"scalar_map":{"encode":[["NaN",65535]],"decode":[[65535,"NaN"]]}`}} {
 		b.Run(c.name, func(b *testing.B) {
 			in, to := mustType(b, c.in), mustType(b, c.to)
-			cv, err := newCastValue(json.RawMessage(`{"data_type":"`+c.to+`"}`), rep{shape: []int64{n}, typ: in, fill: make([]byte, in.Size)})
+			cv, err := newCastValue(json.RawMessage(`{"data_type":"`+c.to+`"`+c.more+`}`), rep{shape: []int64{n}, typ: in, fill: make([]byte, in.Size)})
 			if err != nil {
 				b.Fatal(err)
 			}

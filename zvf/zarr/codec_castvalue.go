@@ -78,14 +78,23 @@ func newCastValue(cfg json.RawMessage, in rep) (*castValue, error) {
 
 func (*castValue) name() string { return "cast_value" }
 
+// same reports whether a and b are one value for a scalar map: floats (or
+// a float and an integer) as float64, NaN matching NaN; integers exactly.
 func same(a, b num) bool {
 	if a.Kind == KindFloat || b.Kind == KindFloat {
 		fa, fb := a.Float64(), b.Float64()
 		return fa == fb || (math.IsNaN(fa) && math.IsNaN(fb))
 	}
-	ra, _ := a.rat()
-	rb, _ := b.rat()
-	return ra.Cmp(rb) == 0
+	switch {
+	case a.Kind == KindInt && b.Kind == KindInt:
+		return a.I == b.I
+	case a.Kind == KindUint && b.Kind == KindUint:
+		return a.U == b.U
+	case a.Kind == KindInt:
+		return a.I >= 0 && uint64(a.I) == b.U
+	default:
+		return b.I >= 0 && uint64(b.I) == a.U
+	}
 }
 
 func (c *castValue) convert(n num, to DataType, m [][2]num, r castRules) (num, error) {

@@ -215,6 +215,23 @@ func TestCastFastIsExact(t *testing.T) {
 	}
 }
 
+// TestSameIsExact: a scalar map's integer keys match as exact numbers,
+// whatever kinds hold them.
+func TestSameIsExact(t *testing.T) {
+	ints := []num{{Kind: KindInt, I: -1}, {Kind: KindInt, I: 0}, {Kind: KindInt, I: 7}, {Kind: KindInt, I: math.MaxInt64},
+		{Kind: KindInt, I: math.MinInt64}, {Kind: KindUint, U: 0}, {Kind: KindUint, U: 7}, {Kind: KindUint, U: math.MaxInt64},
+		{Kind: KindUint, U: 1 << 63}, {Kind: KindUint, U: math.MaxUint64}}
+	for _, a := range ints {
+		for _, b := range ints {
+			ra, _ := a.rat()
+			rb, _ := b.rat()
+			if want := ra.Cmp(rb) == 0; same(a, b) != want {
+				t.Errorf("same(%+v, %+v) = %v, want %v", a, b, !want, want)
+			}
+		}
+	}
+}
+
 // roundFloatRat is roundFloat from n's exact rational value, as it was
 // before it took a reusable big.Float.
 func roundFloatRat(n num, t DataType, mode string) (float64, error) {
