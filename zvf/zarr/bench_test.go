@@ -81,3 +81,26 @@ func BenchmarkCastValueDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScaleOffsetDecode: a chunk of 262,144 float32 values through
+// scale_offset's decoding (x / scale + offset), the stage after
+// cast_value's in a store of quantized floats.
+func BenchmarkScaleOffsetDecode(b *testing.B) {
+	const n = 1 << 18
+	f := mustType(b, "float32")
+	so, err := newScaleOffset(json.RawMessage(`{"offset":100,"scale":64}`), rep{typ: f})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(i%65536)))
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := so.decode(&Chunk{Shape: []int64{n}, Type: f, Data: data}, rep{shape: []int64{n}, typ: f}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"math/big"
@@ -117,6 +118,82 @@ func (c *castValue) out(in rep) (rep, error) {
 }
 
 func (c *castValue) run(data []byte, from, to DataType, m [][2]num) ([]byte, error) {
+	if out, ok := c.widen(data, from, to, m); ok {
+		return out, nil
+	}
+	return c.runEach(data, from, to, m)
+}
+
+// widen is run for integers of at most 16 bits into float32 or float64,
+// or of 32 bits into float64 (a quantized float's decoding): every such
+// integer is a float the type holds, which cast gives as it is, so one
+// loop converts them; an element a scalar map names goes through convert.
+// ok false for other types and for a map with float keys (runEach).
+func (c *castValue) widen(data []byte, from, to DataType, m [][2]num) ([]byte, bool) {
+	if from.Kind != KindInt && from.Kind != KindUint || to.Kind != KindFloat ||
+		from.Size > 4 || to.Size < 4 || from.Size == 4 && to.Size == 4 {
+		return nil, false
+	}
+	var keys [4]int64 // the map's keys; one that int64 does not hold matches none
+	nk := 0
+	for _, p := range m {
+		switch k := p[0]; {
+		case k.Kind == KindFloat || nk == len(keys):
+			return nil, false
+		case k.Kind == KindInt:
+			keys[nk], nk = k.I, nk+1
+		case k.U <= math.MaxInt64:
+			keys[nk], nk = int64(k.U), nk+1
+		}
+	}
+	n, w := len(data)/from.Size, to.Size
+	out := make([]byte, n*w)
+	signed := from.Kind == KindInt
+	r := c.rules
+	for i := range n {
+		var v int64
+		switch o := i * from.Size; from.Size {
+		case 1:
+			v = int64(data[o])
+			if signed {
+				v = int64(int8(data[o]))
+			}
+		case 2:
+			u := binary.LittleEndian.Uint16(data[o:])
+			v = int64(u)
+			if signed {
+				v = int64(int16(u))
+			}
+		default:
+			u := binary.LittleEndian.Uint32(data[o:])
+			v = int64(u)
+			if signed {
+				v = int64(int32(u))
+			}
+		}
+		mapped := false
+		for _, k := range keys[:nk] {
+			mapped = mapped || v == k
+		}
+		if mapped {
+			x, err := c.convert(from.At(data[i*from.Size:], 0), to, m, r)
+			if err != nil {
+				return nil, false // runEach meets it too, and says so
+			}
+			store(to, out[i*w:], x)
+			continue
+		}
+		if w == 4 {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(v)))
+		} else {
+			binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(float64(v)))
+		}
+	}
+	return out, true
+}
+
+// runEach is run an element at a time through cast.
+func (c *castValue) runEach(data []byte, from, to DataType, m [][2]num) ([]byte, error) {
 	n := len(data) / from.Size
 	out := make([]byte, n*to.Size)
 	r := c.rules

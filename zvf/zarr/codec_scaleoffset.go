@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"math/big"
@@ -192,6 +193,44 @@ func (s *scaleOffset) out(in rep) (rep, error) {
 }
 
 func (s *scaleOffset) apply(data []byte, enc bool) ([]byte, error) {
+	if s.typ.Kind == KindFloat && s.typ.Size >= 4 {
+		return s.applyFloat(data, enc), nil
+	}
+	return s.applyEach(data, enc)
+}
+
+// applyFloat is apply for float32 and float64 in one loop, with arith's
+// operations in its order (TestScaleOffsetFloatLoop).
+func (s *scaleOffset) applyFloat(data []byte, enc bool) []byte {
+	out := make([]byte, len(data))
+	if s.typ.Size == 4 {
+		sc, of := float32(s.scale.F), float32(s.offset.F)
+		for i := 0; i+4 <= len(data); i += 4 {
+			x := math.Float32frombits(binary.LittleEndian.Uint32(data[i:]))
+			if enc {
+				x = (x - of) * sc
+			} else {
+				x = x/sc + of
+			}
+			binary.LittleEndian.PutUint32(out[i:], math.Float32bits(x))
+		}
+		return out
+	}
+	sc, of := s.scale.F, s.offset.F
+	for i := 0; i+8 <= len(data); i += 8 {
+		x := math.Float64frombits(binary.LittleEndian.Uint64(data[i:]))
+		if enc {
+			x = (x - of) * sc
+		} else {
+			x = x/sc + of
+		}
+		binary.LittleEndian.PutUint64(out[i:], math.Float64bits(x))
+	}
+	return out
+}
+
+// applyEach is apply an element at a time through arith.
+func (s *scaleOffset) applyEach(data []byte, enc bool) ([]byte, error) {
 	out := make([]byte, len(data))
 	size := s.typ.Size
 	for i := 0; i+size <= len(data); i += size {

@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -363,4 +364,76 @@ func FuzzScaleOffsetInt(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCastValueWiden: cast_value's one loop for narrow integers into
+// floats gives runEach's bytes, from every integer type it takes into
+// float32 and float64, without a scalar map, with integer keys (one at
+// the type's bound, one it cannot hold) and with a float key or five keys
+// (left to runEach).
+func TestCastValueWiden(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	data := make([]byte, 4*4000)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	for i := 0; i < 64; i++ { // bounds: all zero and all one bytes
+		data[i] = 0
+		data[len(data)-1-i] = 0xff
+	}
+	for _, from := range []string{"int8", "uint8", "int16", "uint16", "int32", "uint32"} {
+		for _, to := range []string{"float32", "float64"} {
+			for _, sm := range []string{"", `,"scalar_map":{"decode":[[-1,"NaN"],[18446744073709551615,"NaN"]]}`,
+				`,"scalar_map":{"decode":[[255,"NaN"],[65535,"-Infinity"],[7,0.5]]}`,
+				`,"scalar_map":{"decode":[[1.0,"NaN"]]}`,
+				`,"scalar_map":{"decode":[[1,2],[2,3],[3,4],[4,5],[5,6]]}`} {
+				in := mustType(t, to)
+				cv, err := newCastValue(json.RawMessage(`{"data_type":"`+from+`"`+sm+`}`), rep{shape: []int64{1}, typ: in, fill: make([]byte, in.Size)})
+				if err != nil {
+					t.Fatal(from, to, sm, err)
+				}
+				if cv.to.Size == 4 && in.Size == 4 {
+					continue // not widened: int32 → float32 rounds
+				}
+				got, err := cv.run(data, cv.to, in, cv.dec)
+				want, werr := cv.runEach(data, cv.to, in, cv.dec)
+				if (err == nil) != (werr == nil) || string(got) != string(want) {
+					t.Fatalf("%s → %s%s: %v, one at a time %v (bytes equal: %v)", from, to, sm, err, werr, string(got) == string(want))
+				}
+			}
+		}
+	}
+}
+
+// TestScaleOffsetFloatLoop: scale_offset's one loop for float32 and
+// float64 gives applyEach's bytes, NaN payloads, infinities and
+// subnormals included, encoding and decoding.
+func TestScaleOffsetFloatLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	data := make([]byte, 8*3000)
+	for i := 0; i+8 <= len(data); i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
+	}
+	for i, v := range []uint64{0x7fc00001, 0x7f800001, 0xff800000, 0x00000001, 0x7ff0000000000001, 0x7ff8000000000123, 0x0000000000000001, 0x8000000000000000} {
+		binary.LittleEndian.PutUint64(data[8*i:], v) // NaNs quiet and signalling, ±Inf, subnormals, −0
+	}
+	for _, typ := range []string{"float32", "float64"} {
+		for _, cfg := range []string{`{"offset":100,"scale":64}`, `{"offset":0.1,"scale":3}`, `{"offset":-2.5,"scale":1e-30}`, `{"scale":-0.7}`} {
+			so, err := newScaleOffset(json.RawMessage(cfg), rep{typ: mustType(t, typ)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, enc := range []bool{true, false} {
+				got := so.applyFloat(data, enc)
+				want, err := so.applyEach(data, enc)
+				if err != nil || string(got) != string(want) {
+					for i := 0; i < len(got); i++ {
+						if got[i] != want[i] {
+							t.Fatalf("%s %s enc %v: byte %d differs (%v)", typ, cfg, enc, i, err)
+						}
+					}
+				}
+			}
+		}
+	}
 }
