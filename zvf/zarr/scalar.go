@@ -46,15 +46,15 @@ func store(t DataType, b []byte, n num) {
 	}
 }
 
-// intRange is the integer range of t.
+// intRange is the integer range of t (intBound's, as big.Ints).
 func intRange(t DataType) (lo, hi *big.Int) {
-	bits := uint(t.Size * 8)
-	if t.Kind == KindInt {
-		lo = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), bits-1))
-		hi = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), bits-1), big.NewInt(1))
-		return lo, hi
+	toBig := func(n num) *big.Int {
+		if n.Kind == KindInt {
+			return new(big.Int).SetInt64(n.I)
+		}
+		return new(big.Int).SetUint64(n.U)
 	}
-	return big.NewInt(0), new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), bits), big.NewInt(1))
+	return toBig(intBound(t, false)), toBig(intBound(t, true))
 }
 
 // parseScalar reads a configuration scalar in the fill-value encoding of
@@ -197,12 +197,12 @@ func castFast(n num, t DataType, r castRules) (num, bool) {
 			return num{}, false
 		}
 	}
-	bits := uint(8 * t.Size)
+	lo, hi := intBound(t, false), intBound(t, true)
 	var in bool
 	if t.Kind == KindInt {
-		in = bits == 64 || v >= -1<<(bits-1) && v <= 1<<(bits-1)-1
+		in = v >= lo.I && v <= hi.I
 	} else {
-		in = v >= 0 && (bits == 64 || uint64(v) <= 1<<bits-1)
+		in = v >= 0 && uint64(v) <= hi.U
 	}
 	switch {
 	case in && t.Kind == KindInt:
