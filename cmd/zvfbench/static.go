@@ -17,6 +17,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/zvfserve/zvfserve/cache"
@@ -283,11 +284,23 @@ func getCoded(ctx context.Context, c *http.Client, url string, header http.Heade
 	return resp.Header.Get("Content-Encoding"), nil
 }
 
+// float32View is blk's bytes as float32s in place, as a viewer's
+// new Float32Array(buffer, offset, n) wraps a block without copying it
+// (the format puts every payload at a multiple of 8 for that); false on a
+// big-endian host or a block not 4-aligned in memory, which are decoded.
+func float32View(blk []byte) ([]float32, bool) {
+	if len(blk) == 0 || binary.NativeEndian.Uint16([]byte{1, 0}) != 1 || uintptr(unsafe.Pointer(unsafe.SliceData(blk)))%4 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(blk))), len(blk)/4), true
+}
+
 // binaryVertices decodes the vertex blocks of a binary answer of 3-D
 // points (docs/binary-format.md) into float32 rows: float32 blocks (kind
-// 1) as they are, quantized blocks (kind 6) as offset + q × scale. The
-// float32 rows go to buf, kept across runs as the static client keeps its
-// own (the parts are slices of it).
+// 1) viewed in place (float32View), as a viewer does; quantized blocks
+// (kind 6) as offset + q × scale. Rows it computes go to buf, kept
+// across runs as the static client keeps its own (the parts are slices
+// of it or of b).
 func binaryVertices(b []byte, buf *[]float32) ([][]float32, error) {
 	if len(b) < 16 || string(b[:6]) != "ZVFBIN" {
 		return nil, errors.New("not a binary answer")
@@ -303,13 +316,17 @@ func binaryVertices(b []byte, buf *[]float32) ([][]float32, error) {
 		}
 		if kind == 1 {
 			blk := b[p : p+n/4*4]
-			at := len(all)
-			all = slices.Grow(all, len(blk)/4)[:at+len(blk)/4]
-			v := all[at:]
-			for i := range v {
-				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(blk[4*i:]))
+			if v, ok := float32View(blk); ok {
+				parts = append(parts, v)
+			} else {
+				at := len(all)
+				all = slices.Grow(all, len(blk)/4)[:at+len(blk)/4]
+				v := all[at:]
+				for i := range v {
+					v[i] = math.Float32frombits(binary.LittleEndian.Uint32(blk[4*i:]))
+				}
+				parts = append(parts, v)
 			}
-			parts = append(parts, v)
 		}
 		if kind == blockQuantized {
 			v, err := dequantize(b[p:p+n], binary.LittleEndian.Uint32(b[p-12:]), 3)

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"io"
+	"math"
 	"net/http"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage/metered"
@@ -372,5 +376,39 @@ func TestColdCounts(t *testing.T) {
 				t.Errorf("zvfserve started %d goroutines for %d chunks, want at most %d", zg, sf, max)
 			}
 		})
+	}
+}
+
+// TestBinaryVerticesView: the client's float32 blocks are the answer's
+// bytes in place when they are 4-aligned in memory (as a viewer's
+// Float32Array over the response), and decoded otherwise, to the same
+// values either way.
+func TestBinaryVerticesView(t *testing.T) {
+	want := []float32{1.5, -2, 3e7, float32(math.Inf(1)), 0, -0.25}
+	answer := func(pad int) []byte {
+		b := make([]byte, pad, pad+64)
+		b = append(b, "ZVFBIN\x00\x01"...)
+		b = binary.LittleEndian.AppendUint64(b, 2)
+		b = append(b, "{}"...)
+		b = append(b, make([]byte, 6)...)
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(want)/3))
+		b = binary.LittleEndian.AppendUint64(b, uint64(4*len(want)))
+		for _, v := range want {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+		return b[pad:]
+	}
+	for _, pad := range []int{0, 1, 2, 3} {
+		b := answer(pad)
+		var buf []float32
+		parts, err := binaryVertices(b, &buf)
+		if err != nil || len(parts) != 1 || !slices.Equal(parts[0], want) {
+			t.Fatalf("pad %d: %v, %v", pad, parts, err)
+		}
+		inPlace := unsafe.Pointer(&parts[0][0]) == unsafe.Pointer(&b[40])
+		if aligned := uintptr(unsafe.Pointer(&b[0]))%4 == 0; inPlace != aligned {
+			t.Errorf("pad %d: viewed in place %v, 4-aligned %v", pad, inPlace, aligned)
+		}
 	}
 }
