@@ -1,0 +1,61 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+)
+
+// TestDescriptorUnderBackendFault: the store descriptor lists a ready
+// Neuroglancer state with the objects it found in the object index. When
+// the backend fails while those are read, the answer must not be a 200
+// with the objects left out under the same strong ETag as the whole
+// answer (a cache or client keeps the partial one, and a 304 later
+// confirms it): it fails visibly (502), or is whole.
+func TestDescriptorUnderBackendFault(t *testing.T) {
+	t.Parallel()
+	const path = "/api/v1/stores/graph"
+	fs, h := faultyServer(t, api.Options{})
+	code, hdr0, want := serveFull(t, h, path)
+	if code != 200 {
+		t.Fatalf("healthy descriptor: %d %.300s", code, want)
+	}
+	var d struct {
+		Neuroglancer struct {
+			State struct {
+				Layers []struct {
+					Segments []string `json:"segments"`
+				} `json:"layers"`
+			} `json:"state"`
+		} `json:"neuroglancer"`
+	}
+	if err := json.Unmarshal(want, &d); err != nil {
+		t.Fatal(err)
+	}
+	segs := 0
+	for _, l := range d.Neuroglancer.State.Layers {
+		segs += len(l.Segments)
+	}
+	if segs == 0 {
+		t.Fatal("the healthy descriptor lists no segments, so the test proves nothing")
+	}
+	// A second server: the first cached the object index.
+	fs, h = faultyServer(t, api.Options{})
+	fs.Add(&faultstore.Rule{Op: "get", Key: "object_index", Fault: faultstore.Fault{Err: errors.Join(storage.ErrUnavailable, faultstore.ErrInjected)}})
+	code, hdr, body := serveFull(t, h, path)
+	switch {
+	case code == 200 && !bytes.Equal(body, want):
+		t.Fatalf("a 200 descriptor that differs from the healthy one (ETag %s, healthy %s):\n%s\nwant\n%s", hdr.Get("ETag"), hdr0.Get("ETag"), body, want)
+	case code != 200 && code != http.StatusBadGateway:
+		t.Fatalf("descriptor under a backend fault: %d %.300s", code, body)
+	}
+	if fs.Faults.Load() == 0 {
+		t.Fatal("the fault never fired")
+	}
+}
