@@ -239,7 +239,11 @@ func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 			addVary(w.Header(), k)
 		}
 	}
-	return s.writeJSONOf(w, r, st, base, s.descriptor(r.Context(), st, base))
+	d, err := s.descriptor(r.Context(), st, base)
+	if err != nil {
+		return err
+	}
+	return s.writeJSONOf(w, r, st, base, d)
 }
 
 // ---- bbox ----

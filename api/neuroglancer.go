@@ -41,9 +41,10 @@ type descriptor struct {
 	Neuroglancer *neuroglancer.Description `json:"neuroglancer,omitempty"`
 }
 
-func (s *Server) descriptor(ctx context.Context, st *zvf.Store, base string) descriptor {
+func (s *Server) descriptor(ctx context.Context, st *zvf.Store, base string) (descriptor, error) {
+	ng, err := neuroglancer.Describe(ctx, st, base)
 	return descriptor{Info: st.Info(), Queryables: base + "/api/v1/stores/" + st.Name() + "/queryables",
-		Neuroglancer: neuroglancer.Describe(ctx, st, base)}
+		Neuroglancer: ng}, err
 }
 
 // forwardedHeaders are the proxy headers baseURL reads when they are

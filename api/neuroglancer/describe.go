@@ -45,11 +45,13 @@ const stateSegments = 32
 // Describe returns st's Neuroglancer sources and a ready state, or nil when
 // it has none. base is the server's absolute URL as the client reaches it
 // ("" for paths). It reads at
-// most the first manifests of level 0 (to list objects that exist).
-func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
+// most the first manifests of level 0 (to list objects that exist); an
+// error reading them is the error (a description missing the objects
+// would go out under the same ETag as the whole one).
+func Describe(ctx context.Context, st *zvf.Store, base string) (*Description, error) {
 	routes := RoutesOf(st)
 	if len(routes) == 0 {
-		return nil
+		return nil, nil
 	}
 	d := &Description{Sources: map[string]string{}, State: &State{Layers: []Layer{}, Layout: "3d"}}
 	for _, r := range routes {
@@ -57,11 +59,14 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 	}
 	l0, err := st.Level(0)
 	if err != nil || len(objectRoutes(st)) == 0 {
-		return d // the density volume alone: no ready layer
+		return d, nil // the density volume alone: no ready layer
 	}
 	info := l0.Info()
 	hidden := false
-	objects := someObjects(ctx, l0)
+	objects, err := someObjects(ctx, l0)
+	if err != nil {
+		return nil, err
+	}
 	src := func(r string) string { return "precomputed://" + d.Sources[r] }
 	// A layer is named after its store, and its source when there are two.
 	name := func(r string) string {
@@ -101,7 +106,7 @@ func Describe(ctx context.Context, st *zvf.Store, base string) *Description {
 			d.State.Layers = append(d.State.Layers, lines)
 		}
 	}
-	return d
+	return d, nil
 }
 
 // meshView points a mesh store's state at the store's box. A mesh source
@@ -152,22 +157,25 @@ func has(list []string, s string) bool {
 
 // someObjects lists the first objects of level 0 that exist (a skeleton
 // layer shows the segments its state names; a missing one is an error).
-func someObjects(ctx context.Context, l0 *zvf.Level) []string {
+// A read that fails is the answer's error, not the end of the list: a
+// backend blip or a change would otherwise give a shorter list under the
+// version's ETag.
+func someObjects(ctx context.Context, l0 *zvf.Level) ([]string, error) {
 	var out []string
 	for row := int64(0); row < l0.Info().ObjectCount && len(out) < stateSegments && row < 4*stateSegments; row++ {
 		id, err := l0.ObjectIDAt(ctx, row)
 		if err != nil {
-			break
+			return nil, err
 		}
 		ok, err := l0.HasObject(ctx, id)
 		if err != nil {
-			break
+			return nil, err
 		}
 		if ok {
 			out = append(out, strconv.FormatInt(id, 10))
 		}
 	}
-	return out
+	return out, nil
 }
 
 // annotationShader colours annotations of kind k by the first attribute
