@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -58,4 +60,42 @@ func TestDescriptorUnderBackendFault(t *testing.T) {
 	if fs.Faults.Load() == 0 {
 		t.Fatal("the fault never fired")
 	}
+}
+
+// TestSharedLoadDoesNotOutliveItsRequest: requests for the same chunk
+// share one cache load, which runs on the goroutine of the request that
+// started it. With the backend hung, that request must still end by its
+// own deadline (504) when later requests keep joining the load; before,
+// it ended only when the last of them left, long after its deadline.
+func TestSharedLoadDoesNotOutliveItsRequest(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		fs, h := faultyServer(t, api.Options{RequestTimeout: timeout})
+		fs.Add(hang())
+		start := time.Now()
+		type result struct {
+			code int
+			took time.Duration
+		}
+		results := make([]chan result, 5)
+		for i := range results {
+			results[i] = make(chan result, 1)
+			go func() {
+				code, _, _ := serveFull(t, h, graphBox)
+				results[i] <- result{code, time.Since(start)}
+			}()
+			// Each next request joins the load before the one before it
+			// gives up.
+			time.Sleep(600 * time.Millisecond)
+		}
+		for i, ch := range results {
+			r := <-ch
+			began := time.Duration(i) * 600 * time.Millisecond
+			if r.code != http.StatusGatewayTimeout || r.took > began+timeout+100*time.Millisecond {
+				t.Errorf("request %d (began at %v, deadline %v): %d after %v", i, began, began+timeout, r.code, r.took)
+			}
+		}
+		noReadsInFlight(t, fs)
+	})
 }
