@@ -130,6 +130,9 @@ type call struct {
 	err     error
 	waiters int
 	cancel  context.CancelFunc
+	// abandoned: the load failed after its first caller's ctx ended (see
+	// finish); waiters still waiting load again.
+	abandoned bool
 }
 
 // touch records a hit: a store only when the epoch moved since the last
@@ -213,59 +216,70 @@ func (c *Cache) rebuild() {
 
 // Get returns the value for key, loading it with load on a miss. Concurrent
 // Gets of one key share a single load, which runs on the first caller's
-// goroutine. A later caller whose ctx ends stops waiting at once; the
-// first, whose goroutine runs the load, stops waiting for it at once but
-// returns when the load does (so a load should honour its ctx); the load
-// is cancelled when no caller waits any more.
+// goroutine under that caller's ctx: a caller never outlives its own
+// deadline for the sake of others. A later caller whose ctx ends stops
+// waiting at once; when the first caller's ctx ends, its load is cancelled
+// and the callers still waiting start it again (one of them loads, the
+// others wait for that one), so none is failed by another's cancellation.
 func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error) {
 	if c == nil {
 		v, _, err := safeLoad(ctx, load)
 		return v, err
 	}
-	if v, _, ok := c.lookup(key); ok {
-		return v, nil
-	}
-	c.mu.Lock()
-	if v, _, ok := c.lockedLookup(key); ok { // stored since the lookup
+	for {
+		if v, _, ok := c.lookup(key); ok {
+			return v, nil
+		}
+		c.mu.Lock()
+		if v, _, ok := c.lockedLookup(key); ok { // stored since the lookup
+			c.mu.Unlock()
+			return v, nil
+		}
+		if cl, ok := c.inflight[key]; ok {
+			cl.waiters++
+			c.mu.Unlock()
+			c.deduped.Add(1)
+			v, again, err := c.wait(ctx, key, cl)
+			if again {
+				continue // its first caller left: load it afresh
+			}
+			return v, err
+		}
+		if err := ctx.Err(); err != nil {
+			c.mu.Unlock()
+			return nil, err // nobody would wait for the load
+		}
+		c.misses.Add(1)
+		// The load runs on this goroutine (a goroutine of its own would be
+		// a hand-off each way, each waiting for a core), under this
+		// caller's ctx: this goroutine returns when the load does, so a
+		// load that outlived ctx (other waiters keeping it alive, a backend
+		// that hangs) would hold this caller past its deadline.
+		lctx, cancel := context.WithCancel(ctx)
+		cl := &call{done: make(chan struct{}), waiters: 1, cancel: cancel}
+		c.inflight[key] = cl
 		c.mu.Unlock()
-		return v, nil
+		left := context.AfterFunc(ctx, func() { c.leave(key, cl) })
+		c.finish(key, cl, ctx, lctx, load)
+		if !left() {
+			// This caller left while the load ran, as a waiter whose ctx
+			// ends does: its answer is ctx's error (a value found after a
+			// cancellation would be an answer the caller's reads should
+			// not have reached).
+			return nil, ctx.Err()
+		}
+		return cl.v, cl.err
 	}
-	if cl, ok := c.inflight[key]; ok {
-		cl.waiters++
-		c.mu.Unlock()
-		c.deduped.Add(1)
-		return c.wait(ctx, key, cl)
-	}
-	if err := ctx.Err(); err != nil {
-		c.mu.Unlock()
-		return nil, err // nobody would wait for the load
-	}
-	c.misses.Add(1)
-	// The load runs on this goroutine (a goroutine of its own would be a
-	// hand-off each way, each waiting for a core), detached from this
-	// caller's cancellation so that other waiters are not failed by it;
-	// it is cancelled when the last waiter leaves.
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	cl := &call{done: make(chan struct{}), waiters: 1, cancel: cancel}
-	c.inflight[key] = cl
-	c.mu.Unlock()
-	left := context.AfterFunc(ctx, func() { c.leave(key, cl) })
-	c.finish(key, cl, lctx, load)
-	if !left() {
-		// This caller left while the load ran, as a waiter whose ctx
-		// ends does: its answer is ctx's error (a value found after a
-		// cancellation would be an answer the caller's reads should not
-		// have reached).
-		return nil, ctx.Err()
-	}
-	return cl.v, cl.err
 }
 
 // finish runs the first asker's load, stores its value and hands it to
 // every waiter.
-func (c *Cache) finish(key string, cl *call, lctx context.Context, load func(ctx context.Context) (any, int64, error)) {
+func (c *Cache) finish(key string, cl *call, ctx, lctx context.Context, load func(ctx context.Context) (any, int64, error)) {
 	v, size, err := safeLoad(lctx, load)
 	cl.cancel()
+	// A load that failed once its first caller had left (its ctx ended)
+	// failed for that caller alone: the others load it again.
+	abandoned := err != nil && ctx.Err() != nil
 	c.mu.Lock()
 	if c.inflight[key] == cl {
 		delete(c.inflight, key)
@@ -273,7 +287,7 @@ func (c *Cache) finish(key string, cl *call, lctx context.Context, load func(ctx
 	if err == nil && size <= c.budget-c.reserved.Load() {
 		c.store(key, v, size)
 	}
-	cl.v, cl.err = v, err
+	cl.v, cl.err, cl.abandoned = v, err, abandoned
 	c.mu.Unlock()
 	close(cl.done)
 }
@@ -305,13 +319,18 @@ func safeLoad(ctx context.Context, load func(ctx context.Context) (any, int64, e
 	return load(ctx)
 }
 
-func (c *Cache) wait(ctx context.Context, key string, cl *call) (any, error) {
+// wait waits for cl's load; again: it was abandoned by its first caller
+// while this one's ctx lives, which must load it afresh.
+func (c *Cache) wait(ctx context.Context, key string, cl *call) (v any, again bool, err error) {
 	select {
 	case <-cl.done:
-		return cl.v, cl.err
+		if cl.abandoned && ctx.Err() == nil {
+			return nil, true, nil
+		}
+		return cl.v, false, cl.err
 	case <-ctx.Done():
 		c.leave(key, cl)
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 

@@ -280,23 +280,26 @@ func TestCancelledCallerLoadsNothing(t *testing.T) {
 	}
 }
 
-// TestCancelledFirstAskerKeepsLoad: the load runs on its first caller's
-// goroutine; when that caller's ctx ends while another waits, the load
-// goes on with its ctx alive and the other gets its value (and the value
-// is cached).
-func TestCancelledFirstAskerKeepsLoad(t *testing.T) {
+// TestCancelledFirstAskerReloads: the load runs on its first caller's
+// goroutine under that caller's ctx; when that ctx ends while another
+// caller waits, the load is cancelled (the first caller returns at once,
+// by its own deadline, not when the others are done), and the other
+// caller loads the value itself (and it is cached). Before, the load went
+// on for the other caller, holding the first past its deadline as long as
+// anyone waited.
+func TestCancelledFirstAskerReloads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New(1 << 20)
 		ctx, cancel := context.WithCancel(context.Background())
+		// The first load hangs until its ctx ends, as a hung backend does.
 		release, first := firstAsker(ctx, c, func(lctx context.Context) (any, int64, error) {
-			if err := lctx.Err(); err != nil {
-				return nil, 0, err
-			}
-			return 7, 8, nil
+			<-lctx.Done()
+			return nil, 0, lctx.Err()
 		})
+		close(release)
 		second := make(chan any, 1)
 		go func() {
-			v, err := c.Get(context.Background(), "k", nil)
+			v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return 7, 8, nil })
 			if err != nil {
 				v = err
 			}
@@ -304,18 +307,16 @@ func TestCancelledFirstAskerKeepsLoad(t *testing.T) {
 		}()
 		synctest.Wait() // the second caller waits on the load
 		cancel()
-		synctest.Wait()
-		close(release)
-		if v := <-second; v != 7 {
-			t.Fatalf("the waiter got %v, want the load's 7", v)
-		}
 		if err := <-first; !errors.Is(err, context.Canceled) {
 			t.Fatalf("the cancelled first asker got %v", err)
+		}
+		if v := <-second; v != 7 {
+			t.Fatalf("the waiter got %v, want its own load's 7", v)
 		}
 		if v, ok := c.Peek("k"); !ok || v != 7 {
 			t.Fatalf("not cached: %v %v", v, ok)
 		}
-		if st := c.Stats(); st.Misses != 1 || st.Deduped != 1 {
+		if st := c.Stats(); st.Misses != 2 || st.Deduped != 1 {
 			t.Fatalf("%+v", st)
 		}
 	})
