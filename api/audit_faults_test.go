@@ -2,15 +2,22 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 )
 
@@ -97,5 +104,56 @@ func TestSharedLoadDoesNotOutliveItsRequest(t *testing.T) {
 			}
 		}
 		noReadsInFlight(t, fs)
+	})
+}
+
+// TestHungStoreLeavesRoomForOthers: requests to a store whose backend
+// hangs wait on storage until their deadline, each holding a work slot.
+// They must not take every slot: a request to another, healthy store is
+// answered meanwhile. Before, a viewer's tiles from one hung bucket (64
+// requests for 30 s each at the defaults) made every store 503.
+func TestHungStoreLeavesRoomForOthers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		open := func(name string) (*faultstore.Store, *zvf.Store) {
+			st, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs := faultstore.New(st, nil)
+			t.Cleanup(func() { _ = fs.Close() })
+			s, err := zvf.Open(ctx, fs, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fs, s
+		}
+		hung, hs := open("hung")
+		_, ok := open("ok")
+		const slots = 4
+		srv := apitest.New(t, api.Options{Stores: []*zvf.Store{hs, ok}, MaxConcurrent: slots, QueueWait: 50 * time.Millisecond, RequestTimeout: 2 * time.Second})
+		hung.Add(hang())
+		codes := make(chan int, 2*slots)
+		for range 2 * slots { // a viewer asking for the hung store's tiles
+			go func() {
+				code, _, _ := serveFull(t, srv.Handler(), strings.Replace(graphBox, "/graph/", "/hung/", 1))
+				codes <- code
+			}()
+		}
+		synctest.Wait()
+		if hung.InFlight.Load() == 0 {
+			t.Fatal("no request reached the hung backend")
+		}
+		code, _, body := serveFull(t, srv.Handler(), strings.Replace(graphBox, "/graph/", "/ok/", 1))
+		if code != 200 {
+			t.Errorf("the healthy store while the other hangs: %d %.200s", code, body)
+		}
+		for range 2 * slots {
+			if c := <-codes; c != http.StatusGatewayTimeout && c != http.StatusServiceUnavailable {
+				t.Errorf("a request to the hung store: %d", c)
+			}
+		}
+		noReadsInFlight(t, hung)
 	})
 }
