@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -139,19 +140,20 @@ func (s *Server) limits(next http.Handler) http.Handler {
 // answers were admitted with (see newBody), never the slots others need.
 func (s *Server) throttle(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.takeSlot() {
-			if !s.waitSlot(w, r) {
+		share := s.shareOf(r.URL.Path)
+		if !s.takeSlot(share) {
+			if !s.waitSlot(w, r, share) {
 				return
 			}
 		}
 		s.m.inFlight.Inc()
 		sw, _ := w.(*statusWriter)
 		if sw == nil {
-			defer (&slot{s: s, held: true}).release()
+			defer (&slot{s: s, held: true, share: share}).release()
 			next.ServeHTTP(w, r)
 			return
 		}
-		sw.work = slot{s: s, held: true, done: r.Context().Done()}
+		sw.work = slot{s: s, held: true, done: r.Context().Done(), share: share}
 		sw.slot = &sw.work
 		defer func() {
 			sw.slot = nil
@@ -161,56 +163,106 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 	})
 }
 
-// takeSlot takes a work slot if one is free and the memory budget has
-// room, without waiting: the common case, which needs no timer.
-func (s *Server) takeSlot() bool {
+// shareOf is the semaphore of the store a path names (/api/v1/stores/{store}…,
+// /ng/{store}/…), or nil: a server of one store, a path that names none,
+// or a store it does not serve. A store's requests hold at most its share
+// of the work slots (see Server.shares), so requests waiting on a backend
+// that hangs, each holding its slot until its deadline, cannot take the
+// slots every other store needs.
+func (s *Server) shareOf(path string) chan struct{} {
+	if s.shares == nil {
+		return nil
+	}
+	var rest string
+	switch {
+	case strings.HasPrefix(path, "/api/v1/stores/"):
+		rest = path[len("/api/v1/stores/"):]
+	case strings.HasPrefix(path, "/ng/"):
+		rest = path[len("/ng/"):]
+	default:
+		return nil
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	return s.shares[rest]
+}
+
+// takeSlot takes a work slot (and one of the store's share, when share is
+// not nil) if one is free and the memory budget has room, without
+// waiting: the common case, which needs no timer.
+func (s *Server) takeSlot(share chan struct{}) bool {
 	if s.o.Cache.Room(s.mem) != nil {
 		return false
+	}
+	if share != nil {
+		select {
+		case share <- struct{}{}:
+		default:
+			return false
+		}
 	}
 	select {
 	case s.slots <- struct{}{}:
 		return true
 	default:
+		if share != nil {
+			<-share
+		}
 		return false
 	}
 }
 
-// waitSlot waits up to QueueWait for room and a slot; false when it
-// gave up (then the 503 is written) or the client went.
-func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request) bool {
+// waitSlot waits up to QueueWait for the store's share, room and a slot;
+// false when it gave up (then the 503 is written) or the client went.
+func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request, share chan struct{}) bool {
 	t := time.NewTimer(s.o.QueueWait)
 	defer t.Stop()
-	// Room in the memory budget first, then a slot: a request waiting
-	// for memory must not hold a slot an answer already admitted needs
-	// to go on (and give its memory back). One select serves both waits:
-	// a nil channel's case never fires, so only the wait at hand is live.
+	// The store's share first, then room in the memory budget, then a
+	// slot: a request waiting for its store's share or for memory must
+	// not hold a slot another request needs to go on. One select serves
+	// every wait: a nil channel's case never fires, so only the wait at
+	// hand is live.
+	shared := share == nil
 	for {
-		room := s.o.Cache.Room(s.mem)
-		var slots chan struct{}
-		if room == nil {
+		var shareCh, slots chan struct{}
+		var room <-chan struct{}
+		if !shared {
+			shareCh = share
+		} else if room = s.o.Cache.Room(s.mem); room == nil {
 			slots = s.slots
 		}
 		select {
+		case shareCh <- struct{}{}:
+			shared = true
 		case <-room:
 		case slots <- struct{}{}:
 			return true
 		case <-t.C:
+			if share != nil && shared {
+				<-share
+			}
 			s.m.rejected.Inc()
 			writeProblem(w, r, overloaded())
 			return false
 		case <-r.Context().Done():
+			if share != nil && shared {
+				<-share
+			}
 			return false
 		}
 	}
 }
 
-// slot is a request's hold on one of the MaxConcurrent work slots, which
-// its statusWriter gives back for each write to the client and takes
-// again after it. Only the request's goroutine uses it.
+// slot is a request's hold on one of the MaxConcurrent work slots (and on
+// one of its store's share of them, see shareOf), which its statusWriter
+// gives back for each write to the client and takes again after it. Only
+// the request's goroutine uses it.
 type slot struct {
-	s    *Server
-	held bool
-	done <-chan struct{} // the request's end: a wait for a slot stops there
+	s     *Server
+	held  bool
+	done  <-chan struct{} // the request's end: a wait for a slot stops there
+	share chan struct{}   // the store's share, or nil
 }
 
 func (sl *slot) release() {
@@ -218,19 +270,33 @@ func (sl *slot) release() {
 		sl.held = false
 		sl.s.m.inFlight.Dec()
 		<-sl.s.slots
+		if sl.share != nil {
+			<-sl.share
+		}
 	}
 }
 
 // acquire takes a slot again, waiting as long as the request lives (its
 // answer has started: it is never refused, only queued): until its client
-// goes or its clock (see timeout) runs out.
+// goes or its clock (see timeout) runs out. The store's share is taken
+// first, as throttle takes it.
 func (sl *slot) acquire() error {
 	if sl.held {
 		return nil
 	}
+	if sl.share != nil {
+		select {
+		case sl.share <- struct{}{}:
+		case <-sl.done:
+			return errSlotWait
+		}
+	}
 	select {
 	case sl.s.slots <- struct{}{}:
 	case <-sl.done:
+		if sl.share != nil {
+			<-sl.share
+		}
 		return errSlotWait
 	}
 	sl.held = true
