@@ -19,6 +19,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestDescriptorUnderBackendFault: the store descriptor lists a ready
@@ -156,4 +157,49 @@ func TestHungStoreLeavesRoomForOthers(t *testing.T) {
 		}
 		noReadsInFlight(t, hung)
 	})
+}
+
+// TestDataOnlyChangeKeepsNoETag: a chunk rewritten in place (metadata
+// untouched) changes what a chunk route answers. A server that opens the
+// store after the change (a restart, a replica started later) must not
+// answer the old answer's ETag with a 304: that ETag named other bytes.
+//
+// Not fixed: a first open names its version by the metadata alone (no
+// walk of the data, by design: see TestRevalidationCost), so it cannot
+// tell these bytes from the ones before the change. Remove the Skip to
+// reproduce.
+func TestDataOnlyChangeKeepsNoETag(t *testing.T) {
+	t.Skip("known: a first open's ETag does not cover data rewritten in place (see the audit-faults report)")
+	t.Parallel()
+	const chunkPath = "/api/v1/stores/g/levels/0/chunks/3.4.2"
+	sc := copyStore(t, "graph")
+	base := zvftest.Store(t, sc.dir)
+	_, before := watched(t, "g", base)
+	code, hdr, body0 := serveFull(t, before.Handler(), chunkPath)
+	if code != 200 || hdr.Get("ETag") == "" {
+		t.Fatalf("before the change: %d %q", code, hdr.Get("ETag"))
+	}
+	settled(t, base)
+	sc.change(t, edit(hostileChunk, func(b []byte) []byte {
+		out := make([]byte, 0, len(b))
+		for i := len(b) - 12; i >= 0; i -= 12 {
+			out = append(out, b[i:i+12]...)
+		}
+		return out
+	}))
+	settled(t, base)
+	// A server started after the change.
+	_, after := watched(t, "g", zvftest.Store(t, sc.dir))
+	code, _, body1 := serveFull(t, after.Handler(), chunkPath)
+	if code != 200 || bytes.Equal(body0, body1) {
+		t.Fatalf("after the change: %d, same body %v", code, bytes.Equal(body0, body1))
+	}
+	req, err := http.NewRequest(http.MethodGet, chunkPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("If-None-Match", hdr.Get("ETag"))
+	if code, _, _ := serveRequest(t, after.Handler(), req); code == http.StatusNotModified {
+		t.Fatalf("304 for the old answer's ETag %s, whose bytes changed", hdr.Get("ETag"))
+	}
 }
