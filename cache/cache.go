@@ -222,6 +222,20 @@ func (c *Cache) rebuild() {
 // and the callers still waiting start it again (one of them loads, the
 // others wait for that one), so none is failed by another's cancellation.
 func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error) {
+	return c.get(ctx, key, load, false)
+}
+
+// GetDetached is Get for a load that may take long (one that reads many
+// objects to build one value): it runs on a goroutine of its own, detached
+// from every caller, goes on while any caller waits and is cancelled when
+// the last leaves. Each caller, the first too, stops waiting when its ctx
+// ends, so a build longer than one request's deadline still completes
+// while requests keep asking for it, and none is held past its deadline.
+func (c *Cache) GetDetached(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error) {
+	return c.get(ctx, key, load, true)
+}
+
+func (c *Cache) get(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error), detached bool) (any, error) {
 	if c == nil {
 		v, _, err := safeLoad(ctx, load)
 		return v, err
@@ -250,6 +264,15 @@ func (c *Cache) Get(ctx context.Context, key string, load func(ctx context.Conte
 			return nil, err // nobody would wait for the load
 		}
 		c.misses.Add(1)
+		if detached {
+			lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			cl := &call{done: make(chan struct{}), waiters: 1, cancel: cancel}
+			c.inflight[key] = cl
+			c.mu.Unlock()
+			go c.finish(key, cl, context.Background(), lctx, load)
+			v, _, err := c.wait(ctx, key, cl) // never abandoned: nothing to load again
+			return v, err
+		}
 		// The load runs on this goroutine (a goroutine of its own would be
 		// a hand-off each way, each waiting for a core), under this
 		// caller's ctx: this goroutine returns when the load does, so a

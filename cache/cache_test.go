@@ -776,3 +776,64 @@ func TestRef(t *testing.T) {
 		t.Fatalf("Deref after Purge = %v", v)
 	}
 }
+
+// TestGetDetached: a detached load runs on its own goroutine; its first
+// caller returns as soon as its ctx ends, while the load goes on for
+// another caller, who gets its value (cached); a load every caller left is
+// cancelled.
+func TestGetDetached(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(1 << 20)
+		ctx, cancel := context.WithCancel(context.Background())
+		release := make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			_, err := c.GetDetached(ctx, "k", func(lctx context.Context) (any, int64, error) {
+				select {
+				case <-release:
+					return 7, 8, nil
+				case <-lctx.Done():
+					return nil, 0, lctx.Err()
+				}
+			})
+			first <- err
+		}()
+		synctest.Wait()
+		second := make(chan any, 1)
+		go func() {
+			v, err := c.Get(context.Background(), "k", nil)
+			if err != nil {
+				v = err
+			}
+			second <- v
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the first caller got %v, want its cancellation at once", err)
+		}
+		close(release)
+		if v := <-second; v != 7 {
+			t.Fatalf("the waiter got %v, want the load's 7", v)
+		}
+		if v, ok := c.Peek("k"); !ok || v != 7 {
+			t.Fatalf("not cached: %v %v", v, ok)
+		}
+		// Every caller leaves: the load is cancelled, nothing is left.
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.GetDetached(ctx2, "k2", func(lctx context.Context) (any, int64, error) {
+				<-lctx.Done()
+				return nil, 0, lctx.Err()
+			})
+			done <- err
+		}()
+		synctest.Wait()
+		cancel2()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the load's goroutine has ended (synctest fails on one left blocked)
+	})
+}

@@ -512,14 +512,23 @@ type countingCache struct {
 }
 
 func (c *countingCache) Get(ctx context.Context, key string, load func(context.Context) (any, int64, error)) (any, error) {
-	return c.Cache.Get(ctx, key, func(ctx context.Context) (any, int64, error) {
+	return c.Cache.Get(ctx, key, c.counted(key, load))
+}
+
+// GetDetached counts too (the package builds its values detached).
+func (c *countingCache) GetDetached(ctx context.Context, key string, load func(context.Context) (any, int64, error)) (any, error) {
+	return c.Cache.GetDetached(ctx, key, c.counted(key, load))
+}
+
+func (c *countingCache) counted(key string, load func(context.Context) (any, int64, error)) func(context.Context) (any, int64, error) {
+	return func(ctx context.Context) (any, int64, error) {
 		v, n, err := load(ctx)
 		c.mu.Lock()
 		c.loads[key]++
 		c.sizes[key] = n
 		c.mu.Unlock()
 		return v, n, err
-	})
+	}
 }
 
 // TestMultilodBuiltOncePerSegment: a segment's manifest and fragments are

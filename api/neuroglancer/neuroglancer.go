@@ -197,7 +197,21 @@ func (s *Server) cached(ctx context.Context, st *zvf.Store, key string, load fun
 		v, _, err := load(ctx)
 		return v, err
 	}
+	// A source's index, shards and segment lists are built from many
+	// objects, which can take longer than one request may wait: built
+	// apart from the requests (see cache.Cache.GetDetached), a build goes
+	// on while any request waits for it, and each request still ends by
+	// its own deadline.
+	if d, ok := s.o.Cache.(detachedCache); ok {
+		return d.GetDetached(ctx, st.CacheKey("neuroglancer", key), load)
+	}
 	return s.o.Cache.Get(ctx, st.CacheKey("neuroglancer", key), load)
+}
+
+// detachedCache is a cache that can build a value apart from its callers
+// (*cache.Cache).
+type detachedCache interface {
+	GetDetached(ctx context.Context, key string, load func(ctx context.Context) (any, int64, error)) (any, error)
 }
 
 func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, build func(ctx context.Context) ([]byte, error)) ([]byte, error) {
