@@ -203,3 +203,56 @@ func TestDataOnlyChangeKeepsNoETag(t *testing.T) {
 		t.Fatalf("304 for the old answer's ETag %s, whose bytes changed", hdr.Get("ETag"))
 	}
 }
+
+// TestNoNotModifiedForAKnownChange: once a read has found a chunk
+// rewritten (the server answered 503 store-changing for it), the server
+// knows the version it serves is out of date. A request for the same
+// answer that sends the old answer's ETag must not then be told its copy
+// is current (304): it gets the new version's answer, or 503 while the
+// store settles. Before, the 304 went out, without a read, until some
+// other request or the next check opened the new version.
+func TestNoNotModifiedForAKnownChange(t *testing.T) {
+	t.Parallel()
+	const chunkPath = "/api/v1/stores/g/levels/0/chunks/3.4.2"
+	sc := copyStore(t, "graph")
+	base := zvftest.Store(t, sc.dir)
+	// No cache: every answer reads its chunk.
+	hs, srv := watchedServer(t, map[string]storage.Store{"g": base}, nil, api.Options{})
+	if _, err := hs["g"].Current(); err != nil {
+		t.Fatal(err)
+	}
+	code, hdr, body0 := serveFull(t, srv.Handler(), chunkPath)
+	etag := hdr.Get("ETag")
+	if code != 200 || etag == "" {
+		t.Fatalf("before the change: %d %q", code, etag)
+	}
+	settled(t, base)
+	sc.change(t, edit(hostileChunk, func(b []byte) []byte {
+		out := make([]byte, 0, len(b))
+		for i := len(b) - 12; i >= 0; i -= 12 {
+			out = append(out, b[i:i+12]...)
+		}
+		return out
+	}))
+	// The change is found by a read (the metadata did not move).
+	code, _, body := serveFull(t, srv.Handler(), chunkPath)
+	if code == 200 && bytes.Equal(body, body0) {
+		t.Fatal("the rewritten chunk was answered as before: the change was not seen")
+	}
+	settled(t, base)
+	req, err := http.NewRequest(http.MethodGet, chunkPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("If-None-Match", etag)
+	code, _, body = serveRequest(t, srv.Handler(), req)
+	if code == http.StatusNotModified {
+		t.Fatalf("304 for %s after the server found the chunk rewritten", etag)
+	}
+	if code != 200 && code != http.StatusServiceUnavailable {
+		t.Fatalf("conditional request after the change: %d %.300s", code, body)
+	}
+	if code == 200 && bytes.Equal(body, body0) {
+		t.Fatal("the old answer after the change")
+	}
+}
