@@ -137,6 +137,16 @@ func (h *Handle) Current() (*Store, error) {
 	return c.store, nil
 }
 
+// Pending reports whether s is the version served and a change to the
+// store has been seen since it opened (a read met a newer or missing
+// object, or a check found the metadata moved), not yet opened: s may
+// still answer what its own objects hold, but no longer vouch that an
+// answer given earlier is current.
+func (h *Handle) Pending(s *Store) bool {
+	c := h.cur.Load()
+	return c.store == s && c.err == nil && !c.changed.IsZero()
+}
+
 // ChangingError says a store is being rewritten: no settled version of
 // it can answer yet. Servers answer 503 with Retry-After.
 type ChangingError struct {
