@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -254,5 +255,54 @@ func TestNoNotModifiedForAKnownChange(t *testing.T) {
 	}
 	if code == 200 && bytes.Equal(body, body0) {
 		t.Fatal("the old answer after the change")
+	}
+}
+
+// panickyStore panics in every listing and stat once armed: a backend
+// driver (or a parser below the check) that panics on what it is handed.
+type panickyStore struct {
+	storage.Store
+	armed *atomic.Bool
+}
+
+func (p panickyStore) Stat(ctx context.Context, key string) (storage.Attrs, error) {
+	if p.armed.Load() {
+		panic("injected: a driver that panics")
+	}
+	return p.Store.Stat(ctx, key)
+}
+
+func (p panickyStore) List(ctx context.Context, prefix string) (storage.Listing, error) {
+	if p.armed.Load() {
+		panic("injected: a driver that panics")
+	}
+	return p.Store.List(ctx, prefix)
+}
+
+// TestCheckPanicIsNotACrash: a panic in a store's background check (no
+// request below it, so no recoverer) fails that check, logged, and the
+// server goes on serving. Before, it ended the process.
+func TestCheckPanicIsNotACrash(t *testing.T) {
+	t.Parallel()
+	st, err := blobstore.Open(context.Background(), filepath.Join(fixtures, "graph.zarrvectors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	armed := new(atomic.Bool)
+	_, srv := watched(t, "g", panickyStore{Store: st, armed: armed})
+	armed.Store(true)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Revalidate(ctx, 10*time.Millisecond, time.Minute, false)
+	}()
+	time.Sleep(100 * time.Millisecond) // checks ran (each one panics)
+	stop()
+	<-done
+	armed.Store(false)
+	if code, _, body := serveFull(t, srv.Handler(), "/api/v1/stores/g"); code != 200 {
+		t.Fatalf("after the checks: %d %.200s", code, body)
 	}
 }
