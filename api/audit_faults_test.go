@@ -262,11 +262,13 @@ func TestNoNotModifiedForAKnownChange(t *testing.T) {
 // driver (or a parser below the check) that panics on what it is handed.
 type panickyStore struct {
 	storage.Store
-	armed *atomic.Bool
+	armed  *atomic.Bool
+	panics *atomic.Int64
 }
 
 func (p panickyStore) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 	if p.armed.Load() {
+		p.panics.Add(1)
 		panic("injected: a driver that panics")
 	}
 	return p.Store.Stat(ctx, key)
@@ -274,6 +276,7 @@ func (p panickyStore) Stat(ctx context.Context, key string) (storage.Attrs, erro
 
 func (p panickyStore) List(ctx context.Context, prefix string) (storage.Listing, error) {
 	if p.armed.Load() {
+		p.panics.Add(1)
 		panic("injected: a driver that panics")
 	}
 	return p.Store.List(ctx, prefix)
@@ -289,8 +292,8 @@ func TestCheckPanicIsNotACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	armed := new(atomic.Bool)
-	_, srv := watched(t, "g", panickyStore{Store: st, armed: armed})
+	armed, panics := new(atomic.Bool), new(atomic.Int64)
+	_, srv := watched(t, "g", panickyStore{Store: st, armed: armed, panics: panics})
 	armed.Store(true)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -298,7 +301,7 @@ func TestCheckPanicIsNotACrash(t *testing.T) {
 		defer close(done)
 		srv.Revalidate(ctx, 10*time.Millisecond, time.Minute, false)
 	}()
-	time.Sleep(100 * time.Millisecond) // checks ran (each one panics)
+	waitFor(t, "two checks that panic", func() bool { return panics.Load() >= 2 })
 	stop()
 	<-done
 	armed.Store(false)

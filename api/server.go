@@ -274,7 +274,18 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // check refreshes one store and logs what came of it.
-func (s *Server) check(ctx context.Context, n string, deep bool) error {
+func (s *Server) check(ctx context.Context, n string, deep bool) (err error) {
+	// A check runs on Revalidate's goroutine, below no request's
+	// recoverer: a panic in it (a driver, a parser of the new version's
+	// metadata) fails this check, never the process. The handle's lock
+	// is released by its own defer; what it served, it serves still.
+	defer func() {
+		if v := recover(); v != nil {
+			pe := cache.NewPanicError(v)
+			s.log.Error("store check panicked; serving what was open", "store", n, "panic", v, "stack", string(pe.Stack))
+			err = pe
+		}
+	}()
 	f := (*zvf.Handle).Refresh
 	if deep {
 		f = (*zvf.Handle).RefreshDeep
