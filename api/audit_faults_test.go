@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -112,52 +113,68 @@ func TestSharedLoadDoesNotOutliveItsRequest(t *testing.T) {
 // TestHungStoreLeavesRoomForOthers: requests to a store whose backend
 // hangs wait on storage until their deadline, each holding a work slot.
 // They must not take every slot: a request to another, healthy store is
-// answered meanwhile. Before, a viewer's tiles from one hung bucket (64
-// requests for 30 s each at the defaults) made every store 503.
+// answered meanwhile, with one store hanging or several. Before, a
+// viewer's tiles from one hung bucket (64 requests for 30 s each at the
+// defaults) made every store 503.
 func TestHungStoreLeavesRoomForOthers(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		open := func(name string) (*faultstore.Store, *zvf.Store) {
-			st, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			fs := faultstore.New(st, nil)
-			t.Cleanup(func() { _ = fs.Close() })
-			s, err := zvf.Open(ctx, fs, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return fs, s
-		}
-		hung, hs := open("hung")
-		_, ok := open("ok")
-		const slots = 4
-		srv := apitest.New(t, api.Options{Stores: []*zvf.Store{hs, ok}, MaxConcurrent: slots, QueueWait: 50 * time.Millisecond, RequestTimeout: 2 * time.Second})
-		hung.Add(hang())
-		codes := make(chan int, 2*slots)
-		for range 2 * slots { // a viewer asking for the hung store's tiles
-			go func() {
-				code, _, _ := serveFull(t, srv.Handler(), strings.Replace(graphBox, "/graph/", "/hung/", 1))
-				codes <- code
-			}()
-		}
-		synctest.Wait()
-		if hung.InFlight.Load() == 0 {
-			t.Fatal("no request reached the hung backend")
-		}
-		code, _, body := serveFull(t, srv.Handler(), strings.Replace(graphBox, "/graph/", "/ok/", 1))
-		if code != 200 {
-			t.Errorf("the healthy store while the other hangs: %d %.200s", code, body)
-		}
-		for range 2 * slots {
-			if c := <-codes; c != http.StatusGatewayTimeout && c != http.StatusServiceUnavailable {
-				t.Errorf("a request to the hung store: %d", c)
-			}
-		}
-		noReadsInFlight(t, hung)
-	})
+	for _, hungStores := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint(hungStores), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				open := func(name string) (*faultstore.Store, *zvf.Store) {
+					st, err := blobstore.Open(ctx, filepath.Join(fixtures, "graph.zarrvectors"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					fs := faultstore.New(st, nil)
+					t.Cleanup(func() { _ = fs.Close() })
+					s, err := zvf.Open(ctx, fs, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return fs, s
+				}
+				var hung []*faultstore.Store
+				var stores []*zvf.Store
+				for i := range hungStores {
+					fs, s := open(fmt.Sprint("hung", i))
+					fs.Add(hang())
+					hung, stores = append(hung, fs), append(stores, s)
+				}
+				_, ok := open("ok")
+				const slots = 16
+				srv := apitest.New(t, api.Options{Stores: append(stores, ok), MaxConcurrent: slots, QueueWait: 50 * time.Millisecond, RequestTimeout: 2 * time.Second})
+				codes := make(chan int, 2*slots*hungStores)
+				for i := range hungStores {
+					for range 2 * slots { // a viewer asking for the hung store's tiles
+						go func() {
+							code, _, _ := serveFull(t, srv.Handler(), strings.Replace(graphBox, "/graph/", fmt.Sprintf("/hung%d/", i), 1))
+							codes <- code
+						}()
+					}
+				}
+				synctest.Wait()
+				for _, fs := range hung {
+					if fs.InFlight.Load() == 0 {
+						t.Fatal("no request reached a hung backend")
+					}
+				}
+				code, _, body := serveFull(t, srv.Handler(), strings.Replace(graphBox, "/graph/", "/ok/", 1))
+				if code != 200 {
+					t.Errorf("the healthy store while %d others hang: %d %.200s", hungStores, code, body)
+				}
+				for range 2 * slots * hungStores {
+					if c := <-codes; c != http.StatusGatewayTimeout && c != http.StatusServiceUnavailable {
+						t.Errorf("a request to a hung store: %d", c)
+					}
+				}
+				for _, fs := range hung {
+					noReadsInFlight(t, fs)
+				}
+			})
+		})
+	}
 }
 
 // TestDataOnlyChangeKeepsNoETag: a chunk rewritten in place (metadata
