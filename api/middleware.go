@@ -140,20 +140,21 @@ func (s *Server) limits(next http.Handler) http.Handler {
 // answers were admitted with (see newBody), never the slots others need.
 func (s *Server) throttle(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		share := s.shareOf(r.URL.Path)
-		if !s.takeSlot(share) {
-			if !s.waitSlot(w, r, share) {
+		own := s.ownOf(r.URL.Path)
+		tok, ok := s.takeSlot(own)
+		if !ok {
+			if tok, ok = s.waitSlot(w, r, own); !ok {
 				return
 			}
 		}
 		s.m.inFlight.Inc()
 		sw, _ := w.(*statusWriter)
 		if sw == nil {
-			defer (&slot{s: s, held: true, share: share}).release()
+			defer (&slot{s: s, held: true, own: own, tok: tok}).release()
 			next.ServeHTTP(w, r)
 			return
 		}
-		sw.work = slot{s: s, held: true, done: r.Context().Done(), share: share}
+		sw.work = slot{s: s, held: true, done: r.Context().Done(), own: own, tok: tok}
 		sw.slot = &sw.work
 		defer func() {
 			sw.slot = nil
@@ -163,14 +164,19 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 	})
 }
 
-// shareOf is the semaphore of the store a path names (/api/v1/stores/{store}…,
-// /ng/{store}/…), or nil: a server of one store, a path that names none,
-// or a store it does not serve. A store's requests hold at most its share
-// of the work slots (see Server.shares), so requests waiting on a backend
-// that hangs, each holding its slot until its deadline, cannot take the
-// slots every other store needs.
-func (s *Server) shareOf(path string) chan struct{} {
-	if s.shares == nil {
+// ownOf is the pool of slots of its own that the store a path names
+// (/api/v1/stores/{store}…, /ng/{store}/…) has, or nil: a server of one
+// store, a path that names none, or a store it does not serve.
+//
+// Serving several stores, a request for a store needs, besides a work
+// slot, a token: one of its store's own (Server.own, a few each) or one of
+// the tokens all stores share (Server.extra, a quarter fewer than the
+// slots). Requests waiting on a backend that hangs hold their slots until
+// their deadline; with tokens, any number of stores hold at most the
+// shared tokens and their own, so a quarter of the slots, less the own
+// tokens of the stores that hang, stays for the other stores.
+func (s *Server) ownOf(path string) chan struct{} {
+	if s.own == nil {
 		return nil
 	}
 	var rest string
@@ -185,84 +191,90 @@ func (s *Server) shareOf(path string) chan struct{} {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		rest = rest[:i]
 	}
-	return s.shares[rest]
+	return s.own[rest]
 }
 
-// takeSlot takes a work slot (and one of the store's share, when share is
-// not nil) if one is free and the memory budget has room, without
-// waiting: the common case, which needs no timer.
-func (s *Server) takeSlot(share chan struct{}) bool {
+// takeSlot takes a work slot (and, when own is not nil, a token: one of
+// own's, else a shared one; see ownOf) if one is free and the memory
+// budget has room, without waiting: the common case, which needs no
+// timer. tok is the token's pool (nil without one).
+func (s *Server) takeSlot(own chan struct{}) (tok chan struct{}, ok bool) {
 	if s.o.Cache.Room(s.mem) != nil {
-		return false
+		return nil, false
 	}
-	if share != nil {
+	if own != nil {
 		select {
-		case share <- struct{}{}:
+		case own <- struct{}{}:
+			tok = own
+		case s.extra <- struct{}{}:
+			tok = s.extra
 		default:
-			return false
+			return nil, false
 		}
 	}
 	select {
 	case s.slots <- struct{}{}:
-		return true
+		return tok, true
 	default:
-		if share != nil {
-			<-share
+		if tok != nil {
+			<-tok
 		}
-		return false
+		return nil, false
 	}
 }
 
-// waitSlot waits up to QueueWait for the store's share, room and a slot;
-// false when it gave up (then the 503 is written) or the client went.
-func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request, share chan struct{}) bool {
+// waitSlot waits up to QueueWait for a token (when own is not nil), room
+// and a slot; false when it gave up (then the 503 is written) or the
+// client went.
+func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request, own chan struct{}) (tok chan struct{}, ok bool) {
 	t := time.NewTimer(s.o.QueueWait)
 	defer t.Stop()
-	// The store's share first, then room in the memory budget, then a
-	// slot: a request waiting for its store's share or for memory must
-	// not hold a slot another request needs to go on. One select serves
-	// every wait: a nil channel's case never fires, so only the wait at
-	// hand is live.
-	shared := share == nil
+	// A token first, then room in the memory budget, then a slot: a
+	// request waiting for a token or for memory must not hold a slot
+	// another request needs to go on. One select serves every wait: a nil
+	// channel's case never fires, so only the wait at hand is live.
 	for {
-		var shareCh, slots chan struct{}
+		var ownCh, extraCh, slots chan struct{}
 		var room <-chan struct{}
-		if !shared {
-			shareCh = share
+		if own != nil && tok == nil {
+			ownCh, extraCh = own, s.extra
 		} else if room = s.o.Cache.Room(s.mem); room == nil {
 			slots = s.slots
 		}
 		select {
-		case shareCh <- struct{}{}:
-			shared = true
+		case ownCh <- struct{}{}:
+			tok = own
+		case extraCh <- struct{}{}:
+			tok = s.extra
 		case <-room:
 		case slots <- struct{}{}:
-			return true
+			return tok, true
 		case <-t.C:
-			if share != nil && shared {
-				<-share
+			if tok != nil {
+				<-tok
 			}
 			s.m.rejected.Inc()
 			writeProblem(w, r, overloaded())
-			return false
+			return nil, false
 		case <-r.Context().Done():
-			if share != nil && shared {
-				<-share
+			if tok != nil {
+				<-tok
 			}
-			return false
+			return nil, false
 		}
 	}
 }
 
 // slot is a request's hold on one of the MaxConcurrent work slots (and on
-// one of its store's share of them, see shareOf), which its statusWriter
-// gives back for each write to the client and takes again after it. Only
-// the request's goroutine uses it.
+// a token, see ownOf), which its statusWriter gives back for each write to
+// the client and takes again after it. Only the request's goroutine uses
+// it.
 type slot struct {
-	s     *Server
-	held  bool
-	done  <-chan struct{} // the request's end: a wait for a slot stops there
-	share chan struct{}   // the store's share, or nil
+	s    *Server
+	held bool
+	done <-chan struct{} // the request's end: a wait for a slot stops there
+	own  chan struct{}   // the store's own tokens, or nil: no token needed
+	tok  chan struct{}   // the pool of the token held (own or s.extra)
 }
 
 func (sl *slot) release() {
@@ -270,23 +282,27 @@ func (sl *slot) release() {
 		sl.held = false
 		sl.s.m.inFlight.Dec()
 		<-sl.s.slots
-		if sl.share != nil {
-			<-sl.share
+		if sl.tok != nil {
+			<-sl.tok
+			sl.tok = nil
 		}
 	}
 }
 
 // acquire takes a slot again, waiting as long as the request lives (its
 // answer has started: it is never refused, only queued): until its client
-// goes or its clock (see timeout) runs out. The store's share is taken
-// first, as throttle takes it.
+// goes or its clock (see timeout) runs out. A token is taken first, as
+// throttle takes it.
 func (sl *slot) acquire() error {
 	if sl.held {
 		return nil
 	}
-	if sl.share != nil {
+	if sl.own != nil {
 		select {
-		case sl.share <- struct{}{}:
+		case sl.own <- struct{}{}:
+			sl.tok = sl.own
+		case sl.s.extra <- struct{}{}:
+			sl.tok = sl.s.extra
 		case <-sl.done:
 			return errSlotWait
 		}
@@ -294,8 +310,9 @@ func (sl *slot) acquire() error {
 	select {
 	case sl.s.slots <- struct{}{}:
 	case <-sl.done:
-		if sl.share != nil {
-			<-sl.share
+		if sl.tok != nil {
+			<-sl.tok
+			sl.tok = nil
 		}
 		return errSlotWait
 	}

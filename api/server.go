@@ -42,7 +42,7 @@ type Options struct {
 	StreamTimeout  time.Duration // hard cap on a response's whole time once it streams; default 10m, never below RequestTimeout
 	StallTimeout   time.Duration // a write that moves no data for this long cuts the response; default 10s
 	MaxVertices    int64         // per response; default 1,000,000
-	MaxConcurrent  int           // requests in flight; default 64 (with several stores, one store's at most three quarters, see shareOf)
+	MaxConcurrent  int           // requests in flight; default 64 (with several stores, see ownOf)
 	QueueWait      time.Duration // how long a request waits for a slot; default 2s
 	MaxConnections int           // open connections on a listener from HTTPServer; default 4096
 	IdleTimeout    time.Duration // keep-alive connections idle this long are closed; default 60s
@@ -93,10 +93,11 @@ type Server struct {
 
 	fits atomic.Pointer[map[shape][]codec] // see answerFits
 
-	// shares: with more than one store, each store's share of the slots
-	// (MaxConcurrent less a quarter, at least one, kept for the others);
-	// nil with one store. See shareOf.
-	shares map[string]chan struct{}
+	// own and extra: with more than one store, each store's own tokens
+	// and the tokens all share, one of which a request for a store holds
+	// with its slot (see ownOf); nil with one store.
+	own   map[string]chan struct{}
+	extra chan struct{}
 
 	// What every data answer's Cache-Control and Vary say (see
 	// notModified), worked out once.
@@ -199,10 +200,13 @@ func New(o Options) (*Server, error) {
 		s.names = append(s.names, n)
 	}
 	sort.Strings(s.names)
-	if n := o.MaxConcurrent - max(1, o.MaxConcurrent/4); len(s.names) > 1 && n >= 1 {
-		s.shares = make(map[string]chan struct{}, len(s.names))
+	// A quarter of the slots is kept from the shared tokens; each store
+	// has an eighth of that (at least one) of its own.
+	if kept := max(1, o.MaxConcurrent/4); len(s.names) > 1 && o.MaxConcurrent > kept {
+		s.extra = make(chan struct{}, o.MaxConcurrent-kept)
+		s.own = make(map[string]chan struct{}, len(s.names))
 		for _, name := range s.names {
-			s.shares[name] = make(chan struct{}, n)
+			s.own[name] = make(chan struct{}, max(1, kept/8))
 		}
 	}
 	s.m.watchCache(o.Cache)
