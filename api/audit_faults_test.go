@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -324,5 +326,71 @@ func TestCheckPanicIsNotACrash(t *testing.T) {
 	armed.Store(false)
 	if code, _, body := serveFull(t, srv.Handler(), "/api/v1/stores/g"); code != 200 {
 		t.Fatalf("after the checks: %d %.200s", code, body)
+	}
+}
+
+// serveMaybeCut is serveFull for an answer that may be cut after it
+// started (the handler aborts with http.ErrAbortHandler): cut says so.
+func serveMaybeCut(t *testing.T, h http.Handler, path string) (code int, body []byte, cut bool) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				if v != http.ErrAbortHandler {
+					t.Fatalf("%s: handler panicked (%v)", path, v)
+				}
+				cut = true
+			}
+		}()
+		h.ServeHTTP(rec, req)
+	}()
+	return rec.Code, rec.Body.Bytes(), cut
+}
+
+// TestCutAnswerReportsTheChange: an answer that has started streaming
+// when it meets a chunk rewritten in place (metadata untouched) can only
+// be cut. The server must still learn of the change from it, so that the
+// store's new version opens once it settles and the same request is
+// answered whole. Before, the cut answer told the handle nothing: the
+// metadata check finds no change, so every such answer was cut, for ever
+// (until a request met the change before streaming, or a walk).
+func TestCutAnswerReportsTheChange(t *testing.T) {
+	t.Parallel()
+	const box = "/api/v1/stores/s/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9"
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "points_bins.zarrvectors"))
+	base := zvftest.Store(t, dir)
+	// No cache: each answer reads its chunks.
+	hs, srv := watchedServer(t, map[string]storage.Store{"s": base}, nil, api.Options{})
+	if _, err := hs["s"].Current(); err != nil {
+		t.Fatal(err)
+	}
+	code, want, cut := serveMaybeCut(t, srv.Handler(), box)
+	if code != 200 || cut || len(want) < 512<<10 {
+		t.Fatalf("before the change: %d, cut %v, %d bytes (the test needs an answer that streams)", code, cut, len(want))
+	}
+	settled(t, base)
+	// The last chunk in key order, rewritten with the same bytes: read
+	// only once the answer streams.
+	last := filepath.Join(dir, "0", "vertices", "3.3.3", "c", "0")
+	b, err := os.ReadFile(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(last, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, cut = serveMaybeCut(t, srv.Handler(), box)
+	if !cut && code != http.StatusServiceUnavailable {
+		t.Fatalf("the answer that met the change: %d, not cut", code)
+	}
+	settled(t, base)
+	if err := srv.Refresh(context.Background()); err != nil { // a --revalidate check
+		t.Fatal(err)
+	}
+	code, body, cut := serveMaybeCut(t, srv.Handler(), box)
+	if cut || code != 200 || !bytes.Equal(body, want) {
+		t.Fatalf("after the store settled and was checked: %d, cut %v, %d bytes (want %d)", code, cut, len(body), len(want))
 	}
 }
