@@ -109,6 +109,14 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		}
 		s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", p.Status, "err", err, "request_id", requestID(r.Context()))
 		if committed(w) {
+			if errors.Is(err, zvf.ErrChanged) && a.h != nil {
+				// This answer cannot be computed again, but the store's
+				// handle must learn of the change all the same: a change
+				// to data alone is seen by no metadata check, and every
+				// later answer that streams before meeting it would be cut
+				// too. Recorded, it opens once the store settles.
+				_, _ = a.h.Changed(r.Context(), a.st, err)
+			}
 			// Headers and part of the body are out: the only honest signal
 			// left is to cut the connection.
 			panic(http.ErrAbortHandler)
