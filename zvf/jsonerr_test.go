@@ -33,7 +33,7 @@ func TestMetadataOfTheWrongJSONTypeSaysSoInJSONTerms(t *testing.T) {
 		{"chunk_shape a string", "zarr.json", []string{"attributes", "zarr_vectors", "chunk_shape"}, "x",
 			[]string{"chunk_shape", "a string", "a list"}},
 		{"level vertex_count a string", "0/zarr.json", []string{"attributes", "zarr_vectors_level", "vertex_count"}, "x",
-			[]string{"vertex_count", "a string", "a number"}},
+			[]string{"vertex_count", "a string", "number"}},
 		{"array shape a string", "0/vertices/zarr.json", []string{"shape"}, "11",
 			[]string{"shape", "a string", "a list"}},
 		{"chunk grid chunk_shape an object", "0/vertices/zarr.json", []string{"chunk_grid", "configuration", "chunk_shape"}, map[string]any{},
@@ -62,7 +62,7 @@ func TestMetadataOfTheWrongJSONTypeSaysSoInJSONTerms(t *testing.T) {
 				t.Fatalf("err = %v, want a *zvf.Error of kind corrupt", err)
 			}
 			msg := ze.Detail()
-			for _, bad := range []string{"Go ", "struct", "[]", "float64", "int64", "json:"} {
+			for _, bad := range []string{"Go ", "struct", "[]", "float64", "int64", " json:"} {
 				if strings.Contains(msg, bad) {
 					t.Errorf("%q names %q", msg, bad)
 				}

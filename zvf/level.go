@@ -115,7 +115,7 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 			L *levelMeta `json:"zarr_vectors_level"`
 		}
 		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, s.errf(ErrCorrupt, n, "", "", "level attributes: %v", err)
+			return nil, s.errf(ErrCorrupt, n, "", "", "level attributes: %v", zarr.JSONError(err))
 		}
 		if a.L != nil {
 			l.meta = *a.L
@@ -248,7 +248,7 @@ func (l *Level) arrayAttrs(ctx context.Context, array string) (*zvArrayAttrs, bo
 	}
 	var a zvArrayAttrs
 	if err := json.Unmarshal(node.Attributes, &a); err != nil {
-		return nil, false, l.s.errf(ErrCorrupt, l.n, array, "", "attributes: %v", err)
+		return nil, false, l.s.errf(ErrCorrupt, l.n, array, "", "attributes: %v", zarr.JSONError(err))
 	}
 	return &a, true, nil
 }

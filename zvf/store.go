@@ -239,7 +239,7 @@ func (s *Store) readRoot(ctx context.Context) error {
 	}
 	var r rootAttrs
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return s.errf(ErrCorrupt, -1, "", "", "root attributes: %v", err)
+		return s.errf(ErrCorrupt, -1, "", "", "root attributes: %v", zarr.JSONError(err))
 	}
 	if r.ZV == nil {
 		return s.errf(ErrCorrupt, -1, "", "", "root has no zarr_vectors attributes: not a ZVF store")
