@@ -33,11 +33,13 @@ func TestBinaryIndicesPastUint32AreUnrepresentable(t *testing.T) {
 	b = binary.AppendUvarint(b, 1<<40)
 	b = append(b, 0, 0, 0)
 	forged := base64.RawURLEncoding.EncodeToString(b)
-	resp, body = apitest.Get(t, ts, box+"&f=bin&cursor="+forged)
-	var p api.Problem
-	if resp.StatusCode != http.StatusUnprocessableEntity || json.Unmarshal(body, &p) != nil || p.Status != 422 ||
-		!strings.HasSuffix(p.Type, "/unrepresentable") || !strings.Contains(p.Detail, "uint32") {
-		t.Fatalf("f=bin: %d %.300s, want a 422 unrepresentable problem", resp.StatusCode, body)
+	for _, f := range []string{"f=bin", "f=arrow&table=edges"} {
+		resp, body = apitest.Get(t, ts, box+"&"+f+"&cursor="+forged)
+		var p api.Problem
+		if resp.StatusCode != http.StatusUnprocessableEntity || json.Unmarshal(body, &p) != nil || p.Status != 422 ||
+			!strings.HasSuffix(p.Type, "/unrepresentable") || !strings.Contains(p.Detail, "uint32") {
+			t.Errorf("%s: %d %.300s, want a 422 unrepresentable problem", f, resp.StatusCode, body)
+		}
 	}
 	// JSON carries int64 indices: the same page is answered.
 	if resp, body = apitest.Get(t, ts, box+"&cursor="+forged); resp.StatusCode != http.StatusOK {
