@@ -362,6 +362,10 @@ func (l *Level) readAttributes(ctx context.Context) error {
 	return nil
 }
 
+// maxObjectChannels bounds the values of one object attribute row, as
+// the writer does (zvf/writer maxChannels).
+const maxObjectChannels = 1 << 16
+
 func (l *Level) readObjects(ctx context.Context) error {
 	a, ok, err := l.arrayAttrs(ctx, "object_index")
 	if err != nil {
@@ -404,14 +408,17 @@ func (l *Level) readObjects(ctx context.Context) error {
 		if err != nil {
 			return l.s.errf(ErrUnsupported, l.n, "object_attributes/"+name, "", "%v", err)
 		}
-		ch := 1
+		ch := int64(1)
 		if len(a.Shape) == 2 {
-			ch = int(a.Shape[1])
+			ch = a.Shape[1]
 		}
-		if len(a.Shape) == 0 || len(a.Shape) > 2 || ch < 1 || a.Shape[0] < 0 {
-			return l.s.errf(ErrCorrupt, l.n, "object_attributes/"+name, "", "shape %v", a.Shape)
+		// At most maxObjectChannels values a row (the writer's bound):
+		// a row's size, and rows × it, then never overflow, and no
+		// encoder sizes a list from a count the bytes cannot back.
+		if len(a.Shape) == 0 || len(a.Shape) > 2 || ch < 1 || ch > maxObjectChannels || a.Shape[0] < 0 {
+			return l.s.errf(ErrCorrupt, l.n, "object_attributes/"+name, "", "shape %v (at most %d channels)", a.Shape, maxObjectChannels)
 		}
-		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, shape: a.Shape, presentMask: a.HasMask, plain: l.s.format == format09})
+		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: int(ch)}, dt: dt, shape: a.Shape, presentMask: a.HasMask, plain: l.s.format == format09})
 	}
 	g, ok, err := l.arrayAttrs(ctx, "groups")
 	if err != nil {

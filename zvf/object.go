@@ -506,9 +506,11 @@ func (l *Level) objectAttrData(ctx context.Context, a *objAttrMeta) (data, mask 
 		if err != nil {
 			return nil, 0, err
 		}
-		want := a.shape[0] * int64(a.Channels*a.dt.Size)
-		if int64(len(d)) != want {
-			return nil, 0, l.s.errf(ErrCorrupt, l.n, "object_attributes/"+a.Name, "", "%d bytes, shape %v of %s needs %d", len(d), a.shape, a.dt.Name, want)
+		// Rows are compared by division: shape[0] comes from metadata,
+		// and shape[0] × row size can overflow.
+		w := int64(a.Channels * a.dt.Size)
+		if int64(len(d))%w != 0 || int64(len(d))/w != a.shape[0] {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, "object_attributes/"+a.Name, "", "%d bytes are not shape %v of %s (%d rows of %d bytes)", len(d), a.shape, a.dt.Name, a.shape[0], w)
 		}
 		var m []byte
 		if a.presentMask {
@@ -544,8 +546,8 @@ func (l *Level) plainObjectAttr(ctx context.Context, a *objAttrMeta) (data, mask
 		return nil, nil, l.s.wrap(kindOf(err), l.n, p, "", err)
 	}
 	w := int64(a.Channels * a.dt.Size)
-	if want := a.shape[0] * w; int64(len(c.Data)) != want {
-		return nil, nil, l.s.errf(ErrCorrupt, l.n, p, "", "%d bytes, shape %v of %s needs %d", len(c.Data), a.shape, a.dt.Name, want)
+	if int64(len(c.Data))%w != 0 || int64(len(c.Data))/w != a.shape[0] {
+		return nil, nil, l.s.errf(ErrCorrupt, l.n, p, "", "%d bytes are not shape %v of %s (%d rows of %d bytes)", len(c.Data), a.shape, a.dt.Name, a.shape[0], w)
 	}
 	fill := a.dt.At(m.Fill, 0)
 	mask = make([]byte, a.shape[0])
