@@ -151,9 +151,17 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 			l.binShape = bs
 		}
 		if len(ds[0]) == d {
+			// A ratio is a whole number from 1 on; a scale that is none
+			// (1e300, negative) leaves it out: its int conversion is
+			// undefined (MinInt64 on amd64).
 			ratio = make([]int, d)
 			for i, v := range ds[0] {
-				ratio[i] = int(math.Round(v))
+				r := math.Round(v)
+				if !(r >= 1 && r <= 1<<30) {
+					ratio = nil
+					break
+				}
+				ratio[i] = int(r)
 			}
 		}
 	}
