@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -257,6 +258,21 @@ func (l *Level) fragRows(cv *chunkVerts, key Key, f int64, dst []int64) ([]int64
 	return cv.frags.AppendRows(dst, int(f)), nil
 }
 
+// fragCount is the number of rows fragment f of a chunk holds, checked
+// as fragRows checks it.
+func (l *Level) fragCount(cv *chunkVerts, key Key, f int64) (int64, error) {
+	if cv.frags == nil {
+		if f != 0 {
+			return 0, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", key.String(), "fragment %d named but the chunk has no fragment index", f)
+		}
+		return int64(cv.rows), nil
+	}
+	if f < 0 || f >= int64(cv.frags.Len()) {
+		return 0, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", key.String(), "fragment %d named, chunk has %d", f, cv.frags.Len())
+	}
+	return cv.frags.Count(int(f)), nil
+}
+
 // objectRows gathers an object's (chunk, row) pairs in manifest order,
 // with the number of rows each fragment contributed.
 func (l *Level) objectRows(ctx context.Context, id int64) ([]rowRef, []int64, error) {
@@ -264,14 +280,43 @@ func (l *Level) objectRows(ctx context.Context, id int64) ([]rowRef, []int64, er
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []rowRef
-	var counts []int64
-	var rows []int64
+	// Count first. A manifest may name the same fragments again and
+	// again (a few KB of zstd named 8.2 million rows), so the rows are
+	// gathered only when they fit what one decoded chunk may hold: a
+	// reference and a vertex row each.
+	rowBytes := int64(unsafe.Sizeof(rowRef{})) + int64(l.vdt.Size*l.s.dims)
+	maxRows := l.s.codecs.Limits().MaxChunkBytes / rowBytes
+	var total, steps int64
 	for _, b := range blocks {
 		key := Key(b.Chunk)
 		if !l.hasKey(key) {
 			return nil, nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key)
 		}
+		cv, err := l.vertices(ctx, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		for j := int64(0); j < b.Len(); j++ {
+			if steps++; steps%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, nil, err
+				}
+			}
+			c, err := l.fragCount(cv, key, b.Fragment(j))
+			if err != nil {
+				return nil, nil, fmt.Errorf("object %d: %w", id, err)
+			}
+			if total += c; total > maxRows {
+				return nil, nil, l.s.errf(ErrUnsupported, l.n, "object_index/manifests", "", "object %d has more than %d rows (%d bytes each to gather), more than the %d-byte limit of one decoded chunk",
+					id, maxRows, rowBytes, l.s.codecs.Limits().MaxChunkBytes)
+			}
+		}
+	}
+	out := make([]rowRef, 0, total)
+	var counts []int64
+	var rows []int64
+	for _, b := range blocks {
+		key := Key(b.Chunk)
 		cv, err := l.vertices(ctx, key)
 		if err != nil {
 			return nil, nil, err
