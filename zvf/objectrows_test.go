@@ -1,15 +1,9 @@
 package zvf_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -28,45 +22,7 @@ import (
 func TestRepeatedManifestBlocksAreBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "polylines.zarrvectors"))
-	p := filepath.Join(dir, "0", "object_index", "manifests", "c", "0")
-	z, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, _ := zstd.NewReader(nil)
-	raw, err := dec.DecodeAll(z, nil)
-	dec.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// vlen-bytes: u32 count, then u32 length + bytes per element.
-	n := binary.LittleEndian.Uint32(raw)
-	elems := make([][]byte, n)
-	for i, q := 0, 4; i < int(n); i++ {
-		l := int(binary.LittleEndian.Uint32(raw[q:]))
-		elems[i], q = raw[q+4:q+4+l], q+4+l
-	}
-	m := elems[0]
-	first := m[4 : 4+24+1+8] // chunk key, mode, …
-	if m[4+24] != 0 {
-		t.Fatalf("object 0's first block has mode %d, want 0 (one fragment)", m[4+24])
-	}
-	const copies = 20000
-	big := binary.LittleEndian.AppendUint32(nil, copies)
-	big = append(big, bytes.Repeat(first, copies)...)
-	elems[0] = big
-	out := binary.LittleEndian.AppendUint32(nil, n)
-	for _, e := range elems {
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(e)))
-		out = append(out, e...)
-	}
-	enc, _ := zstd.NewWriter(nil)
-	z = enc.EncodeAll(out, nil)
-	enc.Close()
-	if err := os.WriteFile(p, z, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := repeatFirstBlock(t, 20000)
 	codecs := zarr.NewCodecs(zarr.Limits{MaxChunkBytes: 1 << 20})
 	st, err := zvf.Open(ctx, zvftest.Store(t, dir), zvf.Options{Name: "p", Codecs: codecs})
 	if err != nil {
