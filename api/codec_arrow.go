@@ -632,7 +632,7 @@ func (e *arrowEncoder) writeIndices(v []int64, width int) error {
 				x := v[i*width+k]
 				if x < 0 || x > math.MaxUint32 {
 					e.releaseData()
-					return fmt.Errorf("connectivity index %d does not fit Arrow's uint32 index columns", x)
+					return unrepresentable(fmt.Sprintf("connectivity index %d does not fit Arrow's uint32 index columns; f=json carries 64-bit indices", x))
 				}
 				out[i-lo] = uint32(x)
 			}

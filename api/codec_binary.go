@@ -179,8 +179,10 @@ func appendIndices(dst []byte, v []int64) ([]byte, error) {
 	return dst, nil
 }
 
+// indexError is a 422 unrepresentable problem: the answer is fine, the
+// binary format cannot carry it (it was an untyped error, a 500).
 func indexError(x int64) error {
-	return fmt.Errorf("connectivity index %d does not fit the binary format's uint32", x)
+	return unrepresentable(fmt.Sprintf("connectivity index %d does not fit the binary format's uint32; f=json carries 64-bit indices", x))
 }
 
 // indexPiece is how many connectivity indices writeIndices converts at a

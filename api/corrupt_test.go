@@ -212,6 +212,11 @@ func mutations() []mutation {
 		{"manifest chunk garbage", "polylines", []change{edit("0/object_index/manifests/c/0", func(b []byte) []byte { return b[:len(b)/3] })}},
 		{"blob not whole rows", "mesh", []change{edit("0/vertices/1.1.1/c/0", func(b []byte) []byte { return b[:len(b)-4] })}},
 		{"bad chunk zarr.json", "graph", []change{edit(gv+"/zarr.json", func([]byte) []byte { return []byte(`{"zarr_format":3,"node_type":"array","shape":[-4]`) })}},
+		// A chunk's byte array declared 2-D: refused as bad metadata (it
+		// was an untyped error, a 500 naming zarr.Array.ReadBytes).
+		{"vertex chunk array 2-D", "graph", []change{edit(gv+"/zarr.json", func(b []byte) []byte {
+			return []byte(strings.ReplaceAll(string(b), `[48]`, `[16,3]`))
+		})}},
 		{"missing chunk zarr.json", "graph", []change{remove(gv + "/zarr.json")}},
 		{"unknown codec", "graph", []change{edit(gv+"/zarr.json", replace(`"name":"bytes"`, `"name":"lzma9"`))}},
 		{"unknown data type", "graph", []change{edit(gv+"/zarr.json", replace(`"uint8"`, `"uint7"`))}},
@@ -290,6 +295,7 @@ func TestCorruptStoreSuite(t *testing.T) {
 	wantStatus := map[string]int{
 		"vertex blob declares a 2^62-1 chunk, chunk missing": http.StatusUnprocessableEntity,
 		"manifest chunk is a zstd bomb":                      http.StatusUnprocessableEntity,
+		"vertex chunk array 2-D":                             http.StatusUnprocessableEntity,
 	}
 	var order []string
 	byFixture := map[string][]mutation{}

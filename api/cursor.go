@@ -81,7 +81,7 @@ func decodeCursor(v, hash, version string) (cursor, error) {
 			return cursor{}, bad
 		}
 	}
-	if cur.Hash != hash || cur.Level < 0 || cur.Level > 1000 {
+	if cur.Hash != hash || cur.Level < 0 || cur.Level > zvf.MaxLevel {
 		return cursor{}, bad
 	}
 	if cur.Version != version {
@@ -98,7 +98,7 @@ func parseCursor(b []byte) (cursor, error) {
 	}
 	c.Hash, b = hex.EncodeToString(b[1:9]), b[9:]
 	level, n := binary.Uvarint(b)
-	if n <= 0 || level > 1000 {
+	if n <= 0 || level > zvf.MaxLevel {
 		return c, errors.New("bad level")
 	}
 	c.Level, b = int(level), b[n:]

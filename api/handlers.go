@@ -53,7 +53,7 @@ func (s *Server) level(st *zvf.Store, r *http.Request) (*zvf.Level, error) {
 		v = "0"
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > 1000 || strconv.Itoa(n) != v {
+	if err != nil || n < 0 || n > zvf.MaxLevel || strconv.Itoa(n) != v {
 		return nil, badRequest(fmt.Sprintf("level %q is not a level number (0, 1, 2, …)", v))
 	}
 	return st.Level(n)

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/munnerz/goautoneg"
 	"github.com/zvfserve/zvfserve/api/problem"
 )
 
@@ -40,22 +39,23 @@ func negotiate(r *http.Request, codecs []codec) (representation, error) {
 	} else if accept := r.Header.Get("Accept"); accept == "" {
 		rep.codec = codecs[0]
 	} else {
-		media := make([]string, len(codecs))
+		best, bestQ := -1, 0.0
 		for i, c := range codecs {
-			media[i] = c.contentType()
+			if q := acceptQ(accept, c.contentType()); q > bestQ {
+				best, bestQ = i, q
+			}
 		}
-		chosen := goautoneg.Negotiate(accept, media)
-		if chosen == "" {
+		if best < 0 {
 			// Formats may share a media type (Arrow and GeoArrow): name each once.
 			var names []string
-			for _, m := range media {
-				if !slices.Contains(names, m) {
+			for _, c := range codecs {
+				if m := c.contentType(); !slices.Contains(names, m) {
 					names = append(names, m)
 				}
 			}
 			return rep, notAcceptable(fmt.Sprintf("Accept %q allows none of %s (or use f=)", accept, strings.Join(names, ", ")))
 		}
-		rep.codec = codecs[slices.Index(media, chosen)]
+		rep.codec = codecs[best]
 	}
 	if rep.codec.compressible() {
 		rep.encoding = contentCoding(r.Header.Get("Accept-Encoding"))
@@ -84,6 +84,55 @@ func withPrecision(r *http.Request, rep representation) (representation, error) 
 	return rep, nil
 }
 
+// acceptQ is the q-value the Accept header gives media type mt (RFC 9110
+// 12.5.1): that of the most specific range naming it — type/subtype, then
+// type/*, then */* —, compared without regard to case (8.3.1); 0 when
+// none does, or when the one that does says q=0 or an unreadable q. Media
+// type parameters other than q are not compared.
+func acceptQ(accept, mt string) float64 {
+	typ, _, _ := strings.Cut(mt, "/")
+	q, spec := 0.0, -1
+	for part := range strings.SplitSeq(accept, ",") {
+		rng, params, _ := strings.Cut(part, ";")
+		rng = strings.TrimSpace(rng)
+		s := -1
+		if strings.EqualFold(rng, mt) {
+			s = 2
+		} else if t, sub, ok := strings.Cut(rng, "/"); ok && sub == "*" {
+			if t == "*" {
+				s = 0
+			} else if strings.EqualFold(t, typ) {
+				s = 1
+			}
+		}
+		if s < 0 || s < spec {
+			continue
+		}
+		v := qValue(params)
+		if s > spec || v > q {
+			q, spec = v, s
+		}
+	}
+	return q
+}
+
+// qValue is the q parameter among a header element's parameters: 1 when
+// absent, 0 when unreadable or outside [0, 1].
+func qValue(params string) float64 {
+	v := 1.0
+	for p := range strings.SplitSeq(params, ";") {
+		k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+			f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			if err != nil || !(f >= 0 && f <= 1) {
+				f = 0
+			}
+			v = f
+		}
+	}
+	return v
+}
+
 // contentCoding picks zstd, gzip or identity ("") from Accept-Encoding by
 // its q-values, the server's preference (zstd, gzip, identity) breaking
 // ties. A coding given q=0 is never used; identity is the fallback even
@@ -97,17 +146,7 @@ func contentCoding(header string) string {
 		if name == "" {
 			continue
 		}
-		v := 1.0
-		for p := range strings.SplitSeq(params, ";") {
-			k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
-			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
-				f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-				if err != nil || f < 0 || f > 1 {
-					f = 0
-				}
-				v = f
-			}
-		}
+		v := qValue(params)
 		if name == "*" {
 			star = v
 			continue

@@ -113,31 +113,45 @@ func closest(u string, valid []string) string {
 // a longer query is url.ParseQuery's.
 const sharedParams = 64
 
-// parseQuery is url.ParseQuery without its error (which URL.Query drops
-// too), in fewer allocations: the values of the keys a query gives share
-// one array, each key's slice of it full (an Add copies it), rather than
-// one slice per key.
-func parseQuery(raw string) url.Values {
+// parseQuery is url.ParseQuery in fewer allocations: the values of the
+// keys a query gives share one array, each key's slice of it full (an Add
+// copies it), rather than one slice per key. Like url.ParseQuery it skips
+// a setting it cannot read (a bad percent escape, an unescaped ';') and
+// reads on; unlike URL.Query, it returns that setting as bad (the first
+// one), so the request is refused rather than answered without it.
+func parseQuery(raw string) (q url.Values, bad string) {
 	n := strings.Count(raw, "&") + 1
 	if n > sharedParams {
-		q, _ := url.ParseQuery(raw)
-		return q
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			bad = firstBadSetting(raw)
+		}
+		return q, bad
 	}
-	q := make(url.Values, n)
+	q = make(url.Values, n)
 	vals := make([]string, n)
 	i := 0
 	for raw != "" {
 		var kv string
 		kv, raw, _ = strings.Cut(raw, "&")
-		if kv == "" || strings.Contains(kv, ";") {
+		if kv == "" {
+			continue
+		}
+		if strings.Contains(kv, ";") {
+			if bad == "" {
+				bad = kv
+			}
 			continue
 		}
 		k, v, _ := strings.Cut(kv, "=")
 		k, err := url.QueryUnescape(k)
-		if err != nil {
-			continue
+		if err == nil {
+			v, err = url.QueryUnescape(v)
 		}
-		if v, err = url.QueryUnescape(v); err != nil {
+		if err != nil {
+			if bad == "" {
+				bad = kv
+			}
 			continue
 		}
 		if old, ok := q[k]; ok {
@@ -148,5 +162,23 @@ func parseQuery(raw string) url.Values {
 		q[k] = vals[i : i+1 : i+1]
 		i++
 	}
-	return q
+	return q, bad
+}
+
+// firstBadSetting is the first setting of raw url.ParseQuery skips.
+func firstBadSetting(raw string) string {
+	for kv := range strings.SplitSeq(raw, "&") {
+		if kv == "" {
+			continue
+		}
+		if _, err := url.ParseQuery(kv); err != nil {
+			return kv
+		}
+	}
+	return ""
+}
+
+// badSetting is the 400 for a query setting that cannot be read.
+func badSetting(kv string) error {
+	return badRequest(fmt.Sprintf("query setting %q cannot be read (a bad %%-escape or an unescaped ';'): escape '%%' as %%25 and ';' as %%3B", kv))
 }

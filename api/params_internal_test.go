@@ -26,9 +26,10 @@ var parseQueryCases = []string{
 
 func TestParseQueryIsURLParseQuery(t *testing.T) {
 	for _, raw := range parseQueryCases {
-		want, _ := url.ParseQuery(raw)
-		if got := parseQuery(raw); !reflect.DeepEqual(got, want) {
-			t.Errorf("%q: got %v, url.ParseQuery %v", raw, got, want)
+		want, err := url.ParseQuery(raw)
+		got, bad := parseQuery(raw)
+		if !reflect.DeepEqual(got, want) || (bad != "") != (err != nil) {
+			t.Errorf("%q: got %v (bad %q), url.ParseQuery %v (%v)", raw, got, bad, want, err)
 		}
 	}
 }
@@ -40,7 +41,7 @@ func TestParseQueryAllocs(t *testing.T) {
 	alloctest.SkipUnderRace(t)
 	raw := parseQueryCases[1]
 	var sink url.Values // both answers escape, as a request's does
-	a := testing.AllocsPerRun(100, func() { sink = parseQuery(raw) })
+	a := testing.AllocsPerRun(100, func() { sink, _ = parseQuery(raw) })
 	b := testing.AllocsPerRun(100, func() { sink, _ = url.ParseQuery(raw) })
 	_ = sink
 	if a > 3 || a >= b {
@@ -51,7 +52,7 @@ func TestParseQueryAllocs(t *testing.T) {
 // A value appended to a key given once must not write into the array
 // the other keys' values share.
 func TestParseQueryAppendKeepsOthers(t *testing.T) {
-	q := parseQuery("a=1&b=2&c=3")
+	q, _ := parseQuery("a=1&b=2&c=3")
 	q.Add("a", "x")
 	q["b"] = append(q["b"], "y")
 	want := url.Values{"a": {"1", "x"}, "b": {"2", "y"}, "c": {"3"}}
@@ -65,9 +66,10 @@ func FuzzParseQuery(f *testing.F) {
 		f.Add(raw)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		want, _ := url.ParseQuery(raw)
-		if got := parseQuery(raw); !reflect.DeepEqual(got, want) {
-			t.Errorf("%q: got %v, url.ParseQuery %v", raw, got, want)
+		want, err := url.ParseQuery(raw)
+		got, bad := parseQuery(raw)
+		if !reflect.DeepEqual(got, want) || (bad != "") != (err != nil) {
+			t.Errorf("%q: got %v (bad %q), url.ParseQuery %v (%v)", raw, got, bad, want, err)
 		}
 	})
 }
@@ -78,7 +80,7 @@ func BenchmarkParseQuery(b *testing.B) {
 	raw := parseQueryCases[1]
 	b.ReportAllocs()
 	for b.Loop() {
-		querySink = parseQuery(raw)
+		querySink, _ = parseQuery(raw)
 	}
 }
 

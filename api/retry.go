@@ -67,7 +67,12 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		} else {
 			a = new(attempt)
 		}
-		a.q = parseQuery(r.URL.RawQuery)
+		var bad string
+		a.q, bad = parseQuery(r.URL.RawQuery)
+		if bad != "" {
+			writeProblem(w, r, classify(badSetting(bad)))
+			return
+		}
 		if err := checkParams(s.params, r, a.q); err != nil {
 			writeProblem(w, r, classify(err))
 			return

@@ -380,9 +380,9 @@ func (s *Server) routes() http.Handler {
 		// The viewer's static files hold no data; open, so that a browser
 		// can load the page that asks for the token its data requests send.
 		get(r, "/*", func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, "/api/") {
-				// A mistyped API path is still an API answer, not the
-				// viewer's plain-text 404.
+			if p := r.URL.Path; p == "/api" || p == "/ng" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/ng/") {
+				// A mistyped API or Neuroglancer path is still an API
+				// answer, not the viewer's plain-text 404.
 				writeProblem(w, r, notFound("no such route"))
 				return
 			}

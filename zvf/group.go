@@ -63,18 +63,21 @@ func (l *Level) groups09(ctx context.Context) (any, int64, error) {
 		return nil, 0, l.s.wrap(kindOf(err), l.n, "groups", "", err)
 	}
 	// Range members are not backed by bytes: at most one per object (or
-	// 2^24 on a level without an object index).
+	// 2^24 on a level without an object index), and no more than a
+	// decoded chunk may hold (8 bytes a member): num_objects is the same
+	// metadata's word, and 2^31 of them were 16 GiB.
 	maxRange := int64(1 << 24)
 	if l.objects != nil {
 		maxRange = l.objects.num
 	}
+	maxRange = min(maxRange, l.s.codecs.Limits().MaxChunkBytes/8)
 	g, err := ragged.GroupsFromElements(c.Elems, l.groupRanges, maxRange)
 	if err != nil {
 		return nil, 0, l.s.errf(ErrCorrupt, l.n, "groups", "", "%w", err)
 	}
-	var size int64 = 64
-	for _, e := range c.Elems {
-		size += int64(len(e)) + 24
+	size := 64 + 24*int64(len(c.Elems))
+	for i := range g.Len() {
+		size += 8 * int64(len(g.Members(i))) // range members included
 	}
 	return g, 2 * size, nil
 }

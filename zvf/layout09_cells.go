@@ -111,7 +111,7 @@ func (y *layout09) openGrid(ctx context.Context, family string) (*gridArray, err
 		Origin   []int64  `json:"chunk_grid_origin"`
 	}
 	if err := json.Unmarshal(node.Attributes, &a); err != nil {
-		return fail("attributes: nonempty_chunks must be a list of chunk keys and chunk_grid_origin of integers: %v", err)
+		return fail("attributes: nonempty_chunks must be a list of chunk keys and chunk_grid_origin of integers: %v", zarr.JSONError(err))
 	}
 	g := &gridArray{family: family, arr: arr, grid: m.Shape, chunk: m.ChunkShape, origin: make([]int64, len(m.Shape)), present: map[string]bool{}}
 	switch {

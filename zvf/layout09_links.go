@@ -11,6 +11,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/zvf/ragged"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
 // linkFamily is links/<delta>: a policy and its offsets arrays.
@@ -167,7 +168,7 @@ func (l *Level) attrsOf(ctx context.Context, family string, v any) error {
 		return l.s.wrap(kindOf(err), l.n, family, "", err)
 	}
 	if err := json.Unmarshal(node.Attributes, v); err != nil {
-		return l.s.errf(ErrCorrupt, l.n, family, "", "attributes: %v", err)
+		return l.s.errf(ErrCorrupt, l.n, family, "", "attributes: %v", zarr.JSONError(err))
 	}
 	return nil
 }

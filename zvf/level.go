@@ -115,7 +115,7 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 			L *levelMeta `json:"zarr_vectors_level"`
 		}
 		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, s.errf(ErrCorrupt, n, "", "", "level attributes: %v", err)
+			return nil, s.errf(ErrCorrupt, n, "", "", "level attributes: %v", zarr.JSONError(err))
 		}
 		if a.L != nil {
 			l.meta = *a.L
@@ -151,9 +151,17 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 			l.binShape = bs
 		}
 		if len(ds[0]) == d {
+			// A ratio is a whole number from 1 on; a scale that is none
+			// (1e300, negative) leaves it out: its int conversion is
+			// undefined (MinInt64 on amd64).
 			ratio = make([]int, d)
 			for i, v := range ds[0] {
-				ratio[i] = int(math.Round(v))
+				r := math.Round(v)
+				if !(r >= 1 && r <= 1<<30) {
+					ratio = nil
+					break
+				}
+				ratio[i] = int(r)
 			}
 		}
 	}
@@ -248,7 +256,7 @@ func (l *Level) arrayAttrs(ctx context.Context, array string) (*zvArrayAttrs, bo
 	}
 	var a zvArrayAttrs
 	if err := json.Unmarshal(node.Attributes, &a); err != nil {
-		return nil, false, l.s.errf(ErrCorrupt, l.n, array, "", "attributes: %v", err)
+		return nil, false, l.s.errf(ErrCorrupt, l.n, array, "", "attributes: %v", zarr.JSONError(err))
 	}
 	return &a, true, nil
 }
@@ -362,6 +370,10 @@ func (l *Level) readAttributes(ctx context.Context) error {
 	return nil
 }
 
+// maxObjectChannels bounds the values of one object attribute row, as
+// the writer does (zvf/writer maxChannels).
+const maxObjectChannels = 1 << 16
+
 func (l *Level) readObjects(ctx context.Context) error {
 	a, ok, err := l.arrayAttrs(ctx, "object_index")
 	if err != nil {
@@ -404,14 +416,17 @@ func (l *Level) readObjects(ctx context.Context) error {
 		if err != nil {
 			return l.s.errf(ErrUnsupported, l.n, "object_attributes/"+name, "", "%v", err)
 		}
-		ch := 1
+		ch := int64(1)
 		if len(a.Shape) == 2 {
-			ch = int(a.Shape[1])
+			ch = a.Shape[1]
 		}
-		if len(a.Shape) == 0 || len(a.Shape) > 2 || ch < 1 || a.Shape[0] < 0 {
-			return l.s.errf(ErrCorrupt, l.n, "object_attributes/"+name, "", "shape %v", a.Shape)
+		// At most maxObjectChannels values a row (the writer's bound):
+		// a row's size, and rows × it, then never overflow, and no
+		// encoder sizes a list from a count the bytes cannot back.
+		if len(a.Shape) == 0 || len(a.Shape) > 2 || ch < 1 || ch > maxObjectChannels || a.Shape[0] < 0 {
+			return l.s.errf(ErrCorrupt, l.n, "object_attributes/"+name, "", "shape %v (at most %d channels)", a.Shape, maxObjectChannels)
 		}
-		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, shape: a.Shape, presentMask: a.HasMask, plain: l.s.format == format09})
+		l.oattrs = append(l.oattrs, &objAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: int(ch)}, dt: dt, shape: a.Shape, presentMask: a.HasMask, plain: l.s.format == format09})
 	}
 	g, ok, err := l.arrayAttrs(ctx, "groups")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
@@ -257,6 +258,21 @@ func (l *Level) fragRows(cv *chunkVerts, key Key, f int64, dst []int64) ([]int64
 	return cv.frags.AppendRows(dst, int(f)), nil
 }
 
+// fragCount is the number of rows fragment f of a chunk holds, checked
+// as fragRows checks it.
+func (l *Level) fragCount(cv *chunkVerts, key Key, f int64) (int64, error) {
+	if cv.frags == nil {
+		if f != 0 {
+			return 0, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", key.String(), "fragment %d named but the chunk has no fragment index", f)
+		}
+		return int64(cv.rows), nil
+	}
+	if f < 0 || f >= int64(cv.frags.Len()) {
+		return 0, l.s.errf(ErrCorrupt, l.n, "vertex_fragments", key.String(), "fragment %d named, chunk has %d", f, cv.frags.Len())
+	}
+	return cv.frags.Count(int(f)), nil
+}
+
 // objectRows gathers an object's (chunk, row) pairs in manifest order,
 // with the number of rows each fragment contributed.
 func (l *Level) objectRows(ctx context.Context, id int64) ([]rowRef, []int64, error) {
@@ -264,14 +280,43 @@ func (l *Level) objectRows(ctx context.Context, id int64) ([]rowRef, []int64, er
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []rowRef
-	var counts []int64
-	var rows []int64
+	// Count first. A manifest may name the same fragments again and
+	// again (a few KB of zstd named 8.2 million rows), so the rows are
+	// gathered only when they fit what one decoded chunk may hold: a
+	// reference and a vertex row each.
+	rowBytes := int64(unsafe.Sizeof(rowRef{})) + int64(l.vdt.Size*l.s.dims)
+	maxRows := l.s.codecs.Limits().MaxChunkBytes / rowBytes
+	var total, steps int64
 	for _, b := range blocks {
 		key := Key(b.Chunk)
 		if !l.hasKey(key) {
 			return nil, nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key)
 		}
+		cv, err := l.vertices(ctx, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		for j := int64(0); j < b.Len(); j++ {
+			if steps++; steps%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, nil, err
+				}
+			}
+			c, err := l.fragCount(cv, key, b.Fragment(j))
+			if err != nil {
+				return nil, nil, fmt.Errorf("object %d: %w", id, err)
+			}
+			if total += c; total > maxRows {
+				return nil, nil, l.s.errf(ErrUnsupported, l.n, "object_index/manifests", "", "object %d has more than %d rows (%d bytes each to gather), more than the %d-byte limit of one decoded chunk",
+					id, maxRows, rowBytes, l.s.codecs.Limits().MaxChunkBytes)
+			}
+		}
+	}
+	out := make([]rowRef, 0, total)
+	var counts []int64
+	var rows []int64
+	for _, b := range blocks {
+		key := Key(b.Chunk)
 		cv, err := l.vertices(ctx, key)
 		if err != nil {
 			return nil, nil, err
@@ -506,9 +551,11 @@ func (l *Level) objectAttrData(ctx context.Context, a *objAttrMeta) (data, mask 
 		if err != nil {
 			return nil, 0, err
 		}
-		want := a.shape[0] * int64(a.Channels*a.dt.Size)
-		if int64(len(d)) != want {
-			return nil, 0, l.s.errf(ErrCorrupt, l.n, "object_attributes/"+a.Name, "", "%d bytes, shape %v of %s needs %d", len(d), a.shape, a.dt.Name, want)
+		// Rows are compared by division: shape[0] comes from metadata,
+		// and shape[0] × row size can overflow.
+		w := int64(a.Channels * a.dt.Size)
+		if int64(len(d))%w != 0 || int64(len(d))/w != a.shape[0] {
+			return nil, 0, l.s.errf(ErrCorrupt, l.n, "object_attributes/"+a.Name, "", "%d bytes are not shape %v of %s (%d rows of %d bytes)", len(d), a.shape, a.dt.Name, a.shape[0], w)
 		}
 		var m []byte
 		if a.presentMask {
@@ -544,8 +591,8 @@ func (l *Level) plainObjectAttr(ctx context.Context, a *objAttrMeta) (data, mask
 		return nil, nil, l.s.wrap(kindOf(err), l.n, p, "", err)
 	}
 	w := int64(a.Channels * a.dt.Size)
-	if want := a.shape[0] * w; int64(len(c.Data)) != want {
-		return nil, nil, l.s.errf(ErrCorrupt, l.n, p, "", "%d bytes, shape %v of %s needs %d", len(c.Data), a.shape, a.dt.Name, want)
+	if int64(len(c.Data))%w != 0 || int64(len(c.Data))/w != a.shape[0] {
+		return nil, nil, l.s.errf(ErrCorrupt, l.n, p, "", "%d bytes are not shape %v of %s (%d rows of %d bytes)", len(c.Data), a.shape, a.dt.Name, a.shape[0], w)
 	}
 	fill := a.dt.At(m.Fill, 0)
 	mask = make([]byte, a.shape[0])

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // inverseOnce lazily maps (chunk, fragment) to the object ids that name
@@ -133,7 +134,18 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 	var keys []string
 	var lists [][]invEntry
 	var kbuf [96]byte
+	// Every mention is kept, outside the cache's budget, and a manifest
+	// may name the same fragments again and again (a few KB of zstd named
+	// 6.1 million): the entries are bounded like an array read whole.
+	lim := l.s.codecs.Limits().MaxReadBytes
+	maxMentions := lim / int64(unsafe.Sizeof(invEntry{}))
+	var mentions int64
 	for row := int64(0); row < l.objects.num; row++ {
+		if row%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		id, err := l.objectAt(ctx, row) // the row itself, or object_ids[row] (vlen_manifests_v2)
 		if err != nil {
 			return nil, err
@@ -141,6 +153,12 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 		blocks, err := l.refsRow(ctx, id, row)
 		if err != nil {
 			return nil, err
+		}
+		for _, b := range blocks {
+			if mentions += b.Len(); mentions > maxMentions {
+				return nil, l.s.errf(ErrUnsupported, l.n, "object_index/manifests", "", "the manifests name more than %d fragments (object %d and before): their owners map would pass the %d-byte limit of an array read whole",
+					maxMentions, id, lim)
+			}
 		}
 		prevChunk, prevPos := -1, 0
 		for _, b := range blocks {

@@ -239,7 +239,7 @@ func (s *Store) readRoot(ctx context.Context) error {
 	}
 	var r rootAttrs
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return s.errf(ErrCorrupt, -1, "", "", "root attributes: %v", err)
+		return s.errf(ErrCorrupt, -1, "", "", "root attributes: %v", zarr.JSONError(err))
 	}
 	if r.ZV == nil {
 		return s.errf(ErrCorrupt, -1, "", "", "root has no zarr_vectors attributes: not a ZVF store")
@@ -411,6 +411,11 @@ func kindOf(err error) error {
 	return nil
 }
 
+// MaxLevel is the largest level number: a folder named by a larger
+// integer is no level, as one named by a negative one is not. The API
+// takes every number up to it in level= and in paging cursors.
+const MaxLevel = math.MaxInt32
+
 // levelNames lists the levels: the root's child groups named by an
 // integer. A folder without a zarr.json (a crashed writer's, an S3
 // marker) is no level, as the reference reader has it; taken for one, it
@@ -426,7 +431,7 @@ func (s *Store) levelNames(ctx context.Context) ([]int, error) {
 	for _, p := range l.Prefixes {
 		name := strings.TrimSuffix(p, "/")
 		n, err := strconv.Atoi(name)
-		if err != nil || n < 0 || strconv.Itoa(n) != name {
+		if err != nil || n < 0 || n > MaxLevel || strconv.Itoa(n) != name {
 			continue
 		}
 		if _, err := s.st.Stat(ctx, name+"/zarr.json"); errors.Is(err, storage.ErrNotFound) {

@@ -28,6 +28,10 @@ import (
 // densityChunk is the edge of a density chunk, in voxels.
 const densityChunk = 64
 
+// maxVoxelIndex bounds a density voxel index (2^53: every index is a
+// float64 exactly, and offset + size stays far inside int64).
+const maxVoxelIndex = 1 << 53
+
 // densityScale is one scale of the volume.
 type densityScale struct {
 	key    string
@@ -66,14 +70,33 @@ func densityScales(st *zvf.Store) []densityScale {
 			}
 			sc.voxel[a] = s
 			// The first voxel whose lower bound v·s is at most lo, the
-			// first past hi (hi on a boundary: the one it starts).
-			off := int64(math.Floor(lo[a] / s))
-			for float64(off)*s > lo[a] {
+			// first past hi (hi on a boundary: the one it starts). A
+			// volume whose voxel indices pass ±2^53 (declared bounds of
+			// 1e308, a bin edge of 1e-300) has no scale at this level:
+			// converted to int64 such an index is undefined (MinInt64 on
+			// amd64), and the steps below then ran 2^63 times.
+			fl, ce := math.Floor(lo[a]/s), math.Ceil(hi[a]/s)
+			if !(math.Abs(fl) <= maxVoxelIndex && math.Abs(ce) <= maxVoxelIndex) {
+				good = false
+				break
+			}
+			off, end := int64(fl), int64(ce)
+			for i := 0; float64(off)*s > lo[a]; i++ {
+				if i == 4 {
+					good = false
+					break
+				}
 				off--
 			}
-			end := int64(math.Ceil(hi[a] / s))
-			for float64(end)*s < hi[a] {
+			for i := 0; float64(end)*s < hi[a]; i++ {
+				if i == 4 {
+					good = false
+					break
+				}
 				end++
+			}
+			if !good {
+				break
 			}
 			sc.offset[a], sc.size[a] = off, max(end-off, 1)
 		}

@@ -289,13 +289,18 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	timing := func() string {
 		return fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000)
 	}
-	if r.Header.Get("Range") != "" {
+	if asked := r.Header.Get("Range"); asked != "" {
 		h.Set("Server-Timing", timing())
 		rw := &rangeWriter{ResponseWriter: w}
-		http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
+		if kept, ok := withoutEmptySuffixes(asked); ok {
+			r.Header.Set("Range", kept)
+			http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
+		} else {
+			rw.unsatisfiable = true
+		}
 		if rw.unsatisfiable {
 			h.Set("Content-Range", fmt.Sprintf("bytes */%d", len(body)))
-			return unsatisfiable(fmt.Sprintf("the range %q lies outside the answer's %d bytes", r.Header.Get("Range"), len(body)))
+			return unsatisfiable(fmt.Sprintf("the range %q lies outside the answer's %d bytes", asked, len(body)))
 		}
 		return nil
 	}
@@ -312,6 +317,30 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(body)
 	return err
+}
+
+// withoutEmptySuffixes drops the suffix ranges of length zero ("-0")
+// from a Range header: they select nothing, so alone they are
+// unsatisfiable (RFC 9110 14.1.1; ok is false) and beside other ranges
+// they are ignored. http.ServeContent takes one for a range of no bytes
+// and answers 206 with the invalid Content-Range "bytes N-(N-1)/N".
+func withoutEmptySuffixes(v string) (kept string, ok bool) {
+	unit, set, found := strings.Cut(v, "=")
+	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		return v, true // http.ServeContent refuses it as it is
+	}
+	var out []string
+	for spec := range strings.SplitSeq(set, ",") {
+		t := strings.TrimSpace(spec)
+		if n, isSuffix := strings.CutPrefix(t, "-"); isSuffix && n != "" && strings.Trim(n, "0") == "" {
+			continue
+		}
+		out = append(out, spec)
+	}
+	if len(out) == 0 {
+		return "", false
+	}
+	return unit + "=" + strings.Join(out, ","), true
 }
 
 // rangeWriter lets http.ServeContent answer a Range request (one range or

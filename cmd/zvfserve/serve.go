@@ -81,7 +81,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
 	// The token's default is not taken from the environment here, so that
 	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
-	fs.StringVar(&c.token, "token", "", "require this bearer token on every route but /healthz and /readyz (env ZVFSERVE_TOKEN; on the command line it is visible in the process list: prefer the variable or --token-file)")
+	fs.StringVar(&c.token, "token", "", "require this bearer token (scheme Bearer, any case) on every route but /healthz, /readyz and the viewer's page and files (env ZVFSERVE_TOKEN; on the command line it is visible in the process list: prefer the variable or --token-file)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof; when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.StringVar(&c.readiness, "readiness", "all", "when /readyz is 200: all (every store serves; a store that fails to open keeps the replica unready and is named in the 503) or any (at least one store serves) (env ZVFSERVE_READINESS)")

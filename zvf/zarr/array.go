@@ -265,7 +265,9 @@ func Advance(idx, lim []int64) bool {
 func (a *Array) ReadBytes(ctx context.Context) ([]byte, error) {
 	m := a.meta
 	if !a.isBytes() {
-		return nil, &Error{Path: a.path, Err: fmt.Errorf("ReadBytes needs a 1-D uint8/int8 array, have %s", m)}
+		// The store says a byte blob is something else: bad metadata
+		// (a 422 for the store), not a fault of this server.
+		return nil, &Error{Path: a.path, Err: metaErr("a byte blob must be a 1-D uint8 or int8 array, not %s", m)}
 	}
 	if m.Shape[0] == 0 {
 		return []byte{}, nil

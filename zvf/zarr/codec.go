@@ -161,6 +161,10 @@ func sizeBytes(shape []int64, t DataType, limit int64) (elems, bytes int64, ok b
 // MaxChunkBytes: what is allocated for it later (the fill chunk, a
 // decoder's output) is then bounded by the limit, whatever a chunk's
 // bytes claim.
+// Limits are the allocation limits every array opened with cs is held
+// to (the defaults filled in).
+func (cs *Codecs) Limits() Limits { return cs.lim }
+
 func (cs *Codecs) checkRep(what string, r rep) error {
 	for _, v := range r.shape {
 		if v < 0 {

@@ -1,8 +1,11 @@
 package zarr
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 )
 
 // Error reports a failure reading or decoding one array, naming the array
@@ -63,4 +66,68 @@ func tooLarge(format string, a ...any) error {
 
 func unsupported(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+}
+
+// JSONError is err, from decoding JSON metadata, as a sentence about the
+// JSON: a value of the wrong type names the field and what it holds and
+// should hold ("chunk_shape: a string where a list belongs"), never the
+// Go type it was decoded into; encoding/json's text ("cannot unmarshal
+// string into Go struct field rawNode.shape of type []int64") would reach
+// an API client's problem detail. Syntax errors keep their text, without
+// the "json: " prefix. Other errors are returned as they are.
+func JSONError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field // the JSON keys' path (te.Struct is the Go type)
+		if field == "" {
+			field = "the document"
+		}
+		return fmt.Errorf("%s: %s where %s belongs", field, jsonArticle(te.Value), jsonKind(te.Type))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("not valid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	}
+	return err
+}
+
+// jsonArticle names a JSON value kind as encoding/json reports it
+// ("object", "array", "string", "number", "bool", "number 1e9").
+func jsonArticle(v string) string {
+	switch {
+	case v == "object":
+		return "an object"
+	case v == "array":
+		return "a list"
+	case v == "bool":
+		return "true or false"
+	case strings.HasPrefix(v, "number "):
+		return "the number " + strings.TrimPrefix(v, "number ")
+	}
+	return "a " + v
+}
+
+// jsonKind names the JSON a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
 }

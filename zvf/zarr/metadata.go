@@ -112,14 +112,14 @@ const maxRank = 32
 func ParseNode(b []byte) (*Node, error) {
 	var r rawNode
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, metaErr("zarr.json: %v", err)
+		return nil, metaErr("zarr.json: %v", JSONError(err))
 	}
 	if r.ZarrFormat == nil || *r.ZarrFormat != 3 {
 		return nil, metaErr("zarr_format must be 3")
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(b, &members); err != nil {
-		return nil, metaErr("zarr.json: %v", err)
+		return nil, metaErr("zarr.json: %v", JSONError(err))
 	}
 	for k, v := range members {
 		if knownKeys[k] {
@@ -187,7 +187,7 @@ func parseArray(r *rawNode) (*ArrayMeta, error) {
 		ChunkShape []int64 `json:"chunk_shape"`
 	}
 	if err := json.Unmarshal(r.ChunkGrid.Configuration, &grid); err != nil {
-		return nil, metaErr("chunk_grid configuration: %v", err)
+		return nil, metaErr("chunk_grid configuration: %v", JSONError(err))
 	}
 	if len(grid.ChunkShape) != len(r.Shape) {
 		return nil, metaErr("chunk_shape %v does not match rank %d", grid.ChunkShape, len(r.Shape))
@@ -267,7 +267,7 @@ func parseKeyEncoding(nc *namedConfig) (KeyEncoding, error) {
 	}
 	if len(nc.Configuration) > 0 {
 		if err := json.Unmarshal(nc.Configuration, &cfg); err != nil {
-			return KeyEncoding{}, metaErr("chunk_key_encoding configuration: %v", err)
+			return KeyEncoding{}, metaErr("chunk_key_encoding configuration: %v", JSONError(err))
 		}
 	}
 	switch nc.Name {
