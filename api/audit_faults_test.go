@@ -35,7 +35,7 @@ import (
 func TestDescriptorUnderBackendFault(t *testing.T) {
 	t.Parallel()
 	const path = "/api/v1/stores/graph"
-	fs, h := faultyServer(t, api.Options{})
+	_, h := faultyServer(t, api.Options{})
 	code, hdr0, want := serveFull(t, h, path)
 	if code != 200 {
 		t.Fatalf("healthy descriptor: %d %.300s", code, want)
@@ -60,7 +60,7 @@ func TestDescriptorUnderBackendFault(t *testing.T) {
 		t.Fatal("the healthy descriptor lists no segments, so the test proves nothing")
 	}
 	// A second server: the first cached the object index.
-	fs, h = faultyServer(t, api.Options{})
+	fs, h := faultyServer(t, api.Options{})
 	fs.Add(&faultstore.Rule{Op: "get", Key: "object_index", Fault: faultstore.Fault{Err: errors.Join(storage.ErrUnavailable, faultstore.ErrInjected)}})
 	code, hdr, body := serveFull(t, h, path)
 	switch {
