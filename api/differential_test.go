@@ -1,0 +1,664 @@
+package api_test
+
+// Differential checks of bbox answers over HTTP against brute force: the
+// whole level read chunk by chunk (zvf.Level.Chunk) and cut to the box by
+// the test itself, edges and faces restricted from the whole level's.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+)
+
+// diffAnswer is one binary bbox page (or pages put together), decoded.
+type diffAnswer struct {
+	level    int
+	dims     int
+	dtype    string
+	attrs    []diffAttr
+	hasIDs   bool
+	verts    [][]byte   // each row's vertex bytes
+	ids      []int64    // per row
+	attrRows [][][]byte // [attribute][row] bytes
+	edges    [][2]int64
+	faces    [][]int64
+	count    int64
+	offset   int64
+	next     *string
+	matched  *int64
+	trailer  bool
+}
+
+type diffAttr struct {
+	Name     string `json:"name"`
+	DType    string `json:"dtype"`
+	Channels int    `json:"channels"`
+}
+
+func dtypeSize(t *testing.T, dt string) int {
+	switch dt {
+	case "int8", "uint8", "bool":
+		return 1
+	case "int16", "uint16", "float16":
+		return 2
+	case "int32", "uint32", "float32":
+		return 4
+	case "int64", "uint64", "float64":
+		return 8
+	}
+	t.Fatalf("dtype %q", dt)
+	return 0
+}
+
+// value widens one coordinate of the given dtype to float64.
+func diffValue(dt string, b []byte) float64 {
+	switch dt {
+	case "float32":
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+	case "float64":
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	case "int8":
+		return float64(int8(b[0]))
+	case "uint8":
+		return float64(b[0])
+	case "int16":
+		return float64(int16(binary.LittleEndian.Uint16(b)))
+	case "uint16":
+		return float64(binary.LittleEndian.Uint16(b))
+	case "int32":
+		return float64(int32(binary.LittleEndian.Uint32(b)))
+	case "uint32":
+		return float64(binary.LittleEndian.Uint32(b))
+	case "int64":
+		return float64(int64(binary.LittleEndian.Uint64(b)))
+	case "uint64":
+		return float64(binary.LittleEndian.Uint64(b))
+	}
+	panic(dt)
+}
+
+// parseDiffBin decodes a binary answer; with precision > 0 it accepts
+// quantized vertex blocks, checks each value within precision of exact
+// (the exact rows given) and substitutes the exact bytes.
+func parseDiffBin(t *testing.T, b []byte, precision float64, exact [][]byte) diffAnswer {
+	t.Helper()
+	hdr, blocks := binBlocks(t, b)
+	var h struct {
+		Level  int        `json:"level"`
+		Dims   int        `json:"dims"`
+		DType  string     `json:"vertex_dtype"`
+		Attrs  []diffAttr `json:"attribute_info"`
+		HasIDs bool       `json:"has_object_ids"`
+	}
+	if err := json.Unmarshal(bytes.TrimRight(hdr, "\x00"), &h); err != nil {
+		t.Fatalf("header %q: %v", hdr, err)
+	}
+	a := diffAnswer{level: h.Level, dims: h.Dims, dtype: h.DType, attrs: h.Attrs, hasIDs: h.HasIDs}
+	a.attrRows = make([][][]byte, len(h.Attrs))
+	vs := dtypeSize(t, h.DType) * h.Dims
+	for _, bl := range blocks {
+		if a.trailer {
+			t.Fatalf("block of kind %d after the trailer", bl.kind)
+		}
+		switch bl.kind {
+		case 1:
+			if len(bl.payload) != int(bl.aux)*vs {
+				t.Fatalf("vertices block: %d bytes for %d rows", len(bl.payload), bl.aux)
+			}
+			for i := 0; i < int(bl.aux); i++ {
+				a.verts = append(a.verts, bl.payload[i*vs:(i+1)*vs])
+			}
+		case 6:
+			if precision <= 0 {
+				t.Fatal("quantized block without precision")
+			}
+			D := h.Dims
+			B := int(bl.aux)
+			R := (len(bl.payload) - 16*D) / (D * B / 8)
+			off := make([]float64, D)
+			sc := make([]float64, D)
+			for k := range D {
+				off[k] = math.Float64frombits(binary.LittleEndian.Uint64(bl.payload[8*k:]))
+				sc[k] = math.Float64frombits(binary.LittleEndian.Uint64(bl.payload[8*D+8*k:]))
+			}
+			base := len(a.verts)
+			for i := range R {
+				r := base + i
+				if r >= len(exact) {
+					t.Fatalf("quantized row %d beyond the %d exact rows", r, len(exact))
+				}
+				for k := range D {
+					p := 16*D + (k*R+i)*B/8
+					var q uint64
+					switch B {
+					case 8:
+						q = uint64(bl.payload[p])
+					case 16:
+						q = uint64(binary.LittleEndian.Uint16(bl.payload[p:]))
+					case 32:
+						q = uint64(binary.LittleEndian.Uint32(bl.payload[p:]))
+					default:
+						t.Fatalf("quantized bits %d", B)
+					}
+					got := off[k] + float64(q)*sc[k]
+					want := diffValue(h.DType, exact[r][k*vs/D:])
+					if math.Abs(got-want) > precision {
+						t.Fatalf("row %d axis %d: %v decodes %v, more than %v away", r, k, want, got, precision)
+					}
+				}
+				a.verts = append(a.verts, exact[r])
+			}
+		case 2:
+			if len(bl.payload) != 8*int(bl.aux) {
+				t.Fatalf("ids block: %d bytes for %d rows", len(bl.payload), bl.aux)
+			}
+			for i := 0; i < int(bl.aux); i++ {
+				a.ids = append(a.ids, int64(binary.LittleEndian.Uint64(bl.payload[8*i:])))
+			}
+		case 3:
+			at := h.Attrs[bl.aux]
+			w := dtypeSize(t, at.DType) * at.Channels
+			for i := 0; i+w <= len(bl.payload); i += w {
+				a.attrRows[bl.aux] = append(a.attrRows[bl.aux], bl.payload[i:i+w])
+			}
+		case 4:
+			for i := 0; i+8 <= len(bl.payload); i += 8 {
+				a.edges = append(a.edges, [2]int64{int64(binary.LittleEndian.Uint32(bl.payload[i:])), int64(binary.LittleEndian.Uint32(bl.payload[i+4:]))})
+			}
+		case 5:
+			c := int(bl.aux)
+			for i := 0; i+4*c <= len(bl.payload); i += 4 * c {
+				f := make([]int64, c)
+				for k := range c {
+					f[k] = int64(binary.LittleEndian.Uint32(bl.payload[i+4*k:]))
+				}
+				a.faces = append(a.faces, f)
+			}
+		case 15:
+			a.trailer = true
+			var tr struct {
+				Count   int64   `json:"count"`
+				Offset  int64   `json:"offset"`
+				Next    *string `json:"next"`
+				Matched *int64  `json:"number_matched"`
+			}
+			if err := json.Unmarshal(bl.payload, &tr); err != nil {
+				t.Fatalf("trailer %q: %v", bl.payload, err)
+			}
+			a.count, a.offset, a.next, a.matched = tr.Count, tr.Offset, tr.Next, tr.Matched
+		default:
+			t.Fatalf("block kind %d", bl.kind)
+		}
+	}
+	if !a.trailer {
+		t.Fatal("no trailer")
+	}
+	if int64(len(a.verts)) != a.count {
+		t.Fatalf("trailer count %d, %d rows", a.count, len(a.verts))
+	}
+	if h.HasIDs && len(a.ids) != len(a.verts) {
+		t.Fatalf("%d ids for %d rows", len(a.ids), len(a.verts))
+	}
+	return a
+}
+
+// diffLevel is a whole level read by brute force.
+type diffLevel struct {
+	dims  int
+	dtype string
+	whole diffAnswer // the level's answer to an unbounded box
+	vals  [][]float64
+}
+
+func (l *diffLevel) inBox(i int, lo, hi []float64) bool {
+	for k, v := range l.vals[i] {
+		if !(lo[k] <= v && v <= hi[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// expect is what the box should answer: the whole level's rows in the
+// box, in order, and the whole level's edges and faces among them.
+func (l *diffLevel) expect(lo, hi []float64) (rows []int, edges [][2]int64, faces [][]int64) {
+	pos := map[int64]int64{}
+	for i := range l.whole.verts {
+		if l.inBox(i, lo, hi) {
+			pos[int64(i)] = int64(len(rows))
+			rows = append(rows, i)
+		}
+	}
+	for _, e := range l.whole.edges {
+		a, oka := pos[e[0]]
+		b, okb := pos[e[1]]
+		if oka && okb {
+			edges = append(edges, [2]int64{a, b})
+		}
+	}
+faces:
+	for _, f := range l.whole.faces {
+		g := make([]int64, len(f))
+		for k, v := range f {
+			p, ok := pos[v]
+			if !ok {
+				continue faces
+			}
+			g[k] = p
+		}
+		faces = append(faces, g)
+	}
+	return rows, edges, faces
+}
+
+func diffGet(t *testing.T, h http.Handler, path string) (int, http.Header, []byte) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Result().Header, rec.Body.Bytes()
+}
+
+func fnum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func fvec(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fnum(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func sortedEdges(es [][2]int64) [][2]int64 {
+	out := slices.Clone(es)
+	slices.SortFunc(out, func(a, b [2]int64) int {
+		if c := a[0] - b[0]; c != 0 {
+			return int(c)
+		}
+		return int(a[1] - b[1])
+	})
+	return out
+}
+
+func sortedFaces(fs [][]int64) [][]int64 {
+	out := slices.Clone(fs)
+	slices.SortFunc(out, slices.Compare)
+	return out
+}
+
+// loadDiffLevel reads level n of s by brute force (every chunk, every
+// row) and the server's answer to an unbounded box, and checks they hold
+// the same rows in the same order.
+func loadDiffLevel(t *testing.T, h http.Handler, s *zvf.Store, n int) *diffLevel {
+	t.Helper()
+	lv, err := s.Level(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/api/v1/stores/%s/bbox?min=-1e300,-1e300,-1e300&max=1e300,1e300,1e300&level=%d&attributes=*&f=bin&limit=100000000", s.Name(), n)
+	if lv.Dims() != 3 {
+		t.Skipf("%d dims", lv.Dims())
+	}
+	code, _, body := diffGet(t, h, path)
+	if code != 200 {
+		t.Fatalf("%s: %d %s", path, code, body)
+	}
+	whole := parseDiffBin(t, body, 0, nil)
+	if whole.next != nil {
+		t.Fatalf("whole level paged")
+	}
+	l := &diffLevel{dims: whole.dims, dtype: whole.dtype, whole: whole}
+	vs := len(whole.verts[0]) / whole.dims
+	for _, r := range whole.verts {
+		v := make([]float64, whole.dims)
+		for k := range v {
+			v[k] = diffValue(whole.dtype, r[k*vs:])
+		}
+		l.vals = append(l.vals, v)
+	}
+	// Brute force: every chunk's rows in key order, the finite ones.
+	keys := slices.Clone(lv.Keys())
+	slices.SortFunc(keys, func(a, b zvf.Key) int { return slices.Compare(a, b) })
+	var brute [][]byte
+	for _, k := range keys {
+		tile, err := lv.Chunk(context.Background(), k, nil)
+		if err != nil {
+			t.Fatalf("chunk %v: %v", k, err)
+		}
+		w := len(tile.Vertices.Data) / max(tile.Rows, 1)
+		for i := range tile.Rows {
+			r := tile.Vertices.Data[i*w : (i+1)*w]
+			finite := true
+			for k := range whole.dims {
+				if x := diffValue(whole.dtype, r[k*vs:]); math.IsNaN(x) || math.IsInf(x, 0) {
+					finite = false
+				}
+			}
+			if finite {
+				brute = append(brute, r)
+			}
+		}
+	}
+	if len(brute) != len(whole.verts) {
+		t.Fatalf("level %d: brute force %d rows, unbounded box %d", n, len(brute), len(whole.verts))
+	}
+	for i := range brute {
+		if !bytes.Equal(brute[i], whole.verts[i]) {
+			t.Fatalf("level %d row %d: brute force %x, unbounded box %x", n, i, brute[i], whole.verts[i])
+		}
+	}
+	return l
+}
+
+// checkDiffBox asks for box [lo, hi] at level n in binary (whole,
+// quantized, paged) and JSON and compares each with brute force.
+func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLevel, lo, hi []float64, limits []int) {
+	t.Helper()
+	rows, edges, faces := l.expect(lo, hi)
+	base := fmt.Sprintf("/api/v1/stores/%s/bbox?min=%s&max=%s&level=%d&attributes=*", store, fvec(lo), fvec(hi), n)
+	what := base
+	check := func(got diffAnswer, what string) {
+		t.Helper()
+		if len(got.verts) != len(rows) {
+			t.Fatalf("%s: %d rows, brute force %d", what, len(got.verts), len(rows))
+		}
+		for i, r := range rows {
+			if !bytes.Equal(got.verts[i], l.whole.verts[r]) {
+				t.Fatalf("%s: row %d %x, brute force %x", what, i, got.verts[i], l.whole.verts[r])
+			}
+			if l.whole.hasIDs && got.ids[i] != l.whole.ids[r] {
+				t.Fatalf("%s: row %d id %d, want %d", what, i, got.ids[i], l.whole.ids[r])
+			}
+			for k := range l.whole.attrRows {
+				if !bytes.Equal(got.attrRows[k][i], l.whole.attrRows[k][r]) {
+					t.Fatalf("%s: row %d attribute %d differs", what, i, k)
+				}
+			}
+		}
+		if ge, we := sortedEdges(got.edges), sortedEdges(edges); !slices.Equal(ge, we) {
+			t.Fatalf("%s: %d edges, brute force %d\n got %v\nwant %v", what, len(ge), len(we), trunc(ge), trunc(we))
+		}
+		if gf, wf := sortedFaces(got.faces), sortedFaces(faces); !slices.EqualFunc(gf, wf, slices.Equal) {
+			t.Fatalf("%s: %d faces, brute force %d", what, len(gf), len(wf))
+		}
+	}
+	code, _, body := diffGet(t, h, base+"&f=bin")
+	if code != 200 {
+		t.Fatalf("%s: %d %s", what, code, body)
+	}
+	whole := parseDiffBin(t, body, 0, nil)
+	check(whole, what+" bin")
+	if whole.next != nil || whole.offset != 0 {
+		t.Fatalf("%s: unpaged answer with next %v offset %d", what, *whole.next, whole.offset)
+	}
+	if whole.matched != nil && *whole.matched != int64(len(rows)) {
+		t.Fatalf("%s: number_matched %d, want %d", what, *whole.matched, len(rows))
+	}
+	// count
+	cpath := strings.Replace(base, "/bbox?", "/count?", 1)
+	cpath = strings.Replace(cpath, "&attributes=*", "", 1)
+	code, _, body = diffGet(t, h, cpath)
+	var c struct{ Count int64 }
+	if code != 200 || json.Unmarshal(body, &c) != nil || c.Count != int64(len(rows)) {
+		t.Fatalf("%s: %d %s, want count %d", cpath, code, body, len(rows))
+	}
+	// precision
+	for _, p := range []float64{0.5, 1e-3} {
+		code, _, body = diffGet(t, h, base+"&f=bin&precision="+fnum(p))
+		if code != 200 {
+			t.Fatalf("%s precision %v: %d %s", what, p, code, body)
+		}
+		check(parseDiffBin(t, body, p, whole.verts), fmt.Sprintf("%s precision %v", what, p))
+	}
+	// JSON: same rows, ids and connectivity.
+	code, _, body = diffGet(t, h, base)
+	if code != 200 {
+		t.Fatalf("%s json: %d %s", what, code, body)
+	}
+	var js struct {
+		Vertices [][]json.Number `json:"vertices"`
+		IDs      []int64         `json:"object_ids"`
+		Edges    [][2]int64      `json:"edges"`
+		Faces    [][]int64       `json:"faces"`
+		Count    int64           `json:"count"`
+		Next     *string         `json:"next"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&js); err != nil {
+		t.Fatalf("%s json: %v", what, err)
+	}
+	if len(js.Vertices) != len(rows) || js.Count != int64(len(rows)) || js.Next != nil {
+		t.Fatalf("%s json: %d rows count %d, want %d", what, len(js.Vertices), js.Count, len(rows))
+	}
+	for i, r := range rows {
+		for k, num := range js.Vertices[i] {
+			bits := 64
+			if l.dtype == "float32" {
+				bits = 32
+			}
+			v, err := strconv.ParseFloat(num.String(), bits)
+			want := l.vals[r][k]
+			if err != nil || (v != want && !(math.IsNaN(v) && math.IsNaN(want))) {
+				t.Fatalf("%s json: row %d axis %d %s, want %v", what, i, k, num, want)
+			}
+		}
+		if l.whole.hasIDs && js.IDs[i] != l.whole.ids[r] {
+			t.Fatalf("%s json: row %d id %d want %d", what, i, js.IDs[i], l.whole.ids[r])
+		}
+	}
+	if ge, we := sortedEdges(js.Edges), sortedEdges(edges); !slices.Equal(ge, we) {
+		t.Fatalf("%s json: %d edges, brute force %d", what, len(ge), len(we))
+	}
+	if gf, wf := sortedFaces(js.Faces), sortedFaces(faces); !slices.EqualFunc(gf, wf, slices.Equal) {
+		t.Fatalf("%s json: %d faces, brute force %d", what, len(gf), len(wf))
+	}
+	// Pages.
+	for _, lim := range limits {
+		var all diffAnswer
+		cursor := ""
+		for page := 0; ; page++ {
+			p := fmt.Sprintf("%s&f=bin&limit=%d", base, lim)
+			if cursor != "" {
+				p += "&cursor=" + url.QueryEscape(cursor)
+			}
+			code, _, body := diffGet(t, h, p)
+			if code != 200 {
+				t.Fatalf("%s page %d: %d %s", p, page, code, body)
+			}
+			pg := parseDiffBin(t, body, 0, nil)
+			if pg.offset != int64(len(all.verts)) {
+				t.Fatalf("%s limit %d page %d: offset %d, %d rows before", what, lim, page, pg.offset, len(all.verts))
+			}
+			if len(pg.verts) > lim {
+				t.Fatalf("%s limit %d page %d: %d rows", what, lim, page, len(pg.verts))
+			}
+			end := pg.offset + int64(len(pg.verts))
+			for _, e := range pg.edges {
+				if m := max(e[0], e[1]); m < pg.offset || m >= end {
+					t.Fatalf("%s limit %d page %d [%d,%d): edge %v", what, lim, page, pg.offset, end, e)
+				}
+			}
+			for _, f := range pg.faces {
+				if m := slices.Max(f); m < pg.offset || m >= end {
+					t.Fatalf("%s limit %d page %d [%d,%d): face %v", what, lim, page, pg.offset, end, f)
+				}
+			}
+			if pg.matched != nil && *pg.matched != int64(len(rows)) {
+				t.Fatalf("%s limit %d page %d: number_matched %d, want %d", what, lim, page, *pg.matched, len(rows))
+			}
+			all.verts = append(all.verts, pg.verts...)
+			all.ids = append(all.ids, pg.ids...)
+			if all.attrRows == nil {
+				all.attrRows = make([][][]byte, len(pg.attrRows))
+			}
+			for k := range pg.attrRows {
+				all.attrRows[k] = append(all.attrRows[k], pg.attrRows[k]...)
+			}
+			all.edges = append(all.edges, pg.edges...)
+			all.faces = append(all.faces, pg.faces...)
+			if pg.next == nil {
+				if pg.matched == nil {
+					t.Fatalf("%s limit %d: last page without number_matched", what, lim)
+				}
+				break
+			}
+			if len(pg.verts) == 0 {
+				t.Fatalf("%s limit %d page %d: empty page with a next", what, lim, page)
+			}
+			if page > len(rows)+2 {
+				t.Fatalf("%s limit %d: %d pages for %d rows", what, lim, page, len(rows))
+			}
+			cursor = *pg.next
+		}
+		check(all, fmt.Sprintf("%s limit %d pages", what, lim))
+	}
+}
+
+func trunc[T any](s []T) []T {
+	if len(s) > 20 {
+		return s[:20]
+	}
+	return s
+}
+
+// diffBoxes are boxes over a level: random ones in the bounds, ones on
+// chunk and bin borders, degenerate ones on a vertex, ones outside.
+func diffBoxes(rng *rand.Rand, l *diffLevel, lo, hi, chunk, bin []float64) [][2][]float64 {
+	var out [][2][]float64
+	d := len(lo)
+	mk := func(f func(k int) (float64, float64)) {
+		a, b := make([]float64, d), make([]float64, d)
+		for k := range d {
+			a[k], b[k] = f(k)
+		}
+		out = append(out, [2][]float64{a, b})
+	}
+	for range 6 {
+		mk(func(k int) (float64, float64) {
+			x, y := lo[k]+rng.Float64()*(hi[k]-lo[k]), lo[k]+rng.Float64()*(hi[k]-lo[k])
+			return min(x, y), max(x, y)
+		})
+	}
+	if len(l.vals) == 0 {
+		return out
+	}
+	// Around vertices: boxes of 5-40% of the bounds.
+	for range 8 {
+		v := l.vals[rng.IntN(len(l.vals))]
+		mk(func(k int) (float64, float64) {
+			w := (hi[k] - lo[k]) * (0.05 + 0.35*rng.Float64())
+			c := v[k] + (rng.Float64()-0.5)*w
+			return c - w/2, c + w/2
+		})
+	}
+	for _, g := range [][]float64{chunk, bin} {
+		if g == nil {
+			continue
+		}
+		// The cell of a vertex and its neighbours, borders exact.
+		for range 5 {
+			v := l.vals[rng.IntN(len(l.vals))]
+			mk(func(k int) (float64, float64) {
+				i := math.Floor(v[k]/g[k]) - math.Floor(rng.Float64()*2)
+				j := i + 1 + math.Floor(rng.Float64()*2)
+				return i * g[k], j * g[k]
+			})
+		}
+		// A slab on one border through a vertex's cell.
+		v := l.vals[rng.IntN(len(l.vals))]
+		mk(func(k int) (float64, float64) {
+			if k == 0 {
+				b := math.Round(v[k]/g[k]) * g[k]
+				return b, b
+			}
+			return lo[k], hi[k]
+		})
+		// Boxes ending exactly on a border.
+		mk(func(k int) (float64, float64) {
+			b := math.Round(v[k]/g[k]) * g[k]
+			return b - g[k]/2, b
+		})
+		mk(func(k int) (float64, float64) {
+			b := math.Round(v[k]/g[k]) * g[k]
+			return b, b + g[k]/2
+		})
+	}
+	for range 3 {
+		v := l.vals[rng.IntN(len(l.vals))]
+		mk(func(k int) (float64, float64) { return v[k], v[k] })
+		w := l.vals[rng.IntN(len(l.vals))]
+		mk(func(k int) (float64, float64) { return min(v[k], w[k]), max(v[k], w[k]) })
+	}
+	mk(func(k int) (float64, float64) { return hi[k] + 1, hi[k] + 2 })
+	mk(func(k int) (float64, float64) { return lo[k] - 10, lo[k] })
+	mk(func(k int) (float64, float64) { return lo[k], hi[k] })
+	return out
+}
+
+type diffDescriptor struct {
+	Bounds [2][]float64 `json:"bounds"`
+	Levels []struct {
+		Level      int       `json:"level"`
+		ChunkShape []float64 `json:"chunk_shape"`
+		BinShape   []float64 `json:"bin_shape"`
+	} `json:"levels"`
+}
+
+func runDiff(t *testing.T, stores []*zvf.Store) {
+	srv := apitest.New(t, api.Options{Stores: stores})
+	h := srv.Handler()
+	for _, s := range stores {
+		t.Run(s.Name(), func(t *testing.T) {
+			code, _, body := diffGet(t, h, "/api/v1/stores/"+s.Name())
+			var d diffDescriptor
+			if code != 200 || json.Unmarshal(body, &d) != nil {
+				t.Fatalf("descriptor %d %s", code, body)
+			}
+			rng := rand.New(rand.NewPCG(7, uint64(len(s.Name()))))
+			for _, lv := range d.Levels {
+				l := loadDiffLevel(t, h, s, lv.Level)
+				for _, b := range diffBoxes(rng, l, d.Bounds[0], d.Bounds[1], lv.ChunkShape, lv.BinShape) {
+					checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{1, 7, 100})
+				}
+			}
+		})
+	}
+}
+
+func TestDifferentialReferenceStores(t *testing.T) {
+	t.Parallel()
+	ch := cache.New(256 << 20)
+	var stores []*zvf.Store
+	for _, n := range []string{"points_bins", "points_pyramid", "polylines", "graph", "skeleton", "mesh",
+		"quirk_points_objects_bins", "points_pyramid_sharded", "polylines_sharded", "graph_sharded"} {
+		stores = append(stores, apitest.Open(t, filepath.Join(fixtures, n+".zarrvectors"), n, ch))
+	}
+	runDiff(t, stores)
+}
+
+func TestDifferential09Stores(t *testing.T) {
+	t.Parallel()
+	ch := cache.New(256 << 20)
+	var stores []*zvf.Store
+	for _, n := range []string{"graph_v09", "mesh_sharded_v09", "mesh_v09", "points_pyramid_v09", "skeleton_v09", "streamlines_v09"} {
+		stores = append(stores, apitest.Open(t, filepath.Join("../testdata/zvf-0.9", n+".zarrvectors"), n, ch))
+	}
+	runDiff(t, stores)
+}
