@@ -240,10 +240,10 @@ func (l *diffLevel) inBox(i int, lo, hi []float64) bool {
 
 // expect is what the box should answer: the whole level's rows in the
 // box, in order, and the whole level's edges and faces among them.
-func (l *diffLevel) expect(lo, hi []float64) (rows []int, edges [][2]int64, faces [][]int64) {
+func (l *diffLevel) expect(lo, hi []float64, keep func(i int) bool) (rows []int, edges [][2]int64, faces [][]int64) {
 	pos := map[int64]int64{}
 	for i := range l.whole.verts {
-		if l.inBox(i, lo, hi) {
+		if l.inBox(i, lo, hi) && (keep == nil || keep(i)) {
 			pos[int64(i)] = int64(len(rows))
 			rows = append(rows, i)
 		}
@@ -370,10 +370,10 @@ func loadDiffLevel(t *testing.T, h http.Handler, s *zvf.Store, n int) *diffLevel
 
 // checkDiffBox asks for box [lo, hi] at level n in binary (whole,
 // quantized, paged) and JSON and compares each with brute force.
-func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLevel, lo, hi []float64, limits []int) {
+func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLevel, lo, hi []float64, limits []int, sel string, keep func(i int) bool) {
 	t.Helper()
-	rows, edges, faces := l.expect(lo, hi)
-	base := fmt.Sprintf("/api/v1/stores/%s/bbox?min=%s&max=%s&level=%d&attributes=*", store, fvec(lo), fvec(hi), n)
+	rows, edges, faces := l.expect(lo, hi, keep)
+	base := fmt.Sprintf("/api/v1/stores/%s/bbox?min=%s&max=%s&level=%d&attributes=*%s", store, fvec(lo), fvec(hi), n, sel)
 	what := base
 	check := func(got diffAnswer, what string) {
 		t.Helper()
@@ -637,7 +637,11 @@ func runDiff(t *testing.T, stores []*zvf.Store) {
 			for _, lv := range d.Levels {
 				l := loadDiffLevel(t, h, s, lv.Level)
 				for _, b := range diffBoxes(rng, l, d.Bounds[0], d.Bounds[1], lv.ChunkShape, lv.BinShape) {
-					checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{1, 7, 100})
+					checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{1, 7, 100}, "", nil)
+					for _, sel := range l.selections() {
+						checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{5}, sel.q, sel.keep)
+					}
+					checkDiffDensity(t, h, s.Name(), lv.Level, l, b[0], b[1])
 				}
 			}
 		})
@@ -708,4 +712,93 @@ func TestDifferentialNonFiniteRows(t *testing.T) {
 		stores = append(stores, apitest.Open(t, dir, n, ch))
 	}
 	runDiff(t, stores)
+}
+
+func splitMix64(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+type diffSel struct {
+	q    string
+	keep func(i int) bool
+}
+
+// sampleKeeps is docs/filters.md's sampling rule for whole-level row i.
+func (l *diffLevel) sampleKeeps(i int, f float64) bool {
+	var h uint64
+	if l.whole.hasIDs && l.whole.ids[i] >= 0 {
+		h = splitMix64(uint64(l.whole.ids[i]))
+	} else {
+		for _, v := range l.vals[i] {
+			h = splitMix64(h ^ math.Float64bits(v))
+		}
+	}
+	return float64(h)/(1<<64) < f
+}
+
+// selections are filters and samples with their brute-force meaning.
+func (l *diffLevel) selections() []diffSel {
+	out := []diffSel{{"&sample=0.5", func(i int) bool { return l.sampleKeeps(i, 0.5) }}}
+	if l.whole.hasIDs {
+		out = append(out,
+			diffSel{"&filter=" + url.QueryEscape("object_id < 20"), func(i int) bool { return l.whole.ids[i] < 20 }},
+			diffSel{"&filter=" + url.QueryEscape("object_id >= 5") + "&sample=0.3", func(i int) bool { return l.whole.ids[i] >= 5 && l.sampleKeeps(i, 0.3) }})
+	}
+	// A float32 single-channel attribute, when there is one.
+	for k, a := range l.whole.attrs {
+		if a.DType != "float32" || a.Channels != 1 || len(l.whole.attrRows[k]) == 0 {
+			continue
+		}
+		vals := make([]float64, len(l.whole.attrRows[k]))
+		for i, r := range l.whole.attrRows[k] {
+			vals[i] = diffValue("float32", r)
+		}
+		sorted := slices.Clone(vals)
+		slices.Sort(sorted)
+		thr := sorted[len(sorted)/2]
+		out = append(out, diffSel{"&filter=" + url.QueryEscape(fmt.Sprintf("%s > %s", a.Name, fnum(thr))), func(i int) bool { return vals[i] > thr }})
+		break
+	}
+	return out
+}
+
+// checkDiffDensity holds the density route to docs/filters.md's cells
+// over brute force.
+func checkDiffDensity(t *testing.T, h http.Handler, store string, n int, l *diffLevel, lo, hi []float64) {
+	t.Helper()
+	shape := []int{3, 2, 5}
+	path := fmt.Sprintf("/api/v1/stores/%s/density?min=%s&max=%s&level=%d&shape=3,2,5", store, fvec(lo), fvec(hi), n)
+	code, _, body := diffGet(t, h, path)
+	if code != 200 {
+		t.Fatalf("%s: %d %s", path, code, body)
+	}
+	var d struct {
+		Counts []int64 `json:"counts"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int64, 30)
+	rows, _, _ := l.expect(lo, hi, nil)
+	for _, r := range rows {
+		idx, mul := 0, 1
+		for a, v := range l.vals[r] {
+			w := (hi[a] - lo[a]) / float64(shape[a])
+			c := 0
+			for i := 1; i < shape[a]; i++ {
+				if v >= lo[a]+float64(i)*w {
+					c = i
+				}
+			}
+			idx += c * mul
+			mul *= shape[a]
+		}
+		want[idx]++
+	}
+	if !slices.Equal(d.Counts, want) {
+		t.Fatalf("%s: counts %v, brute force %v", path, d.Counts, want)
+	}
 }
