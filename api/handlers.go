@@ -317,7 +317,14 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(st, r, rep)) {
+	// level=auto answers from estimates that become exact as chunks are
+	// read, so one URL may be answered from another level later: the
+	// level chosen is part of what the (strong) ETag names.
+	variant := ""
+	if q.Get("level") == "auto" {
+		variant = "level=" + strconv.Itoa(l.N())
+	}
+	if s.notModified(w, r, s.etagOf(st, r, rep, variant)) {
 		return nil
 	}
 	attrs, export, err := s.exportSetup(r.Context(), w, r, rep, st, l, "bbox", attrs, limit)
