@@ -274,7 +274,40 @@ func diffGet(t *testing.T, h http.Handler, path string) (int, http.Header, []byt
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-	return rec.Code, rec.Result().Header, rec.Body.Bytes()
+	res := rec.Result()
+	hdr := res.Header.Clone()
+	for k, v := range res.Trailer {
+		if hdr.Get(k) != "" {
+			t.Fatalf("%s: %s both a header and a trailer", path, k)
+		}
+		hdr[k] = v
+	}
+	return rec.Code, hdr, rec.Body.Bytes()
+}
+
+// checkPageHeaders holds a bbox page's headers (or trailers) to its body.
+func checkPageHeaders(t *testing.T, what string, hdr http.Header, pg diffAnswer) {
+	t.Helper()
+	if got := hdr.Get("X-Vertex-Count"); got != strconv.FormatInt(pg.count, 10) {
+		t.Fatalf("%s: X-Vertex-Count %q, count %d", what, got, pg.count)
+	}
+	next := ""
+	if pg.next != nil {
+		next = *pg.next
+	}
+	if got := hdr.Get("X-Next-Cursor"); got != next {
+		t.Fatalf("%s: X-Next-Cursor %q, next %q", what, got, next)
+	}
+	if link := hdr.Get("Link"); (link != "") != (next != "") || (next != "" && !strings.Contains(link, "cursor="+url.QueryEscape(next))) {
+		t.Fatalf("%s: Link %q, next %q", what, link, next)
+	}
+	m := ""
+	if pg.matched != nil {
+		m = strconv.FormatInt(*pg.matched, 10)
+	}
+	if got := hdr.Get("X-Number-Matched"); got != m {
+		t.Fatalf("%s: X-Number-Matched %q, number_matched %q", what, got, m)
+	}
 }
 
 func fnum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -317,11 +350,12 @@ func loadDiffLevel(t *testing.T, h http.Handler, s *zvf.Store, n int) *diffLevel
 	if lv.Dims() != 3 {
 		t.Skipf("%d dims", lv.Dims())
 	}
-	code, _, body := diffGet(t, h, path)
+	code, hdr, body := diffGet(t, h, path)
 	if code != 200 {
 		t.Fatalf("%s: %d %s", path, code, body)
 	}
 	whole := parseDiffBin(t, body, 0, nil)
+	checkPageHeaders(t, path, hdr, whole)
 	if whole.next != nil {
 		t.Fatalf("whole level paged")
 	}
@@ -400,11 +434,12 @@ func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLeve
 			t.Fatalf("%s: %d faces, brute force %d", what, len(gf), len(wf))
 		}
 	}
-	code, _, body := diffGet(t, h, base+"&f=bin")
+	code, hdr, body := diffGet(t, h, base+"&f=bin")
 	if code != 200 {
 		t.Fatalf("%s: %d %s", what, code, body)
 	}
 	whole := parseDiffBin(t, body, 0, nil)
+	checkPageHeaders(t, what, hdr, whole)
 	check(whole, what+" bin")
 	if whole.next != nil || whole.offset != 0 {
 		t.Fatalf("%s: unpaged answer with next %v offset %d", what, *whole.next, whole.offset)
@@ -480,11 +515,12 @@ func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLeve
 			if cursor != "" {
 				p += "&cursor=" + url.QueryEscape(cursor)
 			}
-			code, _, body := diffGet(t, h, p)
+			code, hdr, body := diffGet(t, h, p)
 			if code != 200 {
 				t.Fatalf("%s page %d: %d %s", p, page, code, body)
 			}
 			pg := parseDiffBin(t, body, 0, nil)
+			checkPageHeaders(t, p, hdr, pg)
 			if pg.offset != int64(len(all.verts)) {
 				t.Fatalf("%s limit %d page %d: offset %d, %d rows before", what, lim, page, pg.offset, len(all.verts))
 			}
