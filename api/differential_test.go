@@ -656,6 +656,9 @@ type diffDescriptor struct {
 		Level      int       `json:"level"`
 		ChunkShape []float64 `json:"chunk_shape"`
 		BinShape   []float64 `json:"bin_shape"`
+		// SharedFragments: an object's manifest may name a fragment
+		// other objects name too, and name it more than once.
+		SharedFragments bool `json:"shared_fragments"`
 	} `json:"levels"`
 }
 
@@ -672,6 +675,7 @@ func runDiff(t *testing.T, stores []*zvf.Store) {
 			rng := rand.New(rand.NewPCG(7, uint64(len(s.Name()))))
 			for _, lv := range d.Levels {
 				l := loadDiffLevel(t, h, s, lv.Level)
+				checkDiffObjects(t, h, s.Name(), lv.Level, l, lv.SharedFragments)
 				for _, b := range diffBoxes(rng, l, d.Bounds[0], d.Bounds[1], lv.ChunkShape, lv.BinShape) {
 					checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{1, 7, 100}, "", nil)
 					for _, sel := range l.selections() {
@@ -837,4 +841,143 @@ func checkDiffDensity(t *testing.T, h http.Handler, store string, n int, l *diff
 	if !slices.Equal(d.Counts, want) {
 		t.Fatalf("%s: counts %v, brute force %v", path, d.Counts, want)
 	}
+}
+
+// checkDiffObjects holds the object route to the whole level: an
+// object's finite rows are, as a multiset, the level's rows whose object
+// id is the object's, and its edges and faces (as coordinates) those of
+// the level among them.
+func checkDiffObjects(t *testing.T, h http.Handler, store string, n int, l *diffLevel, sharedLevel bool) {
+	t.Helper()
+	if !l.whole.hasIDs {
+		return
+	}
+	byID := map[int64][]int{}
+	var ids []int64
+	for i, id := range l.whole.ids {
+		if id < 0 {
+			continue
+		}
+		if _, ok := byID[id]; !ok {
+			ids = append(ids, id)
+		}
+		byID[id] = append(byID[id], i)
+	}
+	slices.Sort(ids)
+	if len(ids) > 25 {
+		ids = ids[:25]
+	}
+	finite := func(r []byte) bool {
+		w := len(r) / l.dims
+		for k := range l.dims {
+			if x := diffValue(l.dtype, r[k*w:]); math.IsNaN(x) || math.IsInf(x, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, id := range ids {
+		path := fmt.Sprintf("/api/v1/stores/%s/objects/%d?level=%d&f=bin", store, id, n)
+		code, _, body := diffGet(t, h, path)
+		if code != 200 {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+		obj := parseDiffBin(t, body, 0, nil)
+		var got, want []string
+		for _, r := range obj.verts {
+			if finite(r) {
+				got = append(got, string(r))
+			}
+		}
+		in := map[int64]bool{}
+		for _, i := range byID[id] {
+			want = append(want, string(l.whole.verts[i]))
+			in[int64(i)] = true
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		// At levels with shared fragments (a coarse level's, a mesh's
+		// whole-chunk fragment) an object holds rows whose object id
+		// names another object (the first whose manifest names the
+		// fragment): then its rows hold the level's rows of the object.
+		shared := sharedLevel
+		if shared {
+			got = slices.Compact(got)
+		}
+		for _, r := range got {
+			if !slices.Contains(want, r) {
+				shared = true
+				break
+			}
+		}
+		if !shared && !slices.Equal(got, want) || shared && !multisetContains(got, want) {
+			t.Fatalf("%s: %d finite rows, the level's rows of object %d: %d", path, len(got), id, len(want))
+		}
+		if shared {
+			continue
+		}
+		okRow := func(i int64) bool { return finite(obj.verts[i]) }
+		var ge, we []string
+		for _, e := range obj.edges {
+			if okRow(e[0]) && okRow(e[1]) {
+				ge = append(ge, string(obj.verts[e[0]])+"|"+string(obj.verts[e[1]]))
+			}
+		}
+		for _, e := range l.whole.edges {
+			if in[e[0]] && in[e[1]] {
+				we = append(we, string(l.whole.verts[e[0]])+"|"+string(l.whole.verts[e[1]]))
+			}
+		}
+		slices.Sort(ge)
+		slices.Sort(we)
+		if !slices.Equal(ge, we) {
+			t.Fatalf("%s: %d edges among finite rows, the level's among object %d's rows: %d", path, len(ge), id, len(we))
+		}
+		var gf, wf []string
+	faces:
+		for _, f := range obj.faces {
+			var b strings.Builder
+			for _, v := range f {
+				if !okRow(v) {
+					continue faces
+				}
+				b.Write(obj.verts[v])
+				b.WriteByte('|')
+			}
+			gf = append(gf, b.String())
+		}
+	wfaces:
+		for _, f := range l.whole.faces {
+			var b strings.Builder
+			for _, v := range f {
+				if !in[v] {
+					continue wfaces
+				}
+				b.Write(l.whole.verts[v])
+				b.WriteByte('|')
+			}
+			wf = append(wf, b.String())
+		}
+		slices.Sort(gf)
+		slices.Sort(wf)
+		if !slices.Equal(gf, wf) {
+			t.Fatalf("%s: %d faces among finite rows, the level's among object %d's rows: %d", path, len(gf), id, len(wf))
+		}
+	}
+}
+
+// multisetContains reports whether sorted big holds every element of
+// sorted small, as many times.
+func multisetContains(big, small []string) bool {
+	i := 0
+	for _, x := range small {
+		for i < len(big) && big[i] < x {
+			i++
+		}
+		if i == len(big) || big[i] != x {
+			return false
+		}
+		i++
+	}
+	return true
 }
