@@ -26,6 +26,9 @@ import (
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
+	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -317,7 +320,7 @@ func fvec(v []float64) string {
 	for i, x := range v {
 		s[i] = fnum(x)
 	}
-	return strings.Join(s, ",")
+	return url.QueryEscape(strings.Join(s, ","))
 }
 
 func sortedEdges(es [][2]int64) [][2]int64 {
@@ -346,10 +349,11 @@ func loadDiffLevel(t *testing.T, h http.Handler, s *zvf.Store, n int) *diffLevel
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := fmt.Sprintf("/api/v1/stores/%s/bbox?min=-1e300,-1e300,-1e300&max=1e300,1e300,1e300&level=%d&attributes=*&f=bin&limit=100000000", s.Name(), n)
-	if lv.Dims() != 3 {
-		t.Skipf("%d dims", lv.Dims())
+	lo, hi := make([]float64, lv.Dims()), make([]float64, lv.Dims())
+	for k := range lo {
+		lo[k], hi[k] = -1e300, 1e300
 	}
+	path := fmt.Sprintf("/api/v1/stores/%s/bbox?min=%s&max=%s&level=%d&attributes=*&f=bin&limit=100000000", s.Name(), fvec(lo), fvec(hi), n)
 	code, hdr, body := diffGet(t, h, path)
 	if code != 200 {
 		t.Fatalf("%s: %d %s", path, code, body)
@@ -809,8 +813,14 @@ func (l *diffLevel) selections() []diffSel {
 // over brute force.
 func checkDiffDensity(t *testing.T, h http.Handler, store string, n int, l *diffLevel, lo, hi []float64) {
 	t.Helper()
-	shape := []int{3, 2, 5}
-	path := fmt.Sprintf("/api/v1/stores/%s/density?min=%s&max=%s&level=%d&shape=3,2,5", store, fvec(lo), fvec(hi), n)
+	shape := []int{3, 2, 5, 2}[:len(lo)]
+	ss := make([]string, len(shape))
+	cells := 1
+	for i, v := range shape {
+		ss[i] = strconv.Itoa(v)
+		cells *= v
+	}
+	path := fmt.Sprintf("/api/v1/stores/%s/density?min=%s&max=%s&level=%d&shape=%s", store, fvec(lo), fvec(hi), n, strings.Join(ss, ","))
 	code, _, body := diffGet(t, h, path)
 	if code != 200 {
 		t.Fatalf("%s: %d %s", path, code, body)
@@ -821,7 +831,7 @@ func checkDiffDensity(t *testing.T, h http.Handler, store string, n int, l *diff
 	if err := json.Unmarshal(body, &d); err != nil {
 		t.Fatal(err)
 	}
-	want := make([]int64, 30)
+	want := make([]int64, cells)
 	rows, _, _ := l.expect(lo, hi, nil)
 	for _, r := range rows {
 		idx, mul := 0, 1
@@ -980,4 +990,121 @@ func multisetContains(big, small []string) bool {
 		i++
 	}
 	return true
+}
+
+// TestDifferentialSyntheticStores: stores written by zvf/writer with
+// small chunks and bins (single-row and empty ones), vertices exactly on
+// chunk and bin borders, negative coordinates, lines that cross borders
+// many times, 2-D and 4-D points, and a pyramid.
+func TestDifferentialSyntheticStores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := memstore.New()
+	rng := rand.New(rand.NewPCG(11, 12))
+	// A coordinate on a 2.5 lattice half the time (on a bin or chunk
+	// border), else anywhere in [-20, 20).
+	coord := func() float32 {
+		if rng.IntN(2) == 0 {
+			return float32(rng.IntN(17)-8) * 2.5
+		}
+		return float32(rng.Float64()*40 - 20)
+	}
+	write := func(name string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	for _, d := range []int{2, 3, 4} {
+		pc := &writer.PointCloud{}
+		var val []float32
+		for i := range 400 {
+			for range d {
+				pc.Positions = append(pc.Positions, coord())
+			}
+			pc.ObjectIDs = append(pc.ObjectIDs, int64(i%37))
+			val = append(val, float32(rng.Float64()))
+		}
+		pc.Attributes = []writer.Attribute{writer.Float32Attribute("v", 1, val)}
+		cs, bs := make([]float64, d), make([]float64, d)
+		for k := range d {
+			cs[k], bs[k] = 10, 5
+		}
+		_, err := writer.WritePoints(ctx, mem, fmt.Sprintf("pts%dd", d), pc, writer.Options{ChunkShape: cs, BinShape: bs,
+			Pyramid: []writer.PyramidLevel{{Coarsen: 2}, {Coarsen: 4, ChunkScale: 2}}})
+		write("points", err)
+	}
+	// Bins without objects, one row in most chunks.
+	sparse := &writer.PointCloud{}
+	for range 60 {
+		sparse.Positions = append(sparse.Positions, coord(), coord(), coord())
+	}
+	_, err := writer.WritePoints(ctx, mem, "sparse", sparse, writer.Options{ChunkShape: []float64{2.5, 2.5, 2.5}, BinShape: []float64{1.25, 1.25, 1.25}})
+	write("sparse", err)
+	// Zig-zag lines across chunk borders.
+	pl := &writer.Polylines{Offsets: []int{0}}
+	var fa []float32
+	for s := range 25 {
+		n := 10 + rng.IntN(60)
+		for k := range n {
+			x := float32(-20 + float64(k)*40/float64(n))
+			y := float32(10 * math.Sin(float64(k+s)))
+			z := coord()
+			if k%5 == 0 {
+				y = float32(math.Round(float64(y)/5) * 5)
+			}
+			pl.Positions = append(pl.Positions, x, y, z)
+			fa = append(fa, float32(rng.Float64()))
+		}
+		pl.Offsets = append(pl.Offsets, len(pl.Positions)/3)
+	}
+	pl.Attributes = []writer.Attribute{writer.Float32Attribute("fa", 1, fa)}
+	_, err = writer.WritePolylines(ctx, mem, "zigzag", pl, writer.Options{ChunkShape: []float64{10, 10, 10}, BinShape: []float64{5, 5, 5}})
+	write("zigzag", err)
+	// A random graph in several objects, and a skeleton.
+	for _, skel := range []bool{false, true} {
+		g := &writer.Graph{Skeleton: skel}
+		for i := range 200 {
+			g.Positions = append(g.Positions, coord(), coord(), coord())
+			g.ObjectIDs = append(g.ObjectIDs, int64(i/50))
+			if i%50 != 0 {
+				p := int64(i/50*50 + rng.IntN(i%50))
+				g.Edges = append(g.Edges, int64(i), p)
+			}
+		}
+		if !skel {
+			for range 40 {
+				o := rng.IntN(4) * 50
+				g.Edges = append(g.Edges, int64(o+rng.IntN(50)), int64(o+rng.IntN(50)))
+			}
+		}
+		name := map[bool]string{false: "graph", true: "skel"}[skel]
+		_, err = writer.WriteGraph(ctx, mem, name, g, writer.Options{ChunkShape: []float64{10, 10, 10}})
+		write(name, err)
+	}
+	// A triangulated sheet folded across chunks, one fragment per object.
+	m := &writer.Mesh{FaceWidth: 3, FragmentPerObject: true}
+	const side = 12
+	for j := range side {
+		for i := range side {
+			m.Positions = append(m.Positions, float32(i)*2.5-15, float32(j)*2.5-15, float32(5*math.Sin(float64(i*j))))
+			m.ObjectIDs = append(m.ObjectIDs, int64(j/4))
+		}
+	}
+	for j := range side - 1 {
+		for i := range side - 1 {
+			v := int64(j*side + i)
+			m.Faces = append(m.Faces, v, v+1, v+side, v+1, v+side+1, v+side)
+		}
+	}
+	_, err = writer.WriteMesh(ctx, mem, "sheet", m, writer.Options{ChunkShape: []float64{10, 10, 10}})
+	write("sheet", err)
+	ch := cache.New(64 << 20)
+	var stores []*zvf.Store
+	for _, name := range []string{"pts2d", "pts3d", "pts4d", "sparse", "zigzag", "graph", "skel", "sheet"} {
+		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: ch})
+		write(name, err)
+		stores = append(stores, s)
+	}
+	runDiff(t, stores)
 }
