@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -54,5 +55,41 @@ func TestAutoLevelETagFollowsTheAnswer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLimitBeyondInt64IsClamped: openapi.yaml says a limit larger than
+// the server's --max-vertices is clamped to it; one too large for int64
+// is such a value too, not a bad parameter.
+func TestLimitBeyondInt64IsClamped(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, MaxVertices: 1000}).Handler()
+	base := "/api/v1/stores/points_bins/bbox?min=0,0,0&max=600,600,600"
+	code, _, want := diffGet(t, h, base+"&limit=1000")
+	if code != 200 {
+		t.Fatalf("limit=1000: %d %s", code, want)
+	}
+	for _, lim := range []string{"1001", "9223372036854775807", "9223372036854775808", "99999999999999999999"} {
+		code, _, got := diffGet(t, h, base+"&limit="+lim)
+		if code != 200 {
+			t.Errorf("limit=%s: %d %s", lim, code, got)
+			continue
+		}
+		// The same page as limit=1000 but for its cursor, which names
+		// the query's limit as given.
+		var a, b struct {
+			Vertices json.RawMessage `json:"vertices"`
+			Count    int64           `json:"count"`
+			Next     *string         `json:"next"`
+		}
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil || !bytes.Equal(a.Vertices, b.Vertices) || a.Count != 1000 || (a.Next == nil) != (b.Next == nil) {
+			t.Errorf("limit=%s: %.200s, want the page of limit=1000", lim, got)
+		}
+	}
+	for _, lim := range []string{"-99999999999999999999", "0", "-1", "1e3"} {
+		if code, _, body := diffGet(t, h, base+"&limit="+lim); code != 400 {
+			t.Errorf("limit=%s: %d %.200s, want 400", lim, code, body)
+		}
 	}
 }
