@@ -269,6 +269,11 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	limit := s.o.MaxVertices
 	if v := q.Get("limit"); v != "" {
 		l, err := strconv.ParseInt(v, 10, 64)
+		if errors.Is(err, strconv.ErrRange) && l > 0 {
+			// A whole number past int64 (ParseInt gives MaxInt64): larger
+			// than any maximum, so clamped as well.
+			err = nil
+		}
 		if err != nil || l < 1 {
 			return badRequest(fmt.Sprintf("limit %q must be a positive integer", v))
 		}
