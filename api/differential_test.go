@@ -52,9 +52,10 @@ type diffAnswer struct {
 }
 
 type diffAttr struct {
-	Name     string `json:"name"`
-	DType    string `json:"dtype"`
-	Channels int    `json:"channels"`
+	Name       string   `json:"name"`
+	DType      string   `json:"dtype"`
+	Channels   int      `json:"channels"`
+	Categories []string `json:"categories"`
 }
 
 func dtypeSize(t *testing.T, dt string) int {
@@ -856,6 +857,31 @@ func (l *diffLevel) selections() []diffSel {
 		out = append(out,
 			diffSel{"&filter=" + url.QueryEscape("object_id < 20"), func(i int) bool { return l.whole.ids[i] < 20 }},
 			diffSel{"&filter=" + url.QueryEscape("object_id >= 5") + "&sample=0.3", func(i int) bool { return l.whole.ids[i] >= 5 && l.sampleKeeps(i, 0.3) }})
+	}
+	// A categorical attribute: rows of one label.
+	for k, a := range l.whole.attrs {
+		if len(a.Categories) == 0 || a.Channels != 1 || len(l.whole.attrRows[k]) == 0 {
+			continue
+		}
+		code := len(a.Categories) / 2
+		rows := l.whole.attrRows[k]
+		out = append(out, diffSel{"&filter=" + url.QueryEscape(fmt.Sprintf("%s = '%s'", a.Name, a.Categories[code])), func(i int) bool {
+			return diffValue(a.DType, rows[i]) == float64(code)
+		}})
+		break
+	}
+	// An integer attribute.
+	for k, a := range l.whole.attrs {
+		if len(a.Categories) > 0 || a.Channels != 1 || !strings.Contains(a.DType, "int") || len(l.whole.attrRows[k]) == 0 {
+			continue
+		}
+		rows := l.whole.attrRows[k]
+		thr := diffValue(a.DType, rows[len(rows)/2])
+		out = append(out, diffSel{"&filter=" + url.QueryEscape(fmt.Sprintf("%s >= %s OR %s = %s", a.Name, fnum(thr), a.Name, fnum(thr-3))), func(i int) bool {
+			v := diffValue(a.DType, rows[i])
+			return v >= thr || v == thr-3
+		}})
+		break
 	}
 	// A float32 single-channel attribute, when there is one.
 	for k, a := range l.whole.attrs {
