@@ -1197,6 +1197,16 @@ func TestDifferentialSyntheticStores(t *testing.T) {
 		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: ch})
 		write(name, err)
 		stores = append(stores, s)
+		// The same store in the 0.9 chunk-grid layout, both ways of
+		// storing its links.
+		for i, o := range []zvftest.To09Options{{}, {Duplicate: true, Pad: 2}} {
+			n09 := fmt.Sprintf("%s_v09_%d", name, i)
+			dst := memstore.New()
+			write(n09, zvftest.To09(ctx, storage.Sub(mem, name), dst, o))
+			s, err := zvf.Open(ctx, dst, zvf.Options{Name: n09, Cache: ch})
+			write(n09, err)
+			stores = append(stores, s)
+		}
 	}
 	runDiff(t, stores)
 }
