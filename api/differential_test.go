@@ -635,6 +635,9 @@ func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLeve
 				t.Fatalf("%s limit %d: %d pages for %d rows", what, lim, page, len(rows))
 			}
 			cursor = *pg.next
+			if len(cursor) > 1024 {
+				t.Fatalf("%s: a cursor of %d characters", what, len(cursor))
+			}
 		}
 		check(all, fmt.Sprintf("%s limit %d pages", what, lim))
 	}
@@ -1237,4 +1240,57 @@ func checkDiffGeoArrow(t *testing.T, h http.Handler, store string, n int, l *dif
 		t.Fatalf("%s geoarrow: %d %s", path, code, gb)
 	}
 	checkGeoAgainstJSON(t, path+" geoarrow", readGeoArrow(t, gb), &j, geom, -1)
+}
+
+// TestDifferentialManyChunks: boxes over thousands of small chunks, whose
+// later pages' edges reach rows many chunks back (more chunks than a
+// cursor has room to count).
+func TestDifferentialManyChunks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := memstore.New()
+	rng := rand.New(rand.NewPCG(21, 22))
+	g := &writer.Graph{}
+	for i := range 3000 {
+		g.Positions = append(g.Positions, float32(rng.Float64()*30), float32(rng.Float64()*30), float32(rng.Float64()*30))
+		g.ObjectIDs = append(g.ObjectIDs, int64(i%5))
+		if i > 0 {
+			g.Edges = append(g.Edges, int64(i), int64(rng.IntN(i)))
+		}
+	}
+	if _, err := writer.WriteGraph(ctx, mem, "far", g, writer.Options{ChunkShape: []float64{1.5, 1.5, 1.5}}); err != nil {
+		t.Fatal(err)
+	}
+	pl := &writer.Polylines{Offsets: []int{0}}
+	for s := range 20 {
+		for k := range 300 {
+			a := float64(k) / 10
+			pl.Positions = append(pl.Positions, float32(15+14*math.Sin(a+float64(s))), float32(15+14*math.Cos(a*1.3)), float32(k)/10)
+		}
+		pl.Offsets = append(pl.Offsets, len(pl.Positions)/3)
+	}
+	if _, err := writer.WritePolylines(ctx, mem, "coils", pl, writer.Options{ChunkShape: []float64{1, 1, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	ch := cache.New(64 << 20)
+	var stores []*zvf.Store
+	for _, name := range []string{"far", "coils"} {
+		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: ch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	h := apitest.New(t, api.Options{Stores: stores}).Handler()
+	for _, s := range stores {
+		l := loadDiffLevel(t, h, s, 0)
+		for _, b := range [][2][]float64{
+			{{0, 0, 0}, {30, 30, 30}},
+			{{2, 3, 0}, {25, 28, 30}},
+			{{0, 0, 4.5}, {30, 30, 21}},
+		} {
+			checkDiffBox(t, h, s.Name(), 0, l, b[0], b[1], []int{7, 250}, "", nil)
+			checkDiffBox(t, h, s.Name(), 0, l, b[0], b[1], []int{250}, "&sample=0.5", func(i int) bool { return l.sampleKeeps(i, 0.5) })
+		}
+	}
 }
