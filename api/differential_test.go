@@ -1204,7 +1204,7 @@ func TestDifferentialSyntheticStores(t *testing.T) {
 		stores = append(stores, s)
 		// The same store in the 0.9 chunk-grid layout, both ways of
 		// storing its links.
-		for i, o := range []zvftest.To09Options{{}, {Duplicate: true, Pad: 2}} {
+		for i, o := range []zvftest.To09Options{{}, {Duplicate: true, Pad: 2}, {OmitNonempty: true, Pad: 1, Codecs: []string{`{"name":"zstd"}`}}} {
 			n09 := fmt.Sprintf("%s_v09_%d", name, i)
 			dst := memstore.New()
 			write(n09, zvftest.To09(ctx, storage.Sub(mem, name), dst, o))
