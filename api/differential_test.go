@@ -401,6 +401,13 @@ func loadDiffLevel(t *testing.T, h http.Handler, s *zvf.Store, n int) *diffLevel
 			t.Fatalf("%s: %d %s", cp, code, cb)
 		}
 		ca := parseDiffBin(t, cb, 0, nil)
+		code, _, qb := diffGet(t, h, cp+"&precision=0.125")
+		if code != 200 {
+			t.Fatalf("%s&precision=0.125: %d %s", cp, code, qb)
+		}
+		if q := parseDiffBin(t, qb, 0.125, ca.verts); len(q.verts) != len(ca.verts) {
+			t.Fatalf("%s&precision=0.125: %d rows, exact %d", cp, len(q.verts), len(ca.verts))
+		}
 		if len(ca.verts) != tile.Rows || !bytes.Equal(bytes.Join(ca.verts, nil), tile.Vertices.Data[:len(bytes.Join(ca.verts, nil))]) {
 			t.Fatalf("%s: %d rows, the chunk holds %d", cp, len(ca.verts), tile.Rows)
 		}
@@ -990,6 +997,13 @@ func checkDiffObjects(t *testing.T, h http.Handler, store string, n int, l *diff
 			t.Fatalf("%s: %d %s", path, code, body)
 		}
 		obj := parseDiffBin(t, body, 0, nil)
+		code, _, qb := diffGet(t, h, path+"&precision=0.25")
+		if code != 200 {
+			t.Fatalf("%s&precision=0.25: %d %s", path, code, qb)
+		}
+		if q := parseDiffBin(t, qb, 0.25, obj.verts); len(q.verts) != len(obj.verts) || !slices.Equal(q.ids, obj.ids) || !slices.Equal(q.edges, obj.edges) {
+			t.Fatalf("%s&precision=0.25: %d rows, exact %d", path, len(q.verts), len(obj.verts))
+		}
 		var got, want []string
 		for _, r := range obj.verts {
 			if finite(r) {
