@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -90,6 +93,58 @@ func TestLimitBeyondInt64IsClamped(t *testing.T) {
 	for _, lim := range []string{"-99999999999999999999", "0", "-1", "1e3"} {
 		if code, _, body := diffGet(t, h, base+"&limit="+lim); code != 400 {
 			t.Errorf("limit=%s: %d %.200s, want 400", lim, code, body)
+		}
+	}
+}
+
+// TestNextLinkIsServed: a page's Link, and its cursor with the request's
+// other parameters, must be requests the same server answers. The Link's
+// query was re-encoded (each comma of min, max and an IN list became
+// %2C) and the cursor counted against the 4 KiB bound of a query string,
+// so a first page the server answered could hand out a next page it
+// refuses with 414.
+func TestNextLinkIsServed(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "polylines.zarrvectors"), "polylines", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	in := func(n int) string {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = strconv.Itoa(i % 200)
+		}
+		return "object_id IN (" + strings.Join(ids, ",") + ")"
+	}
+	box := "min=0,0,0&max=1000,1000,1000&limit=100"
+	cases := map[string]string{
+		// Written as curl sends it: commas and parentheses as they are.
+		"raw commas": box + "&filter=" + strings.NewReplacer(" ", "%20").Replace(in(1015)),
+	}
+	// Encoded as url.Values encodes it (as the Link is), 4,096 bytes
+	// or a few less: no room left for a cursor.
+	for n := 600; n < 900; n++ {
+		v := url.Values{"min": {"0,0,0"}, "max": {"1000,1000,1000"}, "limit": {"100"}, "filter": {in(n)}}
+		if e := v.Encode(); len(e) > 4096-8 && len(e) <= 4096 {
+			cases["encoded, "+strconv.Itoa(len(e))+" bytes"] = e
+		}
+	}
+	for name, q := range cases {
+		if len(q) > 4096 {
+			t.Fatalf("%s: a query of %d bytes", name, len(q))
+		}
+		p := "/api/v1/stores/polylines/bbox?" + q
+		code, hdr, body := diffGet(t, h, p)
+		if code != 200 {
+			t.Fatalf("%s: first page: %d %.300s", name, code, body)
+		}
+		link, next := hdr.Get("Link"), hdr.Get("X-Next-Cursor")
+		if link == "" || next == "" {
+			t.Fatalf("%s: first page without a next page (%.200s)", name, body)
+		}
+		target := strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		for what, u := range map[string]string{"its Link": target, "its query with the cursor": p + "&cursor=" + next} {
+			if code, _, body := diffGet(t, h, u); code != 200 {
+				t.Errorf("%s: following %s: %d %.200s", name, what, code, body)
+			}
 		}
 	}
 }
