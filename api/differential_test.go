@@ -734,7 +734,7 @@ func diffBoxes(rng *rand.Rand, l *diffLevel, lo, hi, chunk, bin []float64) [][2]
 type diffDescriptor struct {
 	Geometry []string     `json:"geometry_types"`
 	Bounds   [2][]float64 `json:"bounds"`
-	Levels []struct {
+	Levels   []struct {
 		Level      int       `json:"level"`
 		ChunkShape []float64 `json:"chunk_shape"`
 		BinShape   []float64 `json:"bin_shape"`

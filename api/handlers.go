@@ -396,9 +396,7 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 			hash = queryHash(st.Name(), query(r))
 		}
 		t.Next = cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Revision(), Resume: res.Next}.encode()
-		nq := r.URL.Query()
-		nq.Set("cursor", t.Next)
-		h.Set("Link", "<"+s.o.PublicURL+r.URL.Path+"?"+nq.Encode()+`>; rel="next"`)
+		h.Set("Link", "<"+s.o.PublicURL+r.URL.Path+"?"+withCursor(r.URL.RawQuery, t.Next)+`>; rel="next"`)
 		h.Set("X-Next-Cursor", t.Next)
 	}
 	if res.MatchedKnown {
@@ -409,6 +407,24 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 	}
 	setHeader(w, "X-Vertex-Count", strconv.FormatInt(res.Count, 10))
 	return t
+}
+
+// withCursor is the query raw with its cursor (if any) replaced by next,
+// the rest as the client wrote it: re-encoded, a query grows (a comma
+// becomes %2C) past what the server accepts.
+func withCursor(raw, next string) string {
+	var b strings.Builder
+	b.Grow(len(raw) + len("&cursor=") + len(next))
+	for p := range strings.SplitSeq(raw, "&") {
+		if p == "" || p == "cursor" || strings.HasPrefix(p, "cursor=") {
+			continue
+		}
+		b.WriteString(p)
+		b.WriteByte('&')
+	}
+	b.WriteString("cursor=")
+	b.WriteString(next) // base64url: nothing to escape
+	return b.String()
 }
 
 // bboxTrailers are the headers a bbox answer's end decides (read only:
