@@ -419,12 +419,35 @@ func withCursor(raw, next string) string {
 		if p == "" || p == "cursor" || strings.HasPrefix(p, "cursor=") {
 			continue
 		}
-		b.WriteString(p)
+		for i := 0; i < len(p); i++ {
+			// What RFC 3986 allows in a query stays as sent; anything
+			// else (a client may send '>', '"' or a byte over 0x7f as it
+			// is) is escaped, so the URL is one within the Link's <…>.
+			if c := p[i]; queryByte(c) {
+				b.WriteByte(c)
+			} else {
+				const hex = "0123456789ABCDEF"
+				b.WriteByte('%')
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&15])
+			}
+		}
 		b.WriteByte('&')
 	}
 	b.WriteString("cursor=")
 	b.WriteString(next) // base64url: nothing to escape
 	return b.String()
+}
+
+// queryByte reports whether c may stand as it is in a URI's query
+// (RFC 3986: unreserved, sub-delims, ':', '@', '/', '?', and '%' of an
+// escape).
+func queryByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@/?%", c) >= 0
 }
 
 // bboxTrailers are the headers a bbox answer's end decides (read only:
