@@ -503,8 +503,9 @@ func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLeve
 		t.Fatalf("%s json: %d %s", what, code, body)
 	}
 	var js struct {
-		Vertices [][]json.Number `json:"vertices"`
-		IDs      []int64         `json:"object_ids"`
+		Vertices [][]json.Number             `json:"vertices"`
+		Attrs    map[string][]json.RawMessage `json:"attributes"`
+		IDs      []int64                     `json:"object_ids"`
 		Edges    [][2]int64      `json:"edges"`
 		Faces    [][]int64       `json:"faces"`
 		Count    int64           `json:"count"`
@@ -532,6 +533,11 @@ func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLeve
 		}
 		if l.whole.hasIDs && js.IDs[i] != l.whole.ids[r] {
 			t.Fatalf("%s json: row %d id %d want %d", what, i, js.IDs[i], l.whole.ids[r])
+		}
+		for k, a := range l.whole.attrs {
+			if vs := js.Attrs[a.Name]; len(vs) != len(rows) || !jsonAttrIs(vs[i], a, l.whole.attrRows[k][r]) {
+				t.Fatalf("%s json: row %d attribute %s: %d values, want %x", what, i, a.Name, len(vs), l.whole.attrRows[k][r])
+			}
 		}
 	}
 	if ge, we := sortedEdges(js.Edges), sortedEdges(edges); !slices.Equal(ge, we) {
@@ -1307,4 +1313,43 @@ func TestDifferentialManyChunks(t *testing.T) {
 			checkDiffBox(t, h, s.Name(), 0, l, b[0], b[1], []int{250}, "&sample=0.5", func(i int) bool { return l.sampleKeeps(i, 0.5) })
 		}
 	}
+}
+
+// jsonAttrIs reports whether JSON value raw is the attribute value b (as
+// stored): a label for a categorical, an array for several channels,
+// null for a float that is not finite.
+func jsonAttrIs(raw json.RawMessage, a diffAttr, b []byte) bool {
+	w := len(b) / a.Channels
+	one := func(raw json.RawMessage, b []byte) bool {
+		v := diffValue(a.DType, b)
+		if a.Categories != nil {
+			var s string
+			return json.Unmarshal(raw, &s) == nil && int(v) < len(a.Categories) && s == a.Categories[int(v)]
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return string(raw) == "null"
+		}
+		bits := 64
+		if a.DType == "float32" {
+			bits = 32
+		}
+		if strings.HasPrefix(a.DType, "int") || strings.HasPrefix(a.DType, "uint") {
+			return string(raw) == strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		f, err := strconv.ParseFloat(string(raw), bits)
+		return err == nil && f == v
+	}
+	if a.Channels == 1 {
+		return one(raw, b)
+	}
+	var vs []json.RawMessage
+	if json.Unmarshal(raw, &vs) != nil || len(vs) != a.Channels {
+		return false
+	}
+	for c, r := range vs {
+		if !one(r, b[c*w:(c+1)*w]) {
+			return false
+		}
+	}
+	return true
 }
