@@ -503,13 +503,13 @@ func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLeve
 		t.Fatalf("%s json: %d %s", what, code, body)
 	}
 	var js struct {
-		Vertices [][]json.Number             `json:"vertices"`
+		Vertices [][]json.Number              `json:"vertices"`
 		Attrs    map[string][]json.RawMessage `json:"attributes"`
-		IDs      []int64                     `json:"object_ids"`
-		Edges    [][2]int64      `json:"edges"`
-		Faces    [][]int64       `json:"faces"`
-		Count    int64           `json:"count"`
-		Next     *string         `json:"next"`
+		IDs      []int64                      `json:"object_ids"`
+		Edges    [][2]int64                   `json:"edges"`
+		Faces    [][]int64                    `json:"faces"`
+		Count    int64                        `json:"count"`
+		Next     *string                      `json:"next"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
