@@ -172,3 +172,31 @@ func TestNextLinkEscapesWhatAURICannotHold(t *testing.T) {
 		t.Fatalf("following the Link: %d %.200s", code, got)
 	}
 }
+
+// TestAttributeNamedTwice: attributes=label,label answered a JSON object
+// with the member "label" twice (and two Arrow columns, two CSV columns
+// of one name); a name given twice is a mistake to say, as a parameter
+// given twice is.
+func TestAttributeNamedTwice(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	for _, p := range []string{
+		"/api/v1/stores/points_bins/bbox?min=0,0,0&max=1000,1000,1000&limit=2&attributes=label,label",
+		"/api/v1/stores/points_bins/bbox?min=0,0,0&max=1000,1000,1000&limit=2&attributes=label,color,label&f=csv",
+		"/api/v1/stores/points_bins/levels/0/chunks/0.0.0?attributes=intensity,intensity",
+	} {
+		code, hdr, body := diffGet(t, h, p)
+		var pr struct {
+			Type, Detail string
+		}
+		if code != 400 || hdr.Get("Content-Type") != "application/problem+json" || json.Unmarshal(body, &pr) != nil ||
+			!strings.HasSuffix(pr.Type, "/bad-parameter") || !strings.Contains(pr.Detail, "twice") {
+			t.Errorf("%s: %d %.300s, want a 400 saying the attribute is named twice", p, code, body)
+		}
+	}
+	// Each name once is as before.
+	if code, _, body := diffGet(t, h, "/api/v1/stores/points_bins/bbox?min=0,0,0&max=1000,1000,1000&limit=2&attributes=label,color"); code != 200 {
+		t.Errorf("label,color: %d %.200s", code, body)
+	}
+}
