@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,9 +140,14 @@ func parseAttrs(q url.Values) ([]string, error) {
 	if len(names) > 256 {
 		return nil, badRequest("too many attributes")
 	}
-	for _, n := range names {
+	for i, n := range names {
 		if n == "" || len(n) > 256 {
 			return nil, badRequest("empty or overlong attribute name")
+		}
+		// Named twice, an attribute would be two members of one name in
+		// a JSON answer's attributes (two columns in Arrow and CSV).
+		if slices.Contains(names[:i], n) {
+			return nil, badRequest(fmt.Sprintf("attribute %q is named twice in attributes; name it once", n))
 		}
 	}
 	return names, nil
