@@ -227,10 +227,13 @@ func parseDiffBin(t *testing.T, b []byte, precision float64, exact [][]byte) dif
 
 // diffLevel is a whole level read by brute force.
 type diffLevel struct {
-	dims  int
-	dtype string
-	whole diffAnswer // the level's answer to an unbounded box
-	vals  [][]float64
+	// stored and chunks: the level's rows (finite or not) and chunks.
+	stored int64
+	chunks int
+	dims   int
+	dtype  string
+	whole  diffAnswer // the level's answer to an unbounded box
+	vals   [][]float64
 }
 
 func (l *diffLevel) inBox(i int, lo, hi []float64) bool {
@@ -411,6 +414,8 @@ func loadDiffLevel(t *testing.T, h http.Handler, s *zvf.Store, n int) *diffLevel
 		if len(ca.verts) != tile.Rows || !bytes.Equal(bytes.Join(ca.verts, nil), tile.Vertices.Data[:len(bytes.Join(ca.verts, nil))]) {
 			t.Fatalf("%s: %d rows, the chunk holds %d", cp, len(ca.verts), tile.Rows)
 		}
+		l.stored += int64(tile.Rows)
+		l.chunks++
 		w := len(tile.Vertices.Data) / max(tile.Rows, 1)
 		for i := range tile.Rows {
 			r := tile.Vertices.Data[i*w : (i+1)*w]
@@ -746,7 +751,9 @@ type diffDescriptor struct {
 		BinShape   []float64 `json:"bin_shape"`
 		// SharedFragments: an object's manifest may name a fragment
 		// other objects name too, and name it more than once.
-		SharedFragments bool `json:"shared_fragments"`
+		SharedFragments bool  `json:"shared_fragments"`
+		VertexCount     int64 `json:"vertex_count"`
+		ChunkCount      int   `json:"chunk_count"`
 	} `json:"levels"`
 }
 
@@ -763,6 +770,9 @@ func runDiff(t *testing.T, stores []*zvf.Store) {
 			rng := rand.New(rand.NewPCG(7, uint64(len(s.Name()))))
 			for _, lv := range d.Levels {
 				l := loadDiffLevel(t, h, s, lv.Level)
+				if lv.VertexCount != l.stored || lv.ChunkCount != l.chunks {
+					t.Fatalf("level %d: descriptor says %d vertices in %d chunks; the chunks hold %d in %d", lv.Level, lv.VertexCount, lv.ChunkCount, l.stored, l.chunks)
+				}
 				checkDiffObjects(t, h, s.Name(), lv.Level, l, lv.SharedFragments)
 				for _, b := range diffBoxes(rng, l, d.Bounds[0], d.Bounds[1], lv.ChunkShape, lv.BinShape) {
 					checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{1, 7, 100}, "", nil)
