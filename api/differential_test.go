@@ -1226,9 +1226,26 @@ func TestDifferentialSyntheticStores(t *testing.T) {
 	}
 	_, err = writer.WriteMesh(ctx, mem, "sheet", m, writer.Options{ChunkShape: []float64{10, 10, 10}})
 	write("sheet", err)
+	// Chunks and bins of 0.1 and 0.05 (no float holds them) with points
+	// on and a float32 step either side of their borders.
+	tenths := &writer.PointCloud{}
+	for range 500 {
+		for range 3 {
+			v := float32(float64(rng.IntN(40)) * 0.05)
+			switch rng.IntN(3) {
+			case 0:
+				v = math.Nextafter32(v, -1)
+			case 1:
+				v = math.Nextafter32(v, 3)
+			}
+			tenths.Positions = append(tenths.Positions, v)
+		}
+	}
+	_, err = writer.WritePoints(ctx, mem, "tenths", tenths, writer.Options{ChunkShape: []float64{0.1, 0.1, 0.1}, BinShape: []float64{0.05, 0.05, 0.05}})
+	write("tenths", err)
 	ch := cache.New(64 << 20)
 	var stores []*zvf.Store
-	for _, name := range []string{"pts2d", "pts3d", "pts4d", "sparse", "zigzag", "graph", "skel", "sheet"} {
+	for _, name := range []string{"pts2d", "pts3d", "pts4d", "sparse", "zigzag", "graph", "skel", "sheet", "tenths"} {
 		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: ch})
 		write(name, err)
 		stores = append(stores, s)
