@@ -1380,3 +1380,156 @@ func jsonAttrIs(raw json.RawMessage, a diffAttr, b []byte) bool {
 	}
 	return true
 }
+
+// TestConnectivityIsTheInput: the whole level's edges and faces, named by
+// their vertices' coordinates, are the ones the store was written from:
+// polyline segments from each vertex to the next, a skeleton's [child,
+// parent] pairs, a graph's edges, a mesh's faces in winding order (up to
+// which corner comes first).
+func TestConnectivityIsTheInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := memstore.New()
+	rng := rand.New(rand.NewPCG(31, 32))
+	pt := func() [3]float32 {
+		return [3]float32{float32(rng.Float64()*40 - 20), float32(rng.Float64()*40 - 20), float32(rng.Float64()*40 - 20)}
+	}
+	key := func(p [3]float32) string { return string(zvftest.Float32LE(p[:])) }
+	want := map[string][]string{}
+	// Polylines: random walks with steps across chunk borders.
+	pl := &writer.Polylines{Offsets: []int{0}}
+	for range 30 {
+		p := pt()
+		for range 5 + rng.IntN(40) {
+			q := p
+			for k := range q {
+				q[k] = max(-20, min(20, p[k]+float32(rng.Float64()*8-4)))
+			}
+			pl.Positions = append(pl.Positions, p[:]...)
+			if len(pl.Positions)/3 > pl.Offsets[len(pl.Offsets)-1]+1 {
+				n := len(pl.Positions)
+				prev := [3]float32(pl.Positions[n-6 : n-3])
+				want["walks"] = append(want["walks"], key(prev)+"|"+key(p))
+			}
+			p = q
+		}
+		pl.Offsets = append(pl.Offsets, len(pl.Positions)/3)
+	}
+	if _, err := writer.WritePolylines(ctx, mem, "walks", pl, writer.Options{ChunkShape: []float64{5, 5, 5}, BinShape: []float64{2.5, 2.5, 2.5}}); err != nil {
+		t.Fatal(err)
+	}
+	// A forest (skeleton) and a graph with cycles.
+	for _, skel := range []bool{true, false} {
+		g := &writer.Graph{Skeleton: skel}
+		var pts [][3]float32
+		for i := range 300 {
+			p := pt()
+			pts = append(pts, p)
+			g.Positions = append(g.Positions, p[:]...)
+			g.ObjectIDs = append(g.ObjectIDs, int64(i/60))
+			if i%60 != 0 {
+				g.Edges = append(g.Edges, int64(i), int64(i/60*60+rng.IntN(i%60)))
+			}
+		}
+		name := "tree"
+		if !skel {
+			name = "cyclic"
+			seen := map[[2]int64]bool{}
+			for e := 0; e+1 < len(g.Edges); e += 2 {
+				seen[[2]int64{g.Edges[e], g.Edges[e+1]}] = true
+			}
+			for range 80 {
+				o := int64(rng.IntN(5) * 60)
+				a, b := o+int64(rng.IntN(60)), o+int64(rng.IntN(60))
+				if a == b || seen[[2]int64{a, b}] || seen[[2]int64{b, a}] {
+					continue
+				}
+				seen[[2]int64{a, b}] = true
+				g.Edges = append(g.Edges, a, b)
+			}
+		}
+		for e := 0; e+1 < len(g.Edges); e += 2 {
+			want[name] = append(want[name], key(pts[g.Edges[e]])+"|"+key(pts[g.Edges[e+1]]))
+		}
+		if _, err := writer.WriteGraph(ctx, mem, name, g, writer.Options{ChunkShape: []float64{8, 8, 8}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A mesh: a jittered sheet of triangles and quads' worth of triangles.
+	m := &writer.Mesh{FaceWidth: 3, FragmentPerObject: true}
+	const side = 15
+	var mp [][3]float32
+	for j := range side {
+		for i := range side {
+			p := [3]float32{float32(i)*2.6 - 19 + float32(rng.Float64()), float32(j)*2.6 - 19 + float32(rng.Float64()), float32(rng.Float64() * 10)}
+			mp = append(mp, p)
+			m.Positions = append(m.Positions, p[:]...)
+			m.ObjectIDs = append(m.ObjectIDs, int64(j/5))
+		}
+	}
+	faceKey := func(vs ...[3]float32) string {
+		// Rotated so the smallest corner comes first: winding kept.
+		ks := make([]string, len(vs))
+		for i, v := range vs {
+			ks[i] = key(v)
+		}
+		r := 0
+		for i := range ks {
+			if ks[i] < ks[r] {
+				r = i
+			}
+		}
+		return strings.Join(append(ks[r:], ks[:r]...), "|")
+	}
+	for j := range side - 1 {
+		for i := range side - 1 {
+			v := j*side + i
+			m.Faces = append(m.Faces, int64(v), int64(v+1), int64(v+side), int64(v+1), int64(v+side+1), int64(v+side))
+			want["sheet"] = append(want["sheet"], faceKey(mp[v], mp[v+1], mp[v+side]), faceKey(mp[v+1], mp[v+side+1], mp[v+side]))
+		}
+	}
+	if _, err := writer.WriteMesh(ctx, mem, "sheet", m, writer.Options{ChunkShape: []float64{10, 10, 10}}); err != nil {
+		t.Fatal(err)
+	}
+	ch := cache.New(64 << 20)
+	var stores []*zvf.Store
+	for _, name := range []string{"walks", "tree", "cyclic", "sheet"} {
+		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: ch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	h := apitest.New(t, api.Options{Stores: stores}).Handler()
+	for _, s := range stores {
+		l := loadDiffLevel(t, h, s, 0)
+		var got []string
+		for _, e := range l.whole.edges {
+			got = append(got, string(l.whole.verts[e[0]])+"|"+string(l.whole.verts[e[1]]))
+		}
+		for _, f := range l.whole.faces {
+			vs := make([][3]float32, len(f))
+			for i, v := range f {
+				copy(vs[i][:], []float32{float32(l.vals[v][0]), float32(l.vals[v][1]), float32(l.vals[v][2])})
+			}
+			got = append(got, faceKey(vs...))
+		}
+		w := slices.Clone(want[s.Name()])
+		slices.Sort(got)
+		slices.Sort(w)
+		if !slices.Equal(got, w) {
+			extra, missing := 0, 0
+			for _, g := range got {
+				if !slices.Contains(w, g) {
+					extra++
+				}
+			}
+			for _, g := range w {
+				if !slices.Contains(got, g) {
+					missing++
+				}
+			}
+			t.Errorf("%s: %d connections, written %d: %d not written, %d written missing", s.Name(), len(got), len(w), extra, missing)
+		}
+	}
+}
