@@ -773,7 +773,11 @@ func runDiff(t *testing.T, stores []*zvf.Store) {
 				if lv.VertexCount != l.stored || lv.ChunkCount != l.chunks {
 					t.Fatalf("level %d: descriptor says %d vertices in %d chunks; the chunks hold %d in %d", lv.Level, lv.VertexCount, lv.ChunkCount, l.stored, l.chunks)
 				}
-				checkDiffObjects(t, h, s.Name(), lv.Level, l, lv.SharedFragments)
+				zl, err := s.Level(lv.Level)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkDiffObjects(t, h, zl, s.Name(), lv.Level, l, lv.SharedFragments)
 				for _, b := range diffBoxes(rng, l, d.Bounds[0], d.Bounds[1], lv.ChunkShape, lv.BinShape) {
 					checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{1, 7, 100}, "", nil)
 					for _, sel := range l.selections() {
@@ -977,7 +981,7 @@ func checkDiffDensity(t *testing.T, h http.Handler, store string, n int, l *diff
 // object's finite rows are, as a multiset, the level's rows whose object
 // id is the object's, and its edges and faces (as coordinates) those of
 // the level among them.
-func checkDiffObjects(t *testing.T, h http.Handler, store string, n int, l *diffLevel, sharedLevel bool) {
+func checkDiffObjects(t *testing.T, h http.Handler, lvl *zvf.Level, store string, n int, l *diffLevel, sharedLevel bool) {
 	t.Helper()
 	if !l.whole.hasIDs {
 		return
@@ -994,8 +998,8 @@ func checkDiffObjects(t *testing.T, h http.Handler, store string, n int, l *diff
 		byID[id] = append(byID[id], i)
 	}
 	slices.Sort(ids)
-	if len(ids) > 25 {
-		ids = ids[:25]
+	if len(ids) > 12 {
+		ids = append(ids[:6], ids[len(ids)-6:]...)
 	}
 	finite := func(r []byte) bool {
 		w := len(r) / l.dims
@@ -1013,6 +1017,7 @@ func checkDiffObjects(t *testing.T, h http.Handler, store string, n int, l *diff
 			t.Fatalf("%s: %d %s", path, code, body)
 		}
 		obj := parseDiffBin(t, body, 0, nil)
+		checkDiffManifest(t, h, lvl, store, n, id, obj)
 		code, _, qb := diffGet(t, h, path+"&precision=0.25")
 		if code != 200 {
 			t.Fatalf("%s&precision=0.25: %d %s", path, code, qb)
@@ -1531,5 +1536,56 @@ func TestConnectivityIsTheInput(t *testing.T) {
 			}
 			t.Errorf("%s: %d connections, written %d: %d not written, %d written missing", s.Name(), len(got), len(w), extra, missing)
 		}
+	}
+}
+
+// checkDiffManifest holds an object's rows to its manifest route: the
+// rows each block's fragments resolve to, read from the chunks, in order.
+func checkDiffManifest(t *testing.T, h http.Handler, lvl *zvf.Level, store string, n int, id int64, obj diffAnswer) {
+	t.Helper()
+	path := fmt.Sprintf("/api/v1/stores/%s/objects/%d/manifest?level=%d", store, id, n)
+	code, _, body := diffGet(t, h, path)
+	var m struct {
+		Blocks []struct {
+			Chunk     []int64 `json:"chunk"`
+			Fragments []struct {
+				Count int     `json:"count"`
+				Range []int   `json:"range"`
+				Rows  []int64 `json:"rows"`
+			} `json:"fragments"`
+		} `json:"blocks"`
+	}
+	if code != 200 || json.Unmarshal(body, &m) != nil {
+		t.Fatalf("%s: %d %.200s", path, code, body)
+	}
+	var want [][]byte
+	for _, b := range m.Blocks {
+		tile, err := lvl.Chunk(context.Background(), zvf.Key(b.Chunk), nil)
+		if err != nil {
+			t.Fatalf("%s: chunk %v: %v", path, b.Chunk, err)
+		}
+		w := len(tile.Vertices.Data) / max(tile.Rows, 1)
+		row := func(r int64) []byte { return tile.Vertices.Data[int(r)*w : int(r+1)*w] }
+		for _, f := range b.Fragments {
+			switch {
+			case f.Range != nil:
+				if f.Range[1] != f.Count {
+					t.Fatalf("%s: range %v of %d rows", path, f.Range, f.Count)
+				}
+				for r := f.Range[0]; r < f.Range[0]+f.Range[1]; r++ {
+					want = append(want, row(int64(r)))
+				}
+			default:
+				if len(f.Rows) != f.Count {
+					t.Fatalf("%s: %d rows listed, count %d", path, len(f.Rows), f.Count)
+				}
+				for _, r := range f.Rows {
+					want = append(want, row(r))
+				}
+			}
+		}
+	}
+	if !slices.EqualFunc(obj.verts, want, bytes.Equal) {
+		t.Fatalf("%s: object route %d rows, its manifest's fragments %d (or in another order)", path, len(obj.verts), len(want))
 	}
 }
