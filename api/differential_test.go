@@ -594,7 +594,7 @@ func checkDiffBox(t *testing.T, h http.Handler, store string, n int, l *diffLeve
 	}
 	// Pages.
 	for _, lim := range limits {
-		if len(rows)/lim > 300 {
+		if len(rows)/lim > 60 {
 			continue // pages enough at the other limits
 		}
 		var all diffAnswer
@@ -781,7 +781,7 @@ func runDiff(t *testing.T, stores []*zvf.Store) {
 				for _, b := range diffBoxes(rng, l, d.Bounds[0], d.Bounds[1], lv.ChunkShape, lv.BinShape) {
 					checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{1, 7, 100}, "", nil)
 					for _, sel := range l.selections() {
-						checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{5}, sel.q, sel.keep)
+						checkDiffBox(t, h, s.Name(), lv.Level, l, b[0], b[1], []int{5, 40}, sel.q, sel.keep)
 					}
 					checkDiffDensity(t, h, s.Name(), lv.Level, l, b[0], b[1])
 					checkDiffGeoArrow(t, h, s.Name(), lv.Level, l, d.Geometry[0], b[0], b[1])
