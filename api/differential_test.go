@@ -1589,3 +1589,63 @@ func checkDiffManifest(t *testing.T, h http.Handler, lvl *zvf.Level, store strin
 		t.Fatalf("%s: object route %d rows, its manifest's fragments %d (or in another order)", path, len(obj.verts), len(want))
 	}
 }
+
+// TestPrecisionAtExtremes: quantized answers of stores whose coordinates
+// are huge, far from the origin, or spread over a range no 32 bits
+// cover, at precisions from far finer than float32 to far coarser than
+// the data: every value within P of the stored one, or sent exact.
+func TestPrecisionAtExtremes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := memstore.New()
+	rng := rand.New(rand.NewPCG(41, 42))
+	type spec struct {
+		name  string
+		chunk float64
+		coord func() float32
+	}
+	for _, sp := range []spec{
+		{"far", 100, func() float32 { return float32(1e7 + rng.Float64()*1000) }},
+		{"huge", 1e28, func() float32 { return float32((rng.Float64()*2 - 1) * 1e30) }},
+		{"tiny", 1e-30, func() float32 { return float32(rng.Float64() * 1e-28) }},
+		{"mixed", 1e6, func() float32 {
+			if rng.IntN(2) == 0 {
+				return float32(rng.Float64() * 1e-3)
+			}
+			return float32(rng.Float64() * 1e8)
+		}},
+	} {
+		pc := &writer.PointCloud{}
+		for range 300 {
+			pc.Positions = append(pc.Positions, sp.coord(), sp.coord(), sp.coord())
+		}
+		if _, err := writer.WritePoints(ctx, mem, sp.name, pc, writer.Options{ChunkShape: []float64{sp.chunk, sp.chunk, sp.chunk}}); err != nil {
+			t.Fatalf("%s: %v", sp.name, err)
+		}
+	}
+	ch := cache.New(16 << 20)
+	var stores []*zvf.Store
+	for _, name := range []string{"far", "huge", "tiny", "mixed"} {
+		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: ch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	h := apitest.New(t, api.Options{Stores: stores}).Handler()
+	for _, s := range stores {
+		l := loadDiffLevel(t, h, s, 0)
+		base := fmt.Sprintf("/api/v1/stores/%s/bbox?min=-1e300,-1e300,-1e300&max=1e300,1e300,1e300&f=bin", s.Name())
+		for _, p := range []string{"1e-300", "1e-40", "1e-9", "0.001", "0.5", "1", "1000", "1e20", "1e29", "1e35", "1e300"} {
+			code, _, body := diffGet(t, h, base+"&precision="+p)
+			if code != 200 {
+				t.Fatalf("%s precision %s: %d %s", s.Name(), p, code, body)
+			}
+			pv, _ := strconv.ParseFloat(p, 64)
+			got := parseDiffBin(t, body, pv, l.whole.verts)
+			if !slices.EqualFunc(got.verts, l.whole.verts, bytes.Equal) {
+				t.Fatalf("%s precision %s: rows differ", s.Name(), p)
+			}
+		}
+	}
+}
