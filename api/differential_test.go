@@ -796,7 +796,7 @@ func TestDifferentialReferenceStores(t *testing.T) {
 	ch := cache.New(256 << 20)
 	var stores []*zvf.Store
 	for _, n := range []string{"points_bins", "points_pyramid", "polylines", "graph", "skeleton", "mesh",
-		"quirk_points_objects_bins", "points_pyramid_sharded", "polylines_sharded", "graph_sharded"} {
+		"quirk_points_objects_bins", "points_pyramid_sharded", "polylines_sharded", "graph_sharded", "points_bins_zstd", "points_bins_blosc"} {
 		stores = append(stores, apitest.Open(t, filepath.Join(fixtures, n+".zarrvectors"), n, ch))
 	}
 	runDiff(t, stores)
@@ -806,7 +806,7 @@ func TestDifferential09Stores(t *testing.T) {
 	t.Parallel()
 	ch := cache.New(256 << 20)
 	var stores []*zvf.Store
-	for _, n := range []string{"graph_v09", "mesh_sharded_v09", "mesh_v09", "points_pyramid_v09", "skeleton_v09", "streamlines_v09"} {
+	for _, n := range []string{"graph_v09", "mesh_sharded_v09", "mesh_v09", "points_pyramid_v09", "skeleton_v09", "streamlines_v09", "streamlines_zstd_v09"} {
 		stores = append(stores, apitest.Open(t, filepath.Join("../testdata/zvf-0.9", n+".zarrvectors"), n, ch))
 	}
 	runDiff(t, stores)
