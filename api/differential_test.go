@@ -1649,3 +1649,69 @@ func TestPrecisionAtExtremes(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferentialJSONPagesByBytes: JSON pages cut by the bytes their
+// attribute values take (not by limit) still carry each edge in the page
+// of its last vertex and put together are the brute-force answer.
+func TestDifferentialJSONPagesByBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := memstore.New()
+	rng := rand.New(rand.NewPCG(51, 52))
+	pl := &writer.Polylines{Offsets: []int{0}}
+	var wide []int64
+	for s := range 40 {
+		for k := range 50 + rng.IntN(50) {
+			pl.Positions = append(pl.Positions, float32(rng.Float64()*40), float32(s), float32(k)*0.4)
+			wide = append(wide, int64(k)<<40|int64(s))
+		}
+		pl.Offsets = append(pl.Offsets, len(pl.Positions)/3)
+	}
+	// One int64 a row (a multi-channel attribute of a polyline store
+	// declares no channels: see TestUndeclaredChannelsAgreeWithTheRows).
+	pl.Attributes = []writer.Attribute{writer.Int64Attribute("wide", 1, wide)}
+	if _, err := writer.WritePolylines(ctx, mem, "widelines", pl, writer.Options{ChunkShape: []float64{10, 10, 10}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := zvf.Open(ctx, storage.Sub(mem, "widelines"), zvf.Options{Name: "widelines", Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 KiB of ids and values a page: 64 rows of 16 bytes.
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, JSONPageBytes: 1 << 10}).Handler()
+	l := loadDiffLevel(t, h, s, 0)
+	for _, b := range [][2][]float64{{{0, 0, 0}, {40, 40, 40}}, {{5, 3, 2}, {30, 33, 25}}, {{10, 0, 0}, {20, 40, 40}}} {
+		rows, edges, _ := l.expect(b[0], b[1], nil)
+		for _, lim := range []string{"", "&limit=1000", "&limit=37"} {
+			base := fmt.Sprintf("/api/v1/stores/widelines/bbox?min=%s&max=%s&attributes=*%s", fvec(b[0]), fvec(b[1]), lim)
+			pages := fetchPages(t, h, base, "json")
+			all := join(t, pages)
+			if len(pages) < 2 || int(all.count) != len(rows) {
+				t.Fatalf("%s: %d pages, %d rows, want %d", base, len(pages), all.count, len(rows))
+			}
+			for i, pg := range pages {
+				if pg.count > 64 {
+					t.Fatalf("%s: page %d holds %d rows, more than 1 KiB of ids and values", base, i, pg.count)
+				}
+			}
+			for i, r := range rows {
+				var vs []float64
+				if err := json.Unmarshal([]byte(all.cols["vertices"][i]), &vs); err != nil {
+					t.Fatal(err)
+				}
+				for k := range vs {
+					if float32(vs[k]) != float32(l.vals[r][k]) {
+						t.Fatalf("%s: row %d %v, want %v", base, i, vs, l.vals[r])
+					}
+				}
+			}
+			var ge [][2]int64
+			for _, e := range all.edges {
+				ge = append(ge, [2]int64{e[0], e[1]})
+			}
+			if !slices.Equal(sortedEdges(ge), sortedEdges(edges)) {
+				t.Fatalf("%s: %d edges, brute force %d", base, len(ge), len(edges))
+			}
+		}
+	}
+}
