@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,9 +140,14 @@ func parseAttrs(q url.Values) ([]string, error) {
 	if len(names) > 256 {
 		return nil, badRequest("too many attributes")
 	}
-	for _, n := range names {
+	for i, n := range names {
 		if n == "" || len(n) > 256 {
 			return nil, badRequest("empty or overlong attribute name")
+		}
+		// Named twice, an attribute would be two members of one name in
+		// a JSON answer's attributes (two columns in Arrow and CSV).
+		if slices.Contains(names[:i], n) {
+			return nil, badRequest(fmt.Sprintf("attribute %q is named twice in attributes; name it once", n))
 		}
 	}
 	return names, nil
@@ -273,6 +279,11 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	limit := s.o.MaxVertices
 	if v := q.Get("limit"); v != "" {
 		l, err := strconv.ParseInt(v, 10, 64)
+		if errors.Is(err, strconv.ErrRange) && l > 0 {
+			// A whole number past int64 (ParseInt gives MaxInt64): larger
+			// than any maximum, so clamped as well.
+			err = nil
+		}
 		if err != nil || l < 1 {
 			return badRequest(fmt.Sprintf("limit %q must be a positive integer", v))
 		}
@@ -321,7 +332,14 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(st, r, rep)) {
+	// level=auto answers from estimates that become exact as chunks are
+	// read, so one URL may be answered from another level later: the
+	// level chosen is part of what the (strong) ETag names.
+	variant := ""
+	if q.Get("level") == "auto" {
+		variant = "level=" + strconv.Itoa(l.N())
+	}
+	if s.notModified(w, r, s.etagOf(st, r, rep, variant)) {
 		return nil
 	}
 	attrs, export, err := s.exportSetup(r.Context(), w, r, rep, st, l, "bbox", attrs, limit)
@@ -388,9 +406,7 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 			hash = queryHash(st.Name(), query(r))
 		}
 		t.Next = cursor{Offset: cur.Offset + res.Count, Level: l.N(), Hash: hash, Version: st.Revision(), Resume: res.Next}.encode()
-		nq := r.URL.Query()
-		nq.Set("cursor", t.Next)
-		h.Set("Link", "<"+s.o.PublicURL+r.URL.Path+"?"+nq.Encode()+`>; rel="next"`)
+		h.Set("Link", "<"+s.o.PublicURL+r.URL.Path+"?"+withCursor(r.URL.RawQuery, t.Next)+`>; rel="next"`)
 		h.Set("X-Next-Cursor", t.Next)
 	}
 	if res.MatchedKnown {
@@ -401,6 +417,47 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 	}
 	setHeader(w, "X-Vertex-Count", strconv.FormatInt(res.Count, 10))
 	return t
+}
+
+// withCursor is the query raw with its cursor (if any) replaced by next,
+// the rest as the client wrote it: re-encoded, a query grows (a comma
+// becomes %2C) past what the server accepts.
+func withCursor(raw, next string) string {
+	var b strings.Builder
+	b.Grow(len(raw) + len("&cursor=") + len(next))
+	for p := range strings.SplitSeq(raw, "&") {
+		if p == "" || p == "cursor" || strings.HasPrefix(p, "cursor=") {
+			continue
+		}
+		for i := 0; i < len(p); i++ {
+			// What RFC 3986 allows in a query stays as sent; anything
+			// else (a client may send '>', '"' or a byte over 0x7f as it
+			// is) is escaped, so the URL is one within the Link's <…>.
+			if c := p[i]; queryByte(c) {
+				b.WriteByte(c)
+			} else {
+				const hex = "0123456789ABCDEF"
+				b.WriteByte('%')
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&15])
+			}
+		}
+		b.WriteByte('&')
+	}
+	b.WriteString("cursor=")
+	b.WriteString(next) // base64url: nothing to escape
+	return b.String()
+}
+
+// queryByte reports whether c may stand as it is in a URI's query
+// (RFC 3986: unreserved, sub-delims, ':', '@', '/', '?', and '%' of an
+// escape).
+func queryByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@/?%", c) >= 0
 }
 
 // bboxTrailers are the headers a bbox answer's end decides (read only:

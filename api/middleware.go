@@ -113,11 +113,25 @@ const (
 	maxPath  = 1024
 )
 
+// cursorParamLen is the length of raw's cursor parameter with its
+// separator, when it is one of a cursor's length at most: a page's next
+// request is its query plus a cursor (the Link says so), so the bound on
+// a query does not count the cursor, which has its own (maxCursor).
+func cursorParamLen(raw string) int {
+	n := 0
+	for p := range strings.SplitSeq(raw, "&") {
+		if v, ok := strings.CutPrefix(p, "cursor="); ok && len(v) <= maxCursor {
+			n += len(p) + 1
+		}
+	}
+	return n
+}
+
 func (s *Server) limits(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The problem says which part is too long and the bound, as every
 		// other refusal says what to change.
-		if n := len(r.URL.RawQuery); n > maxQuery {
+		if n := len(r.URL.RawQuery); n > maxQuery && n-cursorParamLen(r.URL.RawQuery) > maxQuery {
 			writeProblem(w, r, problem.New(problem.URITooLong, fmt.Sprintf("query string of %d bytes; at most %d", n, maxQuery)))
 			return
 		}
