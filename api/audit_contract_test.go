@@ -214,7 +214,6 @@ func TestAttributeNamedTwice(t *testing.T) {
 // filter cannot name a channel, and a JSON page holds 4 times the bytes
 // its bound allows.
 func TestUndeclaredChannelsAgreeWithTheRows(t *testing.T) {
-	t.Skip("bug: channels of an attribute without channel_names are declared 1 before any chunk is read (zvf/level.go attrMeta), while rows carry what the chunk's bytes hold; see the audit report")
 	t.Parallel()
 	ctx := context.Background()
 	mem := memstore.New()

@@ -267,7 +267,7 @@ func (l *Level) attrRows(a *attrMeta, key Key, rows int, b []byte) (data []byte,
 		}
 		return b, ch, nil
 	}
-	if !a.explicitChannels {
+	if !a.channelsKnown {
 		if len(b)%(size*rows) != 0 {
 			return nil, 0, l.s.errf(ErrCorrupt, l.n, "vertex_attributes/"+a.Name, key.String(), "%d bytes are not whole rows for %d vertices of %s", len(b), rows, a.dt.Name)
 		}

@@ -76,9 +76,13 @@ type Level struct {
 
 type attrMeta struct {
 	AttrInfo
-	dt               zarr.DataType
-	nullCode         *int64
-	explicitChannels bool
+	dt       zarr.DataType
+	nullCode *int64
+	// channelsKnown: Channels is the level's, from channel_names or from
+	// the chunk sampleChannels read; every chunk's rows must hold that
+	// many. Else each chunk's bytes tell (and no chunk had rows and the
+	// attribute when the level opened).
+	channelsKnown bool
 }
 
 type objAttrMeta struct {
@@ -186,6 +190,9 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	}
 	l.setBinPrefilter() // before setKeys: it names the chunks' cache entries
 	l.setKeys(l.lay.chunks())
+	if err := l.sampleChannels(ctx); err != nil {
+		return nil, err
+	}
 	sort.Ints(l.linkDeltas)
 	l.info = LevelInfo{
 		Level: n, ChunkShape: l.chunkShape, BinShape: l.binShape, BinRatio: ratio, VertexCount: l.meta.VertexCount,
@@ -356,7 +363,7 @@ func (l *Level) readAttributes(ctx context.Context) error {
 		m := &attrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: 1}, dt: dt}
 		if len(a.ChannelNames) > 0 {
 			m.Channels = len(a.ChannelNames)
-			m.explicitChannels = true
+			m.channelsKnown = true
 		}
 		if a.Encoding == "dictionary" {
 			m.Categories = a.Categories
@@ -373,6 +380,68 @@ func (l *Level) readAttributes(ctx context.Context) error {
 // maxObjectChannels bounds the values of one object attribute row, as
 // the writer does (zvf/writer maxChannels).
 const maxObjectChannels = 1 << 16
+
+// maxChannelSamples bounds the chunks sampleChannels reads at a level's
+// open.
+const maxChannelSamples = 8
+
+// sampleChannels works out how many values a row holds of each vertex
+// attribute that names no channel_names (the reference's graph, skeleton
+// and mesh writers name none, nor its points writer for one value a row)
+// from the first chunk with rows and the attribute: the descriptor,
+// Neuroglancer's skeleton info and every answer's attribute_info say it
+// before any chunk of theirs is read, and a client sizes the attribute
+// blocks by it. The bytes are read past the cache (and the level's record
+// of chunks seen), so the level opens as it did and a request reads what
+// it did; a chunk that is corrupt or lacks the attribute is passed over
+// (the requests that read it fail or go without, as before). From then
+// on every chunk must hold that many (attrRows).
+func (l *Level) sampleChannels(ctx context.Context) error {
+	var open []*attrMeta
+	for _, a := range l.vattrs {
+		if !a.channelsKnown {
+			open = append(open, a)
+		}
+	}
+	if l.draco {
+		return nil // no vertex rows to count
+	}
+	for i := 0; i < len(l.keys) && i < maxChannelSamples && len(open) > 0; i++ {
+		key := l.keys[i]
+		ks := key.String()
+		data, err := l.lay.cell(ctx, "vertices", key, ks)
+		var cv *chunkVerts
+		if err == nil {
+			cv, err = l.vertexRows(data, ks)
+		}
+		switch {
+		case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotFound):
+			continue
+		case err != nil:
+			return err
+		case cv.rows == 0:
+			continue
+		}
+		rest := open[:0]
+		for _, a := range open {
+			b, err := l.lay.cell(ctx, "vertex_attributes/"+a.Name, key, ks)
+			ch := 0
+			if err == nil {
+				_, ch, err = l.attrRows(a, key, cv.rows, b)
+			}
+			switch {
+			case errors.Is(err, ErrNotFound), errors.Is(err, ErrCorrupt), err == nil && ch == 0:
+				rest = append(rest, a) // another chunk may tell
+			case err != nil:
+				return err
+			default:
+				a.Channels, a.channelsKnown = ch, true
+			}
+		}
+		open = rest
+	}
+	return nil
+}
 
 func (l *Level) readObjects(ctx context.Context) error {
 	a, ok, err := l.arrayAttrs(ctx, "object_index")
