@@ -205,13 +205,16 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		log.Info("serving the built-in demo", "stores", len(infos), "build_ms", time.Since(start).Milliseconds())
 		return stores, closeAll, nil
 	}
+	// One bound on blocked file system calls for every folder served:
+	// threads are the process's, and one hung mount may hold them all.
+	calls := localfs.NewCalls(0)
 	for _, a := range args {
 		name, target := storeArg(a)
 		if !api.ValidStoreName(name) {
 			closeAll()
 			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
 		}
-		st, err := openStore(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name)})
+		st, err := openStore(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name), Calls: calls})
 		if err != nil {
 			closeAll()
 			return nil, nil, err

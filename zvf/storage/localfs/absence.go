@@ -24,7 +24,7 @@ func (s *Store) Absent(ctx context.Context, key string) (time.Time, error) {
 	if err := validKey(key); err != nil {
 		return time.Time{}, &storage.Error{Op: "stat", Key: key, Err: err}
 	}
-	return async(ctx, func() (time.Time, error) {
+	return async(ctx, s.o.Calls, func() (time.Time, error) {
 		dir := key
 		for {
 			i := strings.LastIndexByte(dir, '/')

@@ -49,7 +49,51 @@ type Options struct {
 	// MaxWalkTime bounds how long one Walk runs; 0 means
 	// DefaultMaxWalkTime.
 	MaxWalkTime time.Duration
+	// Calls bounds the system calls of this store's reads, stats and
+	// listings that have not returned; the stores of one process should
+	// share one (NewCalls). Nil gives the store one of its own of
+	// DefaultMaxCalls.
+	Calls *Calls
 }
+
+// DefaultMaxCalls is the Calls bound a store gets of its own: far above
+// what a busy server has waiting on a healthy disk (a request reads a few
+// chunks at a time), far below Go's limit of 10,000 threads, each call
+// blocked in the kernel holding one.
+const DefaultMaxCalls = 2048
+
+// Calls counts file system calls that have not returned. A call that
+// blocks (a hung network mount) is left to finish on its own goroutine
+// when its caller gives up (see async), so without a bound every retry of
+// a viewer's tiles would leave another thread behind until the process
+// ran out of them; past the bound a read fails at once as the backend
+// being unavailable, and the calls that return make room again.
+type Calls struct {
+	n, max atomic.Int64
+}
+
+// NewCalls bounds calls at max (DefaultMaxCalls when max ≤ 0).
+func NewCalls(max int) *Calls {
+	c := &Calls{}
+	if max <= 0 {
+		max = DefaultMaxCalls
+	}
+	c.max.Store(int64(max))
+	return c
+}
+
+// Pending is the number of calls that have not returned.
+func (c *Calls) Pending() int { return int(c.n.Load()) }
+
+func (c *Calls) enter() error {
+	if n := c.n.Add(1); n > c.max.Load() {
+		c.n.Add(-1)
+		return fmt.Errorf("%d file system calls have not returned (a hung mount?)", n-1) // classify: unavailable
+	}
+	return nil
+}
+
+func (c *Calls) leave() { c.n.Add(-1) }
 
 // Store is a local folder.
 type Store struct {
@@ -78,6 +122,9 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Calls == nil {
+		o.Calls = NewCalls(0)
 	}
 	t, err := resolve(abs)
 	if err != nil {
@@ -223,14 +270,19 @@ func (a fileInfo) same(b fileInfo) bool {
 // async runs f in its own goroutine and returns its result, or ctx's error
 // as soon as ctx ends: a system call that blocks (a hung network file
 // system) then holds only that goroutine, never the caller.
-func async[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	return start(ctx, f)()
+func async[T any](ctx context.Context, c *Calls, f func() (T, error)) (T, error) {
+	return start(ctx, c, f)()
 }
 
 // start runs f in its own goroutine at once and returns a wait for its
-// result (or ctx's error as soon as ctx ends), as async does.
-func start[T any](ctx context.Context, f func() (T, error)) (wait func() (T, error)) {
-	if err := ctx.Err(); err != nil {
+// result (or ctx's error as soon as ctx ends), as async does; f counts
+// among c's calls until it returns.
+func start[T any](ctx context.Context, c *Calls, f func() (T, error)) (wait func() (T, error)) {
+	err := ctx.Err()
+	if err == nil {
+		err = c.enter()
+	}
+	if err != nil {
 		return func() (T, error) {
 			var zero T
 			return zero, err
@@ -240,14 +292,15 @@ func start[T any](ctx context.Context, f func() (T, error)) (wait func() (T, err
 		v   T
 		err error
 	}
-	c := make(chan result, 1)
+	done := make(chan result, 1)
 	go func() {
+		defer c.leave()
 		v, err := f()
-		c <- result{v, err}
+		done <- result{v, err}
 	}()
 	return func() (T, error) {
 		select {
-		case r := <-c:
+		case r := <-done:
 			return r.v, r.err
 		case <-ctx.Done():
 			var zero T
@@ -275,7 +328,7 @@ func (s *Store) Start(ctx context.Context, key string, o storage.ReadOptions) (w
 	if err := storage.CheckBound(o); err != nil {
 		return failed(&storage.Error{Op: "get", Key: key, Err: err})
 	}
-	w := start(ctx, func() (storage.Object, error) { return s.read(ctx, key, o) })
+	w := start(ctx, s.o.Calls, func() (storage.Object, error) { return s.read(ctx, key, o) })
 	return func() (storage.Object, error) {
 		obj, err := w()
 		if err != nil {
@@ -328,7 +381,16 @@ func (s *Store) StartAll(ctx context.Context, rs []storage.Read) []func() (stora
 	if !started {
 		return waits
 	}
+	if err := s.o.Calls.enter(); err != nil {
+		for i, r := range rs {
+			if cs[i] != nil {
+				waits[i] = failed(classify("get", r.Key, err))
+			}
+		}
+		return waits
+	}
 	go func() {
+		defer s.o.Calls.leave()
 		for i, r := range rs {
 			if cs[i] == nil {
 				continue
@@ -412,7 +474,7 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 	if err := validKey(key); err != nil {
 		return storage.Attrs{}, &storage.Error{Op: "stat", Key: key, Err: err}
 	}
-	a, err := async(ctx, func() (storage.Attrs, error) {
+	a, err := async(ctx, s.o.Calls, func() (storage.Attrs, error) {
 		f, err := s.t.openPath(key, s.o.FollowSymlinks)
 		if err != nil {
 			return storage.Attrs{}, err
@@ -438,7 +500,7 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error
 			return storage.Listing{}, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
 		}
 	}
-	l, err := async(ctx, func() (storage.Listing, error) { return s.list(prefix) })
+	l, err := async(ctx, s.o.Calls, func() (storage.Listing, error) { return s.list(prefix) })
 	if err != nil {
 		if errors.Is(errno(err), syscall.ENOENT) || errors.Is(errno(err), syscall.ENOTDIR) {
 			return storage.Listing{}, nil
@@ -493,7 +555,7 @@ func (s *Store) FoldersHolding(ctx context.Context, prefix, name string) ([]stri
 	if err := validKey(name); err != nil || strings.Contains(name, "/") {
 		return nil, &storage.Error{Op: "list", Key: prefix, Err: fmt.Errorf("invalid name %q", name)}
 	}
-	out, err := async(ctx, func() ([]string, error) {
+	out, err := async(ctx, s.o.Calls, func() ([]string, error) {
 		d, err := s.t.openDir(strings.TrimSuffix(prefix, "/"), s.o.FollowSymlinks)
 		if err != nil {
 			return nil, err
@@ -548,7 +610,7 @@ func (s *Store) FolderID(ctx context.Context, prefix string) (string, error) {
 			return "", &storage.Error{Op: "stat", Key: prefix, Err: fmt.Errorf("invalid prefix %q", prefix)}
 		}
 	}
-	fi, err := async(ctx, func() (fileInfo, error) {
+	fi, err := async(ctx, s.o.Calls, func() (fileInfo, error) {
 		p := strings.TrimSuffix(prefix, "/")
 		if p == "" {
 			p = "."

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,9 +134,53 @@ func TestCancelledReadReturns(t *testing.T) {
 	defer close(block)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := async(ctx, func() (int, error) { <-block; return 0, nil })
+	_, err := async(ctx, NewCalls(0), func() (int, error) { <-block; return 0, nil })
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("async = %v, want the context's error", err)
+	}
+}
+
+// TestBlockedCallsAreBounded: calls a hung file system never returns stay
+// on their goroutines (threads, in the kernel) after their requests give
+// up; past the store's bound every read, stat, listing and batch fails at
+// once as the backend being unavailable, starting no goroutine, and the
+// calls that return make room again.
+func TestBlockedCallsAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "a"), "one")
+	calls := NewCalls(3)
+	st := open(t, dir, Options{Calls: calls})
+	block := make(chan struct{})
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		if _, err := async(ctx, calls, func() (int, error) { <-block; return 0, nil }); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a hung call: %v", err)
+		}
+		cancel()
+	}
+	if n := calls.Pending(); n != 3 {
+		t.Fatalf("%d calls pending, want the 3 hung ones", n)
+	}
+	ctx := context.Background()
+	g0 := runtime.NumGoroutine()
+	_, getErr := st.Get(ctx, "a", storage.Whole(10))
+	_, statErr := st.Stat(ctx, "a")
+	_, listErr := st.List(ctx, "")
+	_, batchErr := st.StartAll(ctx, []storage.Read{{Key: "a", Opt: storage.Whole(10)}})[0]()
+	for what, err := range map[string]error{"get": getErr, "stat": statErr, "list": listErr, "batch": batchErr} {
+		if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "3 file system calls have not returned") {
+			t.Errorf("%s past the bound: %v, want unavailable", what, err)
+		}
+	}
+	if g := runtime.NumGoroutine(); g > g0 {
+		t.Errorf("%d goroutines started past the bound", g-g0)
+	}
+	close(block)
+	for calls.Pending() > 0 {
+		runtime.Gosched()
+	}
+	if obj, err := st.Get(ctx, "a", storage.Whole(10)); err != nil || string(obj.Data) != "one" {
+		t.Fatalf("once the calls returned: %q, %v", obj.Data, err)
 	}
 }
 

@@ -117,7 +117,7 @@ func (w *walker) folder(dir string) ([]string, error) {
 		f  *os.File
 		fi fileInfo
 	}
-	o, err := async(w.ctx, func() (opened, error) {
+	o, err := async(w.ctx, w.s.o.Calls, func() (opened, error) {
 		f, err := w.s.t.openDir(strings.TrimSuffix(dir, "/"), w.s.o.FollowSymlinks)
 		if err != nil {
 			return opened{}, err
@@ -179,7 +179,7 @@ func (w *walker) folder(dir string) ([]string, error) {
 	w.seen[id] = true
 	var subs []string
 	for {
-		ents, rerr := async(w.ctx, func() (ents []fs.DirEntry, err error) {
+		ents, rerr := async(w.ctx, w.s.o.Calls, func() (ents []fs.DirEntry, err error) {
 			if uerr := use(func() error { ents, err = f.ReadDir(walkBatch); return nil }); uerr != nil {
 				return nil, uerr
 			}
@@ -244,7 +244,7 @@ func (w *walker) stat(d *os.File, use func(func() error) error, dir string, keys
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	out, err := async(w.ctx, func() (out []entryInfo, err error) {
+	out, err := async(w.ctx, w.s.o.Calls, func() (out []entryInfo, err error) {
 		err = use(func() error { out, err = w.statBatch(d, dir, keys, links); return err })
 		return out, err
 	})
