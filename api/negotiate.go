@@ -75,7 +75,7 @@ func withPrecision(r *http.Request, rep representation) (representation, error) 
 	}
 	p, err := strconv.ParseFloat(v, 64)
 	if err != nil || !(p > 0) || p > 1e300 {
-		return rep, badRequest(fmt.Sprintf("precision=%q: give the largest error per coordinate you accept, a positive number in store units", v))
+		return rep, badRequest(fmt.Sprintf("precision=%q: give the largest error per coordinate you accept, a positive number in store units, at most 1e300", v))
 	}
 	if _, ok := rep.codec.(binaryCodec); !ok {
 		return rep, badRequest(fmt.Sprintf("precision= needs the binary format (f=bin); f=%s sends coordinates as stored", rep.codec.format()))

@@ -227,7 +227,7 @@ func TestPrecisionRefused(t *testing.T) {
 			{"&f=bin&precision=abc", "", `precision="abc"`},
 			{"&f=bin&precision=NaN", "", `precision="NaN"`},
 			{"&f=bin&precision=Inf", "", `precision="Inf"`},
-			{"&f=bin&precision=1e301", "", `precision="1e301"`},
+			{"&f=bin&precision=1e301", "", `precision="1e301": give the largest error per coordinate you accept, a positive number in store units, at most 1e300`},
 		} {
 			var hdr []string
 			if tc.accept != "" {
