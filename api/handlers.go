@@ -246,10 +246,22 @@ func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	d, err := s.descriptor(r.Context(), st, base)
-	if err != nil {
+	switch {
+	case err == nil:
+		return s.writeJSONOf(w, r, st, base, d)
+	case errors.Is(err, zvf.ErrUnavailable), errors.Is(err, zvf.ErrPermission), errors.Is(err, zvf.ErrCorrupt):
+		// The store's description stands; only the ready state's sample
+		// of objects could not be read (a backend that fails or hangs,
+		// an object index that is corrupt). It is sent without them, and
+		// not to be kept: no ETag (no 304 would vouch for it as the
+		// version's), no-store. A change or the request's deadline is
+		// the answer's error as anywhere else.
+		s.log.Warn("store descriptor without its Neuroglancer objects", "store", st.Name(), "err", err)
+		w.Header().Set("Cache-Control", "no-store")
+		return s.writeJSONOf(w, r, nil, base, d)
+	default:
 		return err
 	}
-	return s.writeJSONOf(w, r, st, base, d)
 }
 
 // ---- bbox ----

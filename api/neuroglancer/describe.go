@@ -45,9 +45,10 @@ const stateSegments = 32
 // Describe returns st's Neuroglancer sources and a ready state, or nil when
 // it has none. base is the server's absolute URL as the client reaches it
 // ("" for paths). It reads at
-// most the first manifests of level 0 (to list objects that exist); an
-// error reading them is the error (a description missing the objects
-// would go out under the same ETag as the whole one).
+// most the first manifests of level 0 (to list objects that exist); when
+// those cannot be read it returns the description without them and the
+// error, so that the caller can tell it from the whole one (which goes
+// out under the version's ETag).
 func Describe(ctx context.Context, st *zvf.Store, base string) (*Description, error) {
 	routes := RoutesOf(st)
 	if len(routes) == 0 {
@@ -63,10 +64,7 @@ func Describe(ctx context.Context, st *zvf.Store, base string) (*Description, er
 	}
 	info := l0.Info()
 	hidden := false
-	objects, err := someObjects(ctx, l0)
-	if err != nil {
-		return nil, err
-	}
+	objects, objErr := someObjects(ctx, l0)
 	src := func(r string) string { return "precomputed://" + d.Sources[r] }
 	// A layer is named after its store, and its source when there are two.
 	name := func(r string) string {
@@ -106,7 +104,7 @@ func Describe(ctx context.Context, st *zvf.Store, base string) (*Description, er
 			d.State.Layers = append(d.State.Layers, lines)
 		}
 	}
-	return d, nil
+	return d, objErr
 }
 
 // meshView points a mesh store's state at the store's box. A mesh source
