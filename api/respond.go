@@ -58,18 +58,22 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 	// "*" is not answered here: it matches only a resource that exists,
 	// which the handler finds out later (statusWriter turns its 200 into
 	// the 304).
-	if a, ok := r.Context().Value(attemptKey).(*attempt); ok && a.h != nil && a.h.Pending(a.st) {
-		// The store has changed since this version opened: the client's
-		// copy may be of objects rewritten since. The answer is computed
-		// (a changed object then sends it to the new version, or to 503
-		// while that settles), never vouched for unread.
-		return false
-	}
 	for tag := range strings.SplitSeq(r.Header.Get("If-None-Match"), ",") {
-		if t := strings.TrimSpace(tag); t == etag || strings.TrimPrefix(t, "W/") == etag {
-			w.WriteHeader(http.StatusNotModified)
+		if t := strings.TrimSpace(tag); t != etag && strings.TrimPrefix(t, "W/") != etag {
+			continue
+		}
+		if a, ok := r.Context().Value(attemptKey).(*attempt); ok && a.h != nil && a.h.Pending(a.st) {
+			// The store has changed since this version opened, and its new
+			// version has not: the client's copy may be of objects
+			// rewritten since, which a 304 would vouch for unread, and a
+			// 200 of what this version holds would break RFC 9110's rule
+			// that a matching If-None-Match gets a 304. Until the new
+			// version opens, such a request is told the store is changing.
+			writeProblem(w, r, changing(time.Second))
 			return true
 		}
+		w.WriteHeader(http.StatusNotModified)
+		return true
 	}
 	return false
 }
