@@ -2,7 +2,9 @@ package zvf_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -119,5 +122,161 @@ func editJSON(t *testing.T, p string, edit func(map[string]any)) {
 	}
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOwnersOfAFillNamingFragmentsAreRefusedPromptly: the manifests'
+// fill value is what every missing row holds, and a hostile one may name
+// a fragment. 2^40 rows naming it pass the owners map's bound on
+// mentions (an array read whole): refused as before, with a typed error,
+// found by counting what the missing rows would add, not by visiting them.
+func TestOwnersOfAFillNamingFragmentsAreRefusedPromptly(t *testing.T) {
+	t.Parallel()
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "polylines.zarrvectors"))
+	const huge = int64(1) << 40
+	editJSON(t, filepath.Join(dir, "0", "object_index", "zarr.json"), func(m map[string]any) {
+		m["attributes"].(map[string]any)["num_objects"] = huge
+	})
+	// One block: chunk (0,0,0), mode 0, fragment 0.
+	fill := binary.LittleEndian.AppendUint32(nil, 1)
+	fill = append(fill, make([]byte, 3*8+1+8)...)
+	list := make([]int, len(fill))
+	for i, b := range fill {
+		list[i] = int(b)
+	}
+	editJSON(t, filepath.Join(dir, "0", "object_index", "manifests", "zarr.json"), func(m map[string]any) {
+		m["shape"] = []int64{huge}
+		m["fill_value"] = list
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := &countingStore{Store: zvftest.Store(t, dir), prefix: "0/object_index/manifests/c/", max: 8, stop: cancel}
+	_, err := ownersByBBox(t, ctx, cs)
+	if n := cs.n.Load(); n > cs.max {
+		t.Fatalf("the owners map read %d manifest chunks (stopped past %d: %v) for a store with 1 stored", n, cs.max, err)
+	}
+	if !errors.Is(err, zvf.ErrUnsupported) {
+		t.Fatalf("err %v; want the owners map refused as too large", err)
+	}
+}
+
+// TestOwnersOfSparseManifestsMatchEachManifest: with the manifests cut
+// into chunks of 16 rows of which a few are stored (runs of missing
+// chunks between them and 2^40 declared rows after), every row's owner
+// is what the stored manifests say, read one object at a time
+// (Level.Manifest, which does not use the owners map): the first object
+// naming the lowest fragment that holds the row, -1 for none.
+func TestOwnersOfSparseManifestsMatchEachManifest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures, "polylines.zarrvectors"))
+	const huge, cs = int64(1) << 40, 16
+	kept := []int64{0, 2, 5, 12} // chunk 12 holds rows 192-199, and 8 rows past the fixture's
+	w := zvftest.Store(t, dir)
+	codecs := zarr.NewCodecs(zarr.Limits{})
+	const p = "0/object_index/manifests"
+	orig, err := zarr.OpenArray(ctx, w, p, codecs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := orig.ReadChunk(ctx, []int64{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Delete(ctx, orig.ChunkKey([]int64{0})); err != nil {
+		t.Fatal(err)
+	}
+	m := *orig.Meta()
+	m.Shape, m.ChunkShape = []int64{huge}, []int64{cs}
+	arr, err := zarr.CreateArray(ctx, w, p, &m, codecs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64 // the objects whose manifests are stored
+	for _, c := range kept {
+		elems := make([][]byte, cs)
+		for i := range elems {
+			if row := c*cs + int64(i); row < int64(len(all.Elems)) {
+				elems[i] = all.Elems[row]
+				ids = append(ids, row)
+			} else {
+				elems[i] = []byte{}
+			}
+		}
+		if err := arr.WriteChunk(ctx, w, []int64{c}, &zarr.Chunk{Shape: m.ChunkShape, Type: m.DataType, Elems: elems}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	editJSON(t, filepath.Join(dir, "0", "object_index", "zarr.json"), func(m map[string]any) {
+		m["attributes"].(map[string]any)["num_objects"] = huge
+	})
+
+	s, err := zvf.Open(ctx, w, zvf.Options{Name: "p", Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Level(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type frag struct {
+		ks string
+		f  int64
+	}
+	owner := map[frag]int64{}
+	rows := map[frag][]int64{}
+	for _, id := range ids { // ascending: the first to name a fragment owns it
+		mf, err := l.Manifest(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range mf.Blocks {
+			for _, fr := range b.Fragments {
+				k := frag{b.Chunk.String(), fr.Fragment}
+				if _, ok := owner[k]; ok {
+					continue
+				}
+				owner[k] = id
+				if fr.Range != nil {
+					for r := fr.Range[0]; r < fr.Range[0]+fr.Range[1]; r++ {
+						rows[k] = append(rows[k], r)
+					}
+				} else {
+					rows[k] = fr.Rows
+				}
+			}
+		}
+	}
+	named := 0
+	for _, key := range l.Keys() {
+		got, err := l.ChunkObjects(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]int64, len(got))
+		for i := range want {
+			want[i] = -1
+		}
+		var frags []frag
+		for k := range owner {
+			if k.ks == key.String() {
+				frags = append(frags, k)
+			}
+		}
+		slices.SortFunc(frags, func(a, b frag) int { return int(a.f - b.f) })
+		for _, k := range frags {
+			for _, r := range rows[k] {
+				if want[r] < 0 {
+					want[r] = owner[k]
+					named++
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("chunk %s: owners\n got %v\nwant %v", key, got, want)
+		}
+	}
+	if named == 0 {
+		t.Fatal("no row has an owner: the test checks nothing")
 	}
 }
