@@ -1,15 +1,18 @@
 package zvf
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/zvfserve/zvfserve/zvf/manifest"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
 
@@ -70,6 +73,19 @@ func (l *Level) manifestRow(ctx context.Context, id int64) ([]byte, error) {
 	}
 	cs := arr.Meta().ChunkShape[0]
 	c := id / cs
+	elems, err := l.manifestChunk(ctx, arr, c)
+	if err != nil {
+		return nil, err
+	}
+	if id%cs >= int64(len(elems)) {
+		return nil, l.manifestsShort(c, elems)
+	}
+	return elems[id%cs], nil
+}
+
+// manifestChunk returns the manifests of chunk c, through the cache (a
+// missing chunk is the fill value's, as Zarr reads it).
+func (l *Level) manifestChunk(ctx context.Context, arr *zarr.Array, c int64) ([][]byte, error) {
 	v, err := l.cached(ctx, l.cacheKey("manifests", fmt.Sprint(c)), func(ctx context.Context) (any, int64, error) {
 		ch, err := arr.ReadChunk(ctx, []int64{c})
 		if err != nil {
@@ -84,11 +100,11 @@ func (l *Level) manifestRow(ctx context.Context, id int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	elems := v.([][]byte)
-	if id%cs >= int64(len(elems)) {
-		return nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", fmt.Sprint(c), "chunk holds %d manifests", len(elems))
-	}
-	return elems[id%cs], nil
+	return v.([][]byte), nil
+}
+
+func (l *Level) manifestsShort(c int64, elems [][]byte) error {
+	return l.s.errf(ErrCorrupt, l.n, "object_index/manifests", fmt.Sprint(c), "chunk holds %d manifests", len(elems))
 }
 
 func (l *Level) manifestArray(ctx context.Context) (*zarr.Array, error) {
@@ -234,6 +250,11 @@ func (l *Level) refsRow(ctx context.Context, id, row int64) ([]manifest.Block, e
 	if err != nil {
 		return nil, err
 	}
+	return l.decodeManifest(id, b)
+}
+
+// decodeManifest decodes object id's manifest blob.
+func (l *Level) decodeManifest(id int64, b []byte) ([]manifest.Block, error) {
 	blocks, err := manifest.Decode(b, l.objects.ndim)
 	if err != nil {
 		return nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", "", "object %d: %w", id, err)
@@ -698,4 +719,163 @@ func (s *Store) ObjectLevels(ctx context.Context, id int64) ([]int, error) {
 		return nil, s.errf(ErrNotFound, -1, "object_index", "", "no level holds object %d", id)
 	}
 	return out, nil
+}
+
+// eachManifest calls visit with every manifest row's object id and blocks,
+// in row order, and again(row, n, blocks) for a run of n rows from row
+// that hold the same blob as a row visited before (the array's fill
+// value), whose blocks those were: their objects name the same fragments
+// later, which changes nothing but counts. Its work follows what is stored,
+// not num_objects: the chunks the manifests array's folder lists, and
+// one read where each run of missing chunks begins (its fill value, and
+// on a store read since a moment, a check that the run was missing then
+// too: storage.Since dates the absence, as for every chunk before). A
+// store declaring 2^40 objects and storing a few manifests no longer makes
+// every request loop over the declared rows.
+func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []manifest.Block) error, again func(row, n int64, blocks []manifest.Block) error) error {
+	num := l.objects.num
+	if l.objects.legacy {
+		// Offsets and data are read whole, bounded like any array read
+		// whole, and num_objects rows must fit the offsets read.
+		for row := int64(0); row < num; row++ {
+			if row%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			id, err := l.objectAt(ctx, row)
+			if err != nil {
+				return err
+			}
+			blocks, err := l.refsRow(ctx, id, row)
+			if err != nil {
+				return err
+			}
+			if err := visit(id, blocks); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if num <= 0 {
+		return nil
+	}
+	arr, err := l.manifestArray(ctx)
+	if err != nil {
+		return err
+	}
+	cs := arr.Meta().ChunkShape[0]
+	last := (num - 1) / cs // the last chunk holding a row
+	stored, err := l.storedManifestChunks(ctx, arr, last)
+	if err != nil {
+		return err
+	}
+	fill := arr.Meta().Fill
+	var fillBlocks []manifest.Block
+	fillSeen := false
+	chunk := func(c int64) error {
+		elems, err := l.manifestChunk(ctx, arr, c)
+		if err != nil {
+			return err
+		}
+		lo, hi := c*cs, num
+		if c < last {
+			hi = lo + cs
+		}
+		for row := lo; row < hi; row++ {
+			if (row-lo)%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if row-lo >= int64(len(elems)) {
+				return l.manifestsShort(c, elems)
+			}
+			e := elems[row-lo]
+			isFill := bytes.Equal(e, fill)
+			if isFill && fillSeen {
+				end := row + 1
+				for end < hi && end-lo < int64(len(elems)) && bytes.Equal(elems[end-lo], fill) {
+					end++
+				}
+				if err := again(row, end-row, fillBlocks); err != nil {
+					return err
+				}
+				row = end - 1
+				continue
+			}
+			id, err := l.objectAt(ctx, row)
+			if err != nil {
+				return err
+			}
+			blocks, err := l.decodeManifest(id, e)
+			if err != nil {
+				return err
+			}
+			if err := visit(id, blocks); err != nil {
+				return err
+			}
+			if isFill {
+				fillSeen, fillBlocks = true, blocks
+			}
+		}
+		return nil
+	}
+	// missing handles chunks [a, b), none of them listed.
+	missing := func(a, b int64) error {
+		if err := chunk(a); err != nil {
+			return err
+		}
+		if a+1 == b {
+			return nil
+		}
+		if !fillSeen {
+			return l.s.errf(ErrUnavailable, l.n, "object_index/manifests", fmt.Sprint(a), "chunk %d holds manifests, but its folder's listing did not name it: the store changed while it was read", a)
+		}
+		from, to := (a+1)*cs, num
+		if b <= last {
+			to = b * cs
+		}
+		return again(from, to-from, fillBlocks)
+	}
+	next := int64(0)
+	for _, c := range stored {
+		if next < c {
+			if err := missing(next, c); err != nil {
+				return err
+			}
+		}
+		if err := chunk(c); err != nil {
+			return err
+		}
+		next = c + 1
+	}
+	if next <= last {
+		return missing(next, last+1)
+	}
+	return nil
+}
+
+// storedManifestChunks lists the manifests array's stored chunks up to
+// last, ascending. A 1-D array's chunk keys share one folder, so one
+// listing finds them (a folder that is not there holds none).
+func (l *Level) storedManifestChunks(ctx context.Context, arr *zarr.Array, last int64) ([]int64, error) {
+	k0 := arr.ChunkKey([]int64{0})
+	dir := k0[:strings.LastIndexByte(k0, '/')+1]
+	lst, err := l.s.st.List(ctx, dir)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, l.s.wrap(kindOf(err), l.n, "object_index/manifests", "", err)
+	}
+	base := arr.Path() + "/"
+	var out []int64
+	for _, k := range lst.Keys {
+		if !strings.HasPrefix(k, base) {
+			continue
+		}
+		if c, ok := parseChunkKey(arr.Meta().KeyEncoding, k[len(base):], 1); ok && c[0] <= last {
+			out = append(out, c[0])
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/zvfserve/zvfserve/zvf/manifest"
 )
 
 // inverseOnce lazily maps (chunk, fragment) to the object ids that name
@@ -124,7 +126,8 @@ type invEntry struct {
 	hasNext     bool
 }
 
-// buildInverse reads every manifest once. Mentions are appended to their
+// buildInverse reads every stored manifest once (eachManifest: its work
+// follows what is stored, not num_objects). Mentions are appended to their
 // chunk's list (the chunk's key is looked up once per manifest block, not
 // per fragment), then each list is sorted stably by fragment: the first
 // mention names the owner, the first with a successor names the next
@@ -140,24 +143,14 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 	lim := l.s.codecs.Limits().MaxReadBytes
 	maxMentions := lim / int64(unsafe.Sizeof(invEntry{}))
 	var mentions int64
-	for row := int64(0); row < l.objects.num; row++ {
-		if row%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		id, err := l.objectAt(ctx, row) // the row itself, or object_ids[row] (vlen_manifests_v2)
-		if err != nil {
-			return nil, err
-		}
-		blocks, err := l.refsRow(ctx, id, row)
-		if err != nil {
-			return nil, err
-		}
+	tooMany := func(id int64) error {
+		return l.s.errf(ErrUnsupported, l.n, "object_index/manifests", "", "the manifests name more than %d fragments (object %d and before): their owners map would pass the %d-byte limit of an array read whole",
+			maxMentions, id, lim)
+	}
+	visit := func(id int64, blocks []manifest.Block) error {
 		for _, b := range blocks {
 			if mentions += b.Len(); mentions > maxMentions {
-				return nil, l.s.errf(ErrUnsupported, l.n, "object_index/manifests", "", "the manifests name more than %d fragments (object %d and before): their owners map would pass the %d-byte limit of an array read whole",
-					maxMentions, id, lim)
+				return tooMany(id)
 			}
 		}
 		prevChunk, prevPos := -1, 0
@@ -182,6 +175,31 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 				prevChunk, prevPos = c, len(lists[c])-1
 			}
 		}
+		return nil
+	}
+	// Rows repeating a manifest visited before (the fill value's) would
+	// only add later mentions of the same fragments: neither the first
+	// owner nor the first next changes, so only the count is kept.
+	again := func(row, n int64, blocks []manifest.Block) error {
+		var m int64
+		for _, b := range blocks {
+			m += b.Len() // at most maxMentions: the row visited before passed
+		}
+		if m == 0 {
+			return nil
+		}
+		if k := (maxMentions - mentions) / m; k < n {
+			id, err := l.objectAt(ctx, row+k)
+			if err != nil {
+				return err
+			}
+			return tooMany(id)
+		}
+		mentions += n * m
+		return nil
+	}
+	if err := l.eachManifest(ctx, visit, again); err != nil {
+		return nil, err
 	}
 	inv := &inverse{lines: l.lines(), chunks: make(map[string]*chunkInverse, len(keys)), byKey: make([]*chunkInverse, len(l.keys))}
 	for c, list := range lists {
