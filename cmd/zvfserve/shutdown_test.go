@@ -16,14 +16,15 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
-// hangingStore makes reads of chunk data, and listings (a store check),
-// block until released — ignoring their context, as a read stuck in the
-// kernel (a FIFO, a dead NFS mount) does.
+// hangingStore makes reads of chunk data (a chunk, or the listing of a
+// chunk folder: the owners map lists the manifests' chunks), and the
+// other listings (a store check), block until released — ignoring their
+// context, as a read stuck in the kernel (a FIFO, a dead NFS mount) does.
 type hangingStore struct {
 	storage.Store
 	armed   chan struct{} // closed: hang from now on
 	release chan struct{}
-	entered chan string // each hung call, by op
+	entered chan string // each hung call: "read" (a request's) or "walk" (a check's)
 }
 
 func (h *hangingStore) hang(op, key string) {
@@ -32,8 +33,11 @@ func (h *hangingStore) hang(op, key string) {
 	default:
 		return
 	}
-	if op == "get" && !strings.Contains(key, "/c/") {
+	switch data := strings.Contains(key, "/c/"); {
+	case op == "get" && !data:
 		return
+	case op == "get" || data:
+		op = "read"
 	}
 	h.entered <- op
 	<-h.release
@@ -80,7 +84,7 @@ func TestServeShutdownWithHungRead(t *testing.T) {
 		clientDone <- err
 	}()
 	seen := map[string]bool{}
-	for !seen["get"] || !seen["walk"] {
+	for !seen["read"] || !seen["walk"] {
 		select {
 		case op := <-h.entered:
 			seen[op] = true
