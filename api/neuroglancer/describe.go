@@ -219,8 +219,8 @@ func annotationShader(k kind, l0 *zvf.Level) string {
 func skeletonShader(attrs []zvf.AttrInfo) string {
 	used := map[string]bool{}
 	for _, a := range attrs {
-		if _, _, ok := numericType(a.DType); !ok {
-			continue
+		if _, _, why := skeletonAttr(a); why != "" {
+			continue // as newSkeletonSpec: ids are given in the same order
 		}
 		id := identifier(a.Name, "a", used)
 		used[id] = true
