@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -170,7 +169,7 @@ func someObjects(ctx context.Context, l0 *zvf.Level) ([]string, error) {
 			return nil, err
 		}
 		if ok {
-			out = append(out, strconv.FormatInt(id, 10))
+			out = append(out, segmentID(id))
 		}
 	}
 	return out, nil

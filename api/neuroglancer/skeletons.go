@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -299,11 +300,16 @@ func segmentProperties(ctx context.Context, l0 *zvf.Level) ([]byte, error) {
 	}
 	strIDs := make([]string, len(ids))
 	for i, id := range ids {
-		strIDs[i] = fmt.Sprint(id)
+		strIDs[i] = segmentID(id)
 	}
 	out := map[string]any{"@type": "neuroglancer_segment_properties", "inline": map[string]any{"ids": strIDs, "properties": nonNilProps(props)}}
 	return json.Marshal(out)
 }
+
+// segmentID is object id as Neuroglancer's uint64 segment id, in decimal:
+// the id of the same bits, as the routes (parseID) and the relationship
+// lists take it (an int64 id below 0 is a segment id of 2^63 or more).
+func segmentID(id int64) string { return strconv.FormatUint(uint64(id), 10) }
 
 func nonNilProps[T any](v []T) []T {
 	if v == nil {
