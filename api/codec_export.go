@@ -234,6 +234,26 @@ func (s *Server) exportSetup(ctx context.Context, w http.ResponseWriter, r *http
 	return attrs, em, nil
 }
 
+// needsConnectivity says why a box's answer in rep cannot leave its edges
+// and faces out (connectivity=false), or "" when it can: the file formats
+// made of them (all but CSV and a point cloud's PLY, the ones whose page
+// is a file of its own), GeoArrow's linestrings, and the Arrow edges and
+// faces tables. Without them these answered a file that looked whole but
+// was not the data: an SWC of roots, one-point streamlines, meshes of
+// loose points.
+func needsConnectivity(rep representation, sh shape, am *arrowMeta) string {
+	if fc, ok := rep.codec.(fileCodec); ok && !fc.pages(sh) {
+		return "f=" + fc.format() + " is made of the answer's connectivity"
+	}
+	if am != nil && am.geo != nil && !am.geo.pageable {
+		return "f=geoarrow's linestrings are made of the answer's edges"
+	}
+	if am != nil && am.geo == nil && (am.table == tableEdges || am.table == tableFaces) {
+		return "table=" + am.table + " is the answer's connectivity"
+	}
+	return ""
+}
+
 // refuseUnpagedBox refuses, before anything is sent, a box whose rows
 // would not fit one answer of a streamed file format the client did not
 // page: such a format writes rows as they come, so it cannot refuse at

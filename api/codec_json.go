@@ -39,20 +39,32 @@ func appendFloat(dst []byte, v float64, bits int) []byte {
 
 func appendCell(dst []byte, c *zvf.Column, row int) []byte {
 	if c.Categories != nil {
-		n := c.At(row)
-		code := n.I
-		if n.Kind != zvf.KindInt {
-			code = int64(min(n.U, 1<<62))
+		if c.Channels <= 1 {
+			return appendLabel(dst, c, row)
 		}
-		if (c.NullCode != nil && code == *c.NullCode) || code < 0 || code >= int64(len(c.Categories)) {
-			return append(dst, "null"...)
+		// A label a channel, as CSV's name_k columns and Arrow's list.
+		dst = append(dst, '[')
+		for k := 0; k < c.Channels; k++ {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendLabel(dst, c, row*c.Channels+k)
 		}
-		return appendString(dst, c.Categories[code])
+		return append(dst, ']')
 	}
 	if c.Channels == 1 {
 		return appendValue(dst, c, row)
 	}
 	return appendChannels(dst, c, row)
+}
+
+// appendLabel appends the label of element i of a categorical column,
+// null for its null code and codes outside its categories.
+func appendLabel(dst []byte, c *zvf.Column, i int) []byte {
+	if label, ok := categoryLabel(c, i); ok {
+		return appendString(dst, label)
+	}
+	return append(dst, "null"...)
 }
 
 // appendChannels appends a row's channels as a JSON array.

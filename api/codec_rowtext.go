@@ -25,7 +25,7 @@ type rowText struct {
 const rowTextName = "json-rows/1"
 
 // cellTextName names the text of an attribute column's rows (appendCell).
-const cellTextName = "json-cells/1"
+const cellTextName = "json-cells/2"
 
 // buildRowText formats every row of a chunk's vertices; nil (and no
 // size) when its text would not fit 32-bit offsets.

@@ -42,6 +42,13 @@ func tckHeader(source, unit string, count int) []byte {
 }
 
 func writeTCK(w *bufio.Writer, a *held) error {
+	// TCK's NaN point ends a streamline and its infinite one the file:
+	// a coordinate that is not a finite float32 would be read as either.
+	for i := range 3 * a.rows {
+		if v := float64(float32(float(&a.verts, i))); math.IsNaN(v) || math.IsInf(v, 0) {
+			return unrepresentable("a vertex coordinate is not a finite float32; TCK reads a NaN point as a streamline's end and an infinite one as the file's (f=trk or f=json hold it)")
+		}
+	}
 	order, offs := streamlineRuns(a.rows, a.edges)
 	if _, err := w.Write(tckHeader(a.m.Export.source, axisUnit(a.m.Export.axes), len(offs)-1)); err != nil {
 		return err

@@ -344,6 +344,12 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if q.Get("connectivity") == "false" {
+		sh := shape{kind: "bbox", geom: geometryOf(st), dims: dims}
+		if why := needsConnectivity(rep, sh, am); why != "" {
+			return badRequest("connectivity=false: " + why + "; give no connectivity=false, or ask f=json, ndjson, bin or arrow")
+		}
+	}
 	// level=auto answers from estimates that become exact as chunks are
 	// read, so one URL may be answered from another level later: the
 	// level chosen is part of what the (strong) ETag names.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -170,7 +169,7 @@ func someObjects(ctx context.Context, l0 *zvf.Level) ([]string, error) {
 			return nil, err
 		}
 		if ok {
-			out = append(out, strconv.FormatInt(id, 10))
+			out = append(out, segmentID(id))
 		}
 	}
 	return out, nil
@@ -219,8 +218,8 @@ func annotationShader(k kind, l0 *zvf.Level) string {
 func skeletonShader(attrs []zvf.AttrInfo) string {
 	used := map[string]bool{}
 	for _, a := range attrs {
-		if _, _, ok := numericType(a.DType); !ok {
-			continue
+		if _, _, why := skeletonAttr(a); why != "" {
+			continue // as newSkeletonSpec: ids are given in the same order
 		}
 		id := identifier(a.Name, "a", used)
 		used[id] = true

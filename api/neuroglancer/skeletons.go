@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -32,6 +33,25 @@ type skeletonSpec struct {
 // maxSegmentIDs bounds the ids a segment property list holds inline.
 const maxSegmentIDs = 1_000_000
 
+// maxSkeletonComponents is the most components a skeleton vertex attribute
+// may have: Neuroglancer uploads each as a texture of 1 to 4 components
+// (webgl/texture_access computeTextureFormat), and an info declaring more
+// fails the whole skeleton layer.
+const maxSkeletonComponents = 4
+
+// skeletonAttr reports whether a vertex attribute can be a skeleton vertex
+// attribute, and if not, why (the info's note).
+func skeletonAttr(a zvf.AttrInfo) (typ string, converted bool, why string) {
+	typ, converted, ok := numericType(a.DType)
+	switch {
+	case !ok:
+		return "", false, fmt.Sprintf("left out: %s values have no skeleton attribute type", a.DType)
+	case a.Channels > maxSkeletonComponents:
+		return "", false, fmt.Sprintf("left out: %d channels; Neuroglancer's skeleton vertex attributes hold 1 to %d components", a.Channels, maxSkeletonComponents)
+	}
+	return typ, converted, ""
+}
+
 func newSkeletonSpec(st *zvf.Store, l0 *zvf.Level) *skeletonSpec {
 	dims, axisNotes := dimensions(st.Info().Axes)
 	sp := &skeletonSpec{nm: nanometresPer(dims), axisNotes: axisNotes, segProps: l0.Info().ObjectCount <= maxSegmentIDs}
@@ -39,9 +59,9 @@ func newSkeletonSpec(st *zvf.Store, l0 *zvf.Level) *skeletonSpec {
 	sp.transform = []float64{sp.nm[0], 0, 0, 0, 0, sp.nm[1], 0, 0, 0, 0, sp.nm[2], 0}
 	used := map[string]bool{}
 	for _, a := range l0.Info().VertexAttributes {
-		typ, converted, ok := numericType(a.DType)
-		if !ok {
-			sp.notes = append(sp.notes, note{Attribute: a.Name, Note: fmt.Sprintf("left out: %s values have no skeleton attribute type", a.DType)})
+		typ, converted, why := skeletonAttr(a)
+		if why != "" {
+			sp.notes = append(sp.notes, note{Attribute: a.Name, Note: why})
 			continue
 		}
 		id := identifier(a.Name, "a", used)
@@ -280,11 +300,16 @@ func segmentProperties(ctx context.Context, l0 *zvf.Level) ([]byte, error) {
 	}
 	strIDs := make([]string, len(ids))
 	for i, id := range ids {
-		strIDs[i] = fmt.Sprint(id)
+		strIDs[i] = segmentID(id)
 	}
 	out := map[string]any{"@type": "neuroglancer_segment_properties", "inline": map[string]any{"ids": strIDs, "properties": nonNilProps(props)}}
 	return json.Marshal(out)
 }
+
+// segmentID is object id as Neuroglancer's uint64 segment id, in decimal:
+// the id of the same bits, as the routes (parseID) and the relationship
+// lists take it (an int64 id below 0 is a segment id of 2^63 or more).
+func segmentID(id int64) string { return strconv.FormatUint(uint64(id), 10) }
 
 func nonNilProps[T any](v []T) []T {
 	if v == nil {
