@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// TestServeFlagsAfterStores: serve, like every other command (README:
+// "Flags and arguments go in any order"), takes its flags after the
+// STOREs. It used to stop parsing at the first STORE and took "--max-age"
+// for a store's name.
+func TestServeFlagsAfterStores(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, graphStore, "--max-age", "7s")
+	s.exitsClean(t)
+	code, body, h := httpGet(t, s.base+"/api/v1/stores/graph")
+	if code != http.StatusOK || h.Get("Cache-Control") != "public, max-age=7" {
+		t.Fatalf("%d, Cache-Control %q: %.200s", code, h.Get("Cache-Control"), body)
+	}
+}
+
+// TestServeDotAndFolderNames: "serve ." (in a store, or in a folder of
+// stores) and a folder of stores whose own name is no store name serve
+// what they hold; the folder's name is not a store's (README: a found
+// store's name is its path relative to the argument). They were refused:
+// store name "." (from "."): use name=URL.
+func TestServeDotAndFolderNames(t *testing.T) {
+	store := zvftest.CopyTree(t, graphStore)
+	parent := t.TempDir()
+	lab := filepath.Join(parent, "lab data")
+	zvftest.CopyInto(t, graphStore, filepath.Join(lab, "graph.zarrvectors"))
+	for _, tc := range []struct{ name, dir, arg string }{
+		{"dot in a store", store, "."},
+		{"dot slash in a store", store, "./"},
+		{"dot in a folder of stores", lab, "."},
+		{"folder with a space", parent, "lab data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(tc.dir)
+			s := startServe(t, tc.arg)
+			s.exitsClean(t)
+			code, body, _ := httpGet(t, s.base+"/api/v1/stores")
+			if code != http.StatusOK || !strings.Contains(body, `"name":"graph"`) {
+				t.Fatalf("catalog: %d %.300s", code, body)
+			}
+		})
+	}
+	// The one-store commands name the store after its folder too.
+	t.Chdir(store)
+	if out, errs, code := runCmd(t, "inspect", "."); code != 0 || !strings.Contains(out, "store        graph\n") {
+		t.Errorf("inspect .: exit %d: %s %.100s", code, errs, out)
+	}
+}
+
+// TestServeDuplicateStoreNames: two STOREs that come to the same name are
+// a command-line mistake (exit 2) that says how to tell them apart; it was
+// exit 1 with only "two stores are named".
+func TestServeDuplicateStoreNames(t *testing.T) {
+	t.Parallel()
+	a, b := zvftest.CopyTree(t, graphStore), zvftest.CopyTree(t, graphStore)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errs bytes.Buffer
+	code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", a, b}, &out, &errs)
+	if code != 2 || !strings.Contains(errs.String(), `two stores are named "graph"`) || !strings.Contains(errs.String(), "name=URL") {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+}
