@@ -275,11 +275,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		fmt.Fprintln(stderr, "searched once, at start.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	// Flags and STOREs in any order, as every command takes them.
+	if err := cli.ParseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		return err
 	}
 	if err := applyEnv(fs, os.LookupEnv, "token"); err != nil {
 		return err
