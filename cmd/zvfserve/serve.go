@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -143,6 +144,12 @@ func storeArg(arg string) (name, target string) {
 		p = p[:j]
 	}
 	base := path.Base(strings.TrimRight(strings.ReplaceAll(p, "\\", "/"), "/"))
+	if (base == "." || base == ".." || base == "/") && !strings.Contains(arg, "://") {
+		// "." or "..": the folder's own name ("serve ." in a store).
+		if abs, err := filepath.Abs(arg); err == nil {
+			base = filepath.Base(abs)
+		}
+	}
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".zarrvectors"), ".zarr")
 	return base, arg
 }
@@ -208,11 +215,24 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	// One bound on blocked file system calls for every folder served:
 	// threads are the process's, and one hung mount may hold them all.
 	calls := localfs.NewCalls(0)
+	badName := func(name, a string) error {
+		closeAll()
+		return fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
+	}
+	from := map[string]string{} // store name: the argument it came from
+	named := func(name, a string) error {
+		if prev, dup := from[name]; dup {
+			return fmt.Errorf("%w: two stores are named %q (from %q and %q): name them with name=URL", cli.ErrUsage, name, prev, a)
+		}
+		from[name] = a
+		return nil
+	}
 	for _, a := range args {
 		name, target := storeArg(a)
-		if !api.ValidStoreName(name) {
-			closeAll()
-			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
+		// A name given (name=URL) must be one; a folder of stores does
+		// not use its own default name, only a store served as one does.
+		if target != a && !api.ValidStoreName(name) {
+			return nil, nil, badName(name, a)
 		}
 		st, err := openStore(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name), Calls: calls})
 		if err != nil {
@@ -224,6 +244,9 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		found, err := discoverStores(ctx, st, namePrefix(a), log)
 		for _, f := range found {
 			if err == nil {
+				err = named(f.name, a)
+			}
+			if err == nil {
 				err = open(f.name, storage.Sub(st, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 			}
 		}
@@ -233,6 +256,13 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		}
 		if found != nil {
 			continue
+		}
+		if !api.ValidStoreName(name) {
+			return nil, nil, badName(name, a)
+		}
+		if err := named(name, a); err != nil {
+			closeAll()
+			return nil, nil, err
 		}
 		if err := open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target)); err != nil {
 			closeAll()
