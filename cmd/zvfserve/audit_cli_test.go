@@ -73,3 +73,28 @@ func TestServeDuplicateStoreNames(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs.String())
 	}
 }
+
+// TestServeRefusesOutOfRangeValues: a flag value the server cannot mean
+// is a command-line mistake (exit 2) naming the flag, as a malformed one
+// is; these were taken silently (--max-vertices 0 and -1 served pages of
+// 1,000,000, --max-chunk-bytes 0 the 256 MiB default, a negative
+// --revalidate or --settle as 0, a negative --cache-bytes as a memory
+// limit below the headroom).
+func TestServeRefusesOutOfRangeValues(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--max-vertices", "0"}, {"--max-vertices", "-1"}, {"--max-chunk-bytes", "0"}, {"--cache-bytes", "-5"},
+		{"--revalidate", "-1s"}, {"--revalidate-walk", "-1s"}, {"--settle", "-1s"}, {"--read-concurrency", "-3"}, {"--max-age", "-1s"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var out, errs bytes.Buffer
+			code := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", graphStore}, args...), &out, &errs)
+			if code != 2 || !strings.Contains(errs.String(), args[0]) {
+				t.Fatalf("exit %d: %s", code, errs.String())
+			}
+		})
+	}
+}
