@@ -328,6 +328,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if c.readiness != "all" && c.readiness != "any" {
 		return fmt.Errorf("%w: --readiness %q: all or any", cli.ErrUsage, c.readiness)
 	}
+	if c.maxVertices < 1 || c.maxChunkBytes < 1 {
+		return fmt.Errorf("%w: --max-vertices %d and --max-chunk-bytes %d must be at least 1", cli.ErrUsage, c.maxVertices, c.maxChunkBytes)
+	}
+	if c.cacheBytes < 0 || c.readConcurrency < 0 {
+		return fmt.Errorf("%w: --cache-bytes %d and --read-concurrency %d must not be negative", cli.ErrUsage, c.cacheBytes, c.readConcurrency)
+	}
+	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
+		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
+	}
 	if c.shutdownDelay < 0 {
 		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
 	}
