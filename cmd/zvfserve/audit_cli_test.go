@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,4 +99,40 @@ func TestServeRefusesOutOfRangeValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServeFlagsDocumented: every serve flag has a row in README's table
+// that names the environment variable serve reads for it (applyEnv reads
+// ZVFSERVE_NAME for every flag), and its --help says so too. The table
+// said --demo-scale had none, though ZVFSERVE_DEMO_SCALE set it.
+func TestServeFlagsDocumented(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if !strings.HasPrefix(line, "| `--") {
+			continue
+		}
+		cells := strings.Split(line, "|")
+		for _, f := range strings.Split(cells[1], ",") {
+			rows[strings.Trim(strings.TrimSpace(f), "`")] = line
+		}
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	serveFlags(fs, &serveConfig{})
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "ZVFSERVE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		row, ok := rows["--"+f.Name]
+		if !ok {
+			t.Errorf("README has no row for --%s", f.Name)
+		} else if !strings.Contains(row, "`"+env+"`") {
+			t.Errorf("README's row for --%s does not name %s: %s", f.Name, env, row)
+		}
+		if !strings.Contains(f.Usage, "env "+env) {
+			t.Errorf("--%s's help does not name %s", f.Name, env)
+		}
+	})
 }
