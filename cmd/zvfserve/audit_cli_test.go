@@ -136,3 +136,25 @@ func TestServeFlagsDocumented(t *testing.T) {
 		}
 	})
 }
+
+// TestServeRefusesARelativePublicURL: --public-url must be an absolute
+// http(s) URL; "example.com/zvf" was taken as it is and made the catalog's
+// URLs, the Link headers and the Neuroglancer sources
+// ("precomputed://example.com/zvf/ng/…") useless.
+func TestServeRefusesARelativePublicURL(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"example.com/zvf", "/zvf", "ftp://example.com", "https://"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errs bytes.Buffer
+		code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--public-url", u, graphStore}, &out, &errs)
+		cancel()
+		if code != 2 || !strings.Contains(errs.String(), "--public-url") {
+			t.Errorf("--public-url %q: exit %d: %s", u, code, errs.String())
+		}
+	}
+	s := startServe(t, "--public-url", "https://pub.example/zvf/", graphStore)
+	s.exitsClean(t)
+	if _, body, _ := httpGet(t, s.base+"/api/v1/stores"); !strings.Contains(body, `"url":"https://pub.example/zvf/api/v1/stores/graph"`) {
+		t.Errorf("catalog: %.300s", body)
+	}
+}
