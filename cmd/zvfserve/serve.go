@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path"
@@ -56,7 +57,7 @@ type serveConfig struct {
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.addr, "addr", ":8080", "listen address (env ZVFSERVE_ADDR)")
-	fs.StringVar(&c.publicURL, "public-url", "", "public base URL used in Link headers, the catalog and the descriptor's Neuroglancer sources (env ZVFSERVE_PUBLIC_URL)")
+	fs.StringVar(&c.publicURL, "public-url", "", "public base URL (absolute, http or https) used in Link headers, the catalog and the descriptor's Neuroglancer sources (env ZVFSERVE_PUBLIC_URL)")
 	fs.BoolVar(&c.trustProxyHeaders, "trust-proxy-headers", false, "without --public-url, build the descriptor's absolute Neuroglancer URLs from the Forwarded or X-Forwarded-Proto and X-Forwarded-Host headers; set it only behind a proxy that sets them (by default the URLs use the request's Host) (env ZVFSERVE_TRUST_PROXY_HEADERS)")
 	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "byte budget of decoded chunks (with the JSON text of their vertices, prepared for a chunk the second time a text answer needs it) and of what answers being written hold, which share it (the cache evicts to make room; while answers hold it all, at least 256 MiB, new requests wait, then get 503); unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
 	fs.StringVar(&c.cors, "cors-origins", "*", "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
@@ -336,6 +337,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	}
 	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
 		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
+	}
+	if c.publicURL != "" {
+		// The catalog, Link headers and Neuroglancer sources are built on
+		// it: without a scheme and host they lead nowhere.
+		u, err := url.Parse(c.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: --public-url %q: want an absolute http or https URL such as https://data.example.org/zvf", cli.ErrUsage, c.publicURL)
+		}
 	}
 	if c.shutdownDelay < 0 {
 		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
