@@ -158,3 +158,24 @@ func TestServeRefusesARelativePublicURL(t *testing.T) {
 		t.Errorf("catalog: %.300s", body)
 	}
 }
+
+// TestServeListenErrorsNameTheFlag: an address in use says which flag's
+// it is; "listen tcp …: address already in use" did not tell --addr from
+// --admin-addr.
+func TestServeListenErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	busy := startServe(t, graphStore)
+	addr := strings.TrimPrefix(busy.base, "http://")
+	for _, tc := range []struct{ flag, args string }{
+		{"--addr", "--addr " + addr},
+		{"--admin-addr", "--addr 127.0.0.1:0 --admin-addr " + addr},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errs bytes.Buffer
+		code := run(ctx, append([]string{"serve"}, append(strings.Fields(tc.args), graphStore)...), &out, &errs)
+		cancel()
+		if code == 0 || !strings.Contains(errs.String(), tc.flag+" "+addr+": ") || !strings.Contains(errs.String(), "in use") {
+			t.Errorf("%s in use: exit %d: %s", tc.flag, code, errs.String())
+		}
+	}
+}
