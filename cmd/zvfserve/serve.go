@@ -392,7 +392,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("--addr %s: %w", c.addr, err)
 	}
 	// Every request's context derives from base, so that when the grace
 	// period ends the work of requests still running is cancelled.
@@ -408,7 +408,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		aln, err := net.Listen("tcp", c.adminAddr)
 		if err != nil {
 			_ = hs.Close()
-			return err
+			return fmt.Errorf("--admin-addr %s: %w", c.adminAddr, err)
 		}
 		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: hs.BaseContext}
 		go func() { errc <- admin.Serve(aln) }()
