@@ -179,3 +179,29 @@ func TestServeListenErrorsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestS3WithoutRegionFailsAtOnce: an s3:// URL with neither endpoint= nor
+// a region (region=, AWS_REGION, a profile's) cannot be read at all: serve
+// refuses it at start and the tools say what is missing. serve used to
+// start and serve the store as "storage unavailable … Invalid region:
+// region was not a valid DNS name", retrying it every --revalidate.
+func TestS3WithoutRegionFailsAtOnce(t *testing.T) {
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	for _, args := range [][]string{
+		{"serve", "--addr", "127.0.0.1:0", "s3://bucket/x.zarrvectors"},
+		{"inspect", "s3://bucket/x.zarrvectors"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errs bytes.Buffer
+		start := time.Now()
+		code := run(ctx, args, &out, &errs)
+		cancel()
+		if code == 0 || !strings.Contains(errs.String(), "region=") || time.Since(start) > 10*time.Second {
+			t.Errorf("%v: exit %d after %v: %s", args, code, time.Since(start), errs.String())
+		}
+	}
+}
