@@ -106,8 +106,9 @@ func openBucket(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Region == "" && endpoint == "" {
-		// AWS cannot be reached without a region: every request would
+	if cfg.Region == "" && endpoint == "" && cfg.BaseEndpoint == nil {
+		// AWS cannot be reached without a region (nor an endpoint, here or
+		// in AWS_ENDPOINT_URL): every request would
 		// fail ("Invalid region"), which a server would take for a
 		// backend that is down and retry for ever.
 		return nil, fmt.Errorf("no region for bucket %q: add region= to the URL (or set AWS_REGION, or a region in the AWS profile), or endpoint= for an S3-compatible server", u.Host)
