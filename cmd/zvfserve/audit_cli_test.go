@@ -186,7 +186,7 @@ func TestServeListenErrorsNameTheFlag(t *testing.T) {
 // start and serve the store as "storage unavailable … Invalid region:
 // region was not a valid DNS name", retrying it every --revalidate.
 func TestS3WithoutRegionFailsAtOnce(t *testing.T) {
-	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"} {
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
 		t.Setenv(k, "")
 	}
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
