@@ -15,7 +15,7 @@ import (
 )
 
 // TestOneStoreCommandsOnAFolderOfStores: inspect and validate pointed at
-// a folder of stores say that it is one, list the stores and name one as
+// a folder of stores (and query) say that it is one, list the stores and name one as
 // an argument (exit 2, a command-line mistake); they said "no root
 // zarr.json: not a ZVF store" and "INVALID".
 func TestOneStoreCommandsOnAFolderOfStores(t *testing.T) {
@@ -23,7 +23,8 @@ func TestOneStoreCommandsOnAFolderOfStores(t *testing.T) {
 	dir := t.TempDir()
 	zvftest.CopyInto(t, "../../testdata/zvf-reference/graph.zarrvectors", filepath.Join(dir, "lab", "graph.zarrvectors"))
 	zvftest.CopyInto(t, "../../testdata/zvf-reference/mesh.zarrvectors", filepath.Join(dir, "mesh.zarr"))
-	for _, args := range [][]string{{"inspect"}, {"inspect", "--json"}, {"validate", "--no-progress"}, {"validate", "--json"}} {
+	// query too: it said "no root zarr.json: not a ZVF store".
+	for _, args := range [][]string{{"inspect"}, {"inspect", "--json"}, {"validate", "--no-progress"}, {"validate", "--json"}, {"query", "--bbox", "0,0,0,1,1,1"}} {
 		out, errs, code := runCmd(t, append(args, dir)...)
 		cmd := args[0]
 		if code != 2 || out != "" {

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
-	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 )
 
 func inspectCommand() cli.Command {
@@ -33,18 +32,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() != 1 {
 		return cli.Misuse(fs, "need one STORE")
 	}
-	s, closeStore, err := openOne(ctx, fs.Arg(0))
+	s, closeStore, err := openOneFor(ctx, fs.Arg(0), "inspect")
 	if err != nil {
-		// Pointed at a folder of stores, say so rather than what is
-		// missing from it as a store.
-		_, target := storeArg(fs.Arg(0))
-		if st, oerr := openStore(ctx, target, localfs.Options{}); oerr == nil {
-			ferr := folderOfStores(ctx, st, fs.Arg(0), "inspect")
-			_ = st.Close()
-			if ferr != nil {
-				return ferr
-			}
-		}
 		return err
 	}
 	defer closeStore()

@@ -23,8 +23,27 @@ func queryCommand() cli.Command {
 	return cli.Command{Summary: "print a bbox or object answer as the HTTP API returns it (paged with --cursor, or every page with --all)", Run: runQuery}
 }
 
-// openOne opens a single store for the command-line tools.
-// openOne opens one STORE argument; close releases its storage.
+// openOneFor is openOne for the command cmd: pointed at a folder of
+// stores, it says so and lists them (a usage error) rather than what is
+// missing from the folder as a store.
+func openOneFor(ctx context.Context, target, cmd string) (*zvf.Store, func() error, error) {
+	s, closeStore, err := openOne(ctx, target)
+	if err == nil {
+		return s, closeStore, nil
+	}
+	_, t := storeArg(target)
+	if st, oerr := openStore(ctx, t, localfs.Options{}); oerr == nil {
+		ferr := folderOfStores(ctx, st, target, cmd)
+		_ = st.Close()
+		if ferr != nil {
+			return nil, nil, ferr
+		}
+	}
+	return nil, nil, err
+}
+
+// openOne opens one STORE argument for the command-line tools; close
+// releases its storage.
 func openOne(ctx context.Context, target string) (s *zvf.Store, close func() error, err error) {
 	name, t := storeArg(target)
 	if !api.ValidStoreName(name) {
@@ -79,7 +98,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *format != "json" && *format != "ndjson" && *format != "bin" {
 		return fmt.Errorf("%w: --f %q: use json, ndjson or bin", cli.ErrUsage, *format)
 	}
-	s, closeStore, err := openOne(ctx, fs.Arg(0))
+	s, closeStore, err := openOneFor(ctx, fs.Arg(0), "query")
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,11 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -55,7 +57,7 @@ type serveConfig struct {
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.addr, "addr", ":8080", "listen address (env ZVFSERVE_ADDR)")
-	fs.StringVar(&c.publicURL, "public-url", "", "public base URL used in Link headers, the catalog and the descriptor's Neuroglancer sources (env ZVFSERVE_PUBLIC_URL)")
+	fs.StringVar(&c.publicURL, "public-url", "", "public base URL (absolute, http or https) used in Link headers, the catalog and the descriptor's Neuroglancer sources (env ZVFSERVE_PUBLIC_URL)")
 	fs.BoolVar(&c.trustProxyHeaders, "trust-proxy-headers", false, "without --public-url, build the descriptor's absolute Neuroglancer URLs from the Forwarded or X-Forwarded-Proto and X-Forwarded-Host headers; set it only behind a proxy that sets them (by default the URLs use the request's Host) (env ZVFSERVE_TRUST_PROXY_HEADERS)")
 	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "byte budget of decoded chunks (with the JSON text of their vertices, prepared for a chunk the second time a text answer needs it) and of what answers being written hold, which share it (the cache evicts to make room; while answers hold it all, at least 256 MiB, new requests wait, then get 503); unless GOMEMLIMIT is set, the process's soft memory limit is this plus 256 MiB (env ZVFSERVE_CACHE_BYTES)")
 	fs.StringVar(&c.cors, "cors-origins", "*", "comma-separated allowed CORS origins, * for any (env ZVFSERVE_CORS_ORIGINS)")
@@ -85,7 +87,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof; when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.StringVar(&c.readiness, "readiness", "all", "when /readyz is 200: all (every store serves; a store that fails to open keeps the replica unready and is named in the 503) or any (at least one store serves) (env ZVFSERVE_READINESS)")
-	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given")
+	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given (env ZVFSERVE_DEMO_SCALE)")
 }
 
 // applyEnv gives every flag not set on the command line the value of its
@@ -143,6 +145,12 @@ func storeArg(arg string) (name, target string) {
 		p = p[:j]
 	}
 	base := path.Base(strings.TrimRight(strings.ReplaceAll(p, "\\", "/"), "/"))
+	if (base == "." || base == ".." || base == "/") && !strings.Contains(arg, "://") {
+		// "." or "..": the folder's own name ("serve ." in a store).
+		if abs, err := filepath.Abs(arg); err == nil {
+			base = filepath.Base(abs)
+		}
+	}
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".zarrvectors"), ".zarr")
 	return base, arg
 }
@@ -208,11 +216,24 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	// One bound on blocked file system calls for every folder served:
 	// threads are the process's, and one hung mount may hold them all.
 	calls := localfs.NewCalls(0)
+	badName := func(name, a string) error {
+		closeAll()
+		return fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
+	}
+	from := map[string]string{} // store name: the argument it came from
+	named := func(name, a string) error {
+		if prev, dup := from[name]; dup {
+			return fmt.Errorf("%w: two stores are named %q (from %q and %q): name them with name=URL", cli.ErrUsage, name, prev, a)
+		}
+		from[name] = a
+		return nil
+	}
 	for _, a := range args {
 		name, target := storeArg(a)
-		if !api.ValidStoreName(name) {
-			closeAll()
-			return nil, nil, fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
+		// A name given (name=URL) must be one; a folder of stores does
+		// not use its own default name, only a store served as one does.
+		if target != a && !api.ValidStoreName(name) {
+			return nil, nil, badName(name, a)
 		}
 		st, err := openStore(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name), Calls: calls})
 		if err != nil {
@@ -224,6 +245,9 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		found, err := discoverStores(ctx, st, namePrefix(a), log)
 		for _, f := range found {
 			if err == nil {
+				err = named(f.name, a)
+			}
+			if err == nil {
 				err = open(f.name, storage.Sub(st, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 			}
 		}
@@ -233,6 +257,13 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		}
 		if found != nil {
 			continue
+		}
+		if !api.ValidStoreName(name) {
+			return nil, nil, badName(name, a)
+		}
+		if err := named(name, a); err != nil {
+			closeAll()
+			return nil, nil, err
 		}
 		if err := open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target)); err != nil {
 			closeAll()
@@ -275,11 +306,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		fmt.Fprintln(stderr, "searched once, at start.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	// Flags and STOREs in any order, as every command takes them.
+	if err := cli.ParseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		return err
 	}
 	if err := applyEnv(fs, os.LookupEnv, "token"); err != nil {
 		return err
@@ -296,6 +328,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	}
 	if c.readiness != "all" && c.readiness != "any" {
 		return fmt.Errorf("%w: --readiness %q: all or any", cli.ErrUsage, c.readiness)
+	}
+	if c.maxVertices < 1 || c.maxChunkBytes < 1 {
+		return fmt.Errorf("%w: --max-vertices %d and --max-chunk-bytes %d must be at least 1", cli.ErrUsage, c.maxVertices, c.maxChunkBytes)
+	}
+	if c.cacheBytes < 0 || c.readConcurrency < 0 {
+		return fmt.Errorf("%w: --cache-bytes %d and --read-concurrency %d must not be negative", cli.ErrUsage, c.cacheBytes, c.readConcurrency)
+	}
+	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
+		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
+	}
+	if c.publicURL != "" {
+		// The catalog, Link headers and Neuroglancer sources are built on
+		// it: without a scheme and host they lead nowhere.
+		u, err := url.Parse(c.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: --public-url %q: want an absolute http or https URL such as https://data.example.org/zvf", cli.ErrUsage, c.publicURL)
+		}
 	}
 	if c.shutdownDelay < 0 {
 		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
@@ -343,7 +392,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("--addr %s: %w", c.addr, err)
 	}
 	// Every request's context derives from base, so that when the grace
 	// period ends the work of requests still running is cancelled.
@@ -359,7 +408,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		aln, err := net.Listen("tcp", c.adminAddr)
 		if err != nil {
 			_ = hs.Close()
-			return err
+			return fmt.Errorf("--admin-addr %s: %w", c.adminAddr, err)
 		}
 		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: hs.BaseContext}
 		go func() { errc <- admin.Serve(aln) }()

@@ -101,9 +101,17 @@ func openBucket(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
 			so = append(so, func(o *s3.Options) { o.UsePathStyle = b })
 		}
 	}
+	endpoint := q.Get("endpoint")
 	cfg, err := gcaws.V2ConfigFromURLParams(ctx, q)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Region == "" && endpoint == "" && cfg.BaseEndpoint == nil {
+		// AWS cannot be reached without a region (nor an endpoint, here or
+		// in AWS_ENDPOINT_URL): every request would
+		// fail ("Invalid region"), which a server would take for a
+		// backend that is down and retry for ever.
+		return nil, fmt.Errorf("no region for bucket %q: add region= to the URL (or set AWS_REGION, or a region in the AWS profile), or endpoint= for an S3-compatible server", u.Host)
 	}
 	cfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.ResponseHeaderTimeout = headerTimeout

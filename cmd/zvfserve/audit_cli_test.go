@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// TestServeFlagsAfterStores: serve, like every other command (README:
+// "Flags and arguments go in any order"), takes its flags after the
+// STOREs. It used to stop parsing at the first STORE and took "--max-age"
+// for a store's name.
+func TestServeFlagsAfterStores(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, graphStore, "--max-age", "7s")
+	s.exitsClean(t)
+	code, body, h := httpGet(t, s.base+"/api/v1/stores/graph")
+	if code != http.StatusOK || h.Get("Cache-Control") != "public, max-age=7" {
+		t.Fatalf("%d, Cache-Control %q: %.200s", code, h.Get("Cache-Control"), body)
+	}
+}
+
+// TestServeDotAndFolderNames: "serve ." (in a store, or in a folder of
+// stores) and a folder of stores whose own name is no store name serve
+// what they hold; the folder's name is not a store's (README: a found
+// store's name is its path relative to the argument). They were refused:
+// store name "." (from "."): use name=URL.
+func TestServeDotAndFolderNames(t *testing.T) {
+	store := zvftest.CopyTree(t, graphStore)
+	parent := t.TempDir()
+	lab := filepath.Join(parent, "lab data")
+	zvftest.CopyInto(t, graphStore, filepath.Join(lab, "graph.zarrvectors"))
+	for _, tc := range []struct{ name, dir, arg string }{
+		{"dot in a store", store, "."},
+		{"dot slash in a store", store, "./"},
+		{"dot in a folder of stores", lab, "."},
+		{"folder with a space", parent, "lab data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(tc.dir)
+			s := startServe(t, tc.arg)
+			s.exitsClean(t)
+			code, body, _ := httpGet(t, s.base+"/api/v1/stores")
+			if code != http.StatusOK || !strings.Contains(body, `"name":"graph"`) {
+				t.Fatalf("catalog: %d %.300s", code, body)
+			}
+		})
+	}
+	// The one-store commands name the store after its folder too.
+	t.Chdir(store)
+	if out, errs, code := runCmd(t, "inspect", "."); code != 0 || !strings.Contains(out, "store        graph\n") {
+		t.Errorf("inspect .: exit %d: %s %.100s", code, errs, out)
+	}
+}
+
+// TestServeDuplicateStoreNames: two STOREs that come to the same name are
+// a command-line mistake (exit 2) that says how to tell them apart; it was
+// exit 1 with only "two stores are named".
+func TestServeDuplicateStoreNames(t *testing.T) {
+	t.Parallel()
+	a, b := zvftest.CopyTree(t, graphStore), zvftest.CopyTree(t, graphStore)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errs bytes.Buffer
+	code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", a, b}, &out, &errs)
+	if code != 2 || !strings.Contains(errs.String(), `two stores are named "graph"`) || !strings.Contains(errs.String(), "name=URL") {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+}
+
+// TestServeRefusesOutOfRangeValues: a flag value the server cannot mean
+// is a command-line mistake (exit 2) naming the flag, as a malformed one
+// is; these were taken silently (--max-vertices 0 and -1 served pages of
+// 1,000,000, --max-chunk-bytes 0 the 256 MiB default, a negative
+// --revalidate or --settle as 0, a negative --cache-bytes as a memory
+// limit below the headroom).
+func TestServeRefusesOutOfRangeValues(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--max-vertices", "0"}, {"--max-vertices", "-1"}, {"--max-chunk-bytes", "0"}, {"--cache-bytes", "-5"},
+		{"--revalidate", "-1s"}, {"--revalidate-walk", "-1s"}, {"--settle", "-1s"}, {"--read-concurrency", "-3"}, {"--max-age", "-1s"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var out, errs bytes.Buffer
+			code := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", graphStore}, args...), &out, &errs)
+			if code != 2 || !strings.Contains(errs.String(), args[0]) {
+				t.Fatalf("exit %d: %s", code, errs.String())
+			}
+		})
+	}
+}
+
+// TestServeFlagsDocumented: every serve flag has a row in README's table
+// that names the environment variable serve reads for it (applyEnv reads
+// ZVFSERVE_NAME for every flag), and its --help says so too. The table
+// said --demo-scale had none, though ZVFSERVE_DEMO_SCALE set it.
+func TestServeFlagsDocumented(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if !strings.HasPrefix(line, "| `--") {
+			continue
+		}
+		cells := strings.Split(line, "|")
+		for _, f := range strings.Split(cells[1], ",") {
+			rows[strings.Trim(strings.TrimSpace(f), "`")] = line
+		}
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	serveFlags(fs, &serveConfig{})
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "ZVFSERVE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		row, ok := rows["--"+f.Name]
+		if !ok {
+			t.Errorf("README has no row for --%s", f.Name)
+		} else if !strings.Contains(row, "`"+env+"`") {
+			t.Errorf("README's row for --%s does not name %s: %s", f.Name, env, row)
+		}
+		if !strings.Contains(f.Usage, "env "+env) {
+			t.Errorf("--%s's help does not name %s", f.Name, env)
+		}
+	})
+}
+
+// TestServeRefusesARelativePublicURL: --public-url must be an absolute
+// http(s) URL; "example.com/zvf" was taken as it is and made the catalog's
+// URLs, the Link headers and the Neuroglancer sources
+// ("precomputed://example.com/zvf/ng/…") useless.
+func TestServeRefusesARelativePublicURL(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"example.com/zvf", "/zvf", "ftp://example.com", "https://"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errs bytes.Buffer
+		code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--public-url", u, graphStore}, &out, &errs)
+		cancel()
+		if code != 2 || !strings.Contains(errs.String(), "--public-url") {
+			t.Errorf("--public-url %q: exit %d: %s", u, code, errs.String())
+		}
+	}
+	s := startServe(t, "--public-url", "https://pub.example/zvf/", graphStore)
+	s.exitsClean(t)
+	if _, body, _ := httpGet(t, s.base+"/api/v1/stores"); !strings.Contains(body, `"url":"https://pub.example/zvf/api/v1/stores/graph"`) {
+		t.Errorf("catalog: %.300s", body)
+	}
+}
+
+// TestServeListenErrorsNameTheFlag: an address in use says which flag's
+// it is; "listen tcp …: address already in use" did not tell --addr from
+// --admin-addr.
+func TestServeListenErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	busy := startServe(t, graphStore)
+	addr := strings.TrimPrefix(busy.base, "http://")
+	for _, tc := range []struct{ flag, args string }{
+		{"--addr", "--addr " + addr},
+		{"--admin-addr", "--addr 127.0.0.1:0 --admin-addr " + addr},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errs bytes.Buffer
+		code := run(ctx, append([]string{"serve"}, append(strings.Fields(tc.args), graphStore)...), &out, &errs)
+		cancel()
+		if code == 0 || !strings.Contains(errs.String(), tc.flag+" "+addr+": ") || !strings.Contains(errs.String(), "in use") {
+			t.Errorf("%s in use: exit %d: %s", tc.flag, code, errs.String())
+		}
+	}
+}
+
+// TestS3WithoutRegionFailsAtOnce: an s3:// URL with neither endpoint= nor
+// a region (region=, AWS_REGION, a profile's) cannot be read at all: serve
+// refuses it at start and the tools say what is missing. serve used to
+// start and serve the store as "storage unavailable … Invalid region:
+// region was not a valid DNS name", retrying it every --revalidate.
+func TestS3WithoutRegionFailsAtOnce(t *testing.T) {
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	for _, args := range [][]string{
+		{"serve", "--addr", "127.0.0.1:0", "s3://bucket/x.zarrvectors"},
+		{"inspect", "s3://bucket/x.zarrvectors"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errs bytes.Buffer
+		start := time.Now()
+		code := run(ctx, args, &out, &errs)
+		cancel()
+		if code == 0 || !strings.Contains(errs.String(), "region=") || time.Since(start) > 10*time.Second {
+			t.Errorf("%v: exit %d after %v: %s", args, code, time.Since(start), errs.String())
+		}
+	}
+}
