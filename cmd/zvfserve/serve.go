@@ -90,6 +90,41 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given (env ZVFSERVE_DEMO_SCALE)")
 }
 
+// check refuses flag values serve cannot run with (a usage error, exit 2),
+// rather than serving with a default the operator did not ask for.
+func (c *serveConfig) check() error {
+	if c.timeout <= 0 || c.streamTimeout < c.timeout {
+		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", cli.ErrUsage, c.timeout, c.streamTimeout)
+	}
+	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
+		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", cli.ErrUsage)
+	}
+	if c.readiness != "all" && c.readiness != "any" {
+		return fmt.Errorf("%w: --readiness %q: all or any", cli.ErrUsage, c.readiness)
+	}
+	if c.maxVertices < 1 || c.maxChunkBytes < 1 {
+		return fmt.Errorf("%w: --max-vertices %d and --max-chunk-bytes %d must be at least 1", cli.ErrUsage, c.maxVertices, c.maxChunkBytes)
+	}
+	if c.cacheBytes < 0 || c.readConcurrency < 0 {
+		return fmt.Errorf("%w: --cache-bytes %d and --read-concurrency %d must not be negative", cli.ErrUsage, c.cacheBytes, c.readConcurrency)
+	}
+	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
+		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
+	}
+	if c.publicURL != "" {
+		// The catalog, Link headers and Neuroglancer sources are built on
+		// it: without a scheme and host they lead nowhere.
+		u, err := url.Parse(c.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: --public-url %q: want an absolute http or https URL such as https://data.example.org/zvf", cli.ErrUsage, c.publicURL)
+		}
+	}
+	if c.shutdownDelay < 0 {
+		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
+	}
+	return nil
+}
+
 // applyEnv gives every flag not set on the command line the value of its
 // environment variable, ZVFSERVE_ and the flag's name in capitals with _
 // for - (--cache-bytes: ZVFSERVE_CACHE_BYTES), parsed as the flag would
@@ -320,34 +355,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if err != nil {
 		return err
 	}
-	if c.timeout <= 0 || c.streamTimeout < c.timeout {
-		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", cli.ErrUsage, c.timeout, c.streamTimeout)
-	}
-	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
-		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", cli.ErrUsage)
-	}
-	if c.readiness != "all" && c.readiness != "any" {
-		return fmt.Errorf("%w: --readiness %q: all or any", cli.ErrUsage, c.readiness)
-	}
-	if c.maxVertices < 1 || c.maxChunkBytes < 1 {
-		return fmt.Errorf("%w: --max-vertices %d and --max-chunk-bytes %d must be at least 1", cli.ErrUsage, c.maxVertices, c.maxChunkBytes)
-	}
-	if c.cacheBytes < 0 || c.readConcurrency < 0 {
-		return fmt.Errorf("%w: --cache-bytes %d and --read-concurrency %d must not be negative", cli.ErrUsage, c.cacheBytes, c.readConcurrency)
-	}
-	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
-		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
-	}
-	if c.publicURL != "" {
-		// The catalog, Link headers and Neuroglancer sources are built on
-		// it: without a scheme and host they lead nowhere.
-		u, err := url.Parse(c.publicURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%w: --public-url %q: want an absolute http or https URL such as https://data.example.org/zvf", cli.ErrUsage, c.publicURL)
-		}
-	}
-	if c.shutdownDelay < 0 {
-		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
+	if err := c.check(); err != nil {
+		return err
 	}
 	if c.maxConnections, err = connectionCap(fs, &c, log); err != nil {
 		return err
