@@ -211,13 +211,7 @@ func TestDataOnlyChangeKeepsNoETag(t *testing.T) {
 		t.Fatalf("before the change: %d %q", code, hdr.Get("ETag"))
 	}
 	settled(t, base)
-	sc.change(t, edit(hostileChunk, func(b []byte) []byte {
-		out := make([]byte, 0, len(b))
-		for i := len(b) - 12; i >= 0; i -= 12 {
-			out = append(out, b[i:i+12]...)
-		}
-		return out
-	}))
+	sc.change(t, edit(hostileChunk, reversedRows))
 	settled(t, base)
 	// A server started after the change.
 	_, after := watched(t, "g", zvftest.Store(t, sc.dir))
@@ -258,13 +252,7 @@ func TestNoNotModifiedForAKnownChange(t *testing.T) {
 		t.Fatalf("before the change: %d %q", code, etag)
 	}
 	settled(t, base)
-	sc.change(t, edit(hostileChunk, func(b []byte) []byte {
-		out := make([]byte, 0, len(b))
-		for i := len(b) - 12; i >= 0; i -= 12 {
-			out = append(out, b[i:i+12]...)
-		}
-		return out
-	}))
+	sc.change(t, edit(hostileChunk, reversedRows))
 	// The change is found by a read (the metadata did not move).
 	code, _, body := serveFull(t, srv.Handler(), chunkPath)
 	if code == 200 && bytes.Equal(body, body0) {

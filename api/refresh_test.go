@@ -166,13 +166,7 @@ func checkReplacedObjects(t *testing.T, target string) {
 
 	// One chunk rewritten in place: its rows reversed, same size.
 	sc := copyStore(t, "graph")
-	edit(hostileChunk, func(b []byte) []byte {
-		out := make([]byte, 0, len(b))
-		for i := len(b) - 12; i >= 0; i -= 12 {
-			out = append(out, b[i:i+12]...)
-		}
-		return out
-	}).apply(t, sc.dir)
+	edit(hostileChunk, reversedRows).apply(t, sc.dir)
 	upload(t, w, sc.dir)
 	settled(t, w)
 	if changed, err := h.Refresh(ctx); !changed || err != nil {

@@ -214,6 +214,16 @@ func TestRewriteDuringAnswer(t *testing.T) {
 	}
 }
 
+// reversedRows is b's 12-byte rows (3 float32) in reverse order: a chunk
+// rewritten in place, same size, other bytes.
+func reversedRows(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := len(b) - 12; i >= 0; i -= 12 {
+		out = append(out, b[i:i+12]...)
+	}
+	return out
+}
+
 // reverseRows reverses the order of the 12-byte vertex rows of every
 // chunk of dir (an uncompressed store).
 func reverseRows(t *testing.T, dir string) {
@@ -227,11 +237,7 @@ func reverseRows(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := make([]byte, 0, len(b))
-		for i := len(b) - 12; i >= 0; i -= 12 {
-			out = append(out, b[i:i+12]...)
-		}
-		if err := os.WriteFile(p, out, 0o644); err != nil {
+		if err := os.WriteFile(p, reversedRows(b), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -358,13 +364,7 @@ func TestDataOnlyChange(t *testing.T) {
 			// A write within a clock tick of the open may carry an earlier
 			// time than the open (see localfs.Store.Now); this one is later.
 			settled(t, base)
-			sc.change(t, edit(hostileChunk, func(b []byte) []byte {
-				out := make([]byte, 0, len(b))
-				for i := len(b) - 12; i >= 0; i -= 12 {
-					out = append(out, b[i:i+12]...)
-				}
-				return out
-			}))
+			sc.change(t, edit(hostileChunk, reversedRows))
 			settled(t, base)
 			if err := srv.Refresh(ctx); err != nil {
 				t.Fatal(err)

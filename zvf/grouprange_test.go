@@ -3,7 +3,6 @@ package zvf_test
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -29,22 +28,7 @@ func TestGroupRangesAreBoundedByTheChunkLimit(t *testing.T) {
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, "points_pyramid_v09.zarrvectors"))
 	const n = 1 << 20
 	rewrite := func(file string, f func(doc map[string]any)) {
-		p := filepath.Join(dir, filepath.FromSlash(file))
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal(b, &doc); err != nil {
-			t.Fatal(err)
-		}
-		f(doc)
-		if b, err = json.Marshal(doc); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		editJSON(t, filepath.Join(dir, filepath.FromSlash(file)), f)
 	}
 	// Two groups, both empty elements (uncompressed), group 0 the range.
 	rewrite("0/groups/zarr.json", func(doc map[string]any) {
