@@ -29,6 +29,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zarr"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -59,18 +60,11 @@ type diffAttr struct {
 }
 
 func dtypeSize(t *testing.T, dt string) int {
-	switch dt {
-	case "int8", "uint8", "bool":
-		return 1
-	case "int16", "uint16", "float16":
-		return 2
-	case "int32", "uint32", "float32":
-		return 4
-	case "int64", "uint64", "float64":
-		return 8
+	d, err := zarr.ParseDataType(dt)
+	if err != nil {
+		t.Fatalf("dtype %q: %v", dt, err)
 	}
-	t.Fatalf("dtype %q", dt)
-	return 0
+	return d.Size
 }
 
 // value widens one coordinate of the given dtype to float64.
