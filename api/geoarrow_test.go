@@ -314,7 +314,8 @@ func geoServer(t *testing.T, maxVertices int64) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stores = append(stores, openStores(t, "points_bins")...)
+	// pagingStores is shared by parallel tests: append to a copy.
+	stores = append(slices.Clone(stores), openStores(t, "points_bins")...)
 	srv := apitest.New(t, api.Options{Stores: stores, MaxVertices: maxVertices})
 	return srv.Handler()
 }
