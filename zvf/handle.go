@@ -81,6 +81,14 @@ type Watch struct {
 	// Now is the clock that spaces the checks Sync starts (default
 	// time.Now).
 	Now func() time.Time
+	// Walk names every version by a listing of the whole store as well as
+	// by its metadata, the first one included, for owners who rewrite data
+	// in place (the server then also runs RefreshDeep). Without it a server
+	// that opens the store after a change to data alone names the new
+	// bytes as the old ones were named, and answers their ETags with 304;
+	// with it every replica and every restart names the same objects the
+	// same way. It costs a listing of the whole store at each open.
+	Walk bool
 }
 
 type handleState struct {
@@ -451,6 +459,11 @@ func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, err
 		if h.opened && !newest.Before(since) {
 			return fail(h.changingUntil(t0, newest.Add(h.w.Settle)))
 		}
+		if h.w.Walk && !h.opened {
+			if walked, _, err = walkFingerprint(ctx, view); err != nil {
+				return fail(err)
+			}
+		}
 		if h.opened {
 			// Writers replace a store object by object, metadata among the
 			// first or the last, and prune the old version's extra keys at
@@ -483,10 +496,11 @@ func (h *Handle) open(ctx context.Context, prev *handleState) (*handleState, err
 	o.gen = h.gen
 	o.revisionSeed = meta
 	o.watched = h.w.Enabled
-	if prev != nil && prev.store != nil && meta == prev.meta && !prev.changed.IsZero() {
-		// Data changed and metadata did not: what the objects are now tells
-		// the two versions (and their ETags) apart, the same on every
-		// replica that reopened, whenever it looked.
+	if h.w.Enabled && h.w.Walk || prev != nil && prev.store != nil && meta == prev.meta && !prev.changed.IsZero() {
+		// Data changed and metadata did not (or, with Walk, may have):
+		// what the objects are now tells the two versions (and their
+		// ETags) apart, the same on every replica that reopened, whenever
+		// it looked.
 		o.revisionSeed += "\x00data " + walked
 	}
 	s, err := Open(ctx, view, o)

@@ -144,7 +144,8 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 
 // Revision identifies what the store holds: its metadata and, when opened
 // through a watching Handle, the storage versions of its metadata objects
-// (and the time of a change to data alone). HTTP validators (ETags) and
+// (and a listing of every object after a change to data alone, or always
+// with Watch.Walk). HTTP validators (ETags) and
 // paging cursors derive from it.
 func (s *Store) Revision() string { return s.revision }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // graphStore is a reference fixture.
@@ -387,5 +388,42 @@ func TestServeLinkedRootRepointed(t *testing.T) {
 			t.Fatalf("still %q 10 s after the link moved", geometry())
 		}
 		time.Sleep(20 * time.Millisecond) // the server's check interval
+	}
+}
+
+// TestServeWalkNamesRewrittenData: with --revalidate-walk (for owners who
+// rewrite data in place), a server restarted after a chunk was rewritten
+// with its metadata untouched names the new version apart from the old
+// one, so a client's old ETag gets the answer, not a 304. Before, the
+// first open named a version by its metadata alone.
+func TestServeWalkNamesRewrittenData(t *testing.T) {
+	store := zvftest.CopyTree(t, graphStore)
+	const chunk = "/api/v1/stores/g/levels/0/chunks/3.4.2"
+	etag := func() string {
+		s := startServe(t, "--revalidate-walk", "1h", "g="+store)
+		code, _, hdr := httpGet(t, s.base+chunk)
+		if code != http.StatusOK || hdr.Get("ETag") == "" {
+			t.Fatalf("%s: %d, ETag %q", chunk, code, hdr.Get("ETag"))
+		}
+		s.cancel()
+		<-s.exited
+		return hdr.Get("ETag")
+	}
+	before := etag()
+	// The same bytes written anew, as a pipeline's rewrite of a chunk
+	// does (a new file moved into place).
+	p := filepath.Join(store, "0", "vertices", "3.4.2", "c", "0")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p+".new", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".new", p); err != nil {
+		t.Fatal(err)
+	}
+	if after := etag(); after == before {
+		t.Errorf("the rewritten store is named %s, as before the rewrite", before)
 	}
 }
