@@ -34,6 +34,9 @@ func (e *csvEncoder) begin(w *bufio.Writer, m *payloadMeta, _ *answerMem) error 
 	for _, a := range m.Attributes {
 		names = append(names, channelNames(a.Name, a.Channels)...)
 	}
+	if err := uniqueNames("csv", names); err != nil {
+		return err
+	}
 	e.buf = e.buf[:0]
 	for i, n := range names {
 		if i > 0 {

@@ -66,12 +66,14 @@ func appendPLYValue(dst []byte, c *zvf.Column, i int, t plyType) []byte {
 }
 
 // uniqueNames refuses a file whose columns would repeat a name (an
-// attribute named like an axis or object_id).
+// attribute named like a column the format writes itself, such as an axis
+// or object_id, or like a channel of another attribute): readers take
+// one of the two, or refuse the file.
 func uniqueNames(format string, names []string) error {
 	seen := make(map[string]bool, len(names))
 	for _, n := range names {
 		if seen[n] {
-			return unrepresentable(fmt.Sprintf("f=%s would have two columns named %q (an attribute named like an axis or object_id); ask for other attributes", format, n))
+			return unrepresentable(fmt.Sprintf("f=%s would have two columns named %q (an attribute named like a column the format writes itself, or like another attribute's channel); ask for other attributes", format, n))
 		}
 		seen[n] = true
 	}
