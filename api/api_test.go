@@ -166,6 +166,12 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=1,1,1&level=9", 404},
 		{"/api/v1/stores/points_pyramid/objects/999999", 404},
 		{"/api/v1/stores/points_pyramid/objects/x", 400},
+		// One object, one URL: caches and the export's file name key
+		// on it (they were p-object+0-level0 and p-object00-level0).
+		{"/api/v1/stores/points_pyramid/objects/+0", 400},
+		{"/api/v1/stores/points_pyramid/objects/00", 400},
+		{"/api/v1/stores/points_pyramid/objects/-0/manifest", 400},
+		{"/api/v1/stores/points_pyramid/objects/03/levels", 400},
 		{"/api/v1/stores/points_pyramid/groups/77", 404},
 		{"/api/v1/stores/graph/levels/0/chunks/9.9.9", 404},
 		{"/api/v1/stores/graph/levels/0/chunks/a.b", 400},

@@ -119,11 +119,14 @@ func columnInfos(cols []zvf.Column) []zvf.AttrInfo {
 	return out
 }
 
+// parseID reads the {id} route parameter: a non-negative integer in
+// canonical decimal (no sign, no leading zero), so that an object has one
+// URL for caches and one name for its export's file.
 func parseID(r *http.Request) (int64, error) {
 	v := chi.URLParam(r, "id")
 	id, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || id < 0 {
-		return 0, badRequest(fmt.Sprintf("id %q is not a non-negative integer", v))
+	if err != nil || id < 0 || strconv.FormatInt(id, 10) != v {
+		return 0, badRequest(fmt.Sprintf("id %q is not a non-negative integer in decimal without sign or leading zeros", v))
 	}
 	return id, nil
 }
