@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 )
 
 // TestMain checks that no test leaves goroutines behind (a hung read
@@ -17,7 +16,7 @@ import (
 // test can start the server as a child process (the fleet tests do).
 func TestMain(m *testing.M) {
 	if os.Getenv("ZVFSERVE_TEST_AS_COMMAND") == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := cli.Signals()
 		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)

@@ -71,7 +71,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its connection freed (while it waits on its client it holds no --max-concurrent slot) (env ZVFSERVE_STALL_TIMEOUT)")
 	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the one idle longest — a keep-alive connection between requests, or one that has sent nothing for a second — is closed for a new one, and with none such the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", time.Minute, "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
-	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing (env ZVFSERVE_SHUTDOWN_GRACE)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing; a second signal exits at once (env ZVFSERVE_SHUTDOWN_GRACE)")
 	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz false (and keep-alive off) before the listeners close, so that load balancers polling /readyz stop sending first; --shutdown-grace follows; 0: close at once (env ZVFSERVE_SHUTDOWN_DELAY)")
 	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, so pages of wide attributes are smaller) (env ZVFSERVE_MAX_VERTICES)")
@@ -467,7 +467,7 @@ func drainBeforeShutdown(srv *api.Server, servers []*http.Server, delay time.Dur
 	if delay <= 0 {
 		return
 	}
-	log.Info("draining: /readyz is false, still serving until the shutdown delay ends", "delay", delay)
+	log.Info("draining: /readyz is false, still serving until the shutdown delay ends; a second SIGINT or SIGTERM ends serve at once", "delay", delay)
 	for _, hs := range servers {
 		hs.SetKeepAlivesEnabled(false)
 	}
@@ -484,7 +484,7 @@ func drainBeforeShutdown(srv *api.Server, servers []*http.Server, delay time.Dur
 // with it). Closing the stores waits only within the grace period too.
 func shutdown(srv *api.Server, servers []*http.Server, grace time.Duration, cancelBase, stopChecks func(), checked <-chan struct{},
 	closeStores func(), log *slog.Logger) error {
-	log.Info("shutting down: not ready, no new connections; requests in flight have the grace period", "grace", grace)
+	log.Info("shutting down: not ready, no new connections; requests in flight have the grace period; a second SIGINT or SIGTERM ends serve at once", "grace", grace)
 	srv.SetReady(false)
 	stopChecks()
 	deadline := time.Now().Add(grace)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -279,5 +280,68 @@ func TestServeOutlivesItsLogReader(t *testing.T) {
 				t.Fatal("serve still running 30 s after SIGTERM")
 			}
 		})
+	}
+}
+
+// TestServeSecondSignalExitsAtOnce: the first SIGINT starts a graceful
+// shutdown (here a 60 s --shutdown-delay); a second one ends the process
+// at once, as an operator pressing Ctrl-C twice expects. Before, the
+// second signal was swallowed and serve drained for the whole delay.
+func TestServeSecondSignalExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--revalidate", "0", "--shutdown-delay", "60s", graphStore)
+	cmd.Env = append(os.Environ(), "ZVFSERVE_TEST_AS_COMMAND=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	await := func(what string) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case l := <-lines:
+				if strings.Contains(l, what) {
+					return
+				}
+			case err := <-exited:
+				t.Fatalf("serve exited before %q: %v", what, err)
+			case <-timeout:
+				t.Fatalf("no %q in serve's log", what)
+			}
+		}
+	}
+	await("zvfserve started")
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	await("draining")
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGINT) {
+			t.Errorf("after the second signal: %v, want exit status 130 (killed by SIGINT)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve still draining 10 s after a second SIGINT")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -28,12 +29,48 @@ type Command struct {
 var ErrUsage = errors.New("usage error")
 
 // Main runs run on the process's arguments with a context that SIGINT and
-// SIGTERM cancel, and exits with the status it returns.
+// SIGTERM cancel (see Signals), and exits with the status it returns.
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := Signals()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// Signals is a context that the first SIGINT or SIGTERM cancels. A second
+// one ends the process at once, with the status a shell gives a process
+// the signal killed (128 + its number), as an operator who presses Ctrl-C
+// twice during a long shutdown (--shutdown-delay, --shutdown-grace)
+// expects. stop stops listening.
+func Signals() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-ch:
+			if n, ok := s.(syscall.Signal); ok {
+				os.Exit(128 + int(n))
+			}
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+			cancel()
+		})
+	}
 }
 
 // Exit is the status of prog's subcommand name ending with err, which it
