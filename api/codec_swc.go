@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,7 +85,11 @@ func writeSWC(w *bufio.Writer, a *held) error {
 	} else {
 		hdr += "# radius: the store has no radius attribute; written as 1\n"
 	}
-	if typ != nil {
+	if row, ok := swcTypesIntegral(typ, a.rows); !ok {
+		hdr += "# type: the " + typ.Name + " attribute is not a whole number at row " + strconv.Itoa(row) +
+			" (" + string(appendNumber(nil, typ, row)) + "); written as 0 (undefined)\n"
+		typ = nil
+	} else if typ != nil {
 		hdr += "# type: the " + typ.Name + " attribute\n"
 	} else {
 		hdr += "# type: the store has no swc_type or type attribute; written as 0 (undefined)\n"
@@ -126,6 +131,26 @@ func writeSWC(w *bufio.Writer, a *held) error {
 		}
 	}
 	return nil
+}
+
+// swcTypesIntegral reports whether every row of a type column is a whole
+// number that SWC readers can take (they parse the column as an integer:
+// 2.5, nan or 1e+30 fail them); if not, the first row that is not. A
+// column of an integer dtype always is.
+func swcTypesIntegral(typ *zvf.Column, rows int) (int, bool) {
+	if typ == nil {
+		return 0, true
+	}
+	for i := range rows {
+		n := typ.At(i)
+		if n.Kind == zvf.KindInt || n.Kind == zvf.KindUint {
+			return 0, true
+		}
+		if n.F != math.Trunc(n.F) || math.Abs(n.F) > math.MaxInt32 {
+			return i, false // NaN fails the first test, infinities the second
+		}
+	}
+	return 0, true
 }
 
 // axisUnit is the axes' unit when they share one.
