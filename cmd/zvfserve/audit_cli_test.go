@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -176,6 +177,43 @@ func TestServeListenErrorsNameTheFlag(t *testing.T) {
 		cancel()
 		if code == 0 || !strings.Contains(errs.String(), tc.flag+" "+addr+": ") || !strings.Contains(errs.String(), "in use") {
 			t.Errorf("%s in use: exit %d: %s", tc.flag, code, errs.String())
+		}
+	}
+}
+
+// stalledStore is storage whose every listing and stat waits for its
+// caller to give up: a bucket that does not answer.
+type stalledStore struct{ storage.Store }
+
+func (s stalledStore) List(ctx context.Context, _ string) (storage.Listing, error) {
+	<-ctx.Done()
+	return storage.Listing{}, ctx.Err()
+}
+
+func (s stalledStore) Stat(ctx context.Context, _ string) (storage.Attrs, error) {
+	<-ctx.Done()
+	return storage.Attrs{}, ctx.Err()
+}
+
+// TestServeListensBeforeStoresOpen: an address in use is reported at
+// once, even while the stores take long to open (many stores, a slow
+// bucket). serve used to try the address only after every store had
+// opened, so the mistake surfaced minutes later, or here never.
+func TestServeListensBeforeStoresOpen(t *testing.T) {
+	t.Parallel()
+	busy := startServe(t, graphStore)
+	addr := strings.TrimPrefix(busy.base, "http://")
+	for _, args := range [][]string{
+		{"--addr", addr},
+		{"--addr", "127.0.0.1:0", "--admin-addr", addr},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errs syncBuffer
+		start := time.Now()
+		err := serve(ctx, append(args, graphStore), &out, &errs, serveHooks{wrapStore: func(st storage.Store) storage.Store { return stalledStore{st} }})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), args[len(args)-2]+" "+addr+": ") || time.Since(start) > 5*time.Second {
+			t.Errorf("%v in use, the store stalled: %v after %v", args, err, time.Since(start))
 		}
 	}
 }

@@ -374,6 +374,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		debug.SetMemoryLimit(limit)
 		log.Debug("memory limit", "bytes", limit)
 	}
+	// Listen before the stores open (minutes, for many stores on a slow
+	// bucket): an address in use is found at once, not after them.
+	ln, aln, err := listen(&c)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The servers close them first when they ran; a second close only
+		// reports that.
+		_ = ln.Close()
+		if aln != nil {
+			_ = aln.Close()
+		}
+	}()
 	metrics := api.NewMetrics()
 	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks.wrapStore)
 	if err != nil {
@@ -399,10 +413,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return fmt.Errorf("--addr %s: %w", c.addr, err)
-	}
 	// Every request's context derives from base, so that when the grace
 	// period ends the work of requests still running is cancelled.
 	base, cancelBase := context.WithCancel(context.Background())
@@ -413,12 +423,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(limited) }()
 	servers := []*http.Server{hs}
-	if c.adminAddr != "" {
-		aln, err := net.Listen("tcp", c.adminAddr)
-		if err != nil {
-			_ = hs.Close()
-			return fmt.Errorf("--admin-addr %s: %w", c.adminAddr, err)
-		}
+	if aln != nil {
 		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: hs.BaseContext}
 		go func() { errc <- admin.Serve(aln) }()
 		servers = append(servers, admin)
@@ -455,6 +460,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	storesOpen = false
 	drainBeforeShutdown(srv, servers, c.shutdownDelay, log)
 	return shutdown(srv, servers, c.shutdownGrace, cancelBase, stopChecks, checked, closeStores, log)
+}
+
+// listen opens the API's listener and, with --admin-addr, the admin one;
+// an error names the flag whose address failed.
+func listen(c *serveConfig) (ln, aln net.Listener, err error) {
+	if ln, err = net.Listen("tcp", c.addr); err != nil {
+		return nil, nil, fmt.Errorf("--addr %s: %w", c.addr, err)
+	}
+	if c.adminAddr != "" {
+		if aln, err = net.Listen("tcp", c.adminAddr); err != nil {
+			_ = ln.Close()
+			return nil, nil, fmt.Errorf("--admin-addr %s: %w", c.adminAddr, err)
+		}
+	}
+	return ln, aln, nil
 }
 
 // drainBeforeShutdown keeps serving for delay with /readyz false: a load balancer that
