@@ -643,6 +643,12 @@ func (l *Level) Manifest(ctx context.Context, id int64) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	return l.manifestOf(ctx, id, blocks)
+}
+
+// manifestOf resolves object id's decoded manifest blocks against the
+// chunks and fragments they name.
+func (l *Level) manifestOf(ctx context.Context, id int64, blocks []manifest.Block) (*Manifest, error) {
 	m := &Manifest{ID: id, Level: l.n, Blocks: make([]ManifestBlock, 0, len(blocks))}
 	for _, b := range blocks {
 		key := Key(b.Chunk)
@@ -732,7 +738,19 @@ func (s *Store) ObjectLevels(ctx context.Context, id int64) ([]int, error) {
 // too: storage.Since dates the absence, as for every chunk before). A
 // store declaring 2^40 objects and storing a few manifests no longer makes
 // every request loop over the declared rows.
-func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []manifest.Block) error, again func(row, n int64, blocks []manifest.Block) error) error {
+//
+// A row that does not read (its id, its blob) ends the walk with its
+// error, unless skip is given: then skip(row, err) is called and the walk
+// goes on past that row (past the rest of its chunk when the chunk does
+// not read), so that a validator reports every broken row.
+func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []manifest.Block) error, again func(row, n int64, blocks []manifest.Block) error,
+	skip func(row int64, err error) error) error {
+	failed := func(row int64, err error) error {
+		if skip == nil {
+			return err
+		}
+		return skip(row, err)
+	}
 	num := l.objects.num
 	if l.objects.legacy {
 		// Offsets and data are read whole, bounded like any array read
@@ -745,11 +763,17 @@ func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []
 			}
 			id, err := l.objectAt(ctx, row)
 			if err != nil {
-				return err
+				if err := failed(row, err); err != nil {
+					return err
+				}
+				continue
 			}
 			blocks, err := l.refsRow(ctx, id, row)
 			if err != nil {
-				return err
+				if err := failed(row, err); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := visit(id, blocks); err != nil {
 				return err
@@ -776,7 +800,7 @@ func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []
 	chunk := func(c int64) error {
 		elems, err := l.manifestChunk(ctx, arr, c)
 		if err != nil {
-			return err
+			return failed(c*cs, err)
 		}
 		lo, hi := c*cs, num
 		if c < last {
@@ -789,7 +813,7 @@ func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []
 				}
 			}
 			if row-lo >= int64(len(elems)) {
-				return l.manifestsShort(c, elems)
+				return failed(row, l.manifestsShort(c, elems))
 			}
 			e := elems[row-lo]
 			isFill := bytes.Equal(e, fill)
@@ -806,11 +830,17 @@ func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []
 			}
 			id, err := l.objectAt(ctx, row)
 			if err != nil {
-				return err
+				if err := failed(row, err); err != nil {
+					return err
+				}
+				continue
 			}
 			blocks, err := l.decodeManifest(id, e)
 			if err != nil {
-				return err
+				if err := failed(row, err); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := visit(id, blocks); err != nil {
 				return err
@@ -830,7 +860,7 @@ func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []
 			return nil
 		}
 		if !fillSeen {
-			return l.s.errf(ErrUnavailable, l.n, "object_index/manifests", fmt.Sprint(a), "chunk %d holds manifests, but its folder's listing did not name it: the store changed while it was read", a)
+			return failed(a*cs, l.s.errf(ErrUnavailable, l.n, "object_index/manifests", fmt.Sprint(a), "chunk %d holds manifests, but its folder's listing did not name it: the store changed while it was read", a))
 		}
 		from, to := (a+1)*cs, num
 		if b <= last {

@@ -198,7 +198,7 @@ func (l *Level) buildInverse(ctx context.Context) (*inverse, error) {
 		mentions += n * m
 		return nil
 	}
-	if err := l.eachManifest(ctx, visit, again); err != nil {
+	if err := l.eachManifest(ctx, visit, again, nil); err != nil {
 		return nil, err
 	}
 	inv := &inverse{lines: l.lines(), chunks: make(map[string]*chunkInverse, len(keys)), byKey: make([]*chunkInverse, len(l.keys))}

@@ -280,3 +280,37 @@ func TestOwnersOfSparseManifestsMatchEachManifest(t *testing.T) {
 		t.Fatal("no row has an owner: the test checks nothing")
 	}
 }
+
+// TestValidateOfSparseManifestsIsBoundedByWhatIsStored: `zvfserve
+// validate` checks every object's manifest. It visited the rows
+// num_objects declares, one by one: on a store declaring 2^40 objects
+// with 200 stored it ran for days (and a problem per row would have
+// filled memory). It now follows what is stored, as the owners map does,
+// and still counts every declared object as checked.
+func TestValidateOfSparseManifestsIsBoundedByWhatIsStored(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(fixtures, "polylines.zarrvectors")
+	dir := zvftest.CopyTree(t, src)
+	const huge = int64(1) << 40
+	editJSON(t, filepath.Join(dir, "0", "object_index", "zarr.json"), func(m map[string]any) {
+		m["attributes"].(map[string]any)["num_objects"] = huge
+	})
+	editJSON(t, filepath.Join(dir, "0", "object_index", "manifests", "zarr.json"), func(m map[string]any) {
+		m["shape"] = []int64{huge}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := &countingStore{Store: zvftest.Store(t, dir), prefix: "0/object_index/manifests/c/", max: 8, stop: cancel}
+	rep := zvf.Validate(ctx, cs, "p", 5, nil)
+	if n := cs.n.Load(); n > cs.max {
+		t.Fatalf("validate read %d manifest chunks (stopped past %d) for a store with 1 stored", n, cs.max)
+	}
+	if rep.Objects < huge {
+		t.Errorf("validate counted %d objects checked, the store declares %d", rep.Objects, huge)
+	}
+	for _, p := range rep.Problems {
+		if strings.Contains(p.Message, "manifest") {
+			t.Errorf("a problem with the manifests of an undamaged store: %+v", p)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
@@ -268,19 +269,40 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 			}
 		}
 		if l.objects != nil {
-			for row := int64(0); row < l.objects.num; row++ {
-				r.Objects++
-				id, err := l.objectAt(ctx, row)
-				if err == nil {
-					_, err = l.Manifest(ctx, id)
-				}
-				if err != nil {
-					// The object is the path, so that objects failing for one
-					// reason (a broken chunk they name) are one problem.
-					r.add("error", 3, fmt.Sprintf("%d/objects/%d", l.n, id), "its manifest does not resolve: %v", err)
-				}
-			}
+			validateManifests(ctx, l, r)
 		}
+	}
+}
+
+// validateManifests resolves every object's manifest. It walks what is
+// stored (eachManifest), not the rows num_objects declares: rows that
+// hold the array's fill value, stored or not, are one manifest checked
+// once and counted.
+func validateManifests(ctx context.Context, l *Level, r *Report) {
+	visit := func(id int64, blocks []manifest.Block) error {
+		r.Objects++
+		if _, err := l.manifestOf(ctx, id, blocks); err != nil {
+			// The object is the path, so that objects failing for one
+			// reason (a broken chunk they name) are one problem.
+			r.add("error", 3, fmt.Sprintf("%d/objects/%d", l.n, id), "its manifest does not resolve: %v", err)
+		}
+		return nil
+	}
+	again := func(row, n int64, blocks []manifest.Block) error {
+		r.Objects += n
+		if _, err := l.manifestOf(ctx, row, blocks); err != nil {
+			r.add("error", 3, fmt.Sprintf("%d/object_index/manifests rows %d-%d", l.n, row, row+n-1),
+				"%d more objects hold the array's fill value, whose manifest does not resolve: %v", n, err)
+		}
+		return nil
+	}
+	skip := func(row int64, err error) error {
+		r.Objects++
+		r.add("error", 3, fmt.Sprintf("%d/object_index/manifests row %d", l.n, row), "does not read: %v", err)
+		return ctx.Err()
+	}
+	if err := l.eachManifest(ctx, visit, again, skip); err != nil {
+		r.add("error", 3, fmt.Sprintf("%d/object_index/manifests", l.n), "not checked to the end: %v", err)
 	}
 }
 
