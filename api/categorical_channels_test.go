@@ -3,16 +3,12 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/api/apitest"
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
@@ -25,21 +21,12 @@ import (
 // under a header that promised two channels.
 func TestCategoricalChannelsInJSON(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &writer.PointCloud{Positions: []float32{1, 1, 1, 2, 2, 2, 3, 3, 3}}
 	p.Attributes = []writer.Attribute{{Name: "pair", DType: "uint8", Channels: 2, Data: []byte{0, 1, 1, 2, 2, 0}, Categories: []string{"a", "b", "c"}}}
-	if _, err := writer.WritePoints(ctx, mem, "p", p, writer.Options{ChunkShape: []float64{50, 50, 50}}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := zvf.Open(ctx, storage.Sub(mem, "p"), zvf.Options{Name: "p", Cache: cache.New(1 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	h := writtenStore(t, "p", func(ctx context.Context, w storage.Writer, prefix string) error {
+		_, err := writer.WritePoints(ctx, w, prefix, p, writer.Options{ChunkShape: []float64{50, 50, 50}})
+		return err
+	})
 	want := [][]string{{"a", "b"}, {"b", "c"}, {"c", "a"}}
 	const box = "/api/v1/stores/p/bbox?min=0,0,0&max=9,9,9&attributes=pair"
 	for range 2 { // the second time from the chunk's prepared text

@@ -1,16 +1,12 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/api/apitest"
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
@@ -23,11 +19,6 @@ import (
 // pyarrow refuses an ambiguous name instead of guessing).
 func TestExportColumnsNeverRepeat(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &writer.PointCloud{Positions: []float32{1, 1, 1, 2, 2, 2, 3, 3, 3}}
 	for _, n := range []string{"x", "position", "geometry", "a", "a_0", "xyz"} {
 		ch := 1
@@ -36,14 +27,10 @@ func TestExportColumnsNeverRepeat(t *testing.T) {
 		}
 		p.Attributes = append(p.Attributes, writer.Float32Attribute(n, ch, make([]float32, 3*ch)))
 	}
-	if _, err := writer.WritePoints(ctx, mem, "p", p, writer.Options{ChunkShape: []float64{50, 50, 50}}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := zvf.Open(ctx, storage.Sub(mem, "p"), zvf.Options{Name: "p", Cache: cache.New(1 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	h := writtenStore(t, "p", func(ctx context.Context, w storage.Writer, prefix string) error {
+		_, err := writer.WritePoints(ctx, w, prefix, p, writer.Options{ChunkShape: []float64{50, 50, 50}})
+		return err
+	})
 	for _, tc := range []struct {
 		f, attrs, repeated string // repeated: "" when the file is fine
 	}{

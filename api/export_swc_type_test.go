@@ -1,15 +1,11 @@
 package api_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/api/apitest"
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
-	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
@@ -21,11 +17,6 @@ import (
 // column and the file failed its readers.
 func TestSWCTypeIsAWholeNumber(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	mem, err := blobstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
 	nan := float32(0)
 	nan /= nan
 	for _, tc := range []struct {
@@ -41,14 +32,10 @@ func TestSWCTypeIsAWholeNumber(t *testing.T) {
 	} {
 		g := &writer.Graph{Positions: []float32{1, 1, 1, 2, 2, 2, 3, 3, 3}, Edges: []int64{1, 0, 2, 1}}
 		g.Attributes = []writer.Attribute{writer.Float32Attribute("type", 1, tc.types)}
-		if _, err := writer.WriteGraph(ctx, mem, tc.name, g, writer.Options{ChunkShape: []float64{50, 50, 50}}); err != nil {
-			t.Fatal(err)
-		}
-		s, err := zvf.Open(ctx, storage.Sub(mem, tc.name), zvf.Options{Name: "g", Cache: cache.New(1 << 20)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+		h := writtenStore(t, "g", func(ctx context.Context, w storage.Writer, prefix string) error {
+			_, err := writer.WriteGraph(ctx, w, prefix, g, writer.Options{ChunkShape: []float64{50, 50, 50}})
+			return err
+		})
 		code, _, body := serve(t, h, "/api/v1/stores/g/objects/0?f=swc")
 		if code != 200 {
 			t.Fatalf("%s: %d %s", tc.name, code, body)
