@@ -262,3 +262,21 @@ func TestUndeclaredChannelsAgreeWithTheRows(t *testing.T) {
 		t.Errorf("filter on rgba[1]: %d %.200s", code, b)
 	}
 }
+
+// TestCornerBeyondTheBoundSaysWhy: docs/security.md says box corners must
+// be finite and within ±1e300. A corner of 1e301 was refused as "not a
+// finite number", which it is: the problem must name the bound it broke.
+func TestCornerBeyondTheBoundSaysWhy(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	for _, q := range []string{"min=0,0,0&max=1e301,1,1", "min=-1e301,0,0&max=1,1,1", "min=0,0,0&max=inf,1,1"} {
+		code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/bbox?"+q)
+		if code != http.StatusBadRequest || !strings.Contains(string(b), "within ±1e300") {
+			t.Errorf("%s: %d %s, want 400 naming the bound ±1e300", q, code, b)
+		}
+	}
+	if code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/bbox?min=-1e300,0,0&max=1e300,1,1&limit=1"); code != 200 {
+		t.Errorf("corners at ±1e300: %d %s", code, b)
+	}
+}

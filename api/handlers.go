@@ -185,7 +185,7 @@ func parseCorner(out []float64, v string, name string) error {
 	for p := range strings.SplitSeq(v, ",") {
 		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e300 {
-			return badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number", name, i, p))
+			return badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number within ±1e300", name, i, p))
 		}
 		out[i] = f
 		i++
