@@ -280,3 +280,22 @@ func TestCornerBeyondTheBoundSaysWhy(t *testing.T) {
 		t.Errorf("corners at ±1e300: %d %s", code, b)
 	}
 }
+
+// TestDescriptorShardedOnlyWhenTrue: openapi.yaml and docs/formats.md
+// say the descriptor's sharded is there when the store's chunks are
+// packed into shards and absent when they are not.
+func TestDescriptorShardedOnlyWhenTrue(t *testing.T) {
+	t.Parallel()
+	for store, want := range map[string]string{"points_pyramid": "", "points_pyramid_sharded": "true"} {
+		s := apitest.Open(t, filepath.Join(fixtures, store+".zarrvectors"), store, cache.New(64<<20))
+		h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+		code, _, b := diffGet(t, h, "/api/v1/stores/"+store)
+		var d map[string]json.RawMessage
+		if code != 200 || json.Unmarshal(b, &d) != nil {
+			t.Fatalf("%s: %d %s", store, code, b)
+		}
+		if got := string(d["sharded"]); got != want {
+			t.Errorf("%s: sharded %q, want %q", store, got, want)
+		}
+	}
+}
