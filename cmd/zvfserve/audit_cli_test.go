@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -202,6 +203,66 @@ func TestS3WithoutRegionFailsAtOnce(t *testing.T) {
 		cancel()
 		if code == 0 || !strings.Contains(errs.String(), "region=") || time.Since(start) > 10*time.Second {
 			t.Errorf("%v: exit %d after %v: %s", args, code, time.Since(start), errs.String())
+		}
+	}
+}
+
+// TestCommandFlagsDocumented: README's Commands table names every flag
+// each command's --help lists, and no flag the command lacks. Its row for
+// validate left out --no-progress.
+func TestCommandFlagsDocumented(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{} // command → its rows
+	for _, line := range strings.Split(string(readme), "\n") {
+		cmd, ok := strings.CutPrefix(line, "| `zvfserve ")
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(cmd, " ")
+		rows[strings.Trim(name, "`")] = append(rows[strings.Trim(name, "`")], cmd)
+	}
+	flagName := regexp.MustCompile(`--([a-z][a-z-]*)`)
+	for _, cmd := range []string{"demo", "inspect", "query", "validate"} {
+		documented := map[string]bool{}
+		for _, r := range rows[cmd] {
+			for _, m := range flagName.FindAllStringSubmatch(r, -1) {
+				documented[m[1]] = true
+			}
+		}
+		if len(rows[cmd]) == 0 {
+			t.Errorf("README's Commands table has no row for %s", cmd)
+			continue
+		}
+		var out, errs bytes.Buffer
+		if code := run(context.Background(), []string{cmd, "--help"}, &out, &errs); code != 0 {
+			t.Fatalf("%s --help: exit %d: %s", cmd, code, errs.String())
+		}
+		help := out.String() + errs.String()
+		usage, flags, ok := strings.Cut(help, "\nFlags:\n")
+		if !ok {
+			t.Fatalf("%s --help lists no flags:\n%s", cmd, help)
+		}
+		listed := map[string]bool{}
+		for _, line := range strings.Split(flags, "\n") {
+			if f, ok := strings.CutPrefix(line, "  -"); ok {
+				name, _, _ := strings.Cut(f, " ")
+				listed[name] = true
+				if !documented[name] {
+					t.Errorf("README's %s rows do not name --%s", cmd, name)
+				}
+				if !strings.Contains(usage, "--"+name) {
+					t.Errorf("%s --help's usage line does not name --%s", cmd, name)
+				}
+			}
+		}
+		for name := range documented {
+			if !listed[name] {
+				t.Errorf("README names --%s for %s, which has no such flag", name, cmd)
+			}
 		}
 	}
 }
