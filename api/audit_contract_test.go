@@ -299,3 +299,25 @@ func TestDescriptorShardedOnlyWhenTrue(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIDocumentHasItsLength: openapi.yaml says an answer sent whole
+// has a Content-Length. /openapi.yaml, written whole from memory, was sent
+// chunked without one, and its HEAD said nothing of its size.
+func TestOpenAPIDocumentHasItsLength(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	ts := httptest.NewServer(apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler())
+	t.Cleanup(ts.Close)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, ts.URL+"/openapi.yaml", nil)
+		req.Header.Set("Accept-Encoding", "identity") // as curl asks
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 || res.ContentLength != int64(len(api.OpenAPI())) || len(res.TransferEncoding) != 0 {
+			t.Errorf("%s /openapi.yaml: %d, Content-Length %d (want %d), Transfer-Encoding %v", method, res.StatusCode, res.ContentLength, len(api.OpenAPI()), res.TransferEncoding)
+		}
+	}
+}
