@@ -266,3 +266,35 @@ func TestCommandFlagsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsEndWithOneSentence: README says errors are one sentence on
+// stderr, its last line, with the usage before it when the call itself
+// was wrong (a missing argument, an unknown flag or command), and exit 2
+// for a command-line mistake, 1 otherwise. It said "one sentence" alone,
+// though such calls print the usage first.
+func TestErrorsEndWithOneSentence(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "none.zarrvectors")
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		usage bool
+	}{
+		{[]string{"inspect"}, 2, true},
+		{[]string{"inspect", "--bogus", graphStore}, 2, true},
+		{[]string{"frobnicate"}, 2, true},
+		{[]string{"query", graphStore, "--bbox", "1,2"}, 2, false},
+		{[]string{"inspect", missing}, 1, false},
+	} {
+		var out, errs bytes.Buffer
+		code := run(context.Background(), tc.args, &out, &errs)
+		lines := strings.Split(strings.TrimRight(errs.String(), "\n"), "\n")
+		last := lines[len(lines)-1]
+		if code != tc.code || !strings.HasPrefix(last, "zvfserve") || !strings.Contains(last, ": ") {
+			t.Errorf("%v: exit %d (want %d), last line %q", tc.args, code, tc.code, last)
+		}
+		if usage := strings.Contains(errs.String(), "Usage:"); usage != tc.usage || (!tc.usage && len(lines) != 1) {
+			t.Errorf("%v: usage printed %v (want %v), %d lines:\n%s", tc.args, usage, tc.usage, len(lines), errs.String())
+		}
+	}
+}
