@@ -149,3 +149,26 @@ func anchors(t *testing.T, file string) map[string]bool {
 	}
 	return out
 }
+
+// TestDocsNameRealPaths: every path of the tree the docs name in code
+// spans (`zvf/storage/localfs`, `.ci/run`, `testdata/zvf-0.9/FORMAT.md`)
+// exists.
+func TestDocsNameRealPaths(t *testing.T) {
+	t.Parallel()
+	path := regexp.MustCompile("`((?:\\.ci|api|cache|cmd|docs|fragindex|testdata|vlen|web|zvf)/[A-Za-z0-9_./-]*[A-Za-z0-9_])`")
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range path.FindAllSubmatch(b, -1) {
+			p := string(m[1])
+			if strings.ContainsAny(p, "{}*") {
+				continue
+			}
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s names %s, which does not exist", f, p)
+			}
+		}
+	}
+}
