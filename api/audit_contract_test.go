@@ -321,3 +321,29 @@ func TestOpenAPIDocumentHasItsLength(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkTileIsWhole: README and openapi.yaml say a chunk tile is its
+// whole chunk whatever --max-vertices is (a bound on pages and objects);
+// README's "per response" did not say so.
+func TestChunkTileIsWhole(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, MaxVertices: 2}).Handler()
+	code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/levels/0/chunks")
+	var list struct{ Chunks []string }
+	if code != 200 || json.Unmarshal(b, &list) != nil || len(list.Chunks) == 0 {
+		t.Fatalf("chunks: %d %s", code, b)
+	}
+	most := 0
+	for _, k := range list.Chunks {
+		code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/levels/0/chunks/"+k)
+		var c struct{ Count int }
+		if code != 200 || json.Unmarshal(b, &c) != nil {
+			t.Fatalf("chunk %s: %d %.300s", k, code, b)
+		}
+		most = max(most, c.Count)
+	}
+	if most <= 2 {
+		t.Fatalf("no chunk holds more than --max-vertices (%d): the test proves nothing", most)
+	}
+}
