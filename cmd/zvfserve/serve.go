@@ -170,7 +170,8 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 // storeArg splits "name=URL" (the name defaults to the last path element
-// without .zarrvectors / .zarr).
+// without .zarrvectors / .zarr; for a URL of a scheme alone, "mem://", the
+// scheme).
 func storeArg(arg string) (name, target string) {
 	if i := strings.IndexByte(arg, '='); i > 0 && !strings.Contains(arg[:i], "/") && !strings.Contains(arg[:i], ":") {
 		return arg[:i], arg[i+1:]
@@ -185,6 +186,10 @@ func storeArg(arg string) (name, target string) {
 		if abs, err := filepath.Abs(arg); err == nil {
 			base = filepath.Base(abs)
 		}
+	}
+	if scheme, ok := strings.CutSuffix(base, ":"); ok && strings.HasSuffix(p, scheme+"://") {
+		// A URL with neither host nor path ("mem://"): its scheme.
+		base = scheme
 	}
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".zarrvectors"), ".zarr")
 	return base, arg
