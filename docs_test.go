@@ -172,3 +172,57 @@ func TestDocsNameRealPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestOperationsTestsRunWhereItSays: docs/operations.md tells a reader to
+// run its tests as `go test ./api/ -run NAME`, or in the package named
+// before them (`zvf` `TestX`, `TestY`: both in zvf, until a ';', '(', ')'
+// or '|'). Several zvf tests were cited bare, so the command it gave ran
+// nothing.
+func TestOperationsTestsRunWhereItSays(t *testing.T) {
+	t.Parallel()
+	dirs := map[string][]string{} // test function → the folders declaring it
+	decl := regexp.MustCompile(`(?m)^func (Test\w*)\(`)
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			dirs[string(m[1])] = append(dirs[string(m[1])], filepath.ToSlash(filepath.Dir(p)))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg := "api"
+	for _, m := range regexp.MustCompile("`([^`]+)`|[;()|]").FindAllStringSubmatch(string(doc), -1) {
+		span := m[1]
+		switch {
+		case span == "":
+			pkg = "api"
+		case strings.HasPrefix(span, "Test"):
+			name, _, _ := strings.Cut(span, "/")
+			in := dirs[name]
+			ok := false
+			for _, d := range in {
+				ok = ok || d == pkg || strings.HasSuffix(d, "/"+pkg)
+			}
+			if !ok {
+				t.Errorf("docs/operations.md: %s is read as a test of %s, but it is in %v", name, pkg, in)
+			}
+		default:
+			for _, ds := range dirs {
+				for _, d := range ds {
+					if d == span || strings.HasSuffix(d, "/"+span) {
+						pkg = span
+					}
+				}
+			}
+		}
+	}
+}
