@@ -285,6 +285,7 @@ func TestErrorsEndWithOneSentence(t *testing.T) {
 		{[]string{"frobnicate"}, 2, true},
 		{[]string{"query", graphStore, "--bbox", "1,2"}, 2, false},
 		{[]string{"inspect", missing}, 1, false},
+		{[]string{"serve", "--log-level", "trace", graphStore}, 2, false},
 	} {
 		var out, errs bytes.Buffer
 		code := run(context.Background(), tc.args, &out, &errs)
@@ -292,6 +293,9 @@ func TestErrorsEndWithOneSentence(t *testing.T) {
 		last := lines[len(lines)-1]
 		if code != tc.code || !strings.HasPrefix(last, "zvfserve") || !strings.Contains(last, ": ") {
 			t.Errorf("%v: exit %d (want %d), last line %q", tc.args, code, tc.code, last)
+		}
+		if tc.args[0] == "serve" && !strings.Contains(last, "debug, info, warn or error") {
+			t.Errorf("%v: %q does not say what the flag takes", tc.args, last) // as --help does
 		}
 		if usage := strings.Contains(errs.String(), "Usage:"); usage != tc.usage || (!tc.usage && len(lines) != 1) {
 			t.Errorf("%v: usage printed %v (want %v), %d lines:\n%s", tc.args, usage, tc.usage, len(lines), errs.String())

@@ -157,7 +157,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), skip ...stri
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("%w: --log-level %q", cli.ErrUsage, level)
+		return nil, fmt.Errorf("%w: --log-level %q (debug, info, warn or error)", cli.ErrUsage, level)
 	}
 	o := &slog.HandlerOptions{Level: lv}
 	switch format {
