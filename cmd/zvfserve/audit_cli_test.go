@@ -88,6 +88,7 @@ func TestServeRefusesOutOfRangeValues(t *testing.T) {
 	for _, args := range [][]string{
 		{"--max-vertices", "0"}, {"--max-vertices", "-1"}, {"--max-chunk-bytes", "0"}, {"--cache-bytes", "-5"},
 		{"--revalidate", "-1s"}, {"--revalidate-walk", "-1s"}, {"--settle", "-1s"}, {"--read-concurrency", "-3"}, {"--max-age", "-1s"},
+		{"--stall-timeout", "0s"}, {"--idle-timeout", "0s"}, {"--shutdown-grace", "0s"}, {"--max-concurrent", "0"}, {"--shutdown-delay", "-1s"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
@@ -95,8 +96,14 @@ func TestServeRefusesOutOfRangeValues(t *testing.T) {
 			defer cancel()
 			var out, errs bytes.Buffer
 			code := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", graphStore}, args...), &out, &errs)
-			if code != 2 || !strings.Contains(errs.String(), args[0]) {
+			if code != 2 || !strings.Contains(errs.String(), args[0]+" "+args[1]) {
 				t.Fatalf("exit %d: %s", code, errs.String())
+			}
+			// Only the flag that is wrong: "--revalidate 1m0s,
+			// --revalidate-walk 0s, --settle -1s and --max-age 1h0m0s
+			// must not be negative" made the reader find it.
+			if n := strings.Count(errs.String(), " --"); n != 1 {
+				t.Errorf("the refusal names %d flags: %s", n, errs.String())
 			}
 		})
 	}

@@ -96,20 +96,43 @@ func (c *serveConfig) check() error {
 	if c.timeout <= 0 || c.streamTimeout < c.timeout {
 		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", cli.ErrUsage, c.timeout, c.streamTimeout)
 	}
-	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
-		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", cli.ErrUsage)
+	// Each refusal names the flags that are wrong, and only those.
+	var bad []string
+	need := func(ok bool, flag string, v any) {
+		if !ok {
+			bad = append(bad, fmt.Sprintf("--%s %v", flag, v))
+		}
+	}
+	refuse := func(what string) error {
+		if len(bad) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s %s", cli.ErrUsage, strings.Join(bad, ", "), what)
+	}
+	need(c.stallTimeout > 0, "stall-timeout", c.stallTimeout)
+	need(c.idleTimeout > 0, "idle-timeout", c.idleTimeout)
+	need(c.shutdownGrace > 0, "shutdown-grace", c.shutdownGrace)
+	need(c.maxConcurrent > 0, "max-concurrent", c.maxConcurrent)
+	if err := refuse("must be positive"); err != nil {
+		return err
 	}
 	if c.readiness != "all" && c.readiness != "any" {
 		return fmt.Errorf("%w: --readiness %q: all or any", cli.ErrUsage, c.readiness)
 	}
-	if c.maxVertices < 1 || c.maxChunkBytes < 1 {
-		return fmt.Errorf("%w: --max-vertices %d and --max-chunk-bytes %d must be at least 1", cli.ErrUsage, c.maxVertices, c.maxChunkBytes)
+	need(c.maxVertices >= 1, "max-vertices", c.maxVertices)
+	need(c.maxChunkBytes >= 1, "max-chunk-bytes", c.maxChunkBytes)
+	if err := refuse("must be at least 1"); err != nil {
+		return err
 	}
-	if c.cacheBytes < 0 || c.readConcurrency < 0 {
-		return fmt.Errorf("%w: --cache-bytes %d and --read-concurrency %d must not be negative", cli.ErrUsage, c.cacheBytes, c.readConcurrency)
-	}
-	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
-		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
+	need(c.cacheBytes >= 0, "cache-bytes", c.cacheBytes)
+	need(c.readConcurrency >= 0, "read-concurrency", c.readConcurrency)
+	need(c.revalidate >= 0, "revalidate", c.revalidate)
+	need(c.revalidateWalk >= 0, "revalidate-walk", c.revalidateWalk)
+	need(c.settle >= 0, "settle", c.settle)
+	need(c.maxAge >= 0, "max-age", c.maxAge)
+	need(c.shutdownDelay >= 0, "shutdown-delay", c.shutdownDelay)
+	if err := refuse("must not be negative"); err != nil {
+		return err
 	}
 	if c.publicURL != "" {
 		// The catalog, Link headers and Neuroglancer sources are built on
@@ -118,9 +141,6 @@ func (c *serveConfig) check() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%w: --public-url %q: want an absolute http or https URL such as https://data.example.org/zvf", cli.ErrUsage, c.publicURL)
 		}
-	}
-	if c.shutdownDelay < 0 {
-		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
 	}
 	return nil
 }
