@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -307,5 +309,37 @@ func TestErrorsEndWithOneSentence(t *testing.T) {
 		if usage := strings.Contains(errs.String(), "Usage:"); usage != tc.usage || (!tc.usage && len(lines) != 1) {
 			t.Errorf("%v: usage printed %v (want %v), %d lines:\n%s", tc.args, usage, tc.usage, len(lines), errs.String())
 		}
+	}
+}
+
+// TestInspectJSONIsTheDescriptor: inspect --json prints the descriptor
+// the server answers for the store, but for the members that are the
+// server's URLs (its --help and docs/formats.md say so; they said "the
+// descriptor" alone).
+func TestInspectJSONIsTheDescriptor(t *testing.T) {
+	t.Parallel()
+	var out, errs bytes.Buffer
+	if code := run(context.Background(), []string{"inspect", "--json", graphStore}, &out, &errs); code != 0 {
+		t.Fatalf("inspect --json: exit %d: %s", code, errs.String())
+	}
+	var printed map[string]any
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, graphStore)
+	s.exitsClean(t)
+	code, body, _ := httpGet(t, s.base+"/api/v1/stores/graph")
+	var served map[string]any
+	if code != 200 || json.Unmarshal([]byte(body), &served) != nil {
+		t.Fatalf("descriptor: %d %.300s", code, body)
+	}
+	for _, k := range []string{"queryables", "neuroglancer"} {
+		if _, ok := printed[k]; ok {
+			t.Errorf("inspect --json prints %s, a server's URL", k)
+		}
+		delete(served, k)
+	}
+	if !reflect.DeepEqual(printed, served) {
+		t.Errorf("inspect --json:\n%s\nis not the served descriptor:\n%s", out.String(), body)
 	}
 }
