@@ -347,3 +347,44 @@ func TestChunkTileIsWhole(t *testing.T) {
 		t.Fatalf("no chunk holds more than --max-vertices (%d): the test proves nothing", most)
 	}
 }
+
+// TestCursorSurvivesRespelling: openapi.yaml says a cursor is valid with
+// the same store, box, level, attributes and limit. It was bound to their
+// spelling: a cursor of ?min=…&max=… was refused with &level=0 added (the
+// default, which zvfserve query names), or with max=300.0 for 300, as
+// "not valid for this query". Another level or box is still refused.
+func TestCursorSurvivesRespelling(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	const base = "/api/v1/stores/points_bins/bbox?"
+	first := func(q string) string {
+		code, _, b := diffGet(t, h, base+q)
+		var a struct{ Next *string }
+		if code != 200 || json.Unmarshal(b, &a) != nil || a.Next == nil {
+			t.Fatalf("%s: %d %.200s", q, code, b)
+		}
+		return *a.Next
+	}
+	const q = "min=0,0,0&max=600,600,600&limit=5"
+	c := first(q)
+	_, _, want := diffGet(t, h, base+q+"&cursor="+c)
+	for _, same := range []string{
+		"min=0,0,0&max=600,600,600&limit=5&level=0",
+		"min=0.0,0,0&max=600.0,6e2,600&limit=5",
+		"min=0,0,0&max=600,600,600&level=0&limit=5",
+	} {
+		if got := first(same); got != c {
+			t.Errorf("%s: cursor %s, want %s (the same query)", same, got, c)
+		}
+		code, _, b := diffGet(t, h, base+same+"&cursor="+c)
+		if code != 200 || !bytes.Equal(b, want) {
+			t.Errorf("%s with the cursor of %s: %d %.200s", same, q, code, b)
+		}
+	}
+	for _, other := range []string{"min=0,0,0&max=600,600,601&limit=5", "min=0,0,0&max=600,600,600&limit=6"} {
+		if code, _, b := diffGet(t, h, base+other+"&cursor="+c); code != http.StatusBadRequest {
+			t.Errorf("%s with the cursor of %s: %d %.200s, want 400", other, q, code, b)
+		}
+	}
+}
