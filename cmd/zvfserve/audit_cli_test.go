@@ -294,6 +294,7 @@ func TestErrorsEndWithOneSentence(t *testing.T) {
 		{[]string{"frobnicate"}, 2, true},
 		{[]string{"query", graphStore, "--bbox", "1,2"}, 2, false},
 		{[]string{"inspect", missing}, 1, false},
+		{[]string{"query", graphStore}, 2, true}, // its --help says so too
 		{[]string{"serve", "--log-level", "trace", graphStore}, 2, false},
 	} {
 		var out, errs bytes.Buffer
