@@ -156,3 +156,24 @@ func TestBinaryFormatRecipe(t *testing.T) {
 		}
 	}
 }
+
+// TestNgNotFoundListsTheSources: openapi.yaml's NgNotFound says what a
+// mesh store's 404 lists; it left out the density volume every store of
+// three axes has.
+func TestNgNotFoundListsTheSources(t *testing.T) {
+	t.Parallel()
+	h := demoServer(t, api.Options{}).Handler()
+	code, _, body := serve(t, h, "/ng/meshes/annotations/info")
+	p := problemOf(t, code, body)
+	const want = "/ng/meshes/meshes, /ng/meshes/multilod, /ng/meshes/density"
+	if code != 404 || !strings.HasSuffix(p.Detail, want) {
+		t.Fatalf("%d %q, want the sources %s", code, p.Detail, want)
+	}
+	spec, err := os.ReadFile(filepath.Join("..", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(spec), "`/ng/STORE/meshes`, `/ng/STORE/multilod` and `/ng/STORE/density`") {
+		t.Error("openapi.yaml's NgNotFound no longer names the mesh store's sources as the server lists them")
+	}
+}
