@@ -32,6 +32,7 @@ func TestDocLimitsAreTheCode(t *testing.T) {
 		{"openapi.yaml", "query string is over 4 KiB (not counting a\n    `cursor` parameter of at most 1,024 characters", maxQuery == 4<<10 && maxCursor == 1024},
 		{"docs/security.md", "box corners must be finite and within ±1e300", cornerBound == 1e300},
 		{"docs/security.md", "others wait up to 2 s and then get 503", srv.o.QueueWait == 2*time.Second},
+		{"openapi.yaml", "Every request slot (`--max-concurrent`) stayed busy for 2 s", srv.o.QueueWait == 2*time.Second},
 		{"docs/security.md", "a `zarr.json`: 64 MiB", zarr.MaxMetadataBytes == 64<<20},
 		{"docs/security.md", "`zarr.Limits.MaxChunkBytes` (default 256 MiB)", zarr.DefaultMaxChunkBytes == 256<<20},
 		{"docs/security.md", "whole-array reads must fit `MaxReadBytes` (1 GiB)", zarr.DefaultMaxReadBytes == 1<<30},
