@@ -35,30 +35,7 @@ func docFiles(t *testing.T) []string {
 // neuroglancer.md an independent_test.go that had become shardingtest.
 func TestDocsNameRealTests(t *testing.T) {
 	t.Parallel()
-	funcs, files := map[string]bool{}, map[string]bool{}
-	decl := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark|Example)\w*)\(`)
-	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(p, "_test.go") {
-			files[d.Name()] = true
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			for _, m := range decl.FindAllSubmatch(b, -1) {
-				funcs[string(m[1])] = true
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dirs, files := testFuncs(t)
 	cited := regexp.MustCompile("\\b((?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*)\\b")
 	file := regexp.MustCompile("`([a-z0-9_]+_test\\.go)`")
 	for _, f := range docFiles(t) {
@@ -67,7 +44,7 @@ func TestDocsNameRealTests(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range cited.FindAllSubmatch(b, -1) {
-			if !funcs[string(m[1])] {
+			if len(dirs[string(m[1])]) == 0 {
 				t.Errorf("%s cites %s, which no _test.go file declares", f, m[1])
 			}
 		}
@@ -180,21 +157,7 @@ func TestDocsNameRealPaths(t *testing.T) {
 // nothing.
 func TestOperationsTestsRunWhereItSays(t *testing.T) {
 	t.Parallel()
-	dirs := map[string][]string{} // test function → the folders declaring it
-	decl := regexp.MustCompile(`(?m)^func (Test\w*)\(`)
-	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, "_test.go") {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		for _, m := range decl.FindAllSubmatch(b, -1) {
-			dirs[string(m[1])] = append(dirs[string(m[1])], filepath.ToSlash(filepath.Dir(p)))
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dirs, _ := testFuncs(t)
 	doc, err := os.ReadFile(filepath.Join("docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -225,4 +188,33 @@ func TestOperationsTestsRunWhereItSays(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testFuncs walks the tree's _test.go files: the folders declaring each
+// test, fuzz target, benchmark or example, and the files' names.
+func testFuncs(t *testing.T) (dirs map[string][]string, files map[string]bool) {
+	t.Helper()
+	dirs, files = map[string][]string{}, map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark|Example)\w*)\(`)
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		files[d.Name()] = true
+		b, err := os.ReadFile(p)
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			dirs[string(m[1])] = append(dirs[string(m[1])], filepath.ToSlash(filepath.Dir(p)))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs, files
 }
