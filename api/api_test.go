@@ -471,14 +471,29 @@ func TestNDJSON(t *testing.T) {
 	if last.Count != len(lines)-2 || last.Count == 0 {
 		t.Fatalf("count %d, %d vertex lines", last.Count, len(lines)-2)
 	}
+	// The lines openapi.yaml and README describe: the header, a line per
+	// vertex with "id" when the header says has_object_ids, the rest.
+	var head struct {
+		Kind         string `json:"kind"`
+		HasObjectIDs *bool  `json:"has_object_ids"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.Kind != "bbox" || head.HasObjectIDs == nil {
+		t.Fatalf("header line %q: %v", lines[0], err)
+	}
 	for _, l := range lines[1 : len(lines)-1] {
 		var v struct {
-			V []float64      `json:"v"`
-			A map[string]any `json:"a"`
+			V  []float64      `json:"v"`
+			ID *int64         `json:"id"`
+			A  map[string]any `json:"a"`
 		}
-		if err := json.Unmarshal([]byte(l), &v); err != nil || len(v.V) != 3 || len(v.A) != 3 {
+		if err := json.Unmarshal([]byte(l), &v); err != nil || len(v.V) != 3 || len(v.A) != 3 || (v.ID != nil) != *head.HasObjectIDs {
 			t.Fatalf("line %q: %v", l, err)
 		}
+	}
+	// Without attributes a line has no "a".
+	_, body = apitest.Get(t, ts, "/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=300,300,300&f=ndjson")
+	if l := strings.Split(string(body), "\n")[1]; strings.Contains(l, `"a"`) || !strings.HasPrefix(l, `{"v":[`) {
+		t.Fatalf("a vertex line without attributes: %q", l)
 	}
 }
 

@@ -262,3 +262,129 @@ func TestUndeclaredChannelsAgreeWithTheRows(t *testing.T) {
 		t.Errorf("filter on rgba[1]: %d %.200s", code, b)
 	}
 }
+
+// TestCornerBeyondTheBoundSaysWhy: docs/security.md says box corners must
+// be finite and within ±1e300. A corner of 1e301 was refused as "not a
+// finite number", which it is: the problem must name the bound it broke.
+func TestCornerBeyondTheBoundSaysWhy(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	for _, q := range []string{"min=0,0,0&max=1e301,1,1", "min=-1e301,0,0&max=1,1,1", "min=0,0,0&max=inf,1,1"} {
+		code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/bbox?"+q)
+		if code != http.StatusBadRequest || !strings.Contains(string(b), "within ±1e300") {
+			t.Errorf("%s: %d %s, want 400 naming the bound ±1e300", q, code, b)
+		}
+	}
+	if code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/bbox?min=-1e300,0,0&max=1e300,1,1&limit=1"); code != 200 {
+		t.Errorf("corners at ±1e300: %d %s", code, b)
+	}
+}
+
+// TestDescriptorShardedOnlyWhenTrue: openapi.yaml and docs/formats.md
+// say the descriptor's sharded is there when the store's chunks are
+// packed into shards and absent when they are not.
+func TestDescriptorShardedOnlyWhenTrue(t *testing.T) {
+	t.Parallel()
+	for store, want := range map[string]string{"points_pyramid": "", "points_pyramid_sharded": "true"} {
+		s := apitest.Open(t, filepath.Join(fixtures, store+".zarrvectors"), store, cache.New(64<<20))
+		h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+		code, _, b := diffGet(t, h, "/api/v1/stores/"+store)
+		var d map[string]json.RawMessage
+		if code != 200 || json.Unmarshal(b, &d) != nil {
+			t.Fatalf("%s: %d %s", store, code, b)
+		}
+		if got := string(d["sharded"]); got != want {
+			t.Errorf("%s: sharded %q, want %q", store, got, want)
+		}
+	}
+}
+
+// TestOpenAPIDocumentHasItsLength: openapi.yaml says an answer sent whole
+// has a Content-Length. /openapi.yaml, written whole from memory, was sent
+// chunked without one, and its HEAD said nothing of its size.
+func TestOpenAPIDocumentHasItsLength(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	ts := httptest.NewServer(apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler())
+	t.Cleanup(ts.Close)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, ts.URL+"/openapi.yaml", nil)
+		req.Header.Set("Accept-Encoding", "identity") // as curl asks
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 || res.ContentLength != int64(len(api.OpenAPI())) || len(res.TransferEncoding) != 0 {
+			t.Errorf("%s /openapi.yaml: %d, Content-Length %d (want %d), Transfer-Encoding %v", method, res.StatusCode, res.ContentLength, len(api.OpenAPI()), res.TransferEncoding)
+		}
+	}
+}
+
+// TestChunkTileIsWhole: README and openapi.yaml say a chunk tile is its
+// whole chunk whatever --max-vertices is (a bound on pages and objects);
+// README's "per response" did not say so.
+func TestChunkTileIsWhole(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, MaxVertices: 2}).Handler()
+	code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/levels/0/chunks")
+	var list struct{ Chunks []string }
+	if code != 200 || json.Unmarshal(b, &list) != nil || len(list.Chunks) == 0 {
+		t.Fatalf("chunks: %d %s", code, b)
+	}
+	most := 0
+	for _, k := range list.Chunks {
+		code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/levels/0/chunks/"+k)
+		var c struct{ Count int }
+		if code != 200 || json.Unmarshal(b, &c) != nil {
+			t.Fatalf("chunk %s: %d %.300s", k, code, b)
+		}
+		most = max(most, c.Count)
+	}
+	if most <= 2 {
+		t.Fatalf("no chunk holds more than --max-vertices (%d): the test proves nothing", most)
+	}
+}
+
+// TestCursorSurvivesRespelling: openapi.yaml says a cursor is valid with
+// the same store, box, level, attributes and limit. It was bound to their
+// spelling: a cursor of ?min=…&max=… was refused with &level=0 added (the
+// default, which zvfserve query names), or with max=300.0 for 300, as
+// "not valid for this query". Another level or box is still refused.
+func TestCursorSurvivesRespelling(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	const base = "/api/v1/stores/points_bins/bbox?"
+	first := func(q string) string {
+		code, _, b := diffGet(t, h, base+q)
+		var a struct{ Next *string }
+		if code != 200 || json.Unmarshal(b, &a) != nil || a.Next == nil {
+			t.Fatalf("%s: %d %.200s", q, code, b)
+		}
+		return *a.Next
+	}
+	const q = "min=0,0,0&max=600,600,600&limit=5"
+	c := first(q)
+	_, _, want := diffGet(t, h, base+q+"&cursor="+c)
+	for _, same := range []string{
+		"min=0,0,0&max=600,600,600&limit=5&level=0",
+		"min=0.0,0,0&max=600.0,6e2,600&limit=5",
+		"min=0,0,0&max=600,600,600&level=0&limit=5",
+	} {
+		if got := first(same); got != c {
+			t.Errorf("%s: cursor %s, want %s (the same query)", same, got, c)
+		}
+		code, _, b := diffGet(t, h, base+same+"&cursor="+c)
+		if code != 200 || !bytes.Equal(b, want) {
+			t.Errorf("%s with the cursor of %s: %d %.200s", same, q, code, b)
+		}
+	}
+	for _, other := range []string{"min=0,0,0&max=600,600,601&limit=5", "min=0,0,0&max=600,600,600&limit=6"} {
+		if code, _, b := diffGet(t, h, base+other+"&cursor="+c); code != http.StatusBadRequest {
+			t.Errorf("%s with the cursor of %s: %d %.200s, want 400", other, q, code, b)
+		}
+	}
+}

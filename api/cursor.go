@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -141,11 +142,41 @@ func cursorVersion(r *http.Request, st *zvf.Store) error {
 	return staleCursor()
 }
 
+// appendCorner appends corner v with each number in its shortest
+// spelling ("300.0" and "3e2" are "300"), or v as it is when it is not a
+// list of numbers (parseCorner refuses it then).
+func appendCorner(b []byte, v string) []byte {
+	start := len(b)
+	for rest, more := v, true; more; {
+		var p string
+		p, rest, more = strings.Cut(rest, ",")
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return append(b[:start], v...)
+		}
+		if len(b) > start {
+			b = append(b, ',')
+		}
+		b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	}
+	return b
+}
+
 func queryHash(store string, q url.Values) string {
 	var buf [256]byte // on the stack for a usual query: no allocation
 	b := append(buf[:0], store...)
 	for _, p := range [...]string{"min", "max", "attributes", "level", "limit"} {
-		b = append(append(b, 0), q.Get(p)...)
+		v := q.Get(p)
+		b = append(b, 0)
+		switch {
+		case p == "level" && v == "0":
+			// The default, named: the same query as no level= (a cursor
+			// of zvfserve query, which names it, continues over HTTP).
+		case p == "min" || p == "max":
+			b = appendCorner(b, v) // the same box however its numbers are spelled
+		default:
+			b = append(b, v...)
+		}
 	}
 	// A selection changes the rows a position counts; it is added only
 	// when it selects (sample=1 is no sample), so an unselected answer's

@@ -175,6 +175,9 @@ func parseBox(q url.Values, dims int) (min, max []float64, err error) {
 	return min, max, nil
 }
 
+// cornerBound bounds a box corner's coordinates (docs/security.md).
+const cornerBound = 1e300
+
 // parseCorner reads the corner v (one number per axis) into out.
 func parseCorner(out []float64, v string, name string) error {
 	dims := len(out)
@@ -187,8 +190,8 @@ func parseCorner(out []float64, v string, name string) error {
 	i := 0
 	for p := range strings.SplitSeq(v, ",") {
 		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e300 {
-			return badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number", name, i, p))
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > cornerBound {
+			return badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number within ±1e300", name, i, p))
 		}
 		out[i] = f
 		i++

@@ -468,6 +468,19 @@ func TestNumberMatchedOnTheFirstPage(t *testing.T) {
 		if !bytes.Equal(first, again) {
 			t.Fatalf("%s: the first page changed with the cache", extra)
 		}
+		// The binary trailer and Arrow's closing batch say it too
+		// (docs/binary-format.md, docs/arrow.md).
+		_, _, bin := serve(t, srv.Handler(), p+"&f=bin")
+		var tr struct {
+			NumberMatched *int64 `json:"number_matched"`
+		}
+		if json.Unmarshal(binaryTrailer(t, bin), &tr) != nil || tr.NumberMatched == nil || *tr.NumberMatched != n {
+			t.Fatalf("%s: binary first page number_matched %v, want %d", extra, tr.NumberMatched, n)
+		}
+		_, _, arw := serve(t, srv.Handler(), p+"&f=arrow")
+		if got := readArrow(t, arw).last["zvf:number_matched"]; got != fmt.Sprint(n) {
+			t.Fatalf("%s: Arrow first page zvf:number_matched %q, want %d", extra, got, n)
+		}
 		if all := fetchAll(t, srv, "/api/v1/stores/cells/bbox?"+small+"&limit=300"+extra); int64(len(all.Vertices)) != n || *all.NumberMatched != n {
 			t.Fatalf("%s: %d rows in all, count %d", extra, len(all.Vertices), n)
 		}

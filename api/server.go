@@ -361,8 +361,12 @@ func (s *Server) routes() http.Handler {
 			get(r, "/metrics", s.m.handler().ServeHTTP)
 		}
 		get(r, "/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+			// Sent whole, so with its length (openapi.yaml: "An answer sent
+			// whole has a Content-Length"); HEAD says it too.
+			doc := OpenAPI()
 			w.Header().Set("Content-Type", "application/yaml")
-			_, _ = w.Write(OpenAPI())
+			w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+			_, _ = w.Write(doc)
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.throttle, s.timeout)

@@ -40,8 +40,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name := args[0]
 	c, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(stderr, "zvfbench: unknown benchmark %q\n\n", name)
+		// The usage, then the sentence, as zvfserve and a benchmark's own
+		// mistakes print them: the error is the last line.
 		usage(stderr, cmds)
+		fmt.Fprintf(stderr, "\nzvfbench: unknown benchmark %q\n", name)
 		return 2
 	}
 	return cli.Exit(stderr, "zvfbench", name, c.Run(ctx, args[1:], stdout, stderr))

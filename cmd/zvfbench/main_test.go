@@ -147,6 +147,10 @@ func TestHelp(t *testing.T) {
 		if code != 2 || out != "" || !strings.Contains(errs, tc.want) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errs, tc.want)
 		}
+		// A mistake's sentence is the last line, after any usage.
+		if lines := strings.Split(strings.TrimRight(errs, "\n"), "\n"); tc.args != nil && !strings.Contains(lines[len(lines)-1], tc.want) {
+			t.Errorf("%q: the last line of stderr is %q, not the error", tc.args, lines[len(lines)-1])
+		}
 	}
 }
 

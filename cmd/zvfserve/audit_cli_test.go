@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +91,7 @@ func TestServeRefusesOutOfRangeValues(t *testing.T) {
 	for _, args := range [][]string{
 		{"--max-vertices", "0"}, {"--max-vertices", "-1"}, {"--max-chunk-bytes", "0"}, {"--cache-bytes", "-5"},
 		{"--revalidate", "-1s"}, {"--revalidate-walk", "-1s"}, {"--settle", "-1s"}, {"--read-concurrency", "-3"}, {"--max-age", "-1s"},
+		{"--stall-timeout", "0s"}, {"--idle-timeout", "0s"}, {"--shutdown-grace", "0s"}, {"--max-concurrent", "0"}, {"--shutdown-delay", "-1s"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
@@ -95,8 +99,14 @@ func TestServeRefusesOutOfRangeValues(t *testing.T) {
 			defer cancel()
 			var out, errs bytes.Buffer
 			code := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", graphStore}, args...), &out, &errs)
-			if code != 2 || !strings.Contains(errs.String(), args[0]) {
+			if code != 2 || !strings.Contains(errs.String(), args[0]+" "+args[1]) {
 				t.Fatalf("exit %d: %s", code, errs.String())
+			}
+			// Only the flag that is wrong: "--revalidate 1m0s,
+			// --revalidate-walk 0s, --settle -1s and --max-age 1h0m0s
+			// must not be negative" made the reader find it.
+			if n := strings.Count(errs.String(), " --"); n != 1 {
+				t.Errorf("the refusal names %d flags: %s", n, errs.String())
 			}
 		})
 	}
@@ -241,5 +251,134 @@ func TestS3WithoutRegionFailsAtOnce(t *testing.T) {
 		if code == 0 || !strings.Contains(errs.String(), "region=") || time.Since(start) > 10*time.Second {
 			t.Errorf("%v: exit %d after %v: %s", args, code, time.Since(start), errs.String())
 		}
+	}
+}
+
+// TestCommandFlagsDocumented: README's Commands table names every flag
+// each command's --help lists, and no flag the command lacks. Its row for
+// validate left out --no-progress.
+func TestCommandFlagsDocumented(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{} // command → its rows
+	for _, line := range strings.Split(string(readme), "\n") {
+		cmd, ok := strings.CutPrefix(line, "| `zvfserve ")
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(cmd, " ")
+		rows[strings.Trim(name, "`")] = append(rows[strings.Trim(name, "`")], cmd)
+	}
+	flagName := regexp.MustCompile(`--([a-z][a-z-]*)`)
+	for _, cmd := range []string{"demo", "inspect", "query", "validate"} {
+		documented := map[string]bool{}
+		for _, r := range rows[cmd] {
+			for _, m := range flagName.FindAllStringSubmatch(r, -1) {
+				documented[m[1]] = true
+			}
+		}
+		if len(rows[cmd]) == 0 {
+			t.Errorf("README's Commands table has no row for %s", cmd)
+			continue
+		}
+		var out, errs bytes.Buffer
+		if code := run(context.Background(), []string{cmd, "--help"}, &out, &errs); code != 0 {
+			t.Fatalf("%s --help: exit %d: %s", cmd, code, errs.String())
+		}
+		help := out.String() + errs.String()
+		usage, flags, ok := strings.Cut(help, "\nFlags:\n")
+		if !ok {
+			t.Fatalf("%s --help lists no flags:\n%s", cmd, help)
+		}
+		listed := map[string]bool{}
+		for _, line := range strings.Split(flags, "\n") {
+			if f, ok := strings.CutPrefix(line, "  -"); ok {
+				name, _, _ := strings.Cut(f, " ")
+				listed[name] = true
+				if !documented[name] {
+					t.Errorf("README's %s rows do not name --%s", cmd, name)
+				}
+				if !strings.Contains(usage, "--"+name) {
+					t.Errorf("%s --help's usage line does not name --%s", cmd, name)
+				}
+			}
+		}
+		for name := range documented {
+			if !listed[name] {
+				t.Errorf("README names --%s for %s, which has no such flag", name, cmd)
+			}
+		}
+	}
+}
+
+// TestErrorsEndWithOneSentence: README says errors are one sentence on
+// stderr, its last line, with the usage before it when the call itself
+// was wrong (a missing argument, an unknown flag or command), and exit 2
+// for a command-line mistake, 1 otherwise. It said "one sentence" alone,
+// though such calls print the usage first.
+func TestErrorsEndWithOneSentence(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "none.zarrvectors")
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		usage bool
+	}{
+		{[]string{"inspect"}, 2, true},
+		{[]string{"inspect", "--bogus", graphStore}, 2, true},
+		{[]string{"frobnicate"}, 2, true},
+		{[]string{"query", graphStore, "--bbox", "1,2"}, 2, false},
+		{[]string{"inspect", missing}, 1, false},
+		{[]string{"query", graphStore}, 2, true}, // its --help says so too
+		{[]string{"serve", "--log-level", "trace", graphStore}, 2, false},
+	} {
+		var out, errs bytes.Buffer
+		code := run(context.Background(), tc.args, &out, &errs)
+		lines := strings.Split(strings.TrimRight(errs.String(), "\n"), "\n")
+		last := lines[len(lines)-1]
+		if code != tc.code || !strings.HasPrefix(last, "zvfserve") || !strings.Contains(last, ": ") {
+			t.Errorf("%v: exit %d (want %d), last line %q", tc.args, code, tc.code, last)
+		}
+		if tc.args[0] == "serve" && !strings.Contains(last, "debug, info, warn or error") {
+			t.Errorf("%v: %q does not say what the flag takes", tc.args, last) // as --help does
+		}
+		if usage := strings.Contains(errs.String(), "Usage:"); usage != tc.usage || (!tc.usage && len(lines) != 1) {
+			t.Errorf("%v: usage printed %v (want %v), %d lines:\n%s", tc.args, usage, tc.usage, len(lines), errs.String())
+		}
+	}
+}
+
+// TestInspectJSONIsTheDescriptor: inspect --json prints the descriptor
+// the server answers for the store, but for the members that are the
+// server's URLs (its --help and docs/formats.md say so; they said "the
+// descriptor" alone).
+func TestInspectJSONIsTheDescriptor(t *testing.T) {
+	t.Parallel()
+	var out, errs bytes.Buffer
+	if code := run(context.Background(), []string{"inspect", "--json", graphStore}, &out, &errs); code != 0 {
+		t.Fatalf("inspect --json: exit %d: %s", code, errs.String())
+	}
+	var printed map[string]any
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, graphStore)
+	s.exitsClean(t)
+	code, body, _ := httpGet(t, s.base+"/api/v1/stores/graph")
+	var served map[string]any
+	if code != 200 || json.Unmarshal([]byte(body), &served) != nil {
+		t.Fatalf("descriptor: %d %.300s", code, body)
+	}
+	for _, k := range []string{"queryables", "neuroglancer"} {
+		if _, ok := printed[k]; ok {
+			t.Errorf("inspect --json prints %s, a server's URL", k)
+		}
+		delete(served, k)
+	}
+	if !reflect.DeepEqual(printed, served) {
+		t.Errorf("inspect --json:\n%s\nis not the served descriptor:\n%s", out.String(), body)
 	}
 }

@@ -20,7 +20,8 @@ const inspectUsage = `Usage: zvfserve inspect [--json] STORE
 Summarises a store: zv_version and layout (per_chunk_arrays for ZVF 0.6/0.7, chunk_grid_arrays for
 0.9), geometry, axes, bounds, capabilities, and per level the chunk and bin shape, counts of chunks,
 vertices, objects and groups, and the vertex attributes. --json prints the descriptor
-GET /api/v1/stores/{store} returns.
+GET /api/v1/stores/{store} returns, less the members that are a server's URLs (queryables,
+neuroglancer).
 `
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {

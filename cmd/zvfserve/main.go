@@ -40,8 +40,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	name, args, err := pickCommand(cmds, args)
 	if err != nil {
-		fmt.Fprintf(stderr, "zvfserve: %v\n\n", err)
+		// The usage, then the one sentence, as a subcommand's mistakes
+		// print them: the error is the last line.
 		usage(stderr, cmds)
+		fmt.Fprintf(stderr, "\nzvfserve: %v\n", err)
 		return 2
 	}
 	return cli.Exit(stderr, "zvfserve", name, cmds[name].Run(ctx, args, stdout, stderr))

@@ -71,7 +71,8 @@ document equal to the unpaged answer (its edges and faces in another order: each
 whose last vertex it holds); NDJSON and binary stream the pages one after another, edge and face
 indices counting the rows of all pages. Memory stays bounded by --limit, except that JSON holds the
 object ids, attribute values and connectivity until its end, as the unpaged answer does. Errors are
-one sentence on stderr: exit 2 for a mistake on the command line, 1 otherwise.
+one sentence on stderr, its last line (a call missing an argument, or naming an unknown flag, prints
+this usage before it): exit 2 for a mistake on the command line, 1 otherwise.
 `
 
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {

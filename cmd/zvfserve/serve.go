@@ -74,7 +74,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing; a second signal exits at once (env ZVFSERVE_SHUTDOWN_GRACE)")
 	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz false (and keep-alive off) before the listeners close, so that load balancers polling /readyz stop sending first; --shutdown-grace follows; 0: close at once (env ZVFSERVE_SHUTDOWN_DELAY)")
 	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
-	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, so pages of wide attributes are smaller) (env ZVFSERVE_MAX_VERTICES)")
+	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, so pages of wide attributes are smaller), and an object over it is a 413; a chunk tile is always its whole chunk (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests at work at once (a response blocked on a slow client gives its slot back while it waits); more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
 	c.ngSharded = neuroglancer.ShardAuto
@@ -96,20 +96,43 @@ func (c *serveConfig) check() error {
 	if c.timeout <= 0 || c.streamTimeout < c.timeout {
 		return fmt.Errorf("%w: --request-timeout %v must be positive and no longer than --stream-timeout %v", cli.ErrUsage, c.timeout, c.streamTimeout)
 	}
-	if c.stallTimeout <= 0 || c.idleTimeout <= 0 || c.shutdownGrace <= 0 || c.maxConcurrent <= 0 {
-		return fmt.Errorf("%w: --stall-timeout, --idle-timeout, --shutdown-grace and --max-concurrent must be positive", cli.ErrUsage)
+	// Each refusal names the flags that are wrong, and only those.
+	var bad []string
+	need := func(ok bool, flag string, v any) {
+		if !ok {
+			bad = append(bad, fmt.Sprintf("--%s %v", flag, v))
+		}
+	}
+	refuse := func(what string) error {
+		if len(bad) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s %s", cli.ErrUsage, strings.Join(bad, ", "), what)
+	}
+	need(c.stallTimeout > 0, "stall-timeout", c.stallTimeout)
+	need(c.idleTimeout > 0, "idle-timeout", c.idleTimeout)
+	need(c.shutdownGrace > 0, "shutdown-grace", c.shutdownGrace)
+	need(c.maxConcurrent > 0, "max-concurrent", c.maxConcurrent)
+	if err := refuse("must be positive"); err != nil {
+		return err
 	}
 	if c.readiness != "all" && c.readiness != "any" {
 		return fmt.Errorf("%w: --readiness %q: all or any", cli.ErrUsage, c.readiness)
 	}
-	if c.maxVertices < 1 || c.maxChunkBytes < 1 {
-		return fmt.Errorf("%w: --max-vertices %d and --max-chunk-bytes %d must be at least 1", cli.ErrUsage, c.maxVertices, c.maxChunkBytes)
+	need(c.maxVertices >= 1, "max-vertices", c.maxVertices)
+	need(c.maxChunkBytes >= 1, "max-chunk-bytes", c.maxChunkBytes)
+	if err := refuse("must be at least 1"); err != nil {
+		return err
 	}
-	if c.cacheBytes < 0 || c.readConcurrency < 0 {
-		return fmt.Errorf("%w: --cache-bytes %d and --read-concurrency %d must not be negative", cli.ErrUsage, c.cacheBytes, c.readConcurrency)
-	}
-	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
-		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
+	need(c.cacheBytes >= 0, "cache-bytes", c.cacheBytes)
+	need(c.readConcurrency >= 0, "read-concurrency", c.readConcurrency)
+	need(c.revalidate >= 0, "revalidate", c.revalidate)
+	need(c.revalidateWalk >= 0, "revalidate-walk", c.revalidateWalk)
+	need(c.settle >= 0, "settle", c.settle)
+	need(c.maxAge >= 0, "max-age", c.maxAge)
+	need(c.shutdownDelay >= 0, "shutdown-delay", c.shutdownDelay)
+	if err := refuse("must not be negative"); err != nil {
+		return err
 	}
 	if c.publicURL != "" {
 		// The catalog, Link headers and Neuroglancer sources are built on
@@ -118,9 +141,6 @@ func (c *serveConfig) check() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%w: --public-url %q: want an absolute http or https URL such as https://data.example.org/zvf", cli.ErrUsage, c.publicURL)
 		}
-	}
-	if c.shutdownDelay < 0 {
-		return fmt.Errorf("%w: --shutdown-delay %v must not be negative", cli.ErrUsage, c.shutdownDelay)
 	}
 	return nil
 }
@@ -157,7 +177,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), skip ...stri
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("%w: --log-level %q", cli.ErrUsage, level)
+		return nil, fmt.Errorf("%w: --log-level %q (debug, info, warn or error)", cli.ErrUsage, level)
 	}
 	o := &slog.HandlerOptions{Level: lv}
 	switch format {
@@ -170,7 +190,8 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 // storeArg splits "name=URL" (the name defaults to the last path element
-// without .zarrvectors / .zarr).
+// without .zarrvectors / .zarr; for a URL of a scheme alone, "mem://", the
+// scheme).
 func storeArg(arg string) (name, target string) {
 	if i := strings.IndexByte(arg, '='); i > 0 && !strings.Contains(arg[:i], "/") && !strings.Contains(arg[:i], ":") {
 		return arg[:i], arg[i+1:]
@@ -185,6 +206,10 @@ func storeArg(arg string) (name, target string) {
 		if abs, err := filepath.Abs(arg); err == nil {
 			base = filepath.Base(abs)
 		}
+	}
+	if scheme, ok := strings.CutSuffix(base, ":"); ok && strings.HasSuffix(p, scheme+"://") {
+		// A URL with neither host nor path ("mem://"): its scheme.
+		base = scheme
 	}
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".zarrvectors"), ".zarr")
 	return base, arg

@@ -91,6 +91,10 @@ func TestStoreArg(t *testing.T) {
 		{"tracts=s3://b/x.zarr?region=x", "tracts", "s3://b/x.zarr?region=x"},
 		{"s3://b/hcp/tracts.zarrvectors?endpoint=http://127.0.0.1:9000&use_path_style=true", "tracts", "s3://b/hcp/tracts.zarrvectors?endpoint=http://127.0.0.1:9000&use_path_style=true"},
 		{"./cells/", "cells", "./cells/"},
+		// README lists mem:// as a STORE: it was named "mem:", which
+		// serve refused as a name.
+		{"mem://", "mem", "mem://"},
+		{"s3://bucket", "bucket", "s3://bucket"},
 	} {
 		n, tg := storeArg(tc.in)
 		if n != tc.name || tg != tc.target {
