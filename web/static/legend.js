@@ -31,7 +31,7 @@ export function fillLegend(app, l) {
   const at = l.attribute();
   if (!at) return;
   if (at.info.categories) {
-    lg.append(el('div', {}, ...at.info.categories.map((name, i) => el('span', { className: 'cat' },
+    lg.append(el('div', {}, ...at.info.categories.map((name, i) => el('span', { className: 'cat', title: name },
       el('span', { className: 'sw', style: `background:${rgbCss(PALETTE[i % PALETTE.length])}` }), name))));
     if (at.info.categories.length > PALETTE.length) lg.append(el('div', { className: 'note', textContent: `colours repeat after ${PALETTE.length} categories` }));
   } else {

@@ -1,0 +1,235 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/web"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+)
+
+// Names a hostile store chooses: were any of them ever put into the page
+// as markup, it would make elements (img, svg, b) with event handlers.
+const (
+	evilAttr  = `<img src=x onerror="document.title='pwned'">`
+	evilCat   = `<svg onload="document.title='pwned'">`
+	evilLabel = `<b onmouseover="document.title='pwned'">bold</b>`
+)
+
+// hostileLabels are the categories of evilCat: markup, quotes, and a
+// label far wider than the panel.
+var hostileLabels = []string{evilLabel, `'); DROP`, `a"b`, strings.Repeat("L", 300)}
+
+// hostileStores: hostile (8,000 points whose attribute, category, axis
+// and unit names are markup, with 53 attributes, one of them 315
+// characters long), one (a single point) and empty (no vertex at all).
+func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
+	t.Helper()
+	ctx := context.Background()
+	mem := memStorage(t)
+	var pos []float32
+	for x := range 20 {
+		for y := range 20 {
+			for z := range 20 {
+				pos = append(pos, float32(x*10), float32(y*10), float32(z*10))
+			}
+		}
+	}
+	n := len(pos) / 3
+	vals, labels := make([]float32, n), make([]string, n)
+	for i := range n {
+		vals[i] = float32(i)
+		labels[i] = hostileLabels[i%len(hostileLabels)]
+	}
+	attrs := []writer.Attribute{writer.Float32Attribute(evilAttr, 1, vals), writer.CategoricalAttribute(evilCat, labels),
+		writer.Float32Attribute(strings.Repeat("verylongattributename", 15), 1, vals)}
+	for i := range 50 {
+		attrs = append(attrs, writer.Float32Attribute(fmt.Sprintf("attr_%02d", i), 1, vals))
+	}
+	o := writer.Options{ChunkShape: []float64{100, 100, 100}}
+	ho := o
+	ho.Axes, ho.Unit = []string{"<i>x</i>", "y", "z"}, "<b>um</b>"
+	for _, s := range []struct {
+		name string
+		pc   *writer.PointCloud
+		o    writer.Options
+	}{
+		{"hostile", &writer.PointCloud{Positions: pos, Attributes: attrs}, ho},
+		{"one", &writer.PointCloud{Positions: []float32{5, 5, 5}}, o},
+		{"empty", &writer.PointCloud{}, o},
+	} {
+		if _, err := writer.WritePoints(ctx, mem, s.name, s.pc, s.o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []*zvf.Store
+	for _, name := range []string{"hostile", "one", "empty"} {
+		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// fault is an answer the faults handler gives instead of the server's:
+// to requests whose path is path (or, with prefix, starts with it), the
+// first times of them (-1: all).
+type fault struct {
+	path       string
+	prefix     bool
+	status     int
+	retryAfter string
+	times      int
+}
+
+// hit is a request the faults handler saw.
+type hit struct {
+	path   string
+	at     time.Time
+	status int
+}
+
+// faults answers some requests with a problem (a store changing, a
+// backend down, too many requests) before the real server answers them.
+type faults struct {
+	h     http.Handler
+	mu    sync.Mutex
+	rules []*fault
+	hits  []hit
+}
+
+func (f *faults) set(rules ...*fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules, f.hits = rules, nil
+}
+
+// seen: the requests for path so far.
+func (f *faults) seen(path string) []hit {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []hit
+	for _, h := range f.hits {
+		if h.path == path {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (f *faults) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	var rule *fault
+	for _, x := range f.rules {
+		if (r.URL.Path == x.path || x.prefix && strings.HasPrefix(r.URL.Path, x.path)) && x.times != 0 {
+			rule = x
+			if x.times > 0 {
+				x.times--
+			}
+			break
+		}
+	}
+	h := hit{path: r.URL.Path, at: time.Now(), status: 200}
+	if rule != nil {
+		h.status = rule.status
+	}
+	f.hits = append(f.hits, h)
+	f.mu.Unlock()
+	if rule == nil {
+		f.h.ServeHTTP(w, r)
+		return
+	}
+	if rule.retryAfter != "" {
+		w.Header().Set("Retry-After", rule.retryAfter)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(rule.status)
+	fmt.Fprintf(w, `{"title":%q,"status":%d,"detail":"injected by the test"}`, http.StatusText(rule.status), rule.status)
+}
+
+// hostileEnv: one Chromium, the demo and hostile stores behind faults.
+type hostileEnv struct {
+	ch *chrome
+	d  *demoStores
+	f  *faults
+	ts *httptest.Server
+}
+
+// TestViewerHostileInBrowser: the viewer against stores that name things
+// with markup, a store of one point and one of none, a server that says
+// to come back later, and links garbled or made to harm.
+func TestViewerHostileInBrowser(t *testing.T) {
+	ch := newChrome(t)
+	d := newDemo(t, false)
+	stores := append(append([]*zvf.Store(nil), d.stores...), hostileStores(t, d.cache)...)
+	srv := apitest.New(t, api.Options{Stores: stores, Cache: d.cache, UI: web.Handler()})
+	f := &faults{h: srv.Handler()}
+	ts := httptest.NewServer(f)
+	t.Cleanup(ts.Close)
+	e := &hostileEnv{ch: ch, d: d, f: f, ts: ts}
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, *hostileEnv)
+	}{
+		{"hostile names", testHostileNames},
+	} {
+		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
+	}
+}
+
+// testHostileNames: attribute, category, axis and unit names that are
+// markup show as text, make no element, and a label wider than the panel
+// does not make it scroll sideways; all 53 attributes can be chosen.
+func testHostileNames(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=hostile&c.hostile=" + url.QueryEscape(evilCat))
+	b.settle()
+	var made []string
+	b.value(`[...document.querySelectorAll('*')].filter((x) => ['IMG', 'SVG', 'svg', 'I'].includes(x.tagName) || (x.tagName === 'B' && !x.classList.contains('lname')) ||
+		[...x.attributes].some((a) => a.name.startsWith('on'))).map((x) => x.outerHTML.slice(0, 80))`, &made)
+	if len(made) > 0 || b.text("title") != "zvfserve viewer" {
+		t.Errorf("a store's names made elements %q (title %q)", made, b.text("title"))
+	}
+	legend := b.text(`.layer[data-store="hostile"] .legend`)
+	for _, l := range hostileLabels {
+		if !strings.Contains(legend, l) {
+			t.Errorf("legend %.200q lacks the label %.60q as text", legend, l)
+		}
+	}
+	var opts []string
+	b.value(`[...document.querySelector('.layer[data-store="hostile"] .colour').options].map((o) => o.value)`, &opts)
+	if len(opts) != 2+53 || !strings.Contains(strings.Join(opts, "\n"), evilAttr) {
+		t.Errorf("colour options %d (%.200q); want 55 with %q", len(opts), opts, evilAttr)
+	}
+	// The filter box's hints list the queryables as text too.
+	b.eval(`document.querySelector('.layer[data-store="hostile"] .filter').focus()`)
+	b.wait(`document.querySelector('.layer[data-store="hostile"] .fhint').textContent.includes('attr_49')`)
+	if h := b.text(`.layer[data-store="hostile"] .fhint`); !strings.Contains(h, evilCat) || !strings.Contains(h, evilLabel) {
+		t.Errorf("filter hints %.300q lack %q and %q as text", h, evilCat, evilLabel)
+	}
+	var wide struct{ Scroll, Client int }
+	b.value(`(() => { const p = document.getElementById('panel'); return {Scroll: p.scrollWidth, Client: p.clientWidth}; })()`, &wide)
+	if wide.Scroll > wide.Client {
+		t.Errorf("the panel scrolls sideways: %d wide in %d", wide.Scroll, wide.Client)
+	}
+	var labels []string
+	b.value(`__zvf.labels().map((l) => l.text)`, &labels)
+	if s := strings.Join(labels, " "); !strings.Contains(s, "<i>x</i>") || !strings.Contains(s, "<b>um</b>") {
+		t.Errorf("axis labels %q: want the axis and unit names as they are", labels)
+	}
+	b.page("viewer-hostile.png")
+	b.noProblems()
+}
