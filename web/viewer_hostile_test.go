@@ -185,6 +185,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		run  func(*testing.T, *hostileEnv)
 	}{
 		{"hostile names", testHostileNames},
+		{"come back later", testComeBackLater},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -231,5 +232,63 @@ func testHostileNames(t *testing.T, e *hostileEnv) {
 		t.Errorf("axis labels %q: want the axis and unit names as they are", labels)
 	}
 	b.page("viewer-hostile.png")
+	b.noProblems()
+}
+
+// testComeBackLater: answers that say to come back later (429 and 503
+// with Retry-After, 502 backend-unavailable) are asked again when the
+// server says, later each time, and the page draws once they pass: the
+// catalog, a store's descriptor, a tile. A store that never comes back
+// says so on its card and is asked again less and less often, never in
+// a tight loop.
+func testComeBackLater(t *testing.T, e *hostileEnv) {
+	const catalog, cells, meshes = "/api/v1/stores", "/api/v1/stores/cells", "/api/v1/stores/meshes"
+	e.f.set(&fault{path: catalog, status: 429, retryAfter: "1", times: 1},
+		&fault{path: cells, status: 503, retryAfter: "1", times: 2},
+		&fault{path: "/api/v1/stores/axons/bbox", status: 502, retryAfter: "1", times: 2},
+		&fault{path: meshes, prefix: true, status: 503, retryAfter: "1", times: -1})
+	b := e.ch.tab(t, 1280, 800)
+	start := time.Now()
+	b.navigate(e.ts.URL + "/?stores=cells,axons,meshes")
+	// While it fails, the card says what the server said and that it asks again.
+	b.wait(`document.querySelector('.layer[data-store="meshes"] .lerr').textContent.includes('retrying')`)
+	if s := b.text(`.layer[data-store="meshes"] .lerr`); !strings.Contains(s, "503") {
+		t.Errorf("meshes card says %q; want the 503", s)
+	}
+	sc := e.d.scene
+	want := map[string]int{"cells": len(sc.Cells.Positions) / 3, "axons": len(sc.Axons.Positions) / 3}
+	b.wait(fmt.Sprintf(`(() => { const d = __zvf.drawnLevels; return d.cells && d.cells[0] === %d && d.axons && d.axons[0] === %d; })()`, want["cells"], want["axons"]))
+	for _, name := range []string{"cells", "axons"} {
+		if s := b.text(`.layer[data-store="` + name + `"] .lerr`); s != "" {
+			t.Errorf("%s card says %q once it drew", name, s)
+		}
+	}
+	if s := b.text("#status"); strings.Contains(s, "error") {
+		t.Errorf("status line %q", s)
+	}
+	// Asked again as told, not at once.
+	for _, p := range []string{catalog, cells} {
+		hs := e.f.seen(p)
+		for i := 1; i < len(hs); i++ {
+			if hs[i-1].status != 200 && hs[i].at.Sub(hs[i-1].at) < 900*time.Millisecond {
+				t.Errorf("%s asked again %v after a %d that said Retry-After: 1", p, hs[i].at.Sub(hs[i-1].at), hs[i-1].status)
+			}
+		}
+		if len(hs) < 2 || hs[len(hs)-1].status != 200 {
+			t.Errorf("%s: %d requests, the last %+v; want it asked again until it answered", p, len(hs), hs)
+		}
+	}
+	// The store that stays away: asked again, each time later (1, 2, 4 s…).
+	time.Sleep(4 * time.Second)
+	hs := e.f.seen(meshes)
+	elapsed := time.Since(start)
+	if len(hs) < 2 || float64(len(hs)) > elapsed.Seconds()/1.5+2 {
+		t.Errorf("meshes asked %d times in %v; want again, but backing off", len(hs), elapsed)
+	}
+	for i := 2; i < len(hs); i++ {
+		if prev, gap := hs[i-1].at.Sub(hs[i-2].at), hs[i].at.Sub(hs[i-1].at); gap < prev*3/2 {
+			t.Errorf("meshes asked again after %v, then %v; want the wait to grow", prev, gap)
+		}
+	}
 	b.noProblems()
 }

@@ -82,7 +82,7 @@ export class Drawer {
     }
     for (const l of app.layers) app.cards.stat(l, drawn[l.name] || 0, levels[l.name] || {});
     // Settled: this frame shows everything the view asked for.
-    hooks.settled = !app.stream.busy && !app.density.busy && !app.selection.busy && app.layers.every((l) => !l.loading);
+    hooks.settled = !app.stream.busy && !app.density.busy && !app.selection.busy && app.layers.every((l) => !l.loading && !l.retrying);
     if (!app.statusError()) {
       const loading = app.stream.inflight + app.stream.queue.length;
       app.setStatus(`${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers · ${total.toLocaleString()} vertices drawn (budget ${app.budget.toLocaleString()})` +

@@ -34,6 +34,8 @@ export class Layer {
     this.sample = o.sample ?? 1;
     this.desc = null; this.grid = null; this.error = ''; this.loading = true;
     this.tileErrors = new Map();
+    this.tileFailures = new Map(); // node key -> failures in a row
+    this.retrying = false; // the descriptor failed and will be asked for again
     this.counts = new Map(); // node key -> vertices (known once loaded)
     this.byNode = new Map(); // node key -> the last tile loaded for it
     this.sel = null;
