@@ -186,6 +186,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 	}{
 		{"hostile names", testHostileNames},
 		{"come back later", testComeBackLater},
+		{"one point, no points", testOneAndNoPoints},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -289,6 +290,33 @@ func testComeBackLater(t *testing.T, e *hostileEnv) {
 		if prev, gap := hs[i-1].at.Sub(hs[i-2].at), hs[i].at.Sub(hs[i-1].at); gap < prev*3/2 {
 			t.Errorf("meshes asked again after %v, then %v; want the wait to grow", prev, gap)
 		}
+	}
+	b.noProblems()
+}
+
+// testOneAndNoPoints: a store of a single point is framed so the point
+// shows (a box of no size once framed it from a millionth of a unit, in
+// float32, and drew nothing); a store with no vertex says so on its card
+// instead of drawing a blank.
+func testOneAndNoPoints(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=one")
+	b.settle()
+	var cover map[string]int
+	b.value(`__zvf.coverage()`, &cover)
+	if cover["one"] == 0 {
+		var cam any
+		b.value(`__zvf.camera()`, &cam)
+		t.Errorf("the one point covers no pixel (camera %v)", cam)
+	}
+	if s := b.text(`.layer[data-store="one"] .lstat`); !strings.HasPrefix(s, "1 vertex drawn") {
+		t.Errorf("card says %q; want 1 vertex drawn", s)
+	}
+	b.shot("viewer-one.png")
+	b.navigate(e.ts.URL + "/?stores=empty,one")
+	b.wait(`__zvf.ready && __zvf.settled`)
+	if s := b.text(`.layer[data-store="empty"] .lstat`); !strings.Contains(s, "holds no vertices") {
+		t.Errorf("the empty store's card says %q; want that it holds no vertices", s)
 	}
 	b.noProblems()
 }

@@ -85,7 +85,7 @@ export class Drawer {
     hooks.settled = !app.stream.busy && !app.density.busy && !app.selection.busy && app.layers.every((l) => !l.loading && !l.retrying);
     if (!app.statusError()) {
       const loading = app.stream.inflight + app.stream.queue.length;
-      app.setStatus(`${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers · ${total.toLocaleString()} vertices drawn (budget ${app.budget.toLocaleString()})` +
+      app.setStatus(`${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers · ${total.toLocaleString()} ${total === 1 ? 'vertex' : 'vertices'} drawn (budget ${app.budget.toLocaleString()})` +
         `${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} to load` : ''} · ${(app.net.bytes / 1e6).toFixed(1)} MB fetched`);
     }
   }

@@ -31,6 +31,13 @@ export class View {
       for (let i = 0; i < 3; i++) { lo[i] = Math.min(lo[i], l.lo[i]); hi[i] = Math.max(hi[i], l.hi[i]); }
     }
     if (!(lo[0] <= hi[0])) return [[0, 0, 0], [1, 1, 1]];
+    // A box of no size (a store of one point) gets one, so the camera can
+    // stand off it: framed from a millionth of a unit, float32 matrices
+    // lose the point. A unit, or more far from the origin.
+    if (lo.every((v, i) => v === hi[i])) {
+      const pad = Math.max(0.5, ...lo.map((v) => Math.abs(v) * 2 ** -10));
+      return [lo.map((v) => v - pad), hi.map((v) => v + pad)];
+    }
     return [lo, hi];
   }
 
