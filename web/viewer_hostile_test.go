@@ -187,6 +187,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"hostile names", testHostileNames},
 		{"come back later", testComeBackLater},
 		{"one point, no points", testOneAndNoPoints},
+		{"garbled links", testGarbledLinks},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -319,4 +320,46 @@ func testOneAndNoPoints(t *testing.T, e *hostileEnv) {
 		t.Errorf("the empty store's card says %q; want that it holds no vertices", s)
 	}
 	b.noProblems()
+}
+
+// testGarbledLinks: links whose state is garbled or made up open the
+// page without an exception, draw the layer where the camera can see it,
+// and a box query or object named in them is asked for as a request the
+// server takes (or refused by the page with a sentence).
+func testGarbledLinks(t *testing.T, e *hostileEnv) {
+	for _, tc := range []struct {
+		query string
+		check string // a JavaScript condition on the settled page
+	}{
+		{"stores=cells&budget=Infinity&box=0,0,0,100,100,100", `!document.getElementById('bresult').textContent.includes('400')`},
+		{"stores=cells&budget=1e30&box=0,0,0,100,100,100", `!document.getElementById('bresult').textContent.includes('400')`},
+		{"stores=cells&budget=-5", `__zvf.net.log.every((r) => !/[?&]limit=-/.test(r.url))`},
+		{"stores=cells&obj=cells:99999999999999999999999", `!document.getElementById('oresult').textContent.includes('e+')`},
+		{"stores=cells&cam=0,0,0,0,0,0", ""},
+		{"stores=cells&cam=1,2,1e308,0,0,0", ""},
+		{"stores=cells&cam=0,0,-500,500,500,300", ""},
+		{"stores=cells&size=-1&op.cells=NaN&range.cells=1,1&c.cells=intensity&s.cells=2&rgb.cells=zzzzzz&lvl.cells=0%26limit%3D1&blevel=%3Cx%3E", ""},
+		{"stores=,,cells,,&hide=,", ""},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			b := e.ch.tab(t, 1280, 800)
+			b.navigate(e.ts.URL + "/?" + tc.query)
+			b.settle()
+			var cover map[string]int
+			b.value(`__zvf.coverage()`, &cover)
+			if cover["cells"] < 100 {
+				var cam any
+				b.value(`__zvf.camera()`, &cam)
+				t.Errorf("cells cover %d pixels (camera %v)", cover["cells"], cam)
+			}
+			if tc.check != "" {
+				var ok bool
+				b.value(tc.check, &ok)
+				if !ok {
+					t.Errorf("%s does not hold: box %q, object %q", tc.check, b.text("#bresult"), b.text("#oresult"))
+				}
+			}
+			b.noProblems()
+		})
+	}
 }

@@ -15,9 +15,9 @@ export const storeURL = (store) => `api/v1/stores/${enc(store)}`;
 // precision (store units, vertices only) asks for quantized coordinates.
 export function objectURL(store, id, part = '', { level, precision } = {}) {
   const p = [];
-  if (level !== undefined) p.push(`level=${level}`);
+  if (level !== undefined) p.push(`level=${enc(String(level))}`);
   if (precision > 0) p.push(`precision=${enc(String(precision))}`);
-  return `${storeURL(store)}/objects/${id}${part}${p.length ? `?${p.join('&')}` : ''}`;
+  return `${storeURL(store)}/objects/${enc(String(id))}${part}${p.length ? `?${p.join('&')}` : ''}`;
 }
 
 // bboxURL is a box query: q = {min, max, dims, level, limit, attributes,
@@ -30,7 +30,7 @@ export function objectURL(store, id, part = '', { level, precision } = {}) {
 // first page's with the cursor added.
 export function bboxURL(store, q) {
   const p = boxParams(q);
-  if (q.limit !== undefined) p.push(`limit=${q.limit}`);
+  if (q.limit !== undefined) p.push(`limit=${enc(String(q.limit))}`);
   const attrs = Array.isArray(q.attributes) ? q.attributes.join(',') : q.attributes;
   if (attrs) p.push(`attributes=${enc(attrs)}`);
   if (q.connectivity === false) p.push('connectivity=false');
@@ -59,7 +59,7 @@ function boxParams(q) {
   // Each number encoded: String(1e21) is '1e+21', and a bare + is a space.
   const corner = (c) => c.slice(0, dims).map((v) => enc(String(v))).join(',');
   const p = [`min=${corner(q.min)}`, `max=${corner(q.max)}`];
-  if (q.level !== undefined) p.push(`level=${q.level}`);
+  if (q.level !== undefined) p.push(`level=${enc(String(q.level))}`);
   if (q.filter) p.push(`filter=${enc(q.filter)}`);
   if (q.sample !== undefined && q.sample < 1) p.push(`sample=${q.sample}`);
   return p;
