@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -73,8 +74,20 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 			t.Fatal(err)
 		}
 	}
+	// Bounds the metadata declares, whatever the points: inverted, far
+	// off with an extent a float64 there cannot step through, enormous.
+	for name, bounds := range map[string][2][3]float64{
+		"inverted": {{190, 190, 190}, {0, 0, 0}},
+		"faroff":   {{1e17, 0, 0}, {1e17 + 64, 190, 190}},
+		"enormous": {{-1e300, -1e300, -1e300}, {1e300, 1e300, 1e300}},
+	} {
+		if _, err := writer.WritePoints(ctx, mem, name, &writer.PointCloud{Positions: pos}, o); err != nil {
+			t.Fatal(err)
+		}
+		editZarrJSON(t, mem, name, func(zv map[string]any) { zv["bounds"] = bounds })
+	}
 	var out []*zvf.Store
-	for _, name := range []string{"hostile", "one", "empty"} {
+	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous"} {
 		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: c})
 		if err != nil {
 			t.Fatal(err)
@@ -82,6 +95,31 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 		out = append(out, s)
 	}
 	return out
+}
+
+// editZarrJSON changes the zarr_vectors attributes of the store at name.
+func editZarrJSON(t *testing.T, mem storage.Writer, name string, edit func(map[string]any)) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := storage.ReadAll(ctx, mem, name+"/zarr.json", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	zv, ok := doc["attributes"].(map[string]any)["zarr_vectors"].(map[string]any)
+	if !ok {
+		t.Fatalf("%s/zarr.json has no zarr_vectors attributes: %s", name, b)
+	}
+	edit(zv)
+	if b, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Put(ctx, name+"/zarr.json", b); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // fault is an answer the faults handler gives instead of the server's:
@@ -188,6 +226,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"come back later", testComeBackLater},
 		{"one point, no points", testOneAndNoPoints},
 		{"garbled links", testGarbledLinks},
+		{"hostile bounds", testHostileBounds},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -357,6 +396,30 @@ func testGarbledLinks(t *testing.T, e *hostileEnv) {
 				b.value(tc.check, &ok)
 				if !ok {
 					t.Errorf("%s does not hold: box %q, object %q", tc.check, b.text("#bresult"), b.text("#oresult"))
+				}
+			}
+			b.noProblems()
+		})
+	}
+}
+
+// testHostileBounds: bounds a store declares that are inverted, far from
+// zero with an extent a float64 cannot step through in ticks, or enormous,
+// neither hang the page nor throw: it settles, and bounds that are
+// inverted or beyond what the page can draw are measured instead, and the
+// store drawn whole.
+func testHostileBounds(t *testing.T, e *hostileEnv) {
+	for _, name := range []string{"inverted", "faroff", "enormous"} {
+		t.Run(name, func(t *testing.T) {
+			b := e.ch.tab(t, 1280, 800)
+			b.navigate(e.ts.URL + "/?stores=" + name)
+			b.wait(`window.__zvf && __zvf.settled && document.querySelector('.lstat') && document.querySelector('.lstat').textContent !== 'loading…'`)
+			b.shot("viewer-bounds-" + name + ".png")
+			if name != "faroff" {
+				var drawn map[string]int
+				b.value(`__zvf.drawn`, &drawn)
+				if drawn[name] != 8000 {
+					t.Errorf("drew %d of the 8,000 points", drawn[name])
 				}
 			}
 			b.noProblems()
