@@ -87,12 +87,22 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 		editZarrJSON(t, mem, name, func(zv map[string]any) { zv["bounds"] = bounds })
 	}
 	var out []*zvf.Store
-	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous"} {
-		s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: c})
+	open := func(prefix, name string) {
+		s, err := zvf.Open(ctx, storage.Sub(mem, prefix), zvf.Options{Name: name, Cache: c})
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, s)
+	}
+	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous"} {
+		open(name, name)
+	}
+	// Names a folder may have that a plain object already has (a folder
+	// of stores names each by its path), and two that differ only in a
+	// character an element id cannot hold: the inverted store's 8,000
+	// points under each.
+	for _, name := range []string{"constructor", "toString", "a.b", "a_b"} {
+		open("inverted", name)
 	}
 	return out
 }
@@ -227,6 +237,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"one point, no points", testOneAndNoPoints},
 		{"garbled links", testGarbledLinks},
 		{"hostile bounds", testHostileBounds},
+		{"store names", testStoreNames},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -425,4 +436,35 @@ func testHostileBounds(t *testing.T, e *hostileEnv) {
 			b.noProblems()
 		})
 	}
+}
+
+// testStoreNames: stores named like what every JavaScript object has
+// (constructor, toString) are counted as the others, not added to a
+// function; stores whose names differ only in a character an id cannot
+// hold each keep their own filter suggestions.
+func testStoreNames(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=constructor,toString,a.b,a_b")
+	b.settle()
+	var drawn map[string]any
+	b.value(`__zvf.drawn`, &drawn)
+	for _, name := range []string{"constructor", "toString", "a.b", "a_b"} {
+		if n, ok := drawn[name].(float64); !ok || n != 8000 {
+			t.Errorf("%s: drawn %#v; want 8000", name, drawn[name])
+		}
+		if s := b.text(`.layer[data-store="` + name + `"] .lstat`); s != "8,000 vertices drawn (level 0)" {
+			t.Errorf("%s card says %q", name, s)
+		}
+	}
+	if s := b.text("#status"); !strings.Contains(s, " 32,000 vertices drawn") {
+		t.Errorf("status line %q; want 32,000 vertices drawn", s)
+	}
+	var own []bool
+	b.value(`[...document.querySelectorAll('.layer')].map((c) => c.querySelector('.filter').list === c.querySelector('datalist'))`, &own)
+	for i, ok := range own {
+		if !ok {
+			t.Errorf("layer %d's filter box suggests another layer's list", i)
+		}
+	}
+	b.noProblems()
 }

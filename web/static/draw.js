@@ -31,7 +31,9 @@ export class Drawer {
   // items: what to draw (only: one layer's tiles alone), with the
   // vertices, levels and edges drawn per layer.
   items(only) {
-    const app = this.app, drawn = {}, levels = {}, edges = {}, faces = {};
+    // Keyed by store name: objects without a prototype, or a store named
+    // constructor or toString starts from a function instead of 0.
+    const app = this.app, drawn = Object.create(null), levels = Object.create(null), edges = Object.create(null), faces = Object.create(null);
     // The density overviews beneath (translucent, drawn after what is opaque).
     const out = app.density.items(only);
     for (const d of app.stream.drawList) {

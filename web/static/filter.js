@@ -39,13 +39,16 @@ export class SelectionTool {
     this.app = app;
     this.queryables = new Map(); // store -> Promise of its queryables' schema
     this.checking = 0; // filters being asked about
+    this.lists = 0; // datalists made
   }
 
   get busy() { return this.checking > 0; }
 
   // rows: the card's filter and sample rows for layer l.
   rows(l) {
-    const list = `ql-${l.card.dataset.store.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    // Its own id: store names that differ only in a character an id
+    // cannot hold (a.b, a_b) must not share one.
+    const list = `ql-${++this.lists}`;
     const f = el('input', { className: 'filter', placeholder: "filter (CQL2), e.g. cell_type = 'neuron'", spellcheck: false, value: l.filterText });
     f.setAttribute('list', list);
     f.setAttribute('aria-label', `filter ${l.name}`);
