@@ -238,6 +238,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"garbled links", testGarbledLinks},
 		{"hostile bounds", testHostileBounds},
 		{"store names", testStoreNames},
+		{"filter link, store busy", testFilterLinkBusy},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -465,6 +466,38 @@ func testStoreNames(t *testing.T, e *hostileEnv) {
 		if !ok {
 			t.Errorf("layer %d's filter box suggests another layer's list", i)
 		}
+	}
+	b.noProblems()
+}
+
+// testFilterLinkBusy: a link's filter is checked with the server before
+// any tile; when that check is answered 503 (come back later), the filter
+// is not taken for refused (dropped from the view and the URL): the check
+// is made again and the filter applied.
+func testFilterLinkBusy(t *testing.T, e *hostileEnv) {
+	// Every level's first check (the demo has three).
+	e.f.set(&fault{path: "/api/v1/stores/cells/count", status: 503, retryAfter: "1", times: 3})
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells&f.cells=" + url.QueryEscape("cell_type = 'neuron'"))
+	b.settle()
+	if s := b.search(); !strings.Contains(s, "f.cells=") {
+		t.Errorf("the URL lost the filter: %s", s)
+	}
+	if s := b.text(`.layer[data-store="cells"] .lerr`); s != "" {
+		t.Errorf("cells card says %q", s)
+	}
+	resp, err := http.Get(e.ts.URL + "/api/v1/stores/cells/count?min=-1e300,-1e300,-1e300&max=1e300,1e300,1e300&level=0&filter=" + url.QueryEscape("cell_type = 'neuron'"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct{ Count int }
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || c.Count == 0 {
+		t.Fatalf("count of neurons: %v (%d)", err, c.Count)
+	}
+	neurons := c.Count
+	if got := drawnAt0(t, b, "cells"); got != neurons {
+		t.Errorf("drew %d cells at level 0; want the %d neurons", got, neurons)
 	}
 	b.noProblems()
 }
