@@ -365,6 +365,18 @@ func testOneAndNoPoints(t *testing.T, e *hostileEnv) {
 		t.Errorf("card says %q; want 1 vertex drawn", s)
 	}
 	b.shot("viewer-one.png")
+	// Every layer removed, then one added: the view, framed on nothing,
+	// frames the new layer.
+	b.eval(`document.querySelector('.layer .rm').click()`)
+	b.wait(`document.querySelectorAll('.layer').length === 0`)
+	b.eval(`document.getElementById('addstore').value = 'hostile'; document.getElementById('addlayer').click()`)
+	b.settle()
+	b.value(`__zvf.coverage()`, &cover)
+	if cover["hostile"] < 1000 {
+		var cam any
+		b.value(`__zvf.camera()`, &cam)
+		t.Errorf("a layer added to an empty page covers %d pixels (camera %v)", cover["hostile"], cam)
+	}
 	b.navigate(e.ts.URL + "/?stores=empty,one")
 	b.wait(`__zvf.ready && __zvf.settled`)
 	if s := b.text(`.layer[data-store="empty"] .lstat`); !strings.Contains(s, "holds no vertices") {

@@ -129,8 +129,11 @@ async function describe(l, attempt) {
   if (!app.fitted && app.layers.every((x) => !x.loading)) {
     app.fitted = true;
     if (app.camFromURL) app.view.apply(app.camFromURL); else app.view.fit();
-  } else if (l.desc && attempt > 1 && !app.camFromURL && app.layers.every((x) => x === l || !x.desc)) {
-    app.view.fit(); // the first layer to arrive: the view was framed on nothing
+  } else if (l.desc && app.layers.every((x) => x === l || !x.desc) && !(attempt > 1 && app.camFromURL)) {
+    // The only layer with bounds (added to an empty page, or the first to
+    // answer a retry): the view was framed on nothing. A link's camera
+    // stays, though, once taken.
+    app.view.fit();
   }
   app.scheduleUpdate();
   app.redraw();
