@@ -33,8 +33,8 @@ const (
 var hostileLabels = []string{evilLabel, `'); DROP`, `a"b`, strings.Repeat("L", 300)}
 
 // hostileStores: hostile (8,000 points whose attribute, category, axis
-// and unit names are markup, with 53 attributes, one of them 315
-// characters long), one (a single point) and empty (no vertex at all).
+// and unit names are markup, with 54 attributes, one of them 315
+// characters long, one with 2,000 categories), one (a single point) and empty (no vertex at all).
 func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -58,6 +58,11 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 	for i := range 50 {
 		attrs = append(attrs, writer.Float32Attribute(fmt.Sprintf("attr_%02d", i), 1, vals))
 	}
+	many := make([]string, n)
+	for i := range n {
+		many[i] = fmt.Sprintf("label %04d", i%2000)
+	}
+	attrs = append(attrs, writer.CategoricalAttribute("many", many))
 	o := writer.Options{ChunkShape: []float64{100, 100, 100}}
 	ho := o
 	ho.Axes, ho.Unit = []string{"<i>x</i>", "y", "z"}, "<b>um</b>"
@@ -246,7 +251,8 @@ func TestViewerHostileInBrowser(t *testing.T) {
 
 // testHostileNames: attribute, category, axis and unit names that are
 // markup show as text, make no element, and a label wider than the panel
-// does not make it scroll sideways; all 53 attributes can be chosen.
+// does not make it scroll sideways; all 54 attributes can be chosen, and
+// one of 2,000 categories gets a legend of the first few.
 func testHostileNames(t *testing.T, e *hostileEnv) {
 	b := e.ch.tab(t, 1280, 800)
 	b.navigate(e.ts.URL + "/?stores=hostile&c.hostile=" + url.QueryEscape(evilCat))
@@ -265,9 +271,17 @@ func testHostileNames(t *testing.T, e *hostileEnv) {
 	}
 	var opts []string
 	b.value(`[...document.querySelector('.layer[data-store="hostile"] .colour').options].map((o) => o.value)`, &opts)
-	if len(opts) != 2+53 || !strings.Contains(strings.Join(opts, "\n"), evilAttr) {
-		t.Errorf("colour options %d (%.200q); want 55 with %q", len(opts), opts, evilAttr)
+	if len(opts) != 2+54 || !strings.Contains(strings.Join(opts, "\n"), evilAttr) {
+		t.Errorf("colour options %d (%.200q); want 56 with %q", len(opts), opts, evilAttr)
 	}
+	// 2,000 categories: the legend lists the first ones and counts the rest.
+	b.eval(`(() => { const s = document.querySelector('.layer[data-store="hostile"] .colour'); s.value = 'many'; s.dispatchEvent(new Event('change')); })()`)
+	var cats int
+	b.value(`document.querySelectorAll('.layer[data-store="hostile"] .legend .cat').length`, &cats)
+	if l := b.text(`.layer[data-store="hostile"] .legend`); cats > 100 || !strings.Contains(l, "label 0000") || !strings.Contains(l, "more") {
+		t.Errorf("legend of 2,000 categories: %d swatches, %.300q; want the first few and a count of the rest", cats, l)
+	}
+	b.eval(`(() => { const s = document.querySelector('.layer[data-store="hostile"] .colour'); s.value = ` + jsString(evilCat) + `; s.dispatchEvent(new Event('change')); })()`)
 	// The filter box's hints list the queryables as text too.
 	b.eval(`document.querySelector('.layer[data-store="hostile"] .filter').focus()`)
 	b.wait(`document.querySelector('.layer[data-store="hostile"] .fhint').textContent.includes('attr_49')`)
