@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/web"
@@ -244,6 +246,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"hostile bounds", testHostileBounds},
 		{"store names", testStoreNames},
 		{"filter link, store busy", testFilterLinkBusy},
+		{"context lost", testContextLost},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -524,6 +527,38 @@ func testFilterLinkBusy(t *testing.T, e *hostileEnv) {
 	neurons := c.Count
 	if got := drawnAt0(t, b, "cells"); got != neurons {
 		t.Errorf("drew %d cells at level 0; want the %d neurons", got, neurons)
+	}
+	b.noProblems()
+}
+
+// testContextLost: when the browser takes the WebGL context away (a GPU
+// reset), the status line says so instead of a blank view under "drawn";
+// when it gives it back, the page draws again, from its URL.
+func testContextLost(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells")
+	b.settle()
+	b.eval(`window.__lose = document.getElementById('view').getContext('webgl2').getExtension('WEBGL_lose_context'); window.__lose.loseContext()`)
+	b.wait(`document.getElementById('status').textContent.includes('graphics context was lost')`)
+	if s := b.text("#status"); !strings.HasPrefix(s, "error") {
+		t.Errorf("status line %q; want an error", s)
+	}
+	b.eval(`window.__lose.restoreContext()`)
+	// The page loads again: polls across the navigation fail until it has.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!window.__lose && !!window.__zvf && __zvf.ready && __zvf.settled`))
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not draw again after the context came back: %q", b.text("#status"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var cover map[string]int
+	b.value(`__zvf.coverage()`, &cover)
+	if cover["cells"] < 1000 {
+		t.Errorf("after the context came back, cells cover %d pixels", cover["cells"])
 	}
 	b.noProblems()
 }

@@ -191,6 +191,16 @@ async function main() {
     return;
   }
   hooks.marks.push(['context', performance.now()]);
+  // A lost context (a GPU reset, too many contexts) leaves the canvas blank
+  // under a status line that says all is drawn: say so, and when the
+  // browser gives it back, load the page again (the URL holds the view;
+  // the tiles' arrays left the page once on the GPU).
+  app.canvas.addEventListener('webglcontextlost', (e) => {
+    e.preventDefault(); // without this the browser never gives it back
+    app.renderer.linked = false; // no frame is drawn meanwhile
+    setStatus('error: the graphics context was lost (the GPU reset?); the view is drawn again when the browser restores it', true);
+  });
+  app.canvas.addEventListener('webglcontextrestored', () => { app.writeURL(); location.reload(); });
   try {
     await app.renderer.ready();
   } catch (e) {
