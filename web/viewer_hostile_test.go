@@ -247,6 +247,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"store names", testStoreNames},
 		{"filter link, store busy", testFilterLinkBusy},
 		{"context lost", testContextLost},
+		{"overview, store busy", testOverviewBusy},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -559,6 +560,19 @@ func testContextLost(t *testing.T, e *hostileEnv) {
 	b.value(`__zvf.coverage()`, &cover)
 	if cover["cells"] < 1000 {
 		t.Errorf("after the context came back, cells cover %d pixels", cover["cells"])
+	}
+	b.noProblems()
+}
+
+// testOverviewBusy: a density overview answered 503 (Retry-After: 1) is
+// shown as failed, then asked for again and drawn.
+func testOverviewBusy(t *testing.T, e *hostileEnv) {
+	e.f.set(&fault{path: "/api/v1/stores/cells/density", status: 503, retryAfter: "1", times: 1})
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells&budget=1000")
+	b.wait(`(() => { const o = __zvf.overview && __zvf.overview().cells; return !!o && o.cells > 0; })()`)
+	if hs := e.f.seen("/api/v1/stores/cells/density"); len(hs) != 2 || hs[0].status != 503 || hs[1].at.Sub(hs[0].at) < 900*time.Millisecond {
+		t.Errorf("density requests %+v; want a 503, then one more a second later", hs)
 	}
 	b.noProblems()
 }
