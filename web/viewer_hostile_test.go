@@ -248,6 +248,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"filter link, store busy", testFilterLinkBusy},
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
+		{"neuroglancer link schemes", testNeuroglancerSchemes},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -573,6 +574,29 @@ func testOverviewBusy(t *testing.T, e *hostileEnv) {
 	b.wait(`(() => { const o = __zvf.overview && __zvf.overview().cells; return !!o && o.cells > 0; })()`)
 	if hs := e.f.seen("/api/v1/stores/cells/density"); len(hs) != 2 || hs[0].status != 503 || hs[1].at.Sub(hs[0].at) < 900*time.Millisecond {
 		t.Errorf("density requests %+v; want a 503, then one more a second later", hs)
+	}
+	b.noProblems()
+}
+
+// testNeuroglancerSchemes: a descriptor's neuroglancer url becomes the
+// card's link only when it is http or https: a javascript: or data: URL
+// would run in the page's origin when clicked.
+func testNeuroglancerSchemes(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=one")
+	b.settle()
+	var got []string
+	b.await(`import('./neuroglancer.js').then((m) => { window.__ng = ['javascript:alert(1)', ' JavaScript:alert(1)', 'data:text/html,<script>alert(1)</script>', 'https://example.org/#!{}', '/ng/one']
+		.map((u) => m.neuroglancerURL({ url: u }, location)); })`)
+	b.value(`window.__ng`, &got)
+	want := []string{"", "", "", "https://example.org/#!{}", e.ts.URL + "/ng/one"}
+	if len(got) != len(want) {
+		t.Fatalf("links %q; want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("link %d: %q; want %q", i, got[i], want[i])
+		}
 	}
 	b.noProblems()
 }
