@@ -93,6 +93,14 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 		}
 		editZarrJSON(t, mem, name, func(zv map[string]any) { zv["bounds"] = bounds })
 	}
+	// four: the 8,000 points with a fourth axis (time, say).
+	var pos4 []float32
+	for i := range n {
+		pos4 = append(pos4, pos[3*i], pos[3*i+1], pos[3*i+2], float32(i%5))
+	}
+	if _, err := writer.WritePoints(ctx, mem, "four", &writer.PointCloud{Positions: pos4}, writer.Options{ChunkShape: []float64{100, 100, 100, 10}}); err != nil {
+		t.Fatal(err)
+	}
 	var out []*zvf.Store
 	open := func(prefix, name string) {
 		s, err := zvf.Open(ctx, storage.Sub(mem, prefix), zvf.Options{Name: name, Cache: c})
@@ -101,7 +109,7 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 		}
 		out = append(out, s)
 	}
-	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous"} {
+	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "four"} {
 		open(name, name)
 	}
 	// Names a folder may have that a plain object already has (a folder
@@ -249,6 +257,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
 		{"neuroglancer link schemes", testNeuroglancerSchemes},
+		{"four axes", testFourAxes},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -597,6 +606,24 @@ func testNeuroglancerSchemes(t *testing.T, e *hostileEnv) {
 		if got[i] != want[i] {
 			t.Errorf("link %d: %q; want %q", i, got[i], want[i])
 		}
+	}
+	b.noProblems()
+}
+
+// testFourAxes: a store of four axes (x, y, z and one more) is drawn in
+// x, y, z: every request names all four axes (the server wants a number
+// per axis), the fourth over its whole range; the box query too.
+func testFourAxes(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=four&box=0,0,0,50,50,50")
+	b.settle()
+	var drawn map[string]int
+	b.value(`__zvf.drawn`, &drawn)
+	if drawn["four"] != 8000 {
+		t.Errorf("drew %d of the 8,000 points of a 4-axis store (card: %q)", drawn["four"], b.text(`.layer[data-store="four"]`))
+	}
+	if s := b.text("#bresult"); !strings.Contains(s, "four") || strings.Contains(s, "400") {
+		t.Errorf("box query: %q", s)
 	}
 	b.noProblems()
 }
