@@ -101,6 +101,14 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 	if _, err := writer.WritePoints(ctx, mem, "four", &writer.PointCloud{Positions: pos4}, writer.Options{ChunkShape: []float64{100, 100, 100, 10}}); err != nil {
 		t.Fatal(err)
 	}
+	// two: a plane of 400 points (x, y only).
+	var pos2 []float32
+	for i := range 400 {
+		pos2 = append(pos2, float32(i%20*10), float32(i/20*10))
+	}
+	if _, err := writer.WritePoints(ctx, mem, "two", &writer.PointCloud{Positions: pos2}, writer.Options{ChunkShape: []float64{100, 100}}); err != nil {
+		t.Fatal(err)
+	}
 	var out []*zvf.Store
 	open := func(prefix, name string) {
 		s, err := zvf.Open(ctx, storage.Sub(mem, prefix), zvf.Options{Name: name, Cache: c})
@@ -109,7 +117,7 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 		}
 		out = append(out, s)
 	}
-	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "four"} {
+	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "four", "two"} {
 		open(name, name)
 	}
 	// Names a folder may have that a plain object already has (a folder
@@ -257,7 +265,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
 		{"neuroglancer link schemes", testNeuroglancerSchemes},
-		{"four axes", testFourAxes},
+		{"two and four axes", testFourAxes},
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.set(); tc.run(t, e) })
 	}
@@ -610,7 +618,8 @@ func testNeuroglancerSchemes(t *testing.T, e *hostileEnv) {
 	b.noProblems()
 }
 
-// testFourAxes: a store of four axes (x, y, z and one more) is drawn in
+// testFourAxes: a store of two axes is drawn on a plane; one of four
+// axes (x, y, z and one more) is drawn in
 // x, y, z: every request names all four axes (the server wants a number
 // per axis), the fourth over its whole range; the box query too.
 func testFourAxes(t *testing.T, e *hostileEnv) {
@@ -624,6 +633,13 @@ func testFourAxes(t *testing.T, e *hostileEnv) {
 	}
 	if s := b.text("#bresult"); !strings.Contains(s, "four") || strings.Contains(s, "400") {
 		t.Errorf("box query: %q", s)
+	}
+	b.noProblems()
+	b.navigate(e.ts.URL + "/?stores=two")
+	b.settle()
+	b.value(`__zvf.drawn`, &drawn)
+	if drawn["two"] != 400 {
+		t.Errorf("drew %d of the 400 points of a 2-axis store (card: %q)", drawn["two"], b.text(`.layer[data-store="two"]`))
 	}
 	b.noProblems()
 }
