@@ -619,9 +619,9 @@ func testNeuroglancerSchemes(t *testing.T, e *hostileEnv) {
 }
 
 // testFourAxes: a store of two axes is drawn on a plane; one of four
-// axes (x, y, z and one more) is drawn in
-// x, y, z: every request names all four axes (the server wants a number
-// per axis), the fourth over its whole range; the box query too.
+// axes (x, y, z and one more) is drawn in x, y, z: every request names
+// all four axes (the server wants a number per axis), the fourth over its
+// whole range; the box query too.
 func testFourAxes(t *testing.T, e *hostileEnv) {
 	b := e.ch.tab(t, 1280, 800)
 	b.navigate(e.ts.URL + "/?stores=four&box=0,0,0,50,50,50")
