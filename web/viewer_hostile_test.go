@@ -439,6 +439,8 @@ func testGarbledLinks(t *testing.T, e *hostileEnv) {
 		{"stores=cells&cam=0,0,-500,500,500,300", ""},
 		{"stores=cells&size=-1&op.cells=NaN&range.cells=1,1&c.cells=intensity&s.cells=2&rgb.cells=zzzzzz&lvl.cells=0%26limit%3D1&blevel=%3Cx%3E", ""},
 		{"stores=,,cells,,&hide=,", ""},
+		// An old single-store link, garbled.
+		{"#store=cells&level=%zz&color=%3Cb%3E&obj=x&budget=Infinity&box=1,2", `location.search.startsWith('?stores=cells')`},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			b := e.ch.tab(t, 1280, 800)
