@@ -43,8 +43,10 @@ export class ProblemError extends Error {
 }
 
 // Answers that say the same request may succeed later: too many requests,
-// a backend or store that is down or changing, a timeout.
-const LATER = new Set([429, 502, 503, 504]);
+// a backend or store that is down or changing, a timeout, and a page
+// cursor from a version of the store that is gone (409: asked again from
+// the first page, it is answered from the new one).
+const LATER = new Set([409, 429, 502, 503, 504]);
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 60000;
 
