@@ -257,6 +257,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 	}{
 		{"hostile names", testHostileNames},
 		{"come back later", testComeBackLater},
+		{"link camera, store busy", testLinkCameraBusy},
 		{"one point, no points", testOneAndNoPoints},
 		{"garbled links", testGarbledLinks},
 		{"hostile bounds", testHostileBounds},
@@ -646,6 +647,26 @@ func testFourAxes(t *testing.T, e *hostileEnv) {
 	b.value(`__zvf.drawn`, &drawn)
 	if drawn["two"] != 400 {
 		t.Errorf("drew %d of the 400 points of a 2-axis store (card: %q)", drawn["two"], b.text(`.layer[data-store="two"]`))
+	}
+	b.noProblems()
+}
+
+// testLinkCameraBusy: a link's camera is taken once the store it looks at
+// answers, even when its descriptor came only on a retry (before, the
+// page had framed the empty scene, and the camera, far off for that,
+// was not taken).
+func testLinkCameraBusy(t *testing.T, e *hostileEnv) {
+	e.f.set(&fault{path: "/api/v1/stores/cells", status: 503, retryAfter: "1", times: 1})
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells&cam=-0.9,0.45,20000,500,500,300")
+	b.settle()
+	var cam struct {
+		Yaw, Pitch, Dist float64
+		Target           []float64
+	}
+	b.value(`__zvf.camera()`, &cam)
+	if cam.Dist != 20000 || cam.Yaw != -0.9 || len(cam.Target) != 3 || cam.Target[0] != 500 {
+		t.Errorf("camera %+v; want the link's", cam)
 	}
 	b.noProblems()
 }

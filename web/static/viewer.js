@@ -129,11 +129,12 @@ async function describe(l, attempt) {
   if (!app.fitted && app.layers.every((x) => !x.loading)) {
     app.fitted = true;
     if (app.camFromURL) app.view.apply(app.camFromURL); else app.view.fit();
-  } else if (l.desc && app.layers.every((x) => x === l || !x.desc) && !(attempt > 1 && app.camFromURL)) {
+  } else if (l.desc && app.fitted && app.layers.every((x) => x === l || !x.desc)) {
     // The only layer with bounds (added to an empty page, or the first to
-    // answer a retry): the view was framed on nothing. A link's camera
-    // stays, though, once taken.
-    app.view.fit();
+    // answer a retry): the view was framed on nothing. After a retry, the
+    // link's camera, if it has one, is taken now (checked against these
+    // bounds: View.apply).
+    if (attempt > 1 && app.camFromURL) app.view.apply(app.camFromURL); else app.view.fit();
   }
   app.scheduleUpdate();
   app.redraw();
