@@ -12,6 +12,7 @@ import { retryDelay, waitText } from './net.js';
 export const OVERVIEW_SHAPE = [32, 32, 32];
 const ALPHA = 0.35;
 const FAILED_RETRY_MS = 60000; // an overview that failed for good is asked for again after this
+const TIMER_SLACK_MS = 20;
 
 export class DensityOverview {
   // app: {net, renderer, layers, budget, redraw()}
@@ -62,7 +63,7 @@ export class DensityOverview {
       o.failures++;
       const wait = retryDelay(e, o.failures) ?? FAILED_RETRY_MS;
       Object.assign(o, { state: 'failed', error: `${e.message} · retrying in ${waitText(wait)}`, retryAt: performance.now() + wait });
-      setTimeout(() => this.app.scheduleUpdate(), wait);
+      setTimeout(() => this.app.scheduleUpdate(), wait + TIMER_SLACK_MS); // a timer may fire a little early
     } finally {
       o.ctrl = null;
       this.pending--;

@@ -12,6 +12,7 @@ import { retryDelay, waitText } from './net.js';
 const MAX_INFLIGHT = 4;
 const UPDATE_MS = 120; // at most one tile selection this often while the view moves
 const FAILED_RETRY_MS = 60000; // a tile that failed for good is asked again after this
+const TIMER_SLACK_MS = 20;
 
 export class Streamer {
   // app: {layers, budget, tiles, net, view, hooks, density, redraw(), onTiles(layers), onTileError(l)}
@@ -139,7 +140,7 @@ export class Streamer {
         t.state = 'failed';
         t.error = e.message;
         t.retryAt = performance.now() + wait;
-        setTimeout(() => this.schedule(), wait);
+        setTimeout(() => this.schedule(), wait + TIMER_SLACK_MS); // a timer may fire a little early
         const p = (v) => v.map((x) => +x.toPrecision(6)).join(',');
         l.tileErrors.set(n.key, `level ${n.level} box ${p(min)} – ${p(max)}: ${e.message} · retrying in ${waitText(wait)}`);
         app.onTileError(l);
