@@ -15,14 +15,15 @@ export const storeURL = (store) => `api/v1/stores/${enc(store)}`;
 // precision (store units, vertices only) asks for quantized coordinates.
 export function objectURL(store, id, part = '', { level, precision } = {}) {
   const p = [];
-  if (level !== undefined) p.push(`level=${level}`);
+  if (level !== undefined) p.push(`level=${enc(String(level))}`);
   if (precision > 0) p.push(`precision=${enc(String(precision))}`);
-  return `${storeURL(store)}/objects/${id}${part}${p.length ? `?${p.join('&')}` : ''}`;
+  return `${storeURL(store)}/objects/${enc(String(id))}${part}${p.length ? `?${p.join('&')}` : ''}`;
 }
 
 // bboxURL is a box query: q = {min, max, dims, level, limit, attributes,
 // connectivity, format, filter, sample, precision, cursor}. The corners are cut to
-// dims numbers (a 2-D store takes two); attributes is a name, a list or
+// dims numbers (a 2-D store takes two; a 4-D one gets the whole of its
+// fourth axis); attributes is a name, a list or
 // '*'; filter is CQL2 text; sample a share in (0, 1], left out at 1 (the
 // server's answer is the same); the rest are left out when undefined, so
 // the server's defaults apply; precision (store units) asks for quantized
@@ -30,7 +31,7 @@ export function objectURL(store, id, part = '', { level, precision } = {}) {
 // first page's with the cursor added.
 export function bboxURL(store, q) {
   const p = boxParams(q);
-  if (q.limit !== undefined) p.push(`limit=${q.limit}`);
+  if (q.limit !== undefined) p.push(`limit=${enc(String(q.limit))}`);
   const attrs = Array.isArray(q.attributes) ? q.attributes.join(',') : q.attributes;
   if (attrs) p.push(`attributes=${enc(attrs)}`);
   if (q.connectivity === false) p.push('connectivity=false');
@@ -52,14 +53,20 @@ export const densityURL = (store, q, shape) => `${storeURL(store)}/density?${box
 // queryablesURL: the JSON Schema of what a filter may name.
 export const queryablesURL = (store) => `${storeURL(store)}/queryables`;
 
+// FAR: the largest coordinate a box may name (the server's bound).
+const FAR = 1e300;
+
 // boxParams: the box, level and selection that bbox, count and density
 // share, in that order.
 function boxParams(q) {
   const dims = q.dims ?? q.min.length;
-  // Each number encoded: String(1e21) is '1e+21', and a bare + is a space.
-  const corner = (c) => c.slice(0, dims).map((v) => enc(String(v))).join(',');
-  const p = [`min=${corner(q.min)}`, `max=${corner(q.max)}`];
-  if (q.level !== undefined) p.push(`level=${q.level}`);
+  // A number per axis of the store: the page works in x, y, z, so an axis
+  // beyond them (a 4-axis store) spans everything (FAR, the server's
+  // limit). Each number encoded: String(1e21) is '1e+21', and a bare + is
+  // a space.
+  const corner = (c, far) => Array.from({ length: dims }, (_, i) => (i < c.length ? c[i] : far)).map((v) => enc(String(v))).join(',');
+  const p = [`min=${corner(q.min, -FAR)}`, `max=${corner(q.max, FAR)}`];
+  if (q.level !== undefined) p.push(`level=${enc(String(q.level))}`);
   if (q.filter) p.push(`filter=${enc(q.filter)}`);
   if (q.sample !== undefined && q.sample < 1) p.push(`sample=${q.sample}`);
   return p;

@@ -105,11 +105,14 @@ export class Cards {
   stat(l, n, levels) {
     const s = l.card.querySelector('.lstat');
     let text = '';
-    if (l.desc && l.visible) {
+    if (l.desc && !l.desc.levels.some((x) => x.vertex_count > 0)) {
+      // Nothing to draw, whatever the view: say so rather than draw a blank.
+      text = l.desc.levels.length ? 'the store holds no vertices' : 'the store has no levels';
+    } else if (l.desc && l.visible) {
       const ks = Object.keys(levels).sort((a, b) => a - b);
       const by = ks.length === 1 ? ` (level ${ks[0]})` : ks.length ? ` (${ks.map((k) => `${levels[k].toLocaleString()} at level ${k}`).join(', ')})` : '';
       const loading = this.app.tiles.loading(l);
-      text = `${n.toLocaleString()} vertices drawn${by}${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} loading` : ''}`;
+      text = `${n.toLocaleString()} ${n === 1 ? 'vertex' : 'vertices'} drawn${by}${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} loading` : ''}`;
       const o = this.app.density.note(l);
       if (o) text += `\n${o}`;
     } else if (l.desc) text = 'hidden';

@@ -7,9 +7,12 @@
 // says it is an overview and why.
 import { boxVisible } from './math.js';
 import { densityURL } from './api.js';
+import { retryDelay, waitText } from './net.js';
 
 export const OVERVIEW_SHAPE = [32, 32, 32];
 const ALPHA = 0.35;
+const FAILED_RETRY_MS = 60000; // an overview that failed for good is asked for again after this
+const TIMER_SLACK_MS = 20;
 
 export class DensityOverview {
   // app: {net, renderer, layers, budget, redraw()}
@@ -37,7 +40,8 @@ export class DensityOverview {
       const shape = OVERVIEW_SHAPE.slice(0, Math.min(3, l.desc.dims));
       const url = densityURL(l.name, q, shape);
       const o = this.byLayer.get(l);
-      if (o && o.key === url) { o.shown = true; continue; }
+      // A failed one is asked for again once its wait is over.
+      if (o && o.key === url && !(o.state === 'failed' && performance.now() >= o.retryAt)) { o.shown = true; continue; }
       this.load(l, url, q, shape);
     }
   }
@@ -45,7 +49,8 @@ export class DensityOverview {
   async load(l, url, q, shape) {
     const prev = this.byLayer.get(l);
     if (prev) { if (prev.ctrl) prev.ctrl.abort(); this.free(prev); }
-    const o = { key: url, state: 'loading', shown: true, q, shape, ctrl: new AbortController() };
+    const failures = prev && prev.key === url ? prev.failures || 0 : 0;
+    const o = { key: url, state: 'loading', shown: true, q, shape, ctrl: new AbortController(), failures };
     this.byLayer.set(l, o);
     this.pending++;
     try {
@@ -53,7 +58,12 @@ export class DensityOverview {
       if (this.byLayer.get(l) !== o) return;
       Object.assign(o, cells(d, q), { state: 'ready' });
     } catch (e) {
-      if (this.byLayer.get(l) === o) Object.assign(o, { state: e.name === 'AbortError' ? 'aborted' : 'failed', error: e.message });
+      if (this.byLayer.get(l) !== o) return;
+      if (e.name === 'AbortError') { o.state = 'aborted'; return; }
+      o.failures++;
+      const wait = retryDelay(e, o.failures) ?? FAILED_RETRY_MS;
+      Object.assign(o, { state: 'failed', error: `${e.message} · retrying in ${waitText(wait)}`, retryAt: performance.now() + wait });
+      setTimeout(() => this.app.scheduleUpdate(), wait + TIMER_SLACK_MS); // a timer may fire a little early
     } finally {
       o.ctrl = null;
       this.pending--;

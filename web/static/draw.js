@@ -31,7 +31,9 @@ export class Drawer {
   // items: what to draw (only: one layer's tiles alone), with the
   // vertices, levels and edges drawn per layer.
   items(only) {
-    const app = this.app, drawn = {}, levels = {}, edges = {}, faces = {};
+    // Keyed by store name: objects without a prototype, or a store named
+    // constructor or toString starts from a function instead of 0.
+    const app = this.app, drawn = Object.create(null), levels = Object.create(null), edges = Object.create(null), faces = Object.create(null);
     // The density overviews beneath (translucent, drawn after what is opaque).
     const out = app.density.items(only);
     for (const d of app.stream.drawList) {
@@ -82,10 +84,10 @@ export class Drawer {
     }
     for (const l of app.layers) app.cards.stat(l, drawn[l.name] || 0, levels[l.name] || {});
     // Settled: this frame shows everything the view asked for.
-    hooks.settled = !app.stream.busy && !app.density.busy && !app.selection.busy && app.layers.every((l) => !l.loading);
+    hooks.settled = !app.stream.busy && !app.density.busy && !app.selection.busy && app.layers.every((l) => !l.loading && !l.retrying);
     if (!app.statusError()) {
       const loading = app.stream.inflight + app.stream.queue.length;
-      app.setStatus(`${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers · ${total.toLocaleString()} vertices drawn (budget ${app.budget.toLocaleString()})` +
+      app.setStatus(`${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers · ${total.toLocaleString()} ${total === 1 ? 'vertex' : 'vertices'} drawn (budget ${app.budget.toLocaleString()})` +
         `${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} to load` : ''} · ${(app.net.bytes / 1e6).toFixed(1)} MB fetched`);
     }
   }

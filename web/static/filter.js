@@ -3,6 +3,7 @@
 // URL of the layer (Layer.tileQuery) and the page URL (f.NAME, s.NAME).
 import { el } from './dom.js';
 import { countURL, queryablesURL } from './api.js';
+import { retryDelay } from './net.js';
 
 // The geometries whose objects are lines: sampling keeps whole objects,
 // which thins a tangle of streamlines; points and meshes are not sampled.
@@ -23,9 +24,15 @@ const MAX_HINT_LABELS = 12;
 export async function probeFilter(net, l, filter) {
   const d = l.desc, levels = d.levels.filter((x) => x.vertex_count > 0).map((x) => x.level).sort((a, b) => a - b);
   const at = d.bounds[0];
-  const answers = await Promise.all(levels.map((level) =>
+  const errors = await Promise.all(levels.map((level) =>
     net.json(countURL(l.name, { min: at, max: at, dims: d.dims, level, filter }), { kind: 'filter', layer: l.name, level })
-      .then(() => null, (e) => e.detail || e.message)));
+      .then(() => null, (e) => e)));
+  // A level that said to come back later (503 while the store changes,
+  // 429, a lost connection) has not refused the filter: the question is
+  // asked again (the caller's error), not answered no.
+  const later = errors.find((e) => e && retryDelay(e, 1) !== null);
+  if (later) throw later;
+  const answers = errors.map((e) => e && (e.detail || e.message));
   const ok = new Set(levels.filter((_, i) => answers[i] === null));
   let error = '';
   if (l.level !== 'auto') error = ok.has(Number(l.level)) ? '' : answers[levels.indexOf(Number(l.level))] || `level ${l.level} holds no vertices`;
@@ -39,13 +46,16 @@ export class SelectionTool {
     this.app = app;
     this.queryables = new Map(); // store -> Promise of its queryables' schema
     this.checking = 0; // filters being asked about
+    this.lists = 0; // datalists made
   }
 
   get busy() { return this.checking > 0; }
 
   // rows: the card's filter and sample rows for layer l.
   rows(l) {
-    const list = `ql-${l.card.dataset.store.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    // Its own id: store names that differ only in a character an id
+    // cannot hold (a.b, a_b) must not share one.
+    const list = `ql-${++this.lists}`;
     const f = el('input', { className: 'filter', placeholder: "filter (CQL2), e.g. cell_type = 'neuron'", spellcheck: false, value: l.filterText });
     f.setAttribute('list', list);
     f.setAttribute('aria-label', `filter ${l.name}`);
@@ -128,6 +138,8 @@ export class SelectionTool {
       let p;
       try {
         p = await probeFilter(this.app.net, l, text);
+      } catch (e) {
+        p = { error: e.message }; // the server could not say (a 503): shown, the text kept in the box
       } finally {
         this.checking--;
       }

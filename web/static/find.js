@@ -32,7 +32,7 @@ export class FindTool {
     const app = this.app;
     const l = app.layerByName($('olayer').value), id = Number($('oid').value);
     if (!l || !l.desc) { $('oresult').textContent = 'choose a layer that loaded'; return; }
-    if ($('oid').value === '' || !Number.isInteger(id) || id < 0) { $('oresult').textContent = 'enter an object id (a whole number ≥ 0)'; return; }
+    if ($('oid').value === '' || !Number.isSafeInteger(id) || id < 0) { $('oresult').textContent = 'enter an object id (a whole number ≥ 0)'; return; }
     this.clear();
     const seq = this.seq;
     this.current = { store: l.name, id };

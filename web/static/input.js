@@ -3,7 +3,7 @@
 // panel's buttons and fields.
 import { $ } from './dom.js';
 import { ray } from './math.js';
-import { DEFAULT_BUDGET } from './urlstate.js';
+import { budgetOf } from './urlstate.js';
 
 const ORBIT = 0.006; // radians per pixel dragged
 const CLICK_SLOP = 3; // pixels a click may move and stay a click
@@ -72,7 +72,7 @@ export function bindInput(app) {
   $('vtop').onclick = () => app.view.preset(-Math.PI / 2, 1.5707);
   $('vfront').onclick = () => app.view.preset(-Math.PI / 2, 0);
   $('vside').onclick = () => app.view.preset(0, 0);
-  $('budget').onchange = (e) => { app.budget = Math.max(1000, Number(e.target.value) || DEFAULT_BUDGET); e.target.value = app.budget; app.writeURL(); app.scheduleUpdate(); };
+  $('budget').onchange = (e) => { app.budget = budgetOf(e.target.value); e.target.value = app.budget; app.writeURL(); app.scheduleUpdate(); };
   $('size').oninput = (e) => { app.size = Number(e.target.value); app.writeURL(); app.redraw(); };
   $('bquery').onclick = () => app.box.query();
   $('bclear').onclick = () => app.box.clear();

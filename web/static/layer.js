@@ -34,6 +34,8 @@ export class Layer {
     this.sample = o.sample ?? 1;
     this.desc = null; this.grid = null; this.error = ''; this.loading = true;
     this.tileErrors = new Map();
+    this.tileFailures = new Map(); // node key -> failures in a row
+    this.retrying = false; // the descriptor failed and will be asked for again
     this.counts = new Map(); // node key -> vertices (known once loaded)
     this.byNode = new Map(); // node key -> the last tile loaded for it
     this.sel = null;
@@ -153,7 +155,10 @@ export class Layer {
     const pad = (c) => (c ? [0, 1, 2].map((i) => Number(c[i] ?? 0)) : null);
     d.bounds = [pad(d.bounds && d.bounds[0]), pad(d.bounds && d.bounds[1])];
     this.desc = d;
-    if (!d.bounds[0] || !d.bounds[1]) d.bounds = await measureBounds(net, this.name, d);
+    // Bounds a store declares wrong (inverted, or beyond what float32
+    // matrices hold: the picture went NaN and the page hung on its ticks)
+    // are measured like absent ones.
+    if (!usableBounds(d.bounds)) d.bounds = await measureBounds(net, this.name, d);
     if (this.level !== 'auto' && !d.levels.some((x) => String(x.level) === String(this.level))) this.level = 'auto';
     if (this.colour && this.colour !== '_z' && !this.attribute()) this.colour = '';
     if (!takesSample(d)) this.sample = 1;
@@ -166,6 +171,17 @@ export class Layer {
     }
     this.buildGrid();
   }
+}
+
+// MAX_COORD: the largest coordinate the page draws (float32 holds up to
+// 3.4e38, and the camera's matrices need room beyond the scene).
+const MAX_COORD = 1e30;
+
+// usableBounds: bounds of finite numbers, each min at most its max, all
+// within ±MAX_COORD.
+function usableBounds([lo, hi]) {
+  const ok = (v) => Number.isFinite(v) && Math.abs(v) <= MAX_COORD;
+  return !!lo && !!hi && [0, 1, 2].every((i) => ok(lo[i]) && ok(hi[i]) && lo[i] <= hi[i]);
 }
 
 // measureBounds: a store that declares no bounds is measured from its

@@ -7,6 +7,10 @@ import { fmtNum } from './math.js';
 import { PALETTE } from './gl.js';
 import { hexOf, fromHex, rgbCss, autoRange } from './colour.js';
 
+// MAX_LEGEND_CATEGORIES: swatches listed at most; a store may have
+// thousands of categories, and colours repeat long before.
+const MAX_LEGEND_CATEGORIES = 64;
+
 // fillLegend: app gives writeURL() and redraw(), and drawList for the
 // auto button.
 export function fillLegend(app, l) {
@@ -31,9 +35,13 @@ export function fillLegend(app, l) {
   const at = l.attribute();
   if (!at) return;
   if (at.info.categories) {
-    lg.append(el('div', {}, ...at.info.categories.map((name, i) => el('span', { className: 'cat' },
+    const cats = at.info.categories, shown = cats.slice(0, MAX_LEGEND_CATEGORIES);
+    lg.append(el('div', {}, ...shown.map((name, i) => el('span', { className: 'cat', title: name },
       el('span', { className: 'sw', style: `background:${rgbCss(PALETTE[i % PALETTE.length])}` }), name))));
-    if (at.info.categories.length > PALETTE.length) lg.append(el('div', { className: 'note', textContent: `colours repeat after ${PALETTE.length} categories` }));
+    const notes = [];
+    if (cats.length > shown.length) notes.push(`… and ${(cats.length - shown.length).toLocaleString()} more`);
+    if (cats.length > PALETTE.length) notes.push(`colours repeat after ${PALETTE.length} categories`);
+    if (notes.length) lg.append(el('div', { className: 'note', textContent: notes.join(' · ') }));
   } else {
     const r = l.shownRange();
     const st = r ? Math.abs(r[1] - r[0]) / 4 || 1 : 1;

@@ -34,12 +34,47 @@ function askToken(refused) {
 }
 
 export class ProblemError extends Error {
-  constructor(status, title, detail) {
+  constructor(status, title, detail, retryAfter = null) {
     super(`${status} ${title}${detail && detail !== title ? `: ${detail}` : ''}`);
     this.status = status;
     this.detail = detail || title; // what the server says went wrong, for messages of its own
+    this.retryAfter = retryAfter; // ms the server asked to wait (Retry-After), or null
   }
 }
+
+// Answers that say the same request may succeed later: too many requests,
+// a backend or store that is down or changing, a timeout, and a page
+// cursor from a version of the store that is gone (409: asked again from
+// the first page, it is answered from the new one).
+const LATER = new Set([409, 429, 502, 503, 504]);
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 60000;
+
+// retryDelay: how long to wait before asking again after error e, the
+// attempt-th failure in a row (1, 2, …): at least what the server's
+// Retry-After says, and a wait that doubles from a second with each
+// failure, at most a minute, so a store that stays away is asked less and
+// less often. A network failure (the server restarting) is retried the
+// same way; null for answers that would not change by asking again (404,
+// 422, a bad request) and for requests the page cancelled.
+export function retryDelay(e, attempt) {
+  if (e.name === 'AbortError') return null;
+  if (e instanceof ProblemError && !LATER.has(e.status) && e.retryAfter === null) return null;
+  if (!(e instanceof ProblemError) && !e.network) return null; // a bug of the page, not the network
+  const backoff = RETRY_MIN_MS * 2 ** Math.min(Math.max(attempt - 1, 0), 16);
+  return Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, backoff, e.retryAfter || 0));
+}
+
+// retryAfterMs reads a Retry-After header: seconds, or an HTTP date.
+function retryAfterMs(h) {
+  if (!h) return null;
+  if (/^\s*\d+\s*$/.test(h)) return Number(h) * 1000;
+  const t = Date.parse(h);
+  return Number.isFinite(t) ? Math.max(0, t - Date.now()) : null;
+}
+
+// waitText: a retry's wait for people ("2 s").
+export const waitText = (ms) => `${Math.round(ms / 1000)} s`;
 
 // LOG_MAX bounds the request log: a tab left open streams tiles for
 // hours, and only the latest requests are of use to anyone reading it.
@@ -81,7 +116,7 @@ export class Net {
       if (!r.ok) {
         let title = r.statusText, detail = '';
         try { const p = await r.json(); title = p.title || title; detail = p.detail || ''; } catch { /* not a problem document */ }
-        throw new ProblemError(r.status, title, detail);
+        throw new ProblemError(r.status, title, detail, retryAfterMs(r.headers.get('Retry-After')));
       }
       const buf = await r.arrayBuffer();
       entry.bytes = buf.byteLength;
@@ -89,6 +124,8 @@ export class Net {
       return buf;
     } catch (e) {
       if (e.name === 'AbortError') entry.aborted = true;
+      // fetch's own failures: no answer, or one cut short.
+      else if (e.name === 'TypeError') e.network = true;
       throw e;
     } finally {
       entry.ms = performance.now() - entry.t0;

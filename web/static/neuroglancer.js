@@ -12,8 +12,8 @@ const NG_APP = 'https://neuroglancer-demo.appspot.com/';
 // relative to the page at base (a URL or Location).
 export function neuroglancerURL(ng, base) {
   if (!ng) return '';
-  if (typeof ng === 'string') return new URL(ng, base.href).href;
-  if (typeof ng.url === 'string') return new URL(ng.url, base.href).href;
+  if (typeof ng === 'string') return webURL(ng, base);
+  if (typeof ng.url === 'string') return webURL(ng.url, base);
   let state = ng.state;
   if (!state && ng.sources) {
     const src = Array.isArray(ng.sources) ? ng.sources : Object.values(ng.sources);
@@ -28,6 +28,15 @@ export function neuroglancerURL(ng, base) {
   const origin = new URL(base.href).origin;
   const abs = JSON.parse(JSON.stringify(state), (k, v) => (typeof v === 'string' && /^precomputed:\/\/\//.test(v) ? `precomputed://${origin}${v.slice('precomputed://'.length)}` : v));
   return `${NG_APP}#!${encodeURIComponent(JSON.stringify(abs))}`;
+}
+
+// webURL: u made absolute against the page, if it is a web page's
+// (http, https); '' otherwise: a javascript: or data: link would run in
+// the viewer's origin when clicked.
+function webURL(u, base) {
+  let url;
+  try { url = new URL(u, base.href); } catch { return ''; }
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : '';
 }
 
 // neuroglancerSources: the sources a descriptor's member ng offers, as

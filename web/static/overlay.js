@@ -6,6 +6,7 @@ import { project, niceStep, tickStep, fmtNum } from './math.js';
 
 const BOTTOM = 30; // the status line covers the view's last pixels
 const EDGES = [[0, 1], [2, 3], [4, 5], [6, 7], [0, 2], [1, 3], [4, 6], [5, 7], [0, 4], [1, 5], [2, 6], [3, 7]];
+const MAX_TICKS = 20; // more ticks than this on an axis: its numbers are not what they seem (NaN, no extent in float64)
 
 function corners(lo, hi) {
   const c = [];
@@ -104,7 +105,7 @@ export class Overlay {
       const a0 = corners(lo, hi)[best.i], a1 = corners(lo, hi)[best.j];
       const from = a0[a] < a1[a] ? a0 : a1;
       const len = Math.hypot(p[best.j].x - p[best.i].x, p[best.j].y - p[best.i].y);
-      if (len < 40) continue; // seen end on: nothing readable to label
+      if (!(len >= 40)) continue; // seen end on (or projected to NaN): nothing readable to label
       let ox = best.mx - cx, oy = best.my - cy;
       const ol = Math.hypot(ox, oy) || 1;
       ox /= ol; oy /= ol;
@@ -112,8 +113,12 @@ export class Overlay {
       ctx.strokeStyle = 'rgba(200,210,220,0.8)';
       ctx.fillStyle = '#c9d3dd';
       ctx.textAlign = 'center';
-      for (let v = Math.ceil(lo[a] / step - 1e-9) * step; v <= hi[a] + step * 1e-9; v += step) {
-        const q = [...from];
+      // Ticks by index: far from zero, v + step can be v again (an
+      // extent of 64 at 1e17), and a loop adding steps never ends.
+      const k0 = Math.ceil(lo[a] / step - 1e-9), k1 = Math.floor(hi[a] / step + 1e-9);
+      if (!(k1 - k0 <= MAX_TICKS)) continue;
+      for (let k = k0; k <= k1; k++) {
+        const v = k * step, q = [...from];
         q[a] = v;
         const t = project(m, q, W, H);
         ctx.beginPath(); ctx.moveTo(t.x, t.y); ctx.lineTo(t.x + ox * 6, t.y + oy * 6); ctx.stroke();

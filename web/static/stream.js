@@ -7,9 +7,12 @@ import { flatten, merge, Coords } from './format.js';
 import { triangles } from './gl.js';
 import { bboxPages } from './api.js';
 import { stitch } from './stitch.js';
+import { retryDelay, waitText } from './net.js';
 
 const MAX_INFLIGHT = 4;
 const UPDATE_MS = 120; // at most one tile selection this often while the view moves
+const FAILED_RETRY_MS = 60000; // a tile that failed for good is asked again after this
+const TIMER_SLACK_MS = 20;
 
 export class Streamer {
   // app: {layers, budget, tiles, net, view, hooks, density, redraw(), onTiles(layers), onTileError(l)}
@@ -41,6 +44,8 @@ export class Streamer {
   update() {
     const app = this.app, tiles = app.tiles;
     this.last = performance.now();
+    // Failed tiles whose wait is over are asked for again.
+    for (const l of tiles.expireFailed(this.last)) app.onTileError(l);
     const v = app.view.info();
     const layers = app.layers.filter((l) => l.visible && l.grid);
     const sel = select(layers.map((l) => ({ id: l.name, grid: l.grid, count: (n, p, k) => l.count(n, p, k) })), v, app.budget);
@@ -120,15 +125,24 @@ export class Streamer {
       l.counts.set(countKey, f.rows);
       l.byNode.set(n.key, t);
       if (app.hooks.firstTileMs === null) app.hooks.firstTileMs = performance.now();
+      l.tileFailures.delete(n.key);
       if (l.tileErrors.delete(n.key)) app.onTileError(l);
     } catch (e) {
       if (e.name === 'AbortError') {
         if (tiles.get(key) === t) tiles.delete(key);
       } else if (tiles.get(key) === t) {
+        // Asked again when the server says (later after each failure in
+        // a row), or, for an answer that says the tile cannot be read
+        // (a corrupt chunk), after a minute.
+        const failures = (l.tileFailures.get(n.key) || 0) + 1;
+        l.tileFailures.set(n.key, failures);
+        const wait = retryDelay(e, failures) ?? FAILED_RETRY_MS;
         t.state = 'failed';
         t.error = e.message;
+        t.retryAt = performance.now() + wait;
+        setTimeout(() => this.schedule(), wait + TIMER_SLACK_MS); // a timer may fire a little early
         const p = (v) => v.map((x) => +x.toPrecision(6)).join(',');
-        l.tileErrors.set(n.key, `level ${n.level} box ${p(min)} – ${p(max)}: ${e.message}`);
+        l.tileErrors.set(n.key, `level ${n.level} box ${p(min)} – ${p(max)}: ${e.message} · retrying in ${waitText(wait)}`);
         app.onTileError(l);
       }
     } finally {

@@ -36,10 +36,22 @@ export class TileCache {
     for (const [k, t] of this.map) if (t.layer === l) this.drop(k, t);
   }
 
+  // expireFailed forgets the failed tiles whose wait (t.retryAt) is over,
+  // and their errors, so the view asks for them again; it returns the
+  // layers whose errors changed.
+  expireFailed(now) {
+    const changed = new Set();
+    for (const [k, t] of this.map) {
+      if (t.state !== 'failed' || now < t.retryAt) continue;
+      this.map.delete(k);
+      if (t.layer.tileErrors.delete(t.node.key)) changed.add(t.layer);
+    }
+    return changed;
+  }
+
   // evict keeps the tiles of the current view (drawn, or in its tree of
   // levels) and, of the others, the most recently used ones up to twice
-  // the vertex budget, so going back to a place is quick; failed tiles are
-  // forgotten after a minute so the view retries them.
+  // the vertex budget, so going back to a place is quick.
   evict(inTree, drawList, budget) {
     const now = performance.now();
     for (const k of inTree) { const t = this.map.get(k); if (t) t.used = now; }
@@ -47,7 +59,6 @@ export class TileCache {
     let idleCount = 0;
     const idle = [];
     for (const [k, t] of this.map) {
-      if (t.state === 'failed' && now - t.used > 60000) { t.layer.tileErrors.delete(t.node.key); this.map.delete(k); continue; }
       if (t.state !== 'ready' || t.used >= now) continue;
       idleCount += t.count;
       idle.push([k, t]);

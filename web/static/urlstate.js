@@ -5,6 +5,17 @@
 import { hexOf, fromHex } from './colour.js';
 
 export const DEFAULT_BUDGET = 1000000;
+// The vertex budget is a whole number in [MIN_BUDGET, MAX_BUDGET]: it is
+// the limit of box queries, which the server takes as a positive integer
+// (a link's budget=Infinity or 1e30 made every box query a 400).
+export const MIN_BUDGET = 1000;
+export const MAX_BUDGET = 1e9;
+
+// budgetOf: a budget from the URL or the panel; anything else is the default.
+export function budgetOf(s) {
+  const v = Math.round(Number(s));
+  return Number.isFinite(v) && v > 0 ? Math.min(MAX_BUDGET, Math.max(MIN_BUDGET, v)) : DEFAULT_BUDGET;
+}
 
 // writeURL: s = {layers, budget, size, cam, box, blevel, find}.
 export function writeURL(s) {
@@ -66,14 +77,18 @@ export function readURL(loc) {
   }));
   const b = nums(q.get('box'), 6);
   const o = /^(.+):(\d+)$/.exec(q.get('obj') || '');
+  // A camera must look at something: a distance above 0, a pitch the
+  // mouse could give (View.apply also refuses one far from the scene).
+  const cam = nums(q.get('cam'), 6);
   return {
     layers,
-    budget: Math.max(1000, Number(q.get('budget')) || DEFAULT_BUDGET),
+    budget: budgetOf(q.get('budget')),
     size: Math.min(4, Math.max(0.25, Number(q.get('size')) || 1)),
-    cam: nums(q.get('cam'), 6),
+    cam: cam && cam[2] > 0 && Math.abs(cam[1]) <= Math.PI / 2 ? cam : null,
     box: b ? [b.slice(0, 3), b.slice(3)] : null,
     blevel: q.get('blevel') || null,
-    find: o ? { store: o[1], id: Number(o[2]) } : null,
+    // An id a Number holds exactly (1e23 is no id the server knows).
+    find: o && Number.isSafeInteger(Number(o[2])) ? { store: o[1], id: Number(o[2]) } : null,
   };
 }
 

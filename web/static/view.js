@@ -4,6 +4,7 @@
 import { frustum, norm } from './math.js';
 
 const URL_DELAY_MS = 250; // the URL follows the camera once it rests
+const FAR_OFF = 1e4; // a camera from the URL further off than this many scene sizes is not taken
 
 export class View {
   // app: {cam, canvas, layers, redraw(), scheduleUpdate(), writeURL()}
@@ -31,6 +32,13 @@ export class View {
       for (let i = 0; i < 3; i++) { lo[i] = Math.min(lo[i], l.lo[i]); hi[i] = Math.max(hi[i], l.hi[i]); }
     }
     if (!(lo[0] <= hi[0])) return [[0, 0, 0], [1, 1, 1]];
+    // A box of no size (a store of one point) gets one, so the camera can
+    // stand off it: framed from a millionth of a unit, float32 matrices
+    // lose the point. A unit, or more far from the origin.
+    if (lo.every((v, i) => v === hi[i])) {
+      const pad = Math.max(0.5, ...lo.map((v) => Math.abs(v) * 2 ** -10));
+      return [lo.map((v) => v - pad), hi.map((v) => v + pad)];
+    }
     return [lo, hi];
   }
 
@@ -41,9 +49,14 @@ export class View {
     this.moved();
   }
 
-  // apply sets the camera from the URL's cam=yaw,pitch,dist,x,y,z.
+  // apply sets the camera from the URL's cam=yaw,pitch,dist,x,y,z; one
+  // that stands or looks further from the scene than FAR_OFF times its
+  // size (a garbled link: dist=1e308) would show nothing, and fits instead.
   apply(c) {
-    const cam = this.app.cam;
+    const cam = this.app.cam, [lo, hi] = this.sceneBounds();
+    const size = Math.max(Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), 1e-9);
+    const off = Math.hypot(...[0, 1, 2].map((i) => c[3 + i] - (lo[i] + hi[i]) / 2));
+    if (!(c[2] <= FAR_OFF * size && off <= FAR_OFF * size)) { this.fit(); return; }
     [cam.yaw, cam.pitch, cam.dist] = c;
     cam.target = c.slice(3, 6);
     this.moved();

@@ -8,7 +8,7 @@
 // it, so no module imports another's state.
 import { Camera } from './math.js';
 import { Renderer } from './gl.js';
-import { Net } from './net.js';
+import { Net, retryDelay, waitText } from './net.js';
 import { Overlay } from './overlay.js';
 import { $ } from './dom.js';
 import { catalogURL } from './api.js';
@@ -87,7 +87,7 @@ function addLayer(name, o) {
   app.layers.push(l);
   app.cards.build(l);
   app.cards.refreshObjectLayers();
-  l.described = describe(l);
+  l.described = describe(l, 1);
   return l;
 }
 
@@ -106,23 +106,39 @@ function removeLayer(l) {
 }
 
 // describe loads the layer's descriptor, fills its card and, once every
-// layer has answered, frames the scene (or takes the URL's camera).
-async function describe(l) {
+// layer has answered, frames the scene (or takes the URL's camera). A
+// failure the server says will pass (a store changing, a backend down,
+// too many requests) is shown and asked again when it says, later each
+// time, while the layer is in the page; the page goes on meanwhile (this
+// attempt's promise is what start-up waits for).
+async function describe(l, attempt) {
+  let wait = null;
   try {
     await l.describe(app.net);
+    l.error = '';
   } catch (e) {
-    l.error = `${l.name}: ${e.message}`;
+    wait = retryDelay(e, attempt);
+    l.error = `${l.name}: ${e.message}${wait === null ? '' : ` · retrying in ${waitText(wait)}`}`;
     l.desc = null;
     l.grid = null;
   }
   l.loading = false;
+  l.retrying = wait !== null;
   app.cards.fill(l);
   app.cards.refreshObjectLayers();
   if (!app.fitted && app.layers.every((x) => !x.loading)) {
     app.fitted = true;
     if (app.camFromURL) app.view.apply(app.camFromURL); else app.view.fit();
+  } else if (l.desc && app.fitted && app.layers.every((x) => x === l || !x.desc)) {
+    // The only layer with bounds (added to an empty page, or the first to
+    // answer a retry): the view was framed on nothing. After a retry, the
+    // link's camera, if it has one, is taken now (checked against these
+    // bounds: View.apply).
+    if (attempt > 1 && app.camFromURL) app.view.apply(app.camFromURL); else app.view.fit();
   }
   app.scheduleUpdate();
+  app.redraw();
+  if (wait !== null) setTimeout(() => { if (app.layers.includes(l)) describe(l, attempt + 1); }, wait);
 }
 
 // ---- start ----
@@ -143,12 +159,17 @@ async function main() {
   // Layers named in the URL start at once, with the catalog alongside.
   for (const w of u.layers) addLayer(w.name, w.o);
   let catalog;
-  try {
-    catalog = await app.net.json(catalogURL(), { kind: 'catalog' });
-  } catch (e) {
-    setStatus(`error: the catalog: ${e.message}`, true);
-    return;
+  for (let attempt = 1; !catalog; attempt++) {
+    try {
+      catalog = await app.net.json(catalogURL(), { kind: 'catalog' });
+    } catch (e) {
+      const wait = retryDelay(e, attempt);
+      setStatus(`error: the catalog: ${e.message}${wait === null ? '' : ` · retrying in ${waitText(wait)}`}`, true);
+      if (wait === null) return;
+      await new Promise((r) => setTimeout(r, wait));
+    }
   }
+  setStatus('loading…');
   app.catalog = catalog;
   if (!catalog.stores.length) { setStatus('this server has no stores', true); return; }
   if (!u.layers.length) {
@@ -171,6 +192,16 @@ async function main() {
     return;
   }
   hooks.marks.push(['context', performance.now()]);
+  // A lost context (a GPU reset, too many contexts) leaves the canvas blank
+  // under a status line that says all is drawn: say so, and when the
+  // browser gives it back, load the page again (the URL holds the view;
+  // the tiles' arrays left the page once on the GPU).
+  app.canvas.addEventListener('webglcontextlost', (e) => {
+    e.preventDefault(); // without this the browser never gives it back
+    app.renderer.linked = false; // no frame is drawn meanwhile
+    setStatus('error: the graphics context was lost (the GPU reset?); the view is drawn again when the browser restores it', true);
+  });
+  app.canvas.addEventListener('webglcontextrestored', () => { app.writeURL(); location.reload(); });
   try {
     await app.renderer.ready();
   } catch (e) {
