@@ -17,7 +17,7 @@ import (
 // and /ng/ got the viewer's plain-text "404 page not found".
 func TestUnknownAPIAndNeuroglancerPathsAreProblems(t *testing.T) {
 	t.Parallel()
-	_, ts := newServer(t, api.Options{Stores: openStores(t, "graph"), UI: web.Handler()})
+	_, ts := newServer(t, api.Options{Stores: openStores(t, "graph"), UI: web.Handler(web.Options{})})
 	for _, path := range []string{"/api", "/api/", "/api/v2/stores", "/ng", "/ng/", "/ng/graph"} {
 		resp, body := apitest.Get(t, ts, path)
 		var p api.Problem

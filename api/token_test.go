@@ -21,7 +21,7 @@ import (
 // Without a token, data stays publicly cacheable.
 func TestTokenResponsesArePrivate(t *testing.T) {
 	t.Parallel()
-	_, ts := newServer(t, api.Options{Token: "s3cret", MaxAge: time.Hour, UI: web.Handler()})
+	_, ts := newServer(t, api.Options{Token: "s3cret", MaxAge: time.Hour, UI: web.Handler(web.Options{})})
 	_, open := newServer(t, api.Options{MaxAge: time.Hour})
 	auth := []string{"Authorization", "Bearer s3cret"}
 	for _, tc := range []struct{ name, path string }{

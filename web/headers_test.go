@@ -2,8 +2,11 @@ package web_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/zvfserve/zvfserve/web"
 )
 
 // TestViewerHeaders: every answer of the viewer's files (the page, its
@@ -55,6 +58,38 @@ func TestViewerHeaders(t *testing.T) {
 			if h.Get(k) != v {
 				t.Errorf("%s %s: %s %q; want %q", tc.method, tc.path, k, h.Get(k), v)
 			}
+		}
+	}
+}
+
+// TestViewerFrameAncestors: an operator can let named pages frame the
+// viewer (a Jupyter notebook's IFrame); the policy then names them and no
+// X-Frame-Options forbids it. A list that would add a directive or a
+// header is refused.
+func TestViewerFrameAncestors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		ancestors, want, xfo string
+	}{
+		{"", "frame-ancestors 'none'", "DENY"},
+		{"  'self'   http://localhost:8888 ", "frame-ancestors 'self' http://localhost:8888", ""},
+		{"*", "frame-ancestors *", ""},
+	} {
+		rec := httptest.NewRecorder()
+		web.Handler(web.Options{FrameAncestors: tc.ancestors}).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		csp := rec.Header().Get("Content-Security-Policy")
+		if rec.Code != 200 || !strings.HasSuffix(csp, "; "+tc.want) || rec.Header().Get("X-Frame-Options") != tc.xfo {
+			t.Errorf("%q: %d, Content-Security-Policy %q, X-Frame-Options %q; want …%q and %q", tc.ancestors, rec.Code, csp, rec.Header().Get("X-Frame-Options"), tc.want, tc.xfo)
+		}
+	}
+	for _, bad := range []string{"'self'; script-src *", "a,b", "a\r\nX-Evil: 1", "é"} {
+		if err := web.CheckFrameAncestors(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+		rec := httptest.NewRecorder()
+		web.Handler(web.Options{FrameAncestors: bad}).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors 'none'") {
+			t.Errorf("%q: Content-Security-Policy %q", bad, csp)
 		}
 	}
 }

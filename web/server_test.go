@@ -126,7 +126,7 @@ func newDemo(t *testing.T, extra bool) *demoStores {
 
 func (d *demoStores) handler(t *testing.T, token string) http.Handler {
 	t.Helper()
-	srv := apitest.New(t, api.Options{Stores: d.stores, Handles: d.handles, Cache: d.cache, UI: web.Handler(), Token: token})
+	srv := apitest.New(t, api.Options{Stores: d.stores, Handles: d.handles, Cache: d.cache, UI: web.Handler(web.Options{}), Token: token})
 	return srv.Handler()
 }
 

@@ -246,7 +246,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 	ch := newChrome(t)
 	d := newDemo(t, false)
 	stores := append(append([]*zvf.Store(nil), d.stores...), hostileStores(t, d.cache)...)
-	srv := apitest.New(t, api.Options{Stores: stores, Cache: d.cache, UI: web.Handler()})
+	srv := apitest.New(t, api.Options{Stores: stores, Cache: d.cache, UI: web.Handler(web.Options{})})
 	f := &faults{h: srv.Handler()}
 	ts := httptest.NewServer(f)
 	t.Cleanup(ts.Close)

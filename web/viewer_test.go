@@ -850,7 +850,7 @@ func testRequestLog(t *testing.T, e *viewerEnv) {
 // than that level, and then drawn whole.
 func testMeasuredBounds(t *testing.T, e *viewerEnv) {
 	s, n := unboundedStore(t)
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, UI: web.Handler(), MaxVertices: 2000})
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, UI: web.Handler(web.Options{}), MaxVertices: 2000})
 	lg := newLogged(srv.Handler())
 	ts := httptest.NewServer(lg)
 	t.Cleanup(ts.Close)

@@ -151,7 +151,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	// Without --public-url the descriptor's sources are absolute URLs on
 	// the address the request came to: the states below are opened as the
 	// descriptor gives them.
-	srv := apitest.New(t, api.Options{Stores: stores, Cache: ch, UI: web.Handler()})
+	srv := apitest.New(t, api.Options{Stores: stores, Cache: ch, UI: web.Handler(web.Options{})})
 	var log requestLog
 	data := httptest.NewServer(log.wrap(srv.Handler()))
 	t.Cleanup(data.Close)

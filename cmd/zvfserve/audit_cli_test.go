@@ -382,3 +382,22 @@ func TestInspectJSONIsTheDescriptor(t *testing.T) {
 		t.Errorf("inspect --json:\n%s\nis not the served descriptor:\n%s", out.String(), body)
 	}
 }
+
+// TestServeFrameAncestors: --frame-ancestors lets a notebook frame the
+// viewer (its policy names the page); a list that would add a directive
+// is a command-line mistake.
+func TestServeFrameAncestors(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, "--frame-ancestors", "'self' http://localhost:8888", graphStore)
+	s.exitsClean(t)
+	_, _, h := httpGet(t, s.base+"/")
+	if csp := h.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors 'self' http://localhost:8888") || h.Get("X-Frame-Options") != "" {
+		t.Errorf("Content-Security-Policy %q, X-Frame-Options %q", csp, h.Get("X-Frame-Options"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errs bytes.Buffer
+	if code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--frame-ancestors", "'self'; script-src *", graphStore}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "--frame-ancestors") {
+		t.Errorf("exit %d: %s", code, errs.String())
+	}
+}

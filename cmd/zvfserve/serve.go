@@ -43,7 +43,7 @@ func serveCommand() cli.Command {
 // serveConfig holds the flags; each has an environment variable.
 type serveConfig struct {
 	addr, publicURL, cors, logFormat, logLevel, adminAddr string
-	readiness                                             string
+	readiness, frameAncestors                             string
 	token, tokenFile                                      string
 	cacheBytes, maxVertices, maxChunkBytes                int64
 	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
@@ -87,6 +87,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof; when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.StringVar(&c.readiness, "readiness", "all", "when /readyz is 200: all (every store serves; a store that fails to open keeps the replica unready and is named in the 503) or any (at least one store serves) (env ZVFSERVE_READINESS)")
+	fs.StringVar(&c.frameAncestors, "frame-ancestors", "", "pages that may show the viewer in a frame, as Content-Security-Policy sources separated by spaces: \"'self' http://localhost:8888\" lets a Jupyter notebook there embed it in an IFrame; empty: none may (env ZVFSERVE_FRAME_ANCESTORS)")
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given (env ZVFSERVE_DEMO_SCALE)")
 }
 
@@ -115,6 +116,9 @@ func (c *serveConfig) check() error {
 	need(c.maxConcurrent > 0, "max-concurrent", c.maxConcurrent)
 	if err := refuse("must be positive"); err != nil {
 		return err
+	}
+	if err := web.CheckFrameAncestors(c.frameAncestors); err != nil {
+		return fmt.Errorf("%w: --frame-ancestors %w", cli.ErrUsage, err)
 	}
 	if c.readiness != "all" && c.readiness != "any" {
 		return fmt.Errorf("%w: --readiness %q: all or any", cli.ErrUsage, c.readiness)
@@ -433,7 +437,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
 		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, StallTimeout: c.stallTimeout,
 		MaxConnections: c.maxConnections, IdleTimeout: c.idleTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
-		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), NGSharded: c.ngSharded, TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(),
+		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), NGSharded: c.ngSharded, TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(web.Options{FrameAncestors: c.frameAncestors}),
 		ReadyAny: c.readiness == "any", AdminMetrics: c.adminAddr != ""})
 	if err != nil {
 		return err
