@@ -65,7 +65,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.streamTimeout, "stream-timeout", 10*time.Minute, "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
 	fs.DurationVar(&c.revalidate, "revalidate", time.Minute, "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; each store on its own, each check ending after this or 2m, whichever is longer; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
-	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", 0, "also list every object of every store this often, in the background, to notice data rewritten without its metadata, and name each version by that listing (once more at start) so that restarts and replicas tell rewritten data apart; costs a listing of the whole store; 0: never (env ZVFSERVE_REVALIDATE_WALK)")
+	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", 0, "also list every object of every store this often, in the background, to notice data rewritten without its metadata, and name each version by that listing (once more at start) so that restarts and replicas tell rewritten data apart; costs a listing of the whole store; 0: never; needs --revalidate above 0 (env ZVFSERVE_REVALIDATE_WALK)")
 	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
 	fs.BoolVar(&c.followSymlinks, "follow-symlinks", false, "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its connection freed (while it waits on its client it holds no --max-concurrent slot) (env ZVFSERVE_STALL_TIMEOUT)")
@@ -110,6 +110,11 @@ func (c *serveConfig) check() error {
 	}
 	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
 		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
+	}
+	if c.revalidate == 0 && c.revalidateWalk > 0 {
+		// With --revalidate 0 stores are immutable: nothing is checked, so
+		// the walk would never run.
+		return fmt.Errorf("%w: --revalidate-walk %v needs checks: with --revalidate 0 stores are served as immutable and never walked", cli.ErrUsage, c.revalidateWalk)
 	}
 	if c.publicURL != "" {
 		// The catalog, Link headers and Neuroglancer sources are built on
