@@ -1,0 +1,74 @@
+package api_test
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
+)
+
+// TestAccessLogIsBounded: a request's log lines stay short whatever the
+// client sends. The access log wrote the whole path and method the client
+// sent: a 60 KiB path refused with 414 made a 60 KiB line (and an
+// invented method of any length, refused with 405, the same), so a client
+// chose the size of every line it caused.
+func TestAccessLogIsBounded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, method, path string
+		status             int
+		want               string // in the line, whatever the length
+	}{
+		{"long path", "GET", "/api/v1/stores/" + strings.Repeat("a", 60<<10), http.StatusRequestURITooLong, `path=/api/v1/stores/aaaa`},
+		{"long method", strings.Repeat("M", 30<<10), "/healthz", http.StatusMethodNotAllowed, `method=MMMM`},
+		{"long path and method", strings.Repeat("M", 30<<10), "/" + strings.Repeat("p", 30<<10), http.StatusMethodNotAllowed, `path=/pppp`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var logs apitest.Buffer
+			_, ts := newServer(t, api.Options{Stores: openStores(t, "graph"), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", tc.method, tc.path)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			var line string
+			if !logs.Await(5*time.Second, nil, func(text string) bool {
+				for l := range strings.SplitSeq(text, "\n") {
+					if strings.Contains(l, "msg=request ") {
+						line = l
+						return true
+					}
+				}
+				return false
+			}) {
+				t.Fatalf("no access log line: %.300s", logs.String())
+			}
+			for l := range strings.SplitSeq(logs.String(), "\n") {
+				if len(l) > 2<<10 {
+					t.Errorf("a log line of %d bytes: %.200s…", len(l), l)
+				}
+			}
+			if !strings.Contains(line, tc.want) || !strings.Contains(line, fmt.Sprintf("status=%d", tc.status)) {
+				t.Errorf("the access log line does not name the request: %.300s", line)
+			}
+		})
+	}
+}
