@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestServeRevalidateWalkNeedsRevalidate: --revalidate-walk with
@@ -20,5 +26,104 @@ func TestServeRevalidateWalkNeedsRevalidate(t *testing.T) {
 	code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--revalidate", "0", "--revalidate-walk", "1m", graphStore}, &out, &errs)
 	if code != 2 || !strings.Contains(errs.String(), "--revalidate-walk") || !strings.Contains(errs.String(), "--revalidate 0") {
 		t.Fatalf("--revalidate 0 --revalidate-walk 1m: exit %d (want 2, naming both): %s", code, errs.String())
+	}
+}
+
+// stallingStore makes every call of the store it wraps wait until hang is
+// closed, or until its context ends (as a backend that accepts
+// connections and never answers does: the SDKs honour ctx).
+type stallingStore struct {
+	storage.Store
+	hang    chan struct{}
+	entered chan struct{} // closed at the first stalled call
+	once    sync.Once
+}
+
+func (s *stallingStore) wait(ctx context.Context) error {
+	s.once.Do(func() { close(s.entered) })
+	select {
+	case <-s.hang:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *stallingStore) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	if err := s.wait(ctx); err != nil {
+		return storage.Object{}, err
+	}
+	return s.Store.Get(ctx, key, o)
+}
+
+func (s *stallingStore) List(ctx context.Context, prefix string) (storage.Listing, error) {
+	if err := s.wait(ctx); err != nil {
+		return storage.Listing{}, err
+	}
+	return s.Store.List(ctx, prefix)
+}
+
+func (s *stallingStore) Stat(ctx context.Context, key string) (storage.Attrs, error) {
+	if err := s.wait(ctx); err != nil {
+		return storage.Attrs{}, err
+	}
+	return s.Store.Stat(ctx, key)
+}
+
+// TestServeStartsBesideAHungStore: a store whose backend never answers at
+// start keeps neither serve from listening nor the other stores from
+// serving: past the start wait, serve listens, the other store answers,
+// the hung one answers 502 and /readyz names it; once its backend answers,
+// a check opens it. serve used to open every store before it listened, so
+// one backend that hung kept the whole replica (its /healthz too) down:
+// Kubernetes' liveness probe restarted it, over and over.
+func TestServeStartsBesideAHungStore(t *testing.T) {
+	t.Parallel()
+	stall := &stallingStore{hang: make(chan struct{}), entered: make(chan struct{})}
+	var n atomic.Int32
+	wrap := func(st storage.Store) storage.Store {
+		if n.Add(1) == 2 { // the second STORE: "hung"
+			stall.Store = st
+			return stall
+		}
+		return st
+	}
+	hung := zvftest.CopyTree(t, graphStore)
+	start := time.Now()
+	s := startServeWith(t, serveHooks{wrapStore: wrap, startWait: 300 * time.Millisecond}, "--revalidate", "100ms", "good="+graphStore, "hung="+hung)
+	s.exitsClean(t)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("serve listened %v after it started", took)
+	}
+	const q = "/bbox?min=390,223,585&max=480,313,675"
+	if code, body, _ := httpGet(t, s.base+"/api/v1/stores/good"+q); code != http.StatusOK {
+		t.Fatalf("the good store: %d %.200s", code, body)
+	}
+	if code, body, _ := httpGet(t, s.base+"/api/v1/stores/hung"+q); code != http.StatusBadGateway || !strings.Contains(body, "backend-unavailable") {
+		t.Fatalf("the hung store: %d %.300s", code, body)
+	}
+	if code, body, _ := httpGet(t, s.base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	if code, body, _ := httpGet(t, s.base+"/readyz"); code != http.StatusServiceUnavailable || body != "1 of 2 stores not serving: hung\n" {
+		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	if !strings.Contains(s.errs.String(), "stores still open") || !strings.Contains(s.errs.String(), "stores=hung") {
+		t.Errorf("the log does not name the store still opening: %s", s.errs.String())
+	}
+	close(stall.hang)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _, _ := httpGet(t, s.base+"/api/v1/stores/hung"+q)
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store was not served once its backend answered: %d: %s", code, s.errs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body, _ := httpGet(t, s.base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz once both stores serve: %d %q", code, body)
 	}
 }

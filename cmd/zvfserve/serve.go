@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -200,7 +201,7 @@ func storeArg(arg string) (name, target string) {
 // contents do not open (corrupt, unsupported, backend down) is served as
 // that error and retried every --revalidate, so one bad store never takes
 // the others down.
-func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, wrap func(storage.Store) storage.Store) ([]*zvf.Handle, func(), error) {
+func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, hooks serveHooks) ([]*zvf.Handle, func(), error) {
 	codecs := zarr.NewCodecs(zarr.Limits{MaxChunkBytes: c.maxChunkBytes})
 	var stores []*zvf.Handle
 	var closers []func() error
@@ -209,28 +210,37 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			_ = f()
 		}
 	}
-	open := func(name string, st storage.Store, watch bool, conc int) error {
-		if wrap != nil {
-			st = wrap(st)
+	var watched []bool
+	// Only the handles are made here; openFirst opens them, so that one
+	// store whose backend hangs cannot keep serve from listening.
+	open := func(name string, st storage.Store, watch bool, conc int) {
+		if hooks.wrapStore != nil {
+			st = hooks.wrapStore(st)
 		}
 		// Transient backend failures are retried by the cloud SDKs (jittered
 		// exponential backoff); local files have none to retry.
-		h, err := zvf.OpenHandle(ctx, metered.Wrap(st, m),
+		h := zvf.NewHandle(metered.Wrap(st, m),
 			zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log, Concurrency: conc}, zvf.Watch{Enabled: watch, Settle: c.settle, Walk: watch && c.revalidateWalk > 0})
-		if err != nil {
-			return err
-		}
-		if _, err := h.Current(); err != nil {
-			// One bad store never stops serve: it is listed and answers
-			// with its problem; only checks (--revalidate) retry it.
-			if watch {
-				log.Error("store does not open; serving its error and retrying", "store", name, "every", c.revalidate, "err", err)
-			} else {
-				log.Error("store does not open; serving its error", "store", name, "err", err, "retry", "not retried (--revalidate 0): restart to serve it once fixed")
-			}
-		}
 		stores = append(stores, h)
-		return nil
+		watched = append(watched, watch)
+	}
+	// opened opens the handles made (see openFirst); the stores it
+	// returns close only once their opens have ended.
+	opened := func() ([]*zvf.Handle, func(), error) {
+		wait := startWait
+		if hooks.startWait > 0 {
+			wait = hooks.startWait
+		}
+		opening := openFirst(ctx, stores, watched, checkTimeout(c.revalidate), wait, c.revalidate, log)
+		closeStores := func() {
+			opening()
+			closeAll()
+		}
+		if err := ctx.Err(); err != nil {
+			closeStores()
+			return nil, nil, err
+		}
+		return stores, closeStores, nil
 	}
 	if len(args) == 0 {
 		start := time.Now()
@@ -245,13 +255,10 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		for _, in := range infos {
-			if err := open(in.Name, storage.Sub(mem, in.Prefix), false, readConcurrency(c.readConcurrency, "mem://")); err != nil {
-				closeAll()
-				return nil, nil, fmt.Errorf("demo store %s: %w", in.Name, err)
-			}
+			open(in.Name, storage.Sub(mem, in.Prefix), false, readConcurrency(c.readConcurrency, "mem://"))
 		}
 		log.Info("serving the built-in demo", "stores", len(infos), "build_ms", time.Since(start).Milliseconds())
-		return stores, closeAll, nil
+		return opened()
 	}
 	// One bound on blocked file system calls for every folder served:
 	// threads are the process's, and one hung mount may hold them all.
@@ -288,7 +295,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 				err = named(f.name, a)
 			}
 			if err == nil {
-				err = open(f.name, storage.Sub(st, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
+				open(f.name, storage.Sub(st, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 			}
 		}
 		if err != nil {
@@ -305,12 +312,88 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			closeAll()
 			return nil, nil, err
 		}
-		if err := open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target)); err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("store %s: %w", name, err)
-		}
+		open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 	}
-	return stores, closeAll, nil
+	return opened()
+}
+
+// startWait is how long serve waits for its stores to open before it
+// listens: longer than a healthy store takes, shorter than a liveness
+// probe's patience (the manifests' restarts a pod whose /healthz has not
+// answered for 30 s).
+const startWait = 10 * time.Second
+
+// firstOpens is how many stores open at once at start: a store whose
+// backend hangs holds one of them until its deadline, not every store
+// after it.
+const firstOpens = 8
+
+// openFirst opens the stores (each handle's first Refresh), firstOpens at
+// once and each within timeout, and returns once all have opened or
+// failed, or ctx has ended, or wait has passed: stores still opening then
+// go on in the background, served meanwhile as not open yet (502, and
+// /readyz names them). A store that fails to open is served as its
+// problem and, with revalidate above 0, retried by the checks. done waits
+// for the opens (they end with ctx).
+func openFirst(ctx context.Context, stores []*zvf.Handle, watched []bool, timeout, wait, revalidate time.Duration, log *slog.Logger) (done func()) {
+	var mu sync.Mutex
+	opening := map[string]bool{} // under mu
+	for _, h := range stores {
+		opening[h.Name()] = true
+	}
+	var all sync.WaitGroup
+	all.Go(func() {
+		var each sync.WaitGroup
+		defer each.Wait()
+		slots := make(chan struct{}, firstOpens)
+		for i, h := range stores {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			each.Go(func() {
+				defer func() { <-slots }()
+				octx, cancel := context.WithTimeout(ctx, timeout)
+				_, err := h.Refresh(octx)
+				cancel()
+				mu.Lock()
+				delete(opening, h.Name())
+				mu.Unlock()
+				switch {
+				case err == nil || ctx.Err() != nil:
+				case watched[i]:
+					// One bad store never stops serve: it is listed and answers
+					// with its problem; only checks (--revalidate) retry it.
+					log.Error("store does not open; serving its error and retrying", "store", h.Name(), "every", revalidate, "err", err)
+				default:
+					log.Error("store does not open; serving its error", "store", h.Name(), "err", err, "retry", "not retried (--revalidate 0): restart to serve it once fixed")
+				}
+			})
+		}
+	})
+	finished := make(chan struct{})
+	go func() {
+		all.Wait()
+		close(finished)
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+	case <-t.C:
+		mu.Lock()
+		names := slices.Sorted(maps.Keys(opening))
+		mu.Unlock()
+		const most = 20 // a folder of stores may hold thousands
+		list := strings.Join(names[:min(len(names), most)], ", ")
+		if len(names) > most {
+			list += fmt.Sprintf(" and %d more", len(names)-most)
+		}
+		log.Warn("listening while stores still open; they answer 502 and keep /readyz false until they do", "opening", len(names), "stores", list, "waited", wait, "deadline", timeout)
+	}
+	return all.Wait
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -328,6 +411,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // storage as it is opened (to make reads hang, say).
 type serveHooks struct {
 	wrapStore func(storage.Store) storage.Store
+	startWait time.Duration // how long serve waits for its stores to open before it listens; 0: startWait
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks serveHooks) error {
@@ -394,7 +478,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		}
 	}()
 	metrics := api.NewMetrics()
-	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks.wrapStore)
+	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks)
 	if err != nil {
 		return err
 	}
