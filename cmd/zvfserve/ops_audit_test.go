@@ -127,3 +127,55 @@ func TestServeStartsBesideAHungStore(t *testing.T) {
 		t.Fatalf("/readyz once both stores serve: %d %q", code, body)
 	}
 }
+
+// TestServeTokenFromTheEnvironment: ZVFSERVE_TOKEN is taken as a token
+// file is, without surrounding white space (a Kubernetes Secret made from a
+// file carries its newline: that token could never be sent, and every
+// request was a 401); set but blank — a template that lost its value —,
+// it is an error, as an empty --token or token file is, not a server
+// without authentication; so is a token-file setting that is empty, and a
+// token no header can carry.
+func TestServeTokenFromTheEnvironment(t *testing.T) {
+	t.Run("newline", func(t *testing.T) {
+		t.Setenv("ZVFSERVE_TOKEN", "env-tok-81\n")
+		s := startServe(t, graphStore)
+		s.exitsClean(t)
+		for _, tc := range []struct {
+			hdr  []string
+			want int
+		}{
+			{nil, http.StatusUnauthorized},
+			{[]string{"Authorization", "Bearer env-tok-8"}, http.StatusUnauthorized},
+			{[]string{"Authorization", "Bearer env-tok-81"}, http.StatusOK},
+		} {
+			if code, body, _ := httpGet(t, s.base+"/api/v1/stores", tc.hdr...); code != tc.want {
+				t.Errorf("%v: %d, want %d: %.200s", tc.hdr, code, tc.want, body)
+			}
+		}
+	})
+	for _, tc := range []struct {
+		name, env, value string
+		args             []string
+		msg              string
+	}{
+		{"blank token", "ZVFSERVE_TOKEN", " \n", nil, "ZVFSERVE_TOKEN is empty"},
+		{"empty token", "ZVFSERVE_TOKEN", "", nil, "ZVFSERVE_TOKEN is empty"},
+		{"empty token file", "ZVFSERVE_TOKEN_FILE", "", nil, "--token-file"},
+		{"empty token file flag", "", "", []string{"--token-file", ""}, "--token-file"},
+		{"control character", "", "", []string{"--token", "a\x01b"}, "--token"},
+		{"control character in the variable", "ZVFSERVE_TOKEN", "a\tb", nil, "ZVFSERVE_TOKEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(tc.env, tc.value)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			var out, errs bytes.Buffer
+			code := run(ctx, append(append([]string{"serve", "--addr", "127.0.0.1:0"}, tc.args...), graphStore), &out, &errs)
+			if code != 2 || !strings.Contains(errs.String(), tc.msg) {
+				t.Fatalf("exit %d, want 2 naming %q: %s", code, tc.msg, errs.String())
+			}
+		})
+	}
+}

@@ -84,7 +84,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
 	// The token's default is not taken from the environment here, so that
 	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
-	fs.StringVar(&c.token, "token", "", "require this bearer token (scheme Bearer, any case) on every route but /healthz, /readyz and the viewer's page and files (env ZVFSERVE_TOKEN; on the command line it is visible in the process list: prefer the variable or --token-file)")
+	fs.StringVar(&c.token, "token", "", "require this bearer token (scheme Bearer, any case) on every route but /healthz, /readyz and the viewer's page and files (env ZVFSERVE_TOKEN, read without surrounding white space; set but empty, it is refused; on the command line it is visible in the process list: prefer the variable or --token-file)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof; when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.StringVar(&c.readiness, "readiness", "all", "when /readyz is 200: all (every store serves; a store that fails to open keeps the replica unready and is named in the 503) or any (at least one store serves) (env ZVFSERVE_READINESS)")
@@ -643,14 +643,25 @@ func waitUntil(deadline time.Time, f func()) bool {
 }
 
 // resolveToken settles where the bearer token comes from: --token,
-// --token-file or ZVFSERVE_TOKEN (at most one of the flags).
+// --token-file or ZVFSERVE_TOKEN (at most one of the flags). Each source
+// set but empty is an error rather than a server without authentication
+// (a template that lost its value must not open the data to everyone);
+// the file and the variable are taken without surrounding white space (a
+// Secret made from a file keeps its newline), and a token no header can
+// carry is refused.
 func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
-	onCommandLine := false
-	fs.Visit(func(f *flag.Flag) { onCommandLine = onCommandLine || f.Name == "token" })
+	var onCommandLine, fileSet bool
+	fs.Visit(func(f *flag.Flag) {
+		onCommandLine = onCommandLine || f.Name == "token"
+		fileSet = fileSet || f.Name == "token-file" // on the command line or by ZVFSERVE_TOKEN_FILE
+	})
 	if onCommandLine && c.tokenFile != "" {
 		return fmt.Errorf("%w: --token and --token-file (or ZVFSERVE_TOKEN_FILE) both given; use one", cli.ErrUsage)
 	}
+	from := "--token"
 	switch {
+	case fileSet && c.tokenFile == "":
+		return fmt.Errorf("%w: --token-file (or ZVFSERVE_TOKEN_FILE) is empty: name a file, or leave it unset to serve without a token", cli.ErrUsage)
 	case c.tokenFile != "":
 		b, err := os.ReadFile(c.tokenFile)
 		if err != nil {
@@ -659,13 +670,25 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 		if c.token = strings.TrimSpace(string(b)); c.token == "" {
 			return fmt.Errorf("--token-file %s is empty", c.tokenFile)
 		}
+		from = "--token-file " + c.tokenFile
 	case onCommandLine:
 		if c.token == "" {
 			return fmt.Errorf("%w: --token is empty", cli.ErrUsage)
 		}
 		log.Warn("--token on the command line is visible to other local users in the process list; use ZVFSERVE_TOKEN or --token-file")
 	default:
-		c.token = os.Getenv("ZVFSERVE_TOKEN")
+		v, set := os.LookupEnv("ZVFSERVE_TOKEN")
+		if !set {
+			return nil
+		}
+		if c.token = strings.TrimSpace(v); c.token == "" {
+			return fmt.Errorf("%w: ZVFSERVE_TOKEN is empty: set a token, or unset it to serve without one", cli.ErrUsage)
+		}
+		from = "ZVFSERVE_TOKEN"
+	}
+	if strings.ContainsFunc(c.token, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		// Never said what it holds: the message would print the token.
+		return fmt.Errorf("%w: the token of %s holds a control character (a tab, a line break), which no Authorization header can carry", cli.ErrUsage, from)
 	}
 	return nil
 }
