@@ -2,16 +2,21 @@ package api_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestAccessLogIsBounded: a request's log lines stay short whatever the
@@ -70,5 +75,43 @@ func TestAccessLogIsBounded(t *testing.T) {
 				t.Errorf("the access log line does not name the request: %.300s", line)
 			}
 		})
+	}
+}
+
+// TestCheckLogsSayWhatHappened: the checks of a store that does not open
+// say so — not that it changed, which it did not: every retry of a store
+// whose bucket was empty logged "store changed and does not open", once
+// a minute, as if a writer were at work — and the check that finally
+// opens it says that.
+func TestCheckLogsSayWhatHappened(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bucket := zvftest.Store(t, "mem://")
+	late, err := zvf.OpenHandle(ctx, bucket, zvf.Options{Name: "late", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs apitest.Buffer
+	srv, _ := newServer(t, api.Options{Handles: []*zvf.Handle{late}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for range 2 {
+		if err := srv.Refresh(ctx); err == nil {
+			t.Fatal("an empty bucket opened as a store")
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d log lines for two failed checks, want 2: %s", len(lines), logs.String())
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "changed") || !strings.Contains(l, `msg="store does not open; serving its error"`) || !strings.Contains(l, "store=late") {
+			t.Errorf("a failed retry of a store that never opened: %s", l)
+		}
+	}
+	uploadTree(t, bucket, filepath.Join(fixtures, "graph.zarrvectors"))
+	if err := srv.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := strings.TrimSpace(logs.String()[len(strings.Join(lines, "\n")):]); !strings.Contains(l, `msg="store opens; serving it"`) || strings.Contains(l, "changed") {
+		t.Errorf("the check that opened the store logged: %s", l)
 	}
 }

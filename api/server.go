@@ -294,10 +294,15 @@ func (s *Server) check(ctx context.Context, n string, deep bool) (err error) {
 	if deep {
 		f = (*zvf.Handle).RefreshDeep
 	}
+	// A store that did not serve is retried by each check: that it still
+	// fails, or now opens, is what happened — not a change to the store.
+	_, failing := s.stores[n].Current()
 	changed, err := f(s.stores[n], ctx)
 	switch {
-	case err != nil && changed:
-		s.log.Warn("store changed and does not open", "store", n, "err", err)
+	case failing != nil && err != nil:
+		s.log.Warn("store does not open; serving its error", "store", n, "err", err)
+	case failing != nil && changed:
+		s.log.Info("store opens; serving it", "store", n)
 	case err != nil:
 		s.log.Warn("store check failed, or its new version does not open; serving what was open", "store", n, "err", err)
 	case changed:
