@@ -179,3 +179,32 @@ func TestServeTokenFromTheEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestServeUsageErrorsHideStoreQueries: the errors about a STORE argument
+// name it without its query string, as every other error about a store
+// URL does (its parameters may carry credentials: an endpoint's user and
+// password); a bad name or two stores of one name printed the whole
+// argument.
+func TestServeUsageErrorsHideStoreQueries(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"bad name", []string{"bad name=s3://bucket/x?endpoint=http://key:secret-1@h:1&region=x"}, `(from "bad name=s3://bucket/x?…")`},
+		{"same name", []string{"a=s3://b/x?endpoint=http://key:secret-1@h:1&region=x", "a=s3://b/y?endpoint=http://key:secret-2@h:1&region=x"},
+			`(from "a=s3://b/x?…" and "a=s3://b/y?…")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var out, errs bytes.Buffer
+			code := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, tc.args...), &out, &errs)
+			if code != 2 || strings.Contains(errs.String(), "secret") || !strings.Contains(errs.String(), tc.msg) {
+				t.Fatalf("exit %d, want 2 with %s and no secret: %s", code, tc.msg, errs.String())
+			}
+		})
+	}
+}

@@ -265,12 +265,12 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	calls := localfs.NewCalls(0)
 	badName := func(name, a string) error {
 		closeAll()
-		return fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
+		return fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, shownArg(a))
 	}
 	from := map[string]string{} // store name: the argument it came from
 	named := func(name, a string) error {
 		if prev, dup := from[name]; dup {
-			return fmt.Errorf("%w: two stores are named %q (from %q and %q): name them with name=URL", cli.ErrUsage, name, prev, a)
+			return fmt.Errorf("%w: two stores are named %q (from %q and %q): name them with name=URL", cli.ErrUsage, name, shownArg(prev), shownArg(a))
 		}
 		from[name] = a
 		return nil
@@ -315,6 +315,16 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 	}
 	return opened()
+}
+
+// shownArg is a STORE argument as errors show it: without its query
+// string, whose parameters may carry credentials (as blobstore's errors
+// leave it out).
+func shownArg(a string) string {
+	if i := strings.IndexByte(a, '?'); i >= 0 {
+		return a[:i+1] + "…"
+	}
+	return a
 }
 
 // startWait is how long serve waits for its stores to open before it
