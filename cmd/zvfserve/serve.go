@@ -231,8 +231,11 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		if hooks.startWait > 0 {
 			wait = hooks.startWait
 		}
-		opening := openFirst(ctx, stores, watched, checkTimeout(c.revalidate), wait, c.revalidate, log)
+		// Closing the stores ends their opens first, however serve ends.
+		octx, stopOpens := context.WithCancel(ctx)
+		opening := openFirst(octx, stores, watched, checkTimeout(c.revalidate), wait, c.revalidate, log)
 		closeStores := func() {
+			stopOpens()
 			opening()
 			closeAll()
 		}
