@@ -208,3 +208,18 @@ func TestServeUsageErrorsHideStoreQueries(t *testing.T) {
 		})
 	}
 }
+
+// TestServeRefusesSettleZero: --settle 0 is refused (exit 2) rather than
+// served as the 2 s default, which is what the reader made of a settle of
+// 0 without a word: an operator who asked for new versions at once got
+// them 2 s late.
+func TestServeRefusesSettleZero(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var out, errs bytes.Buffer
+	code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--settle", "0", graphStore}, &out, &errs)
+	if code != 2 || !strings.Contains(errs.String(), "--settle") {
+		t.Fatalf("--settle 0: exit %d, want 2 naming --settle: %s", code, errs.String())
+	}
+}

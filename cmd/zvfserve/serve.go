@@ -67,7 +67,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.streamTimeout, "stream-timeout", 10*time.Minute, "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
 	fs.DurationVar(&c.revalidate, "revalidate", time.Minute, "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; each store on its own, each check ending after this or 2m, whichever is longer; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
 	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", 0, "also list every object of every store this often, in the background, to notice data rewritten without its metadata, and name each version by that listing (once more at start) so that restarts and replicas tell rewritten data apart; costs a listing of the whole store; 0: never; needs --revalidate above 0 (env ZVFSERVE_REVALIDATE_WALK)")
-	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
+	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served (positive); meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
 	fs.BoolVar(&c.followSymlinks, "follow-symlinks", false, "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its connection freed (while it waits on its client it holds no --max-concurrent slot) (env ZVFSERVE_STALL_TIMEOUT)")
 	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the one idle longest — a keep-alive connection between requests, or one that has sent nothing for a second — is closed for a new one, and with none such the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
@@ -111,6 +111,10 @@ func (c *serveConfig) check() error {
 	}
 	if c.revalidate < 0 || c.revalidateWalk < 0 || c.settle < 0 || c.maxAge < 0 {
 		return fmt.Errorf("%w: --revalidate %v, --revalidate-walk %v, --settle %v and --max-age %v must not be negative", cli.ErrUsage, c.revalidate, c.revalidateWalk, c.settle, c.maxAge)
+	}
+	if c.settle == 0 {
+		// The reader takes a settle of 0 for its 2 s default.
+		return fmt.Errorf("%w: --settle 0: a changed store must be quiet for a while before its new version opens; give a positive duration (default 2s)", cli.ErrUsage)
 	}
 	if c.revalidate == 0 && c.revalidateWalk > 0 {
 		// With --revalidate 0 stores are immutable: nothing is checked, so
