@@ -207,6 +207,10 @@ func storeArg(arg string) (name, target string) {
 // the others down.
 func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, hooks serveHooks) ([]*zvf.Handle, func(), error) {
 	codecs := zarr.NewCodecs(zarr.Limits{MaxChunkBytes: c.maxChunkBytes})
+	wait := startWait // for the stores to open (openFirst), and for each argument's first listing
+	if hooks.startWait > 0 {
+		wait = hooks.startWait
+	}
 	var stores []*zvf.Handle
 	var closers []func() error
 	closeAll := func() {
@@ -231,10 +235,6 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	// opened opens the handles made (see openFirst); the stores it
 	// returns close only once their opens have ended.
 	opened := func() ([]*zvf.Handle, func(), error) {
-		wait := startWait
-		if hooks.startWait > 0 {
-			wait = hooks.startWait
-		}
 		// Closing the stores ends their opens first, however serve ends.
 		octx, stopOpens := context.WithCancel(ctx)
 		opening := openFirst(octx, stores, watched, checkTimeout(c.revalidate), wait, c.revalidate, log)
@@ -295,14 +295,18 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		closers = append(closers, st.Close)
+		var arg storage.Store = st
+		if hooks.wrapArg != nil {
+			arg = hooks.wrapArg(st)
+		}
 		// A folder of stores serves each of them (discover.go).
-		found, err := discoverStores(ctx, st, namePrefix(a), log)
+		found, err := discoverStoresWithin(ctx, arg, namePrefix(a), log.With("arg", shownArg(a)), wait)
 		for _, f := range found {
 			if err == nil {
 				err = named(f.name, a)
 			}
 			if err == nil {
-				open(f.name, storage.Sub(st, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
+				open(f.name, storage.Sub(arg, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 			}
 		}
 		if err != nil {
@@ -319,7 +323,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			closeAll()
 			return nil, nil, err
 		}
-		open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target))
+		open(name, arg, c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 	}
 	return opened()
 }
@@ -428,7 +432,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // storage as it is opened (to make reads hang, say).
 type serveHooks struct {
 	wrapStore func(storage.Store) storage.Store
-	startWait time.Duration // how long serve waits for its stores to open before it listens; 0: startWait
+	wrapArg   func(storage.Store) storage.Store // wraps each STORE argument's storage, before the search for stores below it
+	startWait time.Duration                     // how long serve waits for its stores to open before it listens; 0: startWait
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks serveHooks) error {
