@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,4 +115,64 @@ func TestCheckLogsSayWhatHappened(t *testing.T) {
 	if l := strings.TrimSpace(logs.String()[len(strings.Join(lines, "\n")):]); !strings.Contains(l, `msg="store opens; serving it"`) || strings.Contains(l, "changed") {
 		t.Errorf("the check that opened the store logged: %s", l)
 	}
+}
+
+// TestClientGoneIsCounted499: a request whose client went away before its
+// answer started is logged and counted with status 499 (nginx's "client
+// closed request"), as problem.StatusClientClosed says; it was counted and
+// logged as the 408 Request Timeout the problem document would be sent
+// with, which reads as the server timing out the client.
+func TestClientGoneIsCounted499(t *testing.T) {
+	t.Parallel()
+	var logs apitest.Buffer
+	m := api.NewMetrics()
+	fs, h := faultyServer(t, api.Options{Metrics: m, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	fs.Add(hang())
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+graphBox, nil)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := ts.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	for fs.InFlight.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	var line string
+	if !logs.Await(5*time.Second, nil, func(text string) bool {
+		for l := range strings.SplitSeq(text, "\n") {
+			if strings.Contains(l, "msg=request ") {
+				line = l
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no access log line: %s", logs.String())
+	}
+	if !strings.Contains(line, "status=499") {
+		t.Errorf("access log: %s", line)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if out := rec.Body.String(); !strings.Contains(out, `zvfserve_http_requests_total{code="499",outcome="disconnected",route="/api/v1/stores/{store}/bbox"} 1`) {
+		t.Errorf("metrics:\n%s", grepLines(out, "zvfserve_http_requests_total{"))
+	}
+}
+
+func grepLines(text, sub string) string {
+	var b strings.Builder
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.Contains(l, sub) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
 }

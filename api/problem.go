@@ -88,4 +88,13 @@ func classify(err error) *Problem {
 	return problem.New(problem.Internal, "the server could not complete the request")
 }
 
-func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) { problem.Write(w, r, p) }
+func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
+	problem.Write(w, r, p)
+	if p.Status == problem.StatusClientClosed {
+		// Sent as 408 (if the client is there to read it at all), but
+		// logged and counted as what happened: the client went away.
+		if sw, ok := w.(*statusWriter); ok {
+			sw.status = problem.StatusClientClosed
+		}
+	}
+}
