@@ -160,6 +160,12 @@ func TestClientGoneIsCounted499(t *testing.T) {
 	if !strings.Contains(line, "status=499") {
 		t.Errorf("access log: %s", line)
 	}
+	// Once: the access log says it all. A "request failed" line with
+	// err="context canceled" beside it said nothing more, twice a fetch
+	// Neuroglancer aborts.
+	if n := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; n != 1 {
+		t.Errorf("%d log lines for one client that left, want 1:\n%s", n, logs.String())
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if out := rec.Body.String(); !strings.Contains(out, `zvfserve_http_requests_total{code="499",outcome="disconnected",route="/api/v1/stores/{store}/bbox"} 1`) {

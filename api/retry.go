@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -112,7 +113,11 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		if p.Status >= 500 {
 			level = slog.LevelError
 		}
-		s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", p.Status, "err", err, "request_id", requestID(r.Context()))
+		// A client that left failed nothing: the access log's 499 says all
+		// there is (its error is the cancellation).
+		if p.Status != problem.StatusClientClosed {
+			s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", p.Status, "err", err, "request_id", requestID(r.Context()))
+		}
 		if committed(w) {
 			if errors.Is(err, zvf.ErrChanged) && a.h != nil {
 				// This answer cannot be computed again, but the store's
