@@ -403,6 +403,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			outcome := sw.outcome(parent, v != nil)
 			d := s.o.Now().Sub(start)
 			s.m.observe(pattern, sw.status, outcome, d)
+			if sw.problem != "" {
+				s.m.problem(sw.problem)
+			}
 			level := slog.LevelInfo
 			if outcome != outcomeComplete {
 				level = slog.LevelWarn

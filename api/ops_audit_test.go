@@ -3,7 +3,9 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +19,8 @@ import (
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -181,4 +185,53 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestProblemsCountedByType: the metrics tell problems apart by type, as
+// their documents do. By status alone they could not be: a backend that
+// refuses the server (storage-denied: fix the credentials) and one that is
+// down (backend-unavailable: wait) are both 502, an overloaded server and
+// a store being replaced both 503. Every type is exported from the start
+// (at 0), so that an alert on one has a series to watch.
+func TestProblemsCountedByType(t *testing.T) {
+	t.Parallel()
+	m := api.NewMetrics()
+	fst, h := faultyServer(t, api.Options{Metrics: m})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	get := func(path string, want int) {
+		t.Helper()
+		resp, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	fst.Add(&faultstore.Rule{Op: "get", Key: "vertices", Fault: faultstore.Fault{Err: errors.Join(storage.ErrUnavailable, faultstore.ErrInjected), Times: 1}})
+	get(graphBox, http.StatusBadGateway)
+	fst.Reset()
+	fst.Add(&faultstore.Rule{Op: "get", Key: "vertices", Fault: faultstore.Fault{Err: fs.ErrPermission}})
+	get(graphBox, http.StatusBadGateway)
+	get(graphBox, http.StatusBadGateway)
+	fst.Reset()
+	get("/api/v1/stores/nope", http.StatusNotFound)
+	get(graphBox+"&limit=x", http.StatusBadRequest)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	out := rec.Body.String()
+	for _, want := range []string{
+		`zvfserve_http_problems_total{type="backend-unavailable"} 1`,
+		`zvfserve_http_problems_total{type="storage-denied"} 2`,
+		`zvfserve_http_problems_total{type="not-found"} 1`,
+		`zvfserve_http_problems_total{type="bad-parameter"} 1`,
+		`zvfserve_http_problems_total{type="overloaded"} 0`,
+		`zvfserve_http_problems_total{type="store-changing"} 0`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("no %s in\n%s", want, grepLines(out, "zvfserve_http_problems_total"))
+		}
+	}
 }

@@ -69,6 +69,7 @@ type statusWriter struct {
 	discard bool // the answer became a 304: its body is dropped
 
 	status  int
+	problem problem.Kind // the type of the problem answered, if one was
 	bytes   int64
 	started bool
 	werr    error // the first failed write
