@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -23,7 +24,9 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic serving request", "path", clip(r.URL.Path, maxPath), "panic", fmt.Sprint(v), "request_id", requestID(r.Context()))
+			// The stack says where the bug is; the client is told nothing of it.
+			s.log.Error("panic serving request", "path", clip(r.URL.Path, maxPath), "panic", fmt.Sprint(v), "stack", string(debug.Stack()),
+				"request_id", requestID(r.Context()))
 			if sw, ok := w.(*statusWriter); ok && sw.started {
 				// Part of the answer is out; a problem document appended to
 				// it would read as data. Cut the connection instead.

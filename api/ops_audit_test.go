@@ -235,3 +235,29 @@ func TestProblemsCountedByType(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerPanicLogsItsStack: a panic in a handler is logged with the
+// stack that led to it, as the panics of background work are; the line
+// said only the panic's value, which does not say where the bug is.
+func TestHandlerPanicLogsItsStack(t *testing.T) {
+	t.Parallel()
+	var logs apitest.Buffer
+	ui := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panicInTheViewer() })
+	_, ts := newServer(t, api.Options{Stores: openStores(t, "graph"), UI: ui, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	resp, body := apitest.Get(t, ts, "/index.html")
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "internal") || strings.Contains(string(body), "goroutine") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var line string
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		if strings.Contains(l, "panic serving request") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, `"panic":"viewer exploded"`) || !strings.Contains(line, `"stack":"goroutine `) || !strings.Contains(line, "panicInTheViewer") {
+		t.Errorf("the panic's log line: %.600s", line)
+	}
+}
+
+//go:noinline
+func panicInTheViewer() { panic("viewer exploded") }
