@@ -86,7 +86,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
 	fs.StringVar(&c.token, "token", "", "require this bearer token (scheme Bearer, any case) on every route but /healthz, /readyz and the viewer's page and files (env ZVFSERVE_TOKEN, read without surrounding white space; set but empty, it is refused; on the command line it is visible in the process list: prefer the variable or --token-file)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
-	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof; when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof, which answer there without the token: bind it where only your monitoring reaches (127.0.0.1:9090, a pod port no Service exposes); when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.StringVar(&c.readiness, "readiness", "all", "when /readyz is 200: all (every store serves; a store that fails to open keeps the replica unready and is named in the 503) or any (at least one store serves) (env ZVFSERVE_READINESS)")
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given (env ZVFSERVE_DEMO_SCALE)")
 }
