@@ -340,7 +340,7 @@ func shownArg(a string) string {
 
 // startWait is how long serve waits for its stores to open before it
 // listens: longer than a healthy store takes, shorter than a liveness
-// probe's patience (the manifests' restarts a pod whose /healthz has not
+// probe's patience (the manifests' probe restarts a pod whose /healthz has not
 // answered for 30 s).
 const startWait = 10 * time.Second
 
