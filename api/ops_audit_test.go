@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,3 +262,68 @@ func TestHandlerPanicLogsItsStack(t *testing.T) {
 
 //go:noinline
 func panicInTheViewer() { panic("viewer exploded") }
+
+// firstCheck records when its store was first listed after armed was set
+// (a check lists the store's root).
+type firstCheck struct {
+	storage.Store
+	armed *atomic.Bool
+	at    atomic.Int64 // UnixNano; 0: not yet
+}
+
+func (f *firstCheck) List(ctx context.Context, prefix string) (storage.Listing, error) {
+	if f.armed.Load() {
+		f.at.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	return f.Store.List(ctx, prefix)
+}
+
+// TestChecksAreSpreadOverTheInterval: the stores of a server are checked
+// at times spread over --revalidate, not all at once: every store's first
+// check came one interval after start, so a folder of thousands of stores
+// sent its bucket thousands of listings in the same instant, every
+// interval — the burst an object store throttles (S3's 503 SlowDown),
+// failing requests with the checks.
+func TestChecksAreSpreadOverTheInterval(t *testing.T) {
+	t.Parallel()
+	const n, every = 8, 800 * time.Millisecond
+	var armed atomic.Bool
+	sts := map[string]storage.Store{}
+	var recs []*firstCheck
+	for i := range n {
+		f := &firstCheck{Store: zvftest.Store(t, filepath.Join(fixtures, "graph.zarrvectors")), armed: &armed}
+		recs = append(recs, f)
+		sts[fmt.Sprintf("s%d", i)] = f
+	}
+	_, srv := watchedServer(t, sts, cache.New(64<<20), api.Options{})
+	armed.Store(true)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		srv.Revalidate(ctx, every, time.Minute, false)
+	}()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(10 * every)
+	var first, last time.Duration
+	for i := 0; i < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("store %d not checked within %v", i, 10*every)
+		}
+		at := recs[i].at.Load()
+		if at == 0 {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		d := time.Unix(0, at).Sub(start)
+		if i == 0 || d < first {
+			first = d
+		}
+		last = max(last, d)
+		i++
+	}
+	if last-first < every/2 || last > every+every/2 {
+		t.Errorf("the %d stores' first checks came %v to %v after start; want them spread over the %v interval", n, first, last, every)
+	}
+}
