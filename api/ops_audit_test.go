@@ -327,3 +327,49 @@ func TestChecksAreSpreadOverTheInterval(t *testing.T) {
 		t.Errorf("the %d stores' first checks came %v to %v after start; want them spread over the %v interval", n, first, last, every)
 	}
 }
+
+// TestClientMistakesLogOnce: a request refused for the client's own
+// mistake (an unknown store, a bad parameter) is logged once, by the
+// access log; what the server or its data got wrong (a backend refusing
+// it, here) is logged with its error as well, at WARN or ERROR. Every 404
+// a crawler caused was a WARN "request failed" line beside its access
+// line, drowning the warnings an operator must act on.
+func TestClientMistakesLogOnce(t *testing.T) {
+	t.Parallel()
+	var logs apitest.Buffer
+	fst, h := faultyServer(t, api.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	for _, tc := range []struct {
+		path   string
+		status int
+		lines  []string // what the log says of it, in order
+	}{
+		{"/api/v1/stores/nope/bbox?min=0,0,0&max=1,1,1", http.StatusNotFound, []string{"level=INFO msg=request "}},
+		{graphBox + "&limit=x", http.StatusBadRequest, []string{"level=INFO msg=request "}},
+		{"/api/v1/stores/graph/objects/999999", http.StatusNotFound, []string{"level=INFO msg=request "}},
+		{graphBox, http.StatusBadGateway, []string{`level=ERROR msg="request failed"`, "level=INFO msg=request "}},
+	} {
+		from := len(logs.String())
+		if tc.status == http.StatusBadGateway {
+			fst.Add(&faultstore.Rule{Op: "get", Key: "vertices", Fault: faultstore.Fault{Err: fs.ErrPermission}})
+		}
+		resp, err := ts.Client().Get(ts.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Fatalf("%s: %d, want %d", tc.path, resp.StatusCode, tc.status)
+		}
+		logs.Await(5*time.Second, nil, func(text string) bool { return strings.Contains(text[from:], "msg=request ") })
+		got := strings.Split(strings.TrimSpace(logs.String()[from:]), "\n")
+		ok := len(got) == len(tc.lines)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.Contains(got[i], tc.lines[i])
+		}
+		if !ok {
+			t.Errorf("%s (%d) logged:\n%s\nwant lines with %q", tc.path, tc.status, logs.String()[from:], tc.lines)
+		}
+	}
+}
