@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/cache"
 )
 
@@ -17,6 +19,7 @@ import (
 type Metrics struct {
 	reg        *prometheus.Registry
 	requests   *prometheus.CounterVec
+	problems   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	rejected   prometheus.Counter
 	inFlight   prometheus.Gauge
@@ -53,6 +56,15 @@ func NewMetrics() *Metrics {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "zvfserve_http_requests_total",
 		Help: "HTTP requests by route, status and outcome (complete, or how the response was cut: error, stalled, disconnected, timeout)."},
 		[]string{"route", "code", "outcome"})
+	// By type, which the status does not tell: storage-denied and
+	// backend-unavailable are both 502, overloaded and store-changing both
+	// 503. Every type is there from the start, at 0, for alerts to watch.
+	m.problems = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "zvfserve_http_problems_total",
+		Help: "Requests answered with a problem document, by its type (the end of its type URI: backend-unavailable, storage-denied, store-changing, overloaded, timeout, cancelled, not-found, …)."},
+		[]string{"type"})
+	for _, k := range problem.Kinds() {
+		m.problems.WithLabelValues(string(k))
+	}
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "zvfserve_http_request_duration_seconds", Help: "HTTP request latency by route.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route"})
 	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_rejected_total", Help: "Requests refused with 503 because every slot was busy, or answers in flight held the memory budget, for the whole queue wait."})
@@ -65,7 +77,7 @@ func NewMetrics() *Metrics {
 	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_store_read_bytes_total", Help: "Bytes read from storage."})
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
-	m.reg.MustRegister(m.requests, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connSilent, m.connRefuse, m.readBytes, m.readLat,
+	m.reg.MustRegister(m.requests, m.problems, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connSilent, m.connRefuse, m.readBytes, m.readLat,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(ReadBuild()))
 	return m
 }
@@ -91,6 +103,11 @@ func (m *Metrics) observe(route string, code int, outcome string, d time.Duratio
 	rs := v.(*requestSeries)
 	rs.requests.Inc()
 	rs.latency.Observe(d.Seconds())
+}
+
+// problem counts a request answered with a problem of kind k.
+func (m *Metrics) problem(k problem.Kind) {
+	m.problems.WithLabelValues(string(k)).Inc()
 }
 
 func (m *Metrics) watchCache(c *cache.Cache) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -23,7 +24,9 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v), "request_id", requestID(r.Context()))
+			// The stack says where the bug is; the client is told nothing of it.
+			s.log.Error("panic serving request", "path", clip(r.URL.Path, maxPath), "panic", fmt.Sprint(v), "stack", string(debug.Stack()),
+				"request_id", requestID(r.Context()))
 			if sw, ok := w.(*statusWriter); ok && sw.started {
 				// Part of the answer is out; a problem document appended to
 				// it would read as data. Cut the connection instead.
@@ -403,6 +406,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			outcome := sw.outcome(parent, v != nil)
 			d := s.o.Now().Sub(start)
 			s.m.observe(pattern, sw.status, outcome, d)
+			if sw.problem != "" {
+				s.m.problem(sw.problem)
+			}
 			level := slog.LevelInfo
 			if outcome != outcomeComplete {
 				level = slog.LevelWarn
@@ -410,7 +416,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			// Attributes, not key-value pairs: those box every number,
 			// and a disabled level builds nothing.
 			if s.log.Enabled(r.Context(), level) {
-				s.log.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				s.log.LogAttrs(r.Context(), level, "request", slog.String("method", clip(r.Method, maxLogMethod)), slog.String("path", clip(r.URL.Path, maxPath)),
 					slog.String("route", pattern), slog.Int("status", sw.status), slog.String("outcome", outcome),
 					slog.Int64("bytes", sw.bytes), slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", st.id))
 			}
@@ -422,6 +428,20 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r)
 		sw.finish()
 	})
+}
+
+// maxLogMethod bounds the method a log line repeats: the server takes
+// any token as a method (then refuses it), up to its header limit.
+const maxLogMethod = 16
+
+// clip is s cut to at most n bytes, marked when cut, so that a log line's
+// length is not the client's to choose (a path or method is refused past
+// its bound, but logged before). It allocates only for what it cuts.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // bodyTimeout bounds reading a request body nobody asked for.

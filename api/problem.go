@@ -88,4 +88,14 @@ func classify(err error) *Problem {
 	return problem.New(problem.Internal, "the server could not complete the request")
 }
 
-func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) { problem.Write(w, r, p) }
+func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
+	problem.Write(w, r, p)
+	if sw, ok := w.(*statusWriter); ok {
+		sw.problem = p.Kind() // counted by type (observe)
+		if p.Status == problem.StatusClientClosed {
+			// Sent as 408 (if the client is there to read it at all), but
+			// logged and counted as what happened: the client went away.
+			sw.status = problem.StatusClientClosed
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -108,11 +109,7 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 			}
 		}
 		p := classify(err)
-		level := slog.LevelWarn
-		if p.Status >= 500 {
-			level = slog.LevelError
-		}
-		s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", p.Status, "err", err, "request_id", requestID(r.Context()))
+		s.log.Log(r.Context(), failureLevel(p), "request failed", "path", r.URL.Path, "status", p.Status, "err", err, "request_id", requestID(r.Context()))
 		if committed(w) {
 			if errors.Is(err, zvf.ErrChanged) && a.h != nil {
 				// This answer cannot be computed again, but the store's
@@ -128,6 +125,23 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		}
 		writeProblem(w, r, p)
 	}
+}
+
+// failureLevel is the level a failed request's error is logged at: an
+// operator's concern (the server, its storage or its data at fault) at
+// WARN or ERROR; the client's own mistake at DEBUG, its access line (at
+// INFO) being all an operator needs of it; a client that left, at DEBUG
+// too (its error is the cancellation; the access line says 499).
+func failureLevel(p *Problem) slog.Level {
+	switch p.Kind() {
+	case problem.BadParameter, problem.BadFilter, problem.NotFound, problem.StaleCursor, problem.NotAcceptable, problem.TooLarge,
+		problem.RangeNotSatisfiable, problem.Unrepresentable, problem.Cancelled:
+		return slog.LevelDebug
+	}
+	if p.Status >= 500 {
+		return slog.LevelError
+	}
+	return slog.LevelWarn
 }
 
 func committed(w http.ResponseWriter) bool {

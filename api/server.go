@@ -294,10 +294,15 @@ func (s *Server) check(ctx context.Context, n string, deep bool) (err error) {
 	if deep {
 		f = (*zvf.Handle).RefreshDeep
 	}
+	// A store that did not serve is retried by each check: that it still
+	// fails, or now opens, is what happened — not a change to the store.
+	_, failing := s.stores[n].Current()
 	changed, err := f(s.stores[n], ctx)
 	switch {
-	case err != nil && changed:
-		s.log.Warn("store changed and does not open", "store", n, "err", err)
+	case failing != nil && err != nil:
+		s.log.Warn("store does not open; serving its error", "store", n, "err", err)
+	case failing != nil && changed:
+		s.log.Info("store opens; serving it", "store", n)
 	case err != nil:
 		s.log.Warn("store check failed, or its new version does not open; serving what was open", "store", n, "err", err)
 	case changed:
@@ -308,24 +313,34 @@ func (s *Server) check(ctx context.Context, n string, deep bool) (err error) {
 
 // Revalidate checks every store every interval (Refresh, or RefreshDeep
 // when deep) until ctx ends, each store on its own schedule: a backend
-// that hangs delays only its own store's checks, never another's. Each
+// that hangs delays only its own store's checks, never another's. The
+// schedules are spread over the interval (the i-th of n stores is first
+// checked (i+1)/n of it after the start), so that many stores in one
+// bucket do not send it all their listings at the same instant. Each
 // check, with the reopen it may start, ends by timeout. Revalidate returns
 // once ctx has ended and every check has returned.
 func (s *Server) Revalidate(ctx context.Context, every, timeout time.Duration, deep bool) {
 	var wg sync.WaitGroup
-	for _, n := range s.names {
+	for i, n := range s.names {
 		wg.Go(func() {
+			first := time.NewTimer(every * time.Duration(i+1) / time.Duration(len(s.names)))
+			defer first.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-first.C:
+			}
 			t := time.NewTicker(every)
 			defer t.Stop()
 			for {
+				cctx, cancel := context.WithTimeout(ctx, timeout)
+				_ = s.check(cctx, n, deep)
+				cancel()
 				select {
 				case <-ctx.Done():
 					return
 				case <-t.C:
 				}
-				cctx, cancel := context.WithTimeout(ctx, timeout)
-				_ = s.check(cctx, n, deep)
-				cancel()
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/zvfserve/zvfserve/api/problem"
 )
 
 // How a response ended, as logged and counted (the "outcome" label of
@@ -67,6 +69,7 @@ type statusWriter struct {
 	discard bool // the answer became a 304: its body is dropped
 
 	status  int
+	problem problem.Kind // the type of the problem answered, if one was
 	bytes   int64
 	started bool
 	werr    error // the first failed write
@@ -250,9 +253,13 @@ func (w *statusWriter) finish() {
 }
 
 // outcome says how the response ended; aborted means it was cut by a
-// panic(http.ErrAbortHandler) on its way out.
+// panic(http.ErrAbortHandler) on its way out. A request answered as its
+// client's leaving (499) was disconnected, whether or not the write of
+// its problem document happened to fail.
 func (w *statusWriter) outcome(ctx context.Context, aborted bool) string {
 	switch {
+	case w.status == problem.StatusClientClosed:
+		return outcomeDisconnected
 	case !aborted && w.werr == nil:
 		return outcomeComplete
 	case w.expired.Load():

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -40,11 +41,35 @@ type foundStore struct {
 // give the same name, the later path (in byte order) gets "-2", "-3", …
 // and a warning.
 func discoverStores(ctx context.Context, st storage.Store, namePrefix string, log *slog.Logger) ([]foundStore, error) {
-	root, err := st.List(ctx, "")
+	return discoverStoresWithin(ctx, st, namePrefix, log, 0)
+}
+
+// discoverStoresWithin is discoverStores whose first look, the one that
+// tells a store from a folder of stores, ends after decide (0: no bound):
+// a backend that does not answer it by then is taken for one store, whose
+// open (with its own deadline, retried by the checks) reports it. serve
+// must not wait on such a backend before it listens.
+func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix string, log *slog.Logger, decide time.Duration) ([]foundStore, error) {
+	dctx := ctx
+	if decide > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(ctx, decide)
+		defer cancel()
+	}
+	root, err := st.List(dctx, "")
+	undecided := func() bool {
+		if dctx.Err() == nil || ctx.Err() != nil {
+			return false
+		}
+		log.Warn("no answer from the backend in time to tell a store from a folder of stores: serving it as one store (restart once it answers, if it is a folder of stores)",
+			"waited", decide)
+		return true
+	}
 	if err != nil {
+		undecided()
 		return nil, nil // opening the store reports it
 	}
-	if isZarrNode(ctx, st, "", root) {
+	if isZarrNode(dctx, st, "", root) || undecided() {
 		return nil, nil
 	}
 	var found []string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -64,9 +65,9 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.maxAge, "max-age", time.Hour, "Cache-Control max-age of data responses (env ZVFSERVE_MAX_AGE)")
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "time limit for the work before an answer starts (then 504); an answer that has started streams on, under --stream-timeout (env ZVFSERVE_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.streamTimeout, "stream-timeout", 10*time.Minute, "hard cap on a response's whole time, streaming included; a response still streaming then is cut (env ZVFSERVE_STREAM_TIMEOUT)")
-	fs.DurationVar(&c.revalidate, "revalidate", time.Minute, "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; each store on its own, each check ending after this or 2m, whichever is longer; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
-	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", 0, "also list every object of every store this often, in the background, to notice data rewritten without its metadata, and name each version by that listing (once more at start) so that restarts and replicas tell rewritten data apart; costs a listing of the whole store; 0: never (env ZVFSERVE_REVALIDATE_WALK)")
-	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served; meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
+	fs.DurationVar(&c.revalidate, "revalidate", time.Minute, "how often to check each store's metadata (root and level zarr.json, the levels, where a linked folder points) for a new version, and to retry stores that failed to open; each store on its own, the stores' checks spread over the interval, each check ending after this or 2m, whichever is longer; costs a listing and a stat per level, whatever the store's size; 0: never, and stores are taken as immutable (env ZVFSERVE_REVALIDATE)")
+	fs.DurationVar(&c.revalidateWalk, "revalidate-walk", 0, "also list every object of every store this often, in the background, to notice data rewritten without its metadata, and name each version by that listing (once more at start) so that restarts and replicas tell rewritten data apart; costs a listing of the whole store; each walk ends after this or 2m, whichever is longer; 0: never; needs --revalidate above 0 (env ZVFSERVE_REVALIDATE_WALK)")
+	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served (positive); meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
 	fs.BoolVar(&c.followSymlinks, "follow-symlinks", false, "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its connection freed (while it waits on its client it holds no --max-concurrent slot) (env ZVFSERVE_STALL_TIMEOUT)")
 	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the one idle longest — a keep-alive connection between requests, or one that has sent nothing for a second — is closed for a new one, and with none such the new one is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
@@ -83,9 +84,9 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
 	// The token's default is not taken from the environment here, so that
 	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
-	fs.StringVar(&c.token, "token", "", "require this bearer token (scheme Bearer, any case) on every route but /healthz, /readyz and the viewer's page and files (env ZVFSERVE_TOKEN; on the command line it is visible in the process list: prefer the variable or --token-file)")
+	fs.StringVar(&c.token, "token", "", "require this bearer token (scheme Bearer, any case) on every route but /healthz, /readyz and the viewer's page and files (env ZVFSERVE_TOKEN, read without surrounding white space; set but empty, it is refused; on the command line it is visible in the process list: prefer the variable or --token-file)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
-	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof; when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof, which answer there without the token: bind it where only your monitoring reaches (127.0.0.1:9090, a pod port no Service exposes); when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.StringVar(&c.readiness, "readiness", "all", "when /readyz is 200: all (every store serves; a store that fails to open keeps the replica unready and is named in the 503) or any (at least one store serves) (env ZVFSERVE_READINESS)")
 	fs.StringVar(&c.frameAncestors, "frame-ancestors", "", "pages that may show the viewer in a frame, as Content-Security-Policy sources separated by spaces: \"'self' http://localhost:8888\" lets a Jupyter notebook there embed it in an IFrame; empty: none may (env ZVFSERVE_FRAME_ANCESTORS)")
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given (env ZVFSERVE_DEMO_SCALE)")
@@ -137,6 +138,15 @@ func (c *serveConfig) check() error {
 	need(c.shutdownDelay >= 0, "shutdown-delay", c.shutdownDelay)
 	if err := refuse("must not be negative"); err != nil {
 		return err
+	}
+	if c.settle == 0 {
+		// The reader takes a settle of 0 for its 2 s default.
+		return fmt.Errorf("%w: --settle 0: a changed store must be quiet for a while before its new version opens; give a positive duration (default 2s)", cli.ErrUsage)
+	}
+	if c.revalidate == 0 && c.revalidateWalk > 0 {
+		// With --revalidate 0 stores are immutable: nothing is checked, so
+		// the walk would never run.
+		return fmt.Errorf("%w: --revalidate-walk %v needs checks: with --revalidate 0 stores are served as immutable and never walked", cli.ErrUsage, c.revalidateWalk)
 	}
 	if c.publicURL != "" {
 		// The catalog, Link headers and Neuroglancer sources are built on
@@ -224,8 +234,12 @@ func storeArg(arg string) (name, target string) {
 // contents do not open (corrupt, unsupported, backend down) is served as
 // that error and retried every --revalidate, so one bad store never takes
 // the others down.
-func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, wrap func(storage.Store) storage.Store) ([]*zvf.Handle, func(), error) {
+func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, hooks serveHooks) ([]*zvf.Handle, func(), error) {
 	codecs := zarr.NewCodecs(zarr.Limits{MaxChunkBytes: c.maxChunkBytes})
+	wait := startWait // for the stores to open (openFirst), and for each argument's first listing
+	if hooks.startWait > 0 {
+		wait = hooks.startWait
+	}
 	var stores []*zvf.Handle
 	var closers []func() error
 	closeAll := func() {
@@ -233,28 +247,36 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			_ = f()
 		}
 	}
-	open := func(name string, st storage.Store, watch bool, conc int) error {
-		if wrap != nil {
-			st = wrap(st)
+	var watched []bool
+	// Only the handles are made here; openFirst opens them, so that one
+	// store whose backend hangs cannot keep serve from listening.
+	open := func(name string, st storage.Store, watch bool, conc int) {
+		if hooks.wrapStore != nil {
+			st = hooks.wrapStore(st)
 		}
 		// Transient backend failures are retried by the cloud SDKs (jittered
 		// exponential backoff); local files have none to retry.
-		h, err := zvf.OpenHandle(ctx, metered.Wrap(st, m),
+		h := zvf.NewHandle(metered.Wrap(st, m),
 			zvf.Options{Name: name, Cache: ch, Codecs: codecs, Logger: log, Concurrency: conc}, zvf.Watch{Enabled: watch, Settle: c.settle, Walk: watch && c.revalidateWalk > 0})
-		if err != nil {
-			return err
-		}
-		if _, err := h.Current(); err != nil {
-			// One bad store never stops serve: it is listed and answers
-			// with its problem; only checks (--revalidate) retry it.
-			if watch {
-				log.Error("store does not open; serving its error and retrying", "store", name, "every", c.revalidate, "err", err)
-			} else {
-				log.Error("store does not open; serving its error", "store", name, "err", err, "retry", "not retried (--revalidate 0): restart to serve it once fixed")
-			}
-		}
 		stores = append(stores, h)
-		return nil
+		watched = append(watched, watch)
+	}
+	// opened opens the handles made (see openFirst); the stores it
+	// returns close only once their opens have ended.
+	opened := func() ([]*zvf.Handle, func(), error) {
+		// Closing the stores ends their opens first, however serve ends.
+		octx, stopOpens := context.WithCancel(ctx)
+		opening := openFirst(octx, stores, watched, checkTimeout(c.revalidate), wait, c.revalidate, log)
+		closeStores := func() {
+			stopOpens()
+			opening()
+			closeAll()
+		}
+		if err := ctx.Err(); err != nil {
+			closeStores()
+			return nil, nil, err
+		}
+		return stores, closeStores, nil
 	}
 	if len(args) == 0 {
 		start := time.Now()
@@ -269,25 +291,22 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		for _, in := range infos {
-			if err := open(in.Name, storage.Sub(mem, in.Prefix), false, readConcurrency(c.readConcurrency, "mem://")); err != nil {
-				closeAll()
-				return nil, nil, fmt.Errorf("demo store %s: %w", in.Name, err)
-			}
+			open(in.Name, storage.Sub(mem, in.Prefix), false, readConcurrency(c.readConcurrency, "mem://"))
 		}
 		log.Info("serving the built-in demo", "stores", len(infos), "build_ms", time.Since(start).Milliseconds())
-		return stores, closeAll, nil
+		return opened()
 	}
 	// One bound on blocked file system calls for every folder served:
 	// threads are the process's, and one hung mount may hold them all.
 	calls := localfs.NewCalls(0)
 	badName := func(name, a string) error {
 		closeAll()
-		return fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, a)
+		return fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, shownArg(a))
 	}
 	from := map[string]string{} // store name: the argument it came from
 	named := func(name, a string) error {
 		if prev, dup := from[name]; dup {
-			return fmt.Errorf("%w: two stores are named %q (from %q and %q): name them with name=URL", cli.ErrUsage, name, prev, a)
+			return fmt.Errorf("%w: two stores are named %q (from %q and %q): name them with name=URL", cli.ErrUsage, name, shownArg(prev), shownArg(a))
 		}
 		from[name] = a
 		return nil
@@ -305,14 +324,18 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		closers = append(closers, st.Close)
+		var arg storage.Store = st
+		if hooks.wrapArg != nil {
+			arg = hooks.wrapArg(st)
+		}
 		// A folder of stores serves each of them (discover.go).
-		found, err := discoverStores(ctx, st, namePrefix(a), log)
+		found, err := discoverStoresWithin(ctx, arg, namePrefix(a), log.With("arg", shownArg(a)), wait)
 		for _, f := range found {
 			if err == nil {
 				err = named(f.name, a)
 			}
 			if err == nil {
-				err = open(f.name, storage.Sub(st, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
+				open(f.name, storage.Sub(arg, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 			}
 		}
 		if err != nil {
@@ -329,12 +352,98 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			closeAll()
 			return nil, nil, err
 		}
-		if err := open(name, st, c.revalidate > 0, readConcurrency(c.readConcurrency, target)); err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("store %s: %w", name, err)
-		}
+		open(name, arg, c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 	}
-	return stores, closeAll, nil
+	return opened()
+}
+
+// shownArg is a STORE argument as errors show it: without its query
+// string, whose parameters may carry credentials (as blobstore's errors
+// leave it out).
+func shownArg(a string) string {
+	if i := strings.IndexByte(a, '?'); i >= 0 {
+		return a[:i+1] + "…"
+	}
+	return a
+}
+
+// startWait is how long serve waits for its stores to open before it
+// listens: longer than a healthy store takes, shorter than a liveness
+// probe's patience (the manifests' probe restarts a pod whose /healthz has not
+// answered for 30 s).
+const startWait = 10 * time.Second
+
+// firstOpens is how many stores open at once at start: a store whose
+// backend hangs holds one of them until its deadline, not every store
+// after it.
+const firstOpens = 8
+
+// openFirst opens the stores (each handle's first Refresh), firstOpens at
+// once and each within timeout, and returns once all have opened or
+// failed, or ctx has ended, or wait has passed: stores still opening then
+// go on in the background, served meanwhile as not open yet (502, and
+// /readyz names them). A store that fails to open is served as its
+// problem and, with revalidate above 0, retried by the checks. done waits
+// for the opens (they end with ctx).
+func openFirst(ctx context.Context, stores []*zvf.Handle, watched []bool, timeout, wait, revalidate time.Duration, log *slog.Logger) (done func()) {
+	var mu sync.Mutex
+	opening := map[string]bool{} // under mu
+	for _, h := range stores {
+		opening[h.Name()] = true
+	}
+	var all sync.WaitGroup
+	all.Go(func() {
+		var each sync.WaitGroup
+		defer each.Wait()
+		slots := make(chan struct{}, firstOpens)
+		for i, h := range stores {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			each.Go(func() {
+				defer func() { <-slots }()
+				octx, cancel := context.WithTimeout(ctx, timeout)
+				_, err := h.Refresh(octx)
+				cancel()
+				mu.Lock()
+				delete(opening, h.Name())
+				mu.Unlock()
+				switch {
+				case err == nil || ctx.Err() != nil:
+				case watched[i]:
+					// One bad store never stops serve: it is listed and answers
+					// with its problem; only checks (--revalidate) retry it.
+					log.Error("store does not open; serving its error and retrying", "store", h.Name(), "every", revalidate, "err", err)
+				default:
+					log.Error("store does not open; serving its error", "store", h.Name(), "err", err, "retry", "not retried (--revalidate 0): restart to serve it once fixed")
+				}
+			})
+		}
+	})
+	finished := make(chan struct{})
+	go func() {
+		all.Wait()
+		close(finished)
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+	case <-t.C:
+		mu.Lock()
+		names := slices.Sorted(maps.Keys(opening))
+		mu.Unlock()
+		const most = 20 // a folder of stores may hold thousands
+		list := strings.Join(names[:min(len(names), most)], ", ")
+		if len(names) > most {
+			list += fmt.Sprintf(" and %d more", len(names)-most)
+		}
+		log.Warn("listening while stores still open; they answer 502 and keep /readyz false until they do", "opening", len(names), "stores", list, "waited", wait, "deadline", timeout)
+	}
+	return all.Wait
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -352,6 +461,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // storage as it is opened (to make reads hang, say).
 type serveHooks struct {
 	wrapStore func(storage.Store) storage.Store
+	wrapArg   func(storage.Store) storage.Store // wraps each STORE argument's storage, before the search for stores below it
+	startWait time.Duration                     // how long serve waits for its stores to open before it listens; 0: startWait
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks serveHooks) error {
@@ -418,7 +529,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		}
 	}()
 	metrics := api.NewMetrics()
-	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks.wrapStore)
+	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks)
 	if err != nil {
 		return err
 	}
@@ -583,14 +694,25 @@ func waitUntil(deadline time.Time, f func()) bool {
 }
 
 // resolveToken settles where the bearer token comes from: --token,
-// --token-file or ZVFSERVE_TOKEN (at most one of the flags).
+// --token-file or ZVFSERVE_TOKEN (at most one of the flags). Each source
+// set but empty is an error rather than a server without authentication
+// (a template that lost its value must not open the data to everyone);
+// the file and the variable are taken without surrounding white space (a
+// Secret made from a file keeps its newline), and a token no header can
+// carry is refused.
 func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
-	onCommandLine := false
-	fs.Visit(func(f *flag.Flag) { onCommandLine = onCommandLine || f.Name == "token" })
+	var onCommandLine, fileSet bool
+	fs.Visit(func(f *flag.Flag) {
+		onCommandLine = onCommandLine || f.Name == "token"
+		fileSet = fileSet || f.Name == "token-file" // on the command line or by ZVFSERVE_TOKEN_FILE
+	})
 	if onCommandLine && c.tokenFile != "" {
 		return fmt.Errorf("%w: --token and --token-file (or ZVFSERVE_TOKEN_FILE) both given; use one", cli.ErrUsage)
 	}
+	from := "--token"
 	switch {
+	case fileSet && c.tokenFile == "":
+		return fmt.Errorf("%w: --token-file (or ZVFSERVE_TOKEN_FILE) is empty: name a file, or leave it unset to serve without a token", cli.ErrUsage)
 	case c.tokenFile != "":
 		b, err := os.ReadFile(c.tokenFile)
 		if err != nil {
@@ -599,13 +721,25 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 		if c.token = strings.TrimSpace(string(b)); c.token == "" {
 			return fmt.Errorf("--token-file %s is empty", c.tokenFile)
 		}
+		from = "--token-file " + c.tokenFile
 	case onCommandLine:
 		if c.token == "" {
 			return fmt.Errorf("%w: --token is empty", cli.ErrUsage)
 		}
 		log.Warn("--token on the command line is visible to other local users in the process list; use ZVFSERVE_TOKEN or --token-file")
 	default:
-		c.token = os.Getenv("ZVFSERVE_TOKEN")
+		v, set := os.LookupEnv("ZVFSERVE_TOKEN")
+		if !set {
+			return nil
+		}
+		if c.token = strings.TrimSpace(v); c.token == "" {
+			return fmt.Errorf("%w: ZVFSERVE_TOKEN is empty: set a token, or unset it to serve without one", cli.ErrUsage)
+		}
+		from = "ZVFSERVE_TOKEN"
+	}
+	if strings.ContainsFunc(c.token, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		// Never said what it holds: the message would print the token.
+		return fmt.Errorf("%w: the token of %s holds a control character (a tab, a line break), which no Authorization header can carry", cli.ErrUsage, from)
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func TestServeBadStoreBesideGood(t *testing.T) {
 		t.Fatalf("/readyz with a store that does not open: %d %q", code, body)
 	}
 	zvftest.CopyInto(t, filepath.Join(good, "zarr.json"), filepath.Join(bad, "zarr.json"))
-	if errs.await(regexp.MustCompile(`reopened with a fresh cache" store=bad`), 10*time.Second, s.exited) == nil {
+	if errs.await(regexp.MustCompile(`store opens; serving it" store=bad`), 10*time.Second, s.exited) == nil {
 		t.Fatalf("the fixed store was not picked up: %s", errs.String())
 	}
 	if code, body := get("/api/v1/stores/bad" + q); code != 200 || body != want {
