@@ -148,7 +148,7 @@ func Validate(ctx context.Context, st storage.Store, name string, upTo int, prog
 	}
 	s, err := Open(ctx, st, Options{Name: name})
 	if err != nil {
-		r.add("error", 2, "", "%v", err)
+		r.add("error", 2, openErrorPath(err), "%v", err)
 		return r
 	}
 	r.ZVVersion, r.Layout = s.Info().ZVVersion, s.Info().Layout
@@ -205,6 +205,23 @@ func validateRootAttrs(r *Report, raw []byte) {
 	if err := json.Unmarshal(zv["bounds"], &bounds); err != nil || len(bounds) != 2 || len(bounds[0]) != len(cs) || len(bounds[1]) != len(cs) {
 		r.add("error", 2, "zarr.json", "bounds %s is not [[min…],[max…]] with one number per axis", zv["bounds"])
 	}
+}
+
+// openErrorPath is where a store that does not open failed: the array or
+// chunk its error names, else the root's metadata.
+func openErrorPath(err error) string {
+	var ze *Error
+	if !errors.As(err, &ze) || ze.Level < 0 {
+		return "zarr.json"
+	}
+	p := strconv.Itoa(ze.Level)
+	if ze.Array != "" {
+		p += "/" + ze.Array
+	}
+	if ze.Chunk != "" {
+		p += "/" + ze.Chunk
+	}
+	return p
 }
 
 // validateConsistency decodes every chunk and manifest.

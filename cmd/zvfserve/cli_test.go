@@ -202,3 +202,21 @@ func TestServeSaysItsVersion(t *testing.T) {
 		t.Errorf("/metrics has no %s", want)
 	}
 }
+
+// TestValidateOfAStoreThatDoesNotOpen: the problem of a store refused at
+// open names where it failed (the root's metadata here), and the summary
+// counts in English. It printed "error   L2  : store …" (no path) and
+// "1 problems".
+func TestValidateOfAStoreThatDoesNotOpen(t *testing.T) {
+	t.Parallel()
+	dir := unknownVersionCopy(t, graphStore)
+	out, errs, code := runCmd(t, "validate", "--no-progress", dir)
+	if code != 1 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"error   L2  zarr.json: ", "0 chunks, 0 objects checked; 1 problem)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}

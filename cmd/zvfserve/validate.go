@@ -107,7 +107,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if n := rep.Findings(); n != len(rep.Problems) {
 			found = fmt.Sprintf(", found at %d places", n)
 		}
-		fmt.Fprintf(stdout, "%s: %s (%slevels 1-%d; %d chunks, %d objects checked; %d problems%s)\n", fs.Arg(0), verdict, format, *level, rep.Chunks, rep.Objects, len(rep.Problems), found)
+		fmt.Fprintf(stdout, "%s: %s (%slevels 1-%d; %s, %s checked; %s%s)\n", fs.Arg(0), verdict, format, *level,
+			counted(rep.Chunks, "chunk"), counted(rep.Objects, "object"), counted(len(rep.Problems), "problem"), found)
 	}
 	if !rep.OK() {
 		return errInvalid
@@ -121,4 +122,12 @@ func repeatHash(n int) []byte {
 		b[i] = '#'
 	}
 	return b
+}
+
+// counted is "1 problem", "2 problems".
+func counted[N int | int64](n N, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
