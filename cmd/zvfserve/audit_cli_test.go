@@ -331,7 +331,7 @@ func TestErrorsEndWithOneSentence(t *testing.T) {
 		{[]string{"inspect", "--bogus", graphStore}, 2, true},
 		{[]string{"frobnicate"}, 2, true},
 		{[]string{"query", graphStore, "--bbox", "1,2"}, 2, false},
-		{[]string{"inspect", missing}, 1, false},
+		{[]string{"inspect", missing}, 2, false}, // a path that is not there: a mistake in the call
 		{[]string{"query", graphStore}, 2, true}, // its --help says so too
 		{[]string{"serve", "--log-level", "trace", graphStore}, 2, false},
 	} {
@@ -399,5 +399,24 @@ func TestServeFrameAncestors(t *testing.T) {
 	var out, errs bytes.Buffer
 	if code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--frame-ancestors", "'self'; script-src *", graphStore}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "--frame-ancestors") {
 		t.Errorf("exit %d: %s", code, errs.String())
+	}
+}
+
+// TestMissingStorePathIsAUsageError: a STORE path that is not there is a
+// command-line mistake (exit 2) named as it was typed. It was a failure
+// (exit 1) reading "open store: lstat /…: no such file or directory".
+func TestMissingStorePathIsAUsageError(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "nope", "store.zarrvectors")
+	for _, args := range [][]string{
+		{"serve", "--addr", "127.0.0.1:0", missing},
+		{"inspect", missing},
+		{"validate", missing},
+		{"query", "--bbox", "0,0,0,1,1,1", missing},
+	} {
+		out, errs, code := runCmd(t, args...)
+		if code != 2 || !strings.Contains(errs, missing+": no such file or folder") || strings.Contains(errs, "lstat") {
+			t.Errorf("%v: exit %d: %s%s", args[0], code, out, errs)
+		}
 	}
 }

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/cloud"
 	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
@@ -11,6 +15,12 @@ import (
 // openStore opens a store named on the command line: a folder, file://,
 // mem://, or a bucket URL of a cloud this build has a driver for (cloud's
 // build tags leave some out; such a URL then says so).
+// A path that is not there is a command-line mistake (exit 2), said in
+// the argument's own words.
 func openStore(ctx context.Context, target string, lo localfs.Options) (storage.Writer, error) {
-	return cloud.Drivers().Open(ctx, target, lo)
+	st, err := cloud.Drivers().Open(ctx, target, lo)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: no such file or folder", cli.ErrUsage, shownArg(target))
+	}
+	return st, err
 }
