@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
@@ -59,6 +60,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		store, err := storeAround(local)
 		if err != nil {
 			return err
+		}
+		if abs, err := filepath.Abs(local); err == nil && store == abs {
+			return fmt.Errorf("%w: %s is a store; write the demo into a folder outside any store", cli.ErrUsage, out)
 		}
 		if store != "" {
 			return fmt.Errorf("%w: %s is inside the store %s; write the demo into a folder outside any store", cli.ErrUsage, out, store)
