@@ -36,7 +36,7 @@ func docFiles(t *testing.T) []string {
 func TestDocsNameRealTests(t *testing.T) {
 	t.Parallel()
 	dirs, files := testFuncs(t)
-	cited := regexp.MustCompile("\\b((?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*)\\b")
+	cited := regexp.MustCompile(`\b((?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*)\b`)
 	file := regexp.MustCompile("`([a-z0-9_]+_test\\.go)`")
 	for _, f := range docFiles(t) {
 		b, err := os.ReadFile(f)
