@@ -438,7 +438,21 @@ func (l *Level) object(ctx context.Context, id int64, attrs []string, wire bool)
 			o.Edges = append(o.Edges, i-1, i)
 		}
 	default:
-		c, err := l.connect(ctx, connScope{keys: keys, lookup: lookup, frags: refsByFragment(refs)})
+		rows := make(map[string]int, len(keys))
+		for _, k := range keys {
+			cv, err := l.vertices(ctx, k) // read by objectRows: cached
+			if err != nil {
+				return nil, err
+			}
+			rows[k.String()] = cv.rows
+		}
+		rowsOf := func(ks string) int {
+			if n, ok := rows[ks]; ok {
+				return n
+			}
+			return -1
+		}
+		c, err := l.connect(ctx, connScope{keys: keys, lookup: lookup, frags: refsByFragment(refs), rows: rowsOf})
 		if err != nil {
 			return nil, err
 		}

@@ -231,8 +231,13 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 		total += len(l.keys)
 	}
 	done := 0
+	// Each level's chunks' rows, which link records are checked against
+	// once every level's chunks are read (cross-level records name rows
+	// of the next).
+	chunkRows := map[int]map[string]int{}
 	for _, l := range s.levels {
 		var rows int64
+		chunkRows[l.n] = make(map[string]int, len(l.keys))
 		for _, k := range l.keys {
 			path := fmt.Sprintf("%d/vertices/%s", l.n, k)
 			cv, err := l.vertices(ctx, k)
@@ -246,6 +251,7 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 				continue
 			}
 			rows += int64(cv.rows)
+			chunkRows[l.n][k.String()] = cv.rows
 			if cv.frags == nil {
 				r.add("warning", 3, fmt.Sprintf("%d/vertex_fragments/%s", l.n, k), "missing")
 			} else if l.binPrefilter && int64(cv.frags.Len()) > prod(l.bpc) {
@@ -265,28 +271,46 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 		if l.meta.VertexCount != rows {
 			r.add("error", 3, fmt.Sprintf("%d/zarr.json", l.n), "vertex_count %d, chunks hold %d", l.meta.VertexCount, rows)
 		}
+	}
+	for _, l := range s.levels {
 		for _, d := range l.linkDeltas {
-			recs, err := l.lay.crossLinks(ctx, d, nil)
-			path := fmt.Sprintf("%d/cross_chunk_links/%s", l.n, deltaName(d))
-			if err != nil {
-				r.add("error", 3, path, "%v", err)
-				continue
-			}
-			for i, rec := range recs {
-				if !l.hasKey(Key(rec[0].Chunk)) {
-					r.add("error", 3, path, "record %d names chunk %s, which does not exist", i, Key(rec[0].Chunk))
-				}
-				if d == 0 {
-					for _, ep := range rec[1:] {
-						if !l.hasKey(Key(ep.Chunk)) {
-							r.add("error", 3, path, "record %d names chunk %s, which does not exist", i, Key(ep.Chunk))
-						}
-					}
-				}
-			}
+			validateCrossLinks(ctx, l, d, chunkRows, r)
 		}
 		if l.objects != nil {
 			validateManifests(ctx, l, r)
+		}
+	}
+}
+
+// validateCrossLinks checks that every cross-chunk (or cross-level) record
+// of delta names chunks the levels hold and rows those chunks hold (the
+// server refuses a record naming a row past its chunk as corrupt);
+// chunkRows holds the rows of each level's chunks that could be read.
+func validateCrossLinks(ctx context.Context, l *Level, d int, chunkRows map[int]map[string]int, r *Report) {
+	recs, err := l.lay.crossLinks(ctx, d, nil)
+	path := fmt.Sprintf("%d/%s", l.n, l.crossFamily(d))
+	if err != nil {
+		r.add("error", 3, path, "%v", err)
+		return
+	}
+	for i, rec := range recs {
+		for k, ep := range rec {
+			n := l.n
+			if k > 0 {
+				n += d // endpoints after the first are at level n+delta
+			}
+			t, err := l.s.Level(n)
+			if err != nil {
+				continue // a cross-level family to no level fails crossLinks
+			}
+			ks := Key(ep.Chunk).String()
+			if !t.hasKey(Key(ep.Chunk)) {
+				r.add("error", 3, path, "record %d names chunk %s of level %d, which does not exist", i, ks, n)
+				continue
+			}
+			if rows, ok := chunkRows[n][ks]; ok && ep.Row >= int64(rows) {
+				r.add("error", 3, path, "record %d names row %d of chunk %s of level %d, which holds %d rows", i, ep.Row, ks, n, rows)
+			}
 		}
 	}
 }
