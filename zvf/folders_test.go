@@ -224,3 +224,54 @@ func TestChecksEndDespiteLinkLoops(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEmptyFamilyFolders09: in a ZVF 0.9 store an offsets segment, a
+// vertex attribute and an object attribute are arrays, so a folder
+// without a zarr.json where one would be (left by a crashed writer or a
+// delete that keeps folders, or a "folder/" marker) is none of them, as the
+// reference reader takes it: the store opens, lists the attributes it
+// has, and answers as without the folder. Before, a stray links/0/<offsets>
+// folder kept the store from opening, and a stray attribute folder was
+// listed as a float32 attribute with no values.
+func TestEmptyFamilyFolders09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	stray := []string{"links/0/0.0.+2/", "links/0/+1.+1.+1/c/0/", "vertex_attributes/stray/", "object_attributes/stray/c/"}
+	for _, name := range []string{"graph_v09", "points_pyramid_v09"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			src := filepath.Join(fixtures09, name+".zarrvectors")
+			want, err := zvf.Open(ctx, zvftest.Store(t, src), zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := zvftest.CopyTree(t, src)
+			mem := memFixture09(t, name)
+			for _, n := range want.Levels() {
+				for _, f := range stray {
+					k := fmt.Sprintf("%d/%s", n, f)
+					if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(k)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := mem.Put(ctx, k, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for backend, st := range map[string]storage.Store{"local": zvftest.Store(t, dir), "mem": mem} {
+				s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+				if err != nil {
+					t.Fatalf("%s: open: %v", backend, err)
+				}
+				for _, n := range want.Levels() {
+					a, _ := want.Level(n)
+					b, _ := s.Level(n)
+					if fmt.Sprint(*a.Info()) != fmt.Sprint(*b.Info()) {
+						t.Fatalf("%s: level %d info\n%+v\nwant\n%+v", backend, n, *b.Info(), *a.Info())
+					}
+				}
+				sameAsFixture(t, backend, want, s)
+			}
+		})
+	}
+}

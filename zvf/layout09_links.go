@@ -92,9 +92,17 @@ func (y *layout09) openLinks(ctx context.Context) error {
 		default:
 			return l.s.errf(ErrUnsupported, l.n, fam, "", "store %q (this server reads canonical and duplicate link families)", fa.Store)
 		}
-		segs, err := l.children(ctx, fam)
+		segs, err := l.members(ctx, fam) // each an array: a folder without zarr.json is none
 		if err != nil {
 			return err
+		}
+		if len(segs) == 0 {
+			// A folder holding neither the family's zarr.json nor an
+			// offsets array (left by a crashed writer, a "folder/"
+			// marker) is no family: no delta, no link width to check.
+			if _, err := l.node(ctx, fam); errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
 		}
 		sort.Strings(segs) // the reference's read order: segment names as ASCII strings
 		for _, sn := range segs {
