@@ -279,6 +279,29 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 		if l.objects != nil {
 			validateManifests(ctx, l, r)
 		}
+		validateObjectAttrsAndGroups(ctx, l, r)
+	}
+}
+
+// validateObjectAttrsAndGroups reads each object attribute and the groups
+// as an object or group request does: what fails those requests is a
+// problem of the array.
+func validateObjectAttrsAndGroups(ctx context.Context, l *Level, r *Report) {
+	for _, a := range l.oattrs {
+		if _, _, err := l.objectAttrData(ctx, a); err != nil {
+			r.add("error", 3, fmt.Sprintf("%d/object_attributes/%s", l.n, a.Name), "%v", err)
+		}
+	}
+	path := fmt.Sprintf("%d/groups", l.n)
+	g, err := l.groups(ctx)
+	switch {
+	case errors.Is(err, ErrNotFound) && l.numGroups == 0:
+	case err != nil:
+		r.add("error", 3, path, "%v", err)
+	default:
+		if err := l.checkGroupCount(g); err != nil {
+			r.add("error", 3, path, "%v", err)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package zvf_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,64 @@ func TestValidateDeclaredObjects(t *testing.T) {
 			}
 			if tc.objects != 0 && rep.Objects < tc.objects {
 				t.Fatalf("%d objects checked, want %d", rep.Objects, tc.objects)
+			}
+		})
+	}
+}
+
+// TestValidateGroupsAndObjectAttributes09: what the server refuses of a
+// level's groups and object attributes (422 on every group or object
+// request) validate reports, naming the array — before, it read neither
+// and called such a store valid — and a group num_groups declares but the
+// groups array lacks is corrupt, not "no such group".
+func TestValidateGroupsAndObjectAttributes09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "points_pyramid_v09"
+	for _, tc := range []struct {
+		name, doc   string
+		edit        func(doc map[string]any)
+		path, msg   string
+		group       int64 // a group request that fails as corrupt (-1: none)
+		objectFails bool
+	}{
+		{"object attribute data_type", "0/object_attributes/volume/zarr.json", func(doc map[string]any) { doc["data_type"] = "float64" },
+			"0/object_attributes/volume", "data_type float64, the attributes say float32", -1, true},
+		{"object attribute rows", "0/object_attributes/volume/zarr.json", func(doc map[string]any) { doc["attributes"].(map[string]any)["shape"] = []int{5} },
+			"0/object_attributes/volume", "24 bytes are not shape [5]", -1, true},
+		{"group with members and a range", "0/groups/zarr.json", func(doc map[string]any) {
+			doc["attributes"].(map[string]any)["group_ranges"] = map[string]any{"1": []int{0, 2}}
+		}, "0/groups", "group 1 has members and a range", 0, false},
+		{"range of no group", "0/groups/zarr.json", func(doc map[string]any) {
+			doc["attributes"].(map[string]any)["group_ranges"] = map[string]any{"7": []int{0, 2}}
+		}, "0/groups", "group_ranges names group 7 of 2", 0, false},
+		{"num_groups past the array", "0/groups/zarr.json", func(doc map[string]any) { doc["attributes"].(map[string]any)["num_groups"] = 5 },
+			"0/groups", "num_groups is 5, the groups array holds 2", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := memFixture09(t, name)
+			editMemJSON(t, st, tc.doc, tc.edit)
+			s, err := zvf.Open(ctx, st, zvf.Options{Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ := s.Level(0)
+			if tc.group >= 0 {
+				if _, err := l.Group(ctx, tc.group); !errors.Is(err, zvf.ErrCorrupt) || !strings.Contains(err.Error(), tc.msg) {
+					t.Fatalf("group %d: %v, want a corrupt-data error saying %q", tc.group, err, tc.msg)
+				}
+			}
+			if _, err := l.Object(ctx, 0, nil); (err != nil) != tc.objectFails {
+				t.Fatalf("object 0: %v", err)
+			}
+			rep := validateWithin(t, st, name, 20*time.Second)
+			found := false
+			for _, p := range rep.Problems {
+				found = found || (p.Severity == "error" && p.Path == tc.path && strings.Contains(p.Message, tc.msg))
+			}
+			if rep.OK() || !found {
+				t.Fatalf("validate did not report %s saying %q: %+v", tc.path, tc.msg, rep.Problems)
 			}
 		})
 	}
