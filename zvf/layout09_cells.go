@@ -202,6 +202,9 @@ func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
 		return l.s.wrap(kindOf(err), l.n, g.family, "", err)
 	}
 	for _, c := range chunks {
+		if !g.chunkInGrid(c) {
+			continue // no cell of the array: nothing to read, nor to add
+		}
 		if g.inner == nil {
 			g.addBlock(c, g.chunk, nil)
 			continue
@@ -221,6 +224,17 @@ func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
 		}
 	}
 	return nil
+}
+
+// chunkInGrid reports whether Zarr chunk (shard) c holds a cell of the
+// grid; dividing rather than multiplying, so no key overflows.
+func (g *gridArray) chunkInGrid(c []int64) bool {
+	for i := range c {
+		if g.grid[i] == 0 || c[i] < 0 || c[i] > (g.grid[i]-1)/g.chunk[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // addBlock marks present every cell of Zarr chunk c (of inner chunk in,
