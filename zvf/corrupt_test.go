@@ -306,3 +306,31 @@ func TestCorruptCells09(t *testing.T) {
 		})
 	}
 }
+
+// TestChunkGridFillValue09: a ZVF 0.9 chunk-grid array's unwritten cells
+// are empty (fill_value ""), which is how a cell nonempty_chunks lists but
+// the store lacks is told from one that holds bytes. An array whose fill
+// value holds bytes is refused at open, naming it. Before, a vertices
+// array with a 12-byte fill value and a listed cell missing answered a
+// phantom vertex made of the fill's bytes where the cell should have been
+// reported corrupt.
+func TestChunkGridFillValue09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "graph_v09"
+	for _, array := range []string{"vertices", "vertex_fragments", "links/0/0.0.+1", "vertex_attributes/radius"} {
+		t.Run(array, func(t *testing.T) {
+			t.Parallel()
+			st := memFixture09(t, name)
+			editMemJSON(t, st, "0/"+array+"/zarr.json", func(doc map[string]any) { doc["fill_value"] = "AAAAAAAAAAAA" })
+			if err := st.Delete(ctx, "0/"+array+"/c/3/4/5"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := zvf.Open(ctx, st, zvf.Options{Name: name})
+			var ze *zvf.Error
+			if !errors.As(err, &ze) || !errors.Is(err, zvf.ErrCorrupt) || ze.Array != array || !strings.Contains(err.Error(), "fill_value") {
+				t.Fatalf("open: %v, want a corrupt-data error naming %s and its fill_value", err, array)
+			}
+		})
+	}
+}

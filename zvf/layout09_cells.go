@@ -102,6 +102,11 @@ func (y *layout09) openGrid(ctx context.Context, family string) (*gridArray, err
 	if len(m.Shape) != l.keyArity {
 		return fail("shape %v has %d axes, the level's chunk keys %d", m.Shape, len(m.Shape), l.keyArity)
 	}
+	if len(m.Fill) != 0 {
+		// A cell not stored reads as the fill value: only an empty one
+		// tells a listed cell that is missing from one holding bytes.
+		return fail("fill_value %q, where a ZVF 0.9 chunk-grid array's unwritten cells are empty (\"\")", m.Fill)
+	}
 	arr, err := zarr.NewArray(l.s.st, join(l.path, family), m, l.s.codecs)
 	if err != nil {
 		return nil, l.s.wrap(kindOf(err), l.n, family, "", err)
