@@ -535,8 +535,10 @@ func parseDelta(s string) (int, bool) {
 	if len(s) < 2 || (s[0] != '+' && s[0] != '-') {
 		return 0, false
 	}
+	// As the format writes it: no leading zeros or second sign, so two
+	// names never mean one delta.
 	v, err := strconv.Atoi(s[1:])
-	if err != nil || v <= 0 {
+	if err != nil || v <= 0 || strconv.Itoa(v) != s[1:] {
 		return 0, false
 	}
 	if s[0] == '-' {

@@ -3,6 +3,7 @@ package zvf_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +123,50 @@ func TestCrossLinkRowsPastTheChunk(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLinkNamesParseStrictly09: a links/<delta> folder and an offsets
+// segment are named as the format writes deltas ("0", "+N", "-N", no
+// leading zeros: zvf-0.9-format §3.4, "Parse strictly"). "+01" beside
+// "+1" was a second family of delta 1 — replacing the first, and listed
+// twice in the level's link deltas — and is now an entry that is not a
+// delta (ignored, as any); a segment "0.0.+01" is refused, naming it.
+func TestLinkNamesParseStrictly09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "graph_v09"
+	copyArray := func(t *testing.T, st storage.Writer, from, to string) {
+		t.Helper()
+		b, err := storage.ReadAll(ctx, st, from, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, to, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("family", func(t *testing.T) {
+		t.Parallel()
+		st := memFixture09(t, name)
+		copyArray(t, st, "0/links/+1/zarr.json", "0/links/+01/zarr.json")
+		copyArray(t, st, "0/links/+1/0.0.0/zarr.json", "0/links/+01/0.0.0/zarr.json")
+		s, err := zvf.Open(ctx, st, zvf.Options{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := s.Level(0)
+		if got := fmt.Sprint(l.Info().LinkDeltas); got != "[0 1]" {
+			t.Fatalf("link deltas %s, want [0 1]", got)
+		}
+	})
+	t.Run("segment", func(t *testing.T) {
+		t.Parallel()
+		st := memFixture09(t, name)
+		copyArray(t, st, "0/links/0/0.0.+1/zarr.json", "0/links/0/0.0.+01/zarr.json")
+		_, err := zvf.Open(ctx, st, zvf.Options{Name: name})
+		var ze *zvf.Error
+		if !errors.As(err, &ze) || !errors.Is(err, zvf.ErrCorrupt) || ze.Array != "links/0/0.0.+01" {
+			t.Fatalf("open: %v, want a corrupt-data error naming links/0/0.0.+01", err)
+		}
+	})
 }
