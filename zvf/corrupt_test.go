@@ -212,6 +212,13 @@ func TestCorruptCells09(t *testing.T) {
 				binary.LittleEndian.PutUint64(oneCell(t, b), 1<<40)
 				return b
 			}, "links/0/0.0.0", zvf.ErrCorrupt},
+			{"cross link cell cut to 5 bytes", "0/links/0/0.0.+1/c/3/4/5", func(t *testing.T, b []byte) []byte {
+				return withCell(oneCell(t, b)[:5])
+			}, "links/0/0.0.+1", zvf.ErrCorrupt},
+			{"cross link cell's group count zeroed", "0/links/0/0.0.+1/c/3/4/5", func(t *testing.T, b []byte) []byte {
+				clear(oneCell(t, b)[:8])
+				return b
+			}, "links/0/0.0.+1", zvf.ErrCorrupt},
 			{"perm_idx not a permutation", "0/links/0/0.0.+1/c/3/4/5", func(t *testing.T, b []byte) []byte {
 				rows, sigma, err := ragged.DecodeLinkCell(oneCell(t, b), false, 2, true)
 				if err != nil || len(rows) == 0 {
