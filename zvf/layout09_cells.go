@@ -160,6 +160,37 @@ func (y *layout09) openGrid(ctx context.Context, family string) (*gridArray, err
 	return g, nil
 }
 
+// unlisted lists, sorted as strings, the stored cells of g that hold bytes
+// but its nonempty_chunks does not name (none when the array has no such
+// list: its cells were found by listing). A decentralised writer may leave
+// the list stale (zvf-0.9-format §5.6); the server reads only what it
+// names.
+func (y *layout09) unlisted(ctx context.Context, g *gridArray) ([]string, error) {
+	if !g.listed {
+		return nil, nil
+	}
+	stored := &gridArray{family: g.family, arr: g.arr, origin: g.origin, grid: g.grid, chunk: g.chunk, inner: g.inner, present: map[string]bool{}}
+	if err := y.listCells(ctx, stored); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ks := range stored.cells {
+		if g.present[ks] {
+			continue
+		}
+		key, _ := ParseKey(ks)
+		b, err := y.read(ctx, stored, key, ks)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 0 {
+			out = append(out, ks)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // index is key's cell index, or false when key lies outside the grid.
 func (g *gridArray) index(key Key) ([]int64, bool) {
 	if len(key) != len(g.grid) {

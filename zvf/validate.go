@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -273,6 +275,9 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 		}
 	}
 	for _, l := range s.levels {
+		if y, ok := l.lay.(*layout09); ok {
+			validateNonempty(ctx, l, y, r)
+		}
 		for _, d := range l.linkDeltas {
 			validateCrossLinks(ctx, l, d, chunkRows, r)
 		}
@@ -301,6 +306,26 @@ func validateObjectAttrsAndGroups(ctx context.Context, l *Level, r *Report) {
 	default:
 		if err := l.checkGroupCount(g); err != nil {
 			r.add("error", 3, path, "%v", err)
+		}
+	}
+}
+
+// validateNonempty reports, per chunk-grid array of a 0.9 level, the
+// stored cells holding bytes that its nonempty_chunks leaves out.
+func validateNonempty(ctx context.Context, l *Level, y *layout09, r *Report) {
+	families := make([]string, 0, len(y.fams))
+	for f := range y.fams {
+		families = append(families, f)
+	}
+	sort.Strings(families)
+	for _, f := range families {
+		path := fmt.Sprintf("%d/%s", l.n, f)
+		cells, err := y.unlisted(ctx, y.fams[f])
+		switch {
+		case err != nil:
+			r.add("error", 3, path, "listing its stored cells: %v", err)
+		case len(cells) > 0:
+			r.add("error", 3, path, "nonempty_chunks leaves out %d stored cells holding bytes (%s), which no answer reads", len(cells), strings.Join(cells[:min(len(cells), 5)], ", "))
 		}
 	}
 }

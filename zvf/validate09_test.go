@@ -157,3 +157,53 @@ func TestValidateGroupsAndObjectAttributes09(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateStaleNonemptyChunks09: the server reads the cells an
+// array's nonempty_chunks lists, which a decentralised writer may leave
+// stale (zvf-0.9-format §5.6). Validate lists each array's stored cells
+// and reports one that holds bytes but is not listed — its data no answer
+// holds — naming the array and the cell; a stored empty cell is no
+// omission.
+func TestValidateStaleNonemptyChunks09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "graph_v09"
+	for _, tc := range []struct {
+		name, from, to, path string
+		empty                bool
+	}{
+		{"vertices", "0/vertices/c/3/4/5", "0/vertices/c/0/0/0", "0/vertices", false},
+		{"cross-chunk links", "0/links/0/0.0.+1/c/3/4/5", "0/links/0/0.0.+1/c/9/9/9", "0/links/0/0.0.+1", false},
+		{"an empty cell", "", "0/vertices/c/0/0/0", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := memFixture09(t, name)
+			b := withCell(nil)
+			if !tc.empty {
+				var err error
+				if b, err = storage.ReadAll(ctx, st, tc.from, 1<<20); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Put(ctx, tc.to, b); err != nil {
+				t.Fatal(err)
+			}
+			rep := validateWithin(t, st, name, 20*time.Second)
+			if tc.empty {
+				if !rep.OK() {
+					t.Fatalf("a stored empty cell reported: %+v", rep.Problems)
+				}
+				return
+			}
+			cell := strings.ReplaceAll(strings.TrimPrefix(tc.to, tc.path+"/c/"), "/", ".")
+			found := false
+			for _, p := range rep.Problems {
+				found = found || (p.Severity == "error" && p.Path == tc.path && strings.Contains(p.Message, "nonempty_chunks") && strings.Contains(p.Message, cell))
+			}
+			if !found {
+				t.Fatalf("validate did not report cell %s of %s: %+v", cell, tc.path, rep.Problems)
+			}
+		})
+	}
+}
