@@ -277,6 +277,7 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 	for _, l := range s.levels {
 		if y, ok := l.lay.(*layout09); ok {
 			validateNonempty(ctx, l, y, r)
+			validateHasPerm(l, y, r)
 		}
 		for _, d := range l.linkDeltas {
 			validateCrossLinks(ctx, l, d, chunkRows, r)
@@ -326,6 +327,23 @@ func validateNonempty(ctx context.Context, l *Level, y *layout09, r *Report) {
 			r.add("error", 3, path, "listing its stored cells: %v", err)
 		case len(cells) > 0:
 			r.add("error", 3, path, "nonempty_chunks leaves out %d stored cells holding bytes (%s), which no answer reads", len(cells), strings.Join(cells[:min(len(cells), 5)], ", "))
+		}
+	}
+}
+
+// validateHasPerm warns where a links array's has_perm, which the reader
+// trusts for the width of its rows, disagrees with the format's rule
+// (links_has_perm): such rows are misread wherever their counts fit.
+func validateHasPerm(l *Level, y *layout09, r *Report) {
+	for _, d := range l.linkDeltas {
+		f := y.links[d]
+		if f == nil {
+			continue
+		}
+		for _, seg := range f.segs {
+			if want := !seg.intra && f.delta == 0 && (f.duplicate || !f.directed); seg.hasPerm != want {
+				r.add("warning", 3, fmt.Sprintf("%d/%s", l.n, seg.family), "has_perm %v, where the format's rule (not intra-chunk, delta 0, store duplicate or undirected) gives %v: its rows may be misread", seg.hasPerm, want)
+			}
 		}
 	}
 }

@@ -207,3 +207,38 @@ func TestValidateStaleNonemptyChunks09(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateHasPerm09: the reader trusts a links array's has_perm, and
+// a wrong one misreads every row of it (a row of 1+L values read as L, or
+// L as 1+L) with nothing to catch it where the row counts happen to fit.
+// Validate warns where has_perm disagrees with the format's rule
+// (links_has_perm: not intra, delta 0, and duplicate or undirected); the
+// fixtures, which follow it, draw no warning.
+func TestValidateHasPerm09(t *testing.T) {
+	t.Parallel()
+	const name = "graph_v09"
+	for _, tc := range []struct {
+		name, doc string
+		hasPerm   bool
+		warn      bool
+	}{
+		{"as the rule says", "0/links/0/0.0.+1/zarr.json", true, false},
+		{"cross array without", "0/links/0/0.0.+1/zarr.json", false, true},
+		{"intra array with", "0/links/0/0.0.0/zarr.json", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := memFixture09(t, name)
+			editMemJSON(t, st, tc.doc, func(doc map[string]any) { doc["attributes"].(map[string]any)["has_perm"] = tc.hasPerm })
+			rep := validateWithin(t, st, name, 20*time.Second)
+			path := strings.TrimSuffix(tc.doc, "/zarr.json")
+			found := false
+			for _, p := range rep.Problems {
+				found = found || (p.Severity == "warning" && p.Path == path && strings.Contains(p.Message, "has_perm"))
+			}
+			if found != tc.warn {
+				t.Fatalf("warned %v, want %v: %+v", found, tc.warn, rep.Problems)
+			}
+		})
+	}
+}
