@@ -88,8 +88,8 @@ func (l *Level) Group(ctx context.Context, id int64) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.checkGroupCount(g); err != nil && id >= int64(g.Len()) && id < l.numGroups {
-		return nil, err // a group the level lists (GroupCount) is no absence
+	if id >= int64(g.Len()) && id < l.numGroups {
+		return nil, l.checkGroupCount(g) // a group the level lists (GroupCount) is no absence
 	}
 	if id < 0 || id >= int64(g.Len()) {
 		return nil, l.s.errf(ErrNotFound, l.n, "groups", "", "no group %d (level %d has %d)", id, l.n, g.Len())
