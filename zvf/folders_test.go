@@ -275,3 +275,39 @@ func TestEmptyFamilyFolders09(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyCellsFoundByListing09: an unwritten cell and an empty one are
+// one (zvf-0.9-format §3.2), so where cells are found by listing (no
+// nonempty_chunks) a stored empty cell is as absent as one not stored: a
+// chunk whose vertices, fragment index, attribute and link cells were all
+// written empty holds no rows and breaks nothing. Before, its empty
+// fragment index was corrupt, and every whole-level box failed with it.
+func TestEmptyCellsFoundByListing09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "graph_v09"
+	families := []string{"vertices", "vertex_fragments", "vertex_attributes/radius", "links/0/0.0.0", "links/0/0.0.+1"}
+	st := memFixture09(t, name)
+	for _, f := range families {
+		editMemJSON(t, st, "0/"+f+"/zarr.json", func(doc map[string]any) { delete(doc["attributes"].(map[string]any), "nonempty_chunks") })
+	}
+	want := zvftest.OpenLevel(t, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
+	for _, f := range families {
+		if err := st.Put(ctx, "0/"+f+"/c/0/0/0", withCell(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := zvftest.OpenLevel(t, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
+	x := bbox(t, want, everywhere.min, everywhere.max, []string{"*"}, true)
+	y := bbox(t, got, everywhere.min, everywhere.max, []string{"*"}, true)
+	if fmt.Sprint(x) != fmt.Sprint(y) {
+		t.Fatalf("the whole-level box differs: %d rows, %d edges; want %d, %d", len(y.rows), len(y.edges), len(x.rows), len(x.edges))
+	}
+	tile, err := got.Chunk(ctx, zvf.Key{0, 0, 0}, []string{"*"})
+	if err != nil || tile.Rows != 0 || len(tile.Links) != 0 {
+		t.Fatalf("chunk 0.0.0: %+v, %v; want no rows", tile, err)
+	}
+	if rep := zvf.Validate(ctx, st, name, 5, nil); !rep.OK() {
+		t.Fatalf("validate: %+v", rep.Problems)
+	}
+}

@@ -340,7 +340,16 @@ func (y *layout09) cell(ctx context.Context, family string, key Key, ks string) 
 	if g == nil || !g.present[ks] {
 		return nil, y.l.s.errf(ErrNotFound, y.l.n, family, ks, "%w", errMissing)
 	}
-	return y.read(ctx, g, key, ks)
+	b, err := y.read(ctx, g, key, ks)
+	if err == nil && len(b) == 0 && family != "vertices" {
+		// Only a cell found by listing reads empty here (read refuses a
+		// listed one): unwritten and empty are one (§3.2), so it is as
+		// absent as a cell not stored — no fragment index, no attribute
+		// values — not bytes to decode. An empty vertices cell is a chunk
+		// of no rows.
+		return nil, y.l.s.errf(ErrNotFound, y.l.n, family, ks, "%w", errMissing)
+	}
+	return b, err
 }
 
 // read fetches the cell of a present key: with sharding the shard's index

@@ -235,6 +235,9 @@ func (y *layout09) records(ctx context.Context, f *linkFamily, seg *linkSegment,
 	l := y.l
 	v, err := l.cached(ctx, l.cacheKey("links", seg.family, ks), func(ctx context.Context) (any, int64, error) {
 		b, err := y.cell(ctx, seg.family, key, ks)
+		if errors.Is(err, errMissing) {
+			b, err = nil, nil // an empty cell found by listing: no records
+		}
 		if err != nil {
 			return nil, 0, err
 		}
