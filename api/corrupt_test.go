@@ -262,6 +262,13 @@ func mutations() []mutation {
 		{"0.9 nonempty_chunks outside the grid", "graph_v09", []change{edit("0/vertices/zarr.json", replace(`"1.4.5"`, `"99.4.5"`))}},
 		{"0.9 cross link cell cut", "graph_v09", []change{edit("0/links/0/0.0.+1/c/3/4/5", func(b []byte) []byte { return b[:len(b)-3] })}},
 		{"0.9 intra link past the chunk", "graph_v09", []change{edit("0/links/0/0.0.0/c/3/4/5", put64(8, 1<<40))}},
+		// The cell's first record's first endpoint: past the vlen frame
+		// (8 bytes), the ragged blob's group count K and K offsets, and
+		// the record's perm_idx.
+		{"0.9 cross link row past the chunk", "graph_v09", []change{edit("0/links/0/0.0.+1/c/3/4/5", func(b []byte) []byte {
+			return put64(8+8+8*int(binary.LittleEndian.Uint64(b[8:]))+8, 1<<20)(b)
+		})}},
+		{"0.9 chunk-grid fill value holds bytes", "graph_v09", []change{edit("0/vertices/zarr.json", replace(`"fill_value": ""`, `"fill_value": "AAAAAAAAAAAA"`))}},
 		{"0.9 newer revision", "graph_v09", []change{edit("zarr.json", replace(`"0.9.0"`, `"0.9.9"`))}},
 		{"0.9 zstd cell cut", "streamlines_zstd_v09", []change{edit("0/vertices/c/3/3/3", func(b []byte) []byte { return b[:len(b)-10] })}},
 		{"0.9 shard index checksum", "mesh_sharded_v09", []change{edit("0/vertices/c/0/0/0", func(b []byte) []byte { b[len(b)-1] ^= 0xff; return b })}},
@@ -296,6 +303,8 @@ func TestCorruptStoreSuite(t *testing.T) {
 		"vertex blob declares a 2^62-1 chunk, chunk missing": http.StatusUnprocessableEntity,
 		"manifest chunk is a zstd bomb":                      http.StatusUnprocessableEntity,
 		"vertex chunk array 2-D":                             http.StatusUnprocessableEntity,
+		"0.9 cross link row past the chunk":                  http.StatusUnprocessableEntity,
+		"0.9 chunk-grid fill value holds bytes":              http.StatusUnprocessableEntity,
 	}
 	var order []string
 	byFixture := map[string][]mutation{}

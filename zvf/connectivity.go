@@ -35,6 +35,10 @@ type connScope struct {
 	// least from are kept — a page carries those whose last vertex it
 	// holds.
 	from int64
+	// rows is the number of rows of a chunk the scope has read, -1 for
+	// one it has not: a cross-chunk record naming a row past them is
+	// corrupt, as an intra-chunk one is (links0), not an edge to leave out.
+	rows func(ks string) int
 }
 
 // keep reports whether a connection with these answer indices is kept.
@@ -119,7 +123,11 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 		idx = idx[:0]
 		ok := true
 		for _, ep := range rec {
-			i, found := lookup(Key(ep.Chunk).String(), ep.Row)
+			ks := Key(ep.Chunk).String()
+			if n := sc.rows(ks); n >= 0 && ep.Row >= int64(n) {
+				return c, l.s.errf(ErrCorrupt, l.n, l.crossFamily(0), ks, "a cross-chunk link record names row %d of chunk %s, which holds %d rows", ep.Row, ks, n)
+			}
+			i, found := lookup(ks, ep.Row)
 			if !found {
 				ok = false
 				break
@@ -397,7 +405,13 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answe
 		}
 		frags[c.key.String()] = fl
 	}
-	scope := connScope{keys: keys, lookup: lookup, frags: frags, from: ai.from}
+	rows := func(ks string) int {
+		if c := ai.chunk(ks); c != nil {
+			return c.cv.rows
+		}
+		return -1
+	}
+	scope := connScope{keys: keys, lookup: lookup, frags: frags, from: ai.from, rows: rows}
 	if ai.paged {
 		if err := l.pageCross(ctx, ai, &scope); err != nil {
 			return err

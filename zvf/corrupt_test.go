@@ -212,6 +212,13 @@ func TestCorruptCells09(t *testing.T) {
 				binary.LittleEndian.PutUint64(oneCell(t, b), 1<<40)
 				return b
 			}, "links/0/0.0.0", zvf.ErrCorrupt},
+			{"cross link cell cut to 5 bytes", "0/links/0/0.0.+1/c/3/4/5", func(t *testing.T, b []byte) []byte {
+				return withCell(oneCell(t, b)[:5])
+			}, "links/0/0.0.+1", zvf.ErrCorrupt},
+			{"cross link cell's group count zeroed", "0/links/0/0.0.+1/c/3/4/5", func(t *testing.T, b []byte) []byte {
+				clear(oneCell(t, b)[:8])
+				return b
+			}, "links/0/0.0.+1", zvf.ErrCorrupt},
 			{"perm_idx not a permutation", "0/links/0/0.0.+1/c/3/4/5", func(t *testing.T, b []byte) []byte {
 				rows, sigma, err := ragged.DecodeLinkCell(oneCell(t, b), false, 2, true)
 				if err != nil || len(rows) == 0 {
@@ -302,6 +309,34 @@ func TestCorruptCells09(t *testing.T) {
 						t.Fatalf("validate did not report chunk %s: %+v", sc.broken, rep.Problems)
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestChunkGridFillValue09: a ZVF 0.9 chunk-grid array's unwritten cells
+// are empty (fill_value ""), which is how a cell nonempty_chunks lists but
+// the store lacks is told from one that holds bytes. An array whose fill
+// value holds bytes is refused at open, naming it. Before, a vertices
+// array with a 12-byte fill value and a listed cell missing answered a
+// phantom vertex made of the fill's bytes where the cell should have been
+// reported corrupt.
+func TestChunkGridFillValue09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "graph_v09"
+	for _, array := range []string{"vertices", "vertex_fragments", "links/0/0.0.+1", "vertex_attributes/radius"} {
+		t.Run(array, func(t *testing.T) {
+			t.Parallel()
+			st := memFixture09(t, name)
+			editMemJSON(t, st, "0/"+array+"/zarr.json", func(doc map[string]any) { doc["fill_value"] = "AAAAAAAAAAAA" })
+			if err := st.Delete(ctx, "0/"+array+"/c/3/4/5"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := zvf.Open(ctx, st, zvf.Options{Name: name})
+			var ze *zvf.Error
+			if !errors.As(err, &ze) || !errors.Is(err, zvf.ErrCorrupt) || ze.Array != array || !strings.Contains(err.Error(), "fill_value") {
+				t.Fatalf("open: %v, want a corrupt-data error naming %s and its fill_value", err, array)
 			}
 		})
 	}

@@ -224,3 +224,90 @@ func TestChecksEndDespiteLinkLoops(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEmptyFamilyFolders09: in a ZVF 0.9 store an offsets segment, a
+// vertex attribute and an object attribute are arrays, so a folder
+// without a zarr.json where one would be (left by a crashed writer or a
+// delete that keeps folders, or a "folder/" marker) is none of them, as the
+// reference reader takes it: the store opens, lists the attributes it
+// has, and answers as without the folder. Before, a stray links/0/<offsets>
+// folder kept the store from opening, and a stray attribute folder was
+// listed as a float32 attribute with no values.
+func TestEmptyFamilyFolders09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	stray := []string{"links/0/0.0.+2/", "links/0/+1.+1.+1/c/0/", "vertex_attributes/stray/", "object_attributes/stray/c/"}
+	for _, name := range []string{"graph_v09", "points_pyramid_v09"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			src := filepath.Join(fixtures09, name+".zarrvectors")
+			want, err := zvf.Open(ctx, zvftest.Store(t, src), zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := zvftest.CopyTree(t, src)
+			mem := memFixture09(t, name)
+			for _, n := range want.Levels() {
+				for _, f := range stray {
+					k := fmt.Sprintf("%d/%s", n, f)
+					if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(k)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := mem.Put(ctx, k, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for backend, st := range map[string]storage.Store{"local": zvftest.Store(t, dir), "mem": mem} {
+				s, err := zvf.Open(ctx, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+				if err != nil {
+					t.Fatalf("%s: open: %v", backend, err)
+				}
+				for _, n := range want.Levels() {
+					a, _ := want.Level(n)
+					b, _ := s.Level(n)
+					if fmt.Sprint(*a.Info()) != fmt.Sprint(*b.Info()) {
+						t.Fatalf("%s: level %d info\n%+v\nwant\n%+v", backend, n, *b.Info(), *a.Info())
+					}
+				}
+				sameAsFixture(t, backend, want, s)
+			}
+		})
+	}
+}
+
+// TestEmptyCellsFoundByListing09: an unwritten cell and an empty one are
+// one (zvf-0.9-format §3.2), so where cells are found by listing (no
+// nonempty_chunks) a stored empty cell is as absent as one not stored: a
+// chunk whose vertices, fragment index, attribute and link cells were all
+// written empty holds no rows and breaks nothing. Before, its empty
+// fragment index was corrupt, and every whole-level box failed with it.
+func TestEmptyCellsFoundByListing09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "graph_v09"
+	families := []string{"vertices", "vertex_fragments", "vertex_attributes/radius", "links/0/0.0.0", "links/0/0.0.+1"}
+	st := memFixture09(t, name)
+	for _, f := range families {
+		editMemJSON(t, st, "0/"+f+"/zarr.json", func(doc map[string]any) { delete(doc["attributes"].(map[string]any), "nonempty_chunks") })
+	}
+	want := zvftest.OpenLevel(t, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
+	for _, f := range families {
+		if err := st.Put(ctx, "0/"+f+"/c/0/0/0", withCell(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := zvftest.OpenLevel(t, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
+	x := bbox(t, want, everywhere.min, everywhere.max, []string{"*"}, true)
+	y := bbox(t, got, everywhere.min, everywhere.max, []string{"*"}, true)
+	if fmt.Sprint(x) != fmt.Sprint(y) {
+		t.Fatalf("the whole-level box differs: %d rows, %d edges; want %d, %d", len(y.rows), len(y.edges), len(x.rows), len(x.edges))
+	}
+	tile, err := got.Chunk(ctx, zvf.Key{0, 0, 0}, []string{"*"})
+	if err != nil || tile.Rows != 0 || len(tile.Links) != 0 {
+		t.Fatalf("chunk 0.0.0: %+v, %v; want no rows", tile, err)
+	}
+	if rep := zvf.Validate(ctx, st, name, 5, nil); !rep.OK() {
+		t.Fatalf("validate: %+v", rep.Problems)
+	}
+}

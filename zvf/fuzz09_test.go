@@ -32,9 +32,10 @@ var fuzzTargets09 = []fuzzTarget{
 }
 
 // memFixture09 copies a 0.9 fixture into a mem:// bucket.
-func memFixture09(f *testing.F, name string) storage.Writer {
-	st := zvftest.Store(f, "mem://")
-	zvftest.Upload(f, st, filepath.Join(fixtures09, name+".zarrvectors"))
+func memFixture09(tb testing.TB, name string) storage.Writer {
+	tb.Helper()
+	st := zvftest.Store(tb, "mem://")
+	zvftest.Upload(tb, st, filepath.Join(fixtures09, name+".zarrvectors"))
 	return st
 }
 

@@ -88,8 +88,20 @@ func (l *Level) Group(ctx context.Context, id int64) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	if id >= int64(g.Len()) && id < l.numGroups {
+		return nil, l.checkGroupCount(g) // a group the level lists (GroupCount) is no absence
+	}
 	if id < 0 || id >= int64(g.Len()) {
 		return nil, l.s.errf(ErrNotFound, l.n, "groups", "", "no group %d (level %d has %d)", id, l.n, g.Len())
 	}
 	return g.Members(int(id)), nil
+}
+
+// checkGroupCount: num_groups (the level's GroupCount) must be the groups
+// the array holds.
+func (l *Level) checkGroupCount(g *ragged.Groups) error {
+	if l.numGroups != int64(g.Len()) {
+		return l.s.errf(ErrCorrupt, l.n, "groups", "", "num_groups is %d, the groups array holds %d", l.numGroups, g.Len())
+	}
+	return nil
 }

@@ -78,3 +78,13 @@ func (l *Level) node(ctx context.Context, p string) (*zarr.Node, error) {
 	}
 	return m.node, m.err
 }
+
+// crossFamily names the family holding a level's cross-chunk link records
+// of delta, as errors and validate name it: ZVF 0.9's links/<delta> (its
+// offsets arrays), 0.6/0.7's cross_chunk_links/<delta>.
+func (l *Level) crossFamily(delta int) string {
+	if _, ok := l.lay.(*layout09); ok {
+		return "links/" + deltaName(delta)
+	}
+	return "cross_chunk_links/" + deltaName(delta)
+}

@@ -102,6 +102,11 @@ func (y *layout09) openGrid(ctx context.Context, family string) (*gridArray, err
 	if len(m.Shape) != l.keyArity {
 		return fail("shape %v has %d axes, the level's chunk keys %d", m.Shape, len(m.Shape), l.keyArity)
 	}
+	if len(m.Fill) != 0 {
+		// A cell not stored reads as the fill value: only an empty one
+		// tells a listed cell that is missing from one holding bytes.
+		return fail("fill_value %q, where a ZVF 0.9 chunk-grid array's unwritten cells are empty (\"\")", m.Fill)
+	}
 	arr, err := zarr.NewArray(l.s.st, join(l.path, family), m, l.s.codecs)
 	if err != nil {
 		return nil, l.s.wrap(kindOf(err), l.n, family, "", err)
@@ -155,6 +160,37 @@ func (y *layout09) openGrid(ctx context.Context, family string) (*gridArray, err
 	return g, nil
 }
 
+// unlisted lists, sorted as strings, the stored cells of g that hold bytes
+// but its nonempty_chunks does not name (none when the array has no such
+// list: its cells were found by listing). A decentralised writer may leave
+// the list stale (zvf-0.9-format §5.6); the server reads only what it
+// names.
+func (y *layout09) unlisted(ctx context.Context, g *gridArray) ([]string, error) {
+	if !g.listed {
+		return nil, nil
+	}
+	stored := &gridArray{family: g.family, arr: g.arr, origin: g.origin, grid: g.grid, chunk: g.chunk, inner: g.inner, present: map[string]bool{}}
+	if err := y.listCells(ctx, stored); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ks := range stored.cells {
+		if g.present[ks] {
+			continue
+		}
+		key, _ := ParseKey(ks)
+		b, err := y.read(ctx, stored, key, ks)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 0 {
+			out = append(out, ks)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // index is key's cell index, or false when key lies outside the grid.
 func (g *gridArray) index(key Key) ([]int64, bool) {
 	if len(key) != len(g.grid) {
@@ -202,6 +238,9 @@ func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
 		return l.s.wrap(kindOf(err), l.n, g.family, "", err)
 	}
 	for _, c := range chunks {
+		if !g.chunkInGrid(c) {
+			continue // no cell of the array: nothing to read, nor to add
+		}
 		if g.inner == nil {
 			g.addBlock(c, g.chunk, nil)
 			continue
@@ -221,6 +260,17 @@ func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
 		}
 	}
 	return nil
+}
+
+// chunkInGrid reports whether Zarr chunk (shard) c holds a cell of the
+// grid; dividing rather than multiplying, so no key overflows.
+func (g *gridArray) chunkInGrid(c []int64) bool {
+	for i := range c {
+		if g.grid[i] == 0 || c[i] < 0 || c[i] > (g.grid[i]-1)/g.chunk[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // addBlock marks present every cell of Zarr chunk c (of inner chunk in,
@@ -290,7 +340,16 @@ func (y *layout09) cell(ctx context.Context, family string, key Key, ks string) 
 	if g == nil || !g.present[ks] {
 		return nil, y.l.s.errf(ErrNotFound, y.l.n, family, ks, "%w", errMissing)
 	}
-	return y.read(ctx, g, key, ks)
+	b, err := y.read(ctx, g, key, ks)
+	if err == nil && len(b) == 0 && family != "vertices" {
+		// Only a cell found by listing reads empty here (read refuses a
+		// listed one): unwritten and empty are one (§3.2), so it is as
+		// absent as a cell not stored — no fragment index, no attribute
+		// values — not bytes to decode. An empty vertices cell is a chunk
+		// of no rows.
+		return nil, y.l.s.errf(ErrNotFound, y.l.n, family, ks, "%w", errMissing)
+	}
+	return b, err
 }
 
 // read fetches the cell of a present key: with sharding the shard's index

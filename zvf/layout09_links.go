@@ -92,9 +92,17 @@ func (y *layout09) openLinks(ctx context.Context) error {
 		default:
 			return l.s.errf(ErrUnsupported, l.n, fam, "", "store %q (this server reads canonical and duplicate link families)", fa.Store)
 		}
-		segs, err := l.children(ctx, fam)
+		segs, err := l.members(ctx, fam) // each an array: a folder without zarr.json is none
 		if err != nil {
 			return err
+		}
+		if len(segs) == 0 {
+			// A folder holding neither the family's zarr.json nor an
+			// offsets array (left by a crashed writer, a "folder/"
+			// marker) is no family: no delta, no link width to check.
+			if _, err := l.node(ctx, fam); errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
 		}
 		sort.Strings(segs) // the reference's read order: segment names as ASCII strings
 		for _, sn := range segs {
@@ -227,6 +235,9 @@ func (y *layout09) records(ctx context.Context, f *linkFamily, seg *linkSegment,
 	l := y.l
 	v, err := l.cached(ctx, l.cacheKey("links", seg.family, ks), func(ctx context.Context) (any, int64, error) {
 		b, err := y.cell(ctx, seg.family, key, ks)
+		if errors.Is(err, errMissing) {
+			b, err = nil, nil // an empty cell found by listing: no records
+		}
 		if err != nil {
 			return nil, 0, err
 		}

@@ -298,6 +298,17 @@ func (l *Level) arrays(ctx context.Context, array string) ([]string, error) {
 	return out, nil
 }
 
+// members lists the attributes (or offsets segments) below family: in
+// ZVF 0.9 each is an array, so only the folders holding a zarr.json (a
+// folder a crashed writer left, or a "folder/" marker, is none); in 0.6/0.7
+// each is a group of per-chunk arrays, which may be implicit (no zarr.json).
+func (l *Level) members(ctx context.Context, family string) ([]string, error) {
+	if l.s.format == format09 {
+		return l.arrays(ctx, family)
+	}
+	return l.children(ctx, family)
+}
+
 // valueArray reads the attributes of array, a per-vertex array, and its
 // value type (float32 when the attributes name none).
 func (l *Level) valueArray(ctx context.Context, array string) (*zvArrayAttrs, zarr.DataType, error) {
@@ -351,7 +362,7 @@ func (l *Level) setKeys(keys []Key) {
 }
 
 func (l *Level) readAttributes(ctx context.Context) error {
-	names, err := l.children(ctx, "vertex_attributes")
+	names, err := l.members(ctx, "vertex_attributes")
 	if err != nil {
 		return err
 	}
@@ -472,7 +483,7 @@ func (l *Level) readObjects(ctx context.Context) error {
 		}
 		l.objects = oi
 	}
-	names, err := l.children(ctx, "object_attributes")
+	names, err := l.members(ctx, "object_attributes")
 	if err != nil {
 		return err
 	}
@@ -524,8 +535,10 @@ func parseDelta(s string) (int, bool) {
 	if len(s) < 2 || (s[0] != '+' && s[0] != '-') {
 		return 0, false
 	}
+	// As the format writes it: no leading zeros or second sign, so two
+	// names never mean one delta.
 	v, err := strconv.Atoi(s[1:])
-	if err != nil || v <= 0 {
+	if err != nil || v <= 0 || strconv.Itoa(v) != s[1:] {
 		return 0, false
 	}
 	if s[0] == '-' {

@@ -2,6 +2,7 @@ package zvf
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -130,9 +131,11 @@ func (l *Level) manifestArray(ctx context.Context) (*zarr.Array, error) {
 
 // objectIDs maps manifest rows to object ids and back (vlen_manifests_v2).
 type objectIDs struct {
-	ids    []int64         // row -> id
-	sorted bool            // ids ascend: rows are found by binary search
-	rows   map[int64]int64 // id -> row, when they do not
+	ids    []int64 // row -> id
+	sorted bool    // ids ascend: rows are found by binary search
+	// order: the rows by ascending id when ids do not ascend, searched
+	// the same way (8 bytes a row, where a map took several times that).
+	order []int64
 }
 
 func (o *objectIDs) row(id int64) (int64, bool) {
@@ -140,8 +143,11 @@ func (o *objectIDs) row(id int64) (int64, bool) {
 		i, ok := slices.BinarySearch(o.ids, id)
 		return int64(i), ok
 	}
-	r, ok := o.rows[id]
-	return r, ok
+	i, ok := slices.BinarySearchFunc(o.order, id, func(r, id int64) int { return cmp.Compare(o.ids[r], id) })
+	if !ok {
+		return 0, false
+	}
+	return o.order[i], true
 }
 
 // objectIDs reads object_index/object_ids: an integer array whose row r
@@ -158,6 +164,34 @@ func (l *Level) objectIDs(ctx context.Context) (*objectIDs, error) {
 		m := arr.Meta()
 		if len(m.Shape) != 1 || (m.DataType.Kind != zarr.KindInt && m.DataType.Kind != zarr.KindUint) || m.Shape[0] != l.objects.num {
 			return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "%s, where vlen_manifests_v2 needs %d integer object ids (num_objects)", m, l.objects.num)
+		}
+		// The ids are widened to int64 and ordered (16 bytes a row, what
+		// the read holds of a narrower type more): bounded like a read
+		// whole, and backed by stored chunks before anything is sized by
+		// them — a chunk not stored reads as rows of the fill value, two
+		// of which are one id twice.
+		n := m.Shape[0]
+		if limit := l.s.codecs.Limits().MaxReadBytes; n > limit/16 {
+			return nil, 0, l.s.errf(ErrUnsupported, l.n, p, "", "%d object ids, more than the %d-byte read limit holds at 16 bytes an id", n, limit)
+		}
+		if n > 0 {
+			cs := m.ChunkShape[0]
+			last := (n - 1) / cs
+			stored, err := l.storedChunks1D(ctx, arr, p, last)
+			if err != nil {
+				return nil, 0, err
+			}
+			next := 0
+			for c := int64(0); c <= last; c++ {
+				if next < len(stored) && stored[next] == c {
+					next++
+					continue
+				}
+				// A one-row chunk of the fill value is one id: read on.
+				if rows := min(cs, n-c*cs); rows > 1 {
+					return nil, 0, l.s.errf(ErrCorrupt, l.n, p, fmt.Sprint(c), "chunk %d is not stored: its %d rows would all be the fill value, one object id %d times", c, rows, rows)
+				}
+			}
 		}
 		c, err := arr.Read(ctx)
 		if err != nil {
@@ -178,14 +212,19 @@ func (l *Level) objectIDs(ctx context.Context) (*objectIDs, error) {
 		}
 		size := 8 * int64(len(ids.ids))
 		if !ids.sorted {
-			ids.rows = make(map[int64]int64, len(ids.ids))
-			for r, id := range ids.ids {
-				if prev, dup := ids.rows[id]; dup {
-					return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "object id %d at rows %d and %d", id, prev, r)
-				}
-				ids.rows[id] = int64(r)
+			ids.order = make([]int64, len(ids.ids))
+			for r := range ids.order {
+				ids.order[r] = int64(r)
 			}
-			size += 32 * int64(len(ids.ids)) // the map's entries
+			slices.SortFunc(ids.order, func(a, b int64) int {
+				return cmp.Or(cmp.Compare(ids.ids[a], ids.ids[b]), cmp.Compare(a, b))
+			})
+			for i := 1; i < len(ids.order); i++ {
+				if a, b := ids.order[i-1], ids.order[i]; ids.ids[a] == ids.ids[b] {
+					return nil, 0, l.s.errf(ErrCorrupt, l.n, p, "", "object id %d at rows %d and %d", ids.ids[a], a, b)
+				}
+			}
+			size += 8 * int64(len(ids.order))
 		}
 		return ids, size, nil
 	})
@@ -438,7 +477,21 @@ func (l *Level) object(ctx context.Context, id int64, attrs []string, wire bool)
 			o.Edges = append(o.Edges, i-1, i)
 		}
 	default:
-		c, err := l.connect(ctx, connScope{keys: keys, lookup: lookup, frags: refsByFragment(refs)})
+		rows := make(map[string]int, len(keys))
+		for _, k := range keys {
+			cv, err := l.vertices(ctx, k) // read by objectRows: cached
+			if err != nil {
+				return nil, err
+			}
+			rows[k.String()] = cv.rows
+		}
+		rowsOf := func(ks string) int {
+			if n, ok := rows[ks]; ok {
+				return n
+			}
+			return -1
+		}
+		c, err := l.connect(ctx, connScope{keys: keys, lookup: lookup, frags: refsByFragment(refs), rows: rowsOf})
 		if err != nil {
 			return nil, err
 		}
@@ -887,14 +940,20 @@ func (l *Level) eachManifest(ctx context.Context, visit func(id int64, blocks []
 }
 
 // storedManifestChunks lists the manifests array's stored chunks up to
-// last, ascending. A 1-D array's chunk keys share one folder, so one
-// listing finds them (a folder that is not there holds none).
+// last, ascending.
 func (l *Level) storedManifestChunks(ctx context.Context, arr *zarr.Array, last int64) ([]int64, error) {
+	return l.storedChunks1D(ctx, arr, "object_index/manifests", last)
+}
+
+// storedChunks1D lists the stored chunks of family's 1-D array up to last,
+// ascending. A 1-D array's chunk keys share one folder, so one listing
+// finds them (a folder that is not there holds none).
+func (l *Level) storedChunks1D(ctx context.Context, arr *zarr.Array, family string, last int64) ([]int64, error) {
 	k0 := arr.ChunkKey([]int64{0})
 	dir := k0[:strings.LastIndexByte(k0, '/')+1]
 	lst, err := l.s.st.List(ctx, dir)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, l.s.wrap(kindOf(err), l.n, "object_index/manifests", "", err)
+		return nil, l.s.wrap(kindOf(err), l.n, family, "", err)
 	}
 	base := arr.Path() + "/"
 	var out []int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"github.com/zvfserve/zvfserve/zvf/zvftest/alloctest"
 )
 
 // TestObjectIndexV2: with vlen_manifests_v2 an object is found by its id
@@ -117,4 +119,43 @@ func withObjectIDs(t *testing.T, name string, ids []int64) *zvf.Level {
 	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
 	zvftest.WriteObjectIDs(t, dir, ids)
 	return zvftest.OpenLevel(t, zvftest.Store(t, dir), zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
+}
+
+// TestObjectIDsSizeNothing: object_ids is read whole and each id widened
+// to int64, so what it declares must be backed by stored chunks before
+// anything is sized by it. 2^22 uint8 ids with no chunk stored (every row
+// the fill value) are corrupt, found without allocating for them; before,
+// 4 MiB of fill, 32 MiB of ids and a map of 2^22 entries were allocated
+// to find the first two rows equal (at 2^30 ids: 9 GiB and more).
+func TestObjectIDsSizeNothing(t *testing.T) {
+	alloctest.SkipUnderRace(t)
+	ctx := context.Background()
+	const name, n = "points_pyramid_v09", 1 << 22
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, name+".zarrvectors"))
+	zvftest.WriteObjectIDs(t, dir, make([]int64, 6))
+	meta := fmt.Sprintf(`{"zarr_format":3,"node_type":"array","shape":[%d],"data_type":"uint8",`+
+		`"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[%d]}},`+
+		`"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},"fill_value":0,`+
+		`"codecs":[{"name":"bytes","configuration":{}}],"attributes":{}}`, n, n)
+	for file, b := range map[string]string{"0/object_index/object_ids/zarr.json": meta} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "0/object_index/object_ids/c/0")); err != nil {
+		t.Fatal(err)
+	}
+	editJSON(t, filepath.Join(dir, "0/object_index/zarr.json"), func(m map[string]any) {
+		m["attributes"].(map[string]any)["num_objects"] = n
+	})
+	l := zvftest.OpenLevel(t, zvftest.Store(t, dir), zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
+	var err error
+	got := alloctest.Bytes(func() { _, err = l.Object(ctx, 3, nil) })
+	var ze *zvf.Error
+	if !errors.As(err, &ze) || !errors.Is(err, zvf.ErrCorrupt) || ze.Array != "object_index/object_ids" {
+		t.Fatalf("err = %v, want a corrupt-data error on object_index/object_ids", err)
+	}
+	if got > 4<<20 {
+		t.Fatalf("%d MiB allocated for ids no chunk holds", got>>20)
+	}
 }

@@ -2,6 +2,7 @@ package zvf_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -81,5 +82,40 @@ func TestSharded09ReadsRanges(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestListedShardsOutsideTheGrid09: cells found by listing (no
+// nonempty_chunks) come only from shards inside the array's grid, as they
+// do from unsharded chunks: a shard file past the grid (left by a writer
+// of a larger grid, or copied there) is none. Before, its index was read,
+// and refused as outside the grid, so the store did not open; and a shard
+// key so large that its first cell's index overflows int64 (2^61 shards of
+// 4 cells) wrapped to a negative index that passed the grid test.
+func TestListedShardsOutsideTheGrid09(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "mesh_sharded_v09"
+	st := memFixture09(t, name)
+	editMemJSON(t, st, "0/vertices/zarr.json", func(doc map[string]any) {
+		delete(doc["attributes"].(map[string]any), "nonempty_chunks")
+	})
+	want := zvftest.OpenLevel(t, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
+	shard, err := storage.ReadAll(ctx, st, "0/vertices/c/0/0/0", 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"0/vertices/c/3/0/0", "0/vertices/c/2305843009213693952/0/0", "0/vertices/c/0/4611686018427387904/1"} {
+		if err := st.Put(ctx, k, shard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := zvftest.OpenLevel(t, st, zvf.Options{Name: name, Cache: cache.New(64 << 20)}, 0)
+	if len(got.Keys()) == 0 || fmt.Sprint(got.Keys()) != fmt.Sprint(want.Keys()) {
+		t.Fatalf("chunks\n%v\nwant\n%v", got.Keys(), want.Keys())
+	}
+	res, err := got.BBox(ctx, zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true}, func(*zvf.Batch) error { return nil })
+	if err != nil || res.Count == 0 {
+		t.Fatalf("whole level: %d rows, %v", res.Count, err)
 	}
 }

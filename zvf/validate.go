@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/zvfserve/zvfserve/zvf/manifest"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -231,8 +233,13 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 		total += len(l.keys)
 	}
 	done := 0
+	// Each level's chunks' rows, which link records are checked against
+	// once every level's chunks are read (cross-level records name rows
+	// of the next).
+	chunkRows := map[int]map[string]int{}
 	for _, l := range s.levels {
 		var rows int64
+		chunkRows[l.n] = make(map[string]int, len(l.keys))
 		for _, k := range l.keys {
 			path := fmt.Sprintf("%d/vertices/%s", l.n, k)
 			cv, err := l.vertices(ctx, k)
@@ -246,6 +253,7 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 				continue
 			}
 			rows += int64(cv.rows)
+			chunkRows[l.n][k.String()] = cv.rows
 			if cv.frags == nil {
 				r.add("warning", 3, fmt.Sprintf("%d/vertex_fragments/%s", l.n, k), "missing")
 			} else if l.binPrefilter && int64(cv.frags.Len()) > prod(l.bpc) {
@@ -265,28 +273,110 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 		if l.meta.VertexCount != rows {
 			r.add("error", 3, fmt.Sprintf("%d/zarr.json", l.n), "vertex_count %d, chunks hold %d", l.meta.VertexCount, rows)
 		}
+	}
+	for _, l := range s.levels {
+		if y, ok := l.lay.(*layout09); ok {
+			validateNonempty(ctx, l, y, r)
+			validateHasPerm(l, y, r)
+		}
 		for _, d := range l.linkDeltas {
-			recs, err := l.lay.crossLinks(ctx, d, nil)
-			path := fmt.Sprintf("%d/cross_chunk_links/%s", l.n, deltaName(d))
-			if err != nil {
-				r.add("error", 3, path, "%v", err)
-				continue
-			}
-			for i, rec := range recs {
-				if !l.hasKey(Key(rec[0].Chunk)) {
-					r.add("error", 3, path, "record %d names chunk %s, which does not exist", i, Key(rec[0].Chunk))
-				}
-				if d == 0 {
-					for _, ep := range rec[1:] {
-						if !l.hasKey(Key(ep.Chunk)) {
-							r.add("error", 3, path, "record %d names chunk %s, which does not exist", i, Key(ep.Chunk))
-						}
-					}
-				}
-			}
+			validateCrossLinks(ctx, l, d, chunkRows, r)
 		}
 		if l.objects != nil {
 			validateManifests(ctx, l, r)
+		}
+		validateObjectAttrsAndGroups(ctx, l, r)
+	}
+}
+
+// validateObjectAttrsAndGroups reads each object attribute and the groups
+// as an object or group request does: what fails those requests is a
+// problem of the array.
+func validateObjectAttrsAndGroups(ctx context.Context, l *Level, r *Report) {
+	for _, a := range l.oattrs {
+		if _, _, err := l.objectAttrData(ctx, a); err != nil {
+			r.add("error", 3, fmt.Sprintf("%d/object_attributes/%s", l.n, a.Name), "%v", err)
+		}
+	}
+	path := fmt.Sprintf("%d/groups", l.n)
+	g, err := l.groups(ctx)
+	switch {
+	case errors.Is(err, ErrNotFound) && l.numGroups == 0:
+	case err != nil:
+		r.add("error", 3, path, "%v", err)
+	default:
+		if err := l.checkGroupCount(g); err != nil {
+			r.add("error", 3, path, "%v", err)
+		}
+	}
+}
+
+// validateNonempty reports, per chunk-grid array of a 0.9 level, the
+// stored cells holding bytes that its nonempty_chunks leaves out.
+func validateNonempty(ctx context.Context, l *Level, y *layout09, r *Report) {
+	families := make([]string, 0, len(y.fams))
+	for f := range y.fams {
+		families = append(families, f)
+	}
+	sort.Strings(families)
+	for _, f := range families {
+		path := fmt.Sprintf("%d/%s", l.n, f)
+		cells, err := y.unlisted(ctx, y.fams[f])
+		switch {
+		case err != nil:
+			r.add("error", 3, path, "listing its stored cells: %v", err)
+		case len(cells) > 0:
+			r.add("error", 3, path, "nonempty_chunks leaves out %d stored cells holding bytes (%s), which no answer reads", len(cells), strings.Join(cells[:min(len(cells), 5)], ", "))
+		}
+	}
+}
+
+// validateHasPerm warns where a links array's has_perm, which the reader
+// trusts for the width of its rows, disagrees with the format's rule
+// (links_has_perm): such rows are misread wherever their counts fit.
+func validateHasPerm(l *Level, y *layout09, r *Report) {
+	for _, d := range l.linkDeltas {
+		f := y.links[d]
+		if f == nil {
+			continue
+		}
+		for _, seg := range f.segs {
+			if want := !seg.intra && f.delta == 0 && (f.duplicate || !f.directed); seg.hasPerm != want {
+				r.add("warning", 3, fmt.Sprintf("%d/%s", l.n, seg.family), "has_perm %v, where the format's rule (not intra-chunk, delta 0, store duplicate or undirected) gives %v: its rows may be misread", seg.hasPerm, want)
+			}
+		}
+	}
+}
+
+// validateCrossLinks checks that every cross-chunk (or cross-level) record
+// of delta names chunks the levels hold and rows those chunks hold (the
+// server refuses a record naming a row past its chunk as corrupt);
+// chunkRows holds the rows of each level's chunks that could be read.
+func validateCrossLinks(ctx context.Context, l *Level, d int, chunkRows map[int]map[string]int, r *Report) {
+	recs, err := l.lay.crossLinks(ctx, d, nil)
+	path := fmt.Sprintf("%d/%s", l.n, l.crossFamily(d))
+	if err != nil {
+		r.add("error", 3, path, "%v", err)
+		return
+	}
+	for i, rec := range recs {
+		for k, ep := range rec {
+			n := l.n
+			if k > 0 {
+				n += d // endpoints after the first are at level n+delta
+			}
+			t, err := l.s.Level(n)
+			if err != nil {
+				continue // a cross-level family to no level fails crossLinks
+			}
+			ks := Key(ep.Chunk).String()
+			if !t.hasKey(Key(ep.Chunk)) {
+				r.add("error", 3, path, "record %d names chunk %s of level %d, which does not exist", i, ks, n)
+				continue
+			}
+			if rows, ok := chunkRows[n][ks]; ok && ep.Row >= int64(rows) {
+				r.add("error", 3, path, "record %d names row %d of chunk %s of level %d, which holds %d rows", i, ep.Row, ks, n, rows)
+			}
 		}
 	}
 }

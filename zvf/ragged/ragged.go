@@ -36,21 +36,28 @@ func ints(b []byte) []int64 {
 
 // DecodeBlob parses a ragged blob: int64 K, int64 byte offsets[K] into the
 // data section, then rows of width int64. It returns all rows of all
-// groups, concatenated, as a flat slice of len = rows·width. A blob shorter
-// than 8 bytes or with K = 0 is empty.
+// groups, concatenated, as a flat slice of len = rows·width. No bytes, or
+// K = 0 and nothing after it, is empty; bytes that are not a blob (fewer
+// than K's 8, rows after K = 0) are malformed, not empty.
 func DecodeBlob(b []byte, width int) ([]int64, error) {
 	const what = "ragged blob"
 	if width < 1 {
 		return nil, bad(what, "width %d", width)
 	}
-	if len(b) < 8 {
+	if len(b) == 0 {
 		return nil, nil
+	}
+	if len(b) < 8 {
+		return nil, bad(what, "%d bytes, fewer than its group count's 8", len(b))
 	}
 	k := int64(binary.LittleEndian.Uint64(b))
 	if k < 0 || k > int64(len(b)-8)/8 {
 		return nil, bad(what, "group count %d cannot fit in %d bytes", k, len(b))
 	}
 	if k == 0 {
+		if len(b) > 8 {
+			return nil, bad(what, "no groups, then %d bytes", len(b)-8)
+		}
 		return nil, nil
 	}
 	data := b[8+8*k:]

@@ -27,6 +27,10 @@ func TestBlob(t *testing.T) {
 		"huge K":      binary.LittleEndian.AppendUint64(nil, 1<<40),
 		"ragged data": append(bytes.Clone(b), 1, 2, 3),
 		"bad offset":  func() []byte { c := bytes.Clone(b); c[8] = 3; return c }(),
+		// Bytes that are not a blob are not an empty one: a cell cut
+		// short, and one whose group count was zeroed over its rows.
+		"short":              b[:5],
+		"K = 0 before bytes": append(make([]byte, 8), b[8:]...),
 	} {
 		if _, err := DecodeBlob(bb, 2); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v", name, err)
