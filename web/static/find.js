@@ -2,7 +2,7 @@
 // finest level and its manifest, framed, highlighted, with its object
 // attributes and manifest blocks listed.
 import { $, el } from './dom.js';
-import { flatten, merge, decode } from './format.js';
+import { flatten, merge, decode, idKey } from './format.js';
 import { triangles } from './gl.js';
 import { objectURL } from './api.js';
 
@@ -52,8 +52,8 @@ export class FindTool {
       if (seq !== this.seq) return;
       const f = flatten([res], '');
       const tris = f.faces && f.faceWidth >= 3 ? triangles(f.faces, f.faceWidth) : null;
-      this.item = { layer: l, level, g: app.renderer.upload({ parts: [merge(f.parts)], val: null, oid: null, edges: f.edges, tris }) };
-      l.sel = id;
+      this.item = { layer: l, level, g: app.renderer.upload({ parts: [merge(f.parts)], val: null, ids: null, edges: f.edges, tris }) };
+      l.sel = idKey(id);
       $('oresult').textContent = `object ${id} · ${l.name} · level ${level} · ${f.rows.toLocaleString()} vertices · ${(performance.now() - t0).toFixed(0)} ms\nin levels ${lv.levels.join(', ')}`;
       const oa = res.trailer.object_attributes || {};
       const rows = Object.entries(oa).map(([k, v]) => el('tr', {}, el('td', { textContent: k }), el('td', { textContent: typeof v === 'number' ? String(+v.toPrecision(7)) : JSON.stringify(v) })));

@@ -86,9 +86,10 @@ export function parseBinary(buf) {
 // flatten joins the batches of one or more answers (pages of one box):
 // positions as parts, one per batch, as they came (the GPU dequantizes,
 // gl.js), one float per vertex of the attribute named attr (first
-// channel; NaN where missing), object ids as int32 (ids beyond 2^31 wrap;
-// they only drive the selection highlight), and connectivity as it comes:
-// its indices already count the rows of the whole answer, pages in order.
+// channel; NaN where missing), object ids as they came (int64, −1: none;
+// shown and asked for exactly, their low 32 bits drawn as the selection's
+// key: idKey), and connectivity as it comes: its indices already count the
+// rows of the whole answer, pages in order.
 //
 // A part is rows [first, first + count) of the answer, either quantized:
 // {offset, scale, planes, bits}, axis a of row i being offset[a] +
@@ -105,7 +106,7 @@ export function flatten(pages, attr) {
   const ai = attr ? h.attribute_info.findIndex((a) => a.name === attr) : -1;
   const parts = [];
   const val = ai >= 0 ? new Float32Array(rows).fill(NaN) : null;
-  const oid = h.has_object_ids ? new Int32Array(rows) : null;
+  const ids = h.has_object_ids ? new BigInt64Array(rows) : null;
   const edges = ne ? new Uint32Array(ne) : null;
   const faceWidth = pages.find((p) => p.faces)?.faceWidth || 0;
   const faces = nf ? new Uint32Array(nf) : null;
@@ -136,19 +137,21 @@ export function flatten(pages, attr) {
         const a = b.attrs[ai], ch = h.attribute_info[ai].channels || 1;
         for (let i = 0; i < b.rows; i++) val[r + i] = Number(a[i * ch]);
       }
-      if (oid && b.ids) {
-        // The low 32 bits of each little-endian int64.
-        const w = new Int32Array(b.ids.buffer, b.ids.byteOffset, b.rows * 2);
-        for (let i = 0; i < b.rows; i++) oid[r + i] = w[2 * i];
-      }
+      if (ids && b.ids) ids.set(b.ids, r); // a native copy
       r += b.rows;
     }
     // A page may carry an empty block (a coarse level's faces): nothing to copy.
     if (p.edges?.length) { edges.set(p.edges, e); e += p.edges.length; }
     if (p.faces?.length) { faces.set(p.faces, f); f += p.faces.length; }
   }
-  return { rows, parts, val, oid, edges, faces, faceWidth };
+  return { rows, parts, val, ids, edges, faces, faceWidth };
 }
+
+// idKey is the selection key of object id (a BigInt, or its decimal
+// text): its low 32 bits as an int32, as the vertex shader reads them from
+// the ids (gl.js). Two ids may share a key, so a key only ever chooses what
+// is drawn highlighted; an object is shown and asked for by its id.
+export const idKey = (id) => Number(BigInt.asIntN(32, BigInt(id)));
 
 // decode is the parts' positions as xyz numbers of type T: float64 gives
 // the quantized values exactly as the format defines them.

@@ -4,7 +4,8 @@
 // comes from one float per vertex in the shader (height, a numeric
 // attribute through viridis, a categorical palette, a solid colour), so
 // recolouring never loops over vertices in JavaScript; selection compares
-// each vertex's object id with a uniform.
+// the low 32 bits of each vertex's object id with a uniform (the key,
+// format.js idKey).
 
 const VS = `#version 300 es
 layout(location = 0) in vec3 a_pos;
@@ -175,12 +176,14 @@ export class Renderer {
   // upload puts a tile's arrays on the GPU: its position parts (format.js:
   // quantized planes as they came, each axis an integer attribute the
   // vertex shader dequantizes, or float32 xyz; pos alone is one float
-  // part), val (one float per vertex or null), oid (Int32Array or null),
+  // part), val (one float per vertex or null), ids (the object ids, a
+  // BigInt64Array, or null: the shader reads each one's low 32 bits, the
+  // selection's key, format.js idKey),
   // edges (uint32 pairs), tris (uint32 triples, with normals computed from
   // them). Each part is drawn on its own (its own offset and scale), so
   // edges and triangles, which index across rows, need one part (merge).
   // g.posBytes: the positions' bytes on the GPU.
-  upload({ parts, pos, val, oid, edges, tris }) {
+  upload({ parts, pos, val, ids, edges, tris }) {
     const gl = this.gl;
     if (!parts) parts = [{ first: 0, count: pos.length / 3, pos }];
     if ((edges?.length || tris?.length) && parts.length !== 1) throw new Error('indexed drawing needs one position part');
@@ -200,23 +203,24 @@ export class Renderer {
     for (const a of arrays) { at.push(g.posBytes); g.posBytes += Math.ceil(a.byteLength / 4) * 4; }
     const pb = buffer(g.posBytes);
     arrays.forEach((a, i) => gl.bufferSubData(gl.ARRAY_BUFFER, at[i], a));
-    const vb = val ? buffer(val) : null, ob = oid ? buffer(oid) : null;
+    const vb = val ? buffer(val) : null, ob = ids ? buffer(ids) : null;
     const nb = tris && tris.length ? buffer(normals(parts[0], tris)) : null;
     const TYPES = { 1: gl.UNSIGNED_BYTE, 2: gl.UNSIGNED_SHORT, 4: gl.UNSIGNED_INT };
     let next = 0;
     for (const p of parts) {
       const vao = gl.createVertexArray();
       gl.bindVertexArray(vao);
-      const attr = (loc, b, size, type, off, int) => {
+      const attr = (loc, b, size, type, off, int, stride = 0) => {
         gl.bindBuffer(gl.ARRAY_BUFFER, b);
         gl.enableVertexAttribArray(loc);
-        if (int) gl.vertexAttribIPointer(loc, size, type, 0, off);
+        if (int) gl.vertexAttribIPointer(loc, size, type, stride, off);
         else gl.vertexAttribPointer(loc, size, type, false, 0, off);
       };
       if (p.pos) attr(0, pb, 3, gl.FLOAT, at[next++]);
       else for (let a = 0; a < 3; a++) if (p.planes[a]) attr(4 + a, pb, 1, TYPES[p.planes[a].BYTES_PER_ELEMENT], at[next++]);
       if (vb) attr(1, vb, 1, gl.FLOAT, p.first * 4);
-      if (ob) attr(2, ob, 1, gl.INT, p.first * 4, true);
+      // The low (first, little-endian) 32 bits of each int64 id.
+      if (ob) attr(2, ob, 1, gl.INT, p.first * 8, true, 8);
       if (nb) attr(3, nb, 3, gl.FLOAT, p.first * 12);
       gl.bindVertexArray(null);
       g.parts.push({ vao, count: p.count, quant: !p.pos, offset: p.offset, scale: p.scale });

@@ -4,6 +4,7 @@
 import { $ } from './dom.js';
 import { masked } from './lod.js';
 import { bboxURL } from './api.js';
+import { idKey } from './format.js';
 
 const PICK_PX = 8; // how near a click must be to a vertex
 
@@ -11,7 +12,7 @@ export class PickTool {
   // app: {cam, layers, net, view, find, drawList(), redraw()}
   constructor(app) {
     this.app = app;
-    this.current = null; // {store, level, pos, oid}
+    this.current = null; // {store, level, pos, oid: the object id's decimal, or null}
     this.seq = 0;
   }
 
@@ -43,7 +44,7 @@ export class PickTool {
     this.seq++;
     $('pickbox').hidden = true;
     $('picked').textContent = '';
-    for (const l of app.layers) l.sel = app.find.current && app.find.current.store === l.name ? app.find.current.id : null;
+    for (const l of app.layers) l.sel = app.find.current && app.find.current.store === l.name ? idKey(app.find.current.id) : null;
     app.redraw();
   }
 
@@ -52,13 +53,19 @@ export class PickTool {
     $('pickbox').hidden = false;
     if (!hit) { this.current = null; $('picked').textContent = `nothing here: no drawn vertex within ${PICK_PX} pixels`; app.redraw(); return; }
     const l = hit.d.l, t = hit.d.t;
-    const oid = t.oid ? t.oid[hit.i] : null;
+    // The id exactly, from the tile's int64s (−1: no object); the
+    // highlight draws its key.
+    const id = t.ids ? t.ids[hit.i] : null, oid = id === null || id === -1n ? null : id.toString();
     this.current = { store: l.name, level: t.level, pos: hit.pos, oid };
     for (const x of app.layers) x.sel = null;
-    if (oid !== null && oid >= 0) { l.sel = oid; $('olayer').value = l.name; $('oid').value = oid; }
+    if (oid !== null) {
+      l.sel = idKey(id);
+      // Only an id the API looks up goes to Find (a negative one is not).
+      if (id >= 0n) { $('olayer').value = l.name; $('oid').value = oid; }
+    }
     app.redraw();
     const head = [`layer ${l.name} · level ${t.level}`, `position ${hit.pos.map((v) => +v.toPrecision(7)).join(', ')}`];
-    if (oid !== null) head.push(oid >= 0 ? `object ${oid}` : 'object none');
+    if (t.ids) head.push(oid !== null ? `object ${oid}` : 'object none');
     $('picked').textContent = head.join('\n') + '\nattributes: loading…';
     // Every attribute of the vertex at the level drawn: a box around the
     // vertex exactly (as drawn: within the tile's precision and a float32
