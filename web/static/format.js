@@ -153,6 +153,20 @@ export function flatten(pages, attr) {
 // is drawn highlighted; an object is shown and asked for by its id.
 export const idKey = (id) => Number(BigInt.asIntN(32, BigInt(id)));
 
+// MAX_ID: the largest object id (ZVF ids are int64), and the only ids the
+// API looks up (/objects/{id}): whole numbers from 0 to it.
+export const MAX_ID = 2n ** 63n - 1n;
+
+// idOf is the canonical decimal of the object id text s names (digits, a
+// whole number in [0, MAX_ID]; leading zeros dropped), or null: never
+// through a Number, which rounds ids past 2^53.
+export function idOf(s) {
+  const t = String(s ?? '').trim();
+  if (!/^\d{1,25}$/.test(t)) return null;
+  const v = BigInt(t);
+  return v <= MAX_ID ? v.toString() : null;
+}
+
 // decode is the parts' positions as xyz numbers of type T: float64 gives
 // the quantized values exactly as the format defines them.
 export function decode(parts, T = Float32Array) {

@@ -4,7 +4,7 @@
 import { $ } from './dom.js';
 import { masked } from './lod.js';
 import { bboxURL } from './api.js';
-import { idKey } from './format.js';
+import { idKey, idOf } from './format.js';
 
 const PICK_PX = 8; // how near a click must be to a vertex
 
@@ -61,7 +61,7 @@ export class PickTool {
     if (oid !== null) {
       l.sel = idKey(id);
       // Only an id the API looks up goes to Find (a negative one is not).
-      if (id >= 0n) { $('olayer').value = l.name; $('oid').value = oid; }
+      if (idOf(oid) !== null) { $('olayer').value = l.name; $('oid').value = oid; }
     }
     app.redraw();
     const head = [`layer ${l.name} · level ${t.level}`, `position ${hit.pos.map((v) => +v.toPrecision(7)).join(', ')}`];
