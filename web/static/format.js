@@ -167,6 +167,29 @@ export function idOf(s) {
   return v <= MAX_ID ? v.toString() : null;
 }
 
+// exactJSON is a JSON.parse reviver that keeps every whole number written
+// as digits that a Number would round (past 2^53: object ids, int64
+// attributes) exactly, as a BigInt, where the browser gives a reviver the
+// number's text (JSON.parse source text access); elsewhere such a number
+// stays a rounded Number.
+export function exactJSON(key, v, ctx) {
+  if (typeof v !== 'number' || Number.isSafeInteger(v) || !Number.isInteger(v)) return v;
+  const src = ctx && ctx.source;
+  return typeof src === 'string' && /^-?\d+$/.test(src) ? BigInt(src) : v;
+}
+
+// showJSON is the text of a value parsed with exactJSON, BigInts as their
+// digits.
+export function showJSON(v) {
+  if (typeof v === 'bigint') return v.toString();
+  if (Array.isArray(v) && v.some((x) => typeof x === 'bigint')) return `[${v.map(showJSON).join(',')}]`;
+  return JSON.stringify(v);
+}
+
+// showID is the text of an object id parsed with exactJSON: one a Number
+// rounded (a browser without source text access) is marked ≈.
+export const showID = (v) => (typeof v === 'number' && !Number.isSafeInteger(v) ? `≈${v}` : String(v));
+
 // decode is the parts' positions as xyz numbers of type T: float64 gives
 // the quantized values exactly as the format defines them.
 export function decode(parts, T = Float32Array) {

@@ -4,7 +4,7 @@
 import { $ } from './dom.js';
 import { masked } from './lod.js';
 import { bboxURL } from './api.js';
-import { idKey, idOf } from './format.js';
+import { idKey, idOf, exactJSON, showJSON, showID } from './format.js';
 
 const PICK_PX = 8; // how near a click must be to a vertex
 
@@ -73,15 +73,16 @@ export class PickTool {
     const p = l.tileQuery(t.level).precision || 0;
     const url = bboxURL(l.name, { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, attributes: '*', limit: 16, format: 'json' });
     try {
-      const r = await app.net.json(url, { kind: 'pick', layer: l.name, level: t.level });
+      // Exactly: an object id (or an int64 attribute) past 2^53 is a BigInt.
+      const r = await app.net.json(url, { kind: 'pick', layer: l.name, level: t.level }, undefined, exactJSON);
       if (seq !== this.seq) return;
       const lines = [...head];
       const names = Object.keys(r.attributes || {});
       if (r.count > 1) lines.push(`${r.count} vertices at this position`);
       for (let i = 0; i < r.count; i++) {
-        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${r.object_ids[i]})` : ''}`);
+        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${showID(r.object_ids[i])})` : ''}`);
         if (!names.length) lines.push(`level ${t.level} holds no vertex attributes`);
-        for (const n of names) lines.push(`${n} = ${JSON.stringify(r.attributes[n][i])}`);
+        for (const n of names) lines.push(`${n} = ${showJSON(r.attributes[n][i])}`);
       }
       if (!r.count) lines.push('the server found no vertex here (the store changed?)');
       $('picked').textContent = lines.join('\n');
