@@ -87,8 +87,7 @@ export function parseBinary(buf) {
 // positions as parts, one per batch, as they came (the GPU dequantizes,
 // gl.js), one float per vertex of the attribute named attr (first
 // channel; NaN where missing), object ids as they came (int64, −1: none;
-// shown and asked for exactly, their low 32 bits drawn as the selection's
-// key: idKey), and connectivity as it comes: its indices already count the
+// shown, asked for and highlighted exactly: idKey), and connectivity as it comes: its indices already count the
 // rows of the whole answer, pages in order.
 //
 // A part is rows [first, first + count) of the answer, either quantized:
@@ -148,10 +147,12 @@ export function flatten(pages, attr) {
 }
 
 // idKey is the selection key of object id (a BigInt, or its decimal
-// text): its low 32 bits as an int32, as the vertex shader reads them from
-// the ids (gl.js). Two ids may share a key, so a key only ever chooses what
-// is drawn highlighted; an object is shown and asked for by its id.
-export const idKey = (id) => Number(BigInt.asIntN(32, BigInt(id)));
+// text): its low and high 32 bits as int32s, as the vertex shader reads
+// the ids (gl.js, an ivec2: GLSL ES has no 64-bit integers).
+export function idKey(id) {
+  const v = BigInt(id);
+  return [Number(BigInt.asIntN(32, v)), Number(BigInt.asIntN(32, v >> 32n))];
+}
 
 // MAX_ID: the largest object id (ZVF ids are int64), and the only ids the
 // API looks up (/objects/{id}): whole numbers from 0 to it.
