@@ -474,7 +474,7 @@ func testPicking(t *testing.T, e *viewerEnv) {
 			Store string
 			Level int
 			Pos   [3]float32
-			Oid   int64
+			Oid   string // its decimal: ids past 2^53 are exact
 		}
 		b.value(`__zvf.picked()`, &picked)
 		text := b.text("#picked")

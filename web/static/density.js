@@ -147,5 +147,5 @@ function cells(d, q) {
     pos[3 * k + 2] = shape.length > 2 ? q.min[2] + (z + 0.5) * w[2] : 0;
     val[k++] = Math.log2(1 + c);
   }
-  return { cells: count, total, max, edge: Math.max(...w), arrays: { pos, val, oid: null, edges: null, tris: null } };
+  return { cells: count, total, max, edge: Math.max(...w), arrays: { pos, val, ids: null, edges: null, tris: null } };
 }

@@ -2,7 +2,7 @@
 // finest level and its manifest, framed, highlighted, with its object
 // attributes and manifest blocks listed.
 import { $, el } from './dom.js';
-import { flatten, merge, decode } from './format.js';
+import { flatten, merge, decode, idKey, idOf } from './format.js';
 import { triangles } from './gl.js';
 import { objectURL } from './api.js';
 
@@ -12,7 +12,7 @@ export class FindTool {
   // app: {cam, layers, net, gpu, renderer, view, layerByName(n), writeURL(), redraw()}
   constructor(app) {
     this.app = app;
-    this.current = null; // {store, id}
+    this.current = null; // {store, id: the object id's canonical decimal}
     this.item = null; // {layer, level, g}: the object drawn over the rest
     this.bounds = null; // its box, once framed
     this.seq = 0;
@@ -30,9 +30,10 @@ export class FindTool {
   // find looks up the object the panel names; frame: move the camera to it.
   async find(frame = true) {
     const app = this.app;
-    const l = app.layerByName($('olayer').value), id = Number($('oid').value);
+    // The id as typed, in digits: never a Number, which rounds ids past 2^53.
+    const l = app.layerByName($('olayer').value), id = idOf($('oid').value);
     if (!l || !l.desc) { $('oresult').textContent = 'choose a layer that loaded'; return; }
-    if ($('oid').value === '' || !Number.isSafeInteger(id) || id < 0) { $('oresult').textContent = 'enter an object id (a whole number ≥ 0)'; return; }
+    if (id === null) { $('oresult').textContent = 'enter an object id (a whole number from 0 to 2^63 − 1)'; return; }
     this.clear();
     const seq = this.seq;
     this.current = { store: l.name, id };
@@ -52,8 +53,8 @@ export class FindTool {
       if (seq !== this.seq) return;
       const f = flatten([res], '');
       const tris = f.faces && f.faceWidth >= 3 ? triangles(f.faces, f.faceWidth) : null;
-      this.item = { layer: l, level, g: app.renderer.upload({ parts: [merge(f.parts)], val: null, oid: null, edges: f.edges, tris }) };
-      l.sel = id;
+      this.item = { layer: l, level, g: app.renderer.upload({ parts: [merge(f.parts)], val: null, ids: null, edges: f.edges, tris }) };
+      l.sel = idKey(id);
       $('oresult').textContent = `object ${id} · ${l.name} · level ${level} · ${f.rows.toLocaleString()} vertices · ${(performance.now() - t0).toFixed(0)} ms\nin levels ${lv.levels.join(', ')}`;
       const oa = res.trailer.object_attributes || {};
       const rows = Object.entries(oa).map(([k, v]) => el('tr', {}, el('td', { textContent: k }), el('td', { textContent: typeof v === 'number' ? String(+v.toPrecision(7)) : JSON.stringify(v) })));

@@ -86,9 +86,9 @@ export function parseBinary(buf) {
 // flatten joins the batches of one or more answers (pages of one box):
 // positions as parts, one per batch, as they came (the GPU dequantizes,
 // gl.js), one float per vertex of the attribute named attr (first
-// channel; NaN where missing), object ids as int32 (ids beyond 2^31 wrap;
-// they only drive the selection highlight), and connectivity as it comes:
-// its indices already count the rows of the whole answer, pages in order.
+// channel; NaN where missing), object ids as they came (int64, −1: none;
+// shown, asked for and highlighted exactly: idKey), and connectivity as it comes: its indices already count the
+// rows of the whole answer, pages in order.
 //
 // A part is rows [first, first + count) of the answer, either quantized:
 // {offset, scale, planes, bits}, axis a of row i being offset[a] +
@@ -105,7 +105,7 @@ export function flatten(pages, attr) {
   const ai = attr ? h.attribute_info.findIndex((a) => a.name === attr) : -1;
   const parts = [];
   const val = ai >= 0 ? new Float32Array(rows).fill(NaN) : null;
-  const oid = h.has_object_ids ? new Int32Array(rows) : null;
+  const ids = h.has_object_ids ? new BigInt64Array(rows) : null;
   const edges = ne ? new Uint32Array(ne) : null;
   const faceWidth = pages.find((p) => p.faces)?.faceWidth || 0;
   const faces = nf ? new Uint32Array(nf) : null;
@@ -136,19 +136,60 @@ export function flatten(pages, attr) {
         const a = b.attrs[ai], ch = h.attribute_info[ai].channels || 1;
         for (let i = 0; i < b.rows; i++) val[r + i] = Number(a[i * ch]);
       }
-      if (oid && b.ids) {
-        // The low 32 bits of each little-endian int64.
-        const w = new Int32Array(b.ids.buffer, b.ids.byteOffset, b.rows * 2);
-        for (let i = 0; i < b.rows; i++) oid[r + i] = w[2 * i];
-      }
+      if (ids && b.ids) ids.set(b.ids, r); // a native copy
       r += b.rows;
     }
     // A page may carry an empty block (a coarse level's faces): nothing to copy.
     if (p.edges?.length) { edges.set(p.edges, e); e += p.edges.length; }
     if (p.faces?.length) { faces.set(p.faces, f); f += p.faces.length; }
   }
-  return { rows, parts, val, oid, edges, faces, faceWidth };
+  return { rows, parts, val, ids, edges, faces, faceWidth };
 }
+
+// idKey is the selection key of object id (a BigInt, or its decimal
+// text): its low and high 32 bits as int32s, as the vertex shader reads
+// the ids (gl.js, an ivec2: GLSL ES has no 64-bit integers).
+export function idKey(id) {
+  const v = BigInt(id);
+  return [Number(BigInt.asIntN(32, v)), Number(BigInt.asIntN(32, v >> 32n))];
+}
+
+// MAX_ID: the largest object id (ZVF ids are int64), and the only ids the
+// API looks up (/objects/{id}): whole numbers from 0 to it.
+export const MAX_ID = 2n ** 63n - 1n;
+
+// idOf is the canonical decimal of the object id text s names (digits, a
+// whole number in [0, MAX_ID]; leading zeros dropped), or null: never
+// through a Number, which rounds ids past 2^53.
+export function idOf(s) {
+  const t = String(s ?? '').trim();
+  if (!/^\d{1,25}$/.test(t)) return null;
+  const v = BigInt(t);
+  return v <= MAX_ID ? v.toString() : null;
+}
+
+// exactJSON is a JSON.parse reviver that keeps every whole number written
+// as digits that a Number would round (past 2^53: object ids, int64
+// attributes) exactly, as a BigInt, where the browser gives a reviver the
+// number's text (JSON.parse source text access); elsewhere such a number
+// stays a rounded Number.
+export function exactJSON(key, v, ctx) {
+  if (typeof v !== 'number' || Number.isSafeInteger(v) || !Number.isInteger(v)) return v;
+  const src = ctx && ctx.source;
+  return typeof src === 'string' && /^-?\d+$/.test(src) ? BigInt(src) : v;
+}
+
+// showJSON is the text of a value parsed with exactJSON, BigInts as their
+// digits.
+export function showJSON(v) {
+  if (typeof v === 'bigint') return v.toString();
+  if (Array.isArray(v) && v.some((x) => typeof x === 'bigint')) return `[${v.map(showJSON).join(',')}]`;
+  return JSON.stringify(v);
+}
+
+// showID is the text of an object id parsed with exactJSON: one a Number
+// rounded (a browser without source text access) is marked ≈.
+export const showID = (v) => (typeof v === 'number' && !Number.isSafeInteger(v) ? `≈${v}` : String(v));
 
 // decode is the parts' positions as xyz numbers of type T: float64 gives
 // the quantized values exactly as the format defines them.

@@ -4,12 +4,13 @@
 // comes from one float per vertex in the shader (height, a numeric
 // attribute through viridis, a categorical palette, a solid colour), so
 // recolouring never loops over vertices in JavaScript; selection compares
-// each vertex's object id with a uniform.
+// each vertex's int64 object id, as two 32-bit halves, with a uniform (the
+// key, format.js idKey).
 
 const VS = `#version 300 es
 layout(location = 0) in vec3 a_pos;
 layout(location = 1) in float a_val;
-layout(location = 2) in int a_oid;
+layout(location = 2) in ivec2 a_oid; // an int64 object id: low, high 32 bits
 layout(location = 3) in vec3 a_nrm;
 // Quantized positions (precision=): one integer per axis, as the server
 // sent them, dequantized here as offset + q × scale (per draw).
@@ -19,7 +20,8 @@ layout(location = 6) in float a_qz;
 uniform bool u_quant;
 uniform vec3 u_qoff, u_qscale;
 uniform mat4 u_mvp;
-uniform int u_kind, u_mode, u_sel;
+uniform int u_kind, u_mode;
+uniform ivec2 u_sel;
 uniform bool u_hasSel;
 uniform vec2 u_range, u_zr;
 uniform vec3 u_pal[32], u_color;
@@ -175,12 +177,14 @@ export class Renderer {
   // upload puts a tile's arrays on the GPU: its position parts (format.js:
   // quantized planes as they came, each axis an integer attribute the
   // vertex shader dequantizes, or float32 xyz; pos alone is one float
-  // part), val (one float per vertex or null), oid (Int32Array or null),
+  // part), val (one float per vertex or null), ids (the object ids, a
+  // BigInt64Array, or null: the shader reads each one as two 32-bit
+  // halves, the selection's key, format.js idKey),
   // edges (uint32 pairs), tris (uint32 triples, with normals computed from
   // them). Each part is drawn on its own (its own offset and scale), so
   // edges and triangles, which index across rows, need one part (merge).
   // g.posBytes: the positions' bytes on the GPU.
-  upload({ parts, pos, val, oid, edges, tris }) {
+  upload({ parts, pos, val, ids, edges, tris }) {
     const gl = this.gl;
     if (!parts) parts = [{ first: 0, count: pos.length / 3, pos }];
     if ((edges?.length || tris?.length) && parts.length !== 1) throw new Error('indexed drawing needs one position part');
@@ -200,7 +204,7 @@ export class Renderer {
     for (const a of arrays) { at.push(g.posBytes); g.posBytes += Math.ceil(a.byteLength / 4) * 4; }
     const pb = buffer(g.posBytes);
     arrays.forEach((a, i) => gl.bufferSubData(gl.ARRAY_BUFFER, at[i], a));
-    const vb = val ? buffer(val) : null, ob = oid ? buffer(oid) : null;
+    const vb = val ? buffer(val) : null, ob = ids ? buffer(ids) : null;
     const nb = tris && tris.length ? buffer(normals(parts[0], tris)) : null;
     const TYPES = { 1: gl.UNSIGNED_BYTE, 2: gl.UNSIGNED_SHORT, 4: gl.UNSIGNED_INT };
     let next = 0;
@@ -216,7 +220,8 @@ export class Renderer {
       if (p.pos) attr(0, pb, 3, gl.FLOAT, at[next++]);
       else for (let a = 0; a < 3; a++) if (p.planes[a]) attr(4 + a, pb, 1, TYPES[p.planes[a].BYTES_PER_ELEMENT], at[next++]);
       if (vb) attr(1, vb, 1, gl.FLOAT, p.first * 4);
-      if (ob) attr(2, ob, 1, gl.INT, p.first * 4, true);
+      // Each int64 id as two int32s, low (little-endian: first) and high.
+      if (ob) attr(2, ob, 2, gl.INT, p.first * 8, true);
       if (nb) attr(3, nb, 3, gl.FLOAT, p.first * 12);
       gl.bindVertexArray(null);
       g.parts.push({ vao, count: p.count, quant: !p.pos, offset: p.offset, scale: p.scale });
@@ -277,7 +282,7 @@ export class Renderer {
       gl.uniform3fv(this.u.u_color, s.color);
       gl.uniform1f(this.u.u_alpha, s.alpha);
       gl.uniform1i(this.u.u_hasSel, s.sel !== null && s.sel !== undefined ? 1 : 0);
-      gl.uniform1i(this.u.u_sel, s.sel ?? 0);
+      gl.uniform2i(this.u.u_sel, ...(s.sel ?? [0, 0]));
       gl.uniform1f(this.u.u_ptWorld, s.ptWorld);
       gl.uniform1f(this.u.u_ptScale, s.ptScale ?? 1);
       const m = it.mask;

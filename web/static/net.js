@@ -141,7 +141,8 @@ export class Net {
     return out;
   }
 
-  async json(url, meta = {}, signal) {
-    return JSON.parse(new TextDecoder().decode(await this.request(url, meta, signal, 'application/json')));
+  // json: the parsed answer; reviver (JSON.parse's) e.g. format.js exactJSON.
+  async json(url, meta = {}, signal, reviver) {
+    return JSON.parse(new TextDecoder().decode(await this.request(url, meta, signal, 'application/json')), reviver);
   }
 }

@@ -4,6 +4,7 @@
 import { $ } from './dom.js';
 import { masked } from './lod.js';
 import { bboxURL } from './api.js';
+import { idKey, idOf, exactJSON, showJSON, showID } from './format.js';
 
 const PICK_PX = 8; // how near a click must be to a vertex
 
@@ -11,7 +12,7 @@ export class PickTool {
   // app: {cam, layers, net, view, find, drawList(), redraw()}
   constructor(app) {
     this.app = app;
-    this.current = null; // {store, level, pos, oid}
+    this.current = null; // {store, level, pos, oid: the object id's decimal, or null}
     this.seq = 0;
   }
 
@@ -43,7 +44,7 @@ export class PickTool {
     this.seq++;
     $('pickbox').hidden = true;
     $('picked').textContent = '';
-    for (const l of app.layers) l.sel = app.find.current && app.find.current.store === l.name ? app.find.current.id : null;
+    for (const l of app.layers) l.sel = app.find.current && app.find.current.store === l.name ? idKey(app.find.current.id) : null;
     app.redraw();
   }
 
@@ -52,13 +53,19 @@ export class PickTool {
     $('pickbox').hidden = false;
     if (!hit) { this.current = null; $('picked').textContent = `nothing here: no drawn vertex within ${PICK_PX} pixels`; app.redraw(); return; }
     const l = hit.d.l, t = hit.d.t;
-    const oid = t.oid ? t.oid[hit.i] : null;
+    // The id exactly, from the tile's int64s (−1: no object); the
+    // highlight draws its key.
+    const id = t.ids ? t.ids[hit.i] : null, oid = id === null || id === -1n ? null : id.toString();
     this.current = { store: l.name, level: t.level, pos: hit.pos, oid };
     for (const x of app.layers) x.sel = null;
-    if (oid !== null && oid >= 0) { l.sel = oid; $('olayer').value = l.name; $('oid').value = oid; }
+    if (oid !== null) {
+      l.sel = idKey(id);
+      // Only an id the API looks up goes to Find (a negative one is not).
+      if (idOf(oid) !== null) { $('olayer').value = l.name; $('oid').value = oid; }
+    }
     app.redraw();
     const head = [`layer ${l.name} · level ${t.level}`, `position ${hit.pos.map((v) => +v.toPrecision(7)).join(', ')}`];
-    if (oid !== null) head.push(oid >= 0 ? `object ${oid}` : 'object none');
+    if (t.ids) head.push(oid !== null ? `object ${oid}` : 'object none');
     $('picked').textContent = head.join('\n') + '\nattributes: loading…';
     // Every attribute of the vertex at the level drawn: a box around the
     // vertex exactly (as drawn: within the tile's precision and a float32
@@ -66,15 +73,16 @@ export class PickTool {
     const p = l.tileQuery(t.level).precision || 0;
     const url = bboxURL(l.name, { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, attributes: '*', limit: 16, format: 'json' });
     try {
-      const r = await app.net.json(url, { kind: 'pick', layer: l.name, level: t.level });
+      // Exactly: an object id (or an int64 attribute) past 2^53 is a BigInt.
+      const r = await app.net.json(url, { kind: 'pick', layer: l.name, level: t.level }, undefined, exactJSON);
       if (seq !== this.seq) return;
       const lines = [...head];
       const names = Object.keys(r.attributes || {});
       if (r.count > 1) lines.push(`${r.count} vertices at this position`);
       for (let i = 0; i < r.count; i++) {
-        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${r.object_ids[i]})` : ''}`);
+        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${showID(r.object_ids[i])})` : ''}`);
         if (!names.length) lines.push(`level ${t.level} holds no vertex attributes`);
-        for (const n of names) lines.push(`${n} = ${JSON.stringify(r.attributes[n][i])}`);
+        for (const n of names) lines.push(`${n} = ${showJSON(r.attributes[n][i])}`);
       }
       if (!r.count) lines.push('the server found no vertex here (the store changed?)');
       $('picked').textContent = lines.join('\n');

@@ -31,7 +31,7 @@ export async function stitch(net, l, n, t, f) {
   if (f.edges) for (let e = 0; e < f.edges.length; e += 2) span([f.edges[e], f.edges[e + 1]]);
   if (f.faces) for (let e = 0; e < f.faces.length; e += f.faceWidth) span(Array.from(f.faces.subarray(e, e + f.faceWidth)));
   const delta = Math.max(reach * 1.5, 1e-6);
-  const extra = { parts: [], rows: 0, val: [], oid: [], edges: [], faces: [] };
+  const extra = { parts: [], rows: 0, val: [], ids: [], edges: [], faces: [] };
   let width = f.faceWidth;
   const query = l.tileQuery(n.level);
   for (const slab of l.grid.slabs(n, delta)) {
@@ -53,7 +53,7 @@ export async function stitch(net, l, n, t, f) {
         into.push(f.rows + extra.rows + rows.length);
         rows.push(i);
         extra.val.push(s.val ? s.val[i] : NaN);
-        extra.oid.push(s.oid ? s.oid[i] : -1);
+        extra.ids.push(s.ids ? s.ids[i] : -1n);
       }
       width = w;
     };
@@ -67,7 +67,7 @@ export async function stitch(net, l, n, t, f) {
     rows: f.rows, faceWidth: width,
     parts: [merge([...f.parts, ...extra.parts])],
     val: f.val ? join(f.val, extra.val, Float32Array) : null,
-    oid: f.oid ? join(f.oid, extra.oid, Int32Array) : null,
+    ids: f.ids ? join(f.ids, extra.ids, BigInt64Array) : null,
     edges: f.edges || extra.edges.length ? join(f.edges || [], extra.edges, Uint32Array) : null,
     faces: f.faces || extra.faces.length ? join(f.faces || [], extra.faces, Uint32Array) : null,
   };

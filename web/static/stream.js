@@ -121,7 +121,7 @@ export class Streamer {
       // Uploaded when first drawn (the GL context may not exist yet); the
       // positions stay as they came, decoded on the CPU only when asked
       // for (t.coords.pos: picking).
-      Object.assign(t, { count: f.rows, edges: f.edges ? f.edges.length / 2 : 0, faces: f.faces ? f.faces.length / f.faceWidth : 0, coords: new Coords(f.parts), val: f.val, oid: f.oid, partial, state: 'ready', arrays: { parts: f.parts, val: f.val, oid: f.oid, edges: f.edges, tris } });
+      Object.assign(t, { count: f.rows, edges: f.edges ? f.edges.length / 2 : 0, faces: f.faces ? f.faces.length / f.faceWidth : 0, coords: new Coords(f.parts), val: f.val, ids: f.ids, partial, state: 'ready', arrays: { parts: f.parts, val: f.val, ids: f.ids, edges: f.edges, tris } });
       l.counts.set(countKey, f.rows);
       l.byNode.set(n.key, t);
       if (app.hooks.firstTileMs === null) app.hooks.firstTileMs = performance.now();

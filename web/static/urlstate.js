@@ -3,6 +3,7 @@
 // lists the parameters). Old #store=… links from the single-store viewer
 // still open.
 import { hexOf, fromHex } from './colour.js';
+import { idOf } from './format.js';
 
 export const DEFAULT_BUDGET = 1000000;
 // The vertex budget is a whole number in [MIN_BUDGET, MAX_BUDGET]: it is
@@ -87,8 +88,9 @@ export function readURL(loc) {
     cam: cam && cam[2] > 0 && Math.abs(cam[1]) <= Math.PI / 2 ? cam : null,
     box: b ? [b.slice(0, 3), b.slice(3)] : null,
     blevel: q.get('blevel') || null,
-    // An id a Number holds exactly (1e23 is no id the server knows).
-    find: o && Number.isSafeInteger(Number(o[2])) ? { store: o[1], id: Number(o[2]) } : null,
+    // An id in digits, kept exactly (a Number rounds ids past 2^53); one
+    // past int64 is no id the server knows.
+    find: o && idOf(o[2]) !== null ? { store: o[1], id: idOf(o[2]) } : null,
   };
 }
 
