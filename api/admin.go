@@ -2,10 +2,13 @@ package api
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"strings"
+	"sync"
+	"time"
 )
 
 // AdminHandler serves /metrics and /debug/pprof for the admin listener.
@@ -44,4 +47,71 @@ func redactArg(a, token string) string {
 		}
 	}
 	return a
+}
+
+// AdminMaxConnections caps the admin listener's open connections: it is
+// for scrapers, probes and operators, a few at a time; past the cap a new
+// connection is closed at once.
+const AdminMaxConnections = 16
+
+// adminMaxHeaderBytes bounds an admin request's headers: scrapers and
+// pprof send few.
+const adminMaxHeaderBytes = 16 << 10
+
+// AdminHTTPServer returns an http.Server for AdminHandler, and ln wrapped
+// so that at most AdminMaxConnections are open. It is bounded like the
+// API's server (HTTPServer): headers within 10 s and 16 KiB, keep-alive
+// connections closed after IdleTimeout. It has no WriteTimeout: pprof's
+// profile and trace answer after the seconds asked for, and refuse any
+// longer than a WriteTimeout. The caller sets ErrorLog.
+func (s *Server) AdminHTTPServer(ln net.Listener) (*http.Server, net.Listener) {
+	hs := &http.Server{
+		Handler:           s.AdminHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       s.o.IdleTimeout,
+		MaxHeaderBytes:    adminMaxHeaderBytes,
+	}
+	return hs, &capListener{Listener: ln, slots: make(chan struct{}, AdminMaxConnections)}
+}
+
+// capListener closes new connections at once while slots are all taken.
+type capListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+		default:
+			_ = c.Close()
+		}
+	}
+}
+
+// slotConn gives its slot back when it is first closed.
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+// CloseWrite lets the server half-close the connection before closing it.
+func (c *slotConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.free)
+	return err
 }
