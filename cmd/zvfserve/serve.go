@@ -455,7 +455,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// start (systemd's IgnoreSIGPIPE=yes). The other commands keep the
 	// default: `zvfserve query … | head` should stop quietly.
 	signal.Ignore(syscall.SIGPIPE)
-	return serve(ctx, args, stdout, stderr, serveHooks{})
+	return serve(ctx, args, stdout, stderr, serveHooks{libraryLogs: true})
 }
 
 // serveHooks let tests reach under serve: wrapStore wraps every store's
@@ -464,6 +464,9 @@ type serveHooks struct {
 	wrapStore func(storage.Store) storage.Store
 	wrapArg   func(storage.Store) storage.Store // wraps each STORE argument's storage, before the search for stores below it
 	startWait time.Duration                     // how long serve waits for its stores to open before it listens; 0: startWait
+	// libraryLogs routes the log package's and gRPC's output through the
+	// server's logger (process globals: set by runServe, not by tests).
+	libraryLogs bool
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks serveHooks) error {
@@ -495,6 +498,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	log, err := newLogger(stderr, c.logFormat, c.logLevel)
 	if err != nil {
 		return err
+	}
+	if hooks.libraryLogs {
+		routeLibraryLogs(log)
 	}
 	if err := c.check(); err != nil {
 		return err
