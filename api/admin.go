@@ -11,9 +11,15 @@ import (
 	"time"
 )
 
-// AdminHandler serves /metrics and /debug/pprof for the admin listener.
+// AdminHandler serves /metrics and /debug/pprof for the admin listener,
+// and /healthz and /readyz as the API does: probes pointed there are
+// answered on the admin listener's own connections, even while the API's
+// listener is at --max-connections with none to close for room (a flood
+// of slow clients), which would refuse them there.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthz) // GET patterns take HEAD too
+	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", s.cmdline)

@@ -123,3 +123,58 @@ func TestAdminListenerBounds(t *testing.T) {
 		resp.Body.Close()
 	})
 }
+
+// TestProbesAnswerOnAdminAtTheCap: with the API's listener at its
+// connection cap and none of its connections idle (slow clients sending
+// their requests a byte at a time), a new connection there is refused —
+// a probe's too — but /healthz and /readyz answer on the admin listener,
+// which has its own connections, so a flood of slow clients cannot fail
+// a liveness probe pointed there and get the replica restarted. Before,
+// the admin listener had no probes (404).
+func TestProbesAnswerOnAdminAtTheCap(t *testing.T) {
+	t.Parallel()
+	const limit = 4
+	srv, ts, states := capServer(t, api.Options{MaxConnections: limit, Now: newTestClock().now, AdminMetrics: true})
+	for range limit {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		// Part of a request: not silent, not idle; never closed for room.
+		if _, err := io.WriteString(c, "GET /api/v1/stores HTTP/1.1\r\nHost: x\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitStates(t, states, http.StateNew, limit)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := client.Get(ts.URL + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatal("at the cap the API's listener served a new connection: the test does not flood it")
+	}
+	admin := startAdmin(t, srv)
+	for _, p := range []string{"/healthz", "/readyz"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, "http://"+admin+p, nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("admin %s %s: %v", method, p, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || (p == "/readyz" && resp.Header.Get("Cache-Control") != "no-store") {
+				t.Errorf("admin %s %s: %d %v, want 200", method, p, resp.StatusCode, resp.Header)
+			}
+		}
+	}
+	// Draining shows there too.
+	srv.SetReady(false)
+	resp, err := client.Get("http://" + admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("admin /readyz while draining: %d, want 503", resp.StatusCode)
+	}
+}
