@@ -64,18 +64,24 @@ const AdminMaxConnections = 16
 // pprof send few.
 const adminMaxHeaderBytes = 16 << 10
 
+// adminWriteTimeout bounds an admin answer, from the end of its request's
+// headers: pprof's profile and trace take the seconds asked for, and
+// refuse more than this.
+const adminWriteTimeout = 5 * time.Minute
+
 // AdminHTTPServer returns an http.Server for AdminHandler, and ln wrapped
 // so that at most AdminMaxConnections are open. It is bounded like the
 // API's server (HTTPServer): headers within 10 s and 16 KiB, keep-alive
-// connections closed after IdleTimeout. It has no WriteTimeout: pprof's
-// profile and trace answer after the seconds asked for, and refuse any
-// longer than a WriteTimeout. The caller sets ErrorLog.
+// connections closed after IdleTimeout, and a whole exchange within
+// adminWriteTimeout, so that no connection holds one of the few slots
+// for ever (the probes answer here too). The caller sets ErrorLog.
 func (s *Server) AdminHTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 	hs := &http.Server{
 		Handler:           s.AdminHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       s.o.IdleTimeout,
 		MaxHeaderBytes:    adminMaxHeaderBytes,
+		WriteTimeout:      adminWriteTimeout,
 	}
 	return hs, &capListener{Listener: ln, slots: make(chan struct{}, AdminMaxConnections)}
 }

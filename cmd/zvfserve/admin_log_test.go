@@ -40,7 +40,7 @@ func TestAdminServerLogsStructured(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line.Level != "WARN" || !strings.Contains(line.Msg, "Accept error") {
 		t.Errorf("admin server error log line %q (%v): want a JSON warning", buf.String(), err)
 	}
-	if admin.IdleTimeout <= 0 || admin.MaxHeaderBytes <= 0 || admin.ReadHeaderTimeout <= 0 {
-		t.Errorf("admin server unbounded: idle %v, header bytes %d, header timeout %v", admin.IdleTimeout, admin.MaxHeaderBytes, admin.ReadHeaderTimeout)
+	if admin.IdleTimeout <= 0 || admin.MaxHeaderBytes <= 0 || admin.ReadHeaderTimeout <= 0 || admin.WriteTimeout <= 0 {
+		t.Errorf("admin server unbounded: idle %v, header bytes %d, header timeout %v, write timeout %v", admin.IdleTimeout, admin.MaxHeaderBytes, admin.ReadHeaderTimeout, admin.WriteTimeout)
 	}
 }
