@@ -2,15 +2,24 @@ package api
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"strings"
+	"sync"
+	"time"
 )
 
-// AdminHandler serves /metrics and /debug/pprof for the admin listener.
+// AdminHandler serves /metrics and /debug/pprof for the admin listener,
+// and /healthz and /readyz as the API does: probes pointed there are
+// answered on the admin listener's own connections, even while the API's
+// listener is at --max-connections with none to close for room (a flood
+// of slow clients), which would refuse them there.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthz) // GET patterns take HEAD too
+	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", s.cmdline)
@@ -44,4 +53,77 @@ func redactArg(a, token string) string {
 		}
 	}
 	return a
+}
+
+// AdminMaxConnections caps the admin listener's open connections: it is
+// for scrapers, probes and operators, a few at a time; past the cap a new
+// connection is closed at once.
+const AdminMaxConnections = 16
+
+// adminMaxHeaderBytes bounds an admin request's headers: scrapers and
+// pprof send few.
+const adminMaxHeaderBytes = 16 << 10
+
+// adminWriteTimeout bounds an admin answer, from the end of its request's
+// headers: pprof's profile and trace take the seconds asked for, and
+// refuse more than this.
+const adminWriteTimeout = 5 * time.Minute
+
+// AdminHTTPServer returns an http.Server for AdminHandler, and ln wrapped
+// so that at most AdminMaxConnections are open. It is bounded like the
+// API's server (HTTPServer): headers within 10 s and 16 KiB, keep-alive
+// connections closed after IdleTimeout, and a whole exchange within
+// adminWriteTimeout, so that no connection holds one of the few slots
+// for ever (the probes answer here too). The caller sets ErrorLog.
+func (s *Server) AdminHTTPServer(ln net.Listener) (*http.Server, net.Listener) {
+	hs := &http.Server{
+		Handler:           s.AdminHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       s.o.IdleTimeout,
+		MaxHeaderBytes:    adminMaxHeaderBytes,
+		WriteTimeout:      adminWriteTimeout,
+	}
+	return hs, &capListener{Listener: ln, slots: make(chan struct{}, AdminMaxConnections)}
+}
+
+// capListener closes new connections at once while slots are all taken.
+type capListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+		default:
+			_ = c.Close()
+		}
+	}
+}
+
+// slotConn gives its slot back when it is first closed.
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+// CloseWrite lets the server half-close the connection before closing it.
+func (c *slotConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.free)
+	return err
 }

@@ -43,6 +43,7 @@ func TestDocLimitsAreTheCode(t *testing.T) {
 		{"docs/security.md", "Answers stream (256 KiB buffered writes, 256 KiB held back)", lazyLimit == 256<<10},
 		{"README.md", "(a JSON page also holds at most 8 MiB of object ids", jsonPageHold == 8<<20},
 		{"README.md", "`--max-connections` | `ZVFSERVE_MAX_CONNECTIONS` | 4096", srv.o.MaxConnections == 4096},
+		{"docs/security.md", "at most 16 connections (past that a new one is closed at once), headers within 10 s and 16 KiB, answers within 5 minutes (pprof profiles shorter than that)", AdminMaxConnections == 16 && adminMaxHeaderBytes == 16<<10 && adminWriteTimeout == 5*time.Minute},
 		{"docs/operations.md", "at most 2,048 such calls", localfs.DefaultMaxCalls == 2048},
 		{"docs/filters.md", "At most 2,097,152 cells (128³)", zvf.MaxDensityCells == 2_097_152},
 		{"docs/filters.md", "at most 64 KiB long and nested at most 64 deep", cql2.MaxLength == 64<<10 && cql2.MaxDepth == 64},

@@ -240,6 +240,12 @@ func (s *Server) refresh(ctx context.Context, deep bool) error {
 	return first
 }
 
+// healthz answers that the process serves.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
 // readyz answers whether this replica should get traffic: 503 while it
 // drains, and while a store it was configured with does not serve (its
 // open failed: every one of its routes answers that error), naming those
@@ -365,10 +371,7 @@ func (s *Server) routes() http.Handler {
 	// observe sits outside recoverer so that a response cut by a panic is
 	// still logged and counted, as what it was.
 	r.Use(s.observe, s.recoverer, s.methods, s.cors, s.limits)
-	get(r, "/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	get(r, "/healthz", healthz)
 	get(r, "/readyz", s.readyz)
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)

@@ -79,7 +79,7 @@ func decodeManifests(b []byte) (manifests, error) {
 
 // TestKubernetesManifests: docs/deploy/kubernetes.yaml decodes strictly
 // with the upstream API types, its args are serve's flags, and its parts
-// agree: probes on /readyz and /healthz of the serving port, readiness
+// agree: probes on /readyz and /healthz of the admin port, readiness
 // noticed within --shutdown-delay, SIGKILL only after --shutdown-delay +
 // --shutdown-grace, memory for the cache plus serve's headroom, Service,
 // Ingress and autoscaler aimed at the Deployment, and the Ingress
@@ -130,6 +130,9 @@ func TestKubernetesManifests(t *testing.T) {
 	if _, p, _ := strings.Cut(c.addr, ":"); p != strconv.Itoa(int(port("http"))) {
 		t.Errorf("--addr %s, but the http port is %d", c.addr, port("http"))
 	}
+	if _, p, _ := strings.Cut(c.adminAddr, ":"); p != strconv.Itoa(int(port("admin"))) {
+		t.Errorf("--admin-addr %q, but the admin port is %d", c.adminAddr, port("admin"))
+	}
 	probes := []struct {
 		name  string
 		probe *corev1.Probe
@@ -139,8 +142,11 @@ func TestKubernetesManifests(t *testing.T) {
 		{"liveness", ctr.LivenessProbe, "/healthz"},
 	}
 	for _, p := range probes {
-		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "http" {
-			t.Errorf("the %s probe is %+v, want GET %s on port http", p.name, p.probe, p.path)
+		// On the admin port: at --max-connections the API's port refuses
+		// new connections when none is idle, probes' too; the admin
+		// listener has its own (docs/deploy.md).
+		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "admin" {
+			t.Errorf("the %s probe is %+v, want GET %s on port admin", p.name, p.probe, p.path)
 		}
 	}
 	if r := ctr.ReadinessProbe; r != nil {

@@ -14,11 +14,11 @@ import (
 
 // openStore opens a store named on the command line: a folder, file://,
 // mem://, or a bucket URL of a cloud this build has a driver for (cloud's
-// build tags leave some out; such a URL then says so).
-// A path that is not there is a command-line mistake (exit 2), said in
-// the argument's own words.
+// build tags leave some out; such a URL then says so). What the cloud SDKs
+// log goes to lo.Logger when it is set. A path that is not there is a
+// command-line mistake (exit 2), said in the argument's own words.
 func openStore(ctx context.Context, target string, lo localfs.Options) (storage.Writer, error) {
-	st, err := cloud.Drivers().Open(ctx, target, lo)
+	st, err := cloud.DriversWith(cloud.Options{Logger: lo.Logger}).Open(ctx, target, lo)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s: no such file or folder", cli.ErrUsage, shownArg(target))
 	}

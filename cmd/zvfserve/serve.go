@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"maps"
 	"math"
@@ -86,7 +87,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	// --help never prints it; resolveToken reads ZVFSERVE_TOKEN.
 	fs.StringVar(&c.token, "token", "", "require this bearer token (scheme Bearer, any case) on every route but /healthz, /readyz and the viewer's page and files (env ZVFSERVE_TOKEN, read without surrounding white space; set but empty, it is refused; on the command line it is visible in the process list: prefer the variable or --token-file)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from this file (surrounding white space is ignored) (env ZVFSERVE_TOKEN_FILE)")
-	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof, which answer there without the token: bind it where only your monitoring reaches (127.0.0.1:9090, a pod port no Service exposes); when set, /metrics is served there only, not on --addr (env ZVFSERVE_ADMIN_ADDR; empty: off)")
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address for /metrics and /debug/pprof, which answer there without the token: bind it where only your monitoring reaches (127.0.0.1:9090, a pod port no Service exposes; at most 16 connections); when set, /metrics is served there only, not on --addr, and /healthz and /readyz there too, for probes that must get through while --addr is at --max-connections (env ZVFSERVE_ADMIN_ADDR; empty: off)")
 	fs.StringVar(&c.readiness, "readiness", "all", "when /readyz is 200: all (every store serves; a store that fails to open keeps the replica unready and is named in the 503) or any (at least one store serves) (env ZVFSERVE_READINESS)")
 	fs.StringVar(&c.frameAncestors, "frame-ancestors", "", "pages that may show the viewer in a frame, as Content-Security-Policy sources separated by spaces: \"'self' http://localhost:8888\" lets a Jupyter notebook there embed it in an IFrame; empty: none may (env ZVFSERVE_FRAME_ANCESTORS)")
 	fs.Float64Var(&c.demoScale, "demo-scale", 1, "scale of the built-in demo served when no STORE is given (env ZVFSERVE_DEMO_SCALE)")
@@ -454,7 +455,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// start (systemd's IgnoreSIGPIPE=yes). The other commands keep the
 	// default: `zvfserve query … | head` should stop quietly.
 	signal.Ignore(syscall.SIGPIPE)
-	return serve(ctx, args, stdout, stderr, serveHooks{})
+	return serve(ctx, args, stdout, stderr, serveHooks{libraryLogs: true})
 }
 
 // serveHooks let tests reach under serve: wrapStore wraps every store's
@@ -463,6 +464,9 @@ type serveHooks struct {
 	wrapStore func(storage.Store) storage.Store
 	wrapArg   func(storage.Store) storage.Store // wraps each STORE argument's storage, before the search for stores below it
 	startWait time.Duration                     // how long serve waits for its stores to open before it listens; 0: startWait
+	// libraryLogs routes the log package's and gRPC's output through the
+	// server's logger (process globals: set by runServe, not by tests).
+	libraryLogs bool
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks serveHooks) error {
@@ -494,6 +498,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	log, err := newLogger(stderr, c.logFormat, c.logLevel)
 	if err != nil {
 		return err
+	}
+	if hooks.libraryLogs {
+		routeLibraryLogs(log)
 	}
 	if err := c.check(); err != nil {
 		return err
@@ -558,14 +565,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	hs, limited := srv.HTTPServer(ln)
-	hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	hs.ErrorLog = serverErrorLog(log)
 	hs.BaseContext = func(net.Listener) context.Context { return base }
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(limited) }()
 	servers := []*http.Server{hs}
 	if aln != nil {
-		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: hs.BaseContext}
-		go func() { errc <- admin.Serve(aln) }()
+		admin, alimited := adminServer(srv, aln, log)
+		admin.BaseContext = hs.BaseContext
+		go func() { errc <- admin.Serve(alimited) }()
 		servers = append(servers, admin)
 		log.Info("admin listening", "addr", aln.Addr().String())
 	}
@@ -600,6 +608,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	storesOpen = false
 	drainBeforeShutdown(srv, servers, c.shutdownDelay, log)
 	return shutdown(srv, servers, c.shutdownGrace, cancelBase, stopChecks, checked, closeStores, log)
+}
+
+// serverErrorLog is an http.Server's ErrorLog: what net/http reports
+// (accept errors, panics, TLS handshakes) as warnings of the server's
+// logger, in its format.
+func serverErrorLog(log *slog.Logger) *stdlog.Logger {
+	return slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+}
+
+// adminServer is the --admin-addr listener's server, bounded like the
+// API's (api.AdminHTTPServer) and logging through log.
+func adminServer(srv *api.Server, aln net.Listener, log *slog.Logger) (*http.Server, net.Listener) {
+	admin, limited := srv.AdminHTTPServer(aln)
+	admin.ErrorLog = serverErrorLog(log)
+	return admin, limited
 }
 
 // listen opens the API's listener and, with --admin-addr, the admin one;

@@ -221,7 +221,7 @@ func TestServeMaxConnections(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// The admin listener is not capped.
+		// The admin listener has connections of its own, apart from the cap.
 		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_open 20"); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("20 connections never open")
@@ -232,6 +232,18 @@ func TestServeMaxConnections(t *testing.T) {
 		}
 		if !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_refused_total 1") {
 			t.Fatal("the refusal was not counted")
+		}
+		// Probes pointed at the admin listener still get through.
+		for _, p := range []string{"/healthz", "/readyz"} {
+			resp, err := http.Get(s.admin + p)
+			if err != nil {
+				t.Fatalf("admin %s at the cap: %v", p, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("admin %s at the cap: %d", p, resp.StatusCode)
+			}
 		}
 	})
 	t.Run("explicit value over the open-file limit", func(t *testing.T) {

@@ -7,4 +7,4 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/azurestore"
 )
 
-func addAzure(d blobstore.Drivers) { d[azurestore.Scheme] = azurestore.Open }
+func addAzure(d blobstore.Drivers, _ Options) { d[azurestore.Scheme] = azurestore.Open }

@@ -7,4 +7,4 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/gcsstore"
 )
 
-func addGCS(d blobstore.Drivers) { d[gcsstore.Scheme] = gcsstore.Open }
+func addGCS(d blobstore.Drivers, _ Options) { d[gcsstore.Scheme] = gcsstore.Open }

@@ -2,6 +2,12 @@
 
 package cloud
 
-import "github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+import (
+	"log/slog"
 
-func addGCS(d blobstore.Drivers) { d["gs"] = blobstore.Omitted("gs", "nogcs") }
+	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+)
+
+func addGCS(d blobstore.Drivers, _ Options) { d["gs"] = blobstore.Omitted("gs", "nogcs") }
+
+func routeGRPC(*slog.Logger) {}

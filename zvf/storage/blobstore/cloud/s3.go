@@ -7,4 +7,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore/s3store"
 )
 
-func addS3(d blobstore.Drivers) { d[s3store.Scheme] = s3store.Open }
+func addS3(d blobstore.Drivers, o Options) {
+	d[s3store.Scheme] = s3store.OpenWith(s3store.Options{Logger: o.Logger})
+}

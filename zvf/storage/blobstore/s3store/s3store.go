@@ -7,6 +7,7 @@ package s3store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,7 +18,6 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	gcaws "gocloud.dev/aws"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 
@@ -43,18 +43,35 @@ const (
 // response-header and idle-connection timeouts. header_timeout=D (a Go
 // duration) sets the first for servers that are slow to answer.
 func Open(ctx context.Context, u *url.URL) (storage.Writer, error) {
-	st, err := bucket.Open(ctx, u, openBucket, Versions{})
-	if err != nil {
-		return nil, err
+	return OpenWith(Options{})(ctx, u)
+}
+
+// Options are what Open cannot be told by the URL.
+type Options struct {
+	// Logger receives the AWS SDK's log lines (its credential chain's
+	// warnings among them); nil leaves the SDK's own, which writes text
+	// to standard error.
+	Logger *slog.Logger
+}
+
+// OpenWith is Open with o: a blobstore.Opener.
+func OpenWith(o Options) func(context.Context, *url.URL) (storage.Writer, error) {
+	return func(ctx context.Context, u *url.URL) (storage.Writer, error) {
+		st, err := bucket.Open(ctx, u, func(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+			return openBucket(ctx, u, o)
+		}, Versions{})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
 	}
-	return st, nil
 }
 
 // Wrap is a store over a bucket already opened with s3blob (tests that
 // count requests with their own client).
 func Wrap(b *blob.Bucket) *bucket.Store { return bucket.New(b, Versions{}) }
 
-func openBucket(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+func openBucket(ctx context.Context, u *url.URL, o Options) (*blob.Bucket, error) {
 	q := u.Query()
 	take := func(k string) string {
 		v := q.Get(k)
@@ -102,7 +119,7 @@ func openBucket(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
 		}
 	}
 	endpoint := q.Get("endpoint")
-	cfg, err := gcaws.V2ConfigFromURLParams(ctx, q)
+	cfg, err := loadConfig(ctx, q, o.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,156 @@
+package s3store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go/logging"
+)
+
+// sdkLogger writes the AWS SDK's log lines (a credential chain falling
+// back to IMDSv1, a shared config file ignored, retries when asked for)
+// through log, at the level the SDK classifies them, so they follow
+// --log-format and --log-level rather than going to stderr as text.
+func sdkLogger(log *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		level := slog.LevelInfo
+		switch c {
+		case logging.Warn:
+			level = slog.LevelWarn
+		case logging.Debug:
+			level = slog.LevelDebug
+		}
+		ctx := context.Background()
+		if log.Enabled(ctx, level) {
+			log.Log(ctx, level, fmt.Sprintf(format, v...), "from", "aws-sdk")
+		}
+	})
+}
+
+// loadConfig is the SDK's configuration for a bucket URL's remaining
+// query parameters, the ones gocloud's s3blob URLs take — region,
+// endpoint, hostname_immutable, profile, anonymous, role, dualstack, fips,
+// rate_limiter_capacity, request_checksum_calculation,
+// response_checksum_validation (awssdk is ignored) — with the SDK's logger
+// (and that of every client it makes, the credential chain's included)
+// writing through log when log is not nil. An unknown parameter is an
+// error. (gocloud.dev/aws.V2ConfigFromURLParams reads the same parameters
+// but cannot be given a logger.)
+func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config, error) {
+	var opts []func(*config.LoadOptions) error
+	if log != nil {
+		opts = append(opts, config.WithLogger(sdkLogger(log)))
+	}
+	boolParam := func(k, v string) (bool, error) {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, fmt.Errorf("%s=%q: %w", k, v, err)
+		}
+		return b, nil
+	}
+	var endpoint, role string
+	var immutable bool
+	var capacity int64
+	for k, vs := range q {
+		v := vs[0]
+		var err error
+		switch k {
+		case "region":
+			opts = append(opts, config.WithRegion(v))
+		case "endpoint":
+			endpoint = v
+		case "hostname_immutable":
+			immutable, err = boolParam(k, v)
+		case "profile":
+			opts = append(opts, config.WithSharedConfigProfile(v))
+		case "anonymous":
+			var anon bool
+			if anon, err = boolParam(k, v); anon {
+				opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+			}
+		case "role":
+			if !strings.HasPrefix(v, "arn:") {
+				return aws.Config{}, fmt.Errorf("role=%q: want an IAM role ARN (arn:…)", v)
+			}
+			role = v
+		case "dualstack":
+			var on bool
+			if on, err = boolParam(k, v); on {
+				opts = append(opts, config.WithUseDualStackEndpoint(aws.DualStackEndpointStateEnabled))
+			}
+		case "fips":
+			var on bool
+			if on, err = boolParam(k, v); on {
+				opts = append(opts, config.WithUseFIPSEndpoint(aws.FIPSEndpointStateEnabled))
+			}
+		case "rate_limiter_capacity":
+			if capacity, err = strconv.ParseInt(v, 10, 32); err != nil {
+				err = fmt.Errorf("rate_limiter_capacity=%q: %w", v, err)
+			}
+		case "request_checksum_calculation":
+			switch strings.ToLower(v) {
+			case "when_supported":
+				opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenSupported))
+			case "when_required":
+				opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
+			default:
+				err = fmt.Errorf("%s=%q: when_supported or when_required", k, v)
+			}
+		case "response_checksum_validation":
+			switch strings.ToLower(v) {
+			case "when_supported":
+				opts = append(opts, config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenSupported))
+			case "when_required":
+				opts = append(opts, config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
+			default:
+				err = fmt.Errorf("%s=%q: when_supported or when_required", k, v)
+			}
+		case "awssdk":
+		default:
+			return aws.Config{}, fmt.Errorf("unknown query parameter %q", k)
+		}
+		if err != nil {
+			return aws.Config{}, err
+		}
+	}
+	if role != "" {
+		// The role is assumed with the credentials the rest of the
+		// configuration finds.
+		base, err := config.LoadDefaultConfig(ctx, opts...)
+		if err != nil {
+			return aws.Config{}, fmt.Errorf("load the AWS configuration: %w", err)
+		}
+		if base.Region == "" {
+			return aws.Config{}, fmt.Errorf("role=%s: assuming a role needs a region (region=, AWS_REGION or the profile's)", role)
+		}
+		opts = append(opts, config.WithRegion(base.Region),
+			config.WithCredentialsProvider(stscreds.NewAssumeRoleProvider(sts.NewFromConfig(base), role)))
+	}
+	var limiter retry.RateLimiter = ratelimit.None
+	if capacity > 0 {
+		limiter = ratelimit.NewTokenRateLimit(uint(capacity))
+	}
+	opts = append(opts, config.WithRetryer(func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = limiter })
+	}))
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, err
+	}
+	if endpoint != "" {
+		cfg.EndpointResolverWithOptions = aws.EndpointResolverWithOptionsFunc(func(_, region string, _ ...any) (aws.Endpoint, error) {
+			return aws.Endpoint{PartitionID: "aws", URL: endpoint, SigningRegion: region, HostnameImmutable: immutable}, nil
+		})
+	}
+	return cfg, nil
+}

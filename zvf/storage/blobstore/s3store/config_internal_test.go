@@ -1,0 +1,49 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/aws/smithy-go/logging"
+)
+
+// TestLoadConfig: the URL parameters loadConfig reads in place of
+// gocloud's V2ConfigFromURLParams (which takes no logger) are refused as
+// it refuses them, and the SDK's logger writes through the one given, at
+// the SDK's level.
+func TestLoadConfig(t *testing.T) {
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	ctx := context.Background()
+	for q, want := range map[string]string{
+		"nope=1":                             `unknown query parameter "nope"`,
+		"anonymous=maybe":                    `anonymous="maybe"`,
+		"role=admin":                         `role="admin"`,
+		"rate_limiter_capacity=x":            `rate_limiter_capacity="x"`,
+		"request_checksum_calculation=never": `request_checksum_calculation="never"`,
+	} {
+		v, _ := url.ParseQuery(q)
+		if _, err := loadConfig(ctx, v, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %s", q, err, want)
+		}
+	}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	v, _ := url.ParseQuery("region=eu-west-1&anonymous=true&endpoint=http://127.0.0.1:9&hostname_immutable=true&awssdk=v2")
+	cfg, err := loadConfig(ctx, v, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Region != "eu-west-1" || cfg.EndpointResolverWithOptions == nil {
+		t.Errorf("region %q, endpoint resolver %v", cfg.Region, cfg.EndpointResolverWithOptions)
+	}
+	cfg.Logger.Logf(logging.Debug, "below the level")
+	cfg.Logger.Logf(logging.Warn, "falling back to %s", "IMDSv1")
+	if got := buf.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, `"level":"WARN","msg":"falling back to IMDSv1","from":"aws-sdk"`) {
+		t.Errorf("SDK log lines: %q", got)
+	}
+}
