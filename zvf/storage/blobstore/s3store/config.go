@@ -1,5 +1,7 @@
 package s3store
 
+//lint:file-ignore SA1019 endpoint= and hostname_immutable= mean the global endpoint resolver gocloud installs (loadConfig)
+
 import (
 	"context"
 	"fmt"
@@ -148,6 +150,9 @@ func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config
 		return aws.Config{}, err
 	}
 	if endpoint != "" {
+		// The resolver gocloud's URL opener installs for endpoint= (with
+		// hostname_immutable=), kept so that the same URLs reach the same
+		// hosts; BaseEndpoint cannot say HostnameImmutable.
 		cfg.EndpointResolverWithOptions = aws.EndpointResolverWithOptionsFunc(func(_, region string, _ ...any) (aws.Endpoint, error) {
 			return aws.Endpoint{PartitionID: "aws", URL: endpoint, SigningRegion: region, HostnameImmutable: immutable}, nil
 		})

@@ -38,8 +38,9 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Region != "eu-west-1" || cfg.EndpointResolverWithOptions == nil {
-		t.Errorf("region %q, endpoint resolver %v", cfg.Region, cfg.EndpointResolverWithOptions)
+	//lint:ignore SA1019 loadConfig sets this resolver on purpose (config.go)
+	if resolver := cfg.EndpointResolverWithOptions; cfg.Region != "eu-west-1" || resolver == nil {
+		t.Errorf("region %q, endpoint resolver %v", cfg.Region, resolver)
 	}
 	cfg.Logger.Logf(logging.Debug, "below the level")
 	cfg.Logger.Logf(logging.Warn, "falling back to %s", "IMDSv1")
