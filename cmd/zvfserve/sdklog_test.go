@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -53,8 +52,9 @@ func TestServeLibraryLogsFollowLogFormat(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--revalidate", "0",
 		"s3://bucket/store.zarrvectors?region=us-east-1&use_path_style=true&endpoint="+endpoint)
 	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Read while the child writes them: buffers that lock.
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
