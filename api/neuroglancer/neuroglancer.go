@@ -248,8 +248,14 @@ const (
 // version, the path and the content coding the answer will have — and
 // reports whether the client's copy is current (a 304 is then written).
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
+	return s.notModifiedAs(w, r, st, "")
+}
+
+// notModifiedAs is notModified for an answer that also depends on
+// variant, which the ETag then covers.
+func (s *Server) notModifiedAs(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string) bool {
 	h := sha256.New()
-	for _, p := range [...]string{st.Revision(), r.URL.Path, s.coding(r)} {
+	for _, p := range [...]string{st.Revision(), r.URL.Path, s.coding(r), variant} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
@@ -554,11 +560,16 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sp := newSkeletonSpec(st, l0)
-	body, err := sp.infoJSON(st.Name(), s.skeletonShards(l0, sp))
+	spec := s.skeletonShards(l0, sp)
+	body, err := sp.infoJSON(st.Name(), spec)
 	if err != nil {
 		return err
 	}
-	return s.send(w, r, st, "skeletons\x00info", mediaJSON, body, start)
+	key := "skeletons\x00info"
+	if spec != nil {
+		key += "\x00sharded" // a cache may be shared by servers of both modes
+	}
+	return s.send(w, r, st, key, mediaJSON, body, start)
 }
 
 func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
@@ -616,7 +627,12 @@ func (s *Server) sourceRequest(w http.ResponseWriter, r *http.Request, route str
 	if st, err = s.source(r, route); err != nil {
 		return nil, false, err
 	}
-	return st, s.notModified(w, r, st), nil
+	variant := ""
+	switch route {
+	case "annotations", "lines", "skeletons":
+		variant = s.shardVariant()
+	}
+	return st, s.notModifiedAs(w, r, st, variant), nil
 }
 
 // objectRequest is the prologue of the routes that answer one object: the

@@ -97,6 +97,28 @@ func (s *Server) shardedBy(n int64) bool {
 	return n >= above
 }
 
+// shardVariant names what, besides the store version, decides whether a
+// source is sharded and its specs: the mode, auto's threshold and the
+// byte scale. The validators of the infos and shard files cover it, so
+// that a client revalidating an info (or a shard) cached from a server
+// of another mode gets the new one, not a 304 that keeps an info whose
+// shard files this server does not have (or the unsharded info beside
+// shard files).
+func (s *Server) shardVariant() string {
+	mode := s.o.Sharded
+	if mode == "" {
+		mode = ShardAuto
+	}
+	above := s.o.ShardAbove
+	if above <= 0 {
+		above = AutoShardKeys
+	}
+	if mode != ShardAuto {
+		above = 0
+	}
+	return fmt.Sprintf("sharded=%s/%d/%d", mode, above, s.shardScale)
+}
+
 // shardSpec is a source's spec for numKeys keys of about bytes in all.
 func shardSpec(hash sharding.Hash, numKeys int, bytes int64, data sharding.Encoding) sharding.Spec {
 	sb, mb := sharding.ChooseBits(numKeys, bytes)
@@ -223,7 +245,7 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 	if err != nil {
 		return notFoundf("store %q: %s has no shard file %s (it has %d: %s to %s)", st.Name(), source, name, spec.NumShards(), spec.ShardFile(0), spec.ShardFile(spec.NumShards()-1))
 	}
-	if s.notModified(w, r, st) {
+	if s.notModifiedAs(w, r, st, s.shardVariant()) {
 		return nil
 	}
 	key := fmt.Sprintf("shard\x00%s\x00%d", source, n)
