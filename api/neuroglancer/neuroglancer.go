@@ -299,7 +299,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 		h.Set("Server-Timing", timing())
 		rw := &rangeWriter{ResponseWriter: w}
 		if kept, ok := withoutEmptySuffixes(asked); ok {
-			r.Header.Set("Range", kept)
+			if kept == "" {
+				r.Header.Del("Range") // not in bytes: the whole answer, as it is
+			} else {
+				r.Header.Set("Range", kept)
+			}
 			http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
 		} else {
 			rw.unsatisfiable = true
@@ -330,10 +334,13 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 // unsatisfiable (RFC 9110 14.1.1; ok is false) and beside other ranges
 // they are ignored. http.ServeContent takes one for a range of no bytes
 // and answers 206 with the invalid Content-Range "bytes N-(N-1)/N".
+// A Range in another unit, or not of the form unit=set, is ignored (kept
+// is "", ok true): RFC 9110 14.2 has an origin server ignore a range unit
+// it does not understand, where http.ServeContent answers 416.
 func withoutEmptySuffixes(v string) (kept string, ok bool) {
 	unit, set, found := strings.Cut(v, "=")
 	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
-		return v, true // http.ServeContent refuses it as it is
+		return "", true
 	}
 	var out []string
 	for spec := range strings.SplitSeq(set, ",") {
