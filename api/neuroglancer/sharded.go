@@ -202,31 +202,44 @@ func (p *plan) shardSpecs(scale int64) *annotationShards {
 
 // mortonCode is the compressed Morton code of a cell ("i_j_k") over grid:
 // bit b of each coordinate, for b from 0 up, taken for the axes whose
-// extent needs that bit, interleaved in axis order.
+// extent needs that bit, interleaved in axis order. A shard build runs it
+// over every cell of a level, so it does not allocate (for up to 8 axes).
 func mortonCode(cellKey string, grid []int64) (uint64, error) {
-	parts := strings.Split(cellKey, "_")
-	if len(parts) != len(grid) {
-		return 0, fmt.Errorf("cell %q of a %d-axis grid", cellKey, len(grid))
+	var buf [8]uint64
+	pos := buf[:0]
+	if len(grid) > len(buf) {
+		pos = make([]uint64, 0, len(grid))
 	}
-	pos := make([]uint64, len(grid))
-	need := make([]int, len(grid))
-	most := 0
-	for i, s := range parts {
-		v, err := strconv.ParseUint(s, 10, 63)
+	rest := cellKey
+	for i := range grid {
+		part, tail, more := strings.Cut(rest, "_")
+		if more != (i < len(grid)-1) {
+			return 0, fmt.Errorf("cell %q of a %d-axis grid", cellKey, len(grid))
+		}
+		v, err := strconv.ParseUint(part, 10, 63)
 		if err != nil {
 			return 0, fmt.Errorf("cell %q: %w", cellKey, err)
 		}
-		pos[i] = v
+		pos, rest = append(pos, v), tail
+	}
+	if len(grid) == 0 {
+		return 0, fmt.Errorf("cell %q of a %d-axis grid", cellKey, len(grid))
+	}
+	need := func(i int) int {
 		if grid[i] > 1 {
-			need[i] = bits.Len64(uint64(grid[i] - 1))
+			return bits.Len64(uint64(grid[i] - 1))
 		}
-		most = max(most, need[i])
+		return 0
+	}
+	most := 0
+	for i := range grid {
+		most = max(most, need(i))
 	}
 	var code uint64
 	j := 0
 	for b := range most {
 		for i := range pos {
-			if b < need[i] {
+			if b < need(i) {
 				if j >= 64 {
 					return 0, fmt.Errorf("grid %v needs more than 64 bits of Morton code", grid)
 				}
