@@ -104,3 +104,83 @@ func TestShardedByIDAtScale(t *testing.T) {
 		}
 	}
 }
+
+// TestSpatialIndexAtScale: 200,000 points in a three-level pyramid; every
+// cell of every spatial level is read (unsharded) and every point id is in
+// exactly one cell of one level, each level's cells hold what the info's
+// counts say and no cell more than its level's limit.
+func TestSpatialIndexAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 200,000 points")
+	}
+	t.Parallel()
+	const n = 200_000
+	ctx := context.Background()
+	w, err := synth.Points(ctx, n, 4, writer.Codec(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	st, err := zvf.Open(ctx, storage.Sub(w, "points"), zvf.Options{Name: "scale", Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := neuroglancer.Options{Sharded: neuroglancer.ShardNever, Cache: cache.New(256 << 20)}
+	o.Store = func(*http.Request) (*zvf.Store, error) { return st, nil }
+	ts := serveRoutes(t, o, neuroglancer.New)
+	var info struct {
+		Spatial []struct {
+			Key       string  `json:"key"`
+			GridShape []int64 `json:"grid_shape"`
+			Limit     int64   `json:"limit"`
+		} `json:"spatial"`
+		Zvfserve struct {
+			Levels []struct {
+				Annotations int64 `json:"annotations"`
+			} `json:"spatial_levels"`
+		} `json:"zvfserve"`
+	}
+	raw := apitest.MustGet(t, ts, "/ng/scale/annotations/info")
+	if err := json.Unmarshal(raw, &info); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Spatial) < 2 {
+		t.Fatalf("%d spatial levels: %s", len(info.Spatial), raw)
+	}
+	seen := make([]int8, n)
+	for l, sp := range info.Spatial {
+		var inLevel int64
+		for i := range sp.GridShape[0] {
+			for j := range sp.GridShape[1] {
+				for k := range sp.GridShape[2] {
+					body := apitest.MustGet(t, ts, fmt.Sprintf("/ng/scale/annotations/%s/%d_%d_%d", sp.Key, i, j, k))
+					if len(body) < 8 {
+						t.Fatalf("%s cell %d_%d_%d: %d bytes", sp.Key, i, j, k, len(body))
+					}
+					c := binary.LittleEndian.Uint64(body)
+					if int64(c) > sp.Limit {
+						t.Errorf("%s cell %d_%d_%d holds %d, over the limit %d", sp.Key, i, j, k, c, sp.Limit)
+					}
+					ids := body[len(body)-8*int(c):]
+					for x := range int(c) {
+						id := binary.LittleEndian.Uint64(ids[8*x:])
+						if id >= n {
+							t.Fatalf("%s: id %d", sp.Key, id)
+						}
+						seen[id]++
+					}
+					inLevel += int64(c)
+				}
+			}
+		}
+		if l < len(info.Zvfserve.Levels) && info.Zvfserve.Levels[l].Annotations != inLevel {
+			t.Errorf("%s: cells hold %d, the info says %d", sp.Key, inLevel, info.Zvfserve.Levels[l].Annotations)
+		}
+		t.Logf("%s: %d annotations, grid %v, limit %d", sp.Key, inLevel, sp.GridShape, sp.Limit)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("point %d is in %d cells", id, c)
+		}
+	}
+}
