@@ -1,12 +1,15 @@
 package neuroglancer_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
@@ -16,6 +19,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // TestShardedByIDAtScale serves 200,000 points with shards aimed at 256
@@ -181,6 +185,79 @@ func TestSpatialIndexAtScale(t *testing.T) {
 	for id, c := range seen {
 		if c != 1 {
 			t.Fatalf("point %d is in %d cells", id, c)
+		}
+	}
+}
+
+// TestShardedSkeletonsAtScale: 100,000 polylines served as sharded
+// skeletons with shards aimed at 256 KiB; every object's skeleton is found
+// through the independent reader, equal to the unsharded answer.
+func TestShardedSkeletonsAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 100,000 polylines")
+	}
+	t.Parallel()
+	const lines, per = 100_000, 3
+	ctx := context.Background()
+	pos := make([]float32, 0, 3*lines*per)
+	offsets := make([]int, 0, lines+1)
+	offsets = append(offsets, 0)
+	for l := range lines {
+		x, y, z := float32(l%100)*10, float32(l/100%100)*10, float32(l/10000)*10
+		for v := range per {
+			pos = append(pos, x+float32(v), y+float32(v)/2, z+1)
+		}
+		offsets = append(offsets, (l+1)*per)
+	}
+	w := zvftest.Store(t, "mem://")
+	if _, err := writer.WritePolylines(ctx, w, "lines", &writer.Polylines{Positions: pos, Offsets: offsets},
+		writer.Options{ChunkShape: []float64{250, 250, 250}, BinShape: []float64{50, 50, 50}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := zvf.Open(ctx, storage.Sub(w, "lines"), zvf.Options{Name: "scale", Cache: cache.New(256 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(mode neuroglancer.ShardMode) *httptest.Server {
+		o := neuroglancer.Options{Sharded: mode, Cache: cache.New(256 << 20)}
+		o.Store = func(*http.Request) (*zvf.Store, error) { return st, nil }
+		return serveRoutes(t, o, func(o neuroglancer.Options) *neuroglancer.Server { return neuroglancer.NewSmallShards(o, 256<<10) })
+	}
+	sharded, plain := serve(neuroglancer.ShardAlways), serve(neuroglancer.ShardNever)
+	var info struct {
+		Sharding json.RawMessage `json:"sharding"`
+	}
+	if err := json.Unmarshal(apitest.MustGet(t, sharded, "/ng/scale/skeletons/info"), &info); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := shardingtest.ParseSpec(info.Sharding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("skeleton sharding %s", info.Sharding)
+	files := map[string][]byte{}
+	start := time.Now()
+	for shard := range uint64(1) << spec.ShardBits {
+		name := fmt.Sprintf("%0*x.shard", int(spec.ShardBits+3)/4, shard)
+		resp, body := apitest.Get(t, sharded, "/ng/scale/skeletons/"+name)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			files[name] = body
+		case http.StatusNotFound:
+		default:
+			t.Fatalf("%s: %d %.200s", name, resp.StatusCode, body)
+		}
+	}
+	t.Logf("%d shard files in %v", len(files), time.Since(start))
+	for id := range uint64(lines) {
+		got, ok, err := shardingtest.Get(info.Sharding, files, id)
+		if err != nil || !ok {
+			t.Fatalf("skeleton %d: found %v, %v", id, ok, err)
+		}
+		if id%997 == 0 {
+			if want := apitest.MustGet(t, plain, fmt.Sprintf("/ng/scale/skeletons/%d", id)); !bytes.Equal(got, want) {
+				t.Fatalf("skeleton %d: the shard's %d bytes differ from the unsharded %d", id, len(got), len(want))
+			}
 		}
 	}
 }
