@@ -107,6 +107,44 @@ func TestShardedByIDAtScale(t *testing.T) {
 			t.Fatalf("id %d: found %v, %v", id, ok, err)
 		}
 	}
+
+	// Every cell of every spatial level, by its Morton code, equals the
+	// unsharded cell; an empty cell is in no shard.
+	var sinfo shardedInfo
+	if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/scale/annotations/info"), &sinfo); err != nil {
+		t.Fatal(err)
+	}
+	plain := shardRoutes(t, st, neuroglancer.Options{Sharded: neuroglancer.ShardNever, Cache: cache.New(256 << 20)})
+	cells := 0
+	for _, sp := range sinfo.Spatial {
+		ss, err := shardingtest.ParseSpec(sp.Sharding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string][]byte{}
+		for shard := range uint64(1) << ss.ShardBits {
+			name := fmt.Sprintf("%0*x.shard", int(ss.ShardBits+3)/4, shard)
+			if resp, body := apitest.Get(t, ts, "/ng/scale/annotations/"+sp.Key+"/"+name); resp.StatusCode == http.StatusOK {
+				files[name] = body
+			}
+		}
+		g := sp.GridShape
+		for i := range g[0] {
+			for j := range g[1] {
+				for k := range g[2] {
+					want := apitest.MustGet(t, plain, fmt.Sprintf("/ng/scale/annotations/%s/%d_%d_%d", sp.Key, i, j, k))
+					got, ok, err := shardingtest.Get(sp.Sharding, files, zOrder([]int{i, j, k}, g))
+					empty := binary.LittleEndian.Uint64(want) == 0
+					if err != nil || ok == empty || (ok && !bytes.Equal(got, want)) {
+						t.Fatalf("%s cell %d_%d_%d: in a shard %v (%d bytes), %v; unsharded %d bytes", sp.Key, i, j, k, ok, len(got), err, len(want))
+					}
+					cells++
+				}
+			}
+		}
+		t.Logf("%s: %s, %d shard files", sp.Key, sp.Sharding, len(files))
+	}
+	t.Logf("%d cells", cells)
 }
 
 // TestSpatialIndexAtScale: 200,000 points in a three-level pyramid; every
