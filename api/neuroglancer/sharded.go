@@ -125,14 +125,31 @@ func shardSpec(hash sharding.Hash, numKeys int, bytes int64, data sharding.Encod
 	return sharding.Spec{Hash: hash, ShardBits: sb, MinishardBits: mb, MinishardIndexEncoding: sharding.Gzip, DataEncoding: data}
 }
 
-// denseSpec shards the dense ids 0..n−1 by identity: preshift_bits makes
-// each minishard a run of 2^preshift ids and each shard a run of
-// 2^(preshift+minishard_bits), so the ids fit 2^shard_bits shards.
+// denseSpec shards the dense ids 0..n−1 (of about bytes in all) by
+// identity: each shard is a run of 2^(preshift+minishard_bits) ids, the
+// longest power of two whose records stay within
+// sharding.TargetShardBytes (as ChooseBits aims every shard), unless the
+// ids would then need more than 2^MaxShardBits shards; each minishard a
+// run of 2^preshift ids, at most sharding.TargetMinishardKeys (while
+// minishard_bits has room). ChooseBits's own shard count does not do here:
+// runs of a power of two over a count just past one (2^17 + 1 ids in two
+// shards) put nearly every id in the first shard, twice the target.
 func denseSpec(n int64, bytes int64) sharding.Spec {
-	sp := shardSpec(sharding.Identity, int(min(n, 1<<62)), bytes, sharding.Raw)
-	if n > 1 {
-		sp.PreshiftBits = max(0, bits.Len64(uint64(n-1))-sp.MinishardBits-sp.ShardBits)
+	sp := sharding.Spec{Hash: sharding.Identity, MinishardIndexEncoding: sharding.Gzip, DataEncoding: sharding.Raw}
+	if n <= 1 {
+		return sp
 	}
+	idBits := bits.Len64(uint64(n - 1)) // the ids fit 2^idBits
+	runBits := idBits                   // one shard holds every id
+	if bytes > sharding.TargetShardBytes {
+		fit := int64(float64(sharding.TargetShardBytes) / (float64(bytes) / float64(n))) // ids a shard may hold
+		runBits = max(bits.Len64(uint64(max(fit, 1)))-1, idBits-sharding.MaxShardBits, 0)
+		runBits = min(runBits, idBits)
+	}
+	minishardKeyBits := bits.Len64(sharding.TargetMinishardKeys) - 1
+	sp.ShardBits = idBits - runBits
+	sp.MinishardBits = min(max(runBits-minishardKeyBits, 0), sharding.MaxMinishardBits)
+	sp.PreshiftBits = runBits - sp.MinishardBits
 	return sp
 }
 
