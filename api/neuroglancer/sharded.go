@@ -116,8 +116,15 @@ func (s *Server) shardVariant() string {
 	if mode != ShardAuto {
 		above = 0
 	}
-	return fmt.Sprintf("sharded=%s/%d/%d", mode, above, s.shardScale)
+	return fmt.Sprintf("sharded=%s/%d/%d/%d", mode, above, s.shardScale, shardLayout)
 }
+
+// shardLayout numbers the rules that size specs and lay out shards; it is
+// in the validators (shardVariant), so a change of the rules, as a server
+// upgrade brings, gives the infos and shard files new ETags: a client
+// must not keep an info whose spec the shards no longer follow. 2: dense
+// by_id runs sized to the shard target.
+const shardLayout = 2
 
 // shardSpec is a source's spec for numKeys keys of about bytes in all.
 func shardSpec(hash sharding.Hash, numKeys int, bytes int64, data sharding.Encoding) sharding.Spec {
