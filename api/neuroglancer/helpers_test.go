@@ -76,6 +76,32 @@ func largeIDStores(t testing.TB) []*zvf.Store {
 	return out
 }
 
+// hugeIDStores are largeIDStores whose ids straddle 2^63: every other
+// object's id is 2^63 or more (a negative int64 in ZVF, a uint64 segment
+// id to Neuroglancer), the others below 2^63 and above 2^62, so that the
+// ids sort differently as int64 and as uint64. Named huge_<fixture>.
+func hugeIDStores(t testing.TB) []*zvf.Store {
+	t.Helper()
+	dirs, err := largeIDDirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := cache.New(64 << 20)
+	var out []*zvf.Store
+	for i, f := range largeIDFixtures {
+		out = append(out, apitest.Open(t, dirs[len(largeIDFixtures)+i], "huge_"+strings.TrimSuffix(f, "_v09"), ch))
+	}
+	return out
+}
+
+// hugeID is the id of the i-th object of a hugeIDStores store.
+func hugeID(i int64) int64 {
+	if i%2 == 0 {
+		return int64(uint64(1)<<63 + 7 + 1_000_003*uint64(i))
+	}
+	return 1<<62 + 1_000_003*i
+}
+
 var largeIDFixtures = []string{"points_pyramid_v09", "streamlines_v09", "graph_v09"}
 
 // largeIDDirs builds the folders of largeIDStores once for the package's
@@ -87,17 +113,21 @@ var largeIDDirs = sync.OnceValues(func() ([]string, error) {
 		return nil, err
 	}
 	var dirs []string
-	for _, f := range largeIDFixtures {
+	for k, f := range append(append([]string{}, largeIDFixtures...), largeIDFixtures...) {
 		src := filepath.Join("../../testdata/zvf-0.9", f+".zarrvectors")
 		n, err := objectCount(src)
 		if err != nil {
 			return nil, err
 		}
 		ids := make([]int64, n)
+		prefix := "large_"
 		for row := range ids {
 			ids[row] = largeID(n - 1 - int64(row))
+			if k >= len(largeIDFixtures) {
+				ids[row], prefix = hugeID(n-1-int64(row)), "huge_"
+			}
 		}
-		dir := filepath.Join(base, filepath.Base(src))
+		dir := filepath.Join(base, prefix+filepath.Base(src))
 		if err := zvftest.CopyDir(src, dir); err != nil {
 			return nil, err
 		}

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -70,6 +71,9 @@ type Server struct {
 	// shardScale multiplies the byte estimates that size shards: 1, but
 	// in tests (export_test.go), which want small stores in many shards.
 	shardScale int64
+	// held keeps, per store and annotation kind, the plan of the current
+	// version that the cache could not (*heldPlan; see plan).
+	held sync.Map
 }
 
 // New builds a Server.
@@ -225,18 +229,46 @@ func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, bui
 	return v.([]byte), nil
 }
 
+// plan is st's spatial index for kind k, built once per store version
+// and kept in the cache. A plan the cache cannot keep (larger than its
+// budget) is held by the server instead, the current version's for each
+// store and kind, replacing an older one: otherwise every request of the
+// source, each cell or shard Range, rebuilt it from every chunk or
+// object manifest of level 0.
 func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
-	v, err := s.cached(ctx, st, "plan\x00"+k.annotationType(), func(ctx context.Context) (any, int64, error) {
+	key := "plan\x00" + k.annotationType()
+	full := st.CacheKey("neuroglancer", key)
+	slot := st.Name() + "\x00" + k.annotationType()
+	if h, ok := s.held.Load(slot); ok && h.(*heldPlan).key == full {
+		return h.(*heldPlan).p, nil
+	}
+	built := false // by this call's load (not a cached plan, nor another's)
+	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
 		p, err := buildPlan(ctx, st, k)
 		if err != nil {
 			return nil, 0, err
 		}
+		built = true
 		return p, p.size + 1024, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*plan), nil
+	p := v.(*plan)
+	if built && s.o.Cache != nil {
+		if _, kept := s.o.Cache.Peek(full); kept {
+			s.held.Delete(slot) // an older version's, if any
+		} else {
+			s.held.Store(slot, &heldPlan{key: full, p: p})
+		}
+	}
+	return p, nil
+}
+
+// heldPlan is a plan the cache could not keep, under its cache key.
+type heldPlan struct {
+	key string
+	p   *plan
 }
 
 const (
@@ -248,8 +280,14 @@ const (
 // version, the path and the content coding the answer will have — and
 // reports whether the client's copy is current (a 304 is then written).
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
+	return s.notModifiedAs(w, r, st, "")
+}
+
+// notModifiedAs is notModified for an answer that also depends on
+// variant, which the ETag then covers.
+func (s *Server) notModifiedAs(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string) bool {
 	h := sha256.New()
-	for _, p := range [...]string{st.Revision(), r.URL.Path, s.coding(r)} {
+	for _, p := range [...]string{st.Revision(), r.URL.Path, s.coding(r), variant} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
@@ -293,7 +331,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 		h.Set("Server-Timing", timing())
 		rw := &rangeWriter{ResponseWriter: w}
 		if kept, ok := withoutEmptySuffixes(asked); ok {
-			r.Header.Set("Range", kept)
+			if kept == "" {
+				r.Header.Del("Range") // not in bytes: the whole answer, as it is
+			} else {
+				r.Header.Set("Range", kept)
+			}
 			http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
 		} else {
 			rw.unsatisfiable = true
@@ -324,10 +366,13 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 // unsatisfiable (RFC 9110 14.1.1; ok is false) and beside other ranges
 // they are ignored. http.ServeContent takes one for a range of no bytes
 // and answers 206 with the invalid Content-Range "bytes N-(N-1)/N".
+// A Range in another unit, or not of the form unit=set, is ignored (kept
+// is "", ok true): RFC 9110 14.2 has an origin server ignore a range unit
+// it does not understand, where http.ServeContent answers 416.
 func withoutEmptySuffixes(v string) (kept string, ok bool) {
 	unit, set, found := strings.Cut(v, "=")
 	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
-		return v, true // http.ServeContent refuses it as it is
+		return "", true
 	}
 	var out []string
 	for spec := range strings.SplitSeq(set, ",") {
@@ -554,11 +599,16 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sp := newSkeletonSpec(st, l0)
-	body, err := sp.infoJSON(st.Name(), s.skeletonShards(l0, sp))
+	spec := s.skeletonShards(l0, sp)
+	body, err := sp.infoJSON(st.Name(), spec)
 	if err != nil {
 		return err
 	}
-	return s.send(w, r, st, "skeletons\x00info", mediaJSON, body, start)
+	key := "skeletons\x00info"
+	if spec != nil {
+		key += "\x00sharded" // a cache may be shared by servers of both modes
+	}
+	return s.send(w, r, st, key, mediaJSON, body, start)
 }
 
 func (s *Server) skeleton(w http.ResponseWriter, r *http.Request) error {
@@ -616,7 +666,12 @@ func (s *Server) sourceRequest(w http.ResponseWriter, r *http.Request, route str
 	if st, err = s.source(r, route); err != nil {
 		return nil, false, err
 	}
-	return st, s.notModified(w, r, st), nil
+	variant := ""
+	switch route {
+	case "annotations", "lines", "skeletons":
+		variant = s.shardVariant()
+	}
+	return st, s.notModifiedAs(w, r, st, variant), nil
 }
 
 // objectRequest is the prologue of the routes that answer one object: the

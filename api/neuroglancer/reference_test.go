@@ -257,12 +257,12 @@ func cellsOf(shape []int, f func([]int)) {
 // polylines its objects, lines its edges; by_id answers what the cells
 // hold.
 //
-// The stores with ids above 2^60 (largeIDStores) carry them in the
-// relationship only: by_id names each annotation's object, objects/{id}
+// The stores with ids above 2^60 (largeIDStores), and straddling 2^63
+// (hugeIDStores), carry them in the relationship only: by_id names each annotation's object, objects/{id}
 // lists exactly that object's annotations, and no int32 property clamps.
 func TestAnnotationsMatchTheReader(t *testing.T) {
 	t.Parallel()
-	stores := append(fixtureStores(t), largeIDStores(t)...)
+	stores := append(append(fixtureStores(t), largeIDStores(t)...), hugeIDStores(t)...)
 	_, ts := newServer(t, api.Options{Stores: stores})
 	for _, st := range stores {
 		for _, route := range neuroglancer.RoutesOf(st) {

@@ -97,20 +97,66 @@ func (s *Server) shardedBy(n int64) bool {
 	return n >= above
 }
 
+// shardVariant names what, besides the store version, decides whether a
+// source is sharded and its specs: the mode, auto's threshold and the
+// byte scale. The validators of the infos and shard files cover it, so
+// that a client revalidating an info (or a shard) cached from a server
+// of another mode gets the new one, not a 304 that keeps an info whose
+// shard files this server does not have (or the unsharded info beside
+// shard files).
+func (s *Server) shardVariant() string {
+	mode := s.o.Sharded
+	if mode == "" {
+		mode = ShardAuto
+	}
+	above := s.o.ShardAbove
+	if above <= 0 {
+		above = AutoShardKeys
+	}
+	if mode != ShardAuto {
+		above = 0
+	}
+	return fmt.Sprintf("sharded=%s/%d/%d/%d", mode, above, s.shardScale, shardLayout)
+}
+
+// shardLayout numbers the rules that size specs and lay out shards; it is
+// in the validators (shardVariant), so a change of the rules, as a server
+// upgrade brings, gives the infos and shard files new ETags: a client
+// must not keep an info whose spec the shards no longer follow. 2: dense
+// by_id runs sized to the shard target.
+const shardLayout = 2
+
 // shardSpec is a source's spec for numKeys keys of about bytes in all.
 func shardSpec(hash sharding.Hash, numKeys int, bytes int64, data sharding.Encoding) sharding.Spec {
 	sb, mb := sharding.ChooseBits(numKeys, bytes)
 	return sharding.Spec{Hash: hash, ShardBits: sb, MinishardBits: mb, MinishardIndexEncoding: sharding.Gzip, DataEncoding: data}
 }
 
-// denseSpec shards the dense ids 0..n−1 by identity: preshift_bits makes
-// each minishard a run of 2^preshift ids and each shard a run of
-// 2^(preshift+minishard_bits), so the ids fit 2^shard_bits shards.
+// denseSpec shards the dense ids 0..n−1 (of about bytes in all) by
+// identity: each shard is a run of 2^(preshift+minishard_bits) ids, the
+// longest power of two whose records stay within
+// sharding.TargetShardBytes (as ChooseBits aims every shard), unless the
+// ids would then need more than 2^MaxShardBits shards; each minishard a
+// run of 2^preshift ids, at most sharding.TargetMinishardKeys (while
+// minishard_bits has room). ChooseBits's own shard count does not do here:
+// runs of a power of two over a count just past one (2^17 + 1 ids in two
+// shards) put nearly every id in the first shard, twice the target.
 func denseSpec(n int64, bytes int64) sharding.Spec {
-	sp := shardSpec(sharding.Identity, int(min(n, 1<<62)), bytes, sharding.Raw)
-	if n > 1 {
-		sp.PreshiftBits = max(0, bits.Len64(uint64(n-1))-sp.MinishardBits-sp.ShardBits)
+	sp := sharding.Spec{Hash: sharding.Identity, MinishardIndexEncoding: sharding.Gzip, DataEncoding: sharding.Raw}
+	if n <= 1 {
+		return sp
 	}
+	idBits := bits.Len64(uint64(n - 1)) // the ids fit 2^idBits
+	runBits := idBits                   // one shard holds every id
+	if bytes > sharding.TargetShardBytes {
+		fit := int64(float64(sharding.TargetShardBytes) / (float64(bytes) / float64(n))) // ids a shard may hold
+		runBits = max(bits.Len64(uint64(max(fit, 1)))-1, idBits-sharding.MaxShardBits, 0)
+		runBits = min(runBits, idBits)
+	}
+	minishardKeyBits := bits.Len64(sharding.TargetMinishardKeys) - 1
+	sp.ShardBits = idBits - runBits
+	sp.MinishardBits = min(max(runBits-minishardKeyBits, 0), sharding.MaxMinishardBits)
+	sp.PreshiftBits = runBits - sp.MinishardBits
 	return sp
 }
 
@@ -180,31 +226,44 @@ func (p *plan) shardSpecs(scale int64) *annotationShards {
 
 // mortonCode is the compressed Morton code of a cell ("i_j_k") over grid:
 // bit b of each coordinate, for b from 0 up, taken for the axes whose
-// extent needs that bit, interleaved in axis order.
+// extent needs that bit, interleaved in axis order. A shard build runs it
+// over every cell of a level, so it does not allocate (for up to 8 axes).
 func mortonCode(cellKey string, grid []int64) (uint64, error) {
-	parts := strings.Split(cellKey, "_")
-	if len(parts) != len(grid) {
-		return 0, fmt.Errorf("cell %q of a %d-axis grid", cellKey, len(grid))
+	var buf [8]uint64
+	pos := buf[:0]
+	if len(grid) > len(buf) {
+		pos = make([]uint64, 0, len(grid))
 	}
-	pos := make([]uint64, len(grid))
-	need := make([]int, len(grid))
-	most := 0
-	for i, s := range parts {
-		v, err := strconv.ParseUint(s, 10, 63)
+	rest := cellKey
+	for i := range grid {
+		part, tail, more := strings.Cut(rest, "_")
+		if more != (i < len(grid)-1) {
+			return 0, fmt.Errorf("cell %q of a %d-axis grid", cellKey, len(grid))
+		}
+		v, err := strconv.ParseUint(part, 10, 63)
 		if err != nil {
 			return 0, fmt.Errorf("cell %q: %w", cellKey, err)
 		}
-		pos[i] = v
+		pos, rest = append(pos, v), tail
+	}
+	if len(grid) == 0 {
+		return 0, fmt.Errorf("cell %q of a %d-axis grid", cellKey, len(grid))
+	}
+	need := func(i int) int {
 		if grid[i] > 1 {
-			need[i] = bits.Len64(uint64(grid[i] - 1))
+			return bits.Len64(uint64(grid[i] - 1))
 		}
-		most = max(most, need[i])
+		return 0
+	}
+	most := 0
+	for i := range grid {
+		most = max(most, need(i))
 	}
 	var code uint64
 	j := 0
 	for b := range most {
 		for i := range pos {
-			if b < need[i] {
+			if b < need(i) {
 				if j >= 64 {
 					return 0, fmt.Errorf("grid %v needs more than 64 bits of Morton code", grid)
 				}
@@ -223,7 +282,7 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 	if err != nil {
 		return notFoundf("store %q: %s has no shard file %s (it has %d: %s to %s)", st.Name(), source, name, spec.NumShards(), spec.ShardFile(0), spec.ShardFile(spec.NumShards()-1))
 	}
-	if s.notModified(w, r, st) {
+	if s.notModifiedAs(w, r, st, s.shardVariant()) {
 		return nil
 	}
 	key := fmt.Sprintf("shard\x00%s\x00%d", source, n)

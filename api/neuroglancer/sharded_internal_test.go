@@ -71,3 +71,33 @@ func TestMortonCode(t *testing.T) {
 		}
 	}
 }
+
+// TestDenseSpecShardsStayNearTarget: a dense by_id shard is a run of
+// 2^(preshift+minishard_bits) ids, and its records must stay within
+// sharding.TargetShardBytes, as ChooseBits promises of every shard, while
+// shard_bits has room; its minishards hold at most TargetMinishardKeys
+// ids. Runs of a power of two ids over counts just past one (2^17 + 1 ids
+// in two shards put all but one id in the first) filled a shard to twice
+// the target.
+func TestDenseSpecShardsStayNearTarget(t *testing.T) {
+	for _, tc := range []struct{ n, bytes int64 }{
+		{1<<17 + 1, 40 << 20}, {1<<20 + 1, 100 << 20}, {3_000_000, 500 << 20}, {1_000_000, 40 << 20},
+		{1<<17 + 1, 20 << 20}, {5, 1 << 30}, {1 << 30, 1 << 40}, {123_456_789, 7 << 30},
+	} {
+		sp := denseSpec(tc.n, tc.bytes)
+		if err := sp.Validate(); err != nil {
+			t.Fatalf("n %d: %v", tc.n, err)
+		}
+		run := int64(1) << (sp.PreshiftBits + sp.MinishardBits)
+		if shards := (tc.n + run - 1) / run; shards > int64(sp.NumShards()) {
+			t.Fatalf("n %d %+v: %d ids need %d shards", tc.n, sp, tc.n, shards)
+		}
+		fullest := float64(min(run, tc.n)) * float64(tc.bytes) / float64(tc.n)
+		if sp.ShardBits < sharding.MaxShardBits && fullest > max(sharding.TargetShardBytes, float64(tc.bytes)/float64(tc.n)) {
+			t.Errorf("n %d, %d bytes: %+v puts %.0f bytes in a shard, over the %d aimed at", tc.n, tc.bytes, sp, fullest, sharding.TargetShardBytes)
+		}
+		if keys := int64(1) << sp.PreshiftBits; keys > sharding.TargetMinishardKeys && sp.MinishardBits < sharding.MaxMinishardBits {
+			t.Errorf("n %d: %+v: minishards of %d ids", tc.n, sp, keys)
+		}
+	}
+}

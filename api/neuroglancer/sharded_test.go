@@ -237,7 +237,7 @@ func withoutSharding(t testing.TB, b []byte) string {
 // auto, for these small stores) no info has "sharding".
 func TestShardedSourcesMatchUnsharded(t *testing.T) {
 	t.Parallel()
-	stores := append(fixtureStores(t), largeIDStores(t)...)
+	stores := append(append(fixtureStores(t), largeIDStores(t)...), hugeIDStores(t)...)
 	ch := cache.New(256 << 20)
 	_, plain := newServer(t, api.Options{Stores: stores, Cache: ch, NGSharded: neuroglancer.ShardNever})
 	_, auto := newServer(t, api.Options{Stores: stores, Cache: ch})
