@@ -242,20 +242,18 @@ func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error)
 	if h, ok := s.held.Load(slot); ok && h.(*heldPlan).key == full {
 		return h.(*heldPlan).p, nil
 	}
-	built := false // by this call's load (not a cached plan, nor another's)
 	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
 		p, err := buildPlan(ctx, st, k)
 		if err != nil {
 			return nil, 0, err
 		}
-		built = true
 		return p, p.size + 1024, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	p := v.(*plan)
-	if built && s.o.Cache != nil {
+	if s.o.Cache != nil {
 		if _, kept := s.o.Cache.Peek(full); kept {
 			s.held.Delete(slot) // an older version's, if any
 		} else {
