@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -71,9 +70,6 @@ type Server struct {
 	// shardScale multiplies the byte estimates that size shards: 1, but
 	// in tests (export_test.go), which want small stores in many shards.
 	shardScale int64
-	// held keeps, per store and annotation kind, the plan of the current
-	// version that the cache could not (*heldPlan; see plan).
-	held sync.Map
 }
 
 // New builds a Server.
@@ -229,20 +225,8 @@ func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, bui
 	return v.([]byte), nil
 }
 
-// plan is st's spatial index for kind k, built once per store version
-// and kept in the cache. A plan the cache cannot keep (larger than its
-// budget) is held by the server instead, the current version's for each
-// store and kind, replacing an older one: otherwise every request of the
-// source, each cell or shard Range, rebuilt it from every chunk or
-// object manifest of level 0.
 func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
-	key := "plan\x00" + k.annotationType()
-	full := st.CacheKey("neuroglancer", key)
-	slot := st.Name() + "\x00" + k.annotationType()
-	if h, ok := s.held.Load(slot); ok && h.(*heldPlan).key == full {
-		return h.(*heldPlan).p, nil
-	}
-	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
+	v, err := s.cached(ctx, st, "plan\x00"+k.annotationType(), func(ctx context.Context) (any, int64, error) {
 		p, err := buildPlan(ctx, st, k)
 		if err != nil {
 			return nil, 0, err
@@ -252,21 +236,7 @@ func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error)
 	if err != nil {
 		return nil, err
 	}
-	p := v.(*plan)
-	if s.o.Cache != nil {
-		if _, kept := s.o.Cache.Peek(full); kept {
-			s.held.Delete(slot) // an older version's, if any
-		} else {
-			s.held.Store(slot, &heldPlan{key: full, p: p})
-		}
-	}
-	return p, nil
-}
-
-// heldPlan is a plan the cache could not keep, under its cache key.
-type heldPlan struct {
-	key string
-	p   *plan
+	return v.(*plan), nil
 }
 
 const (
