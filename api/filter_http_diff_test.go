@@ -216,6 +216,20 @@ func TestFilterHTTPMatchesBruteForce(t *testing.T) {
 						}
 					}
 				}
+				// The filter reads what it names, whatever attributes asks for.
+				for _, attrs := range []string{"cat", "u64,f32", ""} {
+					got := httpAnswer(t, h, "/api/v1/stores/p/bbox?"+fq+"&attributes="+attrs)
+					if len(got) != len(want) {
+						t.Fatalf("%s attributes=%s: %d rows, brute force %d", what, attrs, len(got), len(want))
+					}
+					for i := range got {
+						for name, v := range got[i].attrs {
+							if v != want[i].attrs[name] || got[i].vert != want[i].vert {
+								t.Fatalf("%s attributes=%s: row %d %s %s=%s, brute force %s %s", what, attrs, i, got[i].vert, name, v, want[i].vert, want[i].attrs[name])
+							}
+						}
+					}
+				}
 				for f, wl := range wantLines {
 					if got := rowLines(t, h, "/api/v1/stores/p/bbox?"+fq+"&attributes=*&f="+f, f); !slices.Equal(got, wl) {
 						t.Fatalf("%s: %s rows %q, brute force %q", what, f, got, wl)
