@@ -107,6 +107,9 @@ func tableOf(t *testing.T, l *zvf.Level, f *flat) *table {
 					v.num = new(big.Float).SetInt64(x.I)
 					p.isInt = true
 				default:
+					if dt.Kind == zarr.KindBool && x.U != 0 {
+						x.U = 1 // a bool is 0 or 1
+					}
 					v.num = new(big.Float).SetUint64(x.U)
 					p.isInt = true
 				}
@@ -716,7 +719,12 @@ var typesStores = sync.OnceValues(func() (map[string]*zvf.Store, error) {
 		{Name: "u64", DType: "uint64", Channels: 1, Data: bytesOf(8, func(_ int, b []byte) {
 			binary.LittleEndian.PutUint64(b, []uint64{math.MaxUint64, 1 << 63, r.Uint64N(50)}[r.IntN(3)])
 		})},
-		{Name: "b", DType: "bool", Channels: 1, Data: bytesOf(1, func(_ int, b []byte) { b[0] = byte(r.IntN(2)) })},
+		{Name: "b", DType: "bool", Channels: 1, Data: bytesOf(1, func(i int, b []byte) {
+			b[0] = byte(r.IntN(2))
+			if b[0] == 1 && i%5 == 0 {
+				b[0] = []byte{2, 255}[i%2] // true, as any byte but 0
+			}
+		})},
 		writer.CategoricalAttribute("cat", vals),
 		writer.Float32Attribute("vec", 3, vec),
 	}
