@@ -127,6 +127,9 @@ func bind(q *Queryable, c Column, prev *binding) (binding, error) {
 	case q.Kind != Categorical && q.Bits != 0 && dt != dtBool && q.Bits != 8*size:
 		return binding{}, fmt.Errorf("cql2: %v%d attribute %q bound with %s data", q.Kind, q.Bits, q.Name, c.DType)
 	}
+	if q.Kind == Categorical && dt == dtBool {
+		dt = dtU8 // a code: its byte as it is, as the answers label it
+	}
 	rowBytes := ch * size
 	if len(c.Data)%rowBytes != 0 {
 		return binding{}, fmt.Errorf("cql2: attribute %q bound with %d bytes, not a whole number of %d-byte rows", q.Name, len(c.Data), rowBytes)
