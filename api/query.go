@@ -377,7 +377,14 @@ func (s *Server) queryables(w http.ResponseWriter, r *http.Request) error {
 				p.Type = "integer"
 				p.Minimum, p.Maximum = intRange(q)
 			case cql2.Categorical:
-				p.Type, p.Enum = "string", append([]string{}, q.Labels...)
+				// The null code's label is no value a row takes (such a
+				// row is null), so no filter finds it.
+				p.Type, p.Enum = "string", []string{}
+				for code, label := range q.Labels {
+					if q.NullCode == nil || *q.NullCode != int64(code) {
+						p.Enum = append(p.Enum, label)
+					}
+				}
 				p.Description = "categorical: compared by label; x-zvf-dtype is the type of its codes"
 			default:
 				p.Type = "string"

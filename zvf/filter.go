@@ -92,7 +92,7 @@ func (l *Level) queryable(a *attrMeta, s *cql2.Schema) (cql2.Queryable, bool) {
 		if a.dt.Kind == KindFloat {
 			return q, false // codes must be integers
 		}
-		q.Kind, q.Labels = cql2.Categorical, a.Categories
+		q.Kind, q.Labels, q.NullCode = cql2.Categorical, a.Categories, a.nullCode
 	case a.dt.Kind == KindFloat:
 		q.Kind, q.Bits = cql2.Float, 8*a.dt.Size
 	case a.dt.Kind == KindInt:

@@ -127,6 +127,9 @@ func bind(q *Queryable, c Column, prev *binding) (binding, error) {
 	case q.Kind != Categorical && q.Bits != 0 && dt != dtBool && q.Bits != 8*size:
 		return binding{}, fmt.Errorf("cql2: %v%d attribute %q bound with %s data", q.Kind, q.Bits, q.Name, c.DType)
 	}
+	if q.Kind == Categorical && dt == dtBool {
+		dt = dtU8 // a code: its byte as it is, as the answers label it
+	}
 	rowBytes := ch * size
 	if len(c.Data)%rowBytes != 0 {
 		return binding{}, fmt.Errorf("cql2: attribute %q bound with %d bytes, not a whole number of %d-byte rows", q.Name, len(c.Data), rowBytes)
@@ -151,7 +154,8 @@ func bind(q *Queryable, c Column, prev *binding) (binding, error) {
 }
 
 // The gathers read the value at byte off of each row into dst, widened
-// exactly (float16 and float32 to float64, integers to 64 bits); a
+// exactly (float16 and float32 to float64, integers to 64 bits, a bool
+// to 0 or 1, any byte but 0 being 1); a
 // categorical code of a signed type goes through int64, so that a negative
 // code reads as a huge one (no label).
 
@@ -204,9 +208,13 @@ func gatherInt(dst []int64, b *binding, off int, rows []int32) {
 func gatherUint(dst []uint64, b *binding, off int, rows []int32) {
 	data, stride := b.data, b.stride
 	switch b.dt {
-	case dtU8, dtBool:
+	case dtU8:
 		for i, r := range rows {
 			dst[i] = uint64(data[int(r)*stride+off])
+		}
+	case dtBool: // any byte but 0 is true, as the answers print it
+		for i, r := range rows {
+			dst[i] = uint64(b2u(data[int(r)*stride+off] != 0))
 		}
 	case dtU16:
 		for i, r := range rows {

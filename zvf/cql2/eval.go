@@ -70,7 +70,11 @@ func (f *Filter) NewEvaluator() *Evaluator {
 		res:    make([]uint8, blockSize),
 	}
 	for i, a := range f.attrs {
-		e.cols[i].labels = f.schema.Queryables[a].Labels
+		q := &f.schema.Queryables[a]
+		e.cols[i].labels = q.Labels
+		if q.NullCode != nil {
+			e.cols[i].null, e.cols[i].hasNull = *q.NullCode, true
+		}
 	}
 	e.buildTables()
 	return e

@@ -189,6 +189,9 @@ func newRandChunk(r *rand.Rand, attrs []randAttr) randChunk {
 						bits = 8
 					}
 					col.Data = appendLE(col.Data, x, max(bits/8, 1))
+					if a.dtype == "bool" && x != 0 {
+						x = 1 // any byte but 0 is true: 1
+					}
 					v = refValue{num: new(big.Float).SetUint64(x)}
 					if a.q.Kind == Categorical {
 						v = labelValue(int64(x), labels, a.null)

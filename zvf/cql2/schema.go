@@ -61,6 +61,10 @@ type Queryable struct {
 	// Labels is a categorical attribute's dictionary: code i is Labels[i].
 	// Evaluators start with it until a column binds its own.
 	Labels []string
+	// NullCode, when set, is a categorical attribute's null code: a row of
+	// that code is null whatever label the dictionary gives it.
+	// Evaluators start with it until a column binds its own.
+	NullCode *int64
 }
 
 // Schema is what a filter may name at one level: its attributes, and the
