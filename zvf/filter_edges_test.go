@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 
@@ -138,21 +137,7 @@ func TestSelectionRandomBoxes(t *testing.T) {
 					all := emptyCols(wholeSel(t, l, box[0], box[1], zvf.Selection{}))
 					tb := tableOf(t, l, all)
 					for _, c := range selections(t, tb, uint64(1000*lv+bi), 16) {
-						what := fmt.Sprintf("level %d box %v %s", lv, box, c.what)
-						want := restrict(all, tb, c.keep)
-						got := emptyCols(wholeSel(t, l, box[0], box[1], c.sel))
-						sameAnswer(t, what, got, want)
-						n, err := l.Count(ctx, zvf.CountQuery{Min: box[0], Max: box[1], Selection: c.sel})
-						if err != nil || n != int64(len(want.verts)/12) {
-							t.Fatalf("%s: count %d (%v), want %d", what, n, err, len(want.verts)/12)
-						}
-						dens, err := l.Density(ctx, zvf.DensityQuery{Min: box[0], Max: box[1], Shape: shape, Selection: c.sel})
-						if err != nil {
-							t.Fatal(err)
-						}
-						if wd := densityOracle(tb, c.keep, box[0], box[1], shape); !slices.Equal(dens, wd) {
-							t.Fatalf("%s: density %v, want %v", what, dens, wd)
-						}
+						checkSelection(t, ctx, l, fmt.Sprintf("level %d box %v %s", lv, box, c.what), box, shape, all, tb, c)
 					}
 				}
 			}

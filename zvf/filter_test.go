@@ -855,21 +855,7 @@ func TestSelectionMatchesBruteForce(t *testing.T) {
 					all := emptyCols(wholeSel(t, l, box[0], box[1], zvf.Selection{}))
 					tb := tableOf(t, l, all)
 					for _, c := range selections(t, tb, uint64(lv*100+bi), 24) {
-						what := fmt.Sprintf("level %d box %d %s", lv, bi, c.what)
-						want := restrict(all, tb, c.keep)
-						got := emptyCols(wholeSel(t, l, box[0], box[1], c.sel))
-						sameAnswer(t, what, got, want)
-						n, err := l.Count(ctx, zvf.CountQuery{Min: box[0], Max: box[1], Selection: c.sel})
-						if err != nil || n != int64(len(want.verts)/12) {
-							t.Fatalf("%s: count %d (%v), want %d", what, n, err, len(want.verts)/12)
-						}
-						dens, err := l.Density(ctx, zvf.DensityQuery{Min: box[0], Max: box[1], Shape: shape, Selection: c.sel})
-						if err != nil {
-							t.Fatal(err)
-						}
-						if wd := densityOracle(tb, c.keep, box[0], box[1], shape); !slices.Equal(dens, wd) {
-							t.Fatalf("%s: density %v, want %v", what, dens, wd)
-						}
+						checkSelection(t, ctx, l, fmt.Sprintf("level %d box %d %s", lv, bi, c.what), box, shape, all, tb, c)
 						if c.sel.Filter != nil {
 							filters++
 						}
@@ -880,6 +866,27 @@ func TestSelectionMatchesBruteForce(t *testing.T) {
 				t.Fatal("no filter was tried")
 			}
 		})
+	}
+}
+
+// checkSelection compares a selection's box answer, count and density on
+// l with the brute-force restriction of the whole box's rows (all, as
+// table tb) to the rows c keeps.
+func checkSelection(t *testing.T, ctx context.Context, l *zvf.Level, what string, box [2][]float64, shape []int, all *flat, tb *table, c selectionCase) {
+	t.Helper()
+	want := restrict(all, tb, c.keep)
+	got := emptyCols(wholeSel(t, l, box[0], box[1], c.sel))
+	sameAnswer(t, what, got, want)
+	n, err := l.Count(ctx, zvf.CountQuery{Min: box[0], Max: box[1], Selection: c.sel})
+	if err != nil || n != int64(len(want.verts)/12) {
+		t.Fatalf("%s: count %d (%v), want %d", what, n, err, len(want.verts)/12)
+	}
+	dens, err := l.Density(ctx, zvf.DensityQuery{Min: box[0], Max: box[1], Shape: shape, Selection: c.sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wd := densityOracle(tb, c.keep, box[0], box[1], shape); !slices.Equal(dens, wd) {
+		t.Fatalf("%s: density %v, want %v", what, dens, wd)
 	}
 }
 

@@ -22,20 +22,17 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
-// TestShardedByIDAtScale serves 200,000 points with shards aimed at 256
-// KiB and reads every shard file of by_id with the independent reader:
-// every id 0 … n−1 is found, in the shard and minishard the spec places
-// it, and nothing else is there; minishards hold about the target number
-// of keys and shards about the target bytes.
-func TestShardedByIDAtScale(t *testing.T) {
+// scalePoints is a store of n synthetic points (zvf/synth, from seed),
+// for the tests at scale (skipped in -short: writing them takes a while);
+// the test runs in parallel.
+func scalePoints(t *testing.T, n int, seed uint64) *zvf.Store {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("writes 200,000 points")
+		t.Skipf("writes %d points", n)
 	}
 	t.Parallel()
-	const n = 200_000
-	const target = 256 << 10
 	ctx := context.Background()
-	w, err := synth.Points(ctx, n, 3, writer.Codec(0))
+	w, err := synth.Points(ctx, n, seed, writer.Codec(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +41,18 @@ func TestShardedByIDAtScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// TestShardedByIDAtScale serves 200,000 points with shards aimed at 256
+// KiB and reads every shard file of by_id with the independent reader:
+// every id 0 … n−1 is found, in the shard and minishard the spec places
+// it, and nothing else is there; minishards hold about the target number
+// of keys and shards about the target bytes.
+func TestShardedByIDAtScale(t *testing.T) {
+	const n = 200_000
+	const target = 256 << 10
+	st := scalePoints(t, n, 3)
 	o := neuroglancer.Options{Sharded: neuroglancer.ShardAlways, Cache: cache.New(256 << 20)}
 	o.Store = func(*http.Request) (*zvf.Store, error) { return st, nil }
 	ts := serveRoutes(t, o, func(o neuroglancer.Options) *neuroglancer.Server { return neuroglancer.NewSmallShards(o, target) })
@@ -152,21 +161,8 @@ func TestShardedByIDAtScale(t *testing.T) {
 // exactly one cell of one level, each level's cells hold what the info's
 // counts say and no cell more than its level's limit.
 func TestSpatialIndexAtScale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes 200,000 points")
-	}
-	t.Parallel()
 	const n = 200_000
-	ctx := context.Background()
-	w, err := synth.Points(ctx, n, 4, writer.Codec(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	st, err := zvf.Open(ctx, storage.Sub(w, "points"), zvf.Options{Name: "scale", Cache: cache.New(64 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := scalePoints(t, n, 4)
 	o := neuroglancer.Options{Sharded: neuroglancer.ShardNever, Cache: cache.New(256 << 20)}
 	o.Store = func(*http.Request) (*zvf.Store, error) { return st, nil }
 	ts := serveRoutes(t, o, neuroglancer.New)
