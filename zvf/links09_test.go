@@ -116,7 +116,7 @@ func TestCrossLinkRowsPastTheChunk(t *testing.T) {
 			rep := validateWithin(t, st, tc.store, 20*time.Second)
 			found := false
 			for _, p := range rep.Problems {
-				found = found || (p.Severity == "error" && strings.Contains(p.Path, family) && strings.Contains(p.Message, "1048576"))
+				found = found || (p.Severity == "error" && strings.Contains(p.Path, family) && strings.Contains(p.Path, "(row 1048576)") && strings.Contains(p.Message, "rows past chunk"))
 			}
 			if !found {
 				t.Fatalf("validate did not report the record: %+v", rep.Problems)
@@ -169,4 +169,34 @@ func TestLinkNamesParseStrictly09(t *testing.T) {
 			t.Fatalf("open: %v, want a corrupt-data error naming links/0/0.0.+01", err)
 		}
 	})
+}
+
+// TestValidateGroupsABrokenLinkFamily: a link cell whose every record
+// names rows past its chunks is one problem a chunk, counted, with the
+// records among its paths; validate listed one problem a record (over 800
+// for one broken family), the record's index in each message.
+func TestValidateGroupsABrokenLinkFamily(t *testing.T) {
+	t.Parallel()
+	st := memFixture09(t, "graph_v09")
+	endpoints := 0
+	editLinkCell(t, st, "0/links/0/0.0.+1/c/3/4/5", 2, true, func(rows []int64) {
+		for i := range rows {
+			rows[i] = 1 << 20
+		}
+		endpoints = len(rows)
+	})
+	rep := validateWithin(t, st, "graph_v09", 20*time.Second)
+	problems, found := 0, 0
+	for _, p := range rep.Problems {
+		if strings.Contains(p.Message, "rows past chunk") {
+			problems++
+			found += p.Count
+			if len(p.Paths) < 2 {
+				t.Errorf("%+v: want the records among its paths", p)
+			}
+		}
+	}
+	if problems == 0 || problems > 2 || found != endpoints {
+		t.Fatalf("%d problems counting %d places for %d endpoints past their chunks (want at most one a chunk, each counted): %+v", problems, found, endpoints, rep.Problems)
+	}
 }

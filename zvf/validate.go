@@ -369,13 +369,17 @@ func validateCrossLinks(ctx context.Context, l *Level, d int, chunkRows map[int]
 			if err != nil {
 				continue // a cross-level family to no level fails crossLinks
 			}
+			// The record and its row go in the path, so that a family broken
+			// the same way throughout is one problem a chunk, counted, not
+			// one a record.
 			ks := Key(ep.Chunk).String()
+			at := fmt.Sprintf("%s record %d", path, i)
 			if !t.hasKey(Key(ep.Chunk)) {
-				r.add("error", 3, path, "record %d names chunk %s of level %d, which does not exist", i, ks, n)
+				r.add("error", 3, at, "records name chunk %s of level %d, which does not exist", ks, n)
 				continue
 			}
 			if rows, ok := chunkRows[n][ks]; ok && ep.Row >= int64(rows) {
-				r.add("error", 3, path, "record %d names row %d of chunk %s of level %d, which holds %d rows", i, ep.Row, ks, n, rows)
+				r.add("error", 3, fmt.Sprintf("%s (row %d)", at, ep.Row), "records name rows past chunk %s of level %d, which holds %d rows", ks, n, rows)
 			}
 		}
 	}
