@@ -28,6 +28,7 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		MaxAnnotations: s.o.MaxVertices,
 		Sharded:        s.o.NGSharded,
 		Now:            s.o.Now,
+		Logger:         s.log,
 	})
 }
 

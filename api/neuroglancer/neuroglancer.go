@@ -18,9 +18,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -61,6 +64,9 @@ type Options struct {
 	// DefaultMaxShardBytes); a larger shard is a too-large problem.
 	MaxShardBytes int64
 	Now           func() time.Time
+	// Logger tells the operator what only they can fix (a spatial index
+	// larger than the cache); nil: nothing is logged.
+	Logger *slog.Logger
 }
 
 // Server serves the Neuroglancer routes.
@@ -70,6 +76,9 @@ type Server struct {
 	// shardScale multiplies the byte estimates that size shards: 1, but
 	// in tests (export_test.go), which want small stores in many shards.
 	shardScale int64
+	// tooBig holds, per store and annotation kind, the cache key of the
+	// last plan found larger than the cache, so that it is logged once.
+	tooBig sync.Map
 }
 
 // New builds a Server.
@@ -226,17 +235,43 @@ func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, bui
 }
 
 func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
-	v, err := s.cached(ctx, st, "plan\x00"+k.annotationType(), func(ctx context.Context) (any, int64, error) {
+	key := "plan\x00" + k.annotationType()
+	var built atomic.Int64 // the size of the plan this call built, if it did
+	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
 		p, err := buildPlan(ctx, st, k)
 		if err != nil {
 			return nil, 0, err
 		}
+		built.Store(p.size + 1024)
 		return p, p.size + 1024, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if n := built.Load(); n > 0 {
+		s.warnIfNotKept(st, k, key, n)
+	}
 	return v.(*plan), nil
+}
+
+// warnIfNotKept logs, once per store version and kind, a plan just built
+// that the cache did not keep (larger than its budget): every request of
+// the source then builds it again from the level's manifests, which only a
+// larger --cache-bytes avoids. It is not kept elsewhere: memory outside
+// the byte budget is memory the operator did not allow.
+func (s *Server) warnIfNotKept(st *zvf.Store, k kind, key string, size int64) {
+	if s.o.Logger == nil || s.o.Cache == nil {
+		return
+	}
+	full := st.CacheKey("neuroglancer", key)
+	if _, kept := s.o.Cache.Peek(full); kept {
+		return
+	}
+	if prev, loaded := s.tooBig.Swap(st.Name()+"\x00"+k.annotationType(), full); loaded && prev == full {
+		return
+	}
+	s.o.Logger.Warn("a Neuroglancer spatial index is larger than the cache, so every request of its source builds it again; raise --cache-bytes",
+		"store", st.Name(), "source", k.annotationType(), "index_bytes", size)
 }
 
 const (
