@@ -62,25 +62,17 @@ func fixtureStores(t testing.TB) []*zvf.Store {
 // connectomics-sized ids, above 2^60 (neither int32 nor float64 holds
 // them), in descending order: the 0.9 fixtures with objects of each
 // annotation kind, renamed big_<fixture>.
-func largeIDStores(t testing.TB) []*zvf.Store {
-	t.Helper()
-	dirs, err := largeIDDirs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := cache.New(64 << 20)
-	var out []*zvf.Store
-	for i, f := range largeIDFixtures {
-		out = append(out, apitest.Open(t, dirs[i], "big_"+strings.TrimSuffix(f, "_v09"), ch))
-	}
-	return out
-}
+func largeIDStores(t testing.TB) []*zvf.Store { return idStores(t, 0, "big_") }
 
 // hugeIDStores are largeIDStores whose ids straddle 2^63: every other
 // object's id is 2^63 or more (a negative int64 in ZVF, a uint64 segment
 // id to Neuroglancer), the others below 2^63 and above 2^62, so that the
 // ids sort differently as int64 and as uint64. Named huge_<fixture>.
-func hugeIDStores(t testing.TB) []*zvf.Store {
+func hugeIDStores(t testing.TB) []*zvf.Store { return idStores(t, len(largeIDFixtures), "huge_") }
+
+// idStores opens the id stores of largeIDDirs from first, named prefix
+// and the fixture's name.
+func idStores(t testing.TB, first int, prefix string) []*zvf.Store {
 	t.Helper()
 	dirs, err := largeIDDirs()
 	if err != nil {
@@ -89,7 +81,7 @@ func hugeIDStores(t testing.TB) []*zvf.Store {
 	ch := cache.New(64 << 20)
 	var out []*zvf.Store
 	for i, f := range largeIDFixtures {
-		out = append(out, apitest.Open(t, dirs[len(largeIDFixtures)+i], "huge_"+strings.TrimSuffix(f, "_v09"), ch))
+		out = append(out, apitest.Open(t, dirs[first+i], prefix+strings.TrimSuffix(f, "_v09"), ch))
 	}
 	return out
 }

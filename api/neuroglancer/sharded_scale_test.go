@@ -22,6 +22,35 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
+// gridPolylines is a store named "scale" of n three-vertex polylines, one
+// every 10 units on a 100 × 100 grid of layers, read through a cache of
+// cacheBytes.
+func gridPolylines(t *testing.T, n int, cacheBytes int64) *zvf.Store {
+	t.Helper()
+	const per = 3
+	ctx := context.Background()
+	pos := make([]float32, 0, 3*n*per)
+	offsets := make([]int, 0, n+1)
+	offsets = append(offsets, 0)
+	for l := range n {
+		x, y, z := float32(l%100)*10, float32(l/100%100)*10, float32(l/10000)*10
+		for v := range per {
+			pos = append(pos, x+float32(v), y+float32(v)/2, z+1)
+		}
+		offsets = append(offsets, (l+1)*per)
+	}
+	w := zvftest.Store(t, "mem://")
+	if _, err := writer.WritePolylines(ctx, w, "lines", &writer.Polylines{Positions: pos, Offsets: offsets},
+		writer.Options{ChunkShape: []float64{250, 250, 250}, BinShape: []float64{50, 50, 50}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := zvf.Open(ctx, storage.Sub(w, "lines"), zvf.Options{Name: "scale", Cache: cache.New(cacheBytes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // scalePoints is a store of n synthetic points (zvf/synth, from seed),
 // for the tests at scale (skipped in -short: writing them takes a while);
 // the test runs in parallel.
@@ -231,27 +260,8 @@ func TestShardedSkeletonsAtScale(t *testing.T) {
 		t.Skip("writes 100,000 polylines")
 	}
 	t.Parallel()
-	const lines, per = 100_000, 3
-	ctx := context.Background()
-	pos := make([]float32, 0, 3*lines*per)
-	offsets := make([]int, 0, lines+1)
-	offsets = append(offsets, 0)
-	for l := range lines {
-		x, y, z := float32(l%100)*10, float32(l/100%100)*10, float32(l/10000)*10
-		for v := range per {
-			pos = append(pos, x+float32(v), y+float32(v)/2, z+1)
-		}
-		offsets = append(offsets, (l+1)*per)
-	}
-	w := zvftest.Store(t, "mem://")
-	if _, err := writer.WritePolylines(ctx, w, "lines", &writer.Polylines{Positions: pos, Offsets: offsets},
-		writer.Options{ChunkShape: []float64{250, 250, 250}, BinShape: []float64{50, 50, 50}}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := zvf.Open(ctx, storage.Sub(w, "lines"), zvf.Options{Name: "scale", Cache: cache.New(256 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	const lines = 100_000
+	st := gridPolylines(t, lines, 256<<20)
 	serve := func(mode neuroglancer.ShardMode) *httptest.Server {
 		o := neuroglancer.Options{Sharded: mode, Cache: cache.New(256 << 20)}
 		o.Store = func(*http.Request) (*zvf.Store, error) { return st, nil }
