@@ -952,19 +952,7 @@ func checkDiffDensity(t *testing.T, h http.Handler, store string, n int, l *diff
 	want := make([]int64, cells)
 	rows, _, _ := l.expect(lo, hi, nil)
 	for _, r := range rows {
-		idx, mul := 0, 1
-		for a, v := range l.vals[r] {
-			w := (hi[a] - lo[a]) / float64(shape[a])
-			c := 0
-			for i := 1; i < shape[a]; i++ {
-				if v >= lo[a]+float64(i)*w {
-					c = i
-				}
-			}
-			idx += c * mul
-			mul *= shape[a]
-		}
-		want[idx]++
+		want[gridCell(l.vals[r], lo, hi, shape)]++
 	}
 	if !slices.Equal(d.Counts, want) {
 		t.Fatalf("%s: counts %v, brute force %v", path, d.Counts, want)
@@ -1708,4 +1696,23 @@ func TestDifferentialJSONPagesByBytes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gridCell is the brute force's density cell of a point pos in the box
+// [lo, hi] cut into shape cells an axis (axis 0 varying fastest): on each
+// axis the last cell whose lower edge is at or below the coordinate.
+func gridCell(pos, lo, hi []float64, shape []int) int {
+	idx, mul := 0, 1
+	for a, v := range pos {
+		w := (hi[a] - lo[a]) / float64(shape[a])
+		c := 0
+		for i := 1; i < shape[a]; i++ {
+			if v >= lo[a]+float64(i)*w {
+				c = i
+			}
+		}
+		idx += c * mul
+		mul *= shape[a]
+	}
+	return idx
 }

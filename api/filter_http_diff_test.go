@@ -247,19 +247,7 @@ func TestFilterHTTPMatchesBruteForce(t *testing.T) {
 				}
 				wd := make([]int, shape[0]*shape[1]*shape[2])
 				for _, r := range want {
-					idx, stride := 0, 1
-					for a := range 3 {
-						w := (b.max[a] - b.min[a]) / float64(shape[a])
-						cell := 0
-						for i := range shape[a] {
-							if b.min[a]+float64(i)*w <= r.pos[a] {
-								cell = i
-							}
-						}
-						idx += cell * stride
-						stride *= shape[a]
-					}
-					wd[idx]++
+					wd[gridCell(r.pos[:], b.min[:], b.max[:], shape[:])]++
 				}
 				if !slices.Equal(d.Counts, wd) {
 					t.Fatalf("%s: density %v, brute force %v", what, d.Counts, wd)
