@@ -416,6 +416,9 @@ func testOneAndNoPoints(t *testing.T, e *hostileEnv) {
 	b.eval(`document.querySelector('.layer .rm').click()`)
 	b.wait(`document.querySelectorAll('.layer').length === 0`)
 	b.eval(`document.getElementById('addstore').value = 'hostile'; document.getElementById('addlayer').click()`)
+	// The page was settled before the click and may still say so: wait
+	// for the new layer to have drawn, then for the page to settle.
+	b.wait(`(() => { const s = document.querySelector('.layer[data-store="hostile"] .lstat'); return !!s && s.textContent.includes('drawn'); })()`)
 	b.settle()
 	b.value(`__zvf.coverage()`, &cover)
 	if cover["hostile"] < 1000 {
