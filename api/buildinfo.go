@@ -68,12 +68,18 @@ func (b Build) String() string {
 	return sb.String()
 }
 
+// RevisionLabel is the revision as the log and the metrics name it:
+// "unknown" rather than empty, so the two always agree.
+func (b Build) RevisionLabel() string {
+	if b.Revision == "" {
+		return "unknown"
+	}
+	return b.Revision
+}
+
 // buildInfo is the zvfserve_build_info gauge: 1, labelled with the build.
 func buildInfo(b Build) prometheus.Collector {
-	rev := b.Revision
-	if rev == "" {
-		rev = "unknown"
-	}
+	rev := b.RevisionLabel()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_build_info",
 		Help:        "Always 1; the labels say which zvfserve is running (module version, VCS revision, Go version).",
 		ConstLabels: prometheus.Labels{"version": b.Version, "revision": rev, "goversion": b.GoVersion}})

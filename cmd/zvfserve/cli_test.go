@@ -183,7 +183,8 @@ func TestServeSaysItsVersion(t *testing.T) {
 	if !strings.Contains(s.out.String(), "zvfserve "+b.Version+": serving 1 store(s) on http://") {
 		t.Errorf("start-up line %q does not name version %s", s.out.String(), b.Version)
 	}
-	if !regexp.MustCompile(`msg="zvfserve started" version=\S*` + regexp.QuoteMeta(b.Version) + `\S* revision=\S* modified=(true|false) go=` +
+	rev := b.RevisionLabel()
+	if !regexp.MustCompile(`msg="zvfserve started" version=\S*` + regexp.QuoteMeta(b.Version) + `\S* revision=` + regexp.QuoteMeta(rev) + ` modified=(true|false) go=` +
 		regexp.QuoteMeta(b.GoVersion)).MatchString(s.errs.String()) {
 		t.Errorf("no start-up log line with the version in %s", s.errs.String())
 	}
@@ -193,10 +194,6 @@ func TestServeSaysItsVersion(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	rev := b.Revision
-	if rev == "" {
-		rev = "unknown"
-	}
 	want := `zvfserve_build_info{goversion="` + b.GoVersion + `",revision="` + rev + `",version="` + b.Version + `"} 1`
 	if !strings.Contains(string(body), want) {
 		t.Errorf("/metrics has no %s", want)

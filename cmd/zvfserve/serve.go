@@ -595,7 +595,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		close(checked)
 	}
 	build := api.ReadBuild()
-	log.Info("zvfserve started", "version", build.Version, "revision", build.Revision, "modified", build.Modified, "go", build.GoVersion,
+	log.Info("zvfserve started", "version", build.Version, "revision", build.RevisionLabel(), "modified", build.Modified, "go", build.GoVersion,
 		"addr", ln.Addr().String(), "stores", len(stores))
 	fmt.Fprintf(stdout, "zvfserve %s: serving %d store(s) on http://%s/\n", build.Version, len(stores), displayAddr(ln.Addr()))
 	select {
