@@ -48,6 +48,18 @@ func sdkLogger(log *slog.Logger) logging.Logger {
 // writing through log when log is not nil. An unknown parameter is an
 // error. (gocloud.dev/aws.V2ConfigFromURLParams reads the same parameters
 // but cannot be given a logger.)
+// whenSupported reads a checksum parameter's value: when_supported (true)
+// or when_required (false), in any case.
+func whenSupported(k, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "when_supported":
+		return true, nil
+	case "when_required":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s=%q: when_supported or when_required", k, v)
+}
+
 func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
 	if log != nil {
@@ -100,22 +112,22 @@ func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config
 				err = fmt.Errorf("rate_limiter_capacity=%q: %w", v, err)
 			}
 		case "request_checksum_calculation":
-			switch strings.ToLower(v) {
-			case "when_supported":
-				opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenSupported))
-			case "when_required":
-				opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
-			default:
-				err = fmt.Errorf("%s=%q: when_supported or when_required", k, v)
+			var supported bool
+			if supported, err = whenSupported(k, v); err == nil {
+				c := aws.RequestChecksumCalculationWhenRequired
+				if supported {
+					c = aws.RequestChecksumCalculationWhenSupported
+				}
+				opts = append(opts, config.WithRequestChecksumCalculation(c))
 			}
 		case "response_checksum_validation":
-			switch strings.ToLower(v) {
-			case "when_supported":
-				opts = append(opts, config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenSupported))
-			case "when_required":
-				opts = append(opts, config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
-			default:
-				err = fmt.Errorf("%s=%q: when_supported or when_required", k, v)
+			var supported bool
+			if supported, err = whenSupported(k, v); err == nil {
+				c := aws.ResponseChecksumValidationWhenRequired
+				if supported {
+					c = aws.ResponseChecksumValidationWhenSupported
+				}
+				opts = append(opts, config.WithResponseChecksumValidation(c))
 			}
 		case "awssdk":
 		default:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/logging"
 )
 
@@ -25,10 +26,26 @@ func TestLoadConfig(t *testing.T) {
 		"role=admin":                         `role="admin"`,
 		"rate_limiter_capacity=x":            `rate_limiter_capacity="x"`,
 		"request_checksum_calculation=never": `request_checksum_calculation="never"`,
+		"response_checksum_validation=":      `response_checksum_validation=""`,
 	} {
 		v, _ := url.ParseQuery(q)
 		if _, err := loadConfig(ctx, v, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error with %s", q, err, want)
+		}
+	}
+	for q, want := range map[string][2]int{
+		"request_checksum_calculation=WHEN_REQUIRED&response_checksum_validation=when_supported": {
+			int(aws.RequestChecksumCalculationWhenRequired), int(aws.ResponseChecksumValidationWhenSupported)},
+		"request_checksum_calculation=when_supported&response_checksum_validation=When_Required": {
+			int(aws.RequestChecksumCalculationWhenSupported), int(aws.ResponseChecksumValidationWhenRequired)},
+	} {
+		v, _ := url.ParseQuery(q)
+		cfg, err := loadConfig(ctx, v, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if got := [2]int{int(cfg.RequestChecksumCalculation), int(cfg.ResponseChecksumValidation)}; got != want {
+			t.Errorf("%s: request, response %v; want %v", q, got, want)
 		}
 	}
 	var buf bytes.Buffer
