@@ -56,7 +56,7 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 		dctx, cancel = context.WithTimeout(ctx, decide)
 		defer cancel()
 	}
-	root, err := st.List(dctx, "")
+	root, err := firstListing(dctx, st, log)
 	undecided := func() bool {
 		if dctx.Err() == nil || ctx.Err() != nil {
 			return false
@@ -66,7 +66,10 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 		return true
 	}
 	if err != nil {
-		undecided()
+		if !undecided() && ctx.Err() == nil {
+			log.Warn("the backend failed the listing that tells a store from a folder of stores: serving it as one store (restart once it answers, if it is a folder of stores)",
+				"err", err)
+		}
 		return nil, nil // opening the store reports it
 	}
 	if isZarrNode(dctx, st, "", root) || undecided() {
@@ -157,6 +160,33 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 	}
 	log.Info("serving the stores found in a folder", "stores", len(out))
 	return out, nil
+}
+
+// listingTries bounds how often firstListing asks a backend that fails
+// it as unavailable: 100, 200, 400 and 800 ms apart, 1.5 s in all.
+const listingTries = 5
+
+// firstListing is st's root listing, asked again (with back-off, within
+// ctx) while the backend fails it as unavailable: one 503 or dropped
+// connection at start must not turn a folder of stores into one broken
+// store until a restart. Other errors (denied, not found) are final.
+func firstListing(ctx context.Context, st storage.Store, log *slog.Logger) (storage.Listing, error) {
+	wait := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		l, err := st.List(ctx, "")
+		if err == nil || try == listingTries || !errors.Is(err, storage.ErrUnavailable) || ctx.Err() != nil {
+			return l, err
+		}
+		log.Warn("the backend failed the first listing; listing again", "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return l, err
+		}
+		wait *= 2
+	}
 }
 
 // namePrefix is "NAME." for a folder argument given as NAME=PATH: the
