@@ -81,18 +81,31 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 			t.Fatal(err)
 		}
 	}
-	// Bounds the metadata declares, whatever the points: inverted, far
-	// off with an extent a float64 there cannot step through, enormous.
+	// Bounds the metadata declares, whatever the points: inverted,
+	// enormous, far off from every point (outside), holding half of them
+	// (shifted).
 	for name, bounds := range map[string][2][3]float64{
 		"inverted": {{190, 190, 190}, {0, 0, 0}},
-		"faroff":   {{1e17, 0, 0}, {1e17 + 64, 190, 190}},
 		"enormous": {{-1e300, -1e300, -1e300}, {1e300, 1e300, 1e300}},
+		"outside":  {{1e17, 0, 0}, {1e17 + 64, 190, 190}},
+		"shifted":  {{0, 0, 0}, {95, 190, 190}},
 	} {
 		if _, err := writer.WritePoints(ctx, mem, name, &writer.PointCloud{Positions: pos}, o); err != nil {
 			t.Fatal(err)
 		}
 		editZarrJSON(t, mem, name, func(zv map[string]any) { zv["bounds"] = bounds })
 	}
+	// faroff: the points far from zero (x is 1e17 in float32), in bounds
+	// with an extent a float64 there cannot step through in ticks.
+	far := append([]float32(nil), pos...)
+	x0 := float64(float32(1e17))
+	for i := 0; i < len(far); i += 3 {
+		far[i] = float32(x0)
+	}
+	if _, err := writer.WritePoints(ctx, mem, "faroff", &writer.PointCloud{Positions: far}, o); err != nil {
+		t.Fatal(err)
+	}
+	editZarrJSON(t, mem, "faroff", func(zv map[string]any) { zv["bounds"] = [2][3]float64{{x0, 0, 0}, {x0 + 64, 190, 190}} })
 	// four: the 8,000 points with a fourth axis (time, say).
 	var pos4 []float32
 	for i := range n {
@@ -117,7 +130,7 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 		}
 		out = append(out, s)
 	}
-	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "four", "two"} {
+	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "outside", "shifted", "four", "two"} {
 		open(name, name)
 	}
 	// Names a folder may have that a plain object already has (a folder
@@ -482,20 +495,41 @@ func testGarbledLinks(t *testing.T, e *hostileEnv) {
 // zero with an extent a float64 cannot step through in ticks, or enormous,
 // neither hang the page nor throw: it settles, and bounds that are
 // inverted or beyond what the page can draw are measured instead, and the
-// store drawn whole.
+// store drawn whole. Bounds that miss some or all of the points (before:
+// a blank view, or half the store, without a word) are widened to the
+// measured ones, the store drawn whole and framed, and the card and the
+// status line say so.
 func testHostileBounds(t *testing.T, e *hostileEnv) {
-	for _, name := range []string{"inverted", "faroff", "enormous"} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct{ name, note string }{
+		{"inverted", ""},
+		{"faroff", ""},
+		{"enormous", ""},
+		{"outside", "0 of level 0's 8,000 vertices lie within the store's declared bounds 100000000000000000,0,0 – 100000000000000000,190,190; drawn within -100,-100,-100 – 290,290,290, measured"},
+		{"shifted", "4,000 of level 0's 8,000 vertices lie within the store's declared bounds 0,0,0 – 95,190,190; drawn within -100,-100,-100 – 290,290,290, measured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			b := e.ch.tab(t, 1280, 800)
-			b.navigate(e.ts.URL + "/?stores=" + name)
+			b.navigate(e.ts.URL + "/?stores=" + tc.name)
 			b.wait(`window.__zvf && __zvf.settled && document.querySelector('.lstat') && document.querySelector('.lstat').textContent !== 'loading…'`)
-			b.shot("viewer-bounds-" + name + ".png")
-			if name != "faroff" {
+			b.shot("viewer-bounds-" + tc.name + ".png")
+			if tc.name != "faroff" {
 				var drawn map[string]int
 				b.value(`__zvf.drawn`, &drawn)
-				if drawn[name] != 8000 {
-					t.Errorf("drew %d of the 8,000 points", drawn[name])
+				if drawn[tc.name] != 8000 {
+					t.Errorf("drew %d of the 8,000 points", drawn[tc.name])
 				}
+				var cover map[string]int
+				b.value(`__zvf.coverage()`, &cover)
+				if cover[tc.name] < 5000 {
+					t.Errorf("the points cover %d pixels; want them framed", cover[tc.name])
+				}
+			}
+			card, status := b.text(`.layer .lerr`), b.text("#status")
+			if card != tc.note {
+				t.Errorf("card says %q; want %q", card, tc.note)
+			}
+			if off := strings.Contains(status, tc.name+": vertices outside the declared bounds, framed as measured (see its card)"); off != (tc.note != "") {
+				t.Errorf("status line %q", status)
 			}
 			b.noProblems()
 		})
