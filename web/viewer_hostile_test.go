@@ -16,6 +16,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/web"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -177,6 +178,7 @@ type fault struct {
 	status     int
 	retryAfter string
 	times      int
+	kind       problem.Kind // the problem's type; none (a proxy's answer) when empty
 }
 
 // hit is a request the faults handler saw.
@@ -241,6 +243,10 @@ func (f *faults) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(rule.status)
+	if rule.kind != "" {
+		fmt.Fprintf(w, `{"type":%q,"title":%q,"status":%d,"detail":"injected by the test"}`, rule.kind.URI(), rule.kind.Title(), rule.status)
+		return
+	}
 	fmt.Fprintf(w, `{"title":%q,"status":%d,"detail":"injected by the test"}`, http.StatusText(rule.status), rule.status)
 }
 
@@ -276,6 +282,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"hostile bounds", testHostileBounds},
 		{"store names", testStoreNames},
 		{"filter link, store busy", testFilterLinkBusy},
+		{"storage denied", testStorageDenied},
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
 		{"neuroglancer link schemes", testNeuroglancerSchemes},
@@ -596,6 +603,46 @@ func testFilterLinkBusy(t *testing.T, e *hostileEnv) {
 	if got := drawnAt0(t, b, "cells"); got != neurons {
 		t.Errorf("drew %d cells at level 0; want the %d neurons", got, neurons)
 	}
+	b.noProblems()
+}
+
+// testStorageDenied: a 502 storage-denied (the server's storage refuses
+// its credentials) is not asked again: retrying cannot help, so the card
+// says what the server said and that it is not retried, for a
+// descriptor and for a tile (before: retried, the tile once a minute,
+// for ever, under "retrying in 60 s"); a 502 that is not the server's
+// (a proxy) is still retried.
+func testStorageDenied(t *testing.T, e *hostileEnv) {
+	const cells, axons = "/api/v1/stores/cells", "/api/v1/stores/axons/bbox"
+	e.f.set(&fault{path: cells, status: 502, kind: problem.StorageDenied, times: -1},
+		&fault{path: axons, status: 502, kind: problem.StorageDenied, times: -1},
+		&fault{path: "/api/v1/stores/skeletons", status: 502, times: 1})
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells,axons,skeletons")
+	b.settle()
+	const why = " · not retried: the server's storage refused it access (its credentials or permissions); reload once they are fixed"
+	if s, want := b.text(`.layer[data-store="cells"] .lerr`), "cells: 502 Storage refused access: injected by the test"+why; s != want {
+		t.Errorf("cells card says %q; want %q", s, want)
+	}
+	s := b.text(`.layer[data-store="axons"] .lerr`)
+	if !strings.Contains(s, "tile") || !strings.Contains(s, ": 502 Storage refused access: injected by the test"+why) || strings.Contains(s, "retrying") {
+		t.Errorf("axons card says %q; want its tiles refused, not retried", s)
+	}
+	asked, tiles := len(e.f.seen(cells)), len(e.f.seen(axons))
+	time.Sleep(3500 * time.Millisecond)
+	if n := len(e.f.seen(cells)); asked != 1 || n != 1 {
+		t.Errorf("the cells descriptor was asked %d times (%d after 3.5 s); want once", asked, n)
+	}
+	if n := len(e.f.seen(axons)); n != tiles {
+		t.Errorf("axons tiles asked %d times, then %d after 3.5 s; want none again", tiles, n)
+	}
+	if hs := e.f.seen("/api/v1/stores/skeletons"); len(hs) != 2 || hs[1].status != 200 {
+		t.Errorf("skeletons descriptor requests %+v; want a proxy's 502, then asked again", hs)
+	}
+	if s := b.text(`.layer[data-store="skeletons"] .lerr`); s != "" {
+		t.Errorf("skeletons card says %q", s)
+	}
+	b.page("viewer-storage-denied.png")
 	b.noProblems()
 }
 

@@ -8,7 +8,7 @@
 // it, so no module imports another's state.
 import { Camera } from './math.js';
 import { Renderer } from './gl.js';
-import { Net, retryDelay, waitText } from './net.js';
+import { Net, retryDelay, retryNote } from './net.js';
 import { Overlay } from './overlay.js';
 import { $ } from './dom.js';
 import { catalogURL } from './api.js';
@@ -118,7 +118,7 @@ async function describe(l, attempt) {
     l.error = '';
   } catch (e) {
     wait = retryDelay(e, attempt);
-    l.error = `${l.name}: ${e.message}${wait === null ? '' : ` · retrying in ${waitText(wait)}`}`;
+    l.error = `${l.name}: ${e.message}${retryNote(e, wait)}`;
     l.desc = null;
     l.grid = null;
   }
@@ -164,7 +164,7 @@ async function main() {
       catalog = await app.net.json(catalogURL(), { kind: 'catalog' });
     } catch (e) {
       const wait = retryDelay(e, attempt);
-      setStatus(`error: the catalog: ${e.message}${wait === null ? '' : ` · retrying in ${waitText(wait)}`}`, true);
+      setStatus(`error: the catalog: ${e.message}${retryNote(e, wait)}`, true);
       if (wait === null) return;
       await new Promise((r) => setTimeout(r, wait));
     }
