@@ -282,6 +282,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"hostile bounds", testHostileBounds},
 		{"store names", testStoreNames},
 		{"filter link, store busy", testFilterLinkBusy},
+		{"typed filter, store busy", testTypedFilterBusy},
 		{"storage denied", testStorageDenied},
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
@@ -602,6 +603,44 @@ func testFilterLinkBusy(t *testing.T, e *hostileEnv) {
 	neurons := c.Count
 	if got := drawnAt0(t, b, "cells"); got != neurons {
 		t.Errorf("drew %d cells at level 0; want the %d neurons", got, neurons)
+	}
+	b.noProblems()
+}
+
+// testTypedFilterBusy: a filter typed into the box whose check is
+// answered 503 (Retry-After: 1) says so on the card and is checked again
+// as tiles are, a second later, then applied (before, it stayed refused
+// until its text was changed).
+func testTypedFilterBusy(t *testing.T, e *hostileEnv) {
+	const neurons = "cell_type = 'neuron'"
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells")
+	b.settle()
+	// The check asks each of the demo's three levels: two of them busy.
+	e.f.set(&fault{path: "/api/v1/stores/cells/count", status: 503, retryAfter: "1", kind: problem.StoreChanging, times: 2})
+	setInput(b, "cells", "filter", neurons)
+	b.wait(`document.querySelector('.layer[data-store="cells"] .lerr').textContent !== ''`)
+	if s, want := b.text(`.layer[data-store="cells"] .lerr`), "filter: 503 Store is being changed: injected by the test · retrying in 1 s"; s != want {
+		t.Errorf("while busy the card says %q; want %q", s, want)
+	}
+	b.wait(`document.querySelector('.layer[data-store="cells"] .lerr').textContent === '' && new URLSearchParams(location.search).has('f.cells')`)
+	b.settle()
+	hs := e.f.seen("/api/v1/stores/cells/count")
+	if len(hs) != 6 || hs[0].status != 503 || hs[5].status != 200 || hs[3].at.Sub(hs[0].at) < 900*time.Millisecond {
+		t.Errorf("filter checks %+v; want three (two 503s), then three more a second later", hs)
+	}
+	lo, hi := layerBox(t, b, "cells")
+	resp, err := http.Get(e.ts.URL + "/api/v1/stores/cells/count?min=" + lo + "&max=" + hi + "&level=0&filter=" + url.QueryEscape(neurons))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct{ Count int }
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || c.Count == 0 {
+		t.Fatalf("count of neurons: %v (%d)", err, c.Count)
+	}
+	if got := drawnAt0(t, b, "cells"); got != c.Count {
+		t.Errorf("drew %d cells at level 0; want the %d neurons", got, c.Count)
 	}
 	b.noProblems()
 }

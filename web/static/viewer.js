@@ -94,6 +94,7 @@ function addLayer(name, o) {
 function removeLayer(l) {
   app.tiles.dropLayer(l);
   app.density.forget(l);
+  app.selection.cancelRetry(l);
   app.layers = app.layers.filter((x) => x !== l);
   l.card.remove();
   app.box.freeHits(l);
