@@ -146,6 +146,28 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 			t.Errorf("the shared point's pick box %q lacks %q", text, w)
 		}
 	}
+	// The same in a browser whose JSON.parse gives a reviver no source
+	// text (Firefox and Safari before 2025): the ids come from the binary
+	// answer instead (before, they were listed rounded, marked ≈).
+	nb := ch.tab(t, 1280, 800)
+	if _, err := chromedp.Run(nb.ctx, func(ctx context.Context, tg *chromedp.Target) (bool, error) {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `{ const parse = JSON.parse;
+			JSON.parse = function (text, reviver) { return parse(text, reviver && function (k, v) { return reviver.call(this, k, v); }); }; }`})
+		return true, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nb.navigate(ts.URL + "/?stores=ids&size=3")
+	nb.settle()
+	nb.value(`__zvf.project([`+fmtPoint(shared)+`])`, &at)
+	nb.pick(at.X, at.Y)
+	text = nb.text("#picked")
+	for _, row := range []int{2, 3} {
+		if w := "(object " + strconv.FormatInt(bigIDs[row], 10) + ")"; !strings.Contains(text, w) || strings.Contains(text, "≈") {
+			t.Errorf("without JSON source text, the shared point's pick box %q lacks %q", text, w)
+		}
+	}
+	nb.noProblems()
 	// Find, typed: the request, the result, the URL name the exact id,
 	// and the URL reopens it.
 	for _, row := range []int{2, 5} {

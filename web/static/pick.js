@@ -7,6 +7,7 @@ import { bboxURL } from './api.js';
 import { idKey, idOf, exactJSON, showJSON, showID } from './format.js';
 
 const PICK_PX = 8; // how near a click must be to a vertex
+const PICK_ROWS = 16; // the vertices at a picked position listed, at most
 
 export class PickTool {
   // app: {cam, layers, net, view, find, drawList(), redraw()}
@@ -71,11 +72,18 @@ export class PickTool {
     // vertex exactly (as drawn: within the tile's precision and a float32
     // rounding), with all attributes.
     const p = l.tileQuery(t.level).precision || 0;
-    const url = bboxURL(l.name, { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, attributes: '*', limit: 16, format: 'json' });
+    const q = { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, limit: PICK_ROWS };
+    const meta = { kind: 'pick', layer: l.name, level: t.level };
     try {
       // Exactly: an object id (or an int64 attribute) past 2^53 is a BigInt.
-      const r = await app.net.json(url, { kind: 'pick', layer: l.name, level: t.level }, undefined, exactJSON);
+      const r = await app.net.json(bboxURL(l.name, { ...q, attributes: '*', format: 'json' }), meta, undefined, exactJSON);
       if (seq !== this.seq) return;
+      // Where the browser rounded ids past 2^53 (no JSON source text), the
+      // same rows in binary carry them as int64s.
+      if (r.object_ids && r.object_ids.some((v) => typeof v === 'number' && !Number.isSafeInteger(v))) {
+        r.object_ids = await exactIDs(app.net, l.name, q, meta, r.object_ids);
+        if (seq !== this.seq) return;
+      }
       const lines = [...head];
       const names = Object.keys(r.attributes || {});
       if (r.count > 1) lines.push(`${r.count} vertices at this position`);
@@ -91,4 +99,21 @@ export class PickTool {
       $('picked').textContent = head.join('\n') + `\nattributes: ${e.message}`;
     }
   }
+}
+
+// exactIDs: the object ids of box query q's rows, as the binary answer's
+// int64s, in place of ids (the JSON answer's, some of them rounded): the
+// same query answers the same rows in the same order, which is checked
+// (as many rows, each id rounding to the JSON's); ids when it does not
+// hold or the request fails (they are then shown ≈).
+async function exactIDs(net, store, q, meta, ids) {
+  let page;
+  try {
+    page = await net.binary(bboxURL(store, { ...q, connectivity: false }), meta);
+  } catch {
+    return ids;
+  }
+  const exact = page.batches.flatMap((b) => (b.ids ? [...b.ids] : []));
+  const same = exact.length === ids.length && exact.every((v, i) => Number(v) === Number(ids[i]));
+  return same ? exact : ids;
 }
