@@ -31,11 +31,16 @@ import (
 // 2^32 + 5.
 var bigIDs = []int64{1<<31 + 1, 1<<32 + 5, 1<<53 + 3, 1<<63 - 1, 5, 1<<63 - 2}
 
+// serialOf is the "serial" attribute of the ids store's vertex i: odd
+// and past 2^53, so a Number rounds every one.
+func serialOf(i int) int64 { return 1<<55 + 2*int64(i) + 1 }
+
 // idStore writes the "ids" store: a ZVF 0.9.2 point cloud whose object
 // index names objects by id (vlen_manifests_v2): object r is a cube of 8
 // points 12 apart around (100 r, 0, 0), and objects 2 and 3 also share
-// one point, at (250, 60, 0). It returns the folder and each object's
-// points, by row.
+// one point, at (250, 60, 0) (vertices 48 and 49); each vertex has an
+// int64 attribute, serial (serialOf). It returns the folder and each
+// object's points, by row.
 func idStore(t *testing.T) (string, [][][3]float32) {
 	t.Helper()
 	ctx := context.Background()
@@ -54,8 +59,13 @@ func idStore(t *testing.T) (string, [][][3]float32) {
 	}
 	add(2, [3]float32{250, 60, 0})
 	add(3, [3]float32{250, 60, 0})
+	serial := make([]int64, len(oid))
+	for i := range serial {
+		serial[i] = serialOf(i)
+	}
 	mem := memStorage(t)
-	if _, err := writer.WritePoints(ctx, mem, "ids", &writer.PointCloud{Positions: pos, ObjectIDs: oid}, writer.Options{ChunkShape: []float64{200, 200, 200}}); err != nil {
+	pc := &writer.PointCloud{Positions: pos, ObjectIDs: oid, Attributes: []writer.Attribute{writer.Int64Attribute("serial", 1, serial)}}
+	if _, err := writer.WritePoints(ctx, mem, "ids", pc, writer.Options{ChunkShape: []float64{200, 200, 200}}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "ids.zarrvectors")
@@ -134,15 +144,17 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 		}
 	}
 	// Two objects past 2^53 at one point: the pick box lists both, each
-	// by its exact id.
+	// by its exact id, with its exact serial.
+	sharedPick := []string{"(object " + strconv.FormatInt(bigIDs[2], 10) + ")\nserial = " + strconv.FormatInt(serialOf(48), 10) + "\n",
+		"(object " + strconv.FormatInt(bigIDs[3], 10) + ")\nserial = " + strconv.FormatInt(serialOf(49), 10)}
 	shared := pts[2][8]
 	var at struct{ X, Y float64 }
 	b.value(`__zvf.project([`+fmtPoint(shared)+`])`, &at)
 	b.eval(`document.getElementById('pickclose').click()`)
 	b.pick(at.X, at.Y)
 	text := b.text("#picked")
-	for _, row := range []int{2, 3} {
-		if w := "(object " + strconv.FormatInt(bigIDs[row], 10) + ")"; !strings.Contains(text, w) {
+	for _, w := range sharedPick {
+		if !strings.Contains(text, w) {
 			t.Errorf("the shared point's pick box %q lacks %q", text, w)
 		}
 	}
@@ -162,8 +174,8 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 	nb.value(`__zvf.project([`+fmtPoint(shared)+`])`, &at)
 	nb.pick(at.X, at.Y)
 	text = nb.text("#picked")
-	for _, row := range []int{2, 3} {
-		if w := "(object " + strconv.FormatInt(bigIDs[row], 10) + ")"; !strings.Contains(text, w) || strings.Contains(text, "≈") {
+	for _, w := range sharedPick {
+		if !strings.Contains(text, w) || strings.Contains(text, "≈") {
 			t.Errorf("without JSON source text, the shared point's pick box %q lacks %q", text, w)
 		}
 	}

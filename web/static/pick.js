@@ -78,10 +78,10 @@ export class PickTool {
       // Exactly: an object id (or an int64 attribute) past 2^53 is a BigInt.
       const r = await app.net.json(bboxURL(l.name, { ...q, attributes: '*', format: 'json' }), meta, undefined, exactJSON);
       if (seq !== this.seq) return;
-      // Where the browser rounded ids past 2^53 (no JSON source text), the
-      // same rows in binary carry them as int64s.
-      if (r.object_ids && r.object_ids.some((v) => typeof v === 'number' && !Number.isSafeInteger(v))) {
-        r.object_ids = await exactIDs(app.net, l.name, q, meta, r.object_ids);
+      // Where the browser rounded ids or int64 values past 2^53 (no JSON
+      // source text), the same rows in binary carry them as int64s.
+      if (rounded(r)) {
+        await exactRows(app.net, l.name, q, meta, r);
         if (seq !== this.seq) return;
       }
       const lines = [...head];
@@ -101,19 +101,38 @@ export class PickTool {
   }
 }
 
-// exactIDs: the object ids of box query q's rows, as the binary answer's
-// int64s, in place of ids (the JSON answer's, some of them rounded): the
-// same query answers the same rows in the same order, which is checked
-// (as many rows, each id rounding to the JSON's); ids when it does not
-// hold or the request fails (they are then shown ≈).
-async function exactIDs(net, store, q, meta, ids) {
+// rounded: JSON answer r holds a whole number a Number could not hold
+// exactly (an object id or an int64 value past 2^53, parsed without
+// source text).
+const inexact = (v) => (Array.isArray(v) ? v.some(inexact) : typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v));
+const rounded = (r) => inexact(r.object_ids || []) || Object.values(r.attributes || {}).some(inexact);
+
+// exactRows puts into r (the JSON answer of box query q, with every
+// attribute) the object ids and int64 attribute values of the same query's
+// binary answer, which carries them as int64s: the same query answers the
+// same rows in the same order, and each value taken is checked to round
+// to the JSON's. What cannot be taken (the request failed, the rows
+// differ) stays as it was: ids shown ≈.
+async function exactRows(net, store, q, meta, r) {
   let page;
   try {
-    page = await net.binary(bboxURL(store, { ...q, connectivity: false }), meta);
+    page = await net.binary(bboxURL(store, { ...q, attributes: '*', connectivity: false }), meta);
   } catch {
-    return ids;
+    return;
   }
-  const exact = page.batches.flatMap((b) => (b.ids ? [...b.ids] : []));
-  const same = exact.length === ids.length && exact.every((v, i) => Number(v) === Number(ids[i]));
-  return same ? exact : ids;
+  if (page.rows !== r.count) return;
+  const same = (big, v) => Number(big) === v;
+  const ids = page.batches.flatMap((b) => (b.ids ? [...b.ids] : []));
+  if (r.object_ids && ids.length === r.count && ids.every((v, i) => same(v, Number(r.object_ids[i])))) r.object_ids = ids;
+  (page.header.attribute_info || []).forEach((info, a) => {
+    const json = r.attributes && r.attributes[info.name];
+    if (!json || !/^u?int64$/.test(info.dtype)) return;
+    const c = info.channels || 1, vals = page.batches.flatMap((b) => (b.attrs[a] ? [...b.attrs[a]] : []));
+    if (vals.length !== r.count * c) return;
+    for (let i = 0; i < r.count; i++) {
+      const row = vals.slice(i * c, (i + 1) * c), v = json[i];
+      if (c === 1 && same(row[0], v)) json[i] = row[0];
+      else if (c > 1 && Array.isArray(v) && v.length === c && row.every((x, k) => same(x, v[k]))) json[i] = row;
+    }
+  });
 }
