@@ -87,7 +87,9 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 	ch := newChrome(t)
 	c := cache.New(64 << 20)
 	s := apitest.Open(t, dir, "ids", c)
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: c, UI: web.Handler(web.Options{})})
+	// A fixture whose objects have a uint64 segment_id past 2^53.
+	skel := apitest.Open(t, "../testdata/zvf-0.9/skeleton_v09.zarrvectors", "skeleton_v09", c)
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s, skel}, Cache: c, UI: web.Handler(web.Options{})})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	b := ch.tab(t, 1280, 800)
@@ -179,6 +181,7 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 			t.Errorf("without JSON source text, the shared point's pick box %q lacks %q", text, w)
 		}
 	}
+	findSegment(t, nb, ts.URL, "≈720576063983877000")
 	nb.noProblems()
 	// Find, typed: the request, the result, the URL name the exact id,
 	// and the URL reopens it.
@@ -203,7 +206,25 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 	if q := b.search(); field != id || !strings.Contains(q, "obj=ids:"+id) {
 		t.Errorf("opened obj=ids:%s: the Find field says %q, the URL %q", id, field, q)
 	}
+	findSegment(t, b, ts.URL, "720576063983876970")
 	b.noProblems()
+}
+
+// findSegment finds object 1 of skeleton_v09 and checks that its
+// segment_id (720576063983876970) is shown as want: every digit, or
+// marked ≈ where the browser parsed it rounded (before: 720576100000000000,
+// cut to seven digits like a float, unmarked).
+func findSegment(t *testing.T, b *browser, base, want string) {
+	t.Helper()
+	b.navigate(base + "/?stores=skeleton_v09")
+	b.settle()
+	b.eval(`document.getElementById('olayer').value = 'skeleton_v09'; document.getElementById('oid').value = '1'; document.getElementById('oquery').click()`)
+	b.wait(`document.getElementById('oresult').textContent.startsWith('object 1 · skeleton_v09')`)
+	var cells []string
+	b.value(`[...document.querySelectorAll('#oattrs td')].map((td) => td.textContent)`, &cells)
+	if len(cells) != 2 || cells[0] != "segment_id" || cells[1] != want {
+		t.Errorf("object 1 of skeleton_v09: attributes %q; want segment_id %s", cells, want)
+	}
 }
 
 func fmtPoint(p [3]float32) string {

@@ -2,7 +2,7 @@
 // finest level and its manifest, framed, highlighted, with its object
 // attributes and manifest blocks listed.
 import { $, el } from './dom.js';
-import { flatten, merge, decode, idKey, idOf } from './format.js';
+import { flatten, merge, decode, idKey, idOf, showValue } from './format.js';
 import { triangles } from './gl.js';
 import { objectURL } from './api.js';
 
@@ -57,7 +57,7 @@ export class FindTool {
       l.sel = idKey(id);
       $('oresult').textContent = `object ${id} · ${l.name} · level ${level} · ${f.rows.toLocaleString()} vertices · ${(performance.now() - t0).toFixed(0)} ms\nin levels ${lv.levels.join(', ')}`;
       const oa = res.trailer.object_attributes || {};
-      const rows = Object.entries(oa).map(([k, v]) => el('tr', {}, el('td', { textContent: k }), el('td', { textContent: typeof v === 'number' ? String(+v.toPrecision(7)) : JSON.stringify(v) })));
+      const rows = Object.entries(oa).map(([k, v]) => el('tr', {}, el('td', { textContent: k }), el('td', { textContent: showValue(v) })));
       $('oattrs').replaceChildren(rows.length ? el('table', {}, ...rows) : el('div', { className: 'note', textContent: 'no object attributes at this level' }));
       const frags = man.blocks.reduce((n, b) => n + b.fragments.length, 0);
       $('manifest').textContent = `manifest: ${man.blocks.length} blocks, ${frags} fragments\n` +
