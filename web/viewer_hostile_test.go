@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -284,6 +285,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"filter link, store busy", testFilterLinkBusy},
 		{"typed filter, store busy", testTypedFilterBusy},
 		{"storage denied", testStorageDenied},
+		{"layer colours", testLayerColours},
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
 		{"neuroglancer link schemes", testNeuroglancerSchemes},
@@ -682,6 +684,55 @@ func testStorageDenied(t *testing.T, e *hostileEnv) {
 		t.Errorf("skeletons card says %q", s)
 	}
 	b.page("viewer-storage-denied.png")
+	b.noProblems()
+}
+
+// testLayerColours: the eight layers a page opens with by default each
+// get a colour of their own (before: a palette of six, so the seventh and
+// eighth looked like the first and second); a layer added after one was
+// removed takes a colour no layer has (before: the next in turn, one a
+// layer had), and a reload of the page's URL keeps every layer's colour.
+func testLayerColours(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells,axons,skeletons,meshes,one,two,four,inverted")
+	b.settle()
+	colours := func() map[string]string {
+		var m map[string]string
+		b.value(`Object.fromEntries([...document.querySelectorAll('.layer')].map((c) => [c.dataset.store, getComputedStyle(c.querySelector('.sw')).backgroundColor]))`, &m)
+		return m
+	}
+	distinct := func(when string, m map[string]string) {
+		t.Helper()
+		seen := map[string]string{}
+		for store, c := range m {
+			if other, ok := seen[c]; ok {
+				t.Errorf("%s: %s and %s are both %s (%v)", when, store, other, c, m)
+			}
+			seen[c] = store
+		}
+	}
+	first := colours()
+	if len(first) != 8 {
+		t.Fatalf("layers %v; want 8", first)
+	}
+	distinct("eight layers", first)
+	b.eval(`document.querySelector('.layer[data-store="axons"] .rm').click()`)
+	b.eval(`document.getElementById('addstore').value = 'hostile'; document.getElementById('addlayer').click()`)
+	b.settle()
+	added := colours()
+	distinct("axons removed, hostile added", added)
+	for store, c := range added {
+		if store != "hostile" && first[store] != c {
+			t.Errorf("%s changed colour from %s to %s when another layer was added", store, first[store], c)
+		}
+	}
+	var loc string
+	b.value(`location.href`, &loc)
+	b.navigate(loc)
+	b.settle()
+	if again := colours(); !reflect.DeepEqual(again, added) {
+		t.Errorf("after a reload of %s the layers' colours are %v; want %v", loc, again, added)
+	}
 	b.noProblems()
 }
 

@@ -9,12 +9,12 @@ export const PRECISION_SHARE = 1 / 32;
 // MAX_PRECISION_SHRINK: how much finer than wanted a line or mesh layer's
 // precision may be made to fit its tile faces before it is fetched exact.
 const MAX_PRECISION_SHRINK = 1024;
-import { LAYER_COLORS } from './colour.js';
 import { storeURL, countURL, bboxPages, PAGE_LIMIT } from './api.js';
 import { probeFilter, takesSample, filterMessage } from './filter.js';
 
 export class Layer {
-  constructor(name, i, o = {}) {
+  // rgb: its colour unless o names one.
+  constructor(name, rgb, o = {}) {
     this.name = name;
     this.visible = o.visible ?? true;
     this.colour = o.colour ?? ''; // '': the layer's colour; '_z': height; else a vertex attribute
@@ -22,8 +22,7 @@ export class Layer {
     this.alpha = o.alpha ?? 1;
     this.range = o.range ?? null; // a numeric colouring's range, once fixed (by hand, the URL or the settled view)
     this.provisional = null; // the automatic range while the view's tiles still load
-    this.defaultRgb = LAYER_COLORS[i % LAYER_COLORS.length];
-    this.rgb = o.rgb ?? this.defaultRgb;
+    this.rgb = o.rgb ?? rgb;
     // The selection every tile asks for: a CQL2 filter, once the server
     // took it, with the levels that can take it (null: all), and a sample
     // rate (line stores only).
