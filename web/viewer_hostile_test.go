@@ -286,6 +286,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"typed filter, store busy", testTypedFilterBusy},
 		{"storage denied", testStorageDenied},
 		{"layer colours", testLayerColours},
+		{"object link, store busy", testObjectLinkBusy},
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
 		{"neuroglancer link schemes", testNeuroglancerSchemes},
@@ -732,6 +733,29 @@ func testLayerColours(t *testing.T, e *hostileEnv) {
 	b.settle()
 	if again := colours(); !reflect.DeepEqual(again, added) {
 		t.Errorf("after a reload of %s the layers' colours are %v; want %v", loc, again, added)
+	}
+	b.noProblems()
+}
+
+// testObjectLinkBusy: a link's object (obj=) whose lookup is answered
+// 503 (Retry-After: 1) says so and is looked up again as tiles are, then
+// found (before: the error stayed until Find was clicked again).
+func testObjectLinkBusy(t *testing.T, e *hostileEnv) {
+	const levels = "/api/v1/stores/axons/objects/3/levels"
+	e.f.set(&fault{path: levels, status: 503, retryAfter: "1", kind: problem.StoreChanging, times: 2})
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=axons&obj=axons:3")
+	b.wait(`document.getElementById('oresult').textContent.includes('retrying')`)
+	if s, want := b.text("#oresult"), "object 3 in axons: 503 Store is being changed: injected by the test · retrying in 1 s"; s != want {
+		t.Errorf("while busy Find says %q; want %q", s, want)
+	}
+	b.wait(`document.getElementById('oresult').textContent.startsWith('object 3 · axons · level 0')`)
+	hs := e.f.seen(levels)
+	if len(hs) != 3 || hs[2].status != 200 || hs[1].at.Sub(hs[0].at) < 900*time.Millisecond || hs[2].at.Sub(hs[1].at) < 1800*time.Millisecond {
+		t.Errorf("lookups %+v; want two 503s, then found, 1 s and 2 s apart", hs)
+	}
+	if q := b.search(); !strings.Contains(q, "obj=axons:3") {
+		t.Errorf("the URL %q lost the object", q)
 	}
 	b.noProblems()
 }
