@@ -287,6 +287,7 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"storage denied", testStorageDenied},
 		{"layer colours", testLayerColours},
 		{"object link, store busy", testObjectLinkBusy},
+		{"box query, store busy", testBoxQueryBusy},
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
 		{"neuroglancer link schemes", testNeuroglancerSchemes},
@@ -756,6 +757,42 @@ func testObjectLinkBusy(t *testing.T, e *hostileEnv) {
 	}
 	if q := b.search(); !strings.Contains(q, "obj=axons:3") {
 		t.Errorf("the URL %q lost the object", q)
+	}
+	b.noProblems()
+}
+
+// testBoxQueryBusy: a box query answered 503 (Retry-After: 1) says so
+// in its row and is asked again as tiles are, then answered (before: the
+// error stayed until the query was run again by hand).
+func testBoxQueryBusy(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells")
+	b.settle()
+	// Set once the tiles are in: the box query is then the only bbox.
+	e.f.set(&fault{path: "/api/v1/stores/cells/bbox", status: 503, retryAfter: "1", kind: problem.StoreChanging, times: 1})
+	b.eval(`document.getElementById('bmin').value = '0,0,0'; document.getElementById('bmax').value = '500,500,500'; document.getElementById('bquery').click()`)
+	b.wait(`document.getElementById('bresult').textContent.includes('retrying')`)
+	if s := b.text("#bresult"); !strings.Contains(s, "cells503 Store is being changed: injected by the test · retrying in 1 s") {
+		t.Errorf("while busy the box query says %q", s)
+	}
+	b.wait(`(() => { const td = document.querySelectorAll('#bresult td'); return td.length === 5 && /^[\d,]+$/.test(td[1].textContent); })()`)
+	hs := e.f.seen("/api/v1/stores/cells/bbox")
+	if len(hs) != 2 || hs[0].status != 503 || hs[1].status != 200 || hs[1].at.Sub(hs[0].at) < 900*time.Millisecond {
+		t.Errorf("box queries %+v; want a 503, then answered a second later", hs)
+	}
+	resp, err := http.Get(e.ts.URL + "/api/v1/stores/cells/count?min=0,0,0&max=500,500,500&level=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct{ Count int }
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || c.Count == 0 {
+		t.Fatalf("count in the box: %v (%d)", err, c.Count)
+	}
+	var shown string
+	b.value(`document.querySelectorAll('#bresult td')[1].textContent`, &shown)
+	if want := strings.ReplaceAll(fmt.Sprintf("%d", c.Count), ",", ""); strings.ReplaceAll(shown, ",", "") != want {
+		t.Errorf("the box query says %s vertices; the server counts %d", shown, c.Count)
 	}
 	b.noProblems()
 }
