@@ -687,6 +687,32 @@ func testStorageDenied(t *testing.T, e *hostileEnv) {
 	}
 	b.page("viewer-storage-denied.png")
 	b.noProblems()
+	// A filter whose check the storage refuses is not said to be a bad
+	// filter (before: "filter: injected by the test", the detail alone).
+	b = e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=skeletons")
+	b.settle()
+	e.f.set(&fault{path: "/api/v1/stores/skeletons/count", status: 502, kind: problem.StorageDenied, times: -1})
+	setInput(b, "skeletons", "filter", "radius > 1")
+	b.wait(`document.querySelector('.layer[data-store="skeletons"] .lerr').textContent !== ''`)
+	b.settle()
+	if s, want := b.text(`.layer[data-store="skeletons"] .lerr`), "filter: 502 Storage refused access: injected by the test"+why; s != want {
+		t.Errorf("a filter check the storage refused: the card says %q; want %q", s, want)
+	}
+	b.noProblems()
+	// The same for a link's filter: the layer draws without it.
+	b = e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=skeletons&f.skeletons=" + url.QueryEscape("radius > 1"))
+	b.settle()
+	if s, want := b.text(`.layer[data-store="skeletons"] .lerr`), "filter: 502 Storage refused access: injected by the test"+why; s != want {
+		t.Errorf("a link's filter check the storage refused: the card says %q; want %q", s, want)
+	}
+	var drawn map[string]int
+	b.value(`__zvf.drawn`, &drawn)
+	if drawn["skeletons"] == 0 {
+		t.Errorf("the layer whose link filter was refused draws nothing")
+	}
+	b.noProblems()
 }
 
 // testLayerColours: the eight layers a page opens with by default each

@@ -3,7 +3,7 @@
 // URL of the layer (Layer.tileQuery) and the page URL (f.NAME, s.NAME).
 import { el } from './dom.js';
 import { countURL, queryablesURL } from './api.js';
-import { retryDelay, retryNote } from './net.js';
+import { retryDelay, retryNote, hopeless } from './net.js';
 
 // The geometries whose objects are lines: sampling keeps whole objects,
 // which thins a tangle of streamlines; points and meshes are not sampled.
@@ -29,8 +29,9 @@ export async function probeFilter(net, l, filter) {
       .then(() => null, (e) => e)));
   // A level that said to come back later (503 while the store changes,
   // 429, a lost connection) has not refused the filter: the question is
-  // asked again (the caller's error), not answered no.
-  const later = errors.find((e) => e && retryDelay(e, 1) !== null);
+  // asked again (the caller's error), not answered no; nor has one whose
+  // storage refused the server (hopeless: the caller says so).
+  const later = errors.find((e) => e && (retryDelay(e, 1) !== null || hopeless(e)));
   if (later) throw later;
   const answers = errors.map((e) => e && (e.detail || e.message));
   const ok = new Set(levels.filter((_, i) => answers[i] === null));

@@ -11,6 +11,7 @@ export const PRECISION_SHARE = 1 / 32;
 const MAX_PRECISION_SHRINK = 1024;
 import { storeURL, countURL, bboxPages, PAGE_LIMIT } from './api.js';
 import { probeFilter, takesSample, filterMessage } from './filter.js';
+import { hopeless, retryNote } from './net.js';
 
 export class Layer {
   // rgb: its colour unless o names one.
@@ -166,8 +167,18 @@ export class Layer {
     // A filter from the URL is asked about before any tile: a refused one
     // is shown, not applied. The declared bounds are checked meanwhile.
     const [p, note] = await Promise.all([
-      this.filter ? probeFilter(net, this, this.filter) : null,
-      measure ? '' : checkBounds(net, this.name, d),
+      // A check the storage refused is shown as the filter's error (the
+      // layer draws without it); one to make later fails the descriptor.
+      this.filter ? probeFilter(net, this, this.filter).catch((e) => {
+        if (!hopeless(e)) throw e;
+        return { error: `${e.message}${retryNote(e, null)}` };
+      }) : null,
+      // The check is worth a retry, not the layer: storage that refuses
+      // it (hopeless) leaves the declared bounds.
+      measure ? '' : checkBounds(net, this.name, d).catch((e) => {
+        if (!hopeless(e)) throw e;
+        return '';
+      }),
     ]);
     if (p && !p.error) this.filterLevels = p.levels;
     else if (p) { this.filterError = filterMessage(p.error); this.filter = ''; }
