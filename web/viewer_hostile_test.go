@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/web"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -81,18 +83,31 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 			t.Fatal(err)
 		}
 	}
-	// Bounds the metadata declares, whatever the points: inverted, far
-	// off with an extent a float64 there cannot step through, enormous.
+	// Bounds the metadata declares, whatever the points: inverted,
+	// enormous, far off from every point (outside), holding half of them
+	// (shifted).
 	for name, bounds := range map[string][2][3]float64{
 		"inverted": {{190, 190, 190}, {0, 0, 0}},
-		"faroff":   {{1e17, 0, 0}, {1e17 + 64, 190, 190}},
 		"enormous": {{-1e300, -1e300, -1e300}, {1e300, 1e300, 1e300}},
+		"outside":  {{1e17, 0, 0}, {1e17 + 64, 190, 190}},
+		"shifted":  {{0, 0, 0}, {95, 190, 190}},
 	} {
 		if _, err := writer.WritePoints(ctx, mem, name, &writer.PointCloud{Positions: pos}, o); err != nil {
 			t.Fatal(err)
 		}
 		editZarrJSON(t, mem, name, func(zv map[string]any) { zv["bounds"] = bounds })
 	}
+	// faroff: the points far from zero (x is 1e17 in float32), in bounds
+	// with an extent a float64 there cannot step through in ticks.
+	far := append([]float32(nil), pos...)
+	x0 := float64(float32(1e17))
+	for i := 0; i < len(far); i += 3 {
+		far[i] = float32(x0)
+	}
+	if _, err := writer.WritePoints(ctx, mem, "faroff", &writer.PointCloud{Positions: far}, o); err != nil {
+		t.Fatal(err)
+	}
+	editZarrJSON(t, mem, "faroff", func(zv map[string]any) { zv["bounds"] = [2][3]float64{{x0, 0, 0}, {x0 + 64, 190, 190}} })
 	// four: the 8,000 points with a fourth axis (time, say).
 	var pos4 []float32
 	for i := range n {
@@ -117,7 +132,7 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 		}
 		out = append(out, s)
 	}
-	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "four", "two"} {
+	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "outside", "shifted", "four", "two"} {
 		open(name, name)
 	}
 	// Names a folder may have that a plain object already has (a folder
@@ -164,6 +179,7 @@ type fault struct {
 	status     int
 	retryAfter string
 	times      int
+	kind       problem.Kind // the problem's type; none (a proxy's answer) when empty
 }
 
 // hit is a request the faults handler saw.
@@ -228,6 +244,10 @@ func (f *faults) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(rule.status)
+	if rule.kind != "" {
+		fmt.Fprintf(w, `{"type":%q,"title":%q,"status":%d,"detail":"injected by the test"}`, rule.kind.URI(), rule.kind.Title(), rule.status)
+		return
+	}
 	fmt.Fprintf(w, `{"title":%q,"status":%d,"detail":"injected by the test"}`, http.StatusText(rule.status), rule.status)
 }
 
@@ -263,6 +283,11 @@ func TestViewerHostileInBrowser(t *testing.T) {
 		{"hostile bounds", testHostileBounds},
 		{"store names", testStoreNames},
 		{"filter link, store busy", testFilterLinkBusy},
+		{"typed filter, store busy", testTypedFilterBusy},
+		{"storage denied", testStorageDenied},
+		{"layer colours", testLayerColours},
+		{"object link, store busy", testObjectLinkBusy},
+		{"box query, store busy", testBoxQueryBusy},
 		{"context lost", testContextLost},
 		{"overview, store busy", testOverviewBusy},
 		{"neuroglancer link schemes", testNeuroglancerSchemes},
@@ -482,20 +507,41 @@ func testGarbledLinks(t *testing.T, e *hostileEnv) {
 // zero with an extent a float64 cannot step through in ticks, or enormous,
 // neither hang the page nor throw: it settles, and bounds that are
 // inverted or beyond what the page can draw are measured instead, and the
-// store drawn whole.
+// store drawn whole. Bounds that miss some or all of the points (before:
+// a blank view, or half the store, without a word) are widened to the
+// measured ones, the store drawn whole and framed, and the card and the
+// status line say so.
 func testHostileBounds(t *testing.T, e *hostileEnv) {
-	for _, name := range []string{"inverted", "faroff", "enormous"} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct{ name, note string }{
+		{"inverted", ""},
+		{"faroff", ""},
+		{"enormous", ""},
+		{"outside", "0 of level 0's 8,000 vertices lie within the store's declared bounds 100000000000000000,0,0 – 100000000000000000,190,190; drawn within -100,-100,-100 – 290,290,290, measured"},
+		{"shifted", "4,000 of level 0's 8,000 vertices lie within the store's declared bounds 0,0,0 – 95,190,190; drawn within -100,-100,-100 – 290,290,290, measured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			b := e.ch.tab(t, 1280, 800)
-			b.navigate(e.ts.URL + "/?stores=" + name)
+			b.navigate(e.ts.URL + "/?stores=" + tc.name)
 			b.wait(`window.__zvf && __zvf.settled && document.querySelector('.lstat') && document.querySelector('.lstat').textContent !== 'loading…'`)
-			b.shot("viewer-bounds-" + name + ".png")
-			if name != "faroff" {
+			b.shot("viewer-bounds-" + tc.name + ".png")
+			if tc.name != "faroff" {
 				var drawn map[string]int
 				b.value(`__zvf.drawn`, &drawn)
-				if drawn[name] != 8000 {
-					t.Errorf("drew %d of the 8,000 points", drawn[name])
+				if drawn[tc.name] != 8000 {
+					t.Errorf("drew %d of the 8,000 points", drawn[tc.name])
 				}
+				var cover map[string]int
+				b.value(`__zvf.coverage()`, &cover)
+				if cover[tc.name] < 5000 {
+					t.Errorf("the points cover %d pixels; want them framed", cover[tc.name])
+				}
+			}
+			card, status := b.text(`.layer .lerr`), b.text("#status")
+			if card != tc.note {
+				t.Errorf("card says %q; want %q", card, tc.note)
+			}
+			if off := strings.Contains(status, tc.name+": vertices outside the declared bounds, framed as measured (see its card)"); off != (tc.note != "") {
+				t.Errorf("status line %q", status)
 			}
 			b.noProblems()
 		})
@@ -561,6 +607,218 @@ func testFilterLinkBusy(t *testing.T, e *hostileEnv) {
 	neurons := c.Count
 	if got := drawnAt0(t, b, "cells"); got != neurons {
 		t.Errorf("drew %d cells at level 0; want the %d neurons", got, neurons)
+	}
+	b.noProblems()
+}
+
+// testTypedFilterBusy: a filter typed into the box whose check is
+// answered 503 (Retry-After: 1) says so on the card and is checked again
+// as tiles are, a second later, then applied (before, it stayed refused
+// until its text was changed).
+func testTypedFilterBusy(t *testing.T, e *hostileEnv) {
+	const neurons = "cell_type = 'neuron'"
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells")
+	b.settle()
+	// The check asks each of the demo's three levels: two of them busy.
+	e.f.set(&fault{path: "/api/v1/stores/cells/count", status: 503, retryAfter: "1", kind: problem.StoreChanging, times: 2})
+	setInput(b, "cells", "filter", neurons)
+	b.wait(`document.querySelector('.layer[data-store="cells"] .lerr').textContent !== ''`)
+	if s, want := b.text(`.layer[data-store="cells"] .lerr`), "filter: 503 Store is being changed: injected by the test · retrying in 1 s"; s != want {
+		t.Errorf("while busy the card says %q; want %q", s, want)
+	}
+	b.wait(`document.querySelector('.layer[data-store="cells"] .lerr').textContent === '' && new URLSearchParams(location.search).has('f.cells')`)
+	b.settle()
+	hs := e.f.seen("/api/v1/stores/cells/count")
+	if len(hs) != 6 || hs[0].status != 503 || hs[5].status != 200 || hs[3].at.Sub(hs[0].at) < 900*time.Millisecond {
+		t.Errorf("filter checks %+v; want three (two 503s), then three more a second later", hs)
+	}
+	lo, hi := layerBox(t, b, "cells")
+	resp, err := http.Get(e.ts.URL + "/api/v1/stores/cells/count?min=" + lo + "&max=" + hi + "&level=0&filter=" + url.QueryEscape(neurons))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct{ Count int }
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || c.Count == 0 {
+		t.Fatalf("count of neurons: %v (%d)", err, c.Count)
+	}
+	if got := drawnAt0(t, b, "cells"); got != c.Count {
+		t.Errorf("drew %d cells at level 0; want the %d neurons", got, c.Count)
+	}
+	b.noProblems()
+}
+
+// testStorageDenied: a 502 storage-denied (the server's storage refuses
+// its credentials) is not asked again: retrying cannot help, so the card
+// says what the server said and that it is not retried, for a
+// descriptor and for a tile (before: retried, the tile once a minute,
+// for ever, under "retrying in 60 s"); a 502 that is not the server's
+// (a proxy) is still retried.
+func testStorageDenied(t *testing.T, e *hostileEnv) {
+	const cells, axons = "/api/v1/stores/cells", "/api/v1/stores/axons/bbox"
+	e.f.set(&fault{path: cells, status: 502, kind: problem.StorageDenied, times: -1},
+		&fault{path: axons, status: 502, kind: problem.StorageDenied, times: -1},
+		&fault{path: "/api/v1/stores/skeletons", status: 502, times: 1})
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells,axons,skeletons")
+	b.settle()
+	const why = " · not retried: the server's storage refused it access (its credentials or permissions); reload once they are fixed"
+	if s, want := b.text(`.layer[data-store="cells"] .lerr`), "cells: 502 Storage refused access: injected by the test"+why; s != want {
+		t.Errorf("cells card says %q; want %q", s, want)
+	}
+	s := b.text(`.layer[data-store="axons"] .lerr`)
+	if !strings.Contains(s, "tile") || !strings.Contains(s, ": 502 Storage refused access: injected by the test"+why) || strings.Contains(s, "retrying") {
+		t.Errorf("axons card says %q; want its tiles refused, not retried", s)
+	}
+	asked, tiles := len(e.f.seen(cells)), len(e.f.seen(axons))
+	time.Sleep(3500 * time.Millisecond)
+	if n := len(e.f.seen(cells)); asked != 1 || n != 1 {
+		t.Errorf("the cells descriptor was asked %d times (%d after 3.5 s); want once", asked, n)
+	}
+	if n := len(e.f.seen(axons)); n != tiles {
+		t.Errorf("axons tiles asked %d times, then %d after 3.5 s; want none again", tiles, n)
+	}
+	if hs := e.f.seen("/api/v1/stores/skeletons"); len(hs) != 2 || hs[1].status != 200 {
+		t.Errorf("skeletons descriptor requests %+v; want a proxy's 502, then asked again", hs)
+	}
+	if s := b.text(`.layer[data-store="skeletons"] .lerr`); s != "" {
+		t.Errorf("skeletons card says %q", s)
+	}
+	b.page("viewer-storage-denied.png")
+	b.noProblems()
+	// A filter whose check the storage refuses is not said to be a bad
+	// filter (before: "filter: injected by the test", the detail alone).
+	b = e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=skeletons")
+	b.settle()
+	e.f.set(&fault{path: "/api/v1/stores/skeletons/count", status: 502, kind: problem.StorageDenied, times: -1})
+	setInput(b, "skeletons", "filter", "radius > 1")
+	b.wait(`document.querySelector('.layer[data-store="skeletons"] .lerr').textContent !== ''`)
+	b.settle()
+	if s, want := b.text(`.layer[data-store="skeletons"] .lerr`), "filter: 502 Storage refused access: injected by the test"+why; s != want {
+		t.Errorf("a filter check the storage refused: the card says %q; want %q", s, want)
+	}
+	b.noProblems()
+	// The same for a link's filter: the layer draws without it.
+	b = e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=skeletons&f.skeletons=" + url.QueryEscape("radius > 1"))
+	b.settle()
+	if s, want := b.text(`.layer[data-store="skeletons"] .lerr`), "filter: 502 Storage refused access: injected by the test"+why; s != want {
+		t.Errorf("a link's filter check the storage refused: the card says %q; want %q", s, want)
+	}
+	var drawn map[string]int
+	b.value(`__zvf.drawn`, &drawn)
+	if drawn["skeletons"] == 0 {
+		t.Errorf("the layer whose link filter was refused draws nothing")
+	}
+	b.noProblems()
+}
+
+// testLayerColours: the eight layers a page opens with by default each
+// get a colour of their own (before: a palette of six, so the seventh and
+// eighth looked like the first and second); a layer added after one was
+// removed takes a colour no layer has (before: the next in turn, one a
+// layer had), and a reload of the page's URL keeps every layer's colour.
+func testLayerColours(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells,axons,skeletons,meshes,one,two,four,inverted")
+	b.settle()
+	colours := func() map[string]string {
+		var m map[string]string
+		b.value(`Object.fromEntries([...document.querySelectorAll('.layer')].map((c) => [c.dataset.store, getComputedStyle(c.querySelector('.sw')).backgroundColor]))`, &m)
+		return m
+	}
+	distinct := func(when string, m map[string]string) {
+		t.Helper()
+		seen := map[string]string{}
+		for store, c := range m {
+			if other, ok := seen[c]; ok {
+				t.Errorf("%s: %s and %s are both %s (%v)", when, store, other, c, m)
+			}
+			seen[c] = store
+		}
+	}
+	first := colours()
+	if len(first) != 8 {
+		t.Fatalf("layers %v; want 8", first)
+	}
+	distinct("eight layers", first)
+	b.eval(`document.querySelector('.layer[data-store="axons"] .rm').click()`)
+	b.eval(`document.getElementById('addstore').value = 'hostile'; document.getElementById('addlayer').click()`)
+	b.settle()
+	added := colours()
+	distinct("axons removed, hostile added", added)
+	for store, c := range added {
+		if store != "hostile" && first[store] != c {
+			t.Errorf("%s changed colour from %s to %s when another layer was added", store, first[store], c)
+		}
+	}
+	var loc string
+	b.value(`location.href`, &loc)
+	b.navigate(loc)
+	b.settle()
+	if again := colours(); !reflect.DeepEqual(again, added) {
+		t.Errorf("after a reload of %s the layers' colours are %v; want %v", loc, again, added)
+	}
+	b.noProblems()
+}
+
+// testObjectLinkBusy: a link's object (obj=) whose lookup is answered
+// 503 (Retry-After: 1) says so and is looked up again as tiles are, then
+// found (before: the error stayed until Find was clicked again).
+func testObjectLinkBusy(t *testing.T, e *hostileEnv) {
+	const levels = "/api/v1/stores/axons/objects/3/levels"
+	e.f.set(&fault{path: levels, status: 503, retryAfter: "1", kind: problem.StoreChanging, times: 2})
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=axons&obj=axons:3")
+	b.wait(`document.getElementById('oresult').textContent.includes('retrying')`)
+	if s, want := b.text("#oresult"), "object 3 in axons: 503 Store is being changed: injected by the test · retrying in 1 s"; s != want {
+		t.Errorf("while busy Find says %q; want %q", s, want)
+	}
+	b.wait(`document.getElementById('oresult').textContent.startsWith('object 3 · axons · level 0')`)
+	hs := e.f.seen(levels)
+	if len(hs) != 3 || hs[2].status != 200 || hs[1].at.Sub(hs[0].at) < 900*time.Millisecond || hs[2].at.Sub(hs[1].at) < 1800*time.Millisecond {
+		t.Errorf("lookups %+v; want two 503s, then found, 1 s and 2 s apart", hs)
+	}
+	if q := b.search(); !strings.Contains(q, "obj=axons:3") {
+		t.Errorf("the URL %q lost the object", q)
+	}
+	b.noProblems()
+}
+
+// testBoxQueryBusy: a box query answered 503 (Retry-After: 1) says so
+// in its row and is asked again as tiles are, then answered (before: the
+// error stayed until the query was run again by hand).
+func testBoxQueryBusy(t *testing.T, e *hostileEnv) {
+	b := e.ch.tab(t, 1280, 800)
+	b.navigate(e.ts.URL + "/?stores=cells")
+	b.settle()
+	// Set once the tiles are in: the box query is then the only bbox.
+	e.f.set(&fault{path: "/api/v1/stores/cells/bbox", status: 503, retryAfter: "1", kind: problem.StoreChanging, times: 1})
+	b.eval(`document.getElementById('bmin').value = '0,0,0'; document.getElementById('bmax').value = '500,500,500'; document.getElementById('bquery').click()`)
+	b.wait(`document.getElementById('bresult').textContent.includes('retrying')`)
+	if s := b.text("#bresult"); !strings.Contains(s, "cells503 Store is being changed: injected by the test · retrying in 1 s") {
+		t.Errorf("while busy the box query says %q", s)
+	}
+	b.wait(`(() => { const td = document.querySelectorAll('#bresult td'); return td.length === 5 && /^[\d,]+$/.test(td[1].textContent); })()`)
+	hs := e.f.seen("/api/v1/stores/cells/bbox")
+	if len(hs) != 2 || hs[0].status != 503 || hs[1].status != 200 || hs[1].at.Sub(hs[0].at) < 900*time.Millisecond {
+		t.Errorf("box queries %+v; want a 503, then answered a second later", hs)
+	}
+	resp, err := http.Get(e.ts.URL + "/api/v1/stores/cells/count?min=0,0,0&max=500,500,500&level=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct{ Count int }
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || c.Count == 0 {
+		t.Fatalf("count in the box: %v (%d)", err, c.Count)
+	}
+	var shown string
+	b.value(`document.querySelectorAll('#bresult td')[1].textContent`, &shown)
+	if want := strings.ReplaceAll(fmt.Sprintf("%d", c.Count), ",", ""); strings.ReplaceAll(shown, ",", "") != want {
+		t.Errorf("the box query says %s vertices; the server counts %d", shown, c.Count)
 	}
 	b.noProblems()
 }

@@ -31,11 +31,16 @@ import (
 // 2^32 + 5.
 var bigIDs = []int64{1<<31 + 1, 1<<32 + 5, 1<<53 + 3, 1<<63 - 1, 5, 1<<63 - 2}
 
+// serialOf is the "serial" attribute of the ids store's vertex i: odd
+// and past 2^53, so a Number rounds every one.
+func serialOf(i int) int64 { return 1<<55 + 2*int64(i) + 1 }
+
 // idStore writes the "ids" store: a ZVF 0.9.2 point cloud whose object
 // index names objects by id (vlen_manifests_v2): object r is a cube of 8
 // points 12 apart around (100 r, 0, 0), and objects 2 and 3 also share
-// one point, at (250, 60, 0). It returns the folder and each object's
-// points, by row.
+// one point, at (250, 60, 0) (vertices 48 and 49); each vertex has an
+// int64 attribute, serial (serialOf). It returns the folder and each
+// object's points, by row.
 func idStore(t *testing.T) (string, [][][3]float32) {
 	t.Helper()
 	ctx := context.Background()
@@ -54,8 +59,13 @@ func idStore(t *testing.T) (string, [][][3]float32) {
 	}
 	add(2, [3]float32{250, 60, 0})
 	add(3, [3]float32{250, 60, 0})
+	serial := make([]int64, len(oid))
+	for i := range serial {
+		serial[i] = serialOf(i)
+	}
 	mem := memStorage(t)
-	if _, err := writer.WritePoints(ctx, mem, "ids", &writer.PointCloud{Positions: pos, ObjectIDs: oid}, writer.Options{ChunkShape: []float64{200, 200, 200}}); err != nil {
+	pc := &writer.PointCloud{Positions: pos, ObjectIDs: oid, Attributes: []writer.Attribute{writer.Int64Attribute("serial", 1, serial)}}
+	if _, err := writer.WritePoints(ctx, mem, "ids", pc, writer.Options{ChunkShape: []float64{200, 200, 200}}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "ids.zarrvectors")
@@ -77,7 +87,9 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 	ch := newChrome(t)
 	c := cache.New(64 << 20)
 	s := apitest.Open(t, dir, "ids", c)
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: c, UI: web.Handler(web.Options{})})
+	// A fixture whose objects have a uint64 segment_id past 2^53.
+	skel := apitest.Open(t, "../testdata/zvf-0.9/skeleton_v09.zarrvectors", "skeleton_v09", c)
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s, skel}, Cache: c, UI: web.Handler(web.Options{})})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	b := ch.tab(t, 1280, 800)
@@ -134,18 +146,43 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 		}
 	}
 	// Two objects past 2^53 at one point: the pick box lists both, each
-	// by its exact id.
+	// by its exact id, with its exact serial.
+	sharedPick := []string{"(object " + strconv.FormatInt(bigIDs[2], 10) + ")\nserial = " + strconv.FormatInt(serialOf(48), 10) + "\n",
+		"(object " + strconv.FormatInt(bigIDs[3], 10) + ")\nserial = " + strconv.FormatInt(serialOf(49), 10)}
 	shared := pts[2][8]
 	var at struct{ X, Y float64 }
 	b.value(`__zvf.project([`+fmtPoint(shared)+`])`, &at)
 	b.eval(`document.getElementById('pickclose').click()`)
 	b.pick(at.X, at.Y)
 	text := b.text("#picked")
-	for _, row := range []int{2, 3} {
-		if w := "(object " + strconv.FormatInt(bigIDs[row], 10) + ")"; !strings.Contains(text, w) {
+	for _, w := range sharedPick {
+		if !strings.Contains(text, w) {
 			t.Errorf("the shared point's pick box %q lacks %q", text, w)
 		}
 	}
+	// The same in a browser whose JSON.parse gives a reviver no source
+	// text (Firefox and Safari before 2025): the ids come from the binary
+	// answer instead (before, they were listed rounded, marked ≈).
+	nb := ch.tab(t, 1280, 800)
+	if _, err := chromedp.Run(nb.ctx, func(ctx context.Context, tg *chromedp.Target) (bool, error) {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `{ const parse = JSON.parse;
+			JSON.parse = function (text, reviver) { return parse(text, reviver && function (k, v) { return reviver.call(this, k, v); }); }; }`})
+		return true, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nb.navigate(ts.URL + "/?stores=ids&size=3")
+	nb.settle()
+	nb.value(`__zvf.project([`+fmtPoint(shared)+`])`, &at)
+	nb.pick(at.X, at.Y)
+	text = nb.text("#picked")
+	for _, w := range sharedPick {
+		if !strings.Contains(text, w) || strings.Contains(text, "≈") {
+			t.Errorf("without JSON source text, the shared point's pick box %q lacks %q", text, w)
+		}
+	}
+	findSegment(t, nb, ts.URL, "≈720576063983877000")
+	nb.noProblems()
 	// Find, typed: the request, the result, the URL name the exact id,
 	// and the URL reopens it.
 	for _, row := range []int{2, 5} {
@@ -169,7 +206,25 @@ func TestViewerObjectIDsInBrowser(t *testing.T) {
 	if q := b.search(); field != id || !strings.Contains(q, "obj=ids:"+id) {
 		t.Errorf("opened obj=ids:%s: the Find field says %q, the URL %q", id, field, q)
 	}
+	findSegment(t, b, ts.URL, "720576063983876970")
 	b.noProblems()
+}
+
+// findSegment finds object 1 of skeleton_v09 and checks that its
+// segment_id (720576063983876970) is shown as want: every digit, or
+// marked ≈ where the browser parsed it rounded (before: 720576100000000000,
+// cut to seven digits like a float, unmarked).
+func findSegment(t *testing.T, b *browser, base, want string) {
+	t.Helper()
+	b.navigate(base + "/?stores=skeleton_v09")
+	b.settle()
+	b.eval(`document.getElementById('olayer').value = 'skeleton_v09'; document.getElementById('oid').value = '1'; document.getElementById('oquery').click()`)
+	b.wait(`document.getElementById('oresult').textContent.startsWith('object 1 · skeleton_v09')`)
+	var cells []string
+	b.value(`[...document.querySelectorAll('#oattrs td')].map((td) => td.textContent)`, &cells)
+	if len(cells) != 2 || cells[0] != "segment_id" || cells[1] != want {
+		t.Errorf("object 1 of skeleton_v09: attributes %q; want segment_id %s", cells, want)
+	}
 }
 
 func fmtPoint(p [3]float32) string {

@@ -6,6 +6,7 @@ import { $, el } from './dom.js';
 import { ray } from './math.js';
 import { flatten } from './format.js';
 import { bboxURL } from './api.js';
+import { retryDelay, retryNote } from './net.js';
 
 // fmtBytes: a size for people (the exact count is the cell's title).
 function fmtBytes(n) {
@@ -31,6 +32,7 @@ export class BoxTool {
   }
 
   clear() {
+    this.seq++; // a query in flight or due again is dropped
     this.box = null;
     this.freeHits();
     $('bresult').replaceChildren();
@@ -52,8 +54,12 @@ export class BoxTool {
     $('view').classList.toggle('drawing', on);
   }
 
-  // query asks every visible layer for the box the panel holds.
-  async query() {
+  // query asks every visible layer for the box the panel holds. When a
+  // layer's answer says to come back later (a 503 while its store
+  // changes, a lost connection), its row says so and the query is made
+  // again as tiles are (retryDelay), unless another query or a clear
+  // comes first (attempt: the failures in a row so far, plus one).
+  async query(attempt = 1) {
     const app = this.app;
     const min = parseTriple($('bmin').value), max = parseTriple($('bmax').value);
     if (!min || !max) { $('bresult').textContent = 'enter min and max as three comma-separated numbers'; return; }
@@ -79,10 +85,20 @@ export class BoxTool {
         const count = res.trailer.next ? `${res.trailer.count.toLocaleString()}+ (more pages)` : (res.trailer.number_matched ?? res.trailer.count).toLocaleString();
         return { cells: [l.name, count, String(res.header.level), `${ms.toFixed(0)} ms`, fmtBytes(res.bytes)], bytes: res.bytes };
       } catch (e) {
-        return { cells: [l.name, e.message, '', '', ''] };
+        const wait = retryDelay(e, attempt);
+        return { cells: [l.name, `${e.message}${retryNote(e, wait)}`, '', '', ''], wait };
       }
     }));
     if (seq !== this.seq) return;
+    const waits = rows.map((r) => r.wait).filter((w) => w !== undefined && w !== null);
+    if (waits.length) {
+      const [bmin, bmax] = [$('bmin').value, $('bmax').value];
+      setTimeout(() => {
+        if (seq !== this.seq) return;
+        $('bmin').value = bmin; $('bmax').value = bmax; // the box asked about, whatever was typed since
+        this.query(attempt + 1);
+      }, Math.max(...waits));
+    }
     const head = el('tr', {}, ...['layer', 'vertices', 'level', 'time', 'bytes'].map((h) => el('th', { textContent: h })));
     const tr = (r) => {
       const row = el('tr', {}, ...r.cells.map((x) => el('td', { textContent: x })));

@@ -94,6 +94,7 @@ export class Cards {
     const errs = [];
     if (l.error) errs.push(l.error);
     if (l.filterError) errs.push(l.filterError);
+    if (l.boundsNote) errs.push(l.boundsNote);
     const te = [...l.tileErrors.values()];
     if (te.length) errs.push(`${te.length} tile${te.length > 1 ? 's' : ''} failed: ${te.slice(0, 2).join('; ')}${te.length > 2 ? '; …' : ''}`);
     const e = l.card.querySelector('.lerr');

@@ -2,7 +2,22 @@
 // the colour picker and CSS, and the automatic range of a numeric
 // colouring.
 
-export const LAYER_COLORS = [[0.98, 0.62, 0.25], [0.35, 0.80, 0.95], [0.95, 0.86, 0.30], [0.86, 0.58, 0.78], [0.55, 0.90, 0.50], [0.70, 0.72, 1.00]];
+// One for each of the layers a page opens with (viewer.js
+// MAX_DEFAULT_LAYERS), none of them white (box query hits) or magenta
+// (the object found).
+export const LAYER_COLORS = [[0.98, 0.62, 0.25], [0.35, 0.80, 0.95], [0.95, 0.86, 0.30], [0.86, 0.58, 0.78], [0.55, 0.90, 0.50], [0.70, 0.72, 1.00], [0.96, 0.42, 0.40], [0.25, 0.78, 0.66]];
+
+// paletteColour: the palette's colour for the layer at position i of a
+// page's list; a page opened from a URL gives each layer whose colour the
+// URL does not name this one (urlstate.js writes the others).
+export const paletteColour = (i) => LAYER_COLORS[i % LAYER_COLORS.length];
+
+// freeColour: for a layer added to layers, the first palette colour none
+// of them has, or when they have all, its place's.
+export function freeColour(layers) {
+  const used = new Set(layers.map((l) => hexOf(l.rgb)));
+  return LAYER_COLORS.find((c) => !used.has(hexOf(c))) || paletteColour(layers.length);
+}
 
 export const rgbCss = (c) => `rgb(${c.map((v) => Math.round(v * 255)).join(',')})`;
 export const hexOf = (c) => '#' + c.map((v) => Math.round(v * 255).toString(16).padStart(2, '0')).join('');

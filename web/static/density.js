@@ -7,7 +7,7 @@
 // says it is an overview and why.
 import { boxVisible } from './math.js';
 import { densityURL } from './api.js';
-import { retryDelay, waitText } from './net.js';
+import { retryDelay, retryNote, hopeless } from './net.js';
 
 export const OVERVIEW_SHAPE = [32, 32, 32];
 const ALPHA = 0.35;
@@ -61,9 +61,9 @@ export class DensityOverview {
       if (this.byLayer.get(l) !== o) return;
       if (e.name === 'AbortError') { o.state = 'aborted'; return; }
       o.failures++;
-      const wait = retryDelay(e, o.failures) ?? FAILED_RETRY_MS;
-      Object.assign(o, { state: 'failed', error: `${e.message} · retrying in ${waitText(wait)}`, retryAt: performance.now() + wait });
-      setTimeout(() => this.app.scheduleUpdate(), wait + TIMER_SLACK_MS); // a timer may fire a little early
+      const wait = hopeless(e) ? null : retryDelay(e, o.failures) ?? FAILED_RETRY_MS;
+      Object.assign(o, { state: 'failed', error: `${e.message}${retryNote(e, wait)}`, retryAt: wait === null ? Infinity : performance.now() + wait });
+      if (wait !== null) setTimeout(() => this.app.scheduleUpdate(), wait + TIMER_SLACK_MS); // a timer may fire a little early
     } finally {
       o.ctrl = null;
       this.pending--;

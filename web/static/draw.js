@@ -88,7 +88,15 @@ export class Drawer {
     if (!app.statusError()) {
       const loading = app.stream.inflight + app.stream.queue.length;
       app.setStatus(`${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers · ${total.toLocaleString()} ${total === 1 ? 'vertex' : 'vertices'} drawn (budget ${app.budget.toLocaleString()})` +
-        `${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} to load` : ''} · ${(app.net.bytes / 1e6).toFixed(1)} MB fetched`);
+        `${loading ? ` · ${loading} tile${loading > 1 ? 's' : ''} to load` : ''} · ${(app.net.bytes / 1e6).toFixed(1)} MB fetched${offBounds(app.layers)}`);
     }
   }
+}
+
+// offBounds: the layers whose data lay outside the bounds their stores
+// declare (their cards say what was drawn instead), for the status line.
+function offBounds(layers) {
+  const names = layers.filter((l) => l.boundsNote).map((l) => l.name);
+  if (!names.length) return '';
+  return ` · ${names.length > 2 ? `${names.length} stores` : names.join(', ')}: vertices outside the declared bounds, framed as measured (see ${names.length > 1 ? 'their cards' : 'its card'})`;
 }

@@ -3,7 +3,7 @@
 // URL of the layer (Layer.tileQuery) and the page URL (f.NAME, s.NAME).
 import { el } from './dom.js';
 import { countURL, queryablesURL } from './api.js';
-import { retryDelay } from './net.js';
+import { retryDelay, retryNote, hopeless } from './net.js';
 
 // The geometries whose objects are lines: sampling keeps whole objects,
 // which thins a tangle of streamlines; points and meshes are not sampled.
@@ -29,8 +29,9 @@ export async function probeFilter(net, l, filter) {
       .then(() => null, (e) => e)));
   // A level that said to come back later (503 while the store changes,
   // 429, a lost connection) has not refused the filter: the question is
-  // asked again (the caller's error), not answered no.
-  const later = errors.find((e) => e && retryDelay(e, 1) !== null);
+  // asked again (the caller's error), not answered no; nor has one whose
+  // storage refused the server (hopeless: the caller says so).
+  const later = errors.find((e) => e && (retryDelay(e, 1) !== null || hopeless(e)));
   if (later) throw later;
   const answers = errors.map((e) => e && (e.detail || e.message));
   const ok = new Set(levels.filter((_, i) => answers[i] === null));
@@ -46,10 +47,11 @@ export class SelectionTool {
     this.app = app;
     this.queryables = new Map(); // store -> Promise of its queryables' schema
     this.checking = 0; // filters being asked about
+    this.waiting = 0; // filters to be asked about again (retry)
     this.lists = 0; // datalists made
   }
 
-  get busy() { return this.checking > 0; }
+  get busy() { return this.checking > 0 || this.waiting > 0; }
 
   // rows: the card's filter and sample rows for layer l.
   rows(l) {
@@ -120,11 +122,16 @@ export class SelectionTool {
 
   // applyFilter: the server is asked first (probeFilter); a filter no
   // level takes is shown as the server's detail and the layer keeps what
-  // it draws; otherwise the layer's tiles are those of the new filter.
-  async applyFilter(l, text) {
+  // it draws; otherwise the layer's tiles are those of the new filter. A
+  // check the server could not answer (a 503 while the store changes, a
+  // lost connection) is shown and made again as tiles are (retryDelay),
+  // until it is answered or another filter is typed (attempt: the
+  // failures in a row so far, plus one).
+  async applyFilter(l, text, attempt = 1) {
     text = text.trim();
     l.filterText = text;
     const seq = l.filterSeq = (l.filterSeq || 0) + 1;
+    this.cancelRetry(l);
     if (!l.desc) return;
     if (text === l.filter) {
       // Back to the filter in use: its drawing is the one shown.
@@ -135,11 +142,12 @@ export class SelectionTool {
     if (text) {
       this.checking++;
       this.app.scheduleUpdate();
-      let p;
+      let p, wait = null;
       try {
         p = await probeFilter(this.app.net, l, text);
       } catch (e) {
-        p = { error: e.message }; // the server could not say (a 503): shown, the text kept in the box
+        wait = retryDelay(e, attempt);
+        p = { error: `${e.message}${retryNote(e, wait)}` }; // shown, the text kept in the box
       } finally {
         this.checking--;
       }
@@ -148,6 +156,7 @@ export class SelectionTool {
         l.filterError = filterMessage(p.error);
         this.app.cards.showError(l);
         this.app.redraw();
+        if (wait !== null) this.retry(l, text, seq, attempt, wait);
         return;
       }
       levels = p.levels;
@@ -158,6 +167,27 @@ export class SelectionTool {
     this.app.cards.showError(l);
     l.buildGrid();
     this.app.writeURL(); this.app.scheduleUpdate(); this.app.redraw();
+  }
+
+  // retry checks the filter text again after wait ms, if it is still
+  // the one typed (seq) in a layer still in the page; the page is not
+  // settled meanwhile.
+  retry(l, text, seq, attempt, wait) {
+    this.waiting++;
+    l.filterRetry = setTimeout(() => {
+      l.filterRetry = 0;
+      this.waiting--;
+      if (seq === l.filterSeq && l.card.isConnected) this.applyFilter(l, text, attempt + 1);
+      else this.app.redraw();
+    }, wait);
+  }
+
+  // cancelRetry: a retry due is dropped (another filter was typed).
+  cancelRetry(l) {
+    if (!l.filterRetry) return;
+    clearTimeout(l.filterRetry);
+    l.filterRetry = 0;
+    this.waiting--;
   }
 
   applySample(l, v) {

@@ -2,9 +2,10 @@
 // finest level and its manifest, framed, highlighted, with its object
 // attributes and manifest blocks listed.
 import { $, el } from './dom.js';
-import { flatten, merge, decode, idKey, idOf } from './format.js';
+import { flatten, merge, decode, idKey, idOf, showValue } from './format.js';
 import { triangles } from './gl.js';
 import { objectURL } from './api.js';
+import { retryDelay, retryNote } from './net.js';
 
 const MANIFEST_BLOCKS = 60; // blocks listed; the rest are counted
 
@@ -27,8 +28,12 @@ export class FindTool {
     this.app.redraw();
   }
 
-  // find looks up the object the panel names; frame: move the camera to it.
-  async find(frame = true) {
+  // find looks up the object the panel names; frame: move the camera to
+  // it. An answer that says to come back later (a 503 while the store
+  // changes, a lost connection) is shown and the same object looked up
+  // again as tiles are (retryDelay), unless another find or a clear comes
+  // first (attempt: the failures in a row so far, plus one).
+  async find(frame = true, attempt = 1) {
     const app = this.app;
     // The id as typed, in digits: never a Number, which rounds ids past 2^53.
     const l = app.layerByName($('olayer').value), id = idOf($('oid').value);
@@ -57,7 +62,7 @@ export class FindTool {
       l.sel = idKey(id);
       $('oresult').textContent = `object ${id} · ${l.name} · level ${level} · ${f.rows.toLocaleString()} vertices · ${(performance.now() - t0).toFixed(0)} ms\nin levels ${lv.levels.join(', ')}`;
       const oa = res.trailer.object_attributes || {};
-      const rows = Object.entries(oa).map(([k, v]) => el('tr', {}, el('td', { textContent: k }), el('td', { textContent: typeof v === 'number' ? String(+v.toPrecision(7)) : JSON.stringify(v) })));
+      const rows = Object.entries(oa).map(([k, v]) => el('tr', {}, el('td', { textContent: k }), el('td', { textContent: showValue(v) })));
       $('oattrs').replaceChildren(rows.length ? el('table', {}, ...rows) : el('div', { className: 'note', textContent: 'no object attributes at this level' }));
       const frags = man.blocks.reduce((n, b) => n + b.fragments.length, 0);
       $('manifest').textContent = `manifest: ${man.blocks.length} blocks, ${frags} fragments\n` +
@@ -76,8 +81,16 @@ export class FindTool {
       app.redraw();
     } catch (e) {
       if (seq !== this.seq) return;
-      $('oresult').textContent = `object ${id} in ${l.name}: ${e.message}`;
+      const wait = retryDelay(e, attempt);
+      $('oresult').textContent = `object ${id} in ${l.name}: ${e.message}${retryNote(e, wait)}`;
       $('oresult').className = 'result error';
+      if (wait !== null) {
+        setTimeout(() => {
+          if (seq !== this.seq || !app.layers.includes(l)) return;
+          $('olayer').value = l.name; $('oid').value = id; // the object asked about, whatever was typed since
+          this.find(frame, attempt + 1);
+        }, wait);
+      }
     }
   }
 }

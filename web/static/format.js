@@ -69,7 +69,8 @@ export function parseBinary(buf) {
       }
       case 4: out.edges = view('uint32', buf, off, n); break;
       case 5: out.faces = view('uint32', buf, off, n); out.faceWidth = aux; break;
-      case 15: out.trailer = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, off, n))); break;
+      // Exactly: an object attribute (a uint64 segment id) past 2^53.
+      case 15: out.trailer = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, off, n)), exactJSON); break;
     }
     p = off + Math.ceil(n / 8) * 8;
   }
@@ -190,6 +191,14 @@ export function showJSON(v) {
 // showID is the text of an object id parsed with exactJSON: one a Number
 // rounded (a browser without source text access) is marked ≈.
 export const showID = (v) => (typeof v === 'number' && !Number.isSafeInteger(v) ? `≈${v}` : String(v));
+
+// showValue is the text of a value parsed with exactJSON for people: a
+// fraction to 7 significant digits (float32 holds about that many), a
+// whole number in every digit (marked ≈ when the browser rounded it).
+export function showValue(v) {
+  if (typeof v === 'number') return Number.isInteger(v) ? showID(v) : String(+v.toPrecision(7));
+  return showJSON(v);
+}
 
 // decode is the parts' positions as xyz numbers of type T: float64 gives
 // the quantized values exactly as the format defines them.

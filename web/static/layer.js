@@ -9,12 +9,13 @@ export const PRECISION_SHARE = 1 / 32;
 // MAX_PRECISION_SHRINK: how much finer than wanted a line or mesh layer's
 // precision may be made to fit its tile faces before it is fetched exact.
 const MAX_PRECISION_SHRINK = 1024;
-import { LAYER_COLORS } from './colour.js';
-import { storeURL, bboxPages, PAGE_LIMIT } from './api.js';
+import { storeURL, countURL, bboxPages, PAGE_LIMIT } from './api.js';
 import { probeFilter, takesSample, filterMessage } from './filter.js';
+import { hopeless, retryNote } from './net.js';
 
 export class Layer {
-  constructor(name, i, o = {}) {
+  // rgb: its colour unless o names one.
+  constructor(name, rgb, o = {}) {
     this.name = name;
     this.visible = o.visible ?? true;
     this.colour = o.colour ?? ''; // '': the layer's colour; '_z': height; else a vertex attribute
@@ -22,8 +23,7 @@ export class Layer {
     this.alpha = o.alpha ?? 1;
     this.range = o.range ?? null; // a numeric colouring's range, once fixed (by hand, the URL or the settled view)
     this.provisional = null; // the automatic range while the view's tiles still load
-    this.defaultRgb = LAYER_COLORS[i % LAYER_COLORS.length];
-    this.rgb = o.rgb ?? this.defaultRgb;
+    this.rgb = o.rgb ?? rgb;
     // The selection every tile asks for: a CQL2 filter, once the server
     // took it, with the levels that can take it (null: all), and a sample
     // rate (line stores only).
@@ -33,6 +33,7 @@ export class Layer {
     this.filterError = '';
     this.sample = o.sample ?? 1;
     this.desc = null; this.grid = null; this.error = ''; this.loading = true;
+    this.boundsNote = ''; // the declared bounds missed vertices: what the page did (checkBounds)
     this.tileErrors = new Map();
     this.tileFailures = new Map(); // node key -> failures in a row
     this.retrying = false; // the descriptor failed and will be asked for again
@@ -158,19 +159,62 @@ export class Layer {
     // Bounds a store declares wrong (inverted, or beyond what float32
     // matrices hold: the picture went NaN and the page hung on its ticks)
     // are measured like absent ones.
-    if (!usableBounds(d.bounds)) d.bounds = await measureBounds(net, this.name, d);
+    const measure = !usableBounds(d.bounds);
+    if (measure) d.bounds = await measureBounds(net, this.name, d);
     if (this.level !== 'auto' && !d.levels.some((x) => String(x.level) === String(this.level))) this.level = 'auto';
     if (this.colour && this.colour !== '_z' && !this.attribute()) this.colour = '';
     if (!takesSample(d)) this.sample = 1;
     // A filter from the URL is asked about before any tile: a refused one
-    // is shown, not applied.
-    if (this.filter) {
-      const p = await probeFilter(net, this, this.filter);
-      if (!p.error) this.filterLevels = p.levels;
-      else { this.filterError = filterMessage(p.error); this.filter = ''; }
-    }
+    // is shown, not applied. The declared bounds are checked meanwhile.
+    const [p, note] = await Promise.all([
+      // A check the storage refused is shown as the filter's error (the
+      // layer draws without it); one to make later fails the descriptor.
+      this.filter ? probeFilter(net, this, this.filter).catch((e) => {
+        if (!hopeless(e)) throw e;
+        return { error: `${e.message}${retryNote(e, null)}` };
+      }) : null,
+      // The check is worth a retry, not the layer: storage that refuses
+      // it (hopeless) leaves the declared bounds.
+      measure ? '' : checkBounds(net, this.name, d).catch((e) => {
+        if (!hopeless(e)) throw e;
+        return '';
+      }),
+    ]);
+    if (p && !p.error) this.filterLevels = p.levels;
+    else if (p) { this.filterError = filterMessage(p.error); this.filter = ''; }
+    this.boundsNote = note;
     this.buildGrid();
   }
+}
+
+// CHECK_MAX: the largest coarsest level whose vertices checkBounds counts
+// (a count reads every chunk the box touches: on a store of one huge
+// level that is the whole store).
+const CHECK_MAX = 4000000;
+
+// checkBounds: tiles are cut from the declared bounds, so vertices outside
+// them (hand-written metadata) are never asked for, and a store whose data
+// lies wholly outside drew a blank without a word. The coarsest level is
+// counted within the declared bounds; when that misses some of its
+// vertices, the bounds become the measured ones (with the declared ones
+// when they hold any) and the note says so; '' when they hold everything
+// (or the level is too large to check).
+async function checkBounds(net, name, d) {
+  const c = coarsest(d);
+  if (!c || c.vertex_count > CHECK_MAX) return '';
+  const [lo, hi] = d.bounds;
+  const { count } = await net.json(countURL(name, { min: lo, max: hi, dims: d.dims, level: c.level }), { kind: 'bounds', layer: name, level: c.level });
+  if (!(count < c.vertex_count)) return '';
+  const m = await measureBounds(net, name, d);
+  const p = (v) => v.slice(0, Math.min(d.dims, 3)).map((x) => +x.toPrecision(6)).join(',');
+  const declared = `${p(lo)} – ${p(hi)}`;
+  d.bounds = count ? [m[0].map((v, i) => Math.min(v, lo[i])), m[1].map((v, i) => Math.max(v, hi[i]))] : m;
+  return `${count.toLocaleString()} of level ${c.level}'s ${c.vertex_count.toLocaleString()} vertices lie within the store's declared bounds ${declared}; drawn within ${p(d.bounds[0])} – ${p(d.bounds[1])}, measured`;
+}
+
+// coarsest: the coarsest level that holds vertices, or undefined.
+function coarsest(d) {
+  return d.levels.filter((x) => x.vertex_count > 0).reduce((a, b) => (!a || b.level > a.level ? b : a), undefined);
 }
 
 // MAX_COORD: the largest coordinate the page draws (float32 holds up to
@@ -187,9 +231,8 @@ function usableBounds([lo, hi]) {
 // measureBounds: a store that declares no bounds is measured from its
 // coarsest level, every page of it, widened by one of that level's bins.
 async function measureBounds(net, name, d) {
-  const levels = d.levels.filter((x) => x.vertex_count > 0);
-  if (!levels.length) throw new Error('the store holds no vertices');
-  const c = levels.reduce((a, b) => (b.level > a.level ? b : a));
+  const c = coarsest(d);
+  if (!c) throw new Error('the store holds no vertices');
   const far = (v) => Array(d.dims).fill(v);
   const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
   let rows = 0;

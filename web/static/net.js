@@ -33,13 +33,39 @@ function askToken(refused) {
   return tokenAsked;
 }
 
+// PROBLEM_BASE: the start of the server's problem type URIs; the rest
+// names the kind (openapi.yaml lists them).
+const PROBLEM_BASE = 'https://zvfserve.dev/problems/';
+
 export class ProblemError extends Error {
-  constructor(status, title, detail, retryAfter = null) {
+  constructor(status, title, detail, retryAfter = null, type = '') {
     super(`${status} ${title}${detail && detail !== title ? `: ${detail}` : ''}`);
     this.status = status;
     this.detail = detail || title; // what the server says went wrong, for messages of its own
     this.retryAfter = retryAfter; // ms the server asked to wait (Retry-After), or null
+    // The kind of problem (storage-denied, overloaded, …), or '' when the
+    // answer is not one of the server's (a proxy's 502).
+    this.kind = typeof type === 'string' && type.startsWith(PROBLEM_BASE) ? type.slice(PROBLEM_BASE.length) : '';
   }
+}
+
+// HOPELESS: kinds of problem that asking again cannot mend, by what to
+// tell the user. storage-denied: the backend refuses the server's own
+// credentials (a 502 like a backend that is down, but no Retry-After);
+// only the operator can fix that, so the page stops asking.
+const HOPELESS = new Map([
+  ['storage-denied', 'not retried: the server\'s storage refused it access (its credentials or permissions); reload once they are fixed'],
+]);
+
+// hopeless: why asking again after error e cannot help, or ''.
+export const hopeless = (e) => (e instanceof ProblemError && HOPELESS.get(e.kind)) || '';
+
+// retryNote: what a message about error e ends with: when it is asked
+// again (wait ms, or null), or why it is not.
+export function retryNote(e, wait) {
+  if (wait !== null) return ` · retrying in ${waitText(wait)}`;
+  const h = hopeless(e);
+  return h ? ` · ${h}` : '';
 }
 
 // Answers that say the same request may succeed later: too many requests,
@@ -56,9 +82,9 @@ const RETRY_MAX_MS = 60000;
 // failure, at most a minute, so a store that stays away is asked less and
 // less often. A network failure (the server restarting) is retried the
 // same way; null for answers that would not change by asking again (404,
-// 422, a bad request) and for requests the page cancelled.
+// 422, a bad request, a hopeless kind) and for requests the page cancelled.
 export function retryDelay(e, attempt) {
-  if (e.name === 'AbortError') return null;
+  if (e.name === 'AbortError' || hopeless(e)) return null;
   if (e instanceof ProblemError && !LATER.has(e.status) && e.retryAfter === null) return null;
   if (!(e instanceof ProblemError) && !e.network) return null; // a bug of the page, not the network
   const backoff = RETRY_MIN_MS * 2 ** Math.min(Math.max(attempt - 1, 0), 16);
@@ -114,9 +140,9 @@ export class Net {
       const r = await this.fetch(url, { signal, headers: accept ? { Accept: accept } : {} });
       entry.status = r.status;
       if (!r.ok) {
-        let title = r.statusText, detail = '';
-        try { const p = await r.json(); title = p.title || title; detail = p.detail || ''; } catch { /* not a problem document */ }
-        throw new ProblemError(r.status, title, detail, retryAfterMs(r.headers.get('Retry-After')));
+        let title = r.statusText, detail = '', type = '';
+        try { const p = await r.json(); title = p.title || title; detail = p.detail || ''; type = p.type; } catch { /* not a problem document */ }
+        throw new ProblemError(r.status, title, detail, retryAfterMs(r.headers.get('Retry-After')), type);
       }
       const buf = await r.arrayBuffer();
       entry.bytes = buf.byteLength;

@@ -7,6 +7,7 @@ import { bboxURL } from './api.js';
 import { idKey, idOf, exactJSON, showJSON, showID } from './format.js';
 
 const PICK_PX = 8; // how near a click must be to a vertex
+const PICK_ROWS = 16; // the vertices at a picked position listed, at most
 
 export class PickTool {
   // app: {cam, layers, net, view, find, drawList(), redraw()}
@@ -71,11 +72,18 @@ export class PickTool {
     // vertex exactly (as drawn: within the tile's precision and a float32
     // rounding), with all attributes.
     const p = l.tileQuery(t.level).precision || 0;
-    const url = bboxURL(l.name, { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, attributes: '*', limit: 16, format: 'json' });
+    const q = { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, limit: PICK_ROWS };
+    const meta = { kind: 'pick', layer: l.name, level: t.level };
     try {
       // Exactly: an object id (or an int64 attribute) past 2^53 is a BigInt.
-      const r = await app.net.json(url, { kind: 'pick', layer: l.name, level: t.level }, undefined, exactJSON);
+      const r = await app.net.json(bboxURL(l.name, { ...q, attributes: '*', format: 'json' }), meta, undefined, exactJSON);
       if (seq !== this.seq) return;
+      // Where the browser rounded ids or int64 values past 2^53 (no JSON
+      // source text), the same rows in binary carry them as int64s.
+      if (rounded(r)) {
+        await exactRows(app.net, l.name, q, meta, r);
+        if (seq !== this.seq) return;
+      }
       const lines = [...head];
       const names = Object.keys(r.attributes || {});
       if (r.count > 1) lines.push(`${r.count} vertices at this position`);
@@ -91,4 +99,40 @@ export class PickTool {
       $('picked').textContent = head.join('\n') + `\nattributes: ${e.message}`;
     }
   }
+}
+
+// rounded: JSON answer r holds a whole number a Number could not hold
+// exactly (an object id or an int64 value past 2^53, parsed without
+// source text).
+const inexact = (v) => (Array.isArray(v) ? v.some(inexact) : typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v));
+const rounded = (r) => inexact(r.object_ids || []) || Object.values(r.attributes || {}).some(inexact);
+
+// exactRows puts into r (the JSON answer of box query q, with every
+// attribute) the object ids and int64 attribute values of the same query's
+// binary answer, which carries them as int64s: the same query answers the
+// same rows in the same order, and each value taken is checked to round
+// to the JSON's. What cannot be taken (the request failed, the rows
+// differ) stays as it was: ids shown ≈.
+async function exactRows(net, store, q, meta, r) {
+  let page;
+  try {
+    page = await net.binary(bboxURL(store, { ...q, attributes: '*', connectivity: false }), meta);
+  } catch {
+    return;
+  }
+  if (page.rows !== r.count) return;
+  const same = (big, v) => Number(big) === v;
+  const ids = page.batches.flatMap((b) => (b.ids ? [...b.ids] : []));
+  if (r.object_ids && ids.length === r.count && ids.every((v, i) => same(v, Number(r.object_ids[i])))) r.object_ids = ids;
+  (page.header.attribute_info || []).forEach((info, a) => {
+    const json = r.attributes && r.attributes[info.name];
+    if (!json || !/^u?int64$/.test(info.dtype)) return;
+    const c = info.channels || 1, vals = page.batches.flatMap((b) => (b.attrs[a] ? [...b.attrs[a]] : []));
+    if (vals.length !== r.count * c) return;
+    for (let i = 0; i < r.count; i++) {
+      const row = vals.slice(i * c, (i + 1) * c), v = json[i];
+      if (c === 1 && same(row[0], v)) json[i] = row[0];
+      else if (c > 1 && Array.isArray(v) && v.length === c && row.every((x, k) => same(x, v[k]))) json[i] = row;
+    }
+  });
 }

@@ -7,7 +7,7 @@ import { flatten, merge, Coords } from './format.js';
 import { triangles } from './gl.js';
 import { bboxPages } from './api.js';
 import { stitch } from './stitch.js';
-import { retryDelay, waitText } from './net.js';
+import { retryDelay, retryNote, hopeless } from './net.js';
 
 const MAX_INFLIGHT = 4;
 const UPDATE_MS = 120; // at most one tile selection this often while the view moves
@@ -133,16 +133,17 @@ export class Streamer {
       } else if (tiles.get(key) === t) {
         // Asked again when the server says (later after each failure in
         // a row), or, for an answer that says the tile cannot be read
-        // (a corrupt chunk), after a minute.
+        // (a corrupt chunk), after a minute; never when asking again
+        // cannot help (storage that refuses the server: hopeless).
         const failures = (l.tileFailures.get(n.key) || 0) + 1;
         l.tileFailures.set(n.key, failures);
-        const wait = retryDelay(e, failures) ?? FAILED_RETRY_MS;
+        const wait = hopeless(e) ? null : retryDelay(e, failures) ?? FAILED_RETRY_MS;
         t.state = 'failed';
         t.error = e.message;
-        t.retryAt = performance.now() + wait;
-        setTimeout(() => this.schedule(), wait + TIMER_SLACK_MS); // a timer may fire a little early
+        t.retryAt = wait === null ? Infinity : performance.now() + wait;
+        if (wait !== null) setTimeout(() => this.schedule(), wait + TIMER_SLACK_MS); // a timer may fire a little early
         const p = (v) => v.map((x) => +x.toPrecision(6)).join(',');
-        l.tileErrors.set(n.key, `level ${n.level} box ${p(min)} – ${p(max)}: ${e.message} · retrying in ${waitText(wait)}`);
+        l.tileErrors.set(n.key, `level ${n.level} box ${p(min)} – ${p(max)}: ${e.message}${retryNote(e, wait)}`);
         app.onTileError(l);
       }
     } finally {

@@ -2,7 +2,7 @@
 // history.replaceState, so a link reproduces the view (docs/viewer.md
 // lists the parameters). Old #store=… links from the single-store viewer
 // still open.
-import { hexOf, fromHex } from './colour.js';
+import { hexOf, fromHex, paletteColour } from './colour.js';
 import { idOf } from './format.js';
 
 export const DEFAULT_BUDGET = 1000000;
@@ -24,15 +24,18 @@ export function writeURL(s) {
   q.set('stores', s.layers.map((l) => l.name).join(','));
   const hide = s.layers.filter((l) => !l.visible).map((l) => l.name);
   if (hide.length) q.set('hide', hide.join(','));
-  for (const l of s.layers) {
+  s.layers.forEach((l, i) => {
     if (l.colour) q.set(`c.${l.name}`, l.colour);
     if (l.level !== 'auto') q.set(`lvl.${l.name}`, l.level);
     if (l.alpha !== 1) q.set(`op.${l.name}`, l.alpha);
     if (l.range) q.set(`range.${l.name}`, l.range.join(','));
-    if (hexOf(l.rgb) !== hexOf(l.defaultRgb)) q.set(`rgb.${l.name}`, hexOf(l.rgb).slice(1));
+    // A colour is left out when it is the one this place in the list
+    // gets when the URL is opened (a layer added after one was removed
+    // may have another).
+    if (hexOf(l.rgb) !== hexOf(paletteColour(i))) q.set(`rgb.${l.name}`, hexOf(l.rgb).slice(1));
     if (l.filter) q.set(`f.${l.name}`, l.filter);
     if (l.sample !== 1) q.set(`s.${l.name}`, l.sample);
-  }
+  });
   if (s.budget !== DEFAULT_BUDGET) q.set('budget', s.budget);
   if (s.size !== 1) q.set('size', s.size);
   const cam = s.cam;

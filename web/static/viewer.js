@@ -8,7 +8,7 @@
 // it, so no module imports another's state.
 import { Camera } from './math.js';
 import { Renderer } from './gl.js';
-import { Net, retryDelay, waitText } from './net.js';
+import { Net, retryDelay, retryNote } from './net.js';
 import { Overlay } from './overlay.js';
 import { $ } from './dom.js';
 import { catalogURL } from './api.js';
@@ -21,6 +21,7 @@ import { Cards } from './cards.js';
 import { SelectionTool } from './filter.js';
 import { DensityOverview } from './density.js';
 import { autoRanges } from './legend.js';
+import { freeColour, paletteColour } from './colour.js';
 import { PickTool } from './pick.js';
 import { FindTool } from './find.js';
 import { BoxTool } from './box.js';
@@ -28,7 +29,7 @@ import { bindInput } from './input.js';
 import { readURL, writeURL, DEFAULT_BUDGET } from './urlstate.js';
 import { installHooks } from './hooks.js';
 
-const MAX_DEFAULT_LAYERS = 8;
+const MAX_DEFAULT_LAYERS = 8; // colour.js has a colour for each
 
 // hooks: the page's state as the browser tests (and the console) read it.
 const hooks = {
@@ -81,9 +82,11 @@ function setStatus(msg, isErr) {
 
 // ---- layers ----
 
-function addLayer(name, o) {
+// addLayer adds store name as a layer set up as o says; rgb: its colour
+// unless o names one (by default one no layer has).
+function addLayer(name, o = {}, rgb = freeColour(app.layers)) {
   if (app.layerByName(name)) return null;
-  const l = new Layer(name, app.layers.length, o);
+  const l = new Layer(name, rgb, o);
   app.layers.push(l);
   app.cards.build(l);
   app.cards.refreshObjectLayers();
@@ -94,6 +97,7 @@ function addLayer(name, o) {
 function removeLayer(l) {
   app.tiles.dropLayer(l);
   app.density.forget(l);
+  app.selection.cancelRetry(l);
   app.layers = app.layers.filter((x) => x !== l);
   l.card.remove();
   app.box.freeHits(l);
@@ -118,7 +122,7 @@ async function describe(l, attempt) {
     l.error = '';
   } catch (e) {
     wait = retryDelay(e, attempt);
-    l.error = `${l.name}: ${e.message}${wait === null ? '' : ` · retrying in ${waitText(wait)}`}`;
+    l.error = `${l.name}: ${e.message}${retryNote(e, wait)}`;
     l.desc = null;
     l.grid = null;
   }
@@ -157,14 +161,15 @@ async function main() {
   $('size').value = app.size;
   if (u.box) { $('bmin').value = u.box[0].join(','); $('bmax').value = u.box[1].join(','); }
   // Layers named in the URL start at once, with the catalog alongside.
-  for (const w of u.layers) addLayer(w.name, w.o);
+  // Each the colour of its place in the list, as writeURL expects.
+  for (const w of u.layers) addLayer(w.name, w.o, paletteColour(app.layers.length));
   let catalog;
   for (let attempt = 1; !catalog; attempt++) {
     try {
       catalog = await app.net.json(catalogURL(), { kind: 'catalog' });
     } catch (e) {
       const wait = retryDelay(e, attempt);
-      setStatus(`error: the catalog: ${e.message}${wait === null ? '' : ` · retrying in ${waitText(wait)}`}`, true);
+      setStatus(`error: the catalog: ${e.message}${retryNote(e, wait)}`, true);
       if (wait === null) return;
       await new Promise((r) => setTimeout(r, wait));
     }
