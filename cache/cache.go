@@ -2,7 +2,9 @@
 // first caller of a missing key loads it, concurrent callers of the same
 // key wait for that load, and the value is kept while the sum of declared
 // sizes stays within the budget. Load errors are not cached; a load that
-// panics fails its callers with a *PanicError and leaves the cache working.
+// panics fails its callers with a *PanicError, one that ends its goroutine
+// (runtime.Goexit) fails them with ErrGoexit, and either leaves the cache
+// working.
 //
 // The budget is the process's memory for data, shared with what its users
 // hold outside the cache (a server's answers being written): Reserve
@@ -29,6 +31,11 @@ import (
 
 // ErrPanic is matched (errors.Is) by every *PanicError.
 var ErrPanic = errors.New("panic")
+
+// ErrGoexit is what the waiters of a load get when the load ended its
+// goroutine without returning or panicking (runtime.Goexit, as
+// testing.T.FailNow does): they would otherwise wait for it forever.
+var ErrGoexit = errors.New("cache: load ended its goroutine without returning (runtime.Goexit)")
 
 // PanicError is what the callers of a load that panicked get: the load runs
 // for every caller waiting on it, so its panic is recovered and delivered
@@ -298,7 +305,25 @@ func (c *Cache) get(ctx context.Context, key string, load func(ctx context.Conte
 // finish runs the first asker's load, stores its value and hands it to
 // every waiter.
 func (c *Cache) finish(key string, cl *call, ctx, lctx context.Context, load func(ctx context.Context) (any, int64, error)) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		// The load ended this goroutine (runtime.Goexit): nothing
+		// recovers that, so its waiters are told here, as the goroutine
+		// unwinds, and the key is free to load again.
+		cl.cancel()
+		c.mu.Lock()
+		if c.inflight[key] == cl {
+			delete(c.inflight, key)
+		}
+		cl.err = ErrGoexit
+		c.mu.Unlock()
+		close(cl.done)
+	}()
 	v, size, err := safeLoad(lctx, load)
+	returned = true
 	cl.cancel()
 	// A load that failed once its first caller had left (its ctx ended)
 	// failed for that caller alone: the others load it again.

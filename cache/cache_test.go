@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -836,4 +837,64 @@ func TestGetDetached(t *testing.T) {
 		}
 		synctest.Wait() // the load's goroutine has ended (synctest fails on one left blocked)
 	})
+}
+
+// TestLoaderGoexit: a load that ends its goroutine without returning or
+// panicking (runtime.Goexit, as t.FailNow does) must still fail its
+// waiters, not leave them waiting for a value that will never come, and
+// must not leave the key in flight for later callers.
+func TestLoaderGoexit(t *testing.T) {
+	for _, detached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detached=%v", detached), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := New(1 << 20)
+				get := c.Get
+				if detached {
+					get = c.GetDetached
+				}
+				release := make(chan struct{})
+				load := func(context.Context) (any, int64, error) {
+					<-release
+					runtime.Goexit()
+					return "unreachable", 8, nil
+				}
+				const waiters = 3
+				errs := make(chan error, waiters)
+				firstDone := make(chan struct{})
+				go func() {
+					defer close(firstDone)
+					_, err := get(context.Background(), "k", load)
+					errs <- err
+				}()
+				synctest.Wait()
+				for i := 1; i < waiters; i++ {
+					go func() {
+						_, err := get(context.Background(), "k", load)
+						errs <- err
+					}()
+				}
+				synctest.Wait()
+				close(release)
+				<-firstDone
+				want := waiters - 1 // the goroutine that ran the load is gone
+				if detached {
+					want = waiters // the load ran on one of its own
+				}
+				for i := 0; i < want; i++ {
+					select {
+					case err := <-errs:
+						if !errors.Is(err, ErrGoexit) || !strings.Contains(err.Error(), "without returning") {
+							t.Fatalf("waiter %d: err = %v, want ErrGoexit", i, err)
+						}
+					case <-time.After(time.Minute):
+						t.Fatalf("waiter %d is still waiting for a load whose goroutine exited", i)
+					}
+				}
+				v, err := get(context.Background(), "k", func(context.Context) (any, int64, error) { return "ok", 8, nil })
+				if err != nil || v != "ok" {
+					t.Fatalf("Get after the exit: %v %v", v, err)
+				}
+			})
+		})
+	}
 }
