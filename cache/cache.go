@@ -332,7 +332,10 @@ func (c *Cache) finish(key string, cl *call, ctx, lctx context.Context, load fun
 	if c.inflight[key] == cl {
 		delete(c.inflight, key)
 	}
-	if err == nil && size <= c.budget-c.reserved.Load() {
+	// A negative size (a bug in its computation) would count as room
+	// made, letting the cache outgrow its budget: such a value is
+	// handed out but not kept.
+	if err == nil && size >= 0 && size <= c.budget-c.reserved.Load() {
 		c.store(key, v, size)
 	}
 	cl.v, cl.err, cl.abandoned = v, err, abandoned

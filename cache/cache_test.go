@@ -898,3 +898,27 @@ func TestLoaderGoexit(t *testing.T) {
 		})
 	}
 }
+
+// TestBadSizes: a load that declares a negative size (a bug in a size
+// computation, an overflow) must not be kept: counted as negative bytes
+// it would let the cache hold more than its budget.
+func TestBadSizes(t *testing.T) {
+	ctx := context.Background()
+	c := New(100)
+	v, err := c.Get(ctx, "neg", func(context.Context) (any, int64, error) { return "n", -1 << 40, nil })
+	if err != nil || v != "n" {
+		t.Fatalf("Get: %v %v", v, err)
+	}
+	for i := range 5 {
+		if _, err := c.Get(ctx, fmt.Sprint(i), func(context.Context) (any, int64, error) { return i, 60, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := c.Stats()
+	if st.Bytes > st.Budget || st.Bytes < 0 || st.Items != 1 {
+		t.Fatalf("after a negative size: %d bytes in %d items, budget %d", st.Bytes, st.Items, st.Budget)
+	}
+	if _, ok := c.Peek("neg"); ok {
+		t.Fatal("a value of negative size was kept")
+	}
+}
