@@ -146,7 +146,10 @@ func TestProbesAnswerOnAdminAtTheCap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	awaitStates(t, states, http.StateNew, limit)
+	// And the probe slots past the cap (TestProbeSlotsAtTheCap), for as
+	// long as they may be held.
+	fillCap(t, ts.Listener.Addr().String(), api.ProbeConnections)
+	awaitStates(t, states, http.StateNew, limit+api.ProbeConnections)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if resp, err := client.Get(ts.URL + "/healthz"); err == nil {
 		resp.Body.Close()

@@ -10,14 +10,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zvfserve/zvfserve/api/problem"
 )
 
 // HTTPServer returns an http.Server for the API, and ln wrapped so that at
 // most MaxConnections are open: at the cap the connection idle longest —
 // a keep-alive connection between requests, or one that has sent nothing
-// for silentAfter — is closed to make room, and when there is none the new
-// one is closed at once. Keep-alive connections idle for IdleTimeout are
-// closed. Requests need their headers within 10 s; answers are bounded by
+// for silentAfter — is closed to make room; when there is none the new one
+// takes one of ProbeConnections slots past the cap, which answer only
+// /healthz and /readyz (see probeOnly) and live at most probeConnLife,
+// and with those taken too it is closed at once. Keep-alive connections
+// idle for IdleTimeout are closed. Requests need their headers within 10 s; answers are bounded by
 // the request clock and the writer's stall deadline (see Options), not by
 // a whole-response timeout.
 func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
@@ -39,7 +43,10 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 			if tc, ok := c.(*tls.Conn); ok {
 				c = tc.NetConn()
 			}
-			if _, ok := c.(*limitedConn); ok {
+			if lc, ok := c.(*limitedConn); ok {
+				if lc.probe {
+					return context.WithValue(lim.progressCtx(ctx), probeConnKey, true)
+				}
 				return lim.progressCtx(ctx)
 			}
 			return ctx
@@ -70,6 +77,17 @@ func (l *connLimiter) progressCtx(parent context.Context) context.Context {
 // must not hold the cap against clients that ask for something.
 const silentAfter = time.Second
 
+// ProbeConnections is how many connections past --max-connections are
+// kept for health probes: without them a kubelet's probe, arriving while
+// every connection is busy (a flood of slow clients), was refused like any
+// other, and a replica that was only busy got restarted.
+const ProbeConnections = 4
+
+// probeConnLife bounds a probe slot's connection from its arrival: its
+// request must be read and answered within it (a probe's answer is a few
+// bytes), so that slow clients landing there cannot hold the slots.
+const probeConnLife = 2 * time.Second
+
 // connLimiter caps the open connections of a listener (see HTTPServer).
 type connLimiter struct {
 	net.Listener
@@ -82,6 +100,7 @@ type connLimiter struct {
 
 	mu     sync.Mutex
 	open   int
+	probes int                        // connections on the probe slots
 	seq    uint64                     // connections admitted
 	idle   map[*limitedConn]time.Time // keep-alive connections between requests, since when
 	silent map[*limitedConn]time.Time // connections not yet past their first request, accepted when
@@ -98,6 +117,10 @@ type limitedConn struct {
 	once  sync.Once
 	heard atomic.Bool // the peer has sent a byte
 	seq   uint64      // order of arrival: of two equally old, the first goes first
+	// probe: admitted past the cap on a probe slot; no deadline it is
+	// given reaches past until.
+	probe bool
+	until time.Time
 
 	mu   sync.Mutex
 	span time.Duration // of the write deadline last set; <= 0: none, or one that cuts now
@@ -107,17 +130,33 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.span = 0
+	if c.probe {
+		return c.Conn.SetWriteDeadline(c.bound(t)) // not renewed: see until
+	}
 	if !t.IsZero() {
 		c.span = time.Until(t)
 	}
 	return c.Conn.SetWriteDeadline(t)
 }
 
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	return c.Conn.SetReadDeadline(c.bound(t))
+}
+
 func (c *limitedConn) SetDeadline(t time.Time) error {
 	if err := c.SetWriteDeadline(t); err != nil {
 		return err
 	}
-	return c.Conn.SetReadDeadline(t)
+	return c.SetReadDeadline(t)
+}
+
+// bound is t, or for a probe slot's connection the earlier of t and its
+// end (none, the zero time, is its end).
+func (c *limitedConn) bound(t time.Time) time.Time {
+	if c.probe && (t.IsZero() || t.After(c.until)) {
+		return c.until
+	}
+	return t
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
@@ -198,6 +237,11 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 			}
 		}
 		if victim == nil {
+			if l.probes < ProbeConnections {
+				l.probes++
+				l.mu.Unlock()
+				return l.admitProbe(c)
+			}
 			l.mu.Unlock()
 			// Counted before the close: a client that sees the close and
 			// then reads the metric must find it counted.
@@ -230,10 +274,27 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 	return lc
 }
 
+// admitProbe admits c on a probe slot (taken by the caller): its
+// deadlines end probeConnLife from now, so that it goes by then whatever
+// it sends, and it is neither silent nor idle (it makes no room: closing
+// it would free a probe slot, not one under the cap).
+func (l *connLimiter) admitProbe(c net.Conn) net.Conn {
+	// Socket deadlines are in real time, not the server's clock.
+	lc := &limitedConn{Conn: c, l: l, probe: true, until: time.Now().Add(probeConnLife)}
+	_ = lc.SetDeadline(time.Time{})
+	l.m.connProbe.Inc()
+	l.m.connOpen.Inc()
+	return lc
+}
+
 func (l *connLimiter) closed(c *limitedConn) {
 	l.mu.Lock()
-	l.open--
-	l.forget(c)
+	if c.probe {
+		l.probes--
+	} else {
+		l.open--
+		l.forget(c)
+	}
 	l.mu.Unlock()
 	l.m.connOpen.Dec()
 }
@@ -245,7 +306,7 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 		c = tc.NetConn()
 	}
 	lc, ok := c.(*limitedConn)
-	if !ok {
+	if !ok || lc.probe {
 		return
 	}
 	if st == http.StateNew {
@@ -279,4 +340,25 @@ func (l *connLimiter) unidle(c *limitedConn) {
 		delete(l.idle, c)
 		l.m.connIdleN.Dec()
 	}
+}
+
+// probeOnly answers on a probe slot's connection (see ProbeConnections)
+// only the probes: any other request gets 503 with Retry-After, as the
+// cap would have refused it, and every answer there closes the
+// connection, so the slot is free for the next probe.
+func probeOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(probeConnKey) == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p := problem.New(problem.Overloaded, "the server is at its connection cap (--max-connections); this connection answers only /healthz and /readyz; retry shortly")
+		p.RetryAfter = 1
+		writeProblem(w, r, p)
+	})
 }
