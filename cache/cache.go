@@ -140,6 +140,9 @@ type call struct {
 	// abandoned: the load failed after its first caller's ctx ended (see
 	// finish); waiters still waiting load again.
 	abandoned bool
+	// dropped: its key was removed while it loaded (see dropLoads); c.mu
+	// guards it.
+	dropped bool
 }
 
 // touch records a hit: a store only when the epoch moved since the last
@@ -335,7 +338,7 @@ func (c *Cache) finish(key string, cl *call, ctx, lctx context.Context, load fun
 	// A negative size (a bug in its computation) would count as room
 	// made, letting the cache outgrow its budget: such a value is
 	// handed out but not kept.
-	if err == nil && size >= 0 && size <= c.budget-c.reserved.Load() {
+	if err == nil && !cl.dropped && size >= 0 && size <= c.budget-c.reserved.Load() {
 		c.store(key, v, size)
 	}
 	cl.v, cl.err, cl.abandoned = v, err, abandoned
@@ -473,14 +476,30 @@ func (c *Cache) Room(limit int64) <-chan struct{} {
 	return c.room
 }
 
-// Remove drops key.
+// Remove drops key, and a value for it being loaded (see dropLoads).
 func (c *Cache) Remove(key string) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	c.lru.Remove(key)
+	c.dropLoads(func(k string) bool { return k == key })
 	c.mu.Unlock()
+}
+
+// dropLoads keeps the loads in flight of the keys that match from storing
+// their values, which go to their callers alone, and lets later callers
+// of those keys load afresh; c.mu is held. A removal reaches loads in
+// flight too: a value stored after its key's removal would be one the
+// removal meant to drop (of a reopened store's old generation, nobody
+// asks for it again), holding its bytes until it aged out.
+func (c *Cache) dropLoads(match func(key string) bool) {
+	for k, cl := range c.inflight {
+		if match(k) {
+			cl.dropped = true
+			delete(c.inflight, k)
+		}
+	}
 }
 
 // Peek returns a cached value without loading, counting a hit when it is
@@ -548,7 +567,8 @@ func (c *Cache) CountHits(n int) {
 
 // RemovePrefix drops every key that starts with prefix and reports how
 // many went: a reopened store's old generation is unreachable, and its
-// bytes should not wait for the LRU to age them out.
+// bytes should not wait for the LRU to age them out. Loads of such keys
+// in flight hand their values to their callers without keeping them.
 func (c *Cache) RemovePrefix(prefix string) int {
 	if c == nil {
 		return 0
@@ -562,13 +582,14 @@ func (c *Cache) RemovePrefix(prefix string) int {
 			n++
 		}
 	}
+	c.dropLoads(func(k string) bool { return strings.HasPrefix(k, prefix) })
 	if n > 0 {
 		c.rebuild() // the read index would keep the removed keys until the next rebuild
 	}
 	return n
 }
 
-// Purge drops everything.
+// Purge drops everything, loads in flight included (see dropLoads).
 func (c *Cache) Purge() {
 	if c == nil {
 		return
@@ -576,6 +597,7 @@ func (c *Cache) Purge() {
 	c.mu.Lock()
 	c.lru.Purge()
 	c.rebuild()
+	c.dropLoads(func(string) bool { return true })
 	c.mu.Unlock()
 }
 

@@ -922,3 +922,69 @@ func TestBadSizes(t *testing.T) {
 		t.Fatal("a value of negative size was kept")
 	}
 }
+
+// TestRemovalsReachLoadsInFlight: a value being loaded when its key is
+// removed (Remove, RemovePrefix: a reopened store's old generation, or
+// Purge) is handed to its callers but not kept: stored afterwards, it
+// would be unreachable and hold its bytes, perhaps most of the budget (a
+// long detached build), until it aged out, evicting live values first.
+func TestRemovalsReachLoadsInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		remove func(c *Cache)
+	}{
+		{"RemovePrefix", func(c *Cache) { c.RemovePrefix("old\x00") }},
+		{"Remove", func(c *Cache) { c.Remove("old\x00k") }},
+		{"Purge", func(c *Cache) { c.Purge() }},
+	} {
+		for _, detached := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/detached=%v", tc.name, detached), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					c := New(100)
+					get := c.Get
+					if detached {
+						get = c.GetDetached
+					}
+					live, err := c.Get(context.Background(), "new\x00k", func(context.Context) (any, int64, error) { return "live", 40, nil })
+					if err != nil || live != "live" {
+						t.Fatal(live, err)
+					}
+					release := make(chan struct{})
+					got := make(chan any, 1)
+					go func() {
+						v, err := get(context.Background(), "old\x00k", func(context.Context) (any, int64, error) {
+							<-release
+							return "old", 80, nil
+						})
+						if err != nil {
+							v = err
+						}
+						got <- v
+					}()
+					synctest.Wait()
+					tc.remove(c)
+					close(release)
+					if v := <-got; v != "old" {
+						t.Fatalf("the caller got %v, want the loaded value", v)
+					}
+					synctest.Wait()
+					if v, ok := c.Peek("old\x00k"); ok {
+						t.Fatalf("a value loaded across its key's removal was kept: %v", v)
+					}
+					if tc.name != "Purge" {
+						if v, ok := c.Peek("new\x00k"); !ok || v != "live" {
+							t.Fatalf("a live value was evicted for a removed one: %v %v", v, ok)
+						}
+					}
+					// The key loads and keeps again once asked anew.
+					if _, err := c.Get(context.Background(), "old\x00k", func(context.Context) (any, int64, error) { return "again", 10, nil }); err != nil {
+						t.Fatal(err)
+					}
+					if v, ok := c.Peek("old\x00k"); !ok || v != "again" {
+						t.Fatalf("after the removal, a new load was not kept: %v %v", v, ok)
+					}
+				})
+			})
+		}
+	}
+}
