@@ -988,3 +988,71 @@ func TestRemovalsReachLoadsInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentRemovalsAndPanics (run with -race): Gets, detached Gets,
+// loads that fail, panic or run long, reservations and removals of every
+// kind at once; afterwards the bytes counted are those of the values
+// held, within the budget, nothing is reserved or in flight, and no
+// caller was left waiting.
+func TestConcurrentRemovalsAndPanics(t *testing.T) {
+	const budget = 300
+	c := New(budget)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 600 {
+				k := (i*11 + g*7) % 41
+				key := fmt.Sprintf("p%d\x00k%d", k%3, k)
+				switch i % 10 {
+				case 0:
+					c.RemovePrefix(fmt.Sprintf("p%d\x00", (i+g)%3))
+					continue
+				case 1:
+					c.Remove(key)
+					continue
+				case 2:
+					if i%50 == 2 {
+						c.Purge()
+					}
+					c.Reserve(25)
+					c.Reserve(-25)
+					continue
+				}
+				get := c.Get
+				if i%3 == 0 {
+					get = c.GetDetached
+				}
+				lctx, cancel := context.WithCancel(ctx)
+				if i%7 == 0 {
+					cancel() // leaves at once, or as the load runs
+				}
+				v, err := get(lctx, key, func(context.Context) (any, int64, error) {
+					switch k % 9 {
+					case 0:
+						return nil, 0, errors.New("transient")
+					case 1:
+						panic("boom")
+					}
+					return k, int64(3 + k%40), nil
+				})
+				cancel()
+				if err == nil && v != k {
+					t.Errorf("Get(%q) = %v", key, v)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c.mu.Lock()
+	var sum int64
+	for _, e := range c.lru.Values() {
+		sum += e.size
+	}
+	inflight, bytes := len(c.inflight), c.bytes.Load() // a detached load may still store: read together
+	c.mu.Unlock()
+	if bytes != sum || bytes > budget || c.reserved.Load() != 0 || inflight != 0 {
+		t.Fatalf("%d bytes counted, values held sum to %d, %d reserved, %d loads in flight", bytes, sum, c.reserved.Load(), inflight)
+	}
+}
