@@ -91,7 +91,8 @@ type Cache struct {
 	lru      *lru.LRU[string, *entry] // every value held, in recency order
 	room     chan struct{}            // closed at the next release; nil until Room waits
 	inflight map[string]*call
-	slow     int // lookups that took mu since read was rebuilt
+	slow     int      // lookups that took mu since read was rebuilt
+	retired  []string // the latest prefixes retired (see Retire), oldest first
 
 	epoch    atomic.Uint64 // advanced each time a value is stored
 	bytes    atomic.Int64  // sizes of the values held; written under mu
@@ -338,7 +339,7 @@ func (c *Cache) finish(key string, cl *call, ctx, lctx context.Context, load fun
 	// A negative size (a bug in its computation) would count as room
 	// made, letting the cache outgrow its budget: such a value is
 	// handed out but not kept.
-	if err == nil && !cl.dropped && size >= 0 && size <= c.budget-c.reserved.Load() {
+	if err == nil && !cl.dropped && size >= 0 && size <= c.budget-c.reserved.Load() && !c.isRetired(key) {
 		c.store(key, v, size)
 	}
 	cl.v, cl.err, cl.abandoned = v, err, abandoned
@@ -587,6 +588,39 @@ func (c *Cache) RemovePrefix(prefix string) int {
 		c.rebuild() // the read index would keep the removed keys until the next rebuild
 	}
 	return n
+}
+
+// retiredKept is how many retired prefixes are remembered: a generation
+// retired that many reopens ago has no request left running on it.
+const retiredKept = 16
+
+// Retire is RemovePrefix for a prefix nobody will ask for again once the
+// requests still running under it end (a reopened store's old
+// generation): besides what is held and being loaded, what those requests
+// load later is handed to them without being kept — it would hold bytes,
+// and evict live values for them, until it aged out. The latest
+// retiredKept prefixes are remembered (generations are never reused).
+func (c *Cache) Retire(prefix string) int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	if len(c.retired) == retiredKept {
+		c.retired = append(c.retired[:0], c.retired[1:]...)
+	}
+	c.retired = append(c.retired, prefix)
+	c.mu.Unlock()
+	return c.RemovePrefix(prefix)
+}
+
+// isRetired reports whether key is under a retired prefix; c.mu is held.
+func (c *Cache) isRetired(key string) bool {
+	for _, p := range c.retired {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Purge drops everything, loads in flight included (see dropLoads).

@@ -1056,3 +1056,54 @@ func TestConcurrentRemovalsAndPanics(t *testing.T) {
 		t.Fatalf("%d bytes counted, values held sum to %d, %d reserved, %d loads in flight", bytes, sum, c.reserved.Load(), inflight)
 	}
 }
+
+// TestRetire: a retired prefix (a reopened store's old generation) is
+// removed, and what is loaded under it afterwards — by requests still
+// running on the old generation — goes to its callers without being kept,
+// so it neither holds bytes nobody will ask for again nor evicts live
+// values for them. Other prefixes keep working, and only the latest
+// retiredKept prefixes are remembered (generations are never reused).
+func TestRetire(t *testing.T) {
+	ctx := context.Background()
+	c := New(100)
+	load := func(v string, size int64) func(context.Context) (any, int64, error) {
+		return func(context.Context) (any, int64, error) { return v, size, nil }
+	}
+	for _, k := range []string{"s\x001\x00a", "s\x002\x00a"} {
+		if _, err := c.Get(ctx, k, load(k, 40)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Retire("s\x001\x00"); n != 1 {
+		t.Fatalf("retired %d values, want 1", n)
+	}
+	v, err := c.Get(ctx, "s\x001\x00b", load("straggler", 80))
+	if err != nil || v != "straggler" {
+		t.Fatalf("Get under a retired prefix: %v %v", v, err)
+	}
+	if _, ok := c.Peek("s\x001\x00b"); ok {
+		t.Fatal("a value loaded under a retired prefix was kept")
+	}
+	if v, ok := c.Peek("s\x002\x00a"); !ok || v != "s\x002\x00a" {
+		t.Fatalf("the live generation's value was evicted for a retired one: %v %v", v, ok)
+	}
+	if _, err := c.Get(ctx, "s\x002\x00b", load("live", 40)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Peek("s\x002\x00b"); !ok {
+		t.Fatal("a live generation's value was not kept")
+	}
+	for i := range retiredKept {
+		c.Retire(fmt.Sprintf("t\x00%d\x00", i))
+	}
+	if _, err := c.Get(ctx, "s\x001\x00c", load("old", 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Peek("s\x001\x00c"); !ok {
+		t.Fatalf("after %d later retirements the first is still remembered", retiredKept)
+	}
+	var nilCache *Cache
+	if nilCache.Retire("s") != 0 {
+		t.Fatal("nil cache retired something")
+	}
+}
