@@ -19,14 +19,15 @@ import (
 // a keep-alive connection between requests, or one that has sent nothing
 // for silentAfter — is closed to make room; when there is none the new one
 // takes one of ProbeConnections slots past the cap, which answer only
-// /healthz and /readyz (see probeOnly) and live at most probeConnLife,
-// and with those taken too it is closed at once. Keep-alive connections
-// idle for IdleTimeout are closed. Requests need their headers within 10 s; answers are bounded by
+// /healthz and /readyz (see probeOnly) and live at most probeConnLife —
+// closing for room, when they are all taken, the oldest one whose request
+// has not been read yet —, and when every one is answering the new one is
+// closed at once. Keep-alive connections idle for IdleTimeout are closed. Requests need their headers within 10 s; answers are bounded by
 // the request clock and the writer's stall deadline (see Options), not by
 // a whole-response timeout.
 func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 	lim := &connLimiter{Listener: ln, max: s.o.MaxConnections, m: s.m, now: s.o.Now,
-		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}}
+		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, probe: map[*limitedConn]struct{}{}}
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -45,7 +46,7 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 			}
 			if lc, ok := c.(*limitedConn); ok {
 				if lc.probe {
-					return context.WithValue(lim.progressCtx(ctx), probeConnKey, true)
+					return context.WithValue(lim.progressCtx(ctx), probeConnKey, lc)
 				}
 				return lim.progressCtx(ctx)
 			}
@@ -86,6 +87,9 @@ const ProbeConnections = 4
 // probeConnLife bounds a probe slot's connection from its arrival: its
 // request must be read and answered within it (a probe's answer is a few
 // bytes), so that slow clients landing there cannot hold the slots.
+// Within it too, one whose request has not been read yet is closed for a
+// newcomer when every slot is taken: clients that open connections and
+// send slowly cannot keep a probe, which sends its request at once, out.
 const probeConnLife = 2 * time.Second
 
 // connLimiter caps the open connections of a listener (see HTTPServer).
@@ -101,6 +105,7 @@ type connLimiter struct {
 	mu     sync.Mutex
 	open   int
 	probes int                        // connections on the probe slots
+	probe  map[*limitedConn]struct{}  // those whose request has not been read yet
 	seq    uint64                     // connections admitted
 	idle   map[*limitedConn]time.Time // keep-alive connections between requests, since when
 	silent map[*limitedConn]time.Time // connections not yet past their first request, accepted when
@@ -238,9 +243,18 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 		}
 		if victim == nil {
 			if l.probes < ProbeConnections {
-				l.probes++
-				l.mu.Unlock()
-				return l.admitProbe(c)
+				return l.admitProbe(c, nil)
+			}
+			// Every probe slot is taken: the oldest connection there whose
+			// request has not been read yet goes.
+			var pv *limitedConn
+			for pc := range l.probe {
+				if pv == nil || pc.seq < pv.seq {
+					pv = pc
+				}
+			}
+			if pv != nil {
+				return l.admitProbe(c, pv)
 			}
 			l.mu.Unlock()
 			// Counted before the close: a client that sees the close and
@@ -274,22 +288,47 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 	return lc
 }
 
-// admitProbe admits c on a probe slot (taken by the caller): its
-// deadlines end probeConnLife from now, so that it goes by then whatever
-// it sends, and it is neither silent nor idle (it makes no room: closing
-// it would free a probe slot, not one under the cap).
-func (l *connLimiter) admitProbe(c net.Conn) net.Conn {
+// admitProbe admits c on a probe slot, after closing victim when it is
+// not nil (a probe slot's connection whose request has not been read);
+// l.mu is held, and admitProbe releases it. c's deadlines end
+// probeConnLife from now, so that it goes by then whatever it sends, and
+// it is neither silent nor idle (it makes no room under the cap: closing
+// it would free a probe slot, not a place there).
+func (l *connLimiter) admitProbe(c net.Conn, victim *limitedConn) net.Conn {
+	if victim != nil {
+		delete(l.probe, victim) // not chosen again while it closes
+	}
+	l.mu.Unlock()
+	if victim != nil {
+		l.m.connProbeClosed.Inc()
+		_ = victim.Close() // gives its slot back (admits are one at a time)
+	}
 	// Socket deadlines are in real time, not the server's clock.
 	lc := &limitedConn{Conn: c, l: l, probe: true, until: time.Now().Add(probeConnLife)}
 	_ = lc.SetDeadline(time.Time{})
+	l.mu.Lock()
+	l.seq++
+	lc.seq = l.seq
+	l.probes++
+	l.probe[lc] = struct{}{}
+	l.mu.Unlock()
 	l.m.connProbe.Inc()
 	l.m.connOpen.Inc()
 	return lc
 }
 
+// probeServing marks c's request as read: from now on it is answered
+// (and closed then), not closed for room.
+func (l *connLimiter) probeServing(c *limitedConn) {
+	l.mu.Lock()
+	delete(l.probe, c)
+	l.mu.Unlock()
+}
+
 func (l *connLimiter) closed(c *limitedConn) {
 	l.mu.Lock()
 	if c.probe {
+		delete(l.probe, c)
 		l.probes--
 	} else {
 		l.open--
@@ -348,10 +387,12 @@ func (l *connLimiter) unidle(c *limitedConn) {
 // connection, so the slot is free for the next probe.
 func probeOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Context().Value(probeConnKey) == nil {
+		lc, _ := r.Context().Value(probeConnKey).(*limitedConn)
+		if lc == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
+		lc.l.probeServing(lc)
 		w.Header().Set("Connection", "close")
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)

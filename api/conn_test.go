@@ -274,7 +274,7 @@ func TestConnectionCap(t *testing.T) {
 		}
 	})
 
-	t.Run("refused when none is idle", func(t *testing.T) {
+	t.Run("only probes when none is idle", func(t *testing.T) {
 		// The server's clock stands still: none of them has been silent
 		// for a second, however slow this test runs.
 		srv, ts, states := capServer(t, api.Options{MaxConnections: limit, Now: newTestClock().now})
@@ -287,21 +287,15 @@ func TestConnectionCap(t *testing.T) {
 		if n := open(srv); n != limit {
 			t.Fatalf("%v open after %d connections, want %d", n, limit, limit)
 		}
-		// Past the cap, the probe slots (TestProbeSlotsAtTheCap), then
-		// nothing.
-		for range api.ProbeConnections {
-			dialKeepAlive(t, ts.Listener.Addr().String())
-		}
-		awaitStates(t, states, http.StateNew, api.ProbeConnections)
+		// Past the cap only a probe slot (TestProbeSlotsAtTheCap): data
+		// is refused there, and the connection closed.
 		k := dialKeepAlive(t, ts.Listener.Addr().String())
-		if _, err := k.get("/healthz"); err == nil {
-			t.Fatal("a connection past the cap and the probe slots was served")
+		if code, err := k.get("/api/v1/stores"); err != nil || code != http.StatusServiceUnavailable || !k.closed() {
+			t.Fatalf("a request for data past the cap: %d %v, want 503 and the connection closed", code, err)
 		}
-		if v := metric(t, srv, `zvfserve_http_connections_refused_total`); v != 1 {
-			t.Errorf("refused_total %v, want 1", v)
-		}
-		if n := open(srv); n != limit+api.ProbeConnections {
-			t.Errorf("%v open, want %d", n, limit+api.ProbeConnections)
+		awaitStates(t, states, http.StateClosed, 1)
+		if n := open(srv); n != limit {
+			t.Errorf("%v open, want %d", n, limit)
 		}
 	})
 
@@ -530,9 +524,11 @@ func fillCap(t *testing.T, addr string, n int) []net.Conn {
 // TestProbeSlotsAtTheCap: with every connection under the cap busy (here
 // each has sent part of a request), a probe still gets through on one of
 // the few slots past the cap; any other request there gets 503 with
-// Retry-After, and every answer there closes its connection. The slots
-// are bounded: with all taken a new connection is refused, and a
-// connection holding one goes within probeConnLife.
+// Retry-After, and every answer there closes its connection. With every
+// slot held by a slow request a probe still gets through, in the place
+// of the oldest; the slots are bounded, and a connection holding one goes
+// within probeConnLife. (TestProbeSlotsRefuseWhenAllAnswer: with every
+// slot answering, a new connection is refused.)
 func TestProbeSlotsAtTheCap(t *testing.T) {
 	t.Parallel()
 	const limit = 4
@@ -574,26 +570,41 @@ func TestProbeSlotsAtTheCap(t *testing.T) {
 		t.Errorf("refused_total %v, want 0", v)
 	}
 
-	// The slots themselves are bounded, and cannot be held.
-	held := fillCap(t, addr, api.ProbeConnections)
-	for deadline := time.Now().Add(10 * time.Second); metric(t, srv, `zvfserve_http_connections_open`) != limit+api.ProbeConnections; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the probe slots were never all taken")
+	// Slow clients that take every probe slot cannot keep a probe out:
+	// the oldest of them whose request has not been read makes room. The
+	// slots stay bounded, and none is held past probeConnLife.
+	openNow := func() float64 { return metric(t, srv, `zvfserve_http_connections_open`) }
+	awaitOpen := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); openNow() != float64(n); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v connections open, never %d", openNow(), n)
+			}
 		}
 	}
-	refused := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	if resp, err := refused.Get(ts.URL + "/healthz"); err == nil {
-		resp.Body.Close()
-		t.Fatal("a connection past the cap and the probe slots was served")
-	}
-	if v := metric(t, srv, `zvfserve_http_connections_refused_total`); v != 1 {
-		t.Errorf("refused_total %v, want 1", v)
-	}
+	awaitOpen(limit) // the probes' connections closed after their answers
+	held := fillCap(t, addr, api.ProbeConnections)
+	awaitOpen(limit + api.ProbeConnections)
 	start := time.Now()
+	if resp, body := get(http.MethodGet, "/readyz"); resp.StatusCode != http.StatusOK || body != "ready\n" {
+		t.Errorf("probe with every probe slot held by a slow request: %d %q", resp.StatusCode, body)
+	}
+	if n := openNow(); n > limit+api.ProbeConnections {
+		t.Errorf("%v connections open, at most %d", n, limit+api.ProbeConnections)
+	}
+	if v := metric(t, srv, `zvfserve_http_connections_probe_slot_closed_total`); v != 1 {
+		t.Errorf("probe_slot_closed_total %v, want 1", v)
+	}
+	if v := metric(t, srv, `zvfserve_http_connections_refused_total`); v != 0 {
+		t.Errorf("refused_total %v, want 0", v)
+	}
 	for i, c := range held {
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("probe slot %d held by a slow request: read %v, want it closed", i, err)
+		}
+		if i == 0 && time.Since(start) > probeConnLife/2 {
+			t.Errorf("the oldest slow request on a probe slot was not closed for the probe, but after %v", time.Since(start))
 		}
 	}
 	if d := time.Since(start); d > probeConnLife+time.Second {
