@@ -27,7 +27,7 @@ import (
 // a whole-response timeout.
 func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 	lim := &connLimiter{Listener: ln, max: s.o.MaxConnections, m: s.m, now: s.o.Now,
-		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, probe: map[*limitedConn]struct{}{}}
+		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, unread: map[*limitedConn]struct{}{}}
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -105,7 +105,7 @@ type connLimiter struct {
 	mu     sync.Mutex
 	open   int
 	probes int                        // connections on the probe slots
-	probe  map[*limitedConn]struct{}  // those whose request has not been read yet
+	unread map[*limitedConn]struct{}  // those on probe slots whose request has not been read yet
 	seq    uint64                     // connections admitted
 	idle   map[*limitedConn]time.Time // keep-alive connections between requests, since when
 	silent map[*limitedConn]time.Time // connections not yet past their first request, accepted when
@@ -248,7 +248,7 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 			// Every probe slot is taken: the oldest connection there whose
 			// request has not been read yet goes.
 			var pv *limitedConn
-			for pc := range l.probe {
+			for pc := range l.unread {
 				if pv == nil || pc.seq < pv.seq {
 					pv = pc
 				}
@@ -296,7 +296,7 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 // it would free a probe slot, not a place there).
 func (l *connLimiter) admitProbe(c net.Conn, victim *limitedConn) net.Conn {
 	if victim != nil {
-		delete(l.probe, victim) // not chosen again while it closes
+		delete(l.unread, victim) // not chosen again while it closes
 	}
 	l.mu.Unlock()
 	if victim != nil {
@@ -310,7 +310,7 @@ func (l *connLimiter) admitProbe(c net.Conn, victim *limitedConn) net.Conn {
 	l.seq++
 	lc.seq = l.seq
 	l.probes++
-	l.probe[lc] = struct{}{}
+	l.unread[lc] = struct{}{}
 	l.mu.Unlock()
 	l.m.connProbe.Inc()
 	l.m.connOpen.Inc()
@@ -321,14 +321,14 @@ func (l *connLimiter) admitProbe(c net.Conn, victim *limitedConn) net.Conn {
 // (and closed then), not closed for room.
 func (l *connLimiter) probeServing(c *limitedConn) {
 	l.mu.Lock()
-	delete(l.probe, c)
+	delete(l.unread, c)
 	l.mu.Unlock()
 }
 
 func (l *connLimiter) closed(c *limitedConn) {
 	l.mu.Lock()
 	if c.probe {
-		delete(l.probe, c)
+		delete(l.unread, c)
 		l.probes--
 	} else {
 		l.open--

@@ -16,7 +16,7 @@ import (
 func TestProbeSlotsRefuseWhenAllAnswer(t *testing.T) {
 	now := time.Now()
 	l := &connLimiter{max: 1, m: NewMetrics(), now: func() time.Time { return now },
-		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, probe: map[*limitedConn]struct{}{}}
+		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, unread: map[*limitedConn]struct{}{}}
 	conn := func() net.Conn {
 		a, b := net.Pipe()
 		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
