@@ -10,19 +10,24 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zvfserve/zvfserve/api/problem"
 )
 
 // HTTPServer returns an http.Server for the API, and ln wrapped so that at
 // most MaxConnections are open: at the cap the connection idle longest —
 // a keep-alive connection between requests, or one that has sent nothing
-// for silentAfter — is closed to make room, and when there is none the new
-// one is closed at once. Keep-alive connections idle for IdleTimeout are
-// closed. Requests need their headers within 10 s; answers are bounded by
+// for silentAfter — is closed to make room; when there is none the new one
+// takes one of ProbeConnections slots past the cap, which answer only
+// /healthz and /readyz (see probeOnly) and live at most probeConnLife —
+// closing for room, when they are all taken, the oldest one whose request
+// has not been read yet —, and when every one is answering the new one is
+// closed at once. Keep-alive connections idle for IdleTimeout are closed. Requests need their headers within 10 s; answers are bounded by
 // the request clock and the writer's stall deadline (see Options), not by
 // a whole-response timeout.
 func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 	lim := &connLimiter{Listener: ln, max: s.o.MaxConnections, m: s.m, now: s.o.Now,
-		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}}
+		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, unread: map[*limitedConn]struct{}{}}
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -39,7 +44,10 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 			if tc, ok := c.(*tls.Conn); ok {
 				c = tc.NetConn()
 			}
-			if _, ok := c.(*limitedConn); ok {
+			if lc, ok := c.(*limitedConn); ok {
+				if lc.probe {
+					return context.WithValue(lim.progressCtx(ctx), probeConnKey, lc)
+				}
 				return lim.progressCtx(ctx)
 			}
 			return ctx
@@ -70,6 +78,20 @@ func (l *connLimiter) progressCtx(parent context.Context) context.Context {
 // must not hold the cap against clients that ask for something.
 const silentAfter = time.Second
 
+// ProbeConnections is how many connections past --max-connections are
+// kept for health probes: without them a kubelet's probe, arriving while
+// every connection is busy (a flood of slow clients), was refused like any
+// other, and a replica that was only busy got restarted.
+const ProbeConnections = 4
+
+// probeConnLife bounds a probe slot's connection from its arrival: its
+// request must be read and answered within it (a probe's answer is a few
+// bytes), so that slow clients landing there cannot hold the slots.
+// Within it too, one whose request has not been read yet is closed for a
+// newcomer when every slot is taken: clients that open connections and
+// send slowly cannot keep a probe, which sends its request at once, out.
+const probeConnLife = 2 * time.Second
+
 // connLimiter caps the open connections of a listener (see HTTPServer).
 type connLimiter struct {
 	net.Listener
@@ -82,6 +104,8 @@ type connLimiter struct {
 
 	mu     sync.Mutex
 	open   int
+	probes int                        // connections on the probe slots
+	unread map[*limitedConn]struct{}  // those on probe slots whose request has not been read yet
 	seq    uint64                     // connections admitted
 	idle   map[*limitedConn]time.Time // keep-alive connections between requests, since when
 	silent map[*limitedConn]time.Time // connections not yet past their first request, accepted when
@@ -98,6 +122,10 @@ type limitedConn struct {
 	once  sync.Once
 	heard atomic.Bool // the peer has sent a byte
 	seq   uint64      // order of arrival: of two equally old, the first goes first
+	// probe: admitted past the cap on a probe slot; no deadline it is
+	// given reaches past until.
+	probe bool
+	until time.Time
 
 	mu   sync.Mutex
 	span time.Duration // of the write deadline last set; <= 0: none, or one that cuts now
@@ -107,17 +135,33 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.span = 0
+	if c.probe {
+		return c.Conn.SetWriteDeadline(c.bound(t)) // not renewed: see until
+	}
 	if !t.IsZero() {
 		c.span = time.Until(t)
 	}
 	return c.Conn.SetWriteDeadline(t)
 }
 
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	return c.Conn.SetReadDeadline(c.bound(t))
+}
+
 func (c *limitedConn) SetDeadline(t time.Time) error {
 	if err := c.SetWriteDeadline(t); err != nil {
 		return err
 	}
-	return c.Conn.SetReadDeadline(t)
+	return c.SetReadDeadline(t)
+}
+
+// bound is t, or for a probe slot's connection the earlier of t and its
+// end (none, the zero time, is its end).
+func (c *limitedConn) bound(t time.Time) time.Time {
+	if c.probe && (t.IsZero() || t.After(c.until)) {
+		return c.until
+	}
+	return t
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
@@ -198,6 +242,20 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 			}
 		}
 		if victim == nil {
+			if l.probes < ProbeConnections {
+				return l.admitProbe(c, nil)
+			}
+			// Every probe slot is taken: the oldest connection there whose
+			// request has not been read yet goes.
+			var pv *limitedConn
+			for pc := range l.unread {
+				if pv == nil || pc.seq < pv.seq {
+					pv = pc
+				}
+			}
+			if pv != nil {
+				return l.admitProbe(c, pv)
+			}
 			l.mu.Unlock()
 			// Counted before the close: a client that sees the close and
 			// then reads the metric must find it counted.
@@ -230,10 +288,52 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 	return lc
 }
 
+// admitProbe admits c on a probe slot, after closing victim when it is
+// not nil (a probe slot's connection whose request has not been read);
+// l.mu is held, and admitProbe releases it. c's deadlines end
+// probeConnLife from now, so that it goes by then whatever it sends, and
+// it is neither silent nor idle (it makes no room under the cap: closing
+// it would free a probe slot, not a place there).
+func (l *connLimiter) admitProbe(c net.Conn, victim *limitedConn) net.Conn {
+	if victim != nil {
+		delete(l.unread, victim) // not chosen again while it closes
+	}
+	l.mu.Unlock()
+	if victim != nil {
+		l.m.connProbeClosed.Inc()
+		_ = victim.Close() // gives its slot back (admits are one at a time)
+	}
+	// Socket deadlines are in real time, not the server's clock.
+	lc := &limitedConn{Conn: c, l: l, probe: true, until: time.Now().Add(probeConnLife)}
+	_ = lc.SetDeadline(time.Time{})
+	l.mu.Lock()
+	l.seq++
+	lc.seq = l.seq
+	l.probes++
+	l.unread[lc] = struct{}{}
+	l.mu.Unlock()
+	l.m.connProbe.Inc()
+	l.m.connOpen.Inc()
+	return lc
+}
+
+// probeServing marks c's request as read: from now on it is answered
+// (and closed then), not closed for room.
+func (l *connLimiter) probeServing(c *limitedConn) {
+	l.mu.Lock()
+	delete(l.unread, c)
+	l.mu.Unlock()
+}
+
 func (l *connLimiter) closed(c *limitedConn) {
 	l.mu.Lock()
-	l.open--
-	l.forget(c)
+	if c.probe {
+		delete(l.unread, c)
+		l.probes--
+	} else {
+		l.open--
+		l.forget(c)
+	}
 	l.mu.Unlock()
 	l.m.connOpen.Dec()
 }
@@ -245,7 +345,7 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 		c = tc.NetConn()
 	}
 	lc, ok := c.(*limitedConn)
-	if !ok {
+	if !ok || lc.probe {
 		return
 	}
 	if st == http.StateNew {
@@ -279,4 +379,27 @@ func (l *connLimiter) unidle(c *limitedConn) {
 		delete(l.idle, c)
 		l.m.connIdleN.Dec()
 	}
+}
+
+// probeOnly answers on a probe slot's connection (see ProbeConnections)
+// only the probes: any other request gets 503 with Retry-After, as the
+// cap would have refused it, and every answer there closes the
+// connection, so the slot is free for the next probe.
+func probeOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lc, _ := r.Context().Value(probeConnKey).(*limitedConn)
+		if lc == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		lc.l.probeServing(lc)
+		w.Header().Set("Connection", "close")
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p := problem.New(problem.Overloaded, "the server is at its connection cap (--max-connections); this connection answers only /healthz and /readyz; retry shortly")
+		p.RetryAfter = 1
+		writeProblem(w, r, p)
+	})
 }

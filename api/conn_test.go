@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -272,7 +274,7 @@ func TestConnectionCap(t *testing.T) {
 		}
 	})
 
-	t.Run("refused when none is idle", func(t *testing.T) {
+	t.Run("only probes when none is idle", func(t *testing.T) {
 		// The server's clock stands still: none of them has been silent
 		// for a second, however slow this test runs.
 		srv, ts, states := capServer(t, api.Options{MaxConnections: limit, Now: newTestClock().now})
@@ -285,13 +287,13 @@ func TestConnectionCap(t *testing.T) {
 		if n := open(srv); n != limit {
 			t.Fatalf("%v open after %d connections, want %d", n, limit, limit)
 		}
+		// Past the cap only a probe slot (TestProbeSlotsAtTheCap): data
+		// is refused there, and the connection closed.
 		k := dialKeepAlive(t, ts.Listener.Addr().String())
-		if _, err := k.get("/healthz"); err == nil {
-			t.Fatal("a connection past the cap was served")
+		if code, err := k.get("/api/v1/stores"); err != nil || code != http.StatusServiceUnavailable || !k.closed() {
+			t.Fatalf("a request for data past the cap: %d %v, want 503 and the connection closed", code, err)
 		}
-		if v := metric(t, srv, `zvfserve_http_connections_refused_total`); v != 1 {
-			t.Errorf("refused_total %v, want 1", v)
-		}
+		awaitStates(t, states, http.StateClosed, 1)
 		if n := open(srv); n != limit {
 			t.Errorf("%v open, want %d", n, limit)
 		}
@@ -310,10 +312,12 @@ func TestConnectionCap(t *testing.T) {
 			silent = append(silent, dialKeepAlive(t, addr))
 		}
 		awaitStates(t, states, http.StateNew, silentCap)
-		// Silent for less than a second: they keep their places.
+		// Silent for less than a second: they keep their places, and a
+		// new connection gets only a probe slot (TestProbeSlotsAtTheCap).
 		clock.advance(silentAfter - time.Millisecond)
-		if _, err := dialKeepAlive(t, addr).get("/healthz"); err == nil {
-			t.Fatal("a connection past the cap was served while the others had been silent for less than a second")
+		past := dialKeepAlive(t, addr)
+		if code, err := past.get("/api/v1/stores"); err != nil || code != http.StatusServiceUnavailable || !past.closed() {
+			t.Fatalf("a connection past the cap while the others had been silent for less than a second: %d %v, want 503 on a probe slot, closed", code, err)
 		}
 		clock.advance(time.Millisecond)
 		for i := 0; i < 20; i++ {
@@ -491,5 +495,122 @@ func awaitStates(t *testing.T, states <-chan http.ConnState, st http.ConnState, 
 		case <-timeout.C:
 			t.Fatalf("%d more connections never became %v", n, st)
 		}
+	}
+}
+
+// probeConnLife is how long a probe slot's connection may live (api's own
+// constant, as documented).
+const probeConnLife = 2 * time.Second
+
+// fillCap opens n connections that have each sent part of a request: not
+// silent, not idle, never closed for room.
+func fillCap(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	var cs []net.Conn
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if _, err := io.WriteString(c, "GET /api/v1/stores HTTP/1.1\r\nHost: x\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// TestProbeSlotsAtTheCap: with every connection under the cap busy (here
+// each has sent part of a request), a probe still gets through on one of
+// the few slots past the cap; any other request there gets 503 with
+// Retry-After, and every answer there closes its connection. With every
+// slot held by a slow request a probe still gets through, in the place
+// of the oldest; the slots are bounded, and a connection holding one goes
+// within probeConnLife. (TestProbeSlotsRefuseWhenAllAnswer: with every
+// slot answering, a new connection is refused.)
+func TestProbeSlotsAtTheCap(t *testing.T) {
+	t.Parallel()
+	const limit = 4
+	srv, ts, states := capServer(t, api.Options{MaxConnections: limit, Now: newTestClock().now})
+	addr := ts.Listener.Addr().String()
+	fillCap(t, addr, limit)
+	awaitStates(t, states, http.StateNew, limit)
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	get := func(method, path string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, ts.URL+path, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s at the cap: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/healthz", "ok\n"}, {http.MethodGet, "/readyz", "ready\n"},
+		{http.MethodHead, "/healthz", ""}, {http.MethodHead, "/readyz", ""},
+	} {
+		resp, body := get(tc.method, tc.path)
+		if resp.StatusCode != http.StatusOK || body != tc.body || !resp.Close {
+			t.Errorf("%s %s at the cap: %d %q (closes: %v), want 200 %q and the connection closed", tc.method, tc.path, resp.StatusCode, body, resp.Close, tc.body)
+		}
+	}
+	resp, body := get(http.MethodGet, "/api/v1/stores")
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !resp.Close ||
+		resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(body, "answers only /healthz and /readyz") {
+		t.Errorf("a request for data on a probe slot: %d %v %s, want 503 problem+json with Retry-After and the connection closed", resp.StatusCode, resp.Header, body)
+	}
+	if v := metric(t, srv, `zvfserve_http_connections_probe_slot_total`); v != 5 {
+		t.Errorf("probe_slot_total %v, want 5", v)
+	}
+	if v := metric(t, srv, `zvfserve_http_connections_refused_total`); v != 0 {
+		t.Errorf("refused_total %v, want 0", v)
+	}
+
+	// Slow clients that take every probe slot cannot keep a probe out:
+	// the oldest of them whose request has not been read makes room. The
+	// slots stay bounded, and none is held past probeConnLife.
+	openNow := func() float64 { return metric(t, srv, `zvfserve_http_connections_open`) }
+	awaitOpen := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); openNow() != float64(n); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v connections open, never %d", openNow(), n)
+			}
+		}
+	}
+	awaitOpen(limit) // the probes' connections closed after their answers
+	held := fillCap(t, addr, api.ProbeConnections)
+	awaitOpen(limit + api.ProbeConnections)
+	start := time.Now()
+	if resp, body := get(http.MethodGet, "/readyz"); resp.StatusCode != http.StatusOK || body != "ready\n" {
+		t.Errorf("probe with every probe slot held by a slow request: %d %q", resp.StatusCode, body)
+	}
+	if n := openNow(); n > limit+api.ProbeConnections {
+		t.Errorf("%v connections open, at most %d", n, limit+api.ProbeConnections)
+	}
+	if v := metric(t, srv, `zvfserve_http_connections_probe_slot_closed_total`); v != 1 {
+		t.Errorf("probe_slot_closed_total %v, want 1", v)
+	}
+	if v := metric(t, srv, `zvfserve_http_connections_refused_total`); v != 0 {
+		t.Errorf("refused_total %v, want 0", v)
+	}
+	for i, c := range held {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("probe slot %d held by a slow request: read %v, want it closed", i, err)
+		}
+		if i == 0 && time.Since(start) > probeConnLife/2 {
+			t.Errorf("the oldest slow request on a probe slot was not closed for the probe, but after %v", time.Since(start))
+		}
+	}
+	if d := time.Since(start); d > probeConnLife+time.Second {
+		t.Errorf("slow requests held the probe slots %v", d)
+	}
+	if resp, body := get(http.MethodGet, "/healthz"); resp.StatusCode != http.StatusOK || body != "ok\n" {
+		t.Errorf("probe once the slots were freed: %d %q", resp.StatusCode, body)
 	}
 }

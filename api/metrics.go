@@ -17,20 +17,22 @@ import (
 
 // Metrics are the server's Prometheus metrics on a private registry.
 type Metrics struct {
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec
-	problems   *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	rejected   prometheus.Counter
-	inFlight   prometheus.Gauge
-	connOpen   prometheus.Gauge
-	connIdleN  prometheus.Gauge
-	connIdle   prometheus.Counter
-	connSilent prometheus.Counter
-	connRefuse prometheus.Counter
-	readBytes  prometheus.Counter
-	readLat    prometheus.Histogram
-	cacheSet   atomic.Bool
+	reg             *prometheus.Registry
+	requests        *prometheus.CounterVec
+	problems        *prometheus.CounterVec
+	latency         *prometheus.HistogramVec
+	rejected        prometheus.Counter
+	inFlight        prometheus.Gauge
+	connOpen        prometheus.Gauge
+	connIdleN       prometheus.Gauge
+	connIdle        prometheus.Counter
+	connSilent      prometheus.Counter
+	connRefuse      prometheus.Counter
+	connProbe       prometheus.Counter
+	connProbeClosed prometheus.Counter
+	readBytes       prometheus.Counter
+	readLat         prometheus.Histogram
+	cacheSet        atomic.Bool
 	// series are the request series by seriesKey, looked up once each:
 	// the vectors' own lookup hashes the label values and formats the
 	// code on every request.
@@ -69,15 +71,17 @@ func NewMetrics() *Metrics {
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route"})
 	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_rejected_total", Help: "Requests refused with 503 because every slot was busy, or answers in flight held the memory budget, for the whole queue wait."})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_requests_in_flight", Help: "Data requests at work, holding one of the --max-concurrent slots (a response waiting on its client holds none)."})
-	m.connOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_open", Help: "Client connections open."})
+	m.connOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_open", Help: "Client connections open, those on probe slots past the cap included."})
 	m.connIdleN = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_idle", Help: "Keep-alive connections open and idle between requests."})
 	m.connIdle = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_idle_closed_total", Help: "Idle keep-alive connections closed to make room for new ones at the connection cap."})
 	m.connSilent = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_silent_closed_total", Help: "Connections that had sent nothing for a second, closed to make room for new ones at the connection cap."})
-	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections closed on arrival: at the cap, with none idle or silent."})
+	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections closed on arrival: at the cap, with none idle or silent and every probe slot answering."})
+	m.connProbe = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_probe_slot_total", Help: "Connections admitted past the cap on a slot that answers only /healthz and /readyz."})
+	m.connProbeClosed = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_probe_slot_closed_total", Help: "Connections on a probe slot whose request had not been read, closed to make room for a new one."})
 	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_store_read_bytes_total", Help: "Bytes read from storage."})
 	m.readLat = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zvfserve_store_read_duration_seconds", Help: "Storage read latency.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}})
-	m.reg.MustRegister(m.requests, m.problems, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connSilent, m.connRefuse, m.readBytes, m.readLat,
+	m.reg.MustRegister(m.requests, m.problems, m.latency, m.rejected, m.inFlight, m.connOpen, m.connIdleN, m.connIdle, m.connSilent, m.connRefuse, m.connProbe, m.connProbeClosed, m.readBytes, m.readLat,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(ReadBuild()))
 	return m
 }

@@ -11,16 +11,19 @@ import (
 // The values a request's context carries, each under a key of its own type
 // (two keys of one integer type once collided): the request's state (its
 // id among it), the mark of a connection whose write deadlines are
-// progress deadlines (a limitedConn), and wrap's attempt.
+// progress deadlines (a limitedConn), the mark of a connection on a probe
+// slot (see ProbeConnections), and wrap's attempt.
 type (
 	reqStateKeyType     struct{}
 	progressConnKeyType struct{}
+	probeConnKeyType    struct{}
 	attemptKeyType      struct{}
 )
 
 var (
 	reqStateKey     reqStateKeyType
 	progressConnKey progressConnKeyType
+	probeConnKey    probeConnKeyType
 	attemptKey      attemptKeyType
 )
 

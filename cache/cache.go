@@ -2,7 +2,9 @@
 // first caller of a missing key loads it, concurrent callers of the same
 // key wait for that load, and the value is kept while the sum of declared
 // sizes stays within the budget. Load errors are not cached; a load that
-// panics fails its callers with a *PanicError and leaves the cache working.
+// panics fails its callers with a *PanicError, one that ends its goroutine
+// (runtime.Goexit) fails them with ErrGoexit, and either leaves the cache
+// working.
 //
 // The budget is the process's memory for data, shared with what its users
 // hold outside the cache (a server's answers being written): Reserve
@@ -29,6 +31,11 @@ import (
 
 // ErrPanic is matched (errors.Is) by every *PanicError.
 var ErrPanic = errors.New("panic")
+
+// ErrGoexit is what the waiters of a load get when the load ended its
+// goroutine without returning or panicking (runtime.Goexit, as
+// testing.T.FailNow does): they would otherwise wait for it forever.
+var ErrGoexit = errors.New("cache: load ended its goroutine without returning (runtime.Goexit)")
 
 // PanicError is what the callers of a load that panicked get: the load runs
 // for every caller waiting on it, so its panic is recovered and delivered
@@ -84,7 +91,8 @@ type Cache struct {
 	lru      *lru.LRU[string, *entry] // every value held, in recency order
 	room     chan struct{}            // closed at the next release; nil until Room waits
 	inflight map[string]*call
-	slow     int // lookups that took mu since read was rebuilt
+	slow     int      // lookups that took mu since read was rebuilt
+	retired  []string // the latest prefixes retired (see Retire), oldest first
 
 	epoch    atomic.Uint64 // advanced each time a value is stored
 	bytes    atomic.Int64  // sizes of the values held; written under mu
@@ -133,6 +141,9 @@ type call struct {
 	// abandoned: the load failed after its first caller's ctx ended (see
 	// finish); waiters still waiting load again.
 	abandoned bool
+	// dropped: its key was removed while it loaded (see dropLoads); c.mu
+	// guards it.
+	dropped bool
 }
 
 // touch records a hit: a store only when the epoch moved since the last
@@ -298,7 +309,25 @@ func (c *Cache) get(ctx context.Context, key string, load func(ctx context.Conte
 // finish runs the first asker's load, stores its value and hands it to
 // every waiter.
 func (c *Cache) finish(key string, cl *call, ctx, lctx context.Context, load func(ctx context.Context) (any, int64, error)) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		// The load ended this goroutine (runtime.Goexit): nothing
+		// recovers that, so its waiters are told here, as the goroutine
+		// unwinds, and the key is free to load again.
+		cl.cancel()
+		c.mu.Lock()
+		if c.inflight[key] == cl {
+			delete(c.inflight, key)
+		}
+		cl.err = ErrGoexit
+		c.mu.Unlock()
+		close(cl.done)
+	}()
 	v, size, err := safeLoad(lctx, load)
+	returned = true
 	cl.cancel()
 	// A load that failed once its first caller had left (its ctx ended)
 	// failed for that caller alone: the others load it again.
@@ -307,7 +336,10 @@ func (c *Cache) finish(key string, cl *call, ctx, lctx context.Context, load fun
 	if c.inflight[key] == cl {
 		delete(c.inflight, key)
 	}
-	if err == nil && size <= c.budget-c.reserved.Load() {
+	// A negative size (a bug in its computation) would count as room
+	// made, letting the cache outgrow its budget: such a value is
+	// handed out but not kept.
+	if err == nil && !cl.dropped && size >= 0 && size <= c.budget-c.reserved.Load() && !c.isRetired(key) {
 		c.store(key, v, size)
 	}
 	cl.v, cl.err, cl.abandoned = v, err, abandoned
@@ -445,14 +477,30 @@ func (c *Cache) Room(limit int64) <-chan struct{} {
 	return c.room
 }
 
-// Remove drops key.
+// Remove drops key, and a value for it being loaded (see dropLoads).
 func (c *Cache) Remove(key string) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	c.lru.Remove(key)
+	c.dropLoads(func(k string) bool { return k == key })
 	c.mu.Unlock()
+}
+
+// dropLoads keeps the loads in flight of the keys that match from storing
+// their values, which go to their callers alone, and lets later callers
+// of those keys load afresh; c.mu is held. A removal reaches loads in
+// flight too: a value stored after its key's removal would be one the
+// removal meant to drop (of a reopened store's old generation, nobody
+// asks for it again), holding its bytes until it aged out.
+func (c *Cache) dropLoads(match func(key string) bool) {
+	for k, cl := range c.inflight {
+		if match(k) {
+			cl.dropped = true
+			delete(c.inflight, k)
+		}
+	}
 }
 
 // Peek returns a cached value without loading, counting a hit when it is
@@ -520,7 +568,8 @@ func (c *Cache) CountHits(n int) {
 
 // RemovePrefix drops every key that starts with prefix and reports how
 // many went: a reopened store's old generation is unreachable, and its
-// bytes should not wait for the LRU to age them out.
+// bytes should not wait for the LRU to age them out. Loads of such keys
+// in flight hand their values to their callers without keeping them.
 func (c *Cache) RemovePrefix(prefix string) int {
 	if c == nil {
 		return 0
@@ -534,13 +583,47 @@ func (c *Cache) RemovePrefix(prefix string) int {
 			n++
 		}
 	}
+	c.dropLoads(func(k string) bool { return strings.HasPrefix(k, prefix) })
 	if n > 0 {
 		c.rebuild() // the read index would keep the removed keys until the next rebuild
 	}
 	return n
 }
 
-// Purge drops everything.
+// retiredKept is how many retired prefixes are remembered: a generation
+// retired that many reopens ago has no request left running on it.
+const retiredKept = 16
+
+// Retire is RemovePrefix for a prefix nobody will ask for again once the
+// requests still running under it end (a reopened store's old
+// generation): besides what is held and being loaded, what those requests
+// load later is handed to them without being kept — it would hold bytes,
+// and evict live values for them, until it aged out. The latest
+// retiredKept prefixes are remembered (generations are never reused).
+func (c *Cache) Retire(prefix string) int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	if len(c.retired) == retiredKept {
+		c.retired = append(c.retired[:0], c.retired[1:]...)
+	}
+	c.retired = append(c.retired, prefix)
+	c.mu.Unlock()
+	return c.RemovePrefix(prefix)
+}
+
+// isRetired reports whether key is under a retired prefix; c.mu is held.
+func (c *Cache) isRetired(key string) bool {
+	for _, p := range c.retired {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Purge drops everything, loads in flight included (see dropLoads).
 func (c *Cache) Purge() {
 	if c == nil {
 		return
@@ -548,6 +631,7 @@ func (c *Cache) Purge() {
 	c.mu.Lock()
 	c.lru.Purge()
 	c.rebuild()
+	c.dropLoads(func(string) bool { return true })
 	c.mu.Unlock()
 }
 

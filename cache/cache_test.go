@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -836,4 +837,273 @@ func TestGetDetached(t *testing.T) {
 		}
 		synctest.Wait() // the load's goroutine has ended (synctest fails on one left blocked)
 	})
+}
+
+// TestLoaderGoexit: a load that ends its goroutine without returning or
+// panicking (runtime.Goexit, as t.FailNow does) must still fail its
+// waiters, not leave them waiting for a value that will never come, and
+// must not leave the key in flight for later callers.
+func TestLoaderGoexit(t *testing.T) {
+	for _, detached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detached=%v", detached), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := New(1 << 20)
+				get := c.Get
+				if detached {
+					get = c.GetDetached
+				}
+				release := make(chan struct{})
+				load := func(context.Context) (any, int64, error) {
+					<-release
+					runtime.Goexit()
+					return "unreachable", 8, nil
+				}
+				const waiters = 3
+				errs := make(chan error, waiters)
+				firstDone := make(chan struct{})
+				go func() {
+					defer close(firstDone)
+					_, err := get(context.Background(), "k", load)
+					errs <- err
+				}()
+				synctest.Wait()
+				for i := 1; i < waiters; i++ {
+					go func() {
+						_, err := get(context.Background(), "k", load)
+						errs <- err
+					}()
+				}
+				synctest.Wait()
+				close(release)
+				<-firstDone
+				want := waiters - 1 // the goroutine that ran the load is gone
+				if detached {
+					want = waiters // the load ran on one of its own
+				}
+				for i := 0; i < want; i++ {
+					select {
+					case err := <-errs:
+						if !errors.Is(err, ErrGoexit) || !strings.Contains(err.Error(), "without returning") {
+							t.Fatalf("waiter %d: err = %v, want ErrGoexit", i, err)
+						}
+					case <-time.After(time.Minute):
+						t.Fatalf("waiter %d is still waiting for a load whose goroutine exited", i)
+					}
+				}
+				v, err := get(context.Background(), "k", func(context.Context) (any, int64, error) { return "ok", 8, nil })
+				if err != nil || v != "ok" {
+					t.Fatalf("Get after the exit: %v %v", v, err)
+				}
+			})
+		})
+	}
+}
+
+// TestBadSizes: a load that declares a negative size (a bug in a size
+// computation, an overflow) must not be kept: counted as negative bytes
+// it would let the cache hold more than its budget.
+func TestBadSizes(t *testing.T) {
+	ctx := context.Background()
+	c := New(100)
+	v, err := c.Get(ctx, "neg", func(context.Context) (any, int64, error) { return "n", -1 << 40, nil })
+	if err != nil || v != "n" {
+		t.Fatalf("Get: %v %v", v, err)
+	}
+	for i := range 5 {
+		if _, err := c.Get(ctx, fmt.Sprint(i), func(context.Context) (any, int64, error) { return i, 60, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := c.Stats()
+	if st.Bytes > st.Budget || st.Bytes < 0 || st.Items != 1 {
+		t.Fatalf("after a negative size: %d bytes in %d items, budget %d", st.Bytes, st.Items, st.Budget)
+	}
+	if _, ok := c.Peek("neg"); ok {
+		t.Fatal("a value of negative size was kept")
+	}
+}
+
+// TestRemovalsReachLoadsInFlight: a value being loaded when its key is
+// removed (Remove, RemovePrefix: a reopened store's old generation, or
+// Purge) is handed to its callers but not kept: stored afterwards, it
+// would be unreachable and hold its bytes, perhaps most of the budget (a
+// long detached build), until it aged out, evicting live values first.
+func TestRemovalsReachLoadsInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		remove func(c *Cache)
+	}{
+		{"RemovePrefix", func(c *Cache) { c.RemovePrefix("old\x00") }},
+		{"Remove", func(c *Cache) { c.Remove("old\x00k") }},
+		{"Purge", func(c *Cache) { c.Purge() }},
+	} {
+		for _, detached := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/detached=%v", tc.name, detached), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					c := New(100)
+					get := c.Get
+					if detached {
+						get = c.GetDetached
+					}
+					live, err := c.Get(context.Background(), "new\x00k", func(context.Context) (any, int64, error) { return "live", 40, nil })
+					if err != nil || live != "live" {
+						t.Fatal(live, err)
+					}
+					release := make(chan struct{})
+					got := make(chan any, 1)
+					go func() {
+						v, err := get(context.Background(), "old\x00k", func(context.Context) (any, int64, error) {
+							<-release
+							return "old", 80, nil
+						})
+						if err != nil {
+							v = err
+						}
+						got <- v
+					}()
+					synctest.Wait()
+					tc.remove(c)
+					close(release)
+					if v := <-got; v != "old" {
+						t.Fatalf("the caller got %v, want the loaded value", v)
+					}
+					synctest.Wait()
+					if v, ok := c.Peek("old\x00k"); ok {
+						t.Fatalf("a value loaded across its key's removal was kept: %v", v)
+					}
+					if tc.name != "Purge" {
+						if v, ok := c.Peek("new\x00k"); !ok || v != "live" {
+							t.Fatalf("a live value was evicted for a removed one: %v %v", v, ok)
+						}
+					}
+					// The key loads and keeps again once asked anew.
+					if _, err := c.Get(context.Background(), "old\x00k", func(context.Context) (any, int64, error) { return "again", 10, nil }); err != nil {
+						t.Fatal(err)
+					}
+					if v, ok := c.Peek("old\x00k"); !ok || v != "again" {
+						t.Fatalf("after the removal, a new load was not kept: %v %v", v, ok)
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestConcurrentRemovalsAndPanics (run with -race): Gets, detached Gets,
+// loads that fail, panic or run long, reservations and removals of every
+// kind at once; afterwards the bytes counted are those of the values
+// held, within the budget, nothing is reserved or in flight, and no
+// caller was left waiting.
+func TestConcurrentRemovalsAndPanics(t *testing.T) {
+	const budget = 300
+	c := New(budget)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 600 {
+				k := (i*11 + g*7) % 41
+				key := fmt.Sprintf("p%d\x00k%d", k%3, k)
+				switch i % 10 {
+				case 0:
+					c.RemovePrefix(fmt.Sprintf("p%d\x00", (i+g)%3))
+					continue
+				case 1:
+					c.Remove(key)
+					continue
+				case 2:
+					if i%50 == 2 {
+						c.Purge()
+					}
+					c.Reserve(25)
+					c.Reserve(-25)
+					continue
+				}
+				get := c.Get
+				if i%3 == 0 {
+					get = c.GetDetached
+				}
+				lctx, cancel := context.WithCancel(ctx)
+				if i%7 == 0 {
+					cancel() // leaves at once, or as the load runs
+				}
+				v, err := get(lctx, key, func(context.Context) (any, int64, error) {
+					switch k % 9 {
+					case 0:
+						return nil, 0, errors.New("transient")
+					case 1:
+						panic("boom")
+					}
+					return k, int64(3 + k%40), nil
+				})
+				cancel()
+				if err == nil && v != k {
+					t.Errorf("Get(%q) = %v", key, v)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c.mu.Lock()
+	var sum int64
+	for _, e := range c.lru.Values() {
+		sum += e.size
+	}
+	inflight, bytes := len(c.inflight), c.bytes.Load() // a detached load may still store: read together
+	c.mu.Unlock()
+	if bytes != sum || bytes > budget || c.reserved.Load() != 0 || inflight != 0 {
+		t.Fatalf("%d bytes counted, values held sum to %d, %d reserved, %d loads in flight", bytes, sum, c.reserved.Load(), inflight)
+	}
+}
+
+// TestRetire: a retired prefix (a reopened store's old generation) is
+// removed, and what is loaded under it afterwards — by requests still
+// running on the old generation — goes to its callers without being kept,
+// so it neither holds bytes nobody will ask for again nor evicts live
+// values for them. Other prefixes keep working, and only the latest
+// retiredKept prefixes are remembered (generations are never reused).
+func TestRetire(t *testing.T) {
+	ctx := context.Background()
+	c := New(100)
+	load := func(v string, size int64) func(context.Context) (any, int64, error) {
+		return func(context.Context) (any, int64, error) { return v, size, nil }
+	}
+	for _, k := range []string{"s\x001\x00a", "s\x002\x00a"} {
+		if _, err := c.Get(ctx, k, load(k, 40)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Retire("s\x001\x00"); n != 1 {
+		t.Fatalf("retired %d values, want 1", n)
+	}
+	v, err := c.Get(ctx, "s\x001\x00b", load("straggler", 80))
+	if err != nil || v != "straggler" {
+		t.Fatalf("Get under a retired prefix: %v %v", v, err)
+	}
+	if _, ok := c.Peek("s\x001\x00b"); ok {
+		t.Fatal("a value loaded under a retired prefix was kept")
+	}
+	if v, ok := c.Peek("s\x002\x00a"); !ok || v != "s\x002\x00a" {
+		t.Fatalf("the live generation's value was evicted for a retired one: %v %v", v, ok)
+	}
+	if _, err := c.Get(ctx, "s\x002\x00b", load("live", 40)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Peek("s\x002\x00b"); !ok {
+		t.Fatal("a live generation's value was not kept")
+	}
+	for i := range retiredKept {
+		c.Retire(fmt.Sprintf("t\x00%d\x00", i))
+	}
+	if _, err := c.Get(ctx, "s\x001\x00c", load("old", 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Peek("s\x001\x00c"); !ok {
+		t.Fatalf("after %d later retirements the first is still remembered", retiredKept)
+	}
+	var nilCache *Cache
+	if nilCache.Retire("s") != 0 {
+		t.Fatal("nil cache retired something")
+	}
 }

@@ -1,6 +1,7 @@
 package zvf_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -240,5 +241,55 @@ func TestOwnersRetriedAfterAFailure(t *testing.T) {
 	n, err := owned()
 	if err != nil || n == 0 {
 		t.Fatalf("once the backend is back: %d rows with owners, %v", n, err)
+	}
+}
+
+// TestOldGenerationNotCachedAfterReopen: once a new version of a store is
+// served, a request still running on the old one (it began before the
+// swap) gets its answer, but what it loads is not kept: nobody asks for
+// the old generation's keys again. Before, such stragglers filled the
+// cache with the old generation anew right after its values were
+// dropped, evicting live values (other stores', the new version's) until
+// those aged out.
+func TestOldGenerationNotCachedAfterReopen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ch := cache.New(64 << 20)
+	st := newClockStore(t)
+	objs := sceneObjects(t, 1, 0.25)
+	putAll(t, st, objs)
+	st.advance(time.Minute)
+	h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: "cells", Cache: ch}, zvf.Watch{Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := h.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := wholeBox(ctx, s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new version: the root metadata written again; the chunks the old
+	// version reads are untouched.
+	if err := st.Put(ctx, "zarr.json", objs["zarr.json"]); err != nil {
+		t.Fatal(err)
+	}
+	st.advance(time.Minute)
+	if changed, err := h.Refresh(ctx); !changed || err != nil {
+		t.Fatalf("Refresh: changed=%v err=%v, want a new version", changed, err)
+	}
+	if s2, err := h.Current(); err != nil || s2 == s1 {
+		t.Fatalf("the new version is not served: %v", err)
+	}
+	before := ch.Stats()
+	got, err := wholeBox(ctx, s1)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("a request on the old version after the swap: %d bytes, %v; want its %d bytes", len(got), err, len(want))
+	}
+	if after := ch.Stats(); after.Items != before.Items || after.Bytes != before.Bytes {
+		t.Fatalf("the old version's values were kept after the swap: %d items, %d bytes; before it %d, %d",
+			after.Items, after.Bytes, before.Items, before.Bytes)
 	}
 }

@@ -416,13 +416,13 @@ func (h *Handle) noteChange(cur *handleState, at time.Time) *handleState {
 	return &next
 }
 
-// swap makes next current and drops the old version's cache entries.
+// swap makes next current and retires the old version's cache entries.
 func (h *Handle) swap(cur, next *handleState) {
 	h.cur.Store(next)
 	h.walked = ""
 	if cur.store != nil && cur.store != next.store {
 		if h.o.Cache != nil {
-			h.o.Cache.RemovePrefix(cur.store.cachePrefix)
+			h.o.Cache.Retire(cur.store.cachePrefix)
 		}
 	}
 }

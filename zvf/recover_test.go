@@ -56,6 +56,7 @@ func (p *panicCache) Get(ctx context.Context, key string, load func(context.Cont
 
 func (p *panicCache) Peek(key string) (any, bool)    { return p.inner.Peek(key) }
 func (p *panicCache) RemovePrefix(prefix string) int { return p.inner.RemovePrefix(prefix) }
+func (p *panicCache) Retire(prefix string) int       { return p.inner.Retire(prefix) }
 
 // syncBuffer is a log sink safe for the reader's goroutines.
 type syncBuffer struct {

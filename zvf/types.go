@@ -19,10 +19,13 @@ type Cache interface {
 	// Peek returns a cached value without loading: the warm path matches
 	// cached chunks in place, without building a load closure.
 	Peek(key string) (any, bool)
-	// RemovePrefix drops every key starting with prefix: a store's old
-	// version (cache keys start with name and generation) when a new one
-	// opens.
+	// RemovePrefix drops every key starting with prefix.
 	RemovePrefix(prefix string) int
+	// Retire drops every key starting with prefix and keeps none loaded
+	// under it later: a store's old version (cache keys start with name
+	// and generation) when a new one opens, which requests still running
+	// on it would otherwise fill the cache with again.
+	Retire(prefix string) int
 }
 
 // Key is a chunk key: integer chunk coordinates (one per spatial axis, plus

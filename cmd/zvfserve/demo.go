@@ -75,7 +75,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 			return fmt.Errorf("create %s: %w", out, err)
 		}
 	}
-	w, err := openStore(ctx, out, localfs.Options{})
+	w, err := openStore(ctx, out, localfs.Options{Logger: toolLogger(stderr)})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", out, err)
 	}

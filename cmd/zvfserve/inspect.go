@@ -33,7 +33,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() != 1 {
 		return cli.Misuse(fs, "need one STORE")
 	}
-	s, closeStore, err := openOneFor(ctx, fs.Arg(0), "inspect")
+	s, closeStore, err := openOneFor(ctx, fs.Arg(0), "inspect", toolLogger(stderr))
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func commands() map[string]cli.Command {
 	}
 }
 
-func main() { cli.Main(run) }
+func main() { cli.Main(runProcess) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()

@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("ZVFSERVE_TEST_AS_COMMAND") == "1" {
 		ctx, stop := cli.Signals()
-		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		code := runProcess(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}

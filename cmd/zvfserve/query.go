@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -26,13 +27,13 @@ func queryCommand() cli.Command {
 // openOneFor is openOne for the command cmd: pointed at a folder of
 // stores, it says so and lists them (a usage error) rather than what is
 // missing from the folder as a store.
-func openOneFor(ctx context.Context, target, cmd string) (*zvf.Store, func() error, error) {
-	s, closeStore, err := openOne(ctx, target)
+func openOneFor(ctx context.Context, target, cmd string, log *slog.Logger) (*zvf.Store, func() error, error) {
+	s, closeStore, err := openOne(ctx, target, log)
 	if err == nil {
 		return s, closeStore, nil
 	}
 	_, t := storeArg(target)
-	if st, oerr := openStore(ctx, t, localfs.Options{}); oerr == nil {
+	if st, oerr := openStore(ctx, t, localfs.Options{Logger: log}); oerr == nil {
 		ferr := folderOfStores(ctx, st, target, cmd)
 		_ = st.Close()
 		if ferr != nil {
@@ -42,14 +43,14 @@ func openOneFor(ctx context.Context, target, cmd string) (*zvf.Store, func() err
 	return nil, nil, err
 }
 
-// openOne opens one STORE argument for the command-line tools; close
-// releases its storage.
-func openOne(ctx context.Context, target string) (s *zvf.Store, close func() error, err error) {
+// openOne opens one STORE argument for the command-line tools, what its
+// storage's SDK logs going to log; close releases its storage.
+func openOne(ctx context.Context, target string, log *slog.Logger) (s *zvf.Store, close func() error, err error) {
 	name, t := storeArg(target)
 	if !api.ValidStoreName(name) {
 		name = "store"
 	}
-	st, err := openStore(ctx, t, localfs.Options{})
+	st, err := openStore(ctx, t, localfs.Options{Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,7 +100,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *format != "json" && *format != "ndjson" && *format != "bin" {
 		return fmt.Errorf("%w: --f %q: use json, ndjson or bin", cli.ErrUsage, *format)
 	}
-	s, closeStore, err := openOneFor(ctx, fs.Arg(0), "query")
+	s, closeStore, err := openOneFor(ctx, fs.Arg(0), "query", toolLogger(stderr))
 	if err != nil {
 		return err
 	}

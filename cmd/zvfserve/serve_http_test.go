@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
@@ -222,16 +223,51 @@ func TestServeMaxConnections(t *testing.T) {
 			}
 		}
 		// The admin listener has connections of its own, apart from the cap.
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_open 20"); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("20 connections never open")
+		awaitOpen := func(n int) {
+			t.Helper()
+			want := fmt.Sprintf("zvfserve_http_connections_open %d\n", n)
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, s.admin), want); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d connections never open", n)
+				}
 			}
 		}
-		if _, err := http.Get(s.base + "/healthz"); err == nil {
-			t.Fatal("a 21st connection was served")
+		awaitOpen(20)
+		// A probe on --addr gets one of the slots past the cap, data does not.
+		noKeepAlive := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+		for path, want := range map[string]int{"/healthz": http.StatusOK, "/api/v1/stores": http.StatusServiceUnavailable} {
+			resp, err := noKeepAlive.Get(s.base + path)
+			if err != nil {
+				t.Fatalf("%s at the cap: %v", path, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Fatalf("%s at the cap: %d, want %d", path, resp.StatusCode, want)
+			}
 		}
-		if !strings.Contains(metrics(t, s.admin), "zvfserve_http_connections_refused_total 1") {
-			t.Fatal("the refusal was not counted")
+		awaitOpen(20) // the probe slots' connections closed with their answers
+		// Slow requests holding every probe slot do not keep a probe out:
+		// the oldest makes room.
+		for i := 0; i < api.ProbeConnections; i++ {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		awaitOpen(20 + api.ProbeConnections)
+		resp, err := noKeepAlive.Get(s.base + "/healthz")
+		if err != nil {
+			t.Fatalf("/healthz with every probe slot held: %v", err)
+		}
+		resp.Body.Close()
+		if m := metrics(t, s.admin); resp.StatusCode != http.StatusOK || !strings.Contains(m, "zvfserve_http_connections_probe_slot_closed_total 1\n") ||
+			!strings.Contains(m, "zvfserve_http_connections_refused_total 0\n") {
+			t.Fatalf("/healthz with every probe slot held: %d; metrics:\n%s", resp.StatusCode, m)
 		}
 		// Probes pointed at the admin listener still get through.
 		for _, p := range []string{"/healthz", "/readyz"} {

@@ -42,7 +42,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return cli.Misuse(fs, "need one STORE and --level between 1 and 5")
 	}
 	name, target := storeArg(fs.Arg(0))
-	st, err := openStore(ctx, target, localfs.Options{})
+	st, err := openStore(ctx, target, localfs.Options{Logger: toolLogger(stderr)})
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func runZarrCat(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return cli.Misuse(fs, "need one ARRAY")
 	}
 	root, key := splitArrayTarget(fs.Arg(0))
-	st, err := openStore(ctx, root, localfs.Options{})
+	st, err := openStore(ctx, root, localfs.Options{Logger: toolLogger(stderr)})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,62 @@
+package api
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestProbeSlotsRefuseWhenAllAnswer: past the cap, a new connection takes
+// a free probe slot, else the place of the oldest probe slot connection
+// whose request has not been read (closed for it), and is refused when
+// every one is answering; the slots never number more than
+// ProbeConnections.
+func TestProbeSlotsRefuseWhenAllAnswer(t *testing.T) {
+	now := time.Now()
+	l := &connLimiter{max: 1, m: NewMetrics(), now: func() time.Time { return now },
+		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, unread: map[*limitedConn]struct{}{}}
+	conn := func() net.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+		return a
+	}
+	if l.admit(conn()) == nil { // the cap: silent for less than silentAfter, kept
+		t.Fatal("the first connection was refused")
+	}
+	var slots []*limitedConn
+	for i := range ProbeConnections {
+		c, _ := l.admit(conn()).(*limitedConn)
+		if c == nil || !c.probe {
+			t.Fatalf("connection %d past the cap: %v, want a probe slot", i, c)
+		}
+		slots = append(slots, c)
+	}
+	for _, c := range slots[1:] {
+		l.probeServing(c)
+	}
+	c, _ := l.admit(conn()).(*limitedConn)
+	if c == nil || !c.probe {
+		t.Fatal("with a probe slot whose request was not read, a new connection was refused")
+	}
+	if _, err := slots[0].Read(make([]byte, 1)); err == nil {
+		t.Fatal("the probe slot's connection whose request was not read is still open")
+	}
+	if v := testutil.ToFloat64(l.m.connProbeClosed); v != 1 {
+		t.Fatalf("probe_slot_closed_total %v, want 1", v)
+	}
+	l.probeServing(c)
+	if l.admit(conn()) != nil {
+		t.Fatal("with every probe slot answering, a new connection was admitted")
+	}
+	if v := testutil.ToFloat64(l.m.connRefuse); v != 1 {
+		t.Fatalf("refused_total %v, want 1", v)
+	}
+	l.mu.Lock()
+	probes := l.probes
+	l.mu.Unlock()
+	if probes != ProbeConnections {
+		t.Fatalf("%d probe slots taken, want %d", probes, ProbeConnections)
+	}
+}
