@@ -95,7 +95,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			h["Access-Control-Expose-Headers"] = exposedValue
 			if r.Method == http.MethodOptions && origin != "" {
 				h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-None-Match, Range")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-Match, If-None-Match, Range")
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)
 				return
