@@ -64,8 +64,10 @@ func TestIfMatchIsEvaluated(t *testing.T) {
 				continue
 			}
 			isProblem(t, resp, body, "precondition-failed", http.StatusPreconditionFailed)
-			if !strings.Contains(string(body), "If-Match") || resp.Header.Get("Cache-Control") != "no-store" {
-				t.Errorf("%s, If-Match %s: Cache-Control %q, %s", path, tc.name, resp.Header.Get("Cache-Control"), body)
+			if !strings.Contains(string(body), "If-Match") || resp.Header.Get("Cache-Control") != "no-store" ||
+				resp.Header.Get("ETag") != "" || len(resp.Trailer) != 0 || resp.Header.Get("Content-Range") != "" {
+				t.Errorf("%s, If-Match %s: Cache-Control %q, ETag %q, trailers %v, Content-Range %q: %s", path, tc.name,
+					resp.Header.Get("Cache-Control"), resp.Header.Get("ETag"), resp.Trailer, resp.Header.Get("Content-Range"), body)
 			}
 		}
 		// HEAD: the same status, no body.

@@ -118,6 +118,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	// A 412 from http.ServeContent (a Range read) is this one too.
 	if p := w.unmatched; !w.started && p != nil && (code >= 200 && code < 300 || code == http.StatusPreconditionFailed) {
 		w.unmatched = nil
+		h := w.Header()
+		for _, k := range []string{"Trailer", "Content-Range", "Accept-Ranges"} { // the answer's, not the problem's
+			h.Del(k)
+		}
 		problem.Write(w, w.unmatchedReq, p)
 		w.problem = p.Kind()
 		w.discard, w.refused = true, true
