@@ -2,7 +2,6 @@ package zvf_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -206,31 +205,17 @@ func TestValidateGroupsABrokenLinkFamily(t *testing.T) {
 // its nonempty_chunks entry, so that the level lacks the chunk.
 func dropChunk09(t *testing.T, st storage.Writer, level, ks string) {
 	t.Helper()
-	ctx := context.Background()
-	meta := level + "/vertices/zarr.json"
-	b, err := storage.ReadAll(ctx, st, meta, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	attrs := doc["attributes"].(map[string]any)
-	var kept []any
-	for _, k := range attrs["nonempty_chunks"].([]any) {
-		if k != ks {
-			kept = append(kept, k)
+	editMemJSON(t, st, level+"/vertices/zarr.json", func(doc map[string]any) {
+		attrs := doc["attributes"].(map[string]any)
+		var kept []any
+		for _, k := range attrs["nonempty_chunks"].([]any) {
+			if k != ks {
+				kept = append(kept, k)
+			}
 		}
-	}
-	attrs["nonempty_chunks"] = kept
-	if b, err = json.Marshal(doc); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Put(ctx, meta, b); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Delete(ctx, level+"/vertices/c/"+strings.ReplaceAll(ks, ".", "/")); err != nil {
+		attrs["nonempty_chunks"] = kept
+	})
+	if err := st.Delete(context.Background(), level+"/vertices/c/"+strings.ReplaceAll(ks, ".", "/")); err != nil {
 		t.Fatal(err)
 	}
 }
