@@ -58,12 +58,16 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 	}
 	// If-Match first (RFC 9110 13.2.2): a client that pinned its copy to
 	// one version is not sent another's answer, and If-None-Match is not
-	// looked at.
+	// looked at. Judged again for each attempt (wrap retries an answer on
+	// the store's new version, under its new ETag).
+	sw, _ := w.(*statusWriter)
+	if sw != nil {
+		sw.unmatched, sw.unmatchedReq = nil, nil
+	}
 	if im := r.Header.Values("If-Match"); len(im) > 0 && !matchesStrong(im, etag) {
 		p := problem.New(problem.PreconditionFailed,
 			"If-Match names no current ETag of this answer: the store has changed since the tag was issued, or the tag is weak (If-Match compares strongly) or another request's")
-		sw, ok := w.(*statusWriter)
-		if !ok {
+		if sw == nil {
 			writeProblem(w, r, p)
 			return true
 		}
