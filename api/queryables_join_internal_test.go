@@ -13,9 +13,13 @@ func TestQueryablePropJoin(t *testing.T) {
 	t.Parallel()
 	i8 := queryableProp{Type: "integer", Minimum: bigInt(-128), Maximum: bigInt(127), DType: "int8"}
 	i32 := queryableProp{Type: "integer", Minimum: bigInt(-1 << 31), Maximum: bigInt(1<<31 - 1), DType: "int32"}
-	ids := func(maxID int64) queryableProp { return queryableProp{Type: "integer", Minimum: bigInt(0), Maximum: bigInt(maxID)} }
+	ids := func(maxID int64) queryableProp {
+		return queryableProp{Type: "integer", Minimum: bigInt(0), Maximum: bigInt(maxID)}
+	}
 	f32 := queryableProp{Type: "number", DType: "float32"}
-	cat := func(labels ...string) queryableProp { return queryableProp{Type: "string", Enum: labels, DType: "uint8"} }
+	cat := func(labels ...string) queryableProp {
+		return queryableProp{Type: "string", Enum: labels, DType: "uint8"}
+	}
 	for _, tc := range []struct {
 		name   string
 		levels []queryableProp
