@@ -33,6 +33,11 @@ func TestIfMatchIsEvaluated(t *testing.T) {
 		"/api/v1/stores/graph/count?min=0,0,0&max=500,500,500",
 		// streams (875 kB): its 412 is whole, not a cut connection
 		"/api/v1/stores/points_pyramid/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=ndjson",
+		"/api/v1/stores/points_pyramid/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=bin",
+		"/api/v1/stores/points_pyramid/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=arrow",
+		"/api/v1/stores/points_pyramid/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=csv",
+		"/api/v1/stores/polylines/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&f=geoarrow",
+		"/ng/points_pyramid/annotations/info",
 		"/api/v1/stores/graph/objects/0",
 		"/api/v1/stores/graph/queryables",
 		"/api/v1/stores/graph/levels/0/chunks/" + chunks.Chunks[0],
