@@ -268,6 +268,12 @@ func mutations() []mutation {
 		{"0.9 cross link row past the chunk", "graph_v09", []change{edit("0/links/0/0.0.+1/c/3/4/5", func(b []byte) []byte {
 			return put64(8+8+8*int(binary.LittleEndian.Uint64(b[8:]))+8, 1<<20)(b)
 		})}},
+		// The record in cell 3.4.5 of links/0/0.0.+1 joins 3.4.5 and 3.4.6,
+		// which the level then lacks.
+		{"0.9 cross link to a missing chunk", "graph_v09", []change{
+			edit("0/vertices/zarr.json", replace("\"3.4.6\",\n      ", "")),
+			remove("0/vertices/c/3/4/6"),
+		}},
 		{"0.9 chunk-grid fill value holds bytes", "graph_v09", []change{edit("0/vertices/zarr.json", replace(`"fill_value": ""`, `"fill_value": "AAAAAAAAAAAA"`))}},
 		{"0.9 newer revision", "graph_v09", []change{edit("zarr.json", replace(`"0.9.0"`, `"0.9.9"`))}},
 		{"0.9 zstd cell cut", "streamlines_zstd_v09", []change{edit("0/vertices/c/3/3/3", func(b []byte) []byte { return b[:len(b)-10] })}},
@@ -304,6 +310,7 @@ func TestCorruptStoreSuite(t *testing.T) {
 		"manifest chunk is a zstd bomb":                      http.StatusUnprocessableEntity,
 		"vertex chunk array 2-D":                             http.StatusUnprocessableEntity,
 		"0.9 cross link row past the chunk":                  http.StatusUnprocessableEntity,
+		"0.9 cross link to a missing chunk":                  http.StatusUnprocessableEntity,
 		"0.9 chunk-grid fill value holds bytes":              http.StatusUnprocessableEntity,
 	}
 	var order []string

@@ -57,6 +57,7 @@ const exposedHeaders = "ETag, Link, Server-Timing, X-Request-Id, X-Next-Cursor, 
 var (
 	anyOriginValue = []string{"*"}
 	exposedValue   = []string{exposedHeaders}
+	nosniffValue   = []string{"nosniff"}
 )
 
 // cors answers every request the same way whatever its Origin, so that a
@@ -95,7 +96,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			h["Access-Control-Expose-Headers"] = exposedValue
 			if r.Method == http.MethodOptions && origin != "" {
 				h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-None-Match, Range")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-Match, If-None-Match, Range")
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)
 				return
@@ -390,6 +391,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		sw := &st.sw
 		sw.init(w, &st.rc, r, s.o.StallTimeout, s.o.Token != "")
 		setHeader(sw, "X-Request-Id", st.id)
+		// No answer is for a browser to sniff: a CSV, OBJ or problem that
+		// echoes a query must never be taken for HTML or script.
+		sw.Header()["X-Content-Type-Options"] = nosniffValue
 		if r.ContentLength != 0 {
 			// No handler reads a body, and the server discards it after the
 			// answer; a client that never sends it must not hold the

@@ -268,14 +268,93 @@ type queryablesDoc struct {
 // queryableProp is one property's schema; the x-zvf members say what
 // JSON Schema cannot: the stored type and the levels that have it.
 type queryableProp struct {
-	Title       string   `json:"title"`
-	Description string   `json:"description,omitempty"`
-	Type        string   `json:"type"`
-	Enum        []string `json:"enum,omitempty"`
-	Minimum     *bound   `json:"minimum,omitempty"`
-	Maximum     *bound   `json:"maximum,omitempty"`
-	DType       string   `json:"x-zvf-dtype,omitempty"`
-	Levels      []int    `json:"x-zvf-levels"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	// Type is a JSON Schema type: a string, or a list of them where
+	// levels differ (see join).
+	Type    any      `json:"type"`
+	Enum    []string `json:"enum,omitempty"`
+	Minimum *bound   `json:"minimum,omitempty"`
+	Maximum *bound   `json:"maximum,omitempty"`
+	DType   string   `json:"x-zvf-dtype,omitempty"`
+	Levels  []int    `json:"x-zvf-levels"`
+	// ByLevel: each level's schema, where the levels' types differ.
+	ByLevel map[int]levelSchema `json:"x-zvf-by-level,omitempty"`
+	each    map[int]levelSchema // every level's schema so far (join)
+}
+
+// levelSchema is one level's schema of a property whose type differs
+// between levels (x-zvf-by-level).
+type levelSchema struct {
+	Type    string   `json:"type"`
+	Enum    []string `json:"enum,omitempty"`
+	Minimum *bound   `json:"minimum,omitempty"`
+	Maximum *bound   `json:"maximum,omitempty"`
+	DType   string   `json:"x-zvf-dtype,omitempty"`
+}
+
+// levelsDiffer is what the description of a property whose type differs
+// between levels says.
+const levelsDiffer = "Its type differs between levels: this schema admits the values of every level; x-zvf-by-level gives each level's own, and level=N answers one level's."
+
+// join adds level n's schema p of the same property to the schema of the
+// levels before it, so that it says what every level holds: labels and
+// integer ranges joined; where the stored types differ, a type every
+// level's values fit (number for integers and floats; else the list of
+// them), no single x-zvf-dtype, range or labels, and each level's own in
+// ByLevel. (Before, the first level's schema stood for all.)
+func (q *queryableProp) join(n int, p queryableProp) {
+	if q.each == nil {
+		q.each = map[int]levelSchema{q.Levels[0]: q.levelSchema()}
+	}
+	q.each[n] = p.levelSchema()
+	q.Levels = append(q.Levels, n)
+	for _, e := range p.Enum { // dictionaries may differ from level to level
+		if !slices.Contains(q.Enum, e) {
+			q.Enum = append(q.Enum, e)
+		}
+	}
+	if q.ByLevel == nil && q.Type == p.Type && q.DType == p.DType {
+		q.Minimum, q.Maximum = q.Minimum.min(p.Minimum), q.Maximum.max(p.Maximum)
+		return
+	}
+	if q.ByLevel == nil {
+		q.Description = strings.TrimSpace(q.Description + " " + levelsDiffer)
+	}
+	q.ByLevel = q.each
+	var types []string
+	for _, l := range q.each {
+		if !slices.Contains(types, l.Type) {
+			types = append(types, l.Type)
+		}
+	}
+	slices.Sort(types)
+	switch {
+	case len(types) == 1:
+		q.Type = types[0]
+	case slices.Equal(types, []string{"integer", "number"}):
+		q.Type = "number" // every integer is a number
+	default:
+		q.Type = types
+	}
+	q.DType, q.Minimum, q.Maximum = "", nil, nil
+	if q.Type == "integer" { // integers of different types: the range of all
+		first := true
+		for _, l := range q.each {
+			if first {
+				q.Minimum, q.Maximum, first = l.Minimum, l.Maximum, false
+			}
+			q.Minimum, q.Maximum = q.Minimum.min(l.Minimum), q.Maximum.max(l.Maximum)
+		}
+	}
+	if q.Type != "string" {
+		q.Enum = nil // labels of some levels only: each level's are in ByLevel
+	}
+}
+
+// levelSchema is q as one level's schema.
+func (q *queryableProp) levelSchema() levelSchema {
+	return levelSchema{Type: q.Type.(string), Enum: q.Enum, Minimum: q.Minimum, Maximum: q.Maximum, DType: q.DType}
 }
 
 // bound is an integer bound of any 64-bit type, printed exactly.
@@ -290,6 +369,39 @@ func (b *bound) MarshalJSON() ([]byte, error) {
 		out = append(out, '-')
 	}
 	return strconv.AppendUint(out, b.mag, 10), nil
+}
+
+// less reports whether b < c.
+func (b *bound) less(c *bound) bool {
+	switch {
+	case b.neg != c.neg:
+		return b.neg
+	case b.neg:
+		return b.mag > c.mag
+	}
+	return b.mag < c.mag
+}
+
+// min is the lesser of b and c, nil (unbounded) when either is.
+func (b *bound) min(c *bound) *bound {
+	if b == nil || c == nil {
+		return nil
+	}
+	if c.less(b) {
+		return c
+	}
+	return b
+}
+
+// max is the greater of b and c, nil (unbounded) when either is.
+func (b *bound) max(c *bound) *bound {
+	if b == nil || c == nil {
+		return nil
+	}
+	if b.less(c) {
+		return c
+	}
+	return b
 }
 
 func bigInt(v int64) *bound {
@@ -357,12 +469,7 @@ func (s *Server) queryables(w http.ResponseWriter, r *http.Request) error {
 		}
 		add := func(name string, p queryableProp) {
 			if have, ok := doc.Properties[name]; ok {
-				have.Levels = append(have.Levels, n)
-				for _, e := range p.Enum { // dictionaries may differ from level to level
-					if !slices.Contains(have.Enum, e) {
-						have.Enum = append(have.Enum, e)
-					}
-				}
+				have.join(n, p)
 				return
 			}
 			p.Title, p.Levels = name, []int{n}

@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/cache/freelist"
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -55,6 +56,26 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 	} else {
 		h.Add("Vary", s.vary)
 	}
+	// If-Match first (RFC 9110 13.2.2): a client that pinned its copy to
+	// one version is not sent another's answer, and If-None-Match is not
+	// looked at. Judged again for each attempt (wrap retries an answer on
+	// the store's new version, under its new ETag).
+	sw, _ := w.(*statusWriter)
+	if sw != nil {
+		sw.unmatched, sw.unmatchedReq = nil, nil
+	}
+	if im := r.Header.Values("If-Match"); len(im) > 0 && !matchesStrong(im, etag) {
+		p := problem.New(problem.PreconditionFailed,
+			"If-Match names no current ETag of this answer: the store has changed since the tag was issued, or the tag is weak (If-Match compares strongly) or another request's")
+		if sw == nil {
+			writeProblem(w, r, p)
+			return true
+		}
+		// Only the handler knows whether the resource exists: a missing
+		// one's 404 goes out as it is (RFC 9110 13.2.1), its 200 as this.
+		sw.unmatched, sw.unmatchedReq = p, r
+		return false
+	}
 	// "*" is not answered here: it matches only a resource that exists,
 	// which the handler finds out later (statusWriter turns its 200 into
 	// the 304).
@@ -74,6 +95,21 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 		}
 		w.WriteHeader(http.StatusNotModified)
 		return true
+	}
+	return false
+}
+
+// matchesStrong reports whether the If-Match values list etag or "*",
+// comparing strongly: a weak tag (W/"…") never matches (RFC 9110 8.8.3.2).
+// "*" stands for any current representation (a missing one is the
+// handler's 404 all the same).
+func matchesStrong(values []string, etag string) bool {
+	for _, v := range values {
+		for tag := range strings.SplitSeq(v, ",") {
+			if t := strings.TrimSpace(tag); t == "*" || t == etag {
+				return true
+			}
+		}
 	}
 	return false
 }

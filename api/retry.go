@@ -87,7 +87,7 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		for i := 1; ; i++ {
 			a.pin(s, r)
 			err = h(w, r)
-			if err == nil {
+			if err == nil || errors.Is(err, errPreconditionFailed) {
 				return
 			}
 			if !errors.Is(err, zvf.ErrChanged) || a.h == nil || committed(w) {

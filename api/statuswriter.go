@@ -66,7 +66,16 @@ type statusWriter struct {
 	// there is one: its 200 (or 206) goes out as 304 without a body, its
 	// 404 as it is.
 	star    bool
-	discard bool // the answer became a 304: its body is dropped
+	discard bool // the answer became a 304 or a 412: its body is dropped
+	// unmatched: the request's If-Match names none of the answer's ETags
+	// (notModified found it). The handler's 200 or 206 goes out as this
+	// 412 problem, and its next write fails with errPreconditionFailed so
+	// that it stops; an error it answers (a missing object's 404) goes out
+	// as it is, as RFC 9110 13.2.1 has it. unmatchedReq is the request,
+	// for the problem's instance.
+	unmatched    *problem.Details
+	unmatchedReq *http.Request
+	refused      bool // the 412 has been sent
 
 	status  int
 	problem problem.Kind // the type of the problem answered, if one was
@@ -100,7 +109,24 @@ func (sw *statusWriter) init(w http.ResponseWriter, rc *http.ResponseController,
 	sw.sliced = sw.deadlines && (!progress || r.ProtoMajor >= 2)
 }
 
+// errPreconditionFailed is what a write returns once the answer has
+// become a 412 (see statusWriter.unmatched): the handler stops there, and
+// wrap takes it for the answer it is, not a failure.
+var errPreconditionFailed = errors.New("the answer was refused: If-Match names none of its ETags")
+
 func (w *statusWriter) WriteHeader(code int) {
+	// A 412 from http.ServeContent (a Range read) is this one too.
+	if p := w.unmatched; !w.started && p != nil && (code >= 200 && code < 300 || code == http.StatusPreconditionFailed) {
+		w.unmatched = nil
+		h := w.Header()
+		for _, k := range []string{"Trailer", "Content-Range", "Accept-Ranges"} { // the answer's, not the problem's
+			h.Del(k)
+		}
+		problem.Write(w, w.unmatchedReq, p)
+		w.problem = p.Kind()
+		w.discard, w.refused = true, true
+		return
+	}
 	if !w.started && w.star && (code == http.StatusOK || code == http.StatusPartialContent) {
 		code = http.StatusNotModified
 		w.discard = true
@@ -147,6 +173,9 @@ func (w *statusWriter) start(code int) {
 func (w *statusWriter) Write(p []byte) (int, error) {
 	if !w.started {
 		w.WriteHeader(http.StatusOK)
+	}
+	if w.refused {
+		return 0, errPreconditionFailed
 	}
 	if w.discard {
 		return len(p), nil

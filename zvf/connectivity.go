@@ -116,18 +116,23 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 			return c, err
 		}
 	}
+	var ksBuf [8]string
+	kss := ksBuf[:0] // a record's endpoint chunks
 	for _, rec := range ccl {
+		kss = kss[:0]
+		for _, ep := range rec {
+			kss = append(kss, Key(ep.Chunk).String())
+		}
 		if geom == "skeleton" && len(rec) == 2 {
-			mark(Key(rec[0].Chunk).String(), rec[0].Row)
+			mark(kss[0], rec[0].Row)
+		}
+		if err := l.checkCrossRecord(sc, rec, kss); err != nil {
+			return c, err
 		}
 		idx = idx[:0]
 		ok := true
-		for _, ep := range rec {
-			ks := Key(ep.Chunk).String()
-			if n := sc.rows(ks); n >= 0 && ep.Row >= int64(n) {
-				return c, l.s.errf(ErrCorrupt, l.n, l.crossFamily(0), ks, "a cross-chunk link record names row %d of chunk %s, which holds %d rows", ep.Row, ks, n)
-			}
-			i, found := lookup(ks, ep.Row)
+		for j, ep := range rec {
+			i, found := lookup(kss[j], ep.Row)
 			if !found {
 				ok = false
 				break
@@ -158,6 +163,33 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkCrossRecord refuses a cross-chunk record the answer reads (one
+// with an endpoint in a chunk the scope has read) that names a vertex
+// that is not there: a row past its chunk's rows, or any row of a chunk
+// the level does not have (an unwritten cell holds no rows, zvf-0.9-format
+// §3.2). Either is corrupt data, as in an intra-chunk record (links0),
+// not an edge to leave out without a word.
+// kss are the endpoints' chunks as strings.
+func (l *Level) checkCrossRecord(sc connScope, rec []ragged.Endpoint, kss []string) error {
+	read := false
+	for _, ks := range kss {
+		read = read || sc.rows(ks) >= 0
+	}
+	if !read {
+		return nil // outside the answer, whatever it names
+	}
+	for j, ep := range rec {
+		ks := kss[j]
+		switch n := sc.rows(ks); {
+		case n >= 0 && ep.Row >= int64(n):
+			return l.s.errf(ErrCorrupt, l.n, l.crossFamily(0), ks, "a cross-chunk link record names row %d of chunk %s, which holds %d rows", ep.Row, ks, n)
+		case n < 0 && !l.hasKey(Key(ep.Chunk)):
+			return l.s.errf(ErrCorrupt, l.n, l.crossFamily(0), ks, "a cross-chunk link record names row %d of chunk %s, which the level does not have (no vertices there)", ep.Row, ks)
+		}
+	}
+	return nil
 }
 
 // links0 returns the rows of a chunk's links among its own rows

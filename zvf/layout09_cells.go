@@ -142,7 +142,7 @@ func (y *layout09) openGrid(ctx context.Context, family string) (*gridArray, err
 	if len(a.Nonempty) == 0 {
 		// Writers that record presence later (record_presence=False)
 		// leave the list empty: the cells on disk say which exist.
-		if err := y.listCells(ctx, g); err != nil {
+		if err := y.listCells(ctx, g, family == "vertices"); err != nil {
 			return nil, err
 		}
 		if len(g.present) > 0 {
@@ -170,7 +170,7 @@ func (y *layout09) unlisted(ctx context.Context, g *gridArray) ([]string, error)
 		return nil, nil
 	}
 	stored := &gridArray{family: g.family, arr: g.arr, origin: g.origin, grid: g.grid, chunk: g.chunk, inner: g.inner, present: map[string]bool{}}
-	if err := y.listCells(ctx, stored); err != nil {
+	if err := y.listCells(ctx, stored, false); err != nil {
 		return nil, err
 	}
 	var out []string
@@ -216,13 +216,19 @@ func (g *gridArray) add(key Key) {
 }
 
 // listCells finds a family's cells from the objects under it: each stored
-// chunk (each stored inner chunk of a shard) holds cells.
-func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
+// chunk (each stored inner chunk of a shard) holds cells. dropEmpty leaves
+// out the cells written empty, which are cells never written (§3.2: the
+// reference's derive_nonempty_chunks drops them): the vertices cells found
+// are the level's chunks, and an empty one is none. Only the stored pieces
+// that may hold an empty cell are read: those of more than one cell, and
+// those of one no larger than emptyCellMost.
+func (y *layout09) listCells(ctx context.Context, g *gridArray, dropEmpty bool) error {
 	l := y.l
 	m := g.arr.Meta()
 	prefix := join(l.path, g.family) + "/"
 	var chunks [][]int64
-	err := l.s.st.Walk(ctx, prefix, func(key string, _ storage.Attrs) error {
+	var sizes []int64
+	err := l.s.st.Walk(ctx, prefix, func(key string, a storage.Attrs) error {
 		rest := strings.TrimPrefix(key, prefix)
 		if rest == "zarr.json" || strings.HasSuffix(rest, "/zarr.json") {
 			return nil
@@ -231,18 +237,29 @@ func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
 		if !ok {
 			return nil
 		}
-		chunks = append(chunks, c)
+		chunks, sizes = append(chunks, c), append(sizes, a.Size)
 		return nil
 	})
 	if err != nil {
 		return l.s.wrap(kindOf(err), l.n, g.family, "", err)
 	}
-	for _, c := range chunks {
+	mayBeEmpty := func(cells []int64, size int64) bool {
+		return dropEmpty && (prod64(cells) > 1 || size <= emptyCellMost)
+	}
+	for i, c := range chunks {
 		if !g.chunkInGrid(c) {
 			continue // no cell of the array: nothing to read, nor to add
 		}
 		if g.inner == nil {
-			g.addBlock(c, g.chunk, nil)
+			var elems [][]byte
+			if mayBeEmpty(g.chunk, sizes[i]) {
+				ch, err := g.arr.ReadChunk(ctx, c)
+				if err != nil {
+					return l.s.wrap(kindOf(err), l.n, g.family, Key(c).String(), err)
+				}
+				elems = ch.Elems
+			}
+			g.addBlock(c, g.chunk, nil, elems)
 			continue
 		}
 		ix, err := g.arr.ReadShardIndex(ctx, c)
@@ -251,8 +268,16 @@ func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
 		}
 		in := make([]int64, len(c))
 		for {
-			if ix.Present(in) {
-				g.addBlock(c, g.chunk, in)
+			if n, ok := ix.StoredBytes(in); ok {
+				var elems [][]byte
+				if mayBeEmpty(g.inner, n) {
+					ch, err := g.arr.ReadInner(ctx, ix, in)
+					if err != nil {
+						return l.s.wrap(kindOf(err), l.n, g.family, Key(c).String(), err)
+					}
+					elems = ch.Elems
+				}
+				g.addBlock(c, g.chunk, in, elems)
 			}
 			if !zarr.Advance(in, shardGrid(g.chunk, g.inner)) {
 				break
@@ -260,6 +285,20 @@ func (y *layout09) listCells(ctx context.Context, g *gridArray) error {
 		}
 	}
 	return nil
+}
+
+// emptyCellMost bounds the stored size of a chunk (or inner chunk) of one
+// empty cell: its vlen-bytes frame is 8 bytes, which the codecs a cell
+// passes through (zstd, gzip, blosc, a crc32c) leave well under this.
+// A larger piece of one cell holds bytes.
+const emptyCellMost = 64
+
+func prod64(v []int64) int64 {
+	n := int64(1)
+	for _, x := range v {
+		n *= x
+	}
+	return n
 }
 
 // chunkInGrid reports whether Zarr chunk (shard) c holds a cell of the
@@ -274,8 +313,9 @@ func (g *gridArray) chunkInGrid(c []int64) bool {
 }
 
 // addBlock marks present every cell of Zarr chunk c (of inner chunk in,
-// when sharded) that lies inside the grid.
-func (g *gridArray) addBlock(c, chunk, in []int64) {
+// when sharded) that lies inside the grid; with elems, the piece's cells
+// as read (C order), only those holding bytes.
+func (g *gridArray) addBlock(c, chunk, in []int64, elems [][]byte) {
 	lo := make([]int64, len(c))
 	span := chunk
 	for i := range c {
@@ -286,7 +326,7 @@ func (g *gridArray) addBlock(c, chunk, in []int64) {
 		}
 	}
 	at := make([]int64, len(c))
-	for {
+	for e := 0; ; e++ { // e: the cell's place in the piece, C order as at advances
 		key := make(Key, len(c))
 		inside := true
 		for i := range c {
@@ -294,7 +334,7 @@ func (g *gridArray) addBlock(c, chunk, in []int64) {
 			inside = inside && idx < g.grid[i]
 			key[i] = idx + g.origin[i]
 		}
-		if inside {
+		if inside && (elems == nil || e < len(elems) && len(elems[e]) > 0) {
 			g.add(key)
 		}
 		if !zarr.Advance(at, span) {
@@ -345,8 +385,8 @@ func (y *layout09) cell(ctx context.Context, family string, key Key, ks string) 
 		// Only a cell found by listing reads empty here (read refuses a
 		// listed one): unwritten and empty are one (§3.2), so it is as
 		// absent as a cell not stored — no fragment index, no attribute
-		// values — not bytes to decode. An empty vertices cell is a chunk
-		// of no rows.
+		// values — not bytes to decode. (Empty vertices cells were left out
+		// of the level's chunks as it opened: listCells.)
 		return nil, y.l.s.errf(ErrNotFound, y.l.n, family, ks, "%w", errMissing)
 	}
 	return b, err

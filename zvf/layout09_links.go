@@ -152,7 +152,11 @@ func (y *layout09) openSegment(ctx context.Context, f *linkFamily, fam, name str
 	case a.LevelDelta != nil && *a.LevelDelta != f.delta:
 		return nil, l.s.errf(ErrCorrupt, l.n, family, "", "level_delta %d in family %s", *a.LevelDelta, fam)
 	case a.DType != "" && a.DType != "int64":
-		return nil, l.s.errf(ErrUnsupported, l.n, family, "", "link rows of dtype %s (this server reads int64 link cells)", a.DType)
+		// Later 0.9.x revisions may write int32 links (zvf-0.9-format §6),
+		// but not how their cells are laid out (whether the ragged blob's
+		// header and perm_idx narrow too): read as int64 they would be
+		// wrong rows, so the array is refused by name.
+		return nil, l.s.errf(ErrUnsupported, l.n, family, "", "%s/%s/zarr.json says dtype %q: this server reads only int64 link cells, and the byte layout of %s link cells (a later ZVF 0.9.x revision) is not specified to it", l.path, family, a.DType, a.DType)
 	}
 	g, err := y.openGrid(ctx, family)
 	if err != nil {

@@ -96,6 +96,15 @@ func TestRefused09(t *testing.T) {
 				return []byte(strings.Replace(string(b), zvf.SkeletonLinked, zvf.SkeletonSplit, 1))
 			})
 		}, []string{zvf.SkeletonSplit, "stored in both chunks", "only linked_across_chunks"}},
+		// Later 0.9.x revisions may store cross-chunk links as int32
+		// (zvf-0.9-format §6), whose cell bytes the digest does not give:
+		// refused by name — the array, its dtype, what is read — not read
+		// as int64 rows of the wrong width.
+		{"int32 cross-chunk links", "graph_v09", func(t *testing.T, dir string) {
+			mutate(t, filepath.Join(dir, "0/links/0/0.0.+1/zarr.json"), func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), `"dtype": "int64"`, `"dtype": "int32"`, 1))
+			})
+		}, []string{"links/0/0.0.+1", "0/links/0/0.0.+1/zarr.json", `dtype "int32"`, "only int64 link cells", "byte layout"}},
 		{"unknown skeleton layout", "skeleton_v09", func(t *testing.T, dir string) {
 			mutate(t, filepath.Join(dir, "zarr.json"), func(b []byte) []byte {
 				return []byte(strings.Replace(string(b), zvf.SkeletonLinked, "braided", 1))

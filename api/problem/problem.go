@@ -37,6 +37,9 @@ const (
 	URITooLong          Kind = "uri-too-long"
 	Unauthorized        Kind = "unauthorized"
 	RangeNotSatisfiable Kind = "range-not-satisfiable"
+	// PreconditionFailed: an If-Match names none of the answer's current
+	// ETags (RFC 9110 13.1.1).
+	PreconditionFailed Kind = "precondition-failed"
 	// Unrepresentable: the answer is fine but the chosen file format
 	// cannot hold it (a graph with a cycle as SWC).
 	Unrepresentable Kind = "unrepresentable"
@@ -76,6 +79,7 @@ var kinds = map[Kind]kindInfo{
 	URITooLong:          {http.StatusRequestURITooLong, "URI too long"},
 	Unauthorized:        {http.StatusUnauthorized, "Unauthorized"},
 	RangeNotSatisfiable: {http.StatusRequestedRangeNotSatisfiable, "Range not satisfiable"},
+	PreconditionFailed:  {http.StatusPreconditionFailed, "Precondition failed"},
 	Unrepresentable:     {http.StatusUnprocessableEntity, "Not representable in this format"},
 	BadFilter:           {http.StatusBadRequest, "Invalid filter"},
 }

@@ -91,6 +91,20 @@ func (ix *ShardIndex) Present(inner []int64) bool {
 	return ok
 }
 
+// StoredBytes is the size of inner chunk inner as the shard stores it
+// (encoded), and whether it is stored.
+func (ix *ShardIndex) StoredBytes(inner []int64) (int64, bool) {
+	i, ok := ix.flat(inner)
+	if !ok {
+		return 0, false
+	}
+	_, n, ok := ix.entry(i)
+	if !ok || n > 1<<62 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
 func (a *Array) shardFail(key string, err error) error {
 	var ze *Error
 	if errors.As(err, &ze) {
