@@ -174,7 +174,10 @@ type trailer struct {
 	WireEdges []byte
 	Faces     []int64
 	FaceWidth int
-	Extra     map[string]any
+	// EdgeAttributes: the link attributes asked for, a row per edge (nil
+	// when none were asked for: the answer is as it was).
+	EdgeAttributes []zvf.EdgeColumn
+	Extra          map[string]any
 	// Page: the trailer is a bbox page's, whose extra members "offset"
 	// and, when MatchedKnown, "number_matched" are Offset and Matched,
 	// held as numbers (in Extra they cost every page a map). extra gives

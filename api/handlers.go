@@ -132,7 +132,13 @@ func parseID(r *http.Request) (int64, error) {
 }
 
 func parseAttrs(q url.Values) ([]string, error) {
-	v := q.Get("attributes")
+	return parseNames(q, "attributes")
+}
+
+// parseNames reads the attribute names of the parameter param: a
+// comma-separated list, or * for all; nil when it is not given.
+func parseNames(q url.Values, param string) ([]string, error) {
+	v := q.Get(param)
 	if v == "" {
 		return nil, nil
 	}
@@ -150,7 +156,7 @@ func parseAttrs(q url.Values) ([]string, error) {
 		// Named twice, an attribute would be two members of one name in
 		// a JSON answer's attributes (two columns in Arrow and CSV).
 		if slices.Contains(names[:i], n) {
-			return nil, badRequest(fmt.Sprintf("attribute %q is named twice in attributes; name it once", n))
+			return nil, badRequest(fmt.Sprintf("attribute %q is named twice in %s; name it once", n, param))
 		}
 	}
 	return names, nil
@@ -350,6 +356,10 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	edgeAttrs, err := edgeAttrsSetup(q, rep, am)
+	if err != nil {
+		return err
+	}
 	if q.Get("connectivity") == "false" {
 		sh := shape{kind: "bbox", geom: geometryOf(st), dims: dims}
 		if why := needsConnectivity(rep, sh, am); why != "" {
@@ -370,7 +380,8 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false", Selection: sel}
+	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false", Selection: sel,
+		LinkAttributes: edgeAttrs}
 	if cur.Resume == nil {
 		zq.Offset = cur.Offset // a format 1 cursor
 	}
@@ -423,7 +434,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 // it is known (OGC numberMatched) and this page's.
 func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, l *zvf.Level, cur cursor, hash string, res zvf.BBoxResult) *trailer {
 	t := &trailer{Count: res.Count, Edges: res.Edges, WireEdges: res.WireEdges, Faces: res.Faces, FaceWidth: res.FaceWidth,
-		Page: true, Offset: cur.Offset}
+		EdgeAttributes: res.EdgeAttributes, Page: true, Offset: cur.Offset}
 	h := w.Header()
 	if res.More {
 		if hash == "" {
@@ -512,6 +523,29 @@ func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start 
 		return err
 	}
 	return body.finish()
+}
+
+// edgeAttrsSetup reads a bbox request's edge_attributes (the link
+// attributes whose values its edges carry) and refuses them where the
+// answer has no place for them, rather than leaving them out unsaid.
+func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta) ([]string, error) {
+	names, err := parseNames(q, "edge_attributes")
+	if err != nil || names == nil {
+		return nil, err
+	}
+	if q.Get("connectivity") == "false" {
+		return nil, badRequest("edge_attributes are values of the answer's edges: give no connectivity=false")
+	}
+	switch rep.codec.(type) {
+	case jsonCodec, ndjsonCodec:
+		return names, nil
+	case arrowCodec:
+		if am != nil && am.table == tableEdges {
+			return names, nil
+		}
+		return nil, badRequest("edge_attributes: f=arrow carries them in table=edges (a column each)")
+	}
+	return nil, badRequest(fmt.Sprintf("edge_attributes: f=%s does not carry edge values; ask f=json, f=ndjson or f=arrow&table=edges", rep.codec.format()))
 }
 
 // attrInfos describes the attribute columns a query returns, in order.

@@ -29,7 +29,7 @@ func apiRoutes() []apiRoute {
 	return []apiRoute{
 		{"/api/v1/stores", (*Server).listStores, []paramSpec{fJSON}},
 		{st, (*Server).describeStore, []paramSpec{fJSON}},
-		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable, pPrec}},
+		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, {name: "edge_attributes"}, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable, pPrec}},
 		{st + "/count", (*Server).count, []paramSpec{pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON}},
 		{st + "/density", (*Server).density, []paramSpec{pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, fDensity}},
 		{st + "/queryables", (*Server).queryables, []paramSpec{pLevel, fJSON}},
