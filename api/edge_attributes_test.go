@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,7 +183,6 @@ func TestEdgeAttributesRefused(t *testing.T) {
 		code int
 		want string
 	}{
-		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&f=bin", 400, "f=bin does not carry edge values"},
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&f=swc", 400, "f=swc does not carry edge values"},
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&f=arrow", 400, "table=edges"},
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&connectivity=false", 400, "give no connectivity=false"},
@@ -199,5 +200,95 @@ func TestEdgeAttributesRefused(t *testing.T) {
 		if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
 			t.Errorf("%s: %s", c.path, ct)
 		}
+	}
+}
+
+// TestEdgeAttributesBinary: f=bin with edge_attributes names them in the
+// header's edge_attribute_info and follows the edges block with a block
+// of kind 7 each: a validity bitmap padded to 8 bytes, then a value an
+// edge, the JSON answer's values (null: bit clear, value 0). Without
+// edge_attributes, and for a store without link attributes asked for
+// all, the answer is byte for byte what it was.
+func TestEdgeAttributesBinary(t *testing.T) {
+	t.Parallel()
+	ch := cache.New(64 << 20)
+	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{
+		apitest.Open(t, filepath.Join(fixtures, "graph.zarrvectors"), "graph", ch),
+		apitest.Open(t, filepath.Join(fixtures09, "graph_v09.zarrvectors"), "graph_v09", ch),
+		apitest.Open(t, filepath.Join(fixtures, "mesh.zarrvectors"), "mesh", ch)}})
+	const box = "/bbox?min=0,0,0&max=1000,1000,1000"
+	for _, st := range []string{"graph", "graph_v09"} {
+		for _, limit := range []string{"", "&limit=97"} {
+			jpath := "/api/v1/stores/" + st + box + "&edge_attributes=*" + limit
+			bpath := jpath + "&f=bin"
+			nulls := 0
+			for page := 0; ; page++ {
+				var j struct {
+					Edges          [][2]int64            `json:"edges"`
+					EdgeAttributes map[string][]*float64 `json:"edge_attributes"`
+					Info           []map[string]any      `json:"edge_attribute_info"`
+					Next           *string               `json:"next"`
+				}
+				if err := json.Unmarshal(apitest.MustGet(t, ts, jpath), &j); err != nil {
+					t.Fatal(err)
+				}
+				header, blocks := binBlocks(t, apitest.MustGet(t, ts, bpath))
+				if !strings.Contains(string(header), `"edge_attribute_info":[{"name":"weight","dtype":"float32","channels":1}]`) {
+					t.Fatalf("%s: header %s", bpath, header)
+				}
+				var edges, vals []byte
+				for i, b := range blocks {
+					if b.kind == 7 {
+						if b.aux != 0 || i == 0 || blocks[i-1].kind != 4 {
+							t.Fatalf("%s: an edge attribute block of aux %d after a block of kind %d", bpath, b.aux, blocks[i-1].kind)
+						}
+						vals = b.payload
+					}
+					if b.kind == 4 {
+						edges = b.payload
+					}
+				}
+				ne := len(j.Edges)
+				bits := (ne + 63) / 64 * 8
+				if len(edges) != 8*ne || len(vals) != bits+4*ne {
+					t.Fatalf("%s: edges block of %d bytes, edge attribute block of %d, for %d edges", bpath, len(edges), len(vals), ne)
+				}
+				ws := j.EdgeAttributes["weight"]
+				for i := range ne {
+					if a, b := binary.LittleEndian.Uint32(edges[8*i:]), binary.LittleEndian.Uint32(edges[8*i+4:]); int64(a) != j.Edges[i][0] || int64(b) != j.Edges[i][1] {
+						t.Fatalf("%s edge %d: %d-%d, JSON %v", bpath, i, a, b, j.Edges[i])
+					}
+					valid := vals[i>>3]&(1<<(i&7)) != 0
+					v := math.Float32frombits(binary.LittleEndian.Uint32(vals[bits+4*i:]))
+					switch {
+					case valid != (ws[i] != nil):
+						t.Fatalf("%s edge %d: valid %v, JSON %v", bpath, i, valid, ws[i])
+					case !valid && v != 0:
+						t.Fatalf("%s edge %d: no value, yet %v", bpath, i, v)
+					case valid && v != float32(*ws[i]):
+						t.Fatalf("%s edge %d: %v, JSON %v", bpath, i, v, *ws[i])
+					case !valid:
+						nulls++
+					}
+				}
+				if j.Next == nil {
+					break
+				}
+				jpath = "/api/v1/stores/" + st + box + "&edge_attributes=*" + limit + "&cursor=" + *j.Next
+				bpath = jpath + "&f=bin"
+			}
+			if want := map[string]int{"graph": 200, "graph_v09": 0}[st]; nulls != want {
+				t.Fatalf("%s%s: %d edges without a value, want %d", st, limit, nulls, want)
+			}
+		}
+	}
+	plain := apitest.MustGet(t, ts, "/api/v1/stores/graph"+box+"&f=bin")
+	if _, blocks := binBlocks(t, plain); slices.ContainsFunc(blocks, func(b binBlock) bool { return b.kind == 7 }) || strings.Contains(string(plain), "edge_attribute_info") {
+		t.Fatal("an answer that did not ask has edge attributes")
+	}
+	m0 := apitest.MustGet(t, ts, "/api/v1/stores/mesh"+box+"&f=bin")
+	m1 := apitest.MustGet(t, ts, "/api/v1/stores/mesh"+box+"&f=bin&edge_attributes=*")
+	if string(m0) != string(m1) {
+		t.Fatal("edge_attributes=* changed the binary answer of a store without link attributes")
 	}
 }

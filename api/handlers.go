@@ -404,6 +404,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if meta.Attributes, err = attrInfos(l, attrs); err != nil {
 		return err
 	}
+	if meta.EdgeAttributes, err = linkAttrInfos(l, zq.LinkAttributes); err != nil {
+		return err
+	}
 	// Headers the answer's end decides go out as headers when the answer
 	// was held back whole, else as the trailers declared when it started.
 	return s.streamPayload(w, rep, start, meta, bboxTrailers[:], func(enc encoder, body *bodyWriter) (*trailer, error) {
@@ -537,7 +540,7 @@ func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta) ([]string, 
 		return nil, badRequest("edge_attributes are values of the answer's edges: give no connectivity=false")
 	}
 	switch rep.codec.(type) {
-	case jsonCodec, ndjsonCodec:
+	case jsonCodec, ndjsonCodec, binaryCodec:
 		return names, nil
 	case arrowCodec:
 		if am != nil && am.table == tableEdges {
@@ -545,7 +548,25 @@ func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta) ([]string, 
 		}
 		return nil, badRequest("edge_attributes: f=arrow carries them in table=edges (a column each)")
 	}
-	return nil, badRequest(fmt.Sprintf("edge_attributes: f=%s does not carry edge values; ask f=json, f=ndjson or f=arrow&table=edges", rep.codec.format()))
+	return nil, badRequest(fmt.Sprintf("edge_attributes: f=%s does not carry edge values; ask f=json, f=ndjson, f=bin or f=arrow&table=edges", rep.codec.format()))
+}
+
+// linkAttrInfos describes the link attributes names asks for, in order
+// (nil for none).
+func linkAttrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
+	all := l.Info().LinkAttributes
+	if len(names) == 1 && names[0] == "*" {
+		return all, nil
+	}
+	var out []zvf.AttrInfo
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(a zvf.AttrInfo) bool { return a.Name == n })
+		if i < 0 {
+			return nil, notFound(fmt.Sprintf("no link attribute %q at level %d", n, l.N()))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 // attrInfos describes the attribute columns a query returns, in order.
