@@ -30,7 +30,33 @@ func TestArrowEdgeAttributesNode(t *testing.T) {
 		_, bodies[st] = serveOK(t, h, "/api/v1/stores/"+st+box+"&f=arrow&table=edges&edge_attributes=weight")
 		_, bodies[st+" plain"] = serveOK(t, h, "/api/v1/stores/"+st+box+"&f=arrow&table=edges")
 	}
+	const object = "/api/v1/stores/graph/objects/1?f=arrow&table=edges&edge_attributes=*"
+	_, bodies["graph object"] = serveOK(t, h, object)
 	read := runNodeArrow(t, bodies)
+	t.Run("graph object", func(t *testing.T) {
+		_, jb := serveOK(t, h, "/api/v1/stores/graph/objects/1?f=json&edge_attributes=*")
+		var j struct {
+			Edges          [][2]int64                   `json:"edges"`
+			EdgeAttributes map[string][]json.RawMessage `json:"edge_attributes"`
+		}
+		if err := json.Unmarshal(jb, &j); err != nil {
+			t.Fatal(err)
+		}
+		nt := read["graph object"]
+		if len(nt.Fields) != 3 || nt.Fields[2].Name != "weight" || nt.Rows != len(j.Edges) || nt.Rows == 0 {
+			t.Fatalf("fields %+v, %d rows; JSON %d edges", nt.Fields, nt.Rows, len(j.Edges))
+		}
+		for i, v := range nt.Columns["weight"] {
+			got := string(v)
+			if got != "null" {
+				f, _ := strconv.ParseFloat(got, 64)
+				got = strconv.FormatFloat(float64(float32(f)), 'g', -1, 32)
+			}
+			if want := string(j.EdgeAttributes["weight"][i]); got != want {
+				t.Fatalf("edge %d: %s, JSON %s", i, got, want)
+			}
+		}
+	})
 	for _, st := range []string{"graph", "graph_v09"} {
 		t.Run(st, func(t *testing.T) {
 			_, jb := serveOK(t, h, "/api/v1/stores/"+st+box+"&f=json&edge_attributes=weight")

@@ -140,6 +140,63 @@ func TestEdgeAttributesJSON(t *testing.T) {
 			}
 		}
 	}
+	t.Run("objects", func(t *testing.T) {
+		for _, tc := range []struct {
+			store          *zvf.Store
+			weighted, null int
+		}{{g07, 456, 200}, {g09, 516, 0}} {
+			want := levelWeights(t, tc.store)
+			weighted, null := 0, 0
+			for id := range 4 {
+				for _, f := range []string{"json", "ndjson"} {
+					body := apitest.MustGet(t, ts, fmt.Sprintf("/api/v1/stores/%s/objects/%d?edge_attributes=*&f=%s", tc.store.Name(), id, f))
+					var a edgeAnswer
+					if f == "json" {
+						if err := json.Unmarshal(body, &a); err != nil {
+							t.Fatal(err)
+						}
+					} else {
+						lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+						for _, ln := range lines[1 : len(lines)-1] {
+							var row struct {
+								V []float64 `json:"v"`
+							}
+							if err := json.Unmarshal([]byte(ln), &row); err != nil {
+								t.Fatal(err)
+							}
+							a.Vertices = append(a.Vertices, row.V)
+						}
+						if err := json.Unmarshal([]byte(lines[len(lines)-1]), &a); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ws := a.EdgeAttributes["weight"]
+					if len(ws) != len(a.Edges) || len(a.Edges) == 0 {
+						t.Fatalf("%s object %d f=%s: %d weights for %d edges", tc.store.Name(), id, f, len(ws), len(a.Edges))
+					}
+					for i, e := range a.Edges {
+						p, q := a.Vertices[e[0]], a.Vertices[e[1]]
+						pa, pb := fmt.Sprint(float32(p[0]), float32(p[1]), float32(p[2])), fmt.Sprint(float32(q[0]), float32(q[1]), float32(q[2]))
+						w, ok := want[pa+"|"+pb]
+						if !ok {
+							w, ok = want[pb+"|"+pa]
+						}
+						if !ok || (w == nil) != (ws[i] == nil) || (w != nil && float32(*w) != float32(*ws[i])) {
+							t.Fatalf("%s object %d edge %d: %v, the reader's box %v (%v)", tc.store.Name(), id, i, ws[i], w, ok)
+						}
+						if f == "json" && w == nil {
+							null++
+						} else if f == "json" {
+							weighted++
+						}
+					}
+				}
+			}
+			if weighted != tc.weighted || null != tc.null {
+				t.Fatalf("%s objects: %d weighted edges, %d without; want %d, %d", tc.store.Name(), weighted, null, tc.weighted, tc.null)
+			}
+		}
+	})
 	t.Run("unchanged", func(t *testing.T) {
 		// Answers that do not ask, and a store without link attributes
 		// asked for all, are byte for byte what they were.

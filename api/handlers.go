@@ -615,11 +615,12 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if am != nil && am.geo != nil {
 		am.geo.objectID = id
 	}
-	object := l.Object
-	if _, bin := rep.codec.(binaryCodec); bin {
-		object = l.WireObject // a line's edges as the encoder writes them
+	edgeAttrs, err := edgeAttrsSetup(query(r), rep, am)
+	if err != nil {
+		return err
 	}
-	o, err := object(r.Context(), id, attrs)
+	_, wire := rep.codec.(binaryCodec) // a line's edges as the encoder writes them
+	o, err := l.ObjectWith(r.Context(), id, zvf.ObjectQuery{Attributes: attrs, LinkAttributes: edgeAttrs, Wire: wire})
 	if err != nil {
 		return err
 	}
@@ -628,6 +629,9 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	}
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes),
 		Export: export, Arrow: am}
+	if meta.EdgeAttributes, err = linkAttrInfos(l, edgeAttrs); err != nil {
+		return err
+	}
 	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
 		if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
 			return nil, err
@@ -636,7 +640,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		for _, c := range o.ObjectAttributes {
 			oattrs[c.Name] = json.RawMessage(appendCell(nil, &c, 0))
 		}
-		return &trailer{Count: o.Count, Edges: o.Edges, WireEdges: o.WireEdges, Faces: o.Faces, FaceWidth: o.FaceWidth,
+		return &trailer{Count: o.Count, Edges: o.Edges, WireEdges: o.WireEdges, Faces: o.Faces, FaceWidth: o.FaceWidth, EdgeAttributes: o.EdgeAttributes,
 			Extra: map[string]any{"object_id": id, "fragment_counts": nonNilInts(o.FragmentCounts), "object_attributes": oattrs}}, nil
 	})
 }

@@ -33,7 +33,7 @@ func apiRoutes() []apiRoute {
 		{st + "/count", (*Server).count, []paramSpec{pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON}},
 		{st + "/density", (*Server).density, []paramSpec{pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, fDensity}},
 		{st + "/queryables", (*Server).queryables, []paramSpec{pLevel, fJSON}},
-		{st + "/objects/{id}", (*Server).object, []paramSpec{pLevel, pAttrs, fAnswer, pTable, pPrec}},
+		{st + "/objects/{id}", (*Server).object, []paramSpec{pLevel, pAttrs, {name: "edge_attributes"}, fAnswer, pTable, pPrec}},
 		{st + "/objects/{id}/manifest", (*Server).manifest, []paramSpec{pLevel, fJSON}},
 		{st + "/objects/{id}/levels", (*Server).objectLevels, []paramSpec{fJSON}},
 		{st + "/groups/{id}", (*Server).group, []paramSpec{pLevel, fJSON}},

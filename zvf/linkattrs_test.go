@@ -233,6 +233,41 @@ func TestLinkAttributesReferenceGraphs(t *testing.T) {
 					t.Fatalf("limit %d: %d edges, %d weighted; want %d, %d", limit, edges, weighted, tc.edges, tc.weighted)
 				}
 			}
+			// Every object's edges carry the same values.
+			weighted := 0
+			for id := int64(0); id < l.Info().ObjectCount; id++ {
+				o, err := l.ObjectWith(context.Background(), id, zvf.ObjectQuery{LinkAttributes: []string{"weight"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				col := o.EdgeAttributes[0]
+				if len(o.EdgeAttributes) != 1 || len(col.Data) != 2*len(o.Edges) {
+					t.Fatalf("object %d: %d columns, %d bytes for %d edges", id, len(o.EdgeAttributes), len(col.Data), len(o.Edges)/2)
+				}
+				at := func(r int64) string {
+					p := make([]float32, 3)
+					for c := range p {
+						p[c] = float32(o.Vertices.At(3*int(r) + c).F)
+					}
+					return fmt.Sprint(p)
+				}
+				for i := 0; i < len(o.Edges)/2; i++ {
+					a, b := at(o.Edges[2*i]), at(o.Edges[2*i+1])
+					if b < a {
+						a, b = b, a
+					}
+					w, ok := want[a+"|"+b]
+					if valid := col.Valid == nil || col.Valid[i]; valid != ok || (ok && float32(col.At(i).F) != w) {
+						t.Fatalf("object %d edge %d (%s, %s): %v (valid %v), the files %v (%v)", id, i, a, b, col.At(i).F, valid, w, ok)
+					}
+					if ok {
+						weighted++
+					}
+				}
+			}
+			if weighted != tc.weighted {
+				t.Fatalf("the objects' edges have %d weights, want %d", weighted, tc.weighted)
+			}
 			// A store's answers without link attributes asked for carry none.
 			res, err := l.BBox(context.Background(), zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true}, func(*zvf.Batch) error { return nil })
 			if err != nil || res.EdgeAttributes != nil {

@@ -319,6 +319,9 @@ type Object struct {
 	WireEdges []byte
 	Faces     []int64
 	FaceWidth int
+	// EdgeAttributes: the link attributes ObjectWith asked for, a row per
+	// edge of Edges.
+	EdgeAttributes []EdgeColumn
 	// FragmentCounts: rows per manifest fragment, in manifest order.
 	FragmentCounts []int64
 	// ObjectAttributes: per-object attribute values (one row each).
