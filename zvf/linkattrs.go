@@ -236,6 +236,11 @@ func (l *Level) linkRows(ctx context.Context, ref linkRef) (int, error) {
 	return 0, l.s.errf(ErrCorrupt, l.n, "links/0/"+ref.seg, ref.cell.String(), "no such links array")
 }
 
+// maxUnbackedEdgeBytes bounds the column an answer builds for a link
+// attribute none of whose cells it read (its values all absent), whose
+// row width only the metadata gives.
+const maxUnbackedEdgeBytes = 16 << 20
+
 // edgeColumns gathers the values of the link attributes sel for edges
 // stored where refs say. A cell whose bytes are not one row per link row
 // of its links cell is corrupt, named by array and cell: rows that do not
@@ -250,6 +255,7 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 		if a.channelsKnown {
 			ch = a.Channels
 		}
+		backed := false // some cell's bytes confirm the row width
 		for _, ref := range refs {
 			if ref.cell == nil {
 				continue
@@ -287,10 +293,16 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 				return nil, l.s.errf(ErrCorrupt, l.n, fam, id.ks, "%d bytes, want %d rows (one per row of its links cell) × %d × %s", len(b), n, max(ch, 1), a.dt.Name)
 			}
 			cells[id] = linkCell{data: b, rows: n}
+			backed = true
 		}
 		ch = max(ch, 1)
 		col := EdgeColumn{Column: Column{Name: a.Name, DType: a.dt.Name, Channels: ch, typ: a.dt}}
 		rb := ch * a.dt.Size
+		if !backed && len(refs)*rb > maxUnbackedEdgeBytes {
+			// Every edge is without a value, and the row width is the
+			// metadata's alone: it sizes no large buffer of zeros.
+			return nil, l.s.errf(ErrUnsupported, l.n, l.linkAttrFamily(a, ""), "", "%d edges without stored values of %d × %s each (its row_shape): more than %d bytes of nothing", len(refs), ch, a.dt.Name, maxUnbackedEdgeBytes)
+		}
 		col.Data = make([]byte, len(refs)*rb)
 		for i, ref := range refs {
 			var c linkCell

@@ -3,11 +3,13 @@ package zvf_test
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -441,6 +443,71 @@ func TestLinkAttributesCorruptCell(t *testing.T) {
 			q.LinkAttributes = nil
 			if _, err := l.BBox(context.Background(), q, func(*zvf.Batch) error { return nil }); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLinkAttributesWithoutCells: a link attribute whose cells are all
+// gone gives every edge no value; a row_shape claiming wide rows then
+// sizes no buffer of zeros (an error, not 135 MB), since no stored row
+// confirms it.
+func TestLinkAttributesWithoutCells(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		rowShape string
+		wantErr  string
+	}{{"[]", ""}, {"[65536]", "without stored values of 65536 × float32"}} {
+		t.Run(tc.rowShape, func(t *testing.T) {
+			t.Parallel()
+			dir := zvftest.CopyTree(t, "../testdata/zvf-0.9/graph_v09.zarrvectors")
+			base := filepath.Join(dir, "0/link_attributes/weight/0")
+			segs, err := os.ReadDir(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range segs {
+				if !s.IsDir() {
+					continue
+				}
+				p := filepath.Join(base, s.Name())
+				b, err := os.ReadFile(filepath.Join(p, "zarr.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var meta map[string]any
+				if err := json.Unmarshal(b, &meta); err != nil {
+					t.Fatal(err)
+				}
+				attrs := meta["attributes"].(map[string]any)
+				attrs["nonempty_chunks"] = []string{}
+				var rs any
+				_ = json.Unmarshal([]byte(tc.rowShape), &rs)
+				attrs["row_shape"] = rs
+				if b, err = json.Marshal(meta); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(p, "zarr.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.RemoveAll(filepath.Join(p, "c")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := zvftest.OpenLevel(t, zvftest.Store(t, dir), zvf.Options{Name: "g"}, 0)
+			res, err := l.BBox(context.Background(), zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, LinkAttributes: []string{"*"}}, func(*zvf.Batch) error { return nil })
+			if tc.wantErr != "" {
+				if !errors.Is(err, zvf.ErrUnsupported) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, want ErrUnsupported %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			col := res.EdgeAttributes[0]
+			if len(res.Edges) != 2*516 || len(col.Valid) != 516 || slices.Contains(col.Valid, true) {
+				t.Fatalf("%d edges, valid %v", len(res.Edges)/2, col.Valid)
 			}
 		})
 	}
