@@ -30,10 +30,10 @@ import (
 // VLenBytes frame whose payload is flat pairs (0.0.0) or a ragged blob of
 // [perm, src, other] rows, and the weight cell dense float32 rows
 // (zvf-0.9-format §3.4).
-func rawWeights(t *testing.T, dir string, v09 bool) map[string]float32 {
+func rawWeights(t *testing.T, dir string, level int, v09 bool) map[string]float32 {
 	t.Helper()
 	read := func(p string) []byte {
-		b, err := os.ReadFile(filepath.Join(dir, "0", p))
+		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(level), p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func rawWeights(t *testing.T, dir string, v09 bool) map[string]float32 {
 		out[k] = w
 	}
 	if !v09 {
-		ents, err := os.ReadDir(filepath.Join(dir, "0/link_attributes/weight/0"))
+		ents, err := os.ReadDir(filepath.Join(dir, strconv.Itoa(level), "link_attributes/weight/0"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func rawWeights(t *testing.T, dir string, v09 bool) map[string]float32 {
 		}
 		return out
 	}
-	segs, err := os.ReadDir(filepath.Join(dir, "0/link_attributes/weight/0"))
+	segs, err := os.ReadDir(filepath.Join(dir, strconv.Itoa(level), "link_attributes/weight/0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +118,11 @@ func rawWeights(t *testing.T, dir string, v09 bool) map[string]float32 {
 		for i, c := range strings.Split(seg, ".") {
 			off[i], _ = strconv.ParseInt(strings.TrimPrefix(c, "+"), 10, 64)
 		}
-		err := filepath.WalkDir(filepath.Join(dir, "0/link_attributes/weight/0", seg, "c"), func(p string, d os.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join(dir, strconv.Itoa(level), "link_attributes/weight/0", seg, "c"), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
-			rel, _ := filepath.Rel(filepath.Join(dir, "0/link_attributes/weight/0", seg, "c"), p)
+			rel, _ := filepath.Rel(filepath.Join(dir, strconv.Itoa(level), "link_attributes/weight/0", seg, "c"), p)
 			ks := strings.ReplaceAll(rel, "/", ".")
 			var key [3]int64
 			for i, c := range strings.Split(ks, ".") {
@@ -164,21 +164,23 @@ func TestLinkAttributesReferenceGraphs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		store, raw string
+		level      int
 		v09        bool
 		weighted   int // edges of the whole answer with a weight
 		edges      int
 	}{
-		{"../testdata/zvf-reference/graph.zarrvectors", "../testdata/zvf-reference/graph.zarrvectors", false, 456, 656},
-		{"../testdata/zvf-reference/graph_sharded.zarrvectors", "../testdata/zvf-reference/graph.zarrvectors", false, 456, 656},
-		{"../testdata/zvf-0.9/graph_v09.zarrvectors", "../testdata/zvf-0.9/graph_v09.zarrvectors", true, 516, 516},
+		{"../testdata/zvf-reference/graph.zarrvectors", "../testdata/zvf-reference/graph.zarrvectors", 0, false, 456, 656},
+		{"../testdata/zvf-reference/graph_sharded.zarrvectors", "../testdata/zvf-reference/graph.zarrvectors", 0, false, 456, 656},
+		{"../testdata/zvf-0.9/graph_v09.zarrvectors", "../testdata/zvf-0.9/graph_v09.zarrvectors", 0, true, 516, 516},
+		{"../testdata/zvf-0.9/graph_v09.zarrvectors", "../testdata/zvf-0.9/graph_v09.zarrvectors", 1, true, 159, 159},
 	} {
-		t.Run(filepath.Base(tc.store), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s level %d", filepath.Base(tc.store), tc.level), func(t *testing.T) {
 			t.Parallel()
-			want := rawWeights(t, tc.raw, tc.v09)
+			want := rawWeights(t, tc.raw, tc.level, tc.v09)
 			if len(want) != tc.weighted {
 				t.Fatalf("the files hold %d weighted links, want %d", len(want), tc.weighted)
 			}
-			l := zvftest.OpenLevel(t, zvftest.Store(t, tc.store), zvf.Options{Name: "g", Cache: cache.New(64 << 20)}, 0)
+			l := zvftest.OpenLevel(t, zvftest.Store(t, tc.store), zvf.Options{Name: "g", Cache: cache.New(64 << 20)}, tc.level)
 			if got := fmt.Sprint(l.Info().LinkAttributes); got != "[{weight float32 1 []}]" {
 				t.Fatalf("link attributes %s", got)
 			}
