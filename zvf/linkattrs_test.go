@@ -398,7 +398,8 @@ func TestLinkAttributesWriterRoundTrip(t *testing.T) {
 
 // TestLinkAttributesCorruptCell: a link attribute cell that is not one
 // row per row of its links cell is ErrCorrupt naming the array and the
-// cell, in both layouts, not values shifted onto other edges.
+// cell, in both layouts, not values shifted onto other edges; validate
+// reports it at that cell.
 func TestLinkAttributesCorruptCell(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -445,6 +446,15 @@ func TestLinkAttributesCorruptCell(t *testing.T) {
 			q.LinkAttributes = nil
 			if _, err := l.BBox(context.Background(), q, func(*zvf.Batch) error { return nil }); err != nil {
 				t.Fatal(err)
+			}
+			// validate says so, where.
+			rep := zvf.Validate(context.Background(), zvftest.Store(t, dir), "g", 5, nil)
+			found := false
+			for _, p := range rep.Problems {
+				found = found || (p.Severity == "error" && p.Path == "0/"+tc.array+"/"+tc.cell && strings.Contains(p.Message, "one per row of its links cell"))
+			}
+			if !found || rep.OK() {
+				t.Fatalf("validate: %+v", rep.Problems)
 			}
 		})
 	}
@@ -510,6 +520,17 @@ func TestLinkAttributesWithoutCells(t *testing.T) {
 			col := res.EdgeAttributes[0]
 			if len(res.Edges) != 2*516 || len(col.Valid) != 516 || slices.Contains(col.Valid, true) {
 				t.Fatalf("%d edges, valid %v", len(res.Edges)/2, col.Valid)
+			}
+			// validate warns of each links cell without values.
+			rep := zvf.Validate(context.Background(), zvftest.Store(t, dir), "g", 5, nil)
+			warned := 0
+			for _, p := range rep.Problems {
+				if p.Severity == "warning" && strings.HasPrefix(p.Path, "0/link_attributes/weight/0/") && strings.Contains(p.Message, "have no weight values") {
+					warned += max(p.Count, 1)
+				}
+			}
+			if warned == 0 || !rep.OK() {
+				t.Fatalf("validate: %+v", rep.Problems)
 			}
 		})
 	}
