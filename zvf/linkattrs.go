@@ -247,7 +247,13 @@ const maxUnbackedEdgeBytes = 16 << 20
 // line up are never served as another edge's values.
 func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []linkRef) ([]EdgeColumn, error) {
 	out := make([]EdgeColumn, len(sel))
-	type cellID struct{ seg, ks string }
+	// A cell is known by its key's array: the refs of one cell share it
+	// (the scope's key, the grid's cell key), so no key is formatted an
+	// edge; a cell met through two arrays is merely read twice.
+	type cellID struct {
+		seg string
+		key *int64
+	}
 	nrows := map[cellID]int{}
 	for k, a := range sel {
 		cells := map[cellID]linkCell{}
@@ -260,7 +266,7 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 			if ref.cell == nil {
 				continue
 			}
-			id := cellID{ref.seg, ref.cell.String()}
+			id := cellID{ref.seg, &ref.cell[0]}
 			if _, ok := cells[id]; ok {
 				continue
 			}
@@ -290,7 +296,7 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 				ch = len(b) / (n * size)
 			}
 			if want := n * max(ch, 1) * size; len(b) != want {
-				return nil, l.s.errf(ErrCorrupt, l.n, fam, id.ks, "%d bytes, want %d rows (one per row of its links cell) × %d × %s", len(b), n, max(ch, 1), a.dt.Name)
+				return nil, l.s.errf(ErrCorrupt, l.n, fam, ref.cell.String(), "%d bytes, want %d rows (one per row of its links cell) × %d × %s", len(b), n, max(ch, 1), a.dt.Name)
 			}
 			cells[id] = linkCell{data: b, rows: n}
 			backed = true
@@ -307,7 +313,7 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 		for i, ref := range refs {
 			var c linkCell
 			if ref.cell != nil {
-				c = cells[cellID{ref.seg, ref.cell.String()}]
+				c = cells[cellID{ref.seg, &ref.cell[0]}]
 			}
 			if c.data == nil || ref.row >= c.rows {
 				if col.Valid == nil {
