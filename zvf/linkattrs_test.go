@@ -535,3 +535,212 @@ func TestLinkAttributesWithoutCells(t *testing.T) {
 		})
 	}
 }
+
+// TestLinkAttributesEveryCopy0_9 writes the round-trip graph as ZVF 0.9
+// with canonical and with duplicate link families, then gives every
+// stored link row — each copy of a duplicated record, intra rows too — a
+// value of its own in a new attribute "h": a hash of its endpoints'
+// positions in input order (perm_idx undone) and of the cell it is stored
+// in. An answer's edge must carry the value of the copy the reader answers
+// from (with duplicates the one in its first endpoint's chunk, else the
+// only one), so a value from another copy, row or orientation shows.
+func TestLinkAttributesEveryCopy0_9(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var g writer.Graph
+	for i := range 80 {
+		a := float64(i) * 0.37
+		g.Positions = append(g.Positions, float32(15+12*math.Cos(a)), float32(15+12*math.Sin(a)), float32(i)*0.5)
+		if i > 0 {
+			g.Edges = append(g.Edges, int64(i), int64(i-1))
+		}
+		if i >= 7 && i%3 == 0 {
+			g.Edges = append(g.Edges, int64(i-7), int64(i)) // against the chain's direction too
+		}
+	}
+	st07, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.WriteGraph(ctx, st07, "", &g, writer.Options{ChunkShape: []float64{10, 10, 10}}); err != nil {
+		t.Fatal(err)
+	}
+	hash := func(a, b, ks string) float32 {
+		var h uint32 = 2166136261
+		for _, c := range []byte(a + "|" + b + "|" + ks) {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		return float32(h % 1000003)
+	}
+	crossRows := map[bool]int{}
+	for _, dup := range []bool{false, true} {
+		t.Run(fmt.Sprint("duplicate=", dup), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := zvftest.To09(ctx, st07, zvftest.Store(t, dir), zvftest.To09Options{Duplicate: dup}); err != nil {
+				t.Fatal(err)
+			}
+			read := func(p string) []byte {
+				b, err := os.ReadFile(filepath.Join(dir, "0", p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			frame := func(b []byte) []byte { return b[8 : 8+binary.LittleEndian.Uint32(b[4:])] }
+			vertex := func(ks string, row int64) string {
+				b := frame(read("vertices/c/" + strings.ReplaceAll(ks, ".", "/")))
+				p := make([]float32, 3)
+				for c := range p {
+					p[c] = math.Float32frombits(binary.LittleEndian.Uint32(b[12*row+4*int64(c):]))
+				}
+				return fmt.Sprint(p)
+			}
+			segs, err := os.ReadDir(filepath.Join(dir, "0/links/0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			copies := 0
+			for _, s := range segs {
+				if !s.IsDir() {
+					continue
+				}
+				seg := s.Name()
+				meta := map[string]any{}
+				if err := json.Unmarshal(read("links/0/"+seg+"/zarr.json"), &meta); err != nil {
+					t.Fatal(err)
+				}
+				attrs := meta["attributes"].(map[string]any)
+				if _, ok := attrs["chunk_grid_origin"]; ok {
+					t.Fatal("a grid origin: the test reads cell files by chunk key")
+				}
+				off := []int64{0, 0, 0}
+				for i, c := range strings.Split(seg, ".") {
+					off[i], _ = strconv.ParseInt(strings.TrimPrefix(c, "+"), 10, 64)
+				}
+				out := filepath.Join(dir, "0/link_attributes/h/0", seg)
+				err := filepath.WalkDir(filepath.Join(dir, "0/links/0", seg, "c"), func(p string, d os.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return err
+					}
+					rel, _ := filepath.Rel(filepath.Join(dir, "0/links/0", seg, "c"), p)
+					ks := strings.ReplaceAll(rel, "/", ".")
+					var key [3]int64
+					for i, c := range strings.Split(ks, ".") {
+						key[i], _ = strconv.ParseInt(c, 10, 64)
+					}
+					other := fmt.Sprintf("%d.%d.%d", key[0]+off[0], key[1]+off[1], key[2]+off[2])
+					payload := frame(read("links/0/" + seg + "/c/" + rel))
+					var w []float32
+					if seg == "0.0.0" {
+						for r := 0; r+16 <= len(payload); r += 16 {
+							a, b := int64(binary.LittleEndian.Uint64(payload[r:])), int64(binary.LittleEndian.Uint64(payload[r+8:]))
+							w = append(w, hash(vertex(ks, a), vertex(ks, b), ks))
+						}
+					} else {
+						k := int64(binary.LittleEndian.Uint64(payload))
+						rows := payload[8+8*k:]
+						for r := 0; r+24 <= len(rows); r += 24 {
+							perm := binary.LittleEndian.Uint64(rows[r:])
+							a, b := vertex(ks, int64(binary.LittleEndian.Uint64(rows[r+8:]))), vertex(other, int64(binary.LittleEndian.Uint64(rows[r+16:])))
+							if perm == 1 {
+								a, b = b, a // stored swapped: input order is (other, source)
+							}
+							w = append(w, hash(a, b, ks))
+							copies++
+						}
+					}
+					cell := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 1), uint32(4*len(w)))
+					for _, v := range w {
+						cell = binary.LittleEndian.AppendUint32(cell, math.Float32bits(v))
+					}
+					if err := os.MkdirAll(filepath.Dir(filepath.Join(out, "c", rel)), 0o755); err != nil {
+						return err
+					}
+					return os.WriteFile(filepath.Join(out, "c", rel), cell, 0o644)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				attrs["zv_array"], attrs["name"], attrs["dtype"], attrs["row_shape"] = "link_attribute", "h", "float32", []int{}
+				delete(attrs, "has_perm")
+				delete(attrs, "link_width")
+				b, err := json.Marshal(meta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(out, "zarr.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if copies == 0 {
+				t.Fatal("no cross-chunk link rows: the test tests nothing")
+			}
+			crossRows[dup] = copies
+			l := zvftest.OpenLevel(t, zvftest.Store(t, dir), zvf.Options{Name: "h"}, 0)
+			chunkOf := func(p string) string {
+				var x, y, z float64
+				fmt.Sscan(strings.Trim(p, "[]"), &x, &y, &z)
+				return fmt.Sprintf("%d.%d.%d", int(math.Floor(x/10)), int(math.Floor(y/10)), int(math.Floor(z/10)))
+			}
+			// The copy an edge's value comes from: with duplicates the one
+			// in its first endpoint's chunk; canonically the only one, in
+			// the chunk that sorts first.
+			stored := func(a, b string) string {
+				ca, cb := chunkOf(a), chunkOf(b)
+				if dup {
+					return ca
+				}
+				var ka, kb [3]int
+				fmt.Sscanf(ca, "%d.%d.%d", &ka[0], &ka[1], &ka[2])
+				fmt.Sscanf(cb, "%d.%d.%d", &kb[0], &kb[1], &kb[2])
+				if slices.Compare(kb[:], ka[:]) < 0 {
+					return cb
+				}
+				return ca
+			}
+			var verts []string
+			res, err := l.BBox(ctx, zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, LinkAttributes: []string{"h"}, Limit: 37}, func(b *zvf.Batch) error {
+				for i := 0; i < b.Rows; i++ {
+					verts = append(verts, fmt.Sprint([]float32{float32(b.Vertices.At(3 * i).F), float32(b.Vertices.At(3*i + 1).F), float32(b.Vertices.At(3*i + 2).F)}))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			edges, checked := res.Edges, 0
+			cols := res.EdgeAttributes
+			for res.More {
+				q := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, LinkAttributes: []string{"h"}, Limit: 37, Resume: res.Next}
+				if res, err = l.BBox(ctx, q, func(b *zvf.Batch) error {
+					for i := 0; i < b.Rows; i++ {
+						verts = append(verts, fmt.Sprint([]float32{float32(b.Vertices.At(3 * i).F), float32(b.Vertices.At(3*i + 1).F), float32(b.Vertices.At(3*i + 2).F)}))
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < len(res.Edges)/2; i++ {
+					a, b := verts[res.Edges[2*i]], verts[res.Edges[2*i+1]]
+					if got, want := float32(res.EdgeAttributes[0].At(i).F), hash(a, b, stored(a, b)); got != want {
+						t.Fatalf("edge %s → %s: h %v, want %v (its copy in %s)", a, b, got, want, stored(a, b))
+					}
+					checked++
+				}
+			}
+			for i := 0; i < len(edges)/2; i++ {
+				a, b := verts[edges[2*i]], verts[edges[2*i+1]]
+				if got, want := float32(cols[0].At(i).F), hash(a, b, stored(a, b)); got != want {
+					t.Fatalf("edge %s → %s: h %v, want %v (its copy in %s)", a, b, got, want, stored(a, b))
+				}
+				checked++
+			}
+			if checked != len(g.Edges)/2 {
+				t.Fatalf("%d edges checked, the graph has %d", checked, len(g.Edges)/2)
+			}
+		})
+	}
+	if crossRows[true] != 2*crossRows[false] {
+		t.Fatalf("%d cross-chunk rows stored with duplicates, %d without: not a copy per endpoint chunk", crossRows[true], crossRows[false])
+	}
+}
