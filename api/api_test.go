@@ -149,6 +149,8 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=500,500,500&attributes=*&limit=50", 200},
 		{"/api/v1/stores/points_pyramid/bbox?min=0,0,0&max=1000,1000,1000&level=auto&limit=100", 200},
 		{"/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675", 200},
+		{"/api/v1/stores/graph/bbox?min=390,223,585&max=480,313,675&edge_attributes=*", 200},
+		{"/api/v1/stores/graph", 200},
 		{"/api/v1/stores/mesh/bbox?min=150,150,150&max=250,250,250", 200},
 		{"/api/v1/stores/points_pyramid/objects/0?attributes=*", 200},
 		{"/api/v1/stores/skeleton/objects/1", 200},

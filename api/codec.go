@@ -156,6 +156,9 @@ type payloadMeta struct {
 	VertexDType string         `json:"vertex_dtype"`
 	Attributes  []zvf.AttrInfo `json:"attribute_info"`
 	ObjectIDs   bool           `json:"has_object_ids"`
+	// EdgeAttributes are the link attributes a bbox answer gives its
+	// edges (edge_attributes=), absent when it gives none.
+	EdgeAttributes []zvf.AttrInfo `json:"edge_attribute_info,omitempty"`
 	// Export is set for the domain file formats (codec_export.go).
 	Export *exportMeta `json:"-"`
 	// Arrow is set for the Arrow formats (codec_arrow.go).
@@ -174,7 +177,10 @@ type trailer struct {
 	WireEdges []byte
 	Faces     []int64
 	FaceWidth int
-	Extra     map[string]any
+	// EdgeAttributes: the link attributes asked for, a row per edge (nil
+	// when none were asked for: the answer is as it was).
+	EdgeAttributes []zvf.EdgeColumn
+	Extra          map[string]any
 	// Page: the trailer is a bbox page's, whose extra members "offset"
 	// and, when MatchedKnown, "number_matched" are Offset and Matched,
 	// held as numbers (in Extra they cost every page a map). extra gives

@@ -591,15 +591,35 @@ func (e *arrowEncoder) end(t *trailer) error {
 				width = 3 // no faces in the answer: triangles, the usual mesh
 			}
 		}
-		if e.aw, err = newArrowWriter(e.w, indexFields(width), e.m); err != nil {
+		fields := indexFields(width)
+		var cols []*arrowColumn // table=edges: a column per link attribute asked for
+		defer func() {
+			for _, c := range cols {
+				c.release()
+			}
+		}()
+		if e.table == tableEdges {
+			for _, a := range t.EdgeAttributes {
+				c, err := newArrowColumn(zvf.AttrInfo{Name: a.Name, DType: a.DType, Channels: a.Channels})
+				if err != nil {
+					return err
+				}
+				cols = append(cols, c)
+				fields = append(fields, arrow.Field{Name: a.Name, Type: c.typ, Nullable: true})
+			}
+		}
+		if e.aw, err = newArrowWriter(e.w, fields, e.m); err != nil {
 			return err
 		}
-		if err := e.writeIndices(v, width); err != nil {
+		if err := e.writeIndices(v, width, t.EdgeAttributes, cols); err != nil {
 			return err
 		}
 		md["zvf:"+e.table] = strconv.Itoa(len(v) / width)
 		for range width {
 			e.data = append(e.data, emptyInts(arrow.PrimitiveTypes.Uint32))
+		}
+		for _, c := range cols {
+			e.data = append(e.data, c.empty())
 		}
 	}
 	if err := e.aw.write(e.data, 0, md); err != nil {
@@ -608,15 +628,40 @@ func (e *arrowEncoder) end(t *trailer) error {
 	return e.aw.w.Close()
 }
 
+// edgeValues is rows lo … hi-1 of an edge attribute as c's column, an
+// edge without a value null.
+func edgeValues(c *arrowColumn, v *zvf.EdgeColumn, lo, hi int) (*array.Data, error) {
+	rb := v.RowBytes()
+	if len(v.Data) < hi*rb {
+		return nil, fmt.Errorf("edge attribute %q: %d bytes for %d edges", v.Name, len(v.Data), hi)
+	}
+	part := v.Column
+	part.Data = v.Data[lo*rb : hi*rb]
+	var valid []byte
+	nulls := 0
+	if v.Valid != nil {
+		valid = make([]byte, bitmapBytes(hi-lo))
+		for i := lo; i < hi; i++ {
+			if v.Valid[i] {
+				valid[(i-lo)>>3] |= 1 << ((i - lo) & 7)
+			} else {
+				nulls++
+			}
+		}
+	}
+	return c.data(&part, hi-lo, valid, nulls)
+}
+
 func emptyInts(t arrow.DataType) *array.Data {
 	return array.NewData(t, 0, []*memory.Buffer{nil, memory.NewBufferBytes(nil)}, nil, 0, 0)
 }
 
 // writeIndices writes connectivity (width indices a row) as uint32
-// columns, maxIndexBatch rows a record batch. An index past uint32 (an
-// answer of over 4 billion rows: indices count the whole answer, all
-// pages) is an error, never a wrapped index.
-func (e *arrowEncoder) writeIndices(v []int64, width int) error {
+// columns, maxIndexBatch rows a record batch, each followed by the rows
+// of vals (a row per connection) in the columns cols. An index past
+// uint32 (an answer of over 4 billion rows: indices count the whole
+// answer, all pages) is an error, never a wrapped index.
+func (e *arrowEncoder) writeIndices(v []int64, width int, vals []zvf.EdgeColumn, attrCols []*arrowColumn) error {
 	if width <= 0 || len(v)%width != 0 {
 		return fmt.Errorf("%d indices in rows of %d", len(v), width)
 	}
@@ -638,6 +683,14 @@ func (e *arrowEncoder) writeIndices(v []int64, width int) error {
 			}
 			e.data = append(e.data, array.NewData(arrow.PrimitiveTypes.Uint32, hi-lo,
 				[]*memory.Buffer{nil, memory.NewBufferBytes(cols[k])}, nil, 0, 0))
+		}
+		for k, c := range attrCols {
+			d, err := edgeValues(c, &vals[k], lo, hi)
+			if err != nil {
+				e.releaseData()
+				return err
+			}
+			e.data = append(e.data, d)
 		}
 		if err := e.aw.write(e.data, hi-lo, nil); err != nil {
 			return err

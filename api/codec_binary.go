@@ -20,6 +20,7 @@ const (
 	blockEdges     = 4
 	blockFaces     = 5
 	blockQuantized = 6
+	blockEdgeAttr  = 7
 	blockTrailer   = 15
 )
 
@@ -230,6 +231,36 @@ func (e *binaryEncoder) writeIndices(kind, aux uint32, v []int64) error {
 	return nil
 }
 
+// writeEdgeAttribute writes link attribute k's values for the answer's
+// edges as an edge attribute block: a validity bitmap, a bit an edge
+// (least significant first; 1: the edge has a value), zero-padded to a
+// multiple of 8 bytes, then a row an edge of the header's
+// edge_attribute_info[k] (zero for an edge without a value).
+func (e *binaryEncoder) writeEdgeAttribute(k int, c *zvf.EdgeColumn) error {
+	if k >= len(e.m.EdgeAttributes) {
+		return fmt.Errorf("edge attribute %q is not in the header's edge_attribute_info", c.Name)
+	}
+	if a := e.m.EdgeAttributes[k]; a.Name != c.Name || a.DType != c.DType || a.Channels != c.Channels {
+		// The header went out before the cells were read: a level whose
+		// chunks disagree on the channels cannot be described by it.
+		return fmt.Errorf("edge attribute %q: %s × %d in the answer, %s × %d in the header", c.Name, c.DType, c.Channels, a.DType, a.Channels)
+	}
+	rb := c.RowBytes()
+	n := 0
+	if rb > 0 {
+		n = len(c.Data) / rb
+	}
+	bits := (bitmapBytes(n) + 7) &^ 7
+	payload := make([]byte, bits+len(c.Data))
+	for i := range n {
+		if c.Valid == nil || c.Valid[i] {
+			payload[i>>3] |= 1 << (i & 7)
+		}
+	}
+	copy(payload[bits:], c.Data)
+	return e.writeBlock(blockEdgeAttr, uint32(k), payload)
+}
+
 // narrow writes v (checked to fit) into dst as little-endian uint32,
 // two at a time: one 8-byte store a pair halves the stores of the
 // answer's largest block after its vertices.
@@ -251,6 +282,11 @@ func (e *binaryEncoder) end(t *trailer) error {
 		}
 	} else if t.Edges != nil {
 		if err := e.writeIndices(blockEdges, 2, t.Edges); err != nil {
+			return err
+		}
+	}
+	for k := range t.EdgeAttributes {
+		if err := e.writeEdgeAttribute(k, &t.EdgeAttributes[k]); err != nil {
 			return err
 		}
 	}

@@ -51,6 +51,9 @@ func appendMeta(dst []byte, m *payloadMeta) ([]byte, error) {
 
 // metaPlain reports whether every string of m is plain.
 func metaPlain(m *payloadMeta) bool {
+	if len(m.EdgeAttributes) > 0 {
+		return false // rare: encoding/json writes them
+	}
 	if !plainString(m.Kind) || !plainString(m.Store) || !plainString(m.VertexDType) {
 		return false
 	}

@@ -320,6 +320,10 @@ func (e *jsonEncoder) end(t *trailer) error {
 		buf = append(buf, `,"edges":`...)
 		buf = appendPairs(buf, t.Edges, 2)
 	}
+	if t.EdgeAttributes != nil {
+		buf = append(buf, `,"edge_attributes":`...)
+		buf = appendEdgeAttributes(buf, t.EdgeAttributes)
+	}
 	if t.Faces != nil {
 		buf = append(buf, `,"faces":`...)
 		buf = appendPairs(buf, t.Faces, t.FaceWidth)
@@ -399,6 +403,36 @@ func (e *jsonEncoder) writeAttribute(k, width int) error {
 		written += p.rows
 	}
 	return held(n)
+}
+
+// appendEdgeAttributes writes {name: [a value per edge]}, values as the
+// attributes member writes them, null for an edge without one.
+func appendEdgeAttributes(buf []byte, cols []zvf.EdgeColumn) []byte {
+	buf = append(buf, '{')
+	for k := range cols {
+		c := &cols[k]
+		if k > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendString(buf, c.Name)
+		buf = append(buf, ":["...)
+		n := 0
+		if rb := c.RowBytes(); rb > 0 {
+			n = len(c.Data) / rb
+		}
+		for i := range n {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			if c.Valid != nil && !c.Valid[i] {
+				buf = append(buf, "null"...)
+				continue
+			}
+			buf = appendCell(buf, &c.Column, i)
+		}
+		buf = append(buf, ']')
+	}
+	return append(buf, '}')
 }
 
 func appendPairs(buf []byte, v []int64, w int) []byte {

@@ -182,6 +182,9 @@ func (e *ndjsonEncoder) end(t *trailer) error {
 	if t.Edges != nil {
 		m["edges"] = pairs(t.Edges, 2)
 	}
+	if t.EdgeAttributes != nil {
+		m["edge_attributes"] = json.RawMessage(appendEdgeAttributes(nil, t.EdgeAttributes))
+	}
 	if t.Faces != nil {
 		m["faces"] = pairs(t.Faces, t.FaceWidth)
 	}

@@ -262,7 +262,7 @@ func TestUnknownParameters(t *testing.T) {
 		path     string
 		contains []string
 	}{
-		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&levle=2", []string{"levle", "did you mean level?", "attributes, connectivity, cursor, f, filter, filter-lang, level, limit, max, min, precision, sample, table"}},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&levle=2", []string{"levle", "did you mean level?", "attributes, connectivity, cursor, edge_attributes, f, filter, filter-lang, level, limit, max, min, precision, sample, table"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&attribute=cell_type", []string{"attribute ", "did you mean attributes?"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&format=ndjson", []string{"format", "did you mean f?"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&connectivity=maybe", []string{`connectivity="maybe"`, "true or false"}},

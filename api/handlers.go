@@ -132,7 +132,13 @@ func parseID(r *http.Request) (int64, error) {
 }
 
 func parseAttrs(q url.Values) ([]string, error) {
-	v := q.Get("attributes")
+	return parseNames(q, "attributes")
+}
+
+// parseNames reads the attribute names of the parameter param: a
+// comma-separated list, or * for all; nil when it is not given.
+func parseNames(q url.Values, param string) ([]string, error) {
+	v := q.Get(param)
 	if v == "" {
 		return nil, nil
 	}
@@ -150,7 +156,7 @@ func parseAttrs(q url.Values) ([]string, error) {
 		// Named twice, an attribute would be two members of one name in
 		// a JSON answer's attributes (two columns in Arrow and CSV).
 		if slices.Contains(names[:i], n) {
-			return nil, badRequest(fmt.Sprintf("attribute %q is named twice in attributes; name it once", n))
+			return nil, badRequest(fmt.Sprintf("attribute %q is named twice in %s; name it once", n, param))
 		}
 	}
 	return names, nil
@@ -350,6 +356,10 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	edgeAttrs, err := edgeAttrsSetup(q, rep, am)
+	if err != nil {
+		return err
+	}
 	if q.Get("connectivity") == "false" {
 		sh := shape{kind: "bbox", geom: geometryOf(st), dims: dims}
 		if why := needsConnectivity(rep, sh, am); why != "" {
@@ -370,7 +380,8 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false", Selection: sel}
+	zq := zvf.BBoxQuery{Min: min, Max: max, Attributes: attrs, Resume: cur.Resume, Limit: limit, Connectivity: q.Get("connectivity") != "false", Selection: sel,
+		LinkAttributes: edgeAttrs}
 	if cur.Resume == nil {
 		zq.Offset = cur.Offset // a format 1 cursor
 	}
@@ -391,6 +402,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	_, zq.Wire = rep.codec.(binaryCodec)
 	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
 	if meta.Attributes, err = attrInfos(l, attrs); err != nil {
+		return err
+	}
+	if meta.EdgeAttributes, err = linkAttrInfos(l, zq.LinkAttributes); err != nil {
 		return err
 	}
 	// Headers the answer's end decides go out as headers when the answer
@@ -423,7 +437,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 // it is known (OGC numberMatched) and this page's.
 func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, l *zvf.Level, cur cursor, hash string, res zvf.BBoxResult) *trailer {
 	t := &trailer{Count: res.Count, Edges: res.Edges, WireEdges: res.WireEdges, Faces: res.Faces, FaceWidth: res.FaceWidth,
-		Page: true, Offset: cur.Offset}
+		EdgeAttributes: res.EdgeAttributes, Page: true, Offset: cur.Offset}
 	h := w.Header()
 	if res.More {
 		if hash == "" {
@@ -514,6 +528,47 @@ func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start 
 	return body.finish()
 }
 
+// edgeAttrsSetup reads a bbox request's edge_attributes (the link
+// attributes whose values its edges carry) and refuses them where the
+// answer has no place for them, rather than leaving them out unsaid.
+func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta) ([]string, error) {
+	names, err := parseNames(q, "edge_attributes")
+	if err != nil || names == nil {
+		return nil, err
+	}
+	if q.Get("connectivity") == "false" {
+		return nil, badRequest("edge_attributes are values of the answer's edges: give no connectivity=false")
+	}
+	switch rep.codec.(type) {
+	case jsonCodec, ndjsonCodec, binaryCodec:
+		return names, nil
+	case arrowCodec:
+		if am != nil && am.table == tableEdges {
+			return names, nil
+		}
+		return nil, badRequest("edge_attributes: f=arrow carries them in table=edges (a column each)")
+	}
+	return nil, badRequest(fmt.Sprintf("edge_attributes: f=%s does not carry edge values; ask f=json, f=ndjson, f=bin or f=arrow&table=edges", rep.codec.format()))
+}
+
+// linkAttrInfos describes the link attributes names asks for, in order
+// (nil for none).
+func linkAttrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
+	all := l.Info().LinkAttributes
+	if len(names) == 1 && names[0] == "*" {
+		return all, nil
+	}
+	var out []zvf.AttrInfo
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(a zvf.AttrInfo) bool { return a.Name == n })
+		if i < 0 {
+			return nil, notFound(fmt.Sprintf("no link attribute %q at level %d", n, l.N()))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
 // attrInfos describes the attribute columns a query returns, in order.
 func attrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
 	all := l.Info().VertexAttributes
@@ -560,11 +615,12 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if am != nil && am.geo != nil {
 		am.geo.objectID = id
 	}
-	object := l.Object
-	if _, bin := rep.codec.(binaryCodec); bin {
-		object = l.WireObject // a line's edges as the encoder writes them
+	edgeAttrs, err := edgeAttrsSetup(query(r), rep, am)
+	if err != nil {
+		return err
 	}
-	o, err := object(r.Context(), id, attrs)
+	_, wire := rep.codec.(binaryCodec) // a line's edges as the encoder writes them
+	o, err := l.ObjectWith(r.Context(), id, zvf.ObjectQuery{Attributes: attrs, LinkAttributes: edgeAttrs, Wire: wire})
 	if err != nil {
 		return err
 	}
@@ -573,6 +629,9 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	}
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes),
 		Export: export, Arrow: am}
+	if meta.EdgeAttributes, err = linkAttrInfos(l, edgeAttrs); err != nil {
+		return err
+	}
 	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
 		if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
 			return nil, err
@@ -581,7 +640,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		for _, c := range o.ObjectAttributes {
 			oattrs[c.Name] = json.RawMessage(appendCell(nil, &c, 0))
 		}
-		return &trailer{Count: o.Count, Edges: o.Edges, WireEdges: o.WireEdges, Faces: o.Faces, FaceWidth: o.FaceWidth,
+		return &trailer{Count: o.Count, Edges: o.Edges, WireEdges: o.WireEdges, Faces: o.Faces, FaceWidth: o.FaceWidth, EdgeAttributes: o.EdgeAttributes,
 			Extra: map[string]any{"object_id": id, "fragment_counts": nonNilInts(o.FragmentCounts), "object_attributes": oattrs}}, nil
 	})
 }

@@ -29,11 +29,11 @@ func apiRoutes() []apiRoute {
 	return []apiRoute{
 		{"/api/v1/stores", (*Server).listStores, []paramSpec{fJSON}},
 		{st, (*Server).describeStore, []paramSpec{fJSON}},
-		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable, pPrec}},
+		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, {name: "edge_attributes"}, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable, pPrec}},
 		{st + "/count", (*Server).count, []paramSpec{pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON}},
 		{st + "/density", (*Server).density, []paramSpec{pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, fDensity}},
 		{st + "/queryables", (*Server).queryables, []paramSpec{pLevel, fJSON}},
-		{st + "/objects/{id}", (*Server).object, []paramSpec{pLevel, pAttrs, fAnswer, pTable, pPrec}},
+		{st + "/objects/{id}", (*Server).object, []paramSpec{pLevel, pAttrs, {name: "edge_attributes"}, fAnswer, pTable, pPrec}},
 		{st + "/objects/{id}/manifest", (*Server).manifest, []paramSpec{pLevel, fJSON}},
 		{st + "/objects/{id}/levels", (*Server).objectLevels, []paramSpec{fJSON}},
 		{st + "/groups/{id}", (*Server).group, []paramSpec{pLevel, fJSON}},

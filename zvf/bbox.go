@@ -19,6 +19,9 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	if err != nil {
 		return res, err
 	}
+	if q.linkSel, err = l.selectLinkAttrs(q.LinkAttributes); err != nil {
+		return res, err
+	}
 	rf, err := l.newRowFilter(ctx, q.Selection)
 	if err != nil {
 		return res, err

@@ -15,6 +15,9 @@ func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 type conn struct {
 	edges, faces []int64
 	faceWidth    int
+	// src, when the scope asked for refs, says where each edge is stored
+	// (parallel to edges' pairs), to find its link attribute rows.
+	src []linkRef
 }
 
 // connScope is what connect joins.
@@ -31,6 +34,10 @@ type connScope struct {
 	// otherwise connect reads those stored in keys' cells.
 	cross     [][]ragged.Endpoint
 	crossRead bool
+	// refs asks connect for each edge's linkRef; crossRefs are those of
+	// cross (nil when the layout keeps none).
+	refs      bool
+	crossRefs []linkRef
 	// from: only connections whose last vertex (largest index) is at
 	// least from are kept — a page carries those whose last vertex it
 	// holds.
@@ -69,12 +76,15 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 		}
 		m[row] = true
 	}
-	emit := func(idx []int64, width int) {
+	emit := func(idx []int64, width int, ref linkRef) {
 		if !sc.keep(idx...) {
 			return
 		}
 		if width == 2 {
 			c.edges = append(c.edges, idx...)
+			if sc.refs {
+				c.src = append(c.src, ref)
+			}
 		} else {
 			c.faces = append(c.faces, idx...)
 			c.faceWidth = width
@@ -82,6 +92,7 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 	}
 	idx := make([]int64, 0, 8)
 	if w := l.linkWidth; l.intra != "" {
+		intraSeg := l.intraSegment()
 		for _, key := range sc.keys {
 			ks := key.String()
 			links, err := l.links0(ctx, key)
@@ -104,21 +115,26 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 					idx = append(idx, i)
 				}
 				if ok {
-					emit(idx, w)
+					emit(idx, w, linkRef{seg: intraSeg, cell: key, row: r / w})
 				}
 			}
 		}
 	}
-	ccl := sc.cross
+	ccl, crefs := sc.cross, sc.crossRefs
 	if !sc.crossRead {
 		var err error
-		if ccl, err = l.lay.crossLinks(ctx, 0, sc.keys); err != nil {
+		if sc.refs {
+			ccl, crefs, err = l.lay.crossLinkRefs(ctx, 0, sc.keys)
+		} else {
+			ccl, err = l.lay.crossLinks(ctx, 0, sc.keys)
+		}
+		if err != nil {
 			return c, err
 		}
 	}
 	var ksBuf [8]string
 	kss := ksBuf[:0] // a record's endpoint chunks
-	for _, rec := range ccl {
+	for ri, rec := range ccl {
 		kss = kss[:0]
 		for _, ep := range rec {
 			kss = append(kss, Key(ep.Chunk).String())
@@ -140,7 +156,11 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 			idx = append(idx, i)
 		}
 		if ok {
-			emit(idx, len(rec))
+			var ref linkRef // none: the layout keeps no attributes for it
+			if crefs != nil {
+				ref = crefs[ri]
+			}
+			emit(idx, len(rec), ref)
 		}
 	}
 	if geom == "skeleton" {
@@ -157,6 +177,9 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 					b, ok2 := lookup(ks, rows[i-1])
 					if ok1 && ok2 && sc.keep(a, b) {
 						c.edges = append(c.edges, a, b)
+						if sc.refs {
+							c.src = append(c.src, linkRef{}) // implied: no stored link, no attributes
+						}
 					}
 				}
 			}
@@ -443,7 +466,7 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answe
 		}
 		return -1
 	}
-	scope := connScope{keys: keys, lookup: lookup, frags: frags, from: ai.from, rows: rows}
+	scope := connScope{keys: keys, lookup: lookup, frags: frags, from: ai.from, rows: rows, refs: len(q.linkSel) > 0}
 	if ai.paged {
 		if err := l.pageCross(ctx, ai, &scope); err != nil {
 			return err
@@ -458,6 +481,11 @@ func (l *Level) bboxConnectivity(ctx context.Context, res *BBoxResult, ai *answe
 	}
 	if c.faces != nil {
 		res.Faces, res.FaceWidth = c.faces, c.faceWidth
+	}
+	if scope.refs {
+		if res.EdgeAttributes, err = l.edgeColumns(ctx, q.linkSel, c.src); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -480,16 +508,20 @@ func (l *Level) pageCross(ctx context.Context, ai *answerIndex, scope *connScope
 		return c != nil && c.pos >= ai.ps
 	}
 	var recs [][]ragged.Endpoint
+	var refs []linkRef
 	sources := l.lay.crossSources(0, scope.keys)
 	if sources == nil {
-		all, err := l.lay.crossLinks(ctx, 0, nil)
+		all, allRefs, err := l.lay.crossLinkRefs(ctx, 0, nil)
 		if err != nil {
 			return err
 		}
-		for _, rec := range all {
+		for i, rec := range all {
 			for _, ep := range rec {
 				if inPage(ep.Chunk) {
 					recs = append(recs, rec)
+					if allRefs != nil {
+						refs = append(refs, allRefs[i])
+					}
 					break
 				}
 			}
@@ -519,7 +551,12 @@ func (l *Level) pageCross(ctx context.Context, ai *answerIndex, scope *connScope
 			}
 		}
 		var err error
-		if recs, err = l.lay.crossLinks(ctx, 0, kept); err != nil {
+		if scope.refs {
+			recs, refs, err = l.lay.crossLinkRefs(ctx, 0, kept)
+		} else {
+			recs, err = l.lay.crossLinks(ctx, 0, kept)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -536,5 +573,8 @@ func (l *Level) pageCross(ctx context.Context, ai *answerIndex, scope *connScope
 		return err
 	}
 	scope.cross, scope.crossRead = recs, true
+	if scope.refs {
+		scope.crossRefs = refs
+	}
 	return nil
 }

@@ -34,6 +34,10 @@ type layout interface {
 	// record; a caller needing records wholly inside keys reads no more),
 	// each record's endpoints in the order they were written.
 	crossLinks(ctx context.Context, delta int, keys []Key) ([][]ragged.Endpoint, error)
+	// crossLinkRefs is crossLinks with, when the layout keeps link
+	// attributes for them, where each record is stored (parallel to the
+	// records; nil when it keeps none).
+	crossLinkRefs(ctx context.Context, delta int, keys []Key) ([][]ragged.Endpoint, []linkRef, error)
 	// crossSources lists, sorted, the cells whose cross-chunk records of
 	// delta may have an endpoint in one of keys: keys themselves and every
 	// cell from which an offset of the family leads into one. nil: the

@@ -321,6 +321,13 @@ func (y *layout07) crossSources(int, []Key) []Key { return nil }
 
 // crossLinks returns every record of cross_chunk_links/<delta> (0.7 keeps
 // them in one blob, read once and cached, whatever keys asks).
+// crossLinkRefs: the 0.7 writer keeps no attributes for cross-chunk
+// links (zvf-format §5.5), so no record has a linkRef.
+func (y *layout07) crossLinkRefs(ctx context.Context, delta int, keys []Key) ([][]ragged.Endpoint, []linkRef, error) {
+	recs, err := y.crossLinks(ctx, delta, keys)
+	return recs, nil, err
+}
+
 func (y *layout07) crossLinks(ctx context.Context, delta int, _ []Key) ([][]ragged.Endpoint, error) {
 	l := y.l
 	m, ok := y.ccl[delta]

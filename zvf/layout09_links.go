@@ -383,11 +383,23 @@ func (y *layout09) crossSources(delta int, keys []Key) []Key {
 // (of every cell when keys is nil), each once — with store "duplicate"
 // only the copy in the chunk of its first input endpoint answers.
 func (y *layout09) crossLinks(ctx context.Context, delta int, keys []Key) ([][]ragged.Endpoint, error) {
+	out, _, err := y.cross(ctx, delta, keys, false)
+	return out, err
+}
+
+// crossLinkRefs: crossLinks, and where each record is stored.
+func (y *layout09) crossLinkRefs(ctx context.Context, delta int, keys []Key) ([][]ragged.Endpoint, []linkRef, error) {
+	return y.cross(ctx, delta, keys, true)
+}
+
+// cross is crossLinks, with each record's linkRef when withRefs.
+func (y *layout09) cross(ctx context.Context, delta int, keys []Key, withRefs bool) ([][]ragged.Endpoint, []linkRef, error) {
 	f := y.links[delta]
 	if f == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var out [][]ragged.Endpoint
+	var refs []linkRef
 	var strs []string
 	if keys != nil {
 		strs = make([]string, len(keys))
@@ -409,17 +421,20 @@ func (y *layout09) crossLinks(ctx context.Context, delta int, keys []Key) ([][]r
 			}
 			recs, err := y.records(ctx, f, seg, cellKeys[i], ks)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			for _, r := range recs {
+			for row, r := range recs {
 				if f.duplicate && !Key(r[0].Chunk).equal(cellKeys[i]) {
 					continue
 				}
 				out = append(out, r)
+				if withRefs {
+					refs = append(refs, linkRef{seg: seg.name, cell: cellKeys[i], row: row})
+				}
 			}
 		}
 	}
-	return out, nil
+	return out, refs, nil
 }
 
 // readLinks lists every record of links/<delta> in the reference's

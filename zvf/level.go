@@ -44,6 +44,7 @@ type Level struct {
 	vrefs        []atomic.Pointer[cache.Ref]
 	draco        bool
 	vattrs       []*attrMeta
+	lattrs       []*linkAttrMeta // per-edge attributes of the delta-0 links
 	oattrs       []*objAttrMeta
 	objects      *objectIndex // nil: no object index
 	numGroups    int64
@@ -193,6 +194,9 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 	if err := l.sampleChannels(ctx); err != nil {
 		return nil, err
 	}
+	if err := l.readLinkAttributes(ctx); err != nil {
+		return nil, err
+	}
 	sort.Ints(l.linkDeltas)
 	l.info = LevelInfo{
 		Level: n, ChunkShape: l.chunkShape, BinShape: l.binShape, BinRatio: ratio, VertexCount: l.meta.VertexCount,
@@ -212,6 +216,9 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 		l.info.ObjectAttributes = append(l.info.ObjectAttributes, a.AttrInfo)
 	}
 	l.info.LinkDeltas = l.linkDeltas
+	for _, a := range l.lattrs {
+		l.info.LinkAttributes = append(l.info.LinkAttributes, a.AttrInfo)
+	}
 	return l, nil
 }
 
@@ -248,6 +255,7 @@ type zvArrayAttrs struct {
 	NumGroups    *int64              `json:"num_groups"`
 	GroupRanges  map[string][2]int64 `json:"group_ranges"`
 	Name         string              `json:"name"`
+	RowShape     []int64             `json:"row_shape"`
 	Extra        json.RawMessage     `json:"-"`
 }
 

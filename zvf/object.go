@@ -405,7 +405,24 @@ type rowRef struct {
 // Object returns one object: vertices in manifest order, the requested
 // vertex attributes, connectivity and object attributes.
 func (l *Level) Object(ctx context.Context, id int64, attrs []string) (*Object, error) {
-	return l.object(ctx, id, attrs, false)
+	return l.ObjectWith(ctx, id, ObjectQuery{Attributes: attrs})
+}
+
+// ObjectQuery says what ObjectWith reads of an object besides its
+// vertices, connectivity and object attributes.
+type ObjectQuery struct {
+	// Attributes: vertex attributes, nil for none, ["*"] for all.
+	Attributes []string
+	// LinkAttributes: link attributes whose values for each edge come in
+	// the object's EdgeAttributes; nil for none, ["*"] for all.
+	LinkAttributes []string
+	// Wire: a line's edges in the binary format's form (see WireObject).
+	Wire bool
+}
+
+// ObjectWith returns one object, with what q asks for.
+func (l *Level) ObjectWith(ctx context.Context, id int64, q ObjectQuery) (*Object, error) {
+	return l.object(ctx, id, q)
 }
 
 // WireObject is Object for the binary format's encoder: a line's edges
@@ -413,11 +430,16 @@ func (l *Level) Object(ctx context.Context, id int64, attrs []string) (*Object, 
 // go out instead of as an int64 list the encoder narrows. Other
 // geometries' edges and faces come as Object's.
 func (l *Level) WireObject(ctx context.Context, id int64, attrs []string) (*Object, error) {
-	return l.object(ctx, id, attrs, true)
+	return l.object(ctx, id, ObjectQuery{Attributes: attrs, Wire: true})
 }
 
-func (l *Level) object(ctx context.Context, id int64, attrs []string, wire bool) (*Object, error) {
-	sel, err := l.selectAttrs(attrs)
+func (l *Level) object(ctx context.Context, id int64, q ObjectQuery) (*Object, error) {
+	wire := q.Wire
+	sel, err := l.selectAttrs(q.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	linkSel, err := l.selectLinkAttrs(q.LinkAttributes)
 	if err != nil {
 		return nil, err
 	}
@@ -491,11 +513,16 @@ func (l *Level) object(ctx context.Context, id int64, attrs []string, wire bool)
 			}
 			return -1
 		}
-		c, err := l.connect(ctx, connScope{keys: keys, lookup: lookup, frags: refsByFragment(refs), rows: rowsOf})
+		c, err := l.connect(ctx, connScope{keys: keys, lookup: lookup, frags: refsByFragment(refs), rows: rowsOf, refs: len(linkSel) > 0})
 		if err != nil {
 			return nil, err
 		}
 		o.Edges, o.Faces, o.FaceWidth = c.edges, c.faces, c.faceWidth
+		if len(linkSel) > 0 {
+			if o.EdgeAttributes, err = l.edgeColumns(ctx, linkSel, c.src); err != nil {
+				return nil, err
+			}
+		}
 	}
 	oa, err := l.objectAttributes(ctx, id)
 	if err != nil {

@@ -113,6 +113,9 @@ type LevelInfo struct {
 	VertexAttributes   []AttrInfo `json:"vertex_attributes"`
 	ObjectAttributes   []AttrInfo `json:"object_attributes"`
 	LinkDeltas         []int      `json:"link_deltas,omitempty"`
+	// LinkAttributes are the per-edge attributes of the level's links
+	// (link_attributes/<name>/0); absent when it has none.
+	LinkAttributes []AttrInfo `json:"link_attributes,omitempty"`
 }
 
 // Info is everything the catalog and descriptor show about a store.
@@ -150,6 +153,17 @@ type Column struct {
 	Categories []string // set for dictionary-encoded attributes: codes index it
 	NullCode   *int64   // the dictionary's _FillValue code (decodes to null)
 	typ        zarr.DataType
+}
+
+// EdgeColumn is one link attribute's values for an answer's edges: row i
+// belongs to edge i.
+type EdgeColumn struct {
+	Column
+	// Valid, when not nil, says which edges have a value (the others' rows
+	// are zero): no stored link row holds one for a cross-chunk edge of a
+	// ZVF 0.7 store (its writer keeps none), a skeleton parent the rows'
+	// order implies, or a 0.9 links cell whose attribute cell is missing.
+	Valid []bool
 }
 
 // Number is one element of a column widened without loss (see
@@ -205,6 +219,11 @@ type BBoxQuery struct {
 	// Connectivity asks for the edges/faces whose vertices are all in the
 	// answer.
 	Connectivity bool
+	// LinkAttributes, with Connectivity: nil for none, ["*"] for all of
+	// the level's link attributes, whose values for each edge come in the
+	// result's EdgeAttributes.
+	LinkAttributes []string
+	linkSel        []*linkAttrMeta
 	// Selection narrows the rows (a filter, a sample): the answer is the
 	// unselected answer's rows it keeps, in order, with the edges and
 	// faces of the unselected answer whose every vertex is kept, indexed
@@ -275,7 +294,10 @@ type BBoxResult struct {
 	WireEdges []byte
 	Faces     []int64
 	FaceWidth int
-	Chunks    int // chunks read
+	// EdgeAttributes: the link attributes the query asked for, one row per
+	// edge of Edges (WireEdges), in their order.
+	EdgeAttributes []EdgeColumn
+	Chunks         int // chunks read
 	// Matched is the number of rows of the whole answer (all pages), when
 	// MatchedKnown: on the last page, and on the first page when at most
 	// 16 of the box's chunks follow it (counting them is one more window
@@ -300,6 +322,9 @@ type Object struct {
 	WireEdges []byte
 	Faces     []int64
 	FaceWidth int
+	// EdgeAttributes: the link attributes ObjectWith asked for, a row per
+	// edge of Edges.
+	EdgeAttributes []EdgeColumn
 	// FragmentCounts: rows per manifest fragment, in manifest order.
 	FragmentCounts []int64
 	// ObjectAttributes: per-object attribute values (one row each).

@@ -286,6 +286,51 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 			validateManifests(ctx, l, r)
 		}
 		validateObjectAttrsAndGroups(ctx, l, r)
+		validateLinkAttrs(ctx, l, r)
+	}
+}
+
+// validateLinkAttrs reads each link attribute's cell for every links cell
+// holding rows, as an answer asking for it does: a cell that is not a row
+// per link row fails those answers (an error); one missing leaves its
+// links without values (a warning).
+func validateLinkAttrs(ctx context.Context, l *Level, r *Report) {
+	if len(l.lattrs) == 0 {
+		return
+	}
+	var cells []linkRef
+	if l.intra != "" {
+		for _, k := range l.keys {
+			cells = append(cells, linkRef{seg: l.intraSegment(), cell: k})
+		}
+	}
+	if y, ok := l.lay.(*layout09); ok && y.links[0] != nil {
+		for _, seg := range y.links[0].segs {
+			if seg.intra {
+				continue
+			}
+			for i := range seg.grid.cells {
+				if seg.grid.present[seg.grid.cells[i]] {
+					cells = append(cells, linkRef{seg: seg.name, cell: seg.grid.cellKeys[i]})
+				}
+			}
+		}
+	}
+	for _, ref := range cells {
+		n, err := l.linkRows(ctx, ref)
+		if err != nil || n == 0 {
+			continue // the links' own problem, reported with them
+		}
+		for _, a := range l.lattrs {
+			path := fmt.Sprintf("%d/%s/%s", l.n, l.linkAttrFamily(a, ref.seg), ref.cell)
+			col, err := l.edgeColumns(ctx, []*linkAttrMeta{a}, []linkRef{ref})
+			switch {
+			case err != nil:
+				r.add("error", 3, path, "%v", err)
+			case col[0].Valid != nil:
+				r.add("warning", 3, path, "missing: the links cell's %d rows have no %s values", n, a.Name)
+			}
+		}
 	}
 }
 

@@ -217,3 +217,50 @@ func TestValidateOfAStoreThatDoesNotOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectLinkAttributes: inspect lists a graph's per-edge attributes
+// (text and the descriptor JSON) in both layouts, and a store without any
+// prints the table and descriptor it did.
+func TestInspectLinkAttributes(t *testing.T) {
+	t.Parallel()
+	const (
+		g07  = "../../testdata/zvf-reference/graph.zarrvectors"
+		g09  = "../../testdata/zvf-0.9/graph_v09.zarrvectors"
+		mesh = "../../testdata/zvf-reference/mesh.zarrvectors"
+	)
+	cases := []struct {
+		args          []string
+		want, wantNot []string
+	}{
+		{[]string{"inspect", g07}, []string{"groups  attributes      link attributes\n", "radius:float32  weight:float32\n"}, nil},
+		{[]string{"inspect", g09}, []string{"groups  attributes      link attributes\n", "radius:float32  weight:float32\n"}, nil},
+		{[]string{"inspect", "--json", g09}, []string{`"link_attributes": [
+        {
+          "name": "weight",
+          "dtype": "float32",
+          "channels": 1
+        }
+      ]`}, nil},
+		{[]string{"inspect", mesh}, []string{"groups  attributes\n0 "}, []string{"link attributes"}},
+		{[]string{"inspect", "--json", mesh}, []string{`"vertex_attributes"`}, []string{"link_attributes"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			out, errs, code := runCmd(t, c.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q in:\n%s", w, out)
+				}
+			}
+			for _, w := range c.wantNot {
+				if strings.Contains(out, w) {
+					t.Errorf("%q in:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
+	"github.com/zvfserve/zvfserve/zvf"
 )
 
 func inspectCommand() cli.Command {
@@ -19,7 +20,8 @@ const inspectUsage = `Usage: zvfserve inspect [--json] STORE
 
 Summarises a store: zv_version and layout (per_chunk_arrays for ZVF 0.6/0.7, chunk_grid_arrays for
 0.9), geometry, axes, bounds, capabilities, and per level the chunk and bin shape, counts of chunks,
-vertices, objects and groups, and the vertex attributes. --json prints the descriptor
+vertices, objects and groups, the vertex attributes, and the link (per-edge) attributes of stores that
+have any. --json prints the descriptor
 GET /api/v1/stores/{store} returns, less the members that are a server's URLs (queryables,
 neuroglancer).
 `
@@ -62,20 +64,40 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		info.Name, info.ZVVersion, layout, strings.Join(info.GeometryTypes, ", "), strings.Join(axes, ", "), info.Bounds[0], info.Bounds[1],
 		info.VertexDType, info.Dims, info.LinksConvention, strings.Join(info.Capabilities, ", "))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "level\tchunk shape\tbin shape\tchunks\tvertices\tobjects\tgroups\tattributes")
+	// The link attributes column only for stores with some: the table of
+	// every other store reads as it did.
+	links := false
 	for _, l := range info.Levels {
-		var attrs []string
-		for _, a := range l.VertexAttributes {
-			s := fmt.Sprintf("%s:%s", a.Name, a.DType)
-			if a.Channels > 1 {
-				s += fmt.Sprintf("×%d", a.Channels)
-			}
-			if a.Categories != nil {
-				s += fmt.Sprintf("[%d categories]", len(a.Categories))
-			}
-			attrs = append(attrs, s)
+		links = links || len(l.LinkAttributes) > 0
+	}
+	head := "level\tchunk shape\tbin shape\tchunks\tvertices\tobjects\tgroups\tattributes"
+	if links {
+		head += "\tlink attributes"
+	}
+	fmt.Fprintln(tw, head)
+	for _, l := range info.Levels {
+		fmt.Fprintf(tw, "%d\t%v\t%v\t%d\t%d\t%d\t%d\t%s", l.Level, l.ChunkShape, l.BinShape, l.ChunkCount, l.VertexCount, l.ObjectCount, l.GroupCount, attrList(l.VertexAttributes))
+		if links {
+			fmt.Fprintf(tw, "\t%s", attrList(l.LinkAttributes))
 		}
-		fmt.Fprintf(tw, "%d\t%v\t%v\t%d\t%d\t%d\t%d\t%s\n", l.Level, l.ChunkShape, l.BinShape, l.ChunkCount, l.VertexCount, l.ObjectCount, l.GroupCount, strings.Join(attrs, " "))
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// attrList is a table cell naming attributes: name:dtype, ×channels when
+// several, the number of categories of a categorical one.
+func attrList(as []zvf.AttrInfo) string {
+	var out []string
+	for _, a := range as {
+		s := fmt.Sprintf("%s:%s", a.Name, a.DType)
+		if a.Channels > 1 {
+			s += fmt.Sprintf("×%d", a.Channels)
+		}
+		if a.Categories != nil {
+			s += fmt.Sprintf("[%d categories]", len(a.Categories))
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
 }

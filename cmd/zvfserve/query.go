@@ -62,8 +62,8 @@ func openOne(ctx context.Context, target string, log *slog.Logger) (s *zvf.Store
 	return s, st.Close, nil
 }
 
-const queryUsage = `Usage: zvfserve query STORE --bbox x0,y0,z0,x1,y1,z1 [--level L|auto] [--attributes a,b|*] [--limit N] [--cursor C | --all] [--f json|ndjson|bin]
-       zvfserve query STORE --object ID [--level L] [--attributes a,b|*] [--f json|ndjson|bin]
+const queryUsage = `Usage: zvfserve query STORE --bbox x0,y0,z0,x1,y1,z1 [--level L|auto] [--attributes a,b|*] [--edge-attributes w|*] [--limit N] [--cursor C | --all] [--f json|ndjson|bin]
+       zvfserve query STORE --object ID [--level L] [--attributes a,b|*] [--edge-attributes w|*] [--f json|ndjson|bin]
 
 Prints exactly the body that GET /api/v1/stores/{store}/bbox (or /objects/{id}) returns, streamed as
 it is computed. A bbox answer larger than --limit is paged: its "next" is the cursor of the next page
@@ -82,6 +82,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bbox := fs.String("bbox", "", "x0,y0,z0,x1,y1,z1: the minimum corner, then the maximum (2·D numbers; negative ones too: --bbox -5,0,0,5,5,5)")
 	object := fs.Int64("object", -1, "object id")
 	attrs := fs.String("attributes", "", "comma-separated vertex attributes, or *")
+	edgeAttrs := fs.String("edge-attributes", "", "comma-separated link (per-edge) attributes of a graph, or *: their values for each edge (edge_attributes=)")
 	format := fs.String("f", "json", "output format: json, ndjson or bin")
 	limit := fs.Int64("limit", 0, "vertices per page (bbox); 0: the whole answer in one page")
 	cursor := fs.String("cursor", "", "continue a paged bbox answer from the \"next\" cursor of the previous page (same other flags)")
@@ -110,6 +111,9 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	q.Set("f", *format)
 	if *attrs != "" {
 		q.Set("attributes", *attrs)
+	}
+	if *edgeAttrs != "" {
+		q.Set("edge_attributes", *edgeAttrs)
 	}
 	if *limit > 0 {
 		q.Set("limit", strconv.FormatInt(*limit, 10))

@@ -328,3 +328,58 @@ func TestFlagsTakeNegativeValues(t *testing.T) {
 		t.Errorf("validate --json STORE --level 2: exit %d: %s %s", code, errs, out)
 	}
 }
+
+// TestQueryEdgeAttributes: query --edge-attributes prints the body GET
+// with edge_attributes= returns, and with --all its pages joined keep each
+// edge with its value (null ones too): the unpaged answer's members in its
+// order, its (edge, value) pairs.
+func TestQueryEdgeAttributes(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"../../testdata/zvf-reference/graph.zarrvectors", "../../testdata/zvf-0.9/graph_v09.zarrvectors"} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			t.Parallel()
+			ts := httpServer(t, path)
+			name, _ := storeArg(path)
+			const box = "0,0,0,1000,1000,1000"
+			want := apitest.MustGet(t, ts, "/api/v1/stores/"+name+"/bbox?min=0,0,0&max=1000,1000,1000&level=0&edge_attributes=weight&f=json")
+			out, errs, code := runCmd(t, "query", path, "--bbox", box, "--edge-attributes", "weight")
+			if code != 0 || out != string(want) {
+				t.Fatalf("exit %d (%s): %d bytes, GET %d", code, errs, len(out), len(want))
+			}
+			out, errs, code = runCmd(t, "query", path, "--bbox", box, "--edge-attributes", "weight", "--limit", "97", "--all")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			gm, err := members([]byte(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wm, _ := members(want)
+			if !slices.EqualFunc(gm, wm, func(a, b member) bool { return a.key == b.key }) {
+				t.Fatalf("members %v, want those of the unpaged answer", gm)
+			}
+			pairs := func(doc []byte) []string {
+				var d struct {
+					Edges          [][2]int64                   `json:"edges"`
+					EdgeAttributes map[string][]json.RawMessage `json:"edge_attributes"`
+				}
+				if err := json.Unmarshal(doc, &d); err != nil {
+					t.Fatal(err)
+				}
+				ws := d.EdgeAttributes["weight"]
+				if len(ws) != len(d.Edges) || len(ws) == 0 {
+					t.Fatalf("%d weights for %d edges", len(ws), len(d.Edges))
+				}
+				out := make([]string, len(ws))
+				for i, e := range d.Edges {
+					out[i] = fmt.Sprint(e, string(ws[i]))
+				}
+				slices.Sort(out)
+				return out
+			}
+			if g, w := pairs([]byte(out)), pairs(want); !slices.Equal(g, w) {
+				t.Fatalf("--all: the edges and their weights differ from the unpaged answer's")
+			}
+		})
+	}
+}

@@ -13,8 +13,9 @@ import (
 // jsonJoin writes the JSON pages of one bbox answer (written to it one
 // after another, each closed by endPage) as the one document the unpaged
 // answer is: the first page's header members, every page's vertices,
-// object ids and attribute values in order, every page's edges and faces
-// (their indices already count the whole answer), count the sum,
+// object ids and attribute values in order, every page's edges (with
+// their edge_attributes values) and faces (their indices already count
+// the whole answer), count the sum,
 // number_matched from the last page, offset from the first, next null. An
 // answer of one page comes out byte for byte.
 //
@@ -24,7 +25,7 @@ import (
 // on what the server's JSON encoder writes: one object without
 // whitespace, the header first (no "vertices" member in it), then
 // "vertices" (numbers and null only), object_ids, attributes, edges,
-// faces, the other members sorted, count, next.
+// edge_attributes, faces, the other members sorted, count, next.
 type jsonJoin struct {
 	w     io.Writer
 	pages int  // pages ended
@@ -42,6 +43,9 @@ type jsonJoin struct {
 	hasIDs, hasEdges, hasFaces bool
 	attrNames                  []string
 	attrs                      [][]byte
+	hasEdgeAttrs               bool
+	edgeAttrNames              []string
+	edgeAttrs                  [][]byte
 	extra                      map[string]json.RawMessage
 	count                      int64
 }
@@ -135,7 +139,10 @@ func (j *jsonJoin) endPage() (string, error) {
 			j.hasIDs = j.hasIDs || first
 			err = joinElems(&j.ids, m.raw)
 		case "attributes":
-			err = j.addAttrs(m.raw, first)
+			err = joinNamed(&j.attrNames, &j.attrs, m.raw, first)
+		case "edge_attributes":
+			j.hasEdgeAttrs = j.hasEdgeAttrs || first
+			err = joinNamed(&j.edgeAttrNames, &j.edgeAttrs, m.raw, first)
 		case "edges":
 			j.hasEdges = j.hasEdges || first
 			err = joinElems(&j.edges, m.raw)
@@ -216,25 +223,28 @@ func joinElems(dst *[]byte, raw json.RawMessage) error {
 	return nil
 }
 
-func (j *jsonJoin) addAttrs(raw json.RawMessage, first bool) error {
+// joinNamed appends a page's {name: [values]} object (attributes,
+// edge_attributes) to the values joined so far, the first page naming
+// them.
+func joinNamed(names *[]string, vals *[][]byte, raw json.RawMessage, first bool) error {
 	as, err := members(raw)
 	if err != nil {
 		return err
 	}
 	if first {
 		for _, a := range as {
-			j.attrNames = append(j.attrNames, a.key)
+			*names = append(*names, a.key)
 		}
-		j.attrs = make([][]byte, len(as))
+		*vals = make([][]byte, len(as))
 	}
-	if len(as) != len(j.attrNames) {
+	if len(as) != len(*names) {
 		return errors.New("pages with different attributes")
 	}
 	for k, a := range as {
-		if a.key != j.attrNames[k] {
+		if a.key != (*names)[k] {
 			return errors.New("pages with different attributes")
 		}
-		if err := joinElems(&j.attrs[k], a.raw); err != nil {
+		if err := joinElems(&(*vals)[k], a.raw); err != nil {
 			return err
 		}
 	}
@@ -269,6 +279,13 @@ func (j *jsonJoin) finish() error {
 	out = append(out, '}')
 	if j.hasEdges {
 		out = appendArray(out, "edges", false, j.edges)
+	}
+	if j.hasEdgeAttrs {
+		out = append(appendKey(out, "edge_attributes", false), '{')
+		for k, name := range j.edgeAttrNames {
+			out = appendArray(out, name, k == 0, j.edgeAttrs[k])
+		}
+		out = append(out, '}')
 	}
 	if j.hasFaces {
 		out = appendArray(out, "faces", false, j.faces)
