@@ -236,10 +236,20 @@ func (l *Level) linkRows(ctx context.Context, ref linkRef) (int, error) {
 	return 0, l.s.errf(ErrCorrupt, l.n, "links/0/"+ref.seg, ref.cell.String(), "no such links array")
 }
 
-// maxUnbackedEdgeBytes bounds the column an answer builds for a link
-// attribute none of whose cells it read (its values all absent), whose
-// row width only the metadata gives.
+// maxUnbackedEdgeBytes bounds the zeros an answer's column holds for the
+// edges of a link attribute that have no stored value (a 0.7 cross-chunk
+// edge, a cell not written), at a row width the metadata or one stored
+// row gives: stored values are bounded by what was read, absent ones
+// would be bounded by nothing.
 const maxUnbackedEdgeBytes = 16 << 20
+
+// refCell is what edgeColumns knows ref's cell by: its key's array.
+func refCell(ref linkRef) *int64 {
+	if ref.cell == nil {
+		return nil
+	}
+	return &ref.cell[0]
+}
 
 // edgeColumns gathers the values of the link attributes sel for edges
 // stored where refs say. A cell whose bytes are not one row per link row
@@ -261,7 +271,6 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 		if a.channelsKnown {
 			ch = a.Channels
 		}
-		backed := false // some cell's bytes confirm the row width
 		for _, ref := range refs {
 			if ref.cell == nil {
 				continue
@@ -299,15 +308,22 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 				return nil, l.s.errf(ErrCorrupt, l.n, fam, ref.cell.String(), "%d bytes, want %d rows (one per row of its links cell) × %d × %s", len(b), n, max(ch, 1), a.dt.Name)
 			}
 			cells[id] = linkCell{data: b, rows: n}
-			backed = true
 		}
 		ch = max(ch, 1)
 		col := EdgeColumn{Column: Column{Name: a.Name, DType: a.dt.Name, Channels: ch, typ: a.dt}}
 		rb := ch * a.dt.Size
-		if !backed && len(refs)*rb > maxUnbackedEdgeBytes {
-			// Every edge is without a value, and the row width is the
-			// metadata's alone: it sizes no large buffer of zeros.
-			return nil, l.s.errf(ErrUnsupported, l.n, l.linkAttrFamily(a, ""), "", "%d edges without stored values of %d × %s each (its row_shape): more than %d bytes of nothing", len(refs), ch, a.dt.Name, maxUnbackedEdgeBytes)
+		absent := 0
+		for _, ref := range refs {
+			if c := cells[cellID{ref.seg, refCell(ref)}]; ref.cell == nil || c.data == nil || ref.row >= c.rows {
+				absent++
+			}
+		}
+		if absent > maxUnbackedEdgeBytes/rb {
+			// The values stored are bounded by what was read; absent
+			// ones are zeros of a width the metadata or one stored row
+			// gives, times the edges without one: they size no large
+			// buffer of nothing.
+			return nil, l.s.errf(ErrUnsupported, l.n, l.linkAttrFamily(a, ""), "", "%d edges without stored values of %d × %s each: more than %d bytes of nothing", absent, ch, a.dt.Name, maxUnbackedEdgeBytes)
 		}
 		col.Data = make([]byte, len(refs)*rb)
 		for i, ref := range refs {

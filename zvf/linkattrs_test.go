@@ -744,3 +744,49 @@ func TestLinkAttributesEveryCopy0_9(t *testing.T) {
 		t.Fatalf("%d cross-chunk rows stored with duplicates, %d without: not a copy per endpoint chunk", crossRows[true], crossRows[false])
 	}
 }
+
+// TestLinkAttributesAbsentValuesAreBounded: one stored wide value (a row
+// of 4,096 float64) and 600 edges without one (a ZVF 0.7 writer keeps no
+// values for cross-chunk edges) made the answer allocate 600 rows of
+// zeros, 19 MB here and gigabytes for a large box: what absent values
+// would take beyond what the store holds is bounded as when none is
+// stored.
+func TestLinkAttributesAbsentValuesAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var g writer.Graph
+	const n, width = 601, 4096
+	for i := range n + 1 {
+		// Even vertices in one chunk, odd ones in the next: every edge
+		// (i, i+1) crosses chunks; (0, 2) alone does not.
+		g.Positions = append(g.Positions, float32(5+10*(i%2)), 5, float32(i)*0.01)
+	}
+	g.Edges = append(g.Edges, 0, 2)
+	for i := range n - 1 {
+		g.Edges = append(g.Edges, int64(i), int64(i+1))
+	}
+	data := make([]byte, 8*width*(len(g.Edges)/2))
+	g.LinkAttributes = []writer.Attribute{{Name: "wide", DType: "float64", Channels: width, Data: data}}
+	st, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.WriteGraph(ctx, st, "", &g, writer.Options{ChunkShape: []float64{10, 10, 10}}); err != nil {
+		t.Fatal(err)
+	}
+	l := zvftest.OpenLevel(t, st, zvf.Options{Name: "wide"}, 0)
+	q := zvf.BBoxQuery{Min: []float64{0, 0, 0}, Max: []float64{20, 10, 10}, Connectivity: true, LinkAttributes: []string{"*"}}
+	_, err = l.BBox(ctx, q, func(*zvf.Batch) error { return nil })
+	if !errors.Is(err, zvf.ErrUnsupported) || !strings.Contains(err.Error(), "without stored values of 4096 × float64") {
+		t.Fatalf("got %v, want ErrUnsupported naming the edges without values", err)
+	}
+	// The same store's few edges are answered.
+	q.Max = []float64{20, 10, 0.05}
+	res, err := l.BBox(ctx, q, func(*zvf.Batch) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col := res.EdgeAttributes[0]; len(res.Edges) == 0 || col.Channels != width || len(col.Data) != len(res.Edges)/2*8*width {
+		t.Fatalf("%d edges, column %d channels, %d bytes", len(res.Edges)/2, col.Channels, len(col.Data))
+	}
+}
