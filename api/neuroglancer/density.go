@@ -184,12 +184,12 @@ func (s *Server) densityInfo(w http.ResponseWriter, r *http.Request) error {
 	inf.Notes.Store, inf.Notes.Attributes, inf.Notes.Axes, inf.Notes.NmPerUnit = st.Name(), []note{}, append([]string{}, notes...), nm
 	inf.Notes.Scales = []scaleNote{}
 	for _, sc := range scales {
-		si := scaleInfo{Key: sc.key, Size: sc.size, VoxelOffset: sc.offset, ChunkSizes: [][3]int64{{densityChunk, densityChunk, densityChunk}}, Encoding: "raw"}
+		si := scaleInfo{Key: versioned(st, sc.key), Size: sc.size, VoxelOffset: sc.offset, ChunkSizes: [][3]int64{{densityChunk, densityChunk, densityChunk}}, Encoding: "raw"}
 		for a := 0; a < 3; a++ {
 			si.Resolution[a] = roundNm(sc.voxel[a] * nm[a])
 		}
 		inf.Scales = append(inf.Scales, si)
-		inf.Notes.Scales = append(inf.Notes.Scales, scaleNote{Key: sc.key, Level: sc.level, Voxel: sc.voxel})
+		inf.Notes.Scales = append(inf.Notes.Scales, scaleNote{Key: si.Key, Level: sc.level, Voxel: sc.voxel})
 	}
 	body, err := json.Marshal(&inf)
 	if err != nil {

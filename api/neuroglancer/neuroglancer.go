@@ -30,6 +30,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -100,26 +101,44 @@ func (s *Server) Routes(r chi.Router) {
 		r.Get(pattern, f)
 		r.Head(pattern, f)
 	}
+	// What an info names by a key (see versioned) is also answered
+	// without the version, as it was before keys had one.
+	keyed := func(dir, rest string, h func(http.ResponseWriter, *http.Request) error) {
+		get(dir+"/"+rest, h)
+		get(dir+"/@{"+versionParam+"}/"+rest, h)
+	}
 	for _, route := range []string{"annotations", "lines"} {
 		get("/"+route+"/info", s.annotationInfo(route))
-		get("/"+route+"/spatial{level}/{cell}", s.cell(route))
-		get("/"+route+"/by_id/{id}", s.byID(route))
-		get("/"+route+"/"+relationshipKey+"/{id}", s.related(route))
+		keyed("/"+route, "spatial{level}/{cell}", s.cell(route))
+		keyed("/"+route, "by_id/{id}", s.byID(route))
+		keyed("/"+route, relationshipKey+"/{id}", s.related(route))
 	}
 	get("/skeletons/info", s.skeletonInfo)
-	get("/skeletons/seg_props/info", s.segProps("skeletons"))
+	keyed("/skeletons", "seg_props/info", s.segProps("skeletons"))
 	get("/skeletons/{id}", s.skeleton)
 	get("/meshes/info", s.meshInfo)
-	get("/meshes/seg_props/info", s.segProps("meshes"))
+	keyed("/meshes", "seg_props/info", s.segProps("meshes"))
 	get("/meshes/{id}:0", s.meshManifest)
 	get("/meshes/frag/{id}", s.meshFragment)
 	get("/multilod/info", s.multilodInfo)
-	get("/multilod/seg_props/info", s.segProps("multilod"))
+	keyed("/multilod", "seg_props/info", s.segProps("multilod"))
 	get("/multilod/{id}.index", s.multilodFile(true))
 	get("/multilod/{id}", s.multilodFile(false))
 	get("/density/info", s.densityInfo)
-	get("/density/{key}/{chunk}", s.densityChunk)
+	keyed("/density", "{key}/{chunk}", s.densityChunk)
 }
+
+// versionParam is the route parameter of a versioned key's version.
+const versionParam = "version"
+
+// versioned is key as an info of st names it: under the store's version
+// ("@<revision>/spatial0"). Neuroglancer reads an info once and then
+// fetches what its keys name, relative to it and without validators; a
+// viewer holding the info of a version before a change then names that
+// version, and source answers it 410 store-changed instead of the new
+// version's bytes, which it would decode with the old layout (another
+// sharding, grid or set of scales) and draw wrongly without a word.
+func versioned(st *zvf.Store, key string) string { return "@" + st.Revision() + "/" + key }
 
 // geometry is the store's primary geometry.
 func geometry(info *zvf.Info) string {
@@ -182,6 +201,10 @@ func (s *Server) source(r *http.Request, route string) (*zvf.Store, error) {
 	st, err := s.o.Store(r)
 	if err != nil {
 		return nil, err
+	}
+	if v := chi.URLParam(r, versionParam); v != "" && v != st.Revision() {
+		return nil, problem.Newf(problem.StoreChanged, "store %q has changed since the Neuroglancer info that named this path was read (it named version %s; the store is now version %s): reload the source's info (in Neuroglancer, reload the page or add the layer again)",
+			st.Name(), v, st.Revision())
 	}
 	has := RoutesOf(st)
 	for _, h := range has {
@@ -603,7 +626,7 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 	}
 	sp := newSkeletonSpec(st, l0)
 	spec := s.skeletonShards(l0, sp)
-	body, err := sp.infoJSON(st.Name(), spec)
+	body, err := sp.infoJSON(st, spec)
 	if err != nil {
 		return err
 	}
@@ -729,7 +752,7 @@ func (s *Server) meshInfo(w http.ResponseWriter, r *http.Request) error {
 		"zvfserve": map[string]any{"store": st.Name(), "level": 0, "attributes": []note{}, "axes": append([]string{}, axisNotes...),
 			"nanometres_per_unit": nanometresPer(dims)}}
 	if l0.Info().ObjectCount <= maxSegmentIDs {
-		inf["segment_properties"] = "seg_props"
+		inf["segment_properties"] = versioned(st, "seg_props")
 	}
 	body, err := json.Marshal(inf)
 	if err != nil {

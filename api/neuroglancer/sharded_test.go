@@ -329,10 +329,10 @@ func checkShardedAnnotations(t *testing.T, plain, auto *httptest.Server, servers
 		if err := json.Unmarshal(infoBytes, &si); err != nil {
 			t.Fatal(err)
 		}
-		if si.ByID.Key != "by_id" || len(si.ByID.Sharding) == 0 || len(si.Spatial) == 0 {
+		if !strings.HasSuffix(si.ByID.Key, "/by_id") || len(si.ByID.Sharding) == 0 || len(si.Spatial) == 0 {
 			t.Fatalf("%s: sharded info: %s", name, infoBytes)
 		}
-		sh := sharded{name: name, byID: newShardClient(t, ts, base+"/by_id", si.ByID.Sharding)}
+		sh := sharded{name: name, byID: newShardClient(t, ts, base+"/"+si.ByID.Key, si.ByID.Sharding)}
 		for _, sp := range si.Spatial {
 			if len(sp.Sharding) == 0 {
 				t.Fatalf("%s: %s has no sharding: %s", name, sp.Key, infoBytes)
