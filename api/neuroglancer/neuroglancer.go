@@ -105,7 +105,7 @@ func (s *Server) Routes(r chi.Router) {
 	// without the version, as it was before keys had one.
 	keyed := func(dir, rest string, h func(http.ResponseWriter, *http.Request) error) {
 		get(dir+"/"+rest, h)
-		get(dir+"/@{"+versionParam+"}/"+rest, h)
+		get(dir+"/v{"+versionParam+"}/"+rest, h)
 	}
 	for _, route := range []string{"annotations", "lines"} {
 		get("/"+route+"/info", s.annotationInfo(route))
@@ -132,13 +132,13 @@ func (s *Server) Routes(r chi.Router) {
 const versionParam = "version"
 
 // versioned is key as an info of st names it: under the store's version
-// ("@<revision>/spatial0"). Neuroglancer reads an info once and then
+// ("v<revision>/spatial0"). Neuroglancer reads an info once and then
 // fetches what its keys name, relative to it and without validators; a
 // viewer holding the info of a version before a change then names that
 // version, and source answers it 410 store-changed instead of the new
 // version's bytes, which it would decode with the old layout (another
 // sharding, grid or set of scales) and draw wrongly without a word.
-func versioned(st *zvf.Store, key string) string { return "@" + st.Revision() + "/" + key }
+func versioned(st *zvf.Store, key string) string { return "v" + st.Revision() + "/" + key }
 
 // geometry is the store's primary geometry.
 func geometry(info *zvf.Info) string {

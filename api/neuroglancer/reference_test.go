@@ -566,7 +566,7 @@ func checkRelationships(t *testing.T, ts *httptest.Server, base string, inf *ngI
 	}
 	// The key is objects under the store's version (see TestNGStaleInfoAfterStoreChange).
 	key, _ := inf.Relationships[0]["key"].(string)
-	if len(inf.Relationships) != 1 || inf.Relationships[0]["id"] != "object" || !strings.HasPrefix(key, "@") || !strings.HasSuffix(key, "/objects") {
+	if len(inf.Relationships) != 1 || inf.Relationships[0]["id"] != "object" || !strings.HasPrefix(key, "v") || !strings.HasSuffix(key, "/objects") {
 		t.Fatalf("relationships %v", inf.Relationships)
 	}
 	want := map[int64][]uint64{}
