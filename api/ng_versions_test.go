@@ -173,3 +173,40 @@ func TestNGStaleInfoAfterStoreChange(t *testing.T) {
 		})
 	}
 }
+
+// TestNGKeyFromNewerReplica: behind a load balancer, a viewer may read an
+// info from a replica that has seen the store's new version and then ask
+// one that has not checked yet for what it names. That replica checks
+// the store at once and answers from the new version, as it does for a
+// paging cursor (TestCursorFromNewerReplica); before, it answered 410
+// store-changed, telling the viewer to reload an info that was current.
+// A version neither replica serves is still 410.
+func TestNGKeyFromNewerReplica(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(fixtures, rewrittenFixture)
+	dir := zvftest.CopyTree(t, src)
+	stA, stB := zvftest.Store(t, dir), zvftest.Store(t, dir)
+	_, a := watched(t, "s", stA)
+	_, b := watched(t, "s", stB)
+
+	rewriteInPlace(t, dir, src)
+	settled(t, stA)
+	if err := a.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fromA := ngStaleRequests(t, a.Handler())
+	for what, p := range fromA {
+		_, wantHdr, want := serveFull(t, a.Handler(), p)
+		code, hdr, body := serveFull(t, b.Handler(), p)
+		if code != 200 || !bytes.Equal(body, want) || hdr.Get("ETag") != wantHdr.Get("ETag") {
+			t.Errorf("%s: %s from the replica that had not checked: %d %.300s", what, p, code, body)
+		}
+	}
+	forged := "/ng/s/annotations/v0123456789abcdef/spatial0/0_0_0"
+	code, _, body := serveFull(t, b.Handler(), forged)
+	var pr api.Problem
+	if code != http.StatusGone || json.Unmarshal(body, &pr) != nil || !strings.HasSuffix(pr.Type, "/store-changed") ||
+		!strings.Contains(pr.Detail, "0123456789abcdef") {
+		t.Errorf("a version no replica served: %d %.300s", code, body)
+	}
+}

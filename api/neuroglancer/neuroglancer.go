@@ -46,6 +46,12 @@ type Options struct {
 	// reports whether the client's copy is current (a 304 has then been
 	// written).
 	NotModified func(w http.ResponseWriter, r *http.Request, etag string) bool
+	// OtherVersion checks the store now for a request whose path names
+	// another version than st's (an info's versioned key): an error
+	// (matching zvf.ErrChanged when a newer version opened, which Serve
+	// retries on it), or nil when st is still the version served; nil:
+	// no check.
+	OtherVersion func(r *http.Request, st *zvf.Store) error
 	// ContentCoding picks "zstd", "gzip" or "" (identity) from an
 	// Accept-Encoding header, as the server does for its own answers;
 	// nil: always identity.
@@ -203,7 +209,14 @@ func (s *Server) source(r *http.Request, route string) (*zvf.Store, error) {
 		return nil, err
 	}
 	if v := chi.URLParam(r, versionParam); v != "" && v != st.Revision() {
-		return nil, problem.Newf(problem.StoreChanged, "store %q has changed since the Neuroglancer info that named this path was read (it named version %s; the store is now version %s): reload the source's info (in Neuroglancer, reload the page or add the layer again)",
+		// Behind a load balancer the info may come from a replica that
+		// saw the store's next version first.
+		if s.o.OtherVersion != nil {
+			if err := s.o.OtherVersion(r, st); err != nil {
+				return nil, err
+			}
+		}
+		return nil, problem.Newf(problem.StoreChanged, "store %q is not at version %s, which the Neuroglancer info that named this path describes: the store has changed since (it is at version %s); reload the source's info (in Neuroglancer, reload the page or add the layer again)",
 			st.Name(), v, st.Revision())
 	}
 	has := RoutesOf(st)
