@@ -261,14 +261,23 @@ func (s *Server) densityChunk(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// parseVoxelRange reads a chunk name x0-x1_y0-y1_z0-z1.
+// parseVoxelRange reads a chunk name x0-x1_y0-y1_z0-z1. A bound below 0
+// has its sign ("-64--1"): a volume of a store with negative coordinates
+// has a negative voxel_offset, and Neuroglancer joins the bounds with "-".
 func parseVoxelRange(name string) (lo, hi [3]int64, err error) {
 	parts := strings.Split(name, "_")
 	if len(parts) != 3 {
 		return lo, hi, badParam(fmt.Sprintf("chunk %q: want x0-x1_y0-y1_z0-z1", name))
 	}
 	for a, p := range parts {
-		x, y, ok := strings.Cut(p, "-")
+		// The separator is the first "-" after the first character,
+		// which may be x0's sign.
+		x, y, ok := "", "", false
+		if len(p) > 1 {
+			if i := strings.IndexByte(p[1:], '-'); i >= 0 {
+				x, y, ok = p[:i+1], p[i+2:], true
+			}
+		}
 		v0, err0 := strconv.ParseInt(x, 10, 64)
 		v1, err1 := strconv.ParseInt(y, 10, 64)
 		if !ok || err0 != nil || err1 != nil || strconv.FormatInt(v0, 10) != x || strconv.FormatInt(v1, 10) != y || v1 <= v0 {
