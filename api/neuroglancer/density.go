@@ -28,9 +28,13 @@ import (
 // densityChunk is the edge of a density chunk, in voxels.
 const densityChunk = 64
 
-// maxVoxelIndex bounds a density voxel index (2^53: every index is a
-// float64 exactly, and offset + size stays far inside int64).
-const maxVoxelIndex = 1 << 53
+// maxVoxelIndex bounds a density voxel index: 2^24, the largest range of
+// integers a float32 holds exactly. Neuroglancer computes a chunk's name
+// from its grid position and the scale's voxel_offset in a Float32Array
+// (sliceview/volume/backend.js computeChunkBounds), so past 2^24 it names
+// chunks off the grid by a voxel or more, each a 404 it takes for empty:
+// a scale that far out would show nothing, without a word.
+const maxVoxelIndex = 1 << 24
 
 // densityScale is one scale of the volume.
 type densityScale struct {
@@ -71,10 +75,11 @@ func densityScales(st *zvf.Store) []densityScale {
 			sc.voxel[a] = s
 			// The first voxel whose lower bound v·s is at most lo, the
 			// first past hi (hi on a boundary: the one it starts). A
-			// volume whose voxel indices pass ±2^53 (declared bounds of
-			// 1e308, a bin edge of 1e-300) has no scale at this level:
-			// converted to int64 such an index is undefined (MinInt64 on
-			// amd64), and the steps below then ran 2^63 times.
+			// volume whose voxel indices pass ±maxVoxelIndex has no scale
+			// at this level (a coarser level may have one): beyond it
+			// Neuroglancer misnames chunks, and past 2^63 (declared bounds
+			// of 1e308, a bin edge of 1e-300) an index converted to int64
+			// is undefined and the steps below ran 2^63 times.
 			fl, ce := math.Floor(lo[a]/s), math.Ceil(hi[a]/s)
 			if !(math.Abs(fl) <= maxVoxelIndex && math.Abs(ce) <= maxVoxelIndex) {
 				good = false
@@ -95,7 +100,8 @@ func densityScales(st *zvf.Store) []densityScale {
 				}
 				end++
 			}
-			if !good {
+			if !good || off < -maxVoxelIndex || end > maxVoxelIndex {
+				good = false
 				break
 			}
 			sc.offset[a], sc.size[a] = off, max(end-off, 1)

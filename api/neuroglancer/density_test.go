@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func TestDensityVolumeCountsEveryVertex(t *testing.T) {
 		if st.Info().Dims != 3 {
 			continue
 		}
-		t.Run(st.Name(), func(t *testing.T) { checked += checkDensity(t, ts, st) })
+		t.Run(st.Name(), func(t *testing.T) { checked += len(checkDensity(t, ts, st)) })
 	}
 	if checked < 8 {
 		t.Fatalf("only %d scales checked", checked)
@@ -71,20 +72,20 @@ func TestDensityVolumeCountsEveryVertex(t *testing.T) {
 // and compares each voxel with the level's vertices binned by the stated
 // rule: voxel v covers [v·r/u, (v+1)·r/u), a vertex on a boundary in the
 // upper voxel and one on the volume's max face in the last; every vertex
-// is counted. It returns the scales it checked.
-func checkDensity(t *testing.T, ts *httptest.Server, st *zvf.Store) int {
+// is counted. It returns the levels of the scales it checked.
+func checkDensity(t *testing.T, ts *httptest.Server, st *zvf.Store) []int {
 	t.Helper()
 	var inf ngVolumeInfo
 	if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/"+st.Name()+"/density/info"), &inf); err != nil {
 		t.Fatal(err)
 	}
 	if inf.Type != "neuroglancer_multiscale_volume" || inf.VolumeType != "image" || inf.DataType != "uint32" || inf.NumChannels != 1 || len(inf.Scales) == 0 ||
-		len(inf.Notes.Scales) != len(inf.Scales) || !strings.HasSuffix(inf.Scales[0].Key, "/0") {
+		len(inf.Notes.Scales) != len(inf.Scales) {
 		t.Fatalf("info %+v", inf)
 	}
 	for si, sc := range inf.Scales {
 		note := inf.Notes.Scales[si]
-		if sc.Encoding != "raw" || sc.Sharding != nil || len(sc.ChunkSizes) != 1 || note.Key != sc.Key {
+		if sc.Encoding != "raw" || sc.Sharding != nil || len(sc.ChunkSizes) != 1 || note.Key != sc.Key || !strings.HasSuffix(sc.Key, fmt.Sprintf("/%d", note.Level)) {
 			t.Fatalf("scale %+v", sc)
 		}
 		l, err := st.Level(note.Level)
@@ -132,7 +133,7 @@ func checkDensity(t *testing.T, ts *httptest.Server, st *zvf.Store) int {
 					for a := 0; a < 3; a++ {
 						hi[a] = min(lo[a]+cs[a], sc.VoxelOffset[a]+sc.Size[a])
 					}
-					name := fmt.Sprintf("%d-%d_%d-%d_%d-%d", lo[0], hi[0], lo[1], hi[1], lo[2], hi[2])
+					name := ngChunkName(sc.VoxelOffset, lo, hi)
 					b := apitest.MustGet(t, ts, "/ng/"+st.Name()+"/density/"+sc.Key+"/"+name)
 					nx, ny, nz := hi[0]-lo[0], hi[1]-lo[1], hi[2]-lo[2]
 					if int64(len(b)) != 4*nx*ny*nz {
@@ -157,7 +158,29 @@ func checkDensity(t *testing.T, ts *httptest.Server, st *zvf.Store) int {
 			t.Fatalf("scale %s counts %d of level %d's %d vertices", sc.Key, total, note.Level, len(whole.pos))
 		}
 	}
-	return len(inf.Scales)
+	levels := make([]int, len(inf.Notes.Scales))
+	for i, n := range inf.Notes.Scales {
+		levels[i] = n.Level
+	}
+	return levels
+}
+
+// ngChunkName names the chunk of voxels [lo, hi) of a volume at offset
+// as Neuroglancer does (sliceview/volume/backend.js computeChunkBounds,
+// datasource/precomputed/backend.js): the chunk's start relative to the
+// offset and the offset are held in a Float32Array and added there, and
+// the end is that start plus the chunk's size.
+func ngChunkName(offset, lo, hi [3]int64) string {
+	var b strings.Builder
+	for a := range 3 {
+		rel := float32(lo[a] - offset[a])
+		start := float64(float32(float64(rel) + float64(float32(offset[a]))))
+		if a > 0 {
+			b.WriteByte('_')
+		}
+		fmt.Fprintf(&b, "%d-%d", int64(start), int64(start)+hi[a]-lo[a])
+	}
+	return b.String()
 }
 
 // TestDensityProblems: a chunk Neuroglancer would not ask for is a 404
@@ -239,6 +262,20 @@ func TestDensityRandomStores(t *testing.T) {
 				pos = append(pos, float32(x))
 			}
 		}
+		if seed == 11 {
+			// Far from the origin in voxels of level 0 (over 2^24), as
+			// a specimen in nanometres is.
+			for a := range 3 {
+				o.ChunkShape[a], o.BinShape[a] = 32, 1
+				lo[a], hi[a] = 2e7+float64(a), 2e7+300
+			}
+			pos = pos[:0]
+			for range n {
+				for a := range 3 {
+					pos = append(pos, float32(lo[a]+rng.Float64()*(hi[a]-lo[a])))
+				}
+			}
+		}
 		if seed%4 == 3 {
 			b := [2][]float64{make([]float64, 3), make([]float64, 3)}
 			for a := range 3 {
@@ -258,6 +295,17 @@ func TestDensityRandomStores(t *testing.T) {
 	}
 	_, ts := newServer(t, api.Options{Stores: stores})
 	for _, st := range stores {
-		t.Run(st.Name(), func(t *testing.T) { checkDensity(t, ts, st) })
+		t.Run(st.Name(), func(t *testing.T) {
+			levels := checkDensity(t, ts, st)
+			// The far store's level 0 has voxel indices past 2^24, which
+			// Neuroglancer cannot name: its volume starts at level 1.
+			if want := []int{0, 1, 2}[:len(st.Levels())]; st.Name() == "r11" {
+				if !slices.Equal(levels, want[1:]) {
+					t.Errorf("scales of levels %v, want %v", levels, want[1:])
+				}
+			} else if !slices.Equal(levels, want) {
+				t.Errorf("scales of levels %v, want %v", levels, want)
+			}
+		})
 	}
 }
