@@ -86,6 +86,13 @@ type Server struct {
 	// tooBig holds, per store and annotation kind, the cache key of the
 	// last plan found larger than the cache, so that it is logged once.
 	tooBig sync.Map
+	// notKept holds, per store, source and shard, the cache key of the
+	// last shard built that the cache did not keep: its Range reads are
+	// answered from its layout (shardRange).
+	notKept sync.Map
+	// chunksBuilt counts the shard chunks built: for whole shards, for
+	// layouts, for Range reads (tests read it: ChunksBuilt).
+	chunksBuilt atomic.Int64
 }
 
 // New builds a Server.
@@ -366,24 +373,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	timing := func() string {
 		return fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000)
 	}
-	if asked := r.Header.Get("Range"); asked != "" {
-		h.Set("Server-Timing", timing())
-		rw := &rangeWriter{ResponseWriter: w}
-		if kept, ok := withoutEmptySuffixes(asked); ok {
-			if kept == "" {
-				r.Header.Del("Range") // not in bytes: the whole answer, as it is
-			} else {
-				r.Header.Set("Range", kept)
-			}
-			http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
-		} else {
-			rw.unsatisfiable = true
-		}
-		if rw.unsatisfiable {
-			h.Set("Content-Range", fmt.Sprintf("bytes */%d", len(body)))
-			return unsatisfiable(fmt.Sprintf("the range %q lies outside the answer's %d bytes", asked, len(body)))
-		}
-		return nil
+	if r.Header.Get("Range") != "" {
+		return s.sendRange(w, r, bytes.NewReader(body), int64(len(body)), start)
 	}
 	if enc := s.coding(r); enc != "" && len(body) >= minCompressed {
 		z, err := s.cachedBytes(r.Context(), st, key+"\x00"+enc, func(context.Context) ([]byte, error) { return s.compress(enc, body) })
@@ -398,6 +389,30 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(body)
 	return err
+}
+
+// sendRange answers a Range request with the bytes of content (size
+// bytes) it names: 206, never encoded; the caller has set the headers
+// but Server-Timing.
+func (s *Server) sendRange(w http.ResponseWriter, r *http.Request, content io.ReadSeeker, size int64, start time.Time) error {
+	asked := r.Header.Get("Range")
+	w.Header().Set("Server-Timing", fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000))
+	rw := &rangeWriter{ResponseWriter: w}
+	if kept, ok := withoutEmptySuffixes(asked); ok {
+		if kept == "" {
+			r.Header.Del("Range") // not in bytes: the whole answer, as it is
+		} else {
+			r.Header.Set("Range", kept)
+		}
+		http.ServeContent(rw, r, "", time.Time{}, content)
+	} else {
+		rw.unsatisfiable = true
+	}
+	if rw.unsatisfiable {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
+		return unsatisfiable(fmt.Sprintf("the range %q lies outside the answer's %d bytes", asked, size))
+	}
+	return nil
 }
 
 // withoutEmptySuffixes drops the suffix ranges of length zero ("-0")
