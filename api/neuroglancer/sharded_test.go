@@ -761,3 +761,87 @@ func TestShardLargerThanCacheReadsItsRange(t *testing.T) {
 		t.Fatalf("only %d reads checked", reads)
 	}
 }
+
+// TestShardRangeReadsMatchWholeShards: Range reads answered from a
+// shard's layout (a cache too small to keep any shard) give the bytes of
+// the whole shard for every kind of sharded source: by_id of lines (dense
+// ids) and polylines (object ids), spatial levels of each, and skeletons.
+func TestShardRangeReadsMatchWholeShards(t *testing.T) {
+	t.Parallel()
+	stores := fixtureStores(t)
+	for _, name := range []string{"graph", "polylines", "skeleton"} {
+		st := storeNamed(t, stores, name)
+		big := shardRoutes(t, st, neuroglancer.Options{Cache: cache.New(64 << 20), Sharded: neuroglancer.ShardAlways})
+		small := shardRoutes(t, st, neuroglancer.Options{Cache: cache.New(2 << 10), Sharded: neuroglancer.ShardAlways})
+		type source struct {
+			dir, key string
+			spec     []byte
+		}
+		var sources []source
+		for _, route := range neuroglancer.RoutesOf(st) {
+			dir := "/ng/" + name + "/" + route
+			switch route {
+			case "annotations", "lines":
+				var inf shardedInfo
+				if err := json.Unmarshal(apitest.MustGet(t, big, dir+"/info"), &inf); err != nil {
+					t.Fatal(err)
+				}
+				sources = append(sources, source{dir, inf.ByID.Key, inf.ByID.Sharding})
+				for _, sp := range inf.Spatial {
+					sources = append(sources, source{dir, sp.Key, sp.Sharding})
+				}
+			case "skeletons":
+				var inf struct {
+					Sharding json.RawMessage `json:"sharding"`
+				}
+				if err := json.Unmarshal(apitest.MustGet(t, big, dir+"/info"), &inf); err != nil {
+					t.Fatal(err)
+				}
+				sources = append(sources, source{dir, ".", inf.Sharding})
+			}
+		}
+		chunks := 0
+		for _, src := range sources {
+			var spec sharding.Spec
+			if err := json.Unmarshal(src.spec, &spec); err != nil {
+				t.Fatalf("%s %s: %v", src.dir, src.key, err)
+			}
+			for n := range spec.NumShards() {
+				path := src.dir + "/" + src.key + "/" + spec.ShardFile(n)
+				if src.key == "." {
+					path = src.dir + "/" + spec.ShardFile(n)
+				}
+				resp, whole := apitest.Get(t, big, path)
+				if resp.StatusCode == http.StatusNotFound {
+					continue
+				}
+				sr, err := sharding.NewReader(spec, n, bytes.NewReader(whole), int64(len(whole)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				es, err := sr.Entries()
+				if err != nil {
+					t.Fatal(err)
+				}
+				apitest.Get(t, small, path, "Range", "bytes=0-15") // meets the shard not kept
+				for i, e := range es {
+					if e.Size == 0 || i%max(1, len(es)/10) != 0 {
+						continue
+					}
+					resp, got := apitest.Get(t, small, path, "Range", fmt.Sprintf("bytes=%d-%d", e.Offset, e.Offset+e.Size-1))
+					if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(got, whole[e.Offset:e.Offset+e.Size]) {
+						t.Fatalf("%s chunk %d: %d, %d bytes, want the whole shard's %d", path, e.Key, resp.StatusCode, len(got), e.Size)
+					}
+					chunks++
+				}
+				resp, got := apitest.Get(t, small, path, "Range", "bytes=0-")
+				if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(got, whole) {
+					t.Fatalf("%s read whole by Range: %d, %d bytes of %d", path, resp.StatusCode, len(got), len(whole))
+				}
+			}
+		}
+		if chunks < 10 {
+			t.Fatalf("%s: only %d chunks read", name, chunks)
+		}
+	}
+}
