@@ -128,18 +128,29 @@ var errCursorVersion = errors.New("cursor of another store version")
 // answer is 503 store-changing, and a cursor of no version served now is
 // 409 stale-cursor.
 func cursorVersion(r *http.Request, st *zvf.Store) error {
+	if err := otherVersion(r, st, "a cursor"); err != nil {
+		return err
+	}
+	return staleCursor()
+}
+
+// otherVersion checks the store now for a request that names another
+// version than st's (what, e.g. "a cursor"): an error matching
+// zvf.ErrChanged, which wrap retries, when that finds a newer version;
+// the check's error; nil when st is still the version served.
+func otherVersion(r *http.Request, st *zvf.Store, what string) error {
 	a, ok := r.Context().Value(attemptKey).(*attempt)
 	if !ok || a.h == nil {
-		return staleCursor()
+		return nil
 	}
 	now, err := a.h.Sync(r.Context())
 	switch {
 	case err != nil:
 		return err
 	case now != st:
-		return fmt.Errorf("store %q: a newer version opened for a cursor: %w", st.Name(), zvf.ErrChanged)
+		return fmt.Errorf("store %q: a newer version opened for %s: %w", st.Name(), what, zvf.ErrChanged)
 	}
-	return staleCursor()
+	return nil
 }
 
 // appendCorner appends corner v with each number in its shortest

@@ -22,7 +22,10 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		Serve: func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 			return s.wrap(h)
 		},
-		NotModified:    s.notModified,
+		NotModified: s.notModified,
+		OtherVersion: func(r *http.Request, st *zvf.Store) error {
+			return otherVersion(r, st, "a Neuroglancer key")
+		},
 		ContentCoding:  contentCoding,
 		Cache:          c,
 		MaxAnnotations: s.o.MaxVertices,

@@ -86,10 +86,10 @@ func (p *plan) infoJSON(st *zvf.Store, sh *annotationShards) ([]byte, error) {
 	dims, axisNotes := dimensions(st.Info().Axes)
 	lo, hi := p.bounds(st.Info().Bounds[1])
 	inf := annotationInfo{Type: "neuroglancer_annotations_v1", Dimensions: dimensionsJSON(dims), LowerBound: lo, UpperBound: hi,
-		AnnotationType: p.kind.annotationType(), Properties: []propSpec{}, Relationships: []relationship{}, ByID: keyRef{Key: "by_id"},
+		AnnotationType: p.kind.annotationType(), Properties: []propSpec{}, Relationships: []relationship{}, ByID: keyRef{Key: versioned(st, "by_id")},
 		ZVF: sourceNotes{Store: p.store, Annotations: p.total, Attributes: append([]note{}, p.notes...), Axes: append([]string{}, axisNotes...)}}
 	if p.relate {
-		inf.Relationships = append(inf.Relationships, relationship{ID: relationshipID, Key: relationshipKey})
+		inf.Relationships = append(inf.Relationships, relationship{ID: relationshipID, Key: versioned(st, relationshipKey)})
 	}
 	for _, pr := range p.props {
 		inf.Properties = append(inf.Properties, pr.spec)
@@ -98,7 +98,7 @@ func (p *plan) infoJSON(st *zvf.Store, sh *annotationShards) ([]byte, error) {
 		inf.ByID.Sharding = &sh.byID
 	}
 	for s, l := range p.levels {
-		key := fmt.Sprintf("spatial%d", s)
+		key := versioned(st, fmt.Sprintf("spatial%d", s))
 		si := spatialInfo{Key: key, GridShape: l.shape, ChunkSize: l.size, Limit: l.limit}
 		if sh != nil {
 			si.Sharding = &sh.spatial[s]

@@ -1,9 +1,13 @@
 package neuroglancer_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -258,5 +262,72 @@ func annotationView(b *testing.B, ts *httptest.Server) {
 				pos[i] = 0
 			}
 		}
+	}
+}
+
+// BenchmarkShardRangeLargerThanCache: Neuroglancer's Range reads of a
+// spatial shard file larger than the cache (200,000 points in 64 cells,
+// one shard of about 3 MB; a 2 MiB cache that keeps the spatial index but
+// not the shard): the shard index it reads first, then one cell.
+func BenchmarkShardRangeLargerThanCache(b *testing.B) {
+	ch := cache.New(2 << 20)
+	s, err := zvf.Open(context.Background(), pointStore(b, 200_000, 250, false), zvf.Options{Name: "points", Cache: ch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := apitest.New(b, api.Options{Stores: []*zvf.Store{s}, Cache: ch, NGSharded: neuroglancer.ShardAlways}).Handler()
+	var inf struct {
+		Spatial []struct {
+			Key      string `json:"key"`
+			Sharding struct {
+				MinishardBits uint64 `json:"minishard_bits"`
+			} `json:"sharding"`
+		} `json:"spatial"`
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/ng/points/annotations/info", nil))
+	if err := json.Unmarshal(w.Body.Bytes(), &inf); err != nil || len(inf.Spatial) != 1 {
+		b.Fatalf("info: %v %s", err, w.Body.Bytes())
+	}
+	path := "/ng/points/annotations/" + inf.Spatial[0].Key + "/0.shard"
+	get := func(rng string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Range", rng)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusPartialContent {
+			b.Fatalf("%s %s: %d %.300s", path, rng, w.Code, w.Body.Bytes())
+		}
+		return w
+	}
+	body := uint64(16) << inf.Spatial[0].Sharding.MinishardBits // offsets count from the shard index's end
+	idx := get("bytes=0-15").Body.Bytes()                       // minishard 0's index: its start and end
+	lo, hi := binary.LittleEndian.Uint64(idx), binary.LittleEndian.Uint64(idx[8:])
+	if hi <= lo {
+		b.Fatalf("minishard 0 is empty: %x", idx)
+	}
+	// The minishard index (gzip): key deltas, start deltas, sizes; its
+	// first chunk starts at the first start delta.
+	zr, err := gzip.NewReader(bytes.NewReader(get(fmt.Sprintf("bytes=%d-%d", body+lo, body+hi-1)).Body.Bytes()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil || len(raw) < 24 || len(raw)%24 != 0 {
+		b.Fatalf("minishard index: %v, %d bytes", err, len(raw))
+	}
+	n := len(raw) / 24
+	start, size := binary.LittleEndian.Uint64(raw[8*n:]), binary.LittleEndian.Uint64(raw[16*n:])
+	for _, c := range []struct{ name, rng string }{
+		{"shard-index", "bytes=0-15"},
+		{"minishard-index", fmt.Sprintf("bytes=%d-%d", body+lo, body+hi-1)},
+		{"cell", fmt.Sprintf("bytes=%d-%d", body+start, body+start+size-1)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				get(c.rng)
+			}
+		})
 	}
 }

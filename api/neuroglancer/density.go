@@ -28,9 +28,13 @@ import (
 // densityChunk is the edge of a density chunk, in voxels.
 const densityChunk = 64
 
-// maxVoxelIndex bounds a density voxel index (2^53: every index is a
-// float64 exactly, and offset + size stays far inside int64).
-const maxVoxelIndex = 1 << 53
+// maxVoxelIndex bounds a density voxel index: 2^24, the largest range of
+// integers a float32 holds exactly. Neuroglancer computes a chunk's name
+// from its grid position and the scale's voxel_offset in a Float32Array
+// (sliceview/volume/backend.js computeChunkBounds), so past 2^24 it names
+// chunks off the grid by a voxel or more, each a 404 it takes for empty:
+// a scale that far out would show nothing, without a word.
+const maxVoxelIndex = 1 << 24
 
 // densityScale is one scale of the volume.
 type densityScale struct {
@@ -71,10 +75,11 @@ func densityScales(st *zvf.Store) []densityScale {
 			sc.voxel[a] = s
 			// The first voxel whose lower bound v·s is at most lo, the
 			// first past hi (hi on a boundary: the one it starts). A
-			// volume whose voxel indices pass ±2^53 (declared bounds of
-			// 1e308, a bin edge of 1e-300) has no scale at this level:
-			// converted to int64 such an index is undefined (MinInt64 on
-			// amd64), and the steps below then ran 2^63 times.
+			// volume whose voxel indices pass ±maxVoxelIndex has no scale
+			// at this level (a coarser level may have one): beyond it
+			// Neuroglancer misnames chunks, and past 2^63 (declared bounds
+			// of 1e308, a bin edge of 1e-300) an index converted to int64
+			// is undefined and the steps below ran 2^63 times.
 			fl, ce := math.Floor(lo[a]/s), math.Ceil(hi[a]/s)
 			if !(math.Abs(fl) <= maxVoxelIndex && math.Abs(ce) <= maxVoxelIndex) {
 				good = false
@@ -95,7 +100,8 @@ func densityScales(st *zvf.Store) []densityScale {
 				}
 				end++
 			}
-			if !good {
+			if !good || off < -maxVoxelIndex || end > maxVoxelIndex {
+				good = false
 				break
 			}
 			sc.offset[a], sc.size[a] = off, max(end-off, 1)
@@ -184,12 +190,12 @@ func (s *Server) densityInfo(w http.ResponseWriter, r *http.Request) error {
 	inf.Notes.Store, inf.Notes.Attributes, inf.Notes.Axes, inf.Notes.NmPerUnit = st.Name(), []note{}, append([]string{}, notes...), nm
 	inf.Notes.Scales = []scaleNote{}
 	for _, sc := range scales {
-		si := scaleInfo{Key: sc.key, Size: sc.size, VoxelOffset: sc.offset, ChunkSizes: [][3]int64{{densityChunk, densityChunk, densityChunk}}, Encoding: "raw"}
+		si := scaleInfo{Key: versioned(st, sc.key), Size: sc.size, VoxelOffset: sc.offset, ChunkSizes: [][3]int64{{densityChunk, densityChunk, densityChunk}}, Encoding: "raw"}
 		for a := 0; a < 3; a++ {
 			si.Resolution[a] = roundNm(sc.voxel[a] * nm[a])
 		}
 		inf.Scales = append(inf.Scales, si)
-		inf.Notes.Scales = append(inf.Notes.Scales, scaleNote{Key: sc.key, Level: sc.level, Voxel: sc.voxel})
+		inf.Notes.Scales = append(inf.Notes.Scales, scaleNote{Key: si.Key, Level: sc.level, Voxel: sc.voxel})
 	}
 	body, err := json.Marshal(&inf)
 	if err != nil {
@@ -261,14 +267,23 @@ func (s *Server) densityChunk(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// parseVoxelRange reads a chunk name x0-x1_y0-y1_z0-z1.
+// parseVoxelRange reads a chunk name x0-x1_y0-y1_z0-z1. A bound below 0
+// has its sign ("-64--1"): a volume of a store with negative coordinates
+// has a negative voxel_offset, and Neuroglancer joins the bounds with "-".
 func parseVoxelRange(name string) (lo, hi [3]int64, err error) {
 	parts := strings.Split(name, "_")
 	if len(parts) != 3 {
 		return lo, hi, badParam(fmt.Sprintf("chunk %q: want x0-x1_y0-y1_z0-z1", name))
 	}
 	for a, p := range parts {
-		x, y, ok := strings.Cut(p, "-")
+		// The separator is the first "-" after the first character,
+		// which may be x0's sign.
+		x, y, ok := "", "", false
+		if len(p) > 1 {
+			if i := strings.IndexByte(p[1:], '-'); i >= 0 {
+				x, y, ok = p[:i+1], p[i+2:], true
+			}
+		}
 		v0, err0 := strconv.ParseInt(x, 10, 64)
 		v1, err1 := strconv.ParseInt(y, 10, 64)
 		if !ok || err0 != nil || err1 != nil || strconv.FormatInt(v0, 10) != x || strconv.FormatInt(v1, 10) != y || v1 <= v0 {

@@ -10,3 +10,7 @@ func NewSmallShards(o Options, target int64) *Server {
 	s.shardScale = max(1, sharding.TargetShardBytes/target)
 	return s
 }
+
+// ChunksBuilt is how many shard chunks s has built (whole shards,
+// layouts, Range reads).
+func (s *Server) ChunksBuilt() int64 { return s.chunksBuilt.Load() }

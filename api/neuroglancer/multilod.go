@@ -145,7 +145,7 @@ func multilodInfoJSON(st *zvf.Store, levels []*zvf.Level) ([]byte, error) {
 		inf.ZVF.LODLevels = append(inf.ZVF.LODLevels, l.N())
 	}
 	if levels[0].Info().ObjectCount <= maxSegmentIDs {
-		inf.SegmentProperties = "seg_props"
+		inf.SegmentProperties = versioned(st, "seg_props")
 	}
 	return json.Marshal(inf)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -45,6 +46,12 @@ type Options struct {
 	// reports whether the client's copy is current (a 304 has then been
 	// written).
 	NotModified func(w http.ResponseWriter, r *http.Request, etag string) bool
+	// OtherVersion checks the store now for a request whose path names
+	// another version than st's (an info's versioned key): an error
+	// (matching zvf.ErrChanged when a newer version opened, which Serve
+	// retries on it), or nil when st is still the version served; nil:
+	// no check.
+	OtherVersion func(r *http.Request, st *zvf.Store) error
 	// ContentCoding picks "zstd", "gzip" or "" (identity) from an
 	// Accept-Encoding header, as the server does for its own answers;
 	// nil: always identity.
@@ -79,6 +86,13 @@ type Server struct {
 	// tooBig holds, per store and annotation kind, the cache key of the
 	// last plan found larger than the cache, so that it is logged once.
 	tooBig sync.Map
+	// notKept holds, per store, source and shard, the cache key of the
+	// last shard built that the cache did not keep: its Range reads are
+	// answered from its layout (shardRange).
+	notKept sync.Map
+	// chunksBuilt counts the shard chunks built: for whole shards, for
+	// layouts, for Range reads (tests read it: ChunksBuilt).
+	chunksBuilt atomic.Int64
 }
 
 // New builds a Server.
@@ -100,26 +114,44 @@ func (s *Server) Routes(r chi.Router) {
 		r.Get(pattern, f)
 		r.Head(pattern, f)
 	}
+	// What an info names by a key (see versioned) is also answered
+	// without the version, as it was before keys had one.
+	keyed := func(dir, rest string, h func(http.ResponseWriter, *http.Request) error) {
+		get(dir+"/"+rest, h)
+		get(dir+"/v{"+versionParam+"}/"+rest, h)
+	}
 	for _, route := range []string{"annotations", "lines"} {
 		get("/"+route+"/info", s.annotationInfo(route))
-		get("/"+route+"/spatial{level}/{cell}", s.cell(route))
-		get("/"+route+"/by_id/{id}", s.byID(route))
-		get("/"+route+"/"+relationshipKey+"/{id}", s.related(route))
+		keyed("/"+route, "spatial{level}/{cell}", s.cell(route))
+		keyed("/"+route, "by_id/{id}", s.byID(route))
+		keyed("/"+route, relationshipKey+"/{id}", s.related(route))
 	}
 	get("/skeletons/info", s.skeletonInfo)
-	get("/skeletons/seg_props/info", s.segProps("skeletons"))
+	keyed("/skeletons", "seg_props/info", s.segProps("skeletons"))
 	get("/skeletons/{id}", s.skeleton)
 	get("/meshes/info", s.meshInfo)
-	get("/meshes/seg_props/info", s.segProps("meshes"))
+	keyed("/meshes", "seg_props/info", s.segProps("meshes"))
 	get("/meshes/{id}:0", s.meshManifest)
 	get("/meshes/frag/{id}", s.meshFragment)
 	get("/multilod/info", s.multilodInfo)
-	get("/multilod/seg_props/info", s.segProps("multilod"))
+	keyed("/multilod", "seg_props/info", s.segProps("multilod"))
 	get("/multilod/{id}.index", s.multilodFile(true))
 	get("/multilod/{id}", s.multilodFile(false))
 	get("/density/info", s.densityInfo)
-	get("/density/{key}/{chunk}", s.densityChunk)
+	keyed("/density", "{key}/{chunk}", s.densityChunk)
 }
+
+// versionParam is the route parameter of a versioned key's version.
+const versionParam = "version"
+
+// versioned is key as an info of st names it: under the store's version
+// ("v<revision>/spatial0"). Neuroglancer reads an info once and then
+// fetches what its keys name, relative to it and without validators; a
+// viewer holding the info of a version before a change then names that
+// version, and source answers it 410 store-changed instead of the new
+// version's bytes, which it would decode with the old layout (another
+// sharding, grid or set of scales) and draw wrongly without a word.
+func versioned(st *zvf.Store, key string) string { return "v" + st.Revision() + "/" + key }
 
 // geometry is the store's primary geometry.
 func geometry(info *zvf.Info) string {
@@ -182,6 +214,17 @@ func (s *Server) source(r *http.Request, route string) (*zvf.Store, error) {
 	st, err := s.o.Store(r)
 	if err != nil {
 		return nil, err
+	}
+	if v := chi.URLParam(r, versionParam); v != "" && v != st.Revision() {
+		// Behind a load balancer the info may come from a replica that
+		// saw the store's next version first.
+		if s.o.OtherVersion != nil {
+			if err := s.o.OtherVersion(r, st); err != nil {
+				return nil, err
+			}
+		}
+		return nil, problem.Newf(problem.StoreChanged, "store %q is not at version %s, which the Neuroglancer info that named this path describes: the store has changed since (it is at version %s); reload the source's info (in Neuroglancer, reload the page or add the layer again)",
+			st.Name(), v, st.Revision())
 	}
 	has := RoutesOf(st)
 	for _, h := range has {
@@ -330,24 +373,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	timing := func() string {
 		return fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000)
 	}
-	if asked := r.Header.Get("Range"); asked != "" {
-		h.Set("Server-Timing", timing())
-		rw := &rangeWriter{ResponseWriter: w}
-		if kept, ok := withoutEmptySuffixes(asked); ok {
-			if kept == "" {
-				r.Header.Del("Range") // not in bytes: the whole answer, as it is
-			} else {
-				r.Header.Set("Range", kept)
-			}
-			http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
-		} else {
-			rw.unsatisfiable = true
-		}
-		if rw.unsatisfiable {
-			h.Set("Content-Range", fmt.Sprintf("bytes */%d", len(body)))
-			return unsatisfiable(fmt.Sprintf("the range %q lies outside the answer's %d bytes", asked, len(body)))
-		}
-		return nil
+	if r.Header.Get("Range") != "" {
+		return s.sendRange(w, r, bytes.NewReader(body), int64(len(body)), start)
 	}
 	if enc := s.coding(r); enc != "" && len(body) >= minCompressed {
 		z, err := s.cachedBytes(r.Context(), st, key+"\x00"+enc, func(context.Context) ([]byte, error) { return s.compress(enc, body) })
@@ -362,6 +389,30 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, st *zvf.Store, key
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(body)
 	return err
+}
+
+// sendRange answers a Range request with the bytes of content (size
+// bytes) it names: 206, never encoded; the caller has set the headers
+// but Server-Timing.
+func (s *Server) sendRange(w http.ResponseWriter, r *http.Request, content io.ReadSeeker, size int64, start time.Time) error {
+	asked := r.Header.Get("Range")
+	w.Header().Set("Server-Timing", fmt.Sprintf("total;dur=%.3f", float64(s.o.Now().Sub(start).Microseconds())/1000))
+	rw := &rangeWriter{ResponseWriter: w}
+	if kept, ok := withoutEmptySuffixes(asked); ok {
+		if kept == "" {
+			r.Header.Del("Range") // not in bytes: the whole answer, as it is
+		} else {
+			r.Header.Set("Range", kept)
+		}
+		http.ServeContent(rw, r, "", time.Time{}, content)
+	} else {
+		rw.unsatisfiable = true
+	}
+	if rw.unsatisfiable {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
+		return unsatisfiable(fmt.Sprintf("the range %q lies outside the answer's %d bytes", asked, size))
+	}
+	return nil
 }
 
 // withoutEmptySuffixes drops the suffix ranges of length zero ("-0")
@@ -603,7 +654,7 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 	}
 	sp := newSkeletonSpec(st, l0)
 	spec := s.skeletonShards(l0, sp)
-	body, err := sp.infoJSON(st.Name(), spec)
+	body, err := sp.infoJSON(st, spec)
 	if err != nil {
 		return err
 	}
@@ -729,7 +780,7 @@ func (s *Server) meshInfo(w http.ResponseWriter, r *http.Request) error {
 		"zvfserve": map[string]any{"store": st.Name(), "level": 0, "attributes": []note{}, "axes": append([]string{}, axisNotes...),
 			"nanometres_per_unit": nanometresPer(dims)}}
 	if l0.Info().ObjectCount <= maxSegmentIDs {
-		inf["segment_properties"] = "seg_props"
+		inf["segment_properties"] = versioned(st, "seg_props")
 	}
 	body, err := json.Marshal(inf)
 	if err != nil {

@@ -2,7 +2,9 @@ package neuroglancer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"net/http"
 	"strconv"
@@ -285,17 +287,194 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 	if s.notModifiedAs(w, r, st, s.shardVariant()) {
 		return nil
 	}
-	key := fmt.Sprintf("shard\x00%s\x00%d", source, n)
-	return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) {
-		b := &shardBuild{spec: spec, shard: n, store: st.Name(), source: source, limit: s.o.MaxShardBytes}
+	newBuild := func() *shardBuild {
+		b := &shardBuild{spec: spec, shard: n, store: st.Name(), source: source, limit: s.o.MaxShardBytes, built: &s.chunksBuilt}
 		if b.limit <= 0 {
 			b.limit = DefaultMaxShardBytes
 		}
+		return b
+	}
+	key := fmt.Sprintf("shard\x00%s\x00%d", source, n)
+	if s.o.Cache == nil {
+		return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) {
+			b := newBuild()
+			if err := build(ctx, b); err != nil {
+				return nil, err
+			}
+			return b.finish()
+		})
+	}
+	// A shard the cache did not keep (larger than its budget) would be
+	// built whole for every Range read: once seen, a Range read is
+	// answered from the shard's layout and the chunks it covers.
+	full, tag := st.CacheKey("neuroglancer", key), st.Name()+"\x00"+key
+	if r.Header.Get("Range") != "" {
+		if _, kept := s.o.Cache.Peek(full); !kept {
+			if v, ok := s.notKept.Load(tag); ok && v == full {
+				return s.shardRange(w, r, st, key, start, newBuild, build)
+			}
+		}
+	}
+	body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
+		b := newBuild()
 		if err := build(ctx, b); err != nil {
 			return nil, err
 		}
 		return b.finish()
 	})
+	if err != nil {
+		return err
+	}
+	if _, kept := s.o.Cache.Peek(full); !kept {
+		s.notKept.Store(tag, full)
+	}
+	return s.send(w, r, st, key, mediaBinary, body, start)
+}
+
+// shardRange answers a Range read of a shard the cache cannot keep: the
+// shard's layout (sharding.Layout: its shard and minishard indexes, and
+// where each minishard's data starts) is built once per store
+// version by encoding each chunk and keeping only its size, and cached;
+// each read then builds only the chunks its range covers. Nothing of the
+// shard's data is held beyond the chunk being sent.
+func (s *Server) shardRange(w http.ResponseWriter, r *http.Request, st *zvf.Store, key string, start time.Time,
+	newBuild func() *shardBuild, build func(ctx context.Context, b *shardBuild) error) error {
+	v, err := s.cached(r.Context(), st, key+"\x00layout", func(ctx context.Context) (any, int64, error) {
+		b := newBuild()
+		enc, err := sharding.NewBuilder(b.spec)
+		if err != nil {
+			return nil, 0, err
+		}
+		b.measure = enc
+		if err := build(ctx, b); err != nil {
+			return nil, 0, err
+		}
+		if len(b.sized) == 0 {
+			return nil, 0, notFoundf("store %q: shard %s of %s holds no key", b.store, b.spec.ShardFile(b.shard), b.source)
+		}
+		lay, err := enc.Layout(b.shard, b.sized)
+		if err != nil {
+			return nil, 0, err
+		}
+		return lay, lay.Bytes(), nil
+	})
+	if err != nil {
+		return err
+	}
+	lay := v.(*sharding.Layout)
+	rd := &shardReader{ctx: r.Context(), lay: lay, chunk: func(ctx context.Context, c sharding.Entry) ([]byte, error) {
+		b := newBuild()
+		b.narrow, b.only = true, c.Key
+		if err := build(ctx, b); err != nil {
+			return nil, err
+		}
+		if len(b.keys) != 1 {
+			return nil, fmt.Errorf("store %q: %s: chunk %d of shard %s built %d times", b.store, b.source, c.Key, b.spec.ShardFile(b.shard), len(b.keys))
+		}
+		enc, err := sharding.NewBuilder(b.spec)
+		if err != nil {
+			return nil, err
+		}
+		out, err := enc.EncodeChunk(nil, b.data[0])
+		if err == nil && int64(len(out)) != c.Size {
+			err = fmt.Errorf("store %q: %s: chunk %d of shard %s is %d bytes stored, its layout says %d", b.store, b.source, c.Key, b.spec.ShardFile(b.shard), len(out), c.Size)
+		}
+		return out, err
+	}}
+	// The chunk a single range starts in is built before the answer
+	// starts, so that its failure is a problem document, not a cut answer.
+	if first, ok := rangeStart(r.Header.Get("Range")); ok {
+		if err := rd.load(first); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("Content-Type", mediaBinary)
+	w.Header().Set("Accept-Ranges", "bytes")
+	if err := s.sendRange(w, r, rd, lay.Size, start); err != nil {
+		return err
+	}
+	return rd.err
+}
+
+// rangeStart is the first byte of a Range of one "bytes=first-[last]".
+func rangeStart(v string) (int64, bool) {
+	spec, ok := strings.CutPrefix(v, "bytes=")
+	if !ok || strings.Contains(spec, ",") {
+		return 0, false
+	}
+	first, _, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	n, err := strconv.ParseInt(first, 10, 64)
+	return n, ok && err == nil && n >= 0
+}
+
+// shardReader reads a shard file from its layout, building each chunk
+// when a read reaches it and keeping only the last one built.
+type shardReader struct {
+	ctx   context.Context
+	lay   *sharding.Layout
+	chunk func(ctx context.Context, c sharding.Entry) ([]byte, error)
+	off   int64
+	at    sharding.Entry // the chunk in cur (Size 0: none)
+	cur   []byte         // its stored bytes
+	err   error          // the first build that failed
+}
+
+func (r *shardReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		offset += r.off
+	case io.SeekEnd:
+		offset += r.lay.Size
+	}
+	if offset < 0 {
+		return 0, errors.New("shard read: seek before the start")
+	}
+	r.off = offset
+	return offset, nil
+}
+
+// load makes cur the chunk that holds byte off, if a chunk does.
+func (r *shardReader) load(off int64) error {
+	l := r.lay
+	if off < int64(len(l.Head)) || off >= l.TailStart {
+		return nil
+	}
+	if r.at.Size > 0 && off >= r.at.Offset && off < r.at.Offset+r.at.Size {
+		return nil
+	}
+	c, err := l.Chunk(off)
+	if err == nil {
+		r.cur, err = r.chunk(r.ctx, c)
+	}
+	if err != nil {
+		r.at = sharding.Entry{}
+		if r.err == nil {
+			r.err = err
+		}
+		return err
+	}
+	r.at = c
+	return nil
+}
+
+func (r *shardReader) Read(p []byte) (int, error) {
+	l := r.lay
+	var n int
+	switch {
+	case r.off >= l.Size:
+		return 0, io.EOF
+	case r.off < int64(len(l.Head)):
+		n = copy(p, l.Head[r.off:])
+	case r.off >= l.TailStart:
+		n = copy(p, l.Tail[r.off-l.TailStart:])
+	default:
+		if err := r.load(r.off); err != nil {
+			return 0, err
+		}
+		n = copy(p, r.cur[r.off-r.at.Offset:])
+	}
+	r.off += int64(n)
+	return n, nil
 }
 
 // shardBuild gathers one shard's chunks, safe for concurrent adds, and
@@ -305,19 +484,43 @@ type shardBuild struct {
 	shard         uint64
 	store, source string
 	limit         int64 // bytes the chunks may hold
-	mu            sync.Mutex
-	keys          []uint64
-	data          [][]byte
-	bytes         atomic.Int64
+	// narrow, when set, builds key only alone (a chunk a Range read
+	// reaches): build functions skip every other key through wants.
+	narrow bool
+	only   uint64
+	// measure, when not nil, encodes each chunk added and keeps only its
+	// stored size (in sized), for the shard's layout.
+	measure *sharding.Builder
+	mu      sync.Mutex
+	keys    []uint64
+	data    [][]byte
+	sized   []sharding.Sized
+	scratch []byte
+	bytes   atomic.Int64
+	built   *atomic.Int64 // counts the chunks built, to send or to measure (tests read it)
 }
 
 // wants reports whether key is in the shard being built.
 func (b *shardBuild) wants(key uint64) bool {
+	if b.narrow {
+		return key == b.only
+	}
 	sh, _ := b.spec.Locate(key)
 	return sh == b.shard
 }
 
 func (b *shardBuild) add(key uint64, data []byte) error {
+	b.built.Add(1)
+	if b.measure != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		var err error
+		if b.scratch, err = b.measure.EncodeChunk(b.scratch[:0], data); err != nil {
+			return err
+		}
+		b.sized = append(b.sized, sharding.Sized{Key: key, Size: int64(len(b.scratch))})
+		return nil
+	}
 	if n := b.bytes.Add(int64(len(data)) + 24); n > b.limit {
 		return tooLargef("store %q: shard %s of %s holds more than %d bytes, more than this server builds at once", b.store, b.spec.ShardFile(b.shard), b.source, b.limit)
 	}
@@ -434,7 +637,11 @@ func (b *shardBuild) idRange(total int64) (lo, hi int64) {
 		return 0, total
 	}
 	lo = min(int64(b.shard)<<run, total)
-	return lo, min(lo+1<<run, total)
+	hi = min(lo+1<<run, total)
+	if b.narrow && b.only < uint64(total) {
+		lo, hi = max(lo, int64(b.only)), min(hi, int64(b.only)+1)
+	}
+	return lo, hi
 }
 
 // addRecords adds each annotation of l as its by_id record.

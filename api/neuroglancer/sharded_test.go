@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,10 +20,14 @@ import (
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
+	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding"
 	"github.com/zvfserve/zvfserve/api/neuroglancer/sharding/shardingtest"
 	"github.com/zvfserve/zvfserve/api/problem"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // An independent client of sharded sources (shardingtest's reader): it
@@ -329,10 +334,10 @@ func checkShardedAnnotations(t *testing.T, plain, auto *httptest.Server, servers
 		if err := json.Unmarshal(infoBytes, &si); err != nil {
 			t.Fatal(err)
 		}
-		if si.ByID.Key != "by_id" || len(si.ByID.Sharding) == 0 || len(si.Spatial) == 0 {
+		if !strings.HasSuffix(si.ByID.Key, "/by_id") || len(si.ByID.Sharding) == 0 || len(si.Spatial) == 0 {
 			t.Fatalf("%s: sharded info: %s", name, infoBytes)
 		}
-		sh := sharded{name: name, byID: newShardClient(t, ts, base+"/by_id", si.ByID.Sharding)}
+		sh := sharded{name: name, byID: newShardClient(t, ts, base+"/"+si.ByID.Key, si.ByID.Sharding)}
 		for _, sp := range si.Spatial {
 			if len(sp.Sharding) == 0 {
 				t.Fatalf("%s: %s has no sharding: %s", name, sp.Key, infoBytes)
@@ -632,6 +637,211 @@ func TestShardAuto(t *testing.T) {
 		body := apitest.MustGet(t, ts, tc.path)
 		if got := strings.Contains(string(body), `"sharding"`); got != tc.want {
 			t.Errorf("%s above %d: sharded %v, want %v: %.300s", tc.path, tc.above, got, tc.want, body)
+		}
+	}
+}
+
+// TestShardLargerThanCacheReadsItsRange: a shard file the cache cannot
+// keep was built whole for every Range read Neuroglancer made of it (the
+// shard index, a minishard index, one cell or record: 50 MB allocated and
+// up to 0.2 s a read, BenchmarkShardRangeLargerThanCache). Now, once such
+// a shard has been seen, a read builds only the chunks its range covers,
+// from the shard's cached layout (its indexes, not its data): none for an
+// index, one for a chunk.
+// Every byte read equals the whole shard's.
+func TestShardLargerThanCacheReadsItsRange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := zvftest.Store(t, "mem://")
+	rng := rand.New(rand.NewPCG(5, 6))
+	pos := make([]float32, 3*100_000)
+	for i := range pos {
+		pos[i] = float32(rng.Float64() * 1000)
+	}
+	o := writer.Options{ChunkShape: []float64{250, 250, 250}, BinShape: []float64{50, 50, 50}}
+	if _, err := writer.WritePoints(ctx, mem, "p", &writer.PointCloud{Positions: pos}, o); err != nil {
+		t.Fatal(err)
+	}
+	// The store reads its chunks through a cache of its own, so that
+	// they do not push the spatial index and the layout out of the small
+	// cache of the Neuroglancer answers (the index is 9 kB, a layout
+	// about 80 kB, a shard over 1 MB).
+	open := func() *zvf.Store {
+		st, err := zvf.Open(ctx, storage.Sub(mem, "p"), zvf.Options{Name: "p", Cache: cache.New(64 << 20)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	big := shardRoutes(t, open(), neuroglancer.Options{Cache: cache.New(256 << 20), Sharded: neuroglancer.ShardAlways})
+	smallSt, smallCh := open(), cache.New(1<<20)
+	var srv *neuroglancer.Server
+	small := serveRoutes(t, neuroglancer.Options{Cache: smallCh, Sharded: neuroglancer.ShardAlways,
+		Store: func(*http.Request) (*zvf.Store, error) { return smallSt, nil }},
+		func(o neuroglancer.Options) *neuroglancer.Server { srv = neuroglancer.New(o); return srv })
+
+	var inf shardedInfo
+	if err := json.Unmarshal(apitest.MustGet(t, small, "/ng/p/annotations/info"), &inf); err != nil {
+		t.Fatal(err)
+	}
+	type source struct {
+		key  string
+		spec []byte
+	}
+	sources := []source{{inf.ByID.Key, inf.ByID.Sharding}}
+	for _, sp := range inf.Spatial {
+		sources = append(sources, source{sp.Key, sp.Sharding})
+	}
+	read := func(ts *httptest.Server, path string, lo, hi int64) []byte {
+		t.Helper()
+		resp, body := apitest.Get(t, ts, path, "Range", fmt.Sprintf("bytes=%d-%d", lo, hi-1))
+		if resp.StatusCode != http.StatusPartialContent || int64(len(body)) != hi-lo {
+			t.Fatalf("%s bytes %d-%d: %d, %d bytes %.200s", path, lo, hi-1, resp.StatusCode, len(body), body)
+		}
+		return body
+	}
+	reads := 0
+	for _, src := range sources {
+		var spec sharding.Spec
+		if err := json.Unmarshal(src.spec, &spec); err != nil {
+			t.Fatal(err)
+		}
+		for n := range spec.NumShards() {
+			path := "/ng/p/annotations/" + src.key + "/" + spec.ShardFile(n)
+			resp, whole := apitest.Get(t, big, path)
+			if resp.StatusCode == http.StatusNotFound {
+				continue
+			}
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %.200s", path, resp.StatusCode, whole)
+			}
+			// The first read meets the shard too large to keep; the
+			// second builds its layout, which the cache keeps: from then
+			// on no read builds the whole shard again.
+			read(small, path, 0, 16)
+			read(small, path, 0, 16)
+			sr, err := sharding.NewReader(spec, n, bytes.NewReader(whole), int64(len(whole)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			index := spec.IndexSize()
+			check := func(what string, lo, hi int64, builds int64) {
+				t.Helper()
+				before := srv.ChunksBuilt()
+				if got := read(small, path, lo, hi); !bytes.Equal(got, whole[lo:hi]) {
+					t.Fatalf("%s %s bytes %d-%d differ from the whole shard's", path, what, lo, hi-1)
+				}
+				if d := srv.ChunksBuilt() - before; d != builds {
+					t.Fatalf("%s %s bytes %d-%d: %d chunks built, want %d", path, what, lo, hi-1, d, builds)
+				}
+				reads++
+			}
+			check("shard index", 0, index, 0)
+			minis := int64(1) << spec.MinishardBits
+			for m := int64(0); m < minis; m += max(1, minis/8) { // 8 minishards a shard, a few chunks each
+				start := index + int64(binary.LittleEndian.Uint64(whole[16*m:]))
+				end := index + int64(binary.LittleEndian.Uint64(whole[16*m+8:]))
+				if end == start {
+					continue
+				}
+				check("minishard index", start, end, 0)
+				chunks, err := sr.MinishardIndex(uint64(m))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, c := range chunks {
+					if c.Size > 0 && i%max(1, len(chunks)/4) == 0 {
+						check(fmt.Sprintf("chunk %d", c.Key), c.Offset, c.Offset+c.Size, 1)
+					}
+				}
+			}
+		}
+	}
+	if reads < 40 {
+		t.Fatalf("only %d reads checked", reads)
+	}
+}
+
+// TestShardRangeReadsMatchWholeShards: Range reads answered from a
+// shard's layout (a cache too small to keep any shard) give the bytes of
+// the whole shard for every kind of sharded source: by_id of lines (dense
+// ids) and polylines (object ids), spatial levels of each, and skeletons.
+func TestShardRangeReadsMatchWholeShards(t *testing.T) {
+	t.Parallel()
+	stores := fixtureStores(t)
+	for _, name := range []string{"graph", "polylines", "skeleton"} {
+		st := storeNamed(t, stores, name)
+		big := shardRoutes(t, st, neuroglancer.Options{Cache: cache.New(64 << 20), Sharded: neuroglancer.ShardAlways})
+		small := shardRoutes(t, st, neuroglancer.Options{Cache: cache.New(2 << 10), Sharded: neuroglancer.ShardAlways})
+		type source struct {
+			dir, key string
+			spec     []byte
+		}
+		var sources []source
+		for _, route := range neuroglancer.RoutesOf(st) {
+			dir := "/ng/" + name + "/" + route
+			switch route {
+			case "annotations", "lines":
+				var inf shardedInfo
+				if err := json.Unmarshal(apitest.MustGet(t, big, dir+"/info"), &inf); err != nil {
+					t.Fatal(err)
+				}
+				sources = append(sources, source{dir, inf.ByID.Key, inf.ByID.Sharding})
+				for _, sp := range inf.Spatial {
+					sources = append(sources, source{dir, sp.Key, sp.Sharding})
+				}
+			case "skeletons":
+				var inf struct {
+					Sharding json.RawMessage `json:"sharding"`
+				}
+				if err := json.Unmarshal(apitest.MustGet(t, big, dir+"/info"), &inf); err != nil {
+					t.Fatal(err)
+				}
+				sources = append(sources, source{dir, ".", inf.Sharding})
+			}
+		}
+		chunks := 0
+		for _, src := range sources {
+			var spec sharding.Spec
+			if err := json.Unmarshal(src.spec, &spec); err != nil {
+				t.Fatalf("%s %s: %v", src.dir, src.key, err)
+			}
+			for n := range spec.NumShards() {
+				path := src.dir + "/" + src.key + "/" + spec.ShardFile(n)
+				if src.key == "." {
+					path = src.dir + "/" + spec.ShardFile(n)
+				}
+				resp, whole := apitest.Get(t, big, path)
+				if resp.StatusCode == http.StatusNotFound {
+					continue
+				}
+				sr, err := sharding.NewReader(spec, n, bytes.NewReader(whole), int64(len(whole)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				es, err := sr.Entries()
+				if err != nil {
+					t.Fatal(err)
+				}
+				apitest.Get(t, small, path, "Range", "bytes=0-15") // meets the shard not kept
+				for i, e := range es {
+					if e.Size == 0 || i%max(1, len(es)/10) != 0 {
+						continue
+					}
+					resp, got := apitest.Get(t, small, path, "Range", fmt.Sprintf("bytes=%d-%d", e.Offset, e.Offset+e.Size-1))
+					if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(got, whole[e.Offset:e.Offset+e.Size]) {
+						t.Fatalf("%s chunk %d: %d, %d bytes, want the whole shard's %d", path, e.Key, resp.StatusCode, len(got), e.Size)
+					}
+					chunks++
+				}
+				resp, got := apitest.Get(t, small, path, "Range", "bytes=0-")
+				if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(got, whole) {
+					t.Fatalf("%s read whole by Range: %d, %d bytes of %d", path, resp.StatusCode, len(got), len(whole))
+				}
+			}
+		}
+		if chunks < 10 {
+			t.Fatalf("%s: only %d chunks read", name, chunks)
 		}
 	}
 }

@@ -99,11 +99,11 @@ type objectNotes struct {
 }
 
 // infoJSON is the skeleton source's info; shards, when not nil, shards it.
-func (sp *skeletonSpec) infoJSON(store string, shards *sharding.Spec) ([]byte, error) {
+func (sp *skeletonSpec) infoJSON(st *zvf.Store, shards *sharding.Spec) ([]byte, error) {
 	inf := skeletonInfo{Type: "neuroglancer_skeletons", Transform: sp.transform, VertexAttributes: append([]skelAttr{}, sp.attrs...), Sharding: shards,
-		ZVF: objectNotes{Store: store, Attributes: append([]note{}, sp.notes...), Axes: append([]string{}, sp.axisNotes...)}}
+		ZVF: objectNotes{Store: st.Name(), Attributes: append([]note{}, sp.notes...), Axes: append([]string{}, sp.axisNotes...)}}
 	if sp.segProps {
-		inf.SegmentProperties = "seg_props"
+		inf.SegmentProperties = versioned(st, "seg_props")
 	}
 	return json.Marshal(inf)
 }

@@ -46,6 +46,10 @@ const (
 	// BadFilter: a filter that cannot be read or does not fit the level
 	// (its detail names the property, literal or token, and where).
 	BadFilter Kind = "bad-filter"
+	// StoreChanged: a path of a store version no longer served (a key of
+	// a Neuroglancer info read before the store changed); the client
+	// must read the info again.
+	StoreChanged Kind = "store-changed"
 )
 
 // StatusClientClosed is the status logged and counted for a request whose
@@ -63,6 +67,7 @@ var kinds = map[Kind]kindInfo{
 	TooLarge:           {http.StatusRequestEntityTooLarge, "Request too large"},
 	StaleCursor:        {http.StatusConflict, "Cursor from another store version"},
 	StoreChanging:      {http.StatusServiceUnavailable, "Store is being changed"},
+	StoreChanged:       {http.StatusGone, "Store changed since this path was given"},
 	Overloaded:         {http.StatusServiceUnavailable, "Server busy"},
 	Timeout:            {http.StatusGatewayTimeout, "Request timed out"},
 	Cancelled:          {StatusClientClosed, "Request cancelled"},

@@ -29,7 +29,6 @@ type Builder struct {
 	zbuf    bytes.Buffer
 	index   []uint64 // one minishard index, before encoding
 	raw     []byte   // the same, as bytes
-	placed  []uint64 // (start, size) of each stored chunk of a shard
 }
 
 type entry struct {
@@ -141,7 +140,7 @@ func (b *Builder) WriteAll(write func(name string, data []byte) error) error {
 
 // appendShard lays out one shard: the shard index, each minishard's chunks
 // in key order, then the minishard indexes, all offsets relative to the end
-// of the shard index.
+// of the shard index (see Layout).
 func (b *Builder) appendShard(dst []byte, es []entry) ([]byte, error) {
 	base := len(dst)
 	indexSize := int(b.spec.IndexSize())
@@ -156,36 +155,146 @@ func (b *Builder) appendShard(dst []byte, es []entry) ([]byte, error) {
 	}
 	dst = slices.Grow(dst, need)
 	dst = dst[:base+indexSize]
-	clear(dst[base:])
-	body := base + indexSize // where offsets count from
-
-	// Chunk data, with where each stored chunk went.
-	sizes := b.placed[:0]
-	for _, e := range es {
+	sized := make([]Sized, len(es))
+	for i, e := range es {
 		start := len(dst)
 		var err error
 		if dst, err = b.appendEncoded(dst, e.data, b.spec.DataEncoding); err != nil {
 			return dst[:base], err
 		}
-		sizes = append(sizes, uint64(start-body), uint64(len(dst)-start))
+		sized[i] = Sized{Key: e.key, Size: int64(len(dst) - start)}
 	}
-	b.placed = sizes
+	lay, err := b.Layout(es[0].shard, sized)
+	if err != nil {
+		return dst[:base], err
+	}
+	copy(dst[base:], lay.Head)
+	return append(dst, lay.Tail...), nil
+}
 
-	// Minishard indexes, and their ranges in the shard index.
-	for i := 0; i < len(es); {
+// Sized is a chunk of a shard as it is stored: its key and the size of its
+// stored (encoded) bytes.
+type Sized struct {
+	Key  uint64
+	Size int64
+}
+
+// Layout is a shard file without its chunk data: the shard index (Head,
+// the file's first bytes) and the minishard indexes (Tail, from TailStart
+// to the file's end, Size), the chunks' stored bytes lying between them.
+// A server can answer a byte range of a shard from it and the few chunks
+// the range covers (Chunk finds them), without the rest of the shard's
+// data; it holds about 8 bytes a minishard besides the indexes.
+type Layout struct {
+	Head      []byte
+	Tail      []byte
+	TailStart int64
+	Size      int64
+	spec      Spec
+	shard     uint64
+	starts    []int64 // where each minishard's chunk data starts (non-decreasing)
+}
+
+// Bytes is about what a Layout holds in memory.
+func (l *Layout) Bytes() int64 { return int64(len(l.Head)+len(l.Tail)) + 8*int64(len(l.starts)) + 128 }
+
+// Chunk returns the chunk whose stored bytes hold byte off of the shard
+// file, read from its minishard's index.
+func (l *Layout) Chunk(off int64) (Entry, error) {
+	if off < int64(len(l.Head)) || off >= l.TailStart {
+		return Entry{}, fmt.Errorf("sharding: byte %d is not chunk data (%d to %d)", off, len(l.Head), l.TailStart)
+	}
+	m := sort.Search(len(l.starts), func(i int) bool { return l.starts[i] > off }) - 1
+	r, err := NewReader(l.spec, l.shard, layoutAt{l}, l.Size)
+	if err != nil {
+		return Entry{}, err
+	}
+	es, err := r.MinishardIndex(uint64(m))
+	if err != nil {
+		return Entry{}, err
+	}
+	i := sort.Search(len(es), func(i int) bool { return es[i].Offset+es[i].Size > off })
+	if i == len(es) || es[i].Offset > off {
+		return Entry{}, fmt.Errorf("sharding: byte %d is in no chunk of minishard %d", off, m)
+	}
+	return es[i], nil
+}
+
+// layoutAt reads a Layout's indexes as a file whose chunk data is missing.
+type layoutAt struct{ l *Layout }
+
+func (a layoutAt) ReadAt(p []byte, off int64) (int, error) {
+	l := a.l
+	switch end := off + int64(len(p)); {
+	case off >= 0 && end <= int64(len(l.Head)):
+		return copy(p, l.Head[off:]), nil
+	case off >= l.TailStart && end <= l.Size:
+		return copy(p, l.Tail[off-l.TailStart:]), nil
+	}
+	return 0, fmt.Errorf("sharding: [%d, +%d) is chunk data, which a layout does not hold", off, len(p))
+}
+
+// Layout lays out shard n whose chunks, each placed in n by Locate, are
+// stored in the given sizes (EncodeChunk's); their order does not matter.
+// A shard without chunks is ErrEmptyShard.
+func (b *Builder) Layout(shard uint64, chunks []Sized) (*Layout, error) {
+	if len(chunks) == 0 {
+		return nil, fmt.Errorf("sharding: shard %d: %w", shard, ErrEmptyShard)
+	}
+	type placed struct {
+		minishard uint64
+		Sized
+	}
+	ps := make([]placed, len(chunks))
+	for i, c := range chunks {
+		sh, m := b.spec.Locate(c.Key)
+		if sh != shard {
+			return nil, fmt.Errorf("sharding: key %d is in shard %d, not %d", c.Key, sh, shard)
+		}
+		ps[i] = placed{m, c}
+	}
+	slices.SortFunc(ps, func(x, y placed) int {
+		if x.minishard != y.minishard {
+			return cmpU64(x.minishard, y.minishard)
+		}
+		return cmpU64(x.Key, y.Key)
+	})
+	indexSize := b.spec.IndexSize()
+	lay := &Layout{Head: make([]byte, indexSize), spec: b.spec, shard: shard, starts: make([]int64, 1<<b.spec.MinishardBits)}
+	starts := make([]int64, len(ps)) // each chunk's, in the file
+	end := indexSize
+	m := 0
+	for i, p := range ps {
+		if i > 0 && p.Key == ps[i-1].Key {
+			return nil, fmt.Errorf("sharding: %w: %d", ErrDuplicateKey, p.Key)
+		}
+		for ; uint64(m) <= p.minishard; m++ {
+			lay.starts[m] = end
+		}
+		starts[i] = end
+		end += p.Size
+	}
+	for ; m < len(lay.starts); m++ {
+		lay.starts[m] = end
+	}
+	lay.TailStart = end
+	// Minishard indexes, and their ranges in the shard index; offsets
+	// count from the end of the shard index.
+	for i := 0; i < len(ps); {
 		j := i + 1
-		for j < len(es) && es[j].minishard == es[i].minishard {
+		for j < len(ps) && ps[j].minishard == ps[i].minishard {
 			j++
 		}
 		n := j - i
 		idx := slices.Grow(b.index[:0], 3*n)[:3*n]
 		var prevKey, prevEnd uint64
 		for k := range n {
-			e, start, size := es[i+k], sizes[2*(i+k)], sizes[2*(i+k)+1]
-			idx[k] = e.key - prevKey
+			c := ps[i+k]
+			start := uint64(starts[i+k] - indexSize)
+			idx[k] = c.Key - prevKey
 			idx[n+k] = start - prevEnd
-			idx[2*n+k] = size
-			prevKey, prevEnd = e.key, start+size
+			idx[2*n+k] = uint64(c.Size)
+			prevKey, prevEnd = c.Key, start+uint64(c.Size)
 		}
 		b.index = idx
 		raw := b.raw[:0]
@@ -193,17 +302,25 @@ func (b *Builder) appendShard(dst []byte, es []entry) ([]byte, error) {
 			raw = binary.LittleEndian.AppendUint64(raw, v)
 		}
 		b.raw = raw
-		start := len(dst)
+		start := lay.TailStart + int64(len(lay.Tail)) - indexSize
 		var err error
-		if dst, err = b.appendEncoded(dst, raw, b.spec.MinishardIndexEncoding); err != nil {
-			return dst[:base], err
+		if lay.Tail, err = b.appendEncoded(lay.Tail, raw, b.spec.MinishardIndexEncoding); err != nil {
+			return nil, err
 		}
-		slot := base + 16*int(es[i].minishard)
-		binary.LittleEndian.PutUint64(dst[slot:], uint64(start-body))
-		binary.LittleEndian.PutUint64(dst[slot+8:], uint64(len(dst)-body))
+		slot := 16 * int(ps[i].minishard)
+		binary.LittleEndian.PutUint64(lay.Head[slot:], uint64(start))
+		binary.LittleEndian.PutUint64(lay.Head[slot+8:], uint64(lay.TailStart+int64(len(lay.Tail))-indexSize))
 		i = j
 	}
-	return dst, nil
+	lay.Size = lay.TailStart + int64(len(lay.Tail))
+	return lay, nil
+}
+
+// EncodeChunk appends data to dst as a shard stores it (gzip for a Gzip
+// data_encoding): the bytes AppendShard writes for it, so that a chunk
+// built again stores in the size its Layout gave it.
+func (b *Builder) EncodeChunk(dst, data []byte) ([]byte, error) {
+	return b.appendEncoded(dst, data, b.spec.DataEncoding)
 }
 
 // appendEncoded appends data, gzip-compressed for Gzip.

@@ -652,3 +652,103 @@ func BenchmarkBuildShard(b *testing.B) {
 		})
 	}
 }
+
+// TestLayoutIsTheShard: a shard's Layout holds the indexes of the file
+// AppendShard writes, byte for byte, each chunk is stored there as
+// EncodeChunk stores it, and Chunk finds the chunk of every byte of chunk
+// data, for raw and gzip data and indexes and both hashes; a key of
+// another shard and an empty shard are errors.
+func TestLayoutIsTheShard(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, spec := range []Spec{
+		{Hash: Identity, PreshiftBits: 2, MinishardBits: 2, ShardBits: 1, MinishardIndexEncoding: Raw, DataEncoding: Raw},
+		{Hash: Murmur, MinishardBits: 3, ShardBits: 2, MinishardIndexEncoding: Gzip, DataEncoding: Gzip},
+		{Hash: Murmur, MinishardIndexEncoding: Gzip, DataEncoding: Raw},
+	} {
+		b, err := NewBuilder(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := map[uint64][]byte{}
+		for range 200 {
+			k := rng.Uint64N(5000)
+			data[k] = bytes.Repeat([]byte{byte(k)}, rng.IntN(40))
+		}
+		for k, d := range data {
+			b.Add(k, d)
+		}
+		shards, err := b.Shards()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range shards {
+			want, err := b.AppendShard(nil, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sized []Sized
+			enc := map[uint64][]byte{}
+			for k, d := range data {
+				if sh, _ := spec.Locate(k); sh == n {
+					e, err := b.EncodeChunk(nil, d)
+					if err != nil {
+						t.Fatal(err)
+					}
+					enc[k] = e
+					sized = append(sized, Sized{Key: k, Size: int64(len(e))})
+				}
+			}
+			lay, err := b.Layout(n, sized)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lay.Size != int64(len(want)) || !bytes.Equal(lay.Head, want[:len(lay.Head)]) || !bytes.Equal(lay.Tail, want[lay.TailStart:]) {
+				t.Fatalf("%+v shard %d: the layout's indexes are not the shard's", spec, n)
+			}
+			r, err := NewReader(spec, n, bytes.NewReader(want), int64(len(want)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			es, err := r.Entries()
+			if err != nil || len(es) != len(sized) {
+				t.Fatalf("%+v shard %d: %d entries, %v", spec, n, len(es), err)
+			}
+			for _, e := range es {
+				if !bytes.Equal(want[e.Offset:e.Offset+e.Size], enc[e.Key]) {
+					t.Fatalf("%+v shard %d: chunk %d is not stored as EncodeChunk stores it", spec, n, e.Key)
+				}
+				if e.Size == 0 {
+					continue
+				}
+				for _, off := range []int64{e.Offset, e.Offset + e.Size - 1} {
+					if got, err := lay.Chunk(off); err != nil || got != e {
+						t.Fatalf("%+v shard %d: byte %d is in %+v, the layout says %+v (%v)", spec, n, off, e, got, err)
+					}
+				}
+			}
+			if _, err := lay.Chunk(lay.TailStart); err == nil {
+				t.Fatalf("%+v shard %d: the minishard indexes taken for chunk data", spec, n)
+			}
+		}
+		other := Sized{Key: 0, Size: 1}
+		for k := uint64(0); ; k++ {
+			if sh, _ := spec.Locate(k); sh != shards[0] {
+				other.Key = k
+				break
+			}
+			if k > 1<<20 {
+				other.Key = math.MaxUint64
+				break
+			}
+		}
+		if sh, _ := spec.Locate(other.Key); sh != shards[0] {
+			if _, err := b.Layout(shards[0], []Sized{other}); err == nil {
+				t.Errorf("%+v: a key of another shard was laid out", spec)
+			}
+		}
+		if _, err := b.Layout(shards[0], nil); !errors.Is(err, ErrEmptyShard) {
+			t.Errorf("%+v: an empty layout: %v", spec, err)
+		}
+	}
+}

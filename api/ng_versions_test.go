@@ -1,0 +1,212 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
+	"github.com/zvfserve/zvfserve/cache"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
+)
+
+// ngKeys are the paths a Neuroglancer info names relative to its own
+// directory, as the viewer reads them.
+type ngKeys struct {
+	ByID          ngKey   `json:"by_id"`
+	Spatial       []ngKey `json:"spatial"`
+	Relationships []ngKey `json:"relationships"`
+	Scales        []struct {
+		Key  string   `json:"key"`
+		Size [3]int64 `json:"size"`
+		Off  [3]int64 `json:"voxel_offset"`
+	} `json:"scales"`
+	SegmentProperties string `json:"segment_properties"`
+}
+
+// ngKey is an annotation info's key and, when sharded, its shard bits.
+type ngKey struct {
+	Key      string `json:"key"`
+	Sharding *struct {
+		ShardBits int `json:"shard_bits"`
+	} `json:"sharding"`
+}
+
+// file is the path of a file under the key, relative to the info: the
+// named one, or the first shard file when the key is sharded.
+func (k ngKey) file(dir, name string) string {
+	if k.Sharding != nil {
+		name = fmt.Sprintf("%0*x.shard", (k.Sharding.ShardBits+3)/4, 0)
+	}
+	return ngJoin(dir, k.Key, name)
+}
+
+// ngJoin joins a directory and a key as Neuroglancer does: each segment
+// of the key escaped as JavaScript's encodeURIComponent escapes it (so
+// "@" goes out as %40, which a route spelling it "@" never matched).
+func ngJoin(dir string, key ...string) string {
+	var b strings.Builder
+	b.WriteString(dir)
+	for _, seg := range strings.Split(path.Join(key...), "/") {
+		b.WriteByte('/')
+		for _, c := range []byte(seg) {
+			if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0 {
+				b.WriteByte(c)
+			} else {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		}
+	}
+	return b.String()
+}
+
+// ngStaleRequests reads the info of each source of store s and returns, per source, one data path it names — as Neuroglancer
+// resolves the info's keys — that the current version answers 200.
+func ngStaleRequests(t *testing.T, h http.Handler) map[string]string {
+	t.Helper()
+	get := func(p string) []byte {
+		code, _, body := serveFull(t, h, p)
+		if code != 200 {
+			t.Fatalf("%s: %d %.300s", p, code, body)
+		}
+		return body
+	}
+	info := func(dir string) ngKeys {
+		var k ngKeys
+		if err := json.Unmarshal(get(dir+"/info"), &k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	out := map[string]string{}
+	for _, src := range []string{"annotations", "lines"} {
+		dir := "/ng/s/" + src
+		k := info(dir)
+		out[src+" spatial"] = k.Spatial[0].file(dir, "0_0_0")
+		out[src+" by_id"] = k.ByID.file(dir, "0")
+		out[src+" relationship"] = k.Relationships[0].file(dir, "0")
+	}
+	k := info("/ng/s/density")
+	sc := k.Scales[0]
+	end := func(a int) int64 { return sc.Off[a] + min(sc.Size[a], 64) }
+	out["density"] = ngJoin("/ng/s/density", sc.Key, fmt.Sprintf("%d-%d_%d-%d_%d-%d", sc.Off[0], end(0), sc.Off[1], end(1), sc.Off[2], end(2)))
+	k = info("/ng/s/skeletons")
+	out["skeleton segment properties"] = ngJoin("/ng/s/skeletons", k.SegmentProperties, "info")
+	for _, p := range out {
+		get(p)
+	}
+	return out
+}
+
+// versionSegment is the version segment of a key's path.
+var versionSegment = regexp.MustCompile(`/v[0-9a-f]{16}/`)
+
+// TestNGStaleInfoAfterStoreChange: Neuroglancer reads a source's info
+// once and then asks for cells, by_id records, related lists, density
+// chunks and segment properties at the paths that info names, without
+// validators. Before, those paths were the same for every version of the
+// store, so a viewer holding the info of the version before a change was
+// answered the new version's bytes, which it decoded with the old
+// layout (another sharding, another grid, other ids) and drew wrongly
+// without a word. Now every key the info names carries the store
+// version: the old info's paths answer 410 store-changed saying to
+// reload, and the new info's paths answer as the unversioned ones do.
+func TestNGStaleInfoAfterStoreChange(t *testing.T) {
+	t.Parallel()
+	for _, sharded := range []neuroglancer.ShardMode{neuroglancer.ShardNever, neuroglancer.ShardAlways} {
+		t.Run(string(sharded), func(t *testing.T) {
+			t.Parallel()
+			dir := zvftest.CopyTree(t, filepath.Join(fixtures, rewrittenFixture))
+			base := zvftest.Store(t, dir)
+			hs, srv := watchedServer(t, map[string]storage.Store{"s": base}, cache.New(64<<20), api.Options{NGSharded: sharded})
+			if _, err := hs["s"].Current(); err != nil {
+				t.Fatal(err)
+			}
+			h := srv.Handler()
+			old := ngStaleRequests(t, h)
+			rewriteInPlace(t, dir, filepath.Join(fixtures, rewrittenFixture))
+			settled(t, base)
+			if err := srv.Refresh(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			cur := ngStaleRequests(t, h)
+			for what, p := range old {
+				if cur[what] == p {
+					t.Errorf("%s: the info of the new version names the old one's path %s", what, p)
+					continue
+				}
+				// As Neuroglancer reads a shard file: a Range, no validators.
+				req := httptest.NewRequest(http.MethodGet, p, nil)
+				req.Header.Set("Range", "bytes=0-15")
+				code, hdr, body := serveRequest(t, h, req)
+				var pr api.Problem
+				if code != http.StatusGone || json.Unmarshal(body, &pr) != nil || !strings.HasSuffix(pr.Type, "/store-changed") ||
+					!strings.Contains(pr.Detail, "changed") || !strings.Contains(pr.Detail, "reload") ||
+					!strings.HasPrefix(hdr.Get("Content-Type"), "application/problem+json") {
+					t.Errorf("%s: the old info's %s after the change: %d %s %.300s", what, p, code, hdr.Get("Content-Type"), body)
+				}
+			}
+			// The current info's paths answer what the same paths without
+			// the version do.
+			for what, p := range cur {
+				plain := versionSegment.ReplaceAllString(p, "/")
+				if plain == p {
+					t.Errorf("%s: %s names no version", what, p)
+					continue
+				}
+				_, _, a := serveFull(t, h, p)
+				_, _, b := serveFull(t, h, plain)
+				if !bytes.Equal(a, b) {
+					t.Errorf("%s: %s and %s differ", what, p, plain)
+				}
+			}
+		})
+	}
+}
+
+// TestNGKeyFromNewerReplica: behind a load balancer, a viewer may read an
+// info from a replica that has seen the store's new version and then ask
+// one that has not checked yet for what it names. That replica checks
+// the store at once and answers from the new version, as it does for a
+// paging cursor (TestCursorFromNewerReplica); before, it answered 410
+// store-changed, telling the viewer to reload an info that was current.
+// A version neither replica serves is still 410.
+func TestNGKeyFromNewerReplica(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(fixtures, rewrittenFixture)
+	dir := zvftest.CopyTree(t, src)
+	stA, stB := zvftest.Store(t, dir), zvftest.Store(t, dir)
+	_, a := watched(t, "s", stA)
+	_, b := watched(t, "s", stB)
+
+	rewriteInPlace(t, dir, src)
+	settled(t, stA)
+	if err := a.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fromA := ngStaleRequests(t, a.Handler())
+	for what, p := range fromA {
+		_, wantHdr, want := serveFull(t, a.Handler(), p)
+		code, hdr, body := serveFull(t, b.Handler(), p)
+		if code != 200 || !bytes.Equal(body, want) || hdr.Get("ETag") != wantHdr.Get("ETag") {
+			t.Errorf("%s: %s from the replica that had not checked: %d %.300s", what, p, code, body)
+		}
+	}
+	forged := "/ng/s/annotations/v0123456789abcdef/spatial0/0_0_0"
+	code, _, body := serveFull(t, b.Handler(), forged)
+	var pr api.Problem
+	if code != http.StatusGone || json.Unmarshal(body, &pr) != nil || !strings.HasSuffix(pr.Type, "/store-changed") ||
+		!strings.Contains(pr.Detail, "0123456789abcdef") {
+		t.Errorf("a version no replica served: %d %.300s", code, body)
+	}
+}
