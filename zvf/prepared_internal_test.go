@@ -309,14 +309,20 @@ func TestCutEdgesByRowAsByFragment(t *testing.T) {
 			to = 1 << 20 // continuations may reach past the window
 		}
 		wire := r.IntN(2) == 0
-		answer := func(byRow bool) ([]byte, []int64) {
-			for f := range p.cont {
-				p.cont[f].row.Store(contRowUnknown)
+		dAll := r.IntN(2) == 0
+		answer := func(byRow, known bool) ([]byte, []int64) {
+			if !known {
+				for f := range p.cont {
+					p.cont[f].row.Store(contRowUnknown) // each answer looks the rows up again
+				}
 			}
-			// The other chunk: cut, before this one in the answer, its
-			// fragment g holding rows [2g, 2g+2) but the empty fragment 1,
-			// rows 0, 2, 3 and 5 matching.
+			// The other chunk: before this one in the answer, its
+			// fragment g holding rows [2g, 2g+2) but the empty fragment 1;
+			// covered, or cut with rows 0, 2, 3 and 5 matching.
 			d := &rankedChunk{start: 3, rows: []int32{0, 2, 3, 5}, cv: &chunkVerts{rows: 6}, bounds: []int32{0, 2, 2, 4, 6}, boundsRead: true}
+			if dAll {
+				d.all, d.rows = true, nil
+			}
 			c := &rankedChunk{start: start, rows: rows, cv: cv, prep: p} // as ranked leaves it
 			sc := &bboxScratch{}
 			ai := &answerIndex{l: &Level{keys: []Key{self, other}}, sc: sc, cand: []int32{1, 0}, byPos: []*rankedChunk{d, c}, from: start + int64(lo), to: to}
@@ -333,11 +339,15 @@ func TestCutEdgesByRowAsByFragment(t *testing.T) {
 			}
 			return o.w, o.e
 		}
-		gotW, gotE := answer(true)
-		wantW, wantE := answer(false)
-		if !slices.Equal(gotW, wantW) || !slices.Equal(gotE, wantE) {
-			t.Fatalf("trial %d: bounds %v, rows %v, window [%d, %d), wire %v, inverse %+v:\nby row      %v %v\nby fragment %v %v",
-				trial, bounds, rows, lo, hi, wire, ci, gotW, gotE, wantW, wantE)
+		// Each twice: first looking the continuing rows up, then with
+		// the rows the first answer kept.
+		gotW, gotE := answer(true, false)
+		gotKnownW, gotKnownE := answer(true, true)
+		wantW, wantE := answer(false, false)
+		wantKnownW, wantKnownE := answer(false, true)
+		if !slices.Equal(gotW, wantW) || !slices.Equal(gotE, wantE) || !slices.Equal(gotKnownW, wantKnownW) || !slices.Equal(gotKnownE, wantKnownE) {
+			t.Fatalf("trial %d: bounds %v, rows %v, window [%d, %d), wire %v, other chunk covered %v, inverse %+v:\nby row      %v %v, rows known %v %v\nby fragment %v %v, rows known %v %v",
+				trial, bounds, rows, lo, hi, wire, dAll, ci, gotW, gotE, gotKnownW, gotKnownE, wantW, wantE, wantKnownW, wantKnownE)
 		}
 	}
 }
