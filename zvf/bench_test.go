@@ -198,14 +198,15 @@ var benchLines struct {
 	err  error
 }
 
-// BenchmarkBBoxStreamlines50k: a warm bbox of about 50,000 streamline
-// vertices with their connectivity (edges along each streamline) and
-// object ids, from a 400,000-vertex store.
-func BenchmarkBBoxStreamlines50k(b *testing.B) {
-	const n = 400_000
+// benchLinesN is the vertex count of benchLinesStore's store.
+const benchLinesN = 400_000
+
+// benchLinesStore opens, once, a synthetic streamline store of
+// benchLinesN vertices with a cache of its own.
+func benchLinesStore(b *testing.B) *zvf.Store {
 	benchLines.once.Do(func() {
 		ctx := context.Background()
-		st, err := synth.Streamlines(ctx, n, 1)
+		st, err := synth.Streamlines(ctx, benchLinesN, 1)
 		if err != nil {
 			benchLines.err = err
 			return
@@ -215,8 +216,15 @@ func BenchmarkBBoxStreamlines50k(b *testing.B) {
 	if benchLines.err != nil {
 		b.Fatal(benchLines.err)
 	}
-	l, _ := benchLines.s.Level(0)
-	min, max := synth.BoxFor(n, 50_000, 301)
+	return benchLines.s
+}
+
+// BenchmarkBBoxStreamlines50k: a warm bbox of about 50,000 streamline
+// vertices with their connectivity (edges along each streamline) and
+// object ids, from a 400,000-vertex store.
+func BenchmarkBBoxStreamlines50k(b *testing.B) {
+	l, _ := benchLinesStore(b).Level(0)
+	min, max := synth.BoxFor(benchLinesN, 50_000, 301)
 	q := zvf.BBoxQuery{Min: min, Max: max, Connectivity: true}
 	var res zvf.BBoxResult
 	run := func() {
@@ -228,6 +236,40 @@ func BenchmarkBBoxStreamlines50k(b *testing.B) {
 	benchtest.Loop(b, run)
 	b.ReportMetric(float64(res.Count), "vertices/op")
 	b.ReportMetric(float64(len(res.Edges)/2), "edges/op")
+}
+
+// BenchmarkBBoxStreamlinesAuto: zvf's share of api's BenchmarkBBoxLinesAuto
+// (zvfbench load's "streamlines auto ≤100k bin"): the level chosen for a
+// box of about 150,000 level-0 vertices under a 100,000 budget, then its
+// answer in the binary format's wire form with connectivity and object
+// ids, warm, the batches handed to a callback that keeps nothing.
+func BenchmarkBBoxStreamlinesAuto(b *testing.B) {
+	s := benchLinesStore(b)
+	ctx := context.Background()
+	min, max := synth.BoxFor(benchLinesN, 150_000, 50)
+	const budget = 100_000
+	q := zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Limit: budget, Wire: true}
+	var res zvf.BBoxResult
+	batches := 0
+	run := func() {
+		n, err := s.ChooseLevel(ctx, min, max, budget, nil, zvf.Selection{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := s.Level(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches = 0
+		if res, err = l.BBox(ctx, q, func(*zvf.Batch) error { batches++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		q.WireBuf = res.WireEdges[:0]
+	}
+	benchtest.Loop(b, run)
+	b.ReportMetric(float64(res.Count), "vertices/op")
+	b.ReportMetric(float64(len(res.WireEdges)/8), "edges/op")
+	b.ReportMetric(float64(batches), "batches/op")
 }
 
 // BenchmarkColdBBoxLatency: a 50,000-vertex bbox with an empty cache over

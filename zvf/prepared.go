@@ -42,6 +42,9 @@ type chunkPrep struct {
 	// stay in their chunk: of the 50k bench box's 5,838, 4,616 do).
 	edges []uint64
 	holes []edgeHole
+	// oneRow: every fragment is one row (fragment f is row f), as at a
+	// coarse level, where a streamline keeps a vertex a cell.
+	oneRow bool
 }
 
 // edgeHole: before edges[at], lineEdges follows fragment f's
@@ -136,6 +139,10 @@ func buildPrep(cv *chunkVerts, key Key, inv *inverse) *chunkPrep {
 		if at != int64(cv.rows) {
 			return nil
 		}
+	}
+	p.oneRow = nf == cv.rows
+	for f := 0; p.oneRow && f < nf; f++ {
+		p.oneRow = p.bounds[f+1] == int32(f+1)
 	}
 	if inv == nil {
 		return p
@@ -401,9 +408,22 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 		}
 		return
 	}
-	// A cut chunk, a fragment at a time: f's matching rows are
-	// rows[fr[f]:fr[f+1]], joined where they are consecutive rows, and
-	// its last row continues when it is the fragment's last.
+	if 2*(len(bounds)-1) > len(c.rows) {
+		// Fragments of a row or two (a coarse level's): fewer matching
+		// rows than fragments to walk.
+		p.cutEdgesByRow(o, ai, c, int(lo), int(hi))
+		return
+	}
+	p.cutEdgesByFrag(o, ai, c, lo, hi)
+}
+
+// cutEdgesByFrag is lineEdges for cut chunk c's matching rows [lo, hi),
+// a fragment at a time: f's matching rows are rows[fr[f]:fr[f+1]],
+// joined where they are consecutive rows, and its last row continues
+// when it is the fragment's last.
+func (p *chunkPrep) cutEdgesByFrag(o *lineOut, ai *answerIndex, c *rankedChunk, lo, hi int64) {
+	bounds := p.bounds
+	next := &ai.sc.next
 	rows := c.rows
 	fr := c.fragRanks(ai.sc, bounds)
 	if o.wire {
@@ -437,6 +457,43 @@ func (p *chunkPrep) lineEdges(o *lineOut, ai *answerIndex, c *rankedChunk) {
 		}
 		if e > s && e-1 >= lo && e-1 < hi && rows[e-1] == bounds[f+1]-1 {
 			p.continuation(o, ai, next, c, f, c.start+e-1)
+		}
+	}
+}
+
+// cutEdgesByRow is lineEdges for cut chunk c's matching rows [lo, hi)
+// one row at a time, the same edges in the same order: the edge from
+// the row before when that matches and lies in the row's fragment, then,
+// at a fragment's last row, its continuation. Fragments are consecutive
+// ranges, so rows ascending are fragments ascending; no fragment ranks
+// are made (an answer at a coarse level cuts most of its chunks, and
+// making them was a walk of every fragment of each).
+func (p *chunkPrep) cutEdgesByRow(o *lineOut, ai *answerIndex, c *rankedChunk, lo, hi int) {
+	rows, bounds := c.rows, p.bounds
+	next := &ai.sc.next
+	if p.oneRow {
+		// Row r is fragment r, whole: no edge within a fragment, and
+		// every row is a fragment's last.
+		for i := lo; i < hi; i++ {
+			p.continuation(o, ai, next, c, int(rows[i]), c.start+int64(i))
+		}
+		return
+	}
+	nf := len(bounds) - 1
+	f := p.frag(rows[lo], 0)
+	for i := lo; i < hi; i++ {
+		r := rows[i]
+		for f < nf && bounds[f+1] <= r {
+			f++
+		}
+		if f >= nf {
+			return // past the last fragment: a row no fragment holds
+		}
+		if i > 0 && rows[i-1] == r-1 && r > bounds[f] {
+			o.add(c.start+int64(i)-1, c.start+int64(i))
+		}
+		if r == bounds[f+1]-1 {
+			p.continuation(o, ai, next, c, f, c.start+int64(i))
 		}
 	}
 }
@@ -562,6 +619,14 @@ func (ce *contEntry) nextRow(d *rankedChunk, g int) (row int32, b int64) {
 // (made now), or, when this answer holds d without a preparation, its
 // index.
 func (d *rankedChunk) nextIndex(sc *bboxScratch, g int, row int32) int64 {
+	if d.prep != nil && d.prep.oneRow {
+		// A row a fragment (a coarse level's chunk, a few matching
+		// rows): a search of them, not ranks of every fragment.
+		if i, ok := slices.BinarySearch(d.rows, row); ok {
+			return d.start + int64(i)
+		}
+		return -1
+	}
 	if bounds := d.lineBounds(); g < len(bounds)-1 {
 		if i := d.fragRanks(sc, bounds)[g]; int(i) < len(d.rows) && d.rows[i] == row {
 			return d.start + int64(i)
@@ -614,13 +679,13 @@ func fragRanks(sc *bboxScratch, bounds, rows []int32) []int32 {
 // entries and unindex resets them, so an answer pays for its candidates,
 // not for the level's keys (but once).
 type nextChunks struct {
-	ai     *answerIndex
+	byPos  []*rankedChunk // the answer's ai.byPos, nil between answers
 	keyPos []int32
 }
 
 // index fills keyPos for ai's candidates; unindex must follow.
 func (n *nextChunks) index(ai *answerIndex) {
-	n.ai = ai
+	n.byPos = ai.byPos
 	if k := len(ai.l.keys); len(n.keyPos) < k {
 		m := len(n.keyPos)
 		n.keyPos = slices.Grow(n.keyPos, k-m)[:k]
@@ -638,17 +703,20 @@ func (n *nextChunks) unindex(ai *answerIndex) {
 	for _, ki := range ai.cand {
 		n.keyPos[ki] = -1
 	}
-	n.ai = nil // the pooled scratch keeps no answer alive
+	n.byPos = nil // the pooled scratch keeps no answer alive
 }
 
 // of returns the ranked chunk of the level's key index ki, nil when the
 // answer index has none.
+// Every continuation into another chunk asks: one compare for the
+// range (a negative ki is a large uint), and none for an answer, as
+// keyPos is all -1 between answers.
 func (n *nextChunks) of(ki int32) *rankedChunk {
-	if ki < 0 || int(ki) >= len(n.keyPos) || n.ai == nil {
+	if uint(ki) >= uint(len(n.keyPos)) {
 		return nil
 	}
-	if p := n.keyPos[ki]; p >= 0 {
-		return n.ai.byPos[p]
+	if p := n.keyPos[ki]; p >= 0 && int(p) < len(n.byPos) {
+		return n.byPos[p]
 	}
 	return nil
 }

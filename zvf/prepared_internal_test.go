@@ -232,3 +232,122 @@ func TestWholeEdgesAsTheWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestCutEdgesByRowAsByFragment: a chunk the box cuts gets the same
+// edges, in the same order, from the walk of its matching rows (what a
+// coarse level's chunks of one-row fragments take) as from the walk a
+// fragment, in wire and int64 form, for any rows matching, any page
+// window over them, empty fragments anywhere, and continuations in the
+// chunk, into another and to nothing.
+func TestCutEdgesByRowAsByFragment(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	self, other := Key{0, 0, 0}, Key{0, 0, 1}
+	for trial := range 2000 {
+		nf := 1 + r.IntN(12)
+		frags := make([]fragindex.Fragment, nf)
+		bounds := make([]int64, nf+1)
+		oneRow := trial%4 == 0 // a coarse level's chunk: a row a fragment
+		for f := range nf {
+			n := int64(r.IntN(4)) // 0: an empty fragment
+			if oneRow {
+				n = 1
+			}
+			frags[f] = fragindex.RangeFragment(bounds[f], n)
+			bounds[f+1] = bounds[f] + n
+		}
+		if bounds[nf] == 0 {
+			continue
+		}
+		b, err := fragindex.Encode(frags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := fragindex.Decode(b, bounds[nf])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := &chunkVerts{rows: int(bounds[nf]), frags: fi}
+		ci := &chunkInverse{nextChunks: []string{self.String(), other.String()}, nextKey: []int32{0, 1}}
+		for f := range nf {
+			var nx fragRef
+			in := int32(-1)
+			switch r.IntN(4) {
+			case 0:
+				continue // named by no object
+			case 1:
+				nx, in = fragRef{ks: self.String(), frag: int64(r.IntN(nf + 1))}, 0 // nf: none of the chunk's
+			case 2:
+				nx, in = fragRef{ks: other.String(), frag: int64(r.IntN(4))}, 1
+			}
+			ci.frags = append(ci.frags, int64(f))
+			ci.owner = append(ci.owner, int64(f))
+			ci.next = append(ci.next, nx)
+			ci.nextIn = append(ci.nextIn, in)
+		}
+		p := buildPrep(cv, self, &inverse{lines: true, chunks: map[string]*chunkInverse{self.String(): ci}})
+		wantOneRow := true // also when chance made every fragment a row
+		for f := range nf {
+			wantOneRow = wantOneRow && bounds[f+1]-bounds[f] == 1
+		}
+		if p == nil || p.oneRow != wantOneRow {
+			t.Fatalf("trial %d: preparation %v, bounds %v: want one row a fragment: %v", trial, p != nil, bounds, wantOneRow)
+		}
+		var rows []int32
+		for row := range int32(cv.rows) {
+			if r.IntN(3) > 0 {
+				rows = append(rows, row)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		lo := r.IntN(len(rows))
+		hi := lo + 1 + r.IntN(len(rows)-lo)
+		start := int64(9 + r.IntN(3))
+		to := start + int64(hi)
+		if r.IntN(2) == 0 {
+			to = 1 << 20 // continuations may reach past the window
+		}
+		wire := r.IntN(2) == 0
+		dAll := r.IntN(2) == 0
+		answer := func(byRow, known bool) ([]byte, []int64) {
+			if !known {
+				for f := range p.cont {
+					p.cont[f].row.Store(contRowUnknown) // each answer looks the rows up again
+				}
+			}
+			// The other chunk: before this one in the answer, its
+			// fragment g holding rows [2g, 2g+2) but the empty fragment 1;
+			// covered, or cut with rows 0, 2, 3 and 5 matching.
+			d := &rankedChunk{start: 3, rows: []int32{0, 2, 3, 5}, cv: &chunkVerts{rows: 6}, bounds: []int32{0, 2, 2, 4, 6}, boundsRead: true}
+			if dAll {
+				d.all, d.rows = true, nil
+			}
+			c := &rankedChunk{start: start, rows: rows, cv: cv, prep: p} // as ranked leaves it
+			sc := &bboxScratch{}
+			ai := &answerIndex{l: &Level{keys: []Key{self, other}}, sc: sc, cand: []int32{1, 0}, byPos: []*rankedChunk{d, c}, from: start + int64(lo), to: to}
+			sc.next.index(ai)
+			defer sc.next.unindex(ai)
+			o := lineOut{wire: wire}
+			if wire {
+				o.w = []byte{0xee}
+			}
+			if byRow {
+				p.cutEdgesByRow(&o, ai, c, lo, hi)
+			} else {
+				p.cutEdgesByFrag(&o, ai, c, int64(lo), int64(hi))
+			}
+			return o.w, o.e
+		}
+		// Each twice: first looking the continuing rows up, then with
+		// the rows the first answer kept.
+		gotW, gotE := answer(true, false)
+		gotKnownW, gotKnownE := answer(true, true)
+		wantW, wantE := answer(false, false)
+		wantKnownW, wantKnownE := answer(false, true)
+		if !slices.Equal(gotW, wantW) || !slices.Equal(gotE, wantE) || !slices.Equal(gotKnownW, wantKnownW) || !slices.Equal(gotKnownE, wantKnownE) {
+			t.Fatalf("trial %d: bounds %v, rows %v, window [%d, %d), wire %v, other chunk covered %v, inverse %+v:\nby row      %v %v, rows known %v %v\nby fragment %v %v, rows known %v %v",
+				trial, bounds, rows, lo, hi, wire, dAll, ci, gotW, gotE, gotKnownW, gotKnownE, wantW, wantE, wantKnownW, wantKnownE)
+		}
+	}
+}
