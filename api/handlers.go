@@ -278,6 +278,25 @@ func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 
 // ---- bbox ----
 
+// parseLimit reads a bbox's limit (v, "" for none): a positive whole
+// number, clamped to MaxVertices as a limit above the server's maximum is
+// (OGC API – Features): the answer is paged with next like any other.
+func (s *Server) parseLimit(v string) (int64, error) {
+	if v == "" {
+		return s.o.MaxVertices, nil
+	}
+	l, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && l > 0 {
+		// A whole number past int64 (ParseInt gives MaxInt64): larger
+		// than any maximum, so clamped as well.
+		err = nil
+	}
+	if err != nil || l < 1 {
+		return 0, badRequest(fmt.Sprintf("limit %q must be a positive integer", v))
+	}
+	return min(l, s.o.MaxVertices), nil
+}
+
 func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	start := s.o.Now()
 	st, err := s.store(r)
@@ -298,23 +317,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// A limit above the server's maximum is clamped to it (OGC API –
-	// Features): the answer is paged with next like any other.
-	limit := s.o.MaxVertices
-	if v := q.Get("limit"); v != "" {
-		l, err := strconv.ParseInt(v, 10, 64)
-		if errors.Is(err, strconv.ErrRange) && l > 0 {
-			// A whole number past int64 (ParseInt gives MaxInt64): larger
-			// than any maximum, so clamped as well.
-			err = nil
-		}
-		if err != nil || l < 1 {
-			return badRequest(fmt.Sprintf("limit %q must be a positive integer", v))
-		}
-		limit = l
-		if limit > s.o.MaxVertices {
-			limit = s.o.MaxVertices
-		}
+	limit, err := s.parseLimit(q.Get("limit"))
+	if err != nil {
+		return err
 	}
 	// The query's hash is worked out when a cursor is read or written
 	// (pageEnd): an answer of one page needs none.
