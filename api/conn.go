@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -385,7 +386,8 @@ func (l *connLimiter) unidle(c *limitedConn) {
 // only the probes: any other request gets 503 with Retry-After, as the
 // cap would have refused it, and every answer there closes the
 // connection, so the slot is free for the next probe.
-func probeOnly(next http.Handler) http.Handler {
+func (s *Server) probeOnly(next http.Handler) http.Handler {
+	anyOrigin := slices.Contains(s.o.CORSOrigins, "*")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lc, _ := r.Context().Value(probeConnKey).(*limitedConn)
 		if lc == nil {
@@ -400,6 +402,10 @@ func probeOnly(next http.Handler) http.Handler {
 		}
 		p := problem.New(problem.Overloaded, "the server is at its connection cap (--max-connections); this connection answers only /healthz and /readyz; retry shortly")
 		p.RetryAfter = 1
+		// With the CORS headers every answer has (cors runs after this):
+		// a viewer on another origin reads the 503 and its Retry-After
+		// rather than a CORS failure it cannot tell from a server gone.
+		s.allowOrigin(w, r, anyOrigin)
 		writeProblem(w, r, p)
 	})
 }

@@ -614,3 +614,45 @@ func TestProbeSlotsAtTheCap(t *testing.T) {
 		t.Errorf("probe once the slots were freed: %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestProbeSlotRefusalAllowsTheOrigin: the 503 a probe slot answers to
+// anything but a probe carries the CORS headers every answer carries, so
+// that a viewer on another origin reads it (and its Retry-After) as the
+// overload it is. Before, it had none: the browser reported a CORS
+// failure instead, which a viewer cannot tell from the server being gone.
+func TestProbeSlotRefusalAllowsTheOrigin(t *testing.T) {
+	t.Parallel()
+	const origin = "https://viewer.example"
+	for _, tc := range []struct {
+		name    string
+		origins []string
+		allow   string
+	}{
+		{"any origin", []string{"*"}, "*"},
+		{"a list", []string{origin}, origin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const limit = 2
+			_, ts, states := capServer(t, api.Options{MaxConnections: limit, CORSOrigins: tc.origins, Now: newTestClock().now})
+			fillCap(t, ts.Listener.Addr().String(), limit)
+			awaitStates(t, states, http.StateNew, limit)
+			req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/v1/stores", nil)
+			req.Header.Set("Origin", origin)
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "answers only /healthz and /readyz") {
+				t.Fatalf("a request for data on a probe slot: %d %s", resp.StatusCode, body)
+			}
+			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != tc.allow ||
+				!strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Retry-After") {
+				t.Errorf("the probe slot's 503: Access-Control-Allow-Origin %q, Expose-Headers %q; want %q and Retry-After exposed",
+					got, resp.Header.Get("Access-Control-Expose-Headers"), tc.allow)
+			}
+		})
+	}
+}

@@ -71,30 +71,8 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	anyOrigin := slices.Contains(s.o.CORSOrigins, "*")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		origin := r.Header.Get("Origin")
-		allowed := ""
-		switch {
-		case anyOrigin:
-			allowed = "*"
-		case origin != "" && slices.Contains(s.o.CORSOrigins, origin):
-			allowed = origin
-		}
-		if !anyOrigin {
-			if sw, ok := w.(*statusWriter); ok {
-				sw.vary = append(sw.vary, "Origin")
-			}
-			addVary(h, "Origin")
-		}
-		if allowed != "" {
-			if anyOrigin {
-				// Every response carries these: shared, never mutated
-				// values (a full slice: an Add copies it), no allocation.
-				h["Access-Control-Allow-Origin"] = anyOriginValue
-			} else {
-				h.Set("Access-Control-Allow-Origin", allowed)
-			}
-			h["Access-Control-Expose-Headers"] = exposedValue
-			if r.Method == http.MethodOptions && origin != "" {
+		if s.allowOrigin(w, r, anyOrigin) {
+			if r.Method == http.MethodOptions && r.Header.Get("Origin") != "" {
 				h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
 				h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-Match, If-None-Match, Range")
 				h.Set("Access-Control-Max-Age", "600")
@@ -109,6 +87,39 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// allowOrigin sets the CORS headers of every response to r (see cors;
+// anyOrigin: the origins allowed include "*") and reports whether r's
+// origin is allowed.
+func (s *Server) allowOrigin(w http.ResponseWriter, r *http.Request, anyOrigin bool) bool {
+	h := w.Header()
+	origin := r.Header.Get("Origin")
+	allowed := ""
+	switch {
+	case anyOrigin:
+		allowed = "*"
+	case origin != "" && slices.Contains(s.o.CORSOrigins, origin):
+		allowed = origin
+	}
+	if !anyOrigin {
+		if sw, ok := w.(*statusWriter); ok {
+			sw.vary = append(sw.vary, "Origin")
+		}
+		addVary(h, "Origin")
+	}
+	if allowed == "" {
+		return false
+	}
+	if anyOrigin {
+		// Every response carries these: shared, never mutated values (a
+		// full slice: an Add copies it), no allocation.
+		h["Access-Control-Allow-Origin"] = anyOriginValue
+	} else {
+		h.Set("Access-Control-Allow-Origin", allowed)
+	}
+	h["Access-Control-Expose-Headers"] = exposedValue
+	return true
 }
 
 // maxQuery and maxPath bound the raw query string and the path.

@@ -12,8 +12,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -208,5 +210,60 @@ func TestNGKeyFromNewerReplica(t *testing.T) {
 	if code != http.StatusGone || json.Unmarshal(body, &pr) != nil || !strings.HasSuffix(pr.Type, "/store-changed") ||
 		!strings.Contains(pr.Detail, "0123456789abcdef") {
 		t.Errorf("a version no replica served: %d %.300s", code, body)
+	}
+}
+
+// TestNGInfoIsRevalidated: an info names the store version its keys are
+// under, and after a change those keys answer 410 telling the viewer to
+// reload. That works only if a reload reads the info again: a browser (or
+// a shared cache) keeps an answer of max-age=3600 for an hour without
+// asking, and Neuroglancer's fetch of the info then got the old info, and
+// its 410s, until the hour was out. Infos are no-cache (kept, but asked
+// again each time: a 304 while the version stands); what their versioned
+// keys name keeps --max-age.
+func TestNGInfoIsRevalidated(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		token       string
+		wantInfo    string // an info's Cache-Control
+		wantDataKey string // a versioned key's
+	}{
+		{name: "public", wantInfo: "no-cache", wantDataKey: "public, max-age=3600"},
+		{name: "token", token: "s3cret", wantInfo: "private, no-cache", wantDataKey: "private, max-age=3600"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, ts := newServer(t, api.Options{MaxAge: time.Hour, Token: tc.token})
+			auth := []string{"Authorization", "Bearer " + tc.token}
+			for _, info := range []string{
+				"/ng/points_pyramid/annotations/info",
+				"/ng/points_pyramid/density/info",
+				"/ng/skeleton/lines/info",
+				"/ng/skeleton/skeletons/info",
+				"/ng/mesh/meshes/info",
+				"/ng/mesh/multilod/info",
+			} {
+				resp, body := apitest.Get(t, ts, info, auth...)
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s: %d %.300s", info, resp.StatusCode, body)
+				}
+				if cc := resp.Header.Get("Cache-Control"); cc != tc.wantInfo {
+					t.Errorf("%s: Cache-Control %q, want %q: a reload after the store changed would not read the new info", info, cc, tc.wantInfo)
+				}
+				again, _ := apitest.Get(t, ts, info, append(auth, "If-None-Match", resp.Header.Get("ETag"))...)
+				if again.StatusCode != http.StatusNotModified || again.Header.Get("Cache-Control") != tc.wantInfo {
+					t.Errorf("%s revalidated: %d, Cache-Control %q; want 304, %q", info, again.StatusCode, again.Header.Get("Cache-Control"), tc.wantInfo)
+				}
+			}
+			var k ngKeys
+			if _, body := apitest.Get(t, ts, "/ng/points_pyramid/annotations/info", auth...); json.Unmarshal(body, &k) != nil {
+				t.Fatalf("annotations info: %s", body)
+			}
+			data := k.Spatial[0].file("/ng/points_pyramid/annotations", "0_0_0")
+			if resp, body := apitest.Get(t, ts, data, auth...); resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != tc.wantDataKey {
+				t.Errorf("%s: %d, Cache-Control %q; want 200, %q: %.200s", data, resp.StatusCode, resp.Header.Get("Cache-Control"), tc.wantDataKey, body)
+			}
+		})
 	}
 }

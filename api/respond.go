@@ -50,7 +50,11 @@ func (s *Server) etagOf(st *zvf.Store, r *http.Request, rep representation, vari
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string) bool {
 	h := w.Header()
 	setHeader(w, "ETag", etag)
-	setHeader(w, "Cache-Control", s.cacheControl)
+	// The server's Cache-Control unless the handler chose its own
+	// (Neuroglancer's infos are always revalidated).
+	if len(h["Cache-Control"]) == 0 {
+		setHeader(w, "Cache-Control", s.cacheControl)
+	}
 	if len(h["Vary"]) == 0 {
 		setHeader(w, "Vary", s.vary)
 	} else {

@@ -370,7 +370,7 @@ func (s *Server) routes() http.Handler {
 	}
 	// observe sits outside recoverer so that a response cut by a panic is
 	// still logged and counted, as what it was.
-	r.Use(s.observe, probeOnly, s.recoverer, s.methods, s.cors, s.limits)
+	r.Use(s.observe, s.probeOnly, s.recoverer, s.methods, s.cors, s.limits)
 	get(r, "/healthz", healthz)
 	get(r, "/readyz", s.readyz)
 	r.Group(func(r chi.Router) {

@@ -91,8 +91,14 @@ type Cache struct {
 	lru      *lru.LRU[string, *entry] // every value held, in recency order
 	room     chan struct{}            // closed at the next release; nil until Room waits
 	inflight map[string]*call
-	slow     int      // lookups that took mu since read was rebuilt
-	retired  []string // the latest prefixes retired (see Retire), oldest first
+	slow     int // lookups that took mu since read was rebuilt
+	// retired holds the prefixes retired (see Retire), each with the tick
+	// it was retired or last matched a load; retiredLen counts them by
+	// length, so that a key is checked with a lookup per length, not a
+	// scan of every prefix.
+	retired     map[string]uint64
+	retiredLen  map[int]int
+	retiredTick uint64
 
 	epoch    atomic.Uint64 // advanced each time a value is stored
 	bytes    atomic.Int64  // sizes of the values held; written under mu
@@ -590,33 +596,66 @@ func (c *Cache) RemovePrefix(prefix string) int {
 	return n
 }
 
-// retiredKept is how many retired prefixes are remembered: a generation
-// retired that many reopens ago has no request left running on it.
-const retiredKept = 16
+// retiredKept is how many retired prefixes are remembered. The stores of
+// a folder share the cache, and a rewrite of the folder reopens them all
+// at once, so the bound counts every store's generations together: a
+// prefix is forgotten, least recently retired or matched first, only once
+// this many others have been since — far more than the stores one
+// rewrite reopens while a request runs. Each costs its key's bytes.
+const retiredKept = 1024
 
 // Retire is RemovePrefix for a prefix nobody will ask for again once the
 // requests still running under it end (a reopened store's old
 // generation): besides what is held and being loaded, what those requests
 // load later is handed to them without being kept — it would hold bytes,
 // and evict live values for them, until it aged out. The latest
-// retiredKept prefixes are remembered (generations are never reused).
+// retiredKept prefixes to be retired or to match a load are remembered
+// (generations are never reused).
 func (c *Cache) Retire(prefix string) int {
 	if c == nil {
 		return 0
 	}
 	c.mu.Lock()
-	if len(c.retired) == retiredKept {
-		c.retired = append(c.retired[:0], c.retired[1:]...)
+	if c.retired == nil {
+		c.retired, c.retiredLen = map[string]uint64{}, map[int]int{}
 	}
-	c.retired = append(c.retired, prefix)
+	if _, ok := c.retired[prefix]; !ok {
+		if len(c.retired) == retiredKept {
+			c.forgetRetired()
+		}
+		c.retiredLen[len(prefix)]++
+	}
+	c.retiredTick++
+	c.retired[prefix] = c.retiredTick
 	c.mu.Unlock()
 	return c.RemovePrefix(prefix)
 }
 
-// isRetired reports whether key is under a retired prefix; c.mu is held.
+// forgetRetired forgets the retired prefix least recently retired or
+// matched; c.mu is held.
+func (c *Cache) forgetRetired() {
+	oldest, at := "", uint64(0)
+	for p, t := range c.retired {
+		if oldest == "" || t < at {
+			oldest, at = p, t
+		}
+	}
+	delete(c.retired, oldest)
+	if c.retiredLen[len(oldest)]--; c.retiredLen[len(oldest)] == 0 {
+		delete(c.retiredLen, len(oldest))
+	}
+}
+
+// isRetired reports whether key is under a retired prefix, and marks that
+// prefix used; c.mu is held.
 func (c *Cache) isRetired(key string) bool {
-	for _, p := range c.retired {
-		if strings.HasPrefix(key, p) {
+	for n := range c.retiredLen {
+		if n > len(key) {
+			continue
+		}
+		if _, ok := c.retired[key[:n]]; ok {
+			c.retiredTick++
+			c.retired[key[:n]] = c.retiredTick
 			return true
 		}
 	}

@@ -1107,3 +1107,35 @@ func TestRetire(t *testing.T) {
 		t.Fatal("nil cache retired something")
 	}
 }
+
+// TestRetiredPrefixInUseIsRemembered: past retiredKept retired prefixes,
+// the one forgotten is the one least recently retired or matched by a
+// load, not the first retired: a store's old generation that requests
+// still load under stays retired while other stores reopen.
+func TestRetiredPrefixInUseIsRemembered(t *testing.T) {
+	ctx := context.Background()
+	c := New(1 << 20)
+	load := func(context.Context) (any, int64, error) { return "v", 10, nil }
+	c.Retire("busy\x001\x00")
+	for i := range retiredKept - 1 {
+		c.Retire(fmt.Sprintf("other\x00%d\x00", i))
+	}
+	// A request still running on the busy generation loads under it ...
+	if _, err := c.Get(ctx, "busy\x001\x00a", load); err != nil {
+		t.Fatal(err)
+	}
+	// ... and one more store reopens, past what is remembered.
+	c.Retire("late\x001\x00")
+	if _, err := c.Get(ctx, "busy\x001\x00b", load); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Peek("busy\x001\x00b"); ok {
+		t.Fatal("a retired prefix still loaded under was forgotten before ones unused since")
+	}
+	if _, err := c.Get(ctx, "other\x000\x00a", load); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Peek("other\x000\x00a"); !ok {
+		t.Fatal("the least recently used retired prefix was not the one forgotten")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -291,5 +292,58 @@ func TestOldGenerationNotCachedAfterReopen(t *testing.T) {
 	if after := ch.Stats(); after.Items != before.Items || after.Bytes != before.Bytes {
 		t.Fatalf("the old version's values were kept after the swap: %d items, %d bytes; before it %d, %d",
 			after.Items, after.Bytes, before.Items, before.Bytes)
+	}
+}
+
+// TestOldGenerationNotCachedAfterOtherStoresReopen: the stores of a
+// folder share one cache, and a rewrite of the whole folder reopens them
+// all at once. A request still running on one store's old version must
+// not fill the cache with it however many other stores reopened after
+// it. Before, the cache remembered only the latest 16 retired
+// generations of all its stores together: once 16 others had reopened,
+// the straggler's values were kept again (and evicted live ones).
+func TestOldGenerationNotCachedAfterOtherStoresReopen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ch := cache.New(64 << 20)
+	st := newClockStore(t)
+	objs := sceneObjects(t, 1, 0.25)
+	putAll(t, st, objs)
+	st.advance(time.Minute)
+	const others = 40 // more than the 16 the cache once remembered
+	var handles []*zvf.Handle
+	for i := range others + 1 {
+		h, err := zvf.OpenHandle(ctx, st, zvf.Options{Name: fmt.Sprintf("s%02d", i), Cache: ch}, zvf.Watch{Enabled: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles = append(handles, h)
+	}
+	s1, err := handles[0].Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := wholeBox(ctx, s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, "zarr.json", objs["zarr.json"]); err != nil {
+		t.Fatal(err)
+	}
+	st.advance(time.Minute)
+	// s00 reopens first, the others after it.
+	for _, h := range handles {
+		if changed, err := h.Refresh(ctx); !changed || err != nil {
+			t.Fatalf("Refresh: changed=%v err=%v, want a new version", changed, err)
+		}
+	}
+	before := ch.Stats()
+	got, err := wholeBox(ctx, s1)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("a request on the old version after the swaps: %d bytes, %v; want its %d bytes", len(got), err, len(want))
+	}
+	if after := ch.Stats(); after.Items != before.Items || after.Bytes != before.Bytes {
+		t.Fatalf("the old version's values were kept after %d other stores reopened: %d items, %d bytes; before, %d, %d",
+			others, after.Items, after.Bytes, before.Items, before.Bytes)
 	}
 }

@@ -42,9 +42,9 @@ type Options struct {
 	// Serve turns a handler into an http.HandlerFunc that writes its error
 	// as a problem document (and may retry it on a newer store version).
 	Serve func(func(http.ResponseWriter, *http.Request) error) http.HandlerFunc
-	// NotModified sets an answer's ETag (given) and Cache-Control, and
-	// reports whether the client's copy is current (a 304 has then been
-	// written).
+	// NotModified sets an answer's ETag (given) and Cache-Control (unless
+	// the handler set one), and reports whether the client's copy is
+	// current (a 304 has then been written).
 	NotModified func(w http.ResponseWriter, r *http.Request, etag string) bool
 	// OtherVersion checks the store now for a request whose path names
 	// another version than st's (an info's versioned key): an error
@@ -713,13 +713,19 @@ func (s *Server) levelRequest(w http.ResponseWriter, r *http.Request, route stri
 	return st, l0, false, nil
 }
 
-// sourceRequest is the prologue of the routes that answer from a source's
+// sourceRequest is the prologue of the info routes, which answer from a source's
 // store without level 0: the store behind the route; done when the
 // client's copy is current.
 func (s *Server) sourceRequest(w http.ResponseWriter, r *http.Request, route string) (st *zvf.Store, done bool, err error) {
 	if st, err = s.source(r, route); err != nil {
 		return nil, false, err
 	}
+	// An info names the store version its keys are under, and once the
+	// store changes those keys answer 410, "reload the info": a reload
+	// must then read it again, not a copy a browser or proxy keeps for
+	// --max-age. Asked again each time, it costs a 304 while the version
+	// stands.
+	w.Header().Set("Cache-Control", "no-cache")
 	variant := ""
 	switch route {
 	case "annotations", "lines", "skeletons":
