@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind names a kind of problem; it is the last part of the type URI.
@@ -167,10 +168,28 @@ func Write(w http.ResponseWriter, r *http.Request, d *Details) {
 		h.Set("Retry-After", strconv.Itoa(d.RetryAfter))
 	}
 	cp := *d
-	cp.Instance = r.URL.Path
+	cp.Instance = clipInstance(r.URL.Path)
 	if cp.Status == StatusClientClosed {
 		cp.Status = http.StatusRequestTimeout
 	}
 	w.WriteHeader(cp.Status)
 	_ = json.NewEncoder(w).Encode(&cp)
+}
+
+// maxInstance bounds the path a problem echoes as its instance: the 414
+// for a path too long to serve must not be as large as that path (up to
+// the 64 KiB a request's header may hold).
+const maxInstance = 1024
+
+// clipInstance is path cut to at most maxInstance bytes at a character
+// boundary, marked as cut.
+func clipInstance(path string) string {
+	if len(path) <= maxInstance {
+		return path
+	}
+	n := maxInstance
+	for n > 0 && !utf8.RuneStart(path[n]) {
+		n--
+	}
+	return path[:n] + "…"
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/zvfserve/zvfserve"
 	"github.com/zvfserve/zvfserve/api/problem"
@@ -60,5 +61,26 @@ func TestKindsDocumented(t *testing.T) {
 		if !strings.Contains(spec, "`"+string(k)+"`") {
 			t.Errorf("openapi.yaml does not name the problem kind %q", k)
 		}
+	}
+}
+
+// TestWriteClipsTheInstance: a path too long to serve (the 414 for one
+// over 1 KiB) was echoed whole as the instance, up to the 64 KiB a
+// request's header may hold: the answer to a refused path was as large as
+// the path. The instance keeps its first bytes, at a character boundary,
+// marked as cut.
+func TestWriteClipsTheInstance(t *testing.T) {
+	t.Parallel()
+	long := "/api/v1/stores/" + strings.Repeat("é", 30_000)
+	r := httptest.NewRequest(http.MethodGet, "/x", nil)
+	r.URL.Path = long
+	rec := httptest.NewRecorder()
+	problem.Write(rec, r, problem.New(problem.URITooLong, "path too long"))
+	var got problem.Details
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Body.Len() > 2048 || !strings.HasPrefix(got.Instance, "/api/v1/stores/é") || !strings.HasSuffix(got.Instance, "…") || !utf8.ValidString(got.Instance) {
+		t.Errorf("%d bytes, instance %.80q…", rec.Body.Len(), got.Instance)
 	}
 }
