@@ -566,6 +566,9 @@ func linkAttrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
 	var out []zvf.AttrInfo
 	for _, n := range names {
 		i := slices.IndexFunc(all, func(a zvf.AttrInfo) bool { return a.Name == n })
+		if err := l.UnservedLinkAttribute(n); i < 0 && err != nil {
+			return nil, err
+		}
 		if i < 0 {
 			return nil, notFound(fmt.Sprintf("no link attribute %q at level %d", n, l.N()))
 		}

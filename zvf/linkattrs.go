@@ -52,7 +52,10 @@ func (l *Level) linkAttrFamily(a *linkAttrMeta, seg string) string {
 }
 
 // readLinkAttributes finds the level's link attributes of delta 0 (the
-// only delta writers keep them for), sorted by name.
+// only delta writers keep them for), sorted by name. One the server
+// cannot read (a string dtype) is set aside in lunserved: the edges and
+// the other attributes are readable without it, as the level was before
+// link attributes were read at all.
 func (l *Level) readLinkAttributes(ctx context.Context) error {
 	names, err := l.children(ctx, "link_attributes")
 	if err != nil || len(names) == 0 {
@@ -63,6 +66,9 @@ func (l *Level) readLinkAttributes(ctx context.Context) error {
 	for _, name := range names {
 		if is09 {
 			m, err := l.linkAttr09(ctx, y09, name)
+			if l.unserved(name, err) {
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -80,6 +86,9 @@ func (l *Level) readLinkAttributes(ctx context.Context) error {
 		}
 		fam := "link_attributes/" + name + "/0"
 		a, dt, err := l.valueArray(ctx, fam)
+		if l.unserved(name, err) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -95,6 +104,19 @@ func (l *Level) readLinkAttributes(ctx context.Context) error {
 		l.lattrs = append(l.lattrs, m)
 	}
 	return nil
+}
+
+// unserved sets link attribute name aside when err says the server
+// does not read it.
+func (l *Level) unserved(name string, err error) bool {
+	if !errors.Is(err, ErrUnsupported) {
+		return false
+	}
+	if l.lunserved == nil {
+		l.lunserved = map[string]error{}
+	}
+	l.lunserved[name] = err
+	return true
 }
 
 // linkAttr09 opens link_attributes/<name>/0's offsets arrays, which must
@@ -191,6 +213,11 @@ func (l *Level) sampleLinkChannels(ctx context.Context, m *linkAttrMeta, fam str
 // LinkAttributes lists the level's link attributes (do not modify).
 func (l *Level) LinkAttributes() []AttrInfo { return l.info.LinkAttributes }
 
+// UnservedLinkAttribute is why the level's link attribute name, which
+// LinkAttributes leaves out, cannot be read (ErrUnsupported); nil when
+// the level has no such attribute.
+func (l *Level) UnservedLinkAttribute(name string) error { return l.lunserved[name] }
+
 // selectLinkAttrs resolves a query's link attribute names.
 func (l *Level) selectLinkAttrs(names []string) ([]*linkAttrMeta, error) {
 	if len(names) == 1 && names[0] == "*" {
@@ -199,6 +226,9 @@ func (l *Level) selectLinkAttrs(names []string) ([]*linkAttrMeta, error) {
 	out := make([]*linkAttrMeta, 0, len(names))
 	for _, n := range names {
 		i := slices.IndexFunc(l.lattrs, func(a *linkAttrMeta) bool { return a.Name == n })
+		if err := l.lunserved[n]; i < 0 && err != nil {
+			return nil, err
+		}
 		if i < 0 {
 			return nil, l.s.errf(ErrNotFound, l.n, "", "", "no link attribute %q at level %d", n, l.n)
 		}
