@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/zvf"
@@ -95,4 +98,87 @@ func TestEdgeAttributesUnservedDType(t *testing.T) {
 	}) {
 		t.Fatalf("validate: %+v", r)
 	}
+}
+
+// TestEdgeAttributesCategorical: a dictionary-encoded link attribute (its
+// codes index its categories, as a categorical vertex attribute's do) was
+// served as bare int32 codes, its labels nowhere. The descriptor and
+// edge_attribute_info now list its categories, JSON gives each edge its
+// label (null where the store keeps no value, or for a code outside the
+// categories), and Arrow's edges table a dictionary column; f=bin keeps
+// the codes, with the categories in its header.
+func TestEdgeAttributesCategorical(t *testing.T) {
+	t.Parallel()
+	s, _ := chainWithLinkAttrs(t, func(a string) string {
+		return strings.Replace(a, `"dtype": "int32"`, `"dtype": "int32", "encoding": "dictionary", "categories": ["axon", "dendrite"]`, 1)
+	})
+	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{s}})
+	const info = `{"name":"kind","dtype":"int32","channels":1,"categories":["axon","dendrite"]}`
+	if d := string(apitest.MustGet(t, ts, "/api/v1/stores/h")); !strings.Contains(d, `"link_attributes":[`+info) {
+		t.Fatalf("descriptor: %s", d)
+	}
+	const box = "/api/v1/stores/h/bbox?min=0,0,0&max=40,40,40&edge_attributes=kind,s"
+	var a struct {
+		Info           []json.RawMessage `json:"edge_attribute_info"`
+		Edges          [][2]int64        `json:"edges"`
+		EdgeAttributes struct {
+			Kind []*string `json:"kind"`
+			S    []*int    `json:"s"`
+		} `json:"edge_attributes"`
+	}
+	if err := json.Unmarshal(apitest.MustGet(t, ts, box), &a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Info) != 2 || string(a.Info[0]) != info {
+		t.Fatalf("edge_attribute_info %s", a.Info)
+	}
+	labels := []string{"axon", "dendrite"}
+	nulls := 0
+	for i := range a.Edges {
+		k, s := a.EdgeAttributes.Kind[i], a.EdgeAttributes.S[i]
+		switch {
+		case s == nil && k == nil:
+			nulls++
+		case s == nil || k == nil || *k != labels[*s%2]:
+			t.Fatalf("edge %d: kind %v, s %v", i, k, s)
+		}
+	}
+	if len(a.Edges) != 29 || nulls != 2 {
+		t.Fatalf("%d edges, %d without values", len(a.Edges), nulls)
+	}
+	if h, _ := binBlocks(t, apitest.MustGet(t, ts, box+"&f=bin")); !strings.Contains(string(h), `"edge_attribute_info":[`+info) {
+		t.Fatalf("binary header %s", h)
+	}
+	as := readArrow(t, apitest.MustGet(t, ts, box+"&f=arrow&table=edges"))
+	if f := as.schema.Field(2); f.Name != "kind" || f.Type.ID() != arrow.DICTIONARY {
+		t.Fatalf("edges table %s", as.schema)
+	}
+	row := 0
+	for _, rec := range as.batches {
+		kind, seq := rec.Column(2).(*array.Dictionary), rec.Column(3).(*array.Int32)
+		for i := range int(rec.NumRows()) {
+			want := "null"
+			if !seq.IsNull(i) {
+				want = labels[seq.Value(i)%2]
+			}
+			got := "null"
+			if !kind.IsNull(i) {
+				got = kind.Dictionary().(*array.String).Value(kind.GetValueIndex(i))
+			}
+			if got != want || got != strOr(a.EdgeAttributes.Kind[row]) {
+				t.Fatalf("arrow edge %d: %s, want %s (JSON %s)", row, got, want, strOr(a.EdgeAttributes.Kind[row]))
+			}
+			row++
+		}
+	}
+	if row != len(a.Edges) {
+		t.Fatalf("arrow: %d edges, JSON %d", row, len(a.Edges))
+	}
+}
+
+func strOr(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return *s
 }

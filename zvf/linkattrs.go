@@ -21,6 +21,23 @@ type linkAttrMeta struct {
 	channelsKnown bool
 	// segs (0.9) are the offsets segments the attribute has an array for.
 	segs map[string]bool
+	// nullCode: a dictionary-encoded attribute's _FillValue code (its
+	// Categories, in AttrInfo, label the others).
+	nullCode *int64
+}
+
+// dictionary makes m categorical when its array is dictionary-encoded,
+// as readAttributes does for vertex attributes: its values are codes
+// into its categories.
+func (m *linkAttrMeta) dictionary(a *zvArrayAttrs) {
+	if a.Encoding != "dictionary" {
+		return
+	}
+	m.Categories = a.Categories
+	if m.Categories == nil {
+		m.Categories = []string{}
+	}
+	m.nullCode = a.FillValue
 }
 
 // linkRef is where a link record is stored: row row of the cell at chunk
@@ -93,6 +110,7 @@ func (l *Level) readLinkAttributes(ctx context.Context) error {
 			return err
 		}
 		m := &linkAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: 1}, dt: dt}
+		m.dictionary(a)
 		if n := len(a.ChannelNames); n > 0 {
 			if n > maxObjectChannels {
 				return l.s.errf(ErrCorrupt, l.n, fam, "", "%d channel_names (at most %d)", n, maxObjectChannels)
@@ -150,6 +168,7 @@ func (l *Level) linkAttr09(ctx context.Context, y *layout09, name string) (*link
 		if m == nil {
 			m = &linkAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, channelsKnown: known, segs: map[string]bool{}}
 			first = seg
+			m.dictionary(a)
 		} else if m.DType != dt.Name || m.Channels != ch || m.channelsKnown != known {
 			return nil, l.s.errf(ErrCorrupt, l.n, fam, "", "%s rows of %d values, where %s/%s holds %s rows of %d", dt.Name, ch, base, first, m.DType, m.Channels)
 		}
@@ -340,7 +359,7 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 			cells[id] = linkCell{data: b, rows: n}
 		}
 		ch = max(ch, 1)
-		col := EdgeColumn{Column: Column{Name: a.Name, DType: a.dt.Name, Channels: ch, typ: a.dt}}
+		col := EdgeColumn{Column: Column{Name: a.Name, DType: a.dt.Name, Channels: ch, typ: a.dt, Categories: a.Categories, NullCode: a.nullCode}}
 		rb := ch * a.dt.Size
 		absent := 0
 		for _, ref := range refs {
