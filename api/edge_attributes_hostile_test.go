@@ -15,10 +15,12 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
 	"github.com/zvfserve/zvfserve/zvf/writer"
+	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
 // chainWithLinkAttrs writes a 30-vertex chain graph whose edges carry
@@ -181,4 +183,37 @@ func strOr(s *string) string {
 		return "null"
 	}
 	return *s
+}
+
+// TestArrowEdgesColumnNames: a link attribute named v0 or v1, like the
+// edges table's index columns, gave f=arrow&table=edges two columns of
+// one name, which readers take by name (pandas, polars, DuckDB) and so
+// confuse or refuse. Such an answer is a 422 naming the column; the
+// others, and JSON, carry it as before.
+func TestArrowEdgesColumnNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &writer.Graph{Positions: []float32{1, 1, 1, 2, 2, 2, 3, 3, 3}, Edges: []int64{1, 0, 2, 1}}
+	g.LinkAttributes = []writer.Attribute{writer.Float32Attribute("v1", 1, []float32{0.5, 1.5}), writer.Float32Attribute("w", 1, []float32{2, 3})}
+	if _, err := writer.WriteGraph(ctx, mem, "g", g, writer.Options{ChunkShape: []float64{50, 50, 50}}); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{zvftest.OpenSub(t, mem, "g", cache.New(1<<20))}})
+	const box = "/api/v1/stores/g/bbox?min=0,0,0&max=9,9,9&f=arrow&table=edges&edge_attributes="
+	for _, path := range []string{box + "*", box + "v1", "/api/v1/stores/g/objects/0?f=arrow&table=edges&edge_attributes=v1"} {
+		resp, body := apitest.Get(t, ts, path)
+		if resp.StatusCode != 422 || !strings.Contains(string(body), `two columns named \"v1\"`) {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	if as := readArrow(t, apitest.MustGet(t, ts, box+"w")); as.schema.NumFields() != 3 || as.rows != 2 {
+		t.Errorf("edge_attributes=w: %s, %d rows", as.schema, as.rows)
+	}
+	if j := string(apitest.MustGet(t, ts, "/api/v1/stores/g/bbox?min=0,0,0&max=9,9,9&edge_attributes=*")); !strings.Contains(j, `"edge_attributes":{"v1":[0.5,1.5],"w":[2,3]}`) {
+		t.Errorf("JSON: %s", j)
+	}
 }
