@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,5 +216,49 @@ func TestArrowEdgesColumnNames(t *testing.T) {
 	}
 	if j := string(apitest.MustGet(t, ts, "/api/v1/stores/g/bbox?min=0,0,0&max=9,9,9&edge_attributes=*")); !strings.Contains(j, `"edge_attributes":{"v1":[0.5,1.5],"w":[2,3]}`) {
 		t.Errorf("JSON: %s", j)
+	}
+}
+
+// TestEdgeAttributesNonFiniteAndWide pins what a careful client reads of
+// values JSON cannot or may not hold: a NaN or infinite edge value is
+// null in JSON (valid JSON; JSON has neither), while f=bin marks the
+// edge as having a value and carries it, so a client that must tell a
+// NaN weight from an edge without one asks f=bin or Arrow; an int64 past
+// 2^53 is printed exactly.
+func TestEdgeAttributesNonFiniteAndWide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &writer.Graph{Positions: []float32{1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4}, Edges: []int64{1, 0, 2, 1, 3, 2}}
+	var big []byte
+	for _, v := range []int64{1<<53 + 1, -(1 << 62) - 3, math.MaxInt64} {
+		big = binary.LittleEndian.AppendUint64(big, uint64(v))
+	}
+	g.LinkAttributes = []writer.Attribute{{Name: "big", DType: "int64", Channels: 1, Data: big},
+		writer.Float32Attribute("w", 1, []float32{float32(math.NaN()), float32(math.Inf(1)), 2})}
+	if _, err := writer.WriteGraph(ctx, mem, "g", g, writer.Options{ChunkShape: []float64{50, 50, 50}}); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{zvftest.OpenSub(t, mem, "g", cache.New(1<<20))}})
+	const box = "/api/v1/stores/g/bbox?min=0,0,0&max=9,9,9&edge_attributes=big,w"
+	j := apitest.MustGet(t, ts, box)
+	if !json.Valid(j) || !strings.Contains(string(j), `"edge_attributes":{"big":[9007199254740993,-4611686018427387907,9223372036854775807],"w":[null,null,2]}`) {
+		t.Fatalf("JSON: %s", j)
+	}
+	_, blocks := binBlocks(t, apitest.MustGet(t, ts, box+"&f=bin"))
+	var w []byte
+	for _, b := range blocks {
+		if b.kind == 7 && b.aux == 1 {
+			w = b.payload
+		}
+	}
+	if len(w) != 8+12 || w[0] != 7 {
+		t.Fatalf("f=bin w block % x: want every edge marked as having a value", w)
+	}
+	if v0, v1 := math.Float32frombits(binary.LittleEndian.Uint32(w[8:])), math.Float32frombits(binary.LittleEndian.Uint32(w[12:])); !math.IsNaN(float64(v0)) || !math.IsInf(float64(v1), 1) {
+		t.Fatalf("f=bin w: %v %v, want NaN +Inf", v0, v1)
 	}
 }
