@@ -262,3 +262,47 @@ func TestEdgeAttributesNonFiniteAndWide(t *testing.T) {
 		t.Fatalf("f=bin w: %v %v, want NaN +Inf", v0, v1)
 	}
 }
+
+// TestEdgeAttributesLevelAuto: level=auto chose among all levels, and a
+// coarse level keeps no link attributes, so a box whose level 0 would
+// not fit the limit answered edge_attributes=w with a 404 (no link
+// attribute "w" at level 1) though level 0 has it. level=auto with
+// edge_attributes now chooses among the levels that hold them, as it
+// does for vertex attributes: level 0 here, paged.
+func TestEdgeAttributesLevelAuto(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &writer.Graph{}
+	var w []float32
+	for i := range 200 {
+		g.Positions = append(g.Positions, float32(i%40), float32(i/40)*8, float32(i%7))
+		g.ObjectIDs = append(g.ObjectIDs, int64(i/40))
+		if i%40 != 0 {
+			g.Edges = append(g.Edges, int64(i), int64(i-1))
+			w = append(w, float32(i))
+		}
+	}
+	g.LinkAttributes = []writer.Attribute{writer.Float32Attribute("w", 1, w)}
+	if _, err := writer.WriteGraph(ctx, mem, "g", g, writer.Options{ChunkShape: []float64{10, 10, 10}, Pyramid: []writer.PyramidLevel{{Coarsen: 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{zvftest.OpenSub(t, mem, "g", cache.New(4<<20))}})
+	const box = "/api/v1/stores/g/bbox?min=0,0,0&max=40,40,40&level=auto&limit=20"
+	var plain struct{ Level int }
+	if err := json.Unmarshal(apitest.MustGet(t, ts, box), &plain); err != nil || plain.Level == 0 {
+		t.Fatalf("without edge_attributes level=auto chose level %d (%v): the box tests nothing", plain.Level, err)
+	}
+	resp, body := apitest.Get(t, ts, box+"&edge_attributes=w")
+	var a struct {
+		Level          int
+		Edges          [][2]int64
+		EdgeAttributes map[string][]*float64 `json:"edge_attributes"`
+	}
+	if err := json.Unmarshal(body, &a); resp.StatusCode != 200 || err != nil || a.Level != 0 || len(a.EdgeAttributes["w"]) != len(a.Edges) {
+		t.Fatalf("edge_attributes=w: %d %s", resp.StatusCode, body)
+	}
+}

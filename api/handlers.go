@@ -346,8 +346,14 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		if q.Get("cursor") != "" {
 			l, err = st.Level(cur.Level)
 		} else {
+			// Edge values need a level that keeps them (edgeAttrsSetup
+			// checks the names' use once the level is known).
 			var n int
-			if n, err = st.ChooseLevel(r.Context(), min, max, limit, attrs, sel); err == nil {
+			var linkAttrs []string
+			if linkAttrs, err = parseNames(q, "edge_attributes"); err == nil {
+				n, err = st.ChooseLevelWith(r.Context(), min, max, limit, attrs, linkAttrs, sel)
+			}
+			if err == nil {
 				l, err = st.Level(n)
 			}
 		}
