@@ -306,3 +306,52 @@ func TestEdgeAttributesLevelAuto(t *testing.T) {
 		t.Fatalf("edge_attributes=w: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestEdgeAttributesChannelsPastSampledChunks: a ZVF 0.7 link attribute
+// names no channels, so the level works them out from a chunk's bytes;
+// it looked only at the first chunks, and a graph whose first chunks
+// hold lone vertices (no links) left a two-channel attribute declared
+// as one: the descriptor said channels 1, and an f=bin answer was a 500
+// (an edge attribute of 2 channels where the header said 1; past the
+// first buffer, a stream broken off). The chunks that hold the
+// attribute are sampled instead.
+func TestEdgeAttributesChannelsPastSampledChunks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &writer.Graph{}
+	for i := range 12 { // a lone vertex in each of the first 12 chunks
+		g.Positions = append(g.Positions, float32(10*i+5), 5, 5)
+	}
+	var pair []byte
+	for i := range 20 { // then a chain, in chunks after them
+		g.Positions = append(g.Positions, float32(200+i), 5, 5)
+		if i > 0 {
+			g.Edges = append(g.Edges, int64(12+i), int64(11+i))
+			pair = binary.LittleEndian.AppendUint32(pair, uint32(i))
+			pair = binary.LittleEndian.AppendUint32(pair, uint32(100+i))
+		}
+	}
+	g.LinkAttributes = []writer.Attribute{{Name: "pair", DType: "int32", Channels: 2, Data: pair}}
+	if _, err := writer.WriteGraph(ctx, mem, "g", g, writer.Options{ChunkShape: []float64{10, 10, 10}}); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{zvftest.OpenSub(t, mem, "g", cache.New(4<<20))}})
+	if d := string(apitest.MustGet(t, ts, "/api/v1/stores/g")); !strings.Contains(d, `"link_attributes":[{"name":"pair","dtype":"int32","channels":2}]`) {
+		t.Fatalf("descriptor: %s", d)
+	}
+	const box = "/api/v1/stores/g/bbox?min=0,0,0&max=300,10,10&edge_attributes=pair"
+	header, blocks := binBlocks(t, apitest.MustGet(t, ts, box+"&f=bin"))
+	var vals []byte
+	for _, b := range blocks {
+		if b.kind == 7 {
+			vals = b.payload
+		}
+	}
+	if !strings.Contains(string(header), `{"name":"pair","dtype":"int32","channels":2}`) || len(vals) != 8+19*8 {
+		t.Fatalf("f=bin: header %s, edge attribute block of %d bytes", header, len(vals))
+	}
+}

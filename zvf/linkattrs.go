@@ -116,8 +116,26 @@ func (l *Level) readLinkAttributes(ctx context.Context) error {
 				return l.s.errf(ErrCorrupt, l.n, fam, "", "%d channel_names (at most %d)", n, maxObjectChannels)
 			}
 			m.Channels, m.channelsKnown = n, true
-		} else if err := l.sampleLinkChannels(ctx, m, fam); err != nil {
-			return err
+		} else {
+			// The chunks holding a cell of the attribute hold links: a
+			// level's first chunks may hold none.
+			cells, err := l.children(ctx, fam)
+			if err != nil {
+				return err
+			}
+			slices.Sort(cells)
+			var keys []Key
+			for _, c := range cells {
+				if i, ok := l.keySet[c]; ok {
+					keys = append(keys, l.keys[i])
+				}
+			}
+			if len(keys) == 0 {
+				keys = l.keys // a layout that keeps no folder a cell
+			}
+			if err := l.sampleLinkChannels(ctx, m, fam, keys); err != nil {
+				return err
+			}
 		}
 		l.lattrs = append(l.lattrs, m)
 	}
@@ -178,7 +196,7 @@ func (l *Level) linkAttr09(ctx context.Context, y *layout09, name string) (*link
 		m.segs[seg] = true
 	}
 	if !m.channelsKnown && m.segs[l.intraSegment()] {
-		if err := l.sampleLinkChannels(ctx, m, base+"/"+l.intraSegment()); err != nil {
+		if err := l.sampleLinkChannels(ctx, m, base+"/"+l.intraSegment(), l.keys); err != nil {
 			return nil, err
 		}
 	}
@@ -187,16 +205,15 @@ func (l *Level) linkAttr09(ctx context.Context, y *layout09, name string) (*link
 
 // sampleLinkChannels works out the values a row of a link attribute that
 // does not say (0.7 writers name no channels, a 0.9 array without
-// row_shape) from the first chunks with intra-chunk links (fam: its
-// array for them), as
-// sampleChannels does for vertex attributes; a chunk that is corrupt or
-// lacks the attribute is passed over.
-func (l *Level) sampleLinkChannels(ctx context.Context, m *linkAttrMeta, fam string) error {
+// row_shape) from the first of keys with intra-chunk links (fam: its
+// array for them), as sampleChannels does for vertex attributes; a chunk
+// that is corrupt or lacks the attribute is passed over.
+func (l *Level) sampleLinkChannels(ctx context.Context, m *linkAttrMeta, fam string, keys []Key) error {
 	if l.intra == "" {
 		return nil
 	}
-	for i := 0; i < len(l.keys) && i < maxChannelSamples; i++ {
-		key := l.keys[i]
+	for i := 0; i < len(keys) && i < maxChannelSamples; i++ {
+		key := keys[i]
 		ks := key.String()
 		b, err := l.lay.cell(ctx, l.intra, key, ks)
 		switch {
