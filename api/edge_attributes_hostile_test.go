@@ -308,7 +308,8 @@ func TestEdgeAttributesLevelAuto(t *testing.T) {
 }
 
 // TestEdgeAttributesChannelsPastSampledChunks: a ZVF 0.7 link attribute
-// names no channels, so the level works them out from a chunk's bytes;
+// names no channels (nor does a 0.9 one without row_shape, as this
+// graph's 0.9 copy), so the level works them out from a chunk's bytes;
 // it looked only at the first chunks, and a graph whose first chunks
 // hold lone vertices (no links) left a two-channel attribute declared
 // as one: the descriptor said channels 1, and an f=bin answer was a 500
@@ -339,19 +340,34 @@ func TestEdgeAttributesChannelsPastSampledChunks(t *testing.T) {
 	if _, err := writer.WriteGraph(ctx, mem, "g", g, writer.Options{ChunkShape: []float64{10, 10, 10}}); err != nil {
 		t.Fatal(err)
 	}
-	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{zvftest.OpenSub(t, mem, "g", cache.New(4<<20))}})
-	if d := string(apitest.MustGet(t, ts, "/api/v1/stores/g")); !strings.Contains(d, `"link_attributes":[{"name":"pair","dtype":"int32","channels":2}]`) {
-		t.Fatalf("descriptor: %s", d)
+	g07 := zvftest.OpenSub(t, mem, "g", cache.New(4<<20))
+	// The 0.9 copy's link attribute arrays give no row_shape either.
+	sub, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
 	}
-	const box = "/api/v1/stores/g/bbox?min=0,0,0&max=300,10,10&edge_attributes=pair"
-	header, blocks := binBlocks(t, apitest.MustGet(t, ts, box+"&f=bin"))
-	var vals []byte
-	for _, b := range blocks {
-		if b.kind == 7 {
-			vals = b.payload
+	if err := zvftest.To09(ctx, storage.Sub(mem, "g"), sub, zvftest.To09Options{}); err != nil {
+		t.Fatal(err)
+	}
+	g09, err := zvf.Open(ctx, sub, zvf.Options{Name: "g09"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{g07, g09}})
+	for _, name := range []string{"g", "g09"} {
+		if d := string(apitest.MustGet(t, ts, "/api/v1/stores/"+name)); !strings.Contains(d, `"link_attributes":[{"name":"pair","dtype":"int32","channels":2}]`) {
+			t.Fatalf("%s descriptor: %s", name, d)
 		}
-	}
-	if !strings.Contains(string(header), `{"name":"pair","dtype":"int32","channels":2}`) || len(vals) != 8+19*8 {
-		t.Fatalf("f=bin: header %s, edge attribute block of %d bytes", header, len(vals))
+		box := "/api/v1/stores/" + name + "/bbox?min=0,0,0&max=300,10,10&edge_attributes=pair"
+		header, blocks := binBlocks(t, apitest.MustGet(t, ts, box+"&f=bin"))
+		var vals []byte
+		for _, b := range blocks {
+			if b.kind == 7 {
+				vals = b.payload
+			}
+		}
+		if !strings.Contains(string(header), `{"name":"pair","dtype":"int32","channels":2}`) || len(vals) != 8+19*8 {
+			t.Fatalf("%s f=bin: header %s, edge attribute block of %d bytes", name, header, len(vals))
+		}
 	}
 }

@@ -165,6 +165,7 @@ func (l *Level) linkAttr09(ctx context.Context, y *layout09, name string) (*link
 	}
 	slices.Sort(segs)
 	var m *linkAttrMeta
+	var intraKeys []Key
 	first := ""
 	for _, seg := range segs {
 		fam := base + "/" + seg
@@ -190,13 +191,26 @@ func (l *Level) linkAttr09(ctx context.Context, y *layout09, name string) (*link
 		} else if m.DType != dt.Name || m.Channels != ch || m.channelsKnown != known {
 			return nil, l.s.errf(ErrCorrupt, l.n, fam, "", "%s rows of %d values, where %s/%s holds %s rows of %d", dt.Name, ch, base, first, m.DType, m.Channels)
 		}
-		if _, err := y.openGrid(ctx, fam); err != nil {
+		g, err := y.openGrid(ctx, fam)
+		if err != nil {
 			return nil, err
+		}
+		if seg == l.intraSegment() && g != nil {
+			// The cells the intra-chunk array holds hold links: a
+			// level's first chunks may hold none.
+			for i, c := range g.cells {
+				if g.present[c] {
+					intraKeys = append(intraKeys, g.cellKeys[i])
+				}
+			}
 		}
 		m.segs[seg] = true
 	}
 	if !m.channelsKnown && m.segs[l.intraSegment()] {
-		if err := l.sampleLinkChannels(ctx, m, base+"/"+l.intraSegment(), l.keys); err != nil {
+		if len(intraKeys) == 0 {
+			intraKeys = l.keys
+		}
+		if err := l.sampleLinkChannels(ctx, m, base+"/"+l.intraSegment(), intraKeys); err != nil {
 			return nil, err
 		}
 	}
