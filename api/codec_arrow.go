@@ -193,7 +193,10 @@ func (c *arrowColumn) data(col *zvf.Column, rows int, valid []byte, nulls int) (
 			if v.Kind != zvf.KindInt {
 				code = int64(min(v.U, math.MaxInt64))
 			}
-			if (col.NullCode != nil && code == *col.NullCode) || code < 0 || code >= int64(len(col.Categories)) || code >= int64(c.dict.Len()) {
+			// A row without a value (valid, one element a row when not a
+			// list) is null in the dictionary's own bitmap.
+			noRow := valid != nil && !c.list && valid[i>>3]&(1<<(i&7)) == 0
+			if noRow || (col.NullCode != nil && code == *col.NullCode) || code < 0 || code >= int64(len(col.Categories)) || code >= int64(c.dict.Len()) {
 				idx[i] = 0
 				bad++
 				continue
@@ -225,11 +228,9 @@ func (c *arrowColumn) data(col *zvf.Column, rows int, valid []byte, nulls int) (
 		nulls = 0
 	}
 	if !c.list {
-		if vb == nil {
-			return elems, nil
+		if vb == nil || c.elem.ID() == arrow.DICTIONARY {
+			return elems, nil // a dictionary's row nulls are in its bitmap
 		}
-		// Only the geometry tables' object attributes have row nulls,
-		// and they are never dictionaries.
 		bufs := elems.Buffers()
 		out := array.NewData(c.elem, n, []*memory.Buffer{vb, bufs[1]}, nil, nulls, 0)
 		elems.Release()
@@ -600,7 +601,7 @@ func (e *arrowEncoder) end(t *trailer) error {
 		}()
 		if e.table == tableEdges {
 			for _, a := range t.EdgeAttributes {
-				c, err := newArrowColumn(zvf.AttrInfo{Name: a.Name, DType: a.DType, Channels: a.Channels})
+				c, err := newArrowColumn(zvf.AttrInfo{Name: a.Name, DType: a.DType, Channels: a.Channels, Categories: a.Categories})
 				if err != nil {
 					return err
 				}

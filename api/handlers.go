@@ -346,8 +346,14 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		if q.Get("cursor") != "" {
 			l, err = st.Level(cur.Level)
 		} else {
+			// Edge values need a level that keeps them (edgeAttrsSetup
+			// checks the names' use once the level is known).
 			var n int
-			if n, err = st.ChooseLevel(r.Context(), min, max, limit, attrs, sel); err == nil {
+			var linkAttrs []string
+			if linkAttrs, err = parseNames(q, "edge_attributes"); err == nil {
+				n, err = st.ChooseLevelWith(r.Context(), min, max, limit, attrs, linkAttrs, sel)
+			}
+			if err == nil {
 				l, err = st.Level(n)
 			}
 		}
@@ -410,6 +416,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if meta.EdgeAttributes, err = linkAttrInfos(l, zq.LinkAttributes); err != nil {
+		return err
+	}
+	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
 		return err
 	}
 	// Headers the answer's end decides go out as headers when the answer
@@ -556,6 +565,21 @@ func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta) ([]string, 
 	return nil, badRequest(fmt.Sprintf("edge_attributes: f=%s does not carry edge values; ask f=json, f=ndjson, f=bin or f=arrow&table=edges", rep.codec.format()))
 }
 
+// edgeColumnsFit refuses an Arrow edges table whose link attribute
+// column would share its name with an index column (v0, v1): readers
+// take columns by name, so two of one name are confused or refused.
+func edgeColumnsFit(am *arrowMeta, infos []zvf.AttrInfo) error {
+	if am == nil || am.table != tableEdges {
+		return nil
+	}
+	for _, a := range infos {
+		if a.Name == "v0" || a.Name == "v1" {
+			return unrepresentable(fmt.Sprintf("f=arrow&table=edges would have two columns named %q (the link attribute and the edge's index column); ask for other edge attributes, or f=json or f=bin", a.Name))
+		}
+	}
+	return nil
+}
+
 // linkAttrInfos describes the link attributes names asks for, in order
 // (nil for none).
 func linkAttrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
@@ -566,6 +590,9 @@ func linkAttrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
 	var out []zvf.AttrInfo
 	for _, n := range names {
 		i := slices.IndexFunc(all, func(a zvf.AttrInfo) bool { return a.Name == n })
+		if err := l.UnservedLinkAttribute(n); i < 0 && err != nil {
+			return nil, err
+		}
 		if i < 0 {
 			return nil, notFound(fmt.Sprintf("no link attribute %q at level %d", n, l.N()))
 		}
@@ -635,6 +662,9 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	meta := &payloadMeta{Kind: "object", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: o.Vertices.DType, Attributes: columnInfos(o.Attributes),
 		Export: export, Arrow: am}
 	if meta.EdgeAttributes, err = linkAttrInfos(l, edgeAttrs); err != nil {
+		return err
+	}
+	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
 		return err
 	}
 	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {

@@ -2,6 +2,7 @@ package zvf
 
 import (
 	"context"
+	"errors"
 	"strings"
 )
 
@@ -17,6 +18,14 @@ import (
 // before (see fitsInBox). The answer itself is still limited to budget and
 // paged, so an estimate off by a factor costs a page, not correctness.
 func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int64, attrs []string, sel Selection) (int, error) {
+	return s.ChooseLevelWith(ctx, min, max, budget, attrs, nil, sel)
+}
+
+// ChooseLevelWith is ChooseLevel among the levels that also hold every
+// link attribute named in linkAttrs (nil or "*": any level): an answer
+// asking for edge values needs a level that keeps them, and coarse
+// levels keep none.
+func (s *Store) ChooseLevelWith(ctx context.Context, min, max []float64, budget int64, attrs, linkAttrs []string, sel Selection) (int, error) {
 	levels := make([]*Level, 0, len(s.levels))
 	var lacks error
 	for _, l := range s.levels {
@@ -24,6 +33,11 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 			return 0, err
 		}
 		if _, err := l.selectAttrs(attrs); err != nil {
+			continue
+		}
+		if _, err := l.selectLinkAttrs(linkAttrs); errors.Is(err, ErrUnsupported) {
+			return 0, err // the level has it, of a type never served
+		} else if err != nil {
 			continue
 		}
 		if sel.Filter != nil {
@@ -39,6 +53,9 @@ func (s *Store) ChooseLevel(ctx context.Context, min, max []float64, budget int6
 	if len(levels) == 0 {
 		if lacks != nil {
 			return 0, lacks
+		}
+		if len(linkAttrs) > 0 {
+			return 0, s.errf(ErrNotFound, -1, "", "", "no level holds every attribute of %q and link attribute of %q", strings.Join(attrs, ","), strings.Join(linkAttrs, ","))
 		}
 		return 0, s.errf(ErrNotFound, -1, "", "", "no level holds every attribute of %q", strings.Join(attrs, ","))
 	}

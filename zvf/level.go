@@ -41,10 +41,13 @@ type Level struct {
 	sums    atomic.Pointer[seenSums]
 	// vrefs find each chunk's cached vertices again without hashing its
 	// vkeys entry (peekVerts); nil until found.
-	vrefs        []atomic.Pointer[cache.Ref]
-	draco        bool
-	vattrs       []*attrMeta
-	lattrs       []*linkAttrMeta // per-edge attributes of the delta-0 links
+	vrefs  []atomic.Pointer[cache.Ref]
+	draco  bool
+	vattrs []*attrMeta
+	lattrs []*linkAttrMeta // per-edge attributes of the delta-0 links
+	// lunserved: link attributes of a type the server does not read, by
+	// name, with why (ErrUnsupported); left out of lattrs.
+	lunserved    map[string]error
 	oattrs       []*objAttrMeta
 	objects      *objectIndex // nil: no object index
 	numGroups    int64

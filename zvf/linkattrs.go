@@ -21,6 +21,23 @@ type linkAttrMeta struct {
 	channelsKnown bool
 	// segs (0.9) are the offsets segments the attribute has an array for.
 	segs map[string]bool
+	// nullCode: a dictionary-encoded attribute's _FillValue code (its
+	// Categories, in AttrInfo, label the others).
+	nullCode *int64
+}
+
+// dictionary makes m categorical when its array is dictionary-encoded,
+// as readAttributes does for vertex attributes: its values are codes
+// into its categories.
+func (m *linkAttrMeta) dictionary(a *zvArrayAttrs) {
+	if a.Encoding != "dictionary" {
+		return
+	}
+	m.Categories = a.Categories
+	if m.Categories == nil {
+		m.Categories = []string{}
+	}
+	m.nullCode = a.FillValue
 }
 
 // linkRef is where a link record is stored: row row of the cell at chunk
@@ -52,7 +69,10 @@ func (l *Level) linkAttrFamily(a *linkAttrMeta, seg string) string {
 }
 
 // readLinkAttributes finds the level's link attributes of delta 0 (the
-// only delta writers keep them for), sorted by name.
+// only delta writers keep them for), sorted by name. One the server
+// cannot read (a string dtype) is set aside in lunserved: the edges and
+// the other attributes are readable without it, as the level was before
+// link attributes were read at all.
 func (l *Level) readLinkAttributes(ctx context.Context) error {
 	names, err := l.children(ctx, "link_attributes")
 	if err != nil || len(names) == 0 {
@@ -63,6 +83,9 @@ func (l *Level) readLinkAttributes(ctx context.Context) error {
 	for _, name := range names {
 		if is09 {
 			m, err := l.linkAttr09(ctx, y09, name)
+			if l.unserved(name, err) {
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -80,21 +103,56 @@ func (l *Level) readLinkAttributes(ctx context.Context) error {
 		}
 		fam := "link_attributes/" + name + "/0"
 		a, dt, err := l.valueArray(ctx, fam)
+		if l.unserved(name, err) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		m := &linkAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: 1}, dt: dt}
+		m.dictionary(a)
 		if n := len(a.ChannelNames); n > 0 {
 			if n > maxObjectChannels {
 				return l.s.errf(ErrCorrupt, l.n, fam, "", "%d channel_names (at most %d)", n, maxObjectChannels)
 			}
 			m.Channels, m.channelsKnown = n, true
-		} else if err := l.sampleLinkChannels(ctx, m, fam); err != nil {
-			return err
+		} else {
+			// The chunks holding a cell of the attribute hold links: a
+			// level's first chunks may hold none.
+			cells, err := l.children(ctx, fam)
+			if err != nil {
+				return err
+			}
+			slices.Sort(cells)
+			var keys []Key
+			for _, c := range cells {
+				if i, ok := l.keySet[c]; ok {
+					keys = append(keys, l.keys[i])
+				}
+			}
+			if len(keys) == 0 {
+				keys = l.keys // a layout that keeps no folder a cell
+			}
+			if err := l.sampleLinkChannels(ctx, m, fam, keys); err != nil {
+				return err
+			}
 		}
 		l.lattrs = append(l.lattrs, m)
 	}
 	return nil
+}
+
+// unserved sets link attribute name aside when err says the server
+// does not read it.
+func (l *Level) unserved(name string, err error) bool {
+	if !errors.Is(err, ErrUnsupported) {
+		return false
+	}
+	if l.lunserved == nil {
+		l.lunserved = map[string]error{}
+	}
+	l.lunserved[name] = err
+	return true
 }
 
 // linkAttr09 opens link_attributes/<name>/0's offsets arrays, which must
@@ -107,6 +165,7 @@ func (l *Level) linkAttr09(ctx context.Context, y *layout09, name string) (*link
 	}
 	slices.Sort(segs)
 	var m *linkAttrMeta
+	var intraKeys []Key
 	first := ""
 	for _, seg := range segs {
 		fam := base + "/" + seg
@@ -128,16 +187,30 @@ func (l *Level) linkAttr09(ctx context.Context, y *layout09, name string) (*link
 		if m == nil {
 			m = &linkAttrMeta{AttrInfo: AttrInfo{Name: name, DType: dt.Name, Channels: ch}, dt: dt, channelsKnown: known, segs: map[string]bool{}}
 			first = seg
+			m.dictionary(a)
 		} else if m.DType != dt.Name || m.Channels != ch || m.channelsKnown != known {
 			return nil, l.s.errf(ErrCorrupt, l.n, fam, "", "%s rows of %d values, where %s/%s holds %s rows of %d", dt.Name, ch, base, first, m.DType, m.Channels)
 		}
-		if _, err := y.openGrid(ctx, fam); err != nil {
+		g, err := y.openGrid(ctx, fam)
+		if err != nil {
 			return nil, err
+		}
+		if seg == l.intraSegment() && g != nil {
+			// The cells the intra-chunk array holds hold links: a
+			// level's first chunks may hold none.
+			for i, c := range g.cells {
+				if g.present[c] {
+					intraKeys = append(intraKeys, g.cellKeys[i])
+				}
+			}
 		}
 		m.segs[seg] = true
 	}
 	if !m.channelsKnown && m.segs[l.intraSegment()] {
-		if err := l.sampleLinkChannels(ctx, m, base+"/"+l.intraSegment()); err != nil {
+		if len(intraKeys) == 0 {
+			intraKeys = l.keys
+		}
+		if err := l.sampleLinkChannels(ctx, m, base+"/"+l.intraSegment(), intraKeys); err != nil {
 			return nil, err
 		}
 	}
@@ -146,16 +219,15 @@ func (l *Level) linkAttr09(ctx context.Context, y *layout09, name string) (*link
 
 // sampleLinkChannels works out the values a row of a link attribute that
 // does not say (0.7 writers name no channels, a 0.9 array without
-// row_shape) from the first chunks with intra-chunk links (fam: its
-// array for them), as
-// sampleChannels does for vertex attributes; a chunk that is corrupt or
-// lacks the attribute is passed over.
-func (l *Level) sampleLinkChannels(ctx context.Context, m *linkAttrMeta, fam string) error {
+// row_shape) from the first of keys with intra-chunk links (fam: its
+// array for them), as sampleChannels does for vertex attributes; a chunk
+// that is corrupt or lacks the attribute is passed over.
+func (l *Level) sampleLinkChannels(ctx context.Context, m *linkAttrMeta, fam string, keys []Key) error {
 	if l.intra == "" {
 		return nil
 	}
-	for i := 0; i < len(l.keys) && i < maxChannelSamples; i++ {
-		key := l.keys[i]
+	for i := 0; i < len(keys) && i < maxChannelSamples; i++ {
+		key := keys[i]
 		ks := key.String()
 		b, err := l.lay.cell(ctx, l.intra, key, ks)
 		switch {
@@ -191,6 +263,11 @@ func (l *Level) sampleLinkChannels(ctx context.Context, m *linkAttrMeta, fam str
 // LinkAttributes lists the level's link attributes (do not modify).
 func (l *Level) LinkAttributes() []AttrInfo { return l.info.LinkAttributes }
 
+// UnservedLinkAttribute is why the level's link attribute name, which
+// LinkAttributes leaves out, cannot be read (ErrUnsupported); nil when
+// the level has no such attribute.
+func (l *Level) UnservedLinkAttribute(name string) error { return l.lunserved[name] }
+
 // selectLinkAttrs resolves a query's link attribute names.
 func (l *Level) selectLinkAttrs(names []string) ([]*linkAttrMeta, error) {
 	if len(names) == 1 && names[0] == "*" {
@@ -199,6 +276,9 @@ func (l *Level) selectLinkAttrs(names []string) ([]*linkAttrMeta, error) {
 	out := make([]*linkAttrMeta, 0, len(names))
 	for _, n := range names {
 		i := slices.IndexFunc(l.lattrs, func(a *linkAttrMeta) bool { return a.Name == n })
+		if err := l.lunserved[n]; i < 0 && err != nil {
+			return nil, err
+		}
 		if i < 0 {
 			return nil, l.s.errf(ErrNotFound, l.n, "", "", "no link attribute %q at level %d", n, l.n)
 		}
@@ -310,7 +390,7 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 			cells[id] = linkCell{data: b, rows: n}
 		}
 		ch = max(ch, 1)
-		col := EdgeColumn{Column: Column{Name: a.Name, DType: a.dt.Name, Channels: ch, typ: a.dt}}
+		col := EdgeColumn{Column: Column{Name: a.Name, DType: a.dt.Name, Channels: ch, typ: a.dt, Categories: a.Categories, NullCode: a.nullCode}}
 		rb := ch * a.dt.Size
 		absent := 0
 		for _, ref := range refs {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -295,6 +297,9 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 // per link row fails those answers (an error); one missing leaves its
 // links without values (a warning).
 func validateLinkAttrs(ctx context.Context, l *Level, r *Report) {
+	for _, name := range slices.Sorted(maps.Keys(l.lunserved)) {
+		r.add("warning", 3, fmt.Sprintf("%d/link_attributes/%s/0", l.n, name), "%v: left out of answers", l.lunserved[name])
+	}
 	if len(l.lattrs) == 0 {
 		return
 	}

@@ -122,9 +122,10 @@ func (p *plan) propBytes() int {
 var zeros [propBudget + 4]byte
 
 // appendProps appends one record's properties: row of the vertex
-// attribute columns, the object's attribute row, its id (-1: none; the
-// plan has an object_id property only when every id fits an int32).
-func (p *plan) appendProps(dst []byte, attrs []zvf.Column, row int, oattrs []zvf.Column, objectID int64) []byte {
+// attribute columns, the object's attribute row, a line's edge row of
+// the link attribute columns, its id (-1: none; the plan has an
+// object_id property only when every id fits an int32).
+func (p *plan) appendProps(dst []byte, attrs []zvf.Column, row int, oattrs []zvf.Column, edges []zvf.EdgeColumn, edge int, objectID int64) []byte {
 	start := len(dst)
 	dst = append(dst, zeros[:p.propBytes()]...)
 	b := dst[start:]
@@ -137,6 +138,8 @@ func (p *plan) appendProps(dst []byte, attrs []zvf.Column, row int, oattrs []zvf
 			putMean(b, pr, column(attrs, pr.attr))
 		case fromObject:
 			putProp(b, pr, column(oattrs, pr.attr), 0)
+		case fromEdge:
+			putEdge(b, pr, edgeColumn(edges, pr.attr), edge)
 		case fromObjectID:
 			binary.LittleEndian.PutUint32(b, uint32(int32(objectID)))
 		}
@@ -300,16 +303,17 @@ func (p *plan) pointRows(ctx context.Context, c int, owners bool, want func(id, 
 		}
 		l.begin(id, owner)
 		l.recs = putFloat32s(l.recs, &t.Vertices, r*p.rank, p.rank)
-		l.recs = p.appendProps(l.recs, t.Attributes, r, nil, owner)
+		l.recs = p.appendProps(l.recs, t.Attributes, r, nil, nil, 0, owner)
 	}
 	return nil
 }
 
-// object reads object i of the plan with the attributes its properties
-// need, checking it against the plan.
+// object reads object i of the plan with the attributes (and a line
+// source's link attributes) its properties need, checking it against
+// the plan.
 func (p *plan) object(ctx context.Context, i int) (*zvf.Object, error) {
 	po := &p.objects[i]
-	o, err := p.level0.Object(ctx, po.id, p.attrs)
+	o, err := p.level0.ObjectWith(ctx, po.id, zvf.ObjectQuery{Attributes: p.attrs, LinkAttributes: p.lattrs})
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +337,7 @@ func (p *plan) polylineRecord(ctx context.Context, i int, l *list) error {
 	l.begin(o.ID, o.ID)
 	l.recs = binary.LittleEndian.AppendUint32(l.recs, uint32(o.Count))
 	l.recs = putFloat32s(l.recs, &o.Vertices, 0, int(o.Count)*p.rank)
-	l.recs = p.appendProps(l.recs, o.Attributes, 0, o.ObjectAttributes, o.ID)
+	l.recs = p.appendProps(l.recs, o.Attributes, 0, o.ObjectAttributes, nil, 0, o.ID)
 	return nil
 }
 
@@ -362,7 +366,7 @@ func (p *plan) lineRecords(ctx context.Context, i int, want func(id, a, b int64)
 		l.begin(base+e, o.ID)
 		l.recs = putFloat32s(l.recs, &o.Vertices, int(a)*p.rank, p.rank)
 		l.recs = putFloat32s(l.recs, &o.Vertices, int(b)*p.rank, p.rank)
-		l.recs = p.appendProps(l.recs, o.Attributes, int(a), nil, o.ID)
+		l.recs = p.appendProps(l.recs, o.Attributes, int(a), nil, o.EdgeAttributes, int(e), o.ID)
 	}
 	return nil
 }

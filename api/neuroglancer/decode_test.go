@@ -30,10 +30,11 @@ type ngInfo struct {
 }
 
 type ngProperty struct {
-	ID         string    `json:"id"`
-	Type       string    `json:"type"`
-	EnumValues []float64 `json:"enum_values"`
-	EnumLabels []string  `json:"enum_labels"`
+	ID          string    `json:"id"`
+	Type        string    `json:"type"`
+	Description string    `json:"description"`
+	EnumValues  []float64 `json:"enum_values"`
+	EnumLabels  []string  `json:"enum_labels"`
 }
 
 type ngSpatial struct {

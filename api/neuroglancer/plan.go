@@ -75,6 +75,7 @@ type plan struct {
 	props  []prop
 	notes  []note
 	attrs  []string // vertex or object attributes the properties read (nil: none)
+	lattrs []string // link attributes a line source's properties read (nil: none)
 	total  int64    // distinct annotations
 	// point sources
 	first []int64 // dense id of each chunk's first row; len(keys)+1
@@ -147,6 +148,9 @@ func buildPlan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	for _, pr := range p.props {
 		if pr.attr != "" && !containsString(p.attrs, pr.attr) && (pr.from == fromVertex || pr.from == fromMean) {
 			p.attrs = append(p.attrs, pr.attr)
+		}
+		if pr.from == fromEdge && !containsString(p.lattrs, pr.attr) {
+			p.lattrs = append(p.lattrs, pr.attr)
 		}
 	}
 	switch k {

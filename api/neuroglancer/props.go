@@ -14,6 +14,7 @@ const (
 	fromMean            // the mean over a polyline's vertices
 	fromObject          // the object's attribute row
 	fromObjectID        // the object id itself
+	fromEdge            // the line's own edge: a graph's link attribute
 )
 
 // propSpec is a property as the info declares it.
@@ -39,8 +40,11 @@ type prop struct {
 // note says what became of a ZVF attribute on the way to Neuroglancer.
 type note struct {
 	Attribute string `json:"attribute"`
-	Property  string `json:"property,omitempty"`
-	Note      string `json:"note"`
+	// Link: the attribute is a link (per-edge) attribute, whose name may
+	// also be a vertex attribute's.
+	Link     bool   `json:"link_attribute,omitempty"`
+	Property string `json:"property,omitempty"`
+	Note     string `json:"note"`
 }
 
 // Neuroglancer splits a record of more than 255 bytes into several GPU
@@ -90,6 +94,13 @@ func propsFor(k kind, l0 *zvf.Level, geomBytes int, objectID bool) ([]prop, []no
 			props, notes = append(props, ps...), append(notes, ns...)
 		}
 	}
+	if k == kindLine {
+		// A line is one stored edge: its link attributes are its own.
+		for _, a := range info.LinkAttributes {
+			ps, ns := attrProps(a, fromEdge, used)
+			props, notes = append(props, ps...), append(notes, ns...)
+		}
+	}
 	// Records hold 4-byte properties first, then 2-byte, then 1-byte ones
 	// (Neuroglancer's layout); declaring them in that order keeps the
 	// declaration order the record order.
@@ -99,7 +110,7 @@ func propsFor(k kind, l0 *zvf.Level, geomBytes int, objectID bool) ([]prop, []no
 	kept := props[:0]
 	for _, p := range props {
 		if p.size > budget {
-			notes = append(notes, note{Attribute: p.attr, Property: p.spec.ID, Note: fmt.Sprintf("left out: a record holds at most %d bytes of properties", propBudget-geomBytes)})
+			notes = append(notes, note{Attribute: p.attr, Link: p.from == fromEdge, Property: p.spec.ID, Note: fmt.Sprintf("left out: a record holds at most %d bytes of properties", propBudget-geomBytes)})
 			continue
 		}
 		budget -= p.size
@@ -145,16 +156,20 @@ func typeSize(typ string) int {
 // (rgba), other numbers one property per channel; what cannot be held is
 // converted or left out, with a note.
 func attrProps(a zvf.AttrInfo, from int, used map[string]bool) ([]prop, []note) {
+	link := from == fromEdge
 	leave := func(why string) ([]prop, []note) {
-		return nil, []note{{Attribute: a.Name, Note: "left out: " + why}}
+		return nil, []note{{Attribute: a.Name, Link: link, Note: "left out: " + why}}
 	}
 	typ, converted, ok := numericType(a.DType)
 	if !ok {
 		return leave(fmt.Sprintf("%s values have no Neuroglancer property type", a.DType))
 	}
 	desc := "ZVF attribute " + a.Name
-	if from == fromMean {
+	switch from {
+	case fromMean:
 		desc = "mean of ZVF vertex attribute " + a.Name + " over the polyline"
+	case fromEdge:
+		desc = "ZVF link attribute " + a.Name + " of the edge"
 	}
 	ch := max(a.Channels, 1)
 	if a.Categories != nil {
@@ -177,7 +192,7 @@ func attrProps(a zvf.AttrInfo, from int, used map[string]bool) ([]prop, []note) 
 		if _, hi := intRange(typ); float64(len(a.Categories)-1) > hi {
 			return leave(fmt.Sprintf("%d categories do not fit %s codes", len(a.Categories), typ))
 		}
-		return []prop{p}, noteIf(converted, a, id, a.DType+" codes served as "+typ)
+		return []prop{p}, noteIf(converted, a, link, id, a.DType+" codes served as "+typ)
 	}
 	if a.DType == "uint8" && (ch == 3 || ch == 4) && from != fromMean {
 		typ := map[int]string{3: "rgb", 4: "rgba"}[ch]
@@ -201,20 +216,30 @@ func attrProps(a zvf.AttrInfo, from int, used map[string]bool) ([]prop, []note) 
 		id := identifier(name, "a", used)
 		used[id] = true
 		out = append(out, prop{spec: propSpec{ID: id, Type: typ, Description: d}, size: typeSize(typ), from: from, attr: a.Name, dtype: a.DType, channel: c, width: 1})
-		notes = append(notes, noteIf(converted && c == 0, a, id, a.DType+" served as "+typ)...)
+		notes = append(notes, noteIf(converted && c == 0, a, link, id, a.DType+" served as "+typ)...)
 	}
 	return out, notes
 }
 
-func noteIf(cond bool, a zvf.AttrInfo, id, what string) []note {
+func noteIf(cond bool, a zvf.AttrInfo, link bool, id, what string) []note {
 	if !cond {
 		return nil
 	}
-	return []note{{Attribute: a.Name, Property: id, Note: "converted: " + what}}
+	return []note{{Attribute: a.Name, Link: link, Property: id, Note: "converted: " + what}}
 }
 
 // column finds an attribute column by name.
 func column(cols []zvf.Column, name string) *zvf.Column {
+	for i := range cols {
+		if cols[i].Name == name {
+			return &cols[i]
+		}
+	}
+	return nil
+}
+
+// edgeColumn finds a link attribute's column by name.
+func edgeColumn(cols []zvf.EdgeColumn, name string) *zvf.EdgeColumn {
 	for i := range cols {
 		if cols[i].Name == name {
 			return &cols[i]
@@ -246,6 +271,16 @@ func putProp(dst []byte, p *prop, col *zvf.Column, row int) {
 		return
 	}
 	putNumber(dst, p.spec.Type, col.At(i).Float64())
+}
+
+// putEdge writes property p of edge row of col: missing where the
+// store keeps no value for the edge (col nil, or not Valid there).
+func putEdge(dst []byte, p *prop, col *zvf.EdgeColumn, row int) {
+	if col == nil || col.Valid != nil && (row >= len(col.Valid) || !col.Valid[row]) {
+		putMissing(dst, p)
+		return
+	}
+	putProp(dst, p, &col.Column, row)
 }
 
 // putMean writes the mean of p's channel over the rows of col.

@@ -30,6 +30,8 @@ type levelAnswer struct {
 	attrs map[string]*zvf.Column // concatenated over batches
 	owner []int64
 	edges []int64
+	// links: the link attributes' values of each edge of edges
+	links []zvf.EdgeColumn
 }
 
 func wholeLevel(t *testing.T, l *zvf.Level) *levelAnswer {
@@ -37,6 +39,7 @@ func wholeLevel(t *testing.T, l *zvf.Level) *levelAnswer {
 	q := everything
 	q.Attributes = []string{"*"}
 	q.Connectivity = true
+	q.LinkAttributes = []string{"*"}
 	a := &levelAnswer{attrs: map[string]*zvf.Column{}}
 	res, err := l.BBox(context.Background(), q, func(b *zvf.Batch) error {
 		for r := range b.Rows {
@@ -59,6 +62,7 @@ func wholeLevel(t *testing.T, l *zvf.Level) *levelAnswer {
 		t.Fatal(err)
 	}
 	a.edges = res.Edges
+	a.links = res.EdgeAttributes
 	return a
 }
 
@@ -441,14 +445,53 @@ func checkLines(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, whol
 		}
 		return x + "-" + y
 	}
-	// A line's properties are its first end's vertex attributes.
-	valuesAt := map[string][]string{}
-	for r, p := range whole.pos {
+	// A line's properties are its first end's vertex attributes and the
+	// edge's own link attributes (NaN, or 0 for integers, where the
+	// reader has no value for it), told apart by their description.
+	type linkProp struct {
+		col *zvf.EdgeColumn
+		ch  int
+	}
+	links := map[string]linkProp{}
+	for _, pr := range inf.Properties {
+		d, ok := strings.CutPrefix(pr.Description, "ZVF link attribute ")
+		if !ok {
+			continue
+		}
+		name, ch := strings.TrimSuffix(d, " of the edge"), 0
+		if n, c, ok := strings.Cut(d, " of the edge, channel "); ok {
+			name = n
+			ch, _ = strconv.Atoi(c)
+		}
+		i := slices.IndexFunc(whole.links, func(c zvf.EdgeColumn) bool { return c.Name == name })
+		if i < 0 {
+			t.Fatalf("property %s is of link attribute %q, which the level lacks", pr.ID, name)
+		}
+		links[pr.ID] = linkProp{&whole.links[i], ch}
+	}
+	valuesOf := map[string][]string{}
+	for e := 0; 2*e+1 < len(whole.edges); e++ {
+		r := int(whole.edges[2*e])
 		var b strings.Builder
 		for _, pr := range inf.Properties {
-			fmt.Fprintf(&b, " %s=%v", pr.ID, whole.propValue(pr, r))
+			v := whole.propValue(pr, r)
+			if lp, ok := links[pr.ID]; ok {
+				switch c := lp.col; {
+				case c.Valid != nil && !c.Valid[e] && pr.Type == "float32":
+					v = math.NaN()
+				case c.Valid != nil && !c.Valid[e]:
+					v = 0
+				default:
+					v = num(c.Data, c.DType, e*c.Channels+lp.ch)
+					if pr.Type == "float32" {
+						v = float64(float32(v))
+					}
+				}
+			}
+			fmt.Fprintf(&b, " %s=%v", pr.ID, v)
 		}
-		valuesAt[fmtPoint(p[:])] = append(valuesAt[fmtPoint(p[:])], b.String())
+		k := fmtPoint(whole.pos[r][:]) + "|" + fmtPoint(whole.pos[whole.edges[2*e+1]][:])
+		valuesOf[k] = append(valuesOf[k], b.String())
 	}
 	var got, want []string
 	for id, s := range seen {
@@ -460,8 +503,9 @@ func checkLines(t *testing.T, inf *ngInfo, seen map[uint64]*seenAnnotation, whol
 		for _, pr := range inf.Properties {
 			fmt.Fprintf(&b, " %s=%v", pr.ID, s.a.Props[pr.ID])
 		}
-		if !slices.Contains(valuesAt[fmtPoint(s.a.Points[0])], b.String()) {
-			t.Fatalf("line %d: properties%s are not those of its first end (%v)", id, b.String(), valuesAt[fmtPoint(s.a.Points[0])])
+		k := fmtPoint(s.a.Points[0]) + "|" + fmtPoint(s.a.Points[1])
+		if !slices.Contains(valuesOf[k], b.String()) {
+			t.Fatalf("line %d: properties%s are not those of its first end and its edge (%v)", id, b.String(), valuesOf[k])
 		}
 	}
 	for i := 0; i+1 < len(whole.edges); i += 2 {
