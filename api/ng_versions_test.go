@@ -111,7 +111,7 @@ func ngStaleRequests(t *testing.T, h http.Handler) map[string]string {
 }
 
 // versionSegment is the version segment of a key's path.
-var versionSegment = regexp.MustCompile(`/v[0-9a-f]{16}/`)
+var versionSegment = regexp.MustCompile(`/v[0-9a-f]{16}\.[0-9]+/`)
 
 // TestNGStaleInfoAfterStoreChange: Neuroglancer reads a source's info
 // once and then asks for cells, by_id records, related lists, density
@@ -265,5 +265,36 @@ func TestNGInfoIsRevalidated(t *testing.T) {
 				t.Errorf("%s: %d, Cache-Control %q; want 200, %q: %.200s", data, resp.StatusCode, resp.Header.Get("Cache-Control"), tc.wantDataKey, body)
 			}
 		})
+	}
+}
+
+// TestNGKeyOfAnEarlierServer: a line annotation's record grew when link
+// attributes became properties, with the store unchanged. A viewer
+// holding an earlier zvfserve's info (its keys under the same store
+// version) would have been sent the longer records and decoded them with
+// the old property list. Keys name the encoding's layout beside the
+// store version, and a key of another layout answers 410 saying to
+// reload, with the store unchanged.
+func TestNGKeyOfAnEarlierServer(t *testing.T) {
+	t.Parallel()
+	_, ts := newServer(t, api.Options{})
+	var k ngKeys
+	if _, body := apitest.Get(t, ts, "/ng/graph/lines/info"); json.Unmarshal(body, &k) != nil {
+		t.Fatalf("lines info: %s", body)
+	}
+	cur := k.Spatial[0].file("/ng/graph/lines", "0_0_0")
+	if resp, body := apitest.Get(t, ts, cur); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d %.300s", cur, resp.StatusCode, body)
+	}
+	seg := versionSegment.FindString(cur)
+	if seg == "" {
+		t.Fatalf("%s names no store version and layout", cur)
+	}
+	earlier := strings.Replace(cur, seg, seg[:strings.IndexByte(seg, '.')]+".1/", 1)
+	resp, body := apitest.Get(t, ts, earlier)
+	var pr api.Problem
+	if resp.StatusCode != http.StatusGone || json.Unmarshal(body, &pr) != nil || !strings.HasSuffix(pr.Type, "/store-changed") ||
+		!strings.Contains(pr.Detail, "earlier zvfserve") || !strings.Contains(pr.Detail, "reload") {
+		t.Errorf("%s: %d %.300s", earlier, resp.StatusCode, body)
 	}
 }

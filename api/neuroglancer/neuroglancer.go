@@ -151,7 +151,20 @@ const versionParam = "version"
 // version, and source answers it 410 store-changed instead of the new
 // version's bytes, which it would decode with the old layout (another
 // sharding, grid or set of scales) and draw wrongly without a word.
-func versioned(st *zvf.Store, key string) string { return "v" + st.Revision() + "/" + key }
+func versioned(st *zvf.Store, key string) string { return "v" + keyVersion(st) + "/" + key }
+
+// keyVersion is what a versioned key names: the store's revision and the
+// encoding of what the key holds (recordLayout), "<revision>.<layout>".
+func keyVersion(st *zvf.Store) string { return st.Revision() + "." + recordLayout }
+
+// recordLayout numbers how the sources encode what they send — an
+// annotation's record and its properties, cells, infos — and is bumped
+// when an upgrade changes that. It is in every versioned key and every
+// validator, so a viewer holding an info (or cells) of an earlier
+// zvfserve for the same store version is not sent records it would
+// decode with the old property list: 2, line annotations carry their
+// edges' link attributes.
+const recordLayout = "2"
 
 // geometry is the store's primary geometry.
 func geometry(info *zvf.Info) string {
@@ -215,7 +228,11 @@ func (s *Server) source(r *http.Request, route string) (*zvf.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v := chi.URLParam(r, versionParam); v != "" && v != st.Revision() {
+	if v := chi.URLParam(r, versionParam); v != "" && v != keyVersion(st) {
+		if rev, _, _ := strings.Cut(v, "."); rev == st.Revision() {
+			return nil, problem.Newf(problem.StoreChanged, "this path was named by the Neuroglancer info of an earlier zvfserve, which encoded store %q's sources otherwise (layout %s; this server's is %s): reload the source's info (in Neuroglancer, reload the page or add the layer again)",
+				st.Name(), strings.TrimPrefix(v, rev+"."), recordLayout)
+		}
 		// Behind a load balancer the info may come from a replica that
 		// saw the store's next version first.
 		if s.o.OtherVersion != nil {
@@ -333,7 +350,7 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 // variant, which the ETag then covers.
 func (s *Server) notModifiedAs(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string) bool {
 	h := sha256.New()
-	for _, p := range [...]string{st.Revision(), r.URL.Path, s.coding(r), variant} {
+	for _, p := range [...]string{st.Revision(), recordLayout, r.URL.Path, s.coding(r), variant} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
