@@ -204,13 +204,13 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		minDrawn int
 	}{
 		{name: "points", stores: []string{"points_pyramid"}, want: []string{
-			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/v[0-9a-f]{16}/spatial0/\d+_\d+_\d+$`,
-			`^/ng/points_pyramid/annotations/v[0-9a-f]{16}/spatial1/\d+_\d+_\d+$`}},
-		{name: "streamlines", stores: []string{"polylines"}, want: []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/v[0-9a-f]{16}/spatial0/\d+_\d+_\d+$`,
-			`^/ng/polylines/lines/v[0-9a-f]{16}/spatial0/\d+_\d+_\d+$`, `^/ng/polylines/skeletons/\d+$`}},
-		{name: "graph", stores: []string{"graph"}, want: []string{`^/ng/graph/annotations/v[0-9a-f]{16}/spatial0/\d+_\d+_\d+$`,
-			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/v[0-9a-f]{16}/seg_props/info$`, `^/ng/graph/skeletons/\d+$`}},
-		{name: "skeletons", stores: []string{"skeleton"}, want: []string{`^/ng/skeleton/skeletons/info$`, `^/ng/skeleton/skeletons/v[0-9a-f]{16}/seg_props/info$`,
+			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`,
+			`^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial1/\d+_\d+_\d+$`}},
+		{name: "streamlines", stores: []string{"polylines"}, want: []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`,
+			`^/ng/polylines/lines/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`, `^/ng/polylines/skeletons/\d+$`}},
+		{name: "graph", stores: []string{"graph"}, want: []string{`^/ng/graph/annotations/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`,
+			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/v[0-9a-f]{16}\.\d+/seg_props/info$`, `^/ng/graph/skeletons/\d+$`}},
+		{name: "skeletons", stores: []string{"skeleton"}, want: []string{`^/ng/skeleton/skeletons/info$`, `^/ng/skeleton/skeletons/v[0-9a-f]{16}\.\d+/seg_props/info$`,
 			`^/ng/skeleton/skeletons/0$`, `^/ng/skeleton/skeletons/1$`, `^/ng/skeleton/skeletons/2$`}},
 		{name: "meshes", stores: []string{"mesh"}, swap: "meshes",
 			want: []string{`^/ng/mesh/meshes/info$`, `^/ng/mesh/meshes/\d+:0$`, `^/ng/mesh/meshes/frag/\d+$`}},
@@ -220,7 +220,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		// box), fetched afresh with multilod meshes, then legacy ones: the
 		// bytes each mesh source takes.
 		{name: "demo", stores: []string{"cells", "axons", "skeletons", "meshes"}, mesh: "/ng/meshes/multilod/",
-			want: []string{`^/ng/cells/annotations/v[0-9a-f]{16}/spatial0/0_0_0$`, `^/ng/axons/annotations/v[0-9a-f]{16}/spatial0/0_0_0$`,
+			want: []string{`^/ng/cells/annotations/v[0-9a-f]{16}\.\d+/spatial0/0_0_0$`, `^/ng/axons/annotations/v[0-9a-f]{16}\.\d+/spatial0/0_0_0$`,
 				`^/ng/skeletons/skeletons/\d+$`, `^/ng/meshes/multilod/\d+\.index$`, `^/ng/meshes/multilod/\d+$`}},
 		{name: "demo with legacy meshes", stores: []string{"cells", "axons", "skeletons", "meshes"}, swap: "meshes", mesh: "/ng/meshes/meshes/",
 			want: []string{`^/ng/meshes/meshes/\d+:0$`, `^/ng/meshes/meshes/frag/\d+$`}},
@@ -232,23 +232,23 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			want: []string{`^/ng/connectome/multilod/\d+\.index$`, `^/ng/connectome/multilod/\d+$`}},
 		{name: "connectome with legacy meshes", stores: []string{"connectome"}, swap: "meshes", mesh: "/ng/connectome/meshes/", minDrawn: 200,
 			want: []string{`^/ng/connectome/meshes/\d+:0$`, `^/ng/connectome/meshes/frag/\d+$`}},
-		{name: "viewer link", viewer: "cells", want: []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/v[0-9a-f]{16}/spatial0/0_0_0$`}},
+		{name: "viewer link", viewer: "cells", want: []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/v[0-9a-f]{16}\.\d+/spatial0/0_0_0$`}},
 		// The density volume as an image layer: a heat map of the cells
 		// in a cross-section.
-		{name: "density", want: []string{`^/ng/cells/density/info$`, `^/ng/cells/density/v[0-9a-f]{16}/\d+/\d+-\d+_\d+-\d+_\d+-\d+$`},
+		{name: "density", want: []string{`^/ng/cells/density/info$`, `^/ng/cells/density/v[0-9a-f]{16}\.\d+/\d+/\d+-\d+_\d+-\d+_\d+-\d+$`},
 			layers: []neuroglancer.Layer{{Type: "image", Name: "cells density", Source: "precomputed:///ng/cells/density",
 				Shader: "#uicontrol invlerp normalized(range=[0, 30])\nvoid main() {\n  emitRGB(colormapJet(normalized()));\n}\n"}},
 			layout: "xy", zoom: 0.9e-6, colour: 0.5},
 		// Segment ids above 2^60: skeletons, and the polylines and lines of
 		// the selected segments through the relationship.
 		{name: "large ids", stores: []string{"big_streamlines"}, link: true, want: []string{`^/ng/big_streamlines/skeletons/\d{19}$`,
-			`^/ng/big_streamlines/annotations/v[0-9a-f]{16}/objects/\d{19}$`, `^/ng/big_streamlines/lines/v[0-9a-f]{16}/objects/\d{19}$`}},
+			`^/ng/big_streamlines/annotations/v[0-9a-f]{16}\.\d+/objects/\d{19}$`, `^/ng/big_streamlines/lines/v[0-9a-f]{16}\.\d+/objects/\d{19}$`}},
 		// Sharded sources: Neuroglancer reads shard files by Range.
 		{name: "sharded points", stores: []string{"points_pyramid"}, sharded: true, want: []string{
-			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/v[0-9a-f]{16}/spatial0/0\.shard$`,
-			`^/ng/points_pyramid/annotations/v[0-9a-f]{16}/spatial1/0\.shard$`}},
+			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial0/0\.shard$`,
+			`^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial1/0\.shard$`}},
 		{name: "sharded skeletons and lines", stores: []string{"graph"}, sharded: true, want: []string{
-			`^/ng/graph/annotations/v[0-9a-f]{16}/spatial0/0\.shard$`, `^/ng/graph/lines/v[0-9a-f]{16}/spatial0/0\.shard$`,
+			`^/ng/graph/annotations/v[0-9a-f]{16}\.\d+/spatial0/0\.shard$`, `^/ng/graph/lines/v[0-9a-f]{16}\.\d+/spatial0/0\.shard$`,
 			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/0\.shard$`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
