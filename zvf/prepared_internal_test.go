@@ -164,33 +164,7 @@ func TestWholeEdgesAsTheWalk(t *testing.T) {
 		if bounds[nf] == 0 {
 			continue
 		}
-		b, err := fragindex.Encode(frags)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fi, err := fragindex.Decode(b, bounds[nf])
-		if err != nil {
-			t.Fatal(err)
-		}
-		cv := &chunkVerts{rows: int(bounds[nf]), frags: fi}
-		ci := &chunkInverse{nextChunks: []string{self.String(), other.String()}, nextKey: []int32{0, 1}}
-		for f := range nf {
-			var nx fragRef
-			in := int32(-1)
-			switch r.IntN(4) {
-			case 0:
-				continue // named by no object
-			case 1:
-				nx, in = fragRef{ks: self.String(), frag: int64(r.IntN(nf + 1))}, 0 // nf: none of the chunk's
-			case 2:
-				nx, in = fragRef{ks: other.String(), frag: int64(r.IntN(4))}, 1
-			}
-			ci.frags = append(ci.frags, int64(f))
-			ci.owner = append(ci.owner, int64(f))
-			ci.next = append(ci.next, nx)
-			ci.nextIn = append(ci.nextIn, in)
-		}
-		p := buildPrep(cv, self, &inverse{lines: true, chunks: map[string]*chunkInverse{self.String(): ci}})
+		cv, ci, p := randomLineChunk(t, r, frags, bounds, self, other)
 		if p == nil || p.edges == nil {
 			t.Fatalf("trial %d: no prepared edges", trial)
 		}
@@ -258,33 +232,7 @@ func TestCutEdgesByRowAsByFragment(t *testing.T) {
 		if bounds[nf] == 0 {
 			continue
 		}
-		b, err := fragindex.Encode(frags)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fi, err := fragindex.Decode(b, bounds[nf])
-		if err != nil {
-			t.Fatal(err)
-		}
-		cv := &chunkVerts{rows: int(bounds[nf]), frags: fi}
-		ci := &chunkInverse{nextChunks: []string{self.String(), other.String()}, nextKey: []int32{0, 1}}
-		for f := range nf {
-			var nx fragRef
-			in := int32(-1)
-			switch r.IntN(4) {
-			case 0:
-				continue // named by no object
-			case 1:
-				nx, in = fragRef{ks: self.String(), frag: int64(r.IntN(nf + 1))}, 0 // nf: none of the chunk's
-			case 2:
-				nx, in = fragRef{ks: other.String(), frag: int64(r.IntN(4))}, 1
-			}
-			ci.frags = append(ci.frags, int64(f))
-			ci.owner = append(ci.owner, int64(f))
-			ci.next = append(ci.next, nx)
-			ci.nextIn = append(ci.nextIn, in)
-		}
-		p := buildPrep(cv, self, &inverse{lines: true, chunks: map[string]*chunkInverse{self.String(): ci}})
+		cv, ci, p := randomLineChunk(t, r, frags, bounds, self, other)
 		wantOneRow := true // also when chance made every fragment a row
 		for f := range nf {
 			wantOneRow = wantOneRow && bounds[f+1]-bounds[f] == 1
@@ -350,4 +298,39 @@ func TestCutEdgesByRowAsByFragment(t *testing.T) {
 				trial, bounds, rows, lo, hi, wire, dAll, ci, gotW, gotE, gotKnownW, gotKnownE, wantW, wantE, wantKnownW, wantKnownE)
 		}
 	}
+}
+
+// randomLineChunk prepares a line chunk of the fragments frags (rows
+// bounds) at key self, whose fragments continue at random: to none, to
+// one of its own (or to none of them), or into chunk other.
+func randomLineChunk(t *testing.T, r *rand.Rand, frags []fragindex.Fragment, bounds []int64, self, other Key) (*chunkVerts, *chunkInverse, *chunkPrep) {
+	t.Helper()
+	nf := len(frags)
+	b, err := fragindex.Encode(frags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := fragindex.Decode(b, bounds[nf])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := &chunkVerts{rows: int(bounds[nf]), frags: fi}
+	ci := &chunkInverse{nextChunks: []string{self.String(), other.String()}, nextKey: []int32{0, 1}}
+	for f := range nf {
+		var nx fragRef
+		in := int32(-1)
+		switch r.IntN(4) {
+		case 0:
+			continue // named by no object
+		case 1:
+			nx, in = fragRef{ks: self.String(), frag: int64(r.IntN(nf + 1))}, 0 // nf: none of the chunk's
+		case 2:
+			nx, in = fragRef{ks: other.String(), frag: int64(r.IntN(4))}, 1
+		}
+		ci.frags = append(ci.frags, int64(f))
+		ci.owner = append(ci.owner, int64(f))
+		ci.next = append(ci.next, nx)
+		ci.nextIn = append(ci.nextIn, in)
+	}
+	return cv, ci, buildPrep(cv, self, &inverse{lines: true, chunks: map[string]*chunkInverse{self.String(): ci}})
 }
