@@ -87,26 +87,7 @@ func TestEdgeAttributesJSON(t *testing.T) {
 						if resp.StatusCode != 200 {
 							t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
 						}
-						var a edgeAnswer
-						if f == "json" {
-							if err := json.Unmarshal(body, &a); err != nil {
-								t.Fatal(err)
-							}
-						} else {
-							lines := strings.Split(strings.TrimSpace(string(body)), "\n")
-							for _, ln := range lines[1 : len(lines)-1] {
-								var row struct {
-									V []float64 `json:"v"`
-								}
-								if err := json.Unmarshal([]byte(ln), &row); err != nil {
-									t.Fatal(err)
-								}
-								a.Vertices = append(a.Vertices, row.V)
-							}
-							if err := json.Unmarshal([]byte(lines[len(lines)-1]), &a); err != nil {
-								t.Fatal(err)
-							}
-						}
+						a := readEdgeAnswer(t, f, body)
 						for _, p := range a.Vertices {
 							verts = append(verts, fmt.Sprint(float32(p[0]), float32(p[1]), float32(p[2])))
 						}
@@ -150,26 +131,7 @@ func TestEdgeAttributesJSON(t *testing.T) {
 			for id := range 4 {
 				for _, f := range []string{"json", "ndjson"} {
 					body := apitest.MustGet(t, ts, fmt.Sprintf("/api/v1/stores/%s/objects/%d?edge_attributes=*&f=%s", tc.store.Name(), id, f))
-					var a edgeAnswer
-					if f == "json" {
-						if err := json.Unmarshal(body, &a); err != nil {
-							t.Fatal(err)
-						}
-					} else {
-						lines := strings.Split(strings.TrimSpace(string(body)), "\n")
-						for _, ln := range lines[1 : len(lines)-1] {
-							var row struct {
-								V []float64 `json:"v"`
-							}
-							if err := json.Unmarshal([]byte(ln), &row); err != nil {
-								t.Fatal(err)
-							}
-							a.Vertices = append(a.Vertices, row.V)
-						}
-						if err := json.Unmarshal([]byte(lines[len(lines)-1]), &a); err != nil {
-							t.Fatal(err)
-						}
-					}
+					a := readEdgeAnswer(t, f, body)
 					ws := a.EdgeAttributes["weight"]
 					if len(ws) != len(a.Edges) || len(a.Edges) == 0 {
 						t.Fatalf("%s object %d f=%s: %d weights for %d edges", tc.store.Name(), id, f, len(ws), len(a.Edges))
@@ -348,4 +310,31 @@ func TestEdgeAttributesBinary(t *testing.T) {
 	if string(m0) != string(m1) {
 		t.Fatal("edge_attributes=* changed the binary answer of a store without link attributes")
 	}
+}
+
+// readEdgeAnswer reads a JSON answer, or an NDJSON one (its rows' vertices
+// and its last line's members), into an edgeAnswer.
+func readEdgeAnswer(t *testing.T, f string, body []byte) edgeAnswer {
+	t.Helper()
+	var a edgeAnswer
+	if f == "json" {
+		if err := json.Unmarshal(body, &a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	for _, ln := range lines[1 : len(lines)-1] {
+		var row struct {
+			V []float64 `json:"v"`
+		}
+		if err := json.Unmarshal([]byte(ln), &row); err != nil {
+			t.Fatal(err)
+		}
+		a.Vertices = append(a.Vertices, row.V)
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
