@@ -9,6 +9,7 @@ import (
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
+	"github.com/zvfserve/zvfserve/web"
 )
 
 // TestIfMatchIsEvaluated: RFC 9110 13.1.1 has a server that sends ETags
@@ -110,5 +111,52 @@ func TestIfMatchIsEvaluated(t *testing.T) {
 		"Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "if-match")
 	if !strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "If-Match") {
 		t.Errorf("preflight allows %q", resp.Header.Get("Access-Control-Allow-Headers"))
+	}
+}
+
+// TestIfMatchWithoutETag: an answer that carries no ETag (the catalog,
+// health, metrics, this API's document, the viewer's files) has no
+// current representation If-Match could name, so any If-Match but "*"
+// is false and the answer a 412 problem (RFC 9110 13.1.1, 13.2.1); "*"
+// matches what exists, and a 404 stays a 404. Before, these routes
+// ignored If-Match and sent their 200, and the viewer's files answered
+// the 412 of http.FileServer: no body, no problem.
+func TestIfMatchWithoutETag(t *testing.T) {
+	t.Parallel()
+	_, ts := newServer(t, api.Options{UI: web.Handler(web.Options{})})
+	const other = `"0123456789abcdef01234567"`
+	for _, path := range []string{"/api/v1/stores", "/healthz", "/readyz", "/metrics", "/openapi.yaml", "/", "/api.js"} {
+		plain, full := apitest.Get(t, ts, path)
+		if plain.StatusCode != http.StatusOK || plain.Header.Get("ETag") != "" {
+			t.Fatalf("%s: %d, ETag %q (the test wants a 200 without one)", path, plain.StatusCode, plain.Header.Get("ETag"))
+		}
+		for _, hdr := range [][]string{
+			{"If-Match", other},
+			{"If-Match", "W/" + other},
+			{"If-Match", `""`},
+			{"If-Match", other, "If-None-Match", "*"},
+			{"If-Match", other, "Range", "bytes=0-3"},
+		} {
+			resp, body := apitest.Get(t, ts, path, hdr...)
+			isProblem(t, resp, body, "precondition-failed", http.StatusPreconditionFailed)
+			if !strings.Contains(string(body), "no ETag") || resp.Header.Get("Cache-Control") != "no-store" {
+				t.Errorf("%s, %q: Cache-Control %q: %s", path, hdr, resp.Header.Get("Cache-Control"), body)
+			}
+		}
+		if resp, body := apitest.Do(t, ts, http.MethodHead, path, "If-Match", other); resp.StatusCode != http.StatusPreconditionFailed || len(body) != 0 {
+			t.Errorf("HEAD %s, If-Match %s: %d, %d bytes", path, other, resp.StatusCode, len(body))
+		}
+		resp, body := apitest.Get(t, ts, path, "If-Match", "*")
+		if resp.StatusCode != http.StatusOK || (path != "/metrics" && string(body) != string(full)) {
+			t.Errorf("%s, If-Match *: %d, %d bytes (want the 200's %d)", path, resp.StatusCode, len(body), len(full))
+		}
+	}
+	// What does not exist is answered as it is, whatever If-Match says.
+	for _, path := range []string{"/api/v1/stores/nosuchstore", "/nosuchfile.js", "/api/nosuchroute"} {
+		_, full := apitest.Get(t, ts, path)
+		resp, body := apitest.Get(t, ts, path, "If-Match", other)
+		if resp.StatusCode != http.StatusNotFound || string(body) != string(full) {
+			t.Errorf("%s, If-Match %s: %d, want the 404 without it:\n%s\n%s", path, other, resp.StatusCode, body, full)
+		}
 	}
 }

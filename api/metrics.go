@@ -122,10 +122,10 @@ func (m *Metrics) watchCache(c *cache.Cache) {
 		return func() float64 { return float64(f(c.Stats())) }
 	}
 	m.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_hits_total", Help: "Cache hits."}, stat(func(s cache.Stats) int64 { return s.Hits })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_misses_total", Help: "Cache misses."}, stat(func(s cache.Stats) int64 { return s.Misses })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_hits_total", Help: "Cache reads answered from a stored value."}, stat(func(s cache.Stats) int64 { return s.Hits })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_misses_total", Help: "Cache reads that found no stored value nor a load in flight to share: each starts a load, unless its request had already ended."}, stat(func(s cache.Stats) int64 { return s.Misses })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_evictions_total", Help: "Cache evictions."}, stat(func(s cache.Stats) int64 { return s.Evictions })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_deduplicated_total", Help: "Loads shared with an in-flight load."}, stat(func(s cache.Stats) int64 { return s.Deduped })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zvfserve_cache_deduplicated_total", Help: "Cache reads that shared another read's load in flight (given its result, or gave up waiting for it); each read counts once, as a hit, a miss or this."}, stat(func(s cache.Stats) int64 { return s.Deduped })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_bytes", Help: "Bytes held by the cache."}, stat(func(s cache.Stats) int64 { return s.Bytes })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_items", Help: "Entries held by the cache."}, stat(func(s cache.Stats) int64 { return s.Items })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zvfserve_cache_budget_bytes", Help: "The cache's byte budget."}, stat(func(s cache.Stats) int64 { return s.Budget })),

@@ -76,6 +76,13 @@ type statusWriter struct {
 	unmatched    *problem.Details
 	unmatchedReq *http.Request
 	refused      bool // the 412 has been sent
+	// ifMatch: the request's If-Match values, judged again as a 2xx
+	// starts against the ETag it carries. An answer notModified judged
+	// passes (it carries the tag it matched); one that has no ETag (the
+	// catalog, health, metrics, the viewer's files) matches only "*"
+	// (RFC 9110 13.1.1: there is no current tag the list could name).
+	ifMatch []string
+	req     *http.Request
 
 	status  int
 	problem problem.Kind // the type of the problem answered, if one was
@@ -101,6 +108,7 @@ func (sw *statusWriter) init(w http.ResponseWriter, rc *http.ResponseController,
 	*rc = *http.NewResponseController(w)
 	sw.ResponseWriter, sw.rc, sw.stall, sw.private, sw.status = w, rc, stall, private, http.StatusOK
 	sw.star = (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesAny(r.Header.Get("If-None-Match"))
+	sw.ifMatch, sw.req = r.Header.Values("If-Match"), r
 	// Clear whatever deadline the server set (its WriteTimeout, or the
 	// previous request's on this connection): on HTTP/2 it would reset the
 	// stream when it fired, writing or not.
@@ -115,7 +123,12 @@ func (sw *statusWriter) init(w http.ResponseWriter, rc *http.ResponseController,
 var errPreconditionFailed = errors.New("the answer was refused: If-Match names none of its ETags")
 
 func (w *statusWriter) WriteHeader(code int) {
-	// A 412 from http.ServeContent (a Range read) is this one too.
+	if w.unmatched == nil && !w.started && !w.refused && len(w.ifMatch) > 0 && w.unjudged(code) {
+		w.unmatched, w.unmatchedReq = problem.New(problem.PreconditionFailed,
+			"If-Match names no current ETag of this answer: it has no ETag, so only If-Match: * matches it"), w.req
+	}
+	// A 412 from http.ServeContent (a Range read, a viewer's file) is
+	// this one too.
 	if p := w.unmatched; !w.started && p != nil && (code >= 200 && code < 300 || code == http.StatusPreconditionFailed) {
 		w.unmatched = nil
 		h := w.Header()
@@ -137,6 +150,29 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	w.start(code)
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// unjudged reports whether an answer starting with code fails the
+// request's If-Match where notModified did not judge it: a 2xx whose ETag
+// (none, or one set elsewhere) the list does not name, or the bare 412 of
+// http.ServeContent, which judged it the same way but says nothing.
+func (w *statusWriter) unjudged(code int) bool {
+	h := w.Header()
+	if code == http.StatusPreconditionFailed {
+		return h.Get("Content-Type") != "application/problem+json"
+	}
+	if code < 200 || code >= 300 {
+		return false
+	}
+	if etag := h.Get("Etag"); etag != "" {
+		return !matchesStrong(w.ifMatch, etag)
+	}
+	for _, v := range w.ifMatch {
+		if matchesAny(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // matchesAny reports whether an If-None-Match header lists "*".

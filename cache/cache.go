@@ -59,7 +59,12 @@ func (e *PanicError) Is(t error) bool { return t == ErrPanic }
 // deferred function that recovered v.
 func NewPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
 
-// Stats are cumulative counters and current occupancy.
+// Stats are cumulative counters and current occupancy. Each Get is
+// counted once, when its outcome is known, as exactly one of: a hit (the
+// value was stored), a miss (nothing stored nor loading for it: it loaded,
+// or its ctx had ended), or Deduped (it was given, or gave up waiting
+// for, another caller's load). A waiter whose shared load was abandoned
+// and that loads again counts only as what its retry ends as.
 type Stats struct {
 	Hits, Misses, Evictions, Deduped int64
 	Bytes, Items, Budget             int64
@@ -269,18 +274,21 @@ func (c *Cache) get(ctx context.Context, key string, load func(ctx context.Conte
 		if cl, ok := c.inflight[key]; ok {
 			cl.waiters++
 			c.mu.Unlock()
-			c.deduped.Add(1)
 			v, again, err := c.wait(ctx, key, cl)
 			if again {
-				continue // its first caller left: load it afresh
+				// Its first caller left: load it afresh. Counted by what
+				// this pass ends as (a hit, a miss or a dedup), not twice.
+				continue
 			}
+			c.deduped.Add(1)
 			return v, err
 		}
+		// A miss, whether this call loads or its ctx has already ended.
+		c.misses.Add(1)
 		if err := ctx.Err(); err != nil {
 			c.mu.Unlock()
 			return nil, err // nobody would wait for the load
 		}
-		c.misses.Add(1)
 		if detached {
 			lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			cl := &call{done: make(chan struct{}), waiters: 1, cancel: cancel}

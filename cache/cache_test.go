@@ -147,15 +147,12 @@ func TestDedup(t *testing.T) {
 			})
 		}
 		synctest.Wait()
-		if st := c.Stats(); st.Deduped != callers-1 || st.Misses != 1 {
-			t.Fatalf("with every caller waiting: %+v, want %d deduplicated and 1 miss", st, callers-1)
-		}
 		close(release)
 		wg.Wait()
 		if calls.Load() != 1 {
 			t.Fatalf("%d loads for %d concurrent Gets", calls.Load(), callers)
 		}
-		if st := c.Stats(); st.Items != 1 || st.Hits != 0 {
+		if st := c.Stats(); st.Items != 1 || st.Hits != 0 || st.Deduped != callers-1 || st.Misses != 1 {
 			t.Fatalf("after the load: %+v", st)
 		}
 	})
@@ -314,11 +311,14 @@ func TestCancelledFirstAskerReloads(t *testing.T) {
 		if v := <-second; v != 7 {
 			t.Fatalf("the waiter got %v, want its own load's 7", v)
 		}
+		// Two loads, each counted once as a miss: the waiter whose shared
+		// load was abandoned loaded the value itself, so it is not also
+		// a deduplicated request.
+		if st := c.Stats(); st.Misses != 2 || st.Deduped != 0 || st.Hits != 0 {
+			t.Fatalf("%+v, want 2 misses and nothing else", st)
+		}
 		if v, ok := c.Peek("k"); !ok || v != 7 {
 			t.Fatalf("not cached: %v %v", v, ok)
-		}
-		if st := c.Stats(); st.Misses != 2 || st.Deduped != 1 {
-			t.Fatalf("%+v", st)
 		}
 	})
 }
@@ -359,9 +359,6 @@ func TestPanickingLoader(t *testing.T) {
 				}
 				// Every caller joins the one load before it panics.
 				synctest.Wait()
-				if d := c.Stats().Deduped; d != waiters-1 {
-					t.Fatalf("%d callers joined the load, want %d", d, waiters-1)
-				}
 				close(release)
 				for i := 0; i < waiters; i++ {
 					err := <-errs
@@ -378,6 +375,10 @@ func TestPanickingLoader(t *testing.T) {
 				}
 				if st := c.Stats(); st.Items != 0 || st.Bytes != 0 {
 					t.Fatalf("a panicked load was cached: %+v", st)
+				}
+				// Counted as each caller's outcome was known.
+				if st := c.Stats(); st.Deduped != waiters-1 || st.Misses != 1 {
+					t.Fatalf("%+v: want the %d others to have joined the one load", st, waiters-1)
 				}
 				v, err := c.Get(context.Background(), "k", func(context.Context) (any, int64, error) { return "ok", 8, nil })
 				if err != nil || v != "ok" {
@@ -1138,4 +1139,45 @@ func TestRetiredPrefixInUseIsRemembered(t *testing.T) {
 	if _, ok := c.Peek("other\x000\x00a"); !ok {
 		t.Fatal("the least recently used retired prefix was not the one forgotten")
 	}
+}
+
+// TestEveryGetCountedOnce: each Get is one hit, one miss or one
+// deduplicated request, counted as its outcome is known: a caller whose
+// ctx had ended before it could load is a miss (the cache had nothing for
+// it), a waiter that gives up on a shared load is deduplicated (it caused
+// no load). Before, a Get that found ctx ended was counted nowhere, and
+// a waiter that reloaded after its load was abandoned counted twice.
+func TestEveryGetCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(1 << 20)
+		value := func(context.Context) (any, int64, error) { return 7, 8, nil }
+		done, stop := context.WithCancel(context.Background())
+		stop()
+		if _, err := c.Get(done, "k", value); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Get with an ended ctx: %v", err)
+		}
+		// A waiter that leaves by its ctx while the load runs.
+		release, first := firstAsker(context.Background(), c, func(context.Context) (any, int64, error) { return 7, 8, nil })
+		wctx, leave := context.WithCancel(context.Background())
+		left := make(chan error, 1)
+		go func() {
+			_, err := c.Get(wctx, "k", value)
+			left <- err
+		}()
+		synctest.Wait()
+		leave()
+		if err := <-left; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the waiter that left got %v", err)
+		}
+		close(release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Get(context.Background(), "k", value); err != nil {
+			t.Fatal(err)
+		}
+		if st := c.Stats(); st.Misses != 2 || st.Deduped != 1 || st.Hits != 1 {
+			t.Fatalf("%+v, want 2 misses (the ended ctx, the load), 1 deduplicated (the waiter that left), 1 hit", st)
+		}
+	})
 }
