@@ -22,19 +22,9 @@ import (
 // listed and counted, and its route answered an empty tile.
 func TestEmptyVerticesCellIsNoChunk09(t *testing.T) {
 	t.Parallel()
-	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, "graph_v09.zarrvectors"))
-	meta := filepath.Join(dir, "0", "vertices", "zarr.json")
-	b, err := os.ReadFile(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stripped := regexp.MustCompile(`"nonempty_chunks":\s*\[[^\]]*\],?`).ReplaceAll(b, nil)
-	if len(stripped) == len(b) {
-		t.Fatal("no nonempty_chunks to strip")
-	}
-	if err := os.WriteFile(meta, stripped, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := graph09Edited(t, func(meta []byte) []byte {
+		return regexp.MustCompile(`"nonempty_chunks":\s*\[[^\]]*\],?`).ReplaceAll(meta, nil)
+	})
 	empty := filepath.Join(dir, "0", "vertices", "c", "0", "0", "0")
 	if err := os.MkdirAll(filepath.Dir(empty), 0o755); err != nil {
 		t.Fatal(err)
@@ -60,4 +50,25 @@ func TestEmptyVerticesCellIsNoChunk09(t *testing.T) {
 	if code, _, body := serve(t, h, "/api/v1/stores/g/levels/0/chunks/0.0.0"); code != 404 {
 		t.Fatalf("chunk 0.0.0: %d %s; want 404, as for a chunk never written", code, body)
 	}
+}
+
+// graph09Edited copies the 0.9 graph fixture and rewrites its level 0
+// vertices zarr.json with edit, failing when edit changes nothing (the
+// fixture no longer has what the test removes).
+func graph09Edited(t *testing.T, edit func(meta []byte) []byte) string {
+	t.Helper()
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, "graph_v09.zarrvectors"))
+	meta := filepath.Join(dir, "0", "vertices", "zarr.json")
+	b, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := edit(b)
+	if string(edited) == string(b) {
+		t.Fatal("the edit changed nothing in 0/vertices/zarr.json")
+	}
+	if err := os.WriteFile(meta, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
