@@ -207,6 +207,7 @@ func (s *Store) openLevel(ctx context.Context, n int) (*Level, error) {
 		ObjectSparsity: l.meta.ObjectSparsity, PreservesObjectIDs: l.meta.PreservesObjectIDs,
 		SharedFragments: l.meta.SharedFragments, ChunkDims: l.meta.ChunkDims, ChunkAttribute: l.meta.ChunkAttrName,
 		VertexAttributes: []AttrInfo{}, ObjectAttributes: []AttrInfo{},
+		ChunkBounds: chunkBounds(l.keys, l.keyArity, l.s.dims, l.chunkShape),
 	}
 	if l.objects != nil {
 		l.info.ObjectCount = l.objects.num
@@ -370,6 +371,39 @@ func (l *Level) setKeys(keys []Key) {
 		l.keySet[ks] = i
 		l.vkeys[i] = l.cacheKey(kind, ks)
 	}
+}
+
+// chunkBounds is the box of the grid cells the keys name (chunk c of an
+// axis covers [c × shape, (c+1) × shape), as candidates finds them), or
+// nil when there are no keys or a corner is not a finite number.
+func chunkBounds(keys []Key, arity, d int, shape []float64) [][]float64 {
+	if len(keys) == 0 || d < 1 || arity < d || len(shape) < d {
+		return nil
+	}
+	off := arity - d
+	lo, hi := make([]float64, d), make([]float64, d)
+	for j, k := range keys {
+		if len(k) != arity {
+			return nil
+		}
+		for a := range d {
+			c := float64(k[off+a])
+			if j == 0 || c < lo[a] {
+				lo[a] = c
+			}
+			if j == 0 || c > hi[a] {
+				hi[a] = c
+			}
+		}
+	}
+	for a := range d {
+		lo[a] *= shape[a]
+		hi[a] = (hi[a] + 1) * shape[a]
+		if math.IsInf(lo[a], 0) || math.IsInf(hi[a], 0) || math.IsNaN(lo[a]) || math.IsNaN(hi[a]) {
+			return nil
+		}
+	}
+	return [][]float64{lo, hi}
 }
 
 func (l *Level) readAttributes(ctx context.Context) error {
