@@ -85,12 +85,13 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 	}
 	// Bounds the metadata declares, whatever the points: inverted,
 	// enormous, far off from every point (outside), holding half of them
-	// (shifted).
+	// (shifted), holding them in ten thousand times their extent (loose).
 	for name, bounds := range map[string][2][3]float64{
 		"inverted": {{190, 190, 190}, {0, 0, 0}},
 		"enormous": {{-1e300, -1e300, -1e300}, {1e300, 1e300, 1e300}},
 		"outside":  {{1e17, 0, 0}, {1e17 + 64, 190, 190}},
 		"shifted":  {{0, 0, 0}, {95, 190, 190}},
+		"loose":    {{-1e6, -1e6, -1e6}, {1e6, 1e6, 1e6}},
 	} {
 		if _, err := writer.WritePoints(ctx, mem, name, &writer.PointCloud{Positions: pos}, o); err != nil {
 			t.Fatal(err)
@@ -132,7 +133,7 @@ func hostileStores(t *testing.T, c zvf.Cache) []*zvf.Store {
 		}
 		out = append(out, s)
 	}
-	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "outside", "shifted", "four", "two"} {
+	for _, name := range []string{"hostile", "one", "empty", "inverted", "faroff", "enormous", "outside", "shifted", "loose", "four", "two"} {
 		open(name, name)
 	}
 	// Names a folder may have that a plain object already has (a folder
@@ -510,12 +511,15 @@ func testGarbledLinks(t *testing.T, e *hostileEnv) {
 // store drawn whole. Bounds that miss some or all of the points (before:
 // a blank view, or half the store, without a word) are widened to the
 // measured ones, the store drawn whole and framed, and the card and the
-// status line say so.
+// status line say so. Bounds far larger than the points are cut to the
+// box their chunks occupy, without a count (before: a dot in the middle of
+// the view).
 func testHostileBounds(t *testing.T, e *hostileEnv) {
 	for _, tc := range []struct{ name, note string }{
 		{"inverted", ""},
 		{"faroff", ""},
 		{"enormous", ""},
+		{"loose", ""},
 		{"outside", "0 of level 0's 8,000 vertices lie within the store's declared bounds 100000000000000000,0,0 – 100000000000000000,190,190; drawn within -100,-100,-100 – 290,290,290, measured"},
 		{"shifted", "4,000 of level 0's 8,000 vertices lie within the store's declared bounds 0,0,0 – 95,190,190; drawn within -100,-100,-100 – 290,290,290, measured"},
 	} {
@@ -542,6 +546,51 @@ func testHostileBounds(t *testing.T, e *hostileEnv) {
 			}
 			if off := strings.Contains(status, tc.name+": vertices outside the declared bounds, framed as measured (see its card)"); off != (tc.note != "") {
 				t.Errorf("status line %q", status)
+			}
+			if tc.name == "loose" {
+				var layers []struct{ Bounds [2][3]float64 }
+				b.value(`__zvf.layers()`, &layers)
+				if want := [2][3]float64{{0, 0, 0}, {200, 200, 200}}; len(layers) != 1 || layers[0].Bounds != want {
+					t.Errorf("bounds %v; want the chunks' %v", layers, want)
+				}
+				var counted bool
+				b.value(`__zvf.requests.some((r) => r.url.includes('/count?'))`, &counted)
+				if counted {
+					t.Error("bounds holding every chunk were checked by a count")
+				}
+			}
+			b.noProblems()
+		})
+	}
+	// A store too large to count (the check's limit lowered below its
+	// 8,000 points): bounds that do not hold every chunk give way to the
+	// chunks' box, and bounds not declared are not measured by reading
+	// the level.
+	for _, name := range []string{"shifted", "inverted"} {
+		t.Run(name+" unchecked", func(t *testing.T) {
+			b := e.ch.tab(t, 1280, 800)
+			b.navigate(e.ts.URL + "/?stores=one")
+			b.wait(`__zvf.ready && __zvf.settled`)
+			b.eval(`__zvf.boundsCheck.max = 1000; document.getElementById('addstore').value = '` + name + `'; document.getElementById('addlayer').click()`)
+			b.wait(`(() => { const s = document.querySelector('.layer[data-store="` + name + `"] .lstat'); return !!s && s.textContent.includes('drawn'); })()`)
+			b.settle()
+			var drawn map[string]int
+			b.value(`__zvf.drawn`, &drawn)
+			if drawn[name] != 8000 {
+				t.Errorf("drew %d of the 8,000 points", drawn[name])
+			}
+			var bounds [2][3]float64
+			b.value(`__zvf.layers().find((l) => l.name === '`+name+`').bounds`, &bounds)
+			if want := [2][3]float64{{0, 0, 0}, {200, 200, 200}}; bounds != want {
+				t.Errorf("bounds %v; want the chunks' %v", bounds, want)
+			}
+			var read bool
+			b.value(`__zvf.requests.some((r) => r.url.includes('/stores/`+name+`/count?') || r.url.includes('/stores/`+name+`/bbox?min=-1e%2B300'))`, &read)
+			if read {
+				t.Error("a level over the check's limit was counted or read whole")
+			}
+			if s := b.text(`.layer[data-store="` + name + `"] .lerr`); s != "" {
+				t.Errorf("card says %q", s)
 			}
 			b.noProblems()
 		})

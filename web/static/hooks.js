@@ -2,6 +2,7 @@
 // on window.__zvf: the state of the page (ready, settled, drawn, …) is
 // set where it changes; these are the functions.
 import { project } from './math.js';
+import { boundsCheck } from './layer.js';
 
 export function installHooks(app) {
   const hooks = app.hooks, cam = app.cam;
@@ -65,6 +66,8 @@ export function installHooks(app) {
   hooks.picked = () => app.pick.current;
   hooks.cached = () => [...app.tiles.map.values()].map((t) => `${t.key} ${t.state}`);
   // layers: each layer's bounds and colour range (null until known).
+  // The bounds check's limit, for tests of a store too large to check.
+  hooks.boundsCheck = boundsCheck;
   hooks.layers = () => app.layers.map((l) => ({ name: l.name, bounds: l.desc ? l.desc.bounds : null, range: l.range, provisional: l.provisional }));
   // overview: each layer's density overview drawn (box, level, cells).
   hooks.overview = () => app.density.info();

@@ -160,7 +160,8 @@ export class Layer {
     // matrices hold: the picture went NaN and the page hung on its ticks)
     // are measured like absent ones.
     const measure = !usableBounds(d.bounds);
-    if (measure) d.bounds = await measureBounds(net, this.name, d);
+    const chunks = chunkBox(d);
+    if (measure) d.bounds = await measureBounds(net, this.name, d, chunks);
     if (this.level !== 'auto' && !d.levels.some((x) => String(x.level) === String(this.level))) this.level = 'auto';
     if (this.colour && this.colour !== '_z' && !this.attribute()) this.colour = '';
     if (!takesSample(d)) this.sample = 1;
@@ -175,7 +176,7 @@ export class Layer {
       }) : null,
       // The check is worth a retry, not the layer: storage that refuses
       // it (hopeless) leaves the declared bounds.
-      measure ? '' : checkBounds(net, this.name, d).catch((e) => {
+      measure ? '' : checkBounds(net, this.name, d, chunks).catch((e) => {
         if (!hopeless(e)) throw e;
         return '';
       }),
@@ -187,29 +188,101 @@ export class Layer {
   }
 }
 
-// CHECK_MAX: the largest coarsest level whose vertices checkBounds counts
-// (a count reads every chunk the box touches: on a store of one huge
-// level that is the whole store).
-const CHECK_MAX = 4000000;
+// boundsCheck.max: the largest coarsest level whose vertices the bounds
+// check counts or measures (a count reads every chunk its box touches: on
+// a store of one huge level that is much of the store). An object so the
+// browser tests can lower it.
+export const boundsCheck = { max: 4000000 };
 
-// checkBounds: tiles are cut from the declared bounds, so vertices outside
-// them (hand-written metadata) are never asked for, and a store whose data
-// lies wholly outside drew a blank without a word. The coarsest level is
-// counted within the declared bounds; when that misses some of its
-// vertices, the bounds become the measured ones (with the declared ones
-// when they hold any) and the note says so; '' when they hold everything
-// (or the level is too large to check).
-async function checkBounds(net, name, d) {
+// checkBounds: tiles are cut from the bounds, so vertices outside them
+// (hand-written metadata) are never asked for, and a store whose data
+// lies wholly outside drew a blank without a word; bounds far larger than
+// the data framed a dot. chunks (the box the levels' chunks occupy, which
+// holds every vertex) settles most stores without a read: declared
+// bounds holding it become it. Else the coarsest level is counted in the
+// part of chunks outside the declared bounds (the chunks along their
+// faces, not all); when that finds vertices, the bounds become the
+// measured ones (with the declared ones when they hold any) and the note
+// says so, else they are cut to chunks. '' when nothing was missed, or
+// the level is too large to check: then chunks stands for the bounds.
+async function checkBounds(net, name, d, chunks) {
   const c = coarsest(d);
-  if (!c || c.vertex_count > CHECK_MAX) return '';
+  if (!c) return '';
   const [lo, hi] = d.bounds;
-  const { count } = await net.json(countURL(name, { min: lo, max: hi, dims: d.dims, level: c.level }), { kind: 'bounds', layer: name, level: c.level });
-  if (!(count < c.vertex_count)) return '';
-  const m = await measureBounds(net, name, d);
+  if (chunks && contains(d.bounds, chunks)) {
+    d.bounds = chunks;
+    return '';
+  }
+  if (c.vertex_count > boundsCheck.max) {
+    if (chunks) d.bounds = chunks;
+    return '';
+  }
+  const count = async (min, max) => (await net.json(countURL(name, { min, max, dims: d.dims, level: c.level }), { kind: 'bounds', layer: name, level: c.level })).count;
+  let inside;
+  if (chunks) {
+    const outside = await Promise.all(shell(d.bounds, chunks).map(([min, max]) => count(min, max)));
+    inside = c.vertex_count - outside.reduce((a, b) => a + b, 0);
+  } else {
+    inside = await count(lo, hi);
+  }
+  if (!(inside < c.vertex_count)) {
+    const cut = chunks && [lo.map((v, i) => Math.max(v, chunks[0][i])), hi.map((v, i) => Math.min(v, chunks[1][i]))];
+    if (cut && usableBounds(cut)) d.bounds = cut;
+    return '';
+  }
+  inside = Math.max(inside, 0);
+  const m = await measureBounds(net, name, d, null);
   const p = (v) => v.slice(0, Math.min(d.dims, 3)).map((x) => +x.toPrecision(6)).join(',');
   const declared = `${p(lo)} – ${p(hi)}`;
-  d.bounds = count ? [m[0].map((v, i) => Math.min(v, lo[i])), m[1].map((v, i) => Math.max(v, hi[i]))] : m;
-  return `${count.toLocaleString()} of level ${c.level}'s ${c.vertex_count.toLocaleString()} vertices lie within the store's declared bounds ${declared}; drawn within ${p(d.bounds[0])} – ${p(d.bounds[1])}, measured`;
+  d.bounds = inside ? [m[0].map((v, i) => Math.min(v, lo[i])), m[1].map((v, i) => Math.max(v, hi[i]))] : m;
+  return `${inside.toLocaleString()} of level ${c.level}'s ${c.vertex_count.toLocaleString()} vertices lie within the store's declared bounds ${declared}; drawn within ${p(d.bounds[0])} – ${p(d.bounds[1])}, measured`;
+}
+
+// chunkBox: the box every level's chunks occupy (the union of the levels'
+// chunk_bounds, in x, y, z), or null when a level holding vertices does
+// not say (a server from before chunk_bounds).
+function chunkBox(d) {
+  const ls = d.levels.filter((x) => x.vertex_count > 0);
+  if (!ls.length || !ls.every((x) => Array.isArray(x.chunk_bounds) && x.chunk_bounds.length === 2)) return null;
+  const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
+  for (const x of ls) {
+    for (let i = 0; i < 3; i++) {
+      lo[i] = Math.min(lo[i], Number(x.chunk_bounds[0][i] ?? 0));
+      hi[i] = Math.max(hi[i], Number(x.chunk_bounds[1][i] ?? 0));
+    }
+  }
+  return usableBounds([lo, hi]) ? [lo, hi] : null;
+}
+
+// contains: box a holds box b.
+const contains = ([alo, ahi], [blo, bhi]) => [0, 1, 2].every((i) => alo[i] <= blo[i] && bhi[i] <= ahi[i]);
+
+// shell: disjoint boxes covering the part of chunks outside the bounds b
+// (boxes are closed: each stops a float64 short of b's faces), two an
+// axis at most: on axis i, below and above b, within b on the axes
+// before i and within chunks on those after.
+function shell(b, chunks) {
+  const out = [];
+  for (let i = 0; i < 3; i++) {
+    const box = (from, to) => {
+      const min = [0, 1, 2].map((j) => (j < i ? b[0][j] : chunks[0][j]));
+      const max = [0, 1, 2].map((j) => (j < i ? b[1][j] : chunks[1][j]));
+      min[i] = from; max[i] = to;
+      out.push([min, max]);
+    };
+    if (chunks[0][i] < b[0][i]) box(chunks[0][i], nextAfter(b[0][i], -Infinity));
+    if (chunks[1][i] > b[1][i]) box(nextAfter(b[1][i], Infinity), chunks[1][i]);
+  }
+  return out;
+}
+
+// nextAfter: the float64 next to x towards to (x finite).
+function nextAfter(x, to) {
+  if (x === to) return x;
+  if (x === 0) return to > 0 ? Number.MIN_VALUE : -Number.MIN_VALUE;
+  const f = new Float64Array([x]), n = new BigInt64Array(f.buffer);
+  n[0] += (to > x) === (x > 0) ? 1n : -1n;
+  return f[0];
 }
 
 // coarsest: the coarsest level that holds vertices, or undefined.
@@ -229,10 +302,13 @@ function usableBounds([lo, hi]) {
 }
 
 // measureBounds: a store that declares no bounds is measured from its
-// coarsest level, every page of it, widened by one of that level's bins.
-async function measureBounds(net, name, d) {
+// coarsest level, every page of it, widened by one of that level's bins;
+// a level too large to read whole takes chunks (the box its chunks
+// occupy) when the server gives it.
+async function measureBounds(net, name, d, chunks) {
   const c = coarsest(d);
   if (!c) throw new Error('the store holds no vertices');
+  if (chunks && c.vertex_count > boundsCheck.max) return chunks;
   const far = (v) => Array(d.dims).fill(v);
   const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
   let rows = 0;
