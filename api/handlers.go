@@ -758,11 +758,45 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if done || err != nil {
 		return err
 	}
+	am, attrs, err := arrowSetup(r, rep, st, l, attrs, s.o.MaxVertices)
+	if err != nil {
+		return err
+	}
+	edgeAttrs, err := edgeAttrsSetup(query(r), rep, am)
+	if err != nil {
+		return err
+	}
 	t, err := l.Chunk(r.Context(), key, attrs)
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes)}
+	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes), Arrow: am}
+	if meta.EdgeAttributes, err = linkAttrInfos(l, edgeAttrs); err != nil {
+		return err
+	}
+	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
+		return err
+	}
+	var edgeCols []zvf.EdgeColumn
+	if len(meta.EdgeAttributes) > 0 {
+		if edgeCols, err = l.ChunkLinkAttributes(r.Context(), key, edgeAttrs); err != nil {
+			return err
+		}
+	}
+	// The binary answer's edge attribute blocks follow an edges block,
+	// and Arrow's table=edges is one: the chunk's links are those edges.
+	// JSON and NDJSON give them once, as links.
+	var edges []int64
+	_, bin := rep.codec.(binaryCodec)
+	if (bin && edgeCols != nil) || (am != nil && am.table == tableEdges) {
+		if t.LinkWidth > 2 {
+			return unrepresentable(fmt.Sprintf("level %d's links are rows of %d vertices, not edges: f=%s has no place for their values; ask f=json or f=ndjson", l.N(), t.LinkWidth, rep.codec.format()))
+		}
+		edges = t.Links
+		if edges == nil {
+			edges = []int64{} // no links: an empty edges block, or table
+		}
+	}
 	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
 		if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {
 			return nil, err
@@ -776,7 +810,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 			extra["links"] = pairs(t.Links, t.LinkWidth)
 			extra["link_width"] = t.LinkWidth
 		}
-		return &trailer{Count: int64(t.Rows), Extra: extra}, nil
+		return &trailer{Count: int64(t.Rows), Edges: edges, EdgeAttributes: edgeCols, Extra: extra}, nil
 	})
 }
 
