@@ -321,6 +321,10 @@ assert pcd.point.positions.shape[0] == ans["count"]`,
 import json, urllib.request
 ans = json.load(urllib.request.urlopen("%s/api/v1/stores/meshes/objects/1"))
 assert len(mesh.vertices) == ans["count"] and len(mesh.triangles) == len(ans["faces"])`,
+	"ply-open3d-lines": `
+import json, urllib.request
+ans = json.load(urllib.request.urlopen("%s/api/v1/stores/skeletons/objects/3"))
+assert len(lines.points) == ans["count"] and len(lines.lines) == len(ans["edges"]) > 0`,
 	"glb-open3d": `
 import json, urllib.request
 ans = json.load(urllib.request.urlopen("%s/api/v1/stores/meshes/objects/1"))
