@@ -156,8 +156,8 @@ type payloadMeta struct {
 	VertexDType string         `json:"vertex_dtype"`
 	Attributes  []zvf.AttrInfo `json:"attribute_info"`
 	ObjectIDs   bool           `json:"has_object_ids"`
-	// EdgeAttributes are the link attributes a bbox answer gives its
-	// edges (edge_attributes=), absent when it gives none.
+	// EdgeAttributes are the link attributes a bbox, object or chunk
+	// answer gives its edges (edge_attributes=), absent when it gives none.
 	EdgeAttributes []zvf.AttrInfo `json:"edge_attribute_info,omitempty"`
 	// Export is set for the domain file formats (codec_export.go).
 	Export *exportMeta `json:"-"`

@@ -302,6 +302,9 @@ type held struct {
 	edges     []int64
 	faces     []int64
 	faceWidth int
+	// edgeAttrs: the link attributes edge_attributes= asks for, a row an
+	// edge (nil when it asks none).
+	edgeAttrs []zvf.EdgeColumn
 }
 
 // holder is the encoder of the formats that hold the answer: it copies
@@ -361,7 +364,7 @@ func (h *holder) end(t *trailer) error {
 	if len(h.a.ids) != h.a.rows {
 		h.a.ids = nil // not one id a row: none
 	}
-	h.a.edges, h.a.faces, h.a.faceWidth = t.Edges, t.Faces, t.FaceWidth
+	h.a.edges, h.a.faces, h.a.faceWidth, h.a.edgeAttrs = t.Edges, t.Faces, t.FaceWidth, t.EdgeAttributes
 	if err := checkIndices(h.a.edges, h.a.rows); err != nil {
 		return err
 	}

@@ -6,24 +6,37 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
-// plyCodec writes points and meshes as binary little-endian PLY: one
-// vertex element in answer order whose properties are the axes (named as
-// the store names them), object_id when the level has object ids, and the
-// attributes (named as stored, a multi-channel one name_0, name_1, …;
+// plyCodec writes points, meshes and lines as binary little-endian PLY:
+// one vertex element in answer order whose properties are the axes (named
+// as the store names them), object_id when the level has object ids, and
+// the attributes (named as stored, a multi-channel one name_0, name_1, …;
 // categorical as their integer codes with the labels in a comment), then
-// for a mesh a face element holding the answer's faces. Types are kept
+// for a mesh a face element holding the answer's faces, for lines
+// (streamlines, skeletons, graphs) an edge element of vertex1 and vertex2
+// (the answer's edges, in order and direction) followed by a property per
+// channel of each link attribute edge_attributes= names. Types are kept
 // where PLY has them; int64 and uint64 become double (exact below 2^53),
-// float16 float, bool uchar. The header counts the vertices and faces, so
-// the answer is held until its end (bounded by its limit).
+// float16 float, bool uchar. PLY has no null: an edge without a value is
+// NaN, in a double property when the attribute is not a float one. The
+// header counts the vertices, faces and edges, so the answer is held until
+// its end (bounded by its limit).
 //
-// A point cloud's page is a file of its own; a mesh's faces would reach
-// into other pages.
-var plyCodec = exportCodec{name: "ply", mime: "application/octet-stream", geoms: []string{"point_cloud", "mesh"}, pageGeoms: []string{"point_cloud"},
+// A point cloud's page is a file of its own; a mesh's faces and lines'
+// edges would reach into other pages.
+var plyCodec = exportCodec{name: "ply", mime: "application/octet-stream", geoms: plyGeometries, pageGeoms: []string{"point_cloud"},
 	encoder: holding(writePLY)}
+
+// plyGeometries are the geometries PLY holds: points, meshes (faces) and
+// lines (edges).
+var plyGeometries = append([]string{"point_cloud", "mesh", "skeleton", "graph"}, streamlineGeometries...)
+
+// plyEdges reports whether a PLY of geometry geom has an edge element.
+func plyEdges(geom string) bool { return geom != "point_cloud" && geom != "mesh" }
 
 // plyType is how a stored type is written to PLY: its PLY name, and
 // whether its bytes go as stored (else each value is converted to
@@ -100,6 +113,15 @@ func writePLY(w *bufio.Writer, a *held) error {
 			hdr = fmt.Appendf(hdr, "comment categories %s %s\n", columnName(at.Name), labels)
 		}
 	}
+	for _, at := range m.EdgeAttributes {
+		if len(at.Categories) > 0 {
+			labels, err := json.Marshal(at.Categories)
+			if err != nil {
+				return err
+			}
+			hdr = fmt.Appendf(hdr, "comment edge categories %s %s\n", columnName(at.Name), labels)
+		}
+	}
 	hdr = fmt.Appendf(hdr, "element vertex %d\n", a.rows)
 	for _, n := range axisNames(m.Export.axes, m.Dims) {
 		n = columnName(n)
@@ -128,6 +150,10 @@ func writePLY(w *bufio.Writer, a *held) error {
 	if err := uniqueNames("ply", names); err != nil {
 		return err
 	}
+	edgeHdr, err := plyEdgeHeader(a)
+	if err != nil {
+		return err
+	}
 	faces := 0
 	if m.Export.geom == "mesh" {
 		if a.faceWidth > 255 {
@@ -138,6 +164,7 @@ func writePLY(w *bufio.Writer, a *held) error {
 		}
 		hdr = fmt.Appendf(hdr, "element face %d\nproperty list uchar int vertex_indices\n", faces)
 	}
+	hdr = append(hdr, edgeHdr.header...)
 	hdr = append(hdr, "end_header\n"...)
 	if _, err := w.Write(hdr); err != nil {
 		return err
@@ -183,6 +210,85 @@ func writePLY(w *bufio.Writer, a *held) error {
 		buf = append(buf[:0], byte(a.faceWidth))
 		for _, v := range a.faces[f*a.faceWidth : (f+1)*a.faceWidth] {
 			buf = binary.LittleEndian.AppendUint32(buf, uint32(int32(v)))
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return writePLYEdges(w, a, edgeHdr.types, buf)
+}
+
+// plyEdgeElement is the edge element of a PLY of lines: its header lines,
+// and the type each link attribute is written as.
+type plyEdgeElement struct {
+	header []byte
+	types  []plyType
+}
+
+// plyEdgeHeader is the edge element's header: none for points and
+// meshes, which answer no edges (edgeAttrsSetup refuses edge_attributes
+// for them).
+func plyEdgeHeader(a *held) (plyEdgeElement, error) {
+	var e plyEdgeElement
+	if !plyEdges(a.m.Export.geom) {
+		return e, nil
+	}
+	n := len(a.edges) / 2
+	e.header = fmt.Appendf(nil, "element edge %d\nproperty int vertex1\nproperty int vertex2\n", n)
+	names := []string{"vertex1", "vertex2"}
+	if len(a.edgeAttrs) != len(a.m.EdgeAttributes) {
+		return e, fmt.Errorf("%d edge attribute columns, the header %d", len(a.edgeAttrs), len(a.m.EdgeAttributes))
+	}
+	e.types = make([]plyType, len(a.edgeAttrs))
+	for k := range a.edgeAttrs {
+		c := &a.edgeAttrs[k]
+		if rb := c.RowBytes(); rb == 0 || len(c.Data) != n*rb || (c.Valid != nil && len(c.Valid) != n) {
+			return e, fmt.Errorf("edge attribute %q: %d bytes for %d edges", c.Name, len(c.Data), n)
+		}
+		t := plyTypeOf(c.DType)
+		if c.Valid != nil && slices.Contains(c.Valid, false) && t.name != "float" && t.name != "double" {
+			t = plyType{"double", false} // NaN says "no value"
+		}
+		e.types[k] = t
+		for _, name := range channelNames(columnName(c.Name), c.Channels) {
+			names = append(names, name)
+			e.header = fmt.Appendf(e.header, "property %s %s\n", t.name, name)
+		}
+	}
+	if err := uniqueNames("ply", names); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// writePLYEdges writes the edge element's rows: the two vertex indices,
+// then each attribute's values (NaN for an edge without one).
+func writePLYEdges(w *bufio.Writer, a *held, types []plyType, buf []byte) error {
+	if !plyEdges(a.m.Export.geom) {
+		return nil
+	}
+	for i := 0; i < len(a.edges)/2; i++ {
+		buf = binary.LittleEndian.AppendUint32(buf[:0], uint32(int32(a.edges[2*i])))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(int32(a.edges[2*i+1])))
+		for k := range a.edgeAttrs {
+			c, t := &a.edgeAttrs[k], types[k]
+			switch {
+			case c.Valid != nil && !c.Valid[i]:
+				for range c.Channels {
+					if t.name == "float" {
+						buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(float32(math.NaN())))
+					} else {
+						buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(math.NaN()))
+					}
+				}
+			case t.raw:
+				rb := c.RowBytes()
+				buf = append(buf, c.Data[i*rb:(i+1)*rb]...)
+			default:
+				for ch := 0; ch < c.Channels; ch++ {
+					buf = appendPLYValue(buf, &c.Column, i*c.Channels+ch, t)
+				}
+			}
 		}
 		if _, err := w.Write(buf); err != nil {
 			return err

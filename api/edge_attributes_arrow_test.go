@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -32,7 +33,39 @@ func TestArrowEdgeAttributesNode(t *testing.T) {
 	}
 	const object = "/api/v1/stores/graph/objects/1?f=arrow&table=edges&edge_attributes=*"
 	_, bodies["graph object"] = serveOK(t, h, object)
+	chunks := map[string]string{} // a chunk of each graph with links
+	for _, st := range []string{"graph", "graph_v09"} {
+		chunks[st] = linkedChunk(t, h, st)
+		_, bodies[st+" chunk"] = serveOK(t, h, chunks[st]+"?f=arrow&table=edges&edge_attributes=weight")
+	}
 	read := runNodeArrow(t, bodies)
+	for _, st := range []string{"graph", "graph_v09"} {
+		// The chunk route's table=edges is its links, a weight each.
+		t.Run(st+" chunk", func(t *testing.T) {
+			_, jb := serveOK(t, h, chunks[st]+"?edge_attributes=weight")
+			var j struct {
+				Links          [][2]int64                   `json:"links"`
+				EdgeAttributes map[string][]json.RawMessage `json:"edge_attributes"`
+			}
+			if err := json.Unmarshal(jb, &j); err != nil {
+				t.Fatal(err)
+			}
+			nt := read[st+" chunk"]
+			if len(nt.Fields) != 3 || nt.Fields[2].Name != "weight" || nt.Fields[2].Type != "Float32" || nt.Rows != len(j.Links) {
+				t.Fatalf("fields %+v, %d rows; JSON %d links", nt.Fields, nt.Rows, len(j.Links))
+			}
+			for i, e := range j.Links {
+				f, err := strconv.ParseFloat(string(nt.Columns["weight"][i]), 64)
+				if err != nil {
+					t.Fatalf("link %d: weight %s", i, nt.Columns["weight"][i])
+				}
+				got := strconv.FormatFloat(float64(float32(f)), 'g', -1, 32)
+				if got != string(j.EdgeAttributes["weight"][i]) || string(nt.Columns["v0"][i]) != strconv.FormatInt(e[0], 10) || string(nt.Columns["v1"][i]) != strconv.FormatInt(e[1], 10) {
+					t.Fatalf("link %d: %s-%s weight %s; JSON %v %s", i, nt.Columns["v0"][i], nt.Columns["v1"][i], got, e, j.EdgeAttributes["weight"][i])
+				}
+			}
+		})
+	}
 	t.Run("graph object", func(t *testing.T) {
 		_, jb := serveOK(t, h, "/api/v1/stores/graph/objects/1?f=json&edge_attributes=*")
 		var j struct {
@@ -104,4 +137,28 @@ func TestArrowEdgeAttributesNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// linkedChunk is the path of the first chunk of store st's level 0 that
+// holds links.
+func linkedChunk(t *testing.T, h http.Handler, st string) string {
+	t.Helper()
+	var list struct {
+		Chunks []string `json:"chunks"`
+	}
+	_, b := serveOK(t, h, "/api/v1/stores/"+st+"/levels/0/chunks")
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range list.Chunks {
+		path := "/api/v1/stores/" + st + "/levels/0/chunks/" + k
+		var c struct {
+			Links [][]int64 `json:"links"`
+		}
+		if _, b := serveOK(t, h, path); json.Unmarshal(b, &c) == nil && len(c.Links) > 0 {
+			return path
+		}
+	}
+	t.Fatalf("%s: no chunk with links", st)
+	return ""
 }

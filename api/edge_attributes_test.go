@@ -202,7 +202,9 @@ func TestEdgeAttributesRefused(t *testing.T) {
 		code int
 		want string
 	}{
-		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&f=swc", 400, "f=swc does not carry edge values"},
+		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&f=swc", 400, "f=swc has no place for edge values; f=json, f=ndjson, f=bin, f=arrow\\u0026table=edges and f=ply (streamlines, skeletons, graphs) carry them"},
+		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&f=geoarrow", 400, "f=geoarrow has a row per object, not per edge; f=json, f=ndjson, f=bin, f=arrow\\u0026table=edges and f=ply (streamlines, skeletons, graphs) carry them"},
+		{"/api/v1/stores/graph/objects/1?edge_attributes=weight&f=swc", 400, "f=swc has no place for edge values"},
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&f=arrow", 400, "table=edges"},
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&connectivity=false", 400, "give no connectivity=false"},
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight,weight", 400, `\"weight\" is named twice in edge_attributes`},

@@ -367,7 +367,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	edgeAttrs, err := edgeAttrsSetup(q, rep, am)
+	edgeAttrs, err := edgeAttrsSetup(q, rep, am, geometryOf(st))
 	if err != nil {
 		return err
 	}
@@ -542,10 +542,11 @@ func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start 
 	return body.finish()
 }
 
-// edgeAttrsSetup reads a bbox request's edge_attributes (the link
-// attributes whose values its edges carry) and refuses them where the
-// answer has no place for them, rather than leaving them out unsaid.
-func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta) ([]string, error) {
+// edgeAttrsSetup reads a request's edge_attributes (the link attributes
+// whose values its edges carry) and refuses them where the answer has no
+// place for them, rather than leaving them out unsaid. geom is the
+// store's geometry: PLY has an edge element for lines only.
+func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta, geom string) ([]string, error) {
 	names, err := parseNames(q, "edge_attributes")
 	if err != nil || names == nil {
 		return nil, err
@@ -561,9 +562,20 @@ func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta) ([]string, 
 			return names, nil
 		}
 		return nil, badRequest("edge_attributes: f=arrow carries them in table=edges (a column each)")
+	case geoarrowCodec:
+		return nil, badRequest("edge_attributes: f=geoarrow has a row per object, not per edge; " + edgeFormats)
 	}
-	return nil, badRequest(fmt.Sprintf("edge_attributes: f=%s does not carry edge values; ask f=json, f=ndjson, f=bin or f=arrow&table=edges", rep.codec.format()))
+	if rep.codec.format() == plyCodec.name && plyEdges(geom) {
+		return names, nil
+	}
+	if rep.codec.format() == plyCodec.name {
+		return nil, badRequest(fmt.Sprintf("edge_attributes: f=ply of a %s store has no edges; %s", geom, edgeFormats))
+	}
+	return nil, badRequest(fmt.Sprintf("edge_attributes: f=%s has no place for edge values; %s", rep.codec.format(), edgeFormats))
 }
+
+// edgeFormats names the formats that carry edge values, for a refusal.
+const edgeFormats = "f=json, f=ndjson, f=bin, f=arrow&table=edges and f=ply (streamlines, skeletons, graphs) carry them"
 
 // edgeColumnsFit refuses an Arrow edges table whose link attribute
 // column would share its name with an index column (v0, v1): readers
@@ -647,7 +659,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if am != nil && am.geo != nil {
 		am.geo.objectID = id
 	}
-	edgeAttrs, err := edgeAttrsSetup(query(r), rep, am)
+	edgeAttrs, err := edgeAttrsSetup(query(r), rep, am, geometryOf(st))
 	if err != nil {
 		return err
 	}
@@ -758,11 +770,45 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if done || err != nil {
 		return err
 	}
+	am, attrs, err := arrowSetup(r, rep, st, l, attrs, s.o.MaxVertices)
+	if err != nil {
+		return err
+	}
+	edgeAttrs, err := edgeAttrsSetup(query(r), rep, am, geometryOf(st))
+	if err != nil {
+		return err
+	}
 	t, err := l.Chunk(r.Context(), key, attrs)
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes)}
+	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes), Arrow: am}
+	if meta.EdgeAttributes, err = linkAttrInfos(l, edgeAttrs); err != nil {
+		return err
+	}
+	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
+		return err
+	}
+	var edgeCols []zvf.EdgeColumn
+	if len(meta.EdgeAttributes) > 0 {
+		if edgeCols, err = l.ChunkLinkAttributes(r.Context(), key, edgeAttrs); err != nil {
+			return err
+		}
+	}
+	// The binary answer's edge attribute blocks follow an edges block,
+	// and Arrow's table=edges is one: the chunk's links are those edges.
+	// JSON and NDJSON give them once, as links.
+	var edges []int64
+	_, bin := rep.codec.(binaryCodec)
+	if (bin && edgeCols != nil) || (am != nil && am.table == tableEdges) {
+		if t.LinkWidth > 2 {
+			return unrepresentable(fmt.Sprintf("level %d's links are rows of %d vertices, not edges: f=%s has no place for their values; ask f=json or f=ndjson", l.N(), t.LinkWidth, rep.codec.format()))
+		}
+		edges = t.Links
+		if edges == nil {
+			edges = []int64{} // no links: an empty edges block, or table
+		}
+	}
 	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
 		if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {
 			return nil, err
@@ -776,7 +822,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 			extra["links"] = pairs(t.Links, t.LinkWidth)
 			extra["link_width"] = t.LinkWidth
 		}
-		return &trailer{Count: int64(t.Rows), Extra: extra}, nil
+		return &trailer{Count: int64(t.Rows), Edges: edges, EdgeAttributes: edgeCols, Extra: extra}, nil
 	})
 }
 

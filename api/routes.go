@@ -26,18 +26,22 @@ func apiRoutes() []apiRoute {
 	pMin, pMax := paramSpec{name: "min"}, paramSpec{name: "max"}
 	pFilter, pLang, pSample := paramSpec{name: "filter"}, paramSpec{name: "filter-lang", values: []string{"cql2-text", "cql2-json"}}, paramSpec{name: "sample"}
 	pConn := paramSpec{name: "connectivity", values: []string{"true", "false"}}
+	pEdgeAttrs := paramSpec{name: "edge_attributes"}
+	// A chunk's links are its edges (or faces, which its Arrow answer
+	// does not tabulate: table=faces is the bbox and object routes').
+	pChunkTable := paramSpec{name: "table", values: []string{tableVertices, tableEdges}}
 	return []apiRoute{
 		{"/api/v1/stores", (*Server).listStores, []paramSpec{fJSON}},
 		{st, (*Server).describeStore, []paramSpec{fJSON}},
-		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, {name: "edge_attributes"}, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable, pPrec}},
+		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, pEdgeAttrs, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable, pPrec}},
 		{st + "/count", (*Server).count, []paramSpec{pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON}},
 		{st + "/density", (*Server).density, []paramSpec{pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, fDensity}},
 		{st + "/queryables", (*Server).queryables, []paramSpec{pLevel, fJSON}},
-		{st + "/objects/{id}", (*Server).object, []paramSpec{pLevel, pAttrs, {name: "edge_attributes"}, fAnswer, pTable, pPrec}},
+		{st + "/objects/{id}", (*Server).object, []paramSpec{pLevel, pAttrs, pEdgeAttrs, fAnswer, pTable, pPrec}},
 		{st + "/objects/{id}/manifest", (*Server).manifest, []paramSpec{pLevel, fJSON}},
 		{st + "/objects/{id}/levels", (*Server).objectLevels, []paramSpec{fJSON}},
 		{st + "/groups/{id}", (*Server).group, []paramSpec{pLevel, fJSON}},
 		{st + "/levels/{level}/chunks", (*Server).chunks, []paramSpec{fJSON}},
-		{st + "/levels/{level}/chunks/{key}", (*Server).chunk, []paramSpec{pAttrs, fPayload, pPrec}},
+		{st + "/levels/{level}/chunks/{key}", (*Server).chunk, []paramSpec{pAttrs, pEdgeAttrs, fPayload, pChunkTable, pPrec}},
 	}
 }

@@ -51,3 +51,31 @@ func (l *Level) Chunk(ctx context.Context, key Key, attrs []string) (*Tile, erro
 	}
 	return t, nil
 }
+
+// ChunkLinkAttributes reads the link attributes names (["*"]: all) for
+// the chunk's intra-chunk links: a row per row of its Tile.Links, in
+// that order. nil when names select none.
+func (l *Level) ChunkLinkAttributes(ctx context.Context, key Key, names []string) ([]EdgeColumn, error) {
+	if len(key) != l.keyArity || !l.hasKey(key) {
+		return nil, l.s.errf(ErrNotFound, l.n, "vertices", key.String(), "no chunk %s at level %d", key, l.n)
+	}
+	sel, err := l.selectLinkAttrs(names)
+	if err != nil || len(sel) == 0 {
+		return nil, err
+	}
+	var refs []linkRef
+	if l.intra != "" {
+		links, err := l.links0(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		// Row i of the links cell is row i of each attribute's cell, as
+		// for the bbox route's edges (connect).
+		refs = make([]linkRef, len(links)/l.linkWidth)
+		seg := l.intraSegment()
+		for i := range refs {
+			refs[i] = linkRef{seg: seg, cell: key, row: i}
+		}
+	}
+	return l.edgeColumns(ctx, sel, refs)
+}
