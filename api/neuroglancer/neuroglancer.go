@@ -126,17 +126,21 @@ func (s *Server) Routes(r chi.Router) {
 		keyed("/"+route, "by_id/{id}", s.byID(route))
 		keyed("/"+route, relationshipKey+"/{id}", s.related(route))
 	}
-	get("/skeletons/info", s.skeletonInfo)
+	// Skeletons and multilod meshes are also answered under a version: the
+	// segments source's info names them there (segments.go).
+	keyed("/skeletons", "info", s.skeletonInfo)
 	keyed("/skeletons", "seg_props/info", s.segProps("skeletons"))
-	get("/skeletons/{id}", s.skeleton)
+	keyed("/skeletons", "{id}", s.skeleton)
 	get("/meshes/info", s.meshInfo)
 	keyed("/meshes", "seg_props/info", s.segProps("meshes"))
 	get("/meshes/{id}:0", s.meshManifest)
 	get("/meshes/frag/{id}", s.meshFragment)
-	get("/multilod/info", s.multilodInfo)
+	keyed("/multilod", "info", s.multilodInfo)
 	keyed("/multilod", "seg_props/info", s.segProps("multilod"))
-	get("/multilod/{id}.index", s.multilodFile(true))
-	get("/multilod/{id}", s.multilodFile(false))
+	keyed("/multilod", "{id}.index", s.multilodFile(true))
+	keyed("/multilod", "{id}", s.multilodFile(false))
+	get("/segments/info", s.segmentsInfo)
+	keyed("/segments", labelsKey+"/{scale}/{chunk}", s.segmentsChunk)
 	get("/density/info", s.densityInfo)
 	keyed("/density", "{key}/{chunk}", s.densityChunk)
 }
@@ -152,6 +156,16 @@ const versionParam = "version"
 // version's bytes, which it would decode with the old layout (another
 // sharding, grid or set of scales) and draw wrongly without a word.
 func versioned(st *zvf.Store, key string) string { return "v" + keyVersion(st) + "/" + key }
+
+// keyFor is key as the info r asks for names it: under the version, or,
+// for an info itself read under a version (the segments source names
+// skeletons and multilod meshes there), relative to it as it is.
+func keyFor(r *http.Request, st *zvf.Store, key string) string {
+	if chi.URLParam(r, versionParam) != "" {
+		return key
+	}
+	return versioned(st, key)
+}
 
 // keyVersion is what a versioned key names: the store's revision and the
 // encoding of what the key holds (recordLayout), "<revision>.<layout>".
@@ -175,10 +189,14 @@ func geometry(info *zvf.Info) string {
 }
 
 // RoutesOf lists the Neuroglancer sources a store has ("annotations",
-// "lines", "skeletons", "meshes", "multilod", "density"), in that order:
-// a store of three axes also has its density volume.
+// "lines", "skeletons", "meshes", "multilod", "segments", "density"), in
+// that order: a store with skeletons or multilod meshes also has them as
+// segments (segments.go), and a store of three axes its density volume.
 func RoutesOf(st *zvf.Store) []string {
 	routes := objectRoutes(st)
+	if has(routes, "skeletons") || has(routes, "multilod") {
+		routes = append(routes, "segments")
+	}
 	if len(densityScales(st)) > 0 {
 		routes = append(routes, "density")
 	}
@@ -671,13 +689,16 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 	}
 	sp := newSkeletonSpec(st, l0)
 	spec := s.skeletonShards(l0, sp)
-	body, err := sp.infoJSON(st, spec)
+	body, err := sp.infoJSON(keyFor(r, st, "seg_props"), st, spec)
 	if err != nil {
 		return err
 	}
 	key := "skeletons\x00info"
 	if spec != nil {
 		key += "\x00sharded" // a cache may be shared by servers of both modes
+	}
+	if chi.URLParam(r, versionParam) != "" {
+		key += "\x00versioned"
 	}
 	return s.send(w, r, st, key, mediaJSON, body, start)
 }
