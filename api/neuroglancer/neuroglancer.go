@@ -31,6 +31,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/api/problem"
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -72,7 +73,8 @@ type Options struct {
 	MaxShardBytes int64
 	Now           func() time.Time
 	// Logger tells the operator what only they can fix (a spatial index
-	// larger than the cache); nil: nothing is logged.
+	// larger than the cache, whose source is refused); nil: nothing is
+	// logged.
 	Logger *slog.Logger
 }
 
@@ -83,8 +85,8 @@ type Server struct {
 	// shardScale multiplies the byte estimates that size shards: 1, but
 	// in tests (export_test.go), which want small stores in many shards.
 	shardScale int64
-	// tooBig holds, per store and annotation kind, the cache key of the
-	// last plan found larger than the cache, so that it is logged once.
+	// tooBig holds, per store and annotation kind, the last plan found
+	// larger than the cache (tooBigPlan): its source is refused.
 	tooBig sync.Map
 	// notKept holds, per store, source and shard, the cache key of the
 	// last shard built that the cache did not keep: its Range reads are
@@ -314,6 +316,11 @@ func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, bui
 
 func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	key := "plan\x00" + k.annotationType()
+	full := st.CacheKey("neuroglancer", key)
+	tag := st.Name() + "\x00" + k.annotationType()
+	if v, ok := s.tooBig.Load(tag); ok && v.(tooBigPlan).key == full {
+		return nil, v.(tooBigPlan).refusal(st, k, s.budget())
+	}
 	var built atomic.Int64 // the size of the plan this call built, if it did
 	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
 		p, err := buildPlan(ctx, st, k)
@@ -327,29 +334,48 @@ func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error)
 		return nil, err
 	}
 	if n := built.Load(); n > 0 {
-		s.warnIfNotKept(st, k, key, n)
+		if b := s.budget(); b > 0 && n > b {
+			return nil, s.refusePlan(st, k, tag, tooBigPlan{key: full, size: n})
+		}
 	}
 	return v.(*plan), nil
 }
 
-// warnIfNotKept logs, once per store version and kind, a plan just built
-// that the cache did not keep (larger than its budget): every request of
-// the source then builds it again from the level's manifests, which only a
-// larger --cache-bytes avoids. It is not kept elsewhere: memory outside
-// the byte budget is memory the operator did not allow.
-func (s *Server) warnIfNotKept(st *zvf.Store, k kind, key string, size int64) {
-	if s.o.Logger == nil || s.o.Cache == nil {
-		return
+// tooBigPlan is a plan found larger than the whole cache: its cache key
+// (the store version and kind) and its size.
+type tooBigPlan struct {
+	key  string
+	size int64
+}
+
+// refusal is the problem a request of the plan's source is answered.
+func (t tooBigPlan) refusal(st *zvf.Store, k kind, budget int64) error {
+	return tooLargef("store %q: the Neuroglancer %s annotations' spatial index takes %d bytes, more than the whole cache holds (--cache-bytes %d), so it could not be kept and every request of the source would build it again from all of level 0; raise --cache-bytes above %d to serve this source",
+		st.Name(), k.annotationType(), t.size, budget, t.size)
+}
+
+// refusePlan records a plan just built that no cache of this budget can
+// keep, logs it once per store version and kind (only the operator can
+// fix it), and returns the refusal. Every request of the source is then
+// refused at once, until the store version changes: before, each built
+// the whole index again from level 0's manifests (half a second and 50 MB
+// a request for 50,000 polylines), and keeping it outside the cache would
+// be memory the byte budget does not see.
+func (s *Server) refusePlan(st *zvf.Store, k kind, tag string, t tooBigPlan) error {
+	prev, loaded := s.tooBig.Swap(tag, t)
+	if s.o.Logger != nil && (!loaded || prev.(tooBigPlan).key != t.key) {
+		s.o.Logger.Warn("a Neuroglancer spatial index is larger than the cache, so its source is refused; raise --cache-bytes",
+			"store", st.Name(), "source", k.annotationType(), "index_bytes", t.size, "cache_bytes", s.budget())
 	}
-	full := st.CacheKey("neuroglancer", key)
-	if _, kept := s.o.Cache.Peek(full); kept {
-		return
+	return t.refusal(st, k, s.budget())
+}
+
+// budget is the cache's byte budget (0: unknown, or no cache).
+func (s *Server) budget() int64 {
+	if b, ok := s.o.Cache.(interface{ Stats() cache.Stats }); ok {
+		return b.Stats().Budget
 	}
-	if prev, loaded := s.tooBig.Swap(st.Name()+"\x00"+k.annotationType(), full); loaded && prev == full {
-		return
-	}
-	s.o.Logger.Warn("a Neuroglancer spatial index is larger than the cache, so every request of its source builds it again; raise --cache-bytes",
-		"store", st.Name(), "source", k.annotationType(), "index_bytes", size)
+	return 0
 }
 
 const (
