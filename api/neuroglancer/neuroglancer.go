@@ -69,7 +69,8 @@ type Options struct {
 	// ShardAbove is ShardAuto's threshold in keys (0: AutoShardKeys).
 	ShardAbove int64
 	// MaxShardBytes bounds what one shard build holds (0:
-	// DefaultMaxShardBytes); a larger shard is a too-large problem.
+	// DefaultMaxShardBytes); a larger shard is read from its layout, and
+	// only a single chunk larger is a too-large problem.
 	MaxShardBytes int64
 	Now           func() time.Time
 	// Logger tells the operator what only they can fix (a spatial index
@@ -92,6 +93,10 @@ type Server struct {
 	// last shard built that the cache did not keep: its Range reads are
 	// answered from its layout (shardRange).
 	notKept sync.Map
+	// overBound holds, per store, source and shard, the cache key of the
+	// last shard whose build passed MaxShardBytes: every read of it is
+	// answered from its layout.
+	overBound sync.Map
 	// chunksBuilt counts the shard chunks built: for whole shards, for
 	// layouts, for Range reads (tests read it: ChunksBuilt).
 	chunksBuilt atomic.Int64
