@@ -326,25 +326,27 @@ func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error)
 	if v, ok := s.tooBig.Load(tag); ok && v.(tooBigPlan).key == full {
 		return nil, v.(tooBigPlan).refusal(st, k, s.budget())
 	}
-	var built atomic.Int64 // the size of the plan this call built, if it did
 	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
 		p, err := buildPlan(ctx, st, k)
 		if err != nil {
 			return nil, 0, err
 		}
-		built.Store(p.size + 1024)
-		return p, p.size + 1024, nil
+		return p, p.cacheBytes(), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if n := built.Load(); n > 0 {
-		if b := s.budget(); b > 0 && n > b {
-			return nil, s.refusePlan(st, k, tag, tooBigPlan{key: full, size: n})
-		}
+	// Every request that shared the build is refused, not only the one
+	// whose load ran.
+	p := v.(*plan)
+	if b := s.budget(); b > 0 && p.cacheBytes() > b {
+		return nil, s.refusePlan(st, k, tag, tooBigPlan{key: full, size: p.cacheBytes()})
 	}
-	return v.(*plan), nil
+	return p, nil
 }
+
+// cacheBytes is what the plan is counted as in the cache.
+func (p *plan) cacheBytes() int64 { return p.size + 1024 }
 
 // tooBigPlan is a plan found larger than the whole cache: its cache key
 // (the store version and kind) and its size.

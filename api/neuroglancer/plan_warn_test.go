@@ -2,9 +2,11 @@ package neuroglancer_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -49,16 +51,21 @@ func TestPlanLargerThanTheCacheIsRefused(t *testing.T) {
 		t.Fatalf("%d warnings, want 1 naming the store:\n%s", n, logs.String())
 	}
 
-	// Through the API: a problem document.
+	// Through the API: a problem document, for each of the first requests
+	// that share the one build too.
 	_, api1 := newServer(t, api.Options{Stores: []*zvf.Store{st}, Cache: cache.New(2 << 20), NGSharded: neuroglancer.ShardNever})
-	for range 2 {
-		resp, body := apitest.Get(t, api1, "/ng/scale/annotations/spatial0/0_0_0")
-		var p api.Problem
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || json.Unmarshal(body, &p) != nil || !strings.HasSuffix(p.Type, "/too-large") ||
-			!strings.Contains(p.Detail, "raise --cache-bytes") {
-			t.Fatalf("through the API: %d %.300s", resp.StatusCode, body)
-		}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			resp, body := apitest.Get(t, api1, fmt.Sprintf("/ng/scale/annotations/spatial0/0_0_%d", i%2))
+			var p api.Problem
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || json.Unmarshal(body, &p) != nil || !strings.HasSuffix(p.Type, "/too-large") ||
+				!strings.Contains(p.Detail, "raise --cache-bytes") {
+				t.Errorf("through the API: %d %.300s", resp.StatusCode, body)
+			}
+		})
 	}
+	wg.Wait()
 	// A cache that holds it serves the source.
 	_, api2 := newServer(t, api.Options{Stores: []*zvf.Store{st}, Cache: cache.New(64 << 20), NGSharded: neuroglancer.ShardNever})
 	if resp, body := apitest.Get(t, api2, "/ng/scale/annotations/spatial0/0_0_0"); resp.StatusCode != http.StatusOK {
