@@ -336,9 +336,10 @@ func BenchmarkShardRangeLargerThanCache(b *testing.B) {
 
 // BenchmarkPlanLargerThanCache: requests of a cell of a source whose
 // spatial index (about 4 MB, 50,000 polylines) is larger than the whole
-// cache (2 MiB). Each was answered by building the index again from every
-// object's manifest; now the first request finds it too large for the
-// cache and every request is a 413 naming --cache-bytes, at once.
+// cache (2 MiB), after the first. Each was answered by building the index
+// again from every object's manifest; now the first request finds it too
+// large for the cache and every later one is a 413 naming --cache-bytes,
+// at once.
 func BenchmarkPlanLargerThanCache(b *testing.B) {
 	st := gridPolylines(b, 50_000, 64<<20)
 	h := neuroglancer.New(neuroglancer.Options{Store: func(*http.Request) (*zvf.Store, error) { return st, nil },
@@ -354,12 +355,17 @@ func BenchmarkPlanLargerThanCache(b *testing.B) {
 		NotModified: func(http.ResponseWriter, *http.Request, string) bool { return false }})
 	r := chi.NewRouter()
 	r.Route("/ng/{store}", h.Routes)
-	b.ReportAllocs()
-	for range b.N {
+	get := func() {
 		w := httptest.NewRecorder()
 		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/ng/scale/annotations/spatial0/0_0_0", nil))
 		if w.Code != http.StatusOK && w.Code != http.StatusRequestEntityTooLarge {
 			b.Fatalf("%d %.300s", w.Code, w.Body.Bytes())
 		}
+	}
+	get() // the first request of the store version builds the index
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		get()
 	}
 }
