@@ -274,6 +274,8 @@ func TestNGInfoIsRevalidated(t *testing.T) {
 				"/ng/skeleton/skeletons/info",
 				"/ng/mesh/meshes/info",
 				"/ng/mesh/multilod/info",
+				"/ng/skeleton/segments/info",
+				"/ng/mesh/segments/info",
 			} {
 				resp, body := apitest.Get(t, ts, info, auth...)
 				if resp.StatusCode != http.StatusOK {
