@@ -74,7 +74,7 @@ func TestDescriptorURLsPaste(t *testing.T) {
 				t.Fatalf("%d %v", resp.StatusCode, err)
 			}
 			ng := d.Neuroglancer
-			if len(ng.Sources) != 4 || ng.Sources["density"] == "" || len(ng.State.Layers) == 0 { // annotations, lines, skeletons, density
+			if len(ng.Sources) != 5 || ng.Sources["density"] == "" || len(ng.State.Layers) == 0 { // annotations, lines, skeletons, segments, density
 				t.Fatalf("sources %v, %d layers", ng.Sources, len(ng.State.Layers))
 			}
 			for route, u := range ng.Sources {

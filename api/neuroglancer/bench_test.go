@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
 	"github.com/zvfserve/zvfserve/api/neuroglancer"
@@ -329,5 +331,41 @@ func BenchmarkShardRangeLargerThanCache(b *testing.B) {
 				get(c.rng)
 			}
 		})
+	}
+}
+
+// BenchmarkPlanLargerThanCache: requests of a cell of a source whose
+// spatial index (about 4 MB, 50,000 polylines) is larger than the whole
+// cache (2 MiB), after the first. Each was answered by building the index
+// again from every object's manifest; now the first request finds it too
+// large for the cache and every later one is a 413 naming --cache-bytes,
+// at once.
+func BenchmarkPlanLargerThanCache(b *testing.B) {
+	st := gridPolylines(b, 50_000, 64<<20)
+	h := neuroglancer.New(neuroglancer.Options{Store: func(*http.Request) (*zvf.Store, error) { return st, nil },
+		Cache: cache.New(2 << 20), Sharded: neuroglancer.ShardNever,
+		Serve: func(f func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if err := f(w, r); err != nil {
+					w.WriteHeader(http.StatusRequestEntityTooLarge)
+					_, _ = io.WriteString(w, err.Error())
+				}
+			}
+		},
+		NotModified: func(http.ResponseWriter, *http.Request, string) bool { return false }})
+	r := chi.NewRouter()
+	r.Route("/ng/{store}", h.Routes)
+	get := func() {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/ng/scale/annotations/spatial0/0_0_0", nil))
+		if w.Code != http.StatusOK && w.Code != http.StatusRequestEntityTooLarge {
+			b.Fatalf("%d %.300s", w.Code, w.Body.Bytes())
+		}
+	}
+	get() // the first request of the store version builds the index
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		get()
 	}
 }

@@ -184,7 +184,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		stores []string // whose descriptors' states to open, all layers shown
 		viewer string   // or: the store whose state the bundled viewer links to
 		want   []string // requests zvfserve must have answered (200 or 206, or 304 to a browser revalidating)
-		swap   string   // a source route the layers take instead of the state's multilod
+		swap   string   // a source route a mesh store's layer takes instead of the state's segments
 		mesh   string   // a path prefix whose bytes to add up, with the browser's cache off
 		// or: these layers (sources relative to the server), in a layout
 		// at a zoom (crossSectionScale, metres a pixel; 0: Neuroglancer's), and the
@@ -207,21 +207,21 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`,
 			`^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial1/\d+_\d+_\d+$`}},
 		{name: "streamlines", stores: []string{"polylines"}, want: []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`,
-			`^/ng/polylines/lines/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`, `^/ng/polylines/skeletons/\d+$`}},
+			`^/ng/polylines/lines/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`, `^/ng/polylines/segments/info$`, `^/ng/polylines/skeletons/v[0-9a-f]{16}\.\d+/\d+$`}},
 		{name: "graph", stores: []string{"graph"}, want: []string{`^/ng/graph/annotations/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`,
-			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/v[0-9a-f]{16}\.\d+/seg_props/info$`, `^/ng/graph/skeletons/\d+$`}},
-		{name: "skeletons", stores: []string{"skeleton"}, want: []string{`^/ng/skeleton/skeletons/info$`, `^/ng/skeleton/skeletons/v[0-9a-f]{16}\.\d+/seg_props/info$`,
-			`^/ng/skeleton/skeletons/0$`, `^/ng/skeleton/skeletons/1$`, `^/ng/skeleton/skeletons/2$`}},
+			`^/ng/graph/segments/info$`, `^/ng/graph/skeletons/v[0-9a-f]{16}\.\d+/info$`, `^/ng/graph/skeletons/v[0-9a-f]{16}\.\d+/seg_props/info$`, `^/ng/graph/skeletons/v[0-9a-f]{16}\.\d+/\d+$`}},
+		{name: "skeletons", stores: []string{"skeleton"}, want: []string{`^/ng/skeleton/skeletons/v[0-9a-f]{16}\.\d+/info$`, `^/ng/skeleton/skeletons/v[0-9a-f]{16}\.\d+/seg_props/info$`,
+			`^/ng/skeleton/skeletons/v[0-9a-f]{16}\.\d+/0$`, `^/ng/skeleton/skeletons/v[0-9a-f]{16}\.\d+/1$`, `^/ng/skeleton/skeletons/v[0-9a-f]{16}\.\d+/2$`}},
 		{name: "meshes", stores: []string{"mesh"}, swap: "meshes",
 			want: []string{`^/ng/mesh/meshes/info$`, `^/ng/mesh/meshes/\d+:0$`, `^/ng/mesh/meshes/frag/\d+$`}},
-		{name: "multilod", stores: []string{"mesh_v09"}, want: []string{`^/ng/mesh_v09/multilod/info$`,
-			`^/ng/mesh_v09/multilod/\d+\.index$`, `^/ng/mesh_v09/multilod/\d+$`}},
+		{name: "multilod", stores: []string{"mesh_v09"}, want: []string{`^/ng/mesh_v09/segments/info$`, `^/ng/mesh_v09/multilod/v[0-9a-f]{16}\.\d+/info$`,
+			`^/ng/mesh_v09/multilod/v[0-9a-f]{16}\.\d+/\d+\.index$`, `^/ng/mesh_v09/multilod/v[0-9a-f]{16}\.\d+/\d+$`}},
 		// The demo scene at Neuroglancer's default zoom (the store's whole
 		// box), fetched afresh with multilod meshes, then legacy ones: the
 		// bytes each mesh source takes.
 		{name: "demo", stores: []string{"cells", "axons", "skeletons", "meshes"}, mesh: "/ng/meshes/multilod/",
 			want: []string{`^/ng/cells/annotations/v[0-9a-f]{16}\.\d+/spatial0/0_0_0$`, `^/ng/axons/annotations/v[0-9a-f]{16}\.\d+/spatial0/0_0_0$`,
-				`^/ng/skeletons/skeletons/\d+$`, `^/ng/meshes/multilod/\d+\.index$`, `^/ng/meshes/multilod/\d+$`}},
+				`^/ng/skeletons/skeletons/v[0-9a-f]{16}\.\d+/\d+$`, `^/ng/meshes/multilod/v[0-9a-f]{16}\.\d+/\d+\.index$`, `^/ng/meshes/multilod/v[0-9a-f]{16}\.\d+/\d+$`}},
 		{name: "demo with legacy meshes", stores: []string{"cells", "axons", "skeletons", "meshes"}, swap: "meshes", mesh: "/ng/meshes/meshes/",
 			want: []string{`^/ng/meshes/meshes/\d+:0$`, `^/ng/meshes/meshes/frag/\d+$`}},
 		// The connectome store at the default view of its box: segments
@@ -229,7 +229,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		// this zoom, so the panel is mostly black: what multilod draws is
 		// checked against what the full meshes draw, below.
 		{name: "connectome", stores: []string{"connectome"}, mesh: "/ng/connectome/multilod/", minDrawn: 200,
-			want: []string{`^/ng/connectome/multilod/\d+\.index$`, `^/ng/connectome/multilod/\d+$`}},
+			want: []string{`^/ng/connectome/multilod/v[0-9a-f]{16}\.\d+/\d+\.index$`, `^/ng/connectome/multilod/v[0-9a-f]{16}\.\d+/\d+$`}},
 		{name: "connectome with legacy meshes", stores: []string{"connectome"}, swap: "meshes", mesh: "/ng/connectome/meshes/", minDrawn: 200,
 			want: []string{`^/ng/connectome/meshes/\d+:0$`, `^/ng/connectome/meshes/frag/\d+$`}},
 		{name: "viewer link", viewer: "cells", want: []string{`^/ng/cells/annotations/info$`, `^/ng/cells/annotations/v[0-9a-f]{16}\.\d+/spatial0/0_0_0$`}},
@@ -241,7 +241,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			layout: "xy", zoom: 0.9e-6, colour: 0.5},
 		// Segment ids above 2^60: skeletons, and the polylines and lines of
 		// the selected segments through the relationship.
-		{name: "large ids", stores: []string{"big_streamlines"}, link: true, want: []string{`^/ng/big_streamlines/skeletons/\d{19}$`,
+		{name: "large ids", stores: []string{"big_streamlines"}, link: true, want: []string{`^/ng/big_streamlines/skeletons/v[0-9a-f]{16}\.\d+/\d{19}$`,
 			`^/ng/big_streamlines/annotations/v[0-9a-f]{16}\.\d+/objects/\d{19}$`, `^/ng/big_streamlines/lines/v[0-9a-f]{16}\.\d+/objects/\d{19}$`}},
 		// Sharded sources: Neuroglancer reads shard files by Range.
 		{name: "sharded points", stores: []string{"points_pyramid"}, sharded: true, want: []string{
@@ -249,7 +249,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			`^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial1/0\.shard$`}},
 		{name: "sharded skeletons and lines", stores: []string{"graph"}, sharded: true, want: []string{
 			`^/ng/graph/annotations/v[0-9a-f]{16}\.\d+/spatial0/0\.shard$`, `^/ng/graph/lines/v[0-9a-f]{16}\.\d+/spatial0/0\.shard$`,
-			`^/ng/graph/skeletons/info$`, `^/ng/graph/skeletons/0\.shard$`}},
+			`^/ng/graph/skeletons/v[0-9a-f]{16}\.\d+/info$`, `^/ng/graph/skeletons/v[0-9a-f]{16}\.\d+/0\.shard$`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := data
@@ -290,8 +290,8 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 						if len(tc.stores) == 1 {
 							l.Visible = nil // every source of the store, the hidden ones too
 						}
-						if tc.swap != "" {
-							l.Source = strings.Replace(l.Source, "/multilod", "/"+tc.swap, 1)
+						if tc.swap != "" && d.Neuroglancer.Sources["multilod"] != "" {
+							l.Source = strings.Replace(l.Source, "/segments", "/"+tc.swap, 1)
 						}
 						layers = append(layers, l)
 					}

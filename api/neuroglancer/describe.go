@@ -77,9 +77,10 @@ func Describe(ctx context.Context, st *zvf.Store, base string) (*Description, er
 		d.State.Layers = append(d.State.Layers, Layer{Type: "annotation", Name: st.Name(), Source: src("annotations"),
 			Shader: annotationShader(kindPoint, l0)})
 	case "mesh":
-		// The multi-resolution source; "meshes" (legacy) stays listed for
-		// viewers that predate it.
-		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: name("meshes"), Source: src("multilod"),
+		// The multi-resolution meshes, through the segments source, whose
+		// info names them under the store version (segments.go); "meshes"
+		// (legacy) stays listed for viewers that predate them.
+		d.State.Layers = append(d.State.Layers, Layer{Type: "segmentation", Name: name("meshes"), Source: src("segments"),
 			Segments: objects})
 		meshView(d.State, st.Info())
 	default:
@@ -90,7 +91,8 @@ func Describe(ctx context.Context, st *zvf.Store, base string) (*Description, er
 			d.State.Layers = append(d.State.Layers, lines)
 		}
 		if has(routes, "skeletons") {
-			sk := Layer{Type: "segmentation", Name: name("skeletons"), Source: src("skeletons"),
+			// Through the segments source, as the meshes.
+			sk := Layer{Type: "segmentation", Name: name("skeletons"), Source: src("segments"),
 				Segments: objects, SkeletonShader: skeletonShader(info.VertexAttributes)}
 			if kindOf(st, "annotations") == kindPolyline {
 				sk.Visible = &hidden

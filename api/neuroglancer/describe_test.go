@@ -34,9 +34,9 @@ func TestDescriptorOffersSources(t *testing.T) {
 		}{
 			{"points_pyramid", []string{"annotations", "density"}, []string{"annotation annotations"}, `property="cell_type", range=[0, 3]`, nil},
 			{"points_bins", []string{"annotations", "density"}, []string{"annotation annotations"}, "setColor(prop_color())", nil},
-			{"polylines", []string{"annotations", "lines", "skeletons", "density"}, []string{"annotation annotations", "segmentation skeletons"}, `property="fa"`, nil},
-			{"skeleton", []string{"annotations", "lines", "skeletons", "density"}, []string{"segmentation skeletons", "annotation annotations"}, "float(radius) / top", []string{"0", "1", "2"}},
-			{"mesh", []string{"meshes", "multilod", "density"}, []string{"segmentation multilod"}, "", []string{"0", "1", "2", "3"}},
+			{"polylines", []string{"annotations", "lines", "skeletons", "segments", "density"}, []string{"annotation annotations", "segmentation segments"}, `property="fa"`, nil},
+			{"skeleton", []string{"annotations", "lines", "skeletons", "segments", "density"}, []string{"segmentation segments", "annotation annotations"}, "float(radius) / top", []string{"0", "1", "2"}},
+			{"mesh", []string{"meshes", "multilod", "segments", "density"}, []string{"segmentation segments"}, "", []string{"0", "1", "2", "3"}},
 		} {
 			resp, body := apitest.Get(t, ts, "/api/v1/stores/"+tc.store)
 			var d struct {

@@ -213,12 +213,13 @@ func FuzzRequests(f *testing.F) {
 		{"points_bins", "-1", "0_0_-0"}, {"polylines", "00", "1_2"}, {"graph", "1e3", "0__0"}, {"mesh", "", ""},
 		{"points_pyramid", "0", "0-4_0-4_0-4"}, {"graph", "1", "-64-0_0-64_9223372036854775807-0"},
 		{"points_pyramid", "0.shard", "0.shard"}, {"graph", "00.shard", "1.shard"}, {"skeleton", ".shard", "ff.shard"},
+		{"mesh", "0", "-32-0_0-32_0-32"}, {"skeleton", "3", "0-1_0-1_0-1"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
 	routes := []string{"annotations/by_id/%[1]s", "lines/by_id/%[1]s", "annotations/spatial%[1]s/%[2]s", "lines/spatial0/%[2]s",
 		"skeletons/%[1]s", "meshes/%[1]s:0", "meshes/frag/%[1]s", "annotations/spatial0/%[2]s", "multilod/%[1]s.index", "multilod/%[1]s",
-		"density/%[1]s/%[2]s", "density/0/%[2]s"}
+		"density/%[1]s/%[2]s", "density/0/%[2]s", "segments/labels/%[1]s/%[2]s", "segments/labels/0/%[2]s"}
 	f.Fuzz(func(t *testing.T, store, id, cell string) {
 		for _, r := range routes {
 			path := "/ng/" + url.PathEscape(store) + "/" + fmt.Sprintf(r, url.PathEscape(id), url.PathEscape(cell))

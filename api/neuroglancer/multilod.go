@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/zvfserve/zvfserve/api/neuroglancer/draco"
 	"github.com/zvfserve/zvfserve/zvf"
 )
@@ -134,7 +136,9 @@ type multilodNotes struct {
 	LODScales         []float32 `json:"lod_scales"`
 }
 
-func multilodInfoJSON(st *zvf.Store, levels []*zvf.Level) ([]byte, error) {
+// multilodInfoJSON is the multilod source's info, naming its segment
+// properties at segProps.
+func multilodInfoJSON(segProps string, st *zvf.Store, levels []*zvf.Level) ([]byte, error) {
 	dims, axisNotes := dimensions(st.Info().Axes)
 	nm := nanometresPer(dims)
 	inf := multilodInfo{Type: "neuroglancer_multilod_draco", Bits: multilodBits,
@@ -145,7 +149,7 @@ func multilodInfoJSON(st *zvf.Store, levels []*zvf.Level) ([]byte, error) {
 		inf.ZVF.LODLevels = append(inf.ZVF.LODLevels, l.N())
 	}
 	if levels[0].Info().ObjectCount <= maxSegmentIDs {
-		inf.SegmentProperties = versioned(st, "seg_props")
+		inf.SegmentProperties = segProps
 	}
 	return json.Marshal(inf)
 }
@@ -527,11 +531,15 @@ func (s *Server) multilodInfo(w http.ResponseWriter, r *http.Request) error {
 	if len(levels) == 0 {
 		return notFoundf("store %q has no levels", st.Name())
 	}
-	body, err := multilodInfoJSON(st, levels)
+	body, err := multilodInfoJSON(keyFor(r, st, "seg_props"), st, levels)
 	if err != nil {
 		return err
 	}
-	return s.send(w, r, st, "multilod\x00info", mediaJSON, body, start)
+	key := "multilod\x00info"
+	if chi.URLParam(r, versionParam) != "" {
+		key += "\x00versioned"
+	}
+	return s.send(w, r, st, key, mediaJSON, body, start)
 }
 
 // multilodFile answers a segment's manifest (index) or data file,

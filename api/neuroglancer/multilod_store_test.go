@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"sync"
 	"testing"
 
@@ -233,11 +234,23 @@ func (v meshView) pixel(lo [3]float64) float64 {
 	return (lo[2] - camera) / (f * float64(ngPanel[1]))
 }
 
+// fetchPlain is h's answer to a GET of p, which must be a 200.
+func fetchPlain(t testing.TB, h http.Handler, p string) []byte {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://x"+p, nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("%s: %d %s", p, w.Code, w.Body.Bytes())
+	}
+	return w.Body.Bytes()
+}
+
 // replayMeshView sums the bytes each mesh source of st sends (as h
 // answers) for Neuroglancer to show every segment in view v: legacy (the
 // info, seg_props info, each object's fragment list and fragment,
-// zstd-encoded as Chromium takes them) against multilod (the info,
-// seg_props info, each object's manifest and, by Range, the fragments of
+// zstd-encoded as Chromium takes them) against multilod (read through
+// the segments source, as the ready state's layer reads them: the info and
+// seg_props info it names, each object's manifest and, by Range, the fragments of
 // the LODs Neuroglancer passes: from the top LOD down, each finer one
 // while the segment's pixel size is below the coarser LOD's lod_scale).
 func replayMeshView(t testing.TB, h http.Handler, st *zvf.Store, v meshView) (legacy, multilod int64) {
@@ -261,21 +274,25 @@ func replayMeshView(t testing.TB, h http.Handler, st *zvf.Store, v meshView) (le
 		t.Fatal(err)
 	}
 	base := "/ng/" + st.Name()
-	for _, src := range []string{"meshes", "multilod"} {
-		n := int64(len(fetch(base+"/"+src+"/info")) + len(fetch(base+"/"+src+"/seg_props/info")))
-		if src == "meshes" {
-			legacy += n
-		} else {
-			multilod += n
-		}
+	legacy += int64(len(fetch(base+"/meshes/info")) + len(fetch(base+"/meshes/seg_props/info")))
+	// The ready state's layer reads the multilod meshes through the
+	// segments source: where its info names them, under the version.
+	var seg struct {
+		Mesh  string `json:"mesh"`
+		Props string `json:"segment_properties"`
 	}
+	if err := json.Unmarshal(fetchPlain(t, h, base+"/segments/info"), &seg); err != nil || seg.Mesh == "" {
+		t.Fatalf("the segments info names no meshes: %v", err)
+	}
+	mesh := path.Join(base+"/segments", seg.Mesh)
+	multilod += int64(len(fetch(mesh+"/info")) + len(fetch(path.Join(base+"/segments", seg.Props, "info"))))
 	for id := range l0.Info().ObjectCount {
 		if ok, err := l0.HasObject(ctx, id); err != nil || !ok {
 			continue
 		}
 		legacy += int64(len(fetch(fmt.Sprintf("%s/meshes/%d:0", base, id))))
 		legacy += int64(len(fetch(fmt.Sprintf("%s/meshes/frag/%d", base, id))))
-		index := fetch(fmt.Sprintf("%s/multilod/%d.index", base, id))
+		index := fetch(fmt.Sprintf("%s/%d.index", mesh, id))
 		multilod += int64(len(index))
 		m, err := decodeManifest(index)
 		if err != nil {
@@ -293,7 +310,7 @@ func replayMeshView(t testing.TB, h http.Handler, st *zvf.Store, v meshView) (le
 		for z := len(m.lods) - 1; z >= 0; z-- {
 			for _, nd := range m.lods[z] {
 				if nd.size > 0 {
-					multilod += int64(len(fetch(fmt.Sprintf("%s/multilod/%d", base, id), "Range", fmt.Sprintf("bytes=%d-%d", nd.start, nd.start+nd.size-1))))
+					multilod += int64(len(fetch(fmt.Sprintf("%s/%d", mesh, id), "Range", fmt.Sprintf("bytes=%d-%d", nd.start, nd.start+nd.size-1))))
 				}
 			}
 			if !(px < float64(m.scales[z])) {

@@ -31,6 +31,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/zvfserve/zvfserve/api/problem"
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -68,11 +69,13 @@ type Options struct {
 	// ShardAbove is ShardAuto's threshold in keys (0: AutoShardKeys).
 	ShardAbove int64
 	// MaxShardBytes bounds what one shard build holds (0:
-	// DefaultMaxShardBytes); a larger shard is a too-large problem.
+	// DefaultMaxShardBytes); a larger shard is read from its layout, and
+	// only a single chunk larger is a too-large problem.
 	MaxShardBytes int64
 	Now           func() time.Time
 	// Logger tells the operator what only they can fix (a spatial index
-	// larger than the cache); nil: nothing is logged.
+	// larger than the cache, whose source is refused); nil: nothing is
+	// logged.
 	Logger *slog.Logger
 }
 
@@ -83,13 +86,17 @@ type Server struct {
 	// shardScale multiplies the byte estimates that size shards: 1, but
 	// in tests (export_test.go), which want small stores in many shards.
 	shardScale int64
-	// tooBig holds, per store and annotation kind, the cache key of the
-	// last plan found larger than the cache, so that it is logged once.
+	// tooBig holds, per store and annotation kind, the last plan found
+	// larger than the cache (tooBigPlan): its source is refused.
 	tooBig sync.Map
 	// notKept holds, per store, source and shard, the cache key of the
 	// last shard built that the cache did not keep: its Range reads are
 	// answered from its layout (shardRange).
 	notKept sync.Map
+	// overBound holds, per store, source and shard, the cache key of the
+	// last shard whose build passed MaxShardBytes: every read of it is
+	// answered from its layout.
+	overBound sync.Map
 	// chunksBuilt counts the shard chunks built: for whole shards, for
 	// layouts, for Range reads (tests read it: ChunksBuilt).
 	chunksBuilt atomic.Int64
@@ -126,17 +133,21 @@ func (s *Server) Routes(r chi.Router) {
 		keyed("/"+route, "by_id/{id}", s.byID(route))
 		keyed("/"+route, relationshipKey+"/{id}", s.related(route))
 	}
-	get("/skeletons/info", s.skeletonInfo)
+	// Skeletons and multilod meshes are also answered under a version: the
+	// segments source's info names them there (segments.go).
+	keyed("/skeletons", "info", s.skeletonInfo)
 	keyed("/skeletons", "seg_props/info", s.segProps("skeletons"))
-	get("/skeletons/{id}", s.skeleton)
+	keyed("/skeletons", "{id}", s.skeleton)
 	get("/meshes/info", s.meshInfo)
 	keyed("/meshes", "seg_props/info", s.segProps("meshes"))
 	get("/meshes/{id}:0", s.meshManifest)
 	get("/meshes/frag/{id}", s.meshFragment)
-	get("/multilod/info", s.multilodInfo)
+	keyed("/multilod", "info", s.multilodInfo)
 	keyed("/multilod", "seg_props/info", s.segProps("multilod"))
-	get("/multilod/{id}.index", s.multilodFile(true))
-	get("/multilod/{id}", s.multilodFile(false))
+	keyed("/multilod", "{id}.index", s.multilodFile(true))
+	keyed("/multilod", "{id}", s.multilodFile(false))
+	get("/segments/info", s.segmentsInfo)
+	keyed("/segments", labelsKey+"/{scale}/{chunk}", s.segmentsChunk)
 	get("/density/info", s.densityInfo)
 	keyed("/density", "{key}/{chunk}", s.densityChunk)
 }
@@ -152,6 +163,16 @@ const versionParam = "version"
 // version's bytes, which it would decode with the old layout (another
 // sharding, grid or set of scales) and draw wrongly without a word.
 func versioned(st *zvf.Store, key string) string { return "v" + keyVersion(st) + "/" + key }
+
+// keyFor is key as the info r asks for names it: under the version, or,
+// for an info itself read under a version (the segments source names
+// skeletons and multilod meshes there), relative to it as it is.
+func keyFor(r *http.Request, st *zvf.Store, key string) string {
+	if chi.URLParam(r, versionParam) != "" {
+		return key
+	}
+	return versioned(st, key)
+}
 
 // keyVersion is what a versioned key names: the store's revision and the
 // encoding of what the key holds (recordLayout), "<revision>.<layout>".
@@ -175,10 +196,14 @@ func geometry(info *zvf.Info) string {
 }
 
 // RoutesOf lists the Neuroglancer sources a store has ("annotations",
-// "lines", "skeletons", "meshes", "multilod", "density"), in that order:
-// a store of three axes also has its density volume.
+// "lines", "skeletons", "meshes", "multilod", "segments", "density"), in
+// that order: a store with skeletons or multilod meshes also has them as
+// segments (segments.go), and a store of three axes its density volume.
 func RoutesOf(st *zvf.Store) []string {
 	routes := objectRoutes(st)
+	if has(routes, "skeletons") || has(routes, "multilod") {
+		routes = append(routes, "segments")
+	}
 	if len(densityScales(st)) > 0 {
 		routes = append(routes, "density")
 	}
@@ -296,42 +321,68 @@ func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, bui
 
 func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	key := "plan\x00" + k.annotationType()
-	var built atomic.Int64 // the size of the plan this call built, if it did
+	full := st.CacheKey("neuroglancer", key)
+	tag := st.Name() + "\x00" + k.annotationType()
+	if v, ok := s.tooBig.Load(tag); ok && v.(tooBigPlan).key == full {
+		return nil, v.(tooBigPlan).refusal(st, k, s.budget())
+	}
 	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
 		p, err := buildPlan(ctx, st, k)
 		if err != nil {
 			return nil, 0, err
 		}
-		built.Store(p.size + 1024)
-		return p, p.size + 1024, nil
+		return p, p.cacheBytes(), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if n := built.Load(); n > 0 {
-		s.warnIfNotKept(st, k, key, n)
+	// Every request that shared the build is refused, not only the one
+	// whose load ran.
+	p := v.(*plan)
+	if b := s.budget(); b > 0 && p.cacheBytes() > b {
+		return nil, s.refusePlan(st, k, tag, tooBigPlan{key: full, size: p.cacheBytes()})
 	}
-	return v.(*plan), nil
+	return p, nil
 }
 
-// warnIfNotKept logs, once per store version and kind, a plan just built
-// that the cache did not keep (larger than its budget): every request of
-// the source then builds it again from the level's manifests, which only a
-// larger --cache-bytes avoids. It is not kept elsewhere: memory outside
-// the byte budget is memory the operator did not allow.
-func (s *Server) warnIfNotKept(st *zvf.Store, k kind, key string, size int64) {
-	if s.o.Logger == nil || s.o.Cache == nil {
-		return
+// cacheBytes is what the plan is counted as in the cache.
+func (p *plan) cacheBytes() int64 { return p.size + 1024 }
+
+// tooBigPlan is a plan found larger than the whole cache: its cache key
+// (the store version and kind) and its size.
+type tooBigPlan struct {
+	key  string
+	size int64
+}
+
+// refusal is the problem a request of the plan's source is answered.
+func (t tooBigPlan) refusal(st *zvf.Store, k kind, budget int64) error {
+	return tooLargef("store %q: the Neuroglancer %s annotations' spatial index takes %d bytes, more than the whole cache holds (--cache-bytes %d), so it could not be kept and every request of the source would build it again from all of level 0; raise --cache-bytes above %d to serve this source",
+		st.Name(), k.annotationType(), t.size, budget, t.size)
+}
+
+// refusePlan records a plan just built that no cache of this budget can
+// keep, logs it once per store version and kind (only the operator can
+// fix it), and returns the refusal. Every request of the source is then
+// refused at once, until the store version changes: before, each built
+// the whole index again from level 0's manifests (half a second and 50 MB
+// a request for 50,000 polylines), and keeping it outside the cache would
+// be memory the byte budget does not see.
+func (s *Server) refusePlan(st *zvf.Store, k kind, tag string, t tooBigPlan) error {
+	prev, loaded := s.tooBig.Swap(tag, t)
+	if s.o.Logger != nil && (!loaded || prev.(tooBigPlan).key != t.key) {
+		s.o.Logger.Warn("a Neuroglancer spatial index is larger than the cache, so its source is refused; raise --cache-bytes",
+			"store", st.Name(), "source", k.annotationType(), "index_bytes", t.size, "cache_bytes", s.budget())
 	}
-	full := st.CacheKey("neuroglancer", key)
-	if _, kept := s.o.Cache.Peek(full); kept {
-		return
+	return t.refusal(st, k, s.budget())
+}
+
+// budget is the cache's byte budget (0: unknown, or no cache).
+func (s *Server) budget() int64 {
+	if b, ok := s.o.Cache.(interface{ Stats() cache.Stats }); ok {
+		return b.Stats().Budget
 	}
-	if prev, loaded := s.tooBig.Swap(st.Name()+"\x00"+k.annotationType(), full); loaded && prev == full {
-		return
-	}
-	s.o.Logger.Warn("a Neuroglancer spatial index is larger than the cache, so every request of its source builds it again; raise --cache-bytes",
-		"store", st.Name(), "source", k.annotationType(), "index_bytes", size)
+	return 0
 }
 
 const (
@@ -671,13 +722,16 @@ func (s *Server) skeletonInfo(w http.ResponseWriter, r *http.Request) error {
 	}
 	sp := newSkeletonSpec(st, l0)
 	spec := s.skeletonShards(l0, sp)
-	body, err := sp.infoJSON(st, spec)
+	body, err := sp.infoJSON(keyFor(r, st, "seg_props"), st, spec)
 	if err != nil {
 		return err
 	}
 	key := "skeletons\x00info"
 	if spec != nil {
 		key += "\x00sharded" // a cache may be shared by servers of both modes
+	}
+	if chi.URLParam(r, versionParam) != "" {
+		key += "\x00versioned"
 	}
 	return s.send(w, r, st, key, mediaJSON, body, start)
 }

@@ -80,8 +80,9 @@ const AutoShardKeys = 1_000_000
 // DefaultMaxShardBytes bounds the bytes one shard build holds
 // (Options.MaxShardBytes): ChooseBits aims shards at
 // sharding.TargetShardBytes, but with the shard count capped a very large
-// source could ask for more; that shard fails as too large (413) instead
-// of holding the memory.
+// source could ask for more; that shard's build stops at the bound
+// instead of holding the memory, and the shard is read from its layout
+// (shardRange), which holds none of its data.
 const DefaultMaxShardBytes = 8 * sharding.TargetShardBytes
 
 // shardedBy reports whether a source of n keys is sharded.
@@ -295,20 +296,16 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 		return b
 	}
 	key := fmt.Sprintf("shard\x00%s\x00%d", source, n)
-	if s.o.Cache == nil {
-		return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) {
-			b := newBuild()
-			if err := build(ctx, b); err != nil {
-				return nil, err
-			}
-			return b.finish()
-		})
-	}
 	// A shard the cache did not keep (larger than its budget) would be
 	// built whole for every Range read: once seen, a Range read is
-	// answered from the shard's layout and the chunks it covers.
+	// answered from the shard's layout and the chunks it covers. A shard
+	// over the build bound cannot be built whole at all: once seen, every
+	// read of it is answered so (a GET without Range too, unencoded).
 	full, tag := st.CacheKey("neuroglancer", key), st.Name()+"\x00"+key
-	if r.Header.Get("Range") != "" {
+	if v, ok := s.overBound.Load(tag); ok && v == full {
+		return s.shardRange(w, r, st, key, start, newBuild, build)
+	}
+	if s.o.Cache != nil && r.Header.Get("Range") != "" {
 		if _, kept := s.o.Cache.Peek(full); !kept {
 			if v, ok := s.notKept.Load(tag); ok && v == full {
 				return s.shardRange(w, r, st, key, start, newBuild, build)
@@ -322,8 +319,15 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 		}
 		return b.finish()
 	})
+	if over := (*shardOverBound)(nil); errors.As(err, &over) {
+		s.overBound.Store(tag, full)
+		return s.shardRange(w, r, st, key, start, newBuild, build)
+	}
 	if err != nil {
 		return err
+	}
+	if s.o.Cache == nil {
+		return s.send(w, r, st, key, mediaBinary, body, start)
 	}
 	if _, kept := s.o.Cache.Peek(full); !kept {
 		s.notKept.Store(tag, full)
@@ -331,7 +335,9 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 	return s.send(w, r, st, key, mediaBinary, body, start)
 }
 
-// shardRange answers a Range read of a shard the cache cannot keep: the
+// shardRange answers a Range read of a shard the cache cannot keep (or
+// any read of one over the build bound; without Range, the whole file,
+// read a chunk at a time): the
 // shard's layout (sharding.Layout: its shard and minishard indexes, and
 // where each minishard's data starts) is built once per store
 // version by encoding each chunk and keeping only its size, and cached;
@@ -522,7 +528,7 @@ func (b *shardBuild) add(key uint64, data []byte) error {
 		return nil
 	}
 	if n := b.bytes.Add(int64(len(data)) + 24); n > b.limit {
-		return tooLargef("store %q: shard %s of %s holds more than %d bytes, more than this server builds at once", b.store, b.spec.ShardFile(b.shard), b.source, b.limit)
+		return &shardOverBound{tooLargef("store %q: shard %s of %s holds more than %d bytes, more than this server builds at once", b.store, b.spec.ShardFile(b.shard), b.source, b.limit)}
 	}
 	b.mu.Lock()
 	b.keys = append(b.keys, key)
@@ -530,6 +536,14 @@ func (b *shardBuild) add(key uint64, data []byte) error {
 	b.mu.Unlock()
 	return nil
 }
+
+// shardOverBound is a whole-shard build stopped at its byte bound: the
+// shard is then read from its layout (shardRange), which holds none of
+// its data. It is the too-large problem it wraps wherever it is answered.
+type shardOverBound struct{ problem error }
+
+func (e *shardOverBound) Error() string { return e.problem.Error() }
+func (e *shardOverBound) Unwrap() error { return e.problem }
 
 // finish writes the shard file; a shard no key is placed in does not
 // exist.

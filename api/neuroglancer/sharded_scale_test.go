@@ -25,7 +25,7 @@ import (
 // gridPolylines is a store named "scale" of n three-vertex polylines, one
 // every 10 units on a 100 × 100 grid of layers, read through a cache of
 // cacheBytes.
-func gridPolylines(t *testing.T, n int, cacheBytes int64) *zvf.Store {
+func gridPolylines(t testing.TB, n int, cacheBytes int64) *zvf.Store {
 	t.Helper()
 	const per = 3
 	ctx := context.Background()

@@ -567,8 +567,8 @@ func serveRoutes(t testing.TB, o neuroglancer.Options, build func(neuroglancer.O
 
 // TestShardBuiltOncePerVersion: concurrent requests of one shard build it
 // once, cached at its size; a request for another shard of the source does
-// not rebuild the first; a build larger than the bound is a 413, not a
-// crash.
+// not rebuild the first (a build larger than the bound:
+// TestShardOverTheBuildBoundReadsItsRange).
 func TestShardBuiltOncePerVersion(t *testing.T) {
 	t.Parallel()
 	st := storeNamed(t, fixtureStores(t), "points_pyramid")
@@ -603,11 +603,66 @@ func TestShardBuiltOncePerVersion(t *testing.T) {
 	if built != 2 {
 		t.Fatalf("shards built: %v", ch.loads)
 	}
+}
 
-	small := shardRoutes(t, st, neuroglancer.Options{Sharded: neuroglancer.ShardAlways, MaxShardBytes: 1000})
-	resp, body := apitest.Get(t, small, paths[1])
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "more than 1000 bytes") {
-		t.Fatalf("a shard over the bound: %d %s", resp.StatusCode, body)
+// TestShardOverTheBuildBoundReadsItsRange: a shard holding more than the
+// build bound (MaxShardBytes, here 1000 bytes against the 20,000 records
+// of points_pyramid's by_id shard) was a 413 however it was read, since
+// its first read built it whole. Its reads are now answered from its
+// layout, as a shard larger than the cache is: every Range read gives the
+// bytes of the whole shard (from a server without the bound), a chunk
+// read builds that chunk alone, and a GET without Range streams it all
+// (200, unencoded), with no cache or with one. A cell over
+// --max-vertices inside such a shard is still a 413.
+func TestShardOverTheBuildBoundReadsItsRange(t *testing.T) {
+	t.Parallel()
+	st := storeNamed(t, fixtureStores(t), "points_pyramid")
+	const path = "/ng/points_pyramid/annotations/by_id/0.shard"
+	whole := apitest.MustGet(t, shardRoutes(t, st, neuroglancer.Options{Sharded: neuroglancer.ShardAlways}), path)
+	if len(whole) < 100_000 {
+		t.Fatalf("the by_id shard is %d bytes: not far over the bound", len(whole))
+	}
+	spec := sharding.Spec{Hash: "identity"}
+	var inf shardedInfo
+	for _, c := range []zvf.Cache{nil, cache.New(64 << 20)} {
+		var srv *neuroglancer.Server
+		ts := serveRoutes(t, neuroglancer.Options{Cache: c, Sharded: neuroglancer.ShardAlways, MaxShardBytes: 1000,
+			Store: func(*http.Request) (*zvf.Store, error) { return st, nil }},
+			func(o neuroglancer.Options) *neuroglancer.Server { srv = neuroglancer.New(o); return srv })
+		if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/points_pyramid/annotations/info"), &inf); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(inf.ByID.Sharding, &spec); err != nil {
+			t.Fatal(err)
+		}
+		sr, err := sharding.NewReader(spec, 0, bytes.NewReader(whole), int64(len(whole)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := sr.Entries()
+		if err != nil || len(es) < 1000 {
+			t.Fatalf("%d entries: %v", len(es), err)
+		}
+		for i, rng := range [][2]int64{{0, 16}, {es[0].Offset, es[0].Offset + es[0].Size}, {es[len(es)/2].Offset, es[len(es)/2].Offset + es[len(es)/2].Size},
+			{int64(len(whole)) - 50, int64(len(whole))}} {
+			before := srv.ChunksBuilt()
+			resp, got := apitest.Get(t, ts, path, "Range", fmt.Sprintf("bytes=%d-%d", rng[0], rng[1]-1))
+			if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(got, whole[rng[0]:rng[1]]) {
+				t.Fatalf("cache %v, bytes %d-%d: %d %.200s", c != nil, rng[0], rng[1]-1, resp.StatusCode, got)
+			}
+			if d := srv.ChunksBuilt() - before; i == 2 && c != nil && d != 1 {
+				t.Errorf("a chunk read built %d chunks, want 1", d)
+			}
+		}
+		resp, got := apitest.Get(t, ts, path)
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(got, whole) || resp.Header.Get("Content-Encoding") != "" {
+			t.Fatalf("cache %v, the whole shard: %d, %d bytes of %d, %q", c != nil, resp.StatusCode, len(got), len(whole), resp.Header.Get("Content-Encoding"))
+		}
+	}
+	tight := shardRoutes(t, st, neuroglancer.Options{Sharded: neuroglancer.ShardAlways, MaxShardBytes: 1000, MaxAnnotations: 10})
+	resp, body := apitest.Get(t, tight, "/ng/points_pyramid/annotations/"+inf.Spatial[len(inf.Spatial)-1].Key+"/0.shard", "Range", "bytes=0-15")
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "more than this server's 10 per response") {
+		t.Fatalf("a cell over --max-vertices in a shard over the bound: %d %s", resp.StatusCode, body)
 	}
 }
 
@@ -762,8 +817,40 @@ func TestShardLargerThanCacheReadsItsRange(t *testing.T) {
 	}
 }
 
+// shardlessCache is a cache that keeps no shard (as one smaller than every
+// shard would), but keeps the rest: the spatial index, without which a
+// source is refused, and shard layouts.
+type shardlessCache struct{ *cache.Cache }
+
+func isShard(key string) bool {
+	return strings.Contains(key, "\x00shard\x00") && !strings.HasSuffix(key, "\x00layout")
+}
+
+func (c shardlessCache) Get(ctx context.Context, key string, load func(context.Context) (any, int64, error)) (any, error) {
+	if isShard(key) {
+		v, _, err := load(ctx)
+		return v, err
+	}
+	return c.Cache.Get(ctx, key, load)
+}
+
+func (c shardlessCache) GetDetached(ctx context.Context, key string, load func(context.Context) (any, int64, error)) (any, error) {
+	if isShard(key) {
+		v, _, err := load(ctx)
+		return v, err
+	}
+	return c.Cache.GetDetached(ctx, key, load)
+}
+
+func (c shardlessCache) Peek(key string) (any, bool) {
+	if isShard(key) {
+		return nil, false
+	}
+	return c.Cache.Peek(key)
+}
+
 // TestShardRangeReadsMatchWholeShards: Range reads answered from a
-// shard's layout (a cache too small to keep any shard) give the bytes of
+// shard's layout (a cache that keeps no shard) give the bytes of
 // the whole shard for every kind of sharded source: by_id of lines (dense
 // ids) and polylines (object ids), spatial levels of each, and skeletons.
 func TestShardRangeReadsMatchWholeShards(t *testing.T) {
@@ -772,7 +859,7 @@ func TestShardRangeReadsMatchWholeShards(t *testing.T) {
 	for _, name := range []string{"graph", "polylines", "skeleton"} {
 		st := storeNamed(t, stores, name)
 		big := shardRoutes(t, st, neuroglancer.Options{Cache: cache.New(64 << 20), Sharded: neuroglancer.ShardAlways})
-		small := shardRoutes(t, st, neuroglancer.Options{Cache: cache.New(2 << 10), Sharded: neuroglancer.ShardAlways})
+		small := shardRoutes(t, st, neuroglancer.Options{Cache: shardlessCache{cache.New(64 << 20)}, Sharded: neuroglancer.ShardAlways})
 		type source struct {
 			dir, key string
 			spec     []byte

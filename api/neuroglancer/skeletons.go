@@ -98,12 +98,13 @@ type objectNotes struct {
 	Axes       []string `json:"axes"`
 }
 
-// infoJSON is the skeleton source's info; shards, when not nil, shards it.
-func (sp *skeletonSpec) infoJSON(st *zvf.Store, shards *sharding.Spec) ([]byte, error) {
+// infoJSON is the skeleton source's info, naming its segment properties
+// at segProps; shards, when not nil, shards it.
+func (sp *skeletonSpec) infoJSON(segProps string, st *zvf.Store, shards *sharding.Spec) ([]byte, error) {
 	inf := skeletonInfo{Type: "neuroglancer_skeletons", Transform: sp.transform, VertexAttributes: append([]skelAttr{}, sp.attrs...), Sharding: shards,
 		ZVF: objectNotes{Store: st.Name(), Attributes: append([]note{}, sp.notes...), Axes: append([]string{}, sp.axisNotes...)}}
 	if sp.segProps {
-		inf.SegmentProperties = versioned(st, "seg_props")
+		inf.SegmentProperties = segProps
 	}
 	return json.Marshal(inf)
 }
