@@ -384,7 +384,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if q.Get("level") == "auto" {
 		variant = "level=" + strconv.Itoa(l.N())
 	}
-	if s.notModified(w, r, s.etagOf(st, r, rep, variant)) {
+	if s.notModifiedFound(w, r, s.etagOf(st, r, rep, variant)) {
 		return nil
 	}
 	attrs, export, err := s.exportSetup(r.Context(), w, r, rep, st, l, "bbox", attrs, limit)

@@ -46,8 +46,24 @@ func (s *Server) etagOf(st *zvf.Store, r *http.Request, rep representation, vari
 }
 
 // notModified sets caching headers and reports whether the client's copy
-// is current (then a 304 has been written).
+// is current (then a 304 has been written). An If-Match that names none
+// of etag is answered when the handler's answer starts: a resource the
+// handler then finds missing is its 404 (RFC 9110 13.2.1).
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string) bool {
+	return s.preconditions(w, r, etag, false)
+}
+
+// notModifiedFound is notModified for a handler that has found what it
+// answers (its store, level and query are valid), so that what is left
+// is the work of the answer: an If-Match that names none of etag is
+// answered 412 now (then it reports true), before any chunk is read or
+// any of the body is held back (RFC 9110 13.2.1: a failure found only
+// by that work does not come first).
+func (s *Server) notModifiedFound(w http.ResponseWriter, r *http.Request, etag string) bool {
+	return s.preconditions(w, r, etag, true)
+}
+
+func (s *Server) preconditions(w http.ResponseWriter, r *http.Request, etag string, found bool) bool {
 	h := w.Header()
 	setHeader(w, "ETag", etag)
 	// The server's Cache-Control unless the handler chose its own
@@ -71,7 +87,7 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 	if im := r.Header.Values("If-Match"); len(im) > 0 && !matchesStrong(im, etag) {
 		p := problem.New(problem.PreconditionFailed,
 			"If-Match names no current ETag of this answer: the store has changed since the tag was issued, or the tag is weak (If-Match compares strongly) or another request's")
-		if sw == nil {
+		if sw == nil || found {
 			writeProblem(w, r, p)
 			return true
 		}
@@ -529,7 +545,7 @@ func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 	if err != nil {
 		return err
 	}
-	if st != nil && s.notModified(w, r, s.etagOf(st, r, rep, variant)) {
+	if st != nil && s.notModifiedFound(w, r, s.etagOf(st, r, rep, variant)) {
 		return nil
 	}
 	body, err := s.newBody(w, rep, start)
