@@ -556,6 +556,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	metrics := api.NewMetrics()
 	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// A SIGTERM or SIGINT while start-up waited on the stores: a
+			// stop asked for, as after start, not a failure.
+			log.Info("stopped before listening: signalled while the stores were being listed and opened")
+			return nil
+		}
 		return err
 	}
 	storesOpen := true
