@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zvfserve/zvfserve/api/problem"
 )
 
 // AdminHandler serves /metrics and /debug/pprof for the admin listener,
@@ -26,7 +28,99 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
+	return adminPreconditions(mux)
+}
+
+// adminPreconditions evaluates If-Match and If-None-Match on the admin
+// listener as statusWriter does on the API's (RFC 9110 13.1.1, 13.2.1):
+// judged against the ETag a 2xx carries, and one without an ETag (all of
+// this listener's) matches only If-Match: *; anything else (a 404, a
+// pprof 400) goes out as it is.
+func adminPreconditions(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		im := r.Header.Values("If-Match")
+		inm := r.Header.Get("If-None-Match")
+		if len(im) == 0 && inm == "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(&adminJudge{ResponseWriter: w, r: r, ifMatch: im, ifNoneMatch: inm}, r)
+	})
+}
+
+// adminJudge is the ResponseWriter adminPreconditions hands a request
+// with preconditions: its answer's status is judged as it starts.
+type adminJudge struct {
+	http.ResponseWriter
+	r           *http.Request
+	ifMatch     []string
+	ifNoneMatch string
+	started     bool
+	discard     bool // the answer became a 304 or a 412: its body is dropped
+}
+
+func (j *adminJudge) WriteHeader(code int) {
+	if j.started {
+		return
+	}
+	j.started = true
+	h := j.Header()
+	etag := h.Get("Etag")
+	if code >= 200 && code < 300 {
+		switch {
+		case len(j.ifMatch) > 0 && (etag != "" && !matchesStrong(j.ifMatch, etag) || etag == "" && !listsStar(j.ifMatch)):
+			detail := "If-Match names no current ETag of this answer: it has no ETag, so only If-Match: * matches it"
+			if etag != "" {
+				detail = "If-Match names no current ETag of this answer"
+			}
+			j.discard = true
+			problem.Write(j.ResponseWriter, j.r, problem.New(problem.PreconditionFailed, detail))
+			return
+		case (j.r.Method == http.MethodGet || j.r.Method == http.MethodHead) && (matchesAny(j.ifNoneMatch) || etag != "" && listsWeak(j.ifNoneMatch, etag)):
+			j.discard = true
+			for _, k := range []string{"Content-Length", "Content-Type"} {
+				h.Del(k)
+			}
+			j.ResponseWriter.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	j.ResponseWriter.WriteHeader(code)
+}
+
+func (j *adminJudge) Write(p []byte) (int, error) {
+	if !j.started {
+		j.WriteHeader(http.StatusOK)
+	}
+	if j.discard {
+		return len(p), nil
+	}
+	return j.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (pprof's
+// profile and trace extend their write deadline).
+func (j *adminJudge) Unwrap() http.ResponseWriter { return j.ResponseWriter }
+
+// listsStar reports whether If-Match values list "*".
+func listsStar(values []string) bool {
+	for _, v := range values {
+		if matchesAny(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// listsWeak reports whether an If-None-Match header lists etag, compared
+// weakly (RFC 9110 13.1.2).
+func listsWeak(inm, etag string) bool {
+	for tag := range strings.SplitSeq(inm, ",") {
+		if t := strings.TrimSpace(tag); t == etag || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // cmdline is pprof's cmdline endpoint with secrets redacted: the token,

@@ -182,3 +182,63 @@ func TestProbesAnswerOnAdminAtTheCap(t *testing.T) {
 		t.Errorf("admin /readyz while draining: %d, want 503", resp.StatusCode)
 	}
 }
+
+// TestAdminJudgesIfMatch: the admin listener evaluates If-Match as the
+// API's listener does (RFC 9110 13.1.1). None of its answers carries an
+// ETag, so any If-Match but "*" is the 412 problem, "*" gets the answer,
+// If-None-Match: * turns a 200 into a 304, and a path it does not serve
+// is still its 404. Before, the admin listener ignored both headers and
+// sent its 200 whatever the client had pinned.
+func TestAdminJudgesIfMatch(t *testing.T) {
+	t.Parallel()
+	srv, _ := newServer(t, api.Options{})
+	addr := startAdmin(t, srv)
+	get := func(method, path string, hdr ...string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Add(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	const other = `"0123456789abcdef01234567"`
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/debug/pprof/", "/debug/pprof/cmdline"} {
+		plain, full := get(http.MethodGet, path)
+		if plain.StatusCode != http.StatusOK || plain.Header.Get("ETag") != "" {
+			t.Fatalf("%s: %d, ETag %q (the test wants a 200 without one)", path, plain.StatusCode, plain.Header.Get("ETag"))
+		}
+		for _, hdr := range [][]string{
+			{"If-Match", other},
+			{"If-Match", "W/" + other},
+			{"If-Match", other, "If-None-Match", "*"},
+		} {
+			resp, body := get(http.MethodGet, path, hdr...)
+			if resp.StatusCode != http.StatusPreconditionFailed || resp.Header.Get("Content-Type") != "application/problem+json" ||
+				resp.Header.Get("Cache-Control") != "no-store" || !strings.Contains(body, "precondition-failed") || !strings.Contains(body, "no ETag") {
+				t.Errorf("%s, %q: %d %q, Cache-Control %q: %s", path, hdr, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), body)
+			}
+		}
+		if resp, body := get(http.MethodHead, path, "If-Match", other); resp.StatusCode != http.StatusPreconditionFailed || body != "" {
+			t.Errorf("HEAD %s, If-Match %s: %d, %d bytes", path, other, resp.StatusCode, len(body))
+		}
+		if resp, body := get(http.MethodGet, path, "If-Match", "*"); resp.StatusCode != http.StatusOK || (path == "/healthz" && body != full) {
+			t.Errorf("%s, If-Match *: %d, %q (want the 200's %q)", path, resp.StatusCode, body, full)
+		}
+		if resp, body := get(http.MethodGet, path, "If-None-Match", "*"); resp.StatusCode != http.StatusNotModified || body != "" {
+			t.Errorf("%s, If-None-Match *: %d, %d bytes (want a 304)", path, resp.StatusCode, len(body))
+		}
+	}
+	_, full := get(http.MethodGet, "/nosuch")
+	if resp, body := get(http.MethodGet, "/nosuch", "If-Match", other); resp.StatusCode != http.StatusNotFound || body != full {
+		t.Errorf("/nosuch, If-Match %s: %d, want the 404 without it:\n%s\n%s", other, resp.StatusCode, body, full)
+	}
+}

@@ -20,10 +20,13 @@ import (
 // a keep-alive connection between requests, or one that has sent nothing
 // for silentAfter — is closed to make room; when there is none the new one
 // takes one of ProbeConnections slots past the cap, which answer only
-// /healthz and /readyz (see probeOnly) and live at most probeConnLife —
-// closing for room, when they are all taken, the oldest one whose request
-// has not been read yet —, and when every one is answering the new one is
-// closed at once. Keep-alive connections idle for IdleTimeout are closed. Requests need their headers within 10 s; answers are bounded by
+// /healthz and /readyz (see probeOnly) and live at most probeConnLife.
+// When they are all taken, the new connection is read apart from the
+// accept loop for at most probePeek: one whose first bytes are a probe's
+// request line (plain HTTP/1) closes, for room, the oldest slot whose
+// request has not been read — one that has not shown a probe's line
+// first — and any other is closed, as it is at once when every slot is
+// answering. Keep-alive connections idle for IdleTimeout are closed. Requests need their headers within 10 s; answers are bounded by
 // the request clock and the writer's stall deadline (see Options), not by
 // a whole-response timeout.
 func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
@@ -93,12 +96,29 @@ const ProbeConnections = 4
 // send slowly cannot keep a probe, which sends its request at once, out.
 const probeConnLife = 2 * time.Second
 
+// probePeek bounds how long a new connection is read, while every probe
+// slot is taken, for a probe's request line: a probe sends it at once
+// (a kubelet's, within a millisecond of connecting in a cluster).
+const probePeek = 250 * time.Millisecond
+
+// probePeeks bounds the connections read so at once; past it the one read
+// longest is refused for the newcomer, so a flood of silent connections
+// holds none of them longer than it takes probePeeks more to arrive.
+const probePeeks = 64
+
 // connLimiter caps the open connections of a listener (see HTTPServer).
 type connLimiter struct {
 	net.Listener
 	max int
 	m   *Metrics
 	now func() time.Time // the server's clock
+
+	// wakeOnce finds whether the listener takes deadlines (a TCP
+	// listener does): then a new connection is peeked at when every probe
+	// slot is taken (see peek), and one that is a probe is handed to
+	// Accept through ready, woken by a deadline in the past.
+	wakeOnce sync.Once
+	deadline interface{ SetDeadline(time.Time) error }
 
 	// progress is the context of its connections (see progressCtx).
 	progress atomic.Pointer[connCtx]
@@ -110,6 +130,17 @@ type connLimiter struct {
 	seq    uint64                     // connections admitted
 	idle   map[*limitedConn]time.Time // keep-alive connections between requests, since when
 	silent map[*limitedConn]time.Time // connections not yet past their first request, accepted when
+	// peeking: new connections being read for a probe's request line,
+	// by arrival; ready: those that were one, admitted, for Accept.
+	peeking []*peekConn
+	ready   []*limitedConn
+	shut    bool // Close was called
+}
+
+// peekConn is a new connection being read for a probe's request line.
+type peekConn struct {
+	net.Conn
+	refused bool // closed for a newer one (l.mu)
 }
 
 // limitedConn is a connection of a connLimiter. Its write deadlines are
@@ -127,6 +158,14 @@ type limitedConn struct {
 	// given reaches past until.
 	probe bool
 	until time.Time
+	// On a probe slot: pre is what a peek read before admitting it, read
+	// again first; head gathers the first bytes read, until they tell
+	// whether they are a probe's request line (line; see probeVerdict).
+	pre     []byte
+	head    [16]byte
+	nhead   int
+	decided bool
+	line    atomic.Bool
 
 	mu   sync.Mutex
 	span time.Duration // of the write deadline last set; <= 0: none, or one that cuts now
@@ -166,11 +205,53 @@ func (c *limitedConn) bound(t time.Time) time.Time {
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
+	if len(c.pre) > 0 {
+		n := copy(p, c.pre)
+		c.pre = c.pre[n:]
+		return n, nil
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 && !c.heard.Load() {
 		c.heard.Store(true)
 	}
+	if c.probe && !c.decided && n > 0 {
+		// Only the server's connection goroutine reads: head is its own.
+		c.nhead += copy(c.head[c.nhead:], p[:n])
+		switch probeVerdict(c.head[:c.nhead]) {
+		case probeYes:
+			c.line.Store(true)
+			c.decided = true
+		case probeNo:
+			c.decided = true
+		}
+	}
 	return n, err
+}
+
+// What the first bytes of a connection say of it (probeVerdict).
+const (
+	probeMaybe = iota // too few to tell
+	probeYes          // a probe's request line
+	probeNo
+)
+
+// probeTargets begin the request lines of the probes.
+var probeTargets = [...]string{"GET /healthz", "GET /readyz", "HEAD /healthz", "HEAD /readyz"}
+
+// probeVerdict tells whether b, a connection's first bytes, begin a
+// probe's request line: GET or HEAD of /healthz or /readyz, the path
+// ended by a space or a query.
+func probeVerdict(b []byte) int {
+	verdict := probeNo
+	for _, t := range probeTargets {
+		switch {
+		case len(b) > len(t) && string(b[:len(t)]) == t && (b[len(t)] == ' ' || b[len(t)] == '?'):
+			return probeYes
+		case len(b) <= len(t) && t[:len(b)] == string(b):
+			verdict = probeMaybe
+		}
+	}
+	return verdict
 }
 
 func (c *limitedConn) Write(p []byte) (int, error) {
@@ -209,9 +290,26 @@ func (c *limitedConn) CloseWrite() error {
 
 // Accept returns the next connection there is room for.
 func (l *connLimiter) Accept() (net.Conn, error) {
+	l.wakeOnce.Do(func() { l.deadline, _ = l.Listener.(interface{ SetDeadline(time.Time) error }) })
 	for {
+		if l.deadline != nil {
+			// Cleared before ready is looked at: a probe handed over after
+			// the look sets it again, and the Accept below returns.
+			_ = l.deadline.SetDeadline(time.Time{})
+			l.mu.Lock()
+			if len(l.ready) > 0 {
+				lc := l.ready[0]
+				l.ready = l.ready[1:]
+				l.mu.Unlock()
+				return lc, nil
+			}
+			l.mu.Unlock()
+		}
 		c, err := l.Listener.Accept()
 		if err != nil {
+			if l.deadline != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				continue // woken: a probe is ready
+			}
 			return nil, err
 		}
 		if lc := l.admit(c); lc != nil {
@@ -244,24 +342,36 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 		}
 		if victim == nil {
 			if l.probes < ProbeConnections {
-				return l.admitProbe(c, nil)
+				return l.admitProbe(c, nil, nil)
 			}
-			// Every probe slot is taken: the oldest connection there whose
-			// request has not been read yet goes.
-			var pv *limitedConn
-			for pc := range l.unread {
-				if pv == nil || pc.seq < pv.seq {
-					pv = pc
+			if l.deadline != nil {
+				// Every probe slot is taken: c takes one only if it is a
+				// probe. What it has sent already tells at once (under a
+				// flood, a probe's request line has arrived by the time it
+				// is accepted); else peek reads it without holding up
+				// Accept.
+				var head [16]byte
+				n, ok := peekNow(c, head[:])
+				switch v := probeVerdict(head[:n]); {
+				case ok && n > 0 && v == probeYes:
+					if pv := l.slotVictim(); pv != nil {
+						return l.admitProbe(c, pv, nil) // its bytes are still to be read
+					}
+					l.mu.Unlock()
+					l.refuse(c)
+				case ok && n > 0 && v == probeNo:
+					l.mu.Unlock()
+					l.refuse(c)
+				default:
+					l.peek(c)
 				}
+				return nil
 			}
-			if pv != nil {
-				return l.admitProbe(c, pv)
+			if pv := l.slotVictim(); pv != nil {
+				return l.admitProbe(c, pv, nil)
 			}
 			l.mu.Unlock()
-			// Counted before the close: a client that sees the close and
-			// then reads the metric must find it counted.
-			l.m.connRefuse.Inc()
-			_ = c.Close()
+			l.refuse(c)
 			return nil
 		}
 		l.forget(victim)
@@ -289,33 +399,149 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 	return lc
 }
 
+// refuse closes c, which there is no room for.
+func (l *connLimiter) refuse(c net.Conn) {
+	// Counted before the close: a client that sees the close and then
+	// reads the metric must find it counted.
+	l.m.connRefuse.Inc()
+	_ = c.Close()
+}
+
+// slotVictim is the probe slot's connection to close for a probe: the
+// oldest whose request has not been read and whose first bytes are not a
+// probe's request line, else the oldest whose request has not been read
+// (a client that sent a probe's line and stalls); nil when every slot is
+// answering. l.mu is held.
+func (l *connLimiter) slotVictim() *limitedConn {
+	var pv *limitedConn
+	for pc := range l.unread {
+		if pv == nil {
+			pv = pc
+			continue
+		}
+		if a, b := pc.line.Load(), pv.line.Load(); a != b && !a || a == b && pc.seq < pv.seq {
+			pv = pc
+		}
+	}
+	return pv
+}
+
+// peek reads c's first bytes, apart from the accept loop, for at most
+// probePeek: a probe's request line admits it on a probe slot, in the
+// place of slotVictim's, and hands it to Accept; anything else, or none,
+// is refused. At most probePeeks are read at once: past that the one read
+// longest is refused for c. l.mu is held, and peek releases it.
+func (l *connLimiter) peek(c net.Conn) {
+	var out *peekConn
+	if len(l.peeking) >= probePeeks {
+		out, l.peeking = l.peeking[0], l.peeking[1:]
+		out.refused = true
+	}
+	pc := &peekConn{Conn: c}
+	l.peeking = append(l.peeking, pc)
+	l.mu.Unlock()
+	if out != nil {
+		l.refuse(out.Conn) // its read ends, and its goroutine with it
+	}
+	go l.judge(pc)
+}
+
+// judge is peek's goroutine for pc.
+func (l *connLimiter) judge(pc *peekConn) {
+	_ = pc.SetReadDeadline(time.Now().Add(probePeek))
+	var buf [16]byte
+	n, verdict := 0, probeMaybe
+	for verdict == probeMaybe && n < len(buf) {
+		m, err := pc.Read(buf[n:])
+		n += m
+		verdict = probeVerdict(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	l.mu.Lock()
+	if pc.refused {
+		l.mu.Unlock()
+		return // refused (and counted) for a newer one, or closed with the listener
+	}
+	if l.shut {
+		l.mu.Unlock()
+		_ = pc.Close()
+		return
+	}
+	l.peeking = slices.DeleteFunc(l.peeking, func(p *peekConn) bool { return p == pc })
+	var victim *limitedConn
+	if l.probes >= ProbeConnections {
+		victim = l.slotVictim()
+	}
+	if verdict != probeYes || (l.probes >= ProbeConnections && victim == nil) {
+		l.mu.Unlock()
+		l.refuse(pc.Conn)
+		return
+	}
+	_ = pc.SetReadDeadline(time.Time{})
+	lc := l.admitProbe(pc.Conn, victim, buf[:n])
+	l.mu.Lock()
+	l.ready = append(l.ready, lc)
+	l.mu.Unlock()
+	_ = l.deadline.SetDeadline(time.Now()) // wakes Accept
+}
+
 // admitProbe admits c on a probe slot, after closing victim when it is
 // not nil (a probe slot's connection whose request has not been read);
-// l.mu is held, and admitProbe releases it. c's deadlines end
+// l.mu is held, and admitProbe releases it. pre is what was read of c to
+// admit it (a probe's request line), read again first. c's deadlines end
 // probeConnLife from now, so that it goes by then whatever it sends, and
 // it is neither silent nor idle (it makes no room under the cap: closing
 // it would free a probe slot, not a place there).
-func (l *connLimiter) admitProbe(c net.Conn, victim *limitedConn) net.Conn {
+func (l *connLimiter) admitProbe(c net.Conn, victim *limitedConn, pre []byte) *limitedConn {
+	// Socket deadlines are in real time, not the server's clock.
+	lc := &limitedConn{Conn: c, l: l, probe: true, until: time.Now().Add(probeConnLife), pre: pre}
+	if len(pre) > 0 {
+		lc.nhead = copy(lc.head[:], pre)
+		lc.decided = true
+		lc.line.Store(true)
+		lc.heard.Store(true)
+	}
 	if victim != nil {
 		delete(l.unread, victim) // not chosen again while it closes
 	}
-	l.mu.Unlock()
-	if victim != nil {
-		l.m.connProbeClosed.Inc()
-		_ = victim.Close() // gives its slot back (admits are one at a time)
-	}
-	// Socket deadlines are in real time, not the server's clock.
-	lc := &limitedConn{Conn: c, l: l, probe: true, until: time.Now().Add(probeConnLife)}
-	_ = lc.SetDeadline(time.Time{})
-	l.mu.Lock()
+	// The slot is counted before the victim gives its own back, so that
+	// an admit meanwhile (Accept's, or another peek's) finds none free.
 	l.seq++
 	lc.seq = l.seq
 	l.probes++
 	l.unread[lc] = struct{}{}
 	l.mu.Unlock()
+	if victim != nil {
+		l.m.connProbeClosed.Inc()
+		_ = victim.Close()
+	}
+	_ = lc.SetDeadline(time.Time{})
 	l.m.connProbe.Inc()
 	l.m.connOpen.Inc()
 	return lc
+}
+
+// Close closes the listener, and the connections peek holds: those being
+// read and those admitted that Accept has not returned.
+func (l *connLimiter) Close() error {
+	err := l.Listener.Close()
+	l.mu.Lock()
+	l.shut = true
+	peeking, ready := l.peeking, l.ready
+	l.peeking, l.ready = nil, nil
+	for _, pc := range peeking {
+		pc.refused = true
+	}
+	l.mu.Unlock()
+	for _, pc := range peeking {
+		_ = pc.Close()
+	}
+	for _, lc := range ready {
+		_ = lc.Close()
+	}
+	return err
 }
 
 // probeServing marks c's request as read: from now on it is answered

@@ -60,3 +60,34 @@ func TestProbeSlotsRefuseWhenAllAnswer(t *testing.T) {
 		t.Fatalf("%d probe slots taken, want %d", probes, ProbeConnections)
 	}
 }
+
+// TestProbeVerdict: what a connection's first bytes say of it, as the
+// probe slots judge a newcomer once all are taken: a probe's request line
+// (GET or HEAD of /healthz or /readyz, the path ended by a space or a
+// query), too few bytes to tell, or anything else.
+func TestProbeVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"", probeMaybe},
+		{"G", probeMaybe},
+		{"GET /heal", probeMaybe},
+		{"GET /healthz", probeMaybe}, // /healthzz would not be one
+		{"GET /healthz ", probeYes},
+		{"GET /healthz HTTP/1.1\r\n", probeYes},
+		{"GET /readyz?verbose=1 HTTP/1.1", probeYes},
+		{"HEAD /readyz HTTP/1.1", probeYes},
+		{"HEAD /healthz ", probeYes},
+		{"GET /healthzz HTTP/1.1", probeNo},
+		{"GET /api/v1/stores HTTP/1.1", probeNo},
+		{"POST /healthz HTTP/1.1", probeNo},
+		{"get /healthz HTTP/1.1", probeNo},
+		{"\x16\x03\x01\x02\x00", probeNo}, // a TLS ClientHello
+		{"PRI * HTTP/2.0\r\n", probeNo},
+	} {
+		if got := probeVerdict([]byte(tc.in)); got != tc.want {
+			t.Errorf("probeVerdict(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

@@ -86,7 +86,7 @@ func decodeCursor(v, hash, version string) (cursor, error) {
 		return cursor{}, bad
 	}
 	if cur.Version != version {
-		return cursor{}, errCursorVersion
+		return cursor{Level: cur.Level}, errCursorVersion // the level, for the walk's tag (bbox)
 	}
 	return cur, nil
 }
@@ -118,21 +118,10 @@ func parseCursor(b []byte) (cursor, error) {
 
 // errCursorVersion: a cursor of another store version than the one that
 // is answering. It is stale, or, behind a load balancer, issued by a
-// replica that saw the store's next version first; cursorVersion tells.
+// replica that saw the store's next version first; otherVersion tells
+// (bbox: a newer version answers the request again, none is 409
+// stale-cursor).
 var errCursorVersion = errors.New("cursor of another store version")
-
-// cursorVersion answers a request whose cursor names another version than
-// st's: the store is checked now (see zvf.Handle.Sync); if that finds a
-// newer version, the request is answered again from it (the error
-// matches zvf.ErrChanged, which wrap retries), while it settles the
-// answer is 503 store-changing, and a cursor of no version served now is
-// 409 stale-cursor.
-func cursorVersion(r *http.Request, st *zvf.Store) error {
-	if err := otherVersion(r, st, "a cursor"); err != nil {
-		return err
-	}
-	return staleCursor()
-}
 
 // otherVersion checks the store now for a request that names another
 // version than st's (what, e.g. "a cursor"): an error matching

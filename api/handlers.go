@@ -328,8 +328,17 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		hash = queryHash(st.Name(), q)
 	}
 	cur, err := decodeCursor(q.Get("cursor"), hash, st.Revision())
+	// stale: the cursor is of a version no longer served. The answer is
+	// 409 stale-cursor, unless If-Match names the walk's tag of the
+	// version the cursor came from: the change that makes the cursor
+	// stale is the one that precondition tests, so it is its 412 (judged
+	// below, once the tag is known).
+	var stale error
 	if errors.Is(err, errCursorVersion) {
-		return cursorVersion(r, st)
+		if err := otherVersion(r, st, "a cursor"); err != nil {
+			return err
+		}
+		stale, err = staleCursor(), nil
 	}
 	if err != nil {
 		return err
@@ -345,6 +354,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if lv := q.Get("level"); lv == "auto" {
 		if q.Get("cursor") != "" {
 			l, err = st.Level(cur.Level)
+			if err != nil && stale != nil {
+				return stale // the cursor's level is gone with its version
+			}
 		} else {
 			// Edge values need a level that keeps them (edgeAttrsSetup
 			// checks the names' use once the level is known).
@@ -384,7 +396,14 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if q.Get("level") == "auto" {
 		variant = "level=" + strconv.Itoa(l.N())
 	}
-	if s.notModified(w, r, s.etagOf(st, r, rep, variant)) {
+	etag := s.etagOf(st, r, rep, variant)
+	if stale != nil {
+		if p := unmatched(r, etag); p != nil {
+			return p
+		}
+		return stale
+	}
+	if s.notModifiedFound(w, r, etag) {
 		return nil
 	}
 	attrs, export, err := s.exportSetup(r.Context(), w, r, rep, st, l, "bbox", attrs, limit)
@@ -475,30 +494,34 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 // the rest as the client wrote it: re-encoded, a query grows (a comma
 // becomes %2C) past what the server accepts.
 func withCursor(raw, next string) string {
-	var b strings.Builder
-	b.Grow(len(raw) + len("&cursor=") + len(next))
+	var mem [512]byte
+	b := appendWalkQuery(mem[:0], raw)
+	return string(b) + "cursor=" + next // base64url: nothing to escape
+}
+
+// appendWalkQuery appends the query raw without its cursor, each
+// parameter followed by '&': what every page of a paged walk shares
+// (withCursor's links, and so the walk's ETag, see etagOf). What RFC 3986
+// allows in a query stays as sent; anything else (a client may send '>',
+// '"' or a byte over 0x7f as it is) is escaped, so the URL is one within
+// the Link's <…>, and the first page's raw query gives the bytes its
+// links give.
+func appendWalkQuery(b []byte, raw string) []byte {
 	for p := range strings.SplitSeq(raw, "&") {
 		if p == "" || p == "cursor" || strings.HasPrefix(p, "cursor=") {
 			continue
 		}
 		for i := 0; i < len(p); i++ {
-			// What RFC 3986 allows in a query stays as sent; anything
-			// else (a client may send '>', '"' or a byte over 0x7f as it
-			// is) is escaped, so the URL is one within the Link's <…>.
 			if c := p[i]; queryByte(c) {
-				b.WriteByte(c)
+				b = append(b, c)
 			} else {
 				const hex = "0123456789ABCDEF"
-				b.WriteByte('%')
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&15])
+				b = append(b, '%', hex[c>>4], hex[c&15])
 			}
 		}
-		b.WriteByte('&')
+		b = append(b, '&')
 	}
-	b.WriteString("cursor=")
-	b.WriteString(next) // base64url: nothing to escape
-	return b.String()
+	return b
 }
 
 // queryByte reports whether c may stand as it is in a URI's query

@@ -86,7 +86,7 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(br.st, r, br.rep)) {
+	if s.notModifiedFound(w, r, s.etag(br.st, r, br.rep)) {
 		return nil
 	}
 	n, err := br.l.Count(r.Context(), zvf.CountQuery{Min: br.min, Max: br.max, Selection: br.sel})
@@ -129,7 +129,7 @@ func (s *Server) density(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(br.st, r, br.rep)) {
+	if s.notModifiedFound(w, r, s.etag(br.st, r, br.rep)) {
 		return nil
 	}
 	counts, err := br.l.Density(r.Context(), zvf.DensityQuery{Min: br.min, Max: br.max, Shape: shape, Selection: br.sel})
@@ -451,7 +451,7 @@ func (s *Server) queryables(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.notModified(w, r, s.etag(st, r, rep)) {
+	if s.notModifiedFound(w, r, s.etag(st, r, rep)) {
 		return nil
 	}
 	doc := queryablesDoc{Schema: "https://json-schema.org/draft/2020-12/schema", ID: s.o.PublicURL + r.URL.Path,

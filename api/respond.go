@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,7 +24,11 @@ import (
 // etag is a strong validator: the store's version + path + query +
 // representation (format and content coding, each a different body). A
 // store's version changes whenever its objects do, so equal inputs give
-// equal bytes.
+// equal bytes. The query is taken without its cursor: every page of a
+// paged walk has the first page's tag (RFC 9110 8.8.3 asks a tag to tell
+// apart one URL's representations, and each page's URL still has one body
+// a version), so If-Match: <first page's tag> pins the whole walk, and a
+// page under another tag tells the client the store changed mid-walk.
 func (s *Server) etag(st *zvf.Store, r *http.Request, rep representation) string {
 	return s.etagOf(st, r, rep, "")
 }
@@ -35,9 +40,16 @@ func (s *Server) etagOf(st *zvf.Store, r *http.Request, rep representation, vari
 	// on the stack (a digest written part by part allocates per part).
 	var mem [512]byte
 	b := mem[:0]
-	for _, p := range [...]string{st.Revision(), r.URL.Path, r.URL.RawQuery, rep.codec.format(), rep.encoding, variant} {
-		b = append(append(b, p...), 0)
+	b = append(append(append(b, st.Revision()...), 0), r.URL.Path...)
+	b = appendWalkQuery(append(b, 0), r.URL.RawQuery)
+	// Without its last '&', a query with no cursor (nor anything to
+	// escape) is hashed as it was before cursors were left out: the tags
+	// CDNs hold stay valid across the upgrade.
+	b = bytes.TrimSuffix(b, []byte{'&'})
+	for _, p := range [...]string{rep.codec.format(), rep.encoding, variant} {
+		b = append(append(b, 0), p...)
 	}
+	b = append(b, 0)
 	sum := sha256.Sum256(b)
 	var out [2 + 24]byte
 	out[0], out[len(out)-1] = '"', '"'
@@ -46,8 +58,24 @@ func (s *Server) etagOf(st *zvf.Store, r *http.Request, rep representation, vari
 }
 
 // notModified sets caching headers and reports whether the client's copy
-// is current (then a 304 has been written).
+// is current (then a 304 has been written). An If-Match that names none
+// of etag is answered when the handler's answer starts: a resource the
+// handler then finds missing is its 404 (RFC 9110 13.2.1).
 func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string) bool {
+	return s.preconditions(w, r, etag, false)
+}
+
+// notModifiedFound is notModified for a handler that has found what it
+// answers (its store, level and query are valid), so that what is left
+// is the work of the answer: an If-Match that names none of etag is
+// answered 412 now (then it reports true), before any chunk is read or
+// any of the body is held back (RFC 9110 13.2.1: a failure found only
+// by that work does not come first).
+func (s *Server) notModifiedFound(w http.ResponseWriter, r *http.Request, etag string) bool {
+	return s.preconditions(w, r, etag, true)
+}
+
+func (s *Server) preconditions(w http.ResponseWriter, r *http.Request, etag string, found bool) bool {
 	h := w.Header()
 	setHeader(w, "ETag", etag)
 	// The server's Cache-Control unless the handler chose its own
@@ -68,10 +96,8 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 	if sw != nil {
 		sw.unmatched, sw.unmatchedReq = nil, nil
 	}
-	if im := r.Header.Values("If-Match"); len(im) > 0 && !matchesStrong(im, etag) {
-		p := problem.New(problem.PreconditionFailed,
-			"If-Match names no current ETag of this answer: the store has changed since the tag was issued, or the tag is weak (If-Match compares strongly) or another request's")
-		if sw == nil {
+	if p := unmatched(r, etag); p != nil {
+		if sw == nil || found {
 			writeProblem(w, r, p)
 			return true
 		}
@@ -101,6 +127,16 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, etag string
 		return true
 	}
 	return false
+}
+
+// unmatched is the 412 problem for a request whose If-Match names
+// neither etag nor "*"; nil when it has none or it matches.
+func unmatched(r *http.Request, etag string) *Problem {
+	if im := r.Header.Values("If-Match"); len(im) > 0 && !matchesStrong(im, etag) {
+		return problem.New(problem.PreconditionFailed,
+			"If-Match names no current ETag of this answer: the store has changed since the tag was issued, or the tag is weak (If-Match compares strongly) or another request's")
+	}
+	return nil
 }
 
 // matchesStrong reports whether the If-Match values list etag or "*",
@@ -529,7 +565,7 @@ func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 	if err != nil {
 		return err
 	}
-	if st != nil && s.notModified(w, r, s.etagOf(st, r, rep, variant)) {
+	if st != nil && s.notModifiedFound(w, r, s.etagOf(st, r, rep, variant)) {
 		return nil
 	}
 	body, err := s.newBody(w, rep, start)

@@ -56,7 +56,20 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 		dctx, cancel = context.WithTimeout(ctx, decide)
 		defer cancel()
 	}
+	var notice *time.Timer
+	if decide > 0 {
+		// Say what start-up waits on, once it is more than a blink: a
+		// backend that does not answer at all is otherwise silent until
+		// the wait ends.
+		notice = time.AfterFunc(min(waitNotice, decide/4), func() {
+			log.Info("waiting for the backend to answer the listing that tells a store from a folder of stores",
+				"up_to", decide, "set_by", "--start-wait")
+		})
+	}
 	root, err := firstListing(dctx, st, log)
+	if notice != nil {
+		notice.Stop()
+	}
 	undecided := func() bool {
 		if dctx.Err() == nil || ctx.Err() != nil {
 			return false
@@ -161,6 +174,10 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 	log.Info("serving the stores found in a folder", "stores", len(out))
 	return out, nil
 }
+
+// waitNotice is how long the first listing may take before serve logs
+// that it waits on it.
+const waitNotice = 500 * time.Millisecond
 
 // listingTries bounds how often firstListing asks a backend that fails
 // it as unavailable: 100, 200, 400 and 800 ms apart, 1.5 s in all.

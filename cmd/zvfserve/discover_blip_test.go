@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
@@ -32,7 +31,7 @@ func TestServeFolderAfterAListingBlip(t *testing.T) {
 		fs.Add(&faultstore.Rule{Op: "list", Nth: 1, Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
 		return fs
 	}
-	s := startServeWith(t, serveHooks{wrapArg: wrap, startWait: 5 * time.Second}, dir)
+	s := startServeWith(t, serveHooks{wrapArg: wrap}, "--start-wait", "5s", dir)
 	s.exitsClean(t)
 	code, body, _ := httpGet(t, s.base+"/api/v1/stores")
 	if code != http.StatusOK || !strings.Contains(body, `"a"`) || !strings.Contains(body, `"b"`) {
@@ -57,7 +56,7 @@ func TestServeFolderListingThatKeepsFailing(t *testing.T) {
 		fs.Add(&faultstore.Rule{Op: "list", Key: "", Fault: faultstore.Fault{Err: storage.ErrUnavailable, Times: listingTries}})
 		return fs
 	}
-	s := startServeWith(t, serveHooks{wrapArg: wrap, startWait: 5 * time.Second}, "g="+graphStore)
+	s := startServeWith(t, serveHooks{wrapArg: wrap}, "--start-wait", "5s", "g="+graphStore)
 	s.exitsClean(t)
 	if got := fs.Faults.Load(); got != listingTries {
 		t.Errorf("%d listings failed, want %d", got, listingTries)

@@ -92,7 +92,7 @@ func TestServeStartsBesideAHungStore(t *testing.T) {
 	start := time.Now()
 	// wrapArg: the backend hangs from the first call serve makes, the
 	// listing that tells a store from a folder of stores.
-	s := startServeWith(t, serveHooks{wrapArg: wrap, startWait: 300 * time.Millisecond}, "--revalidate", "100ms", "good="+graphStore, "hung="+hung)
+	s := startServeWith(t, serveHooks{wrapArg: wrap}, "--start-wait", "300ms", "--revalidate", "100ms", "good="+graphStore, "hung="+hung)
 	s.exitsClean(t)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("serve listened %v after it started", took)

@@ -50,6 +50,7 @@ type serveConfig struct {
 	cacheBytes, maxVertices, maxChunkBytes                int64
 	maxAge, timeout, streamTimeout, stallTimeout          time.Duration
 	idleTimeout, shutdownGrace, shutdownDelay, revalidate time.Duration
+	startWait                                             time.Duration
 	revalidateWalk, settle                                time.Duration
 	maxConcurrent, readConcurrency, maxConnections        int
 	demoScale                                             float64
@@ -71,9 +72,10 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served (positive); meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
 	fs.BoolVar(&c.followSymlinks, "follow-symlinks", false, "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its connection freed (while it waits on its client it holds no --max-concurrent slot) (env ZVFSERVE_STALL_TIMEOUT)")
-	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the one idle longest — a keep-alive connection between requests, or one that has sent nothing for a second — is closed for a new one; with none such the new one gets one of 4 slots past the cap that answer only /healthz and /readyz (anything else 503; each closed after its answer and within 2s; with all 4 taken, the oldest whose request has not been read is closed for it), and while all 4 are answering it is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
+	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the one idle longest — a keep-alive connection between requests, or one that has sent nothing for a second — is closed for a new one; with none such the new one gets one of 4 slots past the cap that answer only /healthz and /readyz (anything else 503; each closed after its answer and within 2s; with all 4 taken, a new one whose request line is a probe's closes the oldest whose request has not been read, and any other is refused), and while all 4 are answering it is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", time.Minute, "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing; a second signal exits at once (env ZVFSERVE_SHUTDOWN_GRACE)")
+	fs.DurationVar(&c.startWait, "start-wait", 10*time.Second, "at start, how long serve waits before it listens: for each STORE's backend to answer the listing that tells a store from a folder of stores (all at once; one that has not answered is served as one store, with a warning), then for the stores to open, within what is left or a quarter of it (one still opening answers 502 and keeps /readyz false until it opens); keep 1.25 times it under the liveness probe's patience (env ZVFSERVE_START_WAIT)")
 	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz false (and keep-alive off) before the listeners close, so that load balancers polling /readyz stop sending first; --shutdown-grace follows; 0: close at once (env ZVFSERVE_SHUTDOWN_DELAY)")
 	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, so pages of wide attributes are smaller), and an object over it is a 413; a chunk tile is always its whole chunk (env ZVFSERVE_MAX_VERTICES)")
@@ -115,6 +117,7 @@ func (c *serveConfig) check() error {
 	need(c.stallTimeout > 0, "stall-timeout", c.stallTimeout)
 	need(c.idleTimeout > 0, "idle-timeout", c.idleTimeout)
 	need(c.shutdownGrace > 0, "shutdown-grace", c.shutdownGrace)
+	need(c.startWait > 0, "start-wait", c.startWait)
 	need(c.maxConcurrent > 0, "max-concurrent", c.maxConcurrent)
 	if err := refuse("must be positive"); err != nil {
 		return err
@@ -237,10 +240,13 @@ func storeArg(arg string) (name, target string) {
 // the others down.
 func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Cache, m *api.Metrics, log *slog.Logger, hooks serveHooks) ([]*zvf.Handle, func(), error) {
 	codecs := zarr.NewCodecs(zarr.Limits{MaxChunkBytes: c.maxChunkBytes})
-	wait := startWait // for the stores to open (openFirst), and for each argument's first listing
-	if hooks.startWait > 0 {
-		wait = hooks.startWait
-	}
+	// One budget for the whole start: the arguments' first listings run
+	// at once, each within it, and the stores' opens get what is left, or
+	// a quarter of it if more, so that a store beside a hung argument
+	// still gets time to open before serve listens.
+	wait := c.startWait
+	deadline := time.Now().Add(wait)
+	openWait := func() time.Duration { return max(time.Until(deadline), wait/4) }
 	var stores []*zvf.Handle
 	var closers []func() error
 	closeAll := func() {
@@ -267,7 +273,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	opened := func() ([]*zvf.Handle, func(), error) {
 		// Closing the stores ends their opens first, however serve ends.
 		octx, stopOpens := context.WithCancel(ctx)
-		opening := openFirst(octx, stores, watched, checkTimeout(c.revalidate), wait, c.revalidate, log)
+		opening := openFirst(octx, stores, watched, checkTimeout(c.revalidate), openWait(), c.revalidate, log)
 		closeStores := func() {
 			stopOpens()
 			opening()
@@ -312,7 +318,14 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		from[name] = a
 		return nil
 	}
-	for _, a := range args {
+	// Each argument's store, opened (no backend call yet) in order.
+	type argStore struct {
+		arg   storage.Store
+		found []foundStore
+		err   error
+	}
+	per := make([]argStore, len(args))
+	for i, a := range args {
 		name, target := storeArg(a)
 		// A name given (name=URL) must be one; a folder of stores does
 		// not use its own default name, only a store served as one does.
@@ -325,12 +338,24 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		closers = append(closers, st.Close)
-		var arg storage.Store = st
+		per[i].arg = st
 		if hooks.wrapArg != nil {
-			arg = hooks.wrapArg(st)
+			per[i].arg = hooks.wrapArg(st)
 		}
-		// A folder of stores serves each of them (discover.go).
-		found, err := discoverStoresWithin(ctx, arg, namePrefix(a), log.With("arg", shownArg(a)), wait)
+	}
+	// A folder of stores serves each of them (discover.go). The first
+	// listings are asked all at once: backends that do not answer cost
+	// the start one wait, not one each.
+	var looks sync.WaitGroup
+	for i, a := range args {
+		looks.Go(func() {
+			per[i].found, per[i].err = discoverStoresWithin(ctx, per[i].arg, namePrefix(a), log.With("arg", shownArg(a)), wait)
+		})
+	}
+	looks.Wait()
+	for i, a := range args {
+		name, target := storeArg(a)
+		arg, found, err := per[i].arg, per[i].found, per[i].err
 		for _, f := range found {
 			if err == nil {
 				err = named(f.name, a)
@@ -367,12 +392,6 @@ func shownArg(a string) string {
 	}
 	return a
 }
-
-// startWait is how long serve waits for its stores to open before it
-// listens: longer than a healthy store takes, shorter than a liveness
-// probe's patience (the manifests' probe restarts a pod whose /healthz has not
-// answered for 30 s).
-const startWait = 10 * time.Second
 
 // firstOpens is how many stores open at once at start: a store whose
 // backend hangs holds one of them until its deadline, not every store
@@ -463,7 +482,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type serveHooks struct {
 	wrapStore func(storage.Store) storage.Store
 	wrapArg   func(storage.Store) storage.Store // wraps each STORE argument's storage, before the search for stores below it
-	startWait time.Duration                     // how long serve waits for its stores to open before it listens; 0: startWait
 	// libraryLogs routes the log package's and gRPC's output through the
 	// server's logger (process globals: set by runServe, not by tests).
 	libraryLogs bool
@@ -538,6 +556,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	metrics := api.NewMetrics()
 	stores, closeStores, err := openStores(ctx, fs.Args(), &c, ch, metrics, log, hooks)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// A SIGTERM or SIGINT while start-up waited on the stores: a
+			// stop asked for, as after start, not a failure.
+			log.Info("stopped before listening: signalled while the stores were being listed and opened")
+			return nil
+		}
 		return err
 	}
 	storesOpen := true
