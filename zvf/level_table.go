@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,12 @@ type levelTable struct {
 	// cont[g]: the global row continuing g's streamline when g is its
 	// fragment's last row and something continues it, else -1.
 	cont []int32
+	// verts and ids: every global row's vertex and wire-form owner id,
+	// in global row order; inCell: chunk i's rows lie in its cell. An
+	// answer reads these, not each chunk's structs (a cache miss or two
+	// a chunk).
+	verts, ids []byte
+	inCell     []bool
 }
 
 // tableState is a level's table bookkeeping: off once the level is found
@@ -142,7 +149,16 @@ func (l *Level) buildTable(ctx context.Context, inv *inverse) (*levelTable, int6
 	rows := int(t.start[n])
 	t.head = make([]bool, rows)
 	t.cont = make([]int32, rows)
-	size += int64(5 * rows)
+	rowBytes := l.vdt.Size * l.s.dims
+	t.verts = make([]byte, 0, rows*rowBytes)
+	t.ids = make([]byte, 0, 8*rows)
+	t.inCell = make([]bool, n)
+	for i, cv := range t.cvs {
+		t.verts = append(t.verts, cv.data[:cv.rows*rowBytes]...)
+		t.ids = append(t.ids, t.preps[i].ids...)
+		t.inCell[i] = cv.inCell
+	}
+	size += int64((5+rowBytes+8)*rows + n)
 	for i, p := range t.preps {
 		s := t.start[i]
 		nf := len(p.bounds) - 1
@@ -251,33 +267,74 @@ func (l *Level) tableBBox(ctx context.Context, t *levelTable, sc *bboxScratch, q
 	// Match every candidate first: the page's rows are known before any
 	// is emitted, so an answer past the limit is left to the per-chunk
 	// path whole. glob: the matching global rows in answer order, loc
-	// the same as chunk rows; tseg[p] ends candidate p's.
-	glob, loc, seg := sc.tglob[:0], sc.tloc[:0], sc.tseg[:0]
-	all := sc.tall[:0]
+	// the same as chunk rows; seg[p] ends candidate p's, all[p] says the
+	// box took every row of it (a batch's Source tells). The answer's
+	// vertices and ids are copied out as they are found, one after
+	// another, so each batch is a slice of them.
+	glob, loc, seg, all := sc.tglob[:0], sc.tloc[:0], sc.tseg[:0], sc.tall[:0]
+	rowBytes := l.vdt.Size * l.s.dims
+	vb, ib := sc.vbuf[:0], sc.wireIDs[:0]
+	bt := &sc.bt
+	own := bt.f32 && bt.cover // float32 × 3: tested here, a few rows a chunk
 	for p, i := range sc.cand {
 		if p&63 == 0 {
 			if err := ctx.Err(); err != nil {
 				return res, true, err
 			}
 		}
-		cv := t.cvs[i]
-		l.matchVerts(l.keys[i], cv, q.Min, q.Max, m)
-		s := t.start[i]
-		if m.all {
-			for r := range int32(cv.rows) {
-				glob = append(glob, s+r)
-				loc = append(loc, r)
+		s, e, key := t.start[i], t.start[i+1], l.keys[i]
+		ids := t.ids[8*s : 8*e]
+		whole := false
+		switch {
+		case own && len(key) == 3:
+			// matchVerts' verdicts: a covered cell whose rows lie in it,
+			// else each row's test on every axis (the same rows as its
+			// kernels find; every row of a covered cell is all).
+			cut := bt.cut3(key)
+			if whole = cut == 0 && t.inCell[i]; whole {
+				break
 			}
-		} else {
+			n0 := len(glob)
+			data := t.verts[12*s : 12*e]
+			for r := int32(0); len(data) >= 12; r, data = r+1, data[12:] {
+				x := math.Float32frombits(binary.LittleEndian.Uint32(data[0:4]))
+				y := math.Float32frombits(binary.LittleEndian.Uint32(data[4:8]))
+				z := math.Float32frombits(binary.LittleEndian.Uint32(data[8:12]))
+				if x >= bt.lo[0] && x <= bt.hi[0] && y >= bt.lo[1] && y <= bt.hi[1] && z >= bt.lo[2] && z <= bt.hi[2] {
+					glob = append(glob, s+r)
+					loc = append(loc, r)
+					vb = append(vb, data[:12]...)
+					ib = append(ib, ids[8*r:8*r+8]...)
+				}
+			}
+			whole = cut == 0 && len(glob)-n0 == int(e-s)
+		default:
+			cv := t.cvs[i]
+			l.matchVerts(key, cv, q.Min, q.Max, m)
+			if whole = m.all; whole {
+				break
+			}
 			for _, r := range m.rows {
 				glob = append(glob, s+r)
 			}
 			loc = append(loc, m.rows...)
+			vb = gather(vb, cv.data, m.rows, rowBytes)
+			ib = gather(ib, ids, m.rows, 8)
+		}
+		if whole {
+			k := len(glob)
+			glob, loc = slices.Grow(glob, int(e-s))[:k+int(e-s)], slices.Grow(loc, int(e-s))[:k+int(e-s)]
+			for r := range e - s {
+				glob[k], loc[k] = s+r, r
+				k++
+			}
+			vb = append(vb, t.verts[int(s)*rowBytes:int(e)*rowBytes]...)
+			ib = append(ib, ids...)
 		}
 		seg = append(seg, int32(len(glob)))
-		all = append(all, m.all)
+		all = append(all, whole)
 	}
-	sc.tglob, sc.tloc, sc.tseg, sc.tall = glob, loc, seg, all
+	sc.tglob, sc.tloc, sc.tseg, sc.tall, sc.vbuf, sc.wireIDs = glob, loc, seg, all, vb, ib
 	count := int64(len(glob))
 	if q.Limit > 0 && count > q.Limit {
 		return res, false, nil
@@ -286,7 +343,6 @@ func (l *Level) tableBBox(ctx context.Context, t *levelTable, sc *bboxScratch, q
 	l.s.countHits(len(sc.cand))
 	l.startBatches(sc)
 	batch, src := &sc.batch, &sc.src
-	rowBytes := l.vdt.Size * l.s.dims
 	lo := int32(0)
 	for p, i := range sc.cand {
 		res.Chunks++
@@ -294,21 +350,14 @@ func (l *Level) tableBBox(ctx context.Context, t *levelTable, sc *bboxScratch, q
 		if hi == lo {
 			continue
 		}
-		cv, prep, n := t.cvs[i], t.preps[i], int(hi-lo)
-		rows := loc[lo:hi]
-		src.key, src.cv, src.all, src.first, src.n, src.rows = l.keys[i], cv, all[p], 0, n, nil
-		batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs = l.keys[i], n, int64(lo), sc.cols[:0], nil
-		src.attrs = src.attrs[:0]
-		if all[p] {
-			batch.Vertices.Data = cv.data[:n*rowBytes]
-			batch.WireIDs = prep.ids[: 8*n : 8*n]
-		} else {
-			src.rows = rows
-			sc.vbuf = gather(sc.vbuf[:0], cv.data, rows, rowBytes)
-			batch.Vertices.Data = sc.vbuf
-			sc.wireIDs = gather(sc.wireIDs[:0], prep.ids, rows, 8)
-			batch.WireIDs = sc.wireIDs
+		n := int(hi - lo)
+		src.key, src.cv, src.all, src.first, src.n, src.rows = l.keys[i], t.cvs[i], all[p], 0, n, nil
+		if !all[p] {
+			src.rows = loc[lo:hi]
 		}
+		batch.Chunk, batch.Rows, batch.First, batch.Attributes, batch.ObjectIDs = l.keys[i], n, int64(lo), sc.cols[:0], nil
+		batch.Vertices.Data = vb[int(lo)*rowBytes : int(hi)*rowBytes]
+		batch.WireIDs = ib[8*lo : 8*hi]
 		res.Count += int64(n)
 		lo = hi
 		if err := emit(batch); err != nil {
