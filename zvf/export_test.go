@@ -63,6 +63,9 @@ func WithoutLevelTables(s *Store) { s.noTables = true }
 // TableAnswers counts the answers l's level table gave.
 func TableAnswers(l *Level) int64 { return l.table.answers.Load() }
 
+// TableBuilds counts the builds of l's level table.
+func TableBuilds(l *Level) int64 { return l.table.builds.Load() }
+
 // TableCached reports whether l's level table is in the store's cache.
 func TableCached(l *Level) bool {
 	_, ok := l.s.cache.Peek(l.cacheKey("leveltable"))

@@ -52,8 +52,9 @@ type tableState struct {
 	fit  bool
 	off  atomic.Bool
 	ref  atomic.Pointer[cache.Ref]
-	// answers counts the answers the table gave (tests read it).
-	answers atomic.Int64
+	// answers counts the answers the table gave, builds the tables
+	// built (tests read them).
+	answers, builds atomic.Int64
 }
 
 // tableShare: a level's table may take at most this share of the cache's
@@ -121,6 +122,7 @@ func (l *Level) levelTable(ctx context.Context, inv *inverse) *levelTable {
 // buildTable reads every chunk of the level (those not cached
 // concurrently) and prepares the table, with its size in bytes.
 func (l *Level) buildTable(ctx context.Context, inv *inverse) (*levelTable, int64, error) {
+	l.table.builds.Add(1)
 	n := len(l.keys)
 	t := &levelTable{cvs: make([]*chunkVerts, n), preps: make([]*chunkPrep, n), start: make([]int32, n+1)}
 	if err := l.readAllChunks(ctx, t.cvs); err != nil {

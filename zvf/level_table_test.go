@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
@@ -22,6 +25,15 @@ import (
 // and edges — into one byte string.
 func tableAnswer(t *testing.T, l *zvf.Level, q zvf.BBoxQuery) ([]byte, zvf.BBoxResult) {
 	t.Helper()
+	b, res, err := answerOf(l, q)
+	if err != nil {
+		t.Fatalf("bbox %v–%v: %v", q.Min, q.Max, err)
+	}
+	return b, res
+}
+
+// answerOf is tableAnswer's answer, or its error.
+func answerOf(l *zvf.Level, q zvf.BBoxQuery) ([]byte, zvf.BBoxResult, error) {
 	var b bytes.Buffer
 	res, err := l.BBox(context.Background(), q, func(bt *zvf.Batch) error {
 		fmt.Fprintf(&b, "batch %v rows %d first %d ids %v attrs %d\n", bt.Chunk, bt.Rows, bt.First, bt.ObjectIDs, len(bt.Attributes))
@@ -38,7 +50,7 @@ func tableAnswer(t *testing.T, l *zvf.Level, q zvf.BBoxQuery) ([]byte, zvf.BBoxR
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("bbox %v–%v: %v", q.Min, q.Max, err)
+		return nil, res, err
 	}
 	fmt.Fprintf(&b, "count %d matched %d %v more %v chunks %d edges %v faces %v/%d wire %v\n",
 		res.Count, res.Matched, res.MatchedKnown, res.More, res.Chunks, res.Edges, res.Faces, res.FaceWidth, res.WireEdges == nil)
@@ -46,7 +58,7 @@ func tableAnswer(t *testing.T, l *zvf.Level, q zvf.BBoxQuery) ([]byte, zvf.BBoxR
 	if res.Next != nil {
 		b.Write(res.Next.Append(nil, 1<<20))
 	}
-	return b.Bytes(), res
+	return b.Bytes(), res, nil
 }
 
 // tableStores are the stores the level-table tests compare on: synthetic
@@ -258,5 +270,48 @@ func TestLevelTableNotAcrossVersions(t *testing.T) {
 	}
 	if zvf.TableAnswers(ln) == 0 {
 		t.Fatal("the new version answered without a table of its own")
+	}
+}
+
+// TestLevelTableOneBuild: requests that all find a level's table missing
+// at once, over slow storage, share one build and give one answer.
+func TestLevelTableOneBuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := synth.Streamlines(ctx, 30_000, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := faultstore.New(storage.Sub(st, "streamlines"), nil)
+	s, err := zvf.Open(ctx, slow, zvf.Options{Name: "lines", Cache: cache.New(256 << 20), Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Level(1)
+	keys := l.Keys()
+	cs := l.Info().ChunkShape
+	// A level's first answer, of one chunk's cell, reads only that chunk.
+	first := keys[0]
+	min, max := make([]float64, 3), make([]float64, 3)
+	for d := range 3 {
+		min[d], max[d] = float64(first[d])*cs[d], float64(first[d]+1)*cs[d]
+	}
+	tableAnswer(t, l, zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true})
+	slow.Add(&faultstore.Rule{Fault: faultstore.Fault{Delay: 2 * time.Millisecond}})
+	whole := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, Wire: true}
+	const n = 6
+	got, errs := make([][]byte, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { got[i], _, errs[i] = answerOf(l, whole) })
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || !bytes.Equal(got[i], got[0]) {
+			t.Fatalf("answer %d differs (%v)", i, errs[i])
+		}
+	}
+	if b, a := zvf.TableBuilds(l), zvf.TableAnswers(l); b != 1 || a != n {
+		t.Fatalf("%d builds, %d answers from the table; want 1 and %d", b, a, n)
 	}
 }
