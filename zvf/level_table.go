@@ -111,10 +111,21 @@ func (l *Level) levelTable(ctx context.Context, inv *inverse) *levelTable {
 		}
 		return nil
 	}
+	// A table the cache did not keep (the version retired, or a budget
+	// that cannot hold it) would be built again by every request, each
+	// reading the chunks the cache no longer keeps either: it answers
+	// this one, and the level's later answers take the per-chunk path.
+	kept := false
 	if rc := l.s.refs; rc != nil {
-		if _, r, ok := rc.PeekRef(t.key); ok {
+		var r *cache.Ref
+		if _, r, kept = rc.PeekRef(t.key); kept {
 			t.ref.Store(r)
 		}
+	} else {
+		_, kept = l.s.cache.Peek(t.key)
+	}
+	if !kept {
+		t.off.Store(true)
 	}
 	return v.(*levelTable)
 }

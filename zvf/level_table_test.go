@@ -315,3 +315,38 @@ func TestLevelTableOneBuild(t *testing.T) {
 		t.Fatalf("%d builds, %d answers from the table; want 1 and %d", b, a, n)
 	}
 }
+
+// TestLevelTableRetiredNotRebuilt: requests still running on a store
+// version whose cache entries were retired (a newer version opened) do
+// not rebuild its level table, reading the whole level, one each.
+func TestLevelTableRetiredNotRebuilt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := synth.Streamlines(ctx, 30_000, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(256 << 20)
+	s, err := zvf.OpenGen(ctx, storage.Sub(st, "streamlines"), zvf.Options{Name: "lines", Cache: c}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Level(1)
+	keys := l.Keys()
+	cs := l.Info().ChunkShape
+	first := keys[0]
+	min, max := make([]float64, 3), make([]float64, 3)
+	for d := range 3 {
+		min[d], max[d] = float64(first[d])*cs[d], float64(first[d]+1)*cs[d]
+	}
+	want, _ := tableAnswer(t, l, zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true}) // reads one chunk
+	c.Retire("lines\x001\x00")
+	for i := range 4 {
+		if got, _ := tableAnswer(t, l, zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true}); !bytes.Equal(got, want) {
+			t.Fatalf("answer %d after the retirement differs", i)
+		}
+	}
+	if b := zvf.TableBuilds(l); b > 1 {
+		t.Fatalf("%d builds of a retired version's table", b)
+	}
+}
