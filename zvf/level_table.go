@@ -47,11 +47,12 @@ type levelTable struct {
 // preparation, a corrupt chunk), so no request tries again; ref finds the
 // cached table without hashing its key; key is its cache key.
 type tableState struct {
-	once sync.Once
-	key  string
-	fit  bool
-	off  atomic.Bool
-	ref  atomic.Pointer[cache.Ref]
+	once  sync.Once
+	key   string
+	fit   bool
+	limit int64 // bytes a table may hold
+	off   atomic.Bool
+	ref   atomic.Pointer[cache.Ref]
 	// answers counts the answers the table gave, builds the tables
 	// built (tests read them).
 	answers, builds atomic.Int64
@@ -75,11 +76,18 @@ func (l *Level) tableFits() bool {
 		if !ok || l.s.noTables || !l.lines() || l.objects == nil || len(l.keys) == 0 {
 			return
 		}
+		t.limit = st.Stats().Budget / tableShare
 		rows := l.meta.VertexCount
-		est := rows*int64(l.vdt.Size*l.s.dims+8+8+4+1) + int64(len(l.keys))*(256+4)
-		t.fit = rows < 1<<31-1 && est <= st.Stats().Budget/tableShare
+		t.fit = rows < 1<<31-1 && l.tableBytes(rows) <= t.limit
 	})
 	return t.fit && !t.off.Load()
+}
+
+// tableBytes is about what a table of rows rows holds: each row's vertex
+// twice (the chunk's and the table's copy), its id twice, its row tables,
+// and each chunk's structs.
+func (l *Level) tableBytes(rows int64) int64 {
+	return rows*int64(2*l.vdt.Size*l.s.dims+8+8+4+1) + int64(len(l.keys))*(256+4)
 }
 
 // levelTable returns the level's table, building it (once for concurrent
@@ -160,6 +168,9 @@ func (l *Level) buildTable(ctx context.Context, inv *inverse) (*levelTable, int6
 		size += int64(len(cv.data)) + prepBytes(cv, true, true)
 	}
 	rows := int(t.start[n])
+	if l.tableBytes(int64(rows)) > l.table.limit {
+		return nil, 0, errNoTable // the rows read outnumber what the metadata said
+	}
 	t.head = make([]bool, rows)
 	t.cont = make([]int32, rows)
 	rowBytes := l.vdt.Size * l.s.dims
