@@ -331,7 +331,11 @@ func (l *Level) tableBBox(ctx context.Context, t *levelTable, sc *bboxScratch, q
 					ib = append(ib, ids[8*r:8*r+8]...)
 				}
 			}
-			whole = cut == 0 && len(glob)-n0 == int(e-s)
+			// Its rows are copied already; a covered cell whose rows all
+			// pass is whole, as matchVerts' rowsWithin takes it.
+			seg = append(seg, int32(len(glob)))
+			all = append(all, cut == 0 && len(glob)-n0 == int(e-s))
+			continue
 		default:
 			cv := t.cvs[i]
 			l.matchVerts(key, cv, q.Min, q.Max, m)
