@@ -35,6 +35,11 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)
+	if t := l.tableFor(ctx, &q, rf, sel, inv); t != nil {
+		if res, ok, err := l.tableBBox(ctx, t, sc, &q, emit); ok {
+			return res, err
+		}
+	}
 	sc.rf, sc.wire, sc.waiting = rf, q.Wire, q.Waiting
 	if len(sc.abufs) < len(sel) {
 		sc.abufs = append(sc.abufs, make([][]byte, len(sel)-len(sc.abufs))...)

@@ -50,6 +50,12 @@ type bboxScratch struct {
 	// (BBoxQuery.VertexDst; with bytesOnly only).
 	dst VertexDst
 	bt  boxTest // the box's test of the current matching pass
+	// A level table's answer (tableBBox): its match, the answer's global
+	// and chunk rows, where each candidate's end and whether the box
+	// covers it, and each global row's answer index (-1 between answers).
+	tm                      chunkMatch
+	tglob, tloc, tseg, tans []int32
+	tall                    []bool
 	// choiceScans counts the level choices that passed over their
 	// candidate chunks (seenSums did not decide); tests read it.
 	choiceScans int
@@ -78,7 +84,8 @@ func (s *Store) getScratch() *bboxScratch {
 // matches' included; not the structs themselves.
 func (sc *bboxScratch) heldBytes() int {
 	n := 4*cap(sc.cand) + cap(sc.vbuf) + 8*cap(sc.owner) + 8*cap(sc.ids) + cap(sc.wireIDs) + 8*cap(sc.counts) +
-		8*cap(sc.byPos) + 8*cap(sc.page) + 4*cap(sc.rowArena)
+		8*cap(sc.byPos) + 8*cap(sc.page) + 4*cap(sc.rowArena) +
+		4*(cap(sc.tglob)+cap(sc.tloc)+cap(sc.tseg)+cap(sc.tans)+cap(sc.tm.buf)) + cap(sc.tall)
 	for _, b := range sc.abufs {
 		n += cap(b)
 	}
@@ -127,6 +134,10 @@ func (s *Store) putScratch(sc *bboxScratch) {
 		}
 		sc.ms[i].vdata, sc.ms[i].bt, sc.ms[i].dst, sc.ms[i].lent = nil, nil, nil, nil
 		sc.ms[i].cv, sc.ms[i].rows, sc.ms[i].vpos = nil, nil, nil // a cached selection's: not the scratch's to keep
+	}
+	sc.tm.cv, sc.tm.rows, sc.tm.bt, sc.tm.vdata = nil, nil, nil, nil // the table's chunk: not the scratch's to keep
+	if cap(sc.tglob) > 1<<18 || cap(sc.tans) > 1<<20 {
+		sc.tglob, sc.tloc, sc.tseg, sc.tall, sc.tans, sc.tm.buf = nil, nil, nil, nil, nil, nil
 	}
 	clear(sc.slots[:sc.msUsed])
 	sc.msUsed = 0

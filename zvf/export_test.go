@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/zvfserve/zvfserve/zvf/ragged"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
 // LinkRecord is one record of a link family as the reference tests see
@@ -53,4 +54,27 @@ func WalkWithoutPreparation(ctx context.Context, l *Level) error {
 		cv.prep.Store(&prepSlot{})
 	}
 	return nil
+}
+
+// WithoutLevelTables makes every answer of s take the per-chunk path
+// (levelTable), to compare against; before any query.
+func WithoutLevelTables(s *Store) { s.noTables = true }
+
+// TableAnswers counts the answers l's level table gave.
+func TableAnswers(l *Level) int64 { return l.table.answers.Load() }
+
+// TableBuilds counts the builds of l's level table.
+func TableBuilds(l *Level) int64 { return l.table.builds.Load() }
+
+// TableCached reports whether l's level table is in the store's cache.
+func TableCached(l *Level) bool {
+	_, ok := l.s.cache.Peek(l.cacheKey("leveltable"))
+	return ok
+}
+
+// OpenGen opens st as generation gen of its name (what a Handle's reopen
+// does), to test what versions share through one cache.
+func OpenGen(ctx context.Context, st storage.Store, o Options, gen uint64) (*Store, error) {
+	o.gen = gen
+	return Open(ctx, st, o)
 }

@@ -69,6 +69,8 @@ type Level struct {
 	// nodes memoises zarr.json documents while the level opens (nil after).
 	nodes   map[string]nodeMemo
 	inverse inverseOnce
+	// table: the level's table when small (see levelTable).
+	table tableState
 	// akeys memoises each filtered attribute's blob cache key per chunk
 	// (attrKeys).
 	akeysMu sync.Mutex

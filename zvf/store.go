@@ -58,8 +58,11 @@ type Store struct {
 	// generation, so a reopened store never reads its predecessor's data.
 	cachePrefix string
 	revision    string
-	watched     bool                        // see Options.watched
-	scratch     freelist.List[*bboxScratch] // reused across queries (see scratchesKept)
+	watched     bool // see Options.watched
+	// noTables keeps every answer on the per-chunk path (tests compare
+	// the level tables' answers with it).
+	noTables bool
+	scratch  freelist.List[*bboxScratch] // reused across queries (see scratchesKept)
 }
 
 // peek looks key up in the cache without loading it.
