@@ -354,9 +354,10 @@ func (sl *slot) acquire() error {
 var errSlotWait = errors.New("the request ended while its answer waited for a work slot")
 
 // timeout gives the request its clock (see requestCtx): RequestTimeout
-// until the answer starts, then StreamTimeout from the request's start.
-// While the answer streams, a client that stops reading is cut by the
-// writer's stall deadline, not by this clock.
+// until the answer starts, then StreamTimeout from the request's start,
+// and while the answer streams RequestTimeout again for each stretch of
+// work between two writes (see statusWriter.working). A client that stops
+// reading is cut by the writer's stall deadline, not by this clock.
 func (s *Server) timeout(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -377,7 +378,7 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 				// expiry cuts the response, then ends ctx).
 				sw.slot.done = ctx.Done()
 			}
-			sw.clock, sw.streamEnd = ctx, start.Add(s.o.StreamTimeout)
+			sw.clock, sw.streamEnd, sw.workLimit = ctx, start.Add(s.o.StreamTimeout), s.o.RequestTimeout
 			// Once streaming, the handler may be blocked in a write to a
 			// client reading slowly but steadily: the cap cuts that too.
 			ctx.setCut(sw)
