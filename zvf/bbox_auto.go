@@ -3,6 +3,7 @@ package zvf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -54,10 +55,7 @@ func (s *Store) ChooseLevelWith(ctx context.Context, min, max []float64, budget 
 		if lacks != nil {
 			return 0, lacks
 		}
-		if len(linkAttrs) > 0 {
-			return 0, s.errf(ErrNotFound, -1, "", "", "no level holds every attribute of %q and link attribute of %q", strings.Join(attrs, ","), strings.Join(linkAttrs, ","))
-		}
-		return 0, s.errf(ErrNotFound, -1, "", "", "no level holds every attribute of %q", strings.Join(attrs, ","))
+		return 0, s.errf(ErrNotFound, -1, "", "", "no level holds %s", unheld(attrs, linkAttrs))
 	}
 	share := 1.0
 	if sel.Sample > 0 && sel.Sample < 1 {
@@ -182,4 +180,26 @@ func (l *Level) cellShare(i int32, lo, hi []float64) float64 {
 		frac *= max(0, min(hi[a], c+cs)-max(lo[a], c)) / cs // the builtins: math.Min's rules, inlined
 	}
 	return frac
+}
+
+// unheld names what ChooseLevelWith found no level holding: the vertex
+// attributes, the link attributes, or both together (never an empty list).
+func unheld(attrs, linkAttrs []string) string {
+	var what []string
+	for _, a := range []struct {
+		kind  string
+		names []string
+	}{{"vertex", attrs}, {"link", linkAttrs}} {
+		switch len(a.names) {
+		case 0:
+		case 1:
+			what = append(what, fmt.Sprintf("%s attribute %q", a.kind, a.names[0]))
+		default:
+			what = append(what, fmt.Sprintf("%s attributes %q", a.kind, strings.Join(a.names, ",")))
+		}
+	}
+	if len(what) == 2 {
+		return what[0] + " and " + what[1] + " together"
+	}
+	return strings.Join(what, "")
 }
