@@ -10,7 +10,8 @@ import (
 // ChooseLevel returns the finest level whose vertex count inside the box
 // is at most budget, or the coarsest level when none fits, among the levels
 // that hold every attribute named in attrs ("*" or none: any level) and
-// every property sel's filter names. A sample counts its share of the
+// on which sel's filter is valid (every property it names there, with the
+// channels it gives them). A sample counts its share of the
 // estimate (a filter's share is not known before reading).
 //
 // It reads nothing: a level's count is estimated from its metadata (its
@@ -42,9 +43,12 @@ func (s *Store) ChooseLevelWith(ctx context.Context, min, max []float64, budget 
 			continue
 		}
 		if sel.Filter != nil {
-			if miss := l.missing(sel.Filter); len(miss) > 0 {
+			// Valid here, not only naming properties the level has: a
+			// property may have one channel on one level and several on
+			// another (the queryables list NAME there, NAME[i] here).
+			if _, err := l.CompileFilter(sel.Filter); err != nil {
 				if lacks == nil {
-					lacks = l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(l.schemaRef(), miss[0]))
+					lacks = err
 				}
 				continue
 			}
