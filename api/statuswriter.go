@@ -53,8 +53,9 @@ type statusWriter struct {
 	// clock is the request's clock (see timeout); nil outside timeout.
 	// Once the answer streams it ends work stretches: each stretch between
 	// two writes (a chunk read among them) gets workLimit, as the work
-	// before the first byte did, and a write waiting on its client runs
-	// under streamEnd alone (its stall deadline bounds it). Without that a
+	// before the first byte did, and a write waiting on its client (then
+	// a wait for the work slot again) runs under streamEnd alone (the
+	// stall deadline bounds the write). Without that a
 	// backend read that hung mid-answer held the client, a work slot and
 	// the read until streamEnd.
 	clock     *requestCtx
@@ -270,11 +271,13 @@ func (w *statusWriter) write(p []byte) (int, error) {
 		return n, err
 	}
 	w.disarm()
-	w.working()
+	// Waiting for a slot again is not work either: it waits as long as
+	// the request lives, as it always has.
 	if err := w.resume(); err != nil {
 		w.werr = err
 		return n, err
 	}
+	w.working()
 	return n, nil
 }
 
