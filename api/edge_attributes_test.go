@@ -209,11 +209,19 @@ func TestEdgeAttributesRefused(t *testing.T) {
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight&connectivity=false", 400, "give no connectivity=false"},
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=weight,weight", 400, `\"weight\" is named twice in edge_attributes`},
 		{"/api/v1/stores/graph/" + box + "&edge_attributes=synapses", 404, `no link attribute \"synapses\"`},
+		// level=auto names what no level holds, and only that (it once
+		// said "every attribute of \"\"" when no vertex attribute was asked).
+		{"/api/v1/stores/graph/" + box + "&level=auto&edge_attributes=synapses", 404, `no level holds link attribute \"synapses\"`},
+		{"/api/v1/stores/graph/" + box + "&level=auto&attributes=mass", 404, `no level holds vertex attribute \"mass\"`},
+		{"/api/v1/stores/graph/" + box + "&level=auto&attributes=radius&edge_attributes=synapses", 404, `no level holds vertex attribute \"radius\" and link attribute \"synapses\" together`},
 		{"/api/v1/stores/broken/" + box + "&edge_attributes=weight", 422, "link_attributes/weight/0/0.0.0"},
 	} {
 		resp, body := apitest.Get(t, ts, c.path)
 		if resp.StatusCode != c.code || !strings.Contains(string(body), c.want) {
 			t.Errorf("%s: %d %s; want %d and %q", c.path, resp.StatusCode, body, c.code, c.want)
+		}
+		if strings.Contains(string(body), `\"\"`) {
+			t.Errorf("%s: the problem names an empty list: %s", c.path, body)
 		}
 		if c.code == 422 && !strings.Contains(string(body), "1.4.6") {
 			t.Errorf("%s: the problem does not name the cell: %s", c.path, body)

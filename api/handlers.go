@@ -243,6 +243,29 @@ func (s *Server) listStores(w http.ResponseWriter, r *http.Request) error {
 	return s.writeJSON(w, r, nil, out)
 }
 
+// edgePageRows bounds a page that carries edge values (edge_attributes=)
+// by what they take: every format holds the page's edges and their values
+// until its end (JSON's members after the vertices, NDJSON's last line,
+// the binary blocks and Arrow's edges table after the rows), so wide link
+// attributes would hold far more than a page's other bounds allow, and
+// edges without a stored value past what zvf fills with zeros made the
+// answer fail after it had started. Reckoned at an edge a row (lines,
+// trees; denser graphs hold a few times more); 0: no edge values.
+func (s *Server) edgePageRows(m *payloadMeta) int64 {
+	per := 0
+	for _, a := range m.EdgeAttributes {
+		per += dtypeOf(a.DType).size * max(a.Channels, 1)
+	}
+	if per == 0 {
+		return 0
+	}
+	hold := s.text.pageHold
+	if hold <= 0 {
+		hold = jsonPageHold
+	}
+	return max(1, hold/int64(per))
+}
+
 func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.store(r)
 	if err != nil {
@@ -443,9 +466,12 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	// Headers the answer's end decides go out as headers when the answer
 	// was held back whole, else as the trailers declared when it started.
 	return s.streamPayload(w, rep, start, meta, bboxTrailers[:], func(enc encoder, body *bodyWriter) (*trailer, error) {
-		// A page is bounded by what its encoder must hold, in bytes, too.
-		if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
-			zq.Limit = n
+		// A page is bounded by what its encoder must hold, in bytes, too,
+		// and by the edge values every format holds to its end.
+		for _, n := range [2]int64{rep.codec.pageRows(meta), s.edgePageRows(meta)} {
+			if n > 0 && n < zq.Limit {
+				zq.Limit = n
+			}
 		}
 		if be, ok := enc.(*binaryEncoder); ok {
 			zq.VertexDst = be // cut chunks' rows matched into the body buffer

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -183,7 +184,7 @@ func (s *Server) throttle(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		sw.work = slot{s: s, held: true, done: r.Context().Done(), own: own, tok: tok}
+		sw.work = slot{s: s, held: true, ctx: r.Context(), own: own, tok: tok}
 		sw.slot = &sw.work
 		defer func() {
 			sw.slot = nil
@@ -301,7 +302,7 @@ func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request, own chan struc
 type slot struct {
 	s    *Server
 	held bool
-	done <-chan struct{} // the request's end: a wait for a slot stops there
+	ctx  context.Context // the request's clock: a wait for a slot stops when it ends
 	own  chan struct{}   // the store's own tokens, or nil: no token needed
 	tok  chan struct{}   // the pool of the token held (own or s.extra)
 }
@@ -326,24 +327,28 @@ func (sl *slot) acquire() error {
 	if sl.held {
 		return nil
 	}
+	var done <-chan struct{} // nil without a clock: the wait is the request's
+	if sl.ctx != nil {
+		done = sl.ctx.Done()
+	}
 	if sl.own != nil {
 		select {
 		case sl.own <- struct{}{}:
 			sl.tok = sl.own
 		case sl.s.extra <- struct{}{}:
 			sl.tok = sl.s.extra
-		case <-sl.done:
-			return errSlotWait
+		case <-done:
+			return sl.ended()
 		}
 	}
 	select {
 	case sl.s.slots <- struct{}{}:
-	case <-sl.done:
+	case <-done:
 		if sl.tok != nil {
 			<-sl.tok
 			sl.tok = nil
 		}
-		return errSlotWait
+		return sl.ended()
 	}
 	sl.held = true
 	sl.s.m.inFlight.Inc()
@@ -353,10 +358,16 @@ func (sl *slot) acquire() error {
 // errSlotWait: the request ended while its answer waited for a slot.
 var errSlotWait = errors.New("the request ended while its answer waited for a work slot")
 
+// ended is errSlotWait with why the request ended — its client left
+// (context.Canceled) or its time ran out — so that it is classified and
+// logged as that, not as the server's own failure.
+func (sl *slot) ended() error { return fmt.Errorf("%w: %w", errSlotWait, sl.ctx.Err()) }
+
 // timeout gives the request its clock (see requestCtx): RequestTimeout
-// until the answer starts, then StreamTimeout from the request's start.
-// While the answer streams, a client that stops reading is cut by the
-// writer's stall deadline, not by this clock.
+// until the answer starts, then StreamTimeout from the request's start,
+// and while the answer streams RequestTimeout again for each stretch of
+// work between two writes (see statusWriter.working). A client that stops
+// reading is cut by the writer's stall deadline, not by this clock.
 func (s *Server) timeout(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -375,9 +386,9 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 			if sw.slot != nil {
 				// The request's clock ends a wait for a slot too (its
 				// expiry cuts the response, then ends ctx).
-				sw.slot.done = ctx.Done()
+				sw.slot.ctx = ctx
 			}
-			sw.clock, sw.streamEnd = ctx, start.Add(s.o.StreamTimeout)
+			sw.clock, sw.streamEnd, sw.workLimit = ctx, start.Add(s.o.StreamTimeout), s.o.RequestTimeout
 			// Once streaming, the handler may be blocked in a write to a
 			// client reading slowly but steadily: the cap cuts that too.
 			ctx.setCut(sw)

@@ -4,10 +4,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/apitest"
 )
 
 // do sends one request to h and returns the recorded response.
@@ -143,6 +145,38 @@ func TestUnknownAPIPathIsAProblem(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(body), "no such route") {
 			t.Errorf("%s: %d %s %s", p, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+}
+
+// TestCompressedAnswersVaryOnEncoding: every answer whose bytes depend on
+// Accept-Encoding says so in Vary, those without an ETag too — the
+// catalog, and a descriptor sent without its Neuroglancer objects — so
+// that a shared cache (a proxy caching by its own rules where the answer
+// names none) never hands a zstd body to a client that cannot read it.
+// Before, the catalog came zstd- or gzip-encoded with no Vary at all.
+func TestCompressedAnswersVaryOnEncoding(t *testing.T) {
+	t.Parallel()
+	for _, token := range []string{"", "s3cret"} {
+		_, ts := newServer(t, api.Options{Token: token})
+		for _, path := range []string{"/api/v1/stores", "/api/v1/stores/graph", "/api/v1/stores/graph/queryables"} {
+			hdr := []string{"Accept-Encoding", "zstd"}
+			if token != "" {
+				hdr = append(hdr, "Authorization", "Bearer "+token)
+			}
+			resp, _ := apitest.Get(t, ts, path, hdr...)
+			vary := strings.Join(resp.Header.Values("Vary"), ",")
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "zstd" {
+				t.Fatalf("%s: %d, Content-Encoding %q", path, resp.StatusCode, resp.Header.Get("Content-Encoding"))
+			}
+			for _, want := range []string{"Accept", "Accept-Encoding"} {
+				if !slices.ContainsFunc(strings.Split(vary, ","), func(v string) bool { return strings.TrimSpace(v) == want }) {
+					t.Errorf("token %q, %s: Vary %q lacks %s", token, path, vary, want)
+				}
+			}
+			if token != "" && !strings.Contains(vary, "Authorization") {
+				t.Errorf("%s: Vary %q lacks Authorization in token mode", path, vary)
+			}
 		}
 	}
 }

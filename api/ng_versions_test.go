@@ -331,3 +331,29 @@ func TestNGKeyOfAnEarlierServer(t *testing.T) {
 		t.Errorf("%s: %d %.300s", earlier, resp.StatusCode, body)
 	}
 }
+
+// TestNGKeyOfALaterServer: in a fleet being upgraded, a viewer may hold
+// the info of a replica of a later release (keys of a later layout) and
+// send its keys to one of the earlier release. The 410 says so, and that
+// reloading helps once every replica runs one release. Before, it said
+// the info was an earlier zvfserve's, the opposite of what happened.
+func TestNGKeyOfALaterServer(t *testing.T) {
+	t.Parallel()
+	_, ts := newServer(t, api.Options{})
+	var k ngKeys
+	if _, body := apitest.Get(t, ts, "/ng/graph/lines/info"); json.Unmarshal(body, &k) != nil {
+		t.Fatalf("lines info: %s", body)
+	}
+	cur := k.Spatial[0].file("/ng/graph/lines", "0_0_0")
+	seg := versionSegment.FindString(cur)
+	if seg == "" {
+		t.Fatalf("%s names no store version and layout", cur)
+	}
+	later := strings.Replace(cur, seg, seg[:strings.IndexByte(seg, '.')]+".99/", 1)
+	resp, body := apitest.Get(t, ts, later)
+	var pr api.Problem
+	if resp.StatusCode != http.StatusGone || json.Unmarshal(body, &pr) != nil || !strings.HasSuffix(pr.Type, "/store-changed") ||
+		!strings.Contains(pr.Detail, "later zvfserve") || strings.Contains(pr.Detail, "earlier") || !strings.Contains(pr.Detail, "layout 99") {
+		t.Errorf("%s: %d %.400s", later, resp.StatusCode, body)
+	}
+}

@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,5 +83,70 @@ func TestQueryablesWhereLevelsDiffer(t *testing.T) {
 	// A property the levels agree on keeps one schema.
 	if q := all["object_id"]; q == nil || q.Type != "integer" || q.ByLevel != nil || !slices.Equal(q.Levels, []int{0, 1}) || q.Minimum == nil {
 		t.Fatalf("object_id: %+v", q)
+	}
+}
+
+// TestLevelAutoFilterWhereChannelsDiffer: a valid store whose vertex
+// attribute has one channel at level 0 and two at level 1 (intensity
+// there is intensity[0] and intensity[1]). The queryables say so, and
+// level=auto with a filter chooses among the levels where the filter is
+// valid, as they promise: filter=intensity>50 is answered from level 0
+// even when the budget would pick level 1, and intensity[1] from level 1.
+// Before, level=auto chose level 1 for the first and answered 400
+// bad-filter ("intensity has 2 channels"), which level 0 would have served.
+func TestLevelAutoFilterWhereChannelsDiffer(t *testing.T) {
+	t.Parallel()
+	dir := zvftest.CopyTree(t, filepath.Join(fixtures09, "points_pyramid_v09.zarrvectors"))
+	cells, err := filepath.Glob(filepath.Join(dir, "1", "vertex_attributes", "intensity", "c", "*", "*", "*"))
+	if err != nil || len(cells) == 0 {
+		t.Fatalf("level 1 intensity cells: %v %v", cells, err)
+	}
+	// Each cell is one vlen-bytes element: a count (1), a length, then a
+	// float32 a vertex; it becomes two, v and 2v.
+	for _, c := range cells {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if binary.LittleEndian.Uint32(b) != 1 || int(binary.LittleEndian.Uint32(b[4:]))+8 != len(b) {
+			t.Fatalf("%s is not one vlen-bytes element", c)
+		}
+		var two []byte
+		for i := 8; i+4 <= len(b); i += 4 {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
+			two = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(two, math.Float32bits(v)), math.Float32bits(2*v))
+		}
+		out := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 1), uint32(len(two)))
+		if err := os.WriteFile(c, append(out, two...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := apitest.Open(t, dir, "p", cache.New(1<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	code, _, body := serve(t, h, "/api/v1/stores/p/queryables")
+	var doc struct {
+		Properties map[string]struct {
+			Levels []int `json:"x-zvf-levels"`
+		}
+	}
+	if code != 200 || json.Unmarshal(body, &doc) != nil || !slices.Equal(doc.Properties["intensity"].Levels, []int{0}) ||
+		!slices.Equal(doc.Properties["intensity[1]"].Levels, []int{1}) {
+		t.Fatalf("queryables: %d %s", code, body)
+	}
+	const box = "/api/v1/stores/p/bbox?min=0,0,0&max=1000,1000,1000&limit=5&filter="
+	for _, tc := range []struct {
+		filter string
+		level  string
+	}{{"intensity%3E50", "0"}, {"intensity%5B1%5D%3E50", "1"}} {
+		_, _, want := serve(t, h, box+tc.filter+"&level="+tc.level)
+		code, _, got := serve(t, h, box+tc.filter+"&level=auto")
+		var a, b struct {
+			Level    *int
+			Vertices json.RawMessage
+		}
+		if code != 200 || json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil || a.Level == nil || b.Level == nil ||
+			*a.Level != *b.Level || len(a.Vertices) < 10 || !bytes.Equal(a.Vertices, b.Vertices) {
+			t.Errorf("level=auto, filter %s: %d %.300s\nwant level %s's answer %.200s", tc.filter, code, got, tc.level, want)
+		}
 	}
 }

@@ -67,8 +67,8 @@ func requestID(ctx context.Context) string {
 	return ""
 }
 
-// requestCtx is a request's context with a deadline that moves once, when
-// the answer starts. A context.WithDeadline cannot be extended, and a
+// requestCtx is a request's context with a deadline that moves when the
+// answer starts, and then around each write (see statusWriter.working). A context.WithDeadline cannot be extended, and a
 // cancel-with-cause context would report context.Canceled, not the
 // timeout, to everything below; this one reports DeadlineExceeded (so a
 // timeout is a 504 wherever it surfaces). It implements AfterFunc so that
@@ -167,7 +167,7 @@ func (c *requestCtx) AfterFunc(f func()) func() bool {
 	}
 }
 
-// extend moves the deadline (the answer has started).
+// extend moves the deadline (the answer has started, or a write begins or ends).
 func (c *requestCtx) extend(deadline time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -568,6 +568,14 @@ func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 	if st != nil && s.notModifiedFound(w, r, s.etagOf(st, r, rep, variant)) {
 		return nil
 	}
+	if st == nil {
+		// No ETag and no caching headers of the server's, but the bytes
+		// still depend on Accept and Accept-Encoding (and the token): a
+		// cache storing it by its own rules must key on them.
+		for v := range strings.SplitSeq(s.vary, ",") {
+			addVary(w.Header(), strings.TrimSpace(v))
+		}
+	}
 	body, err := s.newBody(w, rep, start)
 	if err != nil {
 		return err

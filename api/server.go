@@ -39,7 +39,7 @@ type Options struct {
 	CORSOrigins    []string      // default ["*"]
 	MaxAge         time.Duration // Cache-Control max-age for data responses
 	RequestTimeout time.Duration // work before an answer starts (then 504); default 30s
-	StreamTimeout  time.Duration // hard cap on a response's whole time once it streams; default 10m, never below RequestTimeout
+	StreamTimeout  time.Duration // hard cap on a response's whole time once it streams (each stretch of work between two writes has RequestTimeout); default 10m, never below RequestTimeout
 	StallTimeout   time.Duration // a write that moves no data for this long cuts the response; default 10s
 	MaxVertices    int64         // per response; default 1,000,000
 	MaxConcurrent  int           // requests in flight; default 64 (with several stores, see ownOf)

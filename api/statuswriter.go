@@ -22,7 +22,7 @@ const (
 	outcomeError        = "error"        // the server failed after the answer had started (storage, corrupt data, a panic)
 	outcomeStalled      = "stalled"      // the client took nothing for StallTimeout
 	outcomeDisconnected = "disconnected" // the connection closed under it (the client left, or shutdown's grace ran out)
-	outcomeTimeout      = "timeout"      // StreamTimeout passed while it streamed
+	outcomeTimeout      = "timeout"      // StreamTimeout passed while it streamed, or RequestTimeout between two writes
 )
 
 // stallSlice is the most one write carries under one stall deadline where
@@ -50,10 +50,17 @@ type statusWriter struct {
 	deadlines bool // the writer below takes deadlines (a test recorder does not)
 	sliced    bool // ... but not as progress deadlines
 	private   bool // token mode: no response may be stored by a shared cache
-	// clock is the request's clock (see timeout), moved to streamEnd as
-	// the answer starts; nil outside timeout.
+	// clock is the request's clock (see timeout); nil outside timeout.
+	// Once the answer streams it ends work stretches: each stretch between
+	// two writes (a chunk read among them) gets workLimit, as the work
+	// before the first byte did, and a write waiting on its client (then
+	// a wait for the work slot again) runs under streamEnd alone (the
+	// stall deadline bounds the write). Without that a
+	// backend read that hung mid-answer held the client, a work slot and
+	// the read until streamEnd.
 	clock     *requestCtx
 	streamEnd time.Time
+	workLimit time.Duration
 	// slot is the request's work slot (see throttle), given back while a
 	// write waits on the client; nil outside throttle. It points to work,
 	// so that holding one costs no allocation.
@@ -201,6 +208,23 @@ func (w *statusWriter) start(code int) {
 		addVary(w.Header(), v)
 	}
 	w.streaming.Store(true)
+	w.working()
+}
+
+// working starts a stretch of work on the request's clock: workLimit from
+// now, never past streamEnd.
+func (w *statusWriter) working() {
+	if w.clock != nil {
+		end := time.Now().Add(w.workLimit)
+		if end.After(w.streamEnd) {
+			end = w.streamEnd
+		}
+		w.clock.extend(end)
+	}
+}
+
+// waiting lifts the work limit while a write waits on the client.
+func (w *statusWriter) waiting() {
 	if w.clock != nil {
 		w.clock.extend(w.streamEnd)
 	}
@@ -238,6 +262,7 @@ func (w *statusWriter) write(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	w.waiting()
 	w.yield()
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
@@ -246,10 +271,13 @@ func (w *statusWriter) write(p []byte) (int, error) {
 		return n, err
 	}
 	w.disarm()
+	// Waiting for a slot again is not work either: it waits as long as
+	// the request lives, as it always has.
 	if err := w.resume(); err != nil {
 		w.werr = err
 		return n, err
 	}
+	w.working()
 	return n, nil
 }
 

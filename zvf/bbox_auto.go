@@ -3,13 +3,15 @@ package zvf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 )
 
 // ChooseLevel returns the finest level whose vertex count inside the box
 // is at most budget, or the coarsest level when none fits, among the levels
 // that hold every attribute named in attrs ("*" or none: any level) and
-// every property sel's filter names. A sample counts its share of the
+// on which sel's filter is valid (every property it names there, with the
+// channels it gives them). A sample counts its share of the
 // estimate (a filter's share is not known before reading).
 //
 // It reads nothing: a level's count is estimated from its metadata (its
@@ -41,9 +43,12 @@ func (s *Store) ChooseLevelWith(ctx context.Context, min, max []float64, budget 
 			continue
 		}
 		if sel.Filter != nil {
-			if miss := l.missing(sel.Filter); len(miss) > 0 {
+			// Valid here, not only naming properties the level has: a
+			// property may have one channel on one level and several on
+			// another (the queryables list NAME there, NAME[i] here).
+			if _, err := l.CompileFilter(sel.Filter); err != nil {
 				if lacks == nil {
-					lacks = l.s.errf(ErrBadQuery, l.n, "", "", "%w", l.missingError(l.schemaRef(), miss[0]))
+					lacks = err
 				}
 				continue
 			}
@@ -54,10 +59,7 @@ func (s *Store) ChooseLevelWith(ctx context.Context, min, max []float64, budget 
 		if lacks != nil {
 			return 0, lacks
 		}
-		if len(linkAttrs) > 0 {
-			return 0, s.errf(ErrNotFound, -1, "", "", "no level holds every attribute of %q and link attribute of %q", strings.Join(attrs, ","), strings.Join(linkAttrs, ","))
-		}
-		return 0, s.errf(ErrNotFound, -1, "", "", "no level holds every attribute of %q", strings.Join(attrs, ","))
+		return 0, s.errf(ErrNotFound, -1, "", "", "no level holds %s", unheld(attrs, linkAttrs))
 	}
 	share := 1.0
 	if sel.Sample > 0 && sel.Sample < 1 {
@@ -182,4 +184,26 @@ func (l *Level) cellShare(i int32, lo, hi []float64) float64 {
 		frac *= max(0, min(hi[a], c+cs)-max(lo[a], c)) / cs // the builtins: math.Min's rules, inlined
 	}
 	return frac
+}
+
+// unheld names what ChooseLevelWith found no level holding: the vertex
+// attributes, the link attributes, or both together (never an empty list).
+func unheld(attrs, linkAttrs []string) string {
+	var what []string
+	for _, a := range []struct {
+		kind  string
+		names []string
+	}{{"vertex", attrs}, {"link", linkAttrs}} {
+		switch len(a.names) {
+		case 0:
+		case 1:
+			what = append(what, fmt.Sprintf("%s attribute %q", a.kind, a.names[0]))
+		default:
+			what = append(what, fmt.Sprintf("%s attributes %q", a.kind, strings.Join(a.names, ",")))
+		}
+	}
+	if len(what) == 2 {
+		return what[0] + " and " + what[1] + " together"
+	}
+	return strings.Join(what, "")
 }

@@ -254,9 +254,16 @@ func (s *Server) source(r *http.Request, route string) (*zvf.Store, error) {
 		return nil, err
 	}
 	if v := chi.URLParam(r, versionParam); v != "" && v != keyVersion(st) {
-		if rev, _, _ := strings.Cut(v, "."); rev == st.Revision() {
+		if rev, layout, _ := strings.Cut(v, "."); rev == st.Revision() {
+			// In a fleet being upgraded the info may come from a replica
+			// of the later release, and its keys reach one of the earlier.
+			ours, _ := strconv.Atoi(recordLayout)
+			if n, err := strconv.Atoi(layout); err == nil && n > ours {
+				return nil, problem.Newf(problem.StoreChanged, "this path was named by the Neuroglancer info of a later zvfserve, which encodes store %q's sources otherwise (layout %s; this server's is %s): replicas of two releases serve this store; reload the source's info once they all run one (in Neuroglancer, reload the page or add the layer again)",
+					st.Name(), layout, recordLayout)
+			}
 			return nil, problem.Newf(problem.StoreChanged, "this path was named by the Neuroglancer info of an earlier zvfserve, which encoded store %q's sources otherwise (layout %s; this server's is %s): reload the source's info (in Neuroglancer, reload the page or add the layer again)",
-				st.Name(), strings.TrimPrefix(v, rev+"."), recordLayout)
+				st.Name(), layout, recordLayout)
 		}
 		// Behind a load balancer the info may come from a replica that
 		// saw the store's next version first.
