@@ -344,25 +344,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The query's hash is worked out when a cursor is read or written
-	// (pageEnd): an answer of one page needs none.
-	var hash string
-	if q.Get("cursor") != "" {
-		hash = queryHash(st.Name(), q)
-	}
-	cur, err := decodeCursor(q.Get("cursor"), hash, st.Revision())
-	// stale: the cursor is of a version no longer served. The answer is
-	// 409 stale-cursor, unless If-Match names the walk's tag of the
-	// version the cursor came from: the change that makes the cursor
-	// stale is the one that precondition tests, so it is its 412 (judged
-	// below, once the tag is known).
-	var stale error
-	if errors.Is(err, errCursorVersion) {
-		if err := otherVersion(r, st, "a cursor"); err != nil {
-			return err
-		}
-		stale, err = staleCursor(), nil
-	}
+	cur, hash, stale, err := bboxCursor(r, st, q)
 	if err != nil {
 		return err
 	}
@@ -373,28 +355,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var l *zvf.Level
-	if lv := q.Get("level"); lv == "auto" {
-		if q.Get("cursor") != "" {
-			l, err = st.Level(cur.Level)
-			if err != nil && stale != nil {
-				return stale // the cursor's level is gone with its version
-			}
-		} else {
-			// Edge values need a level that keeps them (edgeAttrsSetup
-			// checks the names' use once the level is known).
-			var n int
-			var linkAttrs []string
-			if linkAttrs, err = parseNames(q, "edge_attributes"); err == nil {
-				n, err = st.ChooseLevelWith(r.Context(), min, max, limit, attrs, linkAttrs, sel)
-			}
-			if err == nil {
-				l, err = st.Level(n)
-			}
-		}
-	} else {
-		l, err = s.level(st, r)
-	}
+	l, err := s.bboxLevel(r, q, st, cur, stale, zvf.BBoxQuery{Min: min, Max: max, Limit: limit, Attributes: attrs, Selection: sel})
 	if err != nil {
 		return err
 	}
@@ -489,6 +450,54 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.pageEnd(w, r, st, l, cur, hash, res), nil
 	})
+}
+
+// bboxCursor reads a bbox request's cursor, with the query's hash it
+// was made for ("" without a cursor: an answer of one page needs none;
+// pageEnd works it out when it writes one). stale is the 409 of a cursor
+// of a version no longer served, unless If-Match names the walk's tag of
+// the version the cursor came from: the change that makes the cursor
+// stale is the one that precondition tests, so it is its 412 (the caller
+// judges it once the tag is known).
+func bboxCursor(r *http.Request, st *zvf.Store, q url.Values) (cur cursor, hash string, stale, err error) {
+	if q.Get("cursor") != "" {
+		hash = queryHash(st.Name(), q)
+	}
+	cur, err = decodeCursor(q.Get("cursor"), hash, st.Revision())
+	if errors.Is(err, errCursorVersion) {
+		if err := otherVersion(r, st, "a cursor"); err != nil {
+			return cur, hash, nil, err
+		}
+		return cur, hash, staleCursor(), nil
+	}
+	return cur, hash, nil, err
+}
+
+// bboxLevel is the level a bbox request (r, its query q) answers from: the one it names,
+// its cursor's for level=auto on a later page, else the one
+// ChooseLevelWith finds for the box, limit, attributes and selection of
+// zq (edge values need a level that keeps them; edgeAttrsSetup checks
+// the names' use once the level is known).
+func (s *Server) bboxLevel(r *http.Request, q url.Values, st *zvf.Store, cur cursor, stale error, zq zvf.BBoxQuery) (*zvf.Level, error) {
+	if q.Get("level") != "auto" {
+		return s.level(st, r)
+	}
+	if q.Get("cursor") != "" {
+		l, err := st.Level(cur.Level)
+		if err != nil && stale != nil {
+			return nil, stale // the cursor's level is gone with its version
+		}
+		return l, err
+	}
+	linkAttrs, err := parseNames(q, "edge_attributes")
+	if err != nil {
+		return nil, err
+	}
+	n, err := st.ChooseLevelWith(r.Context(), zq.Min, zq.Max, zq.Limit, zq.Attributes, linkAttrs, zq.Selection)
+	if err != nil {
+		return nil, err
+	}
+	return st.Level(n)
 }
 
 // pageEnd is a bbox page's trailer, and the headers its end decides: the

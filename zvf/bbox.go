@@ -12,25 +12,9 @@ import (
 // the result's Next says where the next page starts.
 func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) (BBoxResult, error) {
 	var res BBoxResult
-	if err := l.checkQuery(&q); err != nil {
-		return res, err
-	}
-	sel, err := l.selectAttrs(q.Attributes)
+	sel, rf, inv, err := l.bboxSetup(ctx, &q)
 	if err != nil {
 		return res, err
-	}
-	if q.linkSel, err = l.selectLinkAttrs(q.LinkAttributes); err != nil {
-		return res, err
-	}
-	rf, err := l.newRowFilter(ctx, q.Selection)
-	if err != nil {
-		return res, err
-	}
-	var inv *inverse
-	if l.objects != nil {
-		if inv, err = l.inverseMap(ctx); err != nil {
-			return res, err
-		}
 	}
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
 	sc := l.s.getScratch()
@@ -161,6 +145,31 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		}
 	}
 	return res, nil
+}
+
+// bboxSetup checks q and finds what its answer reads: the attributes
+// sel, the selection's row filter rf (nil: every row) and, on a level
+// with objects, the inverse map inv that names each row's object. It
+// sets q.linkSel.
+func (l *Level) bboxSetup(ctx context.Context, q *BBoxQuery) (sel []*attrMeta, rf *rowFilter, inv *inverse, err error) {
+	if err := l.checkQuery(q); err != nil {
+		return nil, nil, nil, err
+	}
+	if sel, err = l.selectAttrs(q.Attributes); err != nil {
+		return nil, nil, nil, err
+	}
+	if q.linkSel, err = l.selectLinkAttrs(q.LinkAttributes); err != nil {
+		return nil, nil, nil, err
+	}
+	if rf, err = l.newRowFilter(ctx, q.Selection); err != nil {
+		return nil, nil, nil, err
+	}
+	if l.objects != nil {
+		if inv, err = l.inverseMap(ctx); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return sel, rf, inv, nil
 }
 
 // checkQuery refuses a query no answer can come from: a bad box, a
