@@ -103,6 +103,12 @@ func wrap(ctx context.Context, op, key string, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return &storage.Error{Op: op, Key: key, Err: cerr}
 	}
+	// A driver's sentence for its operator is kept as it is, not under
+	// gocloud's and the SDK's layers.
+	var setup *storage.SetupError
+	if errors.As(err, &setup) {
+		return &storage.Error{Op: op, Key: key, Err: setup}
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
 		return &storage.Error{Op: op, Key: key, Err: storage.ErrNotFound}
