@@ -420,3 +420,38 @@ func TestMissingStorePathIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// TestFileStorePathIsAUsageError: a STORE that is a file, not a folder (a
+// store's own zarr.json, a tarball), is a command-line mistake (exit 2)
+// named as typed, saying what a STORE is. It was a failure (exit 1)
+// reading "open store: /abs/path is not a directory".
+func TestFileStorePathIsAUsageError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tarball := filepath.Join(dir, "brain.zarrvectors.tar")
+	meta := filepath.Join(dir, "brain.zarrvectors", "zarr.json")
+	for _, f := range []string{tarball, meta} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{tarball, tarball + ": a file, not a folder: a STORE is the folder that holds a store's zarr.json, or a folder of stores"},
+		{meta, meta + ": a file, not a folder: a STORE is the folder that holds a store's zarr.json, or a folder of stores (here " + filepath.Dir(meta) + ")"},
+	} {
+		for _, args := range [][]string{
+			{"serve", "--addr", "127.0.0.1:0", tc.arg},
+			{"inspect", tc.arg},
+			{"validate", tc.arg},
+			{"query", "--bbox", "0,0,0,1,1,1", tc.arg},
+		} {
+			out, errs, code := runCmd(t, args...)
+			if code != 2 || !strings.HasSuffix(errs, args[0]+": "+tc.want+"\n") {
+				t.Errorf("%v %s: exit %d: %s%s", args[0], tc.arg, code, out, errs)
+			}
+		}
+	}
+}
