@@ -43,23 +43,20 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 // twice during a long shutdown (--shutdown-delay, --shutdown-grace)
 // expects. stop stops listening.
 func Signals() (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		select {
-		case <-ch:
-			cancel()
+		case s := <-ch:
+			cancel(&Interrupted{Signal: s})
 		case <-done:
 			return
 		}
 		select {
 		case s := <-ch:
-			if n, ok := s.(syscall.Signal); ok {
-				os.Exit(128 + int(n))
-			}
-			os.Exit(1)
+			os.Exit((&Interrupted{Signal: s}).code())
 		case <-done:
 		}
 	}()
@@ -68,18 +65,46 @@ func Signals() (ctx context.Context, stop func()) {
 		once.Do(func() {
 			signal.Stop(ch)
 			close(done)
-			cancel()
+			cancel(nil)
 		})
 	}
 }
 
+// Interrupted is the cause of the context Signals cancels: the signal
+// that asked the command to stop.
+type Interrupted struct{ Signal os.Signal }
+
+func (e *Interrupted) Error() string {
+	switch e.Signal {
+	case os.Interrupt:
+		return "SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return e.Signal.String()
+}
+
+// code is the status a shell gives a process the signal ended.
+func (e *Interrupted) code() int {
+	if n, ok := e.Signal.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
+}
+
 // Exit is the status of prog's subcommand name ending with err, which it
 // reports on stderr in one line: 0 for none or a --help (flag.ErrHelp;
-// the usage was printed), 2 for ErrUsage, else 1.
-func Exit(stderr io.Writer, prog, name string, err error) int {
+// the usage was printed), 2 for ErrUsage, 128 + the signal's number for
+// work a signal cut short (ctx's cause an *Interrupted: the user's doing,
+// said as such rather than as "context canceled"), else 1.
+func Exit(ctx context.Context, stderr io.Writer, prog, name string, err error) int {
+	var in *Interrupted
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &in):
+		fmt.Fprintf(stderr, "%s %s: stopped by %v before it finished\n", prog, name, in)
+		return in.code()
 	case errors.Is(err, ErrUsage):
 		fmt.Fprintf(stderr, "%s %s: %s\n", prog, name, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "))
 		return 2

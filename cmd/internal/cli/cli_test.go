@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"strings"
@@ -39,7 +40,7 @@ func TestNewFlagSetUsage(t *testing.T) {
 			if got := stderr.String(); got != tc.want {
 				t.Errorf("printed %q, want %q", got, tc.want)
 			}
-			if code := Exit(&strings.Builder{}, "prog", "x", err); code != tc.wantCode {
+			if code := Exit(context.Background(), &strings.Builder{}, "prog", "x", err); code != tc.wantCode {
 				t.Errorf("exit %d, want %d", code, tc.wantCode)
 			}
 		})
@@ -59,7 +60,7 @@ func TestMisuse(t *testing.T) {
 	if got := stderr.String(); got != "Usage: x ARG\n" {
 		t.Errorf("printed %q", got)
 	}
-	if code := Exit(&strings.Builder{}, "prog", "x", err); code != 2 {
+	if code := Exit(context.Background(), &strings.Builder{}, "prog", "x", err); code != 2 {
 		t.Errorf("exit %d, want 2", code)
 	}
 }
