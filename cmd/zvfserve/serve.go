@@ -180,7 +180,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), skip ...stri
 			return
 		}
 		if err := fs.Set(f.Name, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %v", name, v, err))
+			errs = append(errs, fmt.Errorf("%s=%q: %s", name, v, cli.Want(f, err.Error())))
 		}
 	})
 	if len(errs) > 0 {

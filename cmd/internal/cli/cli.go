@@ -11,10 +11,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Command is one subcommand. Run gets the arguments after the
@@ -171,9 +173,13 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 		flags = append(flags, a)
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		f := fs.Lookup(name)
-		if hasValue || f == nil || isBool(f) || i+1 >= len(args) {
+		if hasValue || f == nil || isBool(f) {
 			// An unknown flag is left for fs.Parse to report.
 			continue
+		}
+		if i+1 >= len(args) {
+			// Else fs.Parse would take the "--" below for its value.
+			return Misuse(fs, "--%s needs a value", name)
 		}
 		i++
 		flags = append(flags, args[i])
@@ -182,9 +188,98 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		return fmt.Errorf("%w: %s", ErrUsage, explain(fs, err))
 	}
 	return nil
+}
+
+var (
+	unknownFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	badValue    = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]*): (.*)$`)
+)
+
+// explain rewrites the flag package's messages, which say what is wrong
+// ("flag provided but not defined: -adr", "invalid value \"5\" for flag
+// -max-age: parse error"), to say what to type instead: the flag meant,
+// or the kind of value wanted. Flags are named as the usage spells them.
+func explain(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+		if near := nearestFlag(fs, m[1]); near != "" {
+			return fmt.Sprintf("unknown flag --%s (did you mean --%s?)", m[1], near)
+		}
+		return "unknown flag --" + m[1]
+	}
+	m := badValue.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	value, name, why := m[1], m[2], m[3]
+	if f := fs.Lookup(name); f != nil {
+		why = Want(f, why)
+	}
+	return fmt.Sprintf("--%s %s: %s", name, value, why)
+}
+
+// Want is what to say of a value f's Set refused with why: the kind of
+// value f takes, for the flag package's own "parse error" and "value out
+// of range" (which say nothing of it), else why as it is.
+func Want(f *flag.Flag, why string) string {
+	if why != "parse error" && why != "value out of range" {
+		return why
+	}
+	var v any
+	if g, ok := f.Value.(flag.Getter); ok {
+		v = g.Get()
+	}
+	switch v.(type) {
+	case time.Duration:
+		return "want a duration such as 90s, 5m or 1h"
+	case int, int64, uint, uint64:
+		return "want a whole number"
+	case float64:
+		return "want a number"
+	case bool:
+		return "want true or false"
+	}
+	return why
+}
+
+// nearestFlag is the name of fs's flag that typed most likely misspells:
+// one it begins, or one at most two edits away; "" if none.
+func nearestFlag(fs *flag.FlagSet, typed string) string {
+	best, bestD := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(typed, f.Name)
+		if len(typed) >= 3 && strings.HasPrefix(f.Name, typed) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func isBool(f *flag.Flag) bool {
