@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +174,8 @@ func TestServeRefusesARelativePublicURL(t *testing.T) {
 
 // TestServeListenErrorsNameTheFlag: an address in use says which flag's
 // it is; "listen tcp …: address already in use" did not tell --addr from
-// --admin-addr.
+// --admin-addr. It also says what to do, without the socket call's
+// chain ("--addr X: listen tcp X: bind: address already in use" was all).
 func TestServeListenErrorsNameTheFlag(t *testing.T) {
 	t.Parallel()
 	busy := startServe(t, graphStore)
@@ -185,8 +188,11 @@ func TestServeListenErrorsNameTheFlag(t *testing.T) {
 		var out, errs bytes.Buffer
 		code := run(ctx, append([]string{"serve"}, append(strings.Fields(tc.args), graphStore)...), &out, &errs)
 		cancel()
-		if code == 0 || !strings.Contains(errs.String(), tc.flag+" "+addr+": ") || !strings.Contains(errs.String(), "in use") {
-			t.Errorf("%s in use: exit %d: %s", tc.flag, code, errs.String())
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		want := "zvfserve serve: " + tc.flag + " " + addr + ": the address is in use (another zvfserve, or another program, listens there): stop it, or give another, such as " + tc.flag + " " + net.JoinHostPort(host, strconv.Itoa(p+1)) + "\n"
+		if code != 1 || !strings.HasSuffix(errs.String(), want) {
+			t.Errorf("%s in use: exit %d: %s, want %q", tc.flag, code, errs.String(), want)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -629,15 +630,31 @@ func adminServer(srv *api.Server, aln net.Listener, log *slog.Logger) (*http.Ser
 // an error names the flag whose address failed.
 func listen(c *serveConfig) (ln, aln net.Listener, err error) {
 	if ln, err = net.Listen("tcp", c.addr); err != nil {
-		return nil, nil, fmt.Errorf("--addr %s: %w", c.addr, err)
+		return nil, nil, listenError("--addr", c.addr, err)
 	}
 	if c.adminAddr != "" {
 		if aln, err = net.Listen("tcp", c.adminAddr); err != nil {
 			_ = ln.Close()
-			return nil, nil, fmt.Errorf("--admin-addr %s: %w", c.adminAddr, err)
+			return nil, nil, listenError("--admin-addr", c.adminAddr, err)
 		}
 	}
 	return ln, aln, nil
+}
+
+// listenError says what to do about an address in use, the failure an
+// operator meets most, instead of the socket call's chain ("listen tcp
+// …: bind: address already in use"), which it keeps for the rest.
+func listenError(flag, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		other := "another port"
+		if host, port, serr := net.SplitHostPort(addr); serr == nil {
+			if p, perr := strconv.Atoi(port); perr == nil && p > 0 && p < 65535 {
+				other = flag + " " + net.JoinHostPort(host, strconv.Itoa(p+1))
+			}
+		}
+		return fmt.Errorf("%s %s: the address is in use (another zvfserve, or another program, listens there): stop it, or give another, such as %s", flag, addr, other)
+	}
+	return fmt.Errorf("%s %s: %w", flag, addr, err)
 }
 
 // drainBeforeShutdown keeps serving for delay with /readyz false: a load balancer that
