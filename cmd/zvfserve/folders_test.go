@@ -43,6 +43,31 @@ func TestOneStoreCommandsOnAFolderOfStores(t *testing.T) {
 	}
 }
 
+// TestOneStoreCommandsOnAFolderOfNoStore: inspect, validate and query
+// pointed at a folder that holds no store at all (the wrong folder: notes,
+// an empty one) say so and what a STORE is (exit 2). They said "store
+// \"junk\": no root zarr.json: not a ZVF store" (exit 1), and validate
+// printed a report of the folder as a broken store.
+func TestOneStoreCommandsOnAFolderOfNoStore(t *testing.T) {
+	t.Parallel()
+	junk := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(junk, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(junk, "notes", "readme.txt"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{junk, t.TempDir()} {
+		for _, args := range [][]string{{"inspect"}, {"validate", "--no-progress"}, {"query", "--bbox", "0,0,0,1,1,1"}} {
+			out, errs, code := runCmd(t, append(args, dir)...)
+			want := "zvfserve " + args[0] + ": " + dir + " holds no ZVF store: no zarr.json in it nor in the folders below it; a STORE is the folder that holds a store's zarr.json, or a folder of stores\n"
+			if code != 2 || out != "" || errs != want {
+				t.Errorf("%v %s: exit %d, stdout %q, stderr %q; want 2 and %q", args, dir, code, out, errs, want)
+			}
+		}
+	}
+}
+
 // TestValidateGroupsOneBrokenChunk: one truncated chunk is one problem for
 // the chunk and one for the objects whose manifests name it — with their
 // count and the first few of their paths — not a line per object.
