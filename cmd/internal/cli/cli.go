@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/zvfserve/zvfserve/api/suggest"
 )
 
 // Command is one subcommand. Run gets the arguments after the
@@ -246,40 +248,20 @@ func Want(f *flag.Flag, why string) string {
 }
 
 // nearestFlag is the name of fs's flag that typed most likely misspells:
-// one it begins, or one at most two edits away; "" if none.
+// one it begins (3 characters or more), or one at most two edits away; ""
+// if none.
 func nearestFlag(fs *flag.FlagSet, typed string) string {
-	best, bestD := "", 3
+	var names, begun []string
 	fs.VisitAll(func(f *flag.Flag) {
-		d := editDistance(typed, f.Name)
+		names = append(names, f.Name)
 		if len(typed) >= 3 && strings.HasPrefix(f.Name, typed) {
-			d = min(d, 1)
-		}
-		if d < bestD {
-			best, bestD = f.Name, d
+			begun = append(begun, f.Name)
 		}
 	})
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	if len(begun) == 1 {
+		return begun[0]
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
-			}
-			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Nearest(typed, names)
 }
 
 func isBool(f *flag.Flag) bool {
