@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"sort"
 	"strconv"
@@ -116,6 +117,13 @@ func wrap(ctx context.Context, op, key string, err error) error {
 		return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrPermission, err)}
 	case gcerrors.InvalidArgument, gcerrors.FailedPrecondition:
 		return &storage.Error{Op: op, Key: key, Err: err}
+	}
+	// A backend that could not be reached is said as the socket says it
+	// ("dial tcp host:port: connect: connection refused"), without the
+	// SDK's and gocloud's layers around it (attempts, empty request ids).
+	var nerr *net.OpError
+	if errors.As(err, &nerr) {
+		return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, nerr)}
 	}
 	return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, err)}
 }
