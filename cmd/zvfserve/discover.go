@@ -211,6 +211,12 @@ func folderOfStores(ctx context.Context, st storage.Store, arg, cmd string) erro
 		return nil
 	}
 	if len(found) == 0 {
+		// A root that cannot be listed (a missing bucket, refused
+		// credentials) is not known to be empty: the command's own error
+		// says why.
+		if _, err := st.List(ctx, ""); err != nil {
+			return nil
+		}
 		for _, meta := range []string{"zarr.json", ".zgroup", ".zarray", ".zattrs"} {
 			if _, err := st.Stat(ctx, meta); !errors.Is(err, storage.ErrNotFound) {
 				return nil

@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -182,5 +184,29 @@ func TestDemoRefusesToWriteIntoAStore(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(store, p)); err == nil {
 			t.Errorf("%s was written into the store", p)
 		}
+	}
+}
+
+// refusingStore answers every listing with err: a bucket that does not
+// exist, credentials refused.
+type refusingStore struct {
+	storage.Store
+	err error
+}
+
+func (s refusingStore) List(context.Context, string) (storage.Listing, error) {
+	return storage.Listing{}, s.err
+}
+
+// TestFolderOfNoStoreNeedsAListing: a root that cannot be listed (here a
+// bucket that does not exist) is not "a folder that holds no store": the
+// command reports why it could not be read instead. inspect on a missing
+// bucket said "holds no ZVF store: no zarr.json in it …".
+func TestFolderOfNoStoreNeedsAListing(t *testing.T) {
+	t.Parallel()
+	missing := &storage.Error{Op: "list", Err: &storage.SetupError{Msg: "the bucket does not exist (NoSuchBucket)"}}
+	st := refusingStore{Store: memstore.New(), err: missing}
+	if err := folderOfStores(context.Background(), st, "s3://b/x", "inspect"); err != nil {
+		t.Errorf("a root that cannot be listed: %v", err)
 	}
 }

@@ -110,6 +110,13 @@ func wrap(ctx context.Context, op, key string, err error) error {
 	if errors.As(err, &setup) {
 		return &storage.Error{Op: op, Key: key, Err: setup}
 	}
+	// A bucket that does not exist is not an empty store: every key would
+	// read as missing, and the store as "not a ZVF store".
+	var coded interface{ ErrorCode() string }
+	if errors.As(err, &coded) && coded.ErrorCode() == "NoSuchBucket" {
+		return &storage.Error{Op: op, Key: key, Err: &storage.SetupError{
+			Msg: "the bucket does not exist (NoSuchBucket): check its name in the store URL, and its region= or endpoint=", Err: err}}
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
 		return &storage.Error{Op: op, Key: key, Err: storage.ErrNotFound}
