@@ -210,3 +210,19 @@ func TestFolderOfNoStoreNeedsAListing(t *testing.T) {
 		t.Errorf("a root that cannot be listed: %v", err)
 	}
 }
+
+// TestValidateVerdictDropsTheQuery: validate's verdict line named the
+// store as typed, query and all, though a store URL's query may carry
+// secrets (docs/security.md: they are dropped from messages); it now
+// shows the URL as errors do, its query elided.
+func TestValidateVerdictDropsTheQuery(t *testing.T) {
+	t.Parallel()
+	abs, err := filepath.Abs("../../testdata/zvf-reference/graph.zarrvectors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCmd(t, "validate", "--no-progress", "file://"+abs+"?sig=s3cr3t")
+	if code != 0 || strings.Contains(out+errs, "s3cr3t") || !strings.Contains(out, "file://"+abs+"?…: valid") {
+		t.Errorf("exit %d: %s%s", code, out, errs)
+	}
+}
