@@ -62,6 +62,12 @@ func whenSupported(k, v string) (bool, error) {
 	return false, fmt.Errorf("%s=%q: when_supported or when_required", k, v)
 }
 
+// urlParams are the query parameters an s3:// URL may carry: openBucket's
+// and loadConfig's (keep it in step with both), as a refusal lists them.
+var urlParams = []string{"accelerate", "anonymous", "awssdk", "disable_https", "dualstack", "endpoint", "fips",
+	"header_timeout", "hostname_immutable", "kmskeyid", "profile", "rate_limiter_capacity", "region",
+	"request_checksum_calculation", "response_checksum_validation", "role", "s3ForcePathStyle", "ssetype", "use_path_style"}
+
 func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
 	if log != nil {
@@ -132,7 +138,7 @@ func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config
 			}
 		case "awssdk":
 		default:
-			return aws.Config{}, fmt.Errorf("unknown query parameter %q", k)
+			return aws.Config{}, fmt.Errorf("unknown query parameter %q; s3:// URLs take %s", k, strings.Join(urlParams, ", "))
 		}
 		if err != nil {
 			return aws.Config{}, err

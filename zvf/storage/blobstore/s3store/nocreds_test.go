@@ -64,3 +64,15 @@ func TestNoCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownParameterListsTheKnown: a misspelt parameter of an s3:// URL
+// (regoin=) was refused as `unknown query parameter "regoin"`, leaving the
+// user to guess the spelling; the refusal now lists what s3:// URLs take.
+func TestUnknownParameterListsTheKnown(t *testing.T) {
+	t.Parallel()
+	_, err := open(context.Background(), "s3://b/x?regoin=us-east-1")
+	want := `unknown query parameter "regoin"; s3:// URLs take accelerate, anonymous, awssdk, disable_https, dualstack, endpoint, fips, header_timeout, hostname_immutable, kmskeyid, profile, rate_limiter_capacity, region, request_checksum_calculation, response_checksum_validation, role, s3ForcePathStyle, ssetype, use_path_style`
+	if err == nil || err.Error() != want {
+		t.Errorf("%v\nwant %s", err, want)
+	}
+}
