@@ -197,6 +197,23 @@ func TestServeListenErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
+// TestServeAddrWithoutPort: --addr 8080 (a port alone, as other servers
+// take it) failed with "listen tcp: address 8080: missing port in
+// address" (exit 1). It is a command-line mistake saying the form wanted.
+func TestServeAddrWithoutPort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ args, want string }{
+		{"--addr 18080", "zvfserve serve: --addr 18080: want host:port, such as :18080 (every interface) or 127.0.0.1:18080\n"},
+		{"--addr localhost", "zvfserve serve: --addr localhost: want host:port, such as localhost:8080\n"},
+		{"--addr 127.0.0.1:0 --admin-addr 9090", "zvfserve serve: --admin-addr 9090: want host:port, such as :9090 (every interface) or 127.0.0.1:9090\n"},
+	} {
+		out, errs, code := runCmd(t, append(append([]string{"serve"}, strings.Fields(tc.args)...), graphStore)...)
+		if code != 2 || !strings.HasSuffix(errs, tc.want) {
+			t.Errorf("%s: exit %d: %s%s; want 2, %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+}
+
 // stalledStore is storage whose every listing and stat waits for its
 // caller to give up: a bucket that does not answer.
 type stalledStore struct{ storage.Store }

@@ -641,10 +641,19 @@ func listen(c *serveConfig) (ln, aln net.Listener, err error) {
 	return ln, aln, nil
 }
 
-// listenError says what to do about an address in use, the failure an
-// operator meets most, instead of the socket call's chain ("listen tcp
-// …: bind: address already in use"), which it keeps for the rest.
+// listenError says what to do about the mistakes an operator meets most
+// (an address without a port, an address in use) instead of the socket
+// call's chain ("listen tcp …: bind: address already in use"), which it
+// keeps for the rest.
 func listenError(flag, addr string, err error) error {
+	if _, _, serr := net.SplitHostPort(addr); serr != nil {
+		// A port alone (--addr 8080), or a host alone, as other servers
+		// take them: a command-line mistake, said with the form wanted.
+		if _, perr := strconv.Atoi(addr); perr == nil {
+			return fmt.Errorf("%w: %s %s: want host:port, such as :%s (every interface) or 127.0.0.1:%s", cli.ErrUsage, flag, addr, addr, addr)
+		}
+		return fmt.Errorf("%w: %s %s: want host:port, such as %s", cli.ErrUsage, flag, addr, net.JoinHostPort(addr, "8080"))
+	}
 	if errors.Is(err, syscall.EADDRINUSE) {
 		other := "another port"
 		if host, port, serr := net.SplitHostPort(addr); serr == nil {
