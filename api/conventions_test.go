@@ -312,6 +312,29 @@ func TestUnknownStoreSaysWhichWasMeant(t *testing.T) {
 	}
 }
 
+// TestMistakesSayWhatWasMeant: a box given corners the wrong way round
+// said "min[0] > max[0]", and a misspelt attribute "no vertex attribute
+// \"celltype\" at level 0"; each now says the values, or the names the
+// level has and the one probably meant.
+func TestMistakesSayWhatWasMeant(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, api.Options{})
+	for _, tc := range []struct {
+		path   string
+		status int
+		detail string
+	}{
+		{"/api/v1/stores/cells/bbox?min=10,0,0&max=0,10,10", 400, "min[0] = 10 is greater than max[0] = 0: min is the box's lower corner, max its upper"},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=10,10,10&attributes=celltype", 404, `no vertex attribute "celltype" at level 0 (did you mean cell_type?); level 0 has cell_type, intensity`},
+		{"/api/v1/stores/cells/objects/3?attributes=colour", 404, `store "cells" level 0: no vertex attribute "colour" at level 0; level 0 has cell_type, intensity`},
+	} {
+		code, _, body := serve(t, srv.Handler(), tc.path)
+		if p := problemOf(t, code, body); code != tc.status || p.Detail != tc.detail {
+			t.Errorf("%s: %d %q, want %d %q", tc.path, code, p.Detail, tc.status, tc.detail)
+		}
+	}
+}
+
 // TestParameterTableMatchesSpec: the parameter table the server checks
 // requests against and the parameters openapi.yaml documents are the same,
 // route by route, and every API route is in both.

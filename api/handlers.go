@@ -188,7 +188,7 @@ func parseBox(q url.Values, dims int) (min, max []float64, err error) {
 	}
 	for i := range min {
 		if min[i] > max[i] {
-			return nil, nil, badRequest(fmt.Sprintf("min[%d] > max[%d]", i, i))
+			return nil, nil, badRequest(fmt.Sprintf("min[%d] = %v is greater than max[%d] = %v: min is the box's lower corner, max its upper", i, min[i], i, max[i]))
 		}
 	}
 	return min, max, nil
@@ -642,7 +642,18 @@ func attrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
 			}
 		}
 		if !found {
-			return nil, notFound(fmt.Sprintf("no vertex attribute %q at level %d", n, l.N()))
+			names := make([]string, len(all))
+			for i, a := range all {
+				names[i] = a.Name
+			}
+			msg := fmt.Sprintf("no vertex attribute %q at level %d", n, l.N())
+			if near := suggest.Nearest(n, names); near != "" {
+				msg += " (did you mean " + near + "?)"
+			}
+			if len(names) == 0 {
+				return nil, notFound(fmt.Sprintf("%s; level %d has none", msg, l.N()))
+			}
+			return nil, notFound(fmt.Sprintf("%s; level %d has %s", msg, l.N(), strings.Join(names, ", ")))
 		}
 	}
 	return out, nil
