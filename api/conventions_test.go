@@ -292,6 +292,49 @@ func TestUnknownParameters(t *testing.T) {
 	}
 }
 
+// TestUnknownStoreSaysWhichWasMeant: a misspelt store name in a path (the
+// API's and Neuroglancer's) was a 404 "no store \"cels\"", leaving the user
+// to look the names up; now it names the store meant, if one is near, and
+// where the names are listed.
+func TestUnknownStoreSaysWhichWasMeant(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, api.Options{})
+	for _, tc := range []struct{ path, detail string }{
+		{"/api/v1/stores/cels/bbox?min=0,0,0&max=1,1,1", `no store "cels" (did you mean cells?); GET /api/v1/stores lists the stores`},
+		{"/api/v1/stores/skeleton", `no store "skeleton" (did you mean skeletons?); GET /api/v1/stores lists the stores`},
+		{"/ng/axon/annotations/info", `no store "axon" (did you mean axons?); GET /api/v1/stores lists the stores`},
+		{"/api/v1/stores/brain", `no store "brain"; GET /api/v1/stores lists the stores`},
+	} {
+		code, _, body := serve(t, srv.Handler(), tc.path)
+		if p := problemOf(t, code, body); code != 404 || p.Detail != tc.detail {
+			t.Errorf("%s: %d %q, want 404 %q", tc.path, code, p.Detail, tc.detail)
+		}
+	}
+}
+
+// TestMistakesSayWhatWasMeant: a box given corners the wrong way round
+// said "min[0] > max[0]", and a misspelt attribute "no vertex attribute
+// \"celltype\" at level 0"; each now says the values, or the names the
+// level has and the one probably meant.
+func TestMistakesSayWhatWasMeant(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, api.Options{})
+	for _, tc := range []struct {
+		path   string
+		status int
+		detail string
+	}{
+		{"/api/v1/stores/cells/bbox?min=10,0,0&max=0,10,10", 400, "min[0] = 10 is greater than max[0] = 0: min is the box's lower corner, max its upper"},
+		{"/api/v1/stores/cells/bbox?min=0,0,0&max=10,10,10&attributes=celltype", 404, `no vertex attribute "celltype" at level 0 (did you mean cell_type?); level 0 has cell_type, intensity`},
+		{"/api/v1/stores/cells/objects/3?attributes=colour", 404, `store "cells" level 0: no vertex attribute "colour" at level 0; level 0 has cell_type, intensity`},
+	} {
+		code, _, body := serve(t, srv.Handler(), tc.path)
+		if p := problemOf(t, code, body); code != tc.status || p.Detail != tc.detail {
+			t.Errorf("%s: %d %q, want %d %q", tc.path, code, p.Detail, tc.status, tc.detail)
+		}
+	}
+}
+
 // TestParameterTableMatchesSpec: the parameter table the server checks
 // requests against and the parameters openapi.yaml documents are the same,
 // route by route, and every API route is in both.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/zvfserve/zvfserve/api/suggest"
 	"github.com/zvfserve/zvfserve/zvf"
 )
 
@@ -30,6 +31,10 @@ func (s *Server) store(r *http.Request) (*zvf.Store, error) {
 	return st, err
 }
 
+// maxSuggestedStores is the most stores a 404 for an unknown one looks
+// through for the name meant.
+const maxSuggestedStores = 1000
+
 // lookup finds a store by name: its handle and the version it serves now.
 func (s *Server) lookup(name string) (*zvf.Handle, *zvf.Store, error) {
 	if !ValidStoreName(name) {
@@ -37,7 +42,15 @@ func (s *Server) lookup(name string) (*zvf.Handle, *zvf.Store, error) {
 	}
 	h, ok := s.stores[name]
 	if !ok {
-		return nil, nil, notFound(fmt.Sprintf("no store %q", name))
+		msg := fmt.Sprintf("no store %q", name)
+		// Suggested among a bounded number only: each name costs a
+		// distance, and 404s are cheap to ask for.
+		if len(s.names) <= maxSuggestedStores {
+			if near := suggest.Nearest(name, s.names); near != "" {
+				msg += " (did you mean " + near + "?)"
+			}
+		}
+		return nil, nil, notFound(msg + "; GET /api/v1/stores lists the stores")
 	}
 	st, err := h.Current()
 	return h, st, err
@@ -175,7 +188,7 @@ func parseBox(q url.Values, dims int) (min, max []float64, err error) {
 	}
 	for i := range min {
 		if min[i] > max[i] {
-			return nil, nil, badRequest(fmt.Sprintf("min[%d] > max[%d]", i, i))
+			return nil, nil, badRequest(fmt.Sprintf("min[%d] = %v is greater than max[%d] = %v: min is the box's lower corner, max its upper", i, min[i], i, max[i]))
 		}
 	}
 	return min, max, nil
@@ -687,7 +700,18 @@ func attrInfos(l *zvf.Level, names []string) ([]zvf.AttrInfo, error) {
 			}
 		}
 		if !found {
-			return nil, notFound(fmt.Sprintf("no vertex attribute %q at level %d", n, l.N()))
+			names := make([]string, len(all))
+			for i, a := range all {
+				names[i] = a.Name
+			}
+			msg := fmt.Sprintf("no vertex attribute %q at level %d", n, l.N())
+			if near := suggest.Nearest(n, names); near != "" {
+				msg += " (did you mean " + near + "?)"
+			}
+			if len(names) == 0 {
+				return nil, notFound(fmt.Sprintf("%s; level %d has none", msg, l.N()))
+			}
+			return nil, notFound(fmt.Sprintf("%s; level %d has %s", msg, l.N(), strings.Join(names, ", ")))
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -180,6 +181,21 @@ func testFilter(t *testing.T, e *viewerEnv) {
 	// Cleared: every cell again, the URL without it.
 	unselect(t, b, "cells", "filter", "", "f.cells", all)
 	b.noProblems()
+}
+
+// testFilterExample: each layer's filter box shows an example on that
+// store's own attributes. Every box said "e.g. cell_type = 'neuron'", which
+// the axons, skeletons and meshes stores refuse (they have no cell_type).
+func testFilterExample(t *testing.T, e *viewerEnv) {
+	b := e.open(t, "stores=cells,axons")
+	want := map[string]string{
+		"cells": "filter (CQL2), e.g. cell_type = 'astrocyte'",
+		"axons": "filter (CQL2), e.g. fa > 0",
+	}
+	for name, w := range want {
+		js := fmt.Sprintf(`document.querySelector('.layer[data-store=%q] .filter').placeholder`, name)
+		b.wait(fmt.Sprintf(`(%s) === %q`, js, w))
+	}
 }
 
 // testBadFilter: a filter the server refuses shows its problem's detail

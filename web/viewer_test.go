@@ -106,6 +106,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"request log", testRequestLog},
 		{"measured bounds", testMeasuredBounds},
 		{"filter", testFilter},
+		{"filter example", testFilterExample},
 		{"bad filter", testBadFilter},
 		{"sample slider", testSampleSlider},
 		{"selection in the URL", testSelectionURL},

@@ -3,6 +3,7 @@ package zvf
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -279,6 +280,15 @@ func (l *Level) attrRows(a *attrMeta, key Key, rows int, b []byte) (data []byte,
 	return b, ch, nil
 }
 
+// levelHas says which vertex attributes level n has, for a refusal of
+// one it lacks.
+func levelHas(n int, names []string) string {
+	if len(names) == 0 {
+		return "level " + strconv.Itoa(n) + " has none"
+	}
+	return "level " + strconv.Itoa(n) + " has " + strings.Join(names, ", ")
+}
+
 // selectAttrs resolves a query's attribute names.
 func (l *Level) selectAttrs(names []string) ([]*attrMeta, error) {
 	if len(names) == 1 && names[0] == "*" {
@@ -293,7 +303,11 @@ func (l *Level) selectAttrs(names []string) ([]*attrMeta, error) {
 			}
 		}
 		if found == nil {
-			return nil, l.s.errf(ErrNotFound, l.n, "", "", "no vertex attribute %q at level %d", n, l.n)
+			names := make([]string, len(l.vattrs))
+			for i, a := range l.vattrs {
+				names[i] = a.Name
+			}
+			return nil, l.s.errf(ErrNotFound, l.n, "", "", "no vertex attribute %q at level %d; %s", n, l.n, levelHas(l.n, names))
 		}
 		out = append(out, found)
 	}

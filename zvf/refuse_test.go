@@ -37,6 +37,9 @@ func addFile(t *testing.T, path, content string) {
 	})
 }
 
+// newerHint is what a store newer than the server is told to do.
+const newerHint = "serve it with a newer zvfserve (zvfserve version says which this is), or write it with a version listed"
+
 // TestRefused09: what this server does not read is refused at open with
 // ErrUnsupported and a message naming the version, layout or capability
 // (and, for the 0.8 layouts, the path that told them apart and what to
@@ -67,8 +70,12 @@ func TestRefused09(t *testing.T) {
 		change      func(t *testing.T, dir string)
 		want        []string
 	}{
-		{"a newer 0.9 revision", "graph_v09", version("0.9.7"), []string{`"0.9.7"`, "newer than the 0.9 revisions", "0.9.0–0.9.4"}},
-		{"a major version", "graph_v09", version("1.0.0"), []string{`"1.0.0"`, "not supported", "0.6.x, 0.7.x and 0.9.0–0.9.4"}},
+		// A store newer than this server says what to do: it said only
+		// "not supported" (a newer 0.9: which revisions it knew).
+		{"a newer 0.9 revision", "graph_v09", version("0.9.7"), []string{`"0.9.7"`, "newer than the 0.9 revisions", "0.9.0–0.9.4", newerHint}},
+		{"a major version", "graph_v09", version("1.0.0"), []string{`"1.0.0"`, "is newer than this server reads (0.6.x, 0.7.x and 0.9.0–0.9.4)", newerHint}},
+		{"a newer minor version", "graph_v09", version("0.10.0"), []string{`"0.10.0"`, "is newer than this server reads", newerHint}},
+		{"an older version", "graph_v09", version("0.5.0"), []string{`"0.5.0"`, "not supported", "0.6.x, 0.7.x and 0.9.0–0.9.4"}},
 		{"not a version", "graph_v09", version("0.9.x"), []string{`"0.9.x"`, "not a version"}},
 		{"0.8 of no known layout", "graph_v09", version("0.8.0"), []string{`"0.8.0"`, "ZVF 0.8 layout", "migrate the store to ZVF 0.9.0"}},
 		{"0.8 partitioned_v1", "graph_v09", cross08(`{"layout":"partitioned_v1"}`), []string{"partitioned_v1", "0/cross_chunk_links/0", "migrate"}},

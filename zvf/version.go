@@ -46,10 +46,15 @@ func parseVersion(v string) (f format, minor, patch int, err error) {
 	case nums[0] == 0 && nums[1] == 9 && patch <= newest09:
 		return format09, 9, patch, nil
 	case nums[0] == 0 && nums[1] == 9:
-		return 0, 0, 0, fmt.Errorf("zv_version %q is newer than the 0.9 revisions this server knows (0.9.0–0.9.%d)", v, newest09)
+		return 0, 0, 0, fmt.Errorf("zv_version %q is newer than the 0.9 revisions this server knows (0.9.0–0.9.%d): %s", v, newest09, newerHint)
+	case nums[0] > 0 || nums[1] > 9:
+		return 0, 0, 0, fmt.Errorf("zv_version %q is newer than this server reads (%s): %s", v, readVersions, newerHint)
 	}
 	return 0, 0, 0, fmt.Errorf("zv_version %q is not supported; this server reads %s", v, readVersions)
 }
+
+// newerHint is what the owner of a store newer than this server can do.
+const newerHint = "serve it with a newer zvfserve (zvfserve version says which this is), or write it with a version listed"
 
 // migrate08 is what a 0.8 store's owner can do.
 const migrate08 = "migrate the store to ZVF 0.9.0 with the zarr-vectors development line (AllenInstitute/zarr-vectors-py) and serve that"

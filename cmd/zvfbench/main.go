@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\nzvfbench: unknown benchmark %q\n", name)
 		return 2
 	}
-	return cli.Exit(stderr, "zvfbench", name, c.Run(ctx, args[1:], stdout, stderr))
+	return cli.Exit(ctx, stderr, "zvfbench", name, c.Run(ctx, args[1:], stdout, stderr))
 }
 
 func usage(w io.Writer, cmds map[string]cli.Command) {

@@ -138,7 +138,7 @@ func TestHelp(t *testing.T) {
 		{nil, "Usage:"},
 		{[]string{"bench"}, `unknown benchmark "bench"`},
 		{[]string{"load", "extra"}, "load takes no arguments, only flags"},
-		{[]string{"load", "--whole", "4"}, "flag provided but not defined: -whole"},
+		{[]string{"load", "--whole", "4"}, "unknown flag --whole"},
 		{[]string{"whole", "--clients", "0"}, "--clients 0"},
 		{[]string{"static", "--runs", "0"}, "--runs must be at least 1"},
 		{[]string{"sweep", "--edges", "100,x"}, `--edges "100,x"`},

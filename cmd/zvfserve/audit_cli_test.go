@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +174,8 @@ func TestServeRefusesARelativePublicURL(t *testing.T) {
 
 // TestServeListenErrorsNameTheFlag: an address in use says which flag's
 // it is; "listen tcp …: address already in use" did not tell --addr from
-// --admin-addr.
+// --admin-addr. It also says what to do, without the socket call's
+// chain ("--addr X: listen tcp X: bind: address already in use" was all).
 func TestServeListenErrorsNameTheFlag(t *testing.T) {
 	t.Parallel()
 	busy := startServe(t, graphStore)
@@ -185,8 +188,28 @@ func TestServeListenErrorsNameTheFlag(t *testing.T) {
 		var out, errs bytes.Buffer
 		code := run(ctx, append([]string{"serve"}, append(strings.Fields(tc.args), graphStore)...), &out, &errs)
 		cancel()
-		if code == 0 || !strings.Contains(errs.String(), tc.flag+" "+addr+": ") || !strings.Contains(errs.String(), "in use") {
-			t.Errorf("%s in use: exit %d: %s", tc.flag, code, errs.String())
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		want := "zvfserve serve: " + tc.flag + " " + addr + ": the address is in use (another zvfserve, or another program, listens there): stop it, or give another, such as " + tc.flag + " " + net.JoinHostPort(host, strconv.Itoa(p+1)) + "\n"
+		if code != 1 || !strings.HasSuffix(errs.String(), want) {
+			t.Errorf("%s in use: exit %d: %s, want %q", tc.flag, code, errs.String(), want)
+		}
+	}
+}
+
+// TestServeAddrWithoutPort: --addr 8080 (a port alone, as other servers
+// take it) failed with "listen tcp: address 8080: missing port in
+// address" (exit 1). It is a command-line mistake saying the form wanted.
+func TestServeAddrWithoutPort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ args, want string }{
+		{"--addr 18080", "zvfserve serve: --addr 18080: want host:port, such as :18080 (every interface) or 127.0.0.1:18080\n"},
+		{"--addr localhost", "zvfserve serve: --addr localhost: want host:port, such as localhost:8080\n"},
+		{"--addr 127.0.0.1:0 --admin-addr 9090", "zvfserve serve: --admin-addr 9090: want host:port, such as :9090 (every interface) or 127.0.0.1:9090\n"},
+	} {
+		out, errs, code := runCmd(t, append(append([]string{"serve"}, strings.Fields(tc.args)...), graphStore)...)
+		if code != 2 || !strings.HasSuffix(errs, tc.want) {
+			t.Errorf("%s: exit %d: %s%s; want 2, %q", tc.args, code, out, errs, tc.want)
 		}
 	}
 }
@@ -417,6 +440,41 @@ func TestMissingStorePathIsAUsageError(t *testing.T) {
 		out, errs, code := runCmd(t, args...)
 		if code != 2 || !strings.Contains(errs, missing+": no such file or folder") || strings.Contains(errs, "lstat") {
 			t.Errorf("%v: exit %d: %s%s", args[0], code, out, errs)
+		}
+	}
+}
+
+// TestFileStorePathIsAUsageError: a STORE that is a file, not a folder (a
+// store's own zarr.json, a tarball), is a command-line mistake (exit 2)
+// named as typed, saying what a STORE is. It was a failure (exit 1)
+// reading "open store: /abs/path is not a directory".
+func TestFileStorePathIsAUsageError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tarball := filepath.Join(dir, "brain.zarrvectors.tar")
+	meta := filepath.Join(dir, "brain.zarrvectors", "zarr.json")
+	for _, f := range []string{tarball, meta} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{tarball, tarball + ": a file, not a folder: a STORE is the folder that holds a store's zarr.json, or a folder of stores"},
+		{meta, meta + ": a file, not a folder: a STORE is the folder that holds a store's zarr.json, or a folder of stores (here " + filepath.Dir(meta) + ")"},
+	} {
+		for _, args := range [][]string{
+			{"serve", "--addr", "127.0.0.1:0", tc.arg},
+			{"inspect", tc.arg},
+			{"validate", tc.arg},
+			{"query", "--bbox", "0,0,0,1,1,1", tc.arg},
+		} {
+			out, errs, code := runCmd(t, args...)
+			if code != 2 || !strings.HasSuffix(errs, args[0]+": "+tc.want+"\n") {
+				t.Errorf("%v %s: exit %d: %s%s", args[0], tc.arg, code, out, errs)
+			}
 		}
 	}
 }

@@ -219,12 +219,28 @@ var errStopSearch = errors.New("too many folders")
 
 // folderOfStores is the error for a command that takes one store (cmd)
 // when arg, opened as st, is no store but a folder (or prefix) of them: it
-// says so and lists them, and how to name one. nil when st is a store
-// itself or holds none (the command then says what is wrong with it).
+// says so and lists them, and how to name one; pointed at a folder with
+// no Zarr metadata in it or below it (the wrong folder), it says that. nil
+// when st is a store itself (the command then says what is wrong with it).
 func folderOfStores(ctx context.Context, st storage.Store, arg, cmd string) error {
 	found, err := discoverStores(ctx, st, "", slog.New(slog.DiscardHandler))
-	if err != nil || len(found) == 0 {
+	if err != nil {
 		return nil
+	}
+	if len(found) == 0 {
+		// A root that cannot be listed (a missing bucket, refused
+		// credentials) is not known to be empty: the command's own error
+		// says why.
+		if _, err := st.List(ctx, ""); err != nil {
+			return nil
+		}
+		for _, meta := range []string{"zarr.json", ".zgroup", ".zarray", ".zattrs"} {
+			if _, err := st.Stat(ctx, meta); !errors.Is(err, storage.ErrNotFound) {
+				return nil
+			}
+		}
+		_, target := storeArg(arg)
+		return fmt.Errorf("%w: %s holds no ZVF store: no zarr.json in it nor in the folders below it; a STORE is the folder that holds a store's zarr.json, or a folder of stores", cli.ErrUsage, shownArg(target))
 	}
 	const shown = 12
 	var list []string

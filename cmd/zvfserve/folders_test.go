@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/blobstore"
+	"github.com/zvfserve/zvfserve/zvf/storage/memstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -40,6 +42,31 @@ func TestOneStoreCommandsOnAFolderOfStores(t *testing.T) {
 	// A store still is one.
 	if _, errs, code := runCmd(t, "inspect", filepath.Join(dir, "mesh.zarr")); code != 0 {
 		t.Errorf("inspect a store of the folder: exit %d: %s", code, errs)
+	}
+}
+
+// TestOneStoreCommandsOnAFolderOfNoStore: inspect, validate and query
+// pointed at a folder that holds no store at all (the wrong folder: notes,
+// an empty one) say so and what a STORE is (exit 2). They said "store
+// \"junk\": no root zarr.json: not a ZVF store" (exit 1), and validate
+// printed a report of the folder as a broken store.
+func TestOneStoreCommandsOnAFolderOfNoStore(t *testing.T) {
+	t.Parallel()
+	junk := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(junk, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(junk, "notes", "readme.txt"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{junk, t.TempDir()} {
+		for _, args := range [][]string{{"inspect"}, {"validate", "--no-progress"}, {"query", "--bbox", "0,0,0,1,1,1"}} {
+			out, errs, code := runCmd(t, append(args, dir)...)
+			want := "zvfserve " + args[0] + ": " + dir + " holds no ZVF store: no zarr.json in it nor in the folders below it; a STORE is the folder that holds a store's zarr.json, or a folder of stores\n"
+			if code != 2 || out != "" || errs != want {
+				t.Errorf("%v %s: exit %d, stdout %q, stderr %q; want 2 and %q", args, dir, code, out, errs, want)
+			}
+		}
 	}
 }
 
@@ -157,5 +184,45 @@ func TestDemoRefusesToWriteIntoAStore(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(store, p)); err == nil {
 			t.Errorf("%s was written into the store", p)
 		}
+	}
+}
+
+// refusingStore answers every listing with err: a bucket that does not
+// exist, credentials refused.
+type refusingStore struct {
+	storage.Store
+	err error
+}
+
+func (s refusingStore) List(context.Context, string) (storage.Listing, error) {
+	return storage.Listing{}, s.err
+}
+
+// TestFolderOfNoStoreNeedsAListing: a root that cannot be listed (here a
+// bucket that does not exist) is not "a folder that holds no store": the
+// command reports why it could not be read instead. inspect on a missing
+// bucket said "holds no ZVF store: no zarr.json in it …".
+func TestFolderOfNoStoreNeedsAListing(t *testing.T) {
+	t.Parallel()
+	missing := &storage.Error{Op: "list", Err: &storage.SetupError{Msg: "the bucket does not exist (NoSuchBucket)"}}
+	st := refusingStore{Store: memstore.New(), err: missing}
+	if err := folderOfStores(context.Background(), st, "s3://b/x", "inspect"); err != nil {
+		t.Errorf("a root that cannot be listed: %v", err)
+	}
+}
+
+// TestValidateVerdictDropsTheQuery: validate's verdict line named the
+// store as typed, query and all, though a store URL's query may carry
+// secrets (docs/security.md: they are dropped from messages); it now
+// shows the URL as errors do, its query elided.
+func TestValidateVerdictDropsTheQuery(t *testing.T) {
+	t.Parallel()
+	abs, err := filepath.Abs("../../testdata/zvf-reference/graph.zarrvectors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCmd(t, "validate", "--no-progress", "file://"+abs+"?sig=s3cr3t")
+	if code != 0 || strings.Contains(out+errs, "s3cr3t") || !strings.Contains(out, "file://"+abs+"?…: valid") {
+		t.Errorf("exit %d: %s%s", code, out, errs)
 	}
 }

@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\nzvfserve: %v\n", err)
 		return 2
 	}
-	return cli.Exit(stderr, "zvfserve", name, cmds[name].Run(ctx, args, stdout, stderr))
+	return cli.Exit(ctx, stderr, "zvfserve", name, cmds[name].Run(ctx, args, stdout, stderr))
 }
 
 func usage(w io.Writer, cmds map[string]cli.Command) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"syscall"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -19,8 +21,15 @@ import (
 // command-line mistake (exit 2), said in the argument's own words.
 func openStore(ctx context.Context, target string, lo localfs.Options) (storage.Writer, error) {
 	st, err := cloud.DriversWith(cloud.Options{Logger: lo.Logger}).Open(ctx, target, lo)
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s: no such file or folder", cli.ErrUsage, shownArg(target))
+	case errors.Is(err, syscall.ENOTDIR):
+		msg := "a file, not a folder: a STORE is the folder that holds a store's zarr.json, or a folder of stores"
+		if filepath.Base(target) == "zarr.json" {
+			msg += " (here " + filepath.Dir(target) + ")"
+		}
+		return nil, fmt.Errorf("%w: %s: %s", cli.ErrUsage, shownArg(target), msg)
 	}
 	return st, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,7 +81,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := cli.NewFlagSet("query", queryUsage, stderr)
 	level := fs.String("level", "0", "level number, or auto (bbox only: the finest level whose count fits --limit)")
 	bbox := fs.String("bbox", "", "x0,y0,z0,x1,y1,z1: the minimum corner, then the maximum (2·D numbers; negative ones too: --bbox -5,0,0,5,5,5)")
-	object := fs.Int64("object", -1, "object id")
+	object := fs.Int64("object", 0, "object id (0 or more): print that object, as GET /api/v1/stores/{store}/objects/{id} returns it, instead of a box")
 	attrs := fs.String("attributes", "", "comma-separated vertex attributes, or *")
 	edgeAttrs := fs.String("edge-attributes", "", "comma-separated link (per-edge) attributes of a graph, or *: their values for each edge (edge_attributes=)")
 	format := fs.String("f", "json", "output format: json, ndjson or bin")
@@ -90,8 +91,13 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cli.ParseFlags(fs, args); err != nil {
 		return err // flag.ErrHelp, after the usage, exits 0
 	}
-	if fs.NArg() != 1 || (*bbox == "") == (*object < 0) {
+	hasObject := false
+	fs.Visit(func(f *flag.Flag) { hasObject = hasObject || f.Name == "object" })
+	if fs.NArg() != 1 || (*bbox == "") != hasObject {
 		return cli.Misuse(fs, "need one STORE and exactly one of --bbox or --object")
+	}
+	if *object < 0 {
+		return fmt.Errorf("%w: --object %d: an object id is 0 or more", cli.ErrUsage, *object)
 	}
 	if *bbox == "" && (*cursor != "" || *all) {
 		return fmt.Errorf("%w: --cursor and --all page bbox answers; an object comes whole", cli.ErrUsage)

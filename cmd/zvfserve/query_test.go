@@ -278,6 +278,10 @@ func TestQueryErrors(t *testing.T) {
 		{"bad cursor", []string{"--bbox", "0,0,0,1,1,1", "--cursor", "bm9wZQ"}, 2, "cursor is not valid for this query"},
 		{"bad format", []string{"--bbox", "0,0,0,1,1,1", "--f", "xml"}, 2, "json, ndjson or bin"},
 		{"cursor on an object", []string{"--object", "0", "--cursor", "x"}, 2, "--cursor and --all"},
+		// It used to be "need one STORE and exactly one of --bbox or
+		// --object", as if --object had not been given (its unset value
+		// was -1, which --help showed as its default).
+		{"negative object", []string{"--object", "-1"}, 2, "--object -1: an object id is 0 or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errs, code := runCmd(t, append([]string{"query", graph}, tc.args...)...)
@@ -297,6 +301,16 @@ func TestQueryErrors(t *testing.T) {
 				t.Errorf("%d lines, want one: %q", lines+1, errs)
 			}
 		})
+	}
+}
+
+// TestQueryHelpHasNoSentinel: --help describes --object without the
+// "(default -1)" of its unset value, which is no object id.
+func TestQueryHelpHasNoSentinel(t *testing.T) {
+	t.Parallel()
+	_, errs, code := runCmd(t, "query", "--help")
+	if code != 0 || !strings.Contains(errs, "  -object int\n    \tobject id (0 or more): print that object, as GET /api/v1/stores/{store}/objects/{id} returns it, instead of a box\n") {
+		t.Errorf("exit %d: %s", code, errs)
 	}
 }
 

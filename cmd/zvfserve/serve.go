@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -183,7 +184,7 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), skip ...stri
 			return
 		}
 		if err := fs.Set(f.Name, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %v", name, v, err))
+			errs = append(errs, fmt.Errorf("%s=%q: %s", name, v, cli.Want(f, err.Error())))
 		}
 	})
 	if len(errs) > 0 {
@@ -653,15 +654,40 @@ func adminServer(srv *api.Server, aln net.Listener, log *slog.Logger) (*http.Ser
 // an error names the flag whose address failed.
 func listen(c *serveConfig) (ln, aln net.Listener, err error) {
 	if ln, err = net.Listen("tcp", c.addr); err != nil {
-		return nil, nil, fmt.Errorf("--addr %s: %w", c.addr, err)
+		return nil, nil, listenError("--addr", c.addr, err)
 	}
 	if c.adminAddr != "" {
 		if aln, err = net.Listen("tcp", c.adminAddr); err != nil {
 			_ = ln.Close()
-			return nil, nil, fmt.Errorf("--admin-addr %s: %w", c.adminAddr, err)
+			return nil, nil, listenError("--admin-addr", c.adminAddr, err)
 		}
 	}
 	return ln, aln, nil
+}
+
+// listenError says what to do about the mistakes an operator meets most
+// (an address without a port, an address in use) instead of the socket
+// call's chain ("listen tcp …: bind: address already in use"), which it
+// keeps for the rest.
+func listenError(flag, addr string, err error) error {
+	if _, _, serr := net.SplitHostPort(addr); serr != nil {
+		// A port alone (--addr 8080), or a host alone, as other servers
+		// take them: a command-line mistake, said with the form wanted.
+		if _, perr := strconv.Atoi(addr); perr == nil {
+			return fmt.Errorf("%w: %s %s: want host:port, such as :%s (every interface) or 127.0.0.1:%s", cli.ErrUsage, flag, addr, addr, addr)
+		}
+		return fmt.Errorf("%w: %s %s: want host:port, such as %s", cli.ErrUsage, flag, addr, net.JoinHostPort(addr, "8080"))
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		other := "another port"
+		if host, port, serr := net.SplitHostPort(addr); serr == nil {
+			if p, perr := strconv.Atoi(port); perr == nil && p > 0 && p < 65535 {
+				other = flag + " " + net.JoinHostPort(host, strconv.Itoa(p+1))
+			}
+		}
+		return fmt.Errorf("%s %s: the address is in use (another zvfserve, or another program, listens there): stop it, or give another, such as %s", flag, addr, other)
+	}
+	return fmt.Errorf("%s %s: %w", flag, addr, err)
 }
 
 // drainBeforeShutdown keeps serving for delay with /readyz false: a load balancer that

@@ -370,13 +370,19 @@ func TestServeEnvironment(t *testing.T) {
 		c.ngSharded != neuroglancer.ShardAlways {
 		t.Fatalf("%+v", c)
 	}
-	for k, v := range map[string]string{"ZVFSERVE_CACHE_BYTES": "512MB", "ZVFSERVE_SETTLE": "2", "ZVFSERVE_FOLLOW_SYMLINKS": "yes please", "ZVFSERVE_NG_SHARDED": "sometimes"} {
+	// Each says the kind of value wanted (they said "parse error").
+	for _, tc := range []struct{ k, v, want string }{
+		{"ZVFSERVE_CACHE_BYTES", "512MB", `ZVFSERVE_CACHE_BYTES="512MB": want a whole number`},
+		{"ZVFSERVE_SETTLE", "2", `ZVFSERVE_SETTLE="2": want a duration such as 90s, 5m or 1h`},
+		{"ZVFSERVE_FOLLOW_SYMLINKS", "yes please", `ZVFSERVE_FOLLOW_SYMLINKS="yes please": want true or false`},
+		{"ZVFSERVE_NG_SHARDED", "sometimes", `ZVFSERVE_NG_SHARDED="sometimes": "sometimes" is not a sharding mode`},
+	} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		serveFlags(fs, &serveConfig{})
 		_ = fs.Parse(nil)
-		err := applyEnv(fs, func(n string) (string, bool) { return v, n == k }, "token")
-		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), k) {
-			t.Errorf("%s=%q: %v", k, v, err)
+		err := applyEnv(fs, func(n string) (string, bool) { return tc.v, n == tc.k }, "token")
+		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%q: %v; want %q", tc.k, tc.v, err, tc.want)
 		}
 	}
 	var out, errs bytes.Buffer

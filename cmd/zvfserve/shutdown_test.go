@@ -2,18 +2,21 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
@@ -343,5 +346,31 @@ func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve still draining 10 s after a second SIGINT")
+	}
+}
+
+// TestInterruptedBeforeStarted: Ctrl-C while serve builds the demo (or
+// demo writes it) used to end with "zvfserve serve: demo: write cells:
+// context canceled" and exit 1, a Go error for what the user did. Now the
+// command says it was stopped by the signal, and exits as a shell expects
+// of a process a signal ended (128 + the signal's number).
+func TestInterruptedBeforeStarted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		args []string
+		want string
+		code int
+	}{
+		{syscall.SIGINT, []string{"serve", "--addr", "127.0.0.1:0"}, "zvfserve serve: stopped by SIGINT (Ctrl-C) before it finished\n", 130},
+		{syscall.SIGTERM, []string{"demo", filepath.Join(t.TempDir(), "out")}, "zvfserve demo: stopped by SIGTERM before it finished\n", 143},
+	} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(&cli.Interrupted{Signal: tc.sig})
+		var out, errs bytes.Buffer
+		code := run(ctx, tc.args, &out, &errs)
+		if code != tc.code || !strings.HasSuffix(errs.String(), tc.want) || strings.Contains(errs.String(), "context canceled") {
+			t.Errorf("%s: exit %d, stderr %q; want %d, %q", tc.args[0], code, errs.String(), tc.code, tc.want)
+		}
 	}
 }

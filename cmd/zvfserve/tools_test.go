@@ -102,3 +102,22 @@ func TestStoreArg(t *testing.T) {
 		}
 	}
 }
+
+// TestZarrCatOnAGroup: zarr-cat pointed at a group (a store, a level, a
+// 0.7 store's per-chunk vertices folder) said "zarr array \"vertices\":
+// invalid metadata: node is a group, not an array" (exit 1), leaving the
+// user to find the arrays. Now it names the group's members and their
+// kinds, to pick one (exit 2, a command-line mistake).
+func TestZarrCatOnAGroup(t *testing.T) {
+	t.Parallel()
+	const store = "../../testdata/zvf-reference/graph.zarrvectors"
+	for _, tc := range []struct{ arg, want string }{
+		{store + "/0/vertices", "zvfserve zarr-cat: " + store + "/0/vertices is a Zarr group, not an array; its members: 3.2.5 (array), 3.3.6 (array), 3.4.2 (array), 3.4.3 (array), 3.5.2 (array), 3.5.3 (array), 4.1.6 (array), 4.2.5 (array) and 40 more\n"},
+		{store, "zvfserve zarr-cat: " + store + " is a Zarr group, not an array; its members: 0 (group)\n"},
+	} {
+		out, errs, code := runCmd(t, "zarr-cat", tc.arg)
+		if code != 2 || out != "" || errs != tc.want {
+			t.Errorf("zarr-cat %s: exit %d, stdout %q, stderr %q; want 2 and %q", tc.arg, code, out, errs, tc.want)
+		}
+	}
+}

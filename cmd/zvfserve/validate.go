@@ -108,7 +108,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if n := rep.Findings(); n != len(rep.Problems) {
 			found = fmt.Sprintf(", found at %d places", n)
 		}
-		fmt.Fprintf(stdout, "%s: %s (%slevels 1-%d; %s, %s checked; %s%s)\n", fs.Arg(0), verdict, format, *level,
+		fmt.Fprintf(stdout, "%s: %s (%slevels 1-%d; %s, %s checked; %s%s)\n", shownArg(fs.Arg(0)), verdict, format, *level,
 			counted(rep.Chunks, "chunk"), counted(rep.Objects, "object"), counted(len(rep.Problems), "problem"), found)
 	}
 	if !rep.OK() {

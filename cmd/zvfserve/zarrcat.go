@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"strconv"
 	"strings"
 
 	"github.com/zvfserve/zvfserve/cmd/internal/cli"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/localfs"
 	"github.com/zvfserve/zvfserve/zvf/zarr"
 )
@@ -59,6 +61,9 @@ func runZarrCat(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer st.Close()
 	a, err := zarr.OpenArray(ctx, st, key, nil)
 	if err != nil {
+		if members, ok := groupMembers(ctx, st, key); ok {
+			return fmt.Errorf("%w: %s is a Zarr group, not an array; its members: %s", cli.ErrUsage, shownArg(fs.Arg(0)), members)
+		}
 		return err
 	}
 	c, err := a.Read(ctx)
@@ -143,4 +148,45 @@ func appendFloatJSON(dst []byte, v float64, size int) []byte {
 		bits = 32
 	}
 	return strconv.AppendFloat(dst, v, 'g', -1, bits)
+}
+
+// groupMembers lists the members of the group at key with their kinds
+// (the first few; the rest counted), for a user who named a group where an
+// array was wanted; ok is false when key is no readable group.
+func groupMembers(ctx context.Context, st storage.Store, key string) (list string, ok bool) {
+	const shown = 8
+	b, err := storage.ReadAll(ctx, st, path.Join(key, "zarr.json"), zarr.MaxMetadataBytes)
+	if err != nil {
+		return "", false
+	}
+	if n, err := zarr.ParseNode(b); err != nil || n.Type != zarr.NodeGroup {
+		return "", false
+	}
+	prefix := ""
+	if key != "" {
+		prefix = key + "/"
+	}
+	l, err := st.List(ctx, prefix)
+	if err != nil {
+		return "", false
+	}
+	var names []string
+	for _, p := range l.Prefixes[:min(len(l.Prefixes), shown)] {
+		name := strings.TrimSuffix(strings.TrimPrefix(p, prefix), "/")
+		kind := "not a Zarr node"
+		if b, err := storage.ReadAll(ctx, st, path.Join(key, name, "zarr.json"), zarr.MaxMetadataBytes); err == nil {
+			if n, err := zarr.ParseNode(b); err == nil {
+				kind = string(n.Type)
+			}
+		}
+		names = append(names, fmt.Sprintf("%s (%s)", name, kind))
+	}
+	if len(names) == 0 {
+		return "none", true
+	}
+	list = strings.Join(names, ", ")
+	if more := len(l.Prefixes) - len(names); more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return list, true
 }

@@ -58,7 +58,7 @@ export class SelectionTool {
     // Its own id: store names that differ only in a character an id
     // cannot hold (a.b, a_b) must not share one.
     const list = `ql-${++this.lists}`;
-    const f = el('input', { className: 'filter', placeholder: "filter (CQL2), e.g. cell_type = 'neuron'", spellcheck: false, value: l.filterText });
+    const f = el('input', { className: 'filter', placeholder: 'filter (CQL2)', spellcheck: false, value: l.filterText });
     f.setAttribute('list', list);
     f.setAttribute('aria-label', `filter ${l.name}`);
     f.title = 'CQL2 text; applied on Enter or when you leave the box; empty: every vertex';
@@ -84,6 +84,7 @@ export class SelectionTool {
     c.querySelector('.sample').value = l.sample;
     c.querySelector('.sampleval').textContent = pct(l.sample);
     c.querySelector('.filter').value = l.filterText;
+    c.querySelector('.filter').placeholder = filterExample(l.desc);
     if (l.filterText) this.hints(l);
   }
 
@@ -195,6 +196,16 @@ export class SelectionTool {
     l.sample = v;
     this.app.writeURL(); this.app.scheduleUpdate(); this.app.redraw();
   }
+}
+
+// filterExample is a filter box's placeholder: an example on the store's
+// own first single-channel attribute of level 0 (one naming an attribute
+// the store lacks would be refused), or none when it has no such one.
+export function filterExample(desc) {
+  const a = (((desc.levels || [])[0] || {}).vertex_attributes || []).find((x) => (x.channels || 1) === 1);
+  if (!a) return 'filter (CQL2)';
+  if (a.categories && a.categories.length) return `filter (CQL2), e.g. ${quote(a.name)} = '${String(a.categories[0]).replace(/'/g, "''")}'`;
+  return `filter (CQL2), e.g. ${quote(a.name)} > 0`;
 }
 
 // filterMessage: the server's detail says it is about the filter; other

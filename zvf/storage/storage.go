@@ -136,6 +136,21 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("storage %s %q: %v", e.Op, e.Key, e.Err) }
 func (e *Error) Unwrap() error { return e.Err }
 
+// SetupError is a backend failure that only the server's operator can
+// fix, such as a cloud client finding no credentials to sign with. Its
+// text is a sentence saying what to set, instead of the SDK's chain of
+// wrapped messages (that stays reachable through Unwrap). It is an
+// ErrPermission: the server's setup is at fault, and retrying will not
+// help until the operator acts.
+type SetupError struct {
+	Msg string
+	Err error
+}
+
+func (e *SetupError) Error() string        { return e.Msg }
+func (e *SetupError) Unwrap() error        { return e.Err }
+func (e *SetupError) Is(target error) bool { return target == ErrPermission }
+
 // ChangedError is an ErrChanged with the modification time that gave the
 // change away (zero when a pinned version no longer matched).
 type ChangedError struct {

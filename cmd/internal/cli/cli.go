@@ -11,10 +11,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"github.com/zvfserve/zvfserve/api/suggest"
 )
 
 // Command is one subcommand. Run gets the arguments after the
@@ -43,23 +47,20 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 // twice during a long shutdown (--shutdown-delay, --shutdown-grace)
 // expects. stop stops listening.
 func Signals() (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		select {
-		case <-ch:
-			cancel()
+		case s := <-ch:
+			cancel(&Interrupted{Signal: s})
 		case <-done:
 			return
 		}
 		select {
 		case s := <-ch:
-			if n, ok := s.(syscall.Signal); ok {
-				os.Exit(128 + int(n))
-			}
-			os.Exit(1)
+			os.Exit((&Interrupted{Signal: s}).code())
 		case <-done:
 		}
 	}()
@@ -68,18 +69,46 @@ func Signals() (ctx context.Context, stop func()) {
 		once.Do(func() {
 			signal.Stop(ch)
 			close(done)
-			cancel()
+			cancel(nil)
 		})
 	}
 }
 
+// Interrupted is the cause of the context Signals cancels: the signal
+// that asked the command to stop.
+type Interrupted struct{ Signal os.Signal }
+
+func (e *Interrupted) Error() string {
+	switch e.Signal {
+	case os.Interrupt:
+		return "SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return e.Signal.String()
+}
+
+// code is the status a shell gives a process the signal ended.
+func (e *Interrupted) code() int {
+	if n, ok := e.Signal.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
+}
+
 // Exit is the status of prog's subcommand name ending with err, which it
 // reports on stderr in one line: 0 for none or a --help (flag.ErrHelp;
-// the usage was printed), 2 for ErrUsage, else 1.
-func Exit(stderr io.Writer, prog, name string, err error) int {
+// the usage was printed), 2 for ErrUsage, 128 + the signal's number for
+// work a signal cut short (ctx's cause an *Interrupted: the user's doing,
+// said as such rather than as "context canceled"), else 1.
+func Exit(ctx context.Context, stderr io.Writer, prog, name string, err error) int {
+	var in *Interrupted
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &in):
+		fmt.Fprintf(stderr, "%s %s: stopped by %v before it finished\n", prog, name, in)
+		return in.code()
 	case errors.Is(err, ErrUsage):
 		fmt.Fprintf(stderr, "%s %s: %s\n", prog, name, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "))
 		return 2
@@ -146,9 +175,13 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 		flags = append(flags, a)
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		f := fs.Lookup(name)
-		if hasValue || f == nil || isBool(f) || i+1 >= len(args) {
+		if hasValue || f == nil || isBool(f) {
 			// An unknown flag is left for fs.Parse to report.
 			continue
+		}
+		if i+1 >= len(args) {
+			// Else fs.Parse would take the "--" below for its value.
+			return Misuse(fs, "--%s needs a value", name)
 		}
 		i++
 		flags = append(flags, args[i])
@@ -157,9 +190,78 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		return fmt.Errorf("%w: %s", ErrUsage, explain(fs, err))
 	}
 	return nil
+}
+
+var (
+	unknownFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	badValue    = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]*): (.*)$`)
+)
+
+// explain rewrites the flag package's messages, which say what is wrong
+// ("flag provided but not defined: -adr", "invalid value \"5\" for flag
+// -max-age: parse error"), to say what to type instead: the flag meant,
+// or the kind of value wanted. Flags are named as the usage spells them.
+func explain(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+		if near := nearestFlag(fs, m[1]); near != "" {
+			return fmt.Sprintf("unknown flag --%s (did you mean --%s?)", m[1], near)
+		}
+		return "unknown flag --" + m[1]
+	}
+	m := badValue.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	value, name, why := m[1], m[2], m[3]
+	if f := fs.Lookup(name); f != nil {
+		why = Want(f, why)
+	}
+	return fmt.Sprintf("--%s %s: %s", name, value, why)
+}
+
+// Want is what to say of a value f's Set refused with why: the kind of
+// value f takes, for the flag package's own "parse error" and "value out
+// of range" (which say nothing of it), else why as it is.
+func Want(f *flag.Flag, why string) string {
+	if why != "parse error" && why != "value out of range" {
+		return why
+	}
+	var v any
+	if g, ok := f.Value.(flag.Getter); ok {
+		v = g.Get()
+	}
+	switch v.(type) {
+	case time.Duration:
+		return "want a duration such as 90s, 5m or 1h"
+	case int, int64, uint, uint64:
+		return "want a whole number"
+	case float64:
+		return "want a number"
+	case bool:
+		return "want true or false"
+	}
+	return why
+}
+
+// nearestFlag is the name of fs's flag that typed most likely misspells:
+// one it begins (3 characters or more), or one at most two edits away; ""
+// if none.
+func nearestFlag(fs *flag.FlagSet, typed string) string {
+	var names, begun []string
+	fs.VisitAll(func(f *flag.Flag) {
+		names = append(names, f.Name)
+		if len(typed) >= 3 && strings.HasPrefix(f.Name, typed) {
+			begun = append(begun, f.Name)
+		}
+	})
+	if len(begun) == 1 {
+		return begun[0]
+	}
+	return suggest.Nearest(typed, names)
 }
 
 func isBool(f *flag.Flag) bool {

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestNewFlagSetUsage: --help prints the usage text, then "Flags:" and
@@ -39,7 +42,7 @@ func TestNewFlagSetUsage(t *testing.T) {
 			if got := stderr.String(); got != tc.want {
 				t.Errorf("printed %q, want %q", got, tc.want)
 			}
-			if code := Exit(&strings.Builder{}, "prog", "x", err); code != tc.wantCode {
+			if code := Exit(context.Background(), &strings.Builder{}, "prog", "x", err); code != tc.wantCode {
 				t.Errorf("exit %d, want %d", code, tc.wantCode)
 			}
 		})
@@ -59,7 +62,44 @@ func TestMisuse(t *testing.T) {
 	if got := stderr.String(); got != "Usage: x ARG\n" {
 		t.Errorf("printed %q", got)
 	}
-	if code := Exit(&strings.Builder{}, "prog", "x", err); code != 2 {
+	if code := Exit(context.Background(), &strings.Builder{}, "prog", "x", err); code != 2 {
 		t.Errorf("exit %d, want 2", code)
+	}
+}
+
+// TestFlagMistakesSayWhatToDo: a misspelt flag used to end in "flag
+// provided but not defined: -adr", and a value of the wrong kind in
+// "invalid value \"5\" for flag -max-age: parse error", which say what is
+// wrong but not what to type instead. Now the last line names the flag as
+// it is spelt on the command line and the flag meant, or the kind of value
+// wanted.
+func TestFlagMistakesSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--adr", ":1"}, "unknown flag --adr (did you mean --addr?)"},
+		{[]string{"--maxvertices", "5"}, "unknown flag --maxvertices (did you mean --max-vertices?)"},
+		{[]string{"--max-vert", "5"}, "unknown flag --max-vert (did you mean --max-vertices?)"},
+		{[]string{"--max-vertices", "99999999999999999999"}, `--max-vertices "99999999999999999999": want a whole number`},
+		{[]string{"--colour"}, "unknown flag --colour"},
+		{[]string{"--max-age", "5"}, `--max-age "5": want a duration such as 90s, 5m or 1h`},
+		{[]string{"--max-vertices", "1e6"}, `--max-vertices "1e6": want a whole number`},
+		{[]string{"--scale=big"}, `--scale "big": want a number`},
+		{[]string{"--json=yes"}, `--json "yes": want true or false`},
+		{[]string{"--addr"}, "--addr needs a value"},
+	} {
+		fs := NewFlagSet("x", "Usage: x\n", io.Discard)
+		fs.String("addr", ":8080", "")
+		fs.Duration("max-age", time.Hour, "")
+		fs.Int("max-vertices", 1, "")
+		fs.Float64("scale", 1, "")
+		fs.Bool("json", false, "")
+		err := ParseFlags(fs, tc.args)
+		var stderr strings.Builder
+		if code := Exit(context.Background(), &stderr, "prog", "x", err); code != 2 || stderr.String() != "prog x: "+tc.want+"\n" {
+			t.Errorf("%v: exit %d, %q; want %q", tc.args, code, stderr.String(), tc.want)
+		}
 	}
 }

@@ -146,7 +146,9 @@ func resolve(abs string) (*tree, error) {
 	if err != nil || !fi.IsDir() {
 		_ = d.Close()
 		if err == nil {
-			err = fmt.Errorf("%s is not a directory", abs)
+			// ENOTDIR, as os.Open would say, so that a caller can tell a
+			// file given for a store from a failure.
+			err = &fs.PathError{Op: "open", Path: abs, Err: syscall.ENOTDIR}
 		}
 		return nil, fmt.Errorf("open store: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"sort"
 	"strconv"
@@ -103,6 +104,19 @@ func wrap(ctx context.Context, op, key string, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return &storage.Error{Op: op, Key: key, Err: cerr}
 	}
+	// A driver's sentence for its operator is kept as it is, not under
+	// gocloud's and the SDK's layers.
+	var setup *storage.SetupError
+	if errors.As(err, &setup) {
+		return &storage.Error{Op: op, Key: key, Err: setup}
+	}
+	// A bucket that does not exist is not an empty store: every key would
+	// read as missing, and the store as "not a ZVF store".
+	var coded interface{ ErrorCode() string }
+	if errors.As(err, &coded) && coded.ErrorCode() == "NoSuchBucket" {
+		return &storage.Error{Op: op, Key: key, Err: &storage.SetupError{
+			Msg: "the bucket does not exist (NoSuchBucket): check its name in the store URL, and its region= or endpoint=", Err: err}}
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
 		return &storage.Error{Op: op, Key: key, Err: storage.ErrNotFound}
@@ -110,6 +124,13 @@ func wrap(ctx context.Context, op, key string, err error) error {
 		return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrPermission, err)}
 	case gcerrors.InvalidArgument, gcerrors.FailedPrecondition:
 		return &storage.Error{Op: op, Key: key, Err: err}
+	}
+	// A backend that could not be reached is said as the socket says it
+	// ("dial tcp host:port: connect: connection refused"), without the
+	// SDK's and gocloud's layers around it (attempts, empty request ids).
+	var nerr *net.OpError
+	if errors.As(err, &nerr) {
+		return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, nerr)}
 	}
 	return &storage.Error{Op: op, Key: key, Err: fmt.Errorf("%w: %v", storage.ErrUnavailable, err)}
 }

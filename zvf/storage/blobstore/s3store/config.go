@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
 )
 
 // sdkLogger writes the AWS SDK's log lines (a credential chain falling
@@ -60,6 +62,12 @@ func whenSupported(k, v string) (bool, error) {
 	return false, fmt.Errorf("%s=%q: when_supported or when_required", k, v)
 }
 
+// urlParams are the query parameters an s3:// URL may carry: openBucket's
+// and loadConfig's (keep it in step with both), as a refusal lists them.
+var urlParams = []string{"accelerate", "anonymous", "awssdk", "disable_https", "dualstack", "endpoint", "fips",
+	"header_timeout", "hostname_immutable", "kmskeyid", "profile", "rate_limiter_capacity", "region",
+	"request_checksum_calculation", "response_checksum_validation", "role", "s3ForcePathStyle", "ssetype", "use_path_style"}
+
 func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
 	if log != nil {
@@ -73,7 +81,7 @@ func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config
 		return b, nil
 	}
 	var endpoint, role string
-	var immutable bool
+	var immutable, anonymous bool
 	var capacity int64
 	for k, vs := range q {
 		v := vs[0]
@@ -88,8 +96,7 @@ func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config
 		case "profile":
 			opts = append(opts, config.WithSharedConfigProfile(v))
 		case "anonymous":
-			var anon bool
-			if anon, err = boolParam(k, v); anon {
+			if anonymous, err = boolParam(k, v); anonymous {
 				opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 			}
 		case "role":
@@ -131,7 +138,7 @@ func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config
 			}
 		case "awssdk":
 		default:
-			return aws.Config{}, fmt.Errorf("unknown query parameter %q", k)
+			return aws.Config{}, fmt.Errorf("unknown query parameter %q; s3:// URLs take %s", k, strings.Join(urlParams, ", "))
 		}
 		if err != nil {
 			return aws.Config{}, err
@@ -161,6 +168,9 @@ func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config
 	if err != nil {
 		return aws.Config{}, err
 	}
+	if !anonymous && cfg.Credentials != nil {
+		cfg.Credentials = sayingCredentials{cfg.Credentials, role}
+	}
 	if endpoint != "" {
 		// The resolver gocloud's URL opener installs for endpoint= (with
 		// hostname_immutable=), kept so that the same URLs reach the same
@@ -170,4 +180,25 @@ func loadConfig(ctx context.Context, q url.Values, log *slog.Logger) (aws.Config
 		})
 	}
 	return cfg, nil
+}
+
+// sayingCredentials turns the credential chain's failure, which reached
+// the operator as seven wrapped messages ending in the instance metadata
+// service's, into a sentence saying what to set.
+type sayingCredentials struct {
+	aws.CredentialsProvider
+	role string
+}
+
+func (c sayingCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	cr, err := c.CredentialsProvider.Retrieve(ctx)
+	if err == nil || ctx.Err() != nil {
+		return cr, err
+	}
+	const where = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE (or profile= in the URL), or an instance or pod role"
+	msg := "no AWS credentials found: set " + where + "; a public bucket needs none: add anonymous=true to the URL"
+	if c.role != "" {
+		msg = fmt.Sprintf("no AWS credentials to assume role=%s with, or the role refused them: the server needs credentials allowed to assume it (%s)", c.role, where)
+	}
+	return cr, &storage.SetupError{Msg: msg, Err: err}
 }

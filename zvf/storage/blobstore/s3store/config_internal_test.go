@@ -65,3 +65,24 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("SDK log lines: %q", got)
 	}
 }
+
+// TestURLParamsInStep: every parameter the refusal of an unknown one lists
+// is taken (it may still refuse the value), so the list cannot name one
+// that is not.
+func TestURLParamsInStep(t *testing.T) {
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	for _, p := range urlParams {
+		u, err := url.Parse("s3://b/x?region=us-east-1&" + p + "=x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := openBucket(context.Background(), u, Options{})
+		if err != nil && strings.Contains(err.Error(), "unknown query parameter") {
+			t.Errorf("%s: %v", p, err)
+		}
+		if b != nil {
+			_ = b.Close()
+		}
+	}
+}
