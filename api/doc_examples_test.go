@@ -159,13 +159,13 @@ func TestBinaryFormatRecipe(t *testing.T) {
 
 // TestNgNotFoundListsTheSources: openapi.yaml's NgNotFound says what a
 // mesh store's 404 lists; it left out the density volume every store of
-// three axes has.
+// three axes has (and, later, the segments source naming its meshes).
 func TestNgNotFoundListsTheSources(t *testing.T) {
 	t.Parallel()
 	h := demoServer(t, api.Options{}).Handler()
 	code, _, body := serve(t, h, "/ng/meshes/annotations/info")
 	p := problemOf(t, code, body)
-	const want = "/ng/meshes/meshes, /ng/meshes/multilod, /ng/meshes/density"
+	const want = "/ng/meshes/meshes, /ng/meshes/multilod, /ng/meshes/segments, /ng/meshes/density"
 	if code != 404 || !strings.HasSuffix(p.Detail, want) {
 		t.Fatalf("%d %q, want the sources %s", code, p.Detail, want)
 	}
@@ -173,7 +173,7 @@ func TestNgNotFoundListsTheSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(spec), "`/ng/STORE/meshes`, `/ng/STORE/multilod` and `/ng/STORE/density`") {
+	if !strings.Contains(string(spec), "`/ng/STORE/meshes`, `/ng/STORE/multilod`, `/ng/STORE/segments` and `/ng/STORE/density`") {
 		t.Error("openapi.yaml's NgNotFound no longer names the mesh store's sources as the server lists them")
 	}
 }

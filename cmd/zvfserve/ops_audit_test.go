@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,8 +111,12 @@ func TestServeStartsBesideAHungStore(t *testing.T) {
 	if code, body, _ := httpGet(t, s.base+"/readyz"); code != http.StatusServiceUnavailable || body != "1 of 2 stores not serving: hung\n" {
 		t.Fatalf("/readyz: %d %q", code, body)
 	}
+	// The line names the stores still opening when serve listens: hung,
+	// and on a loaded machine good too (its open gets a quarter of the
+	// 300 ms start wait: CI at load 12 named "good, hung").
+	opening := regexp.MustCompile(`stores still open[^\n]* stores=("[^"\n]*\bhung\b[^"\n]*"|hung)( |\n)`)
 	if !strings.Contains(s.errs.String(), "to tell a store from a folder of stores") || !strings.Contains(s.errs.String(), `arg="hung=`) ||
-		!strings.Contains(s.errs.String(), "stores still open") || !strings.Contains(s.errs.String(), "stores=hung") {
+		!opening.MatchString(s.errs.String()) {
 		t.Errorf("the log does not name the store still opening: %s", s.errs.String())
 	}
 	close(stall.hang)
