@@ -60,6 +60,10 @@ func WalkWithoutPreparation(ctx context.Context, l *Level) error {
 // (levelTable), to compare against; before any query.
 func WithoutLevelTables(s *Store) { s.noTables = true }
 
+// WithLevelTablesOfAnyChunk lets every line level of s have a table,
+// whatever its rows a chunk (tableRowsPerChunk); before any query.
+func WithLevelTablesOfAnyChunk(s *Store) { s.tablesAnyChunk = true }
+
 // TableAnswers counts the answers l's level table gave.
 func TableAnswers(l *Level) int64 { return l.table.answers.Load() }
 

@@ -62,6 +62,14 @@ type tableState struct {
 // budget (its vertices included, which it keeps alive).
 const tableShare = 16
 
+// tableRowsPerChunk: a table is for levels of small chunks, where the
+// per-chunk path's steps a chunk outweigh its rows. With larger chunks
+// the per-chunk path copies a covered chunk's prepared edges whole, and
+// the table's row-at-a-time answer was slower: the bench's streamline
+// level 0 (781 rows a chunk) took 775–793 µs a 50k answer against
+// 553–576 without it; level 1 (15 a chunk) 73–83 against 100–110.
+const tableRowsPerChunk = 64
+
 // errNoTable: the level has a chunk the table does not cover.
 var errNoTable = errors.New("zvf: level not fit for a level table")
 
@@ -78,7 +86,8 @@ func (l *Level) tableFits() bool {
 		}
 		t.limit = st.Stats().Budget / tableShare
 		rows := l.meta.VertexCount
-		t.fit = rows < 1<<31-1 && l.tableBytes(rows) <= t.limit
+		t.fit = rows < 1<<31-1 && l.tableBytes(rows) <= t.limit &&
+			(l.s.tablesAnyChunk || rows <= tableRowsPerChunk*int64(len(l.keys)))
 	})
 	return t.fit && !t.off.Load()
 }

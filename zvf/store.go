@@ -62,7 +62,10 @@ type Store struct {
 	// noTables keeps every answer on the per-chunk path (tests compare
 	// the level tables' answers with it).
 	noTables bool
-	scratch  freelist.List[*bboxScratch] // reused across queries (see scratchesKept)
+	// tablesAnyChunk gives levels of large chunks tables too (tests
+	// compare them with the per-chunk path on every level).
+	tablesAnyChunk bool
+	scratch        freelist.List[*bboxScratch] // reused across queries (see scratchesKept)
 }
 
 // peek looks key up in the cache without loading it.
