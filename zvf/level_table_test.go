@@ -295,14 +295,8 @@ func TestLevelTableOneBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, _ := s.Level(1)
-	keys := l.Keys()
-	cs := l.Info().ChunkShape
 	// A level's first answer, of one chunk's cell, reads only that chunk.
-	first := keys[0]
-	min, max := make([]float64, 3), make([]float64, 3)
-	for d := range 3 {
-		min[d], max[d] = float64(first[d])*cs[d], float64(first[d]+1)*cs[d]
-	}
+	min, max := firstCell(l)
 	tableAnswer(t, l, zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true})
 	slow.Add(&faultstore.Rule{Fault: faultstore.Fault{Delay: 2 * time.Millisecond}})
 	whole := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, Wire: true}
@@ -339,13 +333,7 @@ func TestLevelTableRetiredNotRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, _ := s.Level(1)
-	keys := l.Keys()
-	cs := l.Info().ChunkShape
-	first := keys[0]
-	min, max := make([]float64, 3), make([]float64, 3)
-	for d := range 3 {
-		min[d], max[d] = float64(first[d])*cs[d], float64(first[d]+1)*cs[d]
-	}
+	min, max := firstCell(l)
 	want, _ := tableAnswer(t, l, zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true}) // reads one chunk
 	c.Retire("lines\x001\x00")
 	for i := range 4 {
@@ -394,4 +382,14 @@ func TestLevelTableOnlyForSmallChunks(t *testing.T) {
 	if small == 0 || large == 0 {
 		t.Fatalf("levels of small chunks %d, of large %d: the store no longer has both", small, large)
 	}
+}
+
+// firstCell is the grid cell of l's first chunk (3 axes).
+func firstCell(l *zvf.Level) (min, max []float64) {
+	first, cs := l.Keys()[0], l.Info().ChunkShape
+	min, max = make([]float64, 3), make([]float64, 3)
+	for d := range 3 {
+		min[d], max[d] = float64(first[d])*cs[d], float64(first[d]+1)*cs[d]
+	}
+	return min, max
 }
