@@ -482,6 +482,13 @@ func (l *connLimiter) judge(pc *peekConn) {
 	_ = pc.SetReadDeadline(time.Time{})
 	lc := l.admitProbe(pc.Conn, victim, buf[:n])
 	l.mu.Lock()
+	if l.shut {
+		// Closed since admitProbe let go of l.mu: Close has already
+		// closed what ready held, and no Accept will take lc.
+		l.mu.Unlock()
+		_ = lc.Close()
+		return
+	}
 	l.ready = append(l.ready, lc)
 	l.mu.Unlock()
 	_ = l.deadline.SetDeadline(time.Now()) // wakes Accept

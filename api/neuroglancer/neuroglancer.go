@@ -93,6 +93,10 @@ type Server struct {
 	// last shard built that the cache did not keep: its Range reads are
 	// answered from its layout (shardRange).
 	notKept sync.Map
+	// zeroLabels is the largest segments chunk's bytes, all background,
+	// made on first use and only ever read: every chunk is a prefix, so
+	// a request allocates no 256 KiB of zeros.
+	zeroLabels func() []byte
 	// overBound holds, per store, source and shard, the cache key of the
 	// last shard whose build passed MaxShardBytes: every read of it is
 	// answered from its layout.
@@ -110,7 +114,8 @@ func New(o Options) *Server {
 	// EncodeAll is safe for concurrent use; answers are compressed once
 	// and cached, so the default level is worth its time.
 	z, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
-	return &Server{o: o, zstd: z, shardScale: 1}
+	zeros := sync.OnceValue(func() []byte { return make([]byte, 8*labelChunk*labelChunk*labelChunk) })
+	return &Server{o: o, zstd: z, shardScale: 1, zeroLabels: zeros}
 }
 
 // Routes adds the routes, relative to /ng/{store}, to r. Every route

@@ -209,5 +209,5 @@ func (s *Server) segmentsChunk(w http.ResponseWriter, r *http.Request) error {
 	// Every chunk of a shape is the same zeros: one cache entry (and one
 	// compression) a shape.
 	shape := fmt.Sprintf("segments\x00chunk\x00%d", n)
-	return s.send(w, r, st, shape, mediaBinary, make([]byte, n), start)
+	return s.send(w, r, st, shape, mediaBinary, s.zeroLabels()[:n], start) // n ≤ labelChunk³ uint64s, checked above
 }
