@@ -130,7 +130,12 @@ func (s *Server) Routes(r chi.Router) {
 	// without the version, as it was before keys had one.
 	keyed := func(dir, rest string, h func(http.ResponseWriter, *http.Request) error) {
 		get(dir+"/"+rest, h)
-		get(dir+"/v{"+versionParam+"}/"+rest, h)
+		get(dir+"/v{"+versionParam+"}/"+rest, func(w http.ResponseWriter, r *http.Request) error {
+			if chi.URLParam(r, versionParam) == "" {
+				return s.emptyVersion(r)
+			}
+			return h(w, r)
+		})
 	}
 	for _, route := range []string{"annotations", "lines"} {
 		get("/"+route+"/info", s.annotationInfo(route))
@@ -168,6 +173,19 @@ const versionParam = "version"
 // version's bytes, which it would decode with the old layout (another
 // sharding, grid or set of scales) and draw wrongly without a word.
 func versioned(st *zvf.Store, key string) string { return "v" + keyVersion(st) + "/" + key }
+
+// emptyVersion is the 404 of a versioned key's path whose version is
+// empty ("v/"): the handlers tell a versioned path by its version, and
+// would answer it as the unversioned one, from whatever version is
+// current, which is what a versioned key exists to prevent.
+func (s *Server) emptyVersion(r *http.Request) error {
+	st, err := s.o.Store(r)
+	if err != nil {
+		return err
+	}
+	return notFoundf("store %q: the path's version is empty (\"v/\"): a versioned key names the version its source's info was read at, v%s/… for the version served now; read the source's info for its keys",
+		st.Name(), keyVersion(st))
+}
 
 // keyFor is key as the info r asks for names it: under the version, or,
 // for an info itself read under a version (the segments source names
