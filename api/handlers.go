@@ -746,7 +746,11 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	_, wire := rep.codec.(binaryCodec) // a line's edges as the encoder writes them
-	o, err := l.ObjectWith(r.Context(), id, zvf.ObjectQuery{Attributes: attrs, LinkAttributes: edgeAttrs, Wire: wire})
+	oq := zvf.ObjectQuery{Attributes: attrs, LinkAttributes: edgeAttrs, Wire: wire}
+	if done, err := refuseFound(w, func() error { return l.CheckObject(r.Context(), id, oq) }); done || err != nil {
+		return err
+	}
+	o, err := l.ObjectWith(r.Context(), id, oq)
 	if err != nil {
 		return err
 	}
@@ -860,32 +864,38 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	edgeInfos, err := linkAttrInfos(l, edgeAttrs)
+	if err != nil {
+		return err
+	}
+	if err := edgeColumnsFit(am, edgeInfos); err != nil {
+		return err
+	}
+	// The binary answer's edge attribute blocks follow an edges block,
+	// and Arrow's table=edges is one: the chunk's links are those edges.
+	// JSON and NDJSON give them once, as links.
+	_, bin := rep.codec.(binaryCodec)
+	asEdges := (bin && len(edgeInfos) > 0) || (am != nil && am.table == tableEdges)
+	if asEdges && l.LinkWidth() > 2 {
+		return unrepresentable(fmt.Sprintf("level %d's links are rows of %d vertices, not edges: f=%s has no place for their values; ask f=json or f=ndjson", l.N(), l.LinkWidth(), rep.codec.format()))
+	}
+	if done, err := refuseFound(w, func() error { return l.CheckChunk(key, attrs) }); done || err != nil {
+		return err
+	}
 	t, err := l.Chunk(r.Context(), key, attrs)
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes), Arrow: am}
-	if meta.EdgeAttributes, err = linkAttrInfos(l, edgeAttrs); err != nil {
-		return err
-	}
-	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
-		return err
-	}
+	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes), Arrow: am,
+		EdgeAttributes: edgeInfos}
 	var edgeCols []zvf.EdgeColumn
 	if len(meta.EdgeAttributes) > 0 {
 		if edgeCols, err = l.ChunkLinkAttributes(r.Context(), key, edgeAttrs); err != nil {
 			return err
 		}
 	}
-	// The binary answer's edge attribute blocks follow an edges block,
-	// and Arrow's table=edges is one: the chunk's links are those edges.
-	// JSON and NDJSON give them once, as links.
 	var edges []int64
-	_, bin := rep.codec.(binaryCodec)
-	if (bin && edgeCols != nil) || (am != nil && am.table == tableEdges) {
-		if t.LinkWidth > 2 {
-			return unrepresentable(fmt.Sprintf("level %d's links are rows of %d vertices, not edges: f=%s has no place for their values; ask f=json or f=ndjson", l.N(), t.LinkWidth, rep.codec.format()))
-		}
+	if asEdges {
 		edges = t.Links
 		if edges == nil {
 			edges = []int64{} // no links: an empty edges block, or table

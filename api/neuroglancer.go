@@ -22,7 +22,8 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		Serve: func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 			return s.wrap(h)
 		},
-		NotModified: s.notModified,
+		NotModified:      s.notModified,
+		NotModifiedFound: s.notModifiedFound,
 		OtherVersion: func(r *http.Request, st *zvf.Store) error {
 			return otherVersion(r, st, "a Neuroglancer key")
 		},

@@ -47,6 +47,11 @@ type Options struct {
 	// the handler set one), and reports whether the client's copy is
 	// current (a 304 has then been written).
 	NotModified func(w http.ResponseWriter, r *http.Request, etag string) bool
+	// NotModifiedFound is NotModified for a handler that has found what
+	// it answers (a cell of the grid, an annotation id below the count):
+	// an If-Match naming none of etag is answered 412 now, before any
+	// of the answer's chunks is read. nil: NotModified.
+	NotModifiedFound func(w http.ResponseWriter, r *http.Request, etag string) bool
 	// OtherVersion checks the store now for a request whose path names
 	// another version than st's (an info's versioned key): an error
 	// (matching zvf.ErrChanged when a newer version opened, which Serve
@@ -430,12 +435,27 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 // notModifiedAs is notModified for an answer that also depends on
 // variant, which the ETag then covers.
 func (s *Server) notModifiedAs(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string) bool {
+	return s.o.NotModified(w, r, s.etag(r, st, variant))
+}
+
+// notModifiedFound is notModified for a handler that has found what it
+// answers without reading it (see Options.NotModifiedFound).
+func (s *Server) notModifiedFound(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
+	if s.o.NotModifiedFound == nil {
+		return s.notModified(w, r, st)
+	}
+	return s.o.NotModifiedFound(w, r, s.etag(r, st, ""))
+}
+
+// etag is the strong ETag of r's answer from st: the store version, the
+// path, the content coding the answer will have, and variant.
+func (s *Server) etag(r *http.Request, st *zvf.Store, variant string) string {
 	h := sha256.New()
 	for _, p := range [...]string{st.Revision(), recordLayout, r.URL.Path, s.coding(r), variant} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
-	return s.o.NotModified(w, r, `"`+hex.EncodeToString(h.Sum(nil)[:12])+`"`)
+	return `"` + hex.EncodeToString(h.Sum(nil)[:12]) + `"`
 }
 
 // coding is the content coding an answer to r gets: none for a Range
@@ -682,7 +702,7 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 				return err
 			}
 		}
-		if s.notModified(w, r, st) {
+		if s.notModifiedFound(w, r, st) { // every cell of the grid is one, empty or not
 			return nil
 		}
 		ckey := fmt.Sprintf("cell\x00%s\x00%d\x00%s", k.annotationType(), n, key)
@@ -711,7 +731,10 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 		if err != nil {
 			return err
 		}
-		if s.notModified(w, r, st) {
+		if !p.hasID(id) {
+			return p.noID(id)
+		}
+		if s.notModifiedFound(w, r, st) {
 			return nil
 		}
 		body, err := p.byID(r.Context(), id)
