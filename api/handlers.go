@@ -208,7 +208,11 @@ func parseCorner(out []float64, v string, name string) error {
 	}
 	i := 0
 	for p := range strings.SplitSeq(v, ",") {
-		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		t := strings.TrimSpace(p)
+		if !decimal(t) {
+			return badRequest(fmt.Sprintf("%s[%d] = %q is not a decimal number: digits with an optional sign, fraction and exponent (12, -0.5, 1.5e3), finite and within ±1e300", name, i, p))
+		}
+		f, err := strconv.ParseFloat(t, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > cornerBound {
 			return badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number within ±1e300", name, i, p))
 		}
@@ -216,6 +220,43 @@ func parseCorner(out []float64, v string, name string) error {
 		i++
 	}
 	return nil
+}
+
+// decimal reports whether s is a number as corners are documented:
+// [+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?. It leaves
+// out what strconv.ParseFloat also takes — Go's hexadecimal floats and
+// digit separators (0x1p4, 1_0), Inf and NaN — which no client of the
+// API means by a coordinate.
+func decimal(s string) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i, n = i+1, n+1
+		}
+		return n
+	}
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	n := digits()
+	if i < len(s) && s[i] == '.' {
+		i++
+		n += digits()
+	}
+	if n == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // ---- catalog and descriptor ----
