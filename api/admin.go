@@ -188,6 +188,12 @@ func redactArg(a, token string) string {
 // connection is closed at once.
 const AdminMaxConnections = 16
 
+// ConnectionsPastCap is how many connections the listeners may hold
+// beyond --max-connections — the API's probe slots and the newcomers read
+// for a probe's request line, and the admin listener's —: descriptors the
+// open-file limit must leave room for beside the cap.
+const ConnectionsPastCap = ProbeConnections + probePeeks + AdminMaxConnections
+
 // adminMaxHeaderBytes bounds an admin request's headers: scrapers and
 // pprof send few.
 const adminMaxHeaderBytes = 16 << 10

@@ -827,7 +827,8 @@ const memoryHeadroom = 256 << 20
 // connectionCap checks --max-connections against the descriptors this
 // process may open (RLIMIT_NOFILE; Go raises the soft limit to the hard
 // one at start), keeping room for the listeners, the store reads the
-// concurrency limits allow (a file or an HTTP connection each) and logs.
+// concurrency limits allow (a file or an HTTP connection each), logs, and
+// the connections the listeners hold past the cap (api.ConnectionsPastCap).
 // An explicit --max-connections that does not fit is a usage error; the
 // default is lowered to fit, and said so.
 func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, error) {
@@ -841,7 +842,7 @@ func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, err
 		reads = max(reads, readConcurrency(c.readConcurrency, target))
 	}
 	reserve := 64 + c.maxConcurrent*reads
-	fits := int(min(lim.Cur, math.MaxInt32)) - reserve
+	fits := int(min(lim.Cur, math.MaxInt32)) - reserve - api.ConnectionsPastCap
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "max-connections" })
 	_, fromEnv := os.LookupEnv("ZVFSERVE_MAX_CONNECTIONS")
@@ -851,10 +852,11 @@ func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, err
 	case c.maxConnections <= fits:
 		return c.maxConnections, nil
 	case explicit || fromEnv || fits < 16:
-		return 0, fmt.Errorf("%w: --max-connections %d does not fit the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d) and the rest; lower it, or raise the limit (ulimit -n)",
-			cli.ErrUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads)
+		return 0, fmt.Errorf("%w: --max-connections %d does not fit the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d) and the rest, and %d for connections past the cap (probe slots, probes being recognised, the admin listener); lower it, or raise the limit (ulimit -n)",
+			cli.ErrUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads, api.ConnectionsPastCap)
 	}
-	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", lim.Cur, "kept_for_reads", reserve)
+	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", lim.Cur, "kept_for_reads", reserve,
+		"kept_past_cap", api.ConnectionsPastCap)
 	return fits, nil
 }
 
