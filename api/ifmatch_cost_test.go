@@ -116,6 +116,7 @@ func TestIfMatchRefusalOfFoundResources(t *testing.T) {
 		{"/api/v1/stores/p/objects/0?level=1", "/api/v1/stores/p/objects/0?attributes=*"},
 		{"/ng/p/annotations/spatial1/0_0_0", "/ng/p/annotations/spatial1/3_3_3"},
 		{"/ng/p/annotations/by_id/0", "/ng/p/annotations/by_id/10000"},
+		{"/ng/p/density/1/0-2_0-2_0-2", "/ng/p/density/0/0-4_0-4_0-4"},
 	} {
 		if code, _, body := serveFull(t, srv.Handler(), tc.warm); code != 200 {
 			t.Fatalf("%s: %d %.200s", tc.warm, code, body)
@@ -138,12 +139,44 @@ func TestIfMatchRefusalOfFoundResources(t *testing.T) {
 			t.Errorf("%s: %d after reading %d chunks: the test cannot tell a 412 that reads none: %.200s", tc.path, code, len(keys.chunkReads()), body)
 		}
 	}
+	// Skeletons, multilod meshes, legacy mesh fragments and an object's
+	// annotations start by finding the object in the index.
+	for _, tc := range []struct{ fixture, warm, path string }{
+		{"points_pyramid", "/ng/p/annotations/objects/0", "/ng/p/annotations/objects/1"},
+		{"skeleton", "/ng/p/skeletons/info", "/ng/p/skeletons/1"},
+		{"mesh", "/ng/p/multilod/info", "/ng/p/multilod/1"},
+		{"mesh", "/ng/p/meshes/info", "/ng/p/meshes/frag/1"},
+	} {
+		keys := &keyLog{Store: zvftest.Store(t, filepath.Join(fixtures, tc.fixture+".zarrvectors"))}
+		_, srv := handleServer(t, keys, zvf.Options{Name: "p"}, zvf.Watch{}, api.Options{Cache: cache.New(64 << 20)})
+		if code, _, body := serveFull(t, srv.Handler(), tc.warm); code != 200 {
+			t.Fatalf("%s %s: %d %.200s", tc.fixture, tc.warm, code, body)
+		}
+		keys.reset()
+		req := httptest.NewRequest("GET", tc.path, nil)
+		req.Header.Set("If-Match", other)
+		code, _, body := serveRequest(t, srv.Handler(), req)
+		got := slices.DeleteFunc(keys.chunkReads(), func(k string) bool { return strings.Contains(k, "/object_index/") })
+		if code != 412 || !strings.Contains(string(body), "precondition-failed") || len(got) != 0 {
+			t.Errorf("%s %s, If-Match %s: %d after reading %d chunks (%v): %.200s", tc.fixture, tc.path, other, code, len(got), got[:min(len(got), 5)], body)
+		}
+		keys.reset()
+		if code, _, body = serveFull(t, srv.Handler(), tc.path); code != 200 || len(keys.chunkReads()) == 0 {
+			t.Errorf("%s %s: %d after reading %d chunks: the test cannot tell a 412 that reads none: %.200s", tc.fixture, tc.path, code, len(keys.chunkReads()), body)
+		}
+		req = httptest.NewRequest("GET", strings.TrimSuffix(tc.path, "1")+"999999", nil)
+		req.Header.Set("If-Match", other)
+		if code, _, body := serveRequest(t, srv.Handler(), req); code != 404 || !strings.Contains(string(body), "999999") {
+			t.Errorf("%s %s999999, If-Match %s: %d %.200s, want its 404", tc.fixture, strings.TrimSuffix(tc.path, "1"), other, code, body)
+		}
+	}
 	// What does not exist is its 404 with any If-Match.
 	for path, want := range map[string]string{
 		"/api/v1/stores/p/levels/0/chunks/9.9.9":                   "no chunk 9.9.9",
 		"/api/v1/stores/p/levels/0/chunks/0.0.0?attributes=nosuch": "nosuch",
 		"/ng/p/annotations/by_id/20000":                            "no point annotation 20000",
 		"/ng/p/annotations/spatial1/9_9_9":                         "9_9_9",
+		"/ng/p/density/0/4-8_0-4_0-4":                              "is no chunk of density scale",
 	} {
 		req := httptest.NewRequest("GET", path, nil)
 		req.Header.Set("If-Match", other)

@@ -757,8 +757,10 @@ func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) 
 		if !p.relate {
 			return notFoundf("store %q has no objects: its %s annotations relate to none", st.Name(), route)
 		}
-		if s.notModified(w, r, st) {
-			return nil
+		// The answer starts with the object's manifest (objectBytes).
+		check := func() error { return p.level0.CheckObject(r.Context(), id, zvf.ObjectQuery{}) }
+		if done, err := s.notModifiedOnceFound(w, r, st, check); done || err != nil {
+			return err
 		}
 		key := fmt.Sprintf("object\x00%s\x00%d", k.annotationType(), id)
 		return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) { return p.objectBytes(ctx, id, s.o.MaxAnnotations) })
@@ -868,13 +870,29 @@ func (s *Server) objectRequest(w http.ResponseWriter, r *http.Request, route str
 	if id, err = parseID(r); err != nil {
 		return nil, nil, 0, false, err
 	}
-	if s.notModified(w, r, st) {
-		return nil, nil, 0, true, nil
-	}
 	if l0, err = st.Level(0); err != nil {
 		return nil, nil, 0, false, err
 	}
+	// Each answer starts by finding the object in level 0's index.
+	if done, err = s.notModifiedOnceFound(w, r, st, func() error { return checkObject(r.Context(), st.Name(), l0, id) }); done || err != nil {
+		return nil, nil, 0, done, err
+	}
 	return st, l0, id, false, nil
+}
+
+// notModifiedOnceFound is notModified for an answer whose resource check
+// finds without reading its data (an object in the index): with an
+// If-Match, check runs first, so that a missing one is its 404 and one
+// found is refused 412 before its data is read (notModifiedFound). Without
+// one nothing is checked twice.
+func (s *Server) notModifiedOnceFound(w http.ResponseWriter, r *http.Request, st *zvf.Store, check func() error) (bool, error) {
+	if len(r.Header.Values("If-Match")) == 0 || s.o.NotModifiedFound == nil {
+		return s.notModified(w, r, st), nil
+	}
+	if err := check(); err != nil {
+		return false, err
+	}
+	return s.notModifiedFound(w, r, st), nil
 }
 
 func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request) error {
