@@ -832,6 +832,11 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	st, l, id := sub.st, sub.l, sub.id
+	// The manifest's fragment ranges are read from the vertex chunks;
+	// the object is found in the index before.
+	if done, err := s.jsonFound(w, r, st, func() error { return l.CheckObject(r.Context(), id, zvf.ObjectQuery{}) }); done || err != nil {
+		return err
+	}
 	m, err := l.Manifest(r.Context(), id)
 	if err != nil {
 		return err

@@ -114,6 +114,7 @@ func TestIfMatchRefusalOfFoundResources(t *testing.T) {
 		// object index, the source's plan), from other chunks than path's.
 		{"/api/v1/stores/p/levels/0/chunks/0.0.0", "/api/v1/stores/p/levels/0/chunks/2.2.2?attributes=*"},
 		{"/api/v1/stores/p/objects/0?level=1", "/api/v1/stores/p/objects/0?attributes=*"},
+		{"/api/v1/stores/p/objects/0/manifest?level=1", "/api/v1/stores/p/objects/2/manifest"},
 		{"/ng/p/annotations/spatial1/0_0_0", "/ng/p/annotations/spatial1/3_3_3"},
 		{"/ng/p/annotations/by_id/0", "/ng/p/annotations/by_id/10000"},
 		{"/ng/p/density/1/0-2_0-2_0-2", "/ng/p/density/0/0-4_0-4_0-4"},
@@ -177,6 +178,7 @@ func TestIfMatchRefusalOfFoundResources(t *testing.T) {
 		"/ng/p/annotations/by_id/20000":                            "no point annotation 20000",
 		"/ng/p/annotations/spatial1/9_9_9":                         "9_9_9",
 		"/ng/p/density/0/4-8_0-4_0-4":                              "is no chunk of density scale",
+		"/api/v1/stores/p/objects/999999/manifest":                 "999999",
 	} {
 		req := httptest.NewRequest("GET", path, nil)
 		req.Header.Set("If-Match", other)

@@ -607,6 +607,31 @@ func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 	return body.finish()
 }
 
+// jsonFound is writeJSON's If-Match for a document built by reading what
+// check finds without reading it (an object in the index): with an
+// If-Match that names none of the document's ETag, check runs, and the
+// 412 is sent (done) before the document is built; a missing resource is
+// check's error, as RFC 9110 13.2.1 has it. Without an If-Match it does
+// nothing, and writeJSON judges the rest.
+func (s *Server) jsonFound(w http.ResponseWriter, r *http.Request, st *zvf.Store, check func() error) (done bool, err error) {
+	if len(r.Header.Values("If-Match")) == 0 {
+		return false, nil
+	}
+	rep, err := negotiate(r, jsonOnly(&s.text))
+	if err != nil {
+		return false, err
+	}
+	p := unmatched(r, s.etagOf(st, r, rep, ""))
+	if p == nil {
+		return false, nil
+	}
+	if err := check(); err != nil {
+		return false, err
+	}
+	writeProblem(w, r, p)
+	return true, nil
+}
+
 // denseCoding reports whether an answer's zstd should spend more CPU for
 // fewer bytes: a quantized binary answer (precision=), whose client asked
 // for fewer bytes. Its 16-bit planes are half random low bytes and half
