@@ -46,11 +46,18 @@ func adminPreconditions(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		if len(im) > 0 && !listsStar(im) && profiles(r) {
-			// Its 2xx could only become this 412: said before the
-			// profile runs for its seconds, not after.
-			problem.Write(w, r, problem.New(problem.PreconditionFailed, noETagDetail))
-			return
+		if profiles(r) {
+			// Its 2xx could only become this 412, or with If-None-Match: *
+			// a 304: said before the profile runs for its seconds, not
+			// after.
+			switch {
+			case len(im) > 0 && !listsStar(im):
+				problem.Write(w, r, problem.New(problem.PreconditionFailed, noETagDetail))
+				return
+			case (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesAny(inm):
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
 		}
 		h.ServeHTTP(&adminJudge{ResponseWriter: w, r: r, ifMatch: im, ifNoneMatch: inm}, r)
 	})

@@ -248,7 +248,8 @@ func TestAdminJudgesIfMatch(t *testing.T) {
 // a CPU profile, a trace or a delta profile ran its whole duration first
 // (a minute's profile answered 412 after a minute, having profiled the
 // server all the while). Their 412 comes at once; a request pprof refuses
-// as malformed is still its 400.
+// as malformed is still its 400. If-None-Match: * (every answer here
+// exists) is its 304 at once in the same way.
 func TestAdminIfMatchRefusesProfilesFirst(t *testing.T) {
 	t.Parallel()
 	srv, _ := newServer(t, api.Options{})
@@ -277,6 +278,24 @@ func TestAdminIfMatchRefusesProfilesFirst(t *testing.T) {
 		}
 		if took > 5*time.Second {
 			t.Errorf("%s, If-Match %s: the 412 took %v: the profile ran first", path, other, took.Round(time.Millisecond))
+		}
+	}
+	// If-None-Match: * is a 304 (every answer here exists), also at once.
+	for _, path := range []string{"/debug/pprof/profile?seconds=10", "/debug/pprof/heap?seconds=10"} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("If-None-Match", "*")
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if took := time.Since(start); resp.StatusCode != http.StatusNotModified || len(b) != 0 || took > 5*time.Second {
+			t.Errorf("%s, If-None-Match *: %d, %d bytes after %v; want a 304 at once", path, resp.StatusCode, len(b), took.Round(time.Millisecond))
 		}
 	}
 	for path, want := range map[string]string{
