@@ -222,6 +222,10 @@ func parseCorner(out []float64, v string, name string) error {
 	return nil
 }
 
+// IsDecimal reports whether s is a number as a box corner takes it (see
+// decimal): for a client, the CLI's --bbox, that checks before it asks.
+func IsDecimal(s string) bool { return decimal(s) }
+
 // decimal reports whether s is a number as corners are documented:
 // [+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?. It leaves
 // out what strconv.ParseFloat also takes — Go's hexadecimal floats and
