@@ -136,8 +136,8 @@ func (s *Server) Routes(r chi.Router) {
 	keyed := func(dir, rest string, h func(http.ResponseWriter, *http.Request) error) {
 		get(dir+"/"+rest, h)
 		get(dir+"/v{"+versionParam+"}/"+rest, func(w http.ResponseWriter, r *http.Request) error {
-			if chi.URLParam(r, versionParam) == "" {
-				return s.emptyVersion(r)
+			if v := chi.URLParam(r, versionParam); !versionForm(v) {
+				return s.notAVersion(r, v)
 			}
 			return h(w, r)
 		})
@@ -179,17 +179,36 @@ const versionParam = "version"
 // sharding, grid or set of scales) and draw wrongly without a word.
 func versioned(st *zvf.Store, key string) string { return "v" + keyVersion(st) + "/" + key }
 
-// emptyVersion is the 404 of a versioned key's path whose version is
-// empty ("v/"): the handlers tell a versioned path by its version, and
-// would answer it as the unversioned one, from whatever version is
-// current, which is what a versioned key exists to prevent.
-func (s *Server) emptyVersion(r *http.Request) error {
+// notAVersion is the 404 of a versioned key's path whose version v no
+// info names (see versionForm). An empty one ("v/") would be answered as
+// the unversioned path, from whatever version is current, which is what
+// a versioned key exists to prevent; another would be a 410 saying the
+// store changed or an earlier release named it, neither of which is so.
+func (s *Server) notAVersion(r *http.Request, v string) error {
 	st, err := s.o.Store(r)
 	if err != nil {
 		return err
 	}
-	return notFoundf("store %q: the path's version is empty (\"v/\"): a versioned key names the version its source's info was read at, v%s/… for the version served now; read the source's info for its keys",
-		st.Name(), keyVersion(st))
+	if v == "" {
+		return notFoundf("store %q: the path's version is empty (\"v/\"): a versioned key names the version its source's info was read at, v%s/… for the version served now; read the source's info for its keys",
+			st.Name(), keyVersion(st))
+	}
+	return notFoundf("store %q: %q is not a version a Neuroglancer info names (v<revision>.<layout>: v%s/… for the version served now); read the source's info for its keys",
+		st.Name(), "v"+v, keyVersion(st))
+}
+
+// versionForm reports whether v is a version as infos name them: a
+// store revision (hexadecimal), then a dot and the layout's number —
+// or the revision alone, as infos named it before layouts.
+func versionForm(v string) bool {
+	rev, layout, dotted := strings.Cut(v, ".")
+	hex := func(s string) bool {
+		return s != "" && strings.IndexFunc(s, func(c rune) bool { return !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') }) < 0
+	}
+	digits := func(s string) bool {
+		return s != "" && strings.IndexFunc(s, func(c rune) bool { return c < '0' || c > '9' }) < 0
+	}
+	return hex(rev) && (!dotted || digits(layout))
 }
 
 // keyFor is key as the info r asks for names it: under the version, or,
