@@ -87,14 +87,115 @@ func TestWideEdgeValuesOfAnObject(t *testing.T) {
 	}
 }
 
+// TestDenseWideEdgeValuesPagedByLimit: a page with edge values is
+// bounded by them at one edge a row (8 MiB: 8,192 rows at 256 float32
+// channels), but a denser graph's page holds more edges. Here each node
+// links to the three before it, scattered over 8 chunks, so most edges
+// cross chunks and have no stored value: the first page's 24,000 edges
+// have about 21,000 without one, past the 16 MiB of zeros zvf fills, and
+// the box was a 422 "unsupported … bytes of nothing" with no way on. It
+// is now a 413 too-large whose detail gives the limit to ask it with;
+// with it the first page is answered, each edge with its own value or
+// null, and says where the next starts.
+func TestDenseWideEdgeValuesPagedByLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := blobstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Close() })
+	const n, deg = 9000, 3
+	r := rand.New(rand.NewPCG(3, 4))
+	g := &writer.Graph{ObjectIDs: make([]int64, n)}
+	at := map[string]int{} // a node's position → its index
+	var vals []float32
+	edge := map[[2]int]int{} // nodes (later, earlier) → the edge's index
+	for i := range n {
+		p := [3]float32{float32(r.Float64() * 100), float32(r.Float64() * 100), float32(r.Float64() * 100)}
+		g.Positions = append(g.Positions, p[:]...)
+		at[fmt.Sprint(p[0], p[1], p[2])] = i
+		for k := 1; k <= deg && k <= i; k++ {
+			edge[[2]int{i, i - k}] = len(g.Edges) / 2
+			g.Edges = append(g.Edges, int64(i), int64(i-k))
+			for c := range wideCh {
+				vals = append(vals, float32(len(g.Edges)/2-1)+float32(c)/1000)
+			}
+		}
+	}
+	g.LinkAttributes = []writer.Attribute{writer.Float32Attribute("emb", wideCh, vals)}
+	if _, err := writer.WriteGraph(ctx, mem, "g", g, writer.Options{ChunkShape: []float64{50, 50, 50}}); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newServer(t, api.Options{Stores: []*zvf.Store{zvftest.OpenSub(t, mem, "g", cache.New(128<<20))}})
+	path := "/api/v1/stores/g/bbox?min=-1,-1,-1&max=101,101,101&edge_attributes=emb&f=json"
+	resp, body := apitest.Get(t, ts, path)
+	var p struct {
+		Type   string `json:"type"`
+		Detail string `json:"detail"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatalf("%d %.300s", resp.StatusCode, body)
+	}
+	if resp.StatusCode != 413 || !strings.HasSuffix(p.Type, "/too-large") {
+		t.Fatalf("%d %s, want 413 too-large: %s", resp.StatusCode, p.Type, p.Detail)
+	}
+	for _, want := range []string{`link attribute "emb"`, "256 × float32", "from its first page"} {
+		if !strings.Contains(p.Detail, want) {
+			t.Errorf("detail %q does not say %q", p.Detail, want)
+		}
+	}
+	_, after, _ := strings.Cut(p.Detail, "limit=")
+	limit := after[:len(after)-len(strings.TrimLeft(after, "0123456789"))]
+	if limit == "" {
+		t.Fatalf("detail %q names no limit", p.Detail)
+	}
+	resp, body = apitest.Get(t, ts, path+"&limit="+limit)
+	var page struct {
+		Vertices       [][]float64             `json:"vertices"`
+		Edges          [][2]int                `json:"edges"`
+		EdgeAttributes map[string][]*[]float64 `json:"edge_attributes"`
+		Next           *string                 `json:"next"`
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("limit=%s: %d %.300s", limit, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatalf("limit=%s: %v", limit, err)
+	}
+	col := page.EdgeAttributes["emb"]
+	if page.Next == nil || len(page.Edges) < len(page.Vertices) || len(col) != len(page.Edges) {
+		t.Fatalf("limit=%s: %d rows, %d edges, %d values, next %v", limit, len(page.Vertices), len(page.Edges), len(col), page.Next != nil)
+	}
+	node := func(v []float64) int { return at[fmt.Sprint(float32(v[0]), float32(v[1]), float32(v[2]))] }
+	valued := 0
+	for i, e := range page.Edges {
+		a, b := node(page.Vertices[e[0]]), node(page.Vertices[e[1]])
+		k, ok := edge[[2]int{max(a, b), min(a, b)}]
+		if !ok {
+			t.Fatalf("edge %v is nodes %d, %d: no such edge", e, a, b)
+		}
+		if v := col[i]; v != nil {
+			valued++
+			if len(*v) != wideCh || float32((*v)[0]) != float32(k) || float32((*v)[wideCh-1]) != float32(k)+float32(wideCh-1)/1000 {
+				t.Fatalf("edge %d (%d, %d) has the value of another: %v…", k, a, b, (*v)[:2])
+			}
+		}
+	}
+	if valued == 0 || valued == len(page.Edges) {
+		t.Fatalf("%d of %d edges with values", valued, len(page.Edges))
+	}
+}
+
 // The chain of TestWideEdgeValuesArePaged: wideN nodes, an edge from
 // each to the one before, whose 256-channel value (1 KiB) is the edge's
 // index plus the channel's thousandths; pages bounded at wideBytes.
 const wideN, wideCh, wideBytes = 20000, 256, 256 << 10
 
 type wideChainServer struct {
-	ts *httptest.Server
-	at map[string]int // a node's position → its index
+	ts      *httptest.Server
+	at      map[string]int // a node's position → its index
+	perPage int            // the rows a page holds at most
 }
 
 func newWideChain(t *testing.T) *wideChainServer {
@@ -124,7 +225,7 @@ func newWideChain(t *testing.T) *wideChainServer {
 		t.Fatal(err)
 	}
 	_, ts := newServer(t, api.Options{JSONPageBytes: wideBytes, Stores: []*zvf.Store{zvftest.OpenSub(t, mem, "g", cache.New(64<<20))}})
-	return &wideChainServer{ts: ts, at: at}
+	return &wideChainServer{ts: ts, at: at, perPage: wideBytes / (4 * wideCh)}
 }
 
 // walk follows the answer at path (f: json or ndjson) page by page,
@@ -133,7 +234,7 @@ func newWideChain(t *testing.T) *wideChainServer {
 // It returns the pages, the edges met and those with values.
 func (w *wideChainServer) walk(t *testing.T, path, f string) (pages, seen, valued int) {
 	t.Helper()
-	const perPage = wideBytes / (4 * wideCh)
+	perPage := w.perPage
 	var verts [][]float64
 	met := map[int]bool{}
 	first := path

@@ -452,6 +452,9 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		}
 		zq.Waiting = body
 		res, err := l.BBox(r.Context(), zq, body.emit)
+		if ue := (*zvf.UnbackedEdgesError)(nil); errors.As(err, &ue) {
+			return nil, pageEdgesTooWide(ue, res.Count)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -776,6 +779,21 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		return &trailer{Count: o.Count, Edges: o.Edges, WireEdges: o.WireEdges, Faces: o.Faces, FaceWidth: o.FaceWidth, EdgeAttributes: o.EdgeAttributes,
 			Extra: map[string]any{"object_id": id, "fragment_counts": nonNilInts(o.FragmentCounts), "object_attributes": oattrs}}, nil
 	})
+}
+
+// pageEdgesTooWide is the refusal of a bbox page whose rows (rows of
+// them) end more edges without a stored value of a wide link attribute
+// than zvf fills with zeros (ue): edgePageRows bounds a page at one edge a
+// row, and a denser graph's page holds more. It gives the limit at which
+// a page of the same density holds half of what zvf fills (the page's
+// rows scaled by the share of its edges without values that fit, halved
+// for pages denser than this one); a cursor's hash names the limit, so it
+// applies from the first page.
+func pageEdgesTooWide(ue *zvf.UnbackedEdgesError, rows int64) error {
+	fit := int64(ue.Limit / max(ue.Channels*dtypeOf(ue.DType).size, 1)) // edges without values that fit
+	limit := max(1, rows*fit/(2*max(int64(ue.Edges), 1)))
+	return tooLarge(fmt.Sprintf("this page's %d rows end %d edges without a stored value of link attribute %q (%d × %s each), more than the %d bytes of zeros one answer holds for them (pages are bounded at one edge a row); ask the same box from its first page with limit=%d (a page of the same density then holds about half as many)",
+		rows, ue.Edges, ue.Attribute, ue.Channels, ue.DType, ue.Limit, limit))
 }
 
 // objectEdgesTooWide is the refusal of an object answer whose edges
