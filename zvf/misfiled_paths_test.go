@@ -17,8 +17,8 @@ import (
 // chunk's rows untested only when every row was found in the cell; a
 // store that files a row outside it (here 40 below the cell on x, out of
 // the box) must not answer that row on any path that shortcuts a covered
-// cell: paged and unpaged answers, the wire form with connectivity (on
-// levels of small chunks, answered from the level's table), counts,
+// cell: paged and unpaged answers, the wire form with connectivity (on a
+// line level, answered from the level's table), counts,
 // densities and a filtered answer (its cached per-chunk selection), cold
 // and warm. Each is checked against brute force over the candidate
 // chunks' rows.
