@@ -357,6 +357,12 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	for i, a := range args {
 		name, target := storeArg(a)
 		arg, found, err := per[i].arg, per[i].found, per[i].err
+		if errors.Is(err, errNoStoreBelow) {
+			// Served, it was one store answering every route with "no
+			// root zarr.json"; and a folder is searched for stores only
+			// here, so stores written below it later would never be.
+			err = fmt.Errorf("%w: %s (searched for stores only at start: start serve once one is written there)", cli.ErrUsage, noStoreMessage(target))
+		}
 		for _, f := range found {
 			if err == nil {
 				err = named(f.name, a)
@@ -501,7 +507,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		fmt.Fprintln(stderr, "A folder or prefix that is not a store itself serves every store below it (up to 8 levels deep,")
 		fmt.Fprintln(stderr, "hidden folders and links back to a folder above skipped), named by its relative path with '.'")
 		fmt.Fprintln(stderr, "for '/': a/b.zarrvectors is \"a.b\"; name=FOLDER serves them as \"name.a.b\". The folder is")
-		fmt.Fprintln(stderr, "searched once, at start.\n\nFlags:")
+		fmt.Fprintln(stderr, "searched once, at start; one that holds no Zarr metadata in it or below it is refused (exit 2).\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	// Flags and STOREs in any order, as every command takes them.
