@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	stdlog "log"
 	"log/slog"
 	"maps"
@@ -772,6 +773,30 @@ func waitUntil(deadline time.Time, f func()) bool {
 	}
 }
 
+// takesTokenFile is what --token-file takes, as its mistakes say it.
+const takesTokenFile = "name a file that holds the bearer token (surrounding white space is ignored), or leave --token-file and ZVFSERVE_TOKEN_FILE unset"
+
+// tokenFileError says in one sentence why --token-file's file could not
+// be read and what the flag takes, instead of the OS error's chain
+// ("open …: no such file or directory"); it is a setting to fix (exit 2).
+func tokenFileError(file string, err error) error {
+	why := "cannot be read"
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		why = "no such file"
+	case errors.Is(err, fs.ErrPermission):
+		why = "not readable by this process (permission denied)"
+	case errors.Is(err, syscall.EISDIR):
+		why = "a folder, not a file"
+	default:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why += " (" + pe.Err.Error() + ")"
+		}
+	}
+	return fmt.Errorf("%w: --token-file %s: %s: %s", cli.ErrUsage, file, why, takesTokenFile)
+}
+
 // resolveToken settles where the bearer token comes from: --token,
 // --token-file or ZVFSERVE_TOKEN (at most one of the flags). Each source
 // set but empty is an error rather than a server without authentication
@@ -795,10 +820,10 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 	case c.tokenFile != "":
 		b, err := os.ReadFile(c.tokenFile)
 		if err != nil {
-			return fmt.Errorf("--token-file: %w", err)
+			return tokenFileError(c.tokenFile, err)
 		}
 		if c.token = strings.TrimSpace(string(b)); c.token == "" {
-			return fmt.Errorf("--token-file %s is empty", c.tokenFile)
+			return fmt.Errorf("%w: --token-file %s is empty: %s", cli.ErrUsage, c.tokenFile, takesTokenFile)
 		}
 		from = "--token-file " + c.tokenFile
 	case onCommandLine:
