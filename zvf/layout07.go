@@ -167,11 +167,38 @@ func (y *layout07) index(ctx context.Context, family string) (*arrayIndex, error
 		y.mu.Unlock()
 		return idx, nil
 	}
+	idx, err := y.list(ctx, family)
+	if err != nil {
+		return nil, err
+	}
+	y.mu.Lock()
+	if prev, ok := y.idx[family]; ok {
+		idx = prev
+	} else {
+		y.idx[family] = idx
+	}
+	y.mu.Unlock()
+	return idx, nil
+}
+
+// relist lists the level's vertex chunks again, as the level opened
+// (checkListing).
+func (y *layout07) relist(ctx context.Context) ([]Key, error) {
+	idx, err := y.list(ctx, "vertices")
+	if err != nil {
+		return nil, err
+	}
+	return idx.keys, nil
+}
+
+// list lists family's chunks, sorted (index keeps what it finds).
+func (y *layout07) list(ctx context.Context, family string) (*arrayIndex, error) {
+	l := y.l
 	names, err := l.arrays(ctx, family)
 	if err != nil {
 		return nil, err
 	}
-	idx = &arrayIndex{direct: map[string]bool{}, shards: map[string]shardRef{}}
+	idx := &arrayIndex{direct: map[string]bool{}, shards: map[string]shardRef{}}
 	for _, name := range names {
 		if strings.HasPrefix(name, "__shard_") {
 			sp := join(join(l.path, family), name)
@@ -223,13 +250,6 @@ func (y *layout07) index(ctx context.Context, family string) (*arrayIndex, error
 		}
 	}
 	idx.keys = out
-	y.mu.Lock()
-	if prev, ok := y.idx[family]; ok {
-		idx = prev
-	} else {
-		y.idx[family] = idx
-	}
-	y.mu.Unlock()
 	return idx, nil
 }
 
