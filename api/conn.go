@@ -466,6 +466,10 @@ func (l *connLimiter) refuse(c net.Conn) {
 func (l *connLimiter) answerRefused(c net.Conn) {
 	defer func() { <-l.refusing }()
 	defer c.Close()
+	// A connection refused while peek's goroutine reads it (one read
+	// longest, for a newer one) has that read end now, not at its
+	// deadline: the drain below waits for it.
+	_ = c.SetReadDeadline(time.Now())
 	_ = c.SetWriteDeadline(time.Now().Add(refusalWrite))
 	if _, err := c.Write(l.refusal); err != nil {
 		return
