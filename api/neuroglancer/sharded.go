@@ -405,7 +405,7 @@ func (s *Server) shardRange(w http.ResponseWriter, r *http.Request, st *zvf.Stor
 	// The first chunk the answer reaches is built before the answer
 	// starts, so that its failure is a problem document, not a cut answer
 	// (a later chunk's failure cuts the answer: see the API's wrap).
-	if len(spans) > 0 && r.Method != http.MethodHead && r.Header.Get("Range") != "" {
+	if len(spans) > 0 && r.Method != http.MethodHead {
 		if at := max(spans[0][0], int64(len(lay.Head))); at < spans[0][1] {
 			if err := rd.load(at); err != nil {
 				return err
