@@ -162,20 +162,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	page := httptest.NewServer(http.FileServer(http.Dir(dist)))
 	t.Cleanup(page.Close)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700),
-		chromedp.Flag("use-angle", "swiftshader"), chromedp.Flag("enable-unsafe-swiftshader", true),
-		chromedp.Flag("disable-gpu", false), chromedp.Flag("ignore-gpu-blocklist", true),
-		chromedp.Flag("disable-component-update", true))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	bctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	// The first action starts the browser and ties it to its context: this
-	// one, not a test case's (whose end would close it).
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
+	bctx := newBrowser(t, exe)
 
 	meshBytes := map[string]int64{} // by case: what the mesh source's requests took
 	meshDrawn := map[string]int{}   // by case: the lit pixels of the mesh cases
@@ -426,6 +413,27 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			t.Errorf("%s: the replay counts legacy %d and multilod %d bytes, the browser fetched %d and %d", c.name, rl, rm, legacy, multilod)
 		}
 	}
+}
+
+// newBrowser starts headless Chromium (exe) for the test, WebGL on
+// SwiftShader, in a 1000 × 700 window.
+func newBrowser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700),
+		chromedp.Flag("use-angle", "swiftshader"), chromedp.Flag("enable-unsafe-swiftshader", true),
+		chromedp.Flag("disable-gpu", false), chromedp.Flag("ignore-gpu-blocklist", true),
+		chromedp.Flag("disable-component-update", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	// The first action starts the browser and ties it to its context: this
+	// one, not a test case's (whose end would close it).
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatal(err)
+	}
+	return bctx
 }
 
 func slicesContainsFunc(s []string, f func(string) bool) bool {
