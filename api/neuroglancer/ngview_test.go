@@ -3,6 +3,7 @@ package neuroglancer_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
@@ -111,5 +112,26 @@ func TestWholeViewFetchesWhatItDraws(t *testing.T) {
 				t.Errorf("%s in a %v panel: Neuroglancer fetches %.0f annotations (%d levels) to draw %.0f", st.Name(), panel, fetched, levels, drawn)
 			}
 		}
+	}
+}
+
+// TestInfoValidatorCoversTheCellBound: how full a coarse level is aimed
+// depends on --max-vertices (an eighth of it a cell at most), so a server
+// restarted with another bound may file annotations in other levels.
+// Its annotation info then differs, and a browser revalidating the info
+// it kept from before the restart is sent the new one, not a 304 that
+// keeps levels whose cells no longer match.
+func TestInfoValidatorCoversTheCellBound(t *testing.T) {
+	t.Parallel()
+	st := storeNamed(t, fixtureStores(t), "points_pyramid")
+	const path = "/ng/points_pyramid/annotations/info"
+	_, wide := newServer(t, api.Options{Stores: []*zvf.Store{st}})
+	_, narrow := newServer(t, api.Options{Stores: []*zvf.Store{st}, MaxVertices: 800})
+	resp, before := apitest.Get(t, wide, path)
+	etag := resp.Header.Get("ETag")
+	resp, after := apitest.Get(t, narrow, path, "If-None-Match", etag)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("ETag") == etag || string(after) == string(before) {
+		t.Fatalf("revalidating the info of a server of another --max-vertices: %d, ETag %s then %s, the infos equal: %v",
+			resp.StatusCode, etag, resp.Header.Get("ETag"), string(after) == string(before))
 	}
 }

@@ -102,7 +102,7 @@ func (s *Server) shardedBy(n int64) bool {
 
 // shardVariant names what, besides the store version, decides whether a
 // source is sharded and its specs: the mode, auto's threshold and the
-// byte scale. The validators of the infos and shard files cover it, so
+// byte scale; and the cell bound, which decides the spatial levels. The validators of the infos and shard files cover it, so
 // that a client revalidating an info (or a shard) cached from a server
 // of another mode gets the new one, not a 304 that keeps an info whose
 // shard files this server does not have (or the unsharded info beside
@@ -119,7 +119,9 @@ func (s *Server) shardVariant() string {
 	if mode != ShardAuto {
 		above = 0
 	}
-	return fmt.Sprintf("sharded=%s/%d/%d/%d", mode, above, s.shardScale, shardLayout)
+	// The cell bound aims the coarse spatial levels (plan.fillForViews),
+	// so it decides which cells hold which annotations too.
+	return fmt.Sprintf("sharded=%s/%d/%d/%d;cells<=%d", mode, above, s.shardScale, shardLayout, s.o.MaxAnnotations)
 }
 
 // shardLayout numbers the rules that size specs and lay out shards; it is
