@@ -106,10 +106,14 @@ func TestNeuroglancerAtScale(t *testing.T) {
 		name    string
 		stores  []string
 		sharded neuroglancer.ShardMode
+		// most: the bytes the paths under a prefix may take. A view of the
+		// whole box fetched every one of the demo's 461,501 cells (8.7 MB)
+		// while its coarse levels held a few thousand.
+		most map[string]int64
 	}{
-		{"1M points", []string{"points1m"}, ""},
-		{"1M points unsharded", []string{"points1m"}, neuroglancer.ShardNever},
-		{"demo ×10", []string{"cells", "axons", "skeletons", "meshes"}, ""},
+		{"1M points", []string{"points1m"}, "", map[string]int64{"/ng/points1m/annotations/": 1 << 20}},
+		{"1M points unsharded", []string{"points1m"}, neuroglancer.ShardNever, map[string]int64{"/ng/points1m/annotations/": 1 << 20}},
+		{"demo ×10", []string{"cells", "axons", "skeletons", "meshes"}, "", map[string]int64{"/ng/cells/annotations/": 2 << 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ch := cache.New(1 << 30)
@@ -150,6 +154,17 @@ func TestNeuroglancerAtScale(t *testing.T) {
 				t.Fatalf("Neuroglancer did not load every visible chunk without error after %v: %v\n%s", loaded, err, summary(seen))
 			}
 			t.Logf("%s: every visible chunk loaded %v after the page was opened; %v\n%s", tc.name, loaded.Round(10*time.Millisecond), st["chunks"], summary(seen))
+			for prefix, most := range tc.most {
+				var n int64
+				for _, a := range seen {
+					if strings.HasPrefix(a.path, prefix) {
+						n += a.bytes
+					}
+				}
+				if n > most {
+					t.Errorf("%s took %d bytes, want at most %d", prefix, n, most)
+				}
+			}
 			for _, a := range seen {
 				// 408: a request whose client left (Neuroglancer aborts
 				// fetches of chunks it no longer needs).
