@@ -3,11 +3,14 @@ package api
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,13 +28,13 @@ import (
 // accept loop for at most probePeek: one whose first bytes are a probe's
 // request line (plain HTTP/1) closes, for room, the oldest slot whose
 // request has not been read — one that has not shown a probe's line
-// first — and any other is closed, as it is at once when every slot is
-// answering. Keep-alive connections idle for IdleTimeout are closed. Requests need their headers within 10 s; answers are bounded by
+// first — and any other is refused, as it is at once when every slot is
+// answering: answered a 503 with Retry-After, written without reading its
+// request and apart from the accept loop (see refuse), then closed. Keep-alive connections idle for IdleTimeout are closed. Requests need their headers within 10 s; answers are bounded by
 // the request clock and the writer's stall deadline (see Options), not by
 // a whole-response timeout.
 func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
-	lim := &connLimiter{Listener: ln, max: s.o.MaxConnections, m: s.m, now: s.o.Now,
-		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, unread: map[*limitedConn]struct{}{}}
+	lim := newConnLimiter(ln, s.o.MaxConnections, s.m, s.o.Now)
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -58,6 +61,13 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 		},
 	}
 	return hs, lim
+}
+
+// newConnLimiter caps ln's open connections at max (see HTTPServer).
+func newConnLimiter(ln net.Listener, max int, m *Metrics, now func() time.Time) *connLimiter {
+	return &connLimiter{Listener: ln, max: max, m: m, now: now,
+		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, unread: map[*limitedConn]struct{}{},
+		refusing: make(chan struct{}, refusalAnswers), refusal: refusalAnswer()}
 }
 
 // connCtx is a connection context made from parent.
@@ -106,6 +116,37 @@ const probePeek = 250 * time.Millisecond
 // holds none of them longer than it takes probePeeks more to arrive.
 const probePeeks = 64
 
+// refusalAnswers bounds the refused connections being answered at once
+// (see refuse); past it one is closed without a word. Each holds a
+// descriptor for at most refusalWrite and refusalDrain.
+const refusalAnswers = 16
+
+// refusalWrite bounds the write of a refused connection's 503: a few
+// hundred bytes, which a new socket's buffer takes at once; only a peer
+// that takes nothing meets it.
+const refusalWrite = time.Second
+
+// refusalDrain bounds how long, and refusalDrainBytes how much of, what a
+// refused client sent is read and dropped after its 503: closing a socket
+// with unread bytes resets the connection, and the reset can reach the
+// client before it has read the 503.
+const (
+	refusalDrain      = 500 * time.Millisecond
+	refusalDrainBytes = 64 << 10
+)
+
+// refusalAnswer is the whole answer to a refused connection: a 503
+// overloaded problem, written without reading the request (no instance:
+// its path is not known), then the close.
+func refusalAnswer() []byte {
+	p := problem.New(problem.Overloaded, "the server is at its connection cap (--max-connections) with every connection busy; retry shortly")
+	body, _ := json.Marshal(p)
+	body = append(body, '\n')
+	head := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nCache-Control: no-store\r\n" +
+		"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	return append([]byte(head), body...)
+}
+
 // connLimiter caps the open connections of a listener (see HTTPServer).
 type connLimiter struct {
 	net.Listener
@@ -135,6 +176,11 @@ type connLimiter struct {
 	peeking []*peekConn
 	ready   []*limitedConn
 	shut    bool // Close was called
+
+	// refusing holds a token for each refused connection being answered
+	// (see refuse); refusal is the answer.
+	refusing chan struct{}
+	refusal  []byte
 }
 
 // peekConn is a new connection being read for a probe's request line.
@@ -399,12 +445,46 @@ func (l *connLimiter) admit(c net.Conn) net.Conn {
 	return lc
 }
 
-// refuse closes c, which there is no room for.
+// refuse answers c, which there is no room for, a 503 and closes it,
+// apart from the accept loop (a client that reads nothing holds up no
+// other); with refusalAnswers being answered already it is closed at once.
 func (l *connLimiter) refuse(c net.Conn) {
 	// Counted before the close: a client that sees the close and then
 	// reads the metric must find it counted.
 	l.m.connRefuse.Inc()
-	_ = c.Close()
+	select {
+	case l.refusing <- struct{}{}:
+		go l.answerRefused(c)
+	default:
+		_ = c.Close()
+	}
+}
+
+// answerRefused is refuse's goroutine for c. The server serves plain
+// HTTP/1 (a proxy in front ends TLS); a client speaking anything else
+// reads bytes it does not understand, then the close, as before.
+func (l *connLimiter) answerRefused(c net.Conn) {
+	defer func() { <-l.refusing }()
+	defer c.Close()
+	// A connection refused while peek's goroutine reads it (one read
+	// longest, for a newer one) has that read end now, not at its
+	// deadline: the drain below waits for it.
+	_ = c.SetReadDeadline(time.Now())
+	_ = c.SetWriteDeadline(time.Now().Add(refusalWrite))
+	if _, err := c.Write(l.refusal); err != nil {
+		return
+	}
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	// Nothing sent yet (a silent socket, a flood): closing resets
+	// nothing, and holds no token.
+	if n, ok := peekNow(c, make([]byte, 1)); ok && n == 0 {
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(refusalDrain))
+	_, _ = io.CopyN(io.Discard, c, refusalDrainBytes)
 }
 
 // slotVictim is the probe slot's connection to close for a probe: the

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +17,7 @@ import (
 // ProbeConnections.
 func TestProbeSlotsRefuseWhenAllAnswer(t *testing.T) {
 	now := time.Now()
-	l := &connLimiter{max: 1, m: NewMetrics(), now: func() time.Time { return now },
-		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, unread: map[*limitedConn]struct{}{}}
+	l := newConnLimiter(nil, 1, NewMetrics(), func() time.Time { return now })
 	conn := func() net.Conn {
 		a, b := net.Pipe()
 		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
@@ -58,6 +59,50 @@ func TestProbeSlotsRefuseWhenAllAnswer(t *testing.T) {
 	l.mu.Unlock()
 	if probes != ProbeConnections {
 		t.Fatalf("%d probe slots taken, want %d", probes, ProbeConnections)
+	}
+}
+
+// TestRefusalHoldsNoAccept: a newcomer refused at the cap is answered a
+// 503 apart from the accept loop, so a client that reads nothing (here a
+// pipe no one reads, which takes no byte) holds up no other admit; it
+// reads the 503 when it does read. At most refusalAnswers are answered at
+// once; past that one is closed without a word.
+func TestRefusalHoldsNoAccept(t *testing.T) {
+	now := time.Now()
+	l := newConnLimiter(nil, 1, NewMetrics(), func() time.Time { return now })
+	var peers []net.Conn
+	conn := func() net.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+		peers = append(peers, b)
+		return a
+	}
+	if l.admit(conn()) == nil {
+		t.Fatal("the first connection was refused")
+	}
+	for range ProbeConnections {
+		c, _ := l.admit(conn()).(*limitedConn)
+		if c == nil {
+			t.Fatal("a probe slot was refused")
+		}
+		l.probeServing(c)
+	}
+	start := time.Now()
+	const refused = 3
+	for range refused {
+		if l.admit(conn()) != nil {
+			t.Fatal("with every probe slot answering, a new connection was admitted")
+		}
+	}
+	if d := time.Since(start); d > refusalWrite/2 {
+		t.Errorf("%d refusals to clients that read nothing took %v: they held up the accept loop", refused, d)
+	}
+	for _, p := range peers[len(peers)-refused:] {
+		_ = p.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(p)
+		if !strings.HasPrefix(string(b), "HTTP/1.1 503 Service Unavailable\r\n") || !strings.Contains(string(b), "Retry-After: 1\r\n") {
+			t.Errorf("a refused client read %q (%v), want a 503 with Retry-After", b, err)
+		}
 	}
 }
 

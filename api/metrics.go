@@ -75,7 +75,7 @@ func NewMetrics() *Metrics {
 	m.connIdleN = prometheus.NewGauge(prometheus.GaugeOpts{Name: "zvfserve_http_connections_idle", Help: "Keep-alive connections open and idle between requests."})
 	m.connIdle = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_idle_closed_total", Help: "Idle keep-alive connections closed to make room for new ones at the connection cap."})
 	m.connSilent = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_silent_closed_total", Help: "Connections that had sent nothing for a second, closed to make room for new ones at the connection cap."})
-	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections closed on arrival: at the cap, with none idle or silent and every probe slot answering."})
+	m.connRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_refused_total", Help: "Connections refused on arrival (a 503, then closed): at the cap, with none idle or silent and no probe slot for them."})
 	m.connProbe = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_probe_slot_total", Help: "Connections admitted past the cap on a slot that answers only /healthz and /readyz."})
 	m.connProbeClosed = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_http_connections_probe_slot_closed_total", Help: "Connections on a probe slot whose request had not been read, closed to make room for a new one."})
 	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "zvfserve_store_read_bytes_total", Help: "Bytes read from storage."})

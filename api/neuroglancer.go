@@ -31,6 +31,7 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		Cache:          c,
 		MaxAnnotations: s.o.MaxVertices,
 		Sharded:        s.o.NGSharded,
+		MaxShardBytes:  s.o.NGMaxShardBytes,
 		Now:            s.o.Now,
 		Logger:         s.log,
 	})

@@ -99,6 +99,7 @@ func TestProbesOutlastAConnectionFlood(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	t.Logf("%d of %d probes failed during the flood, at most %d in a row", len(failed), probes, worst)
 	if worst > 1 || len(failed) > 3 {
 		t.Errorf("%d of %d probes failed during the flood, %d in a row: %q", len(failed), probes, worst, failed[:min(len(failed), 5)])
 	}

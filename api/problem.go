@@ -58,7 +58,21 @@ func classify(err error) *Problem {
 		detail = ze.Detail() // store, level, array, chunk: no local paths
 	}
 	var ce *zvf.ChangingError
+	var le *zvf.ListingError
 	switch {
+	case errors.As(err, &le):
+		// The level's answers would be short: said as such, with when to
+		// retry (the store's reopen, which lists it again).
+		p := problem.New(problem.StoreChanging, le.Error())
+		switch {
+		case errors.As(err, &ce) && ce.Unwatched:
+			p.Detail += "; the store is served as immutable (revalidation is off): it is listed again after a restart"
+		case errors.As(err, &ce):
+			p.RetryAfter = max(int((ce.RetryAfter+time.Second-1)/time.Second), 1)
+		default:
+			p.RetryAfter = 1
+		}
+		return p
 	case errors.As(err, &ce) && ce.Unwatched:
 		// No Retry-After: nothing opens the new version until a restart.
 		return problem.New(problem.StoreChanging, "the store changed while this server serves it as immutable (revalidation is off); its new version is served after a restart")

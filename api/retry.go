@@ -99,7 +99,13 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 			s.log.Info("store changed during a request; answering from its new version", "path", r.URL.Path, "attempt", i,
 				"request_id", requestID(r.Context()))
 			if _, cerr := a.h.Changed(r.Context(), a.st, err); cerr != nil || i == maxAttempts {
-				if cerr != nil {
+				switch {
+				case cerr == nil:
+				case errors.As(err, new(*zvf.ListingError)):
+					// Kept: the client is told why (classify), and when to
+					// retry by cerr.
+					err = errors.Join(err, cerr)
+				default:
 					err = cerr
 				}
 				break

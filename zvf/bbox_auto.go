@@ -98,8 +98,11 @@ func (l *Level) noteSeen(ks string, cv *chunkVerts) {
 // noteSeenAt records chunk i's seen value, counting a change in seenGen
 // (a chunk's value changes once at most: from 0 to what its rows say).
 func (l *Level) noteSeenAt(i int32, v uint64) {
-	if l.seen[i].Swap(v) != v {
+	if old := l.seen[i].Swap(v); old != v {
 		l.seenGen.Add(1)
+		if old == 0 {
+			l.listed.seenFirst(int64(v >> 2))
+		}
 	}
 }
 

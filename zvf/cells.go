@@ -170,6 +170,9 @@ func (l *Level) loadVertices(ctx context.Context, key Key, ks string, binned boo
 	defer func() {
 		if err == nil {
 			l.noteSeen(ks, v.(*chunkVerts))
+			// The chunk is not cached when the check fails: the next
+			// answer that needs it checks again.
+			err = l.checkListing(ctx)
 		}
 	}()
 	if binned {

@@ -142,7 +142,53 @@ func (y *layout07) open(ctx context.Context) error {
 				return err
 			}
 		}
+		return y.catchUp(ctx, families)
 	}
+	return nil
+}
+
+// catchUp lists the level's vertex chunks once more when another family's
+// listing, taken after it, has a chunk it lacks: the vertex listing had
+// not caught up with the store's writes (an object store's eventual
+// consistency), and the level would open without that chunk. The new
+// listing is taken when it finds more; a chunk no vertex listing finds
+// stays out (the store lacks it: validate reports such a family's cell).
+func (y *layout07) catchUp(ctx context.Context, families []string) error {
+	have := make(map[string]bool, len(y.keys))
+	for _, k := range y.keys {
+		have[k.String()] = true
+	}
+	ahead := ""
+	for _, f := range families {
+		y.mu.Lock()
+		idx := y.idx[f]
+		y.mu.Unlock()
+		for _, k := range idx.keys {
+			if !have[k.String()] {
+				ahead = f + " " + k.String()
+				break
+			}
+		}
+		if ahead != "" {
+			break
+		}
+	}
+	if ahead == "" {
+		return nil
+	}
+	idx, err := y.list(ctx, "vertices")
+	if err != nil {
+		return err
+	}
+	if len(idx.keys) <= len(y.keys) {
+		return nil
+	}
+	y.l.s.log.Info("a level's vertex listing lacked a chunk another family's listing had (the backend's listing had not caught up); listed again",
+		"store", y.l.s.name, "level", y.l.n, "first", ahead, "chunks", len(y.keys), "now", len(idx.keys))
+	y.mu.Lock()
+	y.idx["vertices"] = idx
+	y.mu.Unlock()
+	y.keys = idx.keys
 	return nil
 }
 
@@ -167,11 +213,38 @@ func (y *layout07) index(ctx context.Context, family string) (*arrayIndex, error
 		y.mu.Unlock()
 		return idx, nil
 	}
+	idx, err := y.list(ctx, family)
+	if err != nil {
+		return nil, err
+	}
+	y.mu.Lock()
+	if prev, ok := y.idx[family]; ok {
+		idx = prev
+	} else {
+		y.idx[family] = idx
+	}
+	y.mu.Unlock()
+	return idx, nil
+}
+
+// relist lists the level's vertex chunks again, as the level opened
+// (checkListing).
+func (y *layout07) relist(ctx context.Context) ([]Key, error) {
+	idx, err := y.list(ctx, "vertices")
+	if err != nil {
+		return nil, err
+	}
+	return idx.keys, nil
+}
+
+// list lists family's chunks, sorted (index keeps what it finds).
+func (y *layout07) list(ctx context.Context, family string) (*arrayIndex, error) {
+	l := y.l
 	names, err := l.arrays(ctx, family)
 	if err != nil {
 		return nil, err
 	}
-	idx = &arrayIndex{direct: map[string]bool{}, shards: map[string]shardRef{}}
+	idx := &arrayIndex{direct: map[string]bool{}, shards: map[string]shardRef{}}
 	for _, name := range names {
 		if strings.HasPrefix(name, "__shard_") {
 			sp := join(join(l.path, family), name)
@@ -223,13 +296,6 @@ func (y *layout07) index(ctx context.Context, family string) (*arrayIndex, error
 		}
 	}
 	idx.keys = out
-	y.mu.Lock()
-	if prev, ok := y.idx[family]; ok {
-		idx = prev
-	} else {
-		y.idx[family] = idx
-	}
-	y.mu.Unlock()
 	return idx, nil
 }
 

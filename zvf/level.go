@@ -35,6 +35,9 @@ type Level struct {
 	// seen is what level=auto learnt of each chunk once its vertices were
 	// in the cache (see chunkSeen); 0 until then.
 	seen []atomic.Uint64
+	// listed checks the chunks listed at open against the level's
+	// vertex_count once all were seen (checkListing).
+	listed listCheck
 	// seenGen counts the changes to seen; sums is seen summed over the key
 	// grid as of one generation (see seenSums), nil until level=auto asks.
 	seenGen atomic.Uint64

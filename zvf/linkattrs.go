@@ -3,6 +3,7 @@ package zvf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -323,6 +324,22 @@ func (l *Level) linkRows(ctx context.Context, ref linkRef) (int, error) {
 // would be bounded by nothing.
 const maxUnbackedEdgeBytes = 16 << 20
 
+// UnbackedEdgesError: an answer's edges without a stored value of link
+// attribute Attribute (Channels × DType each) would take more than Limit
+// bytes of zeros (see maxUnbackedEdgeBytes). A smaller answer (a bbox
+// page) holds them.
+type UnbackedEdgesError struct {
+	Attribute string
+	Edges     int
+	Channels  int
+	DType     string
+	Limit     int
+}
+
+func (e *UnbackedEdgesError) Error() string {
+	return fmt.Sprintf("%d edges without stored values of %d × %s each: more than %d bytes of nothing", e.Edges, e.Channels, e.DType, e.Limit)
+}
+
 // refCell is what edgeColumns knows ref's cell by: its key's array.
 func refCell(ref linkRef) *int64 {
 	if ref.cell == nil {
@@ -403,7 +420,8 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 			// ones are zeros of a width the metadata or one stored row
 			// gives, times the edges without one: they size no large
 			// buffer of nothing.
-			return nil, l.s.errf(ErrUnsupported, l.n, l.linkAttrFamily(a, ""), "", "%d edges without stored values of %d × %s each: more than %d bytes of nothing", absent, ch, a.dt.Name, maxUnbackedEdgeBytes)
+			return nil, &Error{Kind: ErrUnsupported, Store: l.s.name, Level: l.n, Array: l.linkAttrFamily(a, ""),
+				Err: &UnbackedEdgesError{Attribute: a.Name, Edges: absent, Channels: ch, DType: a.dt.Name, Limit: maxUnbackedEdgeBytes}}
 		}
 		col.Data = make([]byte, len(refs)*rb)
 		for i, ref := range refs {

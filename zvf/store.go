@@ -174,6 +174,9 @@ func (s *Store) Levels() []int {
 func (s *Store) Level(n int) (*Level, error) {
 	for _, l := range s.levels {
 		if l.n == n {
+			if e := l.listed.bad.Load(); e != nil {
+				return nil, e // its answers would be short (checkListing)
+			}
 			return l, nil
 		}
 	}

@@ -117,8 +117,9 @@ type LevelInfo struct {
 	// (link_attributes/<name>/0); absent when it has none.
 	LinkAttributes []AttrInfo `json:"link_attributes,omitempty"`
 	// ChunkBounds is the box of the chunk-grid cells the level's chunks
-	// occupy ([min corner, max corner]). A chunk's rows lie in its cell, so
-	// the level's vertices lie within it, and a client can frame or tile the
+	// occupy ([min corner, max corner]). A chunk's rows lie in its cell (the
+	// format says so; Validate reports a chunk whose rows do not), so the
+	// level's vertices lie within it, and a client can frame or tile the
 	// data without reading any. Absent for a level without chunks.
 	ChunkBounds [][]float64 `json:"chunk_bounds,omitempty"`
 }

@@ -256,6 +256,8 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 			}
 			rows += int64(cv.rows)
 			chunkRows[l.n][k.String()] = cv.rows
+			validateCell(l, k, cv, r, path)
+			validateBins(l, k, cv, r)
 			if cv.frags == nil {
 				r.add("warning", 3, fmt.Sprintf("%d/vertex_fragments/%s", l.n, k), "missing")
 			} else if l.binPrefilter && int64(cv.frags.Len()) > prod(l.bpc) {
@@ -290,6 +292,116 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 		validateObjectAttrsAndGroups(ctx, l, r)
 		validateLinkAttrs(ctx, l, r)
 	}
+}
+
+// validateCell checks that chunk k's rows lie in the cell its key names,
+// by the test the query path chooses chunks with (a box reads the chunks
+// whose cells floor(min/chunk_shape) … floor(max/chunk_shape) it spans):
+// a row that fails it is missed by every box holding it that does not
+// touch its chunk's cell. One problem a chunk: how many rows, and the
+// farthest (its distance from the closed cell, 0 for a row on the cell's
+// upper face, which belongs to the next).
+func validateCell(l *Level, k Key, cv *chunkVerts, r *Report, path string) {
+	d := l.s.dims
+	off := l.keyArity - d
+	out, worst, far := 0, -1.0, 0
+	for row := 0; row < cv.rows; row++ {
+		dist, in := 0.0, true
+		for i := 0; i < d; i++ {
+			v := l.vdt.At(cv.data, row*d+i).Float64()
+			c0 := float64(k[off+i]) * l.chunkShape[i]
+			if math.Floor(v/l.chunkShape[i]) == float64(k[off+i]) {
+				continue
+			}
+			in = false
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				dist = math.Inf(1)
+			case v < c0:
+				dist = max(dist, c0-v)
+			default:
+				dist = max(dist, v-(c0+l.chunkShape[i]))
+			}
+		}
+		if !in {
+			out++
+			if dist > worst {
+				worst, far = dist, row
+			}
+		}
+	}
+	if out == 0 {
+		return
+	}
+	cell := make([]string, d)
+	at := make([]string, d)
+	for i := 0; i < d; i++ {
+		c0 := float64(k[off+i]) * l.chunkShape[i]
+		cell[i] = fmt.Sprintf("[%g, %g)", c0, c0+l.chunkShape[i])
+		at[i] = fmt.Sprintf("%g", l.vdt.At(cv.data, far*d+i).Float64())
+	}
+	r.add("error", 3, path, "%d of %d rows lie outside the chunk's cell %s (farthest %g from it: row %d at (%s)); a box that holds such a row but not the cell does not find it",
+		out, cv.rows, strings.Join(cell, " × "), worst, far, strings.Join(at, ", "))
+}
+
+// validateBins checks, on a bin-prefiltered level whose chunk k is read
+// through its fragment index (fragment f = bin f), that each fragment's
+// rows lie in its bin's closed cell: a box reads only the bins whose
+// cells it overlaps (boxBins), so a row filed in another bin of its chunk
+// is missed by a box around it that does not reach that bin. (Bins found
+// from the rows themselves, cv.bins, hold only rows in their cells.) One
+// problem a chunk: how many rows and fragments, and the farthest row.
+func validateBins(l *Level, k Key, cv *chunkVerts, r *Report) {
+	d := l.s.dims
+	if cv.bins != nil || !l.binsUsable(cv) || len(k) != d || d > maxDims {
+		return
+	}
+	var lo, hi, flo, fhi [maxDims]float64
+	out, frags, worst, far, farFrag := 0, 0, -1.0, 0, 0
+	for f := 0; f < cv.frags.Len(); f++ {
+		start, count, _ := cv.frags.Range(f)
+		l.binBox(k, f, lo[:d], hi[:d])
+		bad := 0
+		for row := int(start); row < int(start+count); row++ {
+			dist, in := 0.0, true
+			for i := 0; i < d; i++ {
+				v := l.vdt.At(cv.data, row*d+i).Float64()
+				switch {
+				case v >= lo[i] && v <= hi[i]:
+					continue
+				case math.IsNaN(v):
+					dist = math.Inf(1)
+				case v < lo[i]:
+					dist = max(dist, lo[i]-v)
+				default:
+					dist = max(dist, v-hi[i])
+				}
+				in = false
+			}
+			if !in {
+				bad++
+				if dist > worst {
+					worst, far, farFrag = dist, row, f
+					flo, fhi = lo, hi
+				}
+			}
+		}
+		if bad > 0 {
+			out += bad
+			frags++
+		}
+	}
+	if out == 0 {
+		return
+	}
+	cell := make([]string, d)
+	at := make([]string, d)
+	for i := 0; i < d; i++ {
+		cell[i] = fmt.Sprintf("[%g, %g]", flo[i], fhi[i])
+		at[i] = fmt.Sprintf("%g", l.vdt.At(cv.data, far*d+i).Float64())
+	}
+	r.add("error", 3, fmt.Sprintf("%d/vertex_fragments/%s", l.n, k), "%d of %d rows lie outside the cell of the bin their fragment names (%d of %d fragments; farthest %g from it: row %d of fragment %d, whose bin's cell is %s, at (%s)); a box that holds such a row but not that bin's cell does not find it",
+		out, cv.rows, frags, cv.frags.Len(), worst, far, farFrag, strings.Join(cell, " × "), strings.Join(at, ", "))
 }
 
 // validateLinkAttrs reads each link attribute's cell for every links cell

@@ -231,8 +231,10 @@ func keyVersion(st *zvf.Store) string { return st.Revision() + "." + recordLayou
 // validator, so a viewer holding an info (or cells) of an earlier
 // zvfserve for the same store version is not sent records it would
 // decode with the old property list: 2, line annotations carry their
-// edges' link attributes.
-const recordLayout = "2"
+// edges' link attributes; 3, coarse spatial levels hold what a view of
+// their cells draws (plan.fillForViews), so cells under the same key
+// hold other annotations.
+const recordLayout = "3"
 
 // geometry is the store's primary geometry.
 func geometry(info *zvf.Info) string {
@@ -381,7 +383,7 @@ func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error)
 		return nil, v.(tooBigPlan).refusal(st, k, s.budget())
 	}
 	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
-		p, err := buildPlan(ctx, st, k)
+		p, err := buildPlan(ctx, st, k, s.o.MaxAnnotations)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -41,7 +41,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	codec, err := writer.ParseCodec(*codecName)
 	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		// The flag and what it takes, not the writer's error (which names
+		// its own parameter, not the flag).
+		return fmt.Errorf("%w: --codec %s: want none, zstd or blosc (the blob codec of level 0)", cli.ErrUsage, *codecName)
 	}
 	o := demo.Options{Seed: *seed, Scale: *scale, Codec: codec}
 	out := fs.Arg(0)

@@ -52,7 +52,14 @@ func TestDemoCommandUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr.String())
 		}
 	}
+	// One sentence that names the flag and what it takes; it printed the
+	// writer's error ("zvf writer: invalid codec: …").
 	var stdout, stderr bytes.Buffer
+	const codecWant = "zvfserve demo: --codec lz4: want none, zstd or blosc (the blob codec of level 0)\n"
+	if code := run(context.Background(), []string{"demo", "--codec", "lz4", t.TempDir()}, &stdout, &stderr); code != 2 || stderr.String() != codecWant {
+		t.Errorf("--codec lz4: exit %d, stderr %q; want 2 and %q", code, stderr.String(), codecWant)
+	}
+	stderr.Reset()
 	if code := run(context.Background(), []string{"demo", "--scale", "-1", t.TempDir()}, &stdout, &stderr); code != 1 {
 		t.Errorf("negative scale: exit %d, want 1", code)
 	}

@@ -41,14 +41,41 @@ type foundStore struct {
 // give the same name, the later path (in byte order) gets "-2", "-3", …
 // and a warning.
 func discoverStores(ctx context.Context, st storage.Store, namePrefix string, log *slog.Logger) ([]foundStore, error) {
-	return discoverStoresWithin(ctx, st, namePrefix, log, 0)
+	found, err := discoverStoresWithin(ctx, st, namePrefix, log, 0)
+	if errors.Is(err, errNoStoreBelow) {
+		return nil, nil
+	}
+	return found, err
+}
+
+// errNoStoreBelow is discoverStoresWithin's answer for a root that was
+// listed, is no Zarr node, and has none below it (the whole search done):
+// the wrong folder, or one no store has been written into yet.
+var errNoStoreBelow = errors.New("no Zarr metadata in the folder nor below it")
+
+// noStoreMessage says that target holds no store, and what one is.
+func noStoreMessage(target string) string {
+	return shownArg(target) + " holds no ZVF store: no zarr.json in it nor in the folders below it; a STORE is the folder that holds a store's zarr.json, or a folder of stores"
+}
+
+// holdsNoMetadata reports whether st's root surely holds no Zarr
+// metadata: a backend whose listing leaves keys out (an HTTP server
+// without an index) still answers a Stat of them.
+func holdsNoMetadata(ctx context.Context, st storage.Store) bool {
+	for _, meta := range []string{"zarr.json", ".zgroup", ".zarray", ".zattrs"} {
+		if _, err := st.Stat(ctx, meta); !errors.Is(err, storage.ErrNotFound) {
+			return false
+		}
+	}
+	return true
 }
 
 // discoverStoresWithin is discoverStores whose first look, the one that
 // tells a store from a folder of stores, ends after decide (0: no bound):
 // a backend that does not answer it by then is taken for one store, whose
 // open (with its own deadline, retried by the checks) reports it. serve
-// must not wait on such a backend before it listens.
+// must not wait on such a backend before it listens. A root that was
+// listed and holds no Zarr metadata, in it or below it, is errNoStoreBelow.
 func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix string, log *slog.Logger, decide time.Duration) ([]foundStore, error) {
 	dctx := ctx
 	if decide > 0 {
@@ -147,13 +174,18 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 		}
 		return nil
 	}
+	stopped := false
 	switch err := visit("", 0); {
 	case errors.Is(err, errStopSearch):
+		stopped = true
 		log.Warn("stopped looking for stores", "folders_listed", discoverFolders, "stores_found", len(found))
 	case err != nil:
 		return nil, err
 	}
 	if len(found) == 0 {
+		if !stopped && holdsNoMetadata(ctx, st) {
+			return nil, errNoStoreBelow
+		}
 		return nil, nil
 	}
 	slices.Sort(found)
@@ -223,24 +255,16 @@ var errStopSearch = errors.New("too many folders")
 // no Zarr metadata in it or below it (the wrong folder), it says that. nil
 // when st is a store itself (the command then says what is wrong with it).
 func folderOfStores(ctx context.Context, st storage.Store, arg, cmd string) error {
-	found, err := discoverStores(ctx, st, "", slog.New(slog.DiscardHandler))
-	if err != nil {
-		return nil
-	}
-	if len(found) == 0 {
-		// A root that cannot be listed (a missing bucket, refused
-		// credentials) is not known to be empty: the command's own error
-		// says why.
-		if _, err := st.List(ctx, ""); err != nil {
-			return nil
-		}
-		for _, meta := range []string{"zarr.json", ".zgroup", ".zarray", ".zattrs"} {
-			if _, err := st.Stat(ctx, meta); !errors.Is(err, storage.ErrNotFound) {
-				return nil
-			}
-		}
+	// A root that cannot be listed (a missing bucket, refused
+	// credentials) is not known to be empty: the command's own error
+	// says why.
+	found, err := discoverStoresWithin(ctx, st, "", slog.New(slog.DiscardHandler), 0)
+	if errors.Is(err, errNoStoreBelow) {
 		_, target := storeArg(arg)
-		return fmt.Errorf("%w: %s holds no ZVF store: no zarr.json in it nor in the folders below it; a STORE is the folder that holds a store's zarr.json, or a folder of stores", cli.ErrUsage, shownArg(target))
+		return fmt.Errorf("%w: %s", cli.ErrUsage, noStoreMessage(target))
+	}
+	if err != nil || len(found) == 0 {
+		return nil
 	}
 	const shown = 12
 	var list []string

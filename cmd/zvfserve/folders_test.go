@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -66,6 +68,36 @@ func TestOneStoreCommandsOnAFolderOfNoStore(t *testing.T) {
 			if code != 2 || out != "" || errs != want {
 				t.Errorf("%v %s: exit %d, stdout %q, stderr %q; want 2 and %q", args, dir, code, out, errs, want)
 			}
+		}
+	}
+}
+
+// TestServeFolderOfNoStore: serve pointed at a folder that holds no store
+// (the wrong folder: notes, an empty one), alone or beside a store, does
+// not start: it says so, what a STORE is, and that folders are searched
+// only at start (exit 2). It served the folder as one store that answered
+// every route with "no root zarr.json" and kept /readyz at 503, and
+// stores written below it later were never found.
+func TestServeFolderOfNoStore(t *testing.T) {
+	t.Parallel()
+	junk := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(junk, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(junk, "notes", "readme.txt"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	for _, args := range [][]string{{junk}, {empty}, {graphStore, empty}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var out, errs bytes.Buffer
+		code := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), &out, &errs)
+		cancel()
+		dir := args[len(args)-1]
+		want := "zvfserve serve: " + dir + " holds no ZVF store: no zarr.json in it nor in the folders below it; a STORE is the folder that holds a store's zarr.json, or a folder of stores" +
+			" (searched for stores only at start: start serve once one is written there)\n"
+		if code != 2 || out.Len() != 0 || !strings.HasSuffix(errs.String(), want) {
+			t.Errorf("serve %v: exit %d, stdout %q, stderr %q; want 2 and %q", args, code, out.String(), errs.String(), want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	stdlog "log"
 	"log/slog"
 	"maps"
@@ -57,6 +58,7 @@ type serveConfig struct {
 	demoScale                                             float64
 	followSymlinks, trustProxyHeaders                     bool
 	ngSharded                                             neuroglancer.ShardMode
+	ngMaxShardBytes                                       int64
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
@@ -73,17 +75,18 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.settle, "settle", 2*time.Second, "how long a changed store must be quiet before its new version is served (positive); meanwhile requests that need changed objects get 503 with Retry-After (env ZVFSERVE_SETTLE)")
 	fs.BoolVar(&c.followSymlinks, "follow-symlinks", false, "let symbolic links in local stores lead outside the store's folder (by default such links are refused) (env ZVFSERVE_FOLLOW_SYMLINKS)")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", 10*time.Second, "a response whose client takes nothing for this long is cut and its connection freed (while it waits on its client it holds no --max-concurrent slot) (env ZVFSERVE_STALL_TIMEOUT)")
-	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the one idle longest — a keep-alive connection between requests, or one that has sent nothing for a second — is closed for a new one; with none such the new one gets one of 4 slots past the cap that answer only /healthz and /readyz (anything else 503; each closed after its answer and within 2s; with all 4 taken, a new one whose request line is a probe's closes the oldest whose request has not been read, and any other is refused), and while all 4 are answering it is refused; must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
+	fs.IntVar(&c.maxConnections, "max-connections", 4096, "open client connections; at the cap the one idle longest — a keep-alive connection between requests, or one that has sent nothing for a second — is closed for a new one; with none such the new one gets one of 4 slots past the cap that answer only /healthz and /readyz (anything else 503; each closed after its answer and within 2s; with all 4 taken, a new one whose request line is a probe's closes the oldest whose request has not been read, and any other is refused), and while all 4 are answering it is refused (a refused connection is answered 503 with Retry-After, then closed); must fit the open-file limit (env ZVFSERVE_MAX_CONNECTIONS)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", time.Minute, "keep-alive connections idle this long are closed (env ZVFSERVE_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 15*time.Second, "on SIGTERM or SIGINT, /readyz turns false and requests in flight get this long to finish; then their connections are closed and serve exits, whatever storage is doing; a second signal exits at once (env ZVFSERVE_SHUTDOWN_GRACE)")
-	fs.DurationVar(&c.startWait, "start-wait", 10*time.Second, "at start, how long serve waits before it listens: for each STORE's backend to answer the listing that tells a store from a folder of stores (all at once; one that has not answered is served as one store, with a warning), then for the stores to open, within what is left or a quarter of it (one still opening answers 502 and keeps /readyz false until it opens); keep 1.25 times it under the liveness probe's patience (env ZVFSERVE_START_WAIT)")
+	fs.DurationVar(&c.startWait, "start-wait", 10*time.Second, "at start, how long serve waits before it listens: for each STORE's backend to answer the listing that tells a store from a folder of stores (all at once; one that has not answered is served as one store, with a warning), then for the stores to open, within what is left, at least a quarter of it (one still opening answers 502 and keeps /readyz false until it opens); keep 1.25 times it under the liveness probe's patience (env ZVFSERVE_START_WAIT)")
 	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz false (and keep-alive off) before the listeners close, so that load balancers polling /readyz stop sending first; --shutdown-grace follows; 0: close at once (env ZVFSERVE_SHUTDOWN_DELAY)")
 	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
-	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, and a page of any format with edge_attributes at most 8 MiB of edge values at an edge a row, so pages of wide attributes are smaller), and an object over it is a 413; a chunk tile is always its whole chunk (env ZVFSERVE_MAX_VERTICES)")
+	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, and a page of any format with edge_attributes at most 8 MiB of edge values at an edge a row, so pages of wide attributes are smaller), and an object or Neuroglancer cell, skeleton or mesh over it is a 413; a chunk tile is always its whole chunk (env ZVFSERVE_MAX_VERTICES)")
 	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests at work at once (a response blocked on a slow client gives its slot back while it waits); more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
 	c.ngSharded = neuroglancer.ShardAuto
 	fs.Var(&c.ngSharded, "ng-sharded", fmt.Sprintf("serve Neuroglancer annotation sources (spatial index and by_id) and skeletons as sharded sources (neuroglancer_uint64_sharded_v1 shard files read by Range): always, never, or auto — an annotation source of at least %d annotations, a skeleton source of at least %d objects (env ZVFSERVE_NG_SHARDED)", neuroglancer.AutoShardKeys, neuroglancer.AutoShardKeys))
+	fs.Int64Var(&c.ngMaxShardBytes, "ng-max-shard-bytes", neuroglancer.DefaultMaxShardBytes, "bytes one Neuroglancer shard build may hold: a larger shard is read a chunk at a time from its layout, and a single chunk (a cell or skeleton) stored larger is a 413 (env ZVFSERVE_NG_MAX_SHARD_BYTES)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
 	// The token's default is not taken from the environment here, so that
@@ -131,6 +134,7 @@ func (c *serveConfig) check() error {
 	}
 	need(c.maxVertices >= 1, "max-vertices", c.maxVertices)
 	need(c.maxChunkBytes >= 1, "max-chunk-bytes", c.maxChunkBytes)
+	need(c.ngMaxShardBytes >= 1, "ng-max-shard-bytes", c.ngMaxShardBytes)
 	if err := refuse("must be at least 1"); err != nil {
 		return err
 	}
@@ -357,6 +361,12 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 	for i, a := range args {
 		name, target := storeArg(a)
 		arg, found, err := per[i].arg, per[i].found, per[i].err
+		if errors.Is(err, errNoStoreBelow) {
+			// Served, it was one store answering every route with "no
+			// root zarr.json"; and a folder is searched for stores only
+			// here, so stores written below it later would never be.
+			err = fmt.Errorf("%w: %s (searched for stores only at start: start serve once one is written there)", cli.ErrUsage, noStoreMessage(target))
+		}
 		for _, f := range found {
 			if err == nil {
 				err = named(f.name, a)
@@ -501,7 +511,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 		fmt.Fprintln(stderr, "A folder or prefix that is not a store itself serves every store below it (up to 8 levels deep,")
 		fmt.Fprintln(stderr, "hidden folders and links back to a folder above skipped), named by its relative path with '.'")
 		fmt.Fprintln(stderr, "for '/': a/b.zarrvectors is \"a.b\"; name=FOLDER serves them as \"name.a.b\". The folder is")
-		fmt.Fprintln(stderr, "searched once, at start.\n\nFlags:")
+		fmt.Fprintln(stderr, "searched once, at start; one that holds no Zarr metadata in it or below it is refused (exit 2).\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	// Flags and STOREs in any order, as every command takes them.
@@ -580,7 +590,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
 		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, StallTimeout: c.stallTimeout,
 		MaxConnections: c.maxConnections, IdleTimeout: c.idleTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
-		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), NGSharded: c.ngSharded, TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(web.Options{FrameAncestors: c.frameAncestors}),
+		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), NGSharded: c.ngSharded, NGMaxShardBytes: c.ngMaxShardBytes, TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(web.Options{FrameAncestors: c.frameAncestors}),
 		ReadyAny: c.readiness == "any", AdminMetrics: c.adminAddr != ""})
 	if err != nil {
 		return err
@@ -766,6 +776,30 @@ func waitUntil(deadline time.Time, f func()) bool {
 	}
 }
 
+// takesTokenFile is what --token-file takes, as its mistakes say it.
+const takesTokenFile = "name a file that holds the bearer token (surrounding white space is ignored), or leave --token-file and ZVFSERVE_TOKEN_FILE unset"
+
+// tokenFileError says in one sentence why --token-file's file could not
+// be read and what the flag takes, instead of the OS error's chain
+// ("open …: no such file or directory"); it is a setting to fix (exit 2).
+func tokenFileError(file string, err error) error {
+	why := "cannot be read"
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		why = "no such file"
+	case errors.Is(err, fs.ErrPermission):
+		why = "not readable by this process (permission denied)"
+	case errors.Is(err, syscall.EISDIR):
+		why = "a folder, not a file"
+	default:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why += " (" + pe.Err.Error() + ")"
+		}
+	}
+	return fmt.Errorf("%w: --token-file %s: %s: %s", cli.ErrUsage, file, why, takesTokenFile)
+}
+
 // resolveToken settles where the bearer token comes from: --token,
 // --token-file or ZVFSERVE_TOKEN (at most one of the flags). Each source
 // set but empty is an error rather than a server without authentication
@@ -789,10 +823,10 @@ func resolveToken(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) error {
 	case c.tokenFile != "":
 		b, err := os.ReadFile(c.tokenFile)
 		if err != nil {
-			return fmt.Errorf("--token-file: %w", err)
+			return tokenFileError(c.tokenFile, err)
 		}
 		if c.token = strings.TrimSpace(string(b)); c.token == "" {
-			return fmt.Errorf("--token-file %s is empty", c.tokenFile)
+			return fmt.Errorf("%w: --token-file %s is empty: %s", cli.ErrUsage, c.tokenFile, takesTokenFile)
 		}
 		from = "--token-file " + c.tokenFile
 	case onCommandLine:

@@ -163,9 +163,14 @@ func TestServeTokenFile(t *testing.T) {
 	}
 }
 
-// TestServeTokenFlags: conflicting or empty token sources are usage errors,
-// and --help does not print a token taken from the environment.
+// TestServeTokenFlags: conflicting, empty or missing token sources are
+// usage errors (exit 2), each said in one sentence that names the flag and
+// what it takes, and --help does not print a token taken from the
+// environment. A missing file printed the OS error ("--token-file: open
+// …: no such file or directory"), exit 1.
 func TestServeTokenFlags(t *testing.T) {
+	// What every --token-file mistake says it takes.
+	const takes = "name a file that holds the bearer token (surrounding white space is ignored), or leave --token-file and ZVFSERVE_TOKEN_FILE unset"
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
@@ -178,14 +183,16 @@ func TestServeTokenFlags(t *testing.T) {
 		msg  string
 	}{
 		{"both", []string{"--token", "a", "--token-file", empty}, 2, "both given"},
-		{"empty file", []string{"--token-file", empty}, 1, "is empty"},
-		{"missing file", []string{"--token-file", filepath.Join(dir, "nope")}, 1, "no such file"},
+		{"empty file", []string{"--token-file", empty}, 2, "zvfserve serve: --token-file " + empty + " is empty: " + takes + "\n"},
+		{"missing file", []string{"--token-file", filepath.Join(dir, "nope")}, 2,
+			"zvfserve serve: --token-file " + filepath.Join(dir, "nope") + ": no such file: " + takes + "\n"},
+		{"a folder", []string{"--token-file", dir}, 2, "zvfserve serve: --token-file " + dir + ": a folder, not a file: " + takes + "\n"},
 		{"empty flag", []string{"--token", ""}, 2, "--token is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, code := runCmd(t, append(append([]string{"serve", "--addr", "127.0.0.1:0"}, tc.args...), graphStore)...)
 			if code != tc.code || !strings.Contains(stderr, tc.msg) {
-				t.Fatalf("exit %d, want %d: %s", code, tc.code, stderr)
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, stderr, tc.code, tc.msg)
 			}
 		})
 	}

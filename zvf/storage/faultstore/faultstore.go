@@ -23,6 +23,10 @@ type Fault struct {
 	Err       error         // fail with this (wrapped in *storage.Error)
 	ShortRead int           // return only this many bytes of the object (>0)
 	Times     int           // apply to this many matching calls, then stop (0: always)
+	// Hide leaves out of a listing the keys and prefixes that contain it:
+	// an object store's listing that has not caught up with a write
+	// (eventual consistency), while reads of the object succeed.
+	Hide string
 }
 
 // Rule applies a Fault to calls whose op ("get", "range", "list", "stat", "walk")
@@ -146,10 +150,27 @@ func (s *Store) Absent(ctx context.Context, key string) (time.Time, error) {
 func (s *Store) List(ctx context.Context, prefix string) (storage.Listing, error) {
 	s.InFlight.Add(1)
 	defer s.InFlight.Add(-1)
-	if _, err := s.before(ctx, "list", prefix); err != nil {
+	f, err := s.before(ctx, "list", prefix)
+	if err != nil {
 		return storage.Listing{}, err
 	}
-	return s.inner.List(ctx, prefix)
+	l, err := s.inner.List(ctx, prefix)
+	if err != nil || f == nil || f.Hide == "" {
+		return l, err
+	}
+	shown := func(k string) bool { return !strings.Contains(k, f.Hide) }
+	return storage.Listing{Keys: keep(l.Keys, shown), Prefixes: keep(l.Prefixes, shown)}, nil
+}
+
+// keep is the elements of ss that ok keeps, in a new slice.
+func keep(ss []string, ok func(string) bool) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if ok(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Stat implements storage.Store.

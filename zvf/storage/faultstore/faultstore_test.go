@@ -3,6 +3,7 @@ package faultstore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,3 +47,29 @@ func TestFaults(t *testing.T) {
 }
 
 func fmtUnavailable() error { return errors.Join(storage.ErrUnavailable, faultstore.ErrInjected) }
+
+// TestHideLeavesKeysOutOfAListing: a Hide fault leaves matching keys and
+// prefixes out of the listings it applies to (here the first only), as a
+// listing that has not caught up with a write would, while the object
+// itself still reads.
+func TestHideLeavesKeysOutOfAListing(t *testing.T) {
+	ctx := context.Background()
+	mem := zvftest.Store(t, "mem://")
+	for _, k := range []string{"v/1.0/zarr.json", "v/2.0/zarr.json", "v/3.0/zarr.json"} {
+		if err := mem.Put(ctx, k, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := faultstore.New(mem, nil)
+	fs.Add(&faultstore.Rule{Op: "list", Key: "v/", Nth: 1, Fault: faultstore.Fault{Hide: "2.0"}})
+	l, err := fs.List(ctx, "v/")
+	if err != nil || strings.Join(l.Prefixes, " ") != "v/1.0/ v/3.0/" {
+		t.Fatalf("the first listing: %v %v, want 2.0 left out", l.Prefixes, err)
+	}
+	if _, err := fs.Stat(ctx, "v/2.0/zarr.json"); err != nil {
+		t.Fatalf("the hidden object does not read: %v", err)
+	}
+	if l, err = fs.List(ctx, "v/"); err != nil || len(l.Prefixes) != 3 {
+		t.Fatalf("the second listing: %v %v, want all three", l.Prefixes, err)
+	}
+}
