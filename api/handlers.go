@@ -497,10 +497,13 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		}
 		zq.Waiting = body
 		res, err := l.BBox(r.Context(), zq, body.emit)
-		if ue := (*zvf.UnbackedEdgesError)(nil); errors.As(err, &ue) {
-			return nil, pageEdgesTooWide(ue, res.Count)
-		}
 		if err != nil {
+			// Declared here, not beside the call: errors.As takes its
+			// address, which puts it on the heap on every answer's path.
+			var ue *zvf.UnbackedEdgesError
+			if errors.As(err, &ue) {
+				return nil, pageEdgesTooWide(ue, res.Count)
+			}
 			return nil, err
 		}
 		if edges != nil && cap(res.Edges) > cap(edges.i64) {
