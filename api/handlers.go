@@ -528,13 +528,19 @@ func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, 
 		h.Set("Link", "<"+s.o.PublicURL+r.URL.Path+"?"+withCursor(r.URL.RawQuery, t.Next)+`>; rel="next"`)
 		h.Set("X-Next-Cursor", t.Next)
 	}
+	count := strconv.FormatInt(res.Count, 10)
 	if res.MatchedKnown {
 		// The last page knows, and the first when counting the rest is
-		// cheap (zvf.BBoxResult.MatchedKnown).
+		// cheap (zvf.BBoxResult.MatchedKnown). A whole answer's two
+		// counts are one number: formatted once.
 		t.Matched, t.MatchedKnown = res.Matched, true
-		setHeader(w, "X-Number-Matched", strconv.FormatInt(res.Matched, 10))
+		matched := count
+		if res.Matched != res.Count {
+			matched = strconv.FormatInt(res.Matched, 10)
+		}
+		setHeader(w, "X-Number-Matched", matched)
 	}
-	setHeader(w, "X-Vertex-Count", strconv.FormatInt(res.Count, 10))
+	setHeader(w, "X-Vertex-Count", count)
 	return t
 }
 
