@@ -26,7 +26,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The scheme is case-insensitive and followed by one or more
 		// spaces (RFC 9110 11.1, 11.6.2); the token is compared exactly.
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		scheme, token, ok := strings.Cut(reqHeader(r, "Authorization"), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="zvfserve"`)
 			writeProblem(w, r, problem.New(problem.Unauthorized, "this server needs a bearer token"))

@@ -73,7 +73,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		if s.allowOrigin(w, r, anyOrigin) {
-			if r.Method == http.MethodOptions && r.Header.Get("Origin") != "" {
+			if r.Method == http.MethodOptions && reqHeader(r, "Origin") != "" {
 				h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
 				h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Accept-Encoding, If-Match, If-None-Match, Range")
 				h.Set("Access-Control-Max-Age", "600")
@@ -95,7 +95,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 // origin is allowed.
 func (s *Server) allowOrigin(w http.ResponseWriter, r *http.Request, anyOrigin bool) bool {
 	h := w.Header()
-	origin := r.Header.Get("Origin")
+	origin := reqHeader(r, "Origin")
 	allowed := ""
 	switch {
 	case anyOrigin:

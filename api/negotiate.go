@@ -36,7 +36,7 @@ func negotiate(r *http.Request, codecs []codec) (representation, error) {
 			return rep, badRequest(fmt.Sprintf("f=%q: use %s", f, orList(names)))
 		}
 		rep.codec = codecs[i]
-	} else if accept := r.Header.Get("Accept"); accept == "" {
+	} else if accept := reqHeader(r, "Accept"); accept == "" {
 		rep.codec = codecs[0]
 	} else {
 		best, bestQ := -1, 0.0
@@ -58,7 +58,7 @@ func negotiate(r *http.Request, codecs []codec) (representation, error) {
 		rep.codec = codecs[best]
 	}
 	if rep.codec.compressible() {
-		rep.encoding = contentCoding(r.Header.Get("Accept-Encoding"))
+		rep.encoding = contentCoding(reqHeader(r, "Accept-Encoding"))
 	}
 	return rep, nil
 }

@@ -91,7 +91,12 @@ type requestCtx struct {
 	mu       sync.Mutex
 	err      error
 	deadline time.Time
-	afters   map[*func()]struct{}
+	// fireAt is when the timer runs, never after deadline: a deadline
+	// moved later leaves the timer be (expire finds it moved and runs
+	// again at it), so a write's two moves cost no timer change.
+	fireAt  time.Time
+	stopped bool // release has run: expire re-arms nothing
+	afters  map[*func()]struct{}
 }
 
 func newRequestCtx(parent context.Context, deadline time.Time) *requestCtx {
@@ -113,7 +118,7 @@ func (c *requestCtx) start(parent context.Context) {
 func (c *requestCtx) arm(deadline time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.deadline = deadline
+	c.deadline, c.fireAt = deadline, deadline
 	c.timer = time.AfterFunc(time.Until(deadline), c.expire)
 }
 
@@ -173,7 +178,10 @@ func (c *requestCtx) extend(deadline time.Time) {
 	defer c.mu.Unlock()
 	if c.err == nil {
 		c.deadline = deadline
-		c.timer.Reset(time.Until(deadline))
+		if deadline.Before(c.fireAt) {
+			c.fireAt = deadline
+			c.timer.Reset(time.Until(deadline))
+		}
 	}
 }
 
@@ -191,8 +199,13 @@ func (c *requestCtx) setCut(w *statusWriter) {
 func (c *requestCtx) expire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// A run from before extend moved the deadline finds it in the future.
-	if c.err != nil || time.Now().Before(c.deadline) {
+	if c.err != nil || c.stopped {
+		return
+	}
+	// A run before a deadline extend moved later waits again, for it.
+	if now := time.Now(); now.Before(c.deadline) {
+		c.fireAt = c.deadline
+		c.timer.Reset(c.deadline.Sub(now))
 		return
 	}
 	if c.cut != nil {
@@ -223,6 +236,7 @@ func (c *requestCtx) cancelLocked(err error) {
 // would), so that nothing started for the request outlives it.
 func (c *requestCtx) release() {
 	c.mu.Lock()
+	c.stopped = true
 	if c.timer != nil {
 		c.timer.Stop()
 	}

@@ -59,6 +59,34 @@ func TestRequestCtx(t *testing.T) {
 			}
 		})
 	})
+	// The deadline moved around a write (later, then back to a work
+	// limit), earlier, or later only: the clock ends at the last deadline
+	// set, exactly, whichever way the timer was left.
+	for _, tc := range []struct {
+		name  string
+		moves []time.Duration // from the start, in order, after the first deadline of 30 ms
+		end   time.Duration
+	}{
+		{"later, then back", []time.Duration{time.Hour, 50 * time.Millisecond}, 50 * time.Millisecond},
+		{"earlier", []time.Duration{10 * time.Millisecond}, 10 * time.Millisecond},
+		{"later, then earlier than the first", []time.Duration{time.Hour, 20 * time.Millisecond}, 20 * time.Millisecond},
+		{"later twice", []time.Duration{40 * time.Millisecond, 70 * time.Millisecond}, 70 * time.Millisecond},
+	} {
+		t.Run("moved "+tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				c := newRequestCtx(context.Background(), start.Add(30*time.Millisecond))
+				defer c.release()
+				for _, m := range tc.moves {
+					c.extend(start.Add(m))
+				}
+				waitDone(t, c, 5*time.Second)
+				if took := time.Since(start); took != tc.end || !errors.Is(c.Err(), context.DeadlineExceeded) {
+					t.Fatalf("ended after %v (%v), want %v", took, c.Err(), tc.end)
+				}
+			})
+		})
+	}
 	t.Run("client gone", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			parent, cancel := context.WithCancel(context.Background())

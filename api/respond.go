@@ -109,7 +109,7 @@ func (s *Server) preconditions(w http.ResponseWriter, r *http.Request, etag stri
 	// "*" is not answered here: it matches only a resource that exists,
 	// which the handler finds out later (statusWriter turns its 200 into
 	// the 304).
-	for tag := range strings.SplitSeq(r.Header.Get("If-None-Match"), ",") {
+	for tag := range strings.SplitSeq(reqHeader(r, "If-None-Match"), ",") {
 		if t := strings.TrimSpace(tag); t != etag && strings.TrimPrefix(t, "W/") != etag {
 			continue
 		}
@@ -151,7 +151,7 @@ func refuseFound(w http.ResponseWriter, check func() error) (bool, error) {
 // unmatched is the 412 problem for a request whose If-Match names
 // neither etag nor "*"; nil when it has none or it matches.
 func unmatched(r *http.Request, etag string) *Problem {
-	if im := r.Header.Values("If-Match"); len(im) > 0 && !matchesStrong(im, etag) {
+	if im := r.Header["If-Match"]; len(im) > 0 && !matchesStrong(im, etag) {
 		return problem.New(problem.PreconditionFailed,
 			"If-Match names no current ETag of this answer: the store has changed since the tag was issued, or the tag is weak (If-Match compares strongly) or another request's")
 	}

@@ -356,6 +356,17 @@ func (s *Server) Revalidate(ctx context.Context, every, timeout time.Duration, d
 	wg.Wait()
 }
 
+// Close ends the background work (level-table builds) of every store the
+// server serves, every version it has opened, and waits for it: call it
+// once the HTTP servers have shut down. Answers still work after, without
+// building.
+func (s *Server) Close() error {
+	for _, n := range s.names {
+		_ = s.stores[n].Close()
+	}
+	return nil
+}
+
 // Handler is the public HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 

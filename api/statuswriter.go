@@ -114,8 +114,8 @@ type statusWriter struct {
 func (sw *statusWriter) init(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, stall time.Duration, private bool) {
 	*rc = *http.NewResponseController(w)
 	sw.ResponseWriter, sw.rc, sw.stall, sw.private, sw.status = w, rc, stall, private, http.StatusOK
-	sw.star = (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesAny(r.Header.Get("If-None-Match"))
-	sw.ifMatch, sw.req = r.Header.Values("If-Match"), r
+	sw.star = (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesAny(reqHeader(r, "If-None-Match"))
+	sw.ifMatch, sw.req = r.Header["If-Match"], r
 	// Clear whatever deadline the server set (its WriteTimeout, or the
 	// previous request's on this connection): on HTTP/2 it would reset the
 	// stream when it fired, writing or not.
@@ -450,4 +450,16 @@ func addVary(h http.Header, token string) {
 		}
 	}
 	h.Add("Vary", token)
+}
+
+// reqHeader is r's first value of key, a canonical key, as
+// r.Header.Get(key) gives it, without Get's scan of the key to
+// canonicalize it: a request's keys are canonical already (net/http
+// canonicalizes them as it reads them), and the scans of the eight
+// look-ups every request makes were 1.5 % of a 1k answer's instructions.
+func reqHeader(r *http.Request, key string) string {
+	if v := r.Header[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

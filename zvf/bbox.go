@@ -19,7 +19,7 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)
-	if t := l.tableFor(ctx, &q, rf, sel, inv); t != nil {
+	if t := l.tableFor(&q, rf, sel, inv); t != nil {
 		if res, ok, err := l.tableBBox(ctx, t, sc, &q, emit); ok {
 			return res, err
 		}

@@ -67,6 +67,10 @@ func WithLevelTablesOfAnyChunk(s *Store) { s.tablesAnyChunk = true }
 // TableAnswers counts the answers l's level table gave.
 func TableAnswers(l *Level) int64 { return l.table.answers.Load() }
 
+// WaitTableBuilds waits for the level-table builds of s that requests
+// started before the call (they run in the background).
+func WaitTableBuilds(s *Store) { s.builds.wg.Wait() }
+
 // TableBuilds counts the builds of l's level table.
 func TableBuilds(l *Level) int64 { return l.table.builds.Load() }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,11 @@ type Handle struct {
 	// backend must not hold every request that needs the store.
 	lock chan struct{}
 	gen  uint64
+	// retired: versions swapped out whose background work may still run
+	// (stopped, not waited for); closed: Close has run, and a version
+	// opened after builds nothing in the background.
+	retired []*Store
+	closed  bool
 	// opened: some version has been served, so a later open is of a
 	// changed store and waits for it to settle.
 	opened bool
@@ -416,15 +422,39 @@ func (h *Handle) noteChange(cur *handleState, at time.Time) *handleState {
 	return &next
 }
 
-// swap makes next current and retires the old version's cache entries.
+// swap makes next current and retires the old version: its cache
+// entries, and its background work (stopped here, waited for by Close).
 func (h *Handle) swap(cur, next *handleState) {
 	h.cur.Store(next)
 	h.walked = ""
+	if h.closed && next.store != nil {
+		next.store.builds.stop()
+	}
 	if cur.store != nil && cur.store != next.store {
 		if h.o.Cache != nil {
 			h.o.Cache.Retire(cur.store.cachePrefix)
 		}
+		cur.store.builds.stop()
+		h.retired = slices.DeleteFunc(h.retired, func(s *Store) bool { return s.builds.running.Load() == 0 })
+		h.retired = append(h.retired, cur.store)
 	}
+}
+
+// Close ends the background work (level-table builds) of every version
+// of the store the handle has opened, and waits for it. The store still
+// answers after Close, from its chunks.
+func (h *Handle) Close() error {
+	h.lock <- struct{}{}
+	defer h.release()
+	h.closed = true
+	if s := h.cur.Load().store; s != nil {
+		_ = s.Close()
+	}
+	for _, s := range h.retired {
+		_ = s.Close()
+	}
+	h.retired = nil
+	return nil
 }
 
 func (h *Handle) pin(ctx context.Context) (storage.Store, string, error) {

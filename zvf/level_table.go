@@ -44,7 +44,7 @@ type levelTable struct {
 
 // tableState is a level's table bookkeeping: off once the level is found
 // unfit for a table (too large for the cache, a chunk without a
-// preparation, a corrupt chunk), so no request tries again; ref finds the
+// preparation, a corrupt or unsupported chunk), so no request tries again; ref finds the
 // cached table without hashing its key; key is its cache key.
 type tableState struct {
 	once  sync.Once
@@ -53,6 +53,8 @@ type tableState struct {
 	limit int64 // bytes a table may hold
 	off   atomic.Bool
 	ref   atomic.Pointer[cache.Ref]
+	// building: a build is under way (in the background, see levelTable).
+	building atomic.Bool
 	// answers counts the answers the table gave, builds the tables
 	// built (tests read them).
 	answers, builds atomic.Int64
@@ -99,14 +101,18 @@ func (l *Level) tableBytes(rows int64) int64 {
 	return rows*int64(2*l.vdt.Size*l.s.dims+8+8+4+1) + int64(len(l.keys))*(256+4)
 }
 
-// levelTable returns the level's table, building it (once for concurrent
-// askers, through the cache) when the level has been read before; nil
-// when it has none, and then the answer takes the per-chunk path. A
-// build that fails leaves nothing cached, and one that finds a corrupt
-// chunk or one the table does not cover turns the table off for this
-// version of the store: the per-chunk path answers those requests as it
-// always did (a box that reaches the corrupt chunk fails with its error).
-func (l *Level) levelTable(ctx context.Context, inv *inverse) *levelTable {
+// levelTable returns the level's table, or nil when it has none yet;
+// the answer then takes the per-chunk path at once. A level read before
+// (a level's first answer reads only its own box) that has no table gets
+// one built in the background: one build a level at a time, reading the
+// chunks not cached l.s.conc at a time, under the store's background
+// context (retiring the version or Close ends it), never under a
+// request's. A build that finds a chunk the table does not cover, a
+// corrupt or unsupported chunk (a Draco level), or that panics, turns the
+// table off for this version of the store, so no later request starts
+// another; one that ends with the store's context, or on a storage
+// error, leaves a later request to try again.
+func (l *Level) levelTable(inv *inverse) *levelTable {
 	if !l.tableFits() {
 		return nil
 	}
@@ -115,23 +121,38 @@ func (l *Level) levelTable(ctx context.Context, inv *inverse) *levelTable {
 		if v, ok := rc.DerefUncounted(t.ref.Load()); ok {
 			return v.(*levelTable)
 		}
+	} else if v, ok := l.s.peek(t.key); ok {
+		return v.(*levelTable)
 	}
-	if l.seenGen.Load() == 0 {
-		return nil // a level's first answer reads only its own box
+	if l.seenGen.Load() == 0 || !t.building.CompareAndSwap(false, true) {
+		return nil
 	}
-	v, err := l.cached(ctx, t.key, func(ctx context.Context) (any, int64, error) {
+	if !l.s.builds.start(func(ctx context.Context) { l.buildInBackground(ctx, inv) }) {
+		t.off.Store(true) // the store is closed: it builds nothing more
+		t.building.Store(false)
+	}
+	return nil
+}
+
+// buildInBackground builds the level's table into the cache (see
+// levelTable), keeping a ref to it, or turns the table off.
+func (l *Level) buildInBackground(ctx context.Context, inv *inverse) {
+	t := &l.table
+	defer t.building.Store(false)
+	_, err := l.cached(ctx, t.key, func(ctx context.Context) (v any, size int64, err error) {
+		defer l.s.recoverInto(&err, "level table build")
 		return l.buildTable(ctx, inv)
 	})
 	if err != nil {
-		if errors.Is(err, errNoTable) || errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, errNoTable) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupported) || errors.Is(err, cache.ErrPanic) {
 			t.off.Store(true)
 		}
-		return nil
+		return
 	}
 	// A table the cache did not keep (the version retired, or a budget
-	// that cannot hold it) would be built again by every request, each
-	// reading the chunks the cache no longer keeps either: it answers
-	// this one, and the level's later answers take the per-chunk path.
+	// that cannot hold it) would be built again and again, each build
+	// reading the chunks the cache no longer keeps either: the level's
+	// answers take the per-chunk path.
 	kept := false
 	if rc := l.s.refs; rc != nil {
 		var r *cache.Ref
@@ -144,7 +165,6 @@ func (l *Level) levelTable(ctx context.Context, inv *inverse) *levelTable {
 	if !kept {
 		t.off.Store(true)
 	}
-	return v.(*levelTable)
 }
 
 // buildTable reads every chunk of the level (those not cached
@@ -289,12 +309,12 @@ func (l *Level) readChunk(ctx context.Context, i int32) (cv *chunkVerts, err err
 // attributes sel and inverse map inv) is one it answers: a line level's
 // first page with connectivity and object ids in wire form, no filter,
 // attribute or edge attribute. Everything else takes the per-chunk path.
-func (l *Level) tableFor(ctx context.Context, q *BBoxQuery, rf *rowFilter, sel []*attrMeta, inv *inverse) *levelTable {
+func (l *Level) tableFor(q *BBoxQuery, rf *rowFilter, sel []*attrMeta, inv *inverse) *levelTable {
 	if !q.Connectivity || !q.Wire || inv == nil || rf != nil || len(sel) > 0 || len(q.linkSel) > 0 ||
 		q.Resume != nil || q.Offset != 0 {
 		return nil
 	}
-	return l.levelTable(ctx, inv)
+	return l.levelTable(inv)
 }
 
 // tableBBox answers q from table t: the same batches, counts and edges,

@@ -45,7 +45,11 @@ func TestLevelTableBoundByRowsRead(t *testing.T) {
 	l := s.levels[1]
 	l.meta.VertexCount = claimed
 	whole := BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, Wire: true}
-	for range 3 {
+	for i := range 3 {
+		WaitTableBuilds(s) // the second answer starts a build
+		if i == 2 && l.table.builds.Load() != 1 {
+			t.Fatalf("%d builds", l.table.builds.Load())
+		}
 		res, err := l.BBox(ctx, whole, func(*Batch) error { return nil })
 		if err != nil || res.Count != real {
 			t.Fatalf("%d rows, %v; want %d", res.Count, err, real)
@@ -85,8 +89,12 @@ func TestLevelTableCellsNotInCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	whole := BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, Wire: true}
-	dump(t, a, whole) // the level read: the next answer builds its table
-	tab := a.levelTable(ctx, inv)
+	dump(t, a, whole) // the level read: the next answer starts its table's build
+	if a.levelTable(inv) != nil {
+		t.Fatal("a table before its build")
+	}
+	WaitTableBuilds(a.s)
+	tab := a.levelTable(inv)
 	if tab == nil {
 		t.Fatal("no table")
 	}

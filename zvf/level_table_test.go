@@ -8,7 +8,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
+	"go.uber.org/goleak"
 )
 
 // tableAnswer runs q on l and writes everything a caller sees of the
@@ -151,8 +154,12 @@ func TestLevelTableAnswersAsPerChunk(t *testing.T) {
 						q.Limit = 100_000
 					}
 					// Twice: the first answer of a level reads only its box,
-					// the second builds the table.
-					for range 2 {
+					// the second starts the table's build (in the
+					// background), whose end the second round waits for.
+					for round := range 2 {
+						if round == 1 {
+							zvf.WaitTableBuilds(withT)
+						}
 						for page := 0; page < 4; page++ {
 							got, res := tableAnswer(t, a, q)
 							want, _ := tableAnswer(t, b, q)
@@ -180,8 +187,10 @@ func TestLevelTableAnswersAsPerChunk(t *testing.T) {
 }
 
 // TestLevelTableCorruptChunk: a level with a corrupt chunk outside the
-// box answers the box as before (from its chunks, no table is kept), and
-// a box that reaches the corrupt chunk fails with ErrCorrupt as it did.
+// box answers the box as before (from its chunks, no table is kept), a
+// box that reaches the chunk fails with ErrCorrupt as it did, and the
+// failed build is remembered for the store's version (see
+// checkBadChunkLevel).
 func TestLevelTableCorruptChunk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -205,27 +214,60 @@ func TestLevelTableCorruptChunk(t *testing.T) {
 	if err := st.Put(ctx, path, []byte{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
-	first := keys[0]
-	cs := l.Info().ChunkShape
-	min, max := make([]float64, 3), make([]float64, 3)
-	for d := range 3 {
-		min[d], max[d] = float64(first[d])*cs[d], float64(first[d]+1)*cs[d]
+	checkBadChunkLevel(t, s, l, zvf.ErrCorrupt)
+}
+
+// TestLevelTableUnsupportedChunk: the same for a chunk the server cannot
+// decode (an unknown codec: ErrUnsupported, as a Draco level's): its
+// level's build fails once for the store's version, not on every request.
+func TestLevelTableUnsupportedChunk(t *testing.T) {
+	t.Parallel()
+	dir := copyFixture(t, "polylines")
+	s, err := zvf.Open(context.Background(), zvftest.Store(t, dir), zvf.Options{Name: "polylines", Cache: cache.New(256 << 20)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	zvf.WithLevelTablesOfAnyChunk(s) // the fixture's chunks are larger than a table's default
+	l, _ := s.Level(0)
+	keys := l.Keys()
+	bad := keys[len(keys)-1]
+	mutate(t, filepath.Join(dir, fmt.Sprintf("0/vertices/%d.%d.%d/zarr.json", bad[0], bad[1], bad[2])), func(b []byte) []byte {
+		m := bytes.Replace(b, []byte(`"name":"bytes"`), []byte(`"name":"lzma9"`), 1)
+		if bytes.Equal(m, b) {
+			t.Fatal("no bytes codec to replace")
+		}
+		return m
+	})
+	checkBadChunkLevel(t, s, l, zvf.ErrUnsupported)
+}
+
+// checkBadChunkLevel: level l of s, whose last chunk fails to load with
+// kind, answers its first chunk's cell the same every time and from its
+// chunks (no table kept or answering); its table's build, started by the
+// level's second answer, ran once for all the answers after (each would
+// read the whole level again); and a box over the whole level fails with
+// kind.
+func checkBadChunkLevel(t *testing.T, s *zvf.Store, l *zvf.Level, kind error) {
+	t.Helper()
+	min, max := firstCell(l)
 	q := zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true}
-	var answers [3][]byte
+	var answers [6][]byte
 	for i := range answers {
+		zvf.WaitTableBuilds(s) // the build the answer before started has ended
 		answers[i], _ = tableAnswer(t, l, q)
+		if !bytes.Equal(answers[i], answers[0]) {
+			t.Fatalf("answer %d of one box differs", i)
+		}
 	}
-	if !bytes.Equal(answers[0], answers[2]) || !bytes.Equal(answers[1], answers[2]) {
-		t.Fatal("answers of one box differ")
-	}
-	if zvf.TableCached(l) || zvf.TableAnswers(l) != 0 {
-		t.Fatalf("a table was kept (%v) or answered (%d) with a corrupt chunk", zvf.TableCached(l), zvf.TableAnswers(l))
+	zvf.WaitTableBuilds(s)
+	if zvf.TableCached(l) || zvf.TableAnswers(l) != 0 || zvf.TableBuilds(l) != 1 {
+		t.Fatalf("a table was kept (%v) or answered (%d), or built %d times (want once) with a bad chunk",
+			zvf.TableCached(l), zvf.TableAnswers(l), zvf.TableBuilds(l))
 	}
 	whole := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, Wire: true}
-	_, err = l.BBox(ctx, whole, func(*zvf.Batch) error { return nil })
-	if !errors.Is(err, zvf.ErrCorrupt) {
-		t.Fatalf("the whole level: %v, want ErrCorrupt", err)
+	_, err := l.BBox(context.Background(), whole, func(*zvf.Batch) error { return nil })
+	if !errors.Is(err, kind) {
+		t.Fatalf("the whole level: %v, want %v", err, kind)
 	}
 }
 
@@ -249,9 +291,11 @@ func TestLevelTableNotAcrossVersions(t *testing.T) {
 	}
 	whole := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, Wire: true}
 	lo, _ := old.Level(1)
-	for range 2 {
+	for range 2 { // the second starts the build
 		tableAnswer(t, lo, whole)
 	}
+	zvf.WaitTableBuilds(old)
+	tableAnswer(t, lo, whole)
 	if zvf.TableAnswers(lo) == 0 || !zvf.TableCached(lo) {
 		t.Fatal("the old version answered without its table")
 	}
@@ -271,6 +315,7 @@ func TestLevelTableNotAcrossVersions(t *testing.T) {
 	lr, _ := ref.Level(1)
 	want, _ := tableAnswer(t, lr, whole)
 	for i := range 3 {
+		zvf.WaitTableBuilds(s)
 		if got, _ := tableAnswer(t, ln, whole); !bytes.Equal(got, want) {
 			t.Fatalf("answer %d of the new version is not its data's", i)
 		}
@@ -281,7 +326,9 @@ func TestLevelTableNotAcrossVersions(t *testing.T) {
 }
 
 // TestLevelTableOneBuild: requests that all find a level's table missing
-// at once, over slow storage, share one build and give one answer.
+// at once, over slow storage, start one build between them and answer
+// from the level's chunks meanwhile; once it is built, requests answer
+// from it, the same answer.
 func TestLevelTableOneBuild(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -301,12 +348,20 @@ func TestLevelTableOneBuild(t *testing.T) {
 	slow.Add(&faultstore.Rule{Fault: faultstore.Fault{Delay: 2 * time.Millisecond}})
 	whole := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, Wire: true}
 	const n = 6
-	got, errs := make([][]byte, n), make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { got[i], _, errs[i] = answerOf(l, whole) })
+	got, errs := make([][]byte, 2*n), make([]error, 2*n)
+	for round := range 2 {
+		var wg sync.WaitGroup
+		for i := round * n; i < (round+1)*n; i++ {
+			wg.Go(func() { got[i], _, errs[i] = answerOf(l, whole) })
+		}
+		wg.Wait()
+		if round == 0 {
+			if a := zvf.TableAnswers(l); a != 0 {
+				t.Fatalf("%d answers waited for the table's build", a)
+			}
+			zvf.WaitTableBuilds(s)
+		}
 	}
-	wg.Wait()
 	for i := range got {
 		if errs[i] != nil || !bytes.Equal(got[i], got[0]) {
 			t.Fatalf("answer %d differs (%v)", i, errs[i])
@@ -315,6 +370,78 @@ func TestLevelTableOneBuild(t *testing.T) {
 	if b, a := zvf.TableBuilds(l), zvf.TableAnswers(l); b != 1 || a != n {
 		t.Fatalf("%d builds, %d answers from the table; want 1 and %d", b, a, n)
 	}
+}
+
+// TestLevelTableBuildOffRequestPath: the request that finds a level's
+// table missing answers at once while the build it started waits on
+// storage; closing the store ends the build, no goroutine of it is left,
+// and the level still answers, from its chunks, building nothing more.
+func TestLevelTableBuildOffRequestPath(t *testing.T) {
+	// Not parallel: goleak looks at every goroutine.
+	ignore := goleak.IgnoreCurrent()
+	ctx := context.Background()
+	st, err := synth.Streamlines(ctx, 30_000, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hang := &hangingStore{Store: storage.Sub(st, "streamlines"), entered: make(chan struct{})}
+	s, err := zvf.Open(ctx, hang, zvf.Options{Name: "lines", Cache: cache.New(256 << 20), Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Level(1)
+	min, max := firstCell(l)
+	q := zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true}
+	want, _ := tableAnswer(t, l, q) // reads its chunk; the level is now read
+	hang.armed.Store(true)          // every other chunk's read now blocks until its reader's context ends
+	done, entered := make(chan []byte, 1), hang.entered
+	go func() {
+		b, _, _ := answerOf(l, q)
+		done <- b
+	}()
+	for range 2 {
+		select {
+		case got := <-done:
+			if !bytes.Equal(got, want) {
+				t.Fatal("the answer that started the build differs")
+			}
+			done = nil
+		case <-entered:
+			entered = nil // the build is reading
+		case <-time.After(20 * time.Second):
+			t.Fatal("the request waits for the table's build, or no build started")
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, ignore)
+	if got, _ := tableAnswer(t, l, q); !bytes.Equal(got, want) {
+		t.Fatal("the closed store's answer differs")
+	}
+	zvf.WaitTableBuilds(s)
+	if b, a := zvf.TableBuilds(l), zvf.TableAnswers(l); b != 1 || a != 0 {
+		t.Fatalf("after Close: %d builds, %d answers from a table; want the 1 Close ended, and none", b, a)
+	}
+}
+
+// hangingStore, once armed, blocks every read of a vertex chunk until
+// the reader's context ends, telling entered (closed) when the first
+// begins.
+type hangingStore struct {
+	storage.Store
+	armed   atomic.Bool
+	once    sync.Once
+	entered chan struct{}
+}
+
+func (h *hangingStore) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	if h.armed.Load() && strings.Contains(key, "/vertices/") && strings.HasSuffix(key, "/c/0") {
+		h.once.Do(func() { close(h.entered) })
+		<-ctx.Done()
+		return storage.Object{}, ctx.Err()
+	}
+	return h.Store.Get(ctx, key, o)
 }
 
 // TestLevelTableRetiredNotRebuilt: requests still running on a store
@@ -337,6 +464,7 @@ func TestLevelTableRetiredNotRebuilt(t *testing.T) {
 	want, _ := tableAnswer(t, l, zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true}) // reads one chunk
 	c.Retire("lines\x001\x00")
 	for i := range 4 {
+		zvf.WaitTableBuilds(s) // each build a request started (the first) has ended
 		if got, _ := tableAnswer(t, l, zvf.BBoxQuery{Min: min, Max: max, Connectivity: true, Wire: true}); !bytes.Equal(got, want) {
 			t.Fatalf("answer %d after the retirement differs", i)
 		}
@@ -364,7 +492,12 @@ func TestLevelTableOnlyForSmallChunks(t *testing.T) {
 		info := l.Info()
 		b := s.Info().Bounds
 		q := zvf.BBoxQuery{Min: b[0], Max: b[1], Connectivity: true, Wire: true}
-		for range 2 { // the first answer of a level reads only its box
+		// The first answer of a level reads only its box, the second
+		// starts the table's build, the third finds the table.
+		for i := range 3 {
+			if i == 2 {
+				zvf.WaitTableBuilds(s)
+			}
 			tableAnswer(t, l, q)
 		}
 		perChunk := float64(info.VertexCount) / float64(info.ChunkCount)

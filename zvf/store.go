@@ -66,6 +66,8 @@ type Store struct {
 	// compare them with the per-chunk path on every level).
 	tablesAnyChunk bool
 	scratch        freelist.List[*bboxScratch] // reused across queries (see scratchesKept)
+	// builds: the level tables' builds, off the request path (Close ends them).
+	builds builds
 }
 
 // peek looks key up in the cache without loading it.
@@ -107,6 +109,7 @@ func Open(ctx context.Context, st storage.Store, o Options) (*Store, error) {
 		s.conc = 8
 	}
 	s.scratch.Init(scratchesKept)
+	s.builds.init()
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -55,6 +55,7 @@ func New(tb testing.TB, o api.Options) *api.Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { _ = srv.Close() })
 	return srv
 }
 

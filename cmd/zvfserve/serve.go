@@ -282,6 +282,11 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		closeStores := func() {
 			stopOpens()
 			opening()
+			// The stores' background work (level-table builds) ends
+			// before the storage it reads is closed.
+			for _, h := range stores {
+				_ = h.Close()
+			}
 			closeAll()
 		}
 		if err := ctx.Err(); err != nil {
