@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,8 +46,47 @@ func adminPreconditions(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
+		if profiles(r) {
+			// Its 2xx could only become this 412, or with If-None-Match: *
+			// a 304: said before the profile runs for its seconds, not
+			// after.
+			switch {
+			case len(im) > 0 && !listsStar(im):
+				problem.Write(w, r, problem.New(problem.PreconditionFailed, noETagDetail))
+				return
+			case (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesAny(inm):
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
 		h.ServeHTTP(&adminJudge{ResponseWriter: w, r: r, ifMatch: im, ifNoneMatch: inm}, r)
 	})
+}
+
+// noETagDetail is the 412's detail for an answer without an ETag.
+const noETagDetail = "If-Match names no current ETag of this answer: it has no ETag, so only If-Match: * matches it"
+
+// deltaProfiles are the profiles pprof answers with a delta over
+// ?seconds= (net/http/pprof's profileSupportsDelta).
+var deltaProfiles = [...]string{"allocs", "block", "goroutine", "heap", "mutex", "threadcreate"}
+
+// profiles reports whether r asks pprof for something that takes the
+// seconds it names before its answer starts — a CPU profile, a trace, a
+// delta profile — and that pprof does not refuse as malformed (those
+// refusals, found at once, go out as they are).
+func profiles(r *http.Request) bool {
+	name, ok := strings.CutPrefix(r.URL.Path, "/debug/pprof/")
+	switch {
+	case !ok:
+		return false
+	case name == "profile" || name == "trace":
+		return true // a malformed seconds is their default duration
+	case r.FormValue("seconds") == "" || !slices.Contains(deltaProfiles[:], name):
+		return false
+	}
+	sec, err := strconv.ParseInt(r.FormValue("seconds"), 10, 64)
+	debug, _ := strconv.Atoi(r.FormValue("debug"))
+	return err == nil && sec > 0 && debug == 0
 }
 
 // adminJudge is the ResponseWriter adminPreconditions hands a request
@@ -69,7 +110,7 @@ func (j *adminJudge) WriteHeader(code int) {
 	if code >= 200 && code < 300 {
 		switch {
 		case len(j.ifMatch) > 0 && (etag != "" && !matchesStrong(j.ifMatch, etag) || etag == "" && !listsStar(j.ifMatch)):
-			detail := "If-Match names no current ETag of this answer: it has no ETag, so only If-Match: * matches it"
+			detail := noETagDetail
 			if etag != "" {
 				detail = "If-Match names no current ETag of this answer"
 			}
@@ -153,6 +194,12 @@ func redactArg(a, token string) string {
 // for scrapers, probes and operators, a few at a time; past the cap a new
 // connection is closed at once.
 const AdminMaxConnections = 16
+
+// ConnectionsPastCap is how many connections the listeners may hold
+// beyond --max-connections — the API's probe slots and the newcomers read
+// for a probe's request line, and the admin listener's —: descriptors the
+// open-file limit must leave room for beside the cap.
+const ConnectionsPastCap = ProbeConnections + probePeeks + AdminMaxConnections
 
 // adminMaxHeaderBytes bounds an admin request's headers: scrapers and
 // pprof send few.

@@ -242,3 +242,69 @@ func TestAdminJudgesIfMatch(t *testing.T) {
 		t.Errorf("/nosuch, If-Match %s: %d, want the 404 without it:\n%s\n%s", other, resp.StatusCode, body, full)
 	}
 }
+
+// TestAdminIfMatchRefusesProfilesFirst: none of the admin listener's
+// answers has an ETag, so an If-Match without "*" can only be a 412 — but
+// a CPU profile, a trace or a delta profile ran its whole duration first
+// (a minute's profile answered 412 after a minute, having profiled the
+// server all the while). Their 412 comes at once; a request pprof refuses
+// as malformed is still its 400. If-None-Match: * (every answer here
+// exists) is its 304 at once in the same way.
+func TestAdminIfMatchRefusesProfilesFirst(t *testing.T) {
+	t.Parallel()
+	srv, _ := newServer(t, api.Options{})
+	addr := startAdmin(t, srv)
+	const other = `"0123456789abcdef01234567"`
+	get := func(path string) (int, string, time.Duration) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("If-Match", other)
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), time.Since(start)
+	}
+	for _, path := range []string{"/debug/pprof/profile?seconds=10", "/debug/pprof/trace?seconds=10", "/debug/pprof/heap?seconds=10"} {
+		code, body, took := get(path)
+		if code != http.StatusPreconditionFailed || !strings.Contains(body, "precondition-failed") || !strings.Contains(body, "no ETag") {
+			t.Errorf("%s, If-Match %s: %d %s", path, other, code, body)
+		}
+		if took > 5*time.Second {
+			t.Errorf("%s, If-Match %s: the 412 took %v: the profile ran first", path, other, took.Round(time.Millisecond))
+		}
+	}
+	// If-None-Match: * is a 304 (every answer here exists), also at once.
+	for _, path := range []string{"/debug/pprof/profile?seconds=10", "/debug/pprof/heap?seconds=10"} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("If-None-Match", "*")
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if took := time.Since(start); resp.StatusCode != http.StatusNotModified || len(b) != 0 || took > 5*time.Second {
+			t.Errorf("%s, If-None-Match *: %d, %d bytes after %v; want a 304 at once", path, resp.StatusCode, len(b), took.Round(time.Millisecond))
+		}
+	}
+	for path, want := range map[string]string{
+		"/debug/pprof/heap?seconds=x":         `invalid value for "seconds"`,
+		"/debug/pprof/heap?seconds=2&debug=1": "incompatible",
+		"/debug/pprof/nosuch?seconds=2":       "Unknown profile",
+	} {
+		if code, body, _ := get(path); code/100 != 4 || code == http.StatusPreconditionFailed || !strings.Contains(body, want) {
+			t.Errorf("%s, If-Match %s: %d %q, want pprof's refusal saying %q", path, other, code, body, want)
+		}
+	}
+}

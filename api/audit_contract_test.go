@@ -388,3 +388,29 @@ func TestCursorSurvivesRespelling(t *testing.T) {
 		}
 	}
 }
+
+// TestCornerGrammar: a box corner is decimal numbers, as openapi.yaml
+// says — an optional sign, digits with an optional fraction (or a
+// fraction alone), an optional exponent. strconv.ParseFloat also took Go's
+// own syntax, so min=0x1p4 was the box from 16 and min=1_0 the box from
+// 10, spellings no client of the documented API means and another server
+// behind the same URL would refuse. They are refused naming the corner,
+// the coordinate and the form wanted.
+func TestCornerGrammar(t *testing.T) {
+	t.Parallel()
+	s := apitest.Open(t, filepath.Join(fixtures, "points_bins.zarrvectors"), "points_bins", cache.New(64<<20))
+	h := apitest.New(t, api.Options{Stores: []*zvf.Store{s}}).Handler()
+	for _, v := range []string{"0", "-2.5", "%2B3", ".5", "5.", "1e3", "1.5E-2", ".5e%2B1", "%207%20", "00012"} {
+		if code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/count?min="+v+",0,0&max=1e6,1e6,1e6"); code != 200 {
+			t.Errorf("min[0] = %s: %d %.300s, want 200", v, code, b)
+		}
+	}
+	for _, v := range []string{"0x1p4", "0x10", "1_0", "0b1", "0o7", "Infinity", "%2BInf", "nan", "1e", "e3", "--1", "1.2.3", "1e%2B", "%2B", ".", "1%200"} {
+		code, _, b := diffGet(t, h, "/api/v1/stores/points_bins/count?min=0,0,0&max=1,"+v+",1")
+		p := problemOf(t, code, b)
+		if code != http.StatusBadRequest || !strings.HasSuffix(p.Type, "/bad-parameter") || !strings.Contains(p.Detail, "max[1] = ") ||
+			!strings.Contains(p.Detail, "not a decimal number") || !strings.Contains(p.Detail, "1.5e3") {
+			t.Errorf("max[1] = %s: %d %s, want 400 naming max[1] and the decimal form", v, code, b)
+		}
+	}
+}

@@ -31,6 +31,7 @@ func TestDocLimitsAreTheCode(t *testing.T) {
 		{"docs/security.md", "Query strings over 4 KiB (besides a `cursor` of at most 1,024 characters) and paths over 1 KiB are 414", maxQuery == 4<<10 && maxCursor == 1024 && maxPath == 1<<10},
 		{"openapi.yaml", "query string is over 4 KiB (not counting a\n    `cursor` parameter of at most 1,024 characters", maxQuery == 4<<10 && maxCursor == 1024},
 		{"docs/security.md", "box corners must be finite and within ±1e300", cornerBound == 1e300},
+		{"docs/security.md", "for the 84 connections the listeners hold past the cap (4 probe slots, 64 newcomers being read", ConnectionsPastCap == 84 && ProbeConnections == 4 && probePeeks == 64},
 		{"docs/security.md", "others wait up to 2 s and then get 503", srv.o.QueueWait == 2*time.Second},
 		{"openapi.yaml", "Every request slot (`--max-concurrent`) stayed busy for 2 s", srv.o.QueueWait == 2*time.Second},
 		{"docs/security.md", "a `zarr.json`: 64 MiB", zarr.MaxMetadataBytes == 64<<20},

@@ -208,7 +208,11 @@ func parseCorner(out []float64, v string, name string) error {
 	}
 	i := 0
 	for p := range strings.SplitSeq(v, ",") {
-		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		t := strings.TrimSpace(p)
+		if !decimal(t) {
+			return badRequest(fmt.Sprintf("%s[%d] = %q is not a decimal number: digits with an optional sign, fraction and exponent (12, -0.5, 1.5e3), finite and within ±1e300", name, i, p))
+		}
+		f, err := strconv.ParseFloat(t, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > cornerBound {
 			return badRequest(fmt.Sprintf("%s[%d] = %q is not a finite number within ±1e300", name, i, p))
 		}
@@ -216,6 +220,47 @@ func parseCorner(out []float64, v string, name string) error {
 		i++
 	}
 	return nil
+}
+
+// IsDecimal reports whether s is a number as a box corner takes it (see
+// decimal): for a client, the CLI's --bbox, that checks before it asks.
+func IsDecimal(s string) bool { return decimal(s) }
+
+// decimal reports whether s is a number as corners are documented:
+// [+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?. It leaves
+// out what strconv.ParseFloat also takes — Go's hexadecimal floats and
+// digit separators (0x1p4, 1_0), Inf and NaN — which no client of the
+// API means by a coordinate.
+func decimal(s string) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i, n = i+1, n+1
+		}
+		return n
+	}
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	n := digits()
+	if i < len(s) && s[i] == '.' {
+		i++
+		n += digits()
+	}
+	if n == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // ---- catalog and descriptor ----
@@ -747,7 +792,11 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	_, wire := rep.codec.(binaryCodec) // a line's edges as the encoder writes them
-	o, err := l.ObjectWith(r.Context(), id, zvf.ObjectQuery{Attributes: attrs, LinkAttributes: edgeAttrs, Wire: wire})
+	oq := zvf.ObjectQuery{Attributes: attrs, LinkAttributes: edgeAttrs, Wire: wire}
+	if done, err := refuseFound(w, func() error { return l.CheckObject(r.Context(), id, oq) }); done || err != nil {
+		return err
+	}
+	o, err := l.ObjectWith(r.Context(), id, oq)
 	if err != nil {
 		return err
 	}
@@ -788,6 +837,11 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	st, l, id := sub.st, sub.l, sub.id
+	// The manifest's fragment ranges are read from the vertex chunks;
+	// the object is found in the index before.
+	if done, err := s.jsonFound(w, r, st, func() error { return l.CheckObject(r.Context(), id, zvf.ObjectQuery{}) }); done || err != nil {
+		return err
+	}
 	m, err := l.Manifest(r.Context(), id)
 	if err != nil {
 		return err
@@ -861,32 +915,38 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	edgeInfos, err := linkAttrInfos(l, edgeAttrs)
+	if err != nil {
+		return err
+	}
+	if err := edgeColumnsFit(am, edgeInfos); err != nil {
+		return err
+	}
+	// The binary answer's edge attribute blocks follow an edges block,
+	// and Arrow's table=edges is one: the chunk's links are those edges.
+	// JSON and NDJSON give them once, as links.
+	_, bin := rep.codec.(binaryCodec)
+	asEdges := (bin && len(edgeInfos) > 0) || (am != nil && am.table == tableEdges)
+	if asEdges && l.LinkWidth() > 2 {
+		return unrepresentable(fmt.Sprintf("level %d's links are rows of %d vertices, not edges: f=%s has no place for their values; ask f=json or f=ndjson", l.N(), l.LinkWidth(), rep.codec.format()))
+	}
+	if done, err := refuseFound(w, func() error { return l.CheckChunk(key, attrs) }); done || err != nil {
+		return err
+	}
 	t, err := l.Chunk(r.Context(), key, attrs)
 	if err != nil {
 		return err
 	}
-	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes), Arrow: am}
-	if meta.EdgeAttributes, err = linkAttrInfos(l, edgeAttrs); err != nil {
-		return err
-	}
-	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
-		return err
-	}
+	meta := &payloadMeta{Kind: "chunk", Store: st.Name(), Level: l.N(), Dims: st.Info().Dims, VertexDType: t.Vertices.DType, Attributes: columnInfos(t.Attributes), Arrow: am,
+		EdgeAttributes: edgeInfos}
 	var edgeCols []zvf.EdgeColumn
 	if len(meta.EdgeAttributes) > 0 {
 		if edgeCols, err = l.ChunkLinkAttributes(r.Context(), key, edgeAttrs); err != nil {
 			return err
 		}
 	}
-	// The binary answer's edge attribute blocks follow an edges block,
-	// and Arrow's table=edges is one: the chunk's links are those edges.
-	// JSON and NDJSON give them once, as links.
 	var edges []int64
-	_, bin := rep.codec.(binaryCodec)
-	if (bin && edgeCols != nil) || (am != nil && am.table == tableEdges) {
-		if t.LinkWidth > 2 {
-			return unrepresentable(fmt.Sprintf("level %d's links are rows of %d vertices, not edges: f=%s has no place for their values; ask f=json or f=ndjson", l.N(), t.LinkWidth, rep.codec.format()))
-		}
+	if asEdges {
 		edges = t.Links
 		if edges == nil {
 			edges = []int64{} // no links: an empty edges block, or table

@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
@@ -92,4 +94,96 @@ func (k *keyLog) chunkReads() []string {
 		}
 	}
 	return out
+}
+
+// TestIfMatchRefusalOfFoundResources: a chunk, an object and the
+// Neuroglancer annotation files are known to exist from the store's
+// metadata (a chunk key, an object's manifest) or the source's plan (a
+// cell of its grid, an annotation id below its count), so an If-Match
+// that names none of their ETag is refused once that is known, before
+// their data is read. Before, the handler read the chunks (an object, its
+// every vertex chunk) and encoded the answer, and only its 200 became the
+// 412. What is missing is still its 404, and a matching If-Match reads.
+func TestIfMatchRefusalOfFoundResources(t *testing.T) {
+	t.Parallel()
+	const other = `"0123456789abcdef01234567"`
+	keys := &keyLog{Store: zvftest.Store(t, filepath.Join(fixtures, "points_pyramid.zarrvectors"))}
+	_, srv := handleServer(t, keys, zvf.Options{Name: "p"}, zvf.Watch{}, api.Options{Cache: cache.New(64 << 20)})
+	for _, tc := range []struct{ warm, path string }{
+		// warm opens what the route's first request opens (the level, the
+		// object index, the source's plan), from other chunks than path's.
+		{"/api/v1/stores/p/levels/0/chunks/0.0.0", "/api/v1/stores/p/levels/0/chunks/2.2.2?attributes=*"},
+		{"/api/v1/stores/p/objects/0?level=1", "/api/v1/stores/p/objects/0?attributes=*"},
+		{"/api/v1/stores/p/objects/0/manifest?level=1", "/api/v1/stores/p/objects/2/manifest"},
+		{"/ng/p/annotations/spatial1/0_0_0", "/ng/p/annotations/spatial1/3_3_3"},
+		{"/ng/p/annotations/by_id/0", "/ng/p/annotations/by_id/10000"},
+		{"/ng/p/density/1/0-2_0-2_0-2", "/ng/p/density/0/0-4_0-4_0-4"},
+	} {
+		if code, _, body := serveFull(t, srv.Handler(), tc.warm); code != 200 {
+			t.Fatalf("%s: %d %.200s", tc.warm, code, body)
+		}
+		keys.reset()
+		req := httptest.NewRequest("GET", tc.path, nil)
+		req.Header.Set("If-Match", other)
+		code, hdr, body := serveRequest(t, srv.Handler(), req)
+		if code != 412 || !strings.Contains(string(body), "precondition-failed") || hdr.Get("ETag") != "" {
+			t.Errorf("%s, If-Match %s: %d, ETag %q: %.200s", tc.path, other, code, hdr.Get("ETag"), body)
+		}
+		// An object is found by its manifest: that is read, no vertex.
+		got := slices.DeleteFunc(keys.chunkReads(), func(k string) bool { return strings.Contains(k, "/object_index/") })
+		if len(got) != 0 {
+			t.Errorf("%s: the 412 read %d chunks (%v), want none", tc.path, len(got), got[:min(len(got), 5)])
+		}
+		keys.reset()
+		code, _, body = serveFull(t, srv.Handler(), tc.path)
+		if code != 200 || len(keys.chunkReads()) == 0 {
+			t.Errorf("%s: %d after reading %d chunks: the test cannot tell a 412 that reads none: %.200s", tc.path, code, len(keys.chunkReads()), body)
+		}
+	}
+	// Skeletons, multilod meshes, legacy mesh fragments and an object's
+	// annotations start by finding the object in the index.
+	for _, tc := range []struct{ fixture, warm, path string }{
+		{"points_pyramid", "/ng/p/annotations/objects/0", "/ng/p/annotations/objects/1"},
+		{"skeleton", "/ng/p/skeletons/info", "/ng/p/skeletons/1"},
+		{"mesh", "/ng/p/multilod/info", "/ng/p/multilod/1"},
+		{"mesh", "/ng/p/meshes/info", "/ng/p/meshes/frag/1"},
+	} {
+		keys := &keyLog{Store: zvftest.Store(t, filepath.Join(fixtures, tc.fixture+".zarrvectors"))}
+		_, srv := handleServer(t, keys, zvf.Options{Name: "p"}, zvf.Watch{}, api.Options{Cache: cache.New(64 << 20)})
+		if code, _, body := serveFull(t, srv.Handler(), tc.warm); code != 200 {
+			t.Fatalf("%s %s: %d %.200s", tc.fixture, tc.warm, code, body)
+		}
+		keys.reset()
+		req := httptest.NewRequest("GET", tc.path, nil)
+		req.Header.Set("If-Match", other)
+		code, _, body := serveRequest(t, srv.Handler(), req)
+		got := slices.DeleteFunc(keys.chunkReads(), func(k string) bool { return strings.Contains(k, "/object_index/") })
+		if code != 412 || !strings.Contains(string(body), "precondition-failed") || len(got) != 0 {
+			t.Errorf("%s %s, If-Match %s: %d after reading %d chunks (%v): %.200s", tc.fixture, tc.path, other, code, len(got), got[:min(len(got), 5)], body)
+		}
+		keys.reset()
+		if code, _, body = serveFull(t, srv.Handler(), tc.path); code != 200 || len(keys.chunkReads()) == 0 {
+			t.Errorf("%s %s: %d after reading %d chunks: the test cannot tell a 412 that reads none: %.200s", tc.fixture, tc.path, code, len(keys.chunkReads()), body)
+		}
+		req = httptest.NewRequest("GET", strings.TrimSuffix(tc.path, "1")+"999999", nil)
+		req.Header.Set("If-Match", other)
+		if code, _, body := serveRequest(t, srv.Handler(), req); code != 404 || !strings.Contains(string(body), "999999") {
+			t.Errorf("%s %s999999, If-Match %s: %d %.200s, want its 404", tc.fixture, strings.TrimSuffix(tc.path, "1"), other, code, body)
+		}
+	}
+	// What does not exist is its 404 with any If-Match.
+	for path, want := range map[string]string{
+		"/api/v1/stores/p/levels/0/chunks/9.9.9":                   "no chunk 9.9.9",
+		"/api/v1/stores/p/levels/0/chunks/0.0.0?attributes=nosuch": "nosuch",
+		"/ng/p/annotations/by_id/20000":                            "no point annotation 20000",
+		"/ng/p/annotations/spatial1/9_9_9":                         "9_9_9",
+		"/ng/p/density/0/4-8_0-4_0-4":                              "is no chunk of density scale",
+		"/api/v1/stores/p/objects/999999/manifest":                 "999999",
+	} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("If-Match", other)
+		if code, _, body := serveRequest(t, srv.Handler(), req); code != 404 || !strings.Contains(string(body), want) {
+			t.Errorf("%s, If-Match %s: %d %.300s, want its 404 saying %q", path, other, code, body, want)
+		}
+	}
 }

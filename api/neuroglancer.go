@@ -22,7 +22,8 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		Serve: func(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 			return s.wrap(h)
 		},
-		NotModified: s.notModified,
+		NotModified:      s.notModified,
+		NotModifiedFound: s.notModifiedFound,
 		OtherVersion: func(r *http.Request, st *zvf.Store) error {
 			return otherVersion(r, st, "a Neuroglancer key")
 		},
@@ -30,6 +31,7 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 		Cache:          c,
 		MaxAnnotations: s.o.MaxVertices,
 		Sharded:        s.o.NGSharded,
+		MaxShardBytes:  s.o.NGMaxShardBytes,
 		Now:            s.o.Now,
 		Logger:         s.log,
 	})

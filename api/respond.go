@@ -129,6 +129,25 @@ func (s *Server) preconditions(w http.ResponseWriter, r *http.Request, etag stri
 	return false
 }
 
+// refuseFound sends the 412 that notModified left pending (an If-Match
+// naming none of the ETag, on a route that finds its resource by
+// reading) once check has found the resource without reading its data
+// (a chunk key in the level, an object's manifest): then it reports
+// true, and the answer's chunks are never read. check runs only when a
+// 412 is pending; its error (a missing object's 404) is the answer, as
+// RFC 9110 13.2.1 has it.
+func refuseFound(w http.ResponseWriter, check func() error) (bool, error) {
+	sw, _ := w.(*statusWriter)
+	if sw == nil || sw.unmatched == nil {
+		return false, nil
+	}
+	if err := check(); err != nil {
+		return false, err
+	}
+	sw.WriteHeader(http.StatusPreconditionFailed)
+	return true, nil
+}
+
 // unmatched is the 412 problem for a request whose If-Match names
 // neither etag nor "*"; nil when it has none or it matches.
 func unmatched(r *http.Request, etag string) *Problem {
@@ -586,6 +605,31 @@ func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 		return err
 	}
 	return body.finish()
+}
+
+// jsonFound is writeJSON's If-Match for a document built by reading what
+// check finds without reading it (an object in the index): with an
+// If-Match that names none of the document's ETag, check runs, and the
+// 412 is sent (done) before the document is built; a missing resource is
+// check's error, as RFC 9110 13.2.1 has it. Without an If-Match it does
+// nothing, and writeJSON judges the rest.
+func (s *Server) jsonFound(w http.ResponseWriter, r *http.Request, st *zvf.Store, check func() error) (done bool, err error) {
+	if len(r.Header.Values("If-Match")) == 0 {
+		return false, nil
+	}
+	rep, err := negotiate(r, jsonOnly(&s.text))
+	if err != nil {
+		return false, err
+	}
+	p := unmatched(r, s.etagOf(st, r, rep, ""))
+	if p == nil {
+		return false, nil
+	}
+	if err := check(); err != nil {
+		return false, err
+	}
+	writeProblem(w, r, p)
+	return true, nil
 }
 
 // denseCoding reports whether an answer's zstd should spend more CPU for

@@ -53,6 +53,9 @@ type Options struct {
 	// NGSharded says when Neuroglancer annotation and skeleton sources
 	// are sharded (--ng-sharded); "" is auto.
 	NGSharded neuroglancer.ShardMode
+	// NGMaxShardBytes bounds what one shard build holds
+	// (--ng-max-shard-bytes; 0: neuroglancer.DefaultMaxShardBytes).
+	NGMaxShardBytes int64
 	// ReadyAny makes /readyz 200 while at least one store serves; by
 	// default it is 503 while any store does not (a store that fails to
 	// open keeps the replica out of its load balancer until it opens).

@@ -8,10 +8,7 @@ import (
 // Chunk returns one chunk as a tile: its vertices, fragments, the requested
 // attributes and its links/0 rows.
 func (l *Level) Chunk(ctx context.Context, key Key, attrs []string) (*Tile, error) {
-	if len(key) != l.keyArity || !l.hasKey(key) {
-		return nil, l.s.errf(ErrNotFound, l.n, "vertices", key.String(), "no chunk %s at level %d", key, l.n)
-	}
-	sel, err := l.selectAttrs(attrs)
+	sel, err := l.chunkAttrs(key, attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -79,3 +76,24 @@ func (l *Level) ChunkLinkAttributes(ctx context.Context, key Key, names []string
 	}
 	return l.edgeColumns(ctx, sel, refs)
 }
+
+// CheckChunk is the error Chunk(key, attrs) fails with before it reads
+// anything — no such chunk, no such attribute —, nil when it would read:
+// found from the level's metadata alone, so that a caller may refuse the
+// request (a failed precondition) before the chunk's bytes are read.
+func (l *Level) CheckChunk(key Key, attrs []string) error {
+	_, err := l.chunkAttrs(key, attrs)
+	return err
+}
+
+// chunkAttrs checks that the level has chunk key, and resolves attrs.
+func (l *Level) chunkAttrs(key Key, attrs []string) ([]*attrMeta, error) {
+	if len(key) != l.keyArity || !l.hasKey(key) {
+		return nil, l.s.errf(ErrNotFound, l.n, "vertices", key.String(), "no chunk %s at level %d", key, l.n)
+	}
+	return l.selectAttrs(attrs)
+}
+
+// LinkWidth is the number of vertices of each of a chunk's links (2: an
+// edge; 0: the level has none).
+func (l *Level) LinkWidth() int { return l.linkWidth }

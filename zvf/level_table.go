@@ -217,12 +217,19 @@ func (l *Level) buildTable(ctx context.Context, inv *inverse) (*levelTable, int6
 }
 
 // readAllChunks fills cvs with every chunk of the level: from the cache,
-// or read l.s.conc at a time.
+// or read l.s.conc at a time. It stops with errNoTable once the rows
+// read make a table past the bound: the metadata's count, which the
+// level passed tableFits on, may understate them, and the build holds
+// every chunk it reads until it ends.
 func (l *Level) readAllChunks(ctx context.Context, cvs []*chunkVerts) error {
+	var rows atomic.Int64
+	over := func(cv *chunkVerts) bool { return l.tableBytes(rows.Add(int64(cv.rows))) > l.table.limit }
 	var missing []int32
 	for i := range cvs {
 		if v, ok := l.peekVerts(int32(i)); ok {
-			cvs[i] = v.(*chunkVerts)
+			if cvs[i] = v.(*chunkVerts); over(cvs[i]) {
+				return errNoTable
+			}
 		} else {
 			missing = append(missing, int32(i))
 		}
@@ -249,6 +256,9 @@ func (l *Level) readAllChunks(ctx context.Context, cvs []*chunkVerts) error {
 				}
 				i := missing[k]
 				cv, err := l.readChunk(ctx, i)
+				if err == nil && over(cv) {
+					err = errNoTable
+				}
 				if err != nil {
 					mu.Lock()
 					if first == nil {

@@ -2,7 +2,10 @@ package zvf
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/zvfserve/zvfserve/cache"
@@ -117,4 +120,60 @@ func dump(t *testing.T, l *Level, q BBoxQuery) string {
 	}
 	out = fmt.Appendf(out, "%d %d %v %d|", res.Count, res.Matched, res.More, res.Chunks)
 	return string(append(out, res.WireEdges...))
+}
+
+// TestLevelTableBuildStopsAtItsBound: a level whose metadata understates
+// its rows passed the table's size test, and the build then read every
+// chunk of the level and held them all at once before it found the rows
+// past the bound — a hundred times the cache's share for a table, for a
+// store claiming a hundredth of its rows. The build stops reading once
+// the rows read pass the bound. (Level 0: its 400,000 rows outweigh
+// the table's part for each chunk, which level 1's 7,570 do not.)
+func TestLevelTableBuildStopsAtItsBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := synth.Streamlines(ctx, 400_000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := &chunkGets{Store: storage.Sub(st, "streamlines")}
+	probe, err := Open(ctx, reads, Options{Name: "lines"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := probe.levels[0].meta.VertexCount
+	claimed := real / 100
+	s, err := Open(ctx, reads, Options{Name: "lines", Cache: cache.New(tableShare * 2 * probe.levels[0].tableBytes(claimed))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.levels[0]
+	l.meta.VertexCount = claimed
+	if !l.tableFits() {
+		t.Fatal("the claimed rows did not pass the size test")
+	}
+	inv, err := l.inverseMap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads.n.Store(0)
+	if _, _, err := l.buildTable(ctx, inv); !errors.Is(err, errNoTable) {
+		t.Fatalf("build: %v, want errNoTable", err)
+	}
+	if n, all := reads.n.Load(), int64(len(l.keys)); n > all/4 {
+		t.Fatalf("the build made %d reads of vertex chunks, for a level of %d, before it gave up; its rows passed the bound within a fiftieth of them", n, all)
+	}
+}
+
+// chunkGets counts the reads of vertex chunks.
+type chunkGets struct {
+	storage.Store
+	n atomic.Int64
+}
+
+func (c *chunkGets) Get(ctx context.Context, key string, o storage.ReadOptions) (storage.Object, error) {
+	if strings.Contains(key, "/vertices/") {
+		c.n.Add(1)
+	}
+	return c.Store.Get(ctx, key, o)
 }

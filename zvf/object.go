@@ -433,6 +433,22 @@ func (l *Level) WireObject(ctx context.Context, id int64, attrs []string) (*Obje
 	return l.object(ctx, id, ObjectQuery{Attributes: attrs, Wire: true})
 }
 
+// CheckObject is the error ObjectWith(id, q) fails with before it reads a
+// vertex — no such attribute, no such object in the index —, nil when it
+// would go on to read them: found from the level's metadata and the
+// object's manifest, so that a caller may refuse the request (a failed
+// precondition) before the object's chunks are read.
+func (l *Level) CheckObject(ctx context.Context, id int64, q ObjectQuery) error {
+	if _, err := l.selectAttrs(q.Attributes); err != nil {
+		return err
+	}
+	if _, err := l.selectLinkAttrs(q.LinkAttributes); err != nil {
+		return err
+	}
+	_, err := l.refs(ctx, id)
+	return err
+}
+
 func (l *Level) object(ctx context.Context, id int64, q ObjectQuery) (*Object, error) {
 	wire := q.Wire
 	sel, err := l.selectAttrs(q.Attributes)

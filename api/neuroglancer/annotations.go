@@ -375,28 +375,22 @@ func (p *plan) lineRecords(ctx context.Context, i int, want func(id, a, b int64)
 // segment list (its object, or none for a point no manifest names).
 func (p *plan) byID(ctx context.Context, id int64) ([]byte, error) {
 	var l list
-	missing := notFoundf("store %q has no %s annotation %d", p.store, p.kind.annotationType(), id)
+	missing := p.noID(id)
+	if !p.hasID(id) {
+		return nil, missing
+	}
 	switch p.kind {
 	case kindPoint:
-		if id < 0 || id >= p.total {
-			return nil, missing
-		}
 		c := sort.Search(len(p.keys), func(c int) bool { return p.first[c+1] > id })
 		if err := p.pointRows(ctx, c, p.relate, func(x, _ int64) bool { return x == id }, &l); err != nil {
 			return nil, err
 		}
 	case kindPolyline:
-		i, ok := p.objectNamed(id)
-		if !ok {
-			return nil, missing
-		}
+		i, _ := p.objectNamed(id)
 		if err := p.polylineRecord(ctx, i, &l); err != nil {
 			return nil, err
 		}
 	case kindLine:
-		if id < 0 || id >= p.total {
-			return nil, missing
-		}
 		i := sort.Search(len(p.objects), func(i int) bool { return p.edgeFirst[i+1] > id })
 		if err := p.lineRecords(ctx, i, func(x, _, _ int64) bool { return x == id }, &l); err != nil {
 			return nil, err
@@ -406,6 +400,22 @@ func (p *plan) byID(ctx context.Context, id int64) ([]byte, error) {
 		return nil, missing
 	}
 	return p.byIDRecord(&l, 0), nil
+}
+
+// hasID reports whether the source has annotation id, from the plan
+// alone: points and lines are numbered from 0 below the count, a
+// polyline has its object's id.
+func (p *plan) hasID(id int64) bool {
+	if p.kind == kindPolyline {
+		_, ok := p.objectNamed(id)
+		return ok
+	}
+	return id >= 0 && id < p.total
+}
+
+// noID is the 404 of an annotation id the source does not have.
+func (p *plan) noID(id int64) error {
+	return notFoundf("store %q has no %s annotation %d", p.store, p.kind.annotationType(), id)
 }
 
 // byIDRecord is annotation i of l as by_id holds it: its record, then its

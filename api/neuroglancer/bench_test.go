@@ -31,7 +31,7 @@ import (
 // pointStore writes n uniform points with a float and a categorical
 // attribute over a 1000-cube in chunks of the given edge (bins a fifth of
 // it), with a three-level pyramid or none, under prefix "points".
-func pointStore(b *testing.B, n int, chunk float64, pyramid bool) storage.Store {
+func pointStore(b testing.TB, n int, chunk float64, pyramid bool) storage.Store {
 	b.Helper()
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))

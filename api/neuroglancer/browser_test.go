@@ -162,20 +162,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 	page := httptest.NewServer(http.FileServer(http.Dir(dist)))
 	t.Cleanup(page.Close)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700),
-		chromedp.Flag("use-angle", "swiftshader"), chromedp.Flag("enable-unsafe-swiftshader", true),
-		chromedp.Flag("disable-gpu", false), chromedp.Flag("ignore-gpu-blocklist", true),
-		chromedp.Flag("disable-component-update", true))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	bctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	// The first action starts the browser and ties it to its context: this
-	// one, not a test case's (whose end would close it).
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
+	bctx := newBrowser(t, exe)
 
 	meshBytes := map[string]int64{} // by case: what the mesh source's requests took
 	meshDrawn := map[string]int{}   // by case: the lit pixels of the mesh cases
@@ -199,11 +186,16 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		link bool
 		// sharded: the stores come from the server with --ng-sharded=always.
 		sharded bool
+		// spacing: the annotation layers' 3-D annotation spacing in pixels
+		// (projectionAnnotationSpacing; 0: Neuroglancer's 8). A finer one
+		// wants more annotations than a small store's coarse level holds,
+		// so Neuroglancer reads the finer levels too.
+		spacing float64
 		// minDrawn: the lit pixels the 3-D panel must show (0: a
 		// thousandth of it).
 		minDrawn int
 	}{
-		{name: "points", stores: []string{"points_pyramid"}, want: []string{
+		{name: "points", stores: []string{"points_pyramid"}, spacing: 2, want: []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`,
 			`^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial1/\d+_\d+_\d+$`}},
 		{name: "streamlines", stores: []string{"polylines"}, want: []string{`^/ng/polylines/annotations/info$`, `^/ng/polylines/annotations/v[0-9a-f]{16}\.\d+/spatial0/\d+_\d+_\d+$`,
@@ -244,7 +236,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 		{name: "large ids", stores: []string{"big_streamlines"}, link: true, want: []string{`^/ng/big_streamlines/skeletons/v[0-9a-f]{16}\.\d+/\d{19}$`,
 			`^/ng/big_streamlines/annotations/v[0-9a-f]{16}\.\d+/objects/\d{19}$`, `^/ng/big_streamlines/lines/v[0-9a-f]{16}\.\d+/objects/\d{19}$`}},
 		// Sharded sources: Neuroglancer reads shard files by Range.
-		{name: "sharded points", stores: []string{"points_pyramid"}, sharded: true, want: []string{
+		{name: "sharded points", stores: []string{"points_pyramid"}, sharded: true, spacing: 2, want: []string{
 			`^/ng/points_pyramid/annotations/info$`, `^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial0/0\.shard$`,
 			`^/ng/points_pyramid/annotations/v[0-9a-f]{16}\.\d+/spatial1/0\.shard$`}},
 		{name: "sharded skeletons and lines", stores: []string{"graph"}, sharded: true, want: []string{
@@ -312,7 +304,7 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 				}
 				var out []any
 				for _, l := range layers {
-					if !tc.link || l.Type != "annotation" {
+					if (!tc.link && tc.spacing == 0) || l.Type != "annotation" {
 						out = append(out, l)
 						continue
 					}
@@ -320,10 +312,13 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 					js, _ := json.Marshal(l)
 					_ = json.Unmarshal(js, &m)
 					for _, sk := range layers {
-						if sk.Type == "segmentation" {
+						if sk.Type == "segmentation" && tc.link {
 							m["linkedSegmentationLayer"] = map[string]string{"object": sk.Name}
 							m["filterBySegmentation"] = []string{"object"}
 						}
+					}
+					if tc.spacing > 0 {
+						m["projectionAnnotationSpacing"] = tc.spacing
 					}
 					out = append(out, m)
 				}
@@ -426,6 +421,27 @@ func TestNeuroglancerRendersEveryKind(t *testing.T) {
 			t.Errorf("%s: the replay counts legacy %d and multilod %d bytes, the browser fetched %d and %d", c.name, rl, rm, legacy, multilod)
 		}
 	}
+}
+
+// newBrowser starts headless Chromium (exe) for the test, WebGL on
+// SwiftShader, in a 1000 × 700 window.
+func newBrowser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700),
+		chromedp.Flag("use-angle", "swiftshader"), chromedp.Flag("enable-unsafe-swiftshader", true),
+		chromedp.Flag("disable-gpu", false), chromedp.Flag("ignore-gpu-blocklist", true),
+		chromedp.Flag("disable-component-update", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	// The first action starts the browser and ties it to its context: this
+	// one, not a test case's (whose end would close it).
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatal(err)
+	}
+	return bctx
 }
 
 func slicesContainsFunc(s []string, f func(string) bool) bool {

@@ -246,7 +246,7 @@ func (s *Server) densityChunk(w http.ResponseWriter, r *http.Request) error {
 		}
 		q.Closed[a] = hi[a] == sc.end(a)
 	}
-	if s.notModified(w, r, st) {
+	if s.notModifiedFound(w, r, st) { // a chunk of the grid: its counts are what is read
 		return nil
 	}
 	l, err := st.Level(sc.level)

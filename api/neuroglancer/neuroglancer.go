@@ -47,6 +47,11 @@ type Options struct {
 	// the handler set one), and reports whether the client's copy is
 	// current (a 304 has then been written).
 	NotModified func(w http.ResponseWriter, r *http.Request, etag string) bool
+	// NotModifiedFound is NotModified for a handler that has found what
+	// it answers (a cell of the grid, an annotation id below the count):
+	// an If-Match naming none of etag is answered 412 now, before any
+	// of the answer's chunks is read. nil: NotModified.
+	NotModifiedFound func(w http.ResponseWriter, r *http.Request, etag string) bool
 	// OtherVersion checks the store now for a request whose path names
 	// another version than st's (an info's versioned key): an error
 	// (matching zvf.ErrChanged when a newer version opened, which Serve
@@ -130,7 +135,12 @@ func (s *Server) Routes(r chi.Router) {
 	// without the version, as it was before keys had one.
 	keyed := func(dir, rest string, h func(http.ResponseWriter, *http.Request) error) {
 		get(dir+"/"+rest, h)
-		get(dir+"/v{"+versionParam+"}/"+rest, h)
+		get(dir+"/v{"+versionParam+"}/"+rest, func(w http.ResponseWriter, r *http.Request) error {
+			if v := chi.URLParam(r, versionParam); !versionForm(v) {
+				return s.notAVersion(r, v)
+			}
+			return h(w, r)
+		})
 	}
 	for _, route := range []string{"annotations", "lines"} {
 		get("/"+route+"/info", s.annotationInfo(route))
@@ -169,6 +179,38 @@ const versionParam = "version"
 // sharding, grid or set of scales) and draw wrongly without a word.
 func versioned(st *zvf.Store, key string) string { return "v" + keyVersion(st) + "/" + key }
 
+// notAVersion is the 404 of a versioned key's path whose version v no
+// info names (see versionForm). An empty one ("v/") would be answered as
+// the unversioned path, from whatever version is current, which is what
+// a versioned key exists to prevent; another would be a 410 saying the
+// store changed or an earlier release named it, neither of which is so.
+func (s *Server) notAVersion(r *http.Request, v string) error {
+	st, err := s.o.Store(r)
+	if err != nil {
+		return err
+	}
+	if v == "" {
+		return notFoundf("store %q: the path's version is empty (\"v/\"): a versioned key names the version its source's info was read at, v%s/… for the version served now; read the source's info for its keys",
+			st.Name(), keyVersion(st))
+	}
+	return notFoundf("store %q: %q is not a version a Neuroglancer info names (v<revision>.<layout>: v%s/… for the version served now); read the source's info for its keys",
+		st.Name(), "v"+v, keyVersion(st))
+}
+
+// versionForm reports whether v is a version as infos name them: a
+// store revision (hexadecimal), then a dot and the layout's number —
+// or the revision alone, as infos named it before layouts.
+func versionForm(v string) bool {
+	rev, layout, dotted := strings.Cut(v, ".")
+	hex := func(s string) bool {
+		return s != "" && strings.IndexFunc(s, func(c rune) bool { return !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') }) < 0
+	}
+	digits := func(s string) bool {
+		return s != "" && strings.IndexFunc(s, func(c rune) bool { return c < '0' || c > '9' }) < 0
+	}
+	return hex(rev) && (!dotted || digits(layout))
+}
+
 // keyFor is key as the info r asks for names it: under the version, or,
 // for an info itself read under a version (the segments source names
 // skeletons and multilod meshes there), relative to it as it is.
@@ -189,8 +231,10 @@ func keyVersion(st *zvf.Store) string { return st.Revision() + "." + recordLayou
 // validator, so a viewer holding an info (or cells) of an earlier
 // zvfserve for the same store version is not sent records it would
 // decode with the old property list: 2, line annotations carry their
-// edges' link attributes.
-const recordLayout = "2"
+// edges' link attributes; 3, coarse spatial levels hold what a view of
+// their cells draws (plan.fillForViews), so cells under the same key
+// hold other annotations.
+const recordLayout = "3"
 
 // geometry is the store's primary geometry.
 func geometry(info *zvf.Info) string {
@@ -339,7 +383,7 @@ func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error)
 		return nil, v.(tooBigPlan).refusal(st, k, s.budget())
 	}
 	v, err := s.cached(ctx, st, key, func(ctx context.Context) (any, int64, error) {
-		p, err := buildPlan(ctx, st, k)
+		p, err := buildPlan(ctx, st, k, s.o.MaxAnnotations)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -412,12 +456,27 @@ func (s *Server) notModified(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 // notModifiedAs is notModified for an answer that also depends on
 // variant, which the ETag then covers.
 func (s *Server) notModifiedAs(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string) bool {
+	return s.o.NotModified(w, r, s.etag(r, st, variant))
+}
+
+// notModifiedFound is notModified for a handler that has found what it
+// answers without reading it (see Options.NotModifiedFound).
+func (s *Server) notModifiedFound(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
+	if s.o.NotModifiedFound == nil {
+		return s.notModified(w, r, st)
+	}
+	return s.o.NotModifiedFound(w, r, s.etag(r, st, ""))
+}
+
+// etag is the strong ETag of r's answer from st: the store version, the
+// path, the content coding the answer will have, and variant.
+func (s *Server) etag(r *http.Request, st *zvf.Store, variant string) string {
 	h := sha256.New()
 	for _, p := range [...]string{st.Revision(), recordLayout, r.URL.Path, s.coding(r), variant} {
 		_, _ = io.WriteString(h, p)
 		_, _ = h.Write([]byte{0})
 	}
-	return s.o.NotModified(w, r, `"`+hex.EncodeToString(h.Sum(nil)[:12])+`"`)
+	return `"` + hex.EncodeToString(h.Sum(nil)[:12]) + `"`
 }
 
 // coding is the content coding an answer to r gets: none for a Range
@@ -664,7 +723,7 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 				return err
 			}
 		}
-		if s.notModified(w, r, st) {
+		if s.notModifiedFound(w, r, st) { // every cell of the grid is one, empty or not
 			return nil
 		}
 		ckey := fmt.Sprintf("cell\x00%s\x00%d\x00%s", k.annotationType(), n, key)
@@ -693,7 +752,10 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 		if err != nil {
 			return err
 		}
-		if s.notModified(w, r, st) {
+		if !p.hasID(id) {
+			return p.noID(id)
+		}
+		if s.notModifiedFound(w, r, st) {
 			return nil
 		}
 		body, err := p.byID(r.Context(), id)
@@ -716,8 +778,10 @@ func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) 
 		if !p.relate {
 			return notFoundf("store %q has no objects: its %s annotations relate to none", st.Name(), route)
 		}
-		if s.notModified(w, r, st) {
-			return nil
+		// The answer starts with the object's manifest (objectBytes).
+		check := func() error { return p.level0.CheckObject(r.Context(), id, zvf.ObjectQuery{}) }
+		if done, err := s.notModifiedOnceFound(w, r, st, check); done || err != nil {
+			return err
 		}
 		key := fmt.Sprintf("object\x00%s\x00%d", k.annotationType(), id)
 		return s.sendCached(w, r, st, key, mediaBinary, start, func(ctx context.Context) ([]byte, error) { return p.objectBytes(ctx, id, s.o.MaxAnnotations) })
@@ -827,13 +891,29 @@ func (s *Server) objectRequest(w http.ResponseWriter, r *http.Request, route str
 	if id, err = parseID(r); err != nil {
 		return nil, nil, 0, false, err
 	}
-	if s.notModified(w, r, st) {
-		return nil, nil, 0, true, nil
-	}
 	if l0, err = st.Level(0); err != nil {
 		return nil, nil, 0, false, err
 	}
+	// Each answer starts by finding the object in level 0's index.
+	if done, err = s.notModifiedOnceFound(w, r, st, func() error { return checkObject(r.Context(), st.Name(), l0, id) }); done || err != nil {
+		return nil, nil, 0, done, err
+	}
 	return st, l0, id, false, nil
+}
+
+// notModifiedOnceFound is notModified for an answer whose resource check
+// finds without reading its data (an object in the index): with an
+// If-Match, check runs first, so that a missing one is its 404 and one
+// found is refused 412 before its data is read (notModifiedFound). Without
+// one nothing is checked twice.
+func (s *Server) notModifiedOnceFound(w http.ResponseWriter, r *http.Request, st *zvf.Store, check func() error) (bool, error) {
+	if len(r.Header.Values("If-Match")) == 0 || s.o.NotModifiedFound == nil {
+		return s.notModified(w, r, st), nil
+	}
+	if err := check(); err != nil {
+		return false, err
+	}
+	return s.notModifiedFound(w, r, st), nil
 }
 
 func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request) error {

@@ -92,16 +92,20 @@ type plan struct {
 }
 
 type spatialLevel struct {
-	zvf    int       // the ZVF level it stands for
-	share  float64   // hash mode: share of annotations in this and coarser levels
-	mult   []int64   // level-0 chunks per cell, per axis
-	shape  []int64   // grid_shape
-	size   []float64 // chunk_size
-	limit  int64
-	count  int64 // annotations in the level (one in several cells counts once)
-	cells  map[string]*cell
-	ofKey  []string // the cell of each level-0 chunk
-	chosen string   // how its annotations are chosen, for the info's notes
+	zvf   int     // the ZVF level it stands for
+	share float64 // hash mode: share of annotations in this and coarser levels
+	// zvfShare is the share the ZVF level's vertex count gives, which
+	// fillForViews may raise; zvfVertices that count.
+	zvfShare    float64
+	zvfVertices int64
+	mult        []int64   // level-0 chunks per cell, per axis
+	shape       []int64   // grid_shape
+	size        []float64 // chunk_size
+	limit       int64
+	count       int64 // annotations in the level (one in several cells counts once)
+	cells       map[string]*cell
+	ofKey       []string // the cell of each level-0 chunk
+	chosen      string   // how its annotations are chosen, for the info's notes
 }
 
 type cell struct {
@@ -119,7 +123,9 @@ type planObject struct {
 // readConcurrency bounds the level-0 reads of a plan.
 const readConcurrency = 8
 
-func buildPlan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
+// buildPlan builds the spatial index of st's source of kind k, whose cells
+// a server answers up to maxCell annotations each (0: no bound).
+func buildPlan(ctx context.Context, st *zvf.Store, k kind, maxCell int64) (*plan, error) {
 	l0, err := st.Level(0)
 	if err != nil {
 		return nil, err
@@ -132,7 +138,7 @@ func buildPlan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	}
 	p.size += 64 * int64(len(p.keys))
 	p.grid()
-	p.chooseLevels(st)
+	p.chooseLevels(st, maxCell)
 	fits := false
 	if l0.Info().ObjectCount > 0 {
 		p.relate = true
@@ -255,7 +261,7 @@ func pow2Ceil(n int64) int64 {
 
 // chooseLevels makes one spatial level per ZVF level that thins level 0
 // out further than the finer ones (see plan).
-func (p *plan) chooseLevels(st *zvf.Store) {
+func (p *plan) chooseLevels(st *zvf.Store, maxCell int64) {
 	infos := st.Info().Levels
 	base := infos[0]
 	if p.kind == kindPolyline && len(infos) > 1 {
@@ -291,7 +297,7 @@ func (p *plan) chooseLevels(st *zvf.Store) {
 			mult[i] = min(max(pow2(r), prevMult[i]), pow2Ceil(p.ext[i]))
 		}
 		prevMult = mult
-		sl := &spatialLevel{zvf: li.Level, share: share, mult: mult, cells: map[string]*cell{}}
+		sl := &spatialLevel{zvf: li.Level, share: share, zvfShare: share, zvfVertices: li.VertexCount, mult: mult, cells: map[string]*cell{}}
 		switch {
 		case li.Level == base.Level:
 			sl.chosen = "every level-0 annotation no coarser level holds"
@@ -323,6 +329,71 @@ func (p *plan) chooseLevels(st *zvf.Store) {
 				b = strconv.AppendInt(b, (key[p.off+i]-p.k0[i])/sl.mult[i], 10)
 			}
 			sl.ofKey[c] = string(b)
+		}
+	}
+	if !p.subset {
+		n := base.VertexCount // points; about a graph's edges
+		if p.kind == kindPolyline {
+			n = base.ObjectCount
+		}
+		p.fillForViews(n, st.Info().Bounds[1], maxCell)
+	}
+}
+
+// ngViewAnnotations is about how many annotations Neuroglancer draws in
+// a view: the panel's pixels over the square of its annotation
+// resolution target (8 px by default), here for a 3-D panel of 1920 ×
+// 1080 (32,400). A smaller panel draws a part of each cell's list.
+const ngViewAnnotations = 1 << 15
+
+// fillForViews raises the share of each coarse level (hash mode, about n
+// annotations) to what a view of its cells wants. Neuroglancer fetches
+// levels from the coarsest down until their annotations, counted as
+// limit per cell, reach ngViewAnnotations in the view, and fetches every
+// visible cell of the last one whole to draw a prefix of each: a
+// coarse level sparser than a view wants (a pyramid of few metavertices)
+// makes a view of the whole box fetch all of a fine level to draw a
+// sliver of it. So the coarsest level holds at least ngViewAnnotations
+// over the box (more where its grid overhangs the data, as Neuroglancer
+// counts limit over whole cells), and each finer level, whose cells a
+// view that many times smaller shows, that many times more: a view
+// fetches the level it needs, and draws a good part of what it fetches.
+// The store's own pyramid still decides where it is denser. A cell is
+// aimed at no more than an eighth of maxCell (the server's --max-vertices,
+// past which a cell is refused), nor eight times what a view wants of
+// it, however thin the data are in the grid, so that uneven data still
+// fit.
+func (p *plan) fillForViews(n int64, upper []float64, maxCell int64) {
+	if n <= 0 || len(p.levels) < 2 {
+		return
+	}
+	lo, hi := p.bounds(upper)
+	c0 := p.levels[0]
+	overhang, cells0 := 1.0, 1.0
+	for i := range p.rank {
+		if ext := hi[i] - lo[i]; ext > 0 {
+			overhang *= float64(c0.shape[i]) * c0.size[i] / ext
+		}
+		cells0 *= float64(c0.shape[i])
+	}
+	perCell := ngViewAnnotations * min(overhang, 8) / cells0
+	if maxCell > 0 {
+		perCell = min(perCell, float64(maxCell)/8)
+	}
+	// From the finest coarse level up, so that each holds at most half of
+	// what the level below it does: levels stay levels (a view zoomed in
+	// reads fine cells, not a coarse one whole), however few the
+	// annotations.
+	for s := len(p.levels) - 2; s >= 0; s-- {
+		l := p.levels[s]
+		cells := 1.0
+		for _, v := range l.shape {
+			cells *= float64(v)
+		}
+		if want := min(perCell*cells/float64(n), p.levels[s+1].share/2); want > l.share {
+			l.share = want
+			l.chosen = fmt.Sprintf("level-0 annotations sampled by a hash of their id: %.6g of them up to this level, about %.0f a cell, what a Neuroglancer view of its cells draws (ZVF level %d's %d vertices would give %.6g)",
+				want, perCell, l.zvf, l.zvfVertices, l.zvfShare)
 		}
 	}
 }

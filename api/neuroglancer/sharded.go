@@ -102,7 +102,7 @@ func (s *Server) shardedBy(n int64) bool {
 
 // shardVariant names what, besides the store version, decides whether a
 // source is sharded and its specs: the mode, auto's threshold and the
-// byte scale. The validators of the infos and shard files cover it, so
+// byte scale; and the cell bound, which decides the spatial levels. The validators of the infos and shard files cover it, so
 // that a client revalidating an info (or a shard) cached from a server
 // of another mode gets the new one, not a 304 that keeps an info whose
 // shard files this server does not have (or the unsharded info beside
@@ -119,7 +119,9 @@ func (s *Server) shardVariant() string {
 	if mode != ShardAuto {
 		above = 0
 	}
-	return fmt.Sprintf("sharded=%s/%d/%d/%d", mode, above, s.shardScale, shardLayout)
+	// The cell bound aims the coarse spatial levels (plan.fillForViews),
+	// so it decides which cells hold which annotations too.
+	return fmt.Sprintf("sharded=%s/%d/%d/%d;cells<=%d", mode, above, s.shardScale, shardLayout, s.o.MaxAnnotations)
 }
 
 // shardLayout numbers the rules that size specs and lay out shards; it is
@@ -368,6 +370,21 @@ func (s *Server) shardRange(w http.ResponseWriter, r *http.Request, st *zvf.Stor
 		return err
 	}
 	lay := v.(*sharding.Layout)
+	// What the answer covers is known before it starts, and so is every
+	// chunk's stored size: a chunk over the build bound (one cell or
+	// skeleton, which is encoded whole) is refused now, as a problem,
+	// rather than when the answer reaches it.
+	spans := answerSpans(r, w.Header().Get("ETag"), lay.Size)
+	for _, sp := range spans {
+		big, err := lay.Largest(sp[0], sp[1])
+		if err != nil {
+			return err
+		}
+		if b := newBuild(); big.Size > b.limit {
+			return tooLargef("store %q: %s: chunk %d of shard %s is %d bytes stored, more than the %d bytes this server builds at once (--ng-max-shard-bytes; raise it above %d to serve this chunk)",
+				b.store, b.source, big.Key, b.spec.ShardFile(b.shard), big.Size, b.limit, big.Size)
+		}
+	}
 	rd := &shardReader{ctx: r.Context(), lay: lay, chunk: func(ctx context.Context, c sharding.Entry) ([]byte, error) {
 		b := newBuild()
 		b.narrow, b.only = true, c.Key
@@ -387,11 +404,14 @@ func (s *Server) shardRange(w http.ResponseWriter, r *http.Request, st *zvf.Stor
 		}
 		return out, err
 	}}
-	// The chunk a single range starts in is built before the answer
-	// starts, so that its failure is a problem document, not a cut answer.
-	if first, ok := rangeStart(r.Header.Get("Range")); ok {
-		if err := rd.load(first); err != nil {
-			return err
+	// The first chunk the answer reaches is built before the answer
+	// starts, so that its failure is a problem document, not a cut answer
+	// (a later chunk's failure cuts the answer: see the API's wrap).
+	if len(spans) > 0 && r.Method != http.MethodHead {
+		if at := max(spans[0][0], int64(len(lay.Head))); at < spans[0][1] {
+			if err := rd.load(at); err != nil {
+				return err
+			}
 		}
 	}
 	w.Header().Set("Content-Type", mediaBinary)
@@ -402,15 +422,64 @@ func (s *Server) shardRange(w http.ResponseWriter, r *http.Request, st *zvf.Stor
 	return rd.err
 }
 
-// rangeStart is the first byte of a Range of one "bytes=first-[last]".
-func rangeStart(v string) (int64, bool) {
-	spec, ok := strings.CutPrefix(v, "bytes=")
-	if !ok || strings.Contains(spec, ",") {
-		return 0, false
+// answerSpans are the spans [lo, hi) of a file of size bytes that
+// http.ServeContent answers a request with: each range of a bytes Range
+// it honours, else the whole file (an If-Range other than the strong
+// ETag, a Range in another unit, ranges adding up to more than the file).
+// A Range it would answer 416 has none. A Range this cannot read is taken
+// as the whole file, which covers whatever is answered.
+func answerSpans(r *http.Request, etag string, size int64) [][2]int64 {
+	all := [][2]int64{{0, size}}
+	v := r.Header.Get("Range")
+	if v == "" {
+		return all
 	}
-	first, _, ok := strings.Cut(strings.TrimSpace(spec), "-")
-	n, err := strconv.ParseInt(first, 10, 64)
-	return n, ok && err == nil && n >= 0
+	if ir := r.Header.Get("If-Range"); ir != "" && (ir != etag || strings.HasPrefix(etag, "W/")) {
+		return all
+	}
+	kept, ok := withoutEmptySuffixes(v)
+	switch {
+	case !ok:
+		return nil
+	case kept == "":
+		return all
+	}
+	var spans [][2]int64
+	var sum int64
+	for spec := range strings.SplitSeq(strings.TrimPrefix(kept, kept[:strings.IndexByte(kept, '=')+1]), ",") {
+		first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+		if !found {
+			return all
+		}
+		var lo, hi int64
+		if first == "" {
+			n, err := strconv.ParseInt(last, 10, 64)
+			if err != nil || n < 0 {
+				return all
+			}
+			lo, hi = max(size-n, 0), size
+		} else {
+			a, err := strconv.ParseInt(first, 10, 64)
+			if err != nil || a < 0 {
+				return all
+			}
+			lo, hi = a, size
+			if last != "" {
+				b, err := strconv.ParseInt(last, 10, 64)
+				if err != nil || b < a {
+					return all
+				}
+				hi = min(b+1, size)
+			}
+		}
+		if lo < hi {
+			spans, sum = append(spans, [2]int64{lo, hi}), sum+hi-lo
+		}
+	}
+	if sum > size {
+		return all
+	}
+	return spans
 }
 
 // shardReader reads a shard file from its layout, building each chunk
@@ -527,7 +596,9 @@ func (b *shardBuild) add(key uint64, data []byte) error {
 		b.sized = append(b.sized, sharding.Sized{Key: key, Size: int64(len(b.scratch))})
 		return nil
 	}
-	if n := b.bytes.Add(int64(len(data)) + 24); n > b.limit {
+	// A narrow build holds its one chunk, whose stored size the layout
+	// checked against the bound before the answer started.
+	if n := b.bytes.Add(int64(len(data)) + 24); n > b.limit && !b.narrow {
 		return &shardOverBound{tooLargef("store %q: shard %s of %s holds more than %d bytes, more than this server builds at once", b.store, b.spec.ShardFile(b.shard), b.source, b.limit)}
 	}
 	b.mu.Lock()

@@ -28,7 +28,7 @@ func TestSpatialShardSelectionAllocates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := buildPlan(ctx, st, kindPoint)
+	p, err := buildPlan(ctx, st, kindPoint, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

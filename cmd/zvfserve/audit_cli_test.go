@@ -91,7 +91,7 @@ func TestServeDuplicateStoreNames(t *testing.T) {
 func TestServeRefusesOutOfRangeValues(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--max-vertices", "0"}, {"--max-vertices", "-1"}, {"--max-chunk-bytes", "0"}, {"--cache-bytes", "-5"},
+		{"--max-vertices", "0"}, {"--max-vertices", "-1"}, {"--max-chunk-bytes", "0"}, {"--ng-max-shard-bytes", "0"}, {"--cache-bytes", "-5"},
 		{"--revalidate", "-1s"}, {"--revalidate-walk", "-1s"}, {"--settle", "-1s"}, {"--read-concurrency", "-3"}, {"--max-age", "-1s"},
 		{"--stall-timeout", "0s"}, {"--idle-timeout", "0s"}, {"--shutdown-grace", "0s"}, {"--max-concurrent", "0"}, {"--shutdown-delay", "-1s"},
 	} {

@@ -182,8 +182,8 @@ func parseBox(v string, dims int, axes []zvf.Axis) (min, max string, err error) 
 	nums := make([]float64, len(parts))
 	for i, p := range parts {
 		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return "", "", fmt.Errorf("%w: --bbox: %q is not a number", cli.ErrUsage, p)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || !api.IsDecimal(strings.TrimSpace(p)) {
+			return "", "", fmt.Errorf("%w: --bbox: %q is not a number: write decimal numbers (12, -0.5, 1.5e3)", cli.ErrUsage, p)
 		}
 		nums[i] = f
 	}

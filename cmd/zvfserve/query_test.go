@@ -271,6 +271,10 @@ func TestQueryErrors(t *testing.T) {
 	}{
 		{"min above max", []string{"--bbox", "5,0,0,1,1,1"}, 2, "x0 = 5 is greater than x1 = 1"},
 		{"not a number", []string{"--bbox", "a,0,0,1,1,1"}, 2, `"a" is not a number`},
+		// Corners are decimal numbers, as the API takes them: Go's own
+		// syntax passed this check and was refused by the API as min[0].
+		{"hexadecimal float", []string{"--bbox", "0x1p4,0,0,100,100,100"}, 2, `--bbox: "0x1p4" is not a number: write decimal numbers`},
+		{"digit separator", []string{"--bbox", "0,0,0,1_0,1,1"}, 2, `--bbox: "1_0" is not a number: write decimal numbers`},
 		{"short box", []string{"--bbox", "1,2,3"}, 2, "6 numbers"},
 		{"no such level", []string{"--bbox", "0,0,0,1,1,1", "--level", "9"}, 1, "no level 9"},
 		{"no such attribute", []string{"--bbox", "0,0,0,1,1,1", "--attributes", "nope"}, 1, `no vertex attribute "nope"`},

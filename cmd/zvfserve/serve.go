@@ -58,6 +58,7 @@ type serveConfig struct {
 	demoScale                                             float64
 	followSymlinks, trustProxyHeaders                     bool
 	ngSharded                                             neuroglancer.ShardMode
+	ngMaxShardBytes                                       int64
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
@@ -85,6 +86,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests at work at once (a response blocked on a slow client gives its slot back while it waits); more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
 	c.ngSharded = neuroglancer.ShardAuto
 	fs.Var(&c.ngSharded, "ng-sharded", fmt.Sprintf("serve Neuroglancer annotation sources (spatial index and by_id) and skeletons as sharded sources (neuroglancer_uint64_sharded_v1 shard files read by Range): always, never, or auto — an annotation source of at least %d annotations, a skeleton source of at least %d objects (env ZVFSERVE_NG_SHARDED)", neuroglancer.AutoShardKeys, neuroglancer.AutoShardKeys))
+	fs.Int64Var(&c.ngMaxShardBytes, "ng-max-shard-bytes", neuroglancer.DefaultMaxShardBytes, "bytes one Neuroglancer shard build may hold: a larger shard is read a chunk at a time from its layout, and a single chunk (a cell or skeleton) stored larger is a 413 (env ZVFSERVE_NG_MAX_SHARD_BYTES)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json (env ZVFSERVE_LOG_FORMAT)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error (env ZVFSERVE_LOG_LEVEL)")
 	// The token's default is not taken from the environment here, so that
@@ -132,6 +134,7 @@ func (c *serveConfig) check() error {
 	}
 	need(c.maxVertices >= 1, "max-vertices", c.maxVertices)
 	need(c.maxChunkBytes >= 1, "max-chunk-bytes", c.maxChunkBytes)
+	need(c.ngMaxShardBytes >= 1, "ng-max-shard-bytes", c.ngMaxShardBytes)
 	if err := refuse("must be at least 1"); err != nil {
 		return err
 	}
@@ -587,7 +590,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, hooks s
 	srv, err := api.New(api.Options{Handles: stores, Cache: ch, Metrics: metrics, Logger: log, CORSOrigins: origins,
 		MaxAge: c.maxAge, RequestTimeout: c.timeout, StreamTimeout: c.streamTimeout, StallTimeout: c.stallTimeout,
 		MaxConnections: c.maxConnections, IdleTimeout: c.idleTimeout, MaxVertices: c.maxVertices, MaxConcurrent: c.maxConcurrent,
-		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), NGSharded: c.ngSharded, TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(web.Options{FrameAncestors: c.frameAncestors}),
+		Token: c.token, PublicURL: strings.TrimRight(c.publicURL, "/"), NGSharded: c.ngSharded, NGMaxShardBytes: c.ngMaxShardBytes, TrustProxyHeaders: c.trustProxyHeaders, UI: web.Handler(web.Options{FrameAncestors: c.frameAncestors}),
 		ReadyAny: c.readiness == "any", AdminMetrics: c.adminAddr != ""})
 	if err != nil {
 		return err
@@ -858,7 +861,8 @@ const memoryHeadroom = 256 << 20
 // connectionCap checks --max-connections against the descriptors this
 // process may open (RLIMIT_NOFILE; Go raises the soft limit to the hard
 // one at start), keeping room for the listeners, the store reads the
-// concurrency limits allow (a file or an HTTP connection each) and logs.
+// concurrency limits allow (a file or an HTTP connection each), logs, and
+// the connections the listeners hold past the cap (api.ConnectionsPastCap).
 // An explicit --max-connections that does not fit is a usage error; the
 // default is lowered to fit, and said so.
 func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, error) {
@@ -872,7 +876,7 @@ func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, err
 		reads = max(reads, readConcurrency(c.readConcurrency, target))
 	}
 	reserve := 64 + c.maxConcurrent*reads
-	fits := int(min(lim.Cur, math.MaxInt32)) - reserve
+	fits := int(min(lim.Cur, math.MaxInt32)) - reserve - api.ConnectionsPastCap
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "max-connections" })
 	_, fromEnv := os.LookupEnv("ZVFSERVE_MAX_CONNECTIONS")
@@ -882,10 +886,11 @@ func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, err
 	case c.maxConnections <= fits:
 		return c.maxConnections, nil
 	case explicit || fromEnv || fits < 16:
-		return 0, fmt.Errorf("%w: --max-connections %d does not fit the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d) and the rest; lower it, or raise the limit (ulimit -n)",
-			cli.ErrUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads)
+		return 0, fmt.Errorf("%w: --max-connections %d does not fit the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d) and the rest, and %d for connections past the cap (probe slots, probes being recognised, the admin listener); lower it, or raise the limit (ulimit -n)",
+			cli.ErrUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads, api.ConnectionsPastCap)
 	}
-	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", lim.Cur, "kept_for_reads", reserve)
+	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", lim.Cur, "kept_for_reads", reserve,
+		"kept_past_cap", api.ConnectionsPastCap)
 	return fits, nil
 }
 

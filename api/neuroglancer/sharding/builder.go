@@ -220,6 +220,43 @@ func (l *Layout) Chunk(off int64) (Entry, error) {
 	return es[i], nil
 }
 
+// Largest returns the largest chunk whose stored bytes overlap the bytes
+// [lo, hi) of the shard file (Size 0: none does), reading only the
+// minishard indexes of the data the span covers: a server can know,
+// before it sends a byte, whether an answer reaches a chunk too large to
+// build.
+func (l *Layout) Largest(lo, hi int64) (Entry, error) {
+	lo, hi = max(lo, int64(len(l.Head))), min(hi, l.TailStart)
+	var big Entry
+	if lo >= hi {
+		return big, nil
+	}
+	r, err := NewReader(l.spec, l.shard, layoutAt{l}, l.Size)
+	if err != nil {
+		return big, err
+	}
+	first := sort.Search(len(l.starts), func(i int) bool { return l.starts[i] > lo }) - 1
+	for m := max(first, 0); m < len(l.starts) && l.starts[m] < hi; m++ {
+		end := l.TailStart
+		if m+1 < len(l.starts) {
+			end = l.starts[m+1]
+		}
+		if end == l.starts[m] {
+			continue // a minishard with no chunk
+		}
+		es, err := r.MinishardIndex(uint64(m))
+		if err != nil {
+			return Entry{}, err
+		}
+		for _, e := range es {
+			if e.Offset < hi && e.Offset+e.Size > lo && e.Size > big.Size {
+				big = e
+			}
+		}
+	}
+	return big, nil
+}
+
 // layoutAt reads a Layout's indexes as a file whose chunk data is missing.
 type layoutAt struct{ l *Layout }
 

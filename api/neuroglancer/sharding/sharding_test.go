@@ -655,8 +655,8 @@ func BenchmarkBuildShard(b *testing.B) {
 
 // TestLayoutIsTheShard: a shard's Layout holds the indexes of the file
 // AppendShard writes, byte for byte, each chunk is stored there as
-// EncodeChunk stores it, and Chunk finds the chunk of every byte of chunk
-// data, for raw and gzip data and indexes and both hashes; a key of
+// EncodeChunk stores it, Chunk finds the chunk of every byte of chunk
+// data and Largest the largest chunk of a span, for raw and gzip data and indexes and both hashes; a key of
 // another shard and an empty shard are errors.
 func TestLayoutIsTheShard(t *testing.T) {
 	t.Parallel()
@@ -729,6 +729,24 @@ func TestLayoutIsTheShard(t *testing.T) {
 			}
 			if _, err := lay.Chunk(lay.TailStart); err == nil {
 				t.Fatalf("%+v shard %d: the minishard indexes taken for chunk data", spec, n)
+			}
+			// Largest over spans of the file: the whole, the indexes, and
+			// random spans, against a scan of the entries.
+			spans := [][2]int64{{0, lay.Size}, {0, int64(len(lay.Head))}, {lay.TailStart, lay.Size}}
+			for range 50 {
+				lo := rng.Int64N(lay.Size)
+				spans = append(spans, [2]int64{lo, lo + rng.Int64N(lay.Size-lo) + 1})
+			}
+			for _, sp := range spans {
+				var want Entry
+				for _, e := range es {
+					if e.Offset < sp[1] && e.Offset+e.Size > sp[0] && e.Size > want.Size {
+						want = e
+					}
+				}
+				if got, err := lay.Largest(sp[0], sp[1]); err != nil || got.Size != want.Size || (want.Size > 0 && got.Offset+got.Size <= sp[0]) {
+					t.Fatalf("%+v shard %d: the largest chunk in [%d, %d) is %+v, Largest says %+v (%v)", spec, n, sp[0], sp[1], want, got, err)
+				}
 			}
 		}
 		other := Sized{Key: 0, Size: 1}

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -186,7 +187,22 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 		i++
 		flags = append(flags, args[i])
 	}
-	if err := fs.Parse(append(flags, append([]string{"--"}, pos...)...)); err != nil {
+	// The flag package prints its own message of a mistake above the
+	// usage; the one returned (explain's) says what to type instead, and
+	// is the only one said. The usage goes out as it is.
+	out := fs.Output()
+	var held bytes.Buffer
+	fs.SetOutput(&held)
+	err := fs.Parse(append(flags, append([]string{"--"}, pos...)...))
+	fs.SetOutput(out)
+	said := held.Bytes()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		said = bytes.TrimPrefix(said, []byte(err.Error()+"\n"))
+	}
+	if _, werr := out.Write(said); werr != nil && err == nil {
+		return werr
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

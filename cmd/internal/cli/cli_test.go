@@ -26,7 +26,8 @@ func TestNewFlagSetUsage(t *testing.T) {
 	}{
 		{"help with flags", true, []string{"--help"}, usage + "\nFlags:\n  -n int\n    \tcount (default 3)\n", flag.ErrHelp, 0},
 		{"help without flags", false, []string{"-h"}, usage, flag.ErrHelp, 0},
-		{"unknown flag", true, []string{"--m", "1"}, "flag provided but not defined: -m\n" + usage + "\nFlags:\n  -n int\n    \tcount (default 3)\n", ErrUsage, 2},
+		// The usage alone: the error says the mistake (TestFlagMistakesShowOneMessage).
+		{"unknown flag", true, []string{"--m", "1"}, usage + "\nFlags:\n  -n int\n    \tcount (default 3)\n", ErrUsage, 2},
 		{"flags after arguments", true, []string{"ARG", "--n", "4"}, "", nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,5 +102,43 @@ func TestFlagMistakesSayWhatToDo(t *testing.T) {
 		if code := Exit(context.Background(), &stderr, "prog", "x", err); code != 2 || stderr.String() != "prog x: "+tc.want+"\n" {
 			t.Errorf("%v: exit %d, %q; want %q", tc.args, code, stderr.String(), tc.want)
 		}
+	}
+}
+
+// TestFlagMistakesShowOneMessage: the flag package prints its own message
+// ("invalid value \"10\" for flag -start-wait: parse error", "flag
+// provided but not defined: -adr") before the usage, so a mistake showed
+// that line above the usage and the line saying what to type below it,
+// two messages for one mistake, the first the one TestFlagMistakesSayWhatToDo
+// replaced. The usage is printed, and only the explained message is said.
+func TestFlagMistakesShowOneMessage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--start-wait", "10"}, {"--adr", ":1"}, {"--json=yes"}, {"---x"}} {
+		var out strings.Builder
+		fs := NewFlagSet("x", "Usage: x\n", &out)
+		fs.String("addr", ":8080", "the address")
+		fs.Duration("start-wait", time.Second, "")
+		fs.Bool("json", false, "")
+		err := ParseFlags(fs, args)
+		if !errors.Is(err, ErrUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+			continue
+		}
+		got := out.String()
+		if !strings.HasPrefix(got, "Usage: x\n") || !strings.Contains(got, "the address") {
+			t.Errorf("%v: printed %q, want the usage and its flags", args, got)
+		}
+		for _, raw := range []string{"parse error", "provided but not defined", "invalid value", "invalid boolean value", "bad flag syntax"} {
+			if strings.Contains(got, raw) {
+				t.Errorf("%v: printed the flag package's own %q above the usage: %q (the error says %q)", args, raw, got, err)
+			}
+		}
+	}
+	// -h prints the usage as before.
+	var out strings.Builder
+	fs := NewFlagSet("x", "Usage: x\n", &out)
+	fs.String("addr", ":8080", "the address")
+	if err := ParseFlags(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(out.String(), "Usage: x\n") || !strings.Contains(out.String(), "the address") {
+		t.Errorf("-h: %v, printed %q", err, out.String())
 	}
 }
