@@ -74,6 +74,9 @@ type arrowColumn struct {
 	// scratch reused from batch to batch (the IPC writer has copied a
 	// batch's buffers out when Write returns)
 	bits, idx []byte
+	// rows: a batch's edge values with a zero row for each edge without
+	// one, which Arrow's fixed-size lists keep a place for
+	rows []byte
 }
 
 // arrowNumeric is Arrow's type for a numeric Zarr data type.
@@ -630,26 +633,36 @@ func (e *arrowEncoder) end(t *trailer) error {
 }
 
 // edgeValues is rows lo … hi-1 of an edge attribute as c's column, an
-// edge without a value null.
+// edge without a value null (its place zeros, as Arrow keeps one).
 func edgeValues(c *arrowColumn, v *zvf.EdgeColumn, lo, hi int) (*array.Data, error) {
 	rb := v.RowBytes()
-	if len(v.Data) < hi*rb {
-		return nil, fmt.Errorf("edge attribute %q: %d bytes for %d edges", v.Name, len(v.Data), hi)
+	if v.Edges() < hi {
+		return nil, fmt.Errorf("edge attribute %q: values for %d edges, not %d", v.Name, v.Edges(), hi)
 	}
 	part := v.Column
-	part.Data = v.Data[lo*rb : hi*rb]
-	var valid []byte
-	nulls := 0
-	if v.Valid != nil {
-		valid = make([]byte, bitmapBytes(hi-lo))
-		for i := lo; i < hi; i++ {
-			if v.Valid[i] {
-				valid[(i-lo)>>3] |= 1 << ((i - lo) & 7)
-			} else {
-				nulls++
-			}
-		}
+	if v.Valid == nil {
+		part.Data = v.Data[lo*rb : hi*rb]
+		return c.data(&part, hi-lo, nil, 0)
 	}
+	valid := make([]byte, bitmapBytes(hi-lo))
+	c.rows = grow(c.rows, (hi-lo)*rb)
+	nulls := 0
+	r := -1 // the stored row of edge i, once found
+	for i := lo; i < hi; i++ {
+		dst := c.rows[(i-lo)*rb : (i-lo+1)*rb]
+		if !v.Valid[i] {
+			clear(dst)
+			nulls++
+			continue
+		}
+		if r < 0 {
+			r = v.StoredRow(i)
+		}
+		copy(dst, v.Data[r*rb:(r+1)*rb])
+		r++
+		valid[(i-lo)>>3] |= 1 << ((i - lo) & 7)
+	}
+	part.Data = c.rows
 	return c.data(&part, hi-lo, valid, nulls)
 }
 

@@ -25,11 +25,17 @@ func TestArrowEdgeValuesAcrossBatches(t *testing.T) {
 	valid := make([]bool, n)
 	for i := range n {
 		edges[2*i], edges[2*i+1] = int64(i), int64(i+1)
-		data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(i)))
-		data = binary.LittleEndian.AppendUint32(data, math.Float32bits(-float32(i)))
 		valid[i] = i%7 != 3
+		if valid[i] { // the column holds the rows of edges with a value only
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(i)))
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(-float32(i)))
+		}
 	}
 	col, err := zvf.NewColumn("w", "float32", 2, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := zvf.NewEdgeColumn(col, valid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +45,7 @@ func TestArrowEdgeValuesAcrossBatches(t *testing.T) {
 	if err := e.begin(bw, &payloadMeta{Kind: "bbox", Arrow: &arrowMeta{table: tableEdges}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.end(&trailer{Count: int64(n + 1), Edges: edges, EdgeAttributes: []zvf.EdgeColumn{{Column: col, Valid: valid}}}); err != nil {
+	if err := e.end(&trailer{Count: int64(n + 1), Edges: edges, EdgeAttributes: []zvf.EdgeColumn{ec}}); err != nil {
 		t.Fatal(err)
 	}
 	rd := flushedReader(t, bw, &buf)

@@ -235,7 +235,9 @@ func (e *binaryEncoder) writeIndices(kind, aux uint32, v []int64) error {
 // edges as an edge attribute block: a validity bitmap, a bit an edge
 // (least significant first; 1: the edge has a value), zero-padded to a
 // multiple of 8 bytes, then a row an edge of the header's
-// edge_attribute_info[k] (zero for an edge without a value).
+// edge_attribute_info[k] (zero for an edge without a value). The rows go
+// out from the column as they lie, a shared zero row for each edge
+// without a value: the block is never built whole in memory.
 func (e *binaryEncoder) writeEdgeAttribute(k int, c *zvf.EdgeColumn) error {
 	if k >= len(e.m.EdgeAttributes) {
 		return fmt.Errorf("edge attribute %q is not in the header's edge_attribute_info", c.Name)
@@ -246,19 +248,59 @@ func (e *binaryEncoder) writeEdgeAttribute(k int, c *zvf.EdgeColumn) error {
 		return fmt.Errorf("edge attribute %q: %s × %d in the answer, %s × %d in the header", c.Name, c.DType, c.Channels, a.DType, a.Channels)
 	}
 	rb := c.RowBytes()
-	n := 0
-	if rb > 0 {
-		n = len(c.Data) / rb
-	}
+	n := c.Edges()
 	bits := (bitmapBytes(n) + 7) &^ 7
-	payload := make([]byte, bits+len(c.Data))
+	e.buf = grow(e.buf, bits)
+	clear(e.buf)
 	for i := range n {
-		if c.Valid == nil || c.Valid[i] {
-			payload[i>>3] |= 1 << (i & 7)
+		if c.Has(i) {
+			e.buf[i>>3] |= 1 << (i & 7)
 		}
 	}
-	copy(payload[bits:], c.Data)
-	return e.writeBlock(blockEdgeAttr, uint32(k), payload)
+	binary.LittleEndian.PutUint32(e.hdr[0:], blockEdgeAttr)
+	binary.LittleEndian.PutUint32(e.hdr[4:], uint32(k))
+	binary.LittleEndian.PutUint64(e.hdr[8:], uint64(bits+n*rb))
+	if _, err := e.w.Write(e.hdr[:]); err != nil {
+		return err
+	}
+	if _, err := e.w.Write(e.buf); err != nil {
+		return err
+	}
+	if c.Valid == nil {
+		if _, err := e.w.Write(c.Data); err != nil {
+			return err
+		}
+	} else {
+		var zero []byte
+		r := 0 // c.Data's rows written
+		for i := 0; i < n; {
+			// A run of edges with values is one write of their rows.
+			j := i
+			for j < n && c.Valid[j] {
+				j++
+			}
+			if j > i {
+				if _, err := e.w.Write(c.Data[r*rb : (r+j-i)*rb]); err != nil {
+					return err
+				}
+				r += j - i
+			}
+			for ; j < n && !c.Valid[j]; j++ {
+				if zero == nil {
+					zero = make([]byte, rb)
+				}
+				if _, err := e.w.Write(zero); err != nil {
+					return err
+				}
+			}
+			i = j
+		}
+	}
+	if pad := (8 - n*rb%8) % 8; pad > 0 {
+		_, err := e.w.Write(e.pad[:pad])
+		return err
+	}
+	return nil
 }
 
 // narrow writes v (checked to fit) into dst as little-endian uint32,

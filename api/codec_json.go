@@ -416,19 +416,17 @@ func appendEdgeAttributes(buf []byte, cols []zvf.EdgeColumn) []byte {
 		}
 		buf = appendString(buf, c.Name)
 		buf = append(buf, ":["...)
-		n := 0
-		if rb := c.RowBytes(); rb > 0 {
-			n = len(c.Data) / rb
-		}
-		for i := range n {
+		r := 0 // the stored row of the next edge with a value
+		for i := range c.Edges() {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			if c.Valid != nil && !c.Valid[i] {
+			if !c.Has(i) {
 				buf = append(buf, "null"...)
 				continue
 			}
-			buf = appendCell(buf, &c.Column, i)
+			buf = appendCell(buf, &c.Column, r)
+			r++
 		}
 		buf = append(buf, ']')
 	}

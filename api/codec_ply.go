@@ -242,8 +242,8 @@ func plyEdgeHeader(a *held) (plyEdgeElement, error) {
 	e.types = make([]plyType, len(a.edgeAttrs))
 	for k := range a.edgeAttrs {
 		c := &a.edgeAttrs[k]
-		if rb := c.RowBytes(); rb == 0 || len(c.Data) != n*rb || (c.Valid != nil && len(c.Valid) != n) {
-			return e, fmt.Errorf("edge attribute %q: %d bytes for %d edges", c.Name, len(c.Data), n)
+		if c.RowBytes() == 0 || c.Edges() != n {
+			return e, fmt.Errorf("edge attribute %q: values for %d edges, not %d", c.Name, c.Edges(), n)
 		}
 		t := plyTypeOf(c.DType)
 		if c.Valid != nil && slices.Contains(c.Valid, false) && t.name != "float" && t.name != "double" {
@@ -267,13 +267,18 @@ func writePLYEdges(w *bufio.Writer, a *held, types []plyType, buf []byte) error 
 	if !plyEdges(a.m.Export.geom) {
 		return nil
 	}
+	stored := make([]int, len(a.edgeAttrs)) // each column's stored row of the next edge with a value
 	for i := 0; i < len(a.edges)/2; i++ {
 		buf = binary.LittleEndian.AppendUint32(buf[:0], uint32(int32(a.edges[2*i])))
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(int32(a.edges[2*i+1])))
 		for k := range a.edgeAttrs {
 			c, t := &a.edgeAttrs[k], types[k]
+			r := stored[k]
+			if c.Has(i) {
+				stored[k]++
+			}
 			switch {
-			case c.Valid != nil && !c.Valid[i]:
+			case !c.Has(i):
 				for range c.Channels {
 					if t.name == "float" {
 						buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(float32(math.NaN())))
@@ -283,10 +288,10 @@ func writePLYEdges(w *bufio.Writer, a *held, types []plyType, buf []byte) error 
 				}
 			case t.raw:
 				rb := c.RowBytes()
-				buf = append(buf, c.Data[i*rb:(i+1)*rb]...)
+				buf = append(buf, c.Data[r*rb:(r+1)*rb]...)
 			default:
 				for ch := 0; ch < c.Channels; ch++ {
-					buf = appendPLYValue(buf, &c.Column, i*c.Channels+ch, t)
+					buf = appendPLYValue(buf, &c.Column, r*c.Channels+ch, t)
 				}
 			}
 		}

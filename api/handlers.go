@@ -305,10 +305,11 @@ func (s *Server) listStores(w http.ResponseWriter, r *http.Request) error {
 // by what they take: every format holds the page's edges and their values
 // until its end (JSON's members after the vertices, NDJSON's last line,
 // the binary blocks and Arrow's edges table after the rows), so wide link
-// attributes would hold far more than a page's other bounds allow, and
-// edges without a stored value past what zvf fills with zeros made the
-// answer fail after it had started. Reckoned at an edge a row (lines,
-// trees; denser graphs hold a few times more); 0: no edge values.
+// attributes would hold far more than a page's other bounds allow.
+// Reckoned at an edge a row (lines, trees): a denser graph's page holds a
+// few times more edges, but only those with a stored value hold their
+// bytes until the end (zvf keeps none for the others), so a page stays
+// within a few times the bound; 0: no edge values.
 func (s *Server) edgePageRows(m *payloadMeta) int64 {
 	per := 0
 	for _, a := range m.EdgeAttributes {
@@ -498,12 +499,6 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		zq.Waiting = body
 		res, err := l.BBox(r.Context(), zq, body.emit)
 		if err != nil {
-			// Declared here, not beside the call: errors.As takes its
-			// address, which puts it on the heap on every answer's path.
-			var ue *zvf.UnbackedEdgesError
-			if errors.As(err, &ue) {
-				return nil, pageEdgesTooWide(ue, res.Count)
-			}
 			return nil, err
 		}
 		if edges != nil && cap(res.Edges) > cap(edges.i64) {
@@ -818,10 +813,6 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o, err := l.ObjectWith(r.Context(), id, oq)
-	var ue *zvf.UnbackedEdgesError
-	if errors.As(err, &ue) {
-		return s.objectEdgesTooWide(r, st, l, id, ue)
-	}
 	if err != nil {
 		return err
 	}
@@ -847,66 +838,6 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 		return &trailer{Count: o.Count, Edges: o.Edges, WireEdges: o.WireEdges, Faces: o.Faces, FaceWidth: o.FaceWidth, EdgeAttributes: o.EdgeAttributes,
 			Extra: map[string]any{"object_id": id, "fragment_counts": nonNilInts(o.FragmentCounts), "object_attributes": oattrs}}, nil
 	})
-}
-
-// pageEdgesTooWide is the refusal of a bbox page whose rows (rows of
-// them) end more edges without a stored value of a wide link attribute
-// than zvf fills with zeros (ue): edgePageRows bounds a page at one edge a
-// row, and a denser graph's page holds more. It gives the limit at which
-// a page of the same density holds half of what zvf fills (the page's
-// rows scaled by the share of its edges without values that fit, halved
-// for pages denser than this one); a cursor's hash names the limit, so it
-// applies from the first page.
-func pageEdgesTooWide(ue *zvf.UnbackedEdgesError, rows int64) error {
-	fit := int64(ue.Limit / max(ue.Channels*dtypeOf(ue.DType).size, 1)) // edges without values that fit
-	limit := max(1, rows*fit/(2*max(int64(ue.Edges), 1)))
-	return tooLarge(fmt.Sprintf("this page's %d rows end %d edges without a stored value of link attribute %q (%d × %s each), more than the %d bytes of zeros one answer holds for them (pages are bounded at one edge a row); ask the same box from its first page with limit=%d (a page of the same density then holds about half as many)",
-		rows, ue.Edges, ue.Attribute, ue.Channels, ue.DType, ue.Limit, limit))
-}
-
-// objectEdgesTooWide is the refusal of an object answer whose edges
-// without a stored value of a wide link attribute pass what one answer
-// fills with zeros (ue): the object route holds all its edges' values at
-// once and does not page, so the problem gives the bbox request whose
-// pages hold the same edges and values — the object's box (its vertices'
-// extremes; the box is closed), its level, a filter on its id, and the
-// request's own attributes, edge_attributes, format and precision.
-func (s *Server) objectEdgesTooWide(r *http.Request, st *zvf.Store, l *zvf.Level, id int64, ue *zvf.UnbackedEdgesError) error {
-	o, err := l.ObjectWith(r.Context(), id, zvf.ObjectQuery{})
-	if err != nil {
-		return err
-	}
-	d := st.Info().Dims
-	lo, hi := make([]float64, d), make([]float64, d)
-	for i := range d {
-		lo[i], hi[i] = math.Inf(1), math.Inf(-1)
-	}
-	for k := 0; k < int(o.Count)*d; k++ {
-		// A non-finite coordinate is in no box: no page answers it.
-		if v := o.Vertices.At(k).Float64(); !math.IsInf(v, 0) && !math.IsNaN(v) {
-			lo[k%d], hi[k%d] = min(lo[k%d], v), max(hi[k%d], v)
-		}
-	}
-	num := func(v []float64) string {
-		out := make([]string, len(v))
-		for i, x := range v {
-			out[i] = strconv.FormatFloat(x, 'g', -1, 64)
-		}
-		return strings.Join(out, ",")
-	}
-	q := url.Values{}
-	for _, k := range []string{"attributes", "edge_attributes", "f", "table", "precision"} {
-		if v, ok := r.URL.Query()[k]; ok {
-			q[k] = v
-		}
-	}
-	q.Set("level", strconv.Itoa(l.N()))
-	q.Set("filter", fmt.Sprintf("object_id = %d", id))
-	q.Set("min", num(lo))
-	q.Set("max", num(hi))
-	bbox := s.o.PublicURL + "/api/v1/stores/" + url.PathEscape(st.Name()) + "/bbox?" + q.Encode()
-	return tooLarge(fmt.Sprintf("object %d: %d of its edges have no stored value of link attribute %q (%d × %s each), more than the %d bytes of zeros one answer holds for them, and the object route gives all its edges' values in one answer (it does not page); the same edges and values come in pages from GET %s (follow each page's next)",
-		id, ue.Edges, ue.Attribute, ue.Channels, ue.DType, ue.Limit, bbox))
 }
 
 func nonNilInts(v []int64) []int64 {

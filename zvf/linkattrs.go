@@ -3,7 +3,6 @@ package zvf
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -317,29 +316,6 @@ func (l *Level) linkRows(ctx context.Context, ref linkRef) (int, error) {
 	return 0, l.s.errf(ErrCorrupt, l.n, "links/0/"+ref.seg, ref.cell.String(), "no such links array")
 }
 
-// maxUnbackedEdgeBytes bounds the zeros an answer's column holds for the
-// edges of a link attribute that have no stored value (a 0.7 cross-chunk
-// edge, a cell not written), at a row width the metadata or one stored
-// row gives: stored values are bounded by what was read, absent ones
-// would be bounded by nothing.
-const maxUnbackedEdgeBytes = 16 << 20
-
-// UnbackedEdgesError: an answer's edges without a stored value of link
-// attribute Attribute (Channels × DType each) would take more than Limit
-// bytes of zeros (see maxUnbackedEdgeBytes). A smaller answer (a bbox
-// page) holds them.
-type UnbackedEdgesError struct {
-	Attribute string
-	Edges     int
-	Channels  int
-	DType     string
-	Limit     int
-}
-
-func (e *UnbackedEdgesError) Error() string {
-	return fmt.Sprintf("%d edges without stored values of %d × %s each: more than %d bytes of nothing", e.Edges, e.Channels, e.DType, e.Limit)
-}
-
 // refCell is what edgeColumns knows ref's cell by: its key's array.
 func refCell(ref linkRef) *int64 {
 	if ref.cell == nil {
@@ -407,43 +383,43 @@ func (l *Level) edgeColumns(ctx context.Context, sel []*linkAttrMeta, refs []lin
 			cells[id] = linkCell{data: b, rows: n}
 		}
 		ch = max(ch, 1)
-		col := EdgeColumn{Column: Column{Name: a.Name, DType: a.dt.Name, Channels: ch, typ: a.dt, Categories: a.Categories, NullCode: a.nullCode}}
+		col := Column{Name: a.Name, DType: a.dt.Name, Channels: ch, typ: a.dt, Categories: a.Categories, NullCode: a.nullCode}
 		rb := ch * a.dt.Size
-		absent := 0
-		for _, ref := range refs {
-			if c := cells[cellID{ref.seg, refCell(ref)}]; ref.cell == nil || c.data == nil || ref.row >= c.rows {
-				absent++
-			}
+		// Only the edges with a stored value take a row: their values
+		// were read, so the column is bounded by the reads; an edge
+		// without one costs a byte of valid.
+		has := func(ref linkRef) bool {
+			c := cells[cellID{ref.seg, refCell(ref)}]
+			return ref.cell != nil && c.data != nil && ref.row < c.rows
 		}
-		if absent > maxUnbackedEdgeBytes/rb {
-			// The values stored are bounded by what was read; absent
-			// ones are zeros of a width the metadata or one stored row
-			// gives, times the edges without one: they size no large
-			// buffer of nothing.
-			return nil, &Error{Kind: ErrUnsupported, Store: l.s.name, Level: l.n, Array: l.linkAttrFamily(a, ""),
-				Err: &UnbackedEdgesError{Attribute: a.Name, Edges: absent, Channels: ch, DType: a.dt.Name, Limit: maxUnbackedEdgeBytes}}
-		}
-		col.Data = make([]byte, len(refs)*rb)
+		var valid []bool
+		stored := 0
 		for i, ref := range refs {
-			var c linkCell
-			if ref.cell != nil {
-				c = cells[cellID{ref.seg, &ref.cell[0]}]
-			}
-			if c.data == nil || ref.row >= c.rows {
-				if col.Valid == nil {
-					col.Valid = make([]bool, len(refs))
-					for j := 0; j < i; j++ {
-						col.Valid[j] = true
-					}
+			switch {
+			case has(ref):
+				stored++
+			case valid == nil:
+				valid = make([]bool, len(refs))
+				for j := range i {
+					valid[j] = true
 				}
-				continue
 			}
-			copy(col.Data[i*rb:(i+1)*rb], c.data[ref.row*rb:(ref.row+1)*rb])
-			if col.Valid != nil {
-				col.Valid[i] = true
+			if valid != nil {
+				valid[i] = has(ref)
 			}
 		}
-		out[k] = col
+		col.Data = make([]byte, 0, stored*rb)
+		for _, ref := range refs {
+			if has(ref) {
+				c := cells[cellID{ref.seg, refCell(ref)}]
+				col.Data = append(col.Data, c.data[ref.row*rb:(ref.row+1)*rb]...)
+			}
+		}
+		ec, err := NewEdgeColumn(col, valid)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = ec
 	}
 	return out, nil
 }

@@ -207,7 +207,7 @@ func TestLinkAttributesReferenceGraphs(t *testing.T) {
 					}
 					col := res.EdgeAttributes[0]
 					ne := len(res.Edges) / 2
-					if col.Name != "weight" || col.DType != "float32" || col.Channels != 1 || len(col.Data) != 4*ne || (col.Valid != nil && len(col.Valid) != ne) {
+					if col.Name != "weight" || col.DType != "float32" || col.Channels != 1 || col.Edges() != ne || (col.Valid != nil && len(col.Valid) != ne) {
 						t.Fatalf("page %d: column %s %s×%d of %d bytes, valid %d, for %d edges", page, col.Name, col.DType, col.Channels, len(col.Data), len(col.Valid), ne)
 					}
 					for i := 0; i < ne; i++ {
@@ -245,7 +245,7 @@ func TestLinkAttributesReferenceGraphs(t *testing.T) {
 					t.Fatal(err)
 				}
 				col := o.EdgeAttributes[0]
-				if len(o.EdgeAttributes) != 1 || len(col.Data) != 2*len(o.Edges) {
+				if len(o.EdgeAttributes) != 1 || col.Edges() != len(o.Edges)/2 {
 					t.Fatalf("object %d: %d columns, %d bytes for %d edges", id, len(o.EdgeAttributes), len(col.Data), len(o.Edges)/2)
 				}
 				at := func(r int64) string {
@@ -462,14 +462,13 @@ func TestLinkAttributesCorruptCell(t *testing.T) {
 
 // TestLinkAttributesWithoutCells: a link attribute whose cells are all
 // gone gives every edge no value; a row_shape claiming wide rows then
-// sizes no buffer of zeros (an error, not 135 MB), since no stored row
-// confirms it.
+// sizes no buffer of zeros (135 MB once; then an error), since an edge
+// without a value takes no row: the column holds no bytes.
 func TestLinkAttributesWithoutCells(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		rowShape string
-		wantErr  string
-	}{{"[]", ""}, {"[65536]", "without stored values of 65536 × float32"}} {
+	}{{"[]"}, {"[65536]"}} {
 		t.Run(tc.rowShape, func(t *testing.T) {
 			t.Parallel()
 			dir := zvftest.CopyTree(t, "../testdata/zvf-0.9/graph_v09.zarrvectors")
@@ -508,18 +507,12 @@ func TestLinkAttributesWithoutCells(t *testing.T) {
 			}
 			l := zvftest.OpenLevel(t, zvftest.Store(t, dir), zvf.Options{Name: "g"}, 0)
 			res, err := l.BBox(context.Background(), zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, LinkAttributes: []string{"*"}}, func(*zvf.Batch) error { return nil })
-			if tc.wantErr != "" {
-				if !errors.Is(err, zvf.ErrUnsupported) || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("got %v, want ErrUnsupported %q", err, tc.wantErr)
-				}
-				return
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			col := res.EdgeAttributes[0]
-			if len(res.Edges) != 2*516 || len(col.Valid) != 516 || slices.Contains(col.Valid, true) {
-				t.Fatalf("%d edges, valid %v", len(res.Edges)/2, col.Valid)
+			if len(res.Edges) != 2*516 || len(col.Valid) != 516 || slices.Contains(col.Valid, true) || cap(col.Data) != 0 {
+				t.Fatalf("%d edges, valid %v, %d bytes", len(res.Edges)/2, col.Valid, cap(col.Data))
 			}
 			// validate warns of each links cell without values.
 			rep := zvf.Validate(context.Background(), zvftest.Store(t, dir), "g", 5, nil)
@@ -748,9 +741,9 @@ func TestLinkAttributesEveryCopy0_9(t *testing.T) {
 // TestLinkAttributesAbsentValuesAreBounded: one stored wide value (a row
 // of 4,096 float64) and 600 edges without one (a ZVF 0.7 writer keeps no
 // values for cross-chunk edges) made the answer allocate 600 rows of
-// zeros, 19 MB here and gigabytes for a large box: what absent values
-// would take beyond what the store holds is bounded as when none is
-// stored.
+// zeros, 19 MB here and gigabytes for a large box; then it was refused.
+// An edge without a value now takes no row: the box is answered, its
+// column holding the one stored row (32 KiB) and a byte an edge.
 func TestLinkAttributesAbsentValuesAreBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -766,6 +759,9 @@ func TestLinkAttributesAbsentValuesAreBounded(t *testing.T) {
 		g.Edges = append(g.Edges, int64(i), int64(i+1))
 	}
 	data := make([]byte, 8*width*(len(g.Edges)/2))
+	for e := range len(g.Edges) / 2 {
+		binary.LittleEndian.PutUint64(data[8*width*e:], math.Float64bits(float64(e+1)))
+	}
 	g.LinkAttributes = []writer.Attribute{{Name: "wide", DType: "float64", Channels: width, Data: data}}
 	st, err := blobstore.Open(ctx, "mem://")
 	if err != nil {
@@ -776,17 +772,26 @@ func TestLinkAttributesAbsentValuesAreBounded(t *testing.T) {
 	}
 	l := zvftest.OpenLevel(t, st, zvf.Options{Name: "wide"}, 0)
 	q := zvf.BBoxQuery{Min: []float64{0, 0, 0}, Max: []float64{20, 10, 10}, Connectivity: true, LinkAttributes: []string{"*"}}
-	_, err = l.BBox(ctx, q, func(*zvf.Batch) error { return nil })
-	if !errors.Is(err, zvf.ErrUnsupported) || !strings.Contains(err.Error(), "without stored values of 4096 × float64") {
-		t.Fatalf("got %v, want ErrUnsupported naming the edges without values", err)
-	}
-	// The same store's few edges are answered.
-	q.Max = []float64{20, 10, 0.05}
 	res, err := l.BBox(ctx, q, func(*zvf.Batch) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if col := res.EdgeAttributes[0]; len(res.Edges) == 0 || col.Channels != width || len(col.Data) != len(res.Edges)/2*8*width {
-		t.Fatalf("%d edges, column %d channels, %d bytes", len(res.Edges)/2, col.Channels, len(col.Data))
+	col := res.EdgeAttributes[0]
+	ne := len(res.Edges) / 2
+	if ne != len(g.Edges)/2 || col.Channels != width || col.Edges() != ne || len(col.Valid) != ne {
+		t.Fatalf("%d edges, column %d channels for %d edges, valid %d", ne, col.Channels, col.Edges(), len(col.Valid))
+	}
+	// Every edge but (0, 2) has no value, and takes no row.
+	if cap(col.Data) != 8*width || strings.Count(fmt.Sprint(col.Valid), "true") != 1 {
+		t.Fatalf("%d bytes for %d edges (%d × %d bytes without values)", cap(col.Data), ne, ne-1, col.RowBytes())
+	}
+	for i := range ne {
+		// The one value is the edge (0, 2)'s: 1 in its first channel.
+		if col.Has(i) && (col.At(i*width).F != 1 || len(col.Row(i)) != 8*width) {
+			t.Fatalf("edge %d: %v, want edge 0's 1", i, col.At(i*width).F)
+		}
+		if !col.Has(i) && (col.At(i*width+7).F != 0 || col.Row(i) != nil) {
+			t.Fatalf("edge %d without a value: %v", i, col.At(i*width+7).F)
+		}
 	}
 }

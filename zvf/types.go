@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,15 +162,111 @@ type Column struct {
 	typ        zarr.DataType
 }
 
-// EdgeColumn is one link attribute's values for an answer's edges: row i
-// belongs to edge i.
+// EdgeColumn is one link attribute's values for an answer's edges. Data
+// holds the rows of the edges that have a value only, in edge order: an
+// edge without one costs no row, so an answer whose edges mostly have
+// none (a ZVF 0.7 store's cross-chunk edges) holds no more than what was
+// read. Build one with NewEdgeColumn; read edge i's row with Row.
 type EdgeColumn struct {
 	Column
-	// Valid, when not nil, says which edges have a value (the others' rows
-	// are zero): no stored link row holds one for a cross-chunk edge of a
-	// ZVF 0.7 store (its writer keeps none), a skeleton parent the rows'
-	// order implies, or a 0.9 links cell whose attribute cell is missing.
+	// Valid, when not nil, says which edges have a value (Data holds a
+	// row for each true): no stored link row holds one for a cross-chunk
+	// edge of a ZVF 0.7 store (its writer keeps none), a skeleton parent
+	// the rows' order implies, or a 0.9 links cell whose attribute cell is
+	// missing. nil: every edge has one.
 	Valid []bool
+	// ranks[k] is the number of Data rows before edge k×rankStride, so
+	// Row finds an edge's row without counting from the first (nil when
+	// Valid is).
+	ranks []int
+}
+
+// rankStride is the edges between two of EdgeColumn.ranks: a word per
+// 64 edges beside Valid's byte an edge.
+const rankStride = 64
+
+// NewEdgeColumn is the column of edges whose values col holds, a row for
+// each edge valid says has one (valid nil: every edge, in order).
+func NewEdgeColumn(col Column, valid []bool) (EdgeColumn, error) {
+	c := EdgeColumn{Column: col, Valid: valid}
+	rb := col.RowBytes()
+	stored := len(valid)
+	if valid != nil {
+		c.ranks = make([]int, 0, (len(valid)+rankStride-1)/rankStride)
+		stored = 0
+		for i, ok := range valid {
+			if i%rankStride == 0 {
+				c.ranks = append(c.ranks, stored)
+			}
+			if ok {
+				stored++
+			}
+		}
+	} else if rb > 0 {
+		stored = len(col.Data) / rb
+	}
+	if rb == 0 || len(col.Data) != stored*rb {
+		return EdgeColumn{}, fmt.Errorf("edge attribute %q: %d bytes for %d rows of %d × %s", col.Name, len(col.Data), stored, col.Channels, col.DType)
+	}
+	return c, nil
+}
+
+// Edges is the number of edges the column has a place for.
+func (c *EdgeColumn) Edges() int {
+	if c.Valid != nil {
+		return len(c.Valid)
+	}
+	if rb := c.RowBytes(); rb > 0 {
+		return len(c.Data) / rb
+	}
+	return 0
+}
+
+// Has says whether edge i has a value.
+func (c *EdgeColumn) Has(i int) bool {
+	return c.Valid == nil || c.Valid[i]
+}
+
+// StoredRow is the row of Data holding edge i's value, -1 for an edge
+// without one.
+func (c *EdgeColumn) StoredRow(i int) int {
+	if c.Valid == nil {
+		return i
+	}
+	if !c.Valid[i] {
+		return -1
+	}
+	lo, r := 0, 0 // a column built without NewEdgeColumn counts from its first edge
+	if c.ranks != nil {
+		lo, r = i-i%rankStride, c.ranks[i/rankStride]
+	}
+	for _, ok := range c.Valid[lo:i] {
+		if ok {
+			r++
+		}
+	}
+	return r
+}
+
+// Row is edge i's value (Channels elements), nil for an edge without one.
+func (c *EdgeColumn) Row(i int) []byte {
+	r := c.StoredRow(i)
+	if r < 0 {
+		return nil
+	}
+	rb := c.RowBytes()
+	return c.Data[r*rb : (r+1)*rb]
+}
+
+// At is element i of the edges' values (edge × Channels + channel), as if
+// every edge had a row: zero for an edge without a value.
+func (c *EdgeColumn) At(i int) Number {
+	ch := max(c.Channels, 1)
+	r := c.StoredRow(i / ch)
+	if r < 0 {
+		return c.typ.At(make([]byte, c.typ.Size), 0)
+	}
+	return c.typ.At(c.Data, r*ch+i%ch)
 }
 
 // Number is one element of a column widened without loss (see

@@ -276,11 +276,11 @@ func putProp(dst []byte, p *prop, col *zvf.Column, row int) {
 // putEdge writes property p of edge row of col: missing where the
 // store keeps no value for the edge (col nil, or not Valid there).
 func putEdge(dst []byte, p *prop, col *zvf.EdgeColumn, row int) {
-	if col == nil || col.Valid != nil && (row >= len(col.Valid) || !col.Valid[row]) {
+	if col == nil || row >= col.Edges() || !col.Has(row) {
 		putMissing(dst, p)
 		return
 	}
-	putProp(dst, p, &col.Column, row)
+	putProp(dst, p, &col.Column, col.StoredRow(row))
 }
 
 // putMean writes the mean of p's channel over the rows of col.
