@@ -313,12 +313,9 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		log.Info("serving the built-in demo", "stores", len(infos), "build_ms", time.Since(start).Milliseconds())
 		return opened()
 	}
-	// One bound on blocked file system calls for every folder served:
-	// threads are the process's, and one hung mount may hold them all.
-	calls := localfs.NewCalls(0)
 	badName := func(name, a string) error {
 		closeAll()
-		return fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, shownArg(a))
+		return badStoreName(name, a)
 	}
 	from := map[string]string{} // store name: the argument it came from
 	named := func(name, a string) error {
@@ -328,41 +325,11 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		from[name] = a
 		return nil
 	}
-	// Each argument's store, opened (no backend call yet) in order.
-	type argStore struct {
-		arg   storage.Store
-		found []foundStore
-		err   error
+	per, err := lookAtArgs(ctx, args, c, log, hooks, &closers)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
 	}
-	per := make([]argStore, len(args))
-	for i, a := range args {
-		name, target := storeArg(a)
-		// A name given (name=URL) must be one; a folder of stores does
-		// not use its own default name, only a store served as one does.
-		if target != a && !api.ValidStoreName(name) {
-			return nil, nil, badName(name, a)
-		}
-		st, err := openStore(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name), Calls: calls})
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		closers = append(closers, st.Close)
-		per[i].arg = st
-		if hooks.wrapArg != nil {
-			per[i].arg = hooks.wrapArg(st)
-		}
-	}
-	// A folder of stores serves each of them (discover.go). The first
-	// listings are asked all at once: backends that do not answer cost
-	// the start one wait, not one each.
-	var looks sync.WaitGroup
-	for i, a := range args {
-		looks.Go(func() {
-			per[i].found, per[i].err = discoverStoresWithin(ctx, per[i].arg, namePrefix(a), log.With("arg", shownArg(a)), wait)
-		})
-	}
-	looks.Wait()
 	for i, a := range args {
 		name, target := storeArg(a)
 		arg, found, err := per[i].arg, per[i].found, per[i].err
@@ -397,6 +364,57 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 		open(name, arg, c.revalidate > 0, readConcurrency(c.readConcurrency, target))
 	}
 	return opened()
+}
+
+// argStore is one STORE argument's storage, opened, and the stores its
+// first listing found below it (none: it is one store).
+type argStore struct {
+	arg   storage.Store
+	found []foundStore
+	err   error
+}
+
+// lookAtArgs opens each argument's storage in order (no backend call yet;
+// each one's Close is added to closers), then asks their first listings
+// all at once within c.startWait: a folder of stores serves each of them
+// (discover.go), and backends that do not answer cost the start one wait,
+// not one each.
+func lookAtArgs(ctx context.Context, args []string, c *serveConfig, log *slog.Logger, hooks serveHooks, closers *[]func() error) ([]argStore, error) {
+	// One bound on blocked file system calls for every folder served:
+	// threads are the process's, and one hung mount may hold them all.
+	calls := localfs.NewCalls(0)
+	per := make([]argStore, len(args))
+	for i, a := range args {
+		name, target := storeArg(a)
+		// A name given (name=URL) must be one; a folder of stores does
+		// not use its own default name, only a store served as one does.
+		if target != a && !api.ValidStoreName(name) {
+			return nil, badStoreName(name, a)
+		}
+		st, err := openStore(ctx, target, localfs.Options{FollowSymlinks: c.followSymlinks, Logger: log.With("store", name), Calls: calls})
+		if err != nil {
+			return nil, err
+		}
+		*closers = append(*closers, st.Close)
+		per[i].arg = st
+		if hooks.wrapArg != nil {
+			per[i].arg = hooks.wrapArg(st)
+		}
+	}
+	var looks sync.WaitGroup
+	for i, a := range args {
+		looks.Go(func() {
+			per[i].found, per[i].err = discoverStoresWithin(ctx, per[i].arg, namePrefix(a), log.With("arg", shownArg(a)), c.startWait)
+		})
+	}
+	looks.Wait()
+	return per, nil
+}
+
+// badStoreName is the refusal of a store name given (name=URL) that is
+// none.
+func badStoreName(name, a string) error {
+	return fmt.Errorf("%w: store name %q (from %q): use name=URL with letters, digits, '.', '_', '-'", cli.ErrUsage, name, shownArg(a))
 }
 
 // shownArg is a STORE argument as errors show it: without its query
