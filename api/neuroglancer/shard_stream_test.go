@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -23,7 +22,6 @@ import (
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
-	"github.com/zvfserve/zvfserve/zvf/writer"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -163,15 +161,7 @@ func TestShardStreamFailure(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	mem := zvftest.Store(t, "mem://")
-	rng := rand.New(rand.NewPCG(7, 8))
-	pos := make([]float32, 3*20_000)
-	for i := range pos {
-		pos[i] = float32(rng.Float64() * 1000)
-	}
-	o := writer.Options{ChunkShape: []float64{250, 250, 250}, BinShape: []float64{50, 50, 50}}
-	if _, err := writer.WritePoints(ctx, mem, "p", &writer.PointCloud{Positions: pos}, o); err != nil {
-		t.Fatal(err)
-	}
+	writeBinnedPoints(t, mem, 20_000, 7, 8)
 	faults := faultstore.New(storage.Sub(mem, "p"), nil)
 	// No chunk cache: every record build reads the store.
 	st, err := zvf.Open(ctx, faults, zvf.Options{Name: "p"})

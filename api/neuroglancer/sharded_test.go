@@ -708,15 +708,7 @@ func TestShardLargerThanCacheReadsItsRange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	mem := zvftest.Store(t, "mem://")
-	rng := rand.New(rand.NewPCG(5, 6))
-	pos := make([]float32, 3*100_000)
-	for i := range pos {
-		pos[i] = float32(rng.Float64() * 1000)
-	}
-	o := writer.Options{ChunkShape: []float64{250, 250, 250}, BinShape: []float64{50, 50, 50}}
-	if _, err := writer.WritePoints(ctx, mem, "p", &writer.PointCloud{Positions: pos}, o); err != nil {
-		t.Fatal(err)
-	}
+	writeBinnedPoints(t, mem, 100_000, 5, 6)
 	// The store reads its chunks through a cache of its own, so that
 	// they do not push the spatial index and the layout out of the small
 	// cache of the Neuroglancer answers (the index is 9 kB, a layout
@@ -930,5 +922,20 @@ func TestShardRangeReadsMatchWholeShards(t *testing.T) {
 		if chunks < 10 {
 			t.Fatalf("%s: only %d chunks read", name, chunks)
 		}
+	}
+}
+
+// writeBinnedPoints writes n points, uniform in [0, 1000)³ from the seeds
+// s1 and s2, as store "p" of mem: chunks of 250 in bins of 50.
+func writeBinnedPoints(t *testing.T, mem storage.Writer, n int, s1, s2 uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(s1, s2))
+	pos := make([]float32, 3*n)
+	for i := range pos {
+		pos[i] = float32(rng.Float64() * 1000)
+	}
+	o := writer.Options{ChunkShape: []float64{250, 250, 250}, BinShape: []float64{50, 50, 50}}
+	if _, err := writer.WritePoints(context.Background(), mem, "p", &writer.PointCloud{Positions: pos}, o); err != nil {
+		t.Fatal(err)
 	}
 }
