@@ -111,6 +111,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"sample slider", testSampleSlider},
 		{"selection in the URL", testSelectionURL},
 		{"density overview", testDensityOverview},
+		{"keyboard view", testKeyboardView},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -1,12 +1,15 @@
 // Input: the mouse on the view (orbit, pan, zoom towards the cursor,
-// click to pick, double-click to centre, drag a box), the F key, and the
-// panel's buttons and fields.
+// click to pick, double-click to centre, drag a box), its keys (arrows,
+// shift and arrows, + and -, F), and the panel's buttons and fields.
 import { $ } from './dom.js';
 import { ray } from './math.js';
 import { budgetOf } from './urlstate.js';
 
 const ORBIT = 0.006; // radians per pixel dragged
 const CLICK_SLOP = 3; // pixels a click may move and stay a click
+const KEY_ORBIT = Math.PI / 36; // radians an arrow key turns the view (5°)
+const KEY_PAN = 0.1; // share of the view's height shift and an arrow key pan
+const KEY_ZOOM = 1.25; // factor + and - bring the camera closer or further
 
 export function bindInput(app) {
   const c = app.canvas, cam = app.cam;
@@ -67,7 +70,25 @@ export function bindInput(app) {
     cam.dist *= k;
     app.view.moved();
   }, { passive: false });
-  c.addEventListener('keydown', (e) => { if (e.key === 'f' || e.key === 'F') app.view.fit(); });
+  // The keys do what the mouse does, for those who cannot drag: the
+  // arrows orbit (with shift, pan a tenth of the view), + and - zoom
+  // about the centre, F frames; handled keys do not scroll the page.
+  c.addEventListener('keydown', (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const arrow = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] }[e.key];
+    if (e.key === 'f' || e.key === 'F') app.view.fit();
+    else if (arrow && e.shiftKey) {
+      const { r, u } = cam.basis(), s = cam.dist * 2 * Math.tan(cam.fov / 2) * KEY_PAN;
+      for (let i = 0; i < 3; i++) cam.target[i] += (arrow[0] * r[i] - arrow[1] * u[i]) * s;
+    } else if (arrow) {
+      cam.yaw -= arrow[0] * KEY_ORBIT;
+      cam.pitch = Math.max(-1.5707, Math.min(1.5707, cam.pitch - arrow[1] * KEY_ORBIT));
+    } else if (e.key === '+' || e.key === '=') cam.dist /= KEY_ZOOM;
+    else if (e.key === '-' || e.key === '_') cam.dist *= KEY_ZOOM;
+    else return;
+    e.preventDefault();
+    app.view.moved();
+  });
   $('fit').onclick = () => app.view.fit();
   $('vtop').onclick = () => app.view.preset(-Math.PI / 2, 1.5707);
   $('vfront').onclick = () => app.view.preset(-Math.PI / 2, 0);

@@ -1,0 +1,73 @@
+package web_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// key sends one key, with modifiers, to the focused element.
+func (b *browser) key(k string, mods ...chromedp.KeyOption) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, chromedp.KeyEvent(k, mods...)); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// testKeyboardView: with the view focused (Tab reaches it), the arrow
+// keys orbit, shift and the arrows pan, + and - zoom, and the URL follows,
+// as the mouse does; the page does not scroll under them.
+func testKeyboardView(t *testing.T, e *viewerEnv) {
+	b := e.open(t, "stores=cells")
+	b.eval(`document.getElementById('view').focus()`)
+	var c0, c camera
+	b.value(`__zvf.camera()`, &c0)
+	step := func(what string, k string, mods ...chromedp.KeyOption) {
+		t.Helper()
+		b.value(`__zvf.camera()`, &c0)
+		b.key(k, mods...)
+		b.value(`__zvf.camera()`, &c)
+		t.Logf("%s: yaw %.3f→%.3f pitch %.3f→%.3f dist %.1f→%.1f target %v→%v", what, c0.Yaw, c.Yaw, c0.Pitch, c.Pitch, c0.Dist, c.Dist, c0.Target, c.Target)
+	}
+	step("left", kb.ArrowLeft)
+	if !(c.Yaw != c0.Yaw && c.Pitch == c0.Pitch && c.Dist == c0.Dist) {
+		t.Errorf("ArrowLeft on the view: yaw %g → %g, pitch %g → %g; want an orbit about the vertical", c0.Yaw, c.Yaw, c0.Pitch, c.Pitch)
+	}
+	step("up", kb.ArrowUp)
+	if !(c.Pitch != c0.Pitch && c.Yaw == c0.Yaw) {
+		t.Errorf("ArrowUp on the view: pitch %g → %g; want a tilt", c0.Pitch, c.Pitch)
+	}
+	step("zoom in", "+")
+	if !(c.Dist < c0.Dist) {
+		t.Errorf("+ on the view: distance %g → %g; want closer", c0.Dist, c.Dist)
+	}
+	step("zoom out", "-")
+	if !(c.Dist > c0.Dist) {
+		t.Errorf("- on the view: distance %g → %g; want further", c0.Dist, c.Dist)
+	}
+	step("pan", kb.ArrowRight, chromedp.KeyModifiers(chromedp.ModifierShift))
+	moved := math.Abs(c.Target[0]-c0.Target[0]) + math.Abs(c.Target[1]-c0.Target[1]) + math.Abs(c.Target[2]-c0.Target[2])
+	if !(moved > 0 && c.Yaw == c0.Yaw && c.Dist == c0.Dist) {
+		t.Errorf("shift+ArrowRight on the view: target moved %g, yaw %g → %g; want a pan", moved, c0.Yaw, c.Yaw)
+	}
+	var scrolled float64
+	b.value(`document.scrollingElement.scrollTop + document.getElementById('panel').scrollTop`, &scrolled)
+	if scrolled != 0 {
+		t.Errorf("the arrow keys scrolled the page by %g px", scrolled)
+	}
+	// The URL follows the camera once it rests.
+	b.wait(`new URLSearchParams(location.search).get('cam') !== null && Math.abs(+new URLSearchParams(location.search).get('cam').split(',')[2] - __zvf.camera().dist) < 1e-3 * __zvf.camera().dist`)
+	if label := b.text("#status"); strings.Contains(label, "error") {
+		t.Errorf("status line %q", label)
+	}
+	var aria string
+	b.value(`document.getElementById('view').getAttribute('aria-label')`, &aria)
+	if !strings.Contains(aria, "arrow keys") {
+		t.Errorf("the view's label %q does not tell a keyboard user its keys", aria)
+	}
+	b.settle()
+	b.noProblems()
+}
