@@ -71,3 +71,26 @@ func testKeyboardView(t *testing.T, e *viewerEnv) {
 	b.settle()
 	b.noProblems()
 }
+
+// testEnterRuns: an object id or a box corner typed and Enter pressed runs
+// Find or the box query, as a user expects of a one-line field.
+func testEnterRuns(t *testing.T, e *viewerEnv) {
+	b := e.open(t, "stores=cells,axons")
+	b.eval(`document.getElementById('olayer').value = 'axons'`)
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(chromedp.CSS("#oid"), "3"+kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(`document.getElementById('oresult').textContent.startsWith('object 3 · axons · level 0')`)
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(chromedp.CSS("#bmin"), "0,0,0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(chromedp.CSS("#bmax"), "400,400,300"+kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(`document.querySelectorAll('#bresult tr').length === 3`)
+	if s := b.search(); !strings.Contains(s, "obj=axons%3A3") && !strings.Contains(s, "obj=axons:3") {
+		t.Errorf("URL %q lacks the object found", s)
+	}
+	b.settle()
+	b.noProblems()
+}

@@ -112,6 +112,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"selection in the URL", testSelectionURL},
 		{"density overview", testDensityOverview},
 		{"keyboard view", testKeyboardView},
+		{"enter runs", testEnterRuns},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -101,6 +101,11 @@ export function bindInput(app) {
   $('pickclose').onclick = () => app.pick.clear();
   $('blevel').onchange = () => app.writeURL();
   $('oquery').onclick = () => app.find.find(true);
+  // Enter in a one-line field runs what its button does, as in a form.
+  const onEnter = (id, run) => $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter' && !e.isComposing) { e.preventDefault(); run(); } });
+  onEnter('oid', () => app.find.find(true));
+  onEnter('bmin', () => app.box.query());
+  onEnter('bmax', () => app.box.query());
   $('addlayer').onclick = () => { const n = $('addstore').value; if (n) { app.addLayer(n); app.writeURL(); } };
   $('paneltoggle').onclick = () => {
     const p = $('panel');
