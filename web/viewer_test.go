@@ -113,6 +113,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"density overview", testDensityOverview},
 		{"keyboard view", testKeyboardView},
 		{"enter runs", testEnterRuns},
+		{"pick position", testPickPosition},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -65,13 +65,15 @@ export class PickTool {
       if (idOf(oid) !== null) { $('olayer').value = l.name; $('oid').value = oid; }
     }
     app.redraw();
-    const head = [`layer ${l.name} · level ${t.level}`, `position ${hit.pos.map((v) => +v.toPrecision(7)).join(', ')}`];
+    // The position drawn is quantized (within the tile's precision): it is
+    // marked ≈ until the server gives the stored one.
+    const p = l.tileQuery(t.level).precision || 0;
+    const head = [`layer ${l.name} · level ${t.level}`, `position ${p > 0 ? '≈ ' : ''}${hit.pos.map((v) => +v.toPrecision(7)).join(', ')}`];
     if (t.ids) head.push(oid !== null ? `object ${oid}` : 'object none');
     $('picked').textContent = head.join('\n') + '\nattributes: loading…';
     // Every attribute of the vertex at the level drawn: a box around the
     // vertex exactly (as drawn: within the tile's precision and a float32
     // rounding), with all attributes.
-    const p = l.tileQuery(t.level).precision || 0;
     const q = { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, limit: PICK_ROWS };
     const meta = { kind: 'pick', layer: l.name, level: t.level };
     try {
@@ -85,10 +87,15 @@ export class PickTool {
         if (seq !== this.seq) return;
       }
       const lines = [...head];
+      // The stored position, as the server holds it: of the vertices
+      // found when they share it, else of each (within the precision).
+      const at = (i) => (r.vertices && r.vertices[i] ? r.vertices[i].map(showJSON).join(', ') : null);
+      const shared = r.count > 0 && at(0) && Array.from({ length: r.count }, (_, i) => at(i)).every((v) => v === at(0));
+      if (shared) lines[1] = `position ${at(0)}`;
       const names = Object.keys(r.attributes || {});
       if (r.count > 1) lines.push(`${r.count} vertices at this position`);
       for (let i = 0; i < r.count; i++) {
-        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${showID(r.object_ids[i])})` : ''}`);
+        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${showID(r.object_ids[i])})` : ''}${!shared && at(i) ? ` at ${at(i)}` : ''}`);
         if (!names.length) lines.push(`level ${t.level} holds no vertex attributes`);
         for (const n of names) lines.push(`${n} = ${showJSON(r.attributes[n][i])}`);
       }
