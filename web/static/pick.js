@@ -73,8 +73,9 @@ export class PickTool {
     $('picked').textContent = head.join('\n') + '\nattributes: loading…';
     // Every attribute of the vertex at the level drawn: a box around the
     // vertex exactly (as drawn: within the tile's precision and a float32
-    // rounding), with all attributes.
-    const q = { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, limit: PICK_ROWS };
+    // rounding), with all attributes; with the layer's filter and sample,
+    // so a vertex the layer hides there is not listed as if picked.
+    const q = { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, limit: PICK_ROWS, filter: l.filter || undefined, sample: l.sample };
     const meta = { kind: 'pick', layer: l.name, level: t.level };
     try {
       // Exactly: an object id (or an int64 attribute) past 2^53 is a BigInt.
