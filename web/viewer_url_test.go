@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"testing"
 
@@ -63,4 +64,34 @@ func TestViewerFarFromOriginInBrowser(t *testing.T) {
 		}
 	}
 	b.noProblems()
+}
+
+// TestViewerFarCameraLinkInBrowser: a link to a close view of a store far
+// from the origin reopens on the same place. The URL's camera centre had 6
+// significant digits, a whole unit at 10^6: a view 50 units away
+// reopened 3.5 units off.
+func TestViewerFarCameraLinkInBrowser(t *testing.T) {
+	ts := farServer(t)
+	ch := newChrome(t)
+	b := ch.tab(t, 1280, 800)
+	b.navigate(ts.URL + "/?stores=far")
+	b.settle()
+	want := camera{Yaw: 0.3, Pitch: 0.2, Dist: 12.5, Target: [3]float64{1e6 + 123.456, 1e6 + 45.678, 1e6 + 30.5}}
+	b.eval(`__zvf.setCamera({yaw: 0.3, pitch: 0.2, dist: 12.5, target: [1e6 + 123.456, 1e6 + 45.678, 1e6 + 30.5]})`)
+	b.wait(`(new URLSearchParams(location.search).get('cam') || '').split(',')[2] === '12.5'`)
+	link := b.search()
+	b2 := ch.tab(t, 1280, 800)
+	b2.navigate(ts.URL + "/" + link)
+	b2.settle()
+	var got camera
+	b2.value(`__zvf.camera()`, &got)
+	off := 0.0
+	for i := range 3 {
+		off = math.Max(off, math.Abs(got.Target[i]-want.Target[i]))
+	}
+	if off > want.Dist/1000 || math.Abs(got.Dist-want.Dist) > want.Dist/1000 || math.Abs(got.Yaw-want.Yaw) > 1e-5 || math.Abs(got.Pitch-want.Pitch) > 1e-5 {
+		t.Errorf("the link %s reopened the camera %+v; want %+v (its centre %.3g units off, in a view %g away)", link, got, want, off, want.Dist)
+	}
+	b.noProblems()
+	b2.noProblems()
 }
