@@ -1,10 +1,14 @@
 package web_test
 
 import (
+	"context"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -92,5 +96,52 @@ func testEnterRuns(t *testing.T, e *viewerEnv) {
 		t.Errorf("URL %q lacks the object found", s)
 	}
 	b.settle()
+	b.noProblems()
+}
+
+// testControlNames: every control of the page has an accessible name of
+// its own (as Chromium computes it for a screen reader), so with several
+// layers each card's controls say which layer they set.
+func testControlNames(t *testing.T, e *viewerEnv) {
+	b := e.open(t, "stores=cells,axons,skeletons")
+	tree, err := chromedp.Run(b.ctx, func(ctx context.Context, tg *chromedp.Target) ([]*accessibility.Node, error) {
+		res, err := cdp.Call(ctx, tg, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+		if err != nil {
+			return nil, err
+		}
+		return res.Nodes, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controls := map[string]bool{"checkbox": true, "combobox": true, "slider": true, "textbox": true, "button": true, "spinbutton": true, "ColorWell": true}
+	seen := map[string]int{}
+	for _, n := range tree {
+		if n.Ignored || n.Role == nil || n.Name == nil {
+			continue
+		}
+		var role, name string
+		_ = json.Unmarshal(n.Role.Value, &role)
+		_ = json.Unmarshal(n.Name.Value, &name)
+		if n.ChromeRole != nil {
+			var cr string
+			if json.Unmarshal(n.ChromeRole.Value, &cr) == nil && cr == "ColorWell" {
+				role = cr
+			}
+		}
+		if !controls[role] {
+			continue
+		}
+		if strings.TrimSpace(name) == "" {
+			t.Errorf("a %s has no name", role)
+		}
+		seen[role+" "+strings.TrimSpace(name)]++
+	}
+	for k, n := range seen {
+		if n > 1 {
+			t.Errorf("%d controls are named %q: a screen reader cannot tell which layer each sets", n, k)
+		}
+	}
+	t.Logf("%d named controls", len(seen))
 	b.noProblems()
 }

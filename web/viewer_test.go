@@ -114,6 +114,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"keyboard view", testKeyboardView},
 		{"enter runs", testEnterRuns},
 		{"pick position", testPickPosition},
+		{"control names", testControlNames},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -20,6 +20,7 @@ export function fillLegend(app, l) {
   const unit = (i) => l.desc.axes?.[i]?.unit || '';
   if (!l.colour) {
     const pick = el('input', { type: 'color', value: hexOf(l.rgb), title: 'layer colour' });
+    pick.setAttribute('aria-label', `layer colour of ${l.name}`);
     pick.oninput = () => { l.rgb = fromHex(pick.value); l.card.querySelector('.sw').style.background = pick.value; app.writeURL(); app.redraw(); };
     lg.append(el('div', {}, pick, ' layer colour'));
     return;
