@@ -6,6 +6,7 @@ import { $, el } from './dom.js';
 import { rgbCss } from './colour.js';
 import { fillLegend } from './legend.js';
 import { neuroglancerSources, neuroglancerURL } from './neuroglancer.js';
+import { isRGB } from './format.js';
 
 export class Cards {
   // app: {layers, catalog, tiles, selection, density, writeURL(), scheduleUpdate(), redraw(), removeLayer(l), drawList()}
@@ -76,7 +77,7 @@ export class Cards {
     }
     for (const [n, { a, levels }] of names) {
       const only = levels.length < d.levels.length ? ` (level ${levels.join(', ')})` : '';
-      cs.add(new Option(`${n}${a.categories ? ' · categories' : ''}${only}`, n));
+      cs.add(new Option(`${n}${a.categories ? ' · categories' : isRGB(a) ? ' · RGB' : ''}${only}`, n));
     }
     cs.value = l.colour;
     const ls = c.querySelector('.level');

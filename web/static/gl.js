@@ -49,6 +49,7 @@ void main() {
   else if (u_mode == 1) c = (a_val != a_val) ? vec3(0.42) : viridis((a_val - u_range.x) / max(u_range.y - u_range.x, 1e-12));
   else if (u_mode == 2) c = (a_val < 0.0 || a_val != a_val) ? vec3(0.42) : u_pal[int(mod(a_val, 32.0))];
   else if (u_mode == 3) c = u_color;
+  else if (u_mode == 5) c = (a_val != a_val) ? vec3(0.42) : vec3(floor(a_val / 65536.0), mod(floor(a_val / 256.0), 256.0), mod(a_val, 256.0)) / 255.0;
   else c = vec3(0.42, 0.43, 0.46);
   float grow = 1.0;
   if (u_hasSel) {
