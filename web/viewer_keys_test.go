@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,4 +145,43 @@ func testControlNames(t *testing.T, e *viewerEnv) {
 	}
 	t.Logf("%d named controls", len(seen))
 	b.noProblems()
+}
+
+// testBoxAfterFilter: a box query's rows and hits follow the layers'
+// selection: a filter applied after the query asks again, and the row
+// gives the filtered count (before: the unfiltered count stayed, and its
+// hits drawn white included vertices the filter hides).
+func testBoxAfterFilter(t *testing.T, e *viewerEnv) {
+	b := e.open(t, "stores=cells")
+	b.eval(`document.getElementById('bmin').value = '0,0,0'; document.getElementById('bmax').value = '400,400,300'; document.getElementById('bquery').click()`)
+	b.wait(`document.querySelectorAll('#bresult tr').length === 2`)
+	var all, neurons struct{ Count int }
+	b.await(`__zvf.net.json("api/v1/stores/cells/count?min=0,0,0&max=400,400,300&level=0").then((r) => (window.__all = r))`)
+	b.value(`window.__all`, &all)
+	b.await(`__zvf.net.json("api/v1/stores/cells/count?min=0,0,0&max=400,400,300&level=0&filter=" + encodeURIComponent("cell_type = 'neuron'")).then((r) => (window.__neurons = r))`)
+	b.value(`window.__neurons`, &neurons)
+	if all.Count == neurons.Count || neurons.Count == 0 {
+		t.Fatalf("the box holds %d cells, %d neurons: this test needs a filter that changes the count", all.Count, neurons.Count)
+	}
+	row := func() string { return b.text(`#bresult tr:nth-child(2) td:nth-child(2)`) }
+	if got := row(); got != fmtInt(all.Count) {
+		t.Fatalf("box row %q; want %s", got, fmtInt(all.Count))
+	}
+	b.eval(`(() => { const f = document.querySelector('.layer[data-store="cells"] .filter'); f.value = "cell_type = 'neuron'"; f.dispatchEvent(new Event('change')); })()`)
+	b.wait(`location.search.includes('f.cells=')`)
+	b.settle()
+	b.wait(`document.querySelectorAll('#bresult tr').length === 2`)
+	if got := row(); got != fmtInt(neurons.Count) {
+		t.Errorf("after the filter, the box row says %q; want the %s neurons the layer draws there", got, fmtInt(neurons.Count))
+	}
+	b.noProblems()
+}
+
+// fmtInt is n with thousands separated as the page shows them (en).
+func fmtInt(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -115,6 +115,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"enter runs", testEnterRuns},
 		{"pick position", testPickPosition},
 		{"control names", testControlNames},
+		{"box after filter", testBoxAfterFilter},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}
