@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -184,4 +185,28 @@ func fmtInt(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// testKeyboardPick: Enter on the focused view picks the drawn vertex
+// nearest the middle of the view (a keyboard user cannot click one), and
+// the pick box is a live region, so a screen reader reads what was picked.
+func testKeyboardPick(t *testing.T, e *viewerEnv) {
+	b := e.open(t, "stores=axons")
+	var at struct {
+		X, Y float64
+		Pos  [3]float32
+	}
+	b.value(`__zvf.vertexOnScreen("axons")`, &at)
+	// Centre the view near that vertex, a few pixels off.
+	b.eval(fmt.Sprintf(`__zvf.setCamera({target: [%g + 3, %g, %g]})`, at.Pos[0], at.Pos[1], at.Pos[2]))
+	b.settle()
+	b.eval(`document.getElementById('view').focus()`)
+	b.key(kb.Enter)
+	b.wait(`document.getElementById('picked').textContent.startsWith('layer axons') && !document.getElementById('picked').textContent.includes('loading')`)
+	var live string
+	b.value(`document.getElementById('pickbox').getAttribute('aria-live') || ''`, &live)
+	if live != "polite" {
+		t.Errorf("the pick box's aria-live is %q; want polite, so what was picked is read out", live)
+	}
+	b.noProblems()
 }

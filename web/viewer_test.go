@@ -116,6 +116,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"pick position", testPickPosition},
 		{"control names", testControlNames},
 		{"box after filter", testBoxAfterFilter},
+		{"keyboard pick", testKeyboardPick},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -1,6 +1,6 @@
 // Input: the mouse on the view (orbit, pan, zoom towards the cursor,
 // click to pick, double-click to centre, drag a box), its keys (arrows,
-// shift and arrows, + and -, F), and the panel's buttons and fields.
+// shift and arrows, + and -, F, Enter), and the panel's buttons and fields.
 import { $ } from './dom.js';
 import { ray } from './math.js';
 import { budgetOf } from './urlstate.js';
@@ -10,6 +10,7 @@ const CLICK_SLOP = 3; // pixels a click may move and stay a click
 const KEY_ORBIT = Math.PI / 36; // radians an arrow key turns the view (5°)
 const KEY_PAN = 0.1; // share of the view's height shift and an arrow key pan
 const KEY_ZOOM = 1.25; // factor + and - bring the camera closer or further
+const KEY_PICK_PX = 40; // how near the middle of the view Enter picks a vertex
 
 export function bindInput(app) {
   const c = app.canvas, cam = app.cam;
@@ -83,6 +84,11 @@ export function bindInput(app) {
     } else if (arrow) {
       cam.yaw -= arrow[0] * KEY_ORBIT;
       cam.pitch = Math.max(-1.5707, Math.min(1.5707, cam.pitch - arrow[1] * KEY_ORBIT));
+    } else if (e.key === 'Enter') {
+      // A keyboard user's click: the drawn vertex nearest the middle.
+      app.pick.show(app.pick.at(cam.width / 2, cam.height / 2, KEY_PICK_PX));
+      e.preventDefault();
+      return;
     } else if (e.key === '+' || e.key === '=') cam.dist /= KEY_ZOOM;
     else if (e.key === '-' || e.key === '_') cam.dist *= KEY_ZOOM;
     else return;

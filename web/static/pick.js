@@ -18,8 +18,8 @@ export class PickTool {
   }
 
   // at finds the drawn vertex nearest to CSS pixel (px, py), within
-  // PICK_PX; of vertices about as near, the one closest to the eye.
-  at(px, py) {
+  // radius (PICK_PX); of vertices about as near, the one closest to the eye.
+  at(px, py, radius = PICK_PX) {
     const app = this.app, m = app.view.info().mvp, W = app.cam.width, H = app.cam.height;
     let best = null;
     for (const d of app.drawList()) {
@@ -31,7 +31,7 @@ export class PickTool {
         if (w <= 0) continue;
         const sx = ((m[0] * X + m[4] * Y + m[8] * Z + m[12]) / w + 1) / 2 * W, sy = (1 - (m[1] * X + m[5] * Y + m[9] * Z + m[13]) / w) / 2 * H;
         const dd = (sx - px) ** 2 + (sy - py) ** 2;
-        if (dd > PICK_PX * PICK_PX || (best && dd > best.dd + 4) || (best && dd > best.dd - 4 && w >= best.w)) continue;
+        if (dd > radius * radius || (best && dd > best.dd + 4) || (best && dd > best.dd - 4 && w >= best.w)) continue;
         if (masked(d.mask, [X, Y, Z])) continue;
         best = { dd, w, d, i, pos: [X, Y, Z], sx, sy };
       }
