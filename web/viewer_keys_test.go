@@ -210,3 +210,26 @@ func testKeyboardPick(t *testing.T, e *viewerEnv) {
 	}
 	b.noProblems()
 }
+
+// testEscapeDrawBox: Escape leaves Draw box, so the next drag orbits
+// instead of drawing (and querying) a box the user changed their mind
+// about.
+func testEscapeDrawBox(t *testing.T, e *viewerEnv) {
+	b := e.open(t, "stores=cells")
+	b.eval(`document.getElementById('bdraw').click()`)
+	b.eval(`document.getElementById('view').focus()`)
+	b.key(kb.Escape)
+	var pressed string
+	b.value(`document.getElementById('bdraw').getAttribute('aria-pressed')`, &pressed)
+	if pressed != "false" {
+		t.Errorf("after Escape, Draw box is aria-pressed=%q; want false", pressed)
+	}
+	var c0, c camera
+	b.value(`__zvf.camera()`, &c0)
+	b.drag(400, 300, 500, 350)
+	b.value(`__zvf.camera()`, &c)
+	if c.Yaw == c0.Yaw || b.text("#bresult") != "" || strings.Contains(b.search(), "box=") {
+		t.Errorf("a drag after Escape: yaw %g → %g, box rows %q, URL %q; want an orbit and no box", c0.Yaw, c.Yaw, b.text("#bresult"), b.search())
+	}
+	b.noProblems()
+}

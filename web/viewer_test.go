@@ -117,6 +117,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"control names", testControlNames},
 		{"box after filter", testBoxAfterFilter},
 		{"keyboard pick", testKeyboardPick},
+		{"escape draw box", testEscapeDrawBox},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

@@ -1,6 +1,7 @@
 // Input: the mouse on the view (orbit, pan, zoom towards the cursor,
 // click to pick, double-click to centre, drag a box), its keys (arrows,
-// shift and arrows, + and -, F, Enter), and the panel's buttons and fields.
+// shift and arrows, + and -, F, Enter; Escape leaves Draw box), and the
+// panel's buttons and fields.
 import { $ } from './dom.js';
 import { ray } from './math.js';
 import { budgetOf } from './urlstate.js';
@@ -104,6 +105,14 @@ export function bindInput(app) {
   $('bquery').onclick = () => app.box.query();
   $('bclear').onclick = () => app.box.clear();
   $('bdraw').onclick = () => app.box.setDrawing(!app.box.drawing);
+  // Escape, wherever the focus is, leaves Draw box: the next drag orbits.
+  window.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape' || !app.box.drawing) return;
+    if (drag && drag.box) drag = null;
+    app.box.rubber = null;
+    app.box.setDrawing(false);
+    app.redraw();
+  });
   $('pickclose').onclick = () => app.pick.clear();
   $('blevel').onchange = () => app.writeURL();
   $('oquery').onclick = () => app.find.find(true);
