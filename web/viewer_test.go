@@ -111,6 +111,13 @@ func TestViewerInBrowser(t *testing.T) {
 		{"sample slider", testSampleSlider},
 		{"selection in the URL", testSelectionURL},
 		{"density overview", testDensityOverview},
+		{"keyboard view", testKeyboardView},
+		{"enter runs", testEnterRuns},
+		{"pick position", testPickPosition},
+		{"control names", testControlNames},
+		{"box after filter", testBoxAfterFilter},
+		{"keyboard pick", testKeyboardPick},
+		{"escape draw box", testEscapeDrawBox},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

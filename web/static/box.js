@@ -112,6 +112,14 @@ export class BoxTool {
     app.redraw();
   }
 
+  // requery: a layer's selection (filter, sample) changed; the box in use
+  // is asked for again, so its rows and hits are what the layers draw.
+  requery() {
+    if (!this.box) return;
+    $('bmin').value = this.box[0].join(','); $('bmax').value = this.box[1].join(',');
+    this.query();
+  }
+
   // rect turns a rectangle drawn on the view into a box of the scene:
   // across the screen, the rectangle where it meets the plane through the
   // view's centre; along the axis nearest the line of sight, the whole

@@ -6,6 +6,7 @@ import { $, el } from './dom.js';
 import { rgbCss } from './colour.js';
 import { fillLegend } from './legend.js';
 import { neuroglancerSources, neuroglancerURL } from './neuroglancer.js';
+import { isRGB } from './format.js';
 
 export class Cards {
   // app: {layers, catalog, tiles, selection, density, writeURL(), scheduleUpdate(), redraw(), removeLayer(l), drawList()}
@@ -30,10 +31,12 @@ export class Cards {
       el('div', { className: 'lmeta' }, el('span', { className: 'geom' }), ng),
       el('div', { className: 'lerr', role: 'alert' }),
       el('div', { className: 'lbody', hidden: true },
+        // Each control's name says its layer: with several cards a screen
+        // reader would otherwise list as many "Opacity" sliders.
         el('div', { className: 'lctl' },
-          el('label', {}, 'Colour ', el('select', { className: 'colour' })),
-          el('label', {}, 'Level ', el('select', { className: 'level' }))),
-        el('label', {}, 'Opacity ', el('input', { type: 'range', className: 'alpha', min: 0.1, max: 1, step: 0.05, value: l.alpha })),
+          el('label', {}, 'Colour ', named(el('select', { className: 'colour' }), `colour of ${l.name}`)),
+          el('label', {}, 'Level ', named(el('select', { className: 'level' }), `level of ${l.name}`))),
+        el('label', {}, 'Opacity ', named(el('input', { type: 'range', className: 'alpha', min: 0.1, max: 1, step: 0.05, value: l.alpha }), `opacity of ${l.name}`)),
         ...app.selection.rows(l),
         el('div', { className: 'legend' })),
       el('div', { className: 'lstat', textContent: 'loading…' }));
@@ -74,7 +77,7 @@ export class Cards {
     }
     for (const [n, { a, levels }] of names) {
       const only = levels.length < d.levels.length ? ` (level ${levels.join(', ')})` : '';
-      cs.add(new Option(`${n}${a.categories ? ' · categories' : ''}${only}`, n));
+      cs.add(new Option(`${n}${a.categories ? ' · categories' : isRGB(a) ? ' · RGB' : ''}${only}`, n));
     }
     cs.value = l.colour;
     const ls = c.querySelector('.level');
@@ -137,4 +140,10 @@ export class Cards {
     for (const l of this.app.layers) s.add(new Option(l.name, l.name));
     if (this.app.layers.some((l) => l.name === keep)) s.value = keep;
   }
+}
+
+// named gives element e the accessible name name.
+function named(e, name) {
+  e.setAttribute('aria-label', name);
+  return e;
 }

@@ -22,7 +22,7 @@ export class Drawer {
     let mode = 3;
     const at = l.attribute();
     if (l.colour === '_z') mode = 0;
-    else if (at) mode = t.attr === l.colour ? (at.info.categories ? 2 : 1) : 4;
+    else if (at) mode = t.attr === l.colour ? (at.info.categories ? 2 : l.storedColour() ? 5 : 1) : 4;
     const zr = [l.lo[2], l.hi[2]];
     const hasConn = t.g && (t.g.tris || t.g.lines);
     return { mode, range: l.shownRange() || [0, 1], zr, color: l.rgb, alpha: l.alpha, sel: l.sel, ptWorld: hasConn ? 0 : l.spacing(t.level) * 0.3, ptScale: this.app.size };

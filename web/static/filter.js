@@ -42,7 +42,7 @@ export async function probeFilter(net, l, filter) {
 }
 
 export class SelectionTool {
-  // app: {net, writeURL(), scheduleUpdate(), redraw(), cards}
+  // app: {net, writeURL(), scheduleUpdate(), redraw(), cards, box}
   constructor(app) {
     this.app = app;
     this.queryables = new Map(); // store -> Promise of its queryables' schema
@@ -168,6 +168,7 @@ export class SelectionTool {
     this.app.cards.showError(l);
     l.buildGrid();
     this.app.writeURL(); this.app.scheduleUpdate(); this.app.redraw();
+    this.app.box.requery();
   }
 
   // retry checks the filter text again after wait ms, if it is still
@@ -195,6 +196,7 @@ export class SelectionTool {
     if (!(v > 0 && v <= 1) || v === l.sample) return;
     l.sample = v;
     this.app.writeURL(); this.app.scheduleUpdate(); this.app.redraw();
+    this.app.box.requery();
   }
 }
 

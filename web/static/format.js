@@ -135,7 +135,10 @@ export function flatten(pages, attr) {
       }
       if (val && b.attrs[ai]) {
         const a = b.attrs[ai], ch = h.attribute_info[ai].channels || 1;
-        for (let i = 0; i < b.rows; i++) val[r + i] = Number(a[i * ch]);
+        // A colour (isRGB) as one float, r·65536 + g·256 + b: 24 bits,
+        // exact in a float32; the vertex shader takes it apart.
+        if (isRGB(h.attribute_info[ai])) for (let i = 0; i < b.rows; i++) val[r + i] = a[i * ch] * 65536 + a[i * ch + 1] * 256 + a[i * ch + 2];
+        else for (let i = 0; i < b.rows; i++) val[r + i] = Number(a[i * ch]);
       }
       if (ids && b.ids) ids.set(b.ids, r); // a native copy
       r += b.rows;
@@ -303,4 +306,11 @@ export function gather(parts, idx, first) {
     for (let a = 0; a < 3; a++) if (planes[a]) planes[a][i] = p.planes[a][r - p.first] + fr.shifts[j][a];
   });
   return { first, count: idx.length, offset: fr.offset, scale: fr.scale, planes, bits: T.BYTES_PER_ELEMENT * 8 };
+}
+
+// isRGB: an attribute that is a colour, 3 or 4 uint8 channels (RGB or
+// RGBA, as point clouds store them): drawn as its red, green and blue, not
+// through a colour map.
+export function isRGB(info) {
+  return info.dtype === 'uint8' && (info.channels === 3 || info.channels === 4) && !info.categories;
 }

@@ -19,6 +19,10 @@ layout(location = 5) in float a_qy;
 layout(location = 6) in float a_qz;
 uniform bool u_quant;
 uniform vec3 u_qoff, u_qscale;
+// The view maps coordinates relative to u_origin (near the target), taken
+// before anything large is multiplied: u_qrel is u_qoff - u_origin, made
+// in double precision by the page.
+uniform vec3 u_origin, u_qrel;
 uniform mat4 u_mvp;
 uniform int u_kind, u_mode;
 uniform ivec2 u_sel;
@@ -37,13 +41,15 @@ vec3 viridis(float t) {
   return mix(c3, c4, (t - 0.75) * 4.0);
 }
 void main() {
-  vec3 pos = u_quant ? u_qoff + vec3(a_qx, a_qy, a_qz) * u_qscale : a_pos;
-  gl_Position = u_mvp * vec4(pos, 1.0);
+  vec3 q = vec3(a_qx, a_qy, a_qz) * u_qscale;
+  vec3 pos = u_quant ? u_qoff + q : a_pos;
+  gl_Position = u_mvp * vec4(u_quant ? u_qrel + q : a_pos - u_origin, 1.0);
   vec3 c;
   if (u_mode == 0) c = viridis((pos.z - u_zr.x) / max(u_zr.y - u_zr.x, 1e-12));
   else if (u_mode == 1) c = (a_val != a_val) ? vec3(0.42) : viridis((a_val - u_range.x) / max(u_range.y - u_range.x, 1e-12));
   else if (u_mode == 2) c = (a_val < 0.0 || a_val != a_val) ? vec3(0.42) : u_pal[int(mod(a_val, 32.0))];
   else if (u_mode == 3) c = u_color;
+  else if (u_mode == 5) c = (a_val != a_val) ? vec3(0.42) : vec3(floor(a_val / 65536.0), mod(floor(a_val / 256.0), 256.0), mod(a_val, 256.0)) / 255.0;
   else c = vec3(0.42, 0.43, 0.46);
   float grow = 1.0;
   if (u_hasSel) {
@@ -103,7 +109,7 @@ export const PALETTE = [
 export const CLEAR = [0.05, 0.06, 0.07];
 
 const UNIFORMS = ['u_mvp', 'u_kind', 'u_mode', 'u_sel', 'u_hasSel', 'u_range', 'u_zr', 'u_pal', 'u_color', 'u_ptWorld', 'u_ptScale', 'u_focal', 'u_dpr',
-  'u_alpha', 'u_light', 'u_useMask', 'u_mask', 'u_cellLo', 'u_cellSize', 'u_cellN', 'u_quant', 'u_qoff', 'u_qscale'];
+  'u_alpha', 'u_light', 'u_useMask', 'u_mask', 'u_cellLo', 'u_cellSize', 'u_cellN', 'u_quant', 'u_qoff', 'u_qscale', 'u_origin', 'u_qrel'];
 
 export class Renderer {
   constructor(canvas) {
@@ -168,7 +174,7 @@ export class Renderer {
     const pos = new Float32Array([0, 0, 0, 1, 0, 0, 0, 1, 0]);
     const g = this.upload({ pos, edges: new Uint32Array([0, 1]), tris: new Uint32Array([0, 1, 2]) });
     const style = { mode: 3, range: [0, 1], zr: [0, 1], color: [0, 0, 0], alpha: 1, sel: null, ptWorld: 1 };
-    const view = { mvp: new Float32Array(16), focalPx: 1, light: [0, 0, 1] }; // w = 0 everywhere: clipped
+    const view = { glMvp: new Float32Array(16), origin: [0, 0, 0], focalPx: 1, light: [0, 0, 1] }; // w = 0 everywhere: clipped
     const lines = { ...g, tris: null }, points = { ...g, tris: null, lines: null };
     this.draw(view, [{ g, style, mask: null }, { g: lines, style, mask: null }, { g: points, style, mask: null }]);
     this.free(g);
@@ -265,7 +271,9 @@ export class Renderer {
     gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
     gl.enable(gl.DEPTH_TEST);
     gl.useProgram(this.prog);
-    gl.uniformMatrix4fv(this.u.u_mvp, false, view.mvp);
+    gl.uniformMatrix4fv(this.u.u_mvp, false, view.glMvp);
+    const o = view.origin;
+    gl.uniform3f(this.u.u_origin, o[0], o[1], o[2]);
     gl.uniform1f(this.u.u_focal, view.focalPx);
     gl.uniform1f(this.u.u_dpr, devicePixelRatio);
     const l = view.light;
@@ -297,6 +305,7 @@ export class Renderer {
         gl.uniform1i(this.u.u_quant, p.quant ? 1 : 0);
         if (p.quant) {
           gl.uniform3f(this.u.u_qoff, p.offset[0], p.offset[1], p.offset[2]);
+          gl.uniform3f(this.u.u_qrel, p.offset[0] - o[0], p.offset[1] - o[1], p.offset[2] - o[2]);
           gl.uniform3f(this.u.u_qscale, p.scale[0], p.scale[1], p.scale[2]);
         }
         gl.bindVertexArray(p.vao);

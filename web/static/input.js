@@ -1,5 +1,6 @@
 // Input: the mouse on the view (orbit, pan, zoom towards the cursor,
-// click to pick, double-click to centre, drag a box), the F key, and the
+// click to pick, double-click to centre, drag a box), its keys (arrows,
+// shift and arrows, + and -, F, Enter; Escape leaves Draw box), and the
 // panel's buttons and fields.
 import { $ } from './dom.js';
 import { ray } from './math.js';
@@ -7,6 +8,10 @@ import { budgetOf } from './urlstate.js';
 
 const ORBIT = 0.006; // radians per pixel dragged
 const CLICK_SLOP = 3; // pixels a click may move and stay a click
+const KEY_ORBIT = Math.PI / 36; // radians an arrow key turns the view (5°)
+const KEY_PAN = 0.1; // share of the view's height shift and an arrow key pan
+const KEY_ZOOM = 1.25; // factor + and - bring the camera closer or further
+const KEY_PICK_PX = 40; // how near the middle of the view Enter picks a vertex
 
 export function bindInput(app) {
   const c = app.canvas, cam = app.cam;
@@ -67,7 +72,30 @@ export function bindInput(app) {
     cam.dist *= k;
     app.view.moved();
   }, { passive: false });
-  c.addEventListener('keydown', (e) => { if (e.key === 'f' || e.key === 'F') app.view.fit(); });
+  // The keys do what the mouse does, for those who cannot drag: the
+  // arrows orbit (with shift, pan a tenth of the view), + and - zoom
+  // about the centre, F frames; handled keys do not scroll the page.
+  c.addEventListener('keydown', (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const arrow = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] }[e.key];
+    if (e.key === 'f' || e.key === 'F') app.view.fit();
+    else if (arrow && e.shiftKey) {
+      const { r, u } = cam.basis(), s = cam.dist * 2 * Math.tan(cam.fov / 2) * KEY_PAN;
+      for (let i = 0; i < 3; i++) cam.target[i] += (arrow[0] * r[i] - arrow[1] * u[i]) * s;
+    } else if (arrow) {
+      cam.yaw -= arrow[0] * KEY_ORBIT;
+      cam.pitch = Math.max(-1.5707, Math.min(1.5707, cam.pitch - arrow[1] * KEY_ORBIT));
+    } else if (e.key === 'Enter') {
+      // A keyboard user's click: the drawn vertex nearest the middle.
+      app.pick.show(app.pick.at(cam.width / 2, cam.height / 2, KEY_PICK_PX));
+      e.preventDefault();
+      return;
+    } else if (e.key === '+' || e.key === '=') cam.dist /= KEY_ZOOM;
+    else if (e.key === '-' || e.key === '_') cam.dist *= KEY_ZOOM;
+    else return;
+    e.preventDefault();
+    app.view.moved();
+  });
   $('fit').onclick = () => app.view.fit();
   $('vtop').onclick = () => app.view.preset(-Math.PI / 2, 1.5707);
   $('vfront').onclick = () => app.view.preset(-Math.PI / 2, 0);
@@ -77,9 +105,22 @@ export function bindInput(app) {
   $('bquery').onclick = () => app.box.query();
   $('bclear').onclick = () => app.box.clear();
   $('bdraw').onclick = () => app.box.setDrawing(!app.box.drawing);
+  // Escape, wherever the focus is, leaves Draw box: the next drag orbits.
+  window.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape' || !app.box.drawing) return;
+    if (drag && drag.box) drag = null;
+    app.box.rubber = null;
+    app.box.setDrawing(false);
+    app.redraw();
+  });
   $('pickclose').onclick = () => app.pick.clear();
   $('blevel').onchange = () => app.writeURL();
   $('oquery').onclick = () => app.find.find(true);
+  // Enter in a one-line field runs what its button does, as in a form.
+  const onEnter = (id, run) => $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter' && !e.isComposing) { e.preventDefault(); run(); } });
+  onEnter('oid', () => app.find.find(true));
+  onEnter('bmin', () => app.box.query());
+  onEnter('bmax', () => app.box.query());
   $('addlayer').onclick = () => { const n = $('addstore').value; if (n) { app.addLayer(n); app.writeURL(); } };
   $('paneltoggle').onclick = () => {
     const p = $('panel');

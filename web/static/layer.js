@@ -12,6 +12,7 @@ const MAX_PRECISION_SHRINK = 1024;
 import { storeURL, countURL, bboxPages, PAGE_LIMIT } from './api.js';
 import { probeFilter, takesSample, filterMessage } from './filter.js';
 import { hopeless, retryNote } from './net.js';
+import { isRGB } from './format.js';
 
 export class Layer {
   // rgb: its colour unless o names one.
@@ -64,7 +65,13 @@ export class Layer {
   // with a range).
   numeric() {
     const a = this.attribute();
-    return !!a && !a.info.categories;
+    return !!a && !a.info.categories && !isRGB(a.info);
+  }
+
+  // storedColour: the layer is coloured by a stored colour (drawn as it is).
+  storedColour() {
+    const a = this.attribute();
+    return !!a && isRGB(a.info);
   }
 
   // range in use: fixed, or while the view loads, the provisional one.
@@ -330,3 +337,4 @@ async function measureBounds(net, name, d, chunks) {
   const bin = c.bin_shape || [0, 0, 0];
   return [lo.map((v, i) => v - (bin[i] || 0)), hi.map((v, i) => v + (bin[i] || 0))];
 }
+

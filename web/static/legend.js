@@ -20,6 +20,7 @@ export function fillLegend(app, l) {
   const unit = (i) => l.desc.axes?.[i]?.unit || '';
   if (!l.colour) {
     const pick = el('input', { type: 'color', value: hexOf(l.rgb), title: 'layer colour' });
+    pick.setAttribute('aria-label', `layer colour of ${l.name}`);
     pick.oninput = () => { l.rgb = fromHex(pick.value); l.card.querySelector('.sw').style.background = pick.value; app.writeURL(); app.redraw(); };
     lg.append(el('div', {}, pick, ' layer colour'));
     return;
@@ -34,7 +35,9 @@ export function fillLegend(app, l) {
   }
   const at = l.attribute();
   if (!at) return;
-  if (at.info.categories) {
+  if (l.storedColour()) {
+    lg.append(el('div', { className: 'note', textContent: `${l.colour}: the stored colours (RGB${at.info.channels === 4 ? ', alpha left out' : ''})` }));
+  } else if (at.info.categories) {
     const cats = at.info.categories, shown = cats.slice(0, MAX_LEGEND_CATEGORIES);
     lg.append(el('div', {}, ...shown.map((name, i) => el('span', { className: 'cat', title: name },
       el('span', { className: 'sw', style: `background:${rgbCss(PALETTE[i % PALETTE.length])}` }), name))));

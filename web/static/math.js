@@ -3,8 +3,10 @@
 // rays for zooming and drawn boxes, and "nice" numbers for ticks and the
 // scale bar.
 
+// mat4mul is a × b in double precision: a float32 product loses the
+// view's planes for a store far from the origin (at 10^6, hundreds of units).
 export function mat4mul(a, b) {
-  const o = new Float32Array(16);
+  const o = new Float64Array(16);
   for (let i = 0; i < 4; i++) for (let j = 0; j < 4; j++) {
     let s = 0;
     for (let k = 0; k < 4; k++) s += a[k * 4 + j] * b[i * 4 + k];
@@ -64,15 +66,21 @@ export class Camera {
   // focalPx: pixels per world unit at depth 1 (CSS pixels).
   focalPx() { return this.height / 2 / Math.tan(this.fov / 2); }
 
+  // matrices: mvp maps world coordinates (double precision, for the
+  // page's own tests of what is in view); glMvp maps coordinates relative
+  // to origin, the target rounded to a float32, which the vertex shader
+  // subtracts first: in float32 a world of 10^6 units leaves no precision
+  // for a view a few units deep, while the differences stay exact.
   matrices() {
     const { e, fw, r, u } = this.basis();
-    const view = new Float32Array([r[0], u[0], -fw[0], 0, r[1], u[1], -fw[1], 0, r[2], u[2], -fw[2], 0,
-      -dot(r, e), -dot(u, e), dot(fw, e), 1]);
+    const origin = this.target.map(Math.fround);
+    const view = (o) => [r[0], u[0], -fw[0], 0, r[1], u[1], -fw[1], 0, r[2], u[2], -fw[2], 0,
+      -dot(r, sub(e, o)), -dot(u, sub(e, o)), dot(fw, sub(e, o)), 1];
     const aspect = this.width / this.height;
     const [near, far] = this.nearFar();
     const f = 1 / Math.tan(this.fov / 2);
-    const proj = new Float32Array([f / aspect, 0, 0, 0, 0, f, 0, 0, 0, 0, (far + near) / (near - far), -1, 0, 0, 2 * far * near / (near - far), 0]);
-    return { view, proj, mvp: mat4mul(proj, view), eye: e, fw, r, u };
+    const proj = [f / aspect, 0, 0, 0, 0, f, 0, 0, 0, 0, (far + near) / (near - far), -1, 0, 0, 2 * far * near / (near - far), 0];
+    return { mvp: mat4mul(proj, view([0, 0, 0])), glMvp: new Float32Array(mat4mul(proj, view(origin))), origin, eye: e, fw, r, u };
   }
 
   // fit frames the box [lo, hi] from the current direction: the nearest

@@ -18,8 +18,8 @@ export class PickTool {
   }
 
   // at finds the drawn vertex nearest to CSS pixel (px, py), within
-  // PICK_PX; of vertices about as near, the one closest to the eye.
-  at(px, py) {
+  // radius (PICK_PX); of vertices about as near, the one closest to the eye.
+  at(px, py, radius = PICK_PX) {
     const app = this.app, m = app.view.info().mvp, W = app.cam.width, H = app.cam.height;
     let best = null;
     for (const d of app.drawList()) {
@@ -31,7 +31,7 @@ export class PickTool {
         if (w <= 0) continue;
         const sx = ((m[0] * X + m[4] * Y + m[8] * Z + m[12]) / w + 1) / 2 * W, sy = (1 - (m[1] * X + m[5] * Y + m[9] * Z + m[13]) / w) / 2 * H;
         const dd = (sx - px) ** 2 + (sy - py) ** 2;
-        if (dd > PICK_PX * PICK_PX || (best && dd > best.dd + 4) || (best && dd > best.dd - 4 && w >= best.w)) continue;
+        if (dd > radius * radius || (best && dd > best.dd + 4) || (best && dd > best.dd - 4 && w >= best.w)) continue;
         if (masked(d.mask, [X, Y, Z])) continue;
         best = { dd, w, d, i, pos: [X, Y, Z], sx, sy };
       }
@@ -65,14 +65,17 @@ export class PickTool {
       if (idOf(oid) !== null) { $('olayer').value = l.name; $('oid').value = oid; }
     }
     app.redraw();
-    const head = [`layer ${l.name} · level ${t.level}`, `position ${hit.pos.map((v) => +v.toPrecision(7)).join(', ')}`];
+    // The position drawn is quantized (within the tile's precision): it is
+    // marked ≈ until the server gives the stored one.
+    const p = l.tileQuery(t.level).precision || 0;
+    const head = [`layer ${l.name} · level ${t.level}`, `position ${p > 0 ? '≈ ' : ''}${hit.pos.map((v) => +v.toPrecision(7)).join(', ')}`];
     if (t.ids) head.push(oid !== null ? `object ${oid}` : 'object none');
     $('picked').textContent = head.join('\n') + '\nattributes: loading…';
     // Every attribute of the vertex at the level drawn: a box around the
     // vertex exactly (as drawn: within the tile's precision and a float32
-    // rounding), with all attributes.
-    const p = l.tileQuery(t.level).precision || 0;
-    const q = { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, limit: PICK_ROWS };
+    // rounding), with all attributes; with the layer's filter and sample,
+    // so a vertex the layer hides there is not listed as if picked.
+    const q = { min: hit.pos.map((v) => v - p - Math.abs(v) * 2 ** -23), max: hit.pos.map((v) => v + p + Math.abs(v) * 2 ** -23), dims: l.desc.dims, level: t.level, limit: PICK_ROWS, filter: l.filter || undefined, sample: l.sample };
     const meta = { kind: 'pick', layer: l.name, level: t.level };
     try {
       // Exactly: an object id (or an int64 attribute) past 2^53 is a BigInt.
@@ -85,10 +88,15 @@ export class PickTool {
         if (seq !== this.seq) return;
       }
       const lines = [...head];
+      // The stored position, as the server holds it: of the vertices
+      // found when they share it, else of each (within the precision).
+      const at = (i) => (r.vertices && r.vertices[i] ? r.vertices[i].map(showJSON).join(', ') : null);
+      const shared = r.count > 0 && at(0) && Array.from({ length: r.count }, (_, i) => at(i)).every((v) => v === at(0));
+      if (shared) lines[1] = `position ${at(0)}`;
       const names = Object.keys(r.attributes || {});
       if (r.count > 1) lines.push(`${r.count} vertices at this position`);
       for (let i = 0; i < r.count; i++) {
-        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${showID(r.object_ids[i])})` : ''}`);
+        if (r.count > 1) lines.push(`— vertex ${i + 1}${r.object_ids ? ` (object ${showID(r.object_ids[i])})` : ''}${!shared && at(i) ? ` at ${at(i)}` : ''}`);
         if (!names.length) lines.push(`level ${t.level} holds no vertex attributes`);
         for (const n of names) lines.push(`${n} = ${showJSON(r.attributes[n][i])}`);
       }

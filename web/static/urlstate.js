@@ -39,7 +39,11 @@ export function writeURL(s) {
   if (s.budget !== DEFAULT_BUDGET) q.set('budget', s.budget);
   if (s.size !== 1) q.set('size', s.size);
   const cam = s.cam;
-  q.set('cam', [cam.yaw, cam.pitch, cam.dist, ...cam.target].map((v) => +v.toPrecision(6)).join(','));
+  // The target to a millionth of the view's distance: 6 digits of a
+  // coordinate at 10^6 (a store in nanometres) are a whole unit, which moved
+  // a close view's link off what it showed.
+  const digits = (v) => Math.min(17, Math.max(6, 6 + Math.ceil(Math.log10(Math.abs(v) / cam.dist)) || 6));
+  q.set('cam', [cam.yaw, cam.pitch, cam.dist].map((v) => +v.toPrecision(6)).concat(cam.target.map((v) => +v.toPrecision(digits(v)))).join(','));
   if (s.box) q.set('box', s.box.flat().join(','));
   if (s.blevel !== '0') q.set('blevel', s.blevel);
   if (s.find) q.set('obj', `${s.find.store}:${s.find.id}`);

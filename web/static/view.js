@@ -21,7 +21,7 @@ export class View {
     cam.sceneLo = lo; cam.sceneHi = hi;
     const m = cam.matrices();
     const light = norm([-m.fw[0] + 0.45 * m.u[0] + 0.2 * m.r[0], -m.fw[1] + 0.45 * m.u[1] + 0.2 * m.r[1], -m.fw[2] + 0.45 * m.u[2] + 0.2 * m.r[2]]);
-    return { mvp: m.mvp, planes: frustum(m.mvp), eye: m.eye, focalPx: cam.focalPx(), width: cam.width, height: cam.height, light };
+    return { mvp: m.mvp, glMvp: m.glMvp, origin: m.origin, planes: frustum(m.mvp), eye: m.eye, focalPx: cam.focalPx(), width: cam.width, height: cam.height, light };
   }
 
   // sceneBounds: the box around the visible layers (a unit box when none).
