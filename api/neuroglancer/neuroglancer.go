@@ -233,8 +233,9 @@ func keyVersion(st *zvf.Store) string { return st.Revision() + "." + recordLayou
 // decode with the old property list: 2, line annotations carry their
 // edges' link attributes; 3, coarse spatial levels hold what a view of
 // their cells draws (plan.fillForViews), so cells under the same key
-// hold other annotations.
-const recordLayout = "3"
+// hold other annotations; 4, that fill counts a polyline's vertices, so
+// a polyline source's coarse cells hold fewer.
+const recordLayout = "4"
 
 // geometry is the store's primary geometry.
 func geometry(info *zvf.Info) string {

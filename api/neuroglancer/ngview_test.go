@@ -3,6 +3,7 @@ package neuroglancer_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -133,5 +136,49 @@ func TestInfoValidatorCoversTheCellBound(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("ETag") == etag || string(after) == string(before) {
 		t.Fatalf("revalidating the info of a server of another --max-vertices: %d, ETag %s then %s, the infos equal: %v",
 			resp.StatusCode, etag, resp.Header.Get("ETag"), string(after) == string(before))
+	}
+}
+
+// TestCoarsePolylineCellsFitMaxVertices: a polyline source's cell is
+// refused (413) when its polylines hold more vertices than
+// --max-vertices. Filling the coarse levels for views aimed a cell at an
+// eighth of --max-vertices in annotations, but a polyline annotation is
+// all its vertices: streamlines of 200 vertices at --max-vertices 5000
+// put 41 of them, 8,200 vertices, in the one cell of the coarsest level,
+// so a view of the whole store got a 413 where it had got the few
+// polylines the store's pyramid holds. The aim now counts a polyline's
+// mean vertices, and every cell of the source answers.
+func TestCoarsePolylineCellsFitMaxVertices(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	raw, err := synth.Streamlines(ctx, 30_000, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := zvf.Open(ctx, storage.Sub(raw, "streamlines"), zvf.Options{Name: "s", Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, maxVertices := range []int64{5000, 2000} {
+		_, ts := apitest.Serve(t, api.Options{Stores: []*zvf.Store{st}, Cache: cache.New(64 << 20), MaxVertices: maxVertices})
+		var inf struct {
+			Spatial []struct {
+				GridShape []int64 `json:"grid_shape"`
+				Key       string  `json:"key"`
+			} `json:"spatial"`
+		}
+		if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/s/annotations/info"), &inf); err != nil {
+			t.Fatal(err)
+		}
+		for s, sp := range inf.Spatial {
+			g := sp.GridShape
+			for c := range g[0] * g[1] * g[2] {
+				cell := fmt.Sprintf("%d_%d_%d", c%g[0], c/g[0]%g[1], c/(g[0]*g[1]))
+				resp, body := apitest.Get(t, ts, "/ng/s/annotations/"+sp.Key+"/"+cell)
+				if resp.StatusCode == http.StatusRequestEntityTooLarge {
+					t.Fatalf("--max-vertices %d: cell %s of spatial%d: %d %s", maxVertices, cell, s, resp.StatusCode, body)
+				}
+			}
+		}
 	}
 }
