@@ -117,6 +117,7 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 	}
 	var found []string
 	listed, deepWarned := 0, false
+	var unlisted error // the first folder that could not be listed
 	ids, _ := st.(folderIDer)
 	above := map[string]bool{} // the folders on the path to the one visited
 	var visit func(prefix string, depth int) error
@@ -149,6 +150,9 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 					return ctx.Err()
 				}
 				log.Warn("skipping a folder that cannot be listed", "folder", prefix, "err", err)
+				if unlisted == nil {
+					unlisted = fmt.Errorf("folder %s could not be listed: %w", strings.TrimSuffix(prefix, "/"), err)
+				}
 				return nil
 			}
 			if isZarrNode(ctx, st, prefix, l) {
@@ -183,6 +187,11 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 		return nil, err
 	}
 	if len(found) == 0 {
+		if !stopped && unlisted != nil {
+			// Not known to hold no store: the store may be the folder
+			// that could not be listed.
+			return nil, fmt.Errorf("no store found: %w", unlisted)
+		}
 		if !stopped && holdsNoMetadata(ctx, st) {
 			return nil, errNoStoreBelow
 		}
