@@ -63,8 +63,9 @@ type listCheck struct {
 	chunks, rows atomic.Int64 // chunks decoded at least once, and their rows
 	done         atomic.Bool  // checked: agreed, or cannot be checked
 	bad          atomic.Pointer[ListingError]
-	// relisted: a listing taken again found no chunk the open's lacked
-	// (unlisted lists no more after that).
+	// relisted: a listing taken again found no chunk the open's lacked,
+	// or not the one unlisted looked for (unlisted lists no more after
+	// that; checkListing still does, once every chunk has been read).
 	relisted atomic.Bool
 	mu       sync.Mutex // one re-list at a time
 }
