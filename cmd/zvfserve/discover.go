@@ -42,7 +42,7 @@ type foundStore struct {
 // and a warning.
 func discoverStores(ctx context.Context, st storage.Store, namePrefix string, log *slog.Logger) ([]foundStore, error) {
 	found, err := discoverStoresWithin(ctx, st, namePrefix, log, 0)
-	if errors.Is(err, errNoStoreBelow) {
+	if errors.Is(err, errNoStoreBelow) || errors.Is(err, errNoStoreNear) {
 		return nil, nil
 	}
 	return found, err
@@ -52,6 +52,17 @@ func discoverStores(ctx context.Context, st storage.Store, namePrefix string, lo
 // listed, is no Zarr node, and has none below it (the whole search done):
 // the wrong folder, or one no store has been written into yet.
 var errNoStoreBelow = errors.New("no Zarr metadata in the folder nor below it")
+
+// errNoStoreNear is discoverStoresWithin's answer for a root with no
+// Zarr metadata in it nor in the folders the search reached, when folders
+// lay deeper than it goes (discoverDepth): stores there are not found.
+var errNoStoreNear = errors.New("no Zarr metadata within the folder levels searched")
+
+// noStoreNearMessage says that target holds no store as deep as the
+// search goes, and what to do.
+func noStoreNearMessage(target string) string {
+	return fmt.Sprintf("%s holds no ZVF store within %d folder levels of it (the search goes no deeper); name the folder nearer the stores", shownArg(target), discoverDepth)
+}
 
 // noStoreMessage says that target holds no store, and what one is.
 func noStoreMessage(target string) string {
@@ -193,6 +204,9 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 			return nil, fmt.Errorf("no store found: %w", unlisted)
 		}
 		if !stopped && holdsNoMetadata(ctx, st) {
+			if deepWarned {
+				return nil, errNoStoreNear
+			}
 			return nil, errNoStoreBelow
 		}
 		return nil, nil
@@ -268,9 +282,12 @@ func folderOfStores(ctx context.Context, st storage.Store, arg, cmd string) erro
 	// credentials) is not known to be empty: the command's own error
 	// says why.
 	found, err := discoverStoresWithin(ctx, st, "", slog.New(slog.DiscardHandler), 0)
-	if errors.Is(err, errNoStoreBelow) {
-		_, target := storeArg(arg)
+	_, target := storeArg(arg)
+	switch {
+	case errors.Is(err, errNoStoreBelow):
 		return fmt.Errorf("%w: %s", cli.ErrUsage, noStoreMessage(target))
+	case errors.Is(err, errNoStoreNear):
+		return fmt.Errorf("%w: %s", cli.ErrUsage, noStoreNearMessage(target))
 	}
 	if err != nil || len(found) == 0 {
 		return nil
@@ -284,7 +301,6 @@ func folderOfStores(ctx context.Context, st storage.Store, arg, cmd string) erro
 		}
 		list = append(list, strings.TrimSuffix(f.prefix, "/"))
 	}
-	_, target := storeArg(arg)
 	return fmt.Errorf("%w: %s is not a store but a folder of %d stores: %s; %s one of them (zvfserve %s %s) or serve them all (zvfserve serve %s)",
 		cli.ErrUsage, target, len(found), strings.Join(list, ", "), cmd, cmd, below(target, found[0].prefix), target)
 }

@@ -338,6 +338,8 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			// root zarr.json"; and a folder is searched for stores only
 			// here, so stores written below it later would never be.
 			err = fmt.Errorf("%w: %s (searched for stores only at start: start serve once one is written there)", cli.ErrUsage, noStoreMessage(target))
+		} else if errors.Is(err, errNoStoreNear) {
+			err = fmt.Errorf("%w: %s", cli.ErrUsage, noStoreNearMessage(target))
 		} else if err != nil {
 			err = fmt.Errorf("%s: %w", shownArg(target), err)
 		}
