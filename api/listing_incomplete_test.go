@@ -3,8 +3,10 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -189,4 +191,64 @@ func (c *listCounter) List(ctx context.Context, prefix string) (storage.Listing,
 		c.n.Add(1)
 	}
 	return c.Store.List(ctx, prefix)
+}
+
+// TestListingCheckThatCannotListServes: a level whose chunks hold fewer
+// vertices than it declares is listed again once all were read; while the
+// backend fails listings (GETs answering), that listing failed every
+// answer that read a chunk afresh — a 502 for a store whose data are
+// whole — and was asked again by each, a listing storm on a failing
+// backend. Now the answer goes out (the level unchecked, as before the
+// check), the failure is logged, and the listing is tried again only
+// after a wait.
+func TestListingCheckThatCannotListServes(t *testing.T) {
+	t.Parallel()
+	const path = "/api/v1/stores/g/count?level=0&min=-1e6,-1e6,-1e6&max=1e6,1e6,1e6"
+	sc := copyStore(t, "graph")
+	sc.change(t, edit("0/zarr.json", func(b []byte) []byte {
+		return []byte(strings.Replace(string(b), `"vertex_count": 600`, `"vertex_count": 601`, 1))
+	}))
+	fs := faultstore.New(zvftest.Store(t, sc.dir), nil)
+	ls := &listCounter{Store: &stillClock{Store: fs, at: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}}
+	var logs syncBuf
+	_, srv := handleServer(t, ls, zvf.Options{Name: "g", Cache: cache.New(64 << 20), Logger: slog.New(slog.NewTextHandler(&logs, nil))}, zvf.Watch{}, api.Options{})
+	fs.Add(&faultstore.Rule{Op: "list", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
+	before := ls.n.Load()
+	for i := range 3 {
+		if code, _, body := serveFull(t, srv.Handler(), path); code != 200 || strings.TrimSpace(string(body)) != `{"count":600}` {
+			t.Fatalf("count %d while listings fail: %d %.300s; want 200 and 600", i, code, body)
+		}
+	}
+	if n := ls.n.Load() - before; n != 1 {
+		t.Errorf("3 counts while listings fail listed the level %d times; want once, then a wait", n)
+	}
+	if !strings.Contains(logs.String(), "listing it again failed") {
+		t.Errorf("the log does not say the listing failed: %s", logs.String())
+	}
+}
+
+// stillClock is a store whose clock stands still.
+type stillClock struct {
+	storage.Store
+	at time.Time
+}
+
+func (c *stillClock) Now() time.Time { return c.at }
+
+// syncBuf is a log sink safe for the server's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

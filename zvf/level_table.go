@@ -184,14 +184,22 @@ func (l *Level) buildInBackground(ctx context.Context, inv *inverse) {
 	}
 }
 
-// Waits before a level table's build is tried again after a storage
-// error: the first, doubled after each failure in a row, up to the last.
-// Without them every request started a build, each reading every chunk
-// the cache lacks from a backend that was failing.
+// Waits before background work that failed on a storage error (a level
+// table's build, a listing check) is tried again: the first, doubled
+// after each failure in a row, up to the last. Without them every request
+// started it again, each reading from a backend that was failing.
 const (
-	buildRetryFirst = time.Second
-	buildRetryMost  = 5 * time.Minute
+	retryFirst = time.Second
+	retryMost  = 5 * time.Minute
 )
+
+// retryWait is the wait after the nth failure in a row.
+func retryWait(n int32) time.Duration {
+	if n > 16 {
+		return retryMost
+	}
+	return min(retryFirst<<max(n-1, 0), retryMost)
+}
 
 // buildFailed records a build that met a storage error: the next may
 // start once a wait has passed, and the failure is logged (the level
@@ -199,10 +207,7 @@ const (
 func (l *Level) buildFailed(err error) {
 	t := &l.table
 	n := t.failures.Add(1)
-	wait := buildRetryMost
-	if n <= 16 {
-		wait = min(buildRetryFirst<<(n-1), buildRetryMost)
-	}
+	wait := retryWait(n)
 	t.retryAt.Store(l.s.st.Now().Add(wait).UnixNano())
 	l.s.log.Warn("a level table's build failed reading the store; the level answers from its chunks, and the build is tried again after a wait",
 		"store", l.s.name, "level", l.n, "err", err, "failures", n, "retry_in", wait)

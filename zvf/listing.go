@@ -67,6 +67,10 @@ type listCheck struct {
 	// or not the one unlisted looked for (unlisted lists no more after
 	// that; checkListing still does, once every chunk has been read).
 	relisted atomic.Bool
+	// retryAt (unix ns by the storage's clock, 0: none) is when a check
+	// whose listing failed may list again; failures counts those in a row.
+	retryAt  atomic.Int64
+	failures atomic.Int32
 	mu       sync.Mutex // one re-list at a time
 }
 
@@ -110,6 +114,9 @@ func (l *Level) checkListing(ctx context.Context) error {
 		c.done.Store(true)
 		return nil
 	}
+	if at := c.retryAt.Load(); at != 0 && l.s.st.Now().UnixNano() < at {
+		return nil // the last listing failed: not yet
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done.Load() {
@@ -120,9 +127,19 @@ func (l *Level) checkListing(ctx context.Context) error {
 	}
 	missing, err := l.relistMissing(ctx, rl)
 	if err != nil {
-		// Not done: the chunk that led here is not cached, so the next
-		// answer that needs it checks again.
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		// Not done: a chunk decoded afresh after the wait checks again.
+		// Meanwhile the answer goes out unchecked, as before the check: a
+		// backend failing listings (its reads answering) must not fail
+		// every answer that reads a chunk, each listing it again.
+		n := c.failures.Add(1)
+		wait := retryWait(n)
+		c.retryAt.Store(l.s.st.Now().Add(wait).UnixNano())
+		l.s.log.Warn("a level's chunks hold fewer vertices than its metadata declares, and listing it again failed; its answers go out unchecked, and the listing is tried again after a wait",
+			"store", l.s.name, "level", l.n, "declared", l.meta.VertexCount, "held", rows, "err", err, "failures", n, "retry_in", wait)
+		return nil
 	}
 	c.done.Store(true)
 	if len(missing) == 0 {
