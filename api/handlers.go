@@ -446,7 +446,11 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		}
 		return stale
 	}
-	if s.notModifiedFound(w, r, etag) {
+	// An If-Match naming none of etag is answered once the query is
+	// known to be valid (its attribute names among them), before any
+	// chunk is read: a 404 for an attribute the level lacks comes first
+	// (RFC 9110 13.2.1).
+	if s.notModified(w, r, etag) {
 		return nil
 	}
 	attrs, export, err := s.exportSetup(r.Context(), w, r, rep, st, l, "bbox", attrs, limit)
@@ -457,6 +461,19 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 		LinkAttributes: edgeAttrs}
 	if cur.Resume == nil {
 		zq.Offset = cur.Offset // a format 1 cursor
+	}
+	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
+	if meta.Attributes, err = attrInfos(l, attrs); err != nil {
+		return err
+	}
+	if meta.EdgeAttributes, err = linkAttrInfos(l, zq.LinkAttributes); err != nil {
+		return err
+	}
+	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
+		return err
+	}
+	if done, err := refuseFound(w, func() error { return nil }); done || err != nil {
+		return err
 	}
 	if err := refuseUnpagedBox(r.Context(), rep, l, zq, export); err != nil {
 		return err
@@ -473,16 +490,6 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	// The binary encoder writes edges and ids in their wire form as they
 	// come.
 	_, zq.Wire = rep.codec.(binaryCodec)
-	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
-	if meta.Attributes, err = attrInfos(l, attrs); err != nil {
-		return err
-	}
-	if meta.EdgeAttributes, err = linkAttrInfos(l, zq.LinkAttributes); err != nil {
-		return err
-	}
-	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
-		return err
-	}
 	// Headers the answer's end decides go out as headers when the answer
 	// was held back whole, else as the trailers declared when it started.
 	return s.streamPayload(w, rep, start, meta, bboxTrailers[:], func(enc encoder, body *bodyWriter) (*trailer, error) {

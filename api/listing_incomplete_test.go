@@ -1,15 +1,20 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -114,4 +119,136 @@ func TestListingBehindAnotherFamilyIsListedAgain(t *testing.T) {
 	if code, _, body := serveFull(t, srv.Handler(), "/api/v1/stores/g/levels/0/chunks/3.2.5"); code != 200 {
 		t.Fatalf("the chunk the first listing lacked: %d %.200s", code, body)
 	}
+}
+
+// TestUnlistedChunkNamedIs503: while a level's listing lacks a chunk (an
+// object store's listing behind its writes), an object whose manifest
+// names it, and a box whose cross-chunk links lead into it, were a 422
+// corrupt-data "names chunk 3.2.5, which does not exist" — the store is
+// whole — for as long as the server ran, as nothing told it to list the
+// store again. Now the level is listed again when its metadata names a
+// chunk its listing lacks: the chunk is there, so the answer is the 503
+// store-changing the listing check gives, with Retry-After, and once the
+// store has been listed again, the object and the box answer 200.
+func TestUnlistedChunkNamedIs503(t *testing.T) {
+	t.Parallel()
+	const (
+		object = "/api/v1/stores/g/objects/1"
+		box    = "/api/v1/stores/g/bbox?min=401,201,501&max=499,299,599" // chunk 4.2.5, linked to 3.2.5
+	)
+	for _, path := range []string{object, object + "/manifest", box} {
+		fs := faultstore.New(zvftest.Store(t, fixtures+"/graph.zarrvectors"), nil)
+		fs.Add(&faultstore.Rule{Op: "list", Fault: faultstore.Fault{Hide: "3.2.5"}})
+		_, srv := handleServer(t, fs, zvf.Options{Name: "g", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: true, Settle: time.Second}, api.Options{})
+		fs.Reset()
+		code, hdr, body := serveFull(t, srv.Handler(), path)
+		ra, _ := strconv.Atoi(hdr.Get("Retry-After"))
+		if code != 503 || !strings.Contains(string(body), "store-changing") || !strings.Contains(string(body), "3.2.5") ||
+			!strings.Contains(string(body), "listing") || ra < 1 {
+			t.Fatalf("%s with chunk 3.2.5 left out of the listing: %d %v %.400s; want 503 store-changing naming the chunk and the listing, with Retry-After", path, code, hdr, body)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			code, _, body := serveFull(t, srv.Handler(), path)
+			if code == 200 {
+				break
+			}
+			if code != 503 || time.Now().After(deadline) {
+				t.Fatalf("%s while the store is listed again: %d %.300s, want 503 then 200", path, code, body)
+			}
+		}
+	}
+}
+
+// TestChunkNamedButAbsentStaysCorrupt: an object whose manifest names a
+// chunk the store truly lacks is corrupt data, a 422, every time; the
+// level is listed again for it once, not on every request.
+func TestChunkNamedButAbsentStaysCorrupt(t *testing.T) {
+	t.Parallel()
+	sc := copyStore(t, "graph")
+	sc.change(t, remove("0/vertices/3.2.5"))
+	ls := &listCounter{Store: zvftest.Store(t, sc.dir)}
+	_, srv := handleServer(t, ls, zvf.Options{Name: "g", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: true, Settle: settleTime}, api.Options{})
+	before := ls.n.Load()
+	for i := range 5 {
+		code, _, body := serveFull(t, srv.Handler(), "/api/v1/stores/g/objects/1")
+		if code != 422 || !strings.Contains(string(body), "corrupt-data") || !strings.Contains(string(body), "names chunk 3.2.5, which does not exist") {
+			t.Fatalf("request %d for an object naming a chunk the store lacks: %d %.300s; want 422 corrupt-data naming the chunk", i, code, body)
+		}
+	}
+	if n := ls.n.Load() - before; n > 1 {
+		t.Fatalf("5 requests for the object listed the level's vertices %d times; want once at most", n)
+	}
+}
+
+// listCounter counts the listings of level 0's vertex chunks.
+type listCounter struct {
+	storage.Store
+	n atomic.Int64
+}
+
+func (c *listCounter) List(ctx context.Context, prefix string) (storage.Listing, error) {
+	if strings.HasPrefix(strings.TrimPrefix(prefix, "/"), "0/vertices") {
+		c.n.Add(1)
+	}
+	return c.Store.List(ctx, prefix)
+}
+
+// TestListingCheckThatCannotListServes: a level whose chunks hold fewer
+// vertices than it declares is listed again once all were read; while the
+// backend fails listings (GETs answering), that listing failed every
+// answer that read a chunk afresh — a 502 for a store whose data are
+// whole — and was asked again by each, a listing storm on a failing
+// backend. Now the answer goes out (the level unchecked, as before the
+// check), the failure is logged, and the listing is tried again only
+// after a wait.
+func TestListingCheckThatCannotListServes(t *testing.T) {
+	t.Parallel()
+	const path = "/api/v1/stores/g/count?level=0&min=-1e6,-1e6,-1e6&max=1e6,1e6,1e6"
+	sc := copyStore(t, "graph")
+	sc.change(t, edit("0/zarr.json", func(b []byte) []byte {
+		return []byte(strings.Replace(string(b), `"vertex_count": 600`, `"vertex_count": 601`, 1))
+	}))
+	fs := faultstore.New(zvftest.Store(t, sc.dir), nil)
+	ls := &listCounter{Store: &stillClock{Store: fs, at: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}}
+	var logs syncBuf
+	_, srv := handleServer(t, ls, zvf.Options{Name: "g", Cache: cache.New(64 << 20), Logger: slog.New(slog.NewTextHandler(&logs, nil))}, zvf.Watch{}, api.Options{})
+	fs.Add(&faultstore.Rule{Op: "list", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
+	before := ls.n.Load()
+	for i := range 3 {
+		if code, _, body := serveFull(t, srv.Handler(), path); code != 200 || strings.TrimSpace(string(body)) != `{"count":600}` {
+			t.Fatalf("count %d while listings fail: %d %.300s; want 200 and 600", i, code, body)
+		}
+	}
+	if n := ls.n.Load() - before; n != 1 {
+		t.Errorf("3 counts while listings fail listed the level %d times; want once, then a wait", n)
+	}
+	if !strings.Contains(logs.String(), "listing it again failed") {
+		t.Errorf("the log does not say the listing failed: %s", logs.String())
+	}
+}
+
+// stillClock is a store whose clock stands still.
+type stillClock struct {
+	storage.Store
+	at time.Time
+}
+
+func (c *stillClock) Now() time.Time { return c.at }
+
+// syncBuf is a log sink safe for the server's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

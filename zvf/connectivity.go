@@ -142,7 +142,7 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 		if geom == "skeleton" && len(rec) == 2 {
 			mark(kss[0], rec[0].Row)
 		}
-		if err := l.checkCrossRecord(sc, rec, kss); err != nil {
+		if err := l.checkCrossRecord(ctx, sc, rec, kss); err != nil {
 			return c, err
 		}
 		idx = idx[:0]
@@ -195,7 +195,7 @@ func (l *Level) connect(ctx context.Context, sc connScope) (conn, error) {
 // §3.2). Either is corrupt data, as in an intra-chunk record (links0),
 // not an edge to leave out without a word.
 // kss are the endpoints' chunks as strings.
-func (l *Level) checkCrossRecord(sc connScope, rec []ragged.Endpoint, kss []string) error {
+func (l *Level) checkCrossRecord(ctx context.Context, sc connScope, rec []ragged.Endpoint, kss []string) error {
 	read := false
 	for _, ks := range kss {
 		read = read || sc.rows(ks) >= 0
@@ -209,7 +209,8 @@ func (l *Level) checkCrossRecord(sc connScope, rec []ragged.Endpoint, kss []stri
 		case n >= 0 && ep.Row >= int64(n):
 			return l.s.errf(ErrCorrupt, l.n, l.crossFamily(0), ks, "a cross-chunk link record names row %d of chunk %s, which holds %d rows", ep.Row, ks, n)
 		case n < 0 && !l.hasKey(Key(ep.Chunk)):
-			return l.s.errf(ErrCorrupt, l.n, l.crossFamily(0), ks, "a cross-chunk link record names row %d of chunk %s, which the level does not have (no vertices there)", ep.Row, ks)
+			return l.unlisted(ctx, Key(ep.Chunk), "a cross-chunk link",
+				l.s.errf(ErrCorrupt, l.n, l.crossFamily(0), ks, "a cross-chunk link record names row %d of chunk %s, which the level does not have (no vertices there)", ep.Row, ks))
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zvfserve/zvfserve/cache"
 )
@@ -55,6 +56,11 @@ type tableState struct {
 	ref   atomic.Pointer[cache.Ref]
 	// building: a build is under way (in the background, see levelTable).
 	building atomic.Bool
+	// retryAt (unix ns by the storage's clock, 0: none) is when a build
+	// may start again after one failed on a storage error; failures
+	// counts those failures in a row, each doubling the wait.
+	retryAt  atomic.Int64
+	failures atomic.Int32
 	// answers counts the answers the table gave, builds the tables
 	// built (tests read them).
 	answers, builds atomic.Int64
@@ -110,8 +116,9 @@ func (l *Level) tableBytes(rows int64) int64 {
 // request's. A build that finds a chunk the table does not cover, a
 // corrupt or unsupported chunk (a Draco level), or that panics, turns the
 // table off for this version of the store, so no later request starts
-// another; one that ends with the store's context, or on a storage
-// error, leaves a later request to try again.
+// another; one that ends with the store's context leaves a later request
+// to try again, and one that met a storage error too, once a wait has
+// passed (see buildFailed).
 func (l *Level) levelTable(inv *inverse) *levelTable {
 	if !l.tableFits() {
 		return nil
@@ -124,7 +131,13 @@ func (l *Level) levelTable(inv *inverse) *levelTable {
 	} else if v, ok := l.s.peek(t.key); ok {
 		return v.(*levelTable)
 	}
-	if l.seenGen.Load() == 0 || !t.building.CompareAndSwap(false, true) {
+	if l.seenGen.Load() == 0 {
+		return nil
+	}
+	if at := t.retryAt.Load(); at != 0 && l.s.st.Now().UnixNano() < at {
+		return nil
+	}
+	if !t.building.CompareAndSwap(false, true) {
 		return nil
 	}
 	if !l.s.builds.start(func(ctx context.Context) { l.buildInBackground(ctx, inv) }) {
@@ -146,9 +159,13 @@ func (l *Level) buildInBackground(ctx context.Context, inv *inverse) {
 	if err != nil {
 		if errors.Is(err, errNoTable) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupported) || errors.Is(err, cache.ErrPanic) {
 			t.off.Store(true)
+		} else if ctx.Err() == nil {
+			l.buildFailed(err)
 		}
 		return
 	}
+	t.failures.Store(0)
+	t.retryAt.Store(0)
 	// A table the cache did not keep (the version retired, or a budget
 	// that cannot hold it) would be built again and again, each build
 	// reading the chunks the cache no longer keeps either: the level's
@@ -165,6 +182,35 @@ func (l *Level) buildInBackground(ctx context.Context, inv *inverse) {
 	if !kept {
 		t.off.Store(true)
 	}
+}
+
+// Waits before background work that failed on a storage error (a level
+// table's build, a listing check) is tried again: the first, doubled
+// after each failure in a row, up to the last. Without them every request
+// started it again, each reading from a backend that was failing.
+const (
+	retryFirst = time.Second
+	retryMost  = 5 * time.Minute
+)
+
+// retryWait is the wait after the nth failure in a row.
+func retryWait(n int32) time.Duration {
+	if n > 16 {
+		return retryMost
+	}
+	return min(retryFirst<<max(n-1, 0), retryMost)
+}
+
+// buildFailed records a build that met a storage error: the next may
+// start once a wait has passed, and the failure is logged (the level
+// answers from its chunks meanwhile, as fast as before it had a table).
+func (l *Level) buildFailed(err error) {
+	t := &l.table
+	n := t.failures.Add(1)
+	wait := retryWait(n)
+	t.retryAt.Store(l.s.st.Now().Add(wait).UnixNano())
+	l.s.log.Warn("a level table's build failed reading the store; the level answers from its chunks, and the build is tried again after a wait",
+		"store", l.s.name, "level", l.n, "err", err, "failures", n, "retry_in", wait)
 }
 
 // buildTable reads every chunk of the level (those not cached

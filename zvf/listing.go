@@ -3,6 +3,7 @@ package zvf
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,10 @@ type ListingError struct {
 	// the open's lacked; Count how many it found.
 	Missing string
 	Count   int
+	// NamedBy, when not empty, is what named Missing and sent the level
+	// to be listed again (an object's manifest, a cross-chunk link)
+	// before its chunks were all read: Declared and Listed are then 0.
+	NamedBy string
 	// changed dates the change by the storage's clock when the new
 	// listing was taken: however many answers meet the error, the store's
 	// reopen waits for the same quiet time.
@@ -37,6 +42,10 @@ func (e *ListingError) Error() string {
 	more := ""
 	if e.Count > 1 {
 		more = fmt.Sprintf(" and %d more", e.Count-1)
+	}
+	if e.NamedBy != "" {
+		return fmt.Sprintf("store %q level %d: the store's listing was incomplete when the level opened: chunk %s%s was not listed (%s names it, and it is there); retry once the store has been listed again",
+			e.Store, e.Level, e.Missing, more, e.NamedBy)
 	}
 	return fmt.Sprintf("store %q level %d: the store's listing was incomplete when the level opened: chunk %s%s was not listed (the chunks listed hold %d of the %d vertices the level declares); retry once the store has been listed again",
 		e.Store, e.Level, e.Missing, more, e.Listed, e.Declared)
@@ -54,7 +63,15 @@ type listCheck struct {
 	chunks, rows atomic.Int64 // chunks decoded at least once, and their rows
 	done         atomic.Bool  // checked: agreed, or cannot be checked
 	bad          atomic.Pointer[ListingError]
-	mu           sync.Mutex // one re-list at a time
+	// relisted: a listing taken again found no chunk the open's lacked,
+	// or not the one unlisted looked for (unlisted lists no more after
+	// that; checkListing still does, once every chunk has been read).
+	relisted atomic.Bool
+	// retryAt (unix ns by the storage's clock, 0: none) is when a check
+	// whose listing failed may list again; failures counts those in a row.
+	retryAt  atomic.Int64
+	failures atomic.Int32
+	mu       sync.Mutex // one re-list at a time
 }
 
 // seenFirst counts chunk rows decoded for the first time in this version.
@@ -97,6 +114,9 @@ func (l *Level) checkListing(ctx context.Context) error {
 		c.done.Store(true)
 		return nil
 	}
+	if at := c.retryAt.Load(); at != 0 && l.s.st.Now().UnixNano() < at {
+		return nil // the last listing failed: not yet
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done.Load() {
@@ -105,17 +125,21 @@ func (l *Level) checkListing(ctx context.Context) error {
 		}
 		return nil
 	}
-	keys, err := rl.relist(ctx)
+	missing, err := l.relistMissing(ctx, rl)
 	if err != nil {
-		// Not done: the chunk that led here is not cached, so the next
-		// answer that needs it checks again.
-		return err
-	}
-	var missing []string
-	for _, k := range keys {
-		if !l.hasKey(k) {
-			missing = append(missing, k.String())
+		if ctx.Err() != nil {
+			return err
 		}
+		// Not done: a chunk decoded afresh after the wait checks again.
+		// Meanwhile the answer goes out unchecked, as before the check: a
+		// backend failing listings (its reads answering) must not fail
+		// every answer that reads a chunk, each listing it again.
+		n := c.failures.Add(1)
+		wait := retryWait(n)
+		c.retryAt.Store(l.s.st.Now().Add(wait).UnixNano())
+		l.s.log.Warn("a level's chunks hold fewer vertices than its metadata declares, and listing it again failed; its answers go out unchecked, and the listing is tried again after a wait",
+			"store", l.s.name, "level", l.n, "declared", l.meta.VertexCount, "held", rows, "err", err, "failures", n, "retry_in", wait)
+		return nil
 	}
 	c.done.Store(true)
 	if len(missing) == 0 {
@@ -123,10 +147,77 @@ func (l *Level) checkListing(ctx context.Context) error {
 			"store", l.s.name, "level", l.n, "declared", l.meta.VertexCount, "held", rows)
 		return nil
 	}
-	e := &ListingError{Store: l.s.name, Level: l.n, Declared: l.meta.VertexCount, Listed: rows, Missing: missing[0], Count: len(missing),
-		changed: &storage.ChangedError{Modified: l.s.st.Now()}}
-	c.bad.Store(e)
+	e := &ListingError{Store: l.s.name, Level: l.n, Declared: l.meta.VertexCount, Listed: rows, Missing: missing[0], Count: len(missing)}
+	l.listingFailed(e, missing)
+	return e
+}
+
+// relistMissing lists the level again and returns the chunks (in key
+// order) that listing has and the open's lacked; none, and the level is
+// marked relisted.
+func (l *Level) relistMissing(ctx context.Context, rl relister) ([]string, error) {
+	keys, err := rl.relist(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, k := range keys {
+		if !l.hasKey(k) {
+			missing = append(missing, k.String())
+		}
+	}
+	if len(missing) == 0 {
+		l.listed.relisted.Store(true)
+	}
+	return missing, nil
+}
+
+// listingFailed makes e, dated now, the level's answer until the store is
+// reopened (c.mu held), and logs it.
+func (l *Level) listingFailed(e *ListingError, missing []string) {
+	e.changed = &storage.ChangedError{Modified: l.s.st.Now()}
+	l.listed.bad.Store(e)
+	l.listed.done.Store(true)
 	l.s.log.Warn("a level's listing was incomplete when it opened (the backend's listing had not caught up with its writes); its answers are 503 until the store is listed again",
-		"store", l.s.name, "level", l.n, "declared", e.Declared, "listed", rows, "unlisted", strings.Join(missing[:min(len(missing), 5)], " "), "unlisted_count", len(missing))
+		"store", l.s.name, "level", l.n, "declared", e.Declared, "listed", e.Listed, "named_by", e.NamedBy,
+		"unlisted", strings.Join(missing[:min(len(missing), 5)], " "), "unlisted_count", len(missing))
+}
+
+// unlisted is the answer for chunk key, which the level's metadata names
+// (what says so: namedBy) and its listing lacks, otherwise corrupt. The
+// open's listing may not have caught up with the store's writes: the
+// level is listed again, and a listing that has the chunk makes the
+// level's answers a *ListingError, as checkListing does. It is listed
+// again once at most while no listing finds more, so that metadata
+// naming a chunk the store truly lacks (corrupt) costs each request no
+// listing.
+func (l *Level) unlisted(ctx context.Context, key Key, namedBy string, corrupt error) error {
+	c := &l.listed
+	if e := c.bad.Load(); e != nil {
+		return e
+	}
+	rl, ok := l.lay.(relister)
+	if !ok || c.relisted.Load() {
+		return corrupt
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.bad.Load(); e != nil {
+		return e
+	}
+	if c.relisted.Load() {
+		return corrupt
+	}
+	missing, err := l.relistMissing(ctx, rl)
+	if err != nil {
+		return err
+	}
+	ks := key.String()
+	if !slices.Contains(missing, ks) {
+		c.relisted.Store(true)
+		return corrupt
+	}
+	e := &ListingError{Store: l.s.name, Level: l.n, Missing: ks, Count: len(missing), NamedBy: namedBy}
+	l.listingFailed(e, missing)
 	return e
 }

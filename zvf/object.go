@@ -350,7 +350,8 @@ func (l *Level) objectRows(ctx context.Context, id int64) ([]rowRef, []int64, er
 	for _, b := range blocks {
 		key := Key(b.Chunk)
 		if !l.hasKey(key) {
-			return nil, nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key)
+			return nil, nil, l.unlisted(ctx, key, fmt.Sprintf("object %d's manifest", id),
+				l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key))
 		}
 		cv, err := l.vertices(ctx, key)
 		if err != nil {
@@ -750,7 +751,8 @@ func (l *Level) manifestOf(ctx context.Context, id int64, blocks []manifest.Bloc
 		key := Key(b.Chunk)
 		mb := ManifestBlock{Chunk: key, Mode: int(b.Mode), Fragments: []FragmentRows{}}
 		if !l.hasKey(key) {
-			return nil, l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key)
+			return nil, l.unlisted(ctx, key, fmt.Sprintf("object %d's manifest", id),
+				l.s.errf(ErrCorrupt, l.n, "object_index/manifests", key.String(), "object %d names chunk %s, which does not exist", id, key))
 		}
 		cv, err := l.vertices(ctx, key)
 		if err != nil {

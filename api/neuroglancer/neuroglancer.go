@@ -109,6 +109,11 @@ type Server struct {
 	// chunksBuilt counts the shard chunks built: for whole shards, for
 	// layouts, for Range reads (tests read it: ChunksBuilt).
 	chunksBuilt atomic.Int64
+	// cellVariant is what a spatial cell's ETag covers beside its path:
+	// the cell bound, which aims the coarse levels (plan.fillForViews),
+	// so that a cell kept from a server of another bound is not vouched
+	// for by a 304.
+	cellVariant string
 }
 
 // New builds a Server.
@@ -120,7 +125,7 @@ func New(o Options) *Server {
 	// and cached, so the default level is worth its time.
 	z, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
 	zeros := sync.OnceValue(func() []byte { return make([]byte, 8*labelChunk*labelChunk*labelChunk) })
-	return &Server{o: o, zstd: z, shardScale: 1, zeroLabels: zeros}
+	return &Server{o: o, zstd: z, shardScale: 1, zeroLabels: zeros, cellVariant: fmt.Sprintf("cells<=%d", o.MaxAnnotations)}
 }
 
 // Routes adds the routes, relative to /ng/{store}, to r. Every route
@@ -233,8 +238,9 @@ func keyVersion(st *zvf.Store) string { return st.Revision() + "." + recordLayou
 // decode with the old property list: 2, line annotations carry their
 // edges' link attributes; 3, coarse spatial levels hold what a view of
 // their cells draws (plan.fillForViews), so cells under the same key
-// hold other annotations.
-const recordLayout = "3"
+// hold other annotations; 4, that fill counts a polyline's vertices, so
+// a polyline source's coarse cells hold fewer.
+const recordLayout = "4"
 
 // geometry is the store's primary geometry.
 func geometry(info *zvf.Info) string {
@@ -462,10 +468,16 @@ func (s *Server) notModifiedAs(w http.ResponseWriter, r *http.Request, st *zvf.S
 // notModifiedFound is notModified for a handler that has found what it
 // answers without reading it (see Options.NotModifiedFound).
 func (s *Server) notModifiedFound(w http.ResponseWriter, r *http.Request, st *zvf.Store) bool {
+	return s.notModifiedFoundAs(w, r, st, "")
+}
+
+// notModifiedFoundAs is notModifiedFound for an answer that also depends
+// on variant, which the ETag then covers.
+func (s *Server) notModifiedFoundAs(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string) bool {
 	if s.o.NotModifiedFound == nil {
-		return s.notModified(w, r, st)
+		return s.notModifiedAs(w, r, st, variant)
 	}
-	return s.o.NotModifiedFound(w, r, s.etag(r, st, ""))
+	return s.o.NotModifiedFound(w, r, s.etag(r, st, variant))
 }
 
 // etag is the strong ETag of r's answer from st: the store version, the
@@ -723,7 +735,7 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 				return err
 			}
 		}
-		if s.notModifiedFound(w, r, st) { // every cell of the grid is one, empty or not
+		if s.notModifiedFoundAs(w, r, st, s.cellVariant) { // every cell of the grid is one, empty or not
 			return nil
 		}
 		ckey := fmt.Sprintf("cell\x00%s\x00%d\x00%s", k.annotationType(), n, key)

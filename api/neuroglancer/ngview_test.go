@@ -3,6 +3,7 @@ package neuroglancer_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/demo"
+	"github.com/zvfserve/zvfserve/zvf/storage"
+	"github.com/zvfserve/zvfserve/zvf/synth"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
 
@@ -133,5 +136,95 @@ func TestInfoValidatorCoversTheCellBound(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("ETag") == etag || string(after) == string(before) {
 		t.Fatalf("revalidating the info of a server of another --max-vertices: %d, ETag %s then %s, the infos equal: %v",
 			resp.StatusCode, etag, resp.Header.Get("ETag"), string(after) == string(before))
+	}
+}
+
+// TestCoarsePolylineCellsFitMaxVertices: a polyline source's cell is
+// refused (413) when its polylines hold more vertices than
+// --max-vertices. Filling the coarse levels for views aimed a cell at an
+// eighth of --max-vertices in annotations, but a polyline annotation is
+// all its vertices: streamlines of 200 vertices at --max-vertices 5000
+// put 41 of them, 8,200 vertices, in the one cell of the coarsest level,
+// so a view of the whole store got a 413 where it had got the few
+// polylines the store's pyramid holds. The aim now counts a polyline's
+// mean vertices, and every cell of the source answers.
+func TestCoarsePolylineCellsFitMaxVertices(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	raw, err := synth.Streamlines(ctx, 30_000, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := zvf.Open(ctx, storage.Sub(raw, "streamlines"), zvf.Options{Name: "s", Cache: cache.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, maxVertices := range []int64{5000, 2000} {
+		_, ts := apitest.Serve(t, api.Options{Stores: []*zvf.Store{st}, Cache: cache.New(64 << 20), MaxVertices: maxVertices})
+		var inf struct {
+			Spatial []struct {
+				GridShape []int64 `json:"grid_shape"`
+				Key       string  `json:"key"`
+			} `json:"spatial"`
+		}
+		if err := json.Unmarshal(apitest.MustGet(t, ts, "/ng/s/annotations/info"), &inf); err != nil {
+			t.Fatal(err)
+		}
+		for s, sp := range inf.Spatial {
+			g := sp.GridShape
+			for c := range g[0] * g[1] * g[2] {
+				cell := fmt.Sprintf("%d_%d_%d", c%g[0], c/g[0]%g[1], c/(g[0]*g[1]))
+				resp, body := apitest.Get(t, ts, "/ng/s/annotations/"+sp.Key+"/"+cell)
+				if resp.StatusCode == http.StatusRequestEntityTooLarge {
+					t.Fatalf("--max-vertices %d: cell %s of spatial%d: %d %s", maxVertices, cell, s, resp.StatusCode, body)
+				}
+			}
+		}
+	}
+}
+
+// TestCellValidatorCoversTheCellBound: --max-vertices aims the coarse
+// levels, so the same cell path holds other annotations under another
+// bound; the info's ETag covered it, but a cell's did not. A browser that
+// kept a cell from before a restart with another bound revalidated it and
+// got a 304 for a body the server no longer sends (spatial0/0_0_0 of
+// points_pyramid: 36,152 bytes under the default, 3,284 under 800), so it
+// drew annotations twice or not at all. Now such a revalidation is
+// answered with the cell as it is.
+func TestCellValidatorCoversTheCellBound(t *testing.T) {
+	t.Parallel()
+	st := storeNamed(t, fixtureStores(t), "points_pyramid")
+	_, wide := newServer(t, api.Options{Stores: []*zvf.Store{st}})
+	_, narrow := newServer(t, api.Options{Stores: []*zvf.Store{st}, MaxVertices: 800})
+	var inf struct {
+		Spatial []struct {
+			Key       string  `json:"key"`
+			GridShape []int64 `json:"grid_shape"`
+		} `json:"spatial"`
+	}
+	if err := json.Unmarshal(apitest.MustGet(t, wide, "/ng/points_pyramid/annotations/info"), &inf); err != nil {
+		t.Fatal(err)
+	}
+	differ := 0
+	g := inf.Spatial[0].GridShape
+	for c := range g[0] * g[1] * g[2] {
+		path := fmt.Sprintf("/ng/points_pyramid/annotations/%s/%d_%d_%d", inf.Spatial[0].Key, c%g[0], c/g[0]%g[1], c/(g[0]*g[1]))
+		kept, before := apitest.Get(t, wide, path)
+		_, now := apitest.Get(t, narrow, path)
+		if string(before) == string(now) {
+			continue
+		}
+		differ++
+		resp, body := apitest.Get(t, narrow, path, "If-None-Match", kept.Header.Get("ETag"))
+		if resp.StatusCode != http.StatusOK || string(body) != string(now) || resp.Header.Get("ETag") == kept.Header.Get("ETag") {
+			t.Errorf("%s kept from a server of another --max-vertices (%d bytes), revalidated: %d, %d bytes, ETag %s then %s; want 200 with the %d bytes it holds now",
+				path, len(before), resp.StatusCode, len(body), kept.Header.Get("ETag"), resp.Header.Get("ETag"), len(now))
+		}
+		if again, _ := apitest.Get(t, narrow, path, "If-None-Match", resp.Header.Get("ETag")); again.StatusCode != http.StatusNotModified {
+			t.Errorf("%s revalidated with the ETag its server gave: %d, want 304", path, again.StatusCode)
+		}
+	}
+	if differ == 0 {
+		t.Fatal("no cell differs between the two bounds: the test cannot tell")
 	}
 }

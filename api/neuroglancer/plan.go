@@ -332,11 +332,13 @@ func (p *plan) chooseLevels(st *zvf.Store, maxCell int64) {
 		}
 	}
 	if !p.subset {
-		n := base.VertexCount // points; about a graph's edges
-		if p.kind == kindPolyline {
-			n = base.ObjectCount
+		n, each := base.VertexCount, 1.0 // points; about a graph's edges
+		if p.kind == kindPolyline && base.ObjectCount > 0 {
+			// A polyline is one annotation of all its vertices, which a
+			// cell's bound counts.
+			n, each = base.ObjectCount, max(float64(base.VertexCount)/float64(base.ObjectCount), 1)
 		}
-		p.fillForViews(n, st.Info().Bounds[1], maxCell)
+		p.fillForViews(n, each, st.Info().Bounds[1], maxCell)
 	}
 }
 
@@ -360,10 +362,10 @@ const ngViewAnnotations = 1 << 15
 // fetches the level it needs, and draws a good part of what it fetches.
 // The store's own pyramid still decides where it is denser. A cell is
 // aimed at no more than an eighth of maxCell (the server's --max-vertices,
-// past which a cell is refused), nor eight times what a view wants of
-// it, however thin the data are in the grid, so that uneven data still
-// fit.
-func (p *plan) fillForViews(n int64, upper []float64, maxCell int64) {
+// past which a cell is refused) in vertices, an annotation counting each
+// of them (a polyline's mean), nor eight times what a view wants of it,
+// however thin the data are in the grid, so that uneven data still fit.
+func (p *plan) fillForViews(n int64, each float64, upper []float64, maxCell int64) {
 	if n <= 0 || len(p.levels) < 2 {
 		return
 	}
@@ -378,7 +380,7 @@ func (p *plan) fillForViews(n int64, upper []float64, maxCell int64) {
 	}
 	perCell := ngViewAnnotations * min(overhang, 8) / cells0
 	if maxCell > 0 {
-		perCell = min(perCell, float64(maxCell)/8)
+		perCell = min(perCell, float64(maxCell)/8/each)
 	}
 	// From the finest coarse level up, so that each holds at most half of
 	// what the level below it does: levels stay levels (a view zoomed in

@@ -42,7 +42,7 @@ type foundStore struct {
 // and a warning.
 func discoverStores(ctx context.Context, st storage.Store, namePrefix string, log *slog.Logger) ([]foundStore, error) {
 	found, err := discoverStoresWithin(ctx, st, namePrefix, log, 0)
-	if errors.Is(err, errNoStoreBelow) {
+	if errors.Is(err, errNoStoreBelow) || errors.Is(err, errNoStoreNear) {
 		return nil, nil
 	}
 	return found, err
@@ -52,6 +52,17 @@ func discoverStores(ctx context.Context, st storage.Store, namePrefix string, lo
 // listed, is no Zarr node, and has none below it (the whole search done):
 // the wrong folder, or one no store has been written into yet.
 var errNoStoreBelow = errors.New("no Zarr metadata in the folder nor below it")
+
+// errNoStoreNear is discoverStoresWithin's answer for a root with no
+// Zarr metadata in it nor in the folders the search reached, when folders
+// lay deeper than it goes (discoverDepth): stores there are not found.
+var errNoStoreNear = errors.New("no Zarr metadata within the folder levels searched")
+
+// noStoreNearMessage says that target holds no store as deep as the
+// search goes, and what to do.
+func noStoreNearMessage(target string) string {
+	return fmt.Sprintf("%s holds no ZVF store within %d folder levels of it (the search goes no deeper); name the folder nearer the stores", shownArg(target), discoverDepth)
+}
 
 // noStoreMessage says that target holds no store, and what one is.
 func noStoreMessage(target string) string {
@@ -117,6 +128,7 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 	}
 	var found []string
 	listed, deepWarned := 0, false
+	var unlisted error // the first folder that could not be listed
 	ids, _ := st.(folderIDer)
 	above := map[string]bool{} // the folders on the path to the one visited
 	var visit func(prefix string, depth int) error
@@ -149,6 +161,9 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 					return ctx.Err()
 				}
 				log.Warn("skipping a folder that cannot be listed", "folder", prefix, "err", err)
+				if unlisted == nil {
+					unlisted = fmt.Errorf("folder %s could not be listed: %w", strings.TrimSuffix(prefix, "/"), err)
+				}
 				return nil
 			}
 			if isZarrNode(ctx, st, prefix, l) {
@@ -183,7 +198,15 @@ func discoverStoresWithin(ctx context.Context, st storage.Store, namePrefix stri
 		return nil, err
 	}
 	if len(found) == 0 {
+		if !stopped && unlisted != nil {
+			// Not known to hold no store: the store may be the folder
+			// that could not be listed.
+			return nil, fmt.Errorf("no store found: %w", unlisted)
+		}
 		if !stopped && holdsNoMetadata(ctx, st) {
+			if deepWarned {
+				return nil, errNoStoreNear
+			}
 			return nil, errNoStoreBelow
 		}
 		return nil, nil
@@ -259,9 +282,12 @@ func folderOfStores(ctx context.Context, st storage.Store, arg, cmd string) erro
 	// credentials) is not known to be empty: the command's own error
 	// says why.
 	found, err := discoverStoresWithin(ctx, st, "", slog.New(slog.DiscardHandler), 0)
-	if errors.Is(err, errNoStoreBelow) {
-		_, target := storeArg(arg)
+	_, target := storeArg(arg)
+	switch {
+	case errors.Is(err, errNoStoreBelow):
 		return fmt.Errorf("%w: %s", cli.ErrUsage, noStoreMessage(target))
+	case errors.Is(err, errNoStoreNear):
+		return fmt.Errorf("%w: %s", cli.ErrUsage, noStoreNearMessage(target))
 	}
 	if err != nil || len(found) == 0 {
 		return nil
@@ -275,7 +301,6 @@ func folderOfStores(ctx context.Context, st storage.Store, arg, cmd string) erro
 		}
 		list = append(list, strings.TrimSuffix(f.prefix, "/"))
 	}
-	_, target := storeArg(arg)
 	return fmt.Errorf("%w: %s is not a store but a folder of %d stores: %s; %s one of them (zvfserve %s %s) or serve them all (zvfserve serve %s)",
 		cli.ErrUsage, target, len(found), strings.Join(list, ", "), cmd, cmd, below(target, found[0].prefix), target)
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/zvfserve/zvfserve/cmd/internal/cli"
 	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
@@ -66,5 +70,34 @@ func TestServeFolderListingThatKeepsFailing(t *testing.T) {
 	}
 	if code, body, _ := httpGet(t, s.base+"/api/v1/stores/g"); code != http.StatusOK {
 		t.Errorf("the store itself: %d %.300s", code, body)
+	}
+}
+
+// TestServeFolderWhoseOnlyStoreCannotBeListed: a folder whose one store's
+// folder cannot be listed (an object store's 503 on that prefix, a
+// folder this process may not read) has no store serve can find, but
+// serve refused it as a usage mistake saying the folder "holds no ZVF
+// store: no zarr.json in it nor in the folders below it" — untrue, and
+// nothing to correct on the command line. Now it fails (exit 1) naming
+// the folder it could not list and why, not as a usage error.
+func TestServeFolderWhoseOnlyStoreCannotBeListed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Rename(zvftest.CopyTree(t, graphStore), filepath.Join(dir, "a.zarrvectors")); err != nil {
+		t.Fatal(err)
+	}
+	wrap := func(st storage.Store) storage.Store {
+		fs := faultstore.New(st, nil)
+		fs.Add(&faultstore.Rule{Op: "list", Key: "a.zarrvectors", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
+		return fs
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, errs := &syncBuffer{}, &syncBuffer{}
+	err := serve(ctx, []string{"--addr", "127.0.0.1:0", "--start-wait", "5s", dir}, out, errs, serveHooks{wrapArg: wrap})
+	if err == nil || errors.Is(err, cli.ErrUsage) || strings.Contains(err.Error(), "holds no ZVF store") ||
+		!strings.Contains(err.Error(), dir+": no store found: folder a.zarrvectors could not be listed") || !strings.Contains(err.Error(), "could not be listed") || !strings.Contains(err.Error(), "unavailable") {
+		t.Fatalf("serve of a folder whose store cannot be listed: %v (usage: %v); want an error, not a usage one, naming the folder it could not list and why\n%s",
+			err, errors.Is(err, cli.ErrUsage), errs.String())
 	}
 }

@@ -258,3 +258,29 @@ func TestValidateVerdictDropsTheQuery(t *testing.T) {
 		t.Errorf("exit %d: %s%s", code, out, errs)
 	}
 }
+
+// TestServeFolderWithStoresOnlyTooDeep: a folder whose only store lies
+// deeper than the search goes (8 folder levels) was refused saying it
+// holds "no zarr.json in it nor in the folders below it" — untrue, and
+// no hint that the depth was the reason. Now the refusal (exit 2) says
+// no store was found within 8 folder levels, and to name a folder nearer
+// the stores.
+func TestServeFolderWithStoresOnlyTooDeep(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b", "c", "d", "e", "f", "g", "h", "i")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(zvftest.CopyTree(t, graphStore), filepath.Join(deep, "g.zarrvectors")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out, errs bytes.Buffer
+	code := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", root}, &out, &errs)
+	want := "zvfserve serve: " + root + " holds no ZVF store within 8 folder levels of it (the search goes no deeper); name the folder nearer the stores\n"
+	if code != 2 || !strings.HasSuffix(errs.String(), want) || strings.Contains(errs.String(), "nor in the folders below it") {
+		t.Errorf("serve of a folder whose store is 10 levels down: exit %d, stderr %q; want 2 and %q", code, errs.String(), want)
+	}
+}

@@ -338,6 +338,10 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			// root zarr.json"; and a folder is searched for stores only
 			// here, so stores written below it later would never be.
 			err = fmt.Errorf("%w: %s (searched for stores only at start: start serve once one is written there)", cli.ErrUsage, noStoreMessage(target))
+		} else if errors.Is(err, errNoStoreNear) {
+			err = fmt.Errorf("%w: %s", cli.ErrUsage, noStoreNearMessage(target))
+		} else if err != nil {
+			err = fmt.Errorf("%s: %w", shownArg(target), err)
 		}
 		for _, f := range found {
 			if err == nil {
@@ -886,33 +890,51 @@ const memoryHeadroom = 256 << 20
 // one at start), keeping room for the listeners, the store reads the
 // concurrency limits allow (a file or an HTTP connection each), logs, and
 // the connections the listeners hold past the cap (api.ConnectionsPastCap).
-// An explicit --max-connections that does not fit is a usage error; the
-// default is lowered to fit, and said so.
+// An explicit --max-connections that does not fit is a usage error that
+// says how many do; the default is lowered to fit, and said so; when
+// none fits, the error names the flags that make room and the limit that
+// would do.
 func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, fmt.Errorf("read the open-file limit: %w", err)
 	}
+	_, fromEnv := os.LookupEnv("ZVFSERVE_MAX_CONNECTIONS")
+	return fitConnections(fs, c, log, lim.Cur, fromEnv)
+}
+
+// minFittedConnections: a default lowered below this is refused instead.
+const minFittedConnections = 16
+
+// fitConnections is connectionCap under the open-file limit limit;
+// fromEnv: --max-connections was given by its variable.
+func fitConnections(fs *flag.FlagSet, c *serveConfig, log *slog.Logger, limit uint64, fromEnv bool) (int, error) {
 	reads := 8
 	for _, a := range fs.Args() {
 		_, target := storeArg(a)
 		reads = max(reads, readConcurrency(c.readConcurrency, target))
 	}
 	reserve := 64 + c.maxConcurrent*reads
-	fits := int(min(lim.Cur, math.MaxInt32)) - reserve - api.ConnectionsPastCap
-	explicit := false
+	fits := int(min(limit, math.MaxInt32)) - reserve - api.ConnectionsPastCap
+	explicit := fromEnv
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "max-connections" })
-	_, fromEnv := os.LookupEnv("ZVFSERVE_MAX_CONNECTIONS")
+	kept := fmt.Sprintf("the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d chunk reads) and the rest, and %d for connections past the cap (probe slots, probes being recognised, the admin listener)",
+		limit, reserve, c.maxConcurrent, reads, api.ConnectionsPastCap)
 	switch {
 	case c.maxConnections < 1:
 		return 0, fmt.Errorf("%w: --max-connections %d: must be at least 1", cli.ErrUsage, c.maxConnections)
 	case c.maxConnections <= fits:
 		return c.maxConnections, nil
-	case explicit || fromEnv || fits < 16:
-		return 0, fmt.Errorf("%w: --max-connections %d does not fit the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d) and the rest, and %d for connections past the cap (probe slots, probes being recognised, the admin listener); lower it, or raise the limit (ulimit -n)",
-			cli.ErrUsage, c.maxConnections, lim.Cur, reserve, c.maxConcurrent, reads, api.ConnectionsPastCap)
+	case fits < minFittedConnections:
+		// Lowering --max-connections cannot help: the reads' reserve
+		// takes the limit.
+		return 0, fmt.Errorf("%w: no --max-connections fits %s; lower --max-concurrent or --read-concurrency, or raise the limit (ulimit -n) to %d, which fits --max-connections %d",
+			cli.ErrUsage, kept, reserve+api.ConnectionsPastCap+c.maxConnections, c.maxConnections)
+	case explicit:
+		return 0, fmt.Errorf("%w: --max-connections %d does not fit %s: at most %d fit; lower it, or raise the limit (ulimit -n)",
+			cli.ErrUsage, c.maxConnections, kept, fits)
 	}
-	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", lim.Cur, "kept_for_reads", reserve,
+	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", limit, "kept_for_reads", reserve,
 		"kept_past_cap", api.ConnectionsPastCap)
 	return fits, nil
 }
