@@ -8,13 +8,23 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/grpclog"
 )
 
+// grpcLogMu serialises routeGRPC: gRPC's setter writes its globals
+// unguarded, and a process that runs serve more than once at a time (the
+// command's tests, in parallel) would race on them.
+var grpcLogMu sync.Mutex
+
 // routeGRPC sets gRPC's process-wide logger (gRPC comes with the GCS
 // driver; its default writes text to standard error) to log.
-func routeGRPC(log *slog.Logger) { grpclog.SetLoggerV2(grpcLogger{log.With("from", "grpc")}) }
+func routeGRPC(log *slog.Logger) {
+	grpcLogMu.Lock()
+	defer grpcLogMu.Unlock()
+	grpclog.SetLoggerV2(grpcLogger{log.With("from", "grpc")})
+}
 
 // grpcLogger is gRPC's LoggerV2 over slog. gRPC's own default shows its
 // errors only; here its info and warnings are debug lines.
