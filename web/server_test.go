@@ -49,6 +49,26 @@ func memStorage(t *testing.T) storage.Writer {
 	return mem
 }
 
+// pointsServer serves the viewer and one store, name, written from pc in
+// chunks of chunk units a side, on an in-memory bucket.
+func pointsServer(t *testing.T, name string, pc *writer.PointCloud, chunk float64) *httptest.Server {
+	t.Helper()
+	ctx := context.Background()
+	mem := memStorage(t)
+	if _, err := writer.WritePoints(ctx, mem, name, pc, writer.Options{ChunkShape: []float64{chunk, chunk, chunk}}); err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(16 << 20)
+	s, err := zvf.Open(ctx, storage.Sub(mem, name), zvf.Options{Name: name, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: c, UI: web.Handler(web.Options{})})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
 func newDemo(t *testing.T, extra bool) *demoStores {
 	t.Helper()
 	ctx := context.Background()

@@ -1,20 +1,12 @@
 package web_test
 
 import (
-	"context"
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/api/apitest"
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/web"
-	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
@@ -59,7 +51,6 @@ func testPickPosition(t *testing.T, e *viewerEnv) {
 // (the next, odd, object); filtered to kind 1, a pick named both, with the
 // hidden twin's object and kind.
 func TestViewerPickFilterInBrowser(t *testing.T) {
-	ctx := context.Background()
 	var pos []float32
 	var oid []int64
 	var kind []int32
@@ -71,19 +62,7 @@ func TestViewerPickFilterInBrowser(t *testing.T) {
 			kind = append(kind, int32(k+1))
 		}
 	}
-	mem := memStorage(t)
-	pc := &writer.PointCloud{Positions: pos, ObjectIDs: oid, Attributes: []writer.Attribute{writer.Int32Attribute("kind", 1, kind)}}
-	if _, err := writer.WritePoints(ctx, mem, "twins", pc, writer.Options{ChunkShape: []float64{40, 40, 40}}); err != nil {
-		t.Fatal(err)
-	}
-	c := cache.New(16 << 20)
-	s, err := zvf.Open(ctx, storage.Sub(mem, "twins"), zvf.Options{Name: "twins", Cache: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: c, UI: web.Handler(web.Options{})})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	ts := pointsServer(t, "twins", &writer.PointCloud{Positions: pos, ObjectIDs: oid, Attributes: []writer.Attribute{writer.Int32Attribute("kind", 1, kind)}}, 40)
 	b := newChrome(t).tab(t, 1280, 800)
 	for _, tc := range []struct{ query, want, hidden string }{
 		{"f.twins=" + url.QueryEscape("kind = 1"), "kind = 1", "kind = 2"},

@@ -2,18 +2,10 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"image/png"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/api/apitest"
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/web"
-	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
@@ -22,7 +14,6 @@ import (
 // colours they are. The page coloured by the first channel through
 // viridis: red points yellow, blue ones purple, with a bar from 0 to 255.
 func TestViewerRGBAttributeInBrowser(t *testing.T) {
-	ctx := context.Background()
 	var pos []float32
 	var rgb []uint8
 	for i := range 1000 {
@@ -33,19 +24,7 @@ func TestViewerRGBAttributeInBrowser(t *testing.T) {
 			rgb = append(rgb, 0, 0, 255)
 		}
 	}
-	mem := memStorage(t)
-	pc := &writer.PointCloud{Positions: pos, Attributes: []writer.Attribute{writer.Uint8Attribute("color", 3, rgb)}}
-	if _, err := writer.WritePoints(ctx, mem, "rgb", pc, writer.Options{ChunkShape: []float64{50, 50, 50}}); err != nil {
-		t.Fatal(err)
-	}
-	c := cache.New(16 << 20)
-	s, err := zvf.Open(ctx, storage.Sub(mem, "rgb"), zvf.Options{Name: "rgb", Cache: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: c, UI: web.Handler(web.Options{})})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	ts := pointsServer(t, "rgb", &writer.PointCloud{Positions: pos, Attributes: []writer.Attribute{writer.Uint8Attribute("color", 3, rgb)}}, 50)
 	b := newChrome(t).tab(t, 1280, 800)
 	b.navigate(ts.URL + "/?stores=rgb&c.rgb=color&size=3")
 	b.settle()

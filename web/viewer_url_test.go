@@ -1,18 +1,11 @@
 package web_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/zvfserve/zvfserve/api"
-	"github.com/zvfserve/zvfserve/api/apitest"
-	"github.com/zvfserve/zvfserve/cache"
-	"github.com/zvfserve/zvfserve/web"
-	"github.com/zvfserve/zvfserve/zvf"
-	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/writer"
 )
 
@@ -21,24 +14,11 @@ import (
 // origin is.
 func farServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	ctx := context.Background()
 	var pos []float32
 	for i := range 4096 {
 		pos = append(pos, float32(1e6+10*(i&15)), float32(1e6+10*(i>>4&15)), float32(1e6+10*(i>>8)))
 	}
-	mem := memStorage(t)
-	if _, err := writer.WritePoints(ctx, mem, "far", &writer.PointCloud{Positions: pos}, writer.Options{ChunkShape: []float64{80, 80, 80}}); err != nil {
-		t.Fatal(err)
-	}
-	c := cache.New(16 << 20)
-	s, err := zvf.Open(ctx, storage.Sub(mem, "far"), zvf.Options{Name: "far", Cache: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := apitest.New(t, api.Options{Stores: []*zvf.Store{s}, Cache: c, UI: web.Handler(web.Options{})})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts
+	return pointsServer(t, "far", &writer.PointCloud{Positions: pos}, 80)
 }
 
 // TestViewerFarFromOriginInBrowser: a store far from the origin is drawn
