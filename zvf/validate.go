@@ -208,6 +208,14 @@ func validateRootAttrs(r *Report, raw []byte) {
 	var bounds [][]float64
 	if err := json.Unmarshal(zv["bounds"], &bounds); err != nil || len(bounds) != 2 || len(bounds[0]) != len(cs) || len(bounds[1]) != len(cs) {
 		r.add("error", 2, "zarr.json", "bounds %s is not [[min…],[max…]] with one number per axis", zv["bounds"])
+		return
+	}
+	// bounds is the data's inclusive box: a min past its max holds nothing,
+	// yet it is what the catalog, the viewer and Neuroglancer's info show.
+	for i := range bounds[0] {
+		if bounds[0][i] > bounds[1][i] {
+			r.add("error", 2, "zarr.json", "bounds: min %g is greater than max %g on axis %d", bounds[0][i], bounds[1][i], i)
+		}
 	}
 }
 
@@ -242,6 +250,7 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 	for _, l := range s.levels {
 		var rows int64
 		chunkRows[l.n] = make(map[string]int, len(l.keys))
+		ob := newOutsideBounds(l)
 		for _, k := range l.keys {
 			path := fmt.Sprintf("%d/vertices/%s", l.n, k)
 			cv, err := l.vertices(ctx, k)
@@ -258,6 +267,7 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 			chunkRows[l.n][k.String()] = cv.rows
 			validateCell(l, k, cv, r, path)
 			validateBins(l, k, cv, r)
+			ob.add(l, k, cv)
 			if cv.frags == nil {
 				r.add("warning", 3, fmt.Sprintf("%d/vertex_fragments/%s", l.n, k), "missing")
 			} else if l.binPrefilter && int64(cv.frags.Len()) > prod(l.bpc) {
@@ -277,6 +287,7 @@ func validateConsistency(ctx context.Context, s *Store, r *Report, progress func
 		if l.meta.VertexCount != rows {
 			r.add("error", 3, fmt.Sprintf("%d/zarr.json", l.n), "vertex_count %d, chunks hold %d", l.meta.VertexCount, rows)
 		}
+		ob.report(l, rows, r)
 	}
 	for _, l := range s.levels {
 		if y, ok := l.lay.(*layout09); ok {
@@ -342,6 +353,105 @@ func validateCell(l *Level, k Key, cv *chunkVerts, r *Report, path string) {
 	}
 	r.add("error", 3, path, "%d of %d rows lie outside the chunk's cell %s (farthest %g from it: row %d at (%s)); a box that holds such a row but not the cell does not find it",
 		out, cv.rows, strings.Join(cell, " × "), worst, far, strings.Join(at, ", "))
+}
+
+// outsideBounds counts a level's rows outside the store's declared bounds
+// (the data's inclusive box, which the catalog, the viewer and
+// Neuroglancer's info show): one problem a level, with the farthest row.
+type outsideBounds struct {
+	lo, hi []float64 // nil: no usable bounds to check against
+	out    int64
+	worst  float64
+	at     []float64
+	chunk  Key
+}
+
+func newOutsideBounds(l *Level) *outsideBounds {
+	b := l.s.info.Bounds
+	d := l.s.dims
+	if len(b[0]) != d || len(b[1]) != d {
+		return &outsideBounds{}
+	}
+	ob := &outsideBounds{lo: make([]float64, d), hi: make([]float64, d), worst: -1}
+	for i := 0; i < d; i++ {
+		if !(b[0][i] <= b[1][i]) {
+			return &outsideBounds{} // reported at check 2
+		}
+		ob.lo[i], ob.hi[i] = b[0][i], b[1][i]
+		if l.vdt.Kind == zarr.KindFloat && l.vdt.Size == 4 {
+			// Bounds written from float64 input may fall between two
+			// float32 values; the rows stored round to either side.
+			ob.lo[i] = float64(nextDown32(b[0][i]))
+			ob.hi[i] = float64(nextUp32(b[1][i]))
+		}
+	}
+	return ob
+}
+
+// nextDown32 is the largest float32 at most v; nextUp32 the least at least v.
+func nextDown32(v float64) float32 {
+	f := float32(v)
+	if float64(f) > v {
+		f = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	return f
+}
+
+func nextUp32(v float64) float32 {
+	f := float32(v)
+	if float64(f) < v {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
+}
+
+func (ob *outsideBounds) add(l *Level, k Key, cv *chunkVerts) {
+	if ob.lo == nil {
+		return
+	}
+	d := l.s.dims
+	for row := 0; row < cv.rows; row++ {
+		dist := 0.0
+		for i := 0; i < d; i++ {
+			v := l.vdt.At(cv.data, row*d+i).Float64()
+			switch {
+			case math.IsNaN(v):
+				dist = math.Inf(1)
+			case v < ob.lo[i]:
+				dist = max(dist, ob.lo[i]-v)
+			case v > ob.hi[i]:
+				dist = max(dist, v-ob.hi[i])
+			}
+		}
+		if dist == 0 {
+			continue
+		}
+		ob.out++
+		if dist > ob.worst {
+			ob.worst, ob.chunk = dist, k
+			ob.at = ob.at[:0]
+			for i := 0; i < d; i++ {
+				ob.at = append(ob.at, l.vdt.At(cv.data, row*d+i).Float64())
+			}
+		}
+	}
+}
+
+func (ob *outsideBounds) report(l *Level, rows int64, r *Report) {
+	if ob.out == 0 {
+		return
+	}
+	b := l.s.info.Bounds
+	bits := 64
+	if l.vdt.Kind == zarr.KindFloat && l.vdt.Size <= 4 {
+		bits = 32 // the row as stored, not its float64 widening
+	}
+	at := make([]string, len(ob.at))
+	for i, v := range ob.at {
+		at[i] = strconv.FormatFloat(v, 'g', -1, bits)
+	}
+	r.add("warning", 3, fmt.Sprintf("%d/vertices/%s", l.n, ob.chunk), "%d of %d rows of level %d lie outside the store's bounds %v – %v (farthest %s from them: (%s)); bounds are the data's inclusive box, which the catalog, the viewer and Neuroglancer sources show",
+		ob.out, rows, l.n, b[0], b[1], strconv.FormatFloat(ob.worst, 'g', -1, bits), strings.Join(at, ", "))
 }
 
 // validateBins checks, on a bin-prefiltered level whose chunk k is read

@@ -23,10 +23,11 @@ var errInvalid = errors.New("store is invalid")
 const validateUsage = `Usage: zvfserve validate [--level 1..5] [--json] [--no-progress] STORE
 
 Checks a store and lists every problem with its path instead of stopping at the first: 1 structure,
-2 metadata, 3 consistency (every chunk, fragment index, manifest and link attribute cell, and that
-each chunk's rows lie in the cell its key names, and on a bin-prefiltered level each fragment's in
-its bin's: a row outside is missed by boxes away from that cell; reported with how many rows and
-the farthest), 4 conventions, 5 the pyramid. A problem found at many places (every object whose manifest names one
+2 metadata (bounds with a min past its max are an error), 3 consistency (every chunk, fragment
+index, manifest and link attribute cell, and that each chunk's rows lie in the cell its key names,
+and on a bin-prefiltered level each fragment's in its bin's: a row outside is missed by boxes away
+from that cell; reported with how many rows and the farthest; rows outside the store's bounds are a
+warning, one a level), 4 conventions, 5 the pyramid. A problem found at many places (every object whose manifest names one
 broken chunk) is listed once, with how many and the first five paths ("count" and "paths" in
 --json). The verdict names the store's ZVF version and layout. Exit 0 when valid (warnings allowed),
 1 when any error was found, 2 for a command-line mistake (a folder of stores is one: name one of
