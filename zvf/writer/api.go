@@ -53,8 +53,9 @@ type Options struct {
 	// BinShape is the level-0 bin edge; it must divide ChunkShape. Nil
 	// means one bin per chunk.
 	BinShape []float64
-	// Bounds is the inclusive data box [min, max]; nil computes it from
-	// the positions.
+	// Bounds is the inclusive data box [min, max] (finite, min at most max
+	// on each axis, holding every position); nil computes it from the
+	// positions.
 	Bounds *[2][]float64
 	// Axes names the spatial axes; nil means x, y, z (and w for 4-D).
 	Axes []string

@@ -87,6 +87,12 @@ func prepare(o *Options, pos []float32, geometry, linksConv string) (*geom, erro
 		}
 		g.bounds = [2][]float64{slices.Clone(o.Bounds[0]), slices.Clone(o.Bounds[1])}
 		for a := range d {
+			// Readers show bounds as the data's box: a store written
+			// with a reversed or infinite one shows a box holding nothing.
+			bl, bh := g.bounds[0][a], g.bounds[1][a]
+			if math.IsNaN(bl) || math.IsNaN(bh) || math.IsInf(bl, 0) || math.IsInf(bh, 0) || bl > bh {
+				return nil, inputErr("Options.Bounds", -1, "axis %d is [%v, %v]: need finite numbers, min at most max", a, bl, bh)
+			}
 			if len(pos) > 0 && (lo[a] < g.bounds[0][a] || hi[a] > g.bounds[1][a]) {
 				return nil, inputErr("positions", -1, "axis %d spans [%v, %v], outside bounds [%v, %v]",
 					a, lo[a], hi[a], g.bounds[0][a], g.bounds[1][a])

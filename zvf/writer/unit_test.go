@@ -139,6 +139,24 @@ func TestInputErrors(t *testing.T) {
 			_, err := WritePoints(ctx, newMemStore(), "", &PointCloud{Positions: pos}, o)
 			return err
 		}},
+		{"reversed bounds", "Options.Bounds", func() error {
+			o := ok
+			o.Bounds = &[2][]float64{{0, 5, 0}, {3, 3, 3}}
+			_, err := WritePoints(ctx, newMemStore(), "", &PointCloud{}, o)
+			return err
+		}},
+		{"non-finite bounds", "Options.Bounds", func() error {
+			o := ok
+			o.Bounds = &[2][]float64{{0, 0, 0}, {3, math.Inf(1), 3}}
+			_, err := WritePoints(ctx, newMemStore(), "", &PointCloud{}, o)
+			return err
+		}},
+		{"NaN bounds", "Options.Bounds", func() error {
+			o := ok
+			o.Bounds = &[2][]float64{{math.NaN(), 0, 0}, {3, 3, 3}}
+			_, err := WritePoints(ctx, newMemStore(), "", &PointCloud{Positions: pos}, o)
+			return err
+		}},
 		{"attribute length", "PointCloud.Attributes", func() error {
 			_, err := WritePoints(ctx, newMemStore(), "", &PointCloud{Positions: pos,
 				Attributes: []Attribute{Float32Attribute("a", 1, []float32{1})}}, ok)
