@@ -120,7 +120,7 @@ func dtypeOf(name string) dtype {
 // the comma before it (a bound: rounds of rows are sized by it).
 func textWidth(a zvf.AttrInfo) int {
 	w := dtypeOf(a.DType).text
-	if len(a.Categories) > 0 {
+	if a.Categories != nil { // categorical: a label, or null
 		w = len("null")
 		for _, c := range a.Categories {
 			w = max(w, 6*len(c)+2) // every byte escaped, in quotes

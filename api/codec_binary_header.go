@@ -31,7 +31,7 @@ func appendMeta(dst []byte, m *payloadMeta) ([]byte, error) {
 			dst = append(append(dst, `{"name":"`...), a.Name...)
 			dst = append(append(dst, `","dtype":"`...), a.DType...)
 			dst = strconv.AppendInt(append(dst, `","channels":`...), int64(a.Channels), 10)
-			if len(a.Categories) > 0 { // omitempty
+			if a.Categories != nil { // omitzero
 				dst = append(dst, `,"categories":[`...)
 				for j, c := range a.Categories {
 					if j > 0 {

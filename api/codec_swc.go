@@ -33,7 +33,7 @@ var swcFormat = exportCodec{name: "swc", mime: "text/plain", compress: true, geo
 
 // swcColumn reports whether a is usable as SWC's radius or type: one
 // number a row.
-func swcColumn(a zvf.AttrInfo) bool { return a.Channels <= 1 && len(a.Categories) == 0 }
+func swcColumn(a zvf.AttrInfo) bool { return a.Channels <= 1 && a.Categories == nil }
 
 // pickAttributes: SWC's columns are fixed, so it reads radius and type
 // (swc_type, else type) when the level has them, and nothing else.

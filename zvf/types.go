@@ -86,10 +86,12 @@ type Axis struct {
 
 // AttrInfo describes a vertex or object attribute.
 type AttrInfo struct {
-	Name       string   `json:"name"`
-	DType      string   `json:"dtype"`
-	Channels   int      `json:"channels"`
-	Categories []string `json:"categories,omitempty"`
+	Name     string `json:"name"`
+	DType    string `json:"dtype"`
+	Channels int    `json:"channels"`
+	// Categories is non-nil for a dictionary-encoded attribute, and said
+	// even when empty (no labels: every value is null).
+	Categories []string `json:"categories,omitzero"`
 }
 
 // LevelInfo summarises one resolution level.
