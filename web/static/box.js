@@ -76,7 +76,7 @@ export class BoxTool {
       const t0 = performance.now();
       try {
         // With the layer's filter and sample: the hits are rows it draws.
-        const url = bboxURL(l.name, { min, max, dims: l.desc.dims, level: lv, limit: app.budget, connectivity: false, filter: l.filter || undefined, sample: l.sample });
+        const url = bboxURL(l.ref, { min, max, dims: l.desc.dims, level: lv, limit: app.budget, connectivity: false, filter: l.filter || undefined, sample: l.sample });
         const res = await app.net.binary(url, { kind: 'box', layer: l.name });
         const ms = performance.now() - t0;
         const f = flatten([res], '');

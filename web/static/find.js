@@ -47,13 +47,13 @@ export class FindTool {
     $('oresult').className = 'result';
     try {
       const t0 = performance.now();
-      const lv = await app.net.json(objectURL(l.name, id, '/levels'), { kind: 'object', layer: l.name });
+      const lv = await app.net.json(objectURL(l.ref, id, '/levels'), { kind: 'object', layer: l.name });
       if (!lv.levels.length) throw new Error(`object ${id} is in no level of ${l.name}`);
       const level = lv.levels.includes(0) ? 0 : Math.min(...lv.levels);
       const [res, man] = await Promise.all([
         // Drawn as a tile of its level is: within what a pixel shows there.
-        app.net.binary(objectURL(l.name, id, '', { level, precision: l.precision(level) }), { kind: 'object', layer: l.name, level }),
-        app.net.json(objectURL(l.name, id, '/manifest', { level }), { kind: 'manifest', layer: l.name, level })]);
+        app.net.binary(objectURL(l.ref, id, '', { level, precision: l.precision(level) }), { kind: 'object', layer: l.name, level }),
+        app.net.json(objectURL(l.ref, id, '/manifest', { level }), { kind: 'manifest', layer: l.name, level })]);
       await app.gpu;
       if (seq !== this.seq) return;
       const f = flatten([res], '');

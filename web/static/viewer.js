@@ -46,7 +46,7 @@ const app = {
   hooks,
   canvas: $('view'),
   cam: new Camera(),
-  net: new Net(() => setStatus('waiting for the access token…')),
+  net: new Net(() => setStatus('waiting for the access token…'), (name) => storeChanged(name)),
   renderer: null, overlay: null,
   gpu: new Promise((resolve) => { gpuReady = resolve; }), // resolves once the shaders are linked
   layers: [], catalog: null, budget: DEFAULT_BUDGET, size: 1,
@@ -115,7 +115,7 @@ function removeLayer(l) {
 // too many requests) is shown and asked again when it says, later each
 // time, while the layer is in the page; the page goes on meanwhile (this
 // attempt's promise is what start-up waits for).
-async function describe(l, attempt) {
+async function describe(l, attempt, again = false) {
   let wait = null;
   try {
     await l.describe(app.net);
@@ -133,7 +133,7 @@ async function describe(l, attempt) {
   if (!app.fitted && app.layers.every((x) => !x.loading)) {
     app.fitted = true;
     if (app.camFromURL) app.view.apply(app.camFromURL); else app.view.fit();
-  } else if (l.desc && app.fitted && app.layers.every((x) => x === l || !x.desc)) {
+  } else if (!again && l.desc && app.fitted && app.layers.every((x) => x === l || !x.desc)) {
     // The only layer with bounds (added to an empty page, or the first to
     // answer a retry): the view was framed on nothing. After a retry, the
     // link's camera, if it has one, is taken now (checked against these
@@ -142,7 +142,38 @@ async function describe(l, attempt) {
   }
   app.scheduleUpdate();
   app.redraw();
-  if (wait !== null) setTimeout(() => { if (app.layers.includes(l)) describe(l, attempt + 1); }, wait);
+  if (wait !== null) setTimeout(() => { if (app.layers.includes(l)) describe(l, attempt + 1, again); }, wait);
+}
+
+// AGAIN_MS: how soon a layer's descriptor is read again after the last
+// time a change of its store made it so (a replica that has not seen the
+// change yet answers the old version: asked again a little later).
+const AGAIN_MS = 1000;
+
+// storeChanged: a request of layer name's was planned on a version of its
+// store the server no longer serves (410 store-changed). The layer's
+// tiles and counts, of that version, are forgotten, its descriptor is
+// read again (revalidated: the new version's), and the view asks for its
+// tiles, and the box query its hits, under the new version; the camera
+// stays. Once at a time a layer.
+function storeChanged(name) {
+  const l = app.layerByName(name);
+  if (!l || l.reloading) return;
+  l.reloading = true;
+  l.loading = true; // not settled meanwhile
+  const wait = performance.now() - (l.reloadedAt ?? -Infinity) < AGAIN_MS ? AGAIN_MS : 0;
+  setTimeout(async () => {
+    if (!app.layers.includes(l)) return;
+    app.tiles.dropLayer(l);
+    app.density.forget(l);
+    app.box.freeHits(l);
+    for (const m of [l.counts, l.byNode, l.tileErrors, l.tileFailures]) m.clear();
+    l.grid = null; // no tiles asked for until the descriptor is read
+    await describe(l, 1, true);
+    l.reloading = false;
+    l.reloadedAt = performance.now();
+    app.box.requery();
+  }, wait);
 }
 
 // ---- start ----
