@@ -21,7 +21,7 @@ function parseTriple(s) {
 }
 
 export class BoxTool {
-  // app: {cam, layers, net, gpu, renderer, view, budget, writeURL(), redraw()}
+  // app: {cam, layers, net, gpu, renderer, view, budget, writeURL(), redraw(), announce()}
   constructor(app) {
     this.app = app;
     this.box = null; // [min, max]
@@ -109,6 +109,7 @@ export class BoxTool {
       return row;
     };
     $('bresult').replaceChildren(el('table', {}, head, ...rows.map(tr)));
+    app.announce(`box query: ${rows.map((r) => `${r.cells[0]} ${r.cells[1]}${r.cells[2] ? ` vertices at level ${r.cells[2]}` : ''}`).join('; ') || 'no visible layer'}`);
     app.redraw();
   }
 

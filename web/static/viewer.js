@@ -35,10 +35,12 @@ const MAX_DEFAULT_LAYERS = 8; // colour.js has a colour for each
 const hooks = {
   ready: false, firstPictureMs: null, firstDataMs: null, firstTileMs: null, settled: false, pending: 0,
   drawn: {}, drawnLevels: {}, drawnEdges: {}, drawnFaces: {}, frames: 0,
+  announced: [], // what the live region said, oldest first (the latest ANNOUNCED_MAX)
 };
 window.__zvf = hooks;
 
-const statusEl = $('status');
+const statusEl = $('status'), announceEl = $('announce');
+const ANNOUNCED_MAX = 100;
 let statusError = '';
 let gpuReady;
 
@@ -57,11 +59,15 @@ const app = {
   redraw: () => app.draw.redraw(),
   scheduleUpdate: () => app.stream.schedule(),
   writeURL: () => writeURL({ layers: app.layers, budget: app.budget, size: app.size, cam: app.cam, box: app.box.box, blevel: $('blevel').value, find: app.find.current }),
-  setStatus, statusError: () => statusError,
+  setStatus, statusError: () => statusError, announce,
   addLayer, removeLayer,
   // After each tile selection: the automatic colour ranges of what is drawn.
   onTiles: (layers) => autoRanges(app, layers, (l) => app.stream.queued(l)),
-  onTileError: (l) => app.cards.showError(l),
+  onTileError: (l) => {
+    app.cards.showError(l);
+    const first = l.tileErrors.values().next();
+    if (!first.done) announce(`${l.name}: ${l.tileErrors.size > 1 ? `${l.tileErrors.size} tiles failed, the first: ` : ''}${first.value}`);
+  },
 };
 app.tiles = new TileCache(() => app.renderer);
 app.stream = new Streamer(app);
@@ -74,10 +80,25 @@ app.pick = new PickTool(app);
 app.find = new FindTool(app);
 app.box = new BoxTool(app);
 
+// setStatus shows msg on the status line, which changes with every frame
+// while tiles load (counts, bytes): it is no live region. An error is
+// also announced.
 function setStatus(msg, isErr) {
   statusError = isErr ? msg : '';
+  if (isErr) announce(msg);
   statusEl.textContent = msg;
   statusEl.className = isErr ? 'error' : '';
+}
+
+// announce tells a screen reader msg (the live region, polite): what a
+// user waits for — the view loaded, with its count; a query's, lookup's
+// or pick's answer; an error — never the progress between. The same
+// message twice in a row is said once.
+function announce(msg) {
+  if (!msg || hooks.announced[hooks.announced.length - 1] === msg) return;
+  hooks.announced.push(msg);
+  if (hooks.announced.length > ANNOUNCED_MAX) hooks.announced.shift();
+  announceEl.textContent = msg;
 }
 
 // ---- layers ----
@@ -123,6 +144,7 @@ async function describe(l, attempt, again = false) {
   } catch (e) {
     wait = retryDelay(e, attempt);
     l.error = `${l.name}: ${e.message}${retryNote(e, wait)}`;
+    announce(l.error);
     l.desc = null;
     l.grid = null;
   }
