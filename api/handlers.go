@@ -339,6 +339,7 @@ func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
 			addVary(w.Header(), k)
 		}
 	}
+	w.Header().Set("Cache-Control", descriptorCacheControl)
 	d, err := s.descriptor(r.Context(), st, base)
 	switch {
 	case err == nil:

@@ -41,6 +41,10 @@ func (s *Server) neuroglancerRoutes() *neuroglancer.Server {
 // Info, and its Neuroglancer sources with a ready viewer state.
 type descriptor struct {
 	*zvf.Info
+	// Version is the store version described (its revision): the data
+	// routes answer under /api/v1/stores/{store}/v{version}/ from it
+	// alone (versioned.go).
+	Version string `json:"version"`
 	// Queryables is the URL of the store's queryables (what a filter may
 	// name), absolute with --public-url.
 	Queryables   string                    `json:"queryables"`
@@ -49,7 +53,7 @@ type descriptor struct {
 
 func (s *Server) descriptor(ctx context.Context, st *zvf.Store, base string) (descriptor, error) {
 	ng, err := neuroglancer.Describe(ctx, st, base)
-	return descriptor{Info: st.Info(), Queryables: base + "/api/v1/stores/" + st.Name() + "/queryables",
+	return descriptor{Info: st.Info(), Version: st.Revision(), Queryables: base + "/api/v1/stores/" + st.Name() + "/queryables",
 		Neuroglancer: ng}, err
 }
 

@@ -1,6 +1,9 @@
 package api
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // storeRoutes is the prefix of the routes about one store.
 const storeRoutes = "/api/v1/stores/{store}"
@@ -30,9 +33,7 @@ func apiRoutes() []apiRoute {
 	// A chunk's links are its edges (or faces, which its Arrow answer
 	// does not tabulate: table=faces is the bbox and object routes').
 	pChunkTable := paramSpec{name: "table", values: []string{tableVertices, tableEdges}}
-	return []apiRoute{
-		{"/api/v1/stores", (*Server).listStores, []paramSpec{fJSON}},
-		{st, (*Server).describeStore, []paramSpec{fJSON}},
+	data := []apiRoute{
 		{st + "/bbox", (*Server).bbox, []paramSpec{pMin, pMax, pLevel, pAttrs, pEdgeAttrs, {name: "limit"}, {name: "cursor"}, pConn, pFilter, pLang, pSample, fAnswer, pTable, pPrec}},
 		{st + "/count", (*Server).count, []paramSpec{pMin, pMax, pLevel, pFilter, pLang, pSample, fJSON}},
 		{st + "/density", (*Server).density, []paramSpec{pMin, pMax, pLevel, {name: "shape"}, pFilter, pLang, pSample, fDensity}},
@@ -44,4 +45,15 @@ func apiRoutes() []apiRoute {
 		{st + "/levels/{level}/chunks", (*Server).chunks, []paramSpec{fJSON}},
 		{st + "/levels/{level}/chunks/{key}", (*Server).chunk, []paramSpec{pAttrs, pEdgeAttrs, fPayload, pChunkTable, pPrec}},
 	}
+	routes := []apiRoute{
+		{"/api/v1/stores", (*Server).listStores, []paramSpec{fJSON}},
+		{st, (*Server).describeStore, []paramSpec{fJSON}},
+	}
+	routes = append(routes, data...)
+	// Each data route also answers under the store version the descriptor
+	// names (versioned.go).
+	for _, rt := range data {
+		routes = append(routes, apiRoute{versionedRoutes + strings.TrimPrefix(rt.pattern, st), atVersion(rt.handle), rt.params})
+	}
+	return routes
 }

@@ -107,7 +107,7 @@ func tileSelections(t *testing.T, log []served, store string) (filters, samples 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.Path != "/api/v1/stores/"+store+"/bbox" {
+		if route(u.Path) != "/api/v1/stores/"+store+"/bbox" {
 			continue
 		}
 		filters[u.Query().Get("filter")]++

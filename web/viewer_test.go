@@ -118,6 +118,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"box after filter", testBoxAfterFilter},
 		{"keyboard pick", testKeyboardPick},
 		{"escape draw box", testEscapeDrawBox},
+		{"announcements", testAnnouncements},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}

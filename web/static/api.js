@@ -11,13 +11,24 @@ export const PAGE_LIMIT = 1000000;
 export const catalogURL = () => 'api/v1/stores';
 export const storeURL = (store) => `api/v1/stores/${enc(store)}`;
 
+// dataURL is where the data of store s is asked for: s is a store's name
+// (the version served now) or {name, version}, the version a descriptor
+// named (its "version"): every answer there is of that version, so the
+// browser may keep it for good, and once the store has changed it is a
+// 410 store-changed (net.js tells the page, which reads the descriptor
+// again). The builders below take either.
+const dataURL = (s) => {
+  if (typeof s === 'string') return storeURL(s);
+  return s.version ? `${storeURL(s.name)}/v${enc(s.version)}` : storeURL(s.name);
+};
+
 // objectURL: an object's vertices (part ''), '/levels' or '/manifest';
 // precision (store units, vertices only) asks for quantized coordinates.
 export function objectURL(store, id, part = '', { level, precision } = {}) {
   const p = [];
   if (level !== undefined) p.push(`level=${enc(String(level))}`);
   if (precision > 0) p.push(`precision=${enc(String(precision))}`);
-  return `${storeURL(store)}/objects/${enc(String(id))}${part}${p.length ? `?${p.join('&')}` : ''}`;
+  return `${dataURL(store)}/objects/${enc(String(id))}${part}${p.length ? `?${p.join('&')}` : ''}`;
 }
 
 // bboxURL is a box query: q = {min, max, dims, level, limit, attributes,
@@ -39,19 +50,19 @@ export function bboxURL(store, q) {
   // Coordinates within precision (store units): binary answers only.
   if (q.precision > 0) p.push(`precision=${enc(String(q.precision))}`);
   if (q.cursor) p.push(`cursor=${enc(q.cursor)}`);
-  return `${storeURL(store)}/bbox?${p.join('&')}`;
+  return `${dataURL(store)}/bbox?${p.join('&')}`;
 }
 
 // countURL: how many rows the box query q (its box, level, filter and
 // sample) answers, all pages: {"count": N}.
-export const countURL = (store, q) => `${storeURL(store)}/count?${boxParams(q).join('&')}`;
+export const countURL = (store, q) => `${dataURL(store)}/count?${boxParams(q).join('&')}`;
 
 // densityURL: the rows of q counted in shape cells over its box, as JSON
 // {"shape", "counts"} (x fastest).
-export const densityURL = (store, q, shape) => `${storeURL(store)}/density?${boxParams(q).join('&')}&shape=${shape.join(',')}&f=json`;
+export const densityURL = (store, q, shape) => `${dataURL(store)}/density?${boxParams(q).join('&')}&shape=${shape.join(',')}&f=json`;
 
 // queryablesURL: the JSON Schema of what a filter may name.
-export const queryablesURL = (store) => `${storeURL(store)}/queryables`;
+export const queryablesURL = (store) => `${dataURL(store)}/queryables`;
 
 // FAR: the largest coordinate a box may name (the server's bound).
 const FAR = 1e300;

@@ -21,7 +21,7 @@ function parseTriple(s) {
 }
 
 export class BoxTool {
-  // app: {cam, layers, net, gpu, renderer, view, budget, writeURL(), redraw()}
+  // app: {cam, layers, net, gpu, renderer, view, budget, writeURL(), redraw(), announce()}
   constructor(app) {
     this.app = app;
     this.box = null; // [min, max]
@@ -76,7 +76,7 @@ export class BoxTool {
       const t0 = performance.now();
       try {
         // With the layer's filter and sample: the hits are rows it draws.
-        const url = bboxURL(l.name, { min, max, dims: l.desc.dims, level: lv, limit: app.budget, connectivity: false, filter: l.filter || undefined, sample: l.sample });
+        const url = bboxURL(l.ref, { min, max, dims: l.desc.dims, level: lv, limit: app.budget, connectivity: false, filter: l.filter || undefined, sample: l.sample });
         const res = await app.net.binary(url, { kind: 'box', layer: l.name });
         const ms = performance.now() - t0;
         const f = flatten([res], '');
@@ -109,6 +109,7 @@ export class BoxTool {
       return row;
     };
     $('bresult').replaceChildren(el('table', {}, head, ...rows.map(tr)));
+    app.announce(`box query: ${rows.map((r) => `${r.cells[0]} ${r.cells[1]}${r.cells[2] ? ` vertices at level ${r.cells[2]}` : ''}`).join('; ') || 'no visible layer'}`);
     app.redraw();
   }
 

@@ -38,7 +38,7 @@ export class DensityOverview {
       const level = l.grid.chain[l.grid.chain.length - 1];
       const q = { min: box[0], max: box[1], dims: l.desc.dims, level, filter: l.filter || undefined, sample: l.sample };
       const shape = OVERVIEW_SHAPE.slice(0, Math.min(3, l.desc.dims));
-      const url = densityURL(l.name, q, shape);
+      const url = densityURL(l.ref, q, shape);
       const o = this.byLayer.get(l);
       // A failed one is asked for again once its wait is over.
       if (o && o.key === url && !(o.state === 'failed' && performance.now() >= o.retryAt)) { o.shown = true; continue; }

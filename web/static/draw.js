@@ -6,7 +6,7 @@ const HIGHLIGHT = [1, 0.3, 0.88];
 const HITS = [1, 1, 1];
 
 export class Drawer {
-  // app: {renderer, overlay, cam, layers, stream, density, selection, box, find, pick, view, cards, hooks, net, budget, size, statusError(), setStatus()}
+  // app: {renderer, overlay, cam, layers, stream, density, selection, box, find, pick, view, cards, hooks, net, budget, size, statusError(), setStatus(), announce()}
   constructor(app) {
     this.app = app;
     this.queued = false;
@@ -84,7 +84,11 @@ export class Drawer {
     }
     for (const l of app.layers) app.cards.stat(l, drawn[l.name] || 0, levels[l.name] || {});
     // Settled: this frame shows everything the view asked for.
+    const was = hooks.settled;
     hooks.settled = !app.stream.busy && !app.density.busy && !app.selection.busy && app.layers.every((l) => !l.loading && !l.retrying);
+    // Said once the view has loaded, not while it loads (the status line
+    // changes every frame meanwhile).
+    if (hooks.settled && !was) app.announce(`${total.toLocaleString()} ${total === 1 ? 'vertex' : 'vertices'} drawn in ${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers`);
     if (!app.statusError()) {
       const loading = app.stream.inflight + app.stream.queue.length;
       app.setStatus(`${app.layers.filter((l) => l.visible).length} of ${app.layers.length} layers · ${total.toLocaleString()} ${total === 1 ? 'vertex' : 'vertices'} drawn (budget ${app.budget.toLocaleString()})` +

@@ -25,7 +25,7 @@ export async function probeFilter(net, l, filter) {
   const d = l.desc, levels = d.levels.filter((x) => x.vertex_count > 0).map((x) => x.level).sort((a, b) => a - b);
   const at = d.bounds[0];
   const errors = await Promise.all(levels.map((level) =>
-    net.json(countURL(l.name, { min: at, max: at, dims: d.dims, level, filter }), { kind: 'filter', layer: l.name, level })
+    net.json(countURL(l.ref, { min: at, max: at, dims: d.dims, level, filter }), { kind: 'filter', layer: l.name, level })
       .then(() => null, (e) => e)));
   // A level that said to come back later (503 while the store changes,
   // 429, a lost connection) has not refused the filter: the question is
@@ -45,7 +45,7 @@ export class SelectionTool {
   // app: {net, writeURL(), scheduleUpdate(), redraw(), cards, box}
   constructor(app) {
     this.app = app;
-    this.queryables = new Map(); // store -> Promise of its queryables' schema
+    this.queryables = new Map(); // store|version -> Promise of its queryables' schema
     this.checking = 0; // filters being asked about
     this.waiting = 0; // filters to be asked about again (retry)
     this.lists = 0; // datalists made
@@ -93,12 +93,14 @@ export class SelectionTool {
   // datalist offers each name and each label's comparison.
   async hints(l) {
     if (!l.desc) return;
-    if (!this.queryables.has(l.name)) this.queryables.set(l.name, this.app.net.json(queryablesURL(l.name), { kind: 'queryables', layer: l.name }));
+    // Per version: a store replaced since may have other properties.
+    const key = `${l.name}|${l.desc.version}`;
+    if (!this.queryables.has(key)) this.queryables.set(key, this.app.net.json(queryablesURL(l.ref), { kind: 'queryables', layer: l.name }));
     let schema;
     try {
-      schema = await this.queryables.get(l.name);
+      schema = await this.queryables.get(key);
     } catch (e) {
-      this.queryables.delete(l.name); // asked again on the next focus
+      this.queryables.delete(key); // asked again on the next focus
       l.card.querySelector('.fhint').textContent = `queryables: ${e.message}`;
       return;
     }

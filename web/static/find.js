@@ -10,7 +10,7 @@ import { retryDelay, retryNote } from './net.js';
 const MANIFEST_BLOCKS = 60; // blocks listed; the rest are counted
 
 export class FindTool {
-  // app: {cam, layers, net, gpu, renderer, view, layerByName(n), writeURL(), redraw()}
+  // app: {cam, layers, net, gpu, renderer, view, layerByName(n), writeURL(), redraw(), announce()}
   constructor(app) {
     this.app = app;
     this.current = null; // {store, id: the object id's canonical decimal}
@@ -47,13 +47,13 @@ export class FindTool {
     $('oresult').className = 'result';
     try {
       const t0 = performance.now();
-      const lv = await app.net.json(objectURL(l.name, id, '/levels'), { kind: 'object', layer: l.name });
+      const lv = await app.net.json(objectURL(l.ref, id, '/levels'), { kind: 'object', layer: l.name });
       if (!lv.levels.length) throw new Error(`object ${id} is in no level of ${l.name}`);
       const level = lv.levels.includes(0) ? 0 : Math.min(...lv.levels);
       const [res, man] = await Promise.all([
         // Drawn as a tile of its level is: within what a pixel shows there.
-        app.net.binary(objectURL(l.name, id, '', { level, precision: l.precision(level) }), { kind: 'object', layer: l.name, level }),
-        app.net.json(objectURL(l.name, id, '/manifest', { level }), { kind: 'manifest', layer: l.name, level })]);
+        app.net.binary(objectURL(l.ref, id, '', { level, precision: l.precision(level) }), { kind: 'object', layer: l.name, level }),
+        app.net.json(objectURL(l.ref, id, '/manifest', { level }), { kind: 'manifest', layer: l.name, level })]);
       await app.gpu;
       if (seq !== this.seq) return;
       const f = flatten([res], '');
@@ -61,6 +61,7 @@ export class FindTool {
       this.item = { layer: l, level, g: app.renderer.upload({ parts: [merge(f.parts)], val: null, ids: null, edges: f.edges, tris }) };
       l.sel = idKey(id);
       $('oresult').textContent = `object ${id} · ${l.name} · level ${level} · ${f.rows.toLocaleString()} vertices · ${(performance.now() - t0).toFixed(0)} ms\nin levels ${lv.levels.join(', ')}`;
+      app.announce(`found object ${id} in ${l.name}: ${f.rows.toLocaleString()} vertices at level ${level}`);
       const oa = res.trailer.object_attributes || {};
       const rows = Object.entries(oa).map(([k, v]) => el('tr', {}, el('td', { textContent: k }), el('td', { textContent: showValue(v) })));
       $('oattrs').replaceChildren(rows.length ? el('table', {}, ...rows) : el('div', { className: 'note', textContent: 'no object attributes at this level' }));
@@ -83,6 +84,7 @@ export class FindTool {
       if (seq !== this.seq) return;
       const wait = retryDelay(e, attempt);
       $('oresult').textContent = `object ${id} in ${l.name}: ${e.message}${retryNote(e, wait)}`;
+      app.announce($('oresult').textContent);
       $('oresult').className = 'result error';
       if (wait !== null) {
         setTimeout(() => {

@@ -44,6 +44,10 @@ export class Layer {
     this.card = null;
   }
 
+  // ref: the store as its data URLs name it (api.js): at the version of
+  // the descriptor the layer's tiles were planned on.
+  get ref() { return { name: this.name, version: this.desc ? this.desc.version : undefined }; }
+
   lvl(n) { return this.desc.levels.find((l) => l.level === n); }
   get lo() { return this.desc.bounds[0]; }
   get hi() { return this.desc.bounds[1]; }
@@ -168,7 +172,8 @@ export class Layer {
     // are measured like absent ones.
     const measure = !usableBounds(d.bounds);
     const chunks = chunkBox(d);
-    if (measure) d.bounds = await measureBounds(net, this.name, d, chunks);
+    const ref = { name: this.name, version: d.version };
+    if (measure) d.bounds = await measureBounds(net, ref, d, chunks);
     if (this.level !== 'auto' && !d.levels.some((x) => String(x.level) === String(this.level))) this.level = 'auto';
     if (this.colour && this.colour !== '_z' && !this.attribute()) this.colour = '';
     if (!takesSample(d)) this.sample = 1;
@@ -183,7 +188,7 @@ export class Layer {
       }) : null,
       // The check is worth a retry, not the layer: storage that refuses
       // it (hopeless) leaves the declared bounds.
-      measure ? '' : checkBounds(net, this.name, d, chunks).catch((e) => {
+      measure ? '' : checkBounds(net, ref, d, chunks).catch((e) => {
         if (!hopeless(e)) throw e;
         return '';
       }),
@@ -212,7 +217,8 @@ export const boundsCheck = { max: 4000000 };
 // measured ones (with the declared ones when they hold any) and the note
 // says so, else they are cut to chunks. '' when nothing was missed, or
 // the level is too large to check: then chunks stands for the bounds.
-async function checkBounds(net, name, d, chunks) {
+async function checkBounds(net, ref, d, chunks) {
+  const name = ref.name;
   const c = coarsest(d);
   if (!c) return '';
   const [lo, hi] = d.bounds;
@@ -224,7 +230,7 @@ async function checkBounds(net, name, d, chunks) {
     if (chunks) d.bounds = chunks;
     return '';
   }
-  const count = async (min, max) => (await net.json(countURL(name, { min, max, dims: d.dims, level: c.level }), { kind: 'bounds', layer: name, level: c.level })).count;
+  const count = async (min, max) => (await net.json(countURL(ref, { min, max, dims: d.dims, level: c.level }), { kind: 'bounds', layer: name, level: c.level })).count;
   let inside;
   if (chunks) {
     const outside = await Promise.all(shell(d.bounds, chunks).map(([min, max]) => count(min, max)));
@@ -238,7 +244,7 @@ async function checkBounds(net, name, d, chunks) {
     return '';
   }
   inside = Math.max(inside, 0);
-  const m = await measureBounds(net, name, d, null);
+  const m = await measureBounds(net, ref, d, null);
   const p = (v) => v.slice(0, Math.min(d.dims, 3)).map((x) => +x.toPrecision(6)).join(',');
   const declared = `${p(lo)} – ${p(hi)}`;
   d.bounds = inside ? [m[0].map((v, i) => Math.min(v, lo[i])), m[1].map((v, i) => Math.max(v, hi[i]))] : m;
@@ -312,7 +318,8 @@ function usableBounds([lo, hi]) {
 // coarsest level, every page of it, widened by one of that level's bins;
 // a level too large to read whole takes chunks (the box its chunks
 // occupy) when the server gives it.
-async function measureBounds(net, name, d, chunks) {
+async function measureBounds(net, ref, d, chunks) {
+  const name = ref.name;
   const c = coarsest(d);
   if (!c) throw new Error('the store holds no vertices');
   if (chunks && c.vertex_count > boundsCheck.max) return chunks;
@@ -320,7 +327,7 @@ async function measureBounds(net, name, d, chunks) {
   const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
   let rows = 0;
   const q = { min: far(-1e300), max: far(1e300), dims: d.dims, level: c.level, limit: PAGE_LIMIT, connectivity: false };
-  for await (const page of bboxPages(net, name, q, { kind: 'bounds', layer: name })) {
+  for await (const page of bboxPages(net, ref, q, { kind: 'bounds', layer: name })) {
     rows += page.rows;
     for (const b of page.batches) {
       const v = b.vertices;

@@ -107,12 +107,16 @@ export const waitText = (ms) => `${Math.round(ms / 1000)} s`;
 const LOG_MAX = 500;
 
 export class Net {
-  constructor(onWaitToken) {
+  // onWaitToken(): a request waits for the access token; onStoreChanged
+  // (layer): a request of the layer's was planned on a version of its
+  // store that is no longer served (410 store-changed).
+  constructor(onWaitToken, onStoreChanged = () => {}) {
     this.log = []; // the latest LOG_MAX: {url, kind, layer, level, box, bytes, ms, status}
     this.logMax = LOG_MAX;
     this.requests = 0; // made since the page loaded
     this.bytes = 0;
     this.onWaitToken = onWaitToken;
+    this.onStoreChanged = onStoreChanged;
   }
 
   // fetch is fetch with the bearer token; a 401 asks for a token and
@@ -142,7 +146,9 @@ export class Net {
       if (!r.ok) {
         let title = r.statusText, detail = '', type = '';
         try { const p = await r.json(); title = p.title || title; detail = p.detail || ''; type = p.type; } catch { /* not a problem document */ }
-        throw new ProblemError(r.status, title, detail, retryAfterMs(r.headers.get('Retry-After')), type);
+        const e = new ProblemError(r.status, title, detail, retryAfterMs(r.headers.get('Retry-After')), type);
+        if (e.kind === 'store-changed' && meta.layer) this.onStoreChanged(meta.layer);
+        throw e;
       }
       const buf = await r.arrayBuffer();
       entry.bytes = buf.byteLength;

@@ -10,7 +10,7 @@ const PICK_PX = 8; // how near a click must be to a vertex
 const PICK_ROWS = 16; // the vertices at a picked position listed, at most
 
 export class PickTool {
-  // app: {cam, layers, net, view, find, drawList(), redraw()}
+  // app: {cam, layers, net, view, find, drawList(), redraw(), announce()}
   constructor(app) {
     this.app = app;
     this.current = null; // {store, level, pos, oid: the object id's decimal, or null}
@@ -52,7 +52,7 @@ export class PickTool {
   async show(hit) {
     const app = this.app, seq = ++this.seq;
     $('pickbox').hidden = false;
-    if (!hit) { this.current = null; $('picked').textContent = `nothing here: no drawn vertex within ${PICK_PX} pixels`; app.redraw(); return; }
+    if (!hit) { this.current = null; $('picked').textContent = `nothing here: no drawn vertex within ${PICK_PX} pixels`; app.announce($('picked').textContent); app.redraw(); return; }
     const l = hit.d.l, t = hit.d.t;
     // The id exactly, from the tile's int64s (−1: no object); the
     // highlight draws its key.
@@ -79,12 +79,12 @@ export class PickTool {
     const meta = { kind: 'pick', layer: l.name, level: t.level };
     try {
       // Exactly: an object id (or an int64 attribute) past 2^53 is a BigInt.
-      const r = await app.net.json(bboxURL(l.name, { ...q, attributes: '*', format: 'json' }), meta, undefined, exactJSON);
+      const r = await app.net.json(bboxURL(l.ref, { ...q, attributes: '*', format: 'json' }), meta, undefined, exactJSON);
       if (seq !== this.seq) return;
       // Where the browser rounded ids or int64 values past 2^53 (no JSON
       // source text), the same rows in binary carry them as int64s.
       if (rounded(r)) {
-        await exactRows(app.net, l.name, q, meta, r);
+        await exactRows(app.net, l.ref, q, meta, r);
         if (seq !== this.seq) return;
       }
       const lines = [...head];
@@ -102,9 +102,11 @@ export class PickTool {
       }
       if (!r.count) lines.push('the server found no vertex here (the store changed?)');
       $('picked').textContent = lines.join('\n');
+      app.announce(`picked: ${lines.join('; ')}`);
     } catch (e) {
       if (seq !== this.seq) return;
       $('picked').textContent = head.join('\n') + `\nattributes: ${e.message}`;
+      app.announce(`picked: ${head.join('; ')}; attributes: ${e.message}`);
     }
   }
 }

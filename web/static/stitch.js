@@ -37,7 +37,7 @@ export async function stitch(net, l, n, t, f) {
   for (const slab of l.grid.slabs(n, delta)) {
     const meta = { kind: 'seam', layer: l.name, level: n.level, box: [slab.min, slab.max] };
     const pages = [];
-    for await (const page of bboxPages(net, l.name, { ...query, min: slab.min, max: slab.max }, meta, t.ctrl.signal)) pages.push(page);
+    for await (const page of bboxPages(net, l.ref, { ...query, min: slab.min, max: slab.max }, meta, t.ctrl.signal)) pages.push(page);
     const s = flatten(pages, t.attr);
     // float64: exactly the values the format defines.
     const pos = decode(s.parts, Float64Array);

@@ -105,7 +105,7 @@ export class Streamer {
     try {
       const pages = [];
       let rows = 0, partial = false;
-      for await (const page of bboxPages(app.net, l.name, { ...query, min, max }, { kind: 'tile', layer: l.name, level: n.level, box: [min, max] }, t.ctrl.signal)) {
+      for await (const page of bboxPages(app.net, l.ref, { ...query, min, max }, { kind: 'tile', layer: l.name, level: n.level, box: [min, max] }, t.ctrl.signal)) {
         pages.push(page);
         rows += page.rows;
         // More than the whole budget is never drawn.
@@ -128,7 +128,10 @@ export class Streamer {
       l.tileFailures.delete(n.key);
       if (l.tileErrors.delete(n.key)) app.onTileError(l);
     } catch (e) {
-      if (e.name === 'AbortError') {
+      // A tile of a version no longer served is asked for again under
+      // the new one once the layer's descriptor is read again (net.js
+      // onStoreChanged): no error meanwhile.
+      if (e.name === 'AbortError' || e.kind === 'store-changed') {
         if (tiles.get(key) === t) tiles.delete(key);
       } else if (tiles.get(key) === t) {
         // Asked again when the server says (later after each failure in

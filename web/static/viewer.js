@@ -35,10 +35,12 @@ const MAX_DEFAULT_LAYERS = 8; // colour.js has a colour for each
 const hooks = {
   ready: false, firstPictureMs: null, firstDataMs: null, firstTileMs: null, settled: false, pending: 0,
   drawn: {}, drawnLevels: {}, drawnEdges: {}, drawnFaces: {}, frames: 0,
+  announced: [], // what the live region said, oldest first (the latest ANNOUNCED_MAX)
 };
 window.__zvf = hooks;
 
-const statusEl = $('status');
+const statusEl = $('status'), announceEl = $('announce');
+const ANNOUNCED_MAX = 100;
 let statusError = '';
 let gpuReady;
 
@@ -46,7 +48,7 @@ const app = {
   hooks,
   canvas: $('view'),
   cam: new Camera(),
-  net: new Net(() => setStatus('waiting for the access token…')),
+  net: new Net(() => setStatus('waiting for the access token…'), (name) => storeChanged(name)),
   renderer: null, overlay: null,
   gpu: new Promise((resolve) => { gpuReady = resolve; }), // resolves once the shaders are linked
   layers: [], catalog: null, budget: DEFAULT_BUDGET, size: 1,
@@ -57,11 +59,15 @@ const app = {
   redraw: () => app.draw.redraw(),
   scheduleUpdate: () => app.stream.schedule(),
   writeURL: () => writeURL({ layers: app.layers, budget: app.budget, size: app.size, cam: app.cam, box: app.box.box, blevel: $('blevel').value, find: app.find.current }),
-  setStatus, statusError: () => statusError,
+  setStatus, statusError: () => statusError, announce,
   addLayer, removeLayer,
   // After each tile selection: the automatic colour ranges of what is drawn.
   onTiles: (layers) => autoRanges(app, layers, (l) => app.stream.queued(l)),
-  onTileError: (l) => app.cards.showError(l),
+  onTileError: (l) => {
+    app.cards.showError(l);
+    const first = l.tileErrors.values().next();
+    if (!first.done) announce(`${l.name}: ${l.tileErrors.size > 1 ? `${l.tileErrors.size} tiles failed, the first: ` : ''}${first.value}`);
+  },
 };
 app.tiles = new TileCache(() => app.renderer);
 app.stream = new Streamer(app);
@@ -74,10 +80,25 @@ app.pick = new PickTool(app);
 app.find = new FindTool(app);
 app.box = new BoxTool(app);
 
+// setStatus shows msg on the status line, which changes with every frame
+// while tiles load (counts, bytes): it is no live region. An error is
+// also announced.
 function setStatus(msg, isErr) {
   statusError = isErr ? msg : '';
+  if (isErr) announce(msg);
   statusEl.textContent = msg;
   statusEl.className = isErr ? 'error' : '';
+}
+
+// announce tells a screen reader msg (the live region, polite): what a
+// user waits for — the view loaded, with its count; a query's, lookup's
+// or pick's answer; an error — never the progress between. The same
+// message twice in a row is said once.
+function announce(msg) {
+  if (!msg || hooks.announced[hooks.announced.length - 1] === msg) return;
+  hooks.announced.push(msg);
+  if (hooks.announced.length > ANNOUNCED_MAX) hooks.announced.shift();
+  announceEl.textContent = msg;
 }
 
 // ---- layers ----
@@ -115,7 +136,7 @@ function removeLayer(l) {
 // too many requests) is shown and asked again when it says, later each
 // time, while the layer is in the page; the page goes on meanwhile (this
 // attempt's promise is what start-up waits for).
-async function describe(l, attempt) {
+async function describe(l, attempt, again = false) {
   let wait = null;
   try {
     await l.describe(app.net);
@@ -123,6 +144,7 @@ async function describe(l, attempt) {
   } catch (e) {
     wait = retryDelay(e, attempt);
     l.error = `${l.name}: ${e.message}${retryNote(e, wait)}`;
+    announce(l.error);
     l.desc = null;
     l.grid = null;
   }
@@ -133,7 +155,7 @@ async function describe(l, attempt) {
   if (!app.fitted && app.layers.every((x) => !x.loading)) {
     app.fitted = true;
     if (app.camFromURL) app.view.apply(app.camFromURL); else app.view.fit();
-  } else if (l.desc && app.fitted && app.layers.every((x) => x === l || !x.desc)) {
+  } else if (!again && l.desc && app.fitted && app.layers.every((x) => x === l || !x.desc)) {
     // The only layer with bounds (added to an empty page, or the first to
     // answer a retry): the view was framed on nothing. After a retry, the
     // link's camera, if it has one, is taken now (checked against these
@@ -142,7 +164,38 @@ async function describe(l, attempt) {
   }
   app.scheduleUpdate();
   app.redraw();
-  if (wait !== null) setTimeout(() => { if (app.layers.includes(l)) describe(l, attempt + 1); }, wait);
+  if (wait !== null) setTimeout(() => { if (app.layers.includes(l)) describe(l, attempt + 1, again); }, wait);
+}
+
+// AGAIN_MS: how soon a layer's descriptor is read again after the last
+// time a change of its store made it so (a replica that has not seen the
+// change yet answers the old version: asked again a little later).
+const AGAIN_MS = 1000;
+
+// storeChanged: a request of layer name's was planned on a version of its
+// store the server no longer serves (410 store-changed). The layer's
+// tiles and counts, of that version, are forgotten, its descriptor is
+// read again (revalidated: the new version's), and the view asks for its
+// tiles, and the box query its hits, under the new version; the camera
+// stays. Once at a time a layer.
+function storeChanged(name) {
+  const l = app.layerByName(name);
+  if (!l || l.reloading) return;
+  l.reloading = true;
+  l.loading = true; // not settled meanwhile
+  const wait = performance.now() - (l.reloadedAt ?? -Infinity) < AGAIN_MS ? AGAIN_MS : 0;
+  setTimeout(async () => {
+    if (!app.layers.includes(l)) return;
+    app.tiles.dropLayer(l);
+    app.density.forget(l);
+    app.box.freeHits(l);
+    for (const m of [l.counts, l.byNode, l.tileErrors, l.tileFailures]) m.clear();
+    l.grid = null; // no tiles asked for until the descriptor is read
+    await describe(l, 1, true);
+    l.reloading = false;
+    l.reloadedAt = performance.now();
+    app.box.requery();
+  }, wait);
 }
 
 // ---- start ----
