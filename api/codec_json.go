@@ -314,19 +314,28 @@ func (e *jsonEncoder) end(t *trailer) error {
 	e.par = nil
 	e.ids, e.cols, e.pieces, e.texts, e.sel = nil, nil, nil, nil, nil
 	e.mem.hold(0)
+	// The edges, their values and the faces may be many: their text goes
+	// out as it is made, never whole in memory.
+	spill := func(b []byte) []byte {
+		if len(b) < spillBytes {
+			return b
+		}
+		_, _ = e.w.Write(b) // a bufio.Writer's error sticks: the last Write below reports it
+		return b[:0]
+	}
 	buf := e.buf[:0]
 	buf = append(buf, '}')
 	if t.Edges != nil {
 		buf = append(buf, `,"edges":`...)
-		buf = appendPairs(buf, t.Edges, 2)
+		buf = appendPairs(buf, t.Edges, 2, spill)
 	}
 	if t.EdgeAttributes != nil {
 		buf = append(buf, `,"edge_attributes":`...)
-		buf = appendEdgeAttributes(buf, t.EdgeAttributes)
+		buf = appendEdgeAttributes(buf, t.EdgeAttributes, spill)
 	}
 	if t.Faces != nil {
 		buf = append(buf, `,"faces":`...)
-		buf = appendPairs(buf, t.Faces, t.FaceWidth)
+		buf = appendPairs(buf, t.Faces, t.FaceWidth, spill)
 	}
 	// Sorted, so equal requests give equal bytes (strong ETags).
 	extra := t.extra()
@@ -406,8 +415,10 @@ func (e *jsonEncoder) writeAttribute(k, width int) error {
 }
 
 // appendEdgeAttributes writes {name: [a value per edge]}, values as the
-// attributes member writes them, null for an edge without one.
-func appendEdgeAttributes(buf []byte, cols []zvf.EdgeColumn) []byte {
+// attributes member writes them, null for an edge without one. spill,
+// when not nil, is given the text after each edge and returns what to
+// go on appending to: a JSON page writes its text out as it goes.
+func appendEdgeAttributes(buf []byte, cols []zvf.EdgeColumn, spill func([]byte) []byte) []byte {
 	buf = append(buf, '{')
 	for k := range cols {
 		c := &cols[k]
@@ -423,25 +434,37 @@ func appendEdgeAttributes(buf []byte, cols []zvf.EdgeColumn) []byte {
 			}
 			if !c.Has(i) {
 				buf = append(buf, "null"...)
-				continue
+			} else {
+				buf = appendCell(buf, &c.Column, r)
+				r++
 			}
-			buf = appendCell(buf, &c.Column, r)
-			r++
+			if spill != nil {
+				buf = spill(buf)
+			}
 		}
 		buf = append(buf, ']')
 	}
 	return append(buf, '}')
 }
 
-func appendPairs(buf []byte, v []int64, w int) []byte {
+// appendPairs writes v as a list of lists of w; spill as for
+// appendEdgeAttributes.
+func appendPairs(buf []byte, v []int64, w int, spill func([]byte) []byte) []byte {
 	buf = append(buf, '[')
 	for i := 0; i+w <= len(v); i += w {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		buf = appendInts(buf, v[i:i+w])
+		if spill != nil {
+			buf = spill(buf)
+		}
 	}
 	return append(buf, ']')
 }
+
+// spillBytes is how much text of a page's end a JSON encoder gathers
+// before writing it out.
+const spillBytes = 16 << 10
 
 // ---- NDJSON ----

@@ -183,7 +183,7 @@ func (e *ndjsonEncoder) end(t *trailer) error {
 		m["edges"] = pairs(t.Edges, 2)
 	}
 	if t.EdgeAttributes != nil {
-		m["edge_attributes"] = json.RawMessage(appendEdgeAttributes(nil, t.EdgeAttributes))
+		m["edge_attributes"] = json.RawMessage(appendEdgeAttributes(nil, t.EdgeAttributes, nil))
 	}
 	if t.Faces != nil {
 		m["faces"] = pairs(t.Faces, t.FaceWidth)

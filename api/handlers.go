@@ -301,28 +301,21 @@ func (s *Server) listStores(w http.ResponseWriter, r *http.Request) error {
 	return s.writeJSON(w, r, nil, out)
 }
 
-// edgePageRows bounds a page that carries edge values (edge_attributes=)
-// by what they take: every format holds the page's edges and their values
-// until its end (JSON's members after the vertices, NDJSON's last line,
-// the binary blocks and Arrow's edges table after the rows), so wide link
-// attributes would hold far more than a page's other bounds allow.
-// Reckoned at an edge a row (lines, trees): a denser graph's page holds a
-// few times more edges, but only those with a stored value hold their
-// bytes until the end (zvf keeps none for the others), so a page stays
-// within a few times the bound; 0: no edge values.
-func (s *Server) edgePageRows(m *payloadMeta) int64 {
-	per := 0
-	for _, a := range m.EdgeAttributes {
-		per += dtypeOf(a.DType).size * max(a.Channels, 1)
-	}
-	if per == 0 {
+// edgeValueBytes bounds the edge values (edge_attributes=) a page
+// carries: every format holds the page's edges and their values until
+// its end (JSON's members after the vertices, NDJSON's last line, the
+// binary blocks and Arrow's edges table after the rows), so wide link
+// attributes, or a dense graph's many edges a row, would hold far more
+// than a page's other bounds allow. zvf counts each row's edges from
+// the links it reads (zvf.BBoxQuery.EdgeValueBytes); 0: no edge values.
+func (s *Server) edgeValueBytes(m *payloadMeta) int64 {
+	if len(m.EdgeAttributes) == 0 {
 		return 0
 	}
-	hold := s.text.pageHold
-	if hold <= 0 {
-		hold = jsonPageHold
+	if s.text.pageHold > 0 {
+		return s.text.pageHold
 	}
-	return max(1, hold/int64(per))
+	return jsonPageHold
 }
 
 func (s *Server) describeStore(w http.ResponseWriter, r *http.Request) error {
@@ -496,11 +489,10 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	return s.streamPayload(w, rep, start, meta, bboxTrailers[:], func(enc encoder, body *bodyWriter) (*trailer, error) {
 		// A page is bounded by what its encoder must hold, in bytes, too,
 		// and by the edge values every format holds to its end.
-		for _, n := range [2]int64{rep.codec.pageRows(meta), s.edgePageRows(meta)} {
-			if n > 0 && n < zq.Limit {
-				zq.Limit = n
-			}
+		if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
+			zq.Limit = n
 		}
+		zq.EdgeValueBytes = s.edgeValueBytes(meta)
 		if be, ok := enc.(*binaryEncoder); ok {
 			zq.VertexDst = be // cut chunks' rows matched into the body buffer
 		}

@@ -58,6 +58,8 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		sc.dst = q.VertexDst
 	}
 	l.startBatches(sc)
+	budget := wantConn && q.EdgeValueBytes > 0 && len(q.linkSel) > 0
+	spent := int64(0) // the page's edge value bytes so far
 	err = l.matches(ctx, sc, sc.cand[p0:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
 		pos := p0 + len(ai.seen)
 		res.Chunks++
@@ -82,6 +84,15 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		if q.Limit > 0 && res.Count+int64(last-first) > q.Limit {
 			last = first + int(q.Limit-res.Count)
 			res.More = true
+		}
+		if budget {
+			cut, err := l.edgeBudget(ctx, sc, m, pos, first, last, &q, &spent, res.Count)
+			if err != nil {
+				return true, err
+			}
+			if cut < last {
+				last, res.More = cut, true
+			}
 		}
 		if last <= first {
 			res.More, stopRank = true, first

@@ -22,8 +22,11 @@ type bboxScratch struct {
 	wireIDs []byte
 	// fr: the current batch's fragment ranks (fragRanks) when its chunk
 	// is cut and prepared, for its ranked chunk to keep (ranked).
-	fr    []int32
-	cols  []Column
+	fr   []int32
+	cols []Column
+	// ecost, erank: edgeCosts' scratch (a page bounded by its edge values).
+	ecost []int64
+	erank []int32
 	batch Batch
 	src   ChunkRows // batch.Source
 	// counts: matching rows of each candidate chunk the page passed
@@ -108,6 +111,9 @@ func (s *Store) putScratch(sc *bboxScratch) {
 	}
 	if cap(sc.counts) > 1<<20 {
 		sc.counts = nil
+	}
+	if cap(sc.ecost) > 1<<20 || cap(sc.erank) > 1<<20 {
+		sc.ecost, sc.erank = nil, nil
 	}
 	if cap(sc.owner) > 1<<20 || cap(sc.ids) > 1<<20 {
 		sc.owner, sc.ids = nil, nil

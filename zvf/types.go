@@ -329,6 +329,12 @@ type BBoxQuery struct {
 	// result's EdgeAttributes.
 	LinkAttributes []string
 	linkSel        []*linkAttrMeta
+	// EdgeValueBytes (>0), with LinkAttributes, bounds the stored values
+	// a page's edges carry: the page stops before the row whose edges
+	// would pass it (its first row always fits), counted from the links
+	// of each chunk it reads, so a dense graph's page holds as many rows
+	// as its edge values allow, not a guess of an edge a row.
+	EdgeValueBytes int64
 	// Selection narrows the rows (a filter, a sample): the answer is the
 	// unselected answer's rows it keeps, in order, with the edges and
 	// faces of the unselected answer whose every vertex is kept, indexed
