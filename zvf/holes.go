@@ -104,7 +104,12 @@ func (h *holeCheck) index(k []int64) int64 {
 
 func (h *holeCheck) has(x int64) bool { return h.known[x>>6].Load()&(1<<(x&63)) != 0 }
 
-func (h *holeCheck) mark(x int64) { h.known[x>>6].Or(1 << (x & 63)) }
+// mark sets cell x's bit, reporting whether it was clear (so that two
+// answers finding the same cell absent count it once).
+func (h *holeCheck) mark(x int64) bool {
+	bit := uint64(1) << (x & 63)
+	return h.known[x>>6].Or(bit)&bit == 0
+}
 
 // checkHoles is the check for a box answer over [min, max]: nil, or the
 // level's *ListingError, or the error that kept a hole from being asked
@@ -163,8 +168,7 @@ func (l *Level) probeHoles(ctx context.Context, holes []Key) error {
 			case err == nil:
 				found[i] = true
 			case errors.Is(err, storage.ErrNotFound):
-				if x := h.index(k); !h.has(x) {
-					h.mark(x)
+				if h.mark(h.index(k)) {
 					h.open.Add(-1)
 				}
 			default:
