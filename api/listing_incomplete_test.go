@@ -159,6 +159,113 @@ func TestUnlistedChunkNamedIs503(t *testing.T) {
 	}
 }
 
+// TestUnlistedChunkInBoxIs503: a box over chunk 3.2.5 alone, which the
+// level's listing lacks (an object store's listing behind its writes),
+// was a 200 with no vertices — the chunk has one in the box — for as long as the
+// server ran: the listing check fires only once every listed chunk has
+// been read (a box reads those it covers), and only on a level that
+// declares its vertex_count. Now the box's cells that the listing lacks
+// are asked for one by one: the chunk is there, so the answer is the 503
+// store-changing of an incomplete listing, with Retry-After, and once
+// the store has been listed again the box answers the chunk's vertices.
+// The same holds for a level whose metadata has no vertex_count.
+func TestUnlistedChunkInBoxIs503(t *testing.T) {
+	t.Parallel()
+	const box = "/api/v1/stores/g/bbox?level=0&min=301,201,501&max=399,299,599"
+	for _, tc := range []struct {
+		name    string
+		changes []change
+	}{
+		{name: "vertex_count declared"},
+		{name: "no vertex_count", changes: []change{edit("0/zarr.json", func(b []byte) []byte {
+			return []byte(strings.Replace(string(b), `"vertex_count": 600,`, "", 1))
+		})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sc := copyStore(t, "graph")
+			sc.change(t, tc.changes...)
+			fs := faultstore.New(zvftest.Store(t, sc.dir), nil)
+			fs.Add(&faultstore.Rule{Op: "list", Fault: faultstore.Fault{Hide: "3.2.5"}})
+			_, srv := handleServer(t, fs, zvf.Options{Name: "g", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: true, Settle: time.Second}, api.Options{})
+			fs.Reset()
+			code, hdr, body := serveFull(t, srv.Handler(), box)
+			ra, _ := strconv.Atoi(hdr.Get("Retry-After"))
+			if code != 503 || !strings.Contains(string(body), "store-changing") || !strings.Contains(string(body), "chunk 3.2.5 was not listed") ||
+				!strings.Contains(string(body), "a box answer covering its cell") || ra < 1 {
+				t.Fatalf("a box over chunk 3.2.5 left out of the listing: %d %v %.400s; want 503 store-changing naming the chunk and the listing, with Retry-After", code, hdr, body)
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				code, hdr, body := serveFull(t, srv.Handler(), box)
+				if code == 200 {
+					if n := hdr.Get("X-Vertex-Count"); n != "1" || !strings.Contains(string(body), "[392.5104,278.44727,584.18445]") {
+						t.Fatalf("the box once the store was listed again: %s vertices %.300s, want the chunk's vertex in the box", n, body)
+					}
+					break
+				}
+				if code != 503 || time.Now().After(deadline) {
+					t.Fatalf("the box while the store is listed again: %d %.300s, want 503 then 200", code, body)
+				}
+			}
+		})
+	}
+}
+
+// TestBoxHolesAskedOnce: the cells a box covers that the level's listing
+// lacks are asked for once a version, not on every answer: three answers
+// of a box over 8 empty cells make 8 Stats, and are 200 with nothing. A
+// box with more such cells than an answer asks for (the whole store: over
+// 1,200) lists the level again instead, once.
+func TestBoxHolesAskedOnce(t *testing.T) {
+	t.Parallel()
+	st := &statCounter{listCounter: listCounter{Store: zvftest.Store(t, fixtures+"/graph.zarrvectors")}}
+	_, srv := handleServer(t, st, zvf.Options{Name: "g", Cache: cache.New(64 << 20)}, zvf.Watch{Enabled: true, Settle: settleTime}, api.Options{})
+	const empty = "/api/v1/stores/g/bbox?level=0&min=0,0,0&max=199,199,199"
+	for i := range 3 {
+		if code, hdr, body := serveFull(t, srv.Handler(), empty); code != 200 || hdr.Get("X-Vertex-Count") != "0" {
+			t.Fatalf("answer %d of a box over 8 empty cells: %d %.300s, want 200 and no vertices", i, code, body)
+		}
+	}
+	if n := st.stats.Load(); n != 8 {
+		t.Fatalf("3 answers of a box over 8 empty cells asked for %d cells, want 8", n)
+	}
+	lists := st.n.Load()
+	const all = "/api/v1/stores/g/bbox?level=0&min=0,0,0&max=1000,1000,1000"
+	for i := range 2 {
+		if code, hdr, body := serveFull(t, srv.Handler(), all); code != 200 || hdr.Get("X-Number-Matched") != "600" {
+			t.Fatalf("answer %d of the whole store: %d %v %.200s, want 200 and the 600 vertices", i, code, hdr, body)
+		}
+	}
+	if n := st.n.Load() - lists; n != 1 {
+		t.Fatalf("2 answers of the whole store listed level 0 %d times, want once", n)
+	}
+	if n := st.stats.Load(); n != 8 {
+		t.Fatalf("the whole store's answers asked for %d cells, want none (they list instead)", n-8)
+	}
+}
+
+// statCounter counts, besides listings, the Stats of level 0's chunk
+// documents.
+type statCounter struct {
+	listCounter
+	stats atomic.Int64
+}
+
+// FoldersHolding lists as the store does (a Stat a folder would count).
+func (c *statCounter) FoldersHolding(ctx context.Context, prefix, name string) ([]string, error) {
+	if strings.HasPrefix(strings.TrimPrefix(prefix, "/"), "0/vertices") {
+		c.n.Add(1)
+	}
+	return storage.FoldersHolding(ctx, c.Store, prefix, name)
+}
+
+func (c *statCounter) Stat(ctx context.Context, key string) (storage.Attrs, error) {
+	if k := strings.TrimPrefix(key, "/"); strings.HasPrefix(k, "0/vertices/") && strings.HasSuffix(k, "/zarr.json") {
+		c.stats.Add(1)
+	}
+	return c.listCounter.Stat(ctx, key)
+}
+
 // TestChunkNamedButAbsentStaysCorrupt: an object whose manifest names a
 // chunk the store truly lacks is corrupt data, a 422, every time; the
 // level is listed again for it once, not on every request.

@@ -16,6 +16,9 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 	if err != nil {
 		return res, err
 	}
+	if err := l.checkHoles(ctx, q.Min, q.Max); err != nil {
+		return res, err
+	}
 	wantConn := q.Connectivity && l.geometry() != "point_cloud"
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)

@@ -38,6 +38,9 @@ type Level struct {
 	// listed checks the chunks listed at open against the level's
 	// vertex_count once all were seen (checkListing).
 	listed listCheck
+	// holes asks a box answer's unlisted cells whether they are there
+	// (checkHoles).
+	holes holeCheck
 	// seenGen counts the changes to seen; sums is seen summed over the key
 	// grid as of one generation (see seenSums), nil until level=auto asks.
 	seenGen atomic.Uint64

@@ -55,10 +55,13 @@ type serveConfig struct {
 	startWait                                             time.Duration
 	revalidateWalk, settle                                time.Duration
 	maxConcurrent, readConcurrency, maxConnections        int
-	demoScale                                             float64
-	followSymlinks, trustProxyHeaders                     bool
-	ngSharded                                             neuroglancer.ShardMode
-	ngMaxShardBytes                                       int64
+	// readCap, when > 0, bounds the default chunk reads a query (see
+	// fitReads): the open-file limit did not fit the defaults.
+	readCap                           int
+	demoScale                         float64
+	followSymlinks, trustProxyHeaders bool
+	ngSharded                         neuroglancer.ShardMode
+	ngMaxShardBytes                   int64
 }
 
 func serveFlags(fs *flag.FlagSet, c *serveConfig) {
@@ -82,8 +85,8 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz false (and keep-alive off) before the listeners close, so that load balancers polling /readyz stop sending first; --shutdown-grace follows; 0: close at once (env ZVFSERVE_SHUTDOWN_DELAY)")
 	fs.Int64Var(&c.maxChunkBytes, "max-chunk-bytes", zarr.DefaultMaxChunkBytes, "largest decoded chunk a store may declare (shape × item size, checked when an array opens) or produce (variable-length data); a store needing more is refused with a 422 (env ZVFSERVE_MAX_CHUNK_BYTES)")
 	fs.Int64Var(&c.maxVertices, "max-vertices", 1_000_000, "vertices per response; larger answers are paged (a JSON page also holds at most 8 MiB of object ids and attribute values, and a page of any format with edge_attributes at most 8 MiB of their stored values, counted from the edges its rows carry, so pages of wide attributes and dense graphs are smaller), and an object or Neuroglancer cell, skeleton or mesh over it is a 413; a chunk tile is always its whole chunk (env ZVFSERVE_MAX_VERTICES)")
-	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (env ZVFSERVE_READ_CONCURRENCY)")
-	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests at work at once (a response blocked on a slow client gives its slot back while it waits); more wait briefly, then get 503 (env ZVFSERVE_MAX_CONCURRENT)")
+	fs.IntVar(&c.readConcurrency, "read-concurrency", 0, "chunks read at once per query; 0: 8 for local folders, 32 for object stores, whose round trips dominate (lowered, when not set, where the open-file limit leaves no room for connections; see --max-concurrent) (env ZVFSERVE_READ_CONCURRENCY)")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "requests at work at once (a response blocked on a slow client gives its slot back while it waits); more wait briefly, then get 503; with the reads each keeps (--read-concurrency) it must fit the open-file limit (ulimit -n): when not set and the defaults do not fit (an object store's 64 × 32 under 1,024), it is lowered, then --read-concurrency, so that reads keep at most half the descriptors, and the values chosen are logged (env ZVFSERVE_MAX_CONCURRENT)")
 	c.ngSharded = neuroglancer.ShardAuto
 	fs.Var(&c.ngSharded, "ng-sharded", fmt.Sprintf("serve Neuroglancer annotation sources (spatial index and by_id) and skeletons as sharded sources (neuroglancer_uint64_sharded_v1 shard files read by Range): always, never, or auto — an annotation source of at least %d annotations, a skeleton source of at least %d objects (env ZVFSERVE_NG_SHARDED)", neuroglancer.AutoShardKeys, neuroglancer.AutoShardKeys))
 	fs.Int64Var(&c.ngMaxShardBytes, "ng-max-shard-bytes", neuroglancer.DefaultMaxShardBytes, "bytes one Neuroglancer shard build may hold: a larger shard is read a chunk at a time from its layout, and a single chunk (a cell or skeleton) stored larger is a 413 (env ZVFSERVE_NG_MAX_SHARD_BYTES)")
@@ -308,7 +311,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			return nil, nil, err
 		}
 		for _, in := range infos {
-			open(in.Name, storage.Sub(mem, in.Prefix), false, readConcurrency(c.readConcurrency, "mem://"))
+			open(in.Name, storage.Sub(mem, in.Prefix), false, c.reads("mem://"))
 		}
 		log.Info("serving the built-in demo", "stores", len(infos), "build_ms", time.Since(start).Milliseconds())
 		return opened()
@@ -348,7 +351,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 				err = named(f.name, a)
 			}
 			if err == nil {
-				open(f.name, storage.Sub(arg, f.prefix), c.revalidate > 0, readConcurrency(c.readConcurrency, target))
+				open(f.name, storage.Sub(arg, f.prefix), c.revalidate > 0, c.reads(target))
 			}
 		}
 		if err != nil {
@@ -365,7 +368,7 @@ func openStores(ctx context.Context, args []string, c *serveConfig, ch *cache.Ca
 			closeAll()
 			return nil, nil, err
 		}
-		open(name, arg, c.revalidate > 0, readConcurrency(c.readConcurrency, target))
+		open(name, arg, c.revalidate > 0, c.reads(target))
 	}
 	return opened()
 }
@@ -906,37 +909,98 @@ func connectionCap(fs *flag.FlagSet, c *serveConfig, log *slog.Logger) (int, err
 // minFittedConnections: a default lowered below this is refused instead.
 const minFittedConnections = 16
 
+// minFittedSlots and minFittedReads: fitReads lowers the defaults of
+// --max-concurrent and --read-concurrency no further.
+const (
+	minFittedSlots = 8
+	minFittedReads = 8
+)
+
 // fitConnections is connectionCap under the open-file limit limit;
 // fromEnv: --max-connections was given by its variable.
 func fitConnections(fs *flag.FlagSet, c *serveConfig, log *slog.Logger, limit uint64, fromEnv bool) (int, error) {
-	reads := 8
-	for _, a := range fs.Args() {
-		_, target := storeArg(a)
-		reads = max(reads, readConcurrency(c.readConcurrency, target))
-	}
+	set := map[string]bool{} // given on the command line or by a variable (applyEnv sets those)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	explicit := fromEnv || set["max-connections"]
+	reads := c.storeReads(fs)
+	room := int(min(limit, math.MaxInt32)) - 64 - api.ConnectionsPastCap
+	fitted := room-c.maxConcurrent*reads < minFittedConnections && fitReads(c, set, room, &reads)
 	reserve := 64 + c.maxConcurrent*reads
-	fits := int(min(limit, math.MaxInt32)) - reserve - api.ConnectionsPastCap
-	explicit := fromEnv
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "max-connections" })
+	fits := room - c.maxConcurrent*reads
 	kept := fmt.Sprintf("the open-file limit %d (RLIMIT_NOFILE) beside %d descriptors kept for store reads (--max-concurrent %d × %d chunk reads) and the rest, and %d for connections past the cap (probe slots, probes being recognised, the admin listener)",
 		limit, reserve, c.maxConcurrent, reads, api.ConnectionsPastCap)
 	switch {
 	case c.maxConnections < 1:
 		return 0, fmt.Errorf("%w: --max-connections %d: must be at least 1", cli.ErrUsage, c.maxConnections)
-	case c.maxConnections <= fits:
+	case c.maxConnections <= fits && !fitted:
 		return c.maxConnections, nil
 	case fits < minFittedConnections:
 		// Lowering --max-connections cannot help: the reads' reserve
 		// takes the limit.
 		return 0, fmt.Errorf("%w: no --max-connections fits %s; lower --max-concurrent or --read-concurrency, or raise the limit (ulimit -n) to %d, which fits --max-connections %d",
 			cli.ErrUsage, kept, reserve+api.ConnectionsPastCap+c.maxConnections, c.maxConnections)
-	case explicit:
+	case c.maxConnections > fits && explicit:
 		return 0, fmt.Errorf("%w: --max-connections %d does not fit %s: at most %d fit; lower it, or raise the limit (ulimit -n)",
 			cli.ErrUsage, c.maxConnections, kept, fits)
+	}
+	fits = min(fits, c.maxConnections)
+	if fitted {
+		log.Info("the open-file limit (RLIMIT_NOFILE) does not fit the default request and read concurrency: lowered to fit; set --max-concurrent, --read-concurrency and --max-connections, or raise the limit (ulimit -n)",
+			"max_concurrent", c.maxConcurrent, "read_concurrency", reads, "max_connections", fits, "open_file_limit", limit,
+			"kept_for_reads", reserve, "kept_past_cap", api.ConnectionsPastCap)
+		return fits, nil
 	}
 	log.Info("--max-connections lowered to fit the open-file limit (RLIMIT_NOFILE)", "max_connections", fits, "open_file_limit", limit, "kept_for_reads", reserve,
 		"kept_past_cap", api.ConnectionsPastCap)
 	return fits, nil
+}
+
+// fitReads lowers the defaults of --max-concurrent, then of
+// --read-concurrency (those set flags leave alone), so that the
+// descriptors kept for store reads take at most half of room, the
+// descriptors the limit leaves for reads and connections: a new user's
+// object store under a stock limit of 1,024 (64 × 32 reads kept) starts
+// rather than being refused. It reports whether it lowered either;
+// *reads is the most chunk reads a query of any store now makes.
+func fitReads(c *serveConfig, set map[string]bool, room int, reads *int) bool {
+	half := room / 2
+	mc, rd := c.maxConcurrent, *reads
+	if !set["max-concurrent"] {
+		mc = max(minFittedSlots, min(mc, half/rd))
+	}
+	if mc*rd > half && !set["read-concurrency"] {
+		rd = max(minFittedReads, min(rd, half/mc))
+	}
+	if mc == c.maxConcurrent && rd == *reads {
+		return false
+	}
+	c.maxConcurrent = mc
+	if rd < *reads {
+		c.readCap = rd
+	}
+	*reads = rd
+	return true
+}
+
+// storeReads is the most chunk reads a query of any of the stores
+// serve was given makes.
+func (c *serveConfig) storeReads(fs *flag.FlagSet) int {
+	reads := 8
+	for _, a := range fs.Args() {
+		_, target := storeArg(a)
+		reads = max(reads, c.reads(target))
+	}
+	return reads
+}
+
+// reads is the chunk reads a query of the store at target makes: the
+// flag's value or its default, under readCap.
+func (c *serveConfig) reads(target string) int {
+	n := readConcurrency(c.readConcurrency, target)
+	if c.readCap > 0 {
+		n = min(n, c.readCap)
+	}
+	return n
 }
 
 // readConcurrency is the flag's value, or by default 8 parallel chunk

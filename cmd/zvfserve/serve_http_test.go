@@ -312,6 +312,45 @@ func TestServeMaxConnections(t *testing.T) {
 			t.Fatalf("want max_connections=%d and kept_past_cap=84 in the log: %s", want, log)
 		}
 	})
+	// Under 600, the default 64 slots × 8 reads leave no room for
+	// connections: serve refused to start unless told lower values. Not
+	// told, it now lowers them to fit (reads at most half of the 452
+	// descriptors left: 28 slots × 8) and says so in one line; told, it
+	// still refuses.
+	lowered := func(t *testing.T, cur uint64) {
+		t.Helper()
+		low := lim
+		low.Cur = cur
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+			t.Skipf("cannot lower the open-file limit: %v", err)
+		}
+		t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) })
+	}
+	t.Run("default concurrency lowered to fit", func(t *testing.T) {
+		lowered(t, 600)
+		s := startServe(t, graphStore)
+		log := s.errs.String()
+		if !strings.Contains(log, "max_concurrent=28 read_concurrency=8 max_connections=228 open_file_limit=600") ||
+			strings.Count(log, "RLIMIT_NOFILE") != 1 {
+			t.Fatalf("want one line saying max_concurrent=28 read_concurrency=8 max_connections=228: %s", log)
+		}
+		resp, err := http.Get(s.base + "/api/v1/stores")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "graph") {
+			t.Fatalf("/api/v1/stores: %d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("explicit concurrency over the open-file limit", func(t *testing.T) {
+		lowered(t, 600)
+		_, stderr, code := runCmd(t, "serve", "--addr", "127.0.0.1:0", "--max-concurrent", "64", "--read-concurrency", "8", graphStore)
+		if code != 2 || !strings.Contains(stderr, "no --max-connections fits") || !strings.Contains(stderr, "--max-concurrent 64 × 8") {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	})
 }
 
 // metrics fetches /metrics on a fresh connection.

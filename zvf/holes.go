@@ -1,0 +1,231 @@
+package zvf
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zvfserve/zvfserve/zvf/storage"
+)
+
+// holeCheck finds, for a box answer, chunks the level's listing lacked
+// (an object store's listing behind its writes) before the answer goes
+// out short without a word. checkListing sees an incomplete listing only
+// once every listed chunk has been read, and only where the level
+// declares its vertex_count; a box reads the chunks it covers. So the
+// cells a box covers that the listing lacks ("holes") are asked for: a
+// Stat of each one's zarr.json, a read-after-write the backend answers
+// as it stands, not as its listing does. A hole found absent is
+// remembered for the version; one found there makes the level's answers
+// a *ListingError. It keeps a bit a cell of the store's declared bounds
+// (with the listed chunks'), so only for levels of at most maxHoleCells
+// cells; a box with more than maxBoxProbes holes left lists the level
+// again instead (once a version), which no hole is then checked against.
+type holeCheck struct {
+	once sync.Once
+	on   bool // the level is checked (see initHoles)
+	dims int
+	lo   [maxDims]int64 // the grid's first cell per axis
+	n    [maxDims]int64 // its cells per axis
+	// known: a bit per grid cell (row-major, last axis fastest), set when
+	// the cell is listed or found absent; open counts the cells neither.
+	known []atomic.Uint64
+	open  atomic.Int64
+}
+
+const (
+	// maxHoleCells bounds a checked level's grid (128 KiB of bits).
+	maxHoleCells = 1 << 20
+	// maxBoxProbes bounds the Stats one answer makes.
+	maxBoxProbes = 64
+	// probesAtOnce: Stats in flight for one answer.
+	probesAtOnce = 16
+)
+
+// initHoles sets the check up: for levels whose chunks come from a
+// listing (0.6/0.7 per-chunk arrays, not packed into shards, spatial
+// keys) of a store that may change while it is served.
+func (l *Level) initHoles() {
+	h := &l.holes
+	d := l.s.dims
+	y, ok := l.lay.(*layout07)
+	if !ok || y.packed || !l.s.watched || l.keyArity != d || d > maxDims {
+		return
+	}
+	var lo, hi [maxDims]int64
+	for i := 0; i < d; i++ {
+		lo[i], hi[i] = math.MaxInt64, math.MinInt64
+	}
+	if b := l.s.info.Bounds; len(b[0]) == d && len(b[1]) == d {
+		for i := 0; i < d; i++ {
+			a, z := math.Floor(b[0][i]/l.chunkShape[i]), math.Floor(b[1][i]/l.chunkShape[i])
+			if !(a >= -1<<40 && z <= 1<<40 && a <= z) {
+				return
+			}
+			lo[i], hi[i] = int64(a), int64(z)
+		}
+	}
+	for _, k := range l.keys {
+		for i := 0; i < d; i++ {
+			lo[i], hi[i] = min(lo[i], k[i]), max(hi[i], k[i])
+		}
+	}
+	cells := int64(1)
+	for i := 0; i < d; i++ {
+		if lo[i] > hi[i] {
+			return // neither bounds nor chunks
+		}
+		h.n[i] = hi[i] - lo[i] + 1
+		if cells *= h.n[i]; cells > maxHoleCells {
+			return
+		}
+	}
+	h.dims, h.lo = d, lo
+	h.known = make([]atomic.Uint64, (cells+63)/64)
+	for _, k := range l.keys {
+		h.mark(h.index(k))
+	}
+	h.open.Store(cells - int64(len(l.keys)))
+	h.on = true
+}
+
+// index is cell k's bit (k within the grid).
+func (h *holeCheck) index(k []int64) int64 {
+	x := int64(0)
+	for i := 0; i < h.dims; i++ {
+		x = x*h.n[i] + k[i] - h.lo[i]
+	}
+	return x
+}
+
+func (h *holeCheck) has(x int64) bool { return h.known[x>>6].Load()&(1<<(x&63)) != 0 }
+
+// mark sets cell x's bit, reporting whether it was clear (so that two
+// answers finding the same cell absent count it once).
+func (h *holeCheck) mark(x int64) bool {
+	bit := uint64(1) << (x & 63)
+	return h.known[x>>6].Or(bit)&bit == 0
+}
+
+// checkHoles is the check for a box answer over [min, max]: nil, or the
+// level's *ListingError, or the error that kept a hole from being asked
+// for.
+func (l *Level) checkHoles(ctx context.Context, min, max []float64) error {
+	h := &l.holes
+	h.once.Do(l.initHoles)
+	if !h.on || h.open.Load() == 0 {
+		return nil
+	}
+	var lo, hi [maxDims]int64
+	for i := 0; i < h.dims; i++ {
+		a := math.Max(math.Floor(min[i]/l.chunkShape[i]), float64(h.lo[i]))
+		z := math.Min(math.Floor(max[i]/l.chunkShape[i]), float64(h.lo[i]+h.n[i]-1))
+		if a > z {
+			return nil // the box misses the grid
+		}
+		lo[i], hi[i] = int64(a), int64(z)
+	}
+	var holes []Key
+	var k [maxDims]int64
+	copy(k[:], lo[:h.dims])
+	for {
+		if !h.has(h.index(k[:h.dims])) {
+			if len(holes) == maxBoxProbes {
+				return l.relistForBox(ctx)
+			}
+			holes = append(holes, Key(append([]int64(nil), k[:h.dims]...)))
+		}
+		i := h.dims - 1
+		for ; i >= 0 && k[i] == hi[i]; i-- {
+			k[i] = lo[i]
+		}
+		if i < 0 {
+			break
+		}
+		k[i]++
+	}
+	if len(holes) == 0 {
+		return nil
+	}
+	return l.probeHoles(ctx, holes)
+}
+
+// probeHoles asks for each hole's zarr.json: absent, it is marked known;
+// there, the listing lacked it.
+func (l *Level) probeHoles(ctx context.Context, holes []Key) error {
+	h := &l.holes
+	found := make([]bool, len(holes))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(probesAtOnce)
+	for i, k := range holes {
+		g.Go(func() error {
+			_, err := l.s.st.Stat(gctx, join(join(join(l.path, "vertices"), k.String()), "zarr.json"))
+			switch {
+			case err == nil:
+				found[i] = true
+			case errors.Is(err, storage.ErrNotFound):
+				if h.mark(h.index(k)) {
+					h.open.Add(-1)
+				}
+			default:
+				return l.s.wrap(kindOf(err), l.n, "vertices", k.String(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var missing []string
+	for i, f := range found {
+		if f {
+			missing = append(missing, holes[i].String())
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	c := &l.listed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.bad.Load(); e != nil {
+		return e
+	}
+	e := &ListingError{Store: l.s.name, Level: l.n, Missing: missing[0], Count: len(missing), NamedBy: "a box answer covering its cell"}
+	l.listingFailed(e, missing)
+	return e
+}
+
+// relistForBox lists the level again for a box with too many holes to
+// ask for, once a version (the listing relisted marks).
+func (l *Level) relistForBox(ctx context.Context) error {
+	c := &l.listed
+	if e := c.bad.Load(); e != nil {
+		return e
+	}
+	if c.relisted.Load() {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.bad.Load(); e != nil {
+		return e
+	}
+	if c.relisted.Load() {
+		return nil
+	}
+	missing, err := l.relistMissing(ctx, l.lay.(relister))
+	if err != nil {
+		return err
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	e := &ListingError{Store: l.s.name, Level: l.n, Missing: missing[0], Count: len(missing), NamedBy: "a listing taken again for a box"}
+	l.listingFailed(e, missing)
+	return e
+}
