@@ -242,6 +242,15 @@ func TestBoxHolesAskedOnce(t *testing.T) {
 	if n := st.stats.Load(); n != 8 {
 		t.Fatalf("the whole store's answers asked for %d cells, want none (they list instead)", n-8)
 	}
+	// The listing taken again agreed: a box over cells never asked about
+	// is answered from it, with no Stat.
+	const other = "/api/v1/stores/g/bbox?level=0&min=800,800,800&max=999,999,999"
+	if code, _, body := serveFull(t, srv.Handler(), other); code != 200 {
+		t.Fatalf("a box over unasked cells after the relisting: %d %.300s, want 200", code, body)
+	}
+	if n := st.stats.Load(); n != 8 {
+		t.Fatalf("a box after a relisting that agreed asked for %d cells, want none", n-8)
+	}
 }
 
 // statCounter counts, besides listings, the Stats of level 0's chunk
