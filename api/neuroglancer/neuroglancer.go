@@ -114,6 +114,9 @@ type Server struct {
 	// so that a cell kept from a server of another bound is not vouched
 	// for by a 304.
 	cellVariant string
+	// shapedBy names the options that shape what the cache holds (see
+	// cacheKey).
+	shapedBy string
 }
 
 // New builds a Server.
@@ -125,7 +128,30 @@ func New(o Options) *Server {
 	// and cached, so the default level is worth its time.
 	z, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
 	zeros := sync.OnceValue(func() []byte { return make([]byte, 8*labelChunk*labelChunk*labelChunk) })
-	return &Server{o: o, zstd: z, shardScale: 1, zeroLabels: zeros, cellVariant: fmt.Sprintf("cells<=%d", o.MaxAnnotations)}
+	s := &Server{o: o, zstd: z, shardScale: 1, zeroLabels: zeros, cellVariant: fmt.Sprintf("cells<=%d", o.MaxAnnotations)}
+	s.shapedBy = s.cacheVariant()
+	return s
+}
+
+// cacheVariant names the options that shape what the cache holds: the
+// cell bound (--max-vertices), which aims a plan's spatial levels
+// (plan.fillForViews) and so every cell, shard and info made from it,
+// and is what a skeleton, mesh or object's answer is refused over before
+// it is kept; and the byte scale that sizes shard specs. Servers of
+// other options may share one cache (one process's API and a test's
+// second server, or a cache handed to several): each keeps its own
+// entries. Before, a plan built under one bound was served by a server
+// of another, whose info then listed levels its cells refused as too
+// large. The sharding mode and MaxShardBytes are not here: the first
+// decides only whether the entries are asked for (infos name their mode
+// in their keys), the second only when a build stops, which is not kept.
+func (s *Server) cacheVariant() string {
+	return fmt.Sprintf("%s;scale=%d", s.cellVariant, s.shardScale)
+}
+
+// cacheKey is the cache key of key's entry of st under s's options.
+func (s *Server) cacheKey(st *zvf.Store, key string) string {
+	return st.CacheKey("neuroglancer", s.shapedBy, key)
 }
 
 // Routes adds the routes, relative to /ng/{store}, to r. Every route
@@ -359,9 +385,9 @@ func (s *Server) cached(ctx context.Context, st *zvf.Store, key string, load fun
 	// on while any request waits for it, and each request still ends by
 	// its own deadline.
 	if d, ok := s.o.Cache.(detachedCache); ok {
-		return d.GetDetached(ctx, st.CacheKey("neuroglancer", key), load)
+		return d.GetDetached(ctx, s.cacheKey(st, key), load)
 	}
-	return s.o.Cache.Get(ctx, st.CacheKey("neuroglancer", key), load)
+	return s.o.Cache.Get(ctx, s.cacheKey(st, key), load)
 }
 
 // detachedCache is a cache that can build a value apart from its callers
@@ -383,7 +409,7 @@ func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, bui
 
 func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	key := "plan\x00" + k.annotationType()
-	full := st.CacheKey("neuroglancer", key)
+	full := s.cacheKey(st, key)
 	tag := st.Name() + "\x00" + k.annotationType()
 	if v, ok := s.tooBig.Load(tag); ok && v.(tooBigPlan).key == full {
 		return nil, v.(tooBigPlan).refusal(st, k, s.budget())

@@ -303,7 +303,7 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 	// answered from the shard's layout and the chunks it covers. A shard
 	// over the build bound cannot be built whole at all: once seen, every
 	// read of it is answered so (a GET without Range too, unencoded).
-	full, tag := st.CacheKey("neuroglancer", key), st.Name()+"\x00"+key
+	full, tag := s.cacheKey(st, key), st.Name()+"\x00"+key
 	if v, ok := s.overBound.Load(tag); ok && v == full {
 		return s.shardRange(w, r, st, key, start, newBuild, build)
 	}
