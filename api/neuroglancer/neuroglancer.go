@@ -875,6 +875,7 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 	if err != nil {
 		return err
 	}
+	revalidateUnversioned(w, r)
 	sp := newSkeletonSpec(st, l0)
 	spec := s.skeletonShards(l0, sp)
 	if spec == nil {
@@ -926,6 +927,7 @@ func (s *Server) objectRequest(w http.ResponseWriter, r *http.Request, route str
 	if st, err = s.source(r, route); err != nil {
 		return nil, nil, 0, false, err
 	}
+	revalidateUnversioned(w, r)
 	if id, err = parseID(r); err != nil {
 		return nil, nil, 0, false, err
 	}
@@ -937,6 +939,21 @@ func (s *Server) objectRequest(w http.ResponseWriter, r *http.Request, route str
 		return nil, nil, 0, done, err
 	}
 	return st, l0, id, false, nil
+}
+
+// revalidateUnversioned makes an answer on a path without the store
+// version revalidated on each use, as the info is (Cache-Control:
+// no-cache; a 304 while the version stands). A standalone skeleton or
+// mesh source's segments (and skeleton shard files) are read at paths
+// Neuroglancer builds from the source's URL and a segment id, where no
+// version can be put: kept for --max-age, a viewer would draw the old
+// segment for up to an hour after a store replacement that its reloaded
+// info already shows. Under a version (the segments source names them
+// there) the answer is the version's for good and keeps --max-age.
+func revalidateUnversioned(w http.ResponseWriter, r *http.Request) {
+	if chi.URLParam(r, versionParam) == "" {
+		w.Header().Set("Cache-Control", "no-cache")
+	}
 }
 
 // notModifiedOnceFound is notModified for an answer whose resource check
@@ -1013,6 +1030,7 @@ func (s *Server) meshManifest(w http.ResponseWriter, r *http.Request) error {
 	if err := checkObject(r.Context(), st.Name(), l0, id); err != nil {
 		return err
 	}
+	revalidateUnversioned(w, r)
 	if s.notModified(w, r, st) {
 		return nil
 	}
