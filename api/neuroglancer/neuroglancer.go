@@ -748,7 +748,10 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
 			source := fmt.Sprintf("%s/spatial%d", route, n)
-			return s.shardFile(w, r, st, sh.spatial[n], source, name, start, func(ctx context.Context, b *shardBuild) error {
+			holds := func(_ context.Context, shard uint64) (bool, error) {
+				return p.spatialHolds(n, sh.spatial[n], shard, s.o.MaxAnnotations)
+			}
+			return s.shardFile(w, r, st, sh.spatial[n], source, name, start, holds, func(ctx context.Context, b *shardBuild) error {
 				return p.spatialShard(ctx, n, s.o.MaxAnnotations, b)
 			})
 		}
@@ -784,7 +787,8 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 			if sh == nil {
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
-			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, p.byIDShard)
+			holds := func(_ context.Context, shard uint64) (bool, error) { return p.byIDHolds(sh.byID, shard), nil }
+			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, holds, p.byIDShard)
 		}
 		st, k, p, id, err := s.annotationOf(r, route)
 		if err != nil {
@@ -881,7 +885,8 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 	if spec == nil {
 		return notFoundf("store %q: the skeletons source is not sharded (%d objects), so it has no shard file %s", st.Name(), l0.Info().ObjectCount, name)
 	}
-	return s.shardFile(w, r, st, *spec, "skeletons", name, start, func(ctx context.Context, b *shardBuild) error {
+	holds := func(ctx context.Context, shard uint64) (bool, error) { return s.skeletonHolds(ctx, st, l0, *spec, shard) }
+	return s.shardFile(w, r, st, *spec, "skeletons", name, start, holds, func(ctx context.Context, b *shardBuild) error {
 		return s.skeletonShard(ctx, st, l0, sp, b)
 	})
 }
@@ -962,13 +967,19 @@ func revalidateUnversioned(w http.ResponseWriter, r *http.Request) {
 // found is refused 412 before its data is read (notModifiedFound). Without
 // one nothing is checked twice.
 func (s *Server) notModifiedOnceFound(w http.ResponseWriter, r *http.Request, st *zvf.Store, check func() error) (bool, error) {
+	return s.notModifiedOnceFoundAs(w, r, st, "", check)
+}
+
+// notModifiedOnceFoundAs is notModifiedOnceFound for an answer that also
+// depends on variant, which the ETag then covers.
+func (s *Server) notModifiedOnceFoundAs(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string, check func() error) (bool, error) {
 	if len(r.Header.Values("If-Match")) == 0 || s.o.NotModifiedFound == nil {
-		return s.notModified(w, r, st), nil
+		return s.notModifiedAs(w, r, st, variant), nil
 	}
 	if err := check(); err != nil {
 		return false, err
 	}
-	return s.notModifiedFound(w, r, st), nil
+	return s.notModifiedFoundAs(w, r, st, variant), nil
 }
 
 func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request) error {
