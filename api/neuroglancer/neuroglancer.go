@@ -885,7 +885,9 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 	if spec == nil {
 		return notFoundf("store %q: the skeletons source is not sharded (%d objects), so it has no shard file %s", st.Name(), l0.Info().ObjectCount, name)
 	}
-	holds := func(ctx context.Context, shard uint64) (bool, error) { return s.skeletonHolds(ctx, st, l0, *spec, shard) }
+	holds := func(ctx context.Context, shard uint64) (bool, error) {
+		return s.skeletonHolds(ctx, st, l0, *spec, shard)
+	}
 	return s.shardFile(w, r, st, *spec, "skeletons", name, start, holds, func(ctx context.Context, b *shardBuild) error {
 		return s.skeletonShard(ctx, st, l0, sp, b)
 	})
