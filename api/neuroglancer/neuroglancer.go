@@ -797,6 +797,13 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 		if !p.hasID(id) {
 			return p.noID(id)
 		}
+		// A polyline's record is the whole polyline: over the bound, it is
+		// refused as its cells are, from the plan, before the If-Match.
+		if p.kind == kindPolyline { // a point's or an edge's record is one
+			if err := p.checkObjectSize(id, s.o.MaxAnnotations); err != nil {
+				return err
+			}
+		}
 		if s.notModifiedFound(w, r, st) {
 			return nil
 		}
@@ -819,6 +826,11 @@ func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) 
 		}
 		if !p.relate {
 			return notFoundf("store %q has no objects: its %s annotations relate to none", st.Name(), route)
+		}
+		// A polyline or line object's size is in the plan: over the bound,
+		// it is refused before the If-Match, as a cell is.
+		if err := p.checkObjectSize(id, s.o.MaxAnnotations); err != nil {
+			return err
 		}
 		// The answer starts with the object's manifest (objectBytes).
 		check := func() error { return p.level0.CheckObject(r.Context(), id, zvf.ObjectQuery{}) }
