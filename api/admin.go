@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -192,7 +193,8 @@ func redactArg(a, token string) string {
 
 // AdminMaxConnections caps the admin listener's open connections: it is
 // for scrapers, probes and operators, a few at a time; past the cap a new
-// connection is closed at once.
+// connection is answered 503 overloaded with Retry-After, as the API's
+// listener answers one at its cap, and closed.
 const AdminMaxConnections = 16
 
 // ConnectionsPastCap is how many connections the listeners may hold
@@ -224,13 +226,21 @@ func (s *Server) AdminHTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 		MaxHeaderBytes:    adminMaxHeaderBytes,
 		WriteTimeout:      adminWriteTimeout,
 	}
-	return hs, &capListener{Listener: ln, slots: make(chan struct{}, AdminMaxConnections)}
+	return hs, &capListener{Listener: ln, slots: make(chan struct{}, AdminMaxConnections),
+		refusing: make(chan struct{}, refusalAnswers),
+		refusal:  refusalAnswer(fmt.Sprintf("the admin listener holds its %d connections (its cap); retry shortly", AdminMaxConnections))}
 }
 
-// capListener closes new connections at once while slots are all taken.
+// capListener refuses new connections while slots are all taken: each is
+// answered refusal (503 with Retry-After and a problem body) apart from
+// the accept loop, with refusalAnswers at once; past that it is closed
+// without a word. Before, every one was closed without a word, which a
+// scraper reports as a reset, not as a server asking it to wait.
 type capListener struct {
 	net.Listener
-	slots chan struct{}
+	slots    chan struct{}
+	refusing chan struct{}
+	refusal  []byte
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
@@ -243,8 +253,22 @@ func (l *capListener) Accept() (net.Conn, error) {
 		case l.slots <- struct{}{}:
 			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
 		default:
-			_ = c.Close()
+			l.refuse(c)
 		}
+	}
+}
+
+// refuse answers c, which there is no slot for, apart from the accept
+// loop (a client that reads nothing holds up no other).
+func (l *capListener) refuse(c net.Conn) {
+	select {
+	case l.refusing <- struct{}{}:
+		go func() {
+			defer func() { <-l.refusing }()
+			answerRefusal(c, l.refusal)
+		}()
+	default:
+		_ = c.Close()
 	}
 }
 

@@ -109,14 +109,30 @@ func TestAdminListenerBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		// It is told why, as the API's listener tells a newcomer at its
+		// cap (TestRefusedNewcomerIsTold503): before, it was closed
+		// without a word, which a scraper reports as a reset.
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("a connection past the cap of %d: %v, want a 503 answer", api.AdminMaxConnections, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" ||
+			resp.Header.Get("Content-Type") != "application/problem+json" || resp.Header.Get("Cache-Control") != "no-store" ||
+			!strings.Contains(string(body), `"type":"https://zvfserve.dev/problems/overloaded"`) ||
+			!strings.Contains(string(body), "admin listener holds its 16 connections") {
+			t.Errorf("a connection past the cap: %d, Retry-After %q, Content-Type %q, Cache-Control %q: %s", resp.StatusCode,
+				resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), body)
+		}
 		if !closedWithin(c, 2*time.Second) {
-			t.Errorf("a connection past the cap of %d is still open", api.AdminMaxConnections)
+			t.Errorf("a connection past the cap of %d is still open after its 503", api.AdminMaxConnections)
 		}
 		// Room is made as connections close.
 		_ = open[0].Close()
 		open = open[1:]
 		time.Sleep(100 * time.Millisecond)
-		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/metrics")
+		resp, err = (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/metrics")
 		if err != nil {
 			t.Fatalf("after one closed: %v", err)
 		}

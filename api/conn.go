@@ -67,7 +67,8 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 func newConnLimiter(ln net.Listener, max int, m *Metrics, now func() time.Time) *connLimiter {
 	return &connLimiter{Listener: ln, max: max, m: m, now: now,
 		idle: map[*limitedConn]time.Time{}, silent: map[*limitedConn]time.Time{}, unread: map[*limitedConn]struct{}{},
-		refusing: make(chan struct{}, refusalAnswers), refusal: refusalAnswer()}
+		refusing: make(chan struct{}, refusalAnswers),
+		refusal:  refusalAnswer("the server is at its connection cap (--max-connections) with every connection busy; retry shortly")}
 }
 
 // connCtx is a connection context made from parent.
@@ -136,10 +137,10 @@ const (
 )
 
 // refusalAnswer is the whole answer to a refused connection: a 503
-// overloaded problem, written without reading the request (no instance:
-// its path is not known), then the close.
-func refusalAnswer() []byte {
-	p := problem.New(problem.Overloaded, "the server is at its connection cap (--max-connections) with every connection busy; retry shortly")
+// overloaded problem saying detail, written without reading the request
+// (no instance: its path is not known), then the close.
+func refusalAnswer(detail string) []byte {
+	p := problem.New(problem.Overloaded, detail)
 	body, _ := json.Marshal(p)
 	body = append(body, '\n')
 	head := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nCache-Control: no-store\r\n" +
@@ -460,18 +461,24 @@ func (l *connLimiter) refuse(c net.Conn) {
 	}
 }
 
-// answerRefused is refuse's goroutine for c. The server serves plain
-// HTTP/1 (a proxy in front ends TLS); a client speaking anything else
-// reads bytes it does not understand, then the close, as before.
+// answerRefused is refuse's goroutine for c.
 func (l *connLimiter) answerRefused(c net.Conn) {
 	defer func() { <-l.refusing }()
-	defer c.Close()
 	// A connection refused while peek's goroutine reads it (one read
 	// longest, for a newer one) has that read end now, not at its
-	// deadline: the drain below waits for it.
+	// deadline: the drain in answerRefusal waits for it.
 	_ = c.SetReadDeadline(time.Now())
+	answerRefusal(c, l.refusal)
+}
+
+// answerRefusal writes refusal (a refusalAnswer) to c and closes it, both
+// listeners' way of turning a connection away. The servers serve plain
+// HTTP/1 (a proxy in front ends TLS); a client speaking anything else
+// reads bytes it does not understand, then the close, as before.
+func answerRefusal(c net.Conn, refusal []byte) {
+	defer c.Close()
 	_ = c.SetWriteDeadline(time.Now().Add(refusalWrite))
-	if _, err := c.Write(l.refusal); err != nil {
+	if _, err := c.Write(refusal); err != nil {
 		return
 	}
 	cw, ok := c.(interface{ CloseWrite() error })

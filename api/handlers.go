@@ -605,30 +605,68 @@ func withCursor(raw, next string) string {
 // allows in a query stays as sent; anything else (a client may send '>',
 // '"' or a byte over 0x7f as it is) is escaped, so the URL is one within
 // the Link's <…>, and the first page's raw query gives the bytes its
-// links give.
+// links give. The cursor is found by its decoded key, as the handlers
+// read it (url.ParseQuery): "c%75rsor=…" is the cursor too.
 func appendWalkQuery(b []byte, raw string) []byte {
+	return appendQuery(b, raw, false)
+}
+
+// appendTagQuery is appendWalkQuery with each key decoded (then escaped
+// as appendWalkQuery escapes): what the ETag hashes, so that one query
+// spelled with escaped keys ("l%69mit=10") has the tag of the one
+// spelled plainly, as it has the same answer.
+func appendTagQuery(b []byte, raw string) []byte {
+	return appendQuery(b, raw, true)
+}
+
+func appendQuery(b []byte, raw string, decodeKeys bool) []byte {
 	for p := range strings.SplitSeq(raw, "&") {
-		if p == "" || p == "cursor" || strings.HasPrefix(p, "cursor=") {
+		if p == "" {
 			continue
 		}
-		// Runs of bytes that stay as sent are appended whole: a box's
-		// query is all of them, and byte-at-a-time appends were a tenth
-		// of the ETag's cost.
-		for len(p) > 0 {
-			i := 0
-			for i < len(p) && queryBytes[p[i]] {
-				i++
+		key, value, hasValue := strings.Cut(p, "=")
+		if strings.ContainsAny(key, "%+") {
+			if k, err := url.QueryUnescape(key); err == nil {
+				if k == "cursor" {
+					continue
+				}
+				if decodeKeys {
+					b = appendEscaped(b, k, true)
+					if hasValue {
+						b = appendEscaped(append(b, '='), value, false)
+					}
+					b = append(b, '&')
+					continue
+				}
 			}
-			b = append(b, p[:i]...)
-			if i == len(p) {
-				break
-			}
-			const hex = "0123456789ABCDEF"
-			c := p[i]
-			b = append(b, '%', hex[c>>4], hex[c&15])
-			p = p[i+1:]
+		} else if key == "cursor" {
+			continue
 		}
-		b = append(b, '&')
+		b = append(appendEscaped(b, p, false), '&')
+	}
+	return b
+}
+
+// appendEscaped appends p, escaping what RFC 3986 does not allow in a
+// query; a decoded key (key) also has '%', '+', '&' and '=' escaped, so
+// that it reads back as the same one key.
+func appendEscaped(b []byte, p string, key bool) []byte {
+	// Runs of bytes that stay as sent are appended whole: a box's query
+	// is all of them, and byte-at-a-time appends were a tenth of the
+	// ETag's cost.
+	for len(p) > 0 {
+		i := 0
+		for i < len(p) && queryBytes[p[i]] && !(key && strings.IndexByte("%+&=", p[i]) >= 0) {
+			i++
+		}
+		b = append(b, p[:i]...)
+		if i == len(p) {
+			break
+		}
+		const hex = "0123456789ABCDEF"
+		c := p[i]
+		b = append(b, '%', hex[c>>4], hex[c&15])
+		p = p[i+1:]
 	}
 	return b
 }

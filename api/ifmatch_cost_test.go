@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/zvfserve/zvfserve/api"
+	"github.com/zvfserve/zvfserve/api/neuroglancer"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
 	"github.com/zvfserve/zvfserve/zvf/storage"
@@ -184,6 +187,98 @@ func TestIfMatchRefusalOfFoundResources(t *testing.T) {
 		req.Header.Set("If-Match", other)
 		if code, _, body := serveRequest(t, srv.Handler(), req); code != 404 || !strings.Contains(string(body), want) {
 			t.Errorf("%s, If-Match %s: %d %.300s, want its 404 saying %q", path, other, code, body, want)
+		}
+	}
+}
+
+// TestIfMatchRefusesShardFilesUnbuilt: a Neuroglancer shard file's ETag
+// is known before the shard is built (the store version, the shard's
+// path, the coding and the options that shape specs), and whether it
+// holds a key is known from the source's plan (cells, ids) or its object
+// list: a stale If-Match is refused 412 with no chunk read, a shard that
+// holds none is still its 404. Before, the shard was built — every chunk
+// it holds read and encoded — and only its 200 became the 412. The tag
+// is the same for the same shard asked twice, and another for a server
+// whose --max-vertices reshapes the levels.
+func TestIfMatchRefusesShardFilesUnbuilt(t *testing.T) {
+	t.Parallel()
+	const other = `"0123456789abcdef01234567"`
+	type sharding struct {
+		ShardBits int `json:"shard_bits"`
+	}
+	type keyed struct {
+		Key      string    `json:"key"`
+		Sharding *sharding `json:"sharding"`
+	}
+	for _, tc := range []struct{ fixture, source string }{
+		{"points_pyramid", "annotations"},
+		{"skeleton", "skeletons"},
+	} {
+		keys := &keyLog{Store: zvftest.Store(t, filepath.Join(fixtures, tc.fixture+".zarrvectors"))}
+		o := api.Options{Cache: cache.New(64 << 20), NGSharded: neuroglancer.ShardAlways}
+		_, srv := handleServer(t, keys, zvf.Options{Name: "p"}, zvf.Watch{}, o)
+		base := "/ng/p/" + tc.source
+		code, _, body := serveFull(t, srv.Handler(), base+"/info") // builds the plan or lists the objects
+		if code != 200 {
+			t.Fatalf("%s: %d %.200s", base, code, body)
+		}
+		var inf struct {
+			keyed
+			ByID    keyed   `json:"by_id"`
+			Spatial []keyed `json:"spatial"`
+		}
+		if err := json.Unmarshal(body, &inf); err != nil {
+			t.Fatal(err)
+		}
+		dirs := map[string]*sharding{base: inf.Sharding}
+		if tc.source == "annotations" {
+			dirs = map[string]*sharding{base + "/" + inf.ByID.Key: inf.ByID.Sharding, base + "/" + inf.Spatial[0].Key: inf.Spatial[0].Sharding}
+		}
+		for dir, sh := range dirs {
+			if sh == nil {
+				t.Fatalf("%s: not sharded: %.300s", dir, body)
+			}
+			refused := 0
+			for n := range 1 << sh.ShardBits {
+				path := fmt.Sprintf("%s/%x.shard", dir, n)
+				keys.reset()
+				req := httptest.NewRequest("GET", path, nil)
+				req.Header.Set("If-Match", other)
+				code, hdr, body := serveRequest(t, srv.Handler(), req)
+				if got := slices.DeleteFunc(keys.chunkReads(), func(k string) bool { return strings.Contains(k, "/object_index/") }); len(got) != 0 {
+					t.Errorf("%s, If-Match %s: %d after reading %d chunks (%v), want none", path, other, code, len(got), got[:min(len(got), 5)])
+				}
+				if code == 404 && strings.Contains(string(body), "holds no key") {
+					continue
+				}
+				if code != 412 || !strings.Contains(string(body), "precondition-failed") || hdr.Get("ETag") != "" {
+					t.Errorf("%s, If-Match %s: %d, ETag %q: %.200s", path, other, code, hdr.Get("ETag"), body)
+					continue
+				}
+				refused++
+				keys.reset()
+				code, first, body := serveFull(t, srv.Handler(), path)
+				if code != 200 || len(keys.chunkReads()) == 0 {
+					t.Errorf("%s: %d after reading %d chunks: the test cannot tell a 412 that reads none: %.200s", path, code, len(keys.chunkReads()), body)
+				}
+				_, again, _ := serveFull(t, srv.Handler(), path)
+				if first.Get("ETag") == "" || again.Get("ETag") != first.Get("ETag") {
+					t.Errorf("%s asked twice: ETag %q then %q, want one", path, first.Get("ETag"), again.Get("ETag"))
+				}
+				req = httptest.NewRequest("GET", path, nil)
+				req.Header.Set("If-Match", first.Get("ETag"))
+				if code, _, body := serveRequest(t, srv.Handler(), req); code != 200 {
+					t.Errorf("%s, If-Match its own tag: %d %.200s", path, code, body)
+				}
+				o.MaxVertices = 800
+				_, narrow := handleServer(t, keys, zvf.Options{Name: "p"}, zvf.Watch{}, o)
+				if _, hdr, _ := serveFull(t, narrow.Handler(), path); hdr.Get("ETag") == first.Get("ETag") {
+					t.Errorf("%s: ETag %s under --max-vertices 800 too", path, first.Get("ETag"))
+				}
+			}
+			if refused == 0 {
+				t.Errorf("%s: no shard file holds a key", dir)
+			}
 		}
 	}
 }

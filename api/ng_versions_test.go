@@ -357,3 +357,70 @@ func TestNGKeyOfALaterServer(t *testing.T) {
 		t.Errorf("%s: %d %.400s", later, resp.StatusCode, body)
 	}
 }
+
+// TestNGStandaloneSegmentsRevalidate: a standalone skeleton or mesh
+// source's segment files (a skeleton, a multilod index and data, a legacy
+// mesh manifest and fragment) are read at paths Neuroglancer builds from
+// the source's URL and a segment id, which cannot name the store version.
+// Each answer is revalidated on every use, as the info is (no-cache, a
+// 304 while the version stands), under an ETag that changes with the
+// version, so a viewer draws no old segment after a store replacement.
+// Before, they were kept for --max-age (public, max-age=3600), an hour
+// of old segments beside an info that was already the new one's. Under a
+// version (the segments source names them there) --max-age stays.
+func TestNGStandaloneSegmentsRevalidate(t *testing.T) {
+	t.Parallel()
+	for fixture, paths := range map[string][]string{
+		"skeleton.zarrvectors": {"skeletons/1"},
+		"mesh.zarrvectors":     {"multilod/1.index", "multilod/1", "meshes/1:0", "meshes/frag/1"},
+	} {
+		t.Run(fixture, func(t *testing.T) {
+			t.Parallel()
+			dir := zvftest.CopyTree(t, filepath.Join(fixtures, fixture))
+			base := zvftest.Store(t, dir)
+			_, srv := watchedServer(t, map[string]storage.Store{"s": base}, cache.New(64<<20), api.Options{MaxAge: time.Hour})
+			h := srv.Handler()
+			_, _, seg := serveFull(t, h, "/ng/s/segments/info")
+			version := regexp.MustCompile(`v[0-9a-f]+\.[0-9]+/`).Find(seg)
+			if version == nil {
+				t.Fatalf("segments info names no version: %.300s", seg)
+			}
+			tags := map[string]string{}
+			for _, p := range paths {
+				p = "/ng/s/" + p
+				code, hdr, body := serveFull(t, h, p)
+				if code != 200 || hdr.Get("Cache-Control") != "no-cache" || hdr.Get("ETag") == "" {
+					t.Errorf("%s: %d, Cache-Control %q, ETag %q; want 200, no-cache and a tag: %.200s", p, code, hdr.Get("Cache-Control"), hdr.Get("ETag"), body)
+				}
+				tags[p] = hdr.Get("ETag")
+				req := httptest.NewRequest(http.MethodGet, p, nil)
+				req.Header.Set("If-None-Match", tags[p])
+				if code, hdr, _ := serveRequest(t, h, req); code != http.StatusNotModified || hdr.Get("Cache-Control") != "no-cache" {
+					t.Errorf("%s revalidated: %d, Cache-Control %q; want 304, no-cache", p, code, hdr.Get("Cache-Control"))
+				}
+			}
+			for _, p := range paths {
+				if strings.HasPrefix(p, "meshes/") {
+					continue // the legacy source has no versioned paths
+				}
+				dir, file := path.Split(p)
+				vp := "/ng/s/" + dir + string(version) + file
+				if code, hdr, body := serveFull(t, h, vp); code != 200 || hdr.Get("Cache-Control") != "public, max-age=3600" {
+					t.Errorf("%s: %d, Cache-Control %q; want 200, public, max-age=3600: %.200s", vp, code, hdr.Get("Cache-Control"), body)
+				}
+			}
+			rewriteInPlace(t, dir, filepath.Join(fixtures, fixture))
+			settled(t, base)
+			if err := srv.Refresh(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for p, old := range tags {
+				req := httptest.NewRequest(http.MethodGet, p, nil)
+				req.Header.Set("If-None-Match", old)
+				if code, hdr, body := serveRequest(t, h, req); code != 200 || hdr.Get("ETag") == old || hdr.Get("ETag") == "" {
+					t.Errorf("%s after the store's replacement, If-None-Match the old tag: %d, ETag %q; want 200 under a new tag: %.200s", p, code, hdr.Get("ETag"), body)
+				}
+			}
+		})
+	}
+}

@@ -24,10 +24,11 @@ import (
 // etag is a strong validator: the store's version + path + query +
 // representation (format and content coding, each a different body). A
 // store's version changes whenever its objects do, so equal inputs give
-// equal bytes. The query is taken without its cursor: every page of a
-// paged walk has the first page's tag (RFC 9110 8.8.3 asks a tag to tell
-// apart one URL's representations, and each page's URL still has one body
-// a version), so If-Match: <first page's tag> pins the whole walk, and a
+// equal bytes. The query is taken without its cursor (found by its
+// decoded key, as the handlers find it) and with its keys decoded
+// (appendTagQuery): every page of a paged walk has the first page's tag
+// (RFC 9110 8.8.3 asks a tag to tell apart one URL's representations, and
+// each page's URL still has one body a version), so If-Match: <first page's tag> pins the whole walk, and a
 // page under another tag tells the client the store changed mid-walk.
 func (s *Server) etag(st *zvf.Store, r *http.Request, rep representation) string {
 	return s.etagOf(st, r, rep, "")
@@ -41,7 +42,7 @@ func (s *Server) etagOf(st *zvf.Store, r *http.Request, rep representation, vari
 	var mem [512]byte
 	b := mem[:0]
 	b = append(append(append(b, st.Revision()...), 0), r.URL.Path...)
-	b = appendWalkQuery(append(b, 0), r.URL.RawQuery)
+	b = appendTagQuery(append(b, 0), r.URL.RawQuery)
 	// Without its last '&', a query with no cursor (nor anything to
 	// escape) is hashed as it was before cursors were left out: the tags
 	// CDNs hold stay valid across the upgrade.

@@ -100,3 +100,50 @@ func TestWalkIsPinnedByItsFirstTag(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkTagReadsDecodedKeys: the ETag leaves the cursor out by its
+// decoded key, as the handlers read it, and hashes every key decoded: a
+// client that percent-encodes the key ("c%75rsor=…", "l%69mit=10") keeps
+// the walk's tag, and the next page's link has one cursor. Before, an
+// escaped cursor key stayed in the tag, so If-Match: <first page's tag>
+// was 412 on a page of an unchanged store, and the link carried the
+// escaped cursor beside the new one.
+func TestWalkTagReadsDecodedKeys(t *testing.T) {
+	t.Parallel()
+	srv, _ := newServer(t, api.Options{Stores: openStores(t, "points_pyramid")})
+	get := func(path string, hdr ...string) (int, http.Header, []byte) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		return serveRequest(t, srv.Handler(), req)
+	}
+	first := "/api/v1/stores/points_pyramid/bbox?min=-1e9,-1e9,-1e9&max=1e9,1e9,1e9&limit=10&level=0"
+	code, hdr, body := get(first)
+	tag, next := hdr.Get("ETag"), hdr.Get("X-Next-Cursor")
+	if code != 200 || tag == "" || next == "" {
+		t.Fatalf("%s: %d, ETag %q, cursor %q: %.200s", first, code, tag, next, body)
+	}
+	if _, h, _ := get(strings.Replace(first, "limit=", "l%69mit=", 1)); h.Get("ETag") != tag {
+		t.Errorf("first page with l%%69mit: ETag %q, want the plain spelling's %q", h.Get("ETag"), tag)
+	}
+	_, _, plain := get(first + "&cursor=" + next)
+	for _, key := range []string{"cursor", "c%75rsor", "%63ursor", "CURSOR"} {
+		page2 := first + "&" + key + "=" + next
+		code, hdr, body := get(page2, "If-Match", tag)
+		if key == "CURSOR" { // another key (unknown parameters are refused): not the cursor
+			if code == 200 {
+				t.Errorf("%s: 200, want it refused", page2)
+			}
+			continue
+		}
+		if code != 200 || hdr.Get("ETag") != tag || string(body) != string(plain) {
+			t.Errorf("%s, If-Match the first page's tag %s: %d, ETag %q: %.200s", page2, tag, code, hdr.Get("ETag"), body)
+			continue
+		}
+		if link := hdr.Get("Link"); strings.Count(link, "ursor=") != 1 || strings.Contains(link, "%75") || strings.Contains(link, "%63") {
+			t.Errorf("%s: next link %q, want one cursor", page2, link)
+		}
+	}
+}

@@ -439,6 +439,30 @@ func (p *plan) byIDRecord(l *list, i int) []byte {
 	return out
 }
 
+// checkObjectSize refuses object id of a polyline or line source when
+// the plan says it has more vertices (a polyline) or edges (a line
+// source's object) than limit (0: none): known without reading it, so
+// its 413 comes before preconditions (RFC 9110 13.2.1), as a cell's
+// does. A point source's object is counted only from its chunks
+// (objectBytes), and a missing object passes (its 404 comes later).
+func (p *plan) checkObjectSize(id, limit int64) error {
+	if limit <= 0 || p.kind == kindPoint {
+		return nil
+	}
+	i, ok := p.objectNamed(id)
+	if !ok {
+		return nil
+	}
+	n, what := int64(len(p.objects[i].chunks)), "vertices"
+	if p.kind == kindLine {
+		n, what = p.edgeFirst[i+1]-p.edgeFirst[i], "edges"
+	}
+	if n > limit {
+		return tooLargef("store %q: object %d has %d %s, more than this server's %d per response", p.store, id, n, what, limit)
+	}
+	return nil
+}
+
 // objectBytes encodes the annotations related to object id, all of them
 // whatever their spatial level, as a multiple-annotation list: a point
 // source's rows the object owns, a polyline source's polyline, a line

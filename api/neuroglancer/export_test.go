@@ -8,6 +8,7 @@ import "github.com/zvfserve/zvfserve/api/neuroglancer/sharding"
 func NewSmallShards(o Options, target int64) *Server {
 	s := New(o)
 	s.shardScale = max(1, sharding.TargetShardBytes/target)
+	s.shapedBy = s.cacheVariant()
 	return s
 }
 

@@ -563,7 +563,7 @@ func TestMultilodBuiltOncePerSegment(t *testing.T) {
 	apitest.MustGet(t, ts, base+".index")
 	var built []string
 	for k, n := range ch.loads {
-		if _, id, ok := strings.Cut(k, "neuroglancer\x00multilod\x00"); ok && !strings.Contains(id, "\x00") {
+		if _, id, ok := strings.Cut(k, ";scale=1\x00multilod\x00"); ok && !strings.Contains(id, "\x00") {
 			built = append(built, strconv.Quote(id))
 			if n != 1 || ch.sizes[k] < int64(len(index)+len(data)) {
 				t.Errorf("segment %s built %d times, cached as %d bytes for %d", id, n, ch.sizes[k], len(index)+len(data))

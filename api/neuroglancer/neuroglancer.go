@@ -114,6 +114,9 @@ type Server struct {
 	// so that a cell kept from a server of another bound is not vouched
 	// for by a 304.
 	cellVariant string
+	// shapedBy names the options that shape what the cache holds (see
+	// cacheKey).
+	shapedBy string
 }
 
 // New builds a Server.
@@ -125,7 +128,30 @@ func New(o Options) *Server {
 	// and cached, so the default level is worth its time.
 	z, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
 	zeros := sync.OnceValue(func() []byte { return make([]byte, 8*labelChunk*labelChunk*labelChunk) })
-	return &Server{o: o, zstd: z, shardScale: 1, zeroLabels: zeros, cellVariant: fmt.Sprintf("cells<=%d", o.MaxAnnotations)}
+	s := &Server{o: o, zstd: z, shardScale: 1, zeroLabels: zeros, cellVariant: fmt.Sprintf("cells<=%d", o.MaxAnnotations)}
+	s.shapedBy = s.cacheVariant()
+	return s
+}
+
+// cacheVariant names the options that shape what the cache holds: the
+// cell bound (--max-vertices), which aims a plan's spatial levels
+// (plan.fillForViews) and so every cell, shard and info made from it,
+// and is what a skeleton, mesh or object's answer is refused over before
+// it is kept; and the byte scale that sizes shard specs. Servers of
+// other options may share one cache (one process's API and a test's
+// second server, or a cache handed to several): each keeps its own
+// entries. Before, a plan built under one bound was served by a server
+// of another, whose info then listed levels its cells refused as too
+// large. The sharding mode and MaxShardBytes are not here: the first
+// decides only whether the entries are asked for (infos name their mode
+// in their keys), the second only when a build stops, which is not kept.
+func (s *Server) cacheVariant() string {
+	return fmt.Sprintf("%s;scale=%d", s.cellVariant, s.shardScale)
+}
+
+// cacheKey is the cache key of key's entry of st under s's options.
+func (s *Server) cacheKey(st *zvf.Store, key string) string {
+	return st.CacheKey("neuroglancer", s.shapedBy, key)
 }
 
 // Routes adds the routes, relative to /ng/{store}, to r. Every route
@@ -359,9 +385,9 @@ func (s *Server) cached(ctx context.Context, st *zvf.Store, key string, load fun
 	// on while any request waits for it, and each request still ends by
 	// its own deadline.
 	if d, ok := s.o.Cache.(detachedCache); ok {
-		return d.GetDetached(ctx, st.CacheKey("neuroglancer", key), load)
+		return d.GetDetached(ctx, s.cacheKey(st, key), load)
 	}
-	return s.o.Cache.Get(ctx, st.CacheKey("neuroglancer", key), load)
+	return s.o.Cache.Get(ctx, s.cacheKey(st, key), load)
 }
 
 // detachedCache is a cache that can build a value apart from its callers
@@ -383,7 +409,7 @@ func (s *Server) cachedBytes(ctx context.Context, st *zvf.Store, key string, bui
 
 func (s *Server) plan(ctx context.Context, st *zvf.Store, k kind) (*plan, error) {
 	key := "plan\x00" + k.annotationType()
-	full := st.CacheKey("neuroglancer", key)
+	full := s.cacheKey(st, key)
 	tag := st.Name() + "\x00" + k.annotationType()
 	if v, ok := s.tooBig.Load(tag); ok && v.(tooBigPlan).key == full {
 		return nil, v.(tooBigPlan).refusal(st, k, s.budget())
@@ -722,7 +748,10 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
 			source := fmt.Sprintf("%s/spatial%d", route, n)
-			return s.shardFile(w, r, st, sh.spatial[n], source, name, start, func(ctx context.Context, b *shardBuild) error {
+			holds := func(_ context.Context, shard uint64) (bool, error) {
+				return p.spatialHolds(n, sh.spatial[n], shard, s.o.MaxAnnotations)
+			}
+			return s.shardFile(w, r, st, sh.spatial[n], source, name, start, holds, func(ctx context.Context, b *shardBuild) error {
 				return p.spatialShard(ctx, n, s.o.MaxAnnotations, b)
 			})
 		}
@@ -758,7 +787,8 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 			if sh == nil {
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
-			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, p.byIDShard)
+			holds := func(_ context.Context, shard uint64) (bool, error) { return p.byIDHolds(sh.byID, shard), nil }
+			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, holds, p.byIDShard)
 		}
 		st, k, p, id, err := s.annotationOf(r, route)
 		if err != nil {
@@ -766,6 +796,13 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 		}
 		if !p.hasID(id) {
 			return p.noID(id)
+		}
+		// A polyline's record is the whole polyline: over the bound, it is
+		// refused as its cells are, from the plan, before the If-Match.
+		if p.kind == kindPolyline { // a point's or an edge's record is one
+			if err := p.checkObjectSize(id, s.o.MaxAnnotations); err != nil {
+				return err
+			}
 		}
 		if s.notModifiedFound(w, r, st) {
 			return nil
@@ -789,6 +826,11 @@ func (s *Server) related(route string) func(http.ResponseWriter, *http.Request) 
 		}
 		if !p.relate {
 			return notFoundf("store %q has no objects: its %s annotations relate to none", st.Name(), route)
+		}
+		// A polyline or line object's size is in the plan: over the bound,
+		// it is refused before the If-Match, as a cell is.
+		if err := p.checkObjectSize(id, s.o.MaxAnnotations); err != nil {
+			return err
 		}
 		// The answer starts with the object's manifest (objectBytes).
 		check := func() error { return p.level0.CheckObject(r.Context(), id, zvf.ObjectQuery{}) }
@@ -849,12 +891,16 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 	if err != nil {
 		return err
 	}
+	revalidateUnversioned(w, r)
 	sp := newSkeletonSpec(st, l0)
 	spec := s.skeletonShards(l0, sp)
 	if spec == nil {
 		return notFoundf("store %q: the skeletons source is not sharded (%d objects), so it has no shard file %s", st.Name(), l0.Info().ObjectCount, name)
 	}
-	return s.shardFile(w, r, st, *spec, "skeletons", name, start, func(ctx context.Context, b *shardBuild) error {
+	holds := func(ctx context.Context, shard uint64) (bool, error) {
+		return s.skeletonHolds(ctx, st, l0, *spec, shard)
+	}
+	return s.shardFile(w, r, st, *spec, "skeletons", name, start, holds, func(ctx context.Context, b *shardBuild) error {
 		return s.skeletonShard(ctx, st, l0, sp, b)
 	})
 }
@@ -900,6 +946,7 @@ func (s *Server) objectRequest(w http.ResponseWriter, r *http.Request, route str
 	if st, err = s.source(r, route); err != nil {
 		return nil, nil, 0, false, err
 	}
+	revalidateUnversioned(w, r)
 	if id, err = parseID(r); err != nil {
 		return nil, nil, 0, false, err
 	}
@@ -913,19 +960,40 @@ func (s *Server) objectRequest(w http.ResponseWriter, r *http.Request, route str
 	return st, l0, id, false, nil
 }
 
+// revalidateUnversioned makes an answer on a path without the store
+// version revalidated on each use, as the info is (Cache-Control:
+// no-cache; a 304 while the version stands). A standalone skeleton or
+// mesh source's segments (and skeleton shard files) are read at paths
+// Neuroglancer builds from the source's URL and a segment id, where no
+// version can be put: kept for --max-age, a viewer would draw the old
+// segment for up to an hour after a store replacement that its reloaded
+// info already shows. Under a version (the segments source names them
+// there) the answer is the version's for good and keeps --max-age.
+func revalidateUnversioned(w http.ResponseWriter, r *http.Request) {
+	if chi.URLParam(r, versionParam) == "" {
+		w.Header().Set("Cache-Control", "no-cache")
+	}
+}
+
 // notModifiedOnceFound is notModified for an answer whose resource check
 // finds without reading its data (an object in the index): with an
 // If-Match, check runs first, so that a missing one is its 404 and one
 // found is refused 412 before its data is read (notModifiedFound). Without
 // one nothing is checked twice.
 func (s *Server) notModifiedOnceFound(w http.ResponseWriter, r *http.Request, st *zvf.Store, check func() error) (bool, error) {
+	return s.notModifiedOnceFoundAs(w, r, st, "", check)
+}
+
+// notModifiedOnceFoundAs is notModifiedOnceFound for an answer that also
+// depends on variant, which the ETag then covers.
+func (s *Server) notModifiedOnceFoundAs(w http.ResponseWriter, r *http.Request, st *zvf.Store, variant string, check func() error) (bool, error) {
 	if len(r.Header.Values("If-Match")) == 0 || s.o.NotModifiedFound == nil {
-		return s.notModified(w, r, st), nil
+		return s.notModifiedAs(w, r, st, variant), nil
 	}
 	if err := check(); err != nil {
 		return false, err
 	}
-	return s.notModifiedFound(w, r, st), nil
+	return s.notModifiedFoundAs(w, r, st, variant), nil
 }
 
 func (s *Server) segProps(route string) func(http.ResponseWriter, *http.Request) error {
@@ -987,6 +1055,7 @@ func (s *Server) meshManifest(w http.ResponseWriter, r *http.Request) error {
 	if err := checkObject(r.Context(), st.Name(), l0, id); err != nil {
 		return err
 	}
+	revalidateUnversioned(w, r)
 	if s.notModified(w, r, st) {
 		return nil
 	}

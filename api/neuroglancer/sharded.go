@@ -281,14 +281,31 @@ func mortonCode(cellKey string, grid []int64) (uint64, error) {
 }
 
 // shardFile answers one shard file, building it through the cache.
+// holds reports whether shard n holds a key, from the source's plan or
+// object list without reading a chunk (an error: what the build would
+// fail with before reading, a cell over the bound): with an If-Match, a
+// shard that holds one is refused 412 before it is built, one that holds
+// none is its 404 (notModifiedOnceFoundAs). The shard's ETag is known
+// before the build: the store version, its path (source and shard
+// number), the coding and shardVariant, which covers what shapes specs.
 func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store, spec sharding.Spec, source, name string, start time.Time,
-	build func(ctx context.Context, b *shardBuild) error) error {
+	holds func(ctx context.Context, n uint64) (bool, error), build func(ctx context.Context, b *shardBuild) error) error {
 	n, err := spec.ParseShardFile(name)
 	if err != nil {
 		return notFoundf("store %q: %s has no shard file %s (it has %d: %s to %s)", st.Name(), source, name, spec.NumShards(), spec.ShardFile(0), spec.ShardFile(spec.NumShards()-1))
 	}
-	if s.notModifiedAs(w, r, st, s.shardVariant()) {
+	found := func() error {
+		ok, err := holds(r.Context(), n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFoundf("store %q: shard %s of %s holds no key", st.Name(), spec.ShardFile(n), source)
+		}
 		return nil
+	}
+	if done, err := s.notModifiedOnceFoundAs(w, r, st, s.shardVariant(), found); done || err != nil {
+		return err
 	}
 	newBuild := func() *shardBuild {
 		b := &shardBuild{spec: spec, shard: n, store: st.Name(), source: source, limit: s.o.MaxShardBytes, built: &s.chunksBuilt}
@@ -303,7 +320,7 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 	// answered from the shard's layout and the chunks it covers. A shard
 	// over the build bound cannot be built whole at all: once seen, every
 	// read of it is answered so (a GET without Range too, unencoded).
-	full, tag := st.CacheKey("neuroglancer", key), st.Name()+"\x00"+key
+	full, tag := s.cacheKey(st, key), st.Name()+"\x00"+key
 	if v, ok := s.overBound.Load(tag); ok && v == full {
 		return s.shardRange(w, r, st, key, start, newBuild, build)
 	}
@@ -670,6 +687,42 @@ func (p *plan) spatialShard(ctx context.Context, n int, limit int64, b *shardBui
 	})
 }
 
+// spatialHolds reports whether shard n of spatial level l (spec) holds
+// a cell; a cell over limit it holds is the error its build fails with.
+func (p *plan) spatialHolds(l int, spec sharding.Spec, n uint64, limit int64) (bool, error) {
+	sl := p.levels[l]
+	held := false
+	for key, cl := range sl.cells {
+		code, err := mortonCode(key, sl.shape)
+		if err != nil {
+			return false, corruptf("store %q spatial%d: %v", p.store, l, err)
+		}
+		if sh, _ := spec.Locate(code); sh != n {
+			continue
+		}
+		if err := p.checkSize(l, key, cl, limit); err != nil {
+			return false, err
+		}
+		held = true
+	}
+	return held, nil
+}
+
+// byIDHolds reports whether shard n of by_id (spec) holds an id: a
+// polyline's object id placed there, or a dense id in its run.
+func (p *plan) byIDHolds(spec sharding.Spec, n uint64) bool {
+	if p.kind == kindPolyline {
+		for i := range p.objects {
+			if sh, _ := spec.Locate(uint64(p.objects[i].id)); sh == n {
+				return true
+			}
+		}
+		return false
+	}
+	lo, hi := (&shardBuild{spec: spec, shard: n}).idRange(p.total)
+	return lo < hi
+}
+
 // byIDShard builds shard b of by_id: each annotation's by_id record.
 // Each kind picks the objects or chunks holding b's ids and reads their
 // records into b.
@@ -780,6 +833,21 @@ func (s *Server) objectIDs(ctx context.Context, st *zvf.Store, l0 *zvf.Level) ([
 		return nil, err
 	}
 	return v.([]int64), nil
+}
+
+// skeletonHolds reports whether shard n of the skeletons (spec) holds an
+// object, from the object list (no vertex is read).
+func (s *Server) skeletonHolds(ctx context.Context, st *zvf.Store, l0 *zvf.Level, spec sharding.Spec, n uint64) (bool, error) {
+	all, err := s.objectIDs(ctx, st, l0)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range all {
+		if sh, _ := spec.Locate(uint64(id)); sh == n {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // skeletonShard builds shard b of the skeletons: each object's skeleton,

@@ -589,7 +589,7 @@ func TestShardBuiltOncePerVersion(t *testing.T) {
 	wg.Wait()
 	built := 0
 	for k, n := range ch.loads {
-		if strings.Contains(k, "neuroglancer\x00shard\x00") {
+		if strings.Contains(k, ";scale=1\x00shard\x00") {
 			built++
 			file := bodies[0]
 			if strings.Contains(k, "by_id") {

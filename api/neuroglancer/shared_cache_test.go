@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/api/apitest"
@@ -109,4 +112,73 @@ func attributeRichStore(t *testing.T) *zvf.Store {
 		t.Fatal(err)
 	}
 	return apitest.Open(t, dir+"/rich", "rich", cache.New(8<<20))
+}
+
+// TestSharedCacheKeepsPlansApart: servers of other options sharing one
+// cache each answer as one alone would. Each option that shapes what is
+// cached is changed between two servers in turn: --max-vertices aims the
+// plan's spatial levels (and bounds a skeleton), and the shard byte scale
+// sizes the shard specs. Before, the plan's key named only the store
+// version and kind, so the second server served the first's plan: an
+// info of the other bound's levels, cells of the other bound, and a
+// skeleton over its own bound that the first server had kept.
+func TestSharedCacheKeepsPlansApart(t *testing.T) {
+	t.Parallel()
+	stores := fixtureStores(t)
+	st := storeNamed(t, stores, "points_pyramid")
+	const narrowBound = 800
+	ch := cache.New(64 << 20)
+	_, wide := newServer(t, api.Options{Stores: stores, Cache: ch})
+	_, narrow := newServer(t, api.Options{Stores: stores, Cache: ch, MaxVertices: narrowBound})
+	_, alone := newServer(t, api.Options{Stores: stores, MaxVertices: narrowBound})
+	const info = "/ng/points_pyramid/annotations/info"
+	wideInfo := apitest.MustGet(t, wide, info)
+	inf, err := parseInfo(apitest.MustGet(t, alone, info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := apitest.MustGet(t, narrow, info), apitest.MustGet(t, alone, info); !bytes.Equal(got, want) || bytes.Equal(want, wideInfo) {
+		t.Errorf("--max-vertices %d beside a server of the default on one cache: info %.300s\nwant (alone) %.300s", narrowBound, got, want)
+	}
+	differ := 0
+	sp := inf.Spatial[0]
+	g := sp.GridShape
+	for c := range g[0] * g[1] * g[2] {
+		path := fmt.Sprintf("/ng/%s/annotations/%s/%d_%d_%d", st.Name(), sp.Key, c%g[0], c/g[0]%g[1], c/(g[0]*g[1]))
+		_, w := apitest.Get(t, wide, path)
+		_, got := apitest.Get(t, narrow, path)
+		_, want := apitest.Get(t, alone, path)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes beside the default's server, %d alone", path, len(got), len(want))
+		}
+		if !bytes.Equal(w, want) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Fatal("no cell differs between the two bounds: the test cannot tell")
+	}
+	// A skeleton kept by the default's server is over the narrow one's
+	// bound: refused, as it is alone.
+	_, wideSk := newServer(t, api.Options{Stores: stores, Cache: ch})
+	_, narrowSk := newServer(t, api.Options{Stores: stores, Cache: ch, MaxVertices: 2})
+	const skel = "/ng/skeleton/skeletons/1"
+	apitest.MustGet(t, wideSk, skel)
+	if resp, body := apitest.Get(t, narrowSk, skel); resp.StatusCode != http.StatusRequestEntityTooLarge || !bytes.Contains(body, []byte("more than this server's 2 per response")) {
+		t.Errorf("%s from a server of --max-vertices 2 after the default's kept it: %d %.200s, want its 413", skel, resp.StatusCode, body)
+	}
+
+	// The shard byte scale.
+	shardServer := func(c *cache.Cache, target int64) *httptest.Server {
+		o := neuroglancer.Options{Sharded: neuroglancer.ShardAlways, Cache: c}
+		o.Store = func(r *http.Request) (*zvf.Store, error) { return storeNamed(t, stores, chi.URLParam(r, "store")), nil }
+		return serveRoutes(t, o, func(o neuroglancer.Options) *neuroglancer.Server { return neuroglancer.NewSmallShards(o, target) })
+	}
+	shared := cache.New(64 << 20)
+	big, small := shardServer(shared, 1<<20), shardServer(shared, 1<<10)
+	smallAlone := shardServer(cache.New(64<<20), 1<<10)
+	bigInfo := apitest.MustGet(t, big, info)
+	if got, want := apitest.MustGet(t, small, info), apitest.MustGet(t, smallAlone, info); !bytes.Equal(got, want) || bytes.Equal(want, bigInfo) {
+		t.Errorf("shards aimed at 1 KiB beside a server aiming at 1 MiB on one cache: info %.300s\nwant (alone) %.300s", got, want)
+	}
 }
