@@ -722,9 +722,9 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
 			source := fmt.Sprintf("%s/spatial%d", route, n)
-			return s.shardFile(w, r, st, sh.spatial[n], source, name, start, func(ctx context.Context, b *shardBuild) error {
-				return p.spatialShard(ctx, n, s.o.MaxAnnotations, b)
-			})
+			return s.shardFile(w, r, st, sh.spatial[n], source, name, start,
+				func(b *shardBuild) (int64, error) { return p.leastSpatialShard(n, b) },
+				func(ctx context.Context, b *shardBuild) error { return p.spatialShard(ctx, n, s.o.MaxAnnotations, b) })
 		}
 		key, err := p.cellKey(sl, chi.URLParam(r, "cell"))
 		if err != nil {
@@ -758,7 +758,7 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 			if sh == nil {
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
-			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, p.byIDShard)
+			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, p.leastByIDShard, p.byIDShard)
 		}
 		st, k, p, id, err := s.annotationOf(r, route)
 		if err != nil {
@@ -854,7 +854,7 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 	if spec == nil {
 		return notFoundf("store %q: the skeletons source is not sharded (%d objects), so it has no shard file %s", st.Name(), l0.Info().ObjectCount, name)
 	}
-	return s.shardFile(w, r, st, *spec, "skeletons", name, start, func(ctx context.Context, b *shardBuild) error {
+	return s.shardFile(w, r, st, *spec, "skeletons", name, start, nil, func(ctx context.Context, b *shardBuild) error {
 		return s.skeletonShard(ctx, st, l0, sp, b)
 	})
 }
