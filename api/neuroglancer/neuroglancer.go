@@ -751,9 +751,10 @@ func (s *Server) cell(route string) func(http.ResponseWriter, *http.Request) err
 			holds := func(_ context.Context, shard uint64) (bool, error) {
 				return p.spatialHolds(n, sh.spatial[n], shard, s.o.MaxAnnotations)
 			}
-			return s.shardFile(w, r, st, sh.spatial[n], source, name, start, holds, func(ctx context.Context, b *shardBuild) error {
-				return p.spatialShard(ctx, n, s.o.MaxAnnotations, b)
-			})
+			return s.shardFile(w, r, st, sh.spatial[n], source, name, start, holds,
+				func(b *shardBuild) (int64, error) { return p.leastSpatialShard(n, b) }, func(ctx context.Context, b *shardBuild) error {
+					return p.spatialShard(ctx, n, s.o.MaxAnnotations, b)
+				})
 		}
 		key, err := p.cellKey(sl, chi.URLParam(r, "cell"))
 		if err != nil {
@@ -788,7 +789,7 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
 			holds := func(_ context.Context, shard uint64) (bool, error) { return p.byIDHolds(sh.byID, shard), nil }
-			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, holds, p.byIDShard)
+			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, holds, p.leastByIDShard, p.byIDShard)
 		}
 		st, k, p, id, err := s.annotationOf(r, route)
 		if err != nil {
@@ -900,7 +901,7 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 	holds := func(ctx context.Context, shard uint64) (bool, error) {
 		return s.skeletonHolds(ctx, st, l0, *spec, shard)
 	}
-	return s.shardFile(w, r, st, *spec, "skeletons", name, start, holds, func(ctx context.Context, b *shardBuild) error {
+	return s.shardFile(w, r, st, *spec, "skeletons", name, start, holds, nil, func(ctx context.Context, b *shardBuild) error {
 		return s.skeletonShard(ctx, st, l0, sp, b)
 	})
 }

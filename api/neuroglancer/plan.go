@@ -86,6 +86,10 @@ type plan struct {
 	objectIndex map[int64]int32
 	edgeFirst   []int64 // line sources: dense id of each object's first edge; len(objects)+1
 	size        int64   // bytes, for the cache
+	// cellAim is what a coarse cell may hold (hash mode), in vertices
+	// (a point or an edge counting one): an eighth of the cell bound; 0:
+	// no aim.
+	cellAim float64
 
 	// ordinal is the index in keys of each chunk (by its key's string).
 	ordinal map[string]int32
@@ -339,6 +343,9 @@ func (p *plan) chooseLevels(st *zvf.Store, maxCell int64) {
 			n, each = base.ObjectCount, max(float64(base.VertexCount)/float64(base.ObjectCount), 1)
 		}
 		p.fillForViews(n, each, st.Info().Bounds[1], maxCell)
+		if maxCell > 0 {
+			p.cellAim = float64(maxCell) / 8
+		}
 	}
 }
 
@@ -400,6 +407,38 @@ func (p *plan) fillForViews(n int64, each float64, upper []float64, maxCell int6
 	}
 }
 
+// capByFullest lowers the share of each coarse level (hash mode) so that
+// its fullest cell holds about cellAim vertices at most: fillForViews
+// aims at a view's worth a cell as if the data were spread evenly over
+// the grid, and the store's pyramid thins every cell alike, so dense
+// parts of uneven data (nine points in ten in a hundredth of the box)
+// would put many times the aim in one cell, past the cell bound itself.
+// fullest[s] is the most level-0 vertices a cell of level s's grid
+// holds; a level holds the band of shares above the coarser level's, as
+// the format's own rule emits limit/maxCount of what is left. A cell's
+// annotations are a hash sample, so the aim is lowered by three standard
+// deviations to leave room for the draw.
+func (p *plan) capByFullest(fullest []int64) {
+	if p.subset || p.cellAim <= 0 {
+		return
+	}
+	target := max(p.cellAim-3*math.Sqrt(p.cellAim), p.cellAim/2)
+	below := 0.0 // the share of the coarser levels
+	for s, l := range p.levels[:len(p.levels)-1] {
+		if fullest[s] > 0 {
+			if c := below + target/float64(fullest[s]); c < l.share {
+				l.share = c
+				l.chosen = fmt.Sprintf("level-0 annotations sampled by a hash of their id: %.6g of them up to this level, so that its fullest cell (%d level-0 vertices) holds about %.0f, an eighth of the cell bound less room for the draw (ZVF level %d's %d vertices would give %.6g)",
+					c, fullest[s], target, l.zvf, l.zvfVertices, l.zvfShare)
+			}
+		}
+		below = l.share
+	}
+}
+
+// capping reports whether capByFullest may lower a level's share.
+func (p *plan) capping() bool { return !p.subset && p.cellAim > 0 && len(p.levels) > 1 }
+
 // mix is SplitMix64's finaliser: a bijective, well-mixed hash of an id.
 func mix(x uint64) uint64 {
 	x ^= x >> 30
@@ -449,6 +488,17 @@ func (p *plan) assignPoints(ctx context.Context) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	if p.capping() {
+		fullest := make([]int64, len(p.levels))
+		for s, l := range p.levels[:len(p.levels)-1] {
+			sum := map[string]int64{}
+			for c, key := range l.ofKey {
+				sum[key] += rows[c]
+				fullest[s] = max(fullest[s], sum[key])
+			}
+		}
+		p.capByFullest(fullest)
+	}
 	p.first = make([]int64, len(p.keys)+1)
 	counts := make([]int64, len(p.levels))
 	for c := range p.keys {
@@ -487,19 +537,38 @@ func (p *plan) assignObjects(ctx context.Context, st *zvf.Store) error {
 		}
 	}
 	p.edgeFirst = []int64{0}
-	// Objects are read a batch at a time and filed in id order, so equal
-	// stores give equal plans and memory follows the batch, not the
-	// object count the metadata claims.
+	// Objects are read a batch at a time in id order, so equal stores
+	// give equal plans and memory follows what was read, not the object
+	// count the metadata claims. They are filed once all are read, when
+	// the fullest cell of each level's grid is known (capByFullest).
+	var edges [][]int64 // line sources: each object's edges, until filed
 	reads := make([]objectRead, objectBatch)
 	for start := int64(0); start < n; start += objectBatch {
 		end := min(n, start+objectBatch)
 		if err := p.readObjects(ctx, start, reads[:end-start]); err != nil {
 			return err
 		}
-		for j := range reads[:end-start] {
-			if err := p.file(ctx, reads[j].id, &reads[j], present); err != nil {
-				return err
+		for _, r := range reads[:end-start] {
+			if r.chunks == nil {
+				continue
 			}
+			p.objects = append(p.objects, planObject{id: r.id, chunks: r.chunks})
+			p.size += 4*int64(len(r.chunks)) + 64
+			if p.kind == kindLine {
+				edges = append(edges, r.edges)
+			}
+		}
+	}
+	if p.capping() {
+		p.capByFullest(p.objectFullest(edges))
+	}
+	for i := range p.objects {
+		var e []int64
+		if p.kind == kindLine {
+			e, edges[i] = edges[i], nil
+		}
+		if err := p.file(ctx, int32(i), e, present); err != nil {
+			return err
 		}
 	}
 	if !slices.IsSortedFunc(p.objects, func(a, b planObject) int { return cmp.Compare(a.id, b.id) }) {
@@ -582,20 +651,62 @@ func (p *plan) readObjects(ctx context.Context, start int64, reads []objectRead)
 	return g.Wait()
 }
 
-// file adds object id's annotations to the cells they fall in.
-func (p *plan) file(ctx context.Context, id int64, r *objectRead, present []*zvf.Level) error {
-	if r.chunks == nil {
-		return nil
+// objectFullest is, for each coarse level, the most level-0 vertices a
+// cell of its grid holds: a polyline's every vertex in each cell it
+// touches, an edge one in each cell of its ends (what checkSize counts).
+func (p *plan) objectFullest(edges [][]int64) []int64 {
+	fullest := make([]int64, len(p.levels))
+	type tally struct {
+		n    int64
+		last int32 // the last polyline counted
 	}
-	i := int32(len(p.objects))
-	o := planObject{id: id, chunks: r.chunks}
-	p.size += 4*int64(len(r.chunks)) + 64
+	for s, l := range p.levels[:len(p.levels)-1] {
+		cells := map[string]*tally{}
+		add := func(key string, i int32, n int64) {
+			t := cells[key]
+			if t == nil {
+				t = &tally{last: -1}
+				cells[key] = t
+			}
+			if p.kind == kindPolyline {
+				if t.last == i {
+					return
+				}
+				t.last = i
+			}
+			t.n += n
+			fullest[s] = max(fullest[s], t.n)
+		}
+		for i, o := range p.objects {
+			if p.kind == kindPolyline {
+				for _, c := range o.chunks {
+					add(l.ofKey[c], int32(i), int64(len(o.chunks)))
+				}
+				continue
+			}
+			e := edges[i]
+			for k := 0; k+1 < len(e); k += 2 {
+				ka, kb := l.ofKey[o.chunks[e[k]]], l.ofKey[o.chunks[e[k+1]]]
+				add(ka, int32(i), 1)
+				if kb != ka {
+					add(kb, int32(i), 1)
+				}
+			}
+		}
+	}
+	return fullest
+}
+
+// file adds the annotations of object i (with its edges, for lines) to
+// the cells they fall in.
+func (p *plan) file(ctx context.Context, i int32, edges []int64, present []*zvf.Level) error {
+	o := &p.objects[i]
 	switch p.kind {
 	case kindPolyline:
 		o.level = len(p.levels) - 1
 		if p.subset {
 			for s, l := range present {
-				has, err := l.HasObject(ctx, id)
+				has, err := l.HasObject(ctx, o.id)
 				if err != nil {
 					return err
 				}
@@ -605,7 +716,7 @@ func (p *plan) file(ctx context.Context, id int64, r *objectRead, present []*zvf
 				}
 			}
 		} else {
-			o.level = p.levelOf(id)
+			o.level = p.levelOf(o.id)
 		}
 		sl := p.levels[o.level]
 		sl.count++
@@ -619,12 +730,12 @@ func (p *plan) file(ctx context.Context, id int64, r *objectRead, present []*zvf
 		}
 		p.total++
 	case kindLine:
-		ne := int64(len(r.edges) / 2)
+		ne := int64(len(edges) / 2)
 		base := p.edgeFirst[len(p.edgeFirst)-1]
 		for e := range ne {
 			sl := p.levels[p.levelOf(base+e)]
 			sl.count++
-			ka, kb := sl.ofKey[o.chunks[r.edges[2*e]]], sl.ofKey[o.chunks[r.edges[2*e+1]]]
+			ka, kb := sl.ofKey[o.chunks[edges[2*e]]], sl.ofKey[o.chunks[edges[2*e+1]]]
 			for j, key := range [2]string{ka, kb} {
 				if j == 1 && key == ka {
 					break
@@ -639,7 +750,6 @@ func (p *plan) file(ctx context.Context, id int64, r *objectRead, present []*zvf
 		p.edgeFirst = append(p.edgeFirst, base+ne)
 		p.total += ne
 	}
-	p.objects = append(p.objects, o)
 	return nil
 }
 

@@ -288,8 +288,10 @@ func mortonCode(cellKey string, grid []int64) (uint64, error) {
 // none is its 404 (notModifiedOnceFoundAs). The shard's ETag is known
 // before the build: the store version, its path (source and shard
 // number), the coding and shardVariant, which covers what shapes specs.
+// least, when not nil, is the least a whole build of the shard holds, as
+// shardBuild.add counts it, known before any read.
 func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store, spec sharding.Spec, source, name string, start time.Time,
-	holds func(ctx context.Context, n uint64) (bool, error), build func(ctx context.Context, b *shardBuild) error) error {
+	holds func(ctx context.Context, n uint64) (bool, error), least func(b *shardBuild) (int64, error), build func(ctx context.Context, b *shardBuild) error) error {
 	n, err := spec.ParseShardFile(name)
 	if err != nil {
 		return notFoundf("store %q: %s has no shard file %s (it has %d: %s to %s)", st.Name(), source, name, spec.NumShards(), spec.ShardFile(0), spec.ShardFile(spec.NumShards()-1))
@@ -331,6 +333,20 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 			}
 		}
 	}
+	// A shard the plan shows over the bound is read from its layout
+	// without a whole build first: that build would read and hold up to
+	// the bound before it stopped.
+	if least != nil && !s.holds(full) {
+		b := newBuild()
+		size, err := least(b)
+		if err != nil {
+			return err
+		}
+		if size > b.limit {
+			s.overBound.Store(tag, full)
+			return s.shardRange(w, r, st, key, start, newBuild, build)
+		}
+	}
 	body, err := s.cachedBytes(r.Context(), st, key, func(ctx context.Context) ([]byte, error) {
 		b := newBuild()
 		if err := build(ctx, b); err != nil {
@@ -352,6 +368,68 @@ func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store
 		s.notKept.Store(tag, full)
 	}
 	return s.send(w, r, st, key, mediaBinary, body, start)
+}
+
+// holds reports whether the cache holds key.
+func (s *Server) holds(key string) bool {
+	if s.o.Cache == nil {
+		return false
+	}
+	_, ok := s.o.Cache.Peek(key)
+	return ok
+}
+
+// chunkOverhead is what shardBuild.add counts for a chunk beside its
+// bytes.
+const chunkOverhead = 24
+
+// leastSpatialShard is the least a whole build of shard b of spatial
+// level n holds, from the plan's cells: each cell's list is a count, its
+// records (fixed in size but for a polyline's vertices) and their ids.
+func (p *plan) leastSpatialShard(n int, b *shardBuild) (int64, error) {
+	sl := p.levels[n]
+	per := int64(p.kind.geometryBytes(p.rank) + p.propBytes() + 8)
+	var sum int64
+	for key, cl := range sl.cells {
+		code, err := mortonCode(key, sl.shape)
+		if err != nil {
+			return 0, corruptf("store %q spatial%d: %v", p.store, n, err)
+		}
+		if !b.wants(code) {
+			continue
+		}
+		sum += chunkOverhead + 8 + cl.count*per
+		if p.kind == kindPolyline {
+			for _, i := range cl.objects {
+				sum += 4 + 4*int64(p.rank)*int64(len(p.objects[i].chunks))
+			}
+		}
+	}
+	return sum, nil
+}
+
+// leastByIDShard is the least a whole build of by_id shard b holds, from
+// the plan: a record for each id, a relationship's count with it where
+// there is one (and the object's id but for a point of none).
+func (p *plan) leastByIDShard(b *shardBuild) (int64, error) {
+	per := int64(chunkOverhead + p.kind.geometryBytes(p.rank) + p.propBytes())
+	if p.relate {
+		per += 4
+		if p.kind != kindPoint {
+			per += 8
+		}
+	}
+	if p.kind != kindPolyline {
+		lo, hi := b.idRange(p.total)
+		return (hi - lo) * per, nil
+	}
+	var sum int64
+	for i := range p.objects {
+		if b.wants(uint64(p.objects[i].id)) {
+			sum += per + 4 + 4*int64(p.rank)*int64(len(p.objects[i].chunks))
+		}
+	}
+	return sum, nil
 }
 
 // shardRange answers a Range read of a shard the cache cannot keep (or
@@ -615,7 +693,7 @@ func (b *shardBuild) add(key uint64, data []byte) error {
 	}
 	// A narrow build holds its one chunk, whose stored size the layout
 	// checked against the bound before the answer started.
-	if n := b.bytes.Add(int64(len(data)) + 24); n > b.limit && !b.narrow {
+	if n := b.bytes.Add(int64(len(data)) + chunkOverhead); n > b.limit && !b.narrow {
 		return &shardOverBound{tooLargef("store %q: shard %s of %s holds more than %d bytes, more than this server builds at once", b.store, b.spec.ShardFile(b.shard), b.source, b.limit)}
 	}
 	b.mu.Lock()
