@@ -398,12 +398,13 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 }
 
 // observe gives the request its id (X-Request-Id) and its state (see
-// reqState), and records metrics and an access log line per request, with
+// reqState; its route context is the one router, next, fills), and records metrics and an access log line per request, with
 // how the response ended: complete, or cut (see statusWriter.outcome).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.o.Now()
 		st := newReqState(start, s.reqs.Add(1))
+		st.route = s.routeCtx(next)
 		// The request's context from here on is the one in its state (its
 		// clock, armed by timeout on the routes that have one); parent is
 		// the server's, which says whether the client went.
@@ -447,6 +448,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					slog.Int64("bytes", sw.bytes), slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", st.id))
 			}
 			st.ctx.release()
+			s.routeCtxs.Put(st.route)
 			if v != nil {
 				panic(v)
 			}
@@ -454,6 +456,15 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r)
 		sw.finish()
 	})
+}
+
+// routeCtx is a route context for a request to router, from the pool
+// (chi's Mux.ServeHTTP does the same with its own).
+func (s *Server) routeCtx(router http.Handler) *chi.Context {
+	rc := s.routeCtxs.Get().(*chi.Context)
+	rc.Reset()
+	rc.Routes, _ = router.(chi.Routes)
+	return rc
 }
 
 // maxLogMethod bounds the method a log line repeats: the server takes

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // The values a request's context carries, each under a key of its own type
@@ -41,6 +43,11 @@ type reqState struct {
 	// request); wrapped says wrap has taken it.
 	att     attempt
 	wrapped bool
+	// route is chi's routing context, answered by ctx for chi.RouteCtxKey
+	// (see observe). It comes from Server.routes, a pool, as chi's own
+	// would, and goes back when observe returns, as chi's would: its
+	// parameters' slices keep their room.
+	route *chi.Context
 }
 
 // newReqState makes a request's state; seq numbers the request.
@@ -131,6 +138,9 @@ func (c *requestCtx) Value(key any) any {
 			if c.st.wrapped {
 				return &c.st.att
 			}
+		}
+		if key == any(chi.RouteCtxKey) && c.st.route != nil {
+			return c.st.route
 		}
 	}
 	return c.Context.Value(key)
