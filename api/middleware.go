@@ -327,11 +327,37 @@ func (sl *slot) acquire() error {
 	if sl.held {
 		return nil
 	}
+	// The common case, a token and a slot free, takes them without the
+	// clock's Done (which makes the clock follow the client's context:
+	// see requestCtx.start).
+	if sl.own != nil {
+		select {
+		case sl.own <- struct{}{}:
+			sl.tok = sl.own
+		case sl.s.extra <- struct{}{}:
+			sl.tok = sl.s.extra
+		default:
+		}
+	}
+	if sl.own == nil || sl.tok != nil {
+		select {
+		case sl.s.slots <- struct{}{}:
+			sl.held = true
+			sl.s.m.inFlight.Inc()
+			return nil
+		default:
+		}
+	}
+	return sl.wait()
+}
+
+// wait is acquire's wait, for a token (unless one is held) and a slot.
+func (sl *slot) wait() error {
 	var done <-chan struct{} // nil without a clock: the wait is the request's
 	if sl.ctx != nil {
 		done = sl.ctx.Done()
 	}
-	if sl.own != nil {
+	if sl.own != nil && sl.tok == nil {
 		select {
 		case sl.own <- struct{}{}:
 			sl.tok = sl.own
