@@ -272,6 +272,7 @@ func TestUnknownParameters(t *testing.T) {
 		{"/api/v1/stores/cells?levle=1", []string{"levle", "takes f"}},
 		{"/api/v1/stores/cells/objects/1/levels?level=1", []string{"level"}},
 		{"/api/v1/stores/cells/bbox?min=0,0,0&max=1,1,1&min=2,2,2", []string{"min", "given 2 times"}},
+		{"/api/v1/stores/cells/bbox?f=json&min=0,0,0&f=bin&max=1,1,1&f=csv", []string{"parameter f is given 3 times"}},
 	} {
 		code, _, body := serve(t, srv.Handler(), tc.path)
 		if code != 400 {

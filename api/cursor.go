@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -162,7 +161,7 @@ func appendCorner(b []byte, v string) []byte {
 	return b
 }
 
-func queryHash(store string, q url.Values) string {
+func queryHash(store string, q queryArgs) string {
 	var buf [256]byte // on the stack for a usual query: no allocation
 	b := append(buf[:0], store...)
 	for _, p := range [...]string{"min", "max", "attributes", "level", "limit"} {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,13 +143,13 @@ func parseID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
-func parseAttrs(q url.Values) ([]string, error) {
+func parseAttrs(q queryArgs) ([]string, error) {
 	return parseNames(q, "attributes")
 }
 
 // parseNames reads the attribute names of the parameter param: a
 // comma-separated list, or * for all; nil when it is not given.
-func parseNames(q url.Values, param string) ([]string, error) {
+func parseNames(q queryArgs, param string) ([]string, error) {
 	v := q.Get(param)
 	if v == "" {
 		return nil, nil
@@ -176,7 +175,7 @@ func parseNames(q url.Values, param string) ([]string, error) {
 }
 
 // parseBox reads the closed box min=…&max=… of a store with dims axes.
-func parseBox(q url.Values, dims int) (min, max []float64, err error) {
+func parseBox(q queryArgs, dims int) (min, max []float64, err error) {
 	// Both corners in one array, each a full slice of it.
 	both := make([]float64, 2*dims)
 	min, max = both[:dims:dims], both[dims:]
@@ -518,7 +517,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 // the version the cursor came from: the change that makes the cursor
 // stale is the one that precondition tests, so it is its 412 (the caller
 // judges it once the tag is known).
-func bboxCursor(r *http.Request, st *zvf.Store, q url.Values) (cur cursor, hash string, stale, err error) {
+func bboxCursor(r *http.Request, st *zvf.Store, q queryArgs) (cur cursor, hash string, stale, err error) {
 	if q.Get("cursor") != "" {
 		hash = queryHash(st.Name(), q)
 	}
@@ -537,7 +536,7 @@ func bboxCursor(r *http.Request, st *zvf.Store, q url.Values) (cur cursor, hash 
 // ChooseLevelWith finds for the box, limit, attributes and selection of
 // zq (edge values need a level that keeps them; edgeAttrsSetup checks
 // the names' use once the level is known).
-func (s *Server) bboxLevel(r *http.Request, q url.Values, st *zvf.Store, cur cursor, stale error, zq zvf.BBoxQuery) (*zvf.Level, error) {
+func (s *Server) bboxLevel(r *http.Request, q queryArgs, st *zvf.Store, cur cursor, stale error, zq zvf.BBoxQuery) (*zvf.Level, error) {
 	if q.Get("level") != "auto" {
 		return s.level(st, r)
 	}
@@ -717,7 +716,7 @@ func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start 
 // whose values its edges carry) and refuses them where the answer has no
 // place for them, rather than leaving them out unsaid. geom is the
 // store's geometry: PLY has an edge element for lines only.
-func edgeAttrsSetup(q url.Values, rep representation, am *arrowMeta, geom string) ([]string, error) {
+func edgeAttrsSetup(q queryArgs, rep representation, am *arrowMeta, geom string) ([]string, error) {
 	names, err := parseNames(q, "edge_attributes")
 	if err != nil || names == nil {
 		return nil, err

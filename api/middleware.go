@@ -327,11 +327,37 @@ func (sl *slot) acquire() error {
 	if sl.held {
 		return nil
 	}
+	// The common case, a token and a slot free, takes them without the
+	// clock's Done (which makes the clock follow the client's context:
+	// see requestCtx.start).
+	if sl.own != nil {
+		select {
+		case sl.own <- struct{}{}:
+			sl.tok = sl.own
+		case sl.s.extra <- struct{}{}:
+			sl.tok = sl.s.extra
+		default:
+		}
+	}
+	if sl.own == nil || sl.tok != nil {
+		select {
+		case sl.s.slots <- struct{}{}:
+			sl.held = true
+			sl.s.m.inFlight.Inc()
+			return nil
+		default:
+		}
+	}
+	return sl.wait()
+}
+
+// wait is acquire's wait, for a token (unless one is held) and a slot.
+func (sl *slot) wait() error {
 	var done <-chan struct{} // nil without a clock: the wait is the request's
 	if sl.ctx != nil {
 		done = sl.ctx.Done()
 	}
-	if sl.own != nil {
+	if sl.own != nil && sl.tok == nil {
 		select {
 		case sl.own <- struct{}{}:
 			sl.tok = sl.own
@@ -398,12 +424,13 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 }
 
 // observe gives the request its id (X-Request-Id) and its state (see
-// reqState), and records metrics and an access log line per request, with
+// reqState; its route context is the one router, next, fills), and records metrics and an access log line per request, with
 // how the response ended: complete, or cut (see statusWriter.outcome).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.o.Now()
 		st := newReqState(start, s.reqs.Add(1))
+		st.route = s.routeCtx(next)
 		// The request's context from here on is the one in its state (its
 		// clock, armed by timeout on the routes that have one); parent is
 		// the server's, which says whether the client went.
@@ -447,6 +474,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					slog.Int64("bytes", sw.bytes), slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", st.id))
 			}
 			st.ctx.release()
+			s.routeCtxs.Put(st.route)
 			if v != nil {
 				panic(v)
 			}
@@ -454,6 +482,15 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r)
 		sw.finish()
 	})
+}
+
+// routeCtx is a route context for a request to router, from the pool
+// (chi's Mux.ServeHTTP does the same with its own).
+func (s *Server) routeCtx(router http.Handler) *chi.Context {
+	rc := s.routeCtxs.Get().(*chi.Context)
+	rc.Reset()
+	rc.Routes, _ = router.(chi.Routes)
+	return rc
 }
 
 // maxLogMethod bounds the method a log line repeats: the server takes

@@ -38,7 +38,8 @@ func TestNegotiateAnswerAllocs(t *testing.T) {
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/api/v1/stores/points/bbox"+c.query, nil)
 		r.Header.Set("Accept-Encoding", c.acceptEncoding)
-		r = r.WithContext(context.WithValue(r.Context(), attemptKey, &attempt{q: r.URL.Query()})) // as wrap does
+		q, _ := parseQuery(r.URL.RawQuery, nil)
+		r = r.WithContext(context.WithValue(r.Context(), attemptKey, &attempt{q: q})) // as wrap does
 		rep, err := s.negotiateAnswer(r, st, "bbox")
 		if err != nil || rep.codec.format() != c.want {
 			t.Fatalf("%q: negotiated %v, %v; want %s", c.query, rep.codec, err, c.want)

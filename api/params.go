@@ -51,24 +51,28 @@ func routeParams() map[string][]paramSpec {
 
 // checkParams refuses query parameters the route does not take, repeated
 // parameters, and values outside a parameter's list.
-func checkParams(table map[string][]paramSpec, r *http.Request, q url.Values) error {
+func checkParams(table map[string][]paramSpec, r *http.Request, q queryArgs) error {
 	pattern := strings.TrimSuffix(chi.RouteContext(r.Context()).RoutePattern(), "/")
 	specs, ok := table[pattern]
 	if !ok {
 		return nil
 	}
 	var unknown []string
-	for name, vs := range q {
+	for j, a := range q {
+		name := a.k
+		if q[:j].Has(name) {
+			continue // its first setting was checked
+		}
 		i := slices.IndexFunc(specs, func(p paramSpec) bool { return p.name == name })
 		if i < 0 {
 			unknown = append(unknown, name)
 			continue
 		}
-		if len(vs) > 1 {
-			return badRequest(fmt.Sprintf("parameter %s is given %d times; give it once", name, len(vs)))
+		if n := q[j:].count(name); n > 1 {
+			return badRequest(fmt.Sprintf("parameter %s is given %d times; give it once", name, n))
 		}
-		if vals := specs[i].values; vals != nil && !slices.Contains(vals, vs[0]) {
-			return badRequest(fmt.Sprintf("%s=%q: use %s", name, vs[0], orList(vals)))
+		if vals := specs[i].values; vals != nil && !slices.Contains(vals, a.v) {
+			return badRequest(fmt.Sprintf("%s=%q: use %s", name, a.v, orList(vals)))
 		}
 	}
 	if len(unknown) == 0 {
@@ -109,28 +113,53 @@ func closest(u string, valid []string) string {
 	return suggest.Nearest(u, valid)
 }
 
-// sharedParams is how many settings parseQuery gives one array of values;
-// a longer query is url.ParseQuery's.
-const sharedParams = 64
+// queryArg is one setting of a query string, unescaped.
+type queryArg struct{ k, v string }
 
-// parseQuery is url.ParseQuery in fewer allocations: the values of the
-// keys a query gives share one array, each key's slice of it full (an Add
-// copies it), rather than one slice per key. Like url.ParseQuery it skips
-// a setting it cannot read (a bad percent escape, an unescaped ';') and
-// reads on; unlike URL.Query, it returns that setting as bad (the first
-// one), so the request is refused rather than answered without it.
-func parseQuery(raw string) (q url.Values, bad string) {
-	n := strings.Count(raw, "&") + 1
-	if n > sharedParams {
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			bad = firstBadSetting(raw)
+// queryArgs is a request's query, its settings in the order given: what
+// url.Values holds, without a map to build for every request (a
+// handler looks up a few names among a few settings).
+type queryArgs []queryArg
+
+// Get is k's first value, or "" (as url.Values.Get).
+func (q queryArgs) Get(k string) string {
+	for _, a := range q {
+		if a.k == k {
+			return a.v
 		}
-		return q, bad
 	}
-	q = make(url.Values, n)
-	vals := make([]string, n)
-	i := 0
+	return ""
+}
+
+// Has says whether the query gives k (as url.Values.Has).
+func (q queryArgs) Has(k string) bool {
+	for _, a := range q {
+		if a.k == k {
+			return true
+		}
+	}
+	return false
+}
+
+// count is how many times the query gives k.
+func (q queryArgs) count(k string) int {
+	n := 0
+	for _, a := range q {
+		if a.k == k {
+			n++
+		}
+	}
+	return n
+}
+
+// parseQuery reads raw's settings as url.ParseQuery does, appended to
+// buf[:0] (a request's keeps room for a usual query: no allocation).
+// Like url.ParseQuery it skips a setting it cannot read (a bad percent
+// escape, an unescaped ';') and reads on; unlike URL.Query, it returns
+// that setting as bad (the first one), so the request is refused rather
+// than answered without it.
+func parseQuery(raw string, buf queryArgs) (q queryArgs, bad string) {
+	q = buf[:0]
 	for raw != "" {
 		var kv string
 		kv, raw, _ = strings.Cut(raw, "&")
@@ -154,28 +183,9 @@ func parseQuery(raw string) (q url.Values, bad string) {
 			}
 			continue
 		}
-		if old, ok := q[k]; ok {
-			q[k] = append(old, v)
-			continue
-		}
-		vals[i] = v
-		q[k] = vals[i : i+1 : i+1]
-		i++
+		q = append(q, queryArg{k, v})
 	}
 	return q, bad
-}
-
-// firstBadSetting is the first setting of raw url.ParseQuery skips.
-func firstBadSetting(raw string) string {
-	for kv := range strings.SplitSeq(raw, "&") {
-		if kv == "" {
-			continue
-		}
-		if _, err := url.ParseQuery(kv); err != nil {
-			return kv
-		}
-	}
-	return ""
 }
 
 // badSetting is the 400 for a query setting that cannot be read.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +22,7 @@ import (
 // parseSelection reads filter=, filter-lang= and sample=. A filter that
 // cannot be read is a bad-filter problem whose detail says what and
 // where; an empty filter= is no filter.
-func parseSelection(q url.Values) (zvf.Selection, error) {
+func parseSelection(q queryArgs) (zvf.Selection, error) {
 	var sel zvf.Selection
 	if v := q.Get("sample"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)

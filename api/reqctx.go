@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // The values a request's context carries, each under a key of its own type
@@ -41,6 +43,11 @@ type reqState struct {
 	// request); wrapped says wrap has taken it.
 	att     attempt
 	wrapped bool
+	// route is chi's routing context, answered by ctx for chi.RouteCtxKey
+	// (see observe). It comes from Server.routes, a pool, as chi's own
+	// would, and goes back when observe returns, as chi's would: its
+	// parameters' slices keep their room.
+	route *chi.Context
 }
 
 // newReqState makes a request's state; seq numbers the request.
@@ -75,8 +82,6 @@ func requestID(ctx context.Context) string {
 // contexts derived from it need no goroutine each.
 type requestCtx struct {
 	context.Context // the request's own: values, and cancellation when the client goes
-	done            chan struct{}
-	stopParent      func() bool
 	timer           *time.Timer
 	// cut is the response the clock cuts if the deadline passes (set by
 	// setCut before the handler runs; a pointer, not a method value, so
@@ -97,6 +102,11 @@ type requestCtx struct {
 	fireAt  time.Time
 	stopped bool // release has run: expire re-arms nothing
 	afters  map[*func()]struct{}
+	// done is made on the first Done; following says the parent's end
+	// is this context's too (see follow), and stopParent undoes it.
+	done       chan struct{}
+	following  bool
+	stopParent func() bool
 }
 
 func newRequestCtx(parent context.Context, deadline time.Time) *requestCtx {
@@ -107,10 +117,27 @@ func newRequestCtx(parent context.Context, deadline time.Time) *requestCtx {
 }
 
 // start sets up a zero requestCtx (one that lives inside a reqState) on
-// parent, without a clock: it ends when parent does, or at release.
+// parent, without a clock: it ends when parent does, or at release. Err
+// asks the parent; Done and AfterFunc, whose callers wait for the end,
+// follow it (see followLocked). A warm answer asks only Err: it costs
+// neither the parent's lock, twice, nor three allocations.
 func (c *requestCtx) start(parent context.Context) {
-	c.Context, c.done = parent, make(chan struct{})
-	c.stopParent = context.AfterFunc(parent, c.parentDone)
+	c.Context = parent
+}
+
+// followLocked makes the parent's end this context's, once; c.mu held.
+func (c *requestCtx) followLocked() {
+	if c.following || c.err != nil {
+		return
+	}
+	c.following = true
+	if err := c.Context.Err(); err != nil {
+		c.cancelLocked(err)
+		return
+	}
+	// The parent runs parentDone on a goroutine of its own, never under
+	// its lock or c.mu.
+	c.stopParent = context.AfterFunc(c.Context, c.parentDone)
 }
 
 // arm starts the clock: the context ends at deadline (until extend moves
@@ -132,6 +159,9 @@ func (c *requestCtx) Value(key any) any {
 				return &c.st.att
 			}
 		}
+		if key == any(chi.RouteCtxKey) && c.st.route != nil {
+			return c.st.route
+		}
 	}
 	return c.Context.Value(key)
 }
@@ -142,11 +172,27 @@ func (c *requestCtx) parentDone() { c.cancel(c.Context.Err()) }
 // caller that planned by the earlier one would cut work short.
 func (c *requestCtx) Deadline() (time.Time, bool) { return c.Context.Deadline() }
 
-func (c *requestCtx) Done() <-chan struct{} { return c.done }
+func (c *requestCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	c.followLocked()
+	return c.done
+}
 
 func (c *requestCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.err == nil && !c.following {
+		if err := c.Context.Err(); err != nil {
+			c.cancelLocked(err)
+		}
+	}
 	return c.err
 }
 
@@ -154,6 +200,7 @@ func (c *requestCtx) Err() error {
 func (c *requestCtx) AfterFunc(f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.followLocked()
 	if c.err != nil {
 		go f()
 		return func() bool { return false }
@@ -225,7 +272,9 @@ func (c *requestCtx) cancelLocked(err error) {
 		return
 	}
 	c.err = err
-	close(c.done)
+	if c.done != nil {
+		close(c.done)
+	}
 	for f := range c.afters {
 		go (*f)()
 	}
@@ -240,7 +289,10 @@ func (c *requestCtx) release() {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	stop := c.stopParent
 	c.mu.Unlock()
-	c.stopParent()
+	if stop != nil {
+		stop()
+	}
 	c.cancel(context.Canceled)
 }

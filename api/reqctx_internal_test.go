@@ -101,6 +101,41 @@ func TestRequestCtx(t *testing.T) {
 			}
 		})
 	})
+	// The clock follows the client's context only once something waits on
+	// it (Done, AfterFunc); Err alone still sees the client go, and a
+	// wait that starts after it went ends at once.
+	t.Run("client gone, asked by Err only", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		c := newRequestCtx(parent, time.Now().Add(time.Hour))
+		defer c.release()
+		if c.Err() != nil {
+			t.Fatalf("err %v before the client went", c.Err())
+		}
+		cancel()
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("err %v after the client went", c.Err())
+		}
+		select {
+		case <-c.Done():
+		default:
+			t.Fatal("Done open after Err saw the client go")
+		}
+	})
+	t.Run("client gone before the first Done", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		c := newRequestCtx(parent, time.Now().Add(time.Hour))
+		defer c.release()
+		cancel()
+		select {
+		case <-c.Done():
+		default:
+			t.Fatal("Done open after the client went")
+		}
+		ran := make(chan struct{})
+		context.AfterFunc(c, func() { close(ran) })
+		waitDone(t, c, 5*time.Second)
+		<-ran
+	})
 	t.Run("released", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var sw statusWriter

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -23,8 +22,9 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 // forget to), so an answer that meets a newer object is retried on the
 // next version.
 type attempt struct {
-	q      url.Values
-	pinned bool // the route names a store: h, st and err are its lookup
+	q      queryArgs
+	qbuf   [queryRoom]queryArg // q's room
+	pinned bool                // the route names a store: h, st and err are its lookup
 	h      *zvf.Handle
 	st     *zvf.Store
 	err    error
@@ -40,12 +40,17 @@ func (a *attempt) pin(s *Server, r *http.Request) {
 	a.h, a.st, a.err = s.lookup(name)
 }
 
+// queryRoom is how many settings a request's query has room for in its
+// attempt; a longer query allocates.
+const queryRoom = 16
+
 // query is the request's parsed query string (parsed once per request).
-func query(r *http.Request) url.Values {
+func query(r *http.Request) queryArgs {
 	if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
 		return a.q
 	}
-	return r.URL.Query()
+	q, _ := parseQuery(r.URL.RawQuery, nil)
+	return q
 }
 
 // answerHeaders are the headers a handler sets; a retried answer starts
@@ -69,7 +74,7 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 			a = new(attempt)
 		}
 		var bad string
-		a.q, bad = parseQuery(r.URL.RawQuery)
+		a.q, bad = parseQuery(r.URL.RawQuery, a.qbuf[:])
 		if bad != "" {
 			writeProblem(w, r, classify(badSetting(bad)))
 			return

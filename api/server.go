@@ -93,6 +93,8 @@ type Server struct {
 	text    batchers               // the text formats' row buffers
 	params  map[string][]paramSpec // every route's query parameters
 	reqs    atomic.Uint64          // request ids
+	// routeCtxs pools the router's route contexts (see observe).
+	routeCtxs sync.Pool
 
 	fits atomic.Pointer[map[shape][]codec] // see answerFits
 
@@ -213,6 +215,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.m.watchCache(o.Cache)
+	s.routeCtxs.New = func() any { return chi.NewRouteContext() }
 	s.handler = s.routes()
 	s.ready.Store(true)
 	return s, nil
@@ -382,9 +385,9 @@ func (s *Server) routes() http.Handler {
 		r.Get(pattern, h)
 		r.Head(pattern, h)
 	}
-	// observe sits outside recoverer so that a response cut by a panic is
-	// still logged and counted, as what it was.
-	r.Use(s.observe, s.probeOnly, s.recoverer, s.methods, s.cors, s.limits)
+	// observe (see below) sits outside recoverer so that a response cut by
+	// a panic is still logged and counted, as what it was.
+	r.Use(s.probeOnly, s.recoverer, s.methods, s.cors, s.limits)
 	get(r, "/healthz", healthz)
 	get(r, "/readyz", s.readyz)
 	r.Group(func(r chi.Router) {
@@ -432,5 +435,9 @@ func (s *Server) routes() http.Handler {
 		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
 		writeProblem(w, r, problem.New(problem.MethodNotAllowed, ""))
 	})
-	return r
+	// observe runs before the router: the request's state holds chi's
+	// route context, which the router finds in the request's context and
+	// uses rather than making its own (a context and a request copy a
+	// request).
+	return s.observe(r)
 }
