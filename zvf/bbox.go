@@ -133,15 +133,10 @@ func (l *Level) BBox(ctx context.Context, q BBoxQuery, emit func(*Batch) error) 
 		res.Matched, res.MatchedKnown = from+res.Count, true
 	case q.Resume == nil && q.Offset == 0 && len(sc.cand)-ai.pageEnd()-1 <= firstPageCountChunks:
 		// The first page counts the whole answer when few chunks
-		// follow it: one more window of matching, nothing gathered. The
-		// rule depends on the query alone (not on what is cached), so
-		// equal requests answer equal bytes.
+		// follow it. The rule depends on the query alone (not on what is
+		// cached), so equal requests answer equal bytes.
 		end := ai.pageEnd()
-		rest := int64(0)
-		err := l.matches(ctx, sc, sc.cand[end+1:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
-			rest += int64(m.count())
-			return false, nil
-		})
+		rest, err := l.countFrom(ctx, sc, end+1, &q)
 		if err != nil {
 			return res, err
 		}
@@ -376,4 +371,15 @@ func (l *Level) rowOwners(owner, ids []int64, m *chunkMatch, inv *inverse, first
 		ids[i-first] = of[m.row(i)]
 	}
 	return owner, ids
+}
+
+// countFrom counts the box's rows in the candidates from the i-th on: one
+// more window of matching, nothing gathered.
+func (l *Level) countFrom(ctx context.Context, sc *bboxScratch, i int, q *BBoxQuery) (int64, error) {
+	rest := int64(0)
+	err := l.matches(ctx, sc, sc.cand[i:], q.Min, q.Max, func(m *chunkMatch) (bool, error) {
+		rest += int64(m.count())
+		return false, nil
+	})
+	return rest, err
 }
