@@ -432,7 +432,7 @@ func TestRouteTableIsWhatIsMounted(t *testing.T) {
 	srv := demoServer(t, api.Options{})
 	table := api.RouteParams()
 	mounted := map[string]bool{}
-	err := chi.Walk(srv.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err := chi.Walk(api.MountedRouter(srv), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if method == http.MethodGet && strings.HasPrefix(route, "/api/") {
 			mounted[strings.TrimSuffix(route, "/")] = true
 		}

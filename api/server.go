@@ -89,6 +89,7 @@ type Server struct {
 	mem     int64 // what answers may hold in all before new ones wait (see budget.go)
 	ready   atomic.Bool
 	handler http.Handler
+	mux     *chi.Mux // the router behind observe, which the route-table test walks
 	pools   bodyPools
 	text    batchers               // the text formats' row buffers
 	params  map[string][]paramSpec // every route's query parameters
@@ -439,5 +440,6 @@ func (s *Server) routes() http.Handler {
 	// route context, which the router finds in the request's context and
 	// uses rather than making its own (a context and a request copy a
 	// request).
+	s.mux = r
 	return s.observe(r)
 }
