@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -192,6 +193,20 @@ func (c *chrome) tab(t *testing.T, w, h int) *browser {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// noCache turns the tab's HTTP cache off: the viewer's data URLs name
+// the store version and are immutable, so a test that must see its
+// requests reach the server (faults, holds) cannot take them from what
+// an earlier test on the same browser left in its cache.
+func (b *browser) noCache() {
+	b.t.Helper()
+	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
+		b.t.Fatal(err)
+	}
+	if _, err := chromedp.Call(b.ctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 func (b *browser) wait(expr string) {

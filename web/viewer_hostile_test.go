@@ -673,6 +673,7 @@ func testFilterLinkBusy(t *testing.T, e *hostileEnv) {
 func testTypedFilterBusy(t *testing.T, e *hostileEnv) {
 	const neurons = "cell_type = 'neuron'"
 	b := e.ch.tab(t, 1280, 800)
+	b.noCache()
 	b.navigate(e.ts.URL + "/?stores=cells")
 	b.settle()
 	// The check asks each of the demo's three levels: two of them busy.
@@ -717,6 +718,7 @@ func testStorageDenied(t *testing.T, e *hostileEnv) {
 		&fault{path: axons, status: 502, kind: problem.StorageDenied, times: -1},
 		&fault{path: "/api/v1/stores/skeletons", status: 502, times: 1})
 	b := e.ch.tab(t, 1280, 800)
+	b.noCache()
 	b.navigate(e.ts.URL + "/?stores=cells,axons,skeletons")
 	b.settle()
 	const why = " · not retried: the server's storage refused it access (its credentials or permissions); reload once they are fixed"

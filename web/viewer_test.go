@@ -392,6 +392,7 @@ func testCancelledRequests(t *testing.T, e *viewerEnv) {
 	// to the opposite one: those requests are aborted, the new corner
 	// is loaded.
 	b := e.ch.tab(t, 1280, 800)
+	b.noCache()
 	e.lg.hold(t)
 	b.navigate(e.ts.URL + "/?stores=points&cam=-1.5708,1.5707,300,125,125,125")
 	b.wait(`__zvf.requests.some(r => r.kind === 'tile' && r.level === 0)`)
