@@ -381,28 +381,11 @@ func newOutsideBounds(l *Level) *outsideBounds {
 		if l.vdt.Kind == zarr.KindFloat && l.vdt.Size == 4 {
 			// Bounds written from float64 input may fall between two
 			// float32 values; the rows stored round to either side.
-			ob.lo[i] = float64(nextDown32(b[0][i]))
-			ob.hi[i] = float64(nextUp32(b[1][i]))
+			ob.lo[i] = float64(below32(b[0][i]))
+			ob.hi[i] = float64(above32(b[1][i]))
 		}
 	}
 	return ob
-}
-
-// nextDown32 is the largest float32 at most v; nextUp32 the least at least v.
-func nextDown32(v float64) float32 {
-	f := float32(v)
-	if float64(f) > v {
-		f = math.Nextafter32(f, float32(math.Inf(-1)))
-	}
-	return f
-}
-
-func nextUp32(v float64) float32 {
-	f := float32(v)
-	if float64(f) < v {
-		f = math.Nextafter32(f, float32(math.Inf(1)))
-	}
-	return f
 }
 
 func (ob *outsideBounds) add(l *Level, k Key, cv *chunkVerts) {
