@@ -160,6 +160,10 @@ func rawWeights(t *testing.T, dir string, level int, v09 bool) map[string]float3
 // its packed copy, 0.9 offsets arrays) against the weights decoded from
 // the files: each edge gets the value of the link row it came from, and
 // an edge no link attribute row follows (0.7's cross-chunk links) none.
+// Pages bounded by their edges' stored values hold at most that many
+// bytes of them: on 0.9, whose cross-chunk links carry values, a bound
+// counting only a chunk's own links let the first page hold 92 bytes
+// of 64.
 func TestLinkAttributesReferenceGraphs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -184,11 +188,16 @@ func TestLinkAttributesReferenceGraphs(t *testing.T) {
 			if got := fmt.Sprint(l.Info().LinkAttributes); got != "[{weight float32 1 []}]" {
 				t.Fatalf("link attributes %s", got)
 			}
-			for _, limit := range []int64{0, 97} {
+			// Pages cut by a row limit, and by a bound on their edges'
+			// stored values (64 bytes: 16 weights), which on 0.9 counts
+			// the cross-chunk links' values too.
+			for _, pg := range []struct{ limit, bound int64 }{{0, 0}, {97, 0}, {0, 64}} {
+				limit := pg.limit
 				var verts []string
-				weighted, edges := 0, 0
-				q := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, LinkAttributes: []string{"*"}, Limit: limit}
+				weighted, edges, pages := 0, 0, 0
+				q := zvf.BBoxQuery{Min: []float64{-1e9, -1e9, -1e9}, Max: []float64{1e9, 1e9, 1e9}, Connectivity: true, LinkAttributes: []string{"*"}, Limit: limit, EdgeValueBytes: pg.bound}
 				for page := 0; ; page++ {
+					pages++
 					res, err := l.BBox(context.Background(), q, func(b *zvf.Batch) error {
 						for i := 0; i < b.Rows; i++ {
 							p := make([]float32, 3)
@@ -227,6 +236,9 @@ func TestLinkAttributesReferenceGraphs(t *testing.T) {
 							weighted++
 						}
 					}
+					if stored := 4 * (col.Edges() - invalid(col.Valid)); pg.bound > 0 && int64(stored) > pg.bound {
+						t.Fatalf("page %d: %d bytes of edge values; a page holds at most %d", page, stored, pg.bound)
+					}
 					edges += ne
 					if !res.More {
 						break
@@ -234,7 +246,10 @@ func TestLinkAttributesReferenceGraphs(t *testing.T) {
 					q.Resume = res.Next
 				}
 				if weighted != tc.weighted || edges != tc.edges {
-					t.Fatalf("limit %d: %d edges, %d weighted; want %d, %d", limit, edges, weighted, tc.edges, tc.weighted)
+					t.Fatalf("limit %d, bound %d: %d edges, %d weighted; want %d, %d", limit, pg.bound, edges, weighted, tc.edges, tc.weighted)
+				}
+				if pg.bound > 0 && int64(pages) < int64(4*tc.weighted)/pg.bound {
+					t.Fatalf("bound %d: %d pages for %d weights", pg.bound, pages, tc.weighted)
 				}
 			}
 			// Every object's edges carry the same values.
@@ -394,6 +409,17 @@ func TestLinkAttributesWriterRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %d edges with values, %d without; want %d, %d", name, len(seen), without, ne-cross, cross)
 		}
 	}
+}
+
+// invalid is how many of an edge column's edges have no value.
+func invalid(valid []bool) int {
+	n := 0
+	for _, v := range valid {
+		if !v {
+			n++
+		}
+	}
+	return n
 }
 
 // TestLinkAttributesCorruptCell: a link attribute cell that is not one
