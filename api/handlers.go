@@ -176,9 +176,9 @@ func parseNames(q queryArgs, param string) ([]string, error) {
 }
 
 // parseBox reads the closed box min=…&max=… of a store with dims axes.
-func parseBox(q queryArgs, dims int) (min, max []float64, err error) {
+func parseBox(q queryArgs, dims int, p *answerParts) (min, max []float64, err error) {
 	// Both corners in one array, each a full slice of it.
-	both := make([]float64, 2*dims)
+	both := p.boxCorners(dims)
 	min, max = both[:dims:dims], both[dims:]
 	if err = parseCorner(min, q.Get("min"), "min"); err != nil {
 		return nil, nil, err
@@ -381,7 +381,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := query(r)
 	dims := st.Info().Dims
-	min, max, err := parseBox(q, dims)
+	min, max, err := parseBox(q, dims, partsOf(r.Context()))
 	if err != nil {
 		return err
 	}
@@ -456,7 +456,8 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	if cur.Resume == nil {
 		zq.Offset = cur.Offset // a format 1 cursor
 	}
-	meta := &payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
+	meta := partsOf(r.Context()).newMeta()
+	*meta = payloadMeta{Kind: "bbox", Store: st.Name(), Level: l.N(), Dims: dims, VertexDType: l.VertexDType(), ObjectIDs: l.Info().ObjectCount > 0, Export: export, Arrow: am}
 	if meta.Attributes, err = attrInfos(l, attrs); err != nil {
 		return err
 	}
@@ -486,7 +487,7 @@ func (s *Server) bbox(w http.ResponseWriter, r *http.Request) error {
 	_, zq.Wire = rep.codec.(binaryCodec)
 	// Headers the answer's end decides go out as headers when the answer
 	// was held back whole, else as the trailers declared when it started.
-	return s.streamPayload(w, rep, start, meta, bboxTrailers[:], func(enc encoder, body *bodyWriter) (*trailer, error) {
+	return s.streamPayload(w, r, rep, start, meta, bboxTrailers[:], func(enc encoder, body *bodyWriter) (*trailer, error) {
 		// A page is bounded by what its encoder must hold, in bytes, too,
 		// and by the edge values every format holds to its end.
 		if n := rep.codec.pageRows(meta); n > 0 && n < zq.Limit {
@@ -563,7 +564,8 @@ func (s *Server) bboxLevel(r *http.Request, q queryArgs, st *zvf.Store, cur curs
 // next page's cursor (Link, X-Next-Cursor), the whole answer's count when
 // it is known (OGC numberMatched) and this page's.
 func (s *Server) pageEnd(w http.ResponseWriter, r *http.Request, st *zvf.Store, l *zvf.Level, cur cursor, hash string, res zvf.BBoxResult) *trailer {
-	t := &trailer{Count: res.Count, Edges: res.Edges, WireEdges: res.WireEdges, Faces: res.Faces, FaceWidth: res.FaceWidth,
+	t := partsOf(r.Context()).newTrailer()
+	*t = trailer{Count: res.Count, Edges: res.Edges, WireEdges: res.WireEdges, Faces: res.Faces, FaceWidth: res.FaceWidth,
 		EdgeAttributes: res.EdgeAttributes, Page: true, Offset: cur.Offset}
 	h := w.Header()
 	if res.More {
@@ -691,10 +693,11 @@ var bboxTrailers = [...]string{"Link", "X-Next-Cursor", "X-Vertex-Count", "X-Num
 // format: the body, the encoder begun with meta, the batches fill emits,
 // the trailer it returns. trailers are the headers the answer's end
 // decides (sent as HTTP trailers when the answer streams).
-func (s *Server) streamPayload(w http.ResponseWriter, rep representation, start time.Time, meta *payloadMeta, trailers []string,
+func (s *Server) streamPayload(w http.ResponseWriter, r *http.Request, rep representation, start time.Time, meta *payloadMeta, trailers []string,
 	fill func(enc encoder, body *bodyWriter) (*trailer, error)) error {
-	enc := rep.codec.newEncoder()
-	body, err := s.newBody(w, rep, start)
+	p := partsOf(r.Context())
+	enc := p.newEncoder(rep.codec)
+	body, err := s.newBody(w, p, rep, start)
 	if err != nil {
 		return err
 	}
@@ -865,7 +868,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) error {
 	if err := edgeColumnsFit(am, meta.EdgeAttributes); err != nil {
 		return err
 	}
-	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
+	return s.streamPayload(w, r, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
 		if err := enc.batch(&zvf.Batch{Rows: int(o.Count), Vertices: o.Vertices, Attributes: o.Attributes}); err != nil {
 			return nil, err
 		}
@@ -1006,7 +1009,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 			edges = []int64{} // no links: an empty edges block, or table
 		}
 	}
-	return s.streamPayload(w, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
+	return s.streamPayload(w, r, rep, start, meta, nil, func(enc encoder, _ *bodyWriter) (*trailer, error) {
 		if err := enc.batch(&zvf.Batch{Chunk: key, Rows: t.Rows, Vertices: t.Vertices, Attributes: t.Attributes}); err != nil {
 			return nil, err
 		}

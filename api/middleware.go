@@ -402,7 +402,7 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 		// it needs no context or request copy of its own.
 		ctx, ok := r.Context().(*requestCtx)
 		if ok && ctx.st != nil && ctx.timer == nil {
-			ctx.arm(start.Add(s.o.RequestTimeout))
+			ctx.arm(start.Add(s.o.RequestTimeout), &s.clocks)
 		} else {
 			ctx = newRequestCtx(r.Context(), start.Add(s.o.RequestTimeout))
 			r = r.WithContext(ctx)
@@ -436,7 +436,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		// the server's, which says whether the client went.
 		parent := r.Context()
 		st.ctx.start(parent)
-		r = r.WithContext(&st.ctx)
+		r = st.request(r)
 		sw := &st.sw
 		sw.init(w, &st.rc, r, s.o.StallTimeout, s.o.Token != "")
 		setHeader(sw, "X-Request-Id", st.id)

@@ -63,7 +63,7 @@ func (s *Server) boxRequest(r *http.Request, codecs []codec) (br boxRequest, err
 	}
 	br.st, br.l = sub.st, sub.l
 	q := query(r)
-	if br.min, br.max, err = parseBox(q, br.st.Info().Dims); err != nil {
+	if br.min, br.max, err = parseBox(q, br.st.Info().Dims, partsOf(r.Context())); err != nil {
 		return br, err
 	}
 	if br.sel, err = parseSelection(q); err != nil {
@@ -135,7 +135,7 @@ func (s *Server) density(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.newBody(w, br.rep, start)
+	body, err := s.newBody(w, partsOf(r.Context()), br.rep, start)
 	if err != nil {
 		return err
 	}
@@ -518,7 +518,7 @@ func (s *Server) queryables(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	start := s.o.Now()
-	body, err := s.newBody(w, rep, start)
+	body, err := s.newBody(w, partsOf(r.Context()), rep, start)
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,13 @@ import (
 // page's trailer held its numbers without a map, and 27 before the
 // router used a route context in the request's state, the query stopped
 // being a map and the request's clock stopped following the client's
-// context before anything waits on it; raise it
+// context before anything waits on it, and 18 before the request's copy,
+// a bbox's box, metadata, encoder, body writer and trailer were made with
+// the request's state and its clock's timer came from a pool; raise it
 // only for a reason worth an allocation on every request. Two of them are
 // this test's writer (it has no write deadlines:
 // http.ResponseController's "not supported" error).
-const maxWarmRequestAllocs = 18
+const maxWarmRequestAllocs = 10
 
 // TestWarmRequestAllocs pins the allocations of a warm request through the
 // whole handler, and that the headers set without per-header slices are

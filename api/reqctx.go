@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -48,6 +49,84 @@ type reqState struct {
 	// would, and goes back when observe returns, as chi's would: its
 	// parameters' slices keep their room.
 	route *chi.Context
+	// req is the request as the handlers see it, with ctx as its context
+	// (observe's copy, made here rather than by Request.WithContext).
+	req http.Request
+	// parts are a first answer's pieces (see answerParts).
+	parts answerParts
+}
+
+// answerParts are what an answer of a request needs once, made with its
+// state rather than one allocation each. Each is handed out at most once
+// (a second answer of the request, as a retried handler's, allocates its
+// own), and a state is never reused: nothing handed out is ever given to
+// another request, however long what holds it lives.
+type answerParts struct {
+	box                           [2 * inlineDims]float64
+	trailer                       trailer
+	binary                        binaryEncoder
+	body                          bodyWriter
+	meta                          payloadMeta
+	boxUsed, trailerUsed, binUsed bool
+	bodyUsed, metaUsed            bool
+}
+
+// inlineDims is the most axes whose box corners a request's state holds.
+const inlineDims = 4
+
+// partsOf is the answer parts of the request whose context is ctx, nil
+// when it has no state (a handler called without observe).
+func partsOf(ctx context.Context) *answerParts {
+	if st := stateOf(ctx); st != nil {
+		return &st.parts
+	}
+	return nil
+}
+
+// boxCorners is room for a box's two corners of dims axes each.
+func (p *answerParts) boxCorners(dims int) []float64 {
+	if p == nil || p.boxUsed || dims > inlineDims {
+		return make([]float64, 2*dims)
+	}
+	p.boxUsed = true
+	return p.box[: 2*dims : 2*dims]
+}
+
+// newTrailer is a zero trailer.
+func (p *answerParts) newTrailer() *trailer {
+	if p == nil || p.trailerUsed {
+		return &trailer{}
+	}
+	p.trailerUsed = true
+	return &p.trailer
+}
+
+// newEncoder is codec's encoder.
+func (p *answerParts) newEncoder(codec codec) encoder {
+	if c, ok := codec.(binaryCodec); ok && p != nil && !p.binUsed {
+		p.binUsed = true
+		p.binary = binaryEncoder{precision: c.precision}
+		return &p.binary
+	}
+	return codec.newEncoder()
+}
+
+// newMeta is a zero payloadMeta.
+func (p *answerParts) newMeta() *payloadMeta {
+	if p == nil || p.metaUsed {
+		return &payloadMeta{}
+	}
+	p.metaUsed = true
+	return &p.meta
+}
+
+// newBodyWriter is a zero bodyWriter.
+func (p *answerParts) newBodyWriter() *bodyWriter {
+	if p == nil || p.bodyUsed {
+		return &bodyWriter{}
+	}
+	p.bodyUsed = true
+	return &p.body
 }
 
 // newReqState makes a request's state; seq numbers the request.
@@ -60,6 +139,14 @@ func newReqState(now time.Time, seq uint64) *reqState {
 	id = strconv.AppendUint(append(id, '-'), seq, 16)
 	st.id = string(id)
 	return st
+}
+
+// request is r with the state's context, copied into the state: what
+// Request.WithContext does, without an allocation of its own (inlined
+// here, its copy stays on the stack).
+func (st *reqState) request(r *http.Request) *http.Request {
+	st.req = *r.WithContext(&st.ctx)
+	return &st.req
 }
 
 func stateOf(ctx context.Context) *reqState {
@@ -83,6 +170,10 @@ func requestID(ctx context.Context) string {
 type requestCtx struct {
 	context.Context // the request's own: values, and cancellation when the client goes
 	timer           *time.Timer
+	// clock is where timer came from when it came from a pool (see
+	// clockTimer); release puts it back.
+	clock *clockTimer
+	pool  *sync.Pool
 	// cut is the response the clock cuts if the deadline passes (set by
 	// setCut before the handler runs; a pointer, not a method value, so
 	// that setting it costs no allocation).
@@ -112,7 +203,7 @@ type requestCtx struct {
 func newRequestCtx(parent context.Context, deadline time.Time) *requestCtx {
 	c := &requestCtx{}
 	c.start(parent)
-	c.arm(deadline)
+	c.arm(deadline, nil)
 	return c
 }
 
@@ -141,12 +232,49 @@ func (c *requestCtx) followLocked() {
 }
 
 // arm starts the clock: the context ends at deadline (until extend moves
-// it). Once only, before the handler runs.
-func (c *requestCtx) arm(deadline time.Time) {
+// it). Once only, before the handler runs. Its timer comes from pool
+// (of *clockTimer) when pool is not nil.
+func (c *requestCtx) arm(deadline time.Time, pool *sync.Pool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deadline, c.fireAt = deadline, deadline
-	c.timer = time.AfterFunc(time.Until(deadline), c.expire)
+	if pool == nil {
+		c.timer = time.AfterFunc(time.Until(deadline), c.expire)
+		return
+	}
+	ct, _ := pool.Get().(*clockTimer)
+	c.armClock(deadline, ct, pool)
+}
+
+// armClock sets ct (nil: a new one) to run c's expire at deadline; release
+// puts it in pool. c.mu held.
+func (c *requestCtx) armClock(deadline time.Time, ct *clockTimer, pool *sync.Pool) {
+	if ct == nil {
+		ct = &clockTimer{}
+		ct.c.Store(c)
+		ct.t = time.AfterFunc(time.Until(deadline), ct.fire)
+	} else {
+		ct.c.Store(c)
+		ct.t.Reset(time.Until(deadline))
+	}
+	c.timer, c.clock, c.pool = ct.t, ct, pool
+}
+
+// clockTimer is a request clock's timer that outlives its request, for
+// the next (a timer and its callback are two allocations a request). It
+// runs expire of the context it serves now. A run that began for an
+// earlier request may find the next one there: expire then finds the
+// deadline not reached and sets the timer again for it, as it does after
+// extend, so the early run costs nothing but itself.
+type clockTimer struct {
+	t *time.Timer
+	c atomic.Pointer[requestCtx]
+}
+
+func (ct *clockTimer) fire() {
+	if c := ct.c.Load(); c != nil {
+		c.expire()
+	}
 }
 
 func (c *requestCtx) Value(key any) any {
@@ -223,7 +351,7 @@ func (c *requestCtx) AfterFunc(f func()) func() bool {
 func (c *requestCtx) extend(deadline time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil {
+	if c.err == nil && !c.stopped {
 		c.deadline = deadline
 		if deadline.Before(c.fireAt) {
 			c.fireAt = deadline
@@ -288,6 +416,13 @@ func (c *requestCtx) release() {
 	c.stopped = true
 	if c.timer != nil {
 		c.timer.Stop()
+	}
+	if c.clock != nil {
+		// Under mu, after stopped: nothing of this context touches the
+		// timer from here on (extend and expire look at stopped first).
+		c.clock.c.Store(nil)
+		c.pool.Put(c.clock)
+		c.timer, c.clock, c.pool = nil, nil, nil
 	}
 	stop := c.stopParent
 	c.mu.Unlock()

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -172,4 +173,48 @@ func TestContextKeysAreDistinct(t *testing.T) {
 	if _, ok := ctx.Value(attemptKey).(*attempt); !ok {
 		t.Errorf("attempt = %T, want *attempt", ctx.Value(attemptKey))
 	}
+}
+
+// TestPooledClock: a request clock's timer, back in the server's pool
+// when its request ends, serves the next request exactly: neither a run of
+// it that began for the earlier request nor the earlier context's moves
+// after its end end the next one early or keep it past its deadline.
+func TestPooledClock(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var pool sync.Pool
+		start := time.Now()
+		first := &requestCtx{}
+		first.start(context.Background())
+		first.arm(start.Add(time.Hour), &pool)
+		ct := first.clock
+		if ct == nil {
+			t.Fatal("a clock armed with a pool has no pooled timer")
+		}
+		first.release()
+		if first.clock != nil || first.timer != nil {
+			t.Fatal("a released context keeps its pooled timer")
+		}
+
+		next := &requestCtx{}
+		next.start(context.Background())
+		next.mu.Lock()
+		next.deadline, next.fireAt = start.Add(20*time.Millisecond), start.Add(20*time.Millisecond)
+		next.armClock(next.deadline, ct, &pool) // the timer first had, as the pool hands it on
+		next.mu.Unlock()
+		defer next.release()
+
+		first.extend(start.Add(time.Millisecond)) // the earlier request's late move
+		ct.fire()                                 // a run that began for the earlier request
+		if err := next.Err(); err != nil {
+			t.Fatalf("the next request ended at once: %v", err)
+		}
+		waitDone(t, next, 5*time.Second)
+		if took := time.Since(start); took != 20*time.Millisecond {
+			t.Errorf("the next request ended after %v, want its deadline, 20ms", took)
+		}
+		if err := next.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Err %v, want DeadlineExceeded", err)
+		}
+	})
 }

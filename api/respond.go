@@ -403,9 +403,10 @@ func (e *edgePool) put(b *edgeBufs) {
 
 const lazyLimit = 256 << 10
 
-func (s *Server) newBody(w http.ResponseWriter, rep representation, start time.Time) (*bodyWriter, error) {
+func (s *Server) newBody(w http.ResponseWriter, p *answerParts, rep representation, start time.Time) (*bodyWriter, error) {
 	setHeader(w, "Content-Type", rep.codec.contentType())
-	b := &bodyWriter{s: s, mem: answerMem{c: s.o.Cache}}
+	b := p.newBodyWriter()
+	*b = bodyWriter{s: s, mem: answerMem{c: s.o.Cache}}
 	fixed := int64(bodyBufferBytes)
 	dense := rep.encoding == "zstd" && denseCoding(rep)
 	switch {
@@ -596,7 +597,7 @@ func (s *Server) writeJSONOf(w http.ResponseWriter, r *http.Request, st *zvf.Sto
 			addVary(w.Header(), strings.TrimSpace(v))
 		}
 	}
-	body, err := s.newBody(w, rep, start)
+	body, err := s.newBody(w, partsOf(r.Context()), rep, start)
 	if err != nil {
 		return err
 	}

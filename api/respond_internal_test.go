@@ -108,7 +108,7 @@ func TestBodyWriterUncompressedHoldsNothing(t *testing.T) {
 	s.o.Now = time.Now
 	for _, size := range []int{100, lazyLimit, lazyLimit + 1, 3*lazyLimit + 7} {
 		rec := &sliceWriter{ResponseRecorder: httptest.NewRecorder()}
-		b, err := s.newBody(rec, representation{codec: binaryCodec{}}, time.Now())
+		b, err := s.newBody(rec, nil, representation{codec: binaryCodec{}}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestSendHeld(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			b, err := s.newBody(rec, representation{codec: binaryCodec{}, encoding: tc.encoding}, time.Now())
+			b, err := s.newBody(rec, nil, representation{codec: binaryCodec{}, encoding: tc.encoding}, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestSendHeld(t *testing.T) {
 func compressedOnce(t *testing.T, s *Server, encoding string, body []byte) []byte {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	b, err := s.newBody(rec, representation{codec: binaryCodec{}, encoding: encoding}, time.Now())
+	b, err := s.newBody(rec, nil, representation{codec: binaryCodec{}, encoding: encoding}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,6 +96,9 @@ type Server struct {
 	reqs    atomic.Uint64          // request ids
 	// routeCtxs pools the router's route contexts (see observe).
 	routeCtxs sync.Pool
+	// clocks pools request clocks' timers (*clockTimer, see
+	// requestCtx.arm).
+	clocks sync.Pool
 
 	fits atomic.Pointer[map[shape][]codec] // see answerFits
 
