@@ -345,8 +345,9 @@ func (p *plan) lineCell(ctx context.Context, s int, key string, cl *cell, l *lis
 	sl := p.levels[s]
 	return gather(ctx, len(cl.objects), l, func(ctx context.Context, i int, l *list) error {
 		po := &p.objects[cl.objects[i]]
+		base := p.edgeFirst[cl.objects[i]]
 		return p.lineRecords(ctx, int(cl.objects[i]), func(id int64, a, b int64) bool {
-			return p.levelOf(id) == s && (sl.ofKey[po.chunks[a]] == key || sl.ofKey[po.chunks[b]] == key)
+			return p.levelOf(id) == s && (sl.ofKey[po.chunks[a]] == key || sl.ofKey[po.chunks[b]] == key || p.crossesCell(sl, po, id-base, key))
 		}, l)
 	})
 }

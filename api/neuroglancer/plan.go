@@ -122,6 +122,11 @@ type planObject struct {
 	id     int64
 	chunks []int32 // level-0 chunk of each vertex, in the object's vertex order
 	level  int     // polylines: the spatial level
+	// cross lists the level-0 chunks each segment (a line source's edge,
+	// a polyline's pair of consecutive vertices) passes through between
+	// its ends' chunks: records of the segment's index, then the chunk's
+	// coordinates, in segment order (walkChunks).
+	cross []int64
 }
 
 // readConcurrency bounds the level-0 reads of a plan.
@@ -552,8 +557,8 @@ func (p *plan) assignObjects(ctx context.Context, st *zvf.Store) error {
 			if r.chunks == nil {
 				continue
 			}
-			p.objects = append(p.objects, planObject{id: r.id, chunks: r.chunks})
-			p.size += 4*int64(len(r.chunks)) + 64
+			p.objects = append(p.objects, planObject{id: r.id, chunks: r.chunks, cross: r.cross})
+			p.size += 4*int64(len(r.chunks)) + 8*int64(len(r.cross)) + 64
 			if p.kind == kindLine {
 				edges = append(edges, r.edges)
 			}
@@ -598,6 +603,7 @@ type objectRead struct {
 	id     int64 // the object of the manifest row read
 	chunks []int32
 	edges  []int64
+	cross  []int64 // see planObject
 }
 
 // readObjects reads the manifests (and, for lines, the edges) of the
@@ -635,16 +641,33 @@ func (p *plan) readObjects(ctx context.Context, start int64, reads []objectRead)
 				return nil
 			}
 			reads[j].chunks = chunks
-			if p.kind == kindLine {
-				o, err := p.level0.Object(gctx, id, nil)
-				if err != nil {
-					return err
-				}
-				if o.Count != int64(len(chunks)) {
-					return corruptf("store %q level 0: object %d has %d vertices and a manifest of %d rows", p.store, id, o.Count, len(chunks))
-				}
-				reads[j].edges = o.Edges
+			// A line source's edges are read, and a polyline's vertices
+			// where two consecutive ones are chunks apart, to walk the
+			// chunks their segments pass through.
+			if p.kind == kindPolyline && !p.polylineFar(chunks) {
+				return nil
 			}
+			o, err := p.level0.Object(gctx, id, nil)
+			if err != nil {
+				return err
+			}
+			if o.Count != int64(len(chunks)) {
+				return corruptf("store %q level 0: object %d has %d vertices and a manifest of %d rows", p.store, id, o.Count, len(chunks))
+			}
+			if p.kind == kindPolyline {
+				for v := int64(1); v < o.Count; v++ {
+					reads[j].cross = p.segmentCrossings(reads[j].cross, v-1, &o.Vertices, chunks, v-1, v)
+				}
+				return nil
+			}
+			for e := range int64(len(o.Edges) / 2) {
+				a, b := o.Edges[2*e], o.Edges[2*e+1]
+				if a < 0 || a >= o.Count || b < 0 || b >= o.Count {
+					return corruptf("store %q level 0: object %d has an edge %d–%d of its %d vertices", p.store, id, a, b, o.Count)
+				}
+				reads[j].cross = p.segmentCrossings(reads[j].cross, e, &o.Vertices, chunks, a, b)
+			}
+			reads[j].edges = o.Edges
 			return nil
 		})
 	}
@@ -653,7 +676,8 @@ func (p *plan) readObjects(ctx context.Context, start int64, reads []objectRead)
 
 // objectFullest is, for each coarse level, the most level-0 vertices a
 // cell of its grid holds: a polyline's every vertex in each cell it
-// touches, an edge one in each cell of its ends (what checkSize counts).
+// passes through, an edge one in each cell it passes through (what
+// checkSize counts).
 func (p *plan) objectFullest(edges [][]int64) []int64 {
 	fullest := make([]int64, len(p.levels))
 	type tally struct {
@@ -677,20 +701,18 @@ func (p *plan) objectFullest(edges [][]int64) []int64 {
 			t.n += n
 			fullest[s] = max(fullest[s], t.n)
 		}
-		for i, o := range p.objects {
+		for i := range p.objects {
+			o := &p.objects[i]
+			at := 0
 			if p.kind == kindPolyline {
-				for _, c := range o.chunks {
-					add(l.ofKey[c], int32(i), int64(len(o.chunks)))
-				}
+				n := int64(len(o.chunks))
+				p.polylineCells(l, o, func(key string) { add(key, int32(i), n) })
 				continue
 			}
 			e := edges[i]
 			for k := 0; k+1 < len(e); k += 2 {
 				ka, kb := l.ofKey[o.chunks[e[k]]], l.ofKey[o.chunks[e[k+1]]]
-				add(ka, int32(i), 1)
-				if kb != ka {
-					add(kb, int32(i), 1)
-				}
+				p.segmentCells(l, o, int64(k/2), ka, kb, &at, func(key string) { add(key, int32(i), 1) })
 			}
 		}
 	}
@@ -720,32 +742,30 @@ func (p *plan) file(ctx context.Context, i int32, edges []int64, present []*zvf.
 		}
 		sl := p.levels[o.level]
 		sl.count++
-		for _, c := range o.chunks {
-			cl := sl.cellAt(sl.ofKey[c])
+		p.polylineCells(sl, o, func(key string) {
+			cl := sl.cellAt(key)
 			if len(cl.objects) > 0 && cl.objects[len(cl.objects)-1] == i {
-				continue
+				return
 			}
 			cl.count++
 			cl.objects = append(cl.objects, i)
-		}
+		})
 		p.total++
 	case kindLine:
 		ne := int64(len(edges) / 2)
 		base := p.edgeFirst[len(p.edgeFirst)-1]
+		at := 0
 		for e := range ne {
 			sl := p.levels[p.levelOf(base+e)]
 			sl.count++
 			ka, kb := sl.ofKey[o.chunks[edges[2*e]]], sl.ofKey[o.chunks[edges[2*e+1]]]
-			for j, key := range [2]string{ka, kb} {
-				if j == 1 && key == ka {
-					break
-				}
+			p.segmentCells(sl, o, e, ka, kb, &at, func(key string) {
 				cl := sl.cellAt(key)
 				cl.count++
 				if len(cl.objects) == 0 || cl.objects[len(cl.objects)-1] != i {
 					cl.objects = append(cl.objects, i)
 				}
-			}
+			})
 		}
 		p.edgeFirst = append(p.edgeFirst, base+ne)
 		p.total += ne

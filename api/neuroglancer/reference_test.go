@@ -165,8 +165,9 @@ type seenAnnotation struct {
 
 // walkSpatial fetches every cell of every spatial level and checks what
 // any source must hold: each annotation in one level only, with the same
-// bytes in every cell it is in, none twice in a cell, inside the cell (one
-// of its points) and the bounds; limit the fullest cell's count.
+// bytes in every cell it is in, none twice in a cell, passing through the
+// cell (a point, or one of its segments), in every cell of its level it
+// passes through, and inside the bounds; limit the fullest cell's count.
 func walkSpatial(t *testing.T, ts *httptest.Server, base string, inf *ngInfo) map[uint64]*seenAnnotation {
 	t.Helper()
 	seen := map[uint64]*seenAnnotation{}
@@ -191,24 +192,17 @@ func walkSpatial(t *testing.T, ts *httptest.Server, base string, inf *ngInfo) ma
 					t.Fatalf("%s/%s: annotation %d twice", sp.Key, key, a.ID)
 				}
 				inCell[a.ID] = true
-				inside := false
 				for _, p := range a.Points {
-					in := true
 					for i := range rank {
-						lo := inf.LowerBound[i] + float64(c[i])*sp.ChunkSize[i]
 						// The upper bound is the store's, which holds its
 						// vertices on its upper faces too.
 						if float64(p[i]) < inf.LowerBound[i] || float64(p[i]) > inf.UpperBound[i] {
 							t.Fatalf("%s/%s: annotation %d point %v outside the bounds %v–%v", sp.Key, key, a.ID, p, inf.LowerBound, inf.UpperBound)
 						}
-						if float64(p[i]) < lo || float64(p[i]) >= lo+sp.ChunkSize[i] {
-							in = false
-						}
 					}
-					inside = inside || in
 				}
-				if !inside {
-					t.Fatalf("%s/%s: annotation %d has no point in the cell", sp.Key, key, a.ID)
+				if crosses(a.Points, inf.LowerBound, sp.ChunkSize, key) < 0 {
+					t.Fatalf("%s/%s: annotation %d %v does not pass through the cell", sp.Key, key, a.ID, a.Points)
 				}
 				if prev := seen[a.ID]; prev != nil {
 					if prev.level != s || string(prev.raw) != string(a.Raw) {
@@ -222,6 +216,22 @@ func walkSpatial(t *testing.T, ts *httptest.Server, base string, inf *ngInfo) ma
 		})
 		if fullest != sp.Limit && !(fullest == 0 && sp.Limit == 1) {
 			t.Errorf("%s: limit %d, the fullest cell holds %d", sp.Key, sp.Limit, fullest)
+		}
+	}
+	// Each annotation is in every cell of its level it passes through.
+	for id, sa := range seen {
+		sp := inf.Spatial[sa.level]
+		want, maybe := 0, 0
+		for _, key := range gridCells(sp.GridShape) {
+			switch crosses(sa.a.Points, inf.LowerBound, sp.ChunkSize, key) {
+			case 1:
+				want++
+			case 0:
+				maybe++
+			}
+		}
+		if sa.cells < want || sa.cells > want+maybe {
+			t.Fatalf("%s: annotation %d %v is in %d cells, passes through %d (and %d it may only graze)", sp.Key, id, sa.a.Points, sa.cells, want, maybe)
 		}
 	}
 	// Lists are in a random order: not by id, not by position.
