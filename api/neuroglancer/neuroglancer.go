@@ -788,8 +788,11 @@ func (s *Server) byID(route string) func(http.ResponseWriter, *http.Request) err
 			if sh == nil {
 				return notFoundf("store %q: the %s source is not sharded (%d annotations), so it has no shard file %s", st.Name(), route, p.total, name)
 			}
-			holds := func(_ context.Context, shard uint64) (bool, error) { return p.byIDHolds(sh.byID, shard), nil }
-			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, holds, p.leastByIDShard, p.byIDShard)
+			limit := s.o.MaxAnnotations
+			holds := func(_ context.Context, shard uint64) (bool, error) { return p.byIDHolds(sh.byID, shard, limit), nil }
+			return s.shardFile(w, r, st, sh.byID, route+"/by_id", name, start, holds,
+				func(b *shardBuild) (int64, error) { return p.leastByIDShard(limit, b) },
+				func(ctx context.Context, b *shardBuild) error { return p.byIDShard(ctx, limit, b) })
 		}
 		st, k, p, id, err := s.annotationOf(r, route)
 		if err != nil {

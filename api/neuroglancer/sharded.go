@@ -409,9 +409,10 @@ func (p *plan) leastSpatialShard(n int, b *shardBuild) (int64, error) {
 }
 
 // leastByIDShard is the least a whole build of by_id shard b holds, from
-// the plan: a record for each id, a relationship's count with it where
-// there is one (and the object's id but for a point of none).
-func (p *plan) leastByIDShard(b *shardBuild) (int64, error) {
+// the plan: a record for each id it serves under limit (byIDServed), a
+// relationship's count with it where there is one (and the object's id
+// but for a point of none).
+func (p *plan) leastByIDShard(limit int64, b *shardBuild) (int64, error) {
 	per := int64(chunkOverhead + p.kind.geometryBytes(p.rank) + p.propBytes())
 	if p.relate {
 		per += 4
@@ -425,7 +426,7 @@ func (p *plan) leastByIDShard(b *shardBuild) (int64, error) {
 	}
 	var sum int64
 	for i := range p.objects {
-		if b.wants(uint64(p.objects[i].id)) {
+		if b.wants(uint64(p.objects[i].id)) && p.byIDServed(i, limit) {
 			sum += per + 4 + 4*int64(p.rank)*int64(len(p.objects[i].chunks))
 		}
 	}
@@ -787,11 +788,12 @@ func (p *plan) spatialHolds(l int, spec sharding.Spec, n uint64, limit int64) (b
 }
 
 // byIDHolds reports whether shard n of by_id (spec) holds an id: a
-// polyline's object id placed there, or a dense id in its run.
-func (p *plan) byIDHolds(spec sharding.Spec, n uint64) bool {
+// polyline's object id placed there (one it serves under limit), or a
+// dense id in its run.
+func (p *plan) byIDHolds(spec sharding.Spec, n uint64, limit int64) bool {
 	if p.kind == kindPolyline {
 		for i := range p.objects {
-			if sh, _ := spec.Locate(uint64(p.objects[i].id)); sh == n {
+			if sh, _ := spec.Locate(uint64(p.objects[i].id)); sh == n && p.byIDServed(i, limit) {
 				return true
 			}
 		}
@@ -801,16 +803,16 @@ func (p *plan) byIDHolds(spec sharding.Spec, n uint64) bool {
 	return lo < hi
 }
 
-// byIDShard builds shard b of by_id: each annotation's by_id record.
-// Each kind picks the objects or chunks holding b's ids and reads their
-// records into b.
-func (p *plan) byIDShard(ctx context.Context, b *shardBuild) error {
+// byIDShard builds shard b of by_id: each annotation's by_id record, but
+// for a polyline over limit (byIDServed). Each kind picks the objects or
+// chunks holding b's ids and reads their records into b.
+func (p *plan) byIDShard(ctx context.Context, limit int64, b *shardBuild) error {
 	var parts []int // objects, or for points chunks
 	var records func(ctx context.Context, part int, l *list) error
 	switch p.kind {
 	case kindPolyline:
 		for i := range p.objects {
-			if b.wants(uint64(p.objects[i].id)) {
+			if b.wants(uint64(p.objects[i].id)) && p.byIDServed(i, limit) {
 				parts = append(parts, i)
 			}
 		}
@@ -843,6 +845,18 @@ func (p *plan) byIDShard(ctx context.Context, b *shardBuild) error {
 		}
 		return p.addRecords(&l, b)
 	})
+}
+
+// byIDServed reports whether the sharded by_id holds object i's record:
+// a polyline of more vertices than limit (0: none) is refused by its own
+// by_id request (413, checkObjectSize), as are the cells that hold it,
+// and the precomputed format has no per-entry error, so the shard leaves
+// it out. Neuroglancer then finds no annotation of that id, as it does
+// for a by_id 404, rather than a polyline the server refuses elsewhere
+// or a truncated one drawn as if it were whole. A point's or a line's
+// record is one vertex or edge, always within the bound.
+func (p *plan) byIDServed(i int, limit int64) bool {
+	return p.kind != kindPolyline || limit <= 0 || int64(len(p.objects[i].chunks)) <= limit
 }
 
 // idRange is the run of dense ids [lo, hi) a denseSpec places in the
