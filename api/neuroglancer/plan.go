@@ -647,7 +647,9 @@ func (p *plan) readObjects(ctx context.Context, start int64, reads []objectRead)
 			if p.kind == kindPolyline && !p.polylineFar(chunks) {
 				return nil
 			}
-			o, err := p.level0.Object(gctx, id, nil)
+			// A polyline's edges are its vertex order: the wire form
+			// spares building them as a list.
+			o, err := p.level0.ObjectWith(gctx, id, zvf.ObjectQuery{Wire: p.kind == kindPolyline})
 			if err != nil {
 				return err
 			}
