@@ -904,7 +904,8 @@ func (s *Server) skeletonShardFile(w http.ResponseWriter, r *http.Request, name 
 	holds := func(ctx context.Context, shard uint64) (bool, error) {
 		return s.skeletonHolds(ctx, st, l0, *spec, shard)
 	}
-	return s.shardFile(w, r, st, *spec, "skeletons", name, start, holds, nil, func(ctx context.Context, b *shardBuild) error {
+	least := func(b *shardBuild) (int64, error) { return s.leastSkeletonShard(r.Context(), st, l0, sp, b) }
+	return s.shardFile(w, r, st, *spec, "skeletons", name, start, holds, least, func(ctx context.Context, b *shardBuild) error {
 		return s.skeletonShard(ctx, st, l0, sp, b)
 	})
 }

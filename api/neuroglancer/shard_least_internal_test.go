@@ -81,3 +81,49 @@ func TestLeastShardBytesIsTheBuilds(t *testing.T) {
 	}
 	t.Logf("%d shards checked", checked)
 }
+
+// TestLeastSkeletonShardIsAtMostTheBuild: what the manifests say a whole
+// skeleton shard build holds, before building it (leastSkeletonShard),
+// is at most what the build holds (its edges count nothing), and more
+// than nothing, for every shard of the reference skeleton and graph
+// stores, so a shard it puts over the bound is so.
+func TestLeastSkeletonShardIsAtMostTheBuild(t *testing.T) {
+	ctx := context.Background()
+	checked := 0
+	for _, name := range []string{"skeleton", "graph"} {
+		bs, err := blobstore.Open(ctx, filepath.Join("../../testdata/zvf-reference", name+".zarrvectors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = bs.Close() })
+		st, err := zvf.Open(ctx, bs, zvf.Options{Name: name, Cache: cache.New(64 << 20)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l0, err := st.Level(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := New(Options{Sharded: ShardAlways})
+		s.shardScale = 1 << 12 // several shards
+		sp := newSkeletonSpec(st, l0)
+		spec := s.skeletonShards(l0, sp)
+		for shard := range min(spec.NumShards(), 8) {
+			b := &shardBuild{spec: *spec, shard: shard, limit: math.MaxInt64, built: new(atomic.Int64)}
+			least, err := s.leastSkeletonShard(ctx, st, l0, sp, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.skeletonShard(ctx, st, l0, sp, b); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.bytes.Load(); least > got || got > 0 && least == 0 {
+				t.Errorf("%s skeleton shard %d: the manifests say at least %d bytes, the build holds %d", name, shard, least, got)
+			}
+			checked++
+		}
+	}
+	if checked < 4 {
+		t.Fatalf("%d shards checked", checked)
+	}
+}

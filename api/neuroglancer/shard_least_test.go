@@ -3,6 +3,7 @@ package neuroglancer_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,5 +82,47 @@ func TestShardOverTheBoundDecidedBeforeReading(t *testing.T) {
 			t.Errorf("%s: the first read of a shard over the bound read %d bytes of the store and built %d chunks, want at most %d bytes (one whole build) and %d chunks (each measured once)",
 				path, read, built, once, entries)
 		}
+	}
+}
+
+// TestSkeletonShardOverTheBoundDecidedBeforeBuilding: a skeleton shard
+// over --ng-max-shard-bytes learnt so only by building it, which read and
+// encoded skeletons until the bound, and then measured every skeleton
+// again for the shard's layout. The objects' manifests say how many
+// vertices each skeleton has, so the server now sees the shard is over
+// the bound before building it: its first read (the 16-byte index)
+// builds each skeleton of the shard once, to measure it.
+func TestSkeletonShardOverTheBoundDecidedBeforeBuilding(t *testing.T) {
+	t.Parallel()
+	st := storeNamed(t, fixtureStores(t), "skeleton")
+	var inf struct{ Sharding json.RawMessage }
+	whole := shardRoutes(t, st, neuroglancer.Options{Sharded: neuroglancer.ShardAlways})
+	if err := json.Unmarshal(apitest.MustGet(t, whole, "/ng/skeleton/skeletons/info"), &inf); err != nil {
+		t.Fatal(err)
+	}
+	var srv *neuroglancer.Server
+	ts := serveRoutes(t, neuroglancer.Options{Sharded: neuroglancer.ShardAlways, MaxShardBytes: 2000,
+		Store: func(*http.Request) (*zvf.Store, error) { return st, nil }},
+		func(o neuroglancer.Options) *neuroglancer.Server { srv = neuroglancer.New(o); return srv })
+	checked := 0
+	for n := 0; n < 4; n++ {
+		path := fmt.Sprintf("/ng/skeleton/skeletons/%d.shard", n)
+		resp, all := apitest.Get(t, whole, path)
+		if resp.StatusCode == http.StatusNotFound {
+			continue
+		}
+		entries := len(shardEntries(t, inf.Sharding, all))
+		before := srv.ChunksBuilt()
+		resp, body := apitest.Get(t, ts, path, "Range", "bytes=0-15")
+		if resp.StatusCode != http.StatusPartialContent || string(body) != string(all[:16]) {
+			t.Fatalf("%s: the index read: %d %.200q", path, resp.StatusCode, body)
+		}
+		if built := srv.ChunksBuilt() - before; built != int64(entries) || len(all) <= 2000 {
+			t.Errorf("%s (%d bytes, %d skeletons): its first read over a bound of 2000 bytes built %d skeletons, want each once", path, len(all), entries, built)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no skeleton shard checked")
 	}
 }

@@ -289,7 +289,7 @@ func mortonCode(cellKey string, grid []int64) (uint64, error) {
 // before the build: the store version, its path (source and shard
 // number), the coding and shardVariant, which covers what shapes specs.
 // least, when not nil, is the least a whole build of the shard holds, as
-// shardBuild.add counts it, known before any read.
+// shardBuild.add counts it, known without building the shard.
 func (s *Server) shardFile(w http.ResponseWriter, r *http.Request, st *zvf.Store, spec sharding.Spec, source, name string, start time.Time,
 	holds func(ctx context.Context, n uint64) (bool, error), least func(b *shardBuild) (int64, error), build func(ctx context.Context, b *shardBuild) error) error {
 	n, err := spec.ParseShardFile(name)
@@ -940,6 +940,41 @@ func (s *Server) skeletonHolds(ctx context.Context, st *zvf.Store, l0 *zvf.Level
 		}
 	}
 	return false, nil
+}
+
+// leastSkeletonShard is the least a whole build of skeleton shard b
+// holds, as leastByIDShard is for by_id: each object's skeleton, its
+// vertex count (from its manifest, which reads no more than the build
+// does: the chunks' vertices, kept by the store's cache) times a vertex's
+// position and attributes, with the two counts and the chunk's overhead.
+// Its edges are not known before it is read, and count nothing.
+func (s *Server) leastSkeletonShard(ctx context.Context, st *zvf.Store, l0 *zvf.Level, sp *skeletonSpec, b *shardBuild) (int64, error) {
+	all, err := s.objectIDs(ctx, st, l0)
+	if err != nil {
+		return 0, err
+	}
+	per := int64(12)
+	for _, a := range sp.attrs {
+		per += int64(typeSize(a.DataType) * a.Components)
+	}
+	var sum int64
+	for _, id := range all {
+		if !b.wants(uint64(id)) {
+			continue
+		}
+		m, err := l0.Manifest(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		for _, mb := range m.Blocks {
+			for _, f := range mb.Fragments {
+				n += f.Count
+			}
+		}
+		sum += chunkOverhead + 8 + n*per
+	}
+	return sum, nil
 }
 
 // skeletonShard builds shard b of the skeletons: each object's skeleton,
