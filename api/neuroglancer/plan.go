@@ -606,9 +606,10 @@ type objectRead struct {
 	cross  []int64 // see planObject
 }
 
-// readObjects reads the manifests (and, for lines, the edges) of the
-// objects in manifest rows start, start+1, … into reads (ids are the rows
-// unless the store's index names objects by id).
+// readObjects reads the manifests (and, for lines, the edges; for lines
+// and polylines whose segments may cross a third chunk, the vertices, to
+// walk them) of the objects in manifest rows start, start+1, … into reads
+// (ids are the rows unless the store's index names objects by id).
 func (p *plan) readObjects(ctx context.Context, start int64, reads []objectRead) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(readConcurrency)
