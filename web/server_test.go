@@ -54,9 +54,15 @@ func memStorage(t *testing.T) storage.Writer {
 // chunks of chunk units a side, on an in-memory bucket.
 func pointsServer(t *testing.T, name string, pc *writer.PointCloud, chunk float64) *httptest.Server {
 	t.Helper()
+	return pointsServerWith(t, name, pc, writer.Options{ChunkShape: []float64{chunk, chunk, chunk}})
+}
+
+// pointsServerWith is pointsServer with the writer's options (a pyramid).
+func pointsServerWith(t *testing.T, name string, pc *writer.PointCloud, o writer.Options) *httptest.Server {
+	t.Helper()
 	ctx := context.Background()
 	mem := memStorage(t)
-	if _, err := writer.WritePoints(ctx, mem, name, pc, writer.Options{ChunkShape: []float64{chunk, chunk, chunk}}); err != nil {
+	if _, err := writer.WritePoints(ctx, mem, name, pc, o); err != nil {
 		t.Fatal(err)
 	}
 	c := cache.New(16 << 20)

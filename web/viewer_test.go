@@ -94,6 +94,7 @@ func TestViewerInBrowser(t *testing.T) {
 		{"tiles partition", testTilesPartition},
 		{"cancelled requests", testCancelledRequests},
 		{"budget across layers", testBudgetAcrossLayers},
+		{"budget exact", testBudgetExact},
 		{"picking", testPicking},
 		{"failing stores", testFailingStores},
 		{"find object", testFindObject},

@@ -230,6 +230,13 @@ export class Coords {
   constructor(parts) { this.parts = parts; this.cached = null; }
   get decoded() { return this.cached !== null; }
   get pos() { return (this.cached ??= decode(this.parts)); }
+  // at: row i's position in float64 (pos is float32: a whole unit at 10^7).
+  at(i) {
+    const p = this.parts.find((q) => q.first <= i && i < q.first + q.count);
+    if (!p) return null;
+    const c = coordOf(p);
+    return [0, 1, 2].map((k) => c(i - p.first, k));
+  }
 }
 
 // MAX_GPU_Q: the largest integer a float32 (the vertex shader's

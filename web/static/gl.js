@@ -30,7 +30,12 @@ uniform bool u_hasSel;
 uniform vec2 u_range, u_zr;
 uniform vec3 u_pal[32], u_color;
 uniform float u_ptWorld, u_ptScale, u_focal, u_dpr;
-out vec3 v_col, v_nrm, v_pos;
+// The census (Renderer.census): vertex u_base + gl_VertexID on its own
+// pixel of a u_grid[0]-wide canvas, one pixel big.
+uniform bool u_census;
+uniform int u_base;
+uniform ivec2 u_grid;
+out vec3 v_col, v_nrm, v_rel;
 out float v_size;
 vec3 viridis(float t) {
   t = clamp(t, 0.0, 1.0);
@@ -43,7 +48,8 @@ vec3 viridis(float t) {
 void main() {
   vec3 q = vec3(a_qx, a_qy, a_qz) * u_qscale;
   vec3 pos = u_quant ? u_qoff + q : a_pos;
-  gl_Position = u_mvp * vec4(u_quant ? u_qrel + q : a_pos - u_origin, 1.0);
+  v_rel = u_quant ? u_qrel + q : a_pos - u_origin;
+  gl_Position = u_mvp * vec4(v_rel, 1.0);
   vec3 c;
   if (u_mode == 0) c = viridis((pos.z - u_zr.x) / max(u_zr.y - u_zr.x, 1e-12));
   else if (u_mode == 1) c = (a_val != a_val) ? vec3(0.42) : viridis((a_val - u_range.x) / max(u_range.y - u_range.x, 1e-12));
@@ -58,35 +64,46 @@ void main() {
   }
   v_col = c;
   v_nrm = a_nrm;
-  v_pos = pos;
   // Points as big as they are (a share of the level's spacing) seen from
   // here, within 1..16 pixels, times the size slider.
   float px = clamp(u_ptWorld * u_focal / max(gl_Position.w, 1e-9), 1.0, 16.0) * u_ptScale * grow;
   v_size = px;
   gl_PointSize = px * u_dpr;
+  if (u_census) {
+    int i = u_base + gl_VertexID;
+    gl_Position = vec4((vec2(i % u_grid.x, i / u_grid.x) + 0.5) / vec2(u_grid) * 2.0 - 1.0, 0.0, 1.0);
+    gl_PointSize = 1.0;
+    v_size = 1.0;
+  }
 }`;
 
 const FS = `#version 300 es
 precision highp float;
-in vec3 v_col, v_nrm, v_pos;
+in vec3 v_col, v_nrm, v_rel;
 in float v_size;
 uniform int u_kind;
 uniform float u_alpha;
 uniform vec3 u_light;
 // A tile whose children are drawn in its place hides itself there: the
 // children are cells of a grid over the tile's cell, one mask bit each.
+// Positions and the cells' corner u_cellLo are relative to u_origin (the
+// page subtracts in double precision): absolute float32s are a whole
+// unit apart at 10^7, and a point half a unit below a face fell in the
+// cell above it.
 uniform bool u_useMask;
 uniform uvec2 u_mask;
 uniform vec3 u_cellLo, u_cellSize;
 uniform ivec3 u_cellN;
+uniform bool u_census;
 out vec4 o;
 void main() {
   if (u_useMask) {
-    ivec3 c = clamp(ivec3(floor((v_pos - u_cellLo) / max(u_cellSize, vec3(1e-30)))), ivec3(0), u_cellN - 1);
+    ivec3 c = clamp(ivec3(floor((v_rel - u_cellLo) / max(u_cellSize, vec3(1e-30)))), ivec3(0), u_cellN - 1);
     int b = (c.x * u_cellN.y + c.y) * u_cellN.z + c.z;
     uint w = b < 32 ? u_mask.x : u_mask.y;
     if (((w >> uint(b & 31)) & 1u) == 1u) discard;
   }
+  if (u_census) { o = vec4(1.0); return; }
   vec3 c = v_col;
   if (u_kind == 0 && v_size >= 3.0) {
     vec2 p = gl_PointCoord * 2.0 - 1.0;
@@ -109,7 +126,8 @@ export const PALETTE = [
 export const CLEAR = [0.05, 0.06, 0.07];
 
 const UNIFORMS = ['u_mvp', 'u_kind', 'u_mode', 'u_sel', 'u_hasSel', 'u_range', 'u_zr', 'u_pal', 'u_color', 'u_ptWorld', 'u_ptScale', 'u_focal', 'u_dpr',
-  'u_alpha', 'u_light', 'u_useMask', 'u_mask', 'u_cellLo', 'u_cellSize', 'u_cellN', 'u_quant', 'u_qoff', 'u_qscale', 'u_origin', 'u_qrel'];
+  'u_alpha', 'u_light', 'u_useMask', 'u_mask', 'u_cellLo', 'u_cellSize', 'u_cellN', 'u_quant', 'u_qoff', 'u_qscale', 'u_origin', 'u_qrel',
+  'u_census', 'u_base', 'u_grid'];
 
 export class Renderer {
   constructor(canvas) {
@@ -230,7 +248,7 @@ export class Renderer {
       if (ob) attr(2, ob, 2, gl.INT, p.first * 8, true);
       if (nb) attr(3, nb, 3, gl.FLOAT, p.first * 12);
       gl.bindVertexArray(null);
-      g.parts.push({ vao, count: p.count, quant: !p.pos, offset: p.offset, scale: p.scale });
+      g.parts.push({ vao, first: p.first, count: p.count, quant: !p.pos, offset: p.offset, scale: p.scale });
     }
     const elements = (data) => {
       const b = gl.createBuffer();
@@ -270,45 +288,16 @@ export class Renderer {
     gl.clearColor(CLEAR[0], CLEAR[1], CLEAR[2], 1);
     gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
     gl.enable(gl.DEPTH_TEST);
-    gl.useProgram(this.prog);
-    gl.uniformMatrix4fv(this.u.u_mvp, false, view.glMvp);
-    const o = view.origin;
-    gl.uniform3f(this.u.u_origin, o[0], o[1], o[2]);
-    gl.uniform1f(this.u.u_focal, view.focalPx);
-    gl.uniform1f(this.u.u_dpr, devicePixelRatio);
-    const l = view.light;
-    gl.uniform3f(this.u.u_light, l[0], l[1], l[2]);
+    this.setView(view);
     const order = [...items.filter((it) => it.style.alpha >= 1 && !it.last), ...items.filter((it) => it.style.alpha < 1 && !it.last), ...items.filter((it) => it.last)];
     for (const it of order) {
       const s = it.style, g = it.g;
       // Highlights drawn over what they highlight win the depth tie.
       gl.depthFunc(it.last ? gl.LEQUAL : gl.LESS);
       if (s.alpha < 1) { gl.enable(gl.BLEND); gl.blendFunc(gl.SRC_ALPHA, gl.ONE_MINUS_SRC_ALPHA); gl.depthMask(false); } else { gl.disable(gl.BLEND); gl.depthMask(true); }
-      gl.uniform1i(this.u.u_mode, s.mode);
-      gl.uniform2f(this.u.u_range, s.range[0], s.range[1]);
-      gl.uniform2f(this.u.u_zr, s.zr[0], s.zr[1]);
-      gl.uniform3fv(this.u.u_color, s.color);
-      gl.uniform1f(this.u.u_alpha, s.alpha);
-      gl.uniform1i(this.u.u_hasSel, s.sel !== null && s.sel !== undefined ? 1 : 0);
-      gl.uniform2i(this.u.u_sel, ...(s.sel ?? [0, 0]));
-      gl.uniform1f(this.u.u_ptWorld, s.ptWorld);
-      gl.uniform1f(this.u.u_ptScale, s.ptScale ?? 1);
-      const m = it.mask;
-      gl.uniform1i(this.u.u_useMask, m ? 1 : 0);
-      if (m) {
-        gl.uniform2ui(this.u.u_mask, m.bits[0], m.bits[1]);
-        gl.uniform3fv(this.u.u_cellLo, m.lo);
-        gl.uniform3fv(this.u.u_cellSize, m.size);
-        gl.uniform3iv(this.u.u_cellN, m.n);
-      }
+      this.setItem(view, it);
       for (const p of g.parts) {
-        gl.uniform1i(this.u.u_quant, p.quant ? 1 : 0);
-        if (p.quant) {
-          gl.uniform3f(this.u.u_qoff, p.offset[0], p.offset[1], p.offset[2]);
-          gl.uniform3f(this.u.u_qrel, p.offset[0] - o[0], p.offset[1] - o[1], p.offset[2] - o[2]);
-          gl.uniform3f(this.u.u_qscale, p.scale[0], p.scale[1], p.scale[2]);
-        }
-        gl.bindVertexArray(p.vao);
+        this.setPart(view, p);
         if (g.tris) {
           gl.uniform1i(this.u.u_kind, 2);
           gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, g.tris);
@@ -327,6 +316,100 @@ export class Renderer {
     gl.disable(gl.BLEND);
     gl.depthMask(true);
     gl.depthFunc(gl.LESS);
+  }
+
+  // setView sets what every item of a frame shares.
+  setView(view) {
+    const gl = this.gl, o = view.origin, l = view.light;
+    gl.useProgram(this.prog);
+    gl.uniform1i(this.u.u_census, 0);
+    gl.uniformMatrix4fv(this.u.u_mvp, false, view.glMvp);
+    gl.uniform3f(this.u.u_origin, o[0], o[1], o[2]);
+    gl.uniform1f(this.u.u_focal, view.focalPx);
+    gl.uniform1f(this.u.u_dpr, devicePixelRatio);
+    gl.uniform3f(this.u.u_light, l[0], l[1], l[2]);
+  }
+
+  // setItem sets an item's style and child mask.
+  setItem(view, it) {
+    const gl = this.gl, s = it.style, m = it.mask, o = view.origin;
+    gl.uniform1i(this.u.u_mode, s.mode);
+    gl.uniform2f(this.u.u_range, s.range[0], s.range[1]);
+    gl.uniform2f(this.u.u_zr, s.zr[0], s.zr[1]);
+    gl.uniform3fv(this.u.u_color, s.color);
+    gl.uniform1f(this.u.u_alpha, s.alpha);
+    gl.uniform1i(this.u.u_hasSel, s.sel !== null && s.sel !== undefined ? 1 : 0);
+    gl.uniform2i(this.u.u_sel, ...(s.sel ?? [0, 0]));
+    gl.uniform1f(this.u.u_ptWorld, s.ptWorld);
+    gl.uniform1f(this.u.u_ptScale, s.ptScale ?? 1);
+    gl.uniform1i(this.u.u_useMask, m ? 1 : 0);
+    if (m) {
+      gl.uniform2ui(this.u.u_mask, m.bits[0], m.bits[1]);
+      gl.uniform3f(this.u.u_cellLo, m.lo[0] - o[0], m.lo[1] - o[1], m.lo[2] - o[2]);
+      gl.uniform3fv(this.u.u_cellSize, m.size);
+      gl.uniform3iv(this.u.u_cellN, m.n);
+    }
+  }
+
+  // setPart binds a position part and its dequantization.
+  setPart(view, p) {
+    const gl = this.gl, o = view.origin;
+    gl.uniform1i(this.u.u_quant, p.quant ? 1 : 0);
+    if (p.quant) {
+      gl.uniform3f(this.u.u_qoff, p.offset[0], p.offset[1], p.offset[2]);
+      gl.uniform3f(this.u.u_qrel, p.offset[0] - o[0], p.offset[1] - o[1], p.offset[2] - o[2]);
+      gl.uniform3f(this.u.u_qscale, p.scale[0], p.scale[1], p.scale[2]);
+    }
+    gl.bindVertexArray(p.vao);
+  }
+
+  // census says which vertices of each item the GPU keeps (its child
+  // mask): every vertex drawn as one pixel of its own, the pixels read
+  // back. Returns a Uint8Array per item, 1 for a vertex kept. The canvas
+  // then holds the census; the caller draws the frame again.
+  census(view, items) {
+    const gl = this.gl, c = this.canvas;
+    if (!this.linked) throw new Error('the shaders are not ready');
+    this.resize();
+    const W = c.width, H = c.height, px = new Uint8Array(W * H * 4), out = items.map((it) => new Uint8Array(it.g.n));
+    gl.viewport(0, 0, W, H);
+    gl.disable(gl.DEPTH_TEST);
+    gl.disable(gl.BLEND);
+    gl.clearColor(0, 0, 0, 0);
+    this.setView(view);
+    gl.uniform1i(this.u.u_census, 1);
+    gl.uniform2i(this.u.u_grid, W, H);
+    gl.uniform1i(this.u.u_kind, 0);
+    // Batches of at most W × H vertices, pixel j showing vertex at[j] of
+    // item of[j].
+    const of = new Int32Array(W * H), at = new Int32Array(W * H);
+    let used = 0;
+    const flush = () => {
+      gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, px);
+      for (let j = 0; j < used; j++) if (px[4 * j + 3]) out[of[j]][at[j]] = 1;
+      used = 0;
+      gl.clear(gl.COLOR_BUFFER_BIT);
+    };
+    gl.clear(gl.COLOR_BUFFER_BIT);
+    items.forEach((it, k) => {
+      this.setItem(view, it);
+      for (const p of it.g.parts) {
+        this.setPart(view, p);
+        for (let first = 0; first < p.count;) {
+          if (used === W * H) flush();
+          const n = Math.min(p.count - first, W * H - used);
+          gl.uniform1i(this.u.u_base, used - first);
+          gl.drawArrays(gl.POINTS, first, n);
+          for (let i = 0; i < n; i++) { of[used] = k; at[used++] = p.first + first + i; }
+          first += n;
+        }
+      }
+    });
+    flush();
+    gl.bindVertexArray(null);
+    gl.uniform1i(this.u.u_census, 0);
+    gl.enable(gl.DEPTH_TEST);
+    return out;
   }
 
   // coverage counts the pixels that differ from the background.

@@ -71,5 +71,36 @@ export function installHooks(app) {
   hooks.layers = () => app.layers.map((l) => ({ name: l.name, bounds: l.desc ? l.desc.bounds : null, range: l.range, provisional: l.provisional }));
   // overview: each layer's density overview drawn (box, level, cells).
   hooks.overview = () => app.density.info();
+  // census: each drawn tile's vertices the GPU keeps (Renderer.census),
+  // and those a pick considers, counted per child cell of its mask (one
+  // cell when it has none) by their positions in float64, with each
+  // cell's closed box as a request for it would give it.
+  hooks.census = () => {
+    const list = app.drawList().filter((d) => d.l.visible), v = app.view.info();
+    const items = list.map((d) => app.draw.items(d.l).out.find((it) => it.g === d.t.g));
+    const kept = app.renderer.census(v, items);
+    app.draw.frame();
+    return list.map((d, k) => {
+      const grid = d.l.grid, box = grid.requestBox(d.t.node), m = d.mask;
+      const n = m ? m.n : [1, 1, 1], cells = [];
+      for (let x = 0; x < n[0]; x++) for (let y = 0; y < n[1]; y++) for (let z = 0; z < n[2]; z++) {
+        const c = [x, y, z], min = [], max = [];
+        for (let i = 0; i < 3; i++) {
+          min.push(m ? Math.max(m.lo[i] + m.size[i] * c[i], box.min[i]) : box.min[i]);
+          max.push(m && c[i] < n[i] - 1 ? Math.min(grid.prev(m.lo[i] + m.size[i] * (c[i] + 1)), box.max[i]) : box.max[i]);
+        }
+        const b = (x * n[1] + y) * n[2] + z;
+        cells.push({ min, max, masked: !!m && ((m.bits[b >> 5] >>> (b & 31)) & 1) === 1, kept: 0, pickable: 0 });
+      }
+      for (let i = 0; i < d.t.count; i++) {
+        const p = d.t.coords.at(i);
+        const c = [0, 1, 2].map((j) => (m ? Math.min(n[j] - 1, Math.max(0, Math.floor((p[j] - m.lo[j]) / (m.size[j] || 1e-30)))) : 0));
+        const cell = cells[(c[0] * n[1] + c[1]) * n[2] + c[2]];
+        cell.kept += kept[k][i];
+        if (!app.pick.hidden(d, i)) cell.pickable++;
+      }
+      return { layer: d.l.name, level: d.t.level, count: d.t.count, cells };
+    });
+  };
   hooks.tiles = () => app.drawList().map((d) => ({ layer: d.l.name, level: d.t.level, lo: d.t.node.lo, hi: d.t.node.hi, count: d.t.count, masked: !!d.mask, decoded: d.t.coords.decoded, posBytes: d.t.g ? d.t.g.posBytes : null, parts: d.t.g ? d.t.g.parts.length : null }));
 }

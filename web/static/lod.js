@@ -247,13 +247,14 @@ export function select(layers, view, budget) {
   const open = (L, n) => {
     n.kids = [];
     const all = L.grid.children(n);
+    n.fanout = all.length;
     for (const k of all) {
       if (!boxVisible(view.planes, k.lo, k.hi)) continue;
       k.count = L.count(k, n, all.length);
       const share = n.count / all.length;
       // How far apart the parent's vertices look here: refine the
       // coarsest-looking places first.
-      push({ L, n: k, parent: n, share, pri: screenSpacing(view, k, share) });
+      push({ L, n: k, parent: n, pri: screenSpacing(view, k, share) });
     }
   };
   let used = 0;
@@ -279,7 +280,10 @@ export function select(layers, view, budget) {
   while (heap.length) {
     const e = pop();
     if (e.pri < TARGET_PX) break;
-    const cost = e.n.count - e.share;
+    // A partly refined tile is drawn whole, its refined children masked
+    // out in the fragment shader (every vertex still goes through the
+    // GPU), so it stays charged whole until its last child replaces it.
+    const cost = e.n.count - (e.parent.kids.length + 1 === e.parent.fanout ? e.parent.count : 0);
     if (used + cost > budget) { limited.add(e.L.id); continue; }
     used += cost;
     e.n.pri = e.pri; // how much it mattered: tiles load in this order

@@ -32,11 +32,18 @@ export class PickTool {
         const sx = ((m[0] * X + m[4] * Y + m[8] * Z + m[12]) / w + 1) / 2 * W, sy = (1 - (m[1] * X + m[5] * Y + m[9] * Z + m[13]) / w) / 2 * H;
         const dd = (sx - px) ** 2 + (sy - py) ** 2;
         if (dd > radius * radius || (best && dd > best.dd + 4) || (best && dd > best.dd - 4 && w >= best.w)) continue;
-        if (masked(d.mask, [X, Y, Z])) continue;
+        if (this.hidden(d, i)) continue;
         best = { dd, w, d, i, pos: [X, Y, Z], sx, sy };
       }
     }
     return best;
+  }
+
+  // hidden: vertex i of drawn tile d lies in a child its mask leaves out,
+  // as the fragment shader decides it: by its position in float64 (the
+  // decoded float32 is a whole unit off at 10^7, across a face).
+  hidden(d, i) {
+    return !!d.mask && masked(d.mask, d.t.coords.at(i));
   }
 
   clear() {
