@@ -3,6 +3,8 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -123,9 +125,10 @@ func TestUnlistedChunkInEveryAnswerIs503(t *testing.T) {
 // lacks, where its cell is not asked for one by one, was a 200 without
 // the chunk's vertex for as long as the server ran: on a grid of more
 // than 2^20 cells (the bounds say so; 48 chunks), past the store's
-// declared bounds (the data reach past them), and on a level packed into
-// __shard_ arrays (a hidden shard hides its chunks; a chunk there has no
-// zarr.json of its own to ask for). Now such a box lists the level again
+// declared bounds (the data reach past them), on a level chunked by
+// attribute (a cell holds a chunk per value, unknown ahead), and on a
+// level packed into __shard_ arrays (a hidden shard hides its chunks; a
+// chunk there has no zarr.json of its own to ask for). Now such a box lists the level again
 // (once a version), finds the chunk, and is the 503; then the whole
 // store's answer.
 func TestUnlistedChunkWhereNoCellIsAsked(t *testing.T) {
@@ -150,6 +153,10 @@ func TestUnlistedChunkWhereNoCellIsAsked(t *testing.T) {
 		{name: "past the bounds, count", fixture: "graph", hide: "4.1.6", chunk: "4.1.6",
 			changes: []change{bounds("[0, 200, 0]", "[1000, 1000, 1000]")},
 			path:    "/api/v1/stores/g/count?level=0&min=400,100,600&max=499,199,699"},
+		// A cell holds a chunk per attribute value: 0.1.2.3 is cell 1.2.3's.
+		{name: "chunked by attribute", fixture: "points_bins", hide: "0.1.2.3", chunk: "0.1.2.3",
+			changes: []change{attributeChunked},
+			path:    "/api/v1/stores/g/count?level=0&min=250,500,750&max=499,749,999"},
 		// __shard_000028 holds chunk 5.3.2 alone.
 		{name: "shard", fixture: "graph_sharded", hide: "__shard_000028", chunk: "5.3.2",
 			path: "/api/v1/stores/g/bbox?level=0&min=500,300,200&max=599,399,299"},
@@ -160,3 +167,35 @@ func TestUnlistedChunkWhereNoCellIsAsked(t *testing.T) {
 		})
 	}
 }
+
+// attributeChunked makes level 0 of a points store chunked by attribute:
+// every chunk C becomes 0.C, the one bin of chunk_attribute_values.
+var attributeChunked = change{"0", func(t *testing.T, p string) {
+	t.Helper()
+	dirs := []string{"vertices", "vertex_fragments"}
+	ents, err := os.ReadDir(filepath.Join(p, "vertex_attributes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join("vertex_attributes", e.Name()))
+		}
+	}
+	for _, d := range dirs {
+		ents, err := os.ReadDir(filepath.Join(p, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				if err := os.Rename(filepath.Join(p, d, e.Name()), filepath.Join(p, d, "0."+e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	edit("zarr.json", func(b []byte) []byte {
+		return []byte(strings.Replace(string(b), `"level": 0,`, `"level": 0, "chunk_attribute_name": "label", "chunk_attribute_values": [0],`, 1))
+	}).apply(t, p)
+}}
