@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/zvfserve/zvfserve/api"
 	"github.com/zvfserve/zvfserve/cache"
 	"github.com/zvfserve/zvfserve/zvf"
+	"github.com/zvfserve/zvfserve/zvf/storage"
 	"github.com/zvfserve/zvfserve/zvf/storage/faultstore"
 	"github.com/zvfserve/zvfserve/zvf/zvftest"
 )
@@ -199,3 +201,33 @@ var attributeChunked = change{"0", func(t *testing.T, p string) {
 		return []byte(strings.Replace(string(b), `"level": 0,`, `"level": 0, "chunk_attribute_name": "label", "chunk_attribute_values": [0],`, 1))
 	}).apply(t, p)
 }}
+
+// TestBoxRelistThatCannotListServes: a box reaching past the store's
+// bounds has the level listed again; while the backend fails listings
+// (its reads answering), that failed the box — an error for a store
+// whose data are whole — and was asked again by every box, a listing
+// storm on a failing backend. Now the box is answered as the open's
+// listing has it, the failure is logged, and the level is listed again
+// only after a wait.
+func TestBoxRelistThatCannotListServes(t *testing.T) {
+	t.Parallel()
+	const path = "/api/v1/stores/g/count?level=0&min=-1e6,-1e6,-1e6&max=1e6,1e6,1e6"
+	fs := faultstore.New(zvftest.Store(t, fixtures+"/graph.zarrvectors"), nil)
+	ls := &listCounter{Store: &stillClock{Store: fs, at: time.Now().Add(time.Hour)}} // after the files were written; still, so no wait passes
+	var logs syncBuf
+	_, srv := handleServer(t, ls, zvf.Options{Name: "g", Cache: cache.New(64 << 20), Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		zvf.Watch{Enabled: true, Settle: time.Hour}, api.Options{})
+	fs.Add(&faultstore.Rule{Op: "list", Key: "0/vertices", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
+	before := ls.n.Load()
+	for i := range 3 {
+		if code, _, body := serveFull(t, srv.Handler(), path); code != 200 || strings.TrimSpace(string(body)) != `{"count":600}` {
+			t.Fatalf("count %d while listings fail: %d %.300s; want 200 and 600", i, code, body)
+		}
+	}
+	if n := ls.n.Load() - before; n != 1 {
+		t.Errorf("3 counts while listings fail listed the level %d times; want once, then a wait", n)
+	}
+	if !strings.Contains(logs.String(), "listing a level again for an answer failed") {
+		t.Errorf("the log does not say the listing failed: %s", logs.String())
+	}
+}

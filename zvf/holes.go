@@ -280,6 +280,9 @@ func (l *Level) relistForBox(ctx context.Context, by string) error {
 	if c.relisted.Load() {
 		return nil
 	}
+	if at := c.retryAt.Load(); at != 0 && l.s.st.Now().UnixNano() < at {
+		return nil // the last listing failed: not yet
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.bad.Load(); e != nil {
@@ -290,7 +293,18 @@ func (l *Level) relistForBox(ctx context.Context, by string) error {
 	}
 	missing, err := l.relistMissing(ctx, l.lay.(relister))
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		// As checkListing: a backend failing listings (its reads
+		// answering) must not fail every box, each listing again; the
+		// answer goes out as listed, and the listing waits.
+		n := c.failures.Add(1)
+		wait := retryWait(n)
+		c.retryAt.Store(l.s.st.Now().Add(wait).UnixNano())
+		l.s.log.Warn("listing a level again for an answer failed; its answers go out as the open's listing has them, and the listing is tried again after a wait",
+			"store", l.s.name, "level", l.n, "for", by, "err", err, "failures", n, "retry_in", wait)
+		return nil
 	}
 	if len(missing) == 0 {
 		return nil
