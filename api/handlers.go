@@ -940,6 +940,9 @@ func (s *Server) chunks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	st, l := sub.st, sub.l
+	if err := l.CheckListed(r.Context()); err != nil {
+		return err
+	}
 	keys := make([]string, len(l.Keys()))
 	for i, k := range l.Keys() {
 		keys[i] = k.String()

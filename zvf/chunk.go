@@ -10,6 +10,11 @@ import (
 func (l *Level) Chunk(ctx context.Context, key Key, attrs []string) (*Tile, error) {
 	sel, err := l.chunkAttrs(key, attrs)
 	if err != nil {
+		if l.s.watched && len(key) == l.keyArity && !l.hasKey(key) {
+			// The open's listing may be behind the store's writes: a
+			// 404 for a chunk that is there would be a wrong answer.
+			return nil, l.unlisted(ctx, key, "a request for the chunk", err)
+		}
 		return nil, err
 	}
 	cv, err := l.vertices(ctx, key)

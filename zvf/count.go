@@ -30,6 +30,9 @@ func (l *Level) Count(ctx context.Context, q CountQuery) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := l.checkHoles(ctx, q.Min, q.Max); err != nil {
+		return 0, err
+	}
 	sc := l.s.getScratch()
 	defer l.s.putScratch(sc)
 	sc.rf = rf
@@ -203,6 +206,9 @@ func (l *Level) Voxels(ctx context.Context, q VoxelQuery) ([]uint32, error) {
 func (l *Level) density(ctx context.Context, g *grid, lo, hi []float64, sel Selection) ([]uint32, error) {
 	rf, err := l.newRowFilter(ctx, sel) // refuses a bad selection before anything runs
 	if err != nil {
+		return nil, err
+	}
+	if err := l.checkHoles(ctx, lo, hi); err != nil {
 		return nil, err
 	}
 	cand := l.candidates(nil, lo, hi)

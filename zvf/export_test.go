@@ -86,3 +86,9 @@ func OpenGen(ctx context.Context, st storage.Store, o Options, gen uint64) (*Sto
 	o.gen = gen
 	return Open(ctx, st, o)
 }
+
+// CheckHoles is the listing check a box answer runs (checkHoles), for
+// its benchmark.
+func (l *Level) CheckHoles(ctx context.Context, min, max []float64) error {
+	return l.checkHoles(ctx, min, max)
+}

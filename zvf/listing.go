@@ -212,12 +212,17 @@ func (l *Level) unlisted(ctx context.Context, key Key, namedBy string, corrupt e
 	if err != nil {
 		return err
 	}
-	ks := key.String()
-	if !slices.Contains(missing, ks) {
-		c.relisted.Store(true)
-		return corrupt
+	if len(missing) == 0 {
+		return corrupt // relisted: the listing agreed
 	}
-	e := &ListingError{Store: l.s.name, Level: l.n, Missing: ks, Count: len(missing), NamedBy: namedBy}
+	// The listing lacked chunks, this one or others: either way the
+	// level's answers would be short, and marking it relisted would
+	// stop the box check from finding the others.
+	ks, by := key.String(), namedBy
+	if !slices.Contains(missing, ks) {
+		ks, by = missing[0], "a listing taken again for "+namedBy
+	}
+	e := &ListingError{Store: l.s.name, Level: l.n, Missing: ks, Count: len(missing), NamedBy: by}
 	l.listingFailed(e, missing)
 	return e
 }

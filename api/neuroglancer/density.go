@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -47,6 +48,30 @@ type densityScale struct {
 
 // end is the voxel past the volume on axis a.
 func (sc *densityScale) end(a int) int64 { return sc.offset[a] + sc.size[a] }
+
+// checkedDensityScales is densityScales for an answer drawn from them
+// (the volume's info, its chunks): a level whose listing was found
+// incomplete is that error, not a scale quietly left out, and each
+// level's listing is checked first (CheckListed), as a scale's extent
+// takes in every listed chunk.
+func checkedDensityScales(ctx context.Context, st *zvf.Store) ([]densityScale, error) {
+	for _, li := range st.Info().Levels {
+		if len(li.BinShape) != 3 {
+			continue
+		}
+		l, err := st.Level(li.Level)
+		if errors.Is(err, zvf.ErrChanged) {
+			return nil, err
+		}
+		if err != nil {
+			continue // no scale at this level (densityScales)
+		}
+		if err := l.CheckListed(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return densityScales(st), nil
+}
 
 // densityScales lists the volume's scales: one per level whose bins are
 // coarser than the previous scale's on some axis and finer on none.
@@ -158,7 +183,10 @@ func (s *Server) densityInfo(w http.ResponseWriter, r *http.Request) error {
 	}
 	dims, notes := dimensions(st.Info().Axes)
 	nm := nanometresPer(dims)
-	scales := densityScales(st)
+	scales, err := checkedDensityScales(r.Context(), st)
+	if err != nil {
+		return err
+	}
 	type scaleInfo struct {
 		Key         string     `json:"key"`
 		Size        [3]int64   `json:"size"`
@@ -219,7 +247,10 @@ func (s *Server) densityChunk(w http.ResponseWriter, r *http.Request) error {
 	}
 	key, name := chi.URLParam(r, "key"), chi.URLParam(r, "chunk")
 	var sc *densityScale
-	scales := densityScales(st)
+	scales, err := checkedDensityScales(r.Context(), st)
+	if err != nil {
+		return err
+	}
 	for i := range scales {
 		if scales[i].key == key {
 			sc = &scales[i]

@@ -139,6 +139,11 @@ func buildPlan(ctx context.Context, st *zvf.Store, k kind, maxCell int64) (*plan
 	if err != nil {
 		return nil, err
 	}
+	// The index files every listed chunk: one the listing lacks would be
+	// missing from its cells without a word.
+	if err := l0.CheckListed(ctx); err != nil {
+		return nil, err
+	}
 	info := st.Info()
 	p := &plan{kind: k, store: st.Name(), level0: l0, rank: info.Dims, keys: l0.Keys(), cs: l0.Info().ChunkShape}
 	p.ordinal = make(map[string]int32, len(p.keys))
