@@ -60,6 +60,9 @@ func WalkWithoutPreparation(ctx context.Context, l *Level) error {
 // (levelTable), to compare against; before any query.
 func WithoutLevelTables(s *Store) { s.noTables = true }
 
+// StoreOf is l's store.
+func StoreOf(l *Level) *Store { return l.s }
+
 // WithLevelTablesOfAnyChunk lets every line level of s have a table,
 // whatever its rows a chunk (tableRowsPerChunk); before any query.
 func WithLevelTablesOfAnyChunk(s *Store) { s.tablesAnyChunk = true }
