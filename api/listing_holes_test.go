@@ -218,18 +218,7 @@ func TestBoxRelistThatCannotListServes(t *testing.T) {
 	_, srv := handleServer(t, ls, zvf.Options{Name: "g", Cache: cache.New(64 << 20), Logger: slog.New(slog.NewTextHandler(&logs, nil))},
 		zvf.Watch{Enabled: true, Settle: time.Hour}, api.Options{})
 	fs.Add(&faultstore.Rule{Op: "list", Key: "0/vertices", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
-	before := ls.n.Load()
-	for i := range 3 {
-		if code, _, body := serveFull(t, srv.Handler(), path); code != 200 || strings.TrimSpace(string(body)) != `{"count":600}` {
-			t.Fatalf("count %d while listings fail: %d %.300s; want 200 and 600", i, code, body)
-		}
-	}
-	if n := ls.n.Load() - before; n != 1 {
-		t.Errorf("3 counts while listings fail listed the level %d times; want once, then a wait", n)
-	}
-	if !strings.Contains(logs.String(), "listing a level again for an answer failed") {
-		t.Errorf("the log does not say the listing failed: %s", logs.String())
-	}
+	countsWhileListingsFail(t, srv.Handler(), path, ls, &logs, "listing a level again for an answer failed")
 }
 
 // TestAbsentChunkAskedWhileAnotherIsUnlisted: a request for a chunk the

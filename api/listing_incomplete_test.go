@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,16 +331,25 @@ func TestListingCheckThatCannotListServes(t *testing.T) {
 	var logs syncBuf
 	_, srv := handleServer(t, ls, zvf.Options{Name: "g", Cache: cache.New(64 << 20), Logger: slog.New(slog.NewTextHandler(&logs, nil))}, zvf.Watch{}, api.Options{})
 	fs.Add(&faultstore.Rule{Op: "list", Fault: faultstore.Fault{Err: storage.ErrUnavailable}})
+	countsWhileListingsFail(t, srv.Handler(), path, ls, &logs, "listing it again failed")
+}
+
+// countsWhileListingsFail asks h for path, a count of the graph's 600
+// vertices, three times while every listing fails: each is 200 and the
+// count, the level was listed once (then the listing waits), and the log
+// says what failed.
+func countsWhileListingsFail(t *testing.T, h http.Handler, path string, ls *listCounter, logs *syncBuf, said string) {
+	t.Helper()
 	before := ls.n.Load()
 	for i := range 3 {
-		if code, _, body := serveFull(t, srv.Handler(), path); code != 200 || strings.TrimSpace(string(body)) != `{"count":600}` {
+		if code, _, body := serveFull(t, h, path); code != 200 || strings.TrimSpace(string(body)) != `{"count":600}` {
 			t.Fatalf("count %d while listings fail: %d %.300s; want 200 and 600", i, code, body)
 		}
 	}
 	if n := ls.n.Load() - before; n != 1 {
 		t.Errorf("3 counts while listings fail listed the level %d times; want once, then a wait", n)
 	}
-	if !strings.Contains(logs.String(), "listing it again failed") {
+	if !strings.Contains(logs.String(), said) {
 		t.Errorf("the log does not say the listing failed: %s", logs.String())
 	}
 }
